@@ -1,0 +1,1 @@
+"""Formats of existing eval setups (SPEC §12), each detected from a file's shape."""

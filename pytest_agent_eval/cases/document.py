@@ -1,0 +1,179 @@
+"""Read YAML and JSON files into plain data plus the line of every mapping key and list item."""
+
+from __future__ import annotations
+
+import bisect
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from pytest_agent_eval.cases.errors import EvalFileError
+
+try:  # the C loader is several times faster; fall back where libyaml is missing
+    _Loader: type[yaml.SafeLoader] = yaml.CSafeLoader  # type: ignore[assignment]
+except AttributeError:  # pragma: no cover - depends on the PyYAML build
+    _Loader = yaml.SafeLoader
+
+PathKey = tuple[str | int, ...]
+YAML_SUFFIXES = (".yaml", ".yml")
+JSON_SUFFIXES = (".json",)
+# Positions are tracked this deep (root = 0); below it values are decoded wholesale.
+_MAX_DEPTH = 5
+
+
+@dataclass
+class Document:
+    """A parsed file: its data and the 1-based line of each path into it."""
+
+    path: Path
+    data: Any
+    lines: dict[PathKey, int] = field(default_factory=dict)
+
+    def line(self, key: PathKey) -> int:
+        """The line of ``key``, or of its nearest located ancestor."""
+        while key:
+            found = self.lines.get(key)
+            if found is not None:
+                return found
+            key = key[:-1]
+        return self.lines.get((), 1)
+
+
+def read_document(path: Path, text: str | None = None) -> Document:
+    """Parse ``path`` (YAML or JSON by suffix); raise :class:`EvalFileError` on syntax errors."""
+    if text is None:
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise EvalFileError(path, None, f"cannot read file: {exc}") from exc
+    if path.suffix.lower() in JSON_SUFFIXES:
+        return _read_json(path, text)
+    return _read_yaml(path, text)
+
+
+def _read_yaml(path: Path, text: str) -> Document:
+    loader = _Loader(text)
+    try:
+        node = loader.get_single_node()
+        data = loader.construct_document(node) if node is not None else None
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = mark.line + 1 if mark is not None else None
+        problem = " ".join(p for p in (exc.context, exc.problem) if p)
+        raise EvalFileError(path, line, f"YAML syntax error: {problem}; fix the YAML syntax") from exc
+    except yaml.YAMLError as exc:
+        raise EvalFileError(path, None, f"YAML error: {exc}") from exc
+    finally:
+        loader.dispose()
+    doc = Document(path, data)
+    if node is not None:
+        _yaml_lines(node, (), doc.lines, 0)
+    return doc
+
+
+def _yaml_lines(node: yaml.Node, key: PathKey, out: dict[PathKey, int], depth: int) -> None:
+    out[key] = node.start_mark.line + 1
+    if depth >= _MAX_DEPTH:
+        return
+    if isinstance(node, yaml.MappingNode):
+        for k, v in node.value:
+            if isinstance(k, yaml.ScalarNode):
+                child = (*key, str(k.value))
+                _yaml_lines(v, child, out, depth + 1)
+                out[child] = k.start_mark.line + 1  # the key's line reads best in messages
+    elif isinstance(node, yaml.SequenceNode):
+        for i, v in enumerate(node.value):
+            _yaml_lines(v, (*key, i), out, depth + 1)
+
+
+def _read_json(path: Path, text: str) -> Document:
+    reader = _JsonReader(text)
+    try:
+        data = reader.value(reader.skip(0), (), 0)
+        end = reader.skip(reader.pos)
+        if end != len(text):
+            raise json.JSONDecodeError("Extra data", text, end)
+    except json.JSONDecodeError as exc:
+        raise EvalFileError(
+            path, exc.lineno, f"JSON syntax error: {exc.msg} (column {exc.colno}); fix the JSON syntax"
+        ) from exc
+    except RecursionError as exc:
+        raise EvalFileError(path, None, "JSON nested too deeply") from exc
+    doc = Document(path, data)
+    doc.lines = {k: reader.line_of(off) for k, off in reader.offsets.items()}
+    return doc
+
+
+class _JsonReader:
+    """A JSON reader that records the offset of shallow keys; deep values use the C decoder."""
+
+    _WS = " \t\n\r"
+
+    def __init__(self, text: str):
+        self.text = text
+        self.pos = 0
+        self.offsets: dict[PathKey, int] = {}
+        self._decoder = json.JSONDecoder()
+        self._newlines = [i for i, ch in enumerate(text) if ch == "\n"]
+
+    def line_of(self, offset: int) -> int:
+        return bisect.bisect_left(self._newlines, offset) + 1
+
+    def skip(self, i: int) -> int:
+        text, ws = self.text, self._WS
+        while i < len(text) and text[i] in ws:
+            i += 1
+        return i
+
+    def value(self, i: int, key: PathKey, depth: int) -> Any:
+        self.offsets[key] = i
+        text = self.text
+        if depth < _MAX_DEPTH and i < len(text) and text[i] in "{[":
+            return self._object(i, key, depth) if text[i] == "{" else self._array(i, key, depth)
+        val, self.pos = self._decoder.raw_decode(text, i)
+        return val
+
+    def _object(self, i: int, key: PathKey, depth: int) -> dict[str, Any]:
+        text, out = self.text, dict[str, Any]()
+        i = self.skip(i + 1)
+        if i < len(text) and text[i] == "}":
+            self.pos = i + 1
+            return out
+        while True:
+            if i >= len(text) or text[i] != '"':
+                raise json.JSONDecodeError("Expecting property name enclosed in double quotes", text, i)
+            name, j = json.decoder.scanstring(text, i + 1)  # type: ignore[attr-defined]
+            j = self.skip(j)
+            if j >= len(text) or text[j] != ":":
+                raise json.JSONDecodeError("Expecting ':' delimiter", text, j)
+            child = (*key, name)
+            out[name] = self.value(self.skip(j + 1), child, depth + 1)
+            self.offsets[child] = i
+            i = self.skip(self.pos)
+            if i < len(text) and text[i] == ",":
+                i = self.skip(i + 1)
+                continue
+            if i < len(text) and text[i] == "}":
+                self.pos = i + 1
+                return out
+            raise json.JSONDecodeError("Expecting ',' delimiter", text, i)
+
+    def _array(self, i: int, key: PathKey, depth: int) -> list[Any]:
+        text, out = self.text, list[Any]()
+        i = self.skip(i + 1)
+        if i < len(text) and text[i] == "]":
+            self.pos = i + 1
+            return out
+        while True:
+            out.append(self.value(i, (*key, len(out)), depth + 1))
+            i = self.skip(self.pos)
+            if i < len(text) and text[i] == ",":
+                i = self.skip(i + 1)
+                continue
+            if i < len(text) and text[i] == "]":
+                self.pos = i + 1
+                return out
+            raise json.JSONDecodeError("Expecting ',' delimiter", text, i)

@@ -1,0 +1,76 @@
+"""The case model: one eval case, with everything needed to run and check it, and where it came from."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ID_RE = re.compile(r"^[A-Za-z0-9_-]+$")
+_SLUG_RE = re.compile(r"[^A-Za-z0-9_-]+")
+
+
+def slugify(text: str, max_len: int = 60) -> str:
+    """A case id derived from a name: ``"Knowledge base search"`` -> ``"knowledge_base_search"``."""
+    slug = _SLUG_RE.sub("_", text.strip().lower()).strip("_-")
+    return slug[:max_len].rstrip("_-") or "case"
+
+
+@dataclass
+class Turn:
+    """One scripted user message of a conversation, with its own checks."""
+
+    message: str
+    expect: dict[str, Any] = field(default_factory=dict)
+    line: int = 0
+
+
+@dataclass
+class Case:
+    """One eval case. ``expect`` maps registered check names to their arguments."""
+
+    id: str
+    path: Path
+    line: int
+    query: str = ""
+    context: dict[str, Any] = field(default_factory=dict)
+    description: str | None = None
+    turns: list[Turn] = field(default_factory=list)
+    expect: dict[str, Any] = field(default_factory=dict)
+    expect_options: dict[str, Any] = field(default_factory=dict)
+    """Keys of ``expect`` that tune checks rather than being checks (``case_sensitive``)."""
+    tags: tuple[str, ...] = ()
+    timeout: float | None = None
+    repeat: int = 1
+    min_pass_rate: float = 1.0
+    min_score: float | None = None
+    weights: dict[str, float] = field(default_factory=dict)
+    tool_mocks: dict[str, Any] = field(default_factory=dict)
+    unmocked_tools: str | None = None
+    skip: str | None = None
+    xfail: str | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+    agent: str | None = None
+    """``module:attr`` from the file, or ``None`` for ``--agent`` / the ``agent`` fixture."""
+    agent_line: int | None = None
+    tool_dispatch: str | None = None
+    dialect: str = "native"
+    stop_on_failure: bool = False
+    error: str | None = None
+    """Set when the case itself is invalid: the item reports this instead of running."""
+
+    @property
+    def location(self) -> str:
+        return f"{self.path}:{self.line}"
+
+
+@dataclass
+class EvalFile:
+    """A loaded file: its cases (some may carry errors) and the format it was read as."""
+
+    path: Path
+    dialect: str
+    cases: list[Case]
+    name: str | None = None
+    description: str | None = None

@@ -1,0 +1,151 @@
+"""The JSON Schema of the native format, built from the registered checks, and readable errors from it."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Any
+
+import jsonschema
+from jsonschema import Draft202012Validator
+
+from pytest_agent_eval.cases.document import Document, PathKey
+from pytest_agent_eval.cases.errors import EvalFileError, did_you_mean
+from pytest_agent_eval.checks import CheckRegistry
+
+SCHEMA_ID = "https://pytest-agent-eval.readthedocs.io/schema/native.json"
+UNMOCKED = {"enum": ["strict", "default", "passthrough"]}
+_STR_LIST = {"type": "array", "items": {"type": "string"}}
+_TAGS = {"type": "array", "items": {"type": "string", "pattern": r"^[A-Za-z_][A-Za-z0-9_]*$"}}
+
+
+def expect_schema(registry: CheckRegistry) -> dict[str, Any]:
+    props = {spec.name: {**spec.schema, "description": spec.description} for spec in registry}
+    props.update(registry.modifiers)
+    return {"type": "object", "properties": props, "additionalProperties": False}
+
+
+def case_properties(registry: CheckRegistry) -> dict[str, Any]:
+    expect = {"$ref": "#/$defs/expect"}
+    return {
+        "id": {"type": "string", "pattern": r"^[A-Za-z0-9_-]+$", "description": "unique within the file"},
+        "description": {"type": "string"},
+        "input": {
+            "oneOf": [
+                {"type": "string"},
+                {
+                    "type": "object",
+                    "properties": {"query": {"type": "string"}, "context": {"type": "object"}},
+                    "required": ["query"],
+                    "additionalProperties": False,
+                },
+            ]
+        },
+        "context": {"type": "object"},
+        "turns": {
+            "type": "array",
+            "minItems": 1,
+            "items": {
+                "oneOf": [
+                    {"type": "string"},
+                    {
+                        "type": "object",
+                        "properties": {"input": {"type": "string"}, "expect": expect},
+                        "required": ["input"],
+                        "additionalProperties": False,
+                    },
+                ]
+            },
+        },
+        "expect": expect,
+        "tags": _TAGS,
+        "timeout": {"type": "number", "exclusiveMinimum": 0},
+        "repeat": {"type": "integer", "minimum": 1},
+        "min_pass_rate": {"type": "number", "minimum": 0, "maximum": 1},
+        "min_score": {"type": "number", "minimum": 0, "maximum": 1},
+        "weights": {"type": "object", "additionalProperties": {"type": "number", "minimum": 0}},
+        "tool_mocks": {"type": "object"},
+        "unmocked_tools": UNMOCKED,
+        "skip": {"type": ["string", "boolean"]},
+        "xfail": {"type": ["string", "boolean"]},
+        "metadata": {"type": "object"},
+    }
+
+
+def native_schema(registry: CheckRegistry) -> dict[str, Any]:
+    """The JSON Schema of a native eval file, with one property per registered check."""
+    case_props = case_properties(registry)
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": SCHEMA_ID,
+        "title": "pytest-agent-eval file",
+        "type": "object",
+        "properties": {
+            "name": {"type": "string"},
+            "description": {"type": "string"},
+            "agent": {"type": "string", "pattern": r"^[\w.]+:[\w.]+$", "description": "module:attribute"},
+            "tool_dispatch": {"type": "string", "pattern": r"^[\w.]+:[\w.]+$"},
+            "tags": _TAGS,
+            "defaults": {
+                "type": "object",
+                "properties": {k: v for k, v in case_props.items() if k not in ("id", "description")},
+                "additionalProperties": False,
+            },
+            "cases": {"type": "array", "items": {"$ref": "#/$defs/case"}},
+        },
+        "required": ["cases"],
+        "additionalProperties": False,
+        "$defs": {
+            "expect": expect_schema(registry),
+            "case": {
+                "type": "object",
+                "properties": case_props,
+                "anyOf": [{"required": ["input"]}, {"required": ["turns"]}],
+                "additionalProperties": False,
+            },
+        },
+    }
+
+
+@lru_cache(maxsize=8)
+def _validator(registry: CheckRegistry) -> Draft202012Validator:
+    schema = native_schema(registry)
+    return Draft202012Validator(schema, format_checker=Draft202012Validator.FORMAT_CHECKER)
+
+
+def _pretty_path(key: PathKey) -> str:
+    out = ""
+    for part in key:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or "(top level)"
+
+
+def schema_errors(doc: Document, registry: CheckRegistry) -> list[tuple[PathKey, EvalFileError]]:
+    """Every schema problem of ``doc``, as ``(path into the data, located error)``."""
+    out: list[tuple[PathKey, EvalFileError]] = []
+    for err in _validator(registry).iter_errors(doc.data):
+        key: PathKey = tuple(err.absolute_path)
+        out.extend((k, EvalFileError(doc.path, doc.line(k), msg)) for k, msg in _explain(err, key, registry))
+    out.sort(key=lambda pair: pair[1].line or 0)
+    return out
+
+
+def _explain(err: jsonschema.ValidationError, key: PathKey, registry: CheckRegistry) -> list[tuple[PathKey, str]]:
+    where = _pretty_path(key)
+    schema = err.schema if isinstance(err.schema, dict) else {}
+    if err.validator == "additionalProperties" and isinstance(err.instance, dict):
+        allowed = list(schema.get("properties", {}))
+        is_expect = "contains" in allowed and "tools_called" in allowed
+        what = "unknown check" if is_expect else "unknown key"
+        extra = [k for k in err.instance if k not in allowed]
+        hint = (
+            f"; known checks: {', '.join(sorted(registry.names()))}"
+            if is_expect
+            else f"; allowed keys: {', '.join(allowed)}"
+        )
+        return [((*key, k), f"{what} {k!r} in {where}{did_you_mean(k, allowed) or hint}") for k in extra]
+    if err.validator == "anyOf" and schema.get("anyOf") == [{"required": ["input"]}, {"required": ["turns"]}]:
+        return [(key, f"{where}: a case needs `input` (or `turns` for a conversation)")]
+    if err.validator in ("oneOf", "anyOf") and err.context:
+        best = jsonschema.exceptions.best_match(err.context)
+        return [(key, f"{where}: {best.message}")]
+    return [(key, f"{where}: {err.message}")]

@@ -1,0 +1,16 @@
+"""Built-in checks (SPEC §4) and the registry they live in."""
+
+from __future__ import annotations
+
+from pytest_agent_eval.checks import custom, judge, latency, outcome, output, schema, tools
+from pytest_agent_eval.checks.base import Check, CheckContext, CheckRegistry, CheckResult, CheckSpec
+
+__all__ = ["Check", "CheckContext", "CheckRegistry", "CheckResult", "CheckSpec", "builtin_registry"]
+
+
+def builtin_registry() -> CheckRegistry:
+    """A registry holding every built-in check."""
+    registry = CheckRegistry()
+    for family in (output, tools, outcome, latency, schema, judge, custom):
+        family.register(registry)
+    return registry

@@ -1,0 +1,83 @@
+"""The check protocol, check results and the registry that maps ``expect:`` keys to checks."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+from pytest_agent_eval.record import RunRecord
+
+if TYPE_CHECKING:
+    from pytest_agent_eval.cases.model import Case
+
+
+@dataclass
+class CheckResult:
+    """The verdict of one check on one run."""
+
+    name: str
+    passed: bool
+    score: float = 1.0
+    expected: Any = None
+    actual: Any = None
+    message: str = ""
+    detail: list[str] = field(default_factory=list)
+    """Extra lines for the failure output (an aligned trajectory, an excerpt, ...)."""
+    scored: bool = True
+    """False for a check that could not be scored (e.g. no LLM): left out of the mean."""
+
+    @classmethod
+    def of(cls, name: str, passed: bool, **kw: Any) -> CheckResult:
+        kw.setdefault("score", 1.0 if passed else 0.0)
+        return cls(name=name, passed=passed, **kw)
+
+
+@dataclass
+class CheckContext:
+    """What a check may need beyond the run: the case and the session's settings."""
+
+    case: Case
+    options: dict[str, Any] = field(default_factory=dict)
+    llm: Callable[[list[dict[str, str]]], str] | None = None
+
+
+class Check(Protocol):
+    """A check: given the run, its ``expect:`` value and the context, a result."""
+
+    def __call__(self, run: RunRecord, spec: Any, ctx: CheckContext) -> CheckResult: ...
+
+
+@dataclass(frozen=True)
+class CheckSpec:
+    """A registered check: the function and the JSON Schema of its ``expect:`` value."""
+
+    name: str
+    func: Check
+    schema: dict[str, Any]
+    description: str = ""
+
+
+class CheckRegistry:
+    """Checks by name. Plugins add theirs through ``pytest_agent_eval_register_checks``."""
+
+    def __init__(self) -> None:
+        self._checks: dict[str, CheckSpec] = {}
+        self.modifiers: dict[str, dict[str, Any]] = {}
+        """``expect:`` keys that tune other checks (``case_sensitive``), with their schema."""
+
+    def register(self, name: str, func: Check, schema: dict[str, Any] | None = None, description: str = "") -> None:
+        """Add (or replace) the check ``name``."""
+        self._checks[name] = CheckSpec(name, func, schema if schema is not None else {}, description)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._checks
+
+    def __getitem__(self, name: str) -> CheckSpec:
+        return self._checks[name]
+
+    def __iter__(self) -> Iterator[CheckSpec]:
+        return iter(self._checks.values())
+
+    def names(self) -> list[str]:
+        return list(self._checks)

@@ -1,0 +1,77 @@
+"""Does the output read as success or failure? Failure phrases always win over success words."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from pytest_agent_eval.checks.base import CheckContext, CheckRegistry, CheckResult
+from pytest_agent_eval.record import RunRecord
+
+SUCCESS_WORDS = (
+    "success", "successful", "successfully", "succeeded", "completed", "complete", "done", "confirmed",
+    "approved", "allocated", "assigned", "booked", "scheduled", "created", "found", "here is", "here are",
+)  # fmt: skip
+FAILURE_WORDS = (
+    "not found", "no results", "unavailable", "not available", "cannot", "can't", "could not", "couldn't",
+    "unable", "failed", "failure", "error", "denied", "rejected", "refused", "insufficient", "invalid",
+    "no capacity", "not possible", "impossible", "sorry",
+)  # fmt: skip
+
+
+def _pattern(words: list[str] | tuple[str, ...]) -> re.Pattern[str]:
+    alts = "|".join(re.escape(w) for w in sorted(words, key=len, reverse=True))
+    return re.compile(rf"(?<!\w)(?:{alts})(?!\w)", re.IGNORECASE)
+
+
+_DEFAULT = (_pattern(SUCCESS_WORDS), _pattern(FAILURE_WORDS))
+
+
+def read_outcome(
+    text: str, success: re.Pattern[str] | None = None, failure: re.Pattern[str] | None = None
+) -> tuple[str, str | None]:
+    """``("failure", phrase)``, ``("success", word)`` or ``("unclear", None)``; failure phrases win."""
+    success = success or _DEFAULT[0]
+    failure = failure or _DEFAULT[1]
+    bad = failure.search(text)
+    if bad:
+        return "failure", bad.group(0)
+    good = success.search(text)
+    if good:
+        return "success", good.group(0)
+    return "unclear", None
+
+
+def outcome(run: RunRecord, spec: Any, ctx: CheckContext) -> CheckResult:
+    """The output reads as success / failure (configurable keyword lists)."""
+    if isinstance(spec, dict):
+        want = spec["expected"]
+        success = _pattern(spec["success_words"]) if "success_words" in spec else None
+        failure = _pattern(spec["failure_words"]) if "failure_words" in spec else None
+    else:
+        want, success, failure = spec, None, None
+    got, word = read_outcome(run.output, success, failure)
+    ok = got == want
+    why = f"reads as {got}" + (f" ({word!r})" if word else " (no success or failure phrase)")
+    return CheckResult.of("outcome", ok, expected=want, actual=why, message="" if ok else f"output {why}")
+
+
+SCHEMA = {
+    "oneOf": [
+        {"enum": ["success", "failure"]},
+        {
+            "type": "object",
+            "properties": {
+                "expected": {"enum": ["success", "failure"]},
+                "success_words": {"type": "array", "items": {"type": "string"}},
+                "failure_words": {"type": "array", "items": {"type": "string"}},
+            },
+            "required": ["expected"],
+            "additionalProperties": False,
+        },
+    ]
+}
+
+
+def register(registry: CheckRegistry) -> None:
+    registry.register("outcome", outcome, SCHEMA, "the output reads as success or failure")

@@ -1,0 +1,148 @@
+"""Eval files as pytest collectors and eval cases as pytest items (``pytest.Function`` subclasses)."""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, NoReturn
+
+import pytest
+
+from pytest_agent_eval.agents import Agent, as_agent, resolve
+from pytest_agent_eval.cases.document import JSON_SUFFIXES, YAML_SUFFIXES
+from pytest_agent_eval.cases.errors import EvalFileError, EvalFileErrors
+from pytest_agent_eval.cases.load import load_file
+from pytest_agent_eval.cases.model import Case
+from pytest_agent_eval.imports import ImportRefError
+from pytest_agent_eval.report.failure import PASSING
+from pytest_agent_eval.runner import CaseResult, RunSettings, run_case
+from pytest_agent_eval.state import get_state
+
+# Tags with these names would change how a case runs if they became markers; they stay keywords (-k).
+RESERVED_TAGS = frozenset(
+    {
+        "skip", "skipif", "xfail", "usefixtures", "parametrize", "filterwarnings", "timeout", "flaky",
+        "xdist_group", "asyncio", "anyio", "trio", "tryfirst", "trylast", "no_cover", "order", "dependency",
+        "repeat", "django_db", "agent_eval",
+    }
+)  # fmt: skip
+RESULT = pytest.StashKey[CaseResult]()
+
+
+def is_eval_file(path: Path, patterns: tuple[str, ...], explicit: bool) -> bool:
+    """Collected when the name matches an ``agent_eval_files`` pattern, or a YAML/JSON file is named on the CLI."""
+    if path.suffix.lower() not in YAML_SUFFIXES + JSON_SUFFIXES:
+        return False
+    return explicit or any(fnmatch.fnmatch(path.name, p) for p in patterns)
+
+
+class EvalFile(pytest.File):
+    """A YAML or JSON file of eval cases."""
+
+    def collect(self) -> Iterator[EvalItem]:
+        state = get_state(self.config)
+        try:
+            loaded = load_file(self.path, state.checks, state.dialects)
+        except (EvalFileError, EvalFileErrors) as exc:
+            raise self.CollectError(_relative(str(exc), self.config)) from None
+        for case in loaded.cases:
+            yield EvalItem.from_parent(self, name=case.id, case=case)
+
+
+def _relative(message: str, config: pytest.Config) -> str:
+    """Messages name files relative to the rootdir, as pytest does."""
+    return message.replace(f"{config.rootpath}/", "")
+
+
+def agent_eval_case(request: pytest.FixtureRequest) -> None:
+    """Runs one eval case (the test function behind every eval item)."""
+    item = request.node
+    assert isinstance(item, EvalItem)
+    item.run_case(request)
+
+
+class EvalItem(pytest.Function):
+    """One eval case. A ``pytest.Function`` so that fixtures (autouse, conftest, any scope) apply."""
+
+    def __init__(self, *, case: Case, **kwargs: Any) -> None:
+        super().__init__(callobj=agent_eval_case, originalname="agent_eval_case", **kwargs)
+        self.case = case
+        state = get_state(self.config)
+        self.add_marker("agent_eval")
+        for tag in case.tags:
+            if tag in RESERVED_TAGS:
+                self.extra_keyword_matches.add(tag)
+            else:
+                state.ensure_marker(tag)
+                self.add_marker(tag)
+        if case.skip:
+            self.add_marker(pytest.mark.skip(reason=case.skip))
+        if case.xfail:
+            self.add_marker(pytest.mark.xfail(reason=case.xfail))
+        if case.description:
+            self.extra_keyword_matches.add(case.description)
+
+    def reportinfo(self) -> tuple[Path, int, str]:
+        return (
+            self.path,
+            self.case.line - 1,
+            f"{self.case.id}" + (f": {self.case.description}" if self.case.description else ""),
+        )
+
+    def setup(self) -> None:
+        if self.case.error:  # an invalid case errors at setup, so it reads as ERROR, not FAILED
+            self._fail(self.case.error)
+        super().setup()
+
+    def _fail(self, message: str) -> NoReturn:
+        """Fail with ``message`` alone: no traceback into the plugin."""
+        pytest.fail(_relative(message, self.config), pytrace=False)
+
+    def _agent(self, request: pytest.FixtureRequest) -> Agent:
+        state = get_state(self.config)
+        ref = state.settings.agent or self.case.agent
+        if ref:
+            line = None if state.settings.agent else self.case.agent_line
+            try:
+                return resolve(ref, state.agent_instances)
+            except (ImportRefError, TypeError) as exc:
+                source = "--agent" if state.settings.agent else f"{self.case.path}:{line}"
+                self._fail(f"{source}: agent {ref!r}: {exc}")
+        try:
+            value = request.getfixturevalue("agent")
+        except pytest.FixtureLookupError:
+            self._fail(
+                f"{self.case.location}: no agent for case {self.case.id}: set `agent: module:function` in the "
+                "file, pass --agent module:function, or define an `agent` fixture in conftest.py"
+            )
+        try:
+            return as_agent(value, "agent fixture")
+        except TypeError as exc:
+            self._fail(f"{self.case.location}: the `agent` fixture: {exc}")
+
+    def run_case(self, request: pytest.FixtureRequest) -> None:
+        state = get_state(self.config)
+        agent = self._agent(request)
+        llm = request.getfixturevalue("agent_eval_llm") if "judge" in self.case.expect else None
+        settings = RunSettings(checks=state.checks, default_timeout=state.settings.timeout, llm=llm)
+        result = state.loop.submit(run_case(self.case, agent, settings)).result()
+        self.stash[RESULT] = result
+        self._record_properties(result)
+        self.ihook.pytest_agent_eval_case_result(item=self, result=result)
+        if not result.passed:
+            explanations = self.ihook.pytest_assertrepr_compare(config=self.config, op="==", left=result, right=PASSING)
+            lines = next((e for e in explanations if e), None) or [f"case {self.case.id} failed"]
+            self._fail("\n".join(lines))
+
+    def _record_properties(self, result: CaseResult) -> None:
+        run = result.first.run
+        props = [
+            ("score", f"{result.score:.3f}"),
+            ("tools_called", ", ".join(run.tool_names)),
+            ("latency_s", f"{run.latency_s:.3f}"),
+            ("location", f"{self.case.location}"),
+        ]
+        if len(result.trials) > 1:
+            props.append(("passes", f"{result.passes}/{len(result.trials)}"))
+        self.user_properties.extend(props)

@@ -1,0 +1,30 @@
+"""Hooks of pytest-agent-eval that plugins and conftest.py files implement."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import pytest
+
+if TYPE_CHECKING:
+    from pytest_agent_eval.cases.load import DialectRegistry
+    from pytest_agent_eval.checks import CheckRegistry
+    from pytest_agent_eval.runner import CaseResult
+
+
+def pytest_agent_eval_register_checks(registry: CheckRegistry) -> None:
+    """Add checks usable under ``expect:`` with ``registry.register(name, func, schema)``.
+
+    Called once per session, before the first eval file is read.
+    """
+
+
+def pytest_agent_eval_register_dialects(registry: DialectRegistry) -> None:
+    """Add file formats with ``registry.register(Dialect(name, detect, load))``.
+
+    Called once per session, before the first eval file is read.
+    """
+
+
+def pytest_agent_eval_case_result(item: pytest.Item, result: CaseResult) -> None:
+    """Called after a case ran (all its trials), before its verdict is reported; for reporters."""

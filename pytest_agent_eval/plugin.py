@@ -1,0 +1,46 @@
+"""pytest hooks of pytest-agent-eval. Hooks only: each delegates to the module of its concern."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_agent_eval import hookspecs, options
+from pytest_agent_eval.collect import EvalFile, is_eval_file
+from pytest_agent_eval.fixtures import agent_eval_case, agent_eval_llm  # noqa: F401 - fixtures of the plugin
+from pytest_agent_eval.report.failure import Passing, failure_lines
+from pytest_agent_eval.runner import CaseResult
+from pytest_agent_eval.state import STATE, EvalSession, get_state
+
+
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    pluginmanager.add_hookspecs(hookspecs)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    options.add_options(parser)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "agent_eval: an eval case collected from a YAML/JSON file (pytest-agent-eval)")
+    config.stash[STATE] = EvalSession(config)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if STATE in config.stash:
+        config.stash[STATE].close()
+
+
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> EvalFile | None:
+    settings = get_state(parent.config).settings
+    if is_eval_file(file_path, settings.file_patterns, parent.session.isinitpath(file_path)):
+        return EvalFile.from_parent(parent, path=file_path)
+    return None
+
+
+def pytest_assertrepr_compare(config: pytest.Config, op: str, left: Any, right: Any) -> list[str] | None:
+    if op == "==" and isinstance(left, CaseResult) and isinstance(right, Passing):
+        return failure_lines(left, config.get_verbosity())
+    return None

@@ -1,0 +1,1 @@
+"""What users read: failure text, summaries and report files."""

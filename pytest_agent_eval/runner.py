@@ -1,0 +1,243 @@
+"""Run one case: its trials (and turns), the timeout, the checks and the verdict. Pure asyncio, no pytest."""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import os
+import threading
+import time
+import traceback
+from collections.abc import Callable, Coroutine, Iterator
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+from typing import Any, Protocol, TypeVar
+
+from pytest_agent_eval.agents import Agent, invoke, normalise, run_in_thread
+from pytest_agent_eval.cases.model import Case
+from pytest_agent_eval.checks import CheckContext, CheckRegistry, CheckResult
+from pytest_agent_eval.record import RunRecord, ToolCall
+
+T = TypeVar("T")
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+_BLOCKING_CHECKS = frozenset({"judge", "custom"})
+
+
+class Recording(Protocol):
+    """What tool mocks recorded during one trial."""
+
+    calls: list[ToolCall]
+    violations: list[str]
+    """Problems that fail the trial whatever the agent did with them (e.g. an unmocked tool in strict mode)."""
+
+
+RecorderFactory = Callable[[Case], AbstractContextManager[Recording]]
+
+
+@dataclass
+class RunSettings:
+    """What every case run needs besides the case and the agent."""
+
+    checks: CheckRegistry
+    default_timeout: float | None = None
+    llm: Callable[[list[dict[str, str]]], str] | None = None
+    recorder: RecorderFactory | None = None
+    limit: asyncio.Semaphore | None = None
+    """Bounds agent calls in flight across cases and trials (created on the runner's loop)."""
+
+
+@dataclass
+class TrialResult:
+    """One trial: the run record, every check's result and the verdict."""
+
+    run: RunRecord
+    checks: list[CheckResult]
+    passed: bool
+    score: float
+    reasons: list[str] = field(default_factory=list)
+    """Why the trial failed, one line each."""
+    violations: list[str] = field(default_factory=list)
+    """Failures not tied to a check, e.g. a call to an unmocked tool in strict mode."""
+
+
+@dataclass
+class CaseResult:
+    """A case's verdict over all its trials."""
+
+    case: Case
+    trials: list[TrialResult]
+    passed: bool
+    score: float
+    pass_rate: float
+
+    @property
+    def first(self) -> TrialResult:
+        """The trial to show: the first failing one, else the first."""
+        return next((t for t in self.trials if not t.passed), self.trials[0])
+
+    @property
+    def passes(self) -> int:
+        return sum(t.passed for t in self.trials)
+
+
+def agent_traceback(exc: BaseException) -> str:
+    """The exception with its traceback from the agent's own frames (the plugin's and asyncio's left out)."""
+    frames = [
+        f
+        for f in traceback.extract_tb(exc.__traceback__)
+        if not f.filename.startswith(_PACKAGE_DIR)
+        and f"{os.sep}asyncio{os.sep}" not in f.filename
+        and not f.filename.endswith(("threading.py", "concurrent/futures/thread.py"))
+    ]
+    lines = ["Traceback (most recent call last):\n", *traceback.format_list(frames)]
+    lines += traceback.format_exception_only(type(exc), exc)
+    return "".join(lines).rstrip()
+
+
+def _describe(exc: BaseException) -> str:
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+async def _call(case: Case, agent: Agent, query: str, context: dict[str, Any], settings: RunSettings) -> RunRecord:
+    """One agent call, bounded by the concurrency limit and the timeout, timed, normalised."""
+    timeout = case.timeout if case.timeout is not None else settings.default_timeout
+    async with settings.limit if settings.limit is not None else contextlib.nullcontext():
+        start = time.perf_counter()
+        try:
+            raw = await asyncio.wait_for(invoke(agent, query, context), timeout)
+        except (asyncio.TimeoutError, TimeoutError):
+            return RunRecord(
+                latency_s=time.perf_counter() - start,
+                error=f"agent did not answer within {timeout:g} s (timeout of case {case.id})",
+            )
+        except Exception as exc:
+            return RunRecord(
+                latency_s=time.perf_counter() - start,
+                error=f"agent raised {_describe(exc)}",
+                traceback=agent_traceback(exc),
+            )
+        latency = time.perf_counter() - start
+    try:
+        record = normalise(raw)
+    except Exception as exc:
+        return RunRecord(latency_s=latency, error=f"cannot read the agent's result: {_describe(exc)}")
+    record.latency_s = latency
+    return record
+
+
+def evaluate(run: RunRecord, expect: dict[str, Any], ctx: CheckContext, registry: CheckRegistry) -> list[CheckResult]:
+    """Every check of ``expect`` on ``run``; a check that raises fails with the error."""
+    results = []
+    for name, spec in expect.items():
+        try:
+            results.append(registry[name].func(run, spec, ctx))
+        except Exception as exc:
+            results.append(CheckResult.of(name, False, message=f"check raised {_describe(exc)}"))
+    return results
+
+
+def weighted_score(results: list[CheckResult], weights: dict[str, float]) -> float:
+    scored = [(r.score, weights.get(r.name, 1.0)) for r in results if r.scored]
+    total = sum(w for _, w in scored)
+    return sum(s * w for s, w in scored) / total if total else 1.0
+
+
+@contextlib.contextmanager
+def _no_recording(case: Case) -> Iterator[None]:
+    yield None
+
+
+async def run_trial(case: Case, agent: Agent, settings: RunSettings) -> TrialResult:
+    """One independent run of the case (all its turns), checked."""
+    ctx = CheckContext(case=case, options=case.expect_options, llm=settings.llm)
+    recorder = settings.recorder(case) if settings.recorder else _no_recording(case)
+    turn_results: list[CheckResult] = []
+    with recorder as recording:
+        if case.turns:
+            run = await _conversation(case, agent, settings, ctx, turn_results)
+        else:
+            run = await _call(case, agent, case.query, dict(case.context), settings)
+    violations: list[str] = []
+    if recording is not None:
+        if recording.calls or not run.tool_calls:
+            run.tool_calls = list(recording.calls)  # mocks saw every call: authoritative
+        violations.extend(recording.violations)
+    reasons = list(violations)
+    if run.error:
+        return TrialResult(run, turn_results, False, 0.0, [run.error, *reasons], violations)
+    if _BLOCKING_CHECKS & case.expect.keys():  # an LLM judge or user code may block: keep the loop free
+        results = await run_in_thread(evaluate, run, case.expect, ctx, settings.checks)
+    else:
+        results = evaluate(run, case.expect, ctx, settings.checks)
+    results = turn_results + results
+    score = weighted_score(results, case.weights)
+    if case.min_score is not None:
+        passed = score >= case.min_score
+        if not passed:
+            reasons.append(f"score {score:.2f} below min_score {case.min_score:g}")
+    else:
+        failed = [r for r in results if not r.passed]
+        passed = not failed
+        reasons.extend(f"{r.name}: {r.message or 'failed'}" for r in failed)
+    return TrialResult(run, results, passed and not violations, score, reasons, violations)
+
+
+async def _conversation(
+    case: Case, agent: Agent, settings: RunSettings, ctx: CheckContext, turn_results: list[CheckResult]
+) -> RunRecord:
+    """Scripted turns: each user message with the history so far; per-turn checks are named ``turn N: check``."""
+    history: list[dict[str, Any]] = []
+    whole = RunRecord()
+    for n, turn in enumerate(case.turns, 1):
+        context = {**case.context, "history": list(history)}
+        run = await _call(case, agent, turn.message, context, settings)
+        whole.latency_s += run.latency_s
+        whole.tool_calls.extend(run.tool_calls)
+        history += [{"role": "user", "content": turn.message}, {"role": "assistant", "content": run.output}]
+        whole.output, whole.reasoning = run.output, run.reasoning
+        if run.error:
+            whole.error = f"turn {n}: {run.error}"
+            whole.traceback = run.traceback
+            break
+        for result in evaluate(run, turn.expect, ctx, settings.checks):
+            result.name = f"turn {n}: {result.name}"
+            turn_results.append(result)
+    whole.history = history
+    return whole
+
+
+async def run_case(case: Case, agent: Agent, settings: RunSettings) -> CaseResult:
+    """All trials of the case (``repeat``), concurrently within the limit; the pass rate decides."""
+    trials = list(await asyncio.gather(*(run_trial(case, agent, settings) for _ in range(case.repeat))))
+    passes = sum(t.passed for t in trials)
+    rate = passes / len(trials)
+    score = sum(t.score for t in trials) / len(trials)
+    return CaseResult(case, trials, rate >= case.min_pass_rate, score, rate)
+
+
+class LoopThread:
+    """A background event loop that runs case coroutines while pytest runs items in the main thread."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self.loop.run_forever, name="agent-eval-loop", daemon=True)
+        self._thread.start()
+
+    def submit(self, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
+        return asyncio.run_coroutine_threadsafe(coro, self.loop)
+
+    def semaphore(self, limit: int) -> asyncio.Semaphore:
+        """A semaphore bound to this loop."""
+        return self.submit(_make_semaphore(limit)).result()
+
+    def close(self) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self._thread.join(timeout=5)
+        if not self._thread.is_alive():
+            self.loop.close()
+
+
+async def _make_semaphore(limit: int) -> asyncio.Semaphore:
+    return asyncio.Semaphore(limit)

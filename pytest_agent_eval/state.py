@@ -1,0 +1,65 @@
+"""Per-session state of the plugin, kept in ``config.stash``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from pytest_agent_eval.cases.load import DialectRegistry, builtin_dialects
+from pytest_agent_eval.checks import CheckRegistry, builtin_registry
+from pytest_agent_eval.options import Settings
+from pytest_agent_eval.runner import LoopThread
+
+
+class EvalSession:
+    """Registries, settings, the runner's loop and agent instances for one pytest session."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self.settings = Settings.from_config(config)
+        self.agent_instances: dict[str, Any] = {}
+        self._checks: CheckRegistry | None = None
+        self._dialects: DialectRegistry | None = None
+        self._loop: LoopThread | None = None
+        self._markers: set[str] | None = None
+
+    @property
+    def checks(self) -> CheckRegistry:
+        if self._checks is None:
+            self._checks = builtin_registry()
+            self.config.hook.pytest_agent_eval_register_checks(registry=self._checks)
+        return self._checks
+
+    @property
+    def dialects(self) -> DialectRegistry:
+        if self._dialects is None:
+            self._dialects = builtin_dialects()
+            self.config.hook.pytest_agent_eval_register_dialects(registry=self._dialects)
+        return self._dialects
+
+    @property
+    def loop(self) -> LoopThread:
+        if self._loop is None:
+            self._loop = LoopThread()
+        return self._loop
+
+    def ensure_marker(self, name: str) -> None:
+        """Register ``name`` as a marker (so ``--strict-markers`` accepts tags)."""
+        if self._markers is None:
+            self._markers = {line.split(":")[0].split("(")[0].strip() for line in self.config.getini("markers")}
+        if name not in self._markers:
+            self.config.addinivalue_line("markers", f"{name}: agent-eval tag")
+            self._markers.add(name)
+
+    def close(self) -> None:
+        if self._loop is not None:
+            self._loop.close()
+            self._loop = None
+
+
+STATE = pytest.StashKey[EvalSession]()
+
+
+def get_state(config: pytest.Config) -> EvalSession:
+    return config.stash[STATE]
