@@ -124,7 +124,7 @@ class EvalItem(pytest.Function):
     def run_case(self, request: pytest.FixtureRequest) -> None:
         state = get_state(self.config)
         agent = self._agent(request)
-        llm = request.getfixturevalue("agent_eval_llm") if "judge" in self.case.expect else None
+        llm = request.getfixturevalue("agent_eval_llm") if state.checks.uses_llm(self.case.expect) else None
         settings = RunSettings(checks=state.checks, default_timeout=state.settings.timeout, llm=llm)
         result = state.loop.submit(run_case(self.case, agent, settings)).result()
         self.stash[RESULT] = result
@@ -141,7 +141,7 @@ class EvalItem(pytest.Function):
             ("score", f"{result.score:.3f}"),
             ("tools_called", ", ".join(run.tool_names)),
             ("latency_s", f"{run.latency_s:.3f}"),
-            ("location", f"{self.case.location}"),
+            ("location", f"{self.location[0]}:{self.case.line}"),
         ]
         if len(result.trials) > 1:
             props.append(("passes", f"{result.passes}/{len(result.trials)}"))

@@ -21,7 +21,7 @@ from pytest_agent_eval.record import RunRecord, ToolCall
 
 T = TypeVar("T")
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
-_BLOCKING_CHECKS = frozenset({"judge", "custom"})
+_USER_CODE_CHECKS = frozenset({"custom"})
 
 
 class Recording(Protocol):
@@ -167,7 +167,7 @@ async def run_trial(case: Case, agent: Agent, settings: RunSettings) -> TrialRes
     reasons = list(violations)
     if run.error:
         return TrialResult(run, turn_results, False, 0.0, [run.error, *reasons], violations)
-    if _BLOCKING_CHECKS & case.expect.keys():  # an LLM judge or user code may block: keep the loop free
+    if _USER_CODE_CHECKS & case.expect.keys() or settings.checks.uses_llm(case.expect):  # may block: off the loop
         results = await run_in_thread(evaluate, run, case.expect, ctx, settings.checks)
     else:
         results = evaluate(run, case.expect, ctx, settings.checks)

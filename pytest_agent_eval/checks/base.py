@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -56,6 +56,8 @@ class CheckSpec:
     func: Check
     schema: dict[str, Any]
     description: str = ""
+    uses_llm: bool = False
+    """The check may call ``agent_eval_llm``: the item fetches that fixture, and the check runs off the loop."""
 
 
 class CheckRegistry:
@@ -66,9 +68,21 @@ class CheckRegistry:
         self.modifiers: dict[str, dict[str, Any]] = {}
         """``expect:`` keys that tune other checks (``case_sensitive``), with their schema."""
 
-    def register(self, name: str, func: Check, schema: dict[str, Any] | None = None, description: str = "") -> None:
-        """Add (or replace) the check ``name``."""
-        self._checks[name] = CheckSpec(name, func, schema if schema is not None else {}, description)
+    def register(
+        self,
+        name: str,
+        func: Check,
+        schema: dict[str, Any] | None = None,
+        description: str = "",
+        *,
+        uses_llm: bool = False,
+    ) -> None:
+        """Add (or replace) the check ``name``; ``uses_llm`` when it may call the LLM (``ctx.llm``)."""
+        self._checks[name] = CheckSpec(name, func, schema if schema is not None else {}, description, uses_llm)
+
+    def uses_llm(self, names: Iterable[str]) -> bool:
+        """Whether any of the checks ``names`` may call the LLM."""
+        return any(name in self._checks and self._checks[name].uses_llm for name in names)
 
     def __contains__(self, name: object) -> bool:
         return name in self._checks

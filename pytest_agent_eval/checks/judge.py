@@ -68,4 +68,4 @@ SCHEMA = {
 
 
 def register(registry: CheckRegistry) -> None:
-    registry.register("judge", judge, SCHEMA, "an LLM judge scores the answer against the rubric")
+    registry.register("judge", judge, SCHEMA, "an LLM judge scores the answer against the rubric", uses_llm=True)
