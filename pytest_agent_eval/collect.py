@@ -40,14 +40,38 @@ def is_eval_file(path: Path, patterns: tuple[str, ...], explicit: bool) -> bool:
 class EvalFile(pytest.File):
     """A YAML or JSON file of eval cases."""
 
-    def collect(self) -> Iterator[EvalItem]:
+    def collect(self) -> Iterator[pytest.Item]:
         state = get_state(self.config)
         try:
             loaded = load_file(self.path, state.checks, state.dialects)
         except (EvalFileError, EvalFileErrors) as exc:
-            raise self.CollectError(_relative(str(exc), self.config)) from None
+            # Not a collection error: pytest would interrupt the whole run, and one bad file must not.
+            errors = exc.errors if isinstance(exc, EvalFileErrors) else [exc]
+            yield FileProblem.from_parent(self, name=FileProblem.NAME, errors=errors)
+            return
         for case in loaded.cases:
             yield EvalItem.from_parent(self, name=case.id, case=case)
+
+
+class FileProblem(pytest.Item):
+    """Stands for a file that cannot be read as eval cases; errors at setup with the file's problems."""
+
+    NAME = "@file"  # case ids never contain "@", so this cannot clash with a case
+
+    def __init__(self, *, errors: list[EvalFileError], **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.errors = errors
+        self.add_marker("agent_eval")
+
+    def reportinfo(self) -> tuple[Path, int, str]:
+        return self.path, (self.errors[0].line or 1) - 1, "eval file error"
+
+    def setup(self) -> None:
+        message = "\n".join(e.format() for e in self.errors)
+        pytest.fail(_relative(message, self.config), pytrace=False)
+
+    def runtest(self) -> None:  # never reached: setup fails
+        raise AssertionError("unreachable")
 
 
 def _relative(message: str, config: pytest.Config) -> str:
@@ -126,7 +150,12 @@ class EvalItem(pytest.Function):
         agent = self._agent(request)
         llm = request.getfixturevalue("agent_eval_llm") if state.checks.uses_llm(self.case.expect) else None
         settings = RunSettings(checks=state.checks, default_timeout=state.settings.timeout, llm=llm)
-        result = state.loop.submit(run_case(self.case, agent, settings)).result()
+        future = state.loop.submit(run_case(self.case, agent, settings))
+        try:
+            result = future.result()
+        except BaseException:  # interrupted (Ctrl-C, pytest-timeout): stop the case's coroutine too
+            future.cancel()
+            raise
         self.stash[RESULT] = result
         self._record_properties(result)
         self.ihook.pytest_agent_eval_case_result(item=self, result=result)

@@ -1,0 +1,1 @@
+"""Example agents and eval files for pytest-agent-eval."""

@@ -1,0 +1,1 @@
+"""A small, offline, deterministic customer-support agent used by the example evals."""

@@ -1,0 +1,124 @@
+"""Bad input (SPEC §13): one clear `path:line` message each, no INTERNALERROR, every other file still runs."""
+
+from __future__ import annotations
+
+import pytest
+
+GOOD = "agent: scripted:run\ncases:\n  - {id: fine, input: a, context: {say: ok}, expect: {contains: [ok]}}\n"
+
+
+def run_with(evals: pytest.Pytester, **files: str) -> pytest.RunResult:
+    evals.makefile(".yaml", eval_good=GOOD)
+    for name, text in files.items():
+        suffix = ".json" if name.endswith("_json") else ".yaml"
+        evals.makefile(suffix, **{name.removesuffix("_json"): text})
+    result = evals.runpytest()
+    assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
+    result.stdout.fnmatch_lines(["*eval_good.yaml*"])
+    return result
+
+
+def shows(result: pytest.RunResult, *messages: str) -> None:
+    """Each message is printed on a line of its own (literal text, no glob)."""
+    lines = result.stdout.lines
+    for message in messages:
+        assert any(line.strip() == message for line in lines), f"{message!r} not printed:\n{result.stdout.str()}"
+
+
+def test_yaml_syntax_error(evals: pytest.Pytester) -> None:
+    result = run_with(evals, eval_bad="agent: scripted:run\ncases:\n  - id: a\n    input: [unclosed\n  - id: b\n")
+    result.assert_outcomes(passed=1, errors=1)
+    result.stdout.fnmatch_lines(["*eval_bad.yaml:5: YAML syntax error: *; fix the YAML syntax"])
+
+
+def test_json_syntax_error(evals: pytest.Pytester) -> None:
+    result = run_with(evals, eval_bad_json='{\n  "cases": [\n    {"id": "a", "input": "x",}\n  ]\n}\n')
+    result.assert_outcomes(passed=1, errors=1)
+    result.stdout.fnmatch_lines(["*eval_bad.json:3: JSON syntax error: Expecting property name*; fix the JSON syntax"])
+
+
+def test_schema_error_in_one_case_keeps_the_others(evals: pytest.Pytester) -> None:
+    result = run_with(
+        evals,
+        eval_schema="""\
+agent: scripted:run
+cases:
+  - {id: ok_one, input: a, context: {say: ok}}
+  - id: bad_repeat
+    input: a
+    repeat: zero
+  - {id: ok_two, input: a, context: {say: ok}}
+""",
+    )
+    result.assert_outcomes(passed=3, errors=1)
+    shows(result, "eval_schema.yaml:6: cases[1].repeat: 'zero' is not of type 'integer'")
+
+
+def test_file_level_schema_error(evals: pytest.Pytester) -> None:
+    result = run_with(evals, eval_schema="agent: scripted:run\ntags: routing\ncases: []\n")
+    result.assert_outcomes(passed=1, errors=1)
+    shows(result, "eval_schema.yaml:2: tags: 'routing' is not of type 'array'")
+
+
+def test_unknown_key_says_did_you_mean(evals: pytest.Pytester) -> None:
+    result = run_with(
+        evals,
+        eval_typo="""\
+agent: scripted:run
+cases:
+  - id: typo
+    input: a
+    expct: {contains: [a]}
+  - id: check_typo
+    input: a
+    expect:
+      tool_called: [search]
+""",
+    )
+    result.assert_outcomes(passed=1, errors=2)
+    shows(
+        result,
+        "eval_typo.yaml:5: unknown key 'expct' in cases[0] (did you mean \"expect\"?)",
+        "eval_typo.yaml:9: unknown check 'tool_called' in cases[1].expect (did you mean \"tools_called\"?)",
+    )
+
+
+def test_duplicate_id(evals: pytest.Pytester) -> None:
+    result = run_with(
+        evals,
+        eval_dup="""\
+agent: scripted:run
+cases:
+  - {id: same, input: a, context: {say: ok}}
+  - {id: same, input: b, context: {say: ok}}
+""",
+    )
+    result.assert_outcomes(passed=2, errors=1)
+    shows(result, "eval_dup.yaml:4: duplicate case id 'same' (first at line 3); give each case a unique `id`")
+
+
+def test_agent_path_that_does_not_import(evals: pytest.Pytester) -> None:
+    result = run_with(evals, eval_imp="agent: no_such_module:run\ncases:\n  - {id: a, input: x}\n  - {id: b, input: y}\n")
+    result.assert_outcomes(passed=1, failed=2)
+    result.stdout.fnmatch_lines(
+        ["eval_imp.yaml:1: agent 'no_such_module:run': cannot import module 'no_such_module'*ModuleNotFoundError*"]
+    )
+
+
+def test_agent_attribute_missing(evals: pytest.Pytester) -> None:
+    result = run_with(evals, eval_attr="agent: scripted:nope\ncases:\n  - {id: a, input: x}\n")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["eval_attr.yaml:1: agent 'scripted:nope': module 'scripted' has no attribute 'nope'*"])
+
+
+def test_not_an_eval_file(evals: pytest.Pytester) -> None:
+    result = run_with(evals, eval_other="just: a mapping\n")
+    result.assert_outcomes(passed=1, errors=1)
+    result.stdout.fnmatch_lines(["*eval_other.yaml:1: not an eval file of any known format*"])
+
+
+def test_loading_is_safe(evals: pytest.Pytester) -> None:
+    result = run_with(evals, eval_unsafe="!!python/object/apply:os.system ['echo pwned']\n")
+    result.assert_outcomes(passed=1, errors=1)
+    result.stdout.fnmatch_lines(["*eval_unsafe.yaml:1: YAML syntax error: *could not determine a constructor*"])
+    assert "pwned" not in result.stdout.str()

@@ -1,0 +1,214 @@
+"""Every check of SPEC §4 (but judge) passes and fails as a user sees it: outcome and failure text."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+
+import pytest
+from agent_sources import SCRIPTED_AGENT
+
+# (check, passing case body, failing case body, fragments the failure text must contain)
+CASES: list[tuple[str, str, str, list[str]]] = [
+    (
+        "contains",
+        "context: {say: 'The Python 3.13 release is out'}\n    expect: {contains: [python 3.13]}",
+        "context: {say: 'The Python 3.12 release is out'}\n    expect: {contains: [Python 3.13 release]}",
+        ["expected: ['Python 3.13 release']", "missing 'Python 3.13 release'",
+         "output: The Python 3.12 release is out", "closest: 'python'"],
+    ),
+    (
+        "contains_case_sensitive",
+        "context: {say: 'Python'}\n    expect: {contains: [Python], case_sensitive: true}",
+        "context: {say: 'python'}\n    expect: {contains: [Python], case_sensitive: true}",
+        ["expected: ['Python']", "output: python"],
+    ),
+    (
+        "contains_any",
+        "context: {say: 'refund approved'}\n    expect: {contains_any: [approved, granted]}",
+        "context: {say: 'refund pending'}\n    expect: {contains_any: [approved, granted]}",
+        ["expected: ['approved', 'granted']", "actual:   none found", "output: refund pending"],
+    ),
+    (
+        "not_contains",
+        "context: {say: 'All fine'}\n    expect: {not_contains: [\"I don't know\"]}",
+        "context: {say: \"Well, I don't know that\"}\n    expect: {not_contains: [\"I don't know\"]}",
+        ["expected: none of [\"I don't know\"]", "found \"I don't know\"", "output: Well, I don't know that"],
+    ),
+    (
+        "regex",
+        "context: {say: 'Order A123 shipped'}\n    expect: {regex: 'A\\d{3}'}",
+        "context: {say: 'Order shipped'}\n    expect: {regex: 'A\\d{3}'}",
+        ["expected: /A\\d{3}/", "actual:   no match", "output: Order shipped"],
+    ),
+    (
+        "not_regex",
+        "context: {say: 'all fine'}\n    expect: {not_regex: 'error \\d+'}",
+        "context: {say: 'got error 42 here'}\n    expect: {not_regex: 'error \\d+'}",
+        ["expected: no match of /error \\d+/", "actual:   error 42"],
+    ),
+    (
+        "equals",
+        "context: {say: '  4  '}\n    expect: {equals: '4'}",
+        "context: {say: '14'}\n    expect: {equals: '4'}",
+        ["expected: 4", "actual:   14"],
+    ),
+    (
+        "tools_called",
+        "context: {calls: [search, fetch]}\n    expect: {tools_called: [search]}",
+        "context: {calls: [fetch]}\n    expect: {tools_called: [search]}",
+        ["not called: search", "expected: ['search']", "actual:   ['fetch']"],
+    ),
+    (
+        "tools_not_called",
+        "context: {calls: [search]}\n    expect: {tools_not_called: [delete]}",
+        "context: {calls: [search, delete]}\n    expect: {tools_not_called: [delete]}",
+        ["called: delete", "expected: none of ['delete']", "actual:   ['search', 'delete']"],
+    ),
+    (
+        "tools_exactly",
+        "context: {calls: [b, a, a]}\n    expect: {tools_exactly: [a, b]}",
+        "context: {calls: [a, c]}\n    expect: {tools_exactly: [a, b]}",
+        ["not called: b; unexpected: c", "expected: ['a', 'b']", "actual:   ['a', 'c']"],
+    ),
+    (
+        "tools_exactly_none",
+        "context: {calls: []}\n    expect: {tools_exactly: []}",
+        "context: {calls: [search]}\n    expect: {tools_exactly: []}",
+        ["unexpected: search", "expected: []", "actual:   ['search']"],
+    ),
+    (
+        "tool_sequence",
+        "context: {calls: [search, fetch]}\n    expect: {tool_sequence: [search, fetch]}",
+        "context: {calls: [search, summarize, fetch]}\n    expect: {tool_sequence: [search, fetch]}",
+        ["calls differ at position 2", "expected: ['search', 'fetch']",
+         "actual:   ['search', 'summarize', 'fetch']", "expected    actual", "1. search      search()",
+         "2. -         + summarize()", "3. fetch       fetch()"],
+    ),
+    (
+        "tools_in_order",
+        "context: {calls: [a, x, b, y, c]}\n    expect: {tools_in_order: [a, b, c]}",
+        "context: {calls: [b, a, c]}\n    expect: {tools_in_order: [a, b, c]}",
+        ["'b' not called after ['a']", "expected: ['a', 'b', 'c']", "actual:   ['b', 'a', 'c']"],
+    ),
+    (
+        "max_tool_calls",
+        "context: {calls: [a, b]}\n    expect: {max_tool_calls: 2}",
+        "context: {calls: [a, b, c]}\n    expect: {max_tool_calls: 2}",
+        ["3 tool calls, at most 2 allowed", "expected: <= 2", "actual:   3"],
+    ),
+    (
+        "tool_args",
+        "context: {calls: [{name: fetch, args: {thread_id: abc123, opts: {depth: 2, x: 1}}}]}\n"
+        "    expect: {tool_args: {fetch: {thread_id: abc123, opts: {depth: 2}}}}",
+        "context: {calls: [{name: fetch, args: {thread_id: abc124, opts: {depth: 3}}}]}\n"
+        "    expect: {tool_args: {fetch: {thread_id: abc123, opts: {depth: 2}}}}",
+        ["arguments differ for fetch", "fetch.thread_id: expected 'abc123', got 'abc124'",
+         "fetch.opts.depth: expected 2, got 3", "1. fetch(thread_id='abc124', opts={'depth': 3})"],
+    ),
+    (
+        "outcome_success",
+        "context: {say: 'Room booked successfully'}\n    expect: {outcome: success}",
+        "context: {say: 'The room was not found'}\n    expect: {outcome: success}",
+        ["expected: success", "reads as failure ('not found')"],
+    ),
+    (
+        "outcome_unavailable",
+        "context: {say: 'That slot is unavailable'}\n    expect: {outcome: failure}",
+        "context: {say: 'That slot is unavailable'}\n    expect: {outcome: success}",
+        ["expected: success", "reads as failure ('unavailable')"],
+    ),
+    (
+        "outcome_custom_words",
+        "context: {say: 'Ticket filed'}\n    expect: {outcome: {expected: success, success_words: [filed]}}",
+        "context: {say: 'Ticket parked'}\n    expect: {outcome: {expected: success, success_words: [filed]}}",
+        ["expected: success", "reads as unclear"],
+    ),
+    (
+        "max_latency_s",
+        "context: {say: fast}\n    expect: {max_latency_s: 5}",
+        "context: {say: slow, sleep: 0.2}\n    expect: {max_latency_s: 0.05}",
+        ["expected: <= 0.05 s", "limit 0.05 s"],
+    ),
+    (
+        "output_schema",
+        "context: {say: '{\"status\": \"ok\", \"n\": 1}'}\n"
+        "    expect: {output_schema: {type: object, required: [status], properties: {n: {type: integer}}}}",
+        "context: {say: '{\"n\": \"one\"}'}\n"
+        "    expect: {output_schema: {type: object, required: [status], properties: {n: {type: integer}}}}",
+        ["2 schema error(s)", "'status' is a required property", "at $['n']: 'one' is not of type 'integer'",
+         "actual:   {'n': 'one'}"],
+    ),
+    (
+        "custom",
+        "context: {say: 'short answer'}\n    expect: {custom: [checks_mod:short]}",
+        "context: {say: 'a very long answer that goes on and on'}\n    expect: {custom: [checks_mod:short]}",
+        ["checks_mod:short: 9 words, at most 5", "expected: ['checks_mod:short']"],
+    ),
+]  # fmt: skip
+
+CUSTOM_CHECKS = """
+def short(run):
+    words = len(run.output.split())
+    return words <= 5, f"{words} words, at most 5"
+"""
+
+
+@pytest.fixture(scope="module")
+def check_run(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """One real pytest run (a subprocess) over a file with every check's cases; a run per check would be slow."""
+    path = tmp_path_factory.mktemp("checks")
+    (path / "scripted.py").write_text(SCRIPTED_AGENT)
+    (path / "checks_mod.py").write_text(CUSTOM_CHECKS)
+    body = "agent: scripted:run\ncases:\n"
+    for name, good, bad, _ in CASES:
+        body += f"  - id: {name}-pass\n    input: q\n    {good}\n  - id: {name}-fail\n    input: q\n    {bad}\n"
+    (path / "eval_checks.yaml").write_text(body)
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-rA", "--rootdir", str(path), str(path)],
+        cwd=path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    return proc.stdout
+
+
+def _section(output: str, case_id: str) -> str:
+    """The failure section of one case in pytest's output."""
+    match = re.search(rf"_+ {re.escape(case_id)} _+\n(.*?)(?=\n_{{3,}} |\n=+ )", output, re.S)
+    assert match, f"no failure section for {case_id}"
+    return match.group(1)
+
+
+@pytest.mark.parametrize(("name", "fragments"), [(c[0], c[3]) for c in CASES], ids=[c[0] for c in CASES])
+def test_check_passes_and_fails(check_run: str, name: str, fragments: list[str]) -> None:
+    out = check_run
+    assert re.search(rf"^PASSED eval_checks\.yaml::{name}-pass$", out, re.M)
+    assert f"FAILED eval_checks.yaml::{name}-fail" in out
+    assert f"FAILED eval_checks.yaml::{name}-pass" not in out
+    section = _section(out, f"{name}-fail")
+    assert section.splitlines()[0].startswith(f"case {name}-fail failed:")
+    for fragment in fragments:
+        assert fragment in section, f"{fragment!r} not in:\n{section}"
+    assert re.search(rf"eval_checks\.yaml:\d+: {name}-fail$", section.rstrip())
+
+
+def test_every_case_ran(check_run: str) -> None:
+    assert f"{len(CASES)} failed, {len(CASES)} passed" in check_run
+
+
+SPEC_CHECKS = {
+    "contains", "contains_any", "not_contains", "regex", "not_regex", "equals", "tools_called", "tools_not_called",
+    "tools_exactly", "tool_sequence", "tools_in_order", "max_tool_calls", "tool_args", "outcome", "max_latency_s",
+    "output_schema", "judge", "custom",
+}  # fmt: skip
+
+
+def test_every_spec_check_but_judge_is_covered() -> None:
+    from pytest_agent_eval.checks import builtin_registry
+
+    covered = {re.sub(r"_(case_sensitive|none|success|unavailable|custom_words)$", "", c[0]) for c in CASES}
+    assert covered == SPEC_CHECKS - {"judge"}
+    assert SPEC_CHECKS <= set(builtin_registry().names())
