@@ -23,7 +23,7 @@ PASSING = Passing()
 
 def _value(value: Any) -> str:
     text = value if isinstance(value, str) else pprint.pformat(value, width=100, compact=True)
-    return text.replace("\n", "\n" + _INDENT + " " * 10)
+    return text.replace("\n", "\n" + " " * (len(_INDENT) + 12))
 
 
 def summary(result: CaseResult) -> str:
