@@ -49,8 +49,13 @@ class EvalFile(pytest.File):
             errors = exc.errors if isinstance(exc, EvalFileErrors) else [exc]
             yield FileProblem.from_parent(self, name=FileProblem.NAME, errors=errors)
             return
+        fixtureinfo = None
         for case in loaded.cases:
-            yield EvalItem.from_parent(self, name=case.id, case=case)
+            # Every case of a file runs the same function under the same node: one fixture closure serves all,
+            # as it does for a parametrized test.
+            item = EvalItem.from_parent(self, name=case.id, case=case, fixtureinfo=fixtureinfo)
+            fixtureinfo = item._fixtureinfo
+            yield item
 
 
 class FileProblem(pytest.Item):
@@ -93,13 +98,12 @@ class EvalItem(pytest.Function):
         super().__init__(callobj=agent_eval_case, originalname="agent_eval_case", **kwargs)
         self.case = case
         state = get_state(self.config)
-        self.add_marker("agent_eval")
+        self.add_marker(state.marker("agent_eval"))
         for tag in case.tags:
             if tag in RESERVED_TAGS:
                 self.extra_keyword_matches.add(tag)
             else:
-                state.ensure_marker(tag)
-                self.add_marker(tag)
+                self.add_marker(state.marker(tag))
         if case.skip:
             self.add_marker(pytest.mark.skip(reason=case.skip))
         if case.xfail:

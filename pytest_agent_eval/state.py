@@ -22,7 +22,7 @@ class EvalSession:
         self._checks: CheckRegistry | None = None
         self._dialects: DialectRegistry | None = None
         self._loop: LoopThread | None = None
-        self._markers: set[str] | None = None
+        self._marks: dict[str, pytest.MarkDecorator] = {}
 
     @property
     def checks(self) -> CheckRegistry:
@@ -44,13 +44,15 @@ class EvalSession:
             self._loop = LoopThread()
         return self._loop
 
-    def ensure_marker(self, name: str) -> None:
-        """Register ``name`` as a marker (so ``--strict-markers`` accepts tags)."""
-        if self._markers is None:
-            self._markers = {line.split(":")[0].split("(")[0].strip() for line in self.config.getini("markers")}
-        if name not in self._markers:
-            self.config.addinivalue_line("markers", f"{name}: agent-eval tag")
-            self._markers.add(name)
+    def marker(self, name: str) -> pytest.MarkDecorator:
+        """The mark for tag ``name``, registered first (so ``--strict-markers`` accepts tags)."""
+        mark = self._marks.get(name)
+        if mark is None:
+            registered = {line.split(":")[0].split("(")[0].strip() for line in self.config.getini("markers")}
+            if name not in registered:
+                self.config.addinivalue_line("markers", f"{name}: agent-eval tag")
+            mark = self._marks[name] = getattr(pytest.mark, name)
+        return mark
 
     def close(self) -> None:
         if self._loop is not None:

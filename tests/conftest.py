@@ -6,7 +6,6 @@ import pytest
 from agent_sources import SCRIPTED_AGENT
 
 
-
 @pytest.fixture
 def evals(pytester: pytest.Pytester) -> pytest.Pytester:
     """A pytester directory holding `scripted.py` (the agent above), importable by the eval files."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-AGENTS = '''
+AGENTS = """
 import asyncio, time
 from pytest_agent_eval import AgentResult, ToolCall
 
@@ -51,7 +51,7 @@ def hang(query, context):
 
 async def ahang(query, context):
     await asyncio.sleep(30)
-'''
+"""
 
 
 @pytest.fixture
@@ -151,7 +151,9 @@ cases:
 
 
 def test_cli_agent_overrides_the_file(agents: pytest.Pytester) -> None:
-    agents.makefile(".yaml", eval_cli="agent: agents_mod:boom\ncases:\n  - {id: one, input: a, expect: {equals: sync one a}}\n")
+    agents.makefile(
+        ".yaml", eval_cli="agent: agents_mod:boom\ncases:\n  - {id: one, input: a, expect: {equals: sync one a}}\n"
+    )
     agents.runpytest().assert_outcomes(failed=1)
     agents.runpytest("--agent", "agents_mod:sync_one").assert_outcomes(passed=1)
 
@@ -192,10 +194,10 @@ def agent(agent_eval_case):
 def test_hanging_agent_times_out_and_the_run_goes_on(agents: pytest.Pytester, which: str) -> None:
     agents.makefile(
         ".yaml",
-        eval_hang=f"""\
+        eval_hang="""\
 cases:
-  - {{id: stuck, input: a, timeout: 0.5}}
-  - {{id: after, input: a, expect: {{equals: sync one a}}}}
+  - {id: stuck, input: a, timeout: 0.5}
+  - {id: after, input: a, expect: {equals: sync one a}}
 """,
     )
     agents.makeconftest(

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import bisect
 import json
+import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,8 +22,10 @@ except AttributeError:  # pragma: no cover - depends on the PyYAML build
 PathKey = tuple[str | int, ...]
 YAML_SUFFIXES = (".yaml", ".yml")
 JSON_SUFFIXES = (".json",)
-# Positions are tracked this deep (root = 0); below it values are decoded wholesale.
-_MAX_DEPTH = 5
+# YAML positions are tracked this deep (root = 0). JSON tracks down to the cases (depth 2) and decodes each case
+# with the C decoder; positions inside a case are found only when a message needs them.
+_YAML_DEPTH = 5
+_JSON_DEPTH = 2
 
 
 @dataclass
@@ -31,9 +35,13 @@ class Document:
     path: Path
     data: Any
     lines: dict[PathKey, int] = field(default_factory=dict)
+    locate: Callable[[PathKey], None] | None = field(default=None, repr=False)
+    """Fills ``lines`` below a key on demand (JSON decodes cases wholesale and locates their keys lazily)."""
 
     def line(self, key: PathKey) -> int:
         """The line of ``key``, or of its nearest located ancestor."""
+        if key not in self.lines and self.locate is not None:
+            self.locate(key)
         while key:
             found = self.lines.get(key)
             if found is not None:
@@ -76,7 +84,7 @@ def _read_yaml(path: Path, text: str) -> Document:
 
 def _yaml_lines(node: yaml.Node, key: PathKey, out: dict[PathKey, int], depth: int) -> None:
     out[key] = node.start_mark.line + 1
-    if depth >= _MAX_DEPTH:
+    if depth >= _YAML_DEPTH:
         return
     if isinstance(node, yaml.MappingNode):
         for k, v in node.value:
@@ -90,7 +98,7 @@ def _yaml_lines(node: yaml.Node, key: PathKey, out: dict[PathKey, int], depth: i
 
 
 def _read_json(path: Path, text: str) -> Document:
-    reader = _JsonReader(text)
+    reader = _JsonReader(text, _JSON_DEPTH)
     try:
         data = reader.value(reader.skip(0), (), 0)
         end = reader.skip(reader.pos)
@@ -104,6 +112,18 @@ def _read_json(path: Path, text: str) -> Document:
         raise EvalFileError(path, None, "JSON nested too deeply") from exc
     doc = Document(path, data)
     doc.lines = {k: reader.line_of(off) for k, off in reader.offsets.items()}
+    shallow = dict(reader.offsets)
+    located: set[PathKey] = set()
+
+    def locate(key: PathKey) -> None:
+        prefix = key[:_JSON_DEPTH]
+        if len(prefix) == _JSON_DEPTH and prefix in shallow and prefix not in located:
+            located.add(prefix)
+            deep = _JsonReader(text, 64, reader.newlines)
+            deep.value(shallow[prefix], prefix, _JSON_DEPTH)
+            doc.lines.update({k: deep.line_of(off) for k, off in deep.offsets.items() if k not in doc.lines})
+
+    doc.locate = locate
     return doc
 
 
@@ -112,15 +132,16 @@ class _JsonReader:
 
     _WS = " \t\n\r"
 
-    def __init__(self, text: str):
+    def __init__(self, text: str, max_depth: int, newlines: list[int] | None = None):
         self.text = text
+        self.max_depth = max_depth
         self.pos = 0
         self.offsets: dict[PathKey, int] = {}
         self._decoder = json.JSONDecoder()
-        self._newlines = [i for i, ch in enumerate(text) if ch == "\n"]
+        self.newlines = newlines if newlines is not None else [m.start() for m in re.finditer("\n", text)]
 
     def line_of(self, offset: int) -> int:
-        return bisect.bisect_left(self._newlines, offset) + 1
+        return bisect.bisect_left(self.newlines, offset) + 1
 
     def skip(self, i: int) -> int:
         text, ws = self.text, self._WS
@@ -131,7 +152,7 @@ class _JsonReader:
     def value(self, i: int, key: PathKey, depth: int) -> Any:
         self.offsets[key] = i
         text = self.text
-        if depth < _MAX_DEPTH and i < len(text) and text[i] in "{[":
+        if depth < self.max_depth and i < len(text) and text[i] in "{[":
             return self._object(i, key, depth) if text[i] == "{" else self._array(i, key, depth)
         val, self.pos = self._decoder.raw_decode(text, i)
         return val

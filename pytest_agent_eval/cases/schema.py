@@ -8,6 +8,7 @@ from typing import Any
 import jsonschema
 from jsonschema import Draft202012Validator
 
+from pytest_agent_eval.cases import quickcheck
 from pytest_agent_eval.cases.document import Document, PathKey
 from pytest_agent_eval.cases.errors import EvalFileError, did_you_mean
 from pytest_agent_eval.checks import CheckRegistry
@@ -29,31 +30,21 @@ def case_properties(registry: CheckRegistry) -> dict[str, Any]:
     return {
         "id": {"type": "string", "pattern": r"^[A-Za-z0-9_-]+$", "description": "unique within the file"},
         "description": {"type": "string"},
-        "input": {
-            "oneOf": [
-                {"type": "string"},
-                {
-                    "type": "object",
-                    "properties": {"query": {"type": "string"}, "context": {"type": "object"}},
-                    "required": ["query"],
-                    "additionalProperties": False,
-                },
-            ]
+        "input": {  # a string, or {query, context}
+            "type": ["string", "object"],
+            "properties": {"query": {"type": "string"}, "context": {"type": "object"}},
+            "required": ["query"],
+            "additionalProperties": False,
         },
         "context": {"type": "object"},
         "turns": {
             "type": "array",
             "minItems": 1,
-            "items": {
-                "oneOf": [
-                    {"type": "string"},
-                    {
-                        "type": "object",
-                        "properties": {"input": {"type": "string"}, "expect": expect},
-                        "required": ["input"],
-                        "additionalProperties": False,
-                    },
-                ]
+            "items": {  # a message, or {input, expect}
+                "type": ["string", "object"],
+                "properties": {"input": {"type": "string"}, "expect": expect},
+                "required": ["input"],
+                "additionalProperties": False,
             },
         },
         "expect": expect,
@@ -119,8 +110,16 @@ def _pretty_path(key: PathKey) -> str:
     return out or "(top level)"
 
 
+@lru_cache(maxsize=8)
+def _quick(registry: CheckRegistry) -> quickcheck.Check | None:
+    return quickcheck.compile_schema(native_schema(registry))
+
+
 def schema_errors(doc: Document, registry: CheckRegistry) -> list[tuple[PathKey, EvalFileError]]:
     """Every schema problem of ``doc``, as ``(path into the data, located error)``."""
+    quick = _quick(registry)
+    if quick is not None and quick(doc.data):
+        return []  # the common case, decided fast; jsonschema explains the rest
     out: list[tuple[PathKey, EvalFileError]] = []
     for err in _validator(registry).iter_errors(doc.data):
         key: PathKey = tuple(err.absolute_path)

@@ -52,6 +52,6 @@ def register(registry: CheckRegistry) -> None:
     registry.register(
         "custom",
         custom,
-        {"oneOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]},
+        {"type": ["string", "array"], "items": {"type": "string"}},
         "user functions given the run pass",
     )

@@ -54,16 +54,11 @@ def judge(run: RunRecord, spec: Any, ctx: CheckContext) -> CheckResult:
     )
 
 
-SCHEMA = {
-    "oneOf": [
-        {"type": "string"},
-        {
-            "type": "object",
-            "properties": {"rubric": {"type": "string"}, "min_score": {"type": "number", "minimum": 0, "maximum": 1}},
-            "required": ["rubric"],
-            "additionalProperties": False,
-        },
-    ]
+SCHEMA = {  # a rubric, or {rubric, min_score}
+    "type": ["string", "object"],
+    "properties": {"rubric": {"type": "string"}, "min_score": {"type": "number", "minimum": 0, "maximum": 1}},
+    "required": ["rubric"],
+    "additionalProperties": False,
 }
 
 

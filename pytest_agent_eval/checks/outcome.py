@@ -56,20 +56,16 @@ def outcome(run: RunRecord, spec: Any, ctx: CheckContext) -> CheckResult:
     return CheckResult.of("outcome", ok, expected=want, actual=why, message="" if ok else f"output {why}")
 
 
-SCHEMA = {
-    "oneOf": [
-        {"enum": ["success", "failure"]},
-        {
-            "type": "object",
-            "properties": {
-                "expected": {"enum": ["success", "failure"]},
-                "success_words": {"type": "array", "items": {"type": "string"}},
-                "failure_words": {"type": "array", "items": {"type": "string"}},
-            },
-            "required": ["expected"],
-            "additionalProperties": False,
-        },
-    ]
+SCHEMA = {  # "success" / "failure", or a mapping with own word lists
+    "type": ["string", "object"],
+    "pattern": "^(success|failure)$",
+    "properties": {
+        "expected": {"enum": ["success", "failure"]},
+        "success_words": {"type": "array", "items": {"type": "string"}},
+        "failure_words": {"type": "array", "items": {"type": "string"}},
+    },
+    "required": ["expected"],
+    "additionalProperties": False,
 }
 
 

@@ -8,7 +8,7 @@ from typing import Any
 from pytest_agent_eval.checks.base import CheckContext, CheckRegistry, CheckResult
 from pytest_agent_eval.record import RunRecord
 
-STRINGS = {"oneOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]}
+STRINGS = {"type": ["string", "array"], "items": {"type": "string"}}  # a string or a list of strings
 _EXCERPT = 60
 
 

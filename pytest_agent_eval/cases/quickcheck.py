@@ -1,0 +1,188 @@
+"""A compiled yes/no JSON Schema check for the keywords our schemas use, ~10x faster than jsonschema.
+
+Collection validates every case; most are valid. This check answers "valid?" fast; when it says no, jsonschema
+runs and produces the messages, so jsonschema stays the one source of errors. A schema that uses a keyword
+this module does not know compiles to ``None`` and jsonschema does all the work.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+Check = Callable[[Any], bool]
+_ANNOTATIONS = frozenset({"$schema", "$id", "title", "description", "default", "examples", "$comment", "$defs"})
+_MAPPING = frozenset({"properties", "additionalProperties", "required"})
+_PY_TYPES: dict[str, type | tuple[type, ...]] = {
+    "string": str, "object": dict, "array": list, "boolean": bool, "null": type(None)
+}  # fmt: skip
+
+
+class Unsupported(Exception):
+    """The schema uses a keyword this module does not compile."""
+
+
+def _is_type(value: Any, name: str) -> bool:
+    if name == "string":
+        return isinstance(value, str)
+    if name == "object":
+        return isinstance(value, dict)
+    if name == "array":
+        return isinstance(value, list)
+    if name == "boolean":
+        return isinstance(value, bool)
+    if name == "null":
+        return value is None
+    if isinstance(value, bool):
+        return False
+    if name == "number":
+        return isinstance(value, (int, float))
+    if name == "integer":
+        return isinstance(value, int) or (isinstance(value, float) and value.is_integer())
+    raise Unsupported(f"type {name}")
+
+
+def _regex_ok(value: Any) -> bool:
+    if not isinstance(value, str):
+        return True
+    try:
+        re.compile(value)
+    except re.error:
+        return False
+    return True
+
+
+class _Compiler:
+    def __init__(self, root: dict[str, Any]):
+        self.defs: dict[str, Any] = root.get("$defs", {})
+        self.compiled_defs: dict[str, Check] = {}
+
+    def ref(self, ref: str) -> Check:
+        if not ref.startswith("#/$defs/"):
+            raise Unsupported(ref)
+        name = ref.removeprefix("#/$defs/")
+        if name not in self.compiled_defs:
+            self.compiled_defs[name] = lambda v: True  # placeholder for recursion
+            self.compiled_defs[name] = self.compile(self.defs[name])
+        compiled = self.compiled_defs
+        return lambda v: compiled[name](v)
+
+    def compile(self, schema: Any) -> Check:
+        if schema is True:
+            return lambda v: True
+        if schema is False:
+            return lambda v: False
+        checks: list[Check] = []
+        if "properties" in schema or "additionalProperties" in schema or "required" in schema:
+            checks.append(self.mapping(schema))
+        for key, arg in schema.items():
+            if key in _ANNOTATIONS or key in _MAPPING:
+                continue
+            checks.append(self.keyword(key, arg, schema))
+        if not checks:
+            return lambda v: True
+        if len(checks) == 1:
+            return checks[0]
+        first, *rest = checks
+
+        def check_all(v: Any) -> bool:
+            if not first(v):
+                return False
+            for c in rest:  # noqa: SIM110 - a loop is faster than all() over a generator, and this runs per value
+                if not c(v):
+                    return False
+            return True
+
+        return check_all
+
+    def mapping(self, schema: dict[str, Any]) -> Check:
+        """properties, additionalProperties and required in one pass over the mapping."""
+        props = {k: self.compile(s) for k, s in schema.get("properties", {}).items()}
+        additional = schema.get("additionalProperties", True)
+        extra = None if additional is True else self.compile(additional)
+        required = list(schema.get("required", ()))
+
+        def check(v: Any) -> bool:
+            if not isinstance(v, dict):
+                return True
+            for k, x in v.items():
+                c = props.get(k)
+                if c is None:
+                    if extra is not None and not extra(x):
+                        return False
+                elif not c(x):
+                    return False
+            for r in required:  # noqa: SIM110 - as above
+                if r not in v:
+                    return False
+            return True
+
+        return check
+
+    def keyword(self, key: str, arg: Any, schema: dict[str, Any]) -> Check:
+        if key == "type":
+            names = [arg] if isinstance(arg, str) else list(arg)
+            for n in names:
+                _is_type(None, n)  # raises Unsupported for unknown names
+            if all(n in _PY_TYPES for n in names) and "boolean" not in names:
+                py = tuple(_PY_TYPES[n] for n in names)  # bool is an int, but no listed type is numeric
+                return lambda v: isinstance(v, py)
+            return lambda v: any(_is_type(v, n) for n in names)
+        if key == "items":
+            item = self.compile(arg)
+
+            def items(v: Any) -> bool:
+                if isinstance(v, list):
+                    for x in v:
+                        if not item(x):
+                            return False
+                return True
+
+            return items
+        if key == "enum":
+            allowed = list(arg)
+            return lambda v: any(v == a and type(v) is type(a) for a in allowed)
+        if key == "const":
+            return lambda v: v == arg and type(v) is type(arg)
+        if key == "pattern":
+            rx = re.compile(arg)
+            return lambda v: not isinstance(v, str) or rx.search(v) is not None
+        if key == "format":
+            return _regex_ok if arg == "regex" else (lambda v: True)
+        if key == "minLength":
+            return lambda v: not isinstance(v, str) or len(v) >= arg
+        if key == "minItems":
+            return lambda v: not isinstance(v, list) or len(v) >= arg
+        if key == "maxItems":
+            return lambda v: not isinstance(v, list) or len(v) <= arg
+        numeric = {
+            "minimum": lambda x: x >= arg,
+            "maximum": lambda x: x <= arg,
+            "exclusiveMinimum": lambda x: x > arg,
+            "exclusiveMaximum": lambda x: x < arg,
+        }
+        if key in numeric:
+            test = numeric[key]
+            return lambda v: isinstance(v, bool) or not isinstance(v, (int, float)) or test(v)
+        if key in ("anyOf", "oneOf", "allOf"):
+            subs = [self.compile(s) for s in arg]
+            if key == "anyOf":
+                return lambda v: any(s(v) for s in subs)
+            if key == "allOf":
+                return lambda v: all(s(v) for s in subs)
+            return lambda v: sum(1 for s in subs if s(v)) == 1
+        if key == "not":
+            sub = self.compile(arg)
+            return lambda v: not sub(v)
+        if key == "$ref":
+            return self.ref(arg)
+        raise Unsupported(key)
+
+
+def compile_schema(schema: dict[str, Any]) -> Check | None:
+    """A fast ``valid?`` function for ``schema``, or ``None`` if it uses keywords not compiled here."""
+    try:
+        return _Compiler(schema).compile(schema)
+    except Unsupported:
+        return None
