@@ -37,7 +37,8 @@ JSON_FILE = {
     "agent": "scripted:run",
     "tags": ["routing"],
     "cases": [
-        {"id": "first", "input": "hello", "tags": ["kb"], "context": {"say": "all good"}, "expect": {"contains": ["good"]}},
+        {"id": "first", "input": "hello", "tags": ["kb"], "context": {"say": "all good"},
+         "expect": {"contains": ["good"]}},
         {"id": "second", "input": "hello", "context": {"say": "nope"}, "expect": {"contains": ["good"]}},
         {"id": "third", "input": "hello", "tags": ["kb", "slow_one"], "context": {"say": "good again"},
          "expect": {"contains": ["good"]}},
@@ -128,7 +129,7 @@ def test_failure_points_at_the_cases_own_line(evals: pytest.Pytester) -> None:
     filler = "".join(f"  - id: filler{i}\n    input: x\n    context: {{say: ok}}\n" for i in range(20))
     evals.makefile(
         ".yaml",
-        eval_deep=f"agent: scripted:run\ncases:\n{filler}  - id: deep\n    input: x\n    expect: {{contains: [missing]}}\n",
+        eval_deep=f"agent: scripted:run\ncases:\n{filler}  - id: deep\n    input: x\n    expect: {{contains: [no]}}\n",
     )
     result = evals.runpytest("--junitxml=r.xml", "-o", "junit_family=xunit1")  # xunit1 has file and line
     result.assert_outcomes(passed=20, failed=1)

@@ -156,11 +156,11 @@ class _Compiler:
             return lambda v: not isinstance(v, list) or len(v) >= arg
         if key == "maxItems":
             return lambda v: not isinstance(v, list) or len(v) <= arg
-        numeric = {
-            "minimum": lambda x: x >= arg,
-            "maximum": lambda x: x <= arg,
-            "exclusiveMinimum": lambda x: x > arg,
-            "exclusiveMaximum": lambda x: x < arg,
+        numeric: dict[str, Callable[[Any], bool]] = {
+            "minimum": lambda x: bool(x >= arg),
+            "maximum": lambda x: bool(x <= arg),
+            "exclusiveMinimum": lambda x: bool(x > arg),
+            "exclusiveMaximum": lambda x: bool(x < arg),
         }
         if key in numeric:
             test = numeric[key]
