@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Generator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from pytest_agent_eval import hookspecs, options
+from pytest_agent_eval import hookspecs, options, stopping
 from pytest_agent_eval.collect import EvalFile, is_eval_file
 from pytest_agent_eval.fixtures import agent_eval_case, agent_eval_llm  # noqa: F401 - fixtures of the plugin
 from pytest_agent_eval.report.failure import Passing, failure_lines
@@ -44,3 +45,12 @@ def pytest_assertrepr_compare(config: pytest.Config, op: str, left: Any, right: 
     if op == "==" and isinstance(left, CaseResult) and isinstance(right, Passing):
         return failure_lines(left, config.get_verbosity())
     return None
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    report = yield
+    stopping.note_report(item, report)
+    return report
