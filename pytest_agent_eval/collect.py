@@ -43,7 +43,7 @@ class EvalFile(pytest.File):
     def collect(self) -> Iterator[pytest.Item]:
         state = get_state(self.config)
         try:
-            loaded = load_file(self.path, state.checks, state.dialects)
+            loaded = load_file(self.path, state.checks, state.dialects, cache=state.parse_cache)
         except (EvalFileError, EvalFileErrors) as exc:
             # Not a collection error: pytest would interrupt the whole run, and one bad file must not.
             errors = exc.errors if isinstance(exc, EvalFileErrors) else [exc]

@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from pytest_agent_eval.cases.cache import ParseCache
 from pytest_agent_eval.cases.load import DialectRegistry, builtin_dialects
 from pytest_agent_eval.checks import CheckRegistry, builtin_registry
 from pytest_agent_eval.options import Settings
@@ -23,6 +24,7 @@ class EvalSession:
         self._dialects: DialectRegistry | None = None
         self._loop: LoopThread | None = None
         self._marks: dict[str, pytest.MarkDecorator] = {}
+        self._parse_cache: ParseCache | None = None
 
     @property
     def checks(self) -> CheckRegistry:
@@ -37,6 +39,13 @@ class EvalSession:
             self._dialects = builtin_dialects()
             self.config.hook.pytest_agent_eval_register_dialects(registry=self._dialects)
         return self._dialects
+
+    @property
+    def parse_cache(self) -> ParseCache | None:
+        """The YAML parse cache in pytest's cache directory (none under ``-p no:cacheprovider``)."""
+        if self._parse_cache is None and getattr(self.config, "cache", None) is not None:
+            self._parse_cache = ParseCache(self.config.cache.mkdir("agent_eval_parsed"))
+        return self._parse_cache
 
     @property
     def loop(self) -> LoopThread:

@@ -12,6 +12,7 @@ from typing import Any
 
 import yaml
 
+from pytest_agent_eval.cases.cache import ParseCache
 from pytest_agent_eval.cases.errors import EvalFileError
 
 try:  # the C loader is several times faster; fall back where libyaml is missing
@@ -50,8 +51,11 @@ class Document:
         return self.lines.get((), 1)
 
 
-def read_document(path: Path, text: str | None = None) -> Document:
-    """Parse ``path`` (YAML or JSON by suffix); raise :class:`EvalFileError` on syntax errors."""
+def read_document(path: Path, text: str | None = None, cache: ParseCache | None = None) -> Document:
+    """Parse ``path`` (YAML or JSON by suffix); raise :class:`EvalFileError` on syntax errors.
+
+    YAML documents are read from / stored in ``cache`` when one is given.
+    """
     if text is None:
         try:
             text = path.read_text(encoding="utf-8")
@@ -59,7 +63,13 @@ def read_document(path: Path, text: str | None = None) -> Document:
             raise EvalFileError(path, None, f"cannot read file: {exc}") from exc
     if path.suffix.lower() in JSON_SUFFIXES:
         return _read_json(path, text)
-    return _read_yaml(path, text)
+    cached = cache.get(text) if cache is not None else None
+    if cached is not None:
+        return Document(path, cached[0], cached[1])
+    doc = _read_yaml(path, text)
+    if cache is not None:
+        cache.put(text, doc.data, doc.lines)
+    return doc
 
 
 def _read_yaml(path: Path, text: str) -> Document:

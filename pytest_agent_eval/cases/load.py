@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_agent_eval.cases import native
+from pytest_agent_eval.cases.cache import ParseCache
 from pytest_agent_eval.cases.document import Document, read_document
 from pytest_agent_eval.cases.errors import EvalFileError
 from pytest_agent_eval.cases.model import EvalFile
@@ -63,7 +64,9 @@ def detect(doc: Document, dialects: DialectRegistry) -> Dialect:
     raise EvalFileError(doc.path, 1, f"file fits several formats ({names}); make its shape unambiguous")
 
 
-def load_file(path: Path, checks: CheckRegistry, dialects: DialectRegistry, text: str | None = None) -> EvalFile:
+def load_file(
+    path: Path, checks: CheckRegistry, dialects: DialectRegistry, text: str | None = None, cache: ParseCache | None = None
+) -> EvalFile:
     """Read ``path`` and build its cases. Raises EvalFileError(s) for problems with the file as a whole."""
-    doc = read_document(path, text)
+    doc = read_document(path, text, cache)
     return detect(doc, dialects).load(doc, checks)

@@ -103,7 +103,8 @@ def _validator(registry: CheckRegistry) -> Draft202012Validator:
     return Draft202012Validator(schema, format_checker=Draft202012Validator.FORMAT_CHECKER)
 
 
-def _pretty_path(key: PathKey) -> str:
+def pretty_path(key: PathKey) -> str:
+    """``("cases", 2, "expect")`` -> ``cases[2].expect``, for messages."""
     out = ""
     for part in key:
         out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
@@ -129,7 +130,7 @@ def schema_errors(doc: Document, registry: CheckRegistry) -> list[tuple[PathKey,
 
 
 def _explain(err: jsonschema.ValidationError, key: PathKey, registry: CheckRegistry) -> list[tuple[PathKey, str]]:
-    where = _pretty_path(key)
+    where = pretty_path(key)
     schema = err.schema if isinstance(err.schema, dict) else {}
     if err.validator == "additionalProperties" and isinstance(err.instance, dict):
         allowed = list(schema.get("properties", {}))

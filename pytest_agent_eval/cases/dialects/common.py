@@ -1,0 +1,177 @@
+"""What the dialect loaders share: located problems per case, field checks, ids."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection
+from typing import Any
+
+from pytest_agent_eval.cases.document import Document, PathKey
+from pytest_agent_eval.cases.errors import EvalFileError, did_you_mean
+from pytest_agent_eval.cases.model import ID_RE, Case, slugify
+from pytest_agent_eval.cases.schema import pretty_path
+
+pretty = pretty_path
+"""``("cases", 2, "scorers")`` -> ``cases[2].scorers``."""
+
+
+def is_str_list(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(v, str) for v in value)
+
+
+def is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def item_keys(data: Any, need: str) -> tuple[set[str], str]:
+    """For a format that is a list of mappings: the keys its items use, or (empty, why ``data`` is not one)."""
+    if not isinstance(data, list) or not data:
+        return set(), need
+    if not all(isinstance(item, dict) for item in data):
+        return set(), f"{need} (an item is not a mapping)"
+    return set().union(*(item.keys() for item in data)), ""
+
+
+class Problems:
+    """Problems found in one part of a file, each at the line of the key it is about."""
+
+    def __init__(self, doc: Document, case_id: str | None = None) -> None:
+        self.doc = doc
+        self.case_id = case_id
+        self.errors: list[EvalFileError] = []
+
+    def __bool__(self) -> bool:
+        return bool(self.errors)
+
+    def add(self, key: PathKey, message: str) -> None:
+        self.errors.append(EvalFileError(self.doc.path, self.doc.line(key), message, self.case_id))
+
+    def unknown_keys(self, raw: dict[str, Any], allowed: Collection[str], key: PathKey, what: str) -> None:
+        """One problem per key of ``raw`` that is not ``allowed``, with a did-you-mean or the allowed keys."""
+        for name in raw:
+            if name not in allowed:
+                hint = did_you_mean(str(name), allowed) or f"; {what} keys are: {', '.join(allowed)}"
+                self.add((*key, name), f"unknown key {name!r} in {pretty(key)}{hint}")
+
+    def require(self, raw: dict[str, Any], name: str, key: PathKey, what: str) -> bool:
+        """A problem when ``raw`` lacks ``name``; whether it is there."""
+        if name in raw:
+            return True
+        self.add(key, f"{pretty(key)}: missing `{name}` ({what})")
+        return False
+
+    def string(self, raw: dict[str, Any], name: str, key: PathKey, required: str | None = None) -> str | None:
+        """``raw[name]`` when it is a string; a problem when it is not, or when ``required`` (what it is) and absent."""
+        if required is not None and not self.require(raw, name, key, required):
+            return None
+        value = raw.get(name)
+        if value is None or isinstance(value, str):
+            return value
+        self.add((*key, name), f"{pretty((*key, name))}: expected a string, got {value!r}")
+        return None
+
+    def str_list(self, raw: dict[str, Any], name: str, key: PathKey) -> list[str] | None:
+        """``raw[name]`` when it is a list of strings (or absent/null: None); a problem otherwise."""
+        value = raw.get(name)
+        if value is None or is_str_list(value):
+            return value
+        self.add((*key, name), f"{pretty((*key, name))}: expected a list of strings, got {value!r}")
+        return None
+
+    def regex(self, raw: dict[str, Any], name: str, key: PathKey) -> str | None:
+        """``raw[name]`` when it is a valid regular expression; a problem otherwise."""
+        value = raw.get(name)
+        if value is None:
+            return None
+        where = pretty((*key, name))
+        if not isinstance(value, str):
+            self.add((*key, name), f"{where}: expected a regular expression string, got {value!r}")
+            return None
+        try:
+            re.compile(value)
+        except re.error as exc:
+            self.add((*key, name), f"{where}: bad regular expression {value!r}: {exc}; fix the pattern")
+            return None
+        return value
+
+    def number(
+        self, raw: dict[str, Any], name: str, key: PathKey, low: float, high: float | None = None
+    ) -> float | None:
+        """``raw[name]`` when it is a number in range (``low`` exclusive when 0 and ``high`` is None)."""
+        value = raw.get(name)
+        if value is None:
+            return None
+        where = pretty((*key, name))
+        if not is_number(value):
+            self.add((*key, name), f"{where}: expected a number, got {value!r}")
+            return None
+        if high is None and value <= low:
+            self.add((*key, name), f"{where}: must be greater than {low:g}, got {value!r}")
+            return None
+        if high is not None and not low <= value <= high:
+            self.add((*key, name), f"{where}: must be between {low:g} and {high:g}, got {value!r}")
+            return None
+        return float(value)
+
+    def in_order(self) -> list[EvalFileError]:
+        """The problems in the order of their lines."""
+        return sorted(self.errors, key=lambda e: e.line or 0)
+
+    def text(self) -> str:
+        return "\n".join(e.format() for e in self.in_order())
+
+
+class Ids:
+    """Case ids of one file: explicit ids must be unique; derived ones are made unique with ``-2``, ``-3``…"""
+
+    def __init__(self) -> None:
+        self.seen: dict[str, int] = {}
+        self.names: dict[str, int] = {}
+
+    def derive(self, name: str, line: int) -> str:
+        """A new id from a name: its slug, made unique within the file."""
+        base = slugify(name)
+        case_id, n = base, 2
+        while case_id in self.seen:
+            case_id, n = f"{base}-{n}", n + 1
+        self.seen[case_id] = line
+        return case_id
+
+    def name(self, name: str, line: int, problems: Problems, key: PathKey) -> None:
+        """Record a case name that must be unique in its file; a repeat is a problem."""
+        if name in self.names:
+            problems.add(
+                key, f"duplicate case name {name!r} (first at line {self.names[name]}); give each case a unique `name`"
+            )
+        self.names.setdefault(name, line)
+
+    def claim(self, case_id: str, line: int, problems: Problems, key: PathKey) -> str:
+        """Record a file's own ``case_id``; a duplicate gets a problem and a unique stand-in id."""
+        if case_id in self.seen:
+            first = self.seen[case_id]
+            problems.add(key, f"duplicate case id {case_id!r} (first at line {first}); give each case a unique `id`")
+            case_id = f"{case_id}-line{line}"
+        self.seen[case_id] = line
+        return case_id
+
+
+def explicit_id(value: Any, line: int, ids: Ids, problems: Problems, key: PathKey) -> tuple[str, str | None]:
+    """A file's own id as the case id (a duplicate is a problem); one that is not ``[A-Za-z0-9_-]+`` is slugified.
+
+    Returns the case id and, when slugified, the original to keep as the description.
+    """
+    text = str(value)
+    if ID_RE.match(text):
+        return ids.claim(text, line, problems, key), None
+    return ids.derive(text, line), text
+
+
+def error_case(doc: Document, case_id: str, key: PathKey, problems: Problems, dialect: str) -> Case:
+    """A case that reports its problems instead of running (the rest of the file still runs)."""
+    return Case(id=case_id, path=doc.path, line=doc.line(key), error=problems.text(), dialect=dialect)
+
+
+def shorten(text: str, width: int = 80) -> str:
+    """``text`` on one line, cut to ``width`` characters with an ellipsis."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 1].rstrip() + "…"

@@ -1,0 +1,122 @@
+"""Each format is detected from the file's shape; a file that fits none, or several, gets one clear error."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from dialect_support import SEED_DATA, answering, run_evals
+
+from pytest_agent_eval.cases.errors import EvalFileError
+from pytest_agent_eval.cases.load import builtin_dialects, load_file
+from pytest_agent_eval.checks import builtin_registry
+
+SHAPES = [
+    ("native", "cases:\n  - {id: a, input: hi, expect: {contains: [hi]}}\n"),
+    ("native", "cases:\n  - {input: hi}\n"),  # a `cases:` key is native, never a category named "cases"
+    ("neon_suite", "name: s\ndefault_scorers: [grounding]\ncases:\n  - {name: a, input: {query: hi}}\n"),
+    ("neon_suite", "name: s\ncases:\n  - {name: a, input: {query: hi}, expected_tools: []}\n"),
+    ("golden_set", '[{"id": "a", "input": "hi", "expected_contains": ["hi"]}]'),
+    ("golden_set", '[{"id": "a", "input": "hi", "expected": {"tools_used": []}}]'),
+    ("category_json", '{"math": [{"input": "hi", "expected": "4"}]}'),
+    ("tool_routing", '[{"name": "a", "prompt": "hi", "expected_tools": []}]'),
+]
+
+
+@pytest.mark.parametrize(("dialect", "text"), SHAPES)
+def test_format_is_detected_from_the_shape(tmp_path: Path, dialect: str, text: str) -> None:
+    suffix = ".json" if text.startswith(("[", "{")) else ".yaml"
+    path = tmp_path / f"eval_x{suffix}"
+    path.write_text(text)
+    loaded = load_file(path, builtin_registry(), builtin_dialects())
+    assert loaded.dialect == dialect
+    assert all(case.error is None for case in loaded.cases)
+
+
+def test_a_file_of_no_known_shape_names_every_format_and_what_was_missing(pytester: pytest.Pytester) -> None:
+    answering(pytester, {})
+    pytester.makefile(".json", eval_odd=json.dumps([{"id": "a", "input": "hi"}]))
+    result = run_evals(pytester)
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(
+        [
+            "eval_odd.json:1: not an eval file of any known format; compared with:",
+            "  native: a mapping with a `cases:` list",
+            "  neon_suite: a mapping with `cases:` and suite keys *",
+            "  golden_set: a list of {id, input, *} (no item has `expected`, `expected_contains` or *)",
+            "  category_json: a mapping of category name to a list of *",
+            "  tool_routing: a list of {name, prompt, expected_tools} (items have no `prompt`)",
+            "  conversation_job: a mapping with `evaluator:` *",
+            "rename it so it does not match `agent_eval_files`, or give it one of these shapes (see the README)",
+        ]
+    )
+
+
+def test_a_file_that_fits_several_formats_says_which(pytester: pytest.Pytester) -> None:
+    answering(pytester, {})
+    pytester.makeconftest(
+        """
+from pytest_agent_eval.cases.load import Dialect
+from pytest_agent_eval.cases.dialects import golden_set
+
+def pytest_agent_eval_register_dialects(registry):
+    registry.register(Dialect("my_golden", golden_set.detect, golden_set.load))
+"""
+    )
+    pytester.makefile(".json", eval_both=json.dumps([{"id": "a", "input": "hi", "expected_contains": ["hi"]}]))
+    result = run_evals(pytester)
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(
+        ["eval_both.json:1: file fits several formats (golden_set, my_golden); make its shape unambiguous"]
+    )
+
+
+def test_a_conversation_job_is_recognised_but_not_run(pytester: pytest.Pytester) -> None:
+    answering(pytester, {})
+    pytester.makefile(
+        ".yaml",
+        eval_job="# job\nevaluator:\n  name: Socrates\naspirationalAverage: 3000\ntasks:\n  - {type: task, task: x}\n",
+        eval_other="cases:\n  - {id: a, input: hi}\n",
+    )
+    result = run_evals(pytester)
+    result.assert_outcomes(passed=1, errors=1)
+    result.stdout.fnmatch_lines(
+        ["eval_job.yaml:2: this is a conversation-evaluation job (evaluator/tasks/facts/assertions); *not run it yet*"]
+    )
+
+
+EXPECTED_SEED_FORMATS = {
+    "dyno-agent/agent_decisions_v1.0.0.json": ("golden_set", 17),
+    "dyno-agent/agent_qa_v1.0.0.json": ("golden_set", 13),
+    "dyno-agent/agent_qa_v1.0.0.HEAD-expected-key-variant.json": ("golden_set", 13),
+    "kortix/test_cases.json": ("category_json", 20),
+    "forager/eval_cases.json": ("tool_routing", 4),
+    "neon/simple-suite.yaml": ("neon_suite", 3),
+    "neon/demo-suite.yaml": ("neon_suite", 12),
+    "neon/integration-fixture-test-suite.yaml": ("neon_suite", 2),
+    "neon/integration-fixture-failing-suite.yaml": ("neon_suite", 1),
+}
+
+
+@pytest.mark.skipif(not SEED_DATA.is_dir(), reason=f"seed data not available: {SEED_DATA}")
+def test_every_seed_file_loads_as_its_home_format() -> None:
+    """Every real file of the original projects: eval files load without a problem; the others are told apart."""
+    checks, dialects = builtin_registry(), builtin_dialects()
+    seen = {}
+    for path in sorted(SEED_DATA.rglob("*")):
+        if not path.is_file():
+            continue
+        name = path.relative_to(SEED_DATA).as_posix()
+        try:
+            loaded = load_file(path, checks, dialects)
+        except EvalFileError as exc:
+            seen[name] = exc.message.split(";")[0]
+            continue
+        assert [c.error for c in loaded.cases if c.error] == [], name
+        seen[name] = (loaded.dialect, len(loaded.cases))
+    assert seen == {
+        **EXPECTED_SEED_FORMATS,
+        "embabel/readme-example-job.yml": "this is a conversation-evaluation job (evaluator/tasks/facts/assertions)",
+        "forager/mock_tool_responses.json": "not an eval file of any known format",  # canned responses, not cases
+    }
