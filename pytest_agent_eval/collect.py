@@ -14,9 +14,11 @@ from pytest_agent_eval.cases.document import JSON_SUFFIXES, YAML_SUFFIXES
 from pytest_agent_eval.cases.errors import EvalFileError, EvalFileErrors
 from pytest_agent_eval.cases.load import load_file
 from pytest_agent_eval.cases.model import Case
+from pytest_agent_eval.fixtures import case_recorder
 from pytest_agent_eval.imports import ImportRefError
+from pytest_agent_eval.mocks import MockConfigError
 from pytest_agent_eval.report.failure import PASSING
-from pytest_agent_eval.runner import CaseResult, RunSettings, run_case
+from pytest_agent_eval.runner import CaseResult, RecorderFactory, RunSettings, run_case
 from pytest_agent_eval.state import get_state
 
 # Tags with these names would change how a case runs if they became markers; they stay keywords (-k).
@@ -153,7 +155,13 @@ class EvalItem(pytest.Function):
         state = get_state(self.config)
         agent = self._agent(request)
         llm = request.getfixturevalue("agent_eval_llm") if state.checks.uses_llm(self.case.expect) else None
-        settings = RunSettings(checks=state.checks, default_timeout=state.settings.timeout, llm=llm)
+        try:
+            recorder: RecorderFactory | MockConfigError = case_recorder(request, self.case)
+        except MockConfigError as exc:
+            recorder = exc
+        if isinstance(recorder, MockConfigError):  # failed outside `except`: no "During handling..." in the report
+            self._fail(str(recorder))
+        settings = RunSettings(checks=state.checks, default_timeout=state.settings.timeout, llm=llm, recorder=recorder)
         future = state.loop.submit(run_case(self.case, agent, settings))
         try:
             result = future.result()

@@ -1,11 +1,18 @@
-"""Fixtures the plugin provides: ``agent_eval_case`` and ``agent_eval_llm``."""
+"""Fixtures the plugin provides: ``agent_eval_case``, ``agent_eval_llm`` and ``tool_mocks``."""
 
 from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
 
 import pytest
 
 from pytest_agent_eval.cases.model import Case
 from pytest_agent_eval.llm import LLM, default_llm
+from pytest_agent_eval.mocks import MockConfigError, MockPlan, Response, ToolMocks, load_responses
+from pytest_agent_eval.runner import RecorderFactory
+from pytest_agent_eval.state import get_state
+
+_RESPONSES = pytest.StashKey["Mapping[str, Response] | MockConfigError"]()
 
 
 @pytest.fixture
@@ -21,3 +28,47 @@ def agent_eval_case(request: pytest.FixtureRequest) -> Case:
 def agent_eval_llm() -> LLM | None:
     """``(messages) -> str`` for LLM judges; override it in conftest.py, or set AGENT_EVAL_LLM_MODEL."""
     return default_llm()
+
+
+@pytest.fixture
+def tool_mocks() -> Iterator[ToolMocks]:
+    """Mock tool dispatch for the running case: ``patch``, ``patch_tool``, ``wrap``; ``calls`` lists what was called.
+
+    Eval items apply the file's ``tool_dispatch:`` (or ini ``agent_eval_tool_dispatch``) themselves; patches are
+    undone when the test ends.
+    """
+    mocks = ToolMocks()
+    yield mocks
+    mocks.undo()
+
+
+def case_recorder(request: pytest.FixtureRequest, case: Case) -> RecorderFactory:
+    """Patch the case's dispatcher and compile its mocks; the runner records each trial with the result.
+
+    Raises :class:`MockConfigError` with the file, line and what to do when the mocks cannot be used.
+    """
+    settings = get_state(request.config).settings
+    mocks: ToolMocks = request.getfixturevalue("tool_mocks")
+    dispatch = case.tool_dispatch or settings.tool_dispatch
+    if dispatch:
+        source = "the file's `tool_dispatch:`" if case.tool_dispatch else "ini agent_eval_tool_dispatch"
+        try:
+            mocks.patch(dispatch)
+        except MockConfigError as exc:
+            raise MockConfigError(f"{case.location}: {source} {dispatch!r}: {exc}") from None
+    plan = MockPlan.for_case(case, _session_responses(request.config), settings.unmocked_tools)
+    return mocks.recorder(plan)
+
+
+def _session_responses(config: pytest.Config) -> Mapping[str, Response]:
+    """The ini ``agent_eval_tool_responses`` file, read once per session (a bad file fails every case)."""
+    if _RESPONSES not in config.stash:
+        path = get_state(config).settings.tool_responses
+        try:
+            config.stash[_RESPONSES] = load_responses(path) if path else {}
+        except MockConfigError as exc:
+            config.stash[_RESPONSES] = exc
+    found = config.stash[_RESPONSES]
+    if isinstance(found, MockConfigError):
+        raise found
+    return found

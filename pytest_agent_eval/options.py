@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
+
+from pytest_agent_eval.mocks import UNMOCKED_MODES
 
 DEFAULT_FILES = "eval_*.yaml eval_*.yml eval_*.json *.eval.yaml *.eval.yml *.eval.json"
 
@@ -28,6 +31,22 @@ def add_options(parser: pytest.Parser) -> None:
     )
     parser.addini("agent_eval_files", "glob patterns of eval file names", type="args", default=DEFAULT_FILES.split())
     parser.addini("agent_eval_timeout", "default per-call agent timeout in seconds", default="")
+    parser.addini(
+        "agent_eval_tool_dispatch",
+        "module:function of the agent's tool dispatcher (name, args) -> result that tool mocks patch, for eval "
+        "files without `tool_dispatch:`",
+        default="",
+    )
+    parser.addini(
+        "agent_eval_unmocked_tools",
+        "what a call to a tool without a mock response does: strict (fails the case), default, passthrough",
+        default="strict",
+    )
+    parser.addini(
+        "agent_eval_tool_responses",
+        "JSON/YAML file of {tool: response} used as default tool mocks (relative to the rootdir)",
+        default="",
+    )
 
 
 @dataclass(frozen=True)
@@ -38,15 +57,27 @@ class Settings:
     file_patterns: tuple[str, ...]
     timeout: float | None
     verbose: int
+    tool_dispatch: str | None = None
+    unmocked_tools: str = "strict"
+    tool_responses: Path | None = None
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> Settings:
         timeout = config.getoption("agent_eval_timeout")
         if timeout is None and config.getini("agent_eval_timeout"):
             timeout = float(config.getini("agent_eval_timeout"))
+        unmocked = str(config.getini("agent_eval_unmocked_tools")).strip() or "strict"
+        if unmocked not in UNMOCKED_MODES:
+            raise pytest.UsageError(
+                f"ini agent_eval_unmocked_tools = {unmocked!r}: use one of {', '.join(UNMOCKED_MODES)}"
+            )
+        responses = str(config.getini("agent_eval_tool_responses")).strip()
         return cls(
             agent=config.getoption("agent_eval_agent"),
             file_patterns=tuple(config.getini("agent_eval_files")),
             timeout=timeout,
             verbose=config.get_verbosity(),
+            tool_dispatch=str(config.getini("agent_eval_tool_dispatch")).strip() or None,
+            unmocked_tools=unmocked,
+            tool_responses=config.rootpath / responses if responses else None,
         )

@@ -10,7 +10,7 @@ import pytest
 
 from pytest_agent_eval import hookspecs, options, stopping
 from pytest_agent_eval.collect import EvalFile, is_eval_file
-from pytest_agent_eval.fixtures import agent_eval_case, agent_eval_llm  # noqa: F401 - fixtures of the plugin
+from pytest_agent_eval.fixtures import agent_eval_case, agent_eval_llm, tool_mocks  # noqa: F401 - the plugin's fixtures
 from pytest_agent_eval.report.failure import Passing, failure_lines
 from pytest_agent_eval.runner import CaseResult
 from pytest_agent_eval.state import STATE, EvalSession, get_state

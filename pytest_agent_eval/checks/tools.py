@@ -27,6 +27,11 @@ def calls_table(calls: list[ToolCall]) -> list[str]:
     return out
 
 
+def calls_section(calls: list[ToolCall]) -> list[str]:
+    """``calls:`` and the calls table under it, for details that show something else first."""
+    return ["calls:"] + ["  " + line for line in calls_table(calls)]
+
+
 def align(expected: list[str], calls: list[ToolCall]) -> list[str]:
     """Expected tool names and actual calls side by side, aligned call by call."""
     actual = [c.name for c in calls]
@@ -109,7 +114,7 @@ def tool_sequence(run: RunRecord, spec: Any, ctx: CheckContext) -> CheckResult:
         expected=want,
         actual=got,
         message=msg,
-        detail=[] if ok else align(want, run.tool_calls),
+        detail=[] if ok else align(want, run.tool_calls) + calls_section(run.tool_calls),
     )
 
 
@@ -135,7 +140,7 @@ def tools_in_order(run: RunRecord, spec: Any, ctx: CheckContext) -> CheckResult:
         else f"{want[matched]!r} not called after {want[:matched]}"
         if matched
         else f"{want[0]!r} never called",
-        detail=[] if ok else align(want, run.tool_calls),
+        detail=[] if ok else align(want, run.tool_calls) + calls_section(run.tool_calls),
     )
 
 
@@ -188,7 +193,7 @@ def tool_args(run: RunRecord, spec: Any, ctx: CheckContext) -> CheckResult:
             failed.append(tool)
             detail.extend(best)
     if failed:
-        detail += ["calls:"] + ["  " + line for line in calls_table(run.tool_calls)]
+        detail += calls_section(run.tool_calls)
     return CheckResult.of(
         "tool_args",
         not failed,

@@ -1,0 +1,398 @@
+"""Tool mocks as users run them: each response form and `unmocked_tools` mode passing and failing (pytester)."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+TOOLBOX = '''
+def dispatch(name, args):
+    """The real dispatch layer: only `clock` is harmless, anything else would touch the outside world."""
+    if name == "clock":
+        return "real clock: 12:00"
+    raise RuntimeError(f"real tool {name} reached")
+
+def echo(query, limit=1):
+    return f"echo {query} x{limit}"
+
+def run(query, context):
+    """Calls the tools listed in the case's context; reports tool errors unless `let_raise` is set."""
+    lines = []
+    for call in context.get("calls", []):
+        try:
+            result = dispatch(call["name"], call.get("args", {}))
+        except Exception as exc:
+            if context.get("let_raise"):
+                raise
+            result = f"!! {type(exc).__name__}: {exc}"
+        lines.append(f"{call['name']} -> {result}")
+    return "\\n".join(lines) or "no tools"
+'''
+
+
+def run_evals(pytester: pytest.Pytester, cases: str, *args: str, header: str = "") -> pytest.RunResult:
+    """Write `toolbox.py` and `eval_mocks.yaml` (the agent and dispatcher are toolbox's) and run pytest."""
+    pytester.makepyfile(toolbox=TOOLBOX)
+    pytester.syspathinsert()
+    head = "agent: toolbox:run\ntool_dispatch: toolbox:dispatch\n" + textwrap.dedent(header)
+    pytester.path.joinpath("eval_mocks.yaml").write_text(
+        head + "cases:\n" + textwrap.indent(textwrap.dedent(cases), "  ")
+    )
+    return pytester.runpytest("-p", "no:randomly", "-p", "no:cacheprovider", *args)
+
+
+def line_of(pytester: pytest.Pytester, text: str, file: str = "eval_mocks.yaml") -> int:
+    """The 1-based line of the eval file that contains ``text``."""
+    lines = pytester.path.joinpath(file).read_text().splitlines()
+    return next(n for n, line in enumerate(lines, 1) if text in line)
+
+
+def test_literal_values(pytester: pytest.Pytester) -> None:
+    result = run_evals(
+        pytester,
+        """
+        - id: literal_pass
+          input: {query: q, context: {calls: [{name: search, args: {q: python}}, {name: stats, args: {}}]}}
+          tool_mocks:
+            search: "3 results"
+            stats: {return: {sequence: 1}}
+          expect:
+            contains: ["search -> 3 results", "stats -> {'sequence': 1}"]
+            tool_args: {search: {q: python}}
+        - id: literal_fail
+          input: {query: q, context: {calls: [{name: search, args: {q: rust}}]}}
+          tool_mocks: {search: "no results"}
+          expect: {contains: ["3 results"]}
+        """,
+        "-v",
+    )
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*case literal_fail failed: 1 of 1 checks failed*",
+            "*✗ contains*",
+            "tool calls:",
+            "*1. search(q='rust') -> 'no results'",
+            "eval_mocks.yaml:*: literal_fail",
+        ]
+    )
+
+
+def test_sequence_one_response_per_call_then_unmocked(pytester: pytest.Pytester) -> None:
+    result = run_evals(
+        pytester,
+        """
+        - id: sequence_pass
+          input: {query: q, context: {calls: [{name: poll, args: {n: 1}}, {name: poll, args: {n: 2}}]}}
+          tool_mocks: {poll: {sequence: [pending, {raise: "TimeoutError: slow"}]}}
+          expect: {contains: ["poll -> pending", "poll -> !! TimeoutError: slow"]}
+        - id: sequence_fail
+          input: {query: q, context: {calls: [{name: poll}, {name: poll}, {name: poll, args: {n: 3}}]}}
+          tool_mocks: {poll: {sequence: [pending, done]}}
+          expect: {contains: ["poll -> done"]}
+        """,
+    )
+    result.assert_outcomes(passed=1, failed=1)
+    where = f"eval_mocks.yaml:{line_of(pytester, 'id: sequence_fail')}"
+    result.stdout.fnmatch_lines(
+        [
+            "*case sequence_fail failed: *",
+            "*✓ contains",
+            f"*✗ unmocked tool call poll(n=3) in case sequence_fail ({where}): its `sequence` has 2 responses and "
+            "this is call 3; add a response under `tool_mocks:`*",
+        ]
+    )
+
+
+def test_raise_builtin_types_and_others(pytester: pytest.Pytester) -> None:
+    result = run_evals(
+        pytester,
+        """
+        - id: raise_pass
+          input: {query: q, context: {calls: [{name: fetch}, {name: pay}]}}
+          tool_mocks:
+            fetch: {raise: "TimeoutError: upstream"}
+            pay: {raise: "PaymentDeclined: card expired"}
+          expect:
+            contains: ["fetch -> !! TimeoutError: upstream", "pay -> !! ToolMockError: PaymentDeclined: card expired"]
+        - id: raise_fail
+          input: {query: q, context: {let_raise: true, calls: [{name: fetch, args: {id: 7}}]}}
+          tool_mocks: {fetch: {raise: "ConnectionError: reset by peer"}}
+          expect: {contains: ["fetched"]}
+        """,
+    )
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(
+        ["case raise_fail failed: agent raised ConnectionError: reset by peer", "*File*toolbox.py*, in run"]
+    )
+
+
+def test_when_and_default(pytester: pytest.Pytester) -> None:
+    result = run_evals(
+        pytester,
+        """
+        - id: when_pass
+          input:
+            query: q
+            context:
+              calls: [{name: weather, args: {city: Oslo, units: {temp: C}}}, {name: weather, args: {city: Rome}}]
+          tool_mocks:
+            weather:
+              when:
+                - args: {city: Oslo, units: {temp: C}}
+                  return: "-3 C"
+              default: "sunny"
+          expect: {contains: ["weather -> -3 C", "weather -> sunny"]}
+        - id: when_fail
+          input: {query: q, context: {calls: [{name: weather, args: {city: Lima}}]}}
+          tool_mocks:
+            weather:
+              when: [{args: {city: Oslo}, return: "-3 C"}]
+          expect: {contains: ["weather"]}
+        """,
+    )
+    result.assert_outcomes(passed=1, failed=1)
+    where = f"eval_mocks.yaml:{line_of(pytester, 'id: when_fail')}"
+    result.stdout.fnmatch_lines(
+        [
+            f"*✗ unmocked tool call weather(city='Lima') in case when_fail ({where}): no `when` entry matches these "
+            "arguments and there is no `default`*"
+        ]
+    )
+
+
+def test_call_a_function_with_the_arguments(pytester: pytest.Pytester) -> None:
+    result = run_evals(
+        pytester,
+        """
+        - id: call_pass
+          input: {query: q, context: {calls: [{name: search, args: {query: py, limit: 2}}]}}
+          tool_mocks: {search: {call: "toolbox:echo"}}
+          expect: {contains: ["search -> echo py x2"]}
+        - id: call_fail
+          input: {query: q, context: {calls: [{name: search, args: {query: py}}]}}
+          tool_mocks: {search: {call: "toolbox:no_such_responder"}}
+          expect: {contains: ["echo"]}
+        """,
+    )
+    result.assert_outcomes(passed=1, failed=1)
+    where = f"eval_mocks.yaml:{line_of(pytester, 'id: call_fail')}"
+    result.stdout.fnmatch_lines(
+        [f"{where}: case call_fail: tool_mocks.search.call: module 'toolbox' has no attribute 'no_such_responder'*"]
+    )
+
+
+def test_strict_fails_the_case_even_when_the_agent_catches_the_error(pytester: pytest.Pytester) -> None:
+    result = run_evals(
+        pytester,
+        """
+        - id: strict_pass
+          unmocked_tools: strict
+          input: {query: q, context: {calls: [{name: search, args: {q: x}}]}}
+          tool_mocks: {search: hits}
+          expect: {contains: ["search -> hits"]}
+        - id: strict_fail
+          input:
+            query: q
+            context: {calls: [{name: search, args: {q: x}}, {name: refund, args: {order: A1, amount: 5}}]}
+          tool_mocks: {search: hits}
+          expect: {contains: ["search -> hits"]}
+        """,
+    )
+    result.assert_outcomes(passed=1, failed=1)
+    where = f"eval_mocks.yaml:{line_of(pytester, 'id: strict_fail')}"
+    result.stdout.fnmatch_lines(
+        [
+            "*case strict_fail failed: unmocked tool call refund(order='A1', amount=5)*",
+            "*✓ contains",
+            f"*✗ unmocked tool call refund(order='A1', amount=5) in case strict_fail ({where}): `tool_mocks` has no "
+            "response for 'refund'; add a response under `tool_mocks:` (in the case or the file's `defaults:`), or "
+            "set `unmocked_tools: default` (canned answer) or `passthrough` (the real tool runs)",
+        ]
+    )
+    assert "real tool refund reached" not in result.stdout.str()
+
+
+def test_default_answers_with_a_canned_response(pytester: pytest.Pytester) -> None:
+    result = run_evals(
+        pytester,
+        """
+        - id: default_pass
+          input: {query: q, context: {calls: [{name: weather, args: {city: Oslo}}]}}
+          expect: {contains: ["weather -> Mock response for weather"]}
+        - id: default_fail
+          input: {query: q, context: {calls: [{name: weather, args: {city: Oslo}}]}}
+          expect: {contains: ["-3 C"]}
+        """,
+        "-v",
+        header="defaults: {unmocked_tools: default}\n",
+    )
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["*1. weather(city='Oslo') -> 'Mock response for weather'"])
+
+
+def test_passthrough_runs_the_real_tool(pytester: pytest.Pytester) -> None:
+    result = run_evals(
+        pytester,
+        """
+        - id: passthrough_pass
+          input: {query: q, context: {calls: [{name: clock}, {name: search, args: {q: x}}]}}
+          tool_mocks: {search: hits}
+          expect: {contains: ["clock -> real clock: 12:00", "search -> hits"]}
+        - id: passthrough_fail
+          input: {query: q, context: {let_raise: true, calls: [{name: weather, args: {city: Oslo}}]}}
+          expect: {contains: ["sunny"]}
+        """,
+        header="defaults: {unmocked_tools: passthrough}\n",
+    )
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["*case passthrough_fail failed: agent raised RuntimeError: real tool weather reached"])
+
+
+def test_ini_options_set_dispatch_mode_and_default_responses(pytester: pytest.Pytester) -> None:
+    pytester.makeini(
+        """
+        [pytest]
+        agent_eval_tool_dispatch = toolbox:dispatch
+        agent_eval_unmocked_tools = default
+        agent_eval_tool_responses = mocks/responses.yaml
+        """
+    )
+    pytester.mkdir("mocks").joinpath("responses.yaml").write_text("search: from the ini file\nstats: '42'\n")
+    pytester.makepyfile(toolbox=TOOLBOX)
+    pytester.syspathinsert()
+    pytester.makefile(
+        ".yaml",
+        eval_ini="""
+        agent: toolbox:run
+        cases:
+          - id: ini_defaults
+            input: {query: q, context: {calls: [{name: search}, {name: stats}, {name: weather}]}}
+            tool_mocks: {stats: "own"}
+            expect: {contains: ["search -> from the ini file", "stats -> own", "weather -> Mock response for weather"]}
+          - id: case_mode_wins
+            unmocked_tools: strict
+            input: {query: q, context: {calls: [{name: weather}]}}
+            expect: {contains: [weather]}
+        """,
+    )
+    result = pytester.runpytest("-p", "no:randomly", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1, failed=1)
+    where = f"eval_ini.yaml:{line_of(pytester, 'id: case_mode_wins', 'eval_ini.yaml')}"
+    result.stdout.fnmatch_lines([f"*✗ unmocked tool call weather() in case case_mode_wins ({where})*"])
+
+
+def test_bad_ini_settings_are_reported(pytester: pytest.Pytester) -> None:
+    pytester.makeini("[pytest]\nagent_eval_unmocked_tools = lenient\n")
+    result = pytester.runpytest("-p", "no:randomly")
+    result.stderr.fnmatch_lines(["*agent_eval_unmocked_tools = 'lenient': use one of strict, default, passthrough"])
+    pytester.makeini("[pytest]\nagent_eval_tool_responses = nowhere.yaml\n")
+    result = run_evals(pytester, "- id: c\n  input: q\n")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*nowhere.yaml: agent_eval_tool_responses names a file that does not exist*"])
+
+
+def test_a_dispatcher_that_does_not_import_fails_with_the_case_location(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(toolbox=TOOLBOX)
+    pytester.syspathinsert()
+    pytester.makefile(
+        ".yaml",
+        eval_bad="""
+        agent: toolbox:run
+        tool_dispatch: toolbox:dispatch_tool
+        cases:
+          - id: c
+            input: q
+        """,
+    )
+    result = pytester.runpytest("-p", "no:randomly")
+    result.assert_outcomes(failed=1)
+    where = f"eval_bad.yaml:{line_of(pytester, 'id: c', 'eval_bad.yaml')}"
+    result.stdout.fnmatch_lines(
+        [
+            f"{where}: the file's `tool_dispatch:` 'toolbox:dispatch_tool': "
+            "toolbox:dispatch_tool: toolbox has no attribute 'dispatch_tool'"
+        ]
+    )
+    assert "During handling" not in result.stdout.str()
+
+
+def test_mocks_without_anything_patched_say_how_to_patch(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(toolbox=TOOLBOX.replace("def dispatch(", "def other_dispatch("))
+    pytester.syspathinsert()
+    pytester.makefile(
+        ".yaml",
+        eval_unpatched="""
+        agent: toolbox:run
+        cases:
+          - id: c
+            input: q
+            tool_mocks: {search: hits}
+        """,
+    )
+    result = pytester.runpytest("-p", "no:randomly")
+    result.assert_outcomes(failed=1)
+    where = f"eval_unpatched.yaml:{line_of(pytester, 'id: c', 'eval_unpatched.yaml')}"
+    result.stdout.fnmatch_lines(
+        [f"*✗ {where}: case c has tool_mocks for search but no tool is patched: set `tool_dispatch: module:function`*"]
+    )
+
+
+def test_repeated_trials_each_record_their_own_calls(pytester: pytest.Pytester) -> None:
+    """Trials of one case run at the same time (threads); each sees its own two calls, the fixture all six."""
+    pytester.makepyfile(toolbox=TOOLBOX)
+    pytester.syspathinsert()
+    pytester.makeconftest(
+        """
+        import threading
+        import pytest
+        import toolbox
+
+        barrier = threading.Barrier(3, timeout=10)
+
+        @pytest.fixture
+        def agent(tool_mocks, request):
+            def run(query, context):
+                toolbox.dispatch("first", {"thread": threading.get_ident()})
+                barrier.wait()  # all three trials are in flight here
+                toolbox.dispatch("second", {"thread": threading.get_ident()})
+                return "done"
+            yield run
+            print("fixture saw", [c.name for c in tool_mocks.calls])
+        """
+    )
+    pytester.makefile(
+        ".yaml",
+        eval_trials="""
+        tool_dispatch: toolbox:dispatch
+        cases:
+          - id: trials
+            input: q
+            repeat: 3
+            tool_mocks: {first: a, second: b}
+            expect: {tool_sequence: [first, second], max_tool_calls: 2}
+        """,
+    )
+    result = pytester.runpytest("-p", "no:randomly", "-s")
+    result.assert_outcomes(passed=1)
+    assert "fixture saw ['first', 'second', 'first', 'second', 'first', 'second']" in result.stdout.str()
+
+
+def test_failing_tool_checks_show_the_calls_with_arguments_and_mock_responses(pytester: pytest.Pytester) -> None:
+    result = run_evals(
+        pytester,
+        """
+        - id: trajectory
+          input: {query: q, context: {calls: [{name: search, args: {q: py}}, {name: fetch, args: {id: 7}}]}}
+          tool_mocks:
+            search: "3 results"
+            fetch: {raise: "TimeoutError: slow"}
+          expect:
+            tool_sequence: [fetch, search]
+            tools_in_order: [fetch, search]
+        """,
+    )
+    result.assert_outcomes(failed=1)
+    table = ["*calls:", "*1. search(q='py') -> '3 results'", "*2. fetch(id=7) raised TimeoutError: slow"]
+    result.stdout.fnmatch_lines(["*✗ tool_sequence: calls differ at position 1*", *table, "*✗ tools_in_order*", *table])
