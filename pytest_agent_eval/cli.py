@@ -1,22 +1,125 @@
-"""The ``agent-eval`` command: validate | schema | compare."""
+"""The ``agent-eval`` command: ``validate`` eval files and print the native ``schema``."""
 
 from __future__ import annotations
 
 import argparse
+import importlib
+import importlib.util
 import json
 import sys
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+from typing import TextIO
 
+from pytest_agent_eval.cases.document import read_document
+from pytest_agent_eval.cases.errors import EvalFileError, EvalFileErrors
+from pytest_agent_eval.cases.load import DialectRegistry, builtin_dialects, detect
 from pytest_agent_eval.cases.schema import native_schema
-from pytest_agent_eval.checks import builtin_registry
+from pytest_agent_eval.checks import CheckRegistry, builtin_registry
+from pytest_agent_eval.collect import is_eval_file
+from pytest_agent_eval.options import DEFAULT_FILES
+
+
+def load_plugin(ref: str) -> ModuleType:
+    """A module by import name, or a ``.py`` file (e.g. a ``conftest.py``) by path."""
+    path = Path(ref)
+    if ref.endswith(".py"):
+        spec = importlib.util.spec_from_file_location(f"_agent_eval_plugin_{path.stem}", path)
+        if spec is None or spec.loader is None or not path.is_file():
+            raise SystemExit(f"agent-eval: -p {ref}: no such file")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+    try:
+        return importlib.import_module(ref)
+    except ImportError as exc:
+        raise SystemExit(f"agent-eval: -p {ref}: cannot import: {exc}") from None
+
+
+def registries(plugins: list[str]) -> tuple[CheckRegistry, DialectRegistry]:
+    """The built-in checks and formats, plus those the ``plugins`` add through the plugin's hooks."""
+    checks, dialects = builtin_registry(), builtin_dialects()
+    for ref in plugins:
+        module = load_plugin(ref)
+        if hasattr(module, "pytest_agent_eval_register_checks"):
+            module.pytest_agent_eval_register_checks(registry=checks)
+        if hasattr(module, "pytest_agent_eval_register_dialects"):
+            module.pytest_agent_eval_register_dialects(registry=dialects)
+    return checks, dialects
+
+
+def eval_files(paths: list[str]) -> Iterator[Path]:
+    """Files named on the command line, and under named directories the files pytest would collect."""
+    patterns = tuple(DEFAULT_FILES.split())
+    for name in paths:
+        path = Path(name)
+        if path.is_dir():
+            yield from sorted(p for p in path.rglob("*") if p.is_file() and is_eval_file(p, patterns, False))
+        else:
+            yield path
+
+
+def validate_file(path: Path, checks: CheckRegistry, dialects: DialectRegistry) -> tuple[str, list[str]]:
+    """``(what the file is, problems as "path:line: message")`` for one file."""
+    if not path.is_file():
+        return "missing", [f"{path}: no such file"]
+    try:
+        doc = read_document(path)
+    except EvalFileError as exc:
+        return "unreadable", [exc.format()]
+    try:
+        dialect = detect(doc, dialects)
+    except EvalFileError as exc:
+        return "unknown format", [exc.format()]
+    try:
+        loaded = dialect.load(doc, checks)
+    except EvalFileError as exc:
+        return dialect.name, [exc.format()]
+    except EvalFileErrors as exc:
+        return dialect.name, [e.format() for e in exc.errors]
+    problems = [line for case in loaded.cases if case.error for line in case.error.splitlines()]
+    return f"{dialect.name}, {_count(len(loaded.cases), 'case')}", problems
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
+def validate(paths: list[str], plugins: list[str], out: TextIO) -> int:
+    """Print each file's format and every problem; 1 when any file has a problem, else 0."""
+    checks, dialects = registries(plugins)
+    files = list(eval_files(paths))
+    if not files:
+        print(f"agent-eval validate: no eval files found under {' '.join(paths)}", file=out)
+        return 1
+    bad = total = 0
+    for path in files:
+        what, problems = validate_file(path, checks, dialects)
+        verdict = _count(len(problems), "problem") if problems else "ok"
+        print(f"{path}: {what}: {verdict}", file=out)
+        for line in problems:
+            print(line, file=out)
+        bad += bool(problems)
+        total += len(problems)
+    print(f"{_count(len(files), 'file')} checked, {bad} with problems ({total} in all)", file=out)
+    return 1 if bad else 0
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="agent-eval", description="pytest-agent-eval tools")
     sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("schema", help="print the JSON Schema of the native eval file format")
+    plugin_help = "a module or .py file (e.g. conftest.py) whose pytest_agent_eval_register_* hooks add checks/formats"
+    check = sub.add_parser("validate", help="check eval files: syntax, format, schema; print path:line: problem")
+    check.add_argument("paths", nargs="+", metavar="PATH", help="eval files, or directories to search")
+    check.add_argument("-p", dest="plugins", action="append", default=[], metavar="PLUGIN", help=plugin_help)
+    schema = sub.add_parser("schema", help="print the JSON Schema of the native eval file format")
+    schema.add_argument("-p", dest="plugins", action="append", default=[], metavar="PLUGIN", help=plugin_help)
     args = parser.parse_args(argv)
-    if args.command == "schema":
-        print(json.dumps(native_schema(builtin_registry()), indent=2))
+    if args.command == "validate":
+        return validate(args.paths, args.plugins, sys.stdout)
+    checks, _ = registries(args.plugins)
+    print(json.dumps(native_schema(checks), indent=2))
     return 0
 
 

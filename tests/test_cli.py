@@ -1,0 +1,126 @@
+"""`agent-eval validate` and `agent-eval schema` (SPEC §11), run as users run them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from pytest_agent_eval.cli import main
+
+GOOD_NATIVE = "agent: pkg.mod:run\ncases:\n  - {id: a, input: hi, expect: {contains: [hi]}}\n"
+GOOD_GOLDEN = json.dumps([{"id": "q1", "input": "hi", "expected_contains": ["hi"]}])
+
+
+def validate(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, list[str]]:
+    code = main(["validate", *args])
+    return code, capsys.readouterr().out.splitlines()
+
+
+def test_valid_files_name_their_format(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "eval_native.yaml").write_text(GOOD_NATIVE)
+    (tmp_path / "golden.json").write_text(GOOD_GOLDEN)
+    code, out = validate(capsys, str(tmp_path / "eval_native.yaml"), str(tmp_path / "golden.json"))
+    assert code == 0
+    assert out == [
+        f"{tmp_path}/eval_native.yaml: native, 1 case: ok",
+        f"{tmp_path}/golden.json: golden_set, 1 case: ok",
+        "2 files checked, 0 with problems (0 in all)",
+    ]
+
+
+def test_every_problem_is_printed_as_path_line_message(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    suite = tmp_path / "eval_suite.yaml"
+    suite.write_text(
+        """\
+name: s
+cases:
+  - name: a
+    input: {query: hi}
+    scorers: [tool_selection, grounding, reasonning]
+  - name: b
+    input: {query: hi}
+    expected_output_pattern: "[unclosed"
+  - name: a
+    input: {query: hi}
+    expected_tools: []
+  - name: c
+    expected_tools: []
+"""
+    )
+    native = tmp_path / "eval_native.yaml"
+    native.write_text("cases:\n  - {id: x, input: hi, expect: {regex: '(bad'}}\n  - {id: x, input: hi}\n")
+    code, out = validate(capsys, str(suite), str(native))
+    assert code == 1
+    assert out == [
+        f"{suite}: neon_suite, 4 cases: 4 problems",
+        f"{suite}:5: unknown scorer 'reasonning' in cases[0].scorers (did you mean \"reasoning\"?) (case a)",
+        f"{suite}:8: cases[1].expected_output_pattern: bad regular expression '[unclosed': unterminated character "
+        "set at position 0; fix the pattern (case b)",
+        f"{suite}:9: duplicate case name 'a' (first at line 3); give each case a unique `name` (case a-2)",
+        f"{suite}:12: cases[3]: missing `input` (`input: {{query: ...}}`) (case c)",
+        f"{native}: native, 2 cases: 2 problems",
+        f"{native}:2: cases[0].expect.regex: '(bad' is not a 'regex'",
+        f"{native}:3: duplicate case id 'x' (first at line 2); give each case a unique `id`",
+        "2 files checked, 2 with problems (6 in all)",
+    ]
+
+
+def test_unknown_format_and_syntax_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "eval_broken.json").write_text('{"cases": [}')
+    (tmp_path / "eval_odd.yaml").write_text("just: text\n")
+    code, out = validate(capsys, str(tmp_path))  # a directory: the files pytest would collect
+    assert code == 1
+    assert out[0] == f"{tmp_path}/eval_broken.json: unreadable: 1 problem"
+    assert out[1].startswith(f"{tmp_path}/eval_broken.json:1: JSON syntax error: ")
+    assert out[2:4] == [
+        f"{tmp_path}/eval_odd.yaml: unknown format: 1 problem",
+        f"{tmp_path}/eval_odd.yaml:1: not an eval file of any known format; compared with:",
+    ]
+    assert out[-1] == "2 files checked, 2 with problems (2 in all)"
+
+
+def test_a_directory_without_eval_files(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "notes.yaml").write_text("a: 1\n")  # not matching eval_* / *.eval.*
+    code, out = validate(capsys, str(tmp_path))
+    assert (code, out) == (1, [f"agent-eval validate: no eval files found under {tmp_path}"])
+
+
+def test_plugins_add_checks_and_formats(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "eval_custom.yaml").write_text("cases:\n  - {id: a, input: hi, expect: {polite: true}}\n")
+    (tmp_path / "conftest.py").write_text(
+        "def polite(run, spec, ctx):\n    return None\n\n"
+        "def pytest_agent_eval_register_checks(registry):\n    registry.register('polite', polite, {'const': True})\n"
+    )
+    code, out = validate(capsys, str(tmp_path / "eval_custom.yaml"))
+    assert code == 1
+    assert out[1].startswith(f"{tmp_path}/eval_custom.yaml:2: unknown check 'polite' in cases[0].expect")
+    code, out = validate(capsys, str(tmp_path / "eval_custom.yaml"), "-p", str(tmp_path / "conftest.py"))
+    assert (code, out[0]) == (0, f"{tmp_path}/eval_custom.yaml: native, 1 case: ok")
+
+
+def test_schema_prints_the_native_json_schema(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["schema"]) == 0
+    schema = json.loads(capsys.readouterr().out)
+    jsonschema.Draft202012Validator.check_schema(schema)
+    assert schema["$schema"] == "https://json-schema.org/draft/2020-12/schema"
+    expect = schema["$defs"]["expect"]["properties"]
+    assert {"contains", "tools_called", "judge", "tool_selection", "answer"} <= expect.keys()
+    jsonschema.validate({"cases": [{"id": "a", "input": "hi", "expect": {"contains": ["hi"]}}]}, schema)
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({"cases": [{"id": "a", "input": "hi", "expect": {"contain": ["hi"]}}]}, schema)
+
+
+def test_the_console_script(pytester: pytest.Pytester) -> None:
+    pytester.makefile(".yaml", eval_ok=GOOD_NATIVE)
+    result = pytester.run("agent-eval", "validate", "eval_ok.yaml")
+    assert result.ret == 0
+    result.stdout.fnmatch_lines(["eval_ok.yaml: native, 1 case: ok"])
+    assert pytester.run("agent-eval", "validate", "missing.yaml").ret == 1
+
+
+def test_the_examples_validate() -> None:
+    examples = Path(__file__).resolve().parents[1] / "examples"
+    assert main(["validate", str(examples)]) == 0
