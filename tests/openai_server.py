@@ -1,0 +1,120 @@
+"""A loopback OpenAI-compatible ``/v1/chat/completions`` server with scripted replies, for tests (no network).
+
+To a user message it replies with the tool call that ``route(prompt)`` picks (name and JSON arguments); to tool
+results it replies with an answer quoting them. It serves on 127.0.0.1 (port 0) in a daemon thread and stops
+itself at ``__exit__``, after ``max_requests`` requests, or ``lifetime_s`` seconds, whichever comes first.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+Route = Callable[[str], "tuple[str, dict[str, Any]] | None"]
+"""User prompt -> (tool name, arguments) to call, or None to answer without tools."""
+ANSWER_PREFIX = "Here is what I found: "
+
+
+class ChatServer:
+    """``with ChatServer(route) as server:`` — point the client at ``server.base_url``; ``requests`` holds bodies."""
+
+    def __init__(self, route: Route, *, max_requests: int = 50, lifetime_s: float = 120.0) -> None:
+        self.route = route
+        self.max_requests = max_requests
+        self.requests: list[dict[str, Any]] = []
+        self._lock = threading.Lock()
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
+        self._httpd.daemon_threads = True
+        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+        self._timer = threading.Timer(lifetime_s, self.stop)
+        self._timer.daemon = True
+        self._stopped = threading.Event()
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
+
+    def __enter__(self) -> ChatServer:
+        self._thread.start()
+        self._timer.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+        self._thread.join(timeout=5)
+        self._httpd.server_close()
+
+    def stop(self) -> None:
+        if not self._stopped.is_set():
+            self._stopped.set()
+            self._timer.cancel()
+            threading.Thread(target=self._httpd.shutdown, daemon=True).start()  # never from the serving thread
+
+    def reply(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        """The status and JSON reply to one chat-completions request."""
+        with self._lock:
+            self.requests.append(body)
+            n = len(self.requests)
+        if n > self.max_requests:
+            self.stop()
+            return 503, {"error": {"message": f"loopback server: more than {self.max_requests} requests"}}
+        messages = body.get("messages") or []
+        if messages and messages[-1].get("role") == "tool":
+            results = []
+            for message in reversed(messages):
+                if message.get("role") != "tool":
+                    break
+                results.insert(0, str(message.get("content")))
+            return 200, _completion(n, body, {"role": "assistant", "content": ANSWER_PREFIX + " | ".join(results)})
+        prompt = next((str(m.get("content")) for m in reversed(messages) if m.get("role") == "user"), "")
+        picked = self.route(prompt)
+        if picked is None:
+            return 200, _completion(n, body, {"role": "assistant", "content": "I can answer that without tools."})
+        name, args = picked
+        offered = [t.get("function", {}).get("name") for t in body.get("tools") or []]
+        if name not in offered:
+            return 400, {"error": {"message": f"loopback server: tool {name!r} is not among the tools sent {offered}"}}
+        call = {"id": f"call_{n}", "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}
+        return 200, _completion(n, body, {"role": "assistant", "content": None, "tool_calls": [call]})
+
+
+def _completion(n: int, body: dict[str, Any], message: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "id": f"chatcmpl-{n}",
+        "object": "chat.completion",
+        "created": 0,
+        "model": body.get("model", "loopback"),
+        "choices": [
+            {
+                "index": 0,
+                "message": message,
+                "finish_reason": "tool_calls" if message.get("tool_calls") else "stop",
+                "logprobs": None,
+            }
+        ],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+    }
+
+
+def _handler(server: ChatServer) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            if not self.path.rstrip("/").endswith("/chat/completions"):
+                status, reply = 404, {"error": {"message": f"loopback server: no route {self.path}"}}
+            else:
+                status, reply = server.reply(json.loads(self.rfile.read(length) or b"{}"))
+            data = json.dumps(reply).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, format: str, *args: Any) -> None:  # quiet
+            pass
+
+    return Handler
