@@ -1,0 +1,200 @@
+"""LangChain / LangGraph tools mocked through `tool_mocks.wrap`: the stand-ins keep what the LLM sees, and a
+LangGraph agent (StateGraph + ToolNode) run by the plugin against a scripted chat model has its calls recorded."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("langgraph")
+
+from langchain_core.language_models.chat_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.runnables import Runnable
+from langchain_core.tools import BaseTool, Tool, tool
+from langchain_core.utils.function_calling import convert_to_openai_tool
+
+from pytest_agent_eval.cases.model import Case
+from pytest_agent_eval.mocks import MockPlan, UnmockedToolError, wrap
+
+
+class ScriptedChatModel(BaseChatModel):
+    """A chat model that calls the tool ``route(prompt)`` picks (only if it was bound), then answers from results."""
+
+    route: Callable[[str], tuple[str, dict[str, Any]] | None]
+
+    @property
+    def _llm_type(self) -> str:
+        return "scripted"
+
+    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> Runnable[Any, AIMessage]:
+        return self.bind(tools=[convert_to_openai_tool(t) for t in tools], **kwargs)
+
+    def _generate(
+        self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kw: Any
+    ) -> ChatResult:
+        if isinstance(messages[-1], ToolMessage):
+            results = [str(m.content) for m in messages if isinstance(m, ToolMessage)]
+            reply = AIMessage(content="Here is what I found: " + " | ".join(results))
+        else:
+            prompt = next(str(m.content) for m in reversed(messages) if isinstance(m, HumanMessage))
+            picked = self.route(prompt)
+            bound = [t["function"]["name"] for t in kw.get("tools", [])]
+            if picked is None or picked[0] not in bound:
+                reply = AIMessage(content=f"no tool for that (tools: {bound})")
+            else:
+                reply = AIMessage(content="", tool_calls=[{"name": picked[0], "args": picked[1], "id": "call_1"}])
+        return ChatResult(generations=[ChatGeneration(message=reply)])
+
+
+@tool
+def search_docs(query: str, max_results: int = 3) -> str:
+    """Search the product documentation."""
+    raise RuntimeError("search_docs would call the documentation search service")
+
+
+@tool
+def get_weather(city: str) -> str:
+    """Current weather for a city."""
+    raise RuntimeError("get_weather would call the weather API")
+
+
+def route(prompt: str) -> tuple[str, dict[str, Any]] | None:
+    if match := re.search(r"weather in (\w+)", prompt):
+        return "get_weather", {"city": match.group(1)}
+    if match := re.search(r"docs about (\w+)", prompt):
+        return "search_docs", {"query": match.group(1)}
+    return None
+
+
+def build_graph(tools: list[BaseTool]) -> Any:
+    """A ReAct-style LangGraph agent: model -> tools -> model ... until the model answers."""
+    from langgraph.graph import START, MessagesState, StateGraph
+    from langgraph.prebuilt import ToolNode, tools_condition
+
+    model = ScriptedChatModel(route=route).bind_tools(tools)
+
+    async def call_model(state: MessagesState) -> dict[str, Any]:
+        return {"messages": [await model.ainvoke(state["messages"])]}
+
+    graph = StateGraph(MessagesState)
+    graph.add_node("model", call_model)
+    graph.add_node("tools", ToolNode(tools))
+    graph.add_edge(START, "model")
+    graph.add_conditional_edges("model", tools_condition)
+    graph.add_edge("tools", "model")
+    return graph.compile()
+
+
+CONFTEST = """
+import pytest
+from test_mocks_langgraph import build_graph, get_weather, search_docs
+
+@pytest.fixture
+def agent(tool_mocks):
+    return build_graph([tool_mocks.wrap(search_docs), tool_mocks.wrap(get_weather)])
+"""
+
+EVALS = """
+tags: [langgraph]
+cases:
+  - id: weather
+    input: What is the weather in Oslo?
+    tool_mocks:
+      get_weather: {when: [{args: {city: Oslo}, return: "-3 C and snowing"}]}
+    expect:
+      tool_sequence: [get_weather]
+      tool_args: {get_weather: {city: Oslo}}
+      contains: ["-3 C and snowing"]
+  - id: docs
+    input: Find the docs about refunds
+    tool_mocks:
+      search_docs: {sequence: ["Refunds take 5 days."]}
+    expect:
+      tools_exactly: [search_docs]
+      tool_args: {search_docs: {query: refunds, max_results: 3}}
+      contains: ["Refunds take 5 days."]
+  - id: docs_wrong_expectation
+    input: Find the docs about shipping
+    tool_mocks:
+      search_docs: "Shipping is free over 50 EUR."
+      serch_docs: "typo"
+    expect:
+      tools_called: [get_weather]
+"""
+
+
+def test_a_langgraph_agent_with_wrapped_tools_runs_mocked_and_recorded(pytester: pytest.Pytester) -> None:
+    pytester.makeconftest(CONFTEST)
+    pytester.path.joinpath("eval_graph.yaml").write_text(EVALS)
+    result = pytester.runpytest("-p", "no:randomly", "-p", "no:cacheprovider", "-v")
+    result.assert_outcomes(passed=2, failed=1)
+    result.stdout.re_match_lines(
+        [
+            re.escape(line)
+            for line in [
+                "  ✗ tools_called: not called: get_weather (score 0.00)",
+                "       1. search_docs(query='shipping', max_results=3) -> 'Shipping is free over 50 EUR.'",
+                "  ✗ eval_graph.yaml:20: case docs_wrong_expectation: tool_mocks has a response for 'serch_docs' but "
+                'the agent has no mocked tool of that name (did you mean "search_docs"?); mocked tools: ',  # + names
+                "agent output:",
+                "  Here is what I found: Shipping is free over 50 EUR.",
+            ]
+        ]
+    )
+    assert "would call" not in result.stdout.str()
+
+
+# -- what the LLM sees of a wrapped tool, and how its calls are read ---------------------------------------------
+
+
+def plan(mocks: dict[str, Any], unmocked: str = "strict") -> MockPlan:
+    return MockPlan.for_case(Case(id="c", path=Path("eval_x.yaml"), line=1, tool_mocks=mocks), unmocked=unmocked)
+
+
+def test_wrapped_tools_look_the_same_to_the_llm() -> None:
+    def plain(city: str, days: int = 1) -> str:
+        """Forecast for a city."""
+        return "real"
+
+    for original, standin in [
+        (search_docs, wrap(search_docs)),
+        (get_weather, wrap(get_weather)),
+        (tool(plain), tool(wrap(plain))),
+    ]:
+        assert isinstance(standin, BaseTool) and standin is not original
+        assert convert_to_openai_tool(standin) == convert_to_openai_tool(original)
+        assert (standin.name, standin.description, standin.args) == (original.name, original.description, original.args)
+    mocked = wrap(search_docs)
+    assert wrap(mocked) is mocked
+
+
+def test_tool_calls_are_recorded_with_the_models_arguments_sync_and_async() -> None:
+    docs = wrap(search_docs)
+    call = {"name": "search_docs", "args": {"query": "refunds"}, "id": "c1", "type": "tool_call"}
+    with plan({"search_docs": {"sequence": ["sync hit", "async hit"]}}).record() as rec:
+        assert docs.invoke(call).content == "sync hit"
+        assert asyncio.run(docs.ainvoke({"query": "returns", "max_results": 1})) == "async hit"
+    assert [(c.name, c.args, c.result) for c in rec.calls] == [
+        ("search_docs", {"query": "refunds", "max_results": 3}, "sync hit"),
+        ("search_docs", {"query": "returns", "max_results": 1}, "async hit"),
+    ]
+
+
+def test_passthrough_runs_the_real_tool_once_and_single_input_tools_record_their_input() -> None:
+    seen: list[str] = []
+    echo = Tool(name="echo", func=lambda text: seen.append(text) or f"real {text}", description="Echo the input.")
+    mocked = wrap(echo)
+    with plan({}, unmocked="passthrough").record() as rec:
+        assert asyncio.run(mocked.ainvoke("hi")) == "real hi"
+    assert seen == ["hi"]
+    assert [(c.name, c.args, c.result) for c in rec.calls] == [("echo", {"tool_input": "hi"}, "real hi")]
+    with plan({}).record() as rec, pytest.raises(UnmockedToolError):
+        mocked.invoke("hi")
+    assert seen == ["hi"] and "unmocked tool call echo(tool_input='hi')" in rec.violations[0]
