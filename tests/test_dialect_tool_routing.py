@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from dialect_support import answering, run_evals, seed_file
@@ -117,3 +118,33 @@ def test_the_original_case_list_runs_with_its_canned_responses(pytester: pytest.
     )
     result = run_evals(pytester, "-v")
     result.assert_outcomes(passed=len(cases))
+
+
+def test_the_example_case_list_answers_from_its_canned_responses(pytester: pytest.Pytester) -> None:
+    """examples/formats with the ini wiring given on the command line: canned responses, then the stand-in."""
+    repo = Path(__file__).resolve().parents[1]
+    examples = repo / "examples" / "formats"
+    pytester.syspathinsert(repo)
+    pytester.makepyfile(
+        probe="def pytest_agent_eval_case_result(item, result):\n    print('OUT', result.first.run.output)\n"
+    )
+    pytester.syspathinsert()
+    result = pytester.runpytest(
+        str(examples),
+        "-p",
+        "probe",
+        "-s",
+        "-p",
+        "no:cacheprovider",
+        "-o",
+        "agent_eval_tool_dispatch=examples.formats.agent:dispatch_tool",
+        "-o",
+        f"agent_eval_tool_responses={examples / 'tool_responses.json'}",
+    )
+    result.assert_outcomes(passed=15)
+    result.stdout.fnmatch_lines_random(
+        [
+            "*OUT From the knowledge base: Result 1 (r/python, summary): type hints make code easier to read.",
+            "*OUT The thread: Mock response for fetch_reddit_thread",
+        ]
+    )
