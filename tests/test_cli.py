@@ -124,3 +124,10 @@ def test_the_console_script(pytester: pytest.Pytester) -> None:
 def test_the_examples_validate() -> None:
     examples = Path(__file__).resolve().parents[1] / "examples"
     assert main(["validate", str(examples)]) == 0
+
+
+def test_the_shipped_schema_file_is_what_schema_prints(capsys: pytest.CaptureFixture[str]) -> None:
+    """Editors read pytest_agent_eval/cases/native.schema.json; regenerate it with `agent-eval schema > ...`."""
+    main(["schema"])
+    shipped = Path(__file__).resolve().parents[1] / "pytest_agent_eval" / "cases" / "native.schema.json"
+    assert shipped.read_text() == capsys.readouterr().out
