@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pytest_agent_eval.cases.dialects.common import Ids, Problems, error_case, is_number, pretty, shorten
+from pytest_agent_eval.cases.dialects.common import Ids, Problems, build_case, is_number, pretty, shorten
 from pytest_agent_eval.cases.document import Document, PathKey
 from pytest_agent_eval.cases.model import Case, EvalFile, slugify
 from pytest_agent_eval.checks import CheckRegistry
@@ -72,16 +72,15 @@ def _case(doc: Document, raw: dict[str, Any], key: PathKey, name: str, category:
     expect["response_time"] = RESPONSE_TIME_BUDGET_S
     tags = problems.str_list(raw, "tags", key) or []
     timeout = problems.number(raw, "timeout", key, 0)
-    if problems:
-        return error_case(doc, case_id, key, problems, NAME)
-    return Case(
-        id=case_id,
-        path=doc.path,
-        line=line,
+    return build_case(
+        doc,
+        key,
+        case_id,
+        problems,
+        NAME,
         query=str(query),
         description=shorten(str(query)),
         expect=expect,
         tags=tuple(dict.fromkeys([slugify(category), *tags])),
         timeout=timeout,
-        dialect=NAME,
     )

@@ -166,9 +166,11 @@ def explicit_id(value: Any, line: int, ids: Ids, problems: Problems, key: PathKe
     return ids.derive(text, line), text
 
 
-def error_case(doc: Document, case_id: str, key: PathKey, problems: Problems, dialect: str) -> Case:
-    """A case that reports its problems instead of running (the rest of the file still runs)."""
-    return Case(id=case_id, path=doc.path, line=doc.line(key), error=problems.text(), dialect=dialect)
+def build_case(doc: Document, key: PathKey, case_id: str, problems: Problems, dialect: str, **fields: Any) -> Case:
+    """The case at ``key``; with problems, a case that reports them instead of running (the rest still run)."""
+    if problems:
+        return Case(id=case_id, path=doc.path, line=doc.line(key), error=problems.text(), dialect=dialect)
+    return Case(id=case_id, path=doc.path, line=doc.line(key), dialect=dialect, **fields)
 
 
 def shorten(text: str, width: int = 80) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pytest_agent_eval.cases.dialects.common import Ids, Problems, error_case, explicit_id, item_keys, pretty
+from pytest_agent_eval.cases.dialects.common import Ids, Problems, build_case, explicit_id, item_keys, pretty
 from pytest_agent_eval.cases.document import Document, PathKey
 from pytest_agent_eval.cases.model import Case, EvalFile
 from pytest_agent_eval.checks import CheckRegistry
@@ -69,18 +69,17 @@ def _case(doc: Document, raw: dict[str, Any], key: PathKey, index: int, ids: Ids
     forbidden = problems.str_list(raw, "must_not_contain", key)
     if forbidden:
         expect["not_contains"] = forbidden
-    if problems:
-        return error_case(doc, case_id, key, problems, NAME)
-    return Case(
-        id=case_id,
-        path=doc.path,
-        line=line,
+    return build_case(
+        doc,
+        key,
+        case_id,
+        problems,
+        NAME,
         query=query or "",
         description=original,
         expect=expect,
         tags=(kind,),
         metadata=metadata,
-        dialect=NAME,
     )
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pytest_agent_eval.cases.dialects.common import Ids, Problems, error_case, is_str_list, pretty
+from pytest_agent_eval.cases.dialects.common import Ids, Problems, build_case, is_str_list, pretty
 from pytest_agent_eval.cases.document import Document, PathKey
 from pytest_agent_eval.cases.errors import EvalFileErrors, did_you_mean
 from pytest_agent_eval.cases.model import Case, EvalFile
@@ -118,7 +118,7 @@ def _case(
     if not isinstance(raw, dict):
         problems = Problems(doc)
         problems.add(key, f"{pretty(key)}: a case is a mapping with `name` and `input`, got {raw!r}")
-        return error_case(doc, ids.derive(f"case-{index + 1}", line), key, problems, NAME)
+        return build_case(doc, key, ids.derive(f"case-{index + 1}", line), problems, NAME)
     name = raw.get("name")
     named = name if isinstance(name, str) and name.strip() else None
     case_id = ids.derive(named or f"case-{index + 1}", line)
@@ -162,15 +162,15 @@ def _case(
             expect[scorer] = _scorer_config(config, scorer)
         elif scorer == "custom":
             expect.update(_custom(problems, config, (*key, "scorer_config"), registry))
-    if problems:
-        return error_case(doc, case_id, key, problems, NAME)
     description = raw.get("description")
     if name != case_id:
         description = f"{name}: {description}" if description else name
-    return Case(
-        id=case_id,
-        path=doc.path,
-        line=line,
+    return build_case(
+        doc,
+        key,
+        case_id,
+        problems,
+        NAME,
         query=query,
         context=context,
         description=description,
@@ -181,7 +181,6 @@ def _case(
         metadata={"scorer_config": config} if config else {},
         agent=suite["agent"],
         agent_line=suite["agent_line"],
-        dialect=NAME,
         stop_on_failure=suite["stop_on_failure"],
     )
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pytest_agent_eval.cases.dialects.common import Ids, Problems, error_case, item_keys, pretty
+from pytest_agent_eval.cases.dialects.common import Ids, Problems, build_case, item_keys, pretty
 from pytest_agent_eval.cases.document import Document, PathKey
 from pytest_agent_eval.cases.model import Case, EvalFile
 from pytest_agent_eval.checks import CheckRegistry
@@ -49,15 +49,14 @@ def _case(doc: Document, raw: dict[str, Any], key: PathKey, index: int, ids: Ids
     prompt = problems.string(raw, "prompt", key, "the user message sent to the agent")
     tools = problems.str_list(raw, "expected_tools", key)
     problems.require(raw, "expected_tools", key, "the tools the agent should call")
-    if problems:
-        return error_case(doc, case_id, key, problems, NAME)
-    return Case(
-        id=case_id,
-        path=doc.path,
-        line=line,
+    return build_case(
+        doc,
+        key,
+        case_id,
+        problems,
+        NAME,
         query=str(prompt),
         description=name if name != case_id else None,
         expect={"tools_called": tools or []},
         unmocked_tools="default",
-        dialect=NAME,
     )
