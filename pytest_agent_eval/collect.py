@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import concurrent.futures
 import fnmatch
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,7 +19,7 @@ from pytest_agent_eval.fixtures import case_recorder
 from pytest_agent_eval.imports import ImportRefError
 from pytest_agent_eval.mocks import MockConfigError
 from pytest_agent_eval.report.failure import PASSING
-from pytest_agent_eval.runner import CaseResult, RecorderFactory, RunSettings, run_case
+from pytest_agent_eval.runner import CaseResult, RecorderFactory, run_case
 from pytest_agent_eval.state import get_state
 
 # Tags with these names would change how a case runs if they became markers; they stay keywords (-k).
@@ -153,16 +154,12 @@ class EvalItem(pytest.Function):
 
     def run_case(self, request: pytest.FixtureRequest) -> None:
         state = get_state(self.config)
-        agent = self._agent(request)
-        llm = request.getfixturevalue("agent_eval_llm") if state.checks.uses_llm(self.case.expect) else None
-        try:
-            recorder: RecorderFactory | MockConfigError = case_recorder(request, self.case)
-        except MockConfigError as exc:
-            recorder = exc
-        if isinstance(recorder, MockConfigError):  # failed outside `except`: no "During handling..." in the report
-            self._fail(str(recorder))
-        settings = RunSettings(checks=state.checks, default_timeout=state.settings.timeout, llm=llm, recorder=recorder)
-        future = state.loop.submit(run_case(self.case, agent, settings))
+        scheduler = state.scheduler(self.session)
+        future = scheduler.take(self) if scheduler is not None else None
+        if future is None:  # not started early: start it now, from this item's own fixtures
+            future = self._start(request)
+        if scheduler is not None:
+            scheduler.prefetch(self, state.run_settings)
         try:
             result = future.result()
         except BaseException:  # interrupted (Ctrl-C, pytest-timeout): stop the case's coroutine too
@@ -175,6 +172,25 @@ class EvalItem(pytest.Function):
             explanations = self.ihook.pytest_assertrepr_compare(config=self.config, op="==", left=result, right=PASSING)
             lines = next((e for e in explanations if e), None) or [f"case {self.case.id} failed"]
             self._fail("\n".join(lines))
+
+    def _start(self, request: pytest.FixtureRequest) -> concurrent.futures.Future[CaseResult]:
+        state = get_state(self.config)
+        scheduler = state.scheduler(self.session)
+        agent = self._agent(request)
+        llm = None
+        if state.checks.uses_llm(self.case.expect):
+            llm = request.getfixturevalue("agent_eval_llm")
+            if scheduler is not None:
+                scheduler.llm = llm
+        try:
+            recorder: RecorderFactory | MockConfigError = case_recorder(request, self.case)
+        except MockConfigError as exc:
+            recorder = exc
+        if isinstance(recorder, MockConfigError):  # failed outside `except`: no "During handling..." in the report
+            self._fail(str(recorder))
+        if scheduler is not None and not (state.settings.agent or self.case.agent):
+            scheduler.remember_fixture_agent(self, agent)
+        return state.loop.submit(run_case(self.case, agent, state.run_settings(self.case, llm, recorder)))
 
     def _record_properties(self, result: CaseResult) -> None:
         run = result.first.run

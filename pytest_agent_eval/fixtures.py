@@ -56,11 +56,11 @@ def case_recorder(request: pytest.FixtureRequest, case: Case) -> RecorderFactory
             mocks.patch(dispatch)
         except MockConfigError as exc:
             raise MockConfigError(f"{case.location}: {source} {dispatch!r}: {exc}") from None
-    plan = MockPlan.for_case(case, _session_responses(request.config), settings.unmocked_tools)
+    plan = MockPlan.for_case(case, session_responses(request.config), settings.unmocked_tools)
     return mocks.recorder(plan)
 
 
-def _session_responses(config: pytest.Config) -> Mapping[str, Response]:
+def session_responses(config: pytest.Config) -> Mapping[str, Response]:
     """The ini ``agent_eval_tool_responses`` file, read once per session (a bad file fails every case)."""
     if _RESPONSES not in config.stash:
         path = get_state(config).settings.tool_responses

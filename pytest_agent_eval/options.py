@@ -29,6 +29,24 @@ def add_options(parser: pytest.Parser) -> None:
         default=None,
         help="default per-call agent timeout for cases without `timeout:` (ini: agent_eval_timeout)",
     )
+    group.addoption(
+        "--agent-eval-concurrency",
+        dest="agent_eval_concurrency",
+        metavar="N",
+        type=int,
+        default=None,
+        help="up to N agent calls in flight in this process, across upcoming cases and trials "
+        "(ini: agent_eval_concurrency; default 1)",
+    )
+    group.addoption(
+        "--agent-eval-repeat",
+        dest="agent_eval_repeat",
+        metavar="N",
+        type=int,
+        default=None,
+        help="run every case N times (independent trials; each case's min_pass_rate decides)",
+    )
+    parser.addini("agent_eval_concurrency", "agent calls in flight at once in one pytest process", default="1")
     parser.addini("agent_eval_files", "glob patterns of eval file names", type="args", default=DEFAULT_FILES.split())
     parser.addini("agent_eval_timeout", "default per-call agent timeout in seconds", default="")
     parser.addini(
@@ -60,6 +78,8 @@ class Settings:
     tool_dispatch: str | None = None
     unmocked_tools: str = "strict"
     tool_responses: Path | None = None
+    concurrency: int = 1
+    repeat: int | None = None
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> Settings:
@@ -72,6 +92,13 @@ class Settings:
                 f"ini agent_eval_unmocked_tools = {unmocked!r}: use one of {', '.join(UNMOCKED_MODES)}"
             )
         responses = str(config.getini("agent_eval_tool_responses")).strip()
+        concurrency = config.getoption("agent_eval_concurrency")
+        if concurrency is None:
+            concurrency = _positive_int(str(config.getini("agent_eval_concurrency")), "ini agent_eval_concurrency")
+        repeat = config.getoption("agent_eval_repeat")
+        for value, name in ((concurrency, "--agent-eval-concurrency"), (repeat, "--agent-eval-repeat")):
+            if value is not None and value < 1:
+                raise pytest.UsageError(f"{name} must be at least 1, got {value}")
         return cls(
             agent=config.getoption("agent_eval_agent"),
             file_patterns=tuple(config.getini("agent_eval_files")),
@@ -80,4 +107,16 @@ class Settings:
             tool_dispatch=str(config.getini("agent_eval_tool_dispatch")).strip() or None,
             unmocked_tools=unmocked,
             tool_responses=config.rootpath / responses if responses else None,
+            concurrency=concurrency,
+            repeat=repeat,
         )
+
+
+def _positive_int(text: str, name: str) -> int:
+    try:
+        value = int(text.strip() or "1")
+    except ValueError:
+        raise pytest.UsageError(f"{name} = {text!r}: give a whole number of at least 1") from None
+    if value < 1:
+        raise pytest.UsageError(f"{name} must be at least 1, got {value}")
+    return value

@@ -45,6 +45,8 @@ class RunSettings:
     recorder: RecorderFactory | None = None
     limit: asyncio.Semaphore | None = None
     """Bounds agent calls in flight across cases and trials (created on the runner's loop)."""
+    repeat: int | None = None
+    """Trials per case for every case (``--agent-eval-repeat``), instead of each case's ``repeat``."""
 
 
 @dataclass
@@ -210,7 +212,8 @@ async def _conversation(
 
 async def run_case(case: Case, agent: Agent, settings: RunSettings) -> CaseResult:
     """All trials of the case (``repeat``), concurrently within the limit; the pass rate decides."""
-    trials = list(await asyncio.gather(*(run_trial(case, agent, settings) for _ in range(case.repeat))))
+    repeat = settings.repeat or case.repeat
+    trials = list(await asyncio.gather(*(run_trial(case, agent, settings) for _ in range(repeat))))
     passes = sum(t.passed for t in trials)
     rate = passes / len(trials)
     score = sum(t.score for t in trials) / len(trials)
@@ -233,10 +236,20 @@ class LoopThread:
         return self.submit(_make_semaphore(limit)).result()
 
     def close(self) -> None:
+        """Cancel what is still running (cases started early and never needed), then stop the loop."""
+        with contextlib.suppress(concurrent.futures.TimeoutError, RuntimeError):
+            self.submit(_cancel_pending()).result(timeout=5)
         self.loop.call_soon_threadsafe(self.loop.stop)
         self._thread.join(timeout=5)
         if not self._thread.is_alive():
             self.loop.close()
+
+
+async def _cancel_pending() -> None:
+    tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
 
 
 async def _make_semaphore(limit: int) -> asyncio.Semaphore:

@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
-from typing import Any
+import asyncio
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from pytest_agent_eval.cases.cache import ParseCache
 from pytest_agent_eval.cases.load import DialectRegistry, builtin_dialects
+from pytest_agent_eval.cases.model import Case
 from pytest_agent_eval.checks import CheckRegistry, builtin_registry
+from pytest_agent_eval.llm import LLM
 from pytest_agent_eval.options import Settings
-from pytest_agent_eval.runner import LoopThread
+from pytest_agent_eval.runner import LoopThread, RecorderFactory, RunSettings
+
+if TYPE_CHECKING:
+    from pytest_agent_eval.scheduler import Scheduler
 
 
 class EvalSession:
@@ -25,6 +31,8 @@ class EvalSession:
         self._loop: LoopThread | None = None
         self._marks: dict[str, pytest.MarkDecorator] = {}
         self._parse_cache: ParseCache | None = None
+        self._limit: asyncio.Semaphore | None = None
+        self._scheduler: Scheduler | None = None
 
     @property
     def checks(self) -> CheckRegistry:
@@ -63,7 +71,31 @@ class EvalSession:
             mark = self._marks[name] = getattr(pytest.mark, name)
         return mark
 
+    def run_settings(self, case: Case, llm: LLM | None, recorder: RecorderFactory | None) -> RunSettings:
+        """What running ``case`` needs: checks, timeout, the LLM, tool-mock recorder and the concurrency limit."""
+        if self._limit is None:
+            self._limit = self.loop.semaphore(self.settings.concurrency)
+        return RunSettings(
+            checks=self.checks,
+            default_timeout=self.settings.timeout,
+            llm=llm,
+            recorder=recorder,
+            limit=self._limit,
+            repeat=self.settings.repeat,
+        )
+
+    def scheduler(self, session: pytest.Session) -> Scheduler | None:
+        """The scheduler that starts upcoming cases early; ``None`` at concurrency 1."""
+        if self._scheduler is None and self.settings.concurrency > 1:
+            from pytest_agent_eval.scheduler import Scheduler  # imports mocks and fixtures: only when needed
+
+            self._scheduler = Scheduler(self, session)
+        return self._scheduler
+
     def close(self) -> None:
+        if self._scheduler is not None:
+            self._scheduler.close()
+            self._scheduler = None
         if self._loop is not None:
             self._loop.close()
             self._loop = None

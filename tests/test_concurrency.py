@@ -1,0 +1,229 @@
+"""Many agent calls in flight (SPEC §7): the same results as serial, -x in order, per-trial recording, repeats."""
+
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ET
+
+import pytest
+
+AGENT = '''
+import threading, time, uuid
+
+lock = threading.Lock()
+active = 0
+peak = 0
+counts = {}
+
+def _enter():
+    global active, peak
+    with lock:
+        active += 1
+        peak = max(peak, active)
+
+def _leave():
+    global active
+    with lock:
+        active -= 1
+
+def run(query, context):
+    """Sleeps, then answers; `fail` in the query makes the answer miss the expected word."""
+    _enter()
+    try:
+        time.sleep(0.1)
+    finally:
+        _leave()
+    return ("wrong" if "fail" in query else "answer") + f" peak={peak}"
+
+def flaky(query, context):
+    """Every third call for the same query fails: 2 of 3 trials pass, whatever the order."""
+    with lock:
+        counts[query] = counts.get(query, 0) + 1
+        n = counts[query]
+    time.sleep(0.02)
+    return "answer" if n % 3 else "wrong"
+
+def dispatch_tool(name, args):
+    raise RuntimeError("the real tool must not run in evals")
+
+def with_tools(query, context):
+    token = uuid.uuid4().hex
+    time.sleep(0.03)
+    result = dispatch_tool("lookup", {"token": token})
+    time.sleep(0.03)
+    return f"token={token} result={result}"
+'''
+
+CHECKS = """
+import re
+
+def own_calls(run):
+    token = re.search(r"token=(\\w+)", run.output).group(1)
+    tokens = [c.args.get("token") for c in run.tool_calls]
+    return tokens == [token], f"output token {token}, recorded {tokens}"
+"""
+
+
+def _suite(n: int = 12, failing: tuple[int, ...] = (4, 9)) -> str:
+    lines = ["agent: conc_agent:run", "cases:"]
+    for i in range(n):
+        query = f"q{i} fail" if i in failing else f"q{i}"
+        lines.append(f"  - {{id: c{i}, input: {query}, tags: [t{i % 2}], expect: {{contains: [answer]}}}}")
+    return "\n".join(lines) + "\n"
+
+
+@pytest.fixture
+def conc(evals: pytest.Pytester) -> pytest.Pytester:
+    evals.makepyfile(conc_agent=AGENT, conc_checks=CHECKS)
+    return evals
+
+
+def _outcomes(result: pytest.RunResult) -> list[str]:
+    return sorted(re.findall(r"^(PASSED|FAILED) (\S+)", result.stdout.str(), re.M))  # type: ignore[arg-type]
+
+
+def _junit(path: pytest.Pytester, name: str) -> list[tuple[str, str, str]]:
+    root = ET.parse(path.path / name).getroot()
+    out = []
+    for tc in root.iter("testcase"):
+        props = {p.get("name"): p.get("value") for p in tc.iter("property")}
+        state = "failed" if tc.find("failure") is not None else "passed"
+        out.append((str(tc.get("name")), state, f"{props['score']} {props['location']}"))
+    return sorted(out)
+
+
+def test_same_outcomes_ids_and_junit_with_and_without_concurrency_and_xdist(conc: pytest.Pytester) -> None:
+    conc.makefile(".yaml", eval_conc=_suite())
+    runs = {
+        "serial": ("-p", "no:cacheprovider"),
+        "c8": ("-p", "no:cacheprovider", "--agent-eval-concurrency", "8"),
+        "n2": ("-p", "no:cacheprovider", "-n", "2"),
+        "n2c4": ("-p", "no:cacheprovider", "-n", "2", "--agent-eval-concurrency", "4"),
+    }
+    results = {}
+    for name, args in runs.items():
+        result = conc.runpytest_subprocess(*args, "-rA", f"--junitxml={name}.xml")
+        result.assert_outcomes(passed=10, failed=2)
+        results[name] = result
+    expected = _outcomes(results["serial"])
+    assert ("FAILED", "eval_conc.yaml::c4") in expected
+    for name in runs:
+        assert _outcomes(results[name]) == expected, name
+        assert _junit(conc, f"{name}.xml") == _junit(conc, "serial.xml"), name
+    # concurrency really ran calls at once: the agent saw several in flight (serial never does)
+    assert "peak=1" in results["serial"].stdout.str()
+    peaks = [int(p) for p in re.findall(r"peak=(\d+)", results["c8"].stdout.str())]
+    assert max(peaks) > 1
+
+
+def test_x_stops_at_the_first_failure_in_collection_order(conc: pytest.Pytester) -> None:
+    conc.makefile(".yaml", eval_conc=_suite(failing=(4, 9)))
+    result = conc.runpytest("--agent-eval-concurrency", "8", "-x", "-v")
+    result.assert_outcomes(passed=4, failed=1)
+    out = result.stdout.str()
+    assert re.findall(r"::(c\d+) (PASSED|FAILED)", out) == [
+        ("c0", "PASSED"), ("c1", "PASSED"), ("c2", "PASSED"), ("c3", "PASSED"), ("c4", "FAILED"),
+    ]  # fmt: skip
+
+
+def test_selection_composes_with_concurrency(conc: pytest.Pytester) -> None:
+    conc.makefile(".yaml", eval_conc=_suite())
+    result = conc.runpytest("--agent-eval-concurrency", "4", "-m", "t1")
+    result.assert_outcomes(passed=5, failed=1, deselected=6)
+    conc.runpytest("--agent-eval-concurrency", "4", "--lf").assert_outcomes(failed=1)  # only c9 ran and failed
+
+
+def test_trials_record_only_their_own_tool_calls(conc: pytest.Pytester) -> None:
+    conc.makefile(
+        ".yaml",
+        eval_tools="""\
+agent: conc_agent:with_tools
+tool_dispatch: conc_agent:dispatch_tool
+defaults:
+  repeat: 6
+  tool_mocks: {lookup: found}
+  expect: {custom: [conc_checks:own_calls], contains: [result=found]}
+cases:
+  - {id: a, input: one}
+  - {id: b, input: two}
+  - {id: c, input: three}
+""",
+    )
+    result = conc.runpytest("--agent-eval-concurrency", "8")
+    result.assert_outcomes(passed=3)
+
+
+@pytest.mark.parametrize("concurrency", ["1", "4"])
+def test_repeat_with_min_pass_rate_on_a_flaky_agent(conc: pytest.Pytester, concurrency: str) -> None:
+    conc.makefile(
+        ".yaml",
+        eval_flaky="""\
+agent: conc_agent:flaky
+cases:
+  - {id: lenient, input: a, repeat: 3, min_pass_rate: 0.6, expect: {contains: [answer]}}
+  - {id: strict, input: b, repeat: 3, min_pass_rate: 0.8, expect: {contains: [answer]}}
+  - {id: default_rate, input: c, repeat: 3, expect: {contains: [answer]}}
+""",
+    )
+    result = conc.runpytest("--agent-eval-concurrency", concurrency, "--junitxml=r.xml")
+    result.assert_outcomes(passed=1, failed=2)
+    result.stdout.fnmatch_lines(
+        [
+            "case strict failed: 2/3 trials passed (min_pass_rate 0.8)",
+            "  trial *: contains: output lacks 'answer'",
+            "first failing trial (#*):",
+        ]
+    )
+    props = {
+        tc.get("name"): {p.get("name"): p.get("value") for p in tc.iter("property")}
+        for tc in ET.parse(conc.path / "r.xml").getroot().iter("testcase")
+    }
+    assert props["lenient"]["passes"] == "2/3"
+    assert props["strict"]["passes"] == "2/3"
+
+
+def test_repeat_option_applies_to_every_case(conc: pytest.Pytester) -> None:
+    conc.makefile(
+        ".yaml",
+        eval_flaky="agent: conc_agent:flaky\ncases:\n"
+        "  - {id: once, input: z, min_pass_rate: 0.5, expect: {contains: [answer]}}\n",
+    )
+    result = conc.runpytest("--agent-eval-repeat", "3", "--junitxml=r.xml")
+    result.assert_outcomes(passed=1)
+    tc = next(ET.parse(conc.path / "r.xml").getroot().iter("testcase"))
+    assert {p.get("name"): p.get("value") for p in tc.iter("property")}["passes"] == "2/3"
+
+
+PEAK_REPORTER = """
+import re, pytest, conc_agent
+
+peaks = []
+
+def pytest_agent_eval_case_result(item, result):
+    peaks.append(int(re.search(r"peak=(\\d+)", result.first.run.output).group(1)))
+
+def pytest_terminal_summary(terminalreporter):
+    terminalreporter.write_line(f"MAXPEAK={max(peaks)}")
+
+@pytest.fixture(scope="{scope}")
+def agent():
+    return conc_agent.run
+"""
+
+
+@pytest.mark.parametrize(("scope", "prefetched"), [("session", True), ("function", False)])
+def test_agent_fixture_scope_decides_whether_cases_start_early(
+    conc: pytest.Pytester, scope: str, prefetched: bool
+) -> None:
+    conc.makefile(".yaml", eval_fix=_suite(n=8, failing=()).replace("agent: conc_agent:run\n", ""))
+    conc.makeconftest(PEAK_REPORTER.replace("{scope}", scope))
+    result = conc.runpytest("--agent-eval-concurrency", "8")
+    result.assert_outcomes(passed=8)
+    peak = int(re.search(r"MAXPEAK=(\d+)", result.stdout.str()).group(1))  # type: ignore[union-attr]
+    assert (peak > 1) == prefetched, peak
+
+
+def test_bad_concurrency_value(conc: pytest.Pytester) -> None:
+    result = conc.runpytest("--agent-eval-concurrency", "0")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--agent-eval-concurrency must be at least 1, got 0*"])
