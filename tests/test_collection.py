@@ -129,7 +129,8 @@ def test_failure_points_at_the_cases_own_line(evals: pytest.Pytester) -> None:
     filler = "".join(f"  - id: filler{i}\n    input: x\n    context: {{say: ok}}\n" for i in range(20))
     evals.makefile(
         ".yaml",
-        eval_deep=f"agent: scripted:run\ncases:\n{filler}  - id: deep\n    input: x\n    expect: {{contains: [gone]}}\n",
+        eval_deep=f"agent: scripted:run\ncases:\n{filler}  - id: deep\n    input: x\n"
+        "    expect: {contains: [gone]}\n",
     )
     result = evals.runpytest("--junitxml=r.xml", "-o", "junit_family=xunit1")  # xunit1 has file and line
     result.assert_outcomes(passed=20, failed=1)
