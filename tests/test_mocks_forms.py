@@ -340,7 +340,8 @@ def test_mocks_without_anything_patched_say_how_to_patch(pytester: pytest.Pytest
 
 
 def test_repeated_trials_each_record_their_own_calls(pytester: pytest.Pytester) -> None:
-    """Trials of one case run at the same time (threads); each sees its own two calls, the fixture all six."""
+    """Trials of one case run at the same time (threads, concurrency 3); each sees its own two calls, the fixture
+    all six."""
     pytester.makepyfile(toolbox=TOOLBOX)
     pytester.syspathinsert()
     pytester.makeconftest(
@@ -374,7 +375,7 @@ def test_repeated_trials_each_record_their_own_calls(pytester: pytest.Pytester) 
             expect: {tool_sequence: [first, second], max_tool_calls: 2}
         """,
     )
-    result = pytester.runpytest("-p", "no:randomly", "-s")
+    result = pytester.runpytest("-p", "no:randomly", "-s", "--agent-eval-concurrency", "3")
     result.assert_outcomes(passed=1)
     assert "fixture saw ['first', 'second', 'first', 'second', 'first', 'second']" in result.stdout.str()
 
