@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import inspect
 import json
@@ -93,11 +94,11 @@ async def run_in_thread(func: Callable[..., Any], *args: Any) -> Any:
 
     def target() -> None:
         try:
-            value = ctx.run(func, *args)
-        except BaseException as exc:
-            loop.call_soon_threadsafe(settle, False, exc)
-        else:
-            loop.call_soon_threadsafe(settle, True, value)
+            outcome: tuple[bool, Any] = (True, ctx.run(func, *args))
+        except BaseException as exc:  # handed to the awaiting task
+            outcome = (False, exc)
+        with contextlib.suppress(RuntimeError):  # the loop closed while a timed-out call was still running
+            loop.call_soon_threadsafe(settle, *outcome)
 
     threading.Thread(target=target, daemon=True, name="agent-eval-call").start()
     return await future
@@ -127,7 +128,8 @@ def _text(content: Any) -> str:
     return str(content)
 
 
-def _args(raw: Any) -> dict[str, Any]:
+def decode_args(raw: Any) -> dict[str, Any]:
+    """Tool-call arguments as a dict, from a dict or a JSON string (as LLM APIs send them)."""
     if isinstance(raw, str):
         try:
             raw = json.loads(raw) if raw.strip() else {}
@@ -144,12 +146,12 @@ def _tool_call(raw: Any) -> ToolCall:
     if isinstance(raw, dict):
         fn = raw.get("function")
         if isinstance(fn, dict):  # OpenAI shape: {"function": {"name", "arguments"}}
-            return ToolCall(str(fn.get("name")), _args(fn.get("arguments")))
+            return ToolCall(str(fn.get("name")), decode_args(fn.get("arguments")))
         args = raw.get("args", raw.get("arguments", {}))
-        return ToolCall(str(raw.get("name")), _args(args), raw.get("result"), raw.get("error"))
+        return ToolCall(str(raw.get("name")), decode_args(args), raw.get("result"), raw.get("error"))
     name = getattr(raw, "name", None)
     if name is not None:
-        return ToolCall(str(name), _args(getattr(raw, "args", getattr(raw, "arguments", {}))))
+        return ToolCall(str(name), decode_args(getattr(raw, "args", getattr(raw, "arguments", {}))))
     raise TypeError(f"cannot read a tool call from {raw!r}: give a name, or a dict with `name` and `args`")
 
 

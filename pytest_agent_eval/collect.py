@@ -76,7 +76,8 @@ class FileProblem(pytest.Item):
 
     def setup(self) -> None:
         message = "\n".join(e.format() for e in self.errors)
-        pytest.fail(_relative(message, self.config), pytrace=False)
+        # raised `from None`: called while handling the cause, whose own traceback would only add noise
+        raise pytest.fail.Exception(_relative(message, self.config), pytrace=False) from None
 
     def runtest(self) -> None:  # never reached: setup fails
         raise AssertionError("unreachable")

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, Union, cast
 
-from pytest_agent_eval.agents import _args as decode_args  # the one reading of tool arguments
+from pytest_agent_eval.agents import decode_args
 from pytest_agent_eval.cases.document import read_document
 from pytest_agent_eval.cases.errors import EvalFileError, did_you_mean
 from pytest_agent_eval.checks.tools import mismatches
