@@ -229,3 +229,26 @@ def test_agent_eval_files_ini_option(evals: pytest.Pytester) -> None:
     evals.makeini("[pytest]\nagent_eval_files = golden_*.yaml\n")
     evals.makefile(".yaml", golden_set="agent: scripted:run\ncases:\n  - id: a\n    input: x\n")
     evals.runpytest().assert_outcomes(passed=1)
+
+
+def test_verbose_failure_shows_full_output_and_tool_calls(evals: pytest.Pytester) -> None:
+    evals.makefile(
+        ".yaml",
+        eval_v="""\
+agent: scripted:run
+cases:
+  - id: wordy
+    input: x
+    context:
+      say: "line one\\nline two mentions nothing useful"
+      calls: [{name: search, args: {q: cats}}]
+    expect: {contains: [dogs]}
+""",
+    )
+    quiet = evals.runpytest()
+    assert "agent output:" not in quiet.stdout.str()
+    result = evals.runpytest("-v")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        ["agent output:", "  line one", "  line two mentions nothing useful", "tool calls:", " 1. search(q='cats')*"]
+    )
