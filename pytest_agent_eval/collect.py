@@ -169,6 +169,10 @@ class EvalItem(pytest.Function):
         self.stash[RESULT] = result
         self._record_properties(result)
         self.ihook.pytest_agent_eval_case_result(item=self, result=result)
+        if result.passed and result.unscored:  # a pass with nothing scored would be a made-up verdict
+            names = ", ".join(dict.fromkeys(c.name for c in result.unscored))
+            reason = f"nothing scored ({names}): {result.unscored[0].message}"
+            raise pytest.skip.Exception(reason, _use_item_location=True)  # reported at the case's line
         if not result.passed:
             explanations = self.ihook.pytest_assertrepr_compare(config=self.config, op="==", left=result, right=PASSING)
             lines = next((e for e in explanations if e), None) or [f"case {self.case.id} failed"]

@@ -82,6 +82,12 @@ class CaseResult:
     def passes(self) -> int:
         return sum(t.passed for t in self.trials)
 
+    @property
+    def unscored(self) -> list[CheckResult]:
+        """The checks, when there are some and none of them could be scored (e.g. LLM checks without an LLM)."""
+        checks = [c for t in self.trials for c in t.checks]
+        return [] if any(c.scored for c in checks) else checks
+
 
 def agent_traceback(exc: BaseException) -> str:
     """The exception with its traceback from the agent's own frames (the plugin's and asyncio's left out)."""

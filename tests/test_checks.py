@@ -212,3 +212,20 @@ def test_every_spec_check_but_judge_is_covered() -> None:
     covered = {re.sub(r"_(case_sensitive|none|success|unavailable|custom_words)$", "", c[0]) for c in CASES}
     assert covered == SPEC_CHECKS - {"judge"}
     assert set(builtin_registry().names()) >= SPEC_CHECKS
+
+
+def test_a_case_with_nothing_scored_is_skipped_not_passed(evals: pytest.Pytester) -> None:
+    evals.makefile(
+        ".yaml",
+        eval_unscored="""\
+agent: scripted:run
+cases:
+  - {id: only_reasoning, input: q, expect: {reasoning: {}}}
+  - {id: with_contains, input: q, context: {say: ok}, expect: {reasoning: {}, contains: [ok]}}
+""",
+    )
+    result = evals.runpytest("-rs")
+    result.assert_outcomes(passed=1, skipped=1)
+    result.stdout.fnmatch_lines(
+        ["SKIPPED [[]1] eval_unscored.yaml:3: nothing scored (reasoning): *AGENT_EVAL_LLM_MODEL*"]
+    )

@@ -250,5 +250,11 @@ cases:
     result = evals.runpytest("-v")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
-        ["agent output:", "  line one", "  line two mentions nothing useful", "tool calls:", " 1. search(q='cats')*"]
+        [
+            "agent output:",
+            "  line one",
+            "  line two mentions nothing useful",
+            "tool calls:",
+            "*1. search(q='cats') -> None",
+        ]
     )
