@@ -45,15 +45,27 @@ def excerpt(output: str, phrase: str, case_sensitive: bool = False) -> list[str]
     return lines
 
 
-def contains(run: RunRecord, spec: Any, ctx: CheckContext) -> CheckResult:
-    """Every string occurs in the output."""
+def _split(run: RunRecord, spec: Any, ctx: CheckContext) -> tuple[list[str], list[str], list[str]]:
+    """The phrases of ``spec``: all of them, those found in the output, and those not found."""
     phrases = _as_list(spec)
     hay = _fold(run.output, ctx)
-    missing = [p for p in phrases if _fold(p, ctx) not in hay]
-    detail: list[str] = []
-    for p in missing:
-        detail.append(f"missing {p!r}")
-        detail.extend("  " + line for line in excerpt(run.output, p, bool(ctx.options.get("case_sensitive"))))
+    found = [p for p in phrases if _fold(p, ctx) in hay]
+    return phrases, found, [p for p in phrases if p not in found]
+
+
+def _excerpts(run: RunRecord, phrases: list[str], what: str, ctx: CheckContext) -> list[str]:
+    """For each phrase, ``<what> 'phrase'`` and the output around it (or around where it was expected)."""
+    lines: list[str] = []
+    for p in phrases:
+        lines.append(f"{what} {p!r}")
+        lines.extend("  " + line for line in excerpt(run.output, p, bool(ctx.options.get("case_sensitive"))))
+    return lines
+
+
+def contains(run: RunRecord, spec: Any, ctx: CheckContext) -> CheckResult:
+    """Every string occurs in the output."""
+    phrases, _, missing = _split(run, spec, ctx)
+    detail = _excerpts(run, missing, "missing", ctx)
     return CheckResult.of(
         "contains",
         not missing,
@@ -67,9 +79,7 @@ def contains(run: RunRecord, spec: Any, ctx: CheckContext) -> CheckResult:
 
 def contains_any(run: RunRecord, spec: Any, ctx: CheckContext) -> CheckResult:
     """At least one string occurs in the output."""
-    phrases = _as_list(spec)
-    hay = _fold(run.output, ctx)
-    hit = [p for p in phrases if _fold(p, ctx) in hay]
+    phrases, hit, _ = _split(run, spec, ctx)
     detail = [] if hit else excerpt(run.output, phrases[0] if phrases else "", bool(ctx.options.get("case_sensitive")))
     return CheckResult.of(
         "contains_any",
@@ -83,13 +93,8 @@ def contains_any(run: RunRecord, spec: Any, ctx: CheckContext) -> CheckResult:
 
 def not_contains(run: RunRecord, spec: Any, ctx: CheckContext) -> CheckResult:
     """No string occurs in the output."""
-    phrases = _as_list(spec)
-    hay = _fold(run.output, ctx)
-    found = [p for p in phrases if _fold(p, ctx) in hay]
-    detail: list[str] = []
-    for p in found:
-        detail.append(f"found {p!r}")
-        detail.extend("  " + line for line in excerpt(run.output, p, bool(ctx.options.get("case_sensitive"))))
+    phrases, found, _ = _split(run, spec, ctx)
+    detail = _excerpts(run, found, "found", ctx)
     return CheckResult.of(
         "not_contains",
         not found,
