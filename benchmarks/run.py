@@ -1,0 +1,633 @@
+"""Benchmark pytest-agent-eval against plain ``@pytest.mark.parametrize`` and against the ideal (issue 5).
+
+Every figure is the wall time of one ``python -m pytest ...`` subprocess, pytest start-up included, best of k
+repetitions; baselines are measured in the same run, with the same flags and without the plugin. Prints markdown
+tables with the targets of issue 5; never asserts. See benchmarks/README.md.
+
+    python benchmarks/run.py              # full run (about 7 minutes on 2 cores)
+    python benchmarks/run.py --quick      # one repetition, the slowest rows derived or skipped
+    python benchmarks/run.py --markdown benchmarks/RESULTS.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import math
+import os
+import platform
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from importlib import metadata
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+N_CASES = 10_000
+N_IO_CASES = 200
+LATENCIES = (0.05, 0.5)
+AGENT_KINDS = ("sync", "async")
+CONCURRENCIES = (1, 8, 32)
+XDIST_WORKERS = 2
+SLOW_S = 5.0  # I/O-bound configurations whose ideal time reaches this run once (k=1)
+# ... and from this ideal time on, the sync and async agent's runs go side by side (they are idle > 95% of the time;
+# measured: within the noise of running them one after the other). Keeps the full run under 8 minutes.
+SIDE_BY_SIDE_S = 50.0
+CONCURRENCY_OPTION = "--agent-eval-concurrency"
+# Unrelated plugins installed on the development machine that cost ~1.5 s of start-up (anyio's imports trio).
+# Disabled for plugin and baseline runs alike; `randomly` would reorder items.
+DISABLED_PLUGINS = ("randomly", "langsmith_plugin", "hypothesispytest", "benchmark", "anyio")
+SECTIONS = ("collect", "run", "io")
+BASELINE = "test_plain.py"
+STARTUP = "test_startup.py"
+WITHOUT_PLUGIN = ("-p", "no:agent_eval")  # the baseline: a project that does not use the plugin
+
+# Targets (issue 5, "Done when" 2): figures to compare with, not assertions.
+TARGET_RATIO = {"JSON": 1.0, "YAML cold": 3.0, "YAML warm": 1.0, "run": 1.5}
+TARGET_SPEEDUP_50MS = 8.0
+TARGET_IDEAL_FRACTION_500MS = 0.85
+
+
+# --- the generated project -----------------------------------------------------------------------------------
+
+AGENT_MODULE = '''\
+"""Agents of the benchmark: one that answers at once, and I/O-bound ones (sync and async)."""
+
+import asyncio
+import time
+
+
+def run(query, context):
+    return f"answer to {query}"
+
+
+def _sleeper(seconds):
+    def agent(query, context):
+        time.sleep(seconds)
+        return f"answer to {query}"
+
+    async def agent_async(query, context):
+        await asyncio.sleep(seconds)
+        return f"answer to {query}"
+
+    return agent, agent_async
+
+
+sleep_50ms_sync, sleep_50ms_async = _sleeper(0.05)
+sleep_500ms_sync, sleep_500ms_async = _sleeper(0.5)
+'''
+
+BASELINE_MODULE = '''\
+"""The baseline: the cases of eval_bench.json as a plain parametrized test doing the same work."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from bench_agent import run
+
+with open(Path(__file__).with_name("eval_bench.json"), encoding="utf-8") as f:
+    CASES = json.load(f)["cases"]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[case["id"] for case in CASES])
+def test_case(case):
+    output = run(case["input"], {})
+    for expected in case["expect"]["contains"]:
+        assert expected.lower() in output.lower()
+'''
+
+
+def agent_name(latency: float, kind: str) -> str:
+    return f"sleep_{round(latency * 1000)}ms_{kind}"
+
+
+def io_file(latency: float, kind: str) -> str:
+    return f"eval_{agent_name(latency, kind)}.json"
+
+
+def native_json(agent: str, n: int) -> str:
+    cases = [{"id": f"c{i}", "input": f"question {i}", "expect": {"contains": ["answer"]}} for i in range(n)]
+    return json.dumps({"agent": agent, "cases": cases}, indent=2) + "\n"
+
+
+def native_yaml(agent: str, n: int) -> str:
+    lines = [f"agent: {agent}", "cases:"]
+    for i in range(n):
+        lines += [f"  - id: c{i}", f"    input: question {i}", "    expect: {contains: [answer]}"]
+    return "\n".join(lines) + "\n"
+
+
+def write_project(root: Path) -> None:
+    """The eval files, the agents and the baseline test module, with ``root`` as pytest's rootdir."""
+    files = {
+        "pytest.ini": "[pytest]\n",
+        "conftest.py": "",  # puts the rootdir on sys.path, so `bench_agent` imports
+        "bench_agent.py": AGENT_MODULE,
+        BASELINE: BASELINE_MODULE,
+        STARTUP: "def test_startup():\n    pass\n",
+        "eval_bench.yaml": native_yaml("bench_agent:run", N_CASES),
+        "eval_bench.json": native_json("bench_agent:run", N_CASES),
+    }
+    for latency in LATENCIES:
+        for kind in AGENT_KINDS:
+            files[io_file(latency, kind)] = native_json(f"bench_agent:{agent_name(latency, kind)}", N_IO_CASES)
+    for name, text in files.items():
+        (root / name).write_text(text, encoding="utf-8")
+
+
+# --- running pytest ------------------------------------------------------------------------------------------
+
+
+class RunError(Exception):
+    """A pytest run that errored (exit code other than 0/1) or did not finish."""
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What one measurement gave: the best wall time, and a note when the run was not clean."""
+
+    seconds: float
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """The plugin against a baseline run (the plain parametrized module, or pytest alone), same run."""
+
+    name: str
+    plugin: Outcome | None
+    baseline: Outcome | None
+    target: float | None
+
+    @property
+    def ratio(self) -> float | None:
+        if self.plugin is None or self.baseline is None:
+            return None
+        return self.plugin.seconds / self.baseline.seconds
+
+
+@dataclass
+class Runner:
+    """Runs pytest in the generated project and times it."""
+
+    root: Path
+    repeat: int
+    errors: list[str] = field(default_factory=list)
+    _caches: Iterator[int] = field(default_factory=itertools.count)  # numbers fresh cache dirs
+
+    def command(self, args: list[str]) -> list[str]:
+        disabled = [a for name in DISABLED_PLUGINS for a in ("-p", f"no:{name}")]
+        return [sys.executable, "-m", "pytest", *args, "-q", *disabled, "--rootdir", str(self.root)]
+
+    def cache_args(self, cache: str) -> list[str]:
+        """``off``: no cache provider; ``fresh``: an empty cache dir per run; ``warm``: one dir kept across runs."""
+        if cache == "off":
+            return ["-p", "no:cacheprovider"]
+        name = f"cache-{next(self._caches)}" if cache == "fresh" else "cache-warm"
+        return ["-o", f"cache_dir={self.root / name}"]
+
+    def env(self) -> dict[str, str]:
+        unset = ("PYTEST_ADDOPTS", "PYTEST_PLUGINS", "PYTHONDONTWRITEBYTECODE")
+        env = {k: v for k, v in os.environ.items() if k not in unset}
+        # This checkout's package, whichever copy is installed (the entry point only names the module).
+        env["PYTHONPATH"] = os.pathsep.join([str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])])
+        # Bytecode (and pytest's assertion-rewritten plugin modules) cached as on a developer's machine, but kept
+        # in the temporary directory: without it every run re-compiles the plugin (≈ 0.3 s).
+        env["PYTHONPYCACHEPREFIX"] = str(self.root / "pycache")
+        return env
+
+    def probe(self, args: list[str]) -> str:
+        """The output of an untimed pytest call, e.g. ``--help``."""
+        proc = subprocess.run(self.command(args), cwd=self.root, env=self.env(), capture_output=True, text=True)
+        return proc.stdout + proc.stderr
+
+    def once(self, args: list[str], timeout: float) -> tuple[float, str]:
+        start = time.perf_counter()
+        try:
+            proc = subprocess.run(
+                self.command(args), cwd=self.root, env=self.env(), capture_output=True, text=True, timeout=timeout
+            )
+        except subprocess.TimeoutExpired as exc:
+            raise RunError(f"`pytest {' '.join(args)}` did not finish within {timeout:.0f} s") from exc
+        seconds = time.perf_counter() - start
+        if proc.returncode not in (0, 1):
+            tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-15:])
+            raise RunError(f"`pytest {' '.join(args)}` exited {proc.returncode}:\n{tail}")
+        lines = proc.stdout.strip().splitlines()
+        return seconds, lines[-1] if lines else ""
+
+    def run_round(
+        self, variants: dict[str, list[str]], cache: str, timeout: float, parallel: bool
+    ) -> dict[str, tuple[float, str] | RunError]:
+        """Run each variant once, one after another or all at once: wall seconds and summary line, or the error."""
+
+        def run(args: list[str]) -> tuple[float, str] | RunError:
+            try:
+                return self.once(args, timeout)
+            except RunError as exc:
+                return exc
+
+        commands = {name: [*args, *self.cache_args(cache)] for name, args in variants.items()}
+        if not parallel:
+            return {name: run(args) for name, args in commands.items()}
+        with ThreadPoolExecutor(len(commands)) as pool:
+            futures = {name: pool.submit(run, args) for name, args in commands.items()}
+            return {name: future.result() for name, future in futures.items()}
+
+    def measure(
+        self,
+        label: str,
+        variants: dict[str, list[str]],
+        cache: str,
+        expect: str,
+        repeats: int,
+        timeout: float = 900,
+        *,
+        parallel: bool = False,
+    ) -> dict[str, Outcome | None]:
+        """Best wall time of each variant over ``repeats`` rounds. Within a round the variants run one after
+        another (so that a change in the machine's load hits them alike) or, with ``parallel``, side by side.
+        An erroring variant is recorded and gives None. ``expect`` (e.g. "10000 passed") must be in each run's
+        summary line, else the outcome carries a note.
+        """
+        best: dict[str, float | None] = dict.fromkeys(variants, math.inf)
+        notes = dict.fromkeys(variants, "")
+        print(f"  {label}:", end="", file=sys.stderr, flush=True)
+        if cache == "warm":
+            self.run_round(variants, cache, timeout, parallel)  # a first collection fills the cache; errors show below
+        for _ in range(repeats):
+            live = {name: args for name, args in variants.items() if best[name] is not None}
+            for name, got in self.run_round(live, cache, timeout, parallel).items():
+                if isinstance(got, RunError):
+                    best[name] = None
+                    self.errors.append(f"{label} {name}: {got}")
+                    print(f" {name} error", end="", file=sys.stderr, flush=True)
+                    continue
+                seconds, summary = got
+                best[name] = min(best[name] or math.inf, seconds)
+                if not re.search(rf"\b{expect}\b", summary):
+                    notes[name] = f"expected {expect!r}, got {summary!r}"
+                print(f" {name} {seconds:.2f}".rstrip(), end="", file=sys.stderr, flush=True)
+        print(file=sys.stderr)
+        return {name: None if b is None else Outcome(b, notes[name]) for name, b in best.items()}
+
+    def compare(
+        self, name: str, plugin: list[str], baseline: list[str], cache: str, expect: str, target: float | None
+    ) -> Comparison:
+        """A plugin run against a baseline run without the plugin (a project that does not use it), interleaved."""
+        variants = {"plugin": plugin, "baseline": [*baseline, *WITHOUT_PLUGIN]}
+        outcomes = self.measure(name, variants, cache, expect, self.repeat)
+        return Comparison(name, outcomes["plugin"], outcomes["baseline"], target)
+
+
+def concurrency_supported(runner: Runner) -> bool:
+    return CONCURRENCY_OPTION in runner.probe(["--help"])
+
+
+def plugin_location(runner: Runner) -> str:
+    """Where the measured plugin was imported from, as pytest reports it."""
+    found = re.search(r"pytest-agent-eval-\S+ at (\S+)", runner.probe(["--version", "--version"]))
+    return found.group(1) if found else "not loaded"
+
+
+# --- the measurements ----------------------------------------------------------------------------------------
+
+
+# (name, file, cache mode) of each collection measurement
+COLLECT_MODES = (
+    ("JSON", "eval_bench.json", "off"),
+    ("YAML cold", "eval_bench.yaml", "fresh"),
+    ("YAML warm", "eval_bench.yaml", "warm"),
+)
+
+
+def measure_collection(runner: Runner) -> list[Comparison]:
+    expect = f"{N_CASES} tests collected"
+    return [
+        runner.compare(
+            f"collect {N_CASES:,} cases, {name}",
+            [path, "--collect-only"],
+            [BASELINE, "--collect-only"],
+            cache,
+            expect,
+            TARGET_RATIO[name],
+        )
+        for name, path, cache in COLLECT_MODES
+    ]
+
+
+def measure_zero_latency(runner: Runner) -> Comparison:
+    name = f"run {N_CASES:,} zero-latency cases (JSON)"
+    return runner.compare(name, ["eval_bench.json"], [BASELINE], "off", f"{N_CASES} passed", TARGET_RATIO["run"])
+
+
+def measure_startup(runner: Runner) -> Comparison:
+    """The fixed cost every row pays: pytest running one plain test, with the plugin loaded and without."""
+    return runner.compare("start-up: one plain test", [STARTUP], [STARTUP], "off", "1 passed", None)
+
+
+@dataclass(frozen=True)
+class IoSetup:
+    """One I/O-bound configuration: an agent latency and kind, in-process concurrency and xdist workers."""
+
+    latency: float
+    kind: str
+    concurrency: int
+    workers: int = 0
+
+    @property
+    def label(self) -> str:
+        return f"-n {self.workers}" if self.workers else f"C={self.concurrency}"
+
+    @property
+    def is_serial(self) -> bool:
+        return self.concurrency == 1 and not self.workers
+
+    @property
+    def ideal(self) -> float:
+        """⌈N/C⌉·latency, with C the calls in flight over all processes."""
+        in_flight = self.concurrency * max(self.workers, 1)
+        return math.ceil(N_IO_CASES / in_flight) * self.latency
+
+
+@dataclass(frozen=True)
+class IoRow:
+    setup: IoSetup
+    outcome: Outcome | None
+    status: str = ""  # why there is no measurement
+    derived: bool = False  # N·latency, not measured (--quick)
+
+
+def io_setups(latency: float, concurrency: int, workers: int = 0) -> list[IoSetup]:
+    return [IoSetup(latency, kind, concurrency, workers) for kind in AGENT_KINDS]
+
+
+def io_modes() -> list[list[IoSetup]]:
+    """The configurations, each with its sync and async agent."""
+    modes = []
+    for latency in LATENCIES:
+        modes += [io_setups(latency, c) for c in CONCURRENCIES]
+        modes.append(io_setups(latency, 1, XDIST_WORKERS))
+    return modes
+
+
+def io_args(setup: IoSetup, supported: bool) -> list[str]:
+    args = [io_file(setup.latency, setup.kind)]
+    if supported:
+        args += [CONCURRENCY_OPTION, str(setup.concurrency)]
+    if setup.workers:
+        args += ["-n", str(setup.workers)]
+    return args
+
+
+def skipped_io(setup: IoSetup, *, supported: bool, quick: bool) -> IoRow | None:
+    """The row of a configuration that is not measured, or None."""
+    if setup.concurrency > 1 and not supported:
+        return IoRow(setup, None, "n/a (option not available)")
+    if quick and setup.latency >= 0.5 and setup.workers:
+        return IoRow(setup, None, "not run (--quick)")
+    if quick and setup.latency >= 0.5 and setup.is_serial:
+        return IoRow(setup, Outcome(N_IO_CASES * setup.latency), derived=True)
+    return None
+
+
+def measure_io(runner: Runner, setups: list[IoSetup], *, supported: bool, quick: bool) -> list[IoRow]:
+    """One configuration for the sync and the async agent; side by side when the runs are long and idle."""
+    rows = [row for s in setups if (row := skipped_io(s, supported=supported, quick=quick))]
+    todo = [s for s in setups if not skipped_io(s, supported=supported, quick=quick)]
+    if not todo:
+        return rows
+    ideal = todo[0].ideal
+    label = f"{round(todo[0].latency * 1000)} ms {todo[0].label}"
+    variants = {s.kind: io_args(s, supported) for s in todo}
+    repeats = 1 if ideal >= SLOW_S else runner.repeat
+    timeout = 3 * N_IO_CASES * todo[0].latency + 120
+    outcomes = runner.measure(
+        label, variants, "off", f"{N_IO_CASES} passed", repeats, timeout, parallel=ideal >= SIDE_BY_SIDE_S
+    )
+    return rows + [IoRow(s, outcomes[s.kind]) for s in todo]
+
+
+def measure_all_io(runner: Runner, *, supported: bool, quick: bool) -> list[IoRow]:
+    """Every configuration; the rows in table order: by latency, agent kind, then C=1, 8, 32, -n 2."""
+    rows = [row for mode in io_modes() for row in measure_io(runner, mode, supported=supported, quick=quick)]
+    return sorted(
+        rows, key=lambda r: (r.setup.latency, AGENT_KINDS.index(r.setup.kind), r.setup.workers, r.setup.concurrency)
+    )
+
+
+# --- the report ----------------------------------------------------------------------------------------------
+
+
+def markdown_table(headers: list[str], rows: list[list[str]]) -> list[str]:
+    lines = ["| " + " | ".join(headers) + " |", "|" + "|".join(" --- " for _ in headers) + "|"]
+    return lines + ["| " + " | ".join(row) + " |" for row in rows]
+
+
+def seconds(outcome: Outcome | None) -> str:
+    if outcome is None:
+        return "error"
+    return f"{outcome.seconds:.2f}" + (f" ⚠ {outcome.note}" if outcome.note else "")
+
+
+def verdict(ok: bool | None, has_target: bool = True) -> str:
+    if ok is None:
+        return "n/a" if has_target else "—"
+    return "yes" if ok else "no"
+
+
+def comparison_table(rows: list[Comparison]) -> list[str]:
+    body = []
+    for row in rows:
+        ratio = row.ratio
+        body.append(
+            [
+                row.name,
+                seconds(row.plugin),
+                seconds(row.baseline),
+                "—" if ratio is None else f"{ratio:.2f}×",
+                "—" if row.target is None else f"≤ {row.target:.1f}×",
+                verdict(None if ratio is None or row.target is None else ratio <= row.target, row.target is not None),
+            ]
+        )
+    headers = ["measurement", "plugin s", "plain parametrize s", "ratio", "target", "meets target"]
+    return markdown_table(headers, body)
+
+
+def io_target(setup: IoSetup) -> tuple[str, Callable[[float, float], bool]] | None:
+    """The target of a row, as text and as a test of (speed-up, fraction of ideal)."""
+    if setup.concurrency != 32 or setup.workers:
+        return None
+    if setup.latency < 0.5:
+        return f"≥ {TARGET_SPEEDUP_50MS:g}× vs C=1", lambda speedup, _: speedup >= TARGET_SPEEDUP_50MS
+    return f"≥ {TARGET_IDEAL_FRACTION_500MS:.0%} of ideal", lambda _, frac: frac >= TARGET_IDEAL_FRACTION_500MS
+
+
+def io_cells(row: IoRow, serial: Outcome | None) -> list[str]:
+    """Wall time, speed-up against ``serial`` (the C=1 run), fraction of the ideal, target and verdict."""
+    target = io_target(row.setup)
+    if row.outcome is None:
+        return [row.status or "error", "—", "—", target[0] if target else "—", verdict(None, target is not None)]
+    wall = row.outcome.seconds
+    speedup = serial.seconds / wall if serial is not None else None
+    fraction = None if row.derived else row.setup.ideal / wall
+    ok = None
+    if target and speedup is not None and fraction is not None:
+        ok = target[1](speedup, fraction)
+    return [
+        f"{seconds(row.outcome)}{' (ideal, not run)' if row.derived else ''}",
+        "—" if speedup is None else f"{speedup:.1f}×",
+        "—" if fraction is None else f"{fraction:.0%}",
+        target[0] if target else "—",
+        verdict(ok, target is not None),
+    ]
+
+
+def io_table(rows: list[IoRow]) -> list[str]:
+    serial = {(r.setup.latency, r.setup.kind): r.outcome for r in rows if r.setup.is_serial}
+    body = [
+        [
+            f"{round(row.setup.latency * 1000)} ms {row.setup.kind}",
+            row.setup.label,
+            f"{row.setup.ideal:.2f}",
+            *io_cells(row, serial.get((row.setup.latency, row.setup.kind))),
+        ]
+        for row in rows
+    ]
+    headers = ["agent", "mode", "ideal s", "wall s", "speed-up vs C=1", "% of ideal", "target", "meets target"]
+    return markdown_table(headers, body)
+
+
+def version(dist: str) -> str:
+    try:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return "not installed"
+
+
+def git_revision() -> str:
+    proc = subprocess.run(["git", "describe", "--always", "--dirty"], cwd=REPO, capture_output=True, text=True)
+    return proc.stdout.strip() or "unknown"
+
+
+@dataclass(frozen=True)
+class Setting:
+    """What the benchmark found before measuring."""
+
+    supported: bool  # --agent-eval-concurrency exists
+    plugin: str  # where the measured plugin is imported from
+    load: str  # the load average when the benchmark started
+
+
+def find_setting(runner: Runner) -> Setting:
+    load = f"{os.getloadavg()[0]:.2f}" if hasattr(os, "getloadavg") else "n/a"
+    return Setting(concurrency_supported(runner), plugin_location(runner), load)
+
+
+def machine_line(setting: Setting) -> str:
+    return (
+        f"Machine: {os.cpu_count()} cores, {platform.system()} {platform.machine()}, "
+        f"Python {platform.python_version()}, pytest {version('pytest')}, pytest-xdist {version('pytest-xdist')}, "
+        f"pytest-agent-eval {version('pytest-agent-eval')} (git {git_revision()}, {setting.plugin}); "
+        f"load average at start {setting.load}."
+    )
+
+
+def method_line(args: argparse.Namespace, supported: bool) -> str:
+    disabled = " ".join(f"-p no:{name}" for name in DISABLED_PLUGINS)
+    repeats = "one run each" if args.repeat == 1 else f"best of {args.repeat}, 1 run when the ideal ≥ {SLOW_S:g} s"
+    option = "available" if supported else "not available in this checkout"
+    return (
+        f"Each figure: wall seconds of `python -m pytest <args> -q {disabled}`, pytest start-up included, {repeats}. "
+        "Unrelated plugins installed on this machine are disabled equally for plugin and baseline runs; baseline "
+        "runs also add `-p no:agent_eval` (a project without the plugin). Bytecode is cached (in the temporary "
+        "directory) and an untimed first run compiles it. "
+        "Collection: JSON with `-p no:cacheprovider`; YAML cold with a fresh `-o cache_dir`; YAML warm with the "
+        "cache dir of a first collection. Runs: `-p no:cacheprovider`. "
+        f"I/O-bound rows with an ideal ≥ {SIDE_BY_SIDE_S:g} s run the sync and the async agent side by side. "
+        f"`{CONCURRENCY_OPTION}`: {option}."
+    )
+
+
+def report(
+    args: argparse.Namespace, setting: Setting, comparisons: list[Comparison], io_rows: list[IoRow]
+) -> list[str]:
+    lines = ["## Benchmark", "", machine_line(setting), "", method_line(args, setting.supported)]
+    if comparisons:
+        lines += ["", "### Start-up, collection and zero-latency runs vs plain `@pytest.mark.parametrize`", ""]
+        lines += comparison_table(comparisons)
+    if io_rows:
+        lines += ["", f"### {N_IO_CASES} cases of an I/O-bound agent: concurrency and `-n {XDIST_WORKERS}`", ""]
+        lines += io_table(io_rows)
+        lines += ["", "Ideal: ⌈N/C⌉·latency (for `-n 2`, C=2). Speed-up against the C=1 row of the same agent."]
+        if args.quick:
+            lines += ["`--quick`: the 0.5 s C=1 rows are N·latency, not measured (so speed-ups are conservative)."]
+    return lines
+
+
+# --- main ----------------------------------------------------------------------------------------------------
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="1 repetition; 0.5 s agent: C=1 derived, -n 2 not run")
+    parser.add_argument("--repeat", type=int, help="repetitions of the fast measurements (default 3, --quick 1)")
+    parser.add_argument("--markdown", type=Path, metavar="PATH", help="also write the report to PATH")
+    parser.add_argument("--only", nargs="+", choices=SECTIONS, default=list(SECTIONS), help="sections to run")
+    parser.add_argument("--keep", action="store_true", help="keep the generated project and print its path")
+    args = parser.parse_args(argv)
+    if args.repeat is None:
+        args.repeat = 1 if args.quick else 3
+    return args
+
+
+def benchmark(args: argparse.Namespace, root: Path) -> tuple[list[str], list[str]]:
+    """Generate the project in ``root``, measure, and return the report lines and the errors."""
+    write_project(root)
+    runner = Runner(root, args.repeat)
+    setting = find_setting(runner)
+    # Untimed: compiles bytecode and warms the page cache, so a single repetition is fair to both sides.
+    everything = [BASELINE, "eval_bench.json", "eval_bench.yaml", "--collect-only"]
+    runner.measure("warm-up", {"": everything}, "off", f"{3 * N_CASES} tests collected", 1)
+    comparisons = [measure_startup(runner)]
+    if "collect" in args.only:
+        comparisons += measure_collection(runner)
+    if "run" in args.only:
+        comparisons.append(measure_zero_latency(runner))
+    io_rows = []
+    if "io" in args.only:
+        io_rows = measure_all_io(runner, supported=setting.supported, quick=args.quick)
+    return report(args, setting, comparisons, io_rows), runner.errors
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    started = time.perf_counter()
+    root = Path(tempfile.mkdtemp(prefix="agent-eval-bench-"))
+    print(f"generated project: {root}", file=sys.stderr)
+    try:
+        lines, errors = benchmark(args, root)
+    finally:
+        if not args.keep:
+            shutil.rmtree(root, ignore_errors=True)
+    lines += ["", f"Benchmark wall time: {time.perf_counter() - started:.0f} s."]
+    text = "\n".join(lines) + "\n"
+    print(text)
+    if args.markdown:
+        args.markdown.write_text(text, encoding="utf-8")
+    for error in errors:
+        print(f"ERROR {error}", file=sys.stderr)
+    return 1 if errors else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
