@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import contextvars
 import inspect
 import json
-import threading
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+from pytest_agent_eval.blocking import in_thread, outside_loop
 from pytest_agent_eval.imports import import_object
 from pytest_agent_eval.record import AgentResult, RunRecord, ToolCall
 
@@ -86,34 +83,15 @@ def resolve(ref: str, instances: dict[str, Any]) -> Agent:
     return agent
 
 
-async def run_in_thread(func: Callable[..., Any], *args: Any) -> Any:
-    """Run a blocking call in a daemon thread with the caller's context; a hung call never blocks exit."""
-    loop = asyncio.get_running_loop()
-    future: asyncio.Future[Any] = loop.create_future()
-    ctx = contextvars.copy_context()
-
-    def settle(ok: bool, value: Any) -> None:
-        if not future.done():
-            future.set_result(value) if ok else future.set_exception(value)
-
-    def target() -> None:
-        try:
-            outcome: tuple[bool, Any] = (True, ctx.run(func, *args))
-        except BaseException as exc:  # handed to the awaiting task
-            outcome = (False, exc)
-        with contextlib.suppress(RuntimeError):  # the loop closed while a timed-out call was still running
-            loop.call_soon_threadsafe(settle, *outcome)
-
-    threading.Thread(target=target, daemon=True, name="agent-eval-call").start()
-    return await future
-
-
-async def invoke(agent: Agent, query: str, context: dict[str, Any]) -> Any:
-    """Call the agent: async agents on the running loop, sync ones in a thread; await what they return."""
+async def invoke(agent: Agent, query: str, context: dict[str, Any], *, inline: bool = False) -> Any:
+    """Call the agent: async agents on the running loop, sync ones in a worker thread (in this one when
+    ``inline``); await what they return."""
     if agent.is_async:
         result = agent.call(query, context)
+    elif inline:
+        result = outside_loop(agent.call, query, context)
     else:
-        result = await run_in_thread(agent.call, query, context)
+        result = await in_thread(agent.call, query, context)
     if inspect.isawaitable(result):
         result = await result
     return result

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import concurrent.futures
 import fnmatch
-from collections.abc import Iterator
+from collections.abc import Coroutine, Iterator
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -19,7 +18,7 @@ from pytest_agent_eval.fixtures import case_recorder
 from pytest_agent_eval.imports import ImportRefError
 from pytest_agent_eval.mocks import MockConfigError
 from pytest_agent_eval.report.failure import PASSING
-from pytest_agent_eval.runner import CaseResult, RecorderFactory, run_case
+from pytest_agent_eval.runner import CaseResult, RecorderFactory, run_case, wait
 from pytest_agent_eval.state import get_state
 
 # Tags with these names would change how a case runs if they became markers; they stay keywords (-k).
@@ -30,7 +29,6 @@ RESERVED_TAGS = frozenset(
         "repeat", "django_db", "agent_eval",
     }
 )  # fmt: skip
-RESULT = pytest.StashKey[CaseResult]()
 
 
 def is_eval_file(path: Path, patterns: tuple[str, ...], explicit: bool) -> bool:
@@ -156,17 +154,13 @@ class EvalItem(pytest.Function):
     def run_case(self, request: pytest.FixtureRequest) -> None:
         state = get_state(self.config)
         scheduler = state.scheduler(self.session)
-        future = scheduler.take(self) if scheduler is not None else None
-        if future is None:  # not started early: start it now, from this item's own fixtures
-            future = self._start(request)
-        if scheduler is not None:
+        if scheduler is None:
+            result = state.runner.run(self._prepare(request))
+        else:
+            # started early, or now from this item's own fixtures; then the next cases start while this one runs
+            future = scheduler.take(self) or state.loop.submit(self._prepare(request))
             scheduler.prefetch(self, state.run_settings)
-        try:
-            result = future.result()
-        except BaseException:  # interrupted (Ctrl-C, pytest-timeout): stop the case's coroutine too
-            future.cancel()
-            raise
-        self.stash[RESULT] = result
+            result = wait(future)
         self._record_properties(result)
         self.ihook.pytest_agent_eval_case_result(item=self, result=result)
         if result.passed and result.unscored:  # a pass with nothing scored would be a made-up verdict
@@ -178,7 +172,8 @@ class EvalItem(pytest.Function):
             lines = next((e for e in explanations if e), None) or [f"case {self.case.id} failed"]
             self._fail("\n".join(lines))
 
-    def _start(self, request: pytest.FixtureRequest) -> concurrent.futures.Future[CaseResult]:
+    def _prepare(self, request: pytest.FixtureRequest) -> Coroutine[Any, Any, CaseResult]:
+        """The case's run, with its agent, LLM and tool mocks from this item's fixtures."""
         state = get_state(self.config)
         scheduler = state.scheduler(self.session)
         agent = self._agent(request)
@@ -195,7 +190,7 @@ class EvalItem(pytest.Function):
             self._fail(str(recorder))
         if scheduler is not None and not (state.settings.agent or self.case.agent):
             scheduler.remember_fixture_agent(self, agent)
-        return state.loop.submit(run_case(self.case, agent, state.run_settings(self.case, llm, recorder)))
+        return run_case(self.case, agent, state.run_settings(self.case, llm, recorder))
 
     def _record_properties(self, result: CaseResult) -> None:
         run = result.first.run

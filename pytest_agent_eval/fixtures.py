@@ -48,15 +48,17 @@ def case_recorder(request: pytest.FixtureRequest, case: Case) -> RecorderFactory
     Raises :class:`MockConfigError` with the file, line and what to do when the mocks cannot be used.
     """
     settings = get_state(request.config).settings
-    mocks: ToolMocks = request.getfixturevalue("tool_mocks")
     dispatch = case.tool_dispatch or settings.tool_dispatch
+    plan = MockPlan.for_case(case, session_responses(request.config), settings.unmocked_tools)
+    if not dispatch and "tool_mocks" not in request.fixturenames:
+        return plan.recorder  # nothing to patch and no fixture to report calls to (and no fixture lookup to pay)
+    mocks: ToolMocks = request.getfixturevalue("tool_mocks")
     if dispatch:
         source = "the file's `tool_dispatch:`" if case.tool_dispatch else "ini agent_eval_tool_dispatch"
         try:
             mocks.patch(dispatch)
         except MockConfigError as exc:
             raise MockConfigError(f"{case.location}: {source} {dispatch!r}: {exc}") from None
-    plan = MockPlan.for_case(case, session_responses(request.config), settings.unmocked_tools)
     return mocks.recorder(plan)
 
 

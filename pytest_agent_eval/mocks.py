@@ -216,6 +216,10 @@ class MockPlan:
             raise MockConfigError(f"{case.location}: unmocked_tools {mode!r}: use one of {', '.join(UNMOCKED_MODES)}")
         return cls({**(base or {}), **own}, mode, case.id, case.location, tuple(own))
 
+    def recorder(self, case: Any) -> AbstractContextManager[Recording]:
+        """:meth:`record`, as the runner's per-trial recorder (which is handed the case)."""
+        return self.record()
+
     @contextlib.contextmanager
     def record(self) -> Iterator[Recording]:
         """Make a fresh recording current for the code run inside the block (one trial)."""

@@ -14,7 +14,8 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
-from pytest_agent_eval.agents import Agent, invoke, normalise, run_in_thread
+from pytest_agent_eval.agents import Agent, invoke, normalise
+from pytest_agent_eval.blocking import in_thread, outside_loop
 from pytest_agent_eval.cases.model import Case
 from pytest_agent_eval.checks import CheckContext, CheckRegistry, CheckResult
 from pytest_agent_eval.record import RunRecord, ToolCall
@@ -47,6 +48,8 @@ class RunSettings:
     """Bounds agent calls in flight across cases and trials (created on the runner's loop)."""
     repeat: int | None = None
     """Trials per case for every case (``--agent-eval-repeat``), instead of each case's ``repeat``."""
+    inline: bool = False
+    """Blocking calls without a timeout run in the loop's own thread: set when the loop runs one case at a time."""
 
 
 @dataclass
@@ -114,7 +117,8 @@ async def _call(case: Case, agent: Agent, query: str, context: dict[str, Any], s
     async with settings.limit if settings.limit is not None else contextlib.nullcontext():
         start = time.perf_counter()
         try:
-            raw = await asyncio.wait_for(invoke(agent, query, context), timeout)
+            call = invoke(agent, query, context, inline=settings.inline and timeout is None)
+            raw = await asyncio.wait_for(call, timeout)
         except (asyncio.TimeoutError, TimeoutError):
             return RunRecord(
                 latency_s=time.perf_counter() - start,
@@ -175,10 +179,13 @@ async def run_trial(case: Case, agent: Agent, settings: RunSettings) -> TrialRes
     reasons = list(violations)
     if run.error:
         return TrialResult(run, turn_results, False, 0.0, [run.error, *reasons], violations)
-    if _USER_CODE_CHECKS & case.expect.keys() or settings.checks.uses_llm(case.expect):  # may block: off the loop
-        results = await run_in_thread(evaluate, run, case.expect, ctx, settings.checks)
-    else:
-        results = evaluate(run, case.expect, ctx, settings.checks)
+    args = (run, case.expect, ctx, settings.checks)
+    if not (_USER_CODE_CHECKS & case.expect.keys() or settings.checks.uses_llm(case.expect)):
+        results = evaluate(*args)
+    elif settings.inline:
+        results = outside_loop(evaluate, *args)
+    else:  # may block: off the loop
+        results = await in_thread(evaluate, *args)
     results = turn_results + results
     score = weighted_score(results, case.weights)
     if case.min_score is not None:
@@ -226,6 +233,32 @@ async def run_case(case: Case, agent: Agent, settings: RunSettings) -> CaseResul
     return CaseResult(case, trials, rate >= case.min_pass_rate, score, rate)
 
 
+class InlineLoop:
+    """An event loop in the calling (main) thread that runs one case at a time: no hand-off between threads.
+
+    For concurrency 1. A signal (Ctrl-C, pytest-timeout) lands in the running case itself.
+    """
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+
+    def run(self, coro: Coroutine[Any, Any, T]) -> T:
+        task = self.loop.create_task(coro)
+        try:
+            return self.loop.run_until_complete(task)
+        except BaseException:
+            if not task.done():  # interrupted while the case was waiting: stop it before going on
+                task.cancel()
+                with contextlib.suppress(BaseException):
+                    self.loop.run_until_complete(task)
+            raise
+
+    def close(self) -> None:
+        with contextlib.suppress(RuntimeError):
+            self.loop.run_until_complete(_cancel_pending())
+        self.loop.close()
+
+
 class LoopThread:
     """A background event loop that runs case coroutines while pytest runs items in the main thread."""
 
@@ -236,6 +269,10 @@ class LoopThread:
 
     def submit(self, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
         return asyncio.run_coroutine_threadsafe(coro, self.loop)
+
+    def run(self, coro: Coroutine[Any, Any, T]) -> T:
+        """Run ``coro`` on the loop and wait for it here."""
+        return wait(self.submit(coro))
 
     def semaphore(self, limit: int) -> asyncio.Semaphore:
         """A semaphore bound to this loop."""
@@ -249,6 +286,15 @@ class LoopThread:
         self._thread.join(timeout=5)
         if not self._thread.is_alive():
             self.loop.close()
+
+
+def wait(future: concurrent.futures.Future[T]) -> T:
+    """The future's result; when the wait is interrupted (Ctrl-C, pytest-timeout), its case is stopped too."""
+    try:
+        return future.result()
+    except BaseException:
+        future.cancel()
+        raise
 
 
 async def _cancel_pending() -> None:

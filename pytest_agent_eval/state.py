@@ -13,7 +13,7 @@ from pytest_agent_eval.cases.model import Case
 from pytest_agent_eval.checks import CheckRegistry, builtin_registry
 from pytest_agent_eval.llm import LLM
 from pytest_agent_eval.options import Settings
-from pytest_agent_eval.runner import LoopThread, RecorderFactory, RunSettings
+from pytest_agent_eval.runner import InlineLoop, LoopThread, RecorderFactory, RunSettings
 
 if TYPE_CHECKING:
     from pytest_agent_eval.scheduler import Scheduler
@@ -29,6 +29,7 @@ class EvalSession:
         self._checks: CheckRegistry | None = None
         self._dialects: DialectRegistry | None = None
         self._loop: LoopThread | None = None
+        self._runner: InlineLoop | LoopThread | None = None
         self._marks: dict[str, pytest.MarkDecorator] = {}
         self._parse_cache: ParseCache | None = None
         self._limit: asyncio.Semaphore | None = None
@@ -61,6 +62,15 @@ class EvalSession:
             self._loop = LoopThread()
         return self._loop
 
+    @property
+    def runner(self) -> InlineLoop | LoopThread:
+        """Where a case runs when its item's turn comes: in this thread at concurrency 1 (unless an event loop
+        already runs here), else on the background loop, beside the cases started early."""
+        if self._runner is None:
+            serial = self.settings.concurrency == 1 and asyncio.events._get_running_loop() is None
+            self._runner = InlineLoop() if serial else self.loop
+        return self._runner
+
     def marker(self, name: str) -> pytest.MarkDecorator:
         """The mark for tag ``name``, registered first (so ``--strict-markers`` accepts tags)."""
         mark = self._marks.get(name)
@@ -73,8 +83,9 @@ class EvalSession:
 
     def run_settings(self, case: Case, llm: LLM | None, recorder: RecorderFactory | None) -> RunSettings:
         """What running ``case`` needs: checks, timeout, the LLM, tool-mock recorder and the concurrency limit."""
+        inline = isinstance(self.runner, InlineLoop)
         if self._limit is None:
-            self._limit = self.loop.semaphore(self.settings.concurrency)
+            self._limit = asyncio.Semaphore(1) if inline else self.loop.semaphore(self.settings.concurrency)
         return RunSettings(
             checks=self.checks,
             default_timeout=self.settings.timeout,
@@ -82,6 +93,7 @@ class EvalSession:
             recorder=recorder,
             limit=self._limit,
             repeat=self.settings.repeat,
+            inline=inline,
         )
 
     def scheduler(self, session: pytest.Session) -> Scheduler | None:
@@ -96,6 +108,9 @@ class EvalSession:
         if self._scheduler is not None:
             self._scheduler.close()
             self._scheduler = None
+        if isinstance(self._runner, InlineLoop):
+            self._runner.close()
+        self._runner = None
         if self._loop is not None:
             self._loop.close()
             self._loop = None

@@ -51,6 +51,19 @@ def hang(query, context):
 
 async def ahang(query, context):
     await asyncio.sleep(30)
+
+async def _answer(query):
+    await asyncio.sleep(0)
+    return f"own loop {query}"
+
+def runs_own_loop(query, context):
+    return asyncio.run(_answer(query))
+
+loops = set()
+
+async def one_loop(query, context):
+    loops.add(id(asyncio.get_running_loop()))
+    return f"loops seen {len(loops)}"
 """
 
 
@@ -227,6 +240,16 @@ def test_pytest_timeout_still_works_as_a_backstop(agents: pytest.Pytester) -> No
     result = agents.runpytest_subprocess("--timeout", "1", "-p", "no:cacheprovider")
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(["FAILED eval_t.yaml::stuck - Failed: Timeout (>1.0s) from pytest-timeout."])
+
+
+@pytest.mark.parametrize("concurrency", ["1", "4"])
+def test_sync_agent_may_run_its_own_loop_and_async_agents_share_one(agents: pytest.Pytester, concurrency: str) -> None:
+    cases = "".join(f"  - {{id: c{i}, input: q{i}, expect: {{equals: own loop q{i}}}}}\n" for i in range(6))
+    agents.makefile(".yaml", eval_own=f"agent: agents_mod:runs_own_loop\ncases:\n{cases}")
+    cases = "".join(f"  - {{id: a{i}, input: q, expect: {{equals: loops seen 1}}}}\n" for i in range(6))
+    agents.makefile(".yaml", eval_one=f"agent: agents_mod:one_loop\ncases:\n{cases}")
+    result = agents.runpytest("--agent-eval-concurrency", concurrency)
+    result.assert_outcomes(passed=12)
 
 
 def test_no_agent_says_how_to_provide_one(evals: pytest.Pytester) -> None:

@@ -1,0 +1,78 @@
+"""Blocking calls (sync agents, custom checks, LLM judges) made from the runner's event loop.
+
+``in_thread`` runs the call in a reused daemon thread, so the loop goes on with other cases and a hung call can
+be abandoned at its timeout. ``outside_loop`` runs it in the loop's own thread, for when the loop has nothing
+else to do (concurrency 1, no timeout): no hand-off between threads, which dominates fast calls.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import contextvars
+import queue
+import threading
+from collections.abc import Callable
+from typing import Any
+
+
+class _Workers:
+    """Daemon threads that take blocking calls one at a time; one more starts when every thread is busy.
+
+    Threads are kept for the process: a hung call keeps its own thread, and never blocks exit.
+    """
+
+    def __init__(self) -> None:
+        self._jobs: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._idle = 0
+
+    def submit(self, job: Callable[[], None]) -> None:
+        with self._lock:
+            start = self._idle == 0
+            if not start:
+                self._idle -= 1  # that thread is reserved for this job
+        self._jobs.put(job)
+        if start:
+            threading.Thread(target=self._work, name="agent-eval-call", daemon=True).start()
+
+    def _work(self) -> None:
+        while True:
+            self._jobs.get()()
+            with self._lock:
+                self._idle += 1
+
+
+_WORKERS = _Workers()
+
+
+async def in_thread(func: Callable[..., Any], *args: Any) -> Any:
+    """Run a blocking call in a worker thread, in a copy of the caller's context; await its result."""
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[Any] = loop.create_future()
+    ctx = contextvars.copy_context()
+
+    def settle(ok: bool, value: Any) -> None:
+        if not future.done():
+            future.set_result(value) if ok else future.set_exception(value)
+
+    def job() -> None:
+        try:
+            outcome: tuple[bool, Any] = (True, ctx.run(func, *args))
+        except BaseException as exc:  # handed to the awaiting task
+            outcome = (False, exc)
+        with contextlib.suppress(RuntimeError):  # the loop closed while a timed-out call was still running
+            loop.call_soon_threadsafe(settle, *outcome)
+
+    _WORKERS.submit(job)
+    return await future
+
+
+def outside_loop(func: Callable[..., Any], *args: Any) -> Any:
+    """Call ``func`` in this thread as if no event loop ran here, so it may run its own (``asyncio.run``)."""
+    running = asyncio.events._get_running_loop()
+    asyncio.events._set_running_loop(None)
+    try:
+        return func(*args)
+    finally:
+        asyncio.events._set_running_loop(running)
