@@ -2,24 +2,17 @@
 
 from __future__ import annotations
 
-import fnmatch
-from collections.abc import Coroutine, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, NoReturn
 
 import pytest
 
-from pytest_agent_eval.agents import Agent, as_agent, resolve
-from pytest_agent_eval.cases.document import JSON_SUFFIXES, YAML_SUFFIXES
 from pytest_agent_eval.cases.errors import EvalFileError, EvalFileErrors
 from pytest_agent_eval.cases.load import load_file
 from pytest_agent_eval.cases.model import Case
-from pytest_agent_eval.fixtures import case_recorder
-from pytest_agent_eval.imports import ImportRefError
-from pytest_agent_eval.mocks import MockConfigError
-from pytest_agent_eval.report.failure import PASSING
-from pytest_agent_eval.runner import CaseResult, RecorderFactory, run_case, wait
 from pytest_agent_eval.state import get_state
+from pytest_agent_eval.stopping import STOPS
 
 # Tags with these names would change how a case runs if they became markers; they stay keywords (-k).
 RESERVED_TAGS = frozenset(
@@ -29,13 +22,6 @@ RESERVED_TAGS = frozenset(
         "repeat", "django_db", "agent_eval",
     }
 )  # fmt: skip
-
-
-def is_eval_file(path: Path, patterns: tuple[str, ...], explicit: bool) -> bool:
-    """Collected when the name matches an ``agent_eval_files`` pattern, or a YAML/JSON file is named on the CLI."""
-    if path.suffix.lower() not in YAML_SUFFIXES + JSON_SUFFIXES:
-        return False
-    return explicit or any(fnmatch.fnmatch(path.name, p) for p in patterns)
 
 
 class EvalFile(pytest.File):
@@ -88,9 +74,11 @@ def _relative(message: str, config: pytest.Config) -> str:
 
 def agent_eval_case(request: pytest.FixtureRequest) -> None:
     """Runs one eval case (the test function behind every eval item)."""
+    from pytest_agent_eval.execute import run_item  # the runner loads with the first case run, not at collection
+
     item = request.node
     assert isinstance(item, EvalItem)
-    item.run_case(request)
+    run_item(item, request)
 
 
 class EvalItem(pytest.Function):
@@ -112,6 +100,8 @@ class EvalItem(pytest.Function):
             self.add_marker(pytest.mark.xfail(reason=case.xfail))
         if case.description:
             self.extra_keyword_matches.add(case.description)
+        if case.stop_on_failure:
+            self.stash[STOPS] = True
 
     def reportinfo(self) -> tuple[Path, int, str]:
         return (
@@ -122,84 +112,9 @@ class EvalItem(pytest.Function):
 
     def setup(self) -> None:
         if self.case.error:  # an invalid case errors at setup, so it reads as ERROR, not FAILED
-            self._fail(self.case.error)
+            self.fail(self.case.error)
         super().setup()
 
-    def _fail(self, message: str) -> NoReturn:
+    def fail(self, message: str) -> NoReturn:
         """Fail with ``message`` alone: no traceback into the plugin."""
         pytest.fail(_relative(message, self.config), pytrace=False)
-
-    def _agent(self, request: pytest.FixtureRequest) -> Agent:
-        state = get_state(self.config)
-        ref = state.settings.agent or self.case.agent
-        if ref:
-            line = None if state.settings.agent else self.case.agent_line
-            try:
-                return resolve(ref, state.agent_instances)
-            except (ImportRefError, TypeError) as exc:
-                source = "--agent" if state.settings.agent else f"{self.case.path}:{line}"
-                self._fail(f"{source}: agent {ref!r}: {exc}")
-        try:
-            value = request.getfixturevalue("agent")
-        except pytest.FixtureLookupError:
-            self._fail(
-                f"{self.case.location}: no agent for case {self.case.id}: set `agent: module:function` in the "
-                "file, pass --agent module:function, or define an `agent` fixture in conftest.py"
-            )
-        try:
-            return as_agent(value, "agent fixture")
-        except TypeError as exc:
-            self._fail(f"{self.case.location}: the `agent` fixture: {exc}")
-
-    def run_case(self, request: pytest.FixtureRequest) -> None:
-        state = get_state(self.config)
-        scheduler = state.scheduler(self.session)
-        if scheduler is None:
-            result = state.runner.run(self._prepare(request))
-        else:
-            # started early, or now from this item's own fixtures; then the next cases start while this one runs
-            future = scheduler.take(self) or state.loop.submit(self._prepare(request))
-            scheduler.prefetch(self, state.run_settings)
-            result = wait(future)
-        self._record_properties(result)
-        self.ihook.pytest_agent_eval_case_result(item=self, result=result)
-        if result.passed and result.unscored:  # a pass with nothing scored would be a made-up verdict
-            names = ", ".join(dict.fromkeys(c.name for c in result.unscored))
-            reason = f"nothing scored ({names}): {result.unscored[0].message}"
-            raise pytest.skip.Exception(reason, _use_item_location=True)  # reported at the case's line
-        if not result.passed:
-            explanations = self.ihook.pytest_assertrepr_compare(config=self.config, op="==", left=result, right=PASSING)
-            lines = next((e for e in explanations if e), None) or [f"case {self.case.id} failed"]
-            self._fail("\n".join(lines))
-
-    def _prepare(self, request: pytest.FixtureRequest) -> Coroutine[Any, Any, CaseResult]:
-        """The case's run, with its agent, LLM and tool mocks from this item's fixtures."""
-        state = get_state(self.config)
-        scheduler = state.scheduler(self.session)
-        agent = self._agent(request)
-        llm = None
-        if state.checks.uses_llm(self.case.expect):
-            llm = request.getfixturevalue("agent_eval_llm")
-            if scheduler is not None:
-                scheduler.llm = llm
-        try:
-            recorder: RecorderFactory | MockConfigError = case_recorder(request, self.case)
-        except MockConfigError as exc:
-            recorder = exc
-        if isinstance(recorder, MockConfigError):  # failed outside `except`: no "During handling..." in the report
-            self._fail(str(recorder))
-        if scheduler is not None and not (state.settings.agent or self.case.agent):
-            scheduler.remember_fixture_agent(self, agent)
-        return run_case(self.case, agent, state.run_settings(self.case, llm, recorder))
-
-    def _record_properties(self, result: CaseResult) -> None:
-        run = result.first.run
-        props = [
-            ("score", f"{result.score:.3f}"),
-            ("tools_called", ", ".join(run.tool_names)),
-            ("latency_s", f"{run.latency_s:.3f}"),
-            ("location", f"{self.location[0]}:{self.case.line}"),
-        ]
-        if len(result.trials) > 1:
-            props.append(("passes", f"{result.passes}/{len(result.trials)}"))
-        self.user_properties.extend(props)

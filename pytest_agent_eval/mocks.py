@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, Union, cast
 from pytest_agent_eval.agents import decode_args
 from pytest_agent_eval.cases.document import read_document
 from pytest_agent_eval.cases.errors import EvalFileError, did_you_mean
+from pytest_agent_eval.cases.model import UNMOCKED_MODES
 from pytest_agent_eval.checks.tools import mismatches
 from pytest_agent_eval.imports import ImportRefError, import_object
 from pytest_agent_eval.record import ToolCall
@@ -42,7 +43,6 @@ if TYPE_CHECKING:
     from pytest_agent_eval.cases.model import Case
 
 T = TypeVar("T")
-UNMOCKED_MODES = ("strict", "default", "passthrough")
 _FORM_KEYS = frozenset({"return", "sequence", "raise", "when", "default", "call"})
 _FRAMEWORK_ARGS = frozenset({"run_manager", "callbacks", "config"})  # what LangChain adds to a tool's own args
 _MARK = "__agent_eval_tool__"  # set on stand-ins: the tool name they answer for

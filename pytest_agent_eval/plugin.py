@@ -4,16 +4,17 @@ from __future__ import annotations
 
 from collections.abc import Generator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from pytest_agent_eval import hookspecs, options, stopping
-from pytest_agent_eval.collect import EvalFile, is_eval_file
 from pytest_agent_eval.fixtures import agent_eval_case, agent_eval_llm, tool_mocks  # noqa: F401 - the plugin's fixtures
 from pytest_agent_eval.report.failure import Passing, failure_lines
-from pytest_agent_eval.runner import CaseResult
 from pytest_agent_eval.state import STATE, EvalSession, get_state
+
+if TYPE_CHECKING:
+    from pytest_agent_eval.collect import EvalFile
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
@@ -36,13 +37,15 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> EvalFile | None:
     settings = get_state(parent.config).settings
-    if is_eval_file(file_path, settings.file_patterns, parent.session.isinitpath(file_path)):
+    if options.is_eval_file(file_path, settings.file_patterns, parent.session.isinitpath(file_path)):
+        from pytest_agent_eval.collect import EvalFile  # the engine loads with the first eval file
+
         return EvalFile.from_parent(parent, path=file_path)
     return None
 
 
 def pytest_assertrepr_compare(config: pytest.Config, op: str, left: Any, right: Any) -> list[str] | None:
-    if op == "==" and isinstance(left, CaseResult) and isinstance(right, Passing):
+    if op == "==" and isinstance(right, Passing):  # only eval items compare with PASSING: left is a CaseResult
         return failure_lines(left, config.get_verbosity())
     return None
 

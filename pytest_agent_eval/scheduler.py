@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 from pytest_agent_eval.agents import Agent, resolve
+from pytest_agent_eval.case_mocks import session_responses
 from pytest_agent_eval.cases.model import Case
-from pytest_agent_eval.fixtures import session_responses
 from pytest_agent_eval.llm import LLM
 from pytest_agent_eval.mocks import MockConfigError, MockPlan, ToolMocks
 from pytest_agent_eval.runner import CaseResult, RecorderFactory, RunSettings, run_case

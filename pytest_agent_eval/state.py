@@ -2,20 +2,22 @@
 
 from __future__ import annotations
 
-import asyncio
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_agent_eval.cases.cache import ParseCache
-from pytest_agent_eval.cases.load import DialectRegistry, builtin_dialects
-from pytest_agent_eval.cases.model import Case
-from pytest_agent_eval.checks import CheckRegistry, builtin_registry
-from pytest_agent_eval.llm import LLM
 from pytest_agent_eval.options import Settings
-from pytest_agent_eval.runner import InlineLoop, LoopThread, RecorderFactory, RunSettings
 
+# The engine (formats, checks, the runner) loads with the first eval file: a session without any pays nothing.
 if TYPE_CHECKING:
+    import asyncio
+
+    from pytest_agent_eval.cases.cache import ParseCache
+    from pytest_agent_eval.cases.load import DialectRegistry
+    from pytest_agent_eval.cases.model import Case
+    from pytest_agent_eval.checks import CheckRegistry
+    from pytest_agent_eval.llm import LLM
+    from pytest_agent_eval.runner import InlineLoop, LoopThread, RecorderFactory, RunSettings
     from pytest_agent_eval.scheduler import Scheduler
 
 
@@ -38,6 +40,8 @@ class EvalSession:
     @property
     def checks(self) -> CheckRegistry:
         if self._checks is None:
+            from pytest_agent_eval.checks import builtin_registry
+
             self._checks = builtin_registry()
             self.config.hook.pytest_agent_eval_register_checks(registry=self._checks)
         return self._checks
@@ -45,6 +49,8 @@ class EvalSession:
     @property
     def dialects(self) -> DialectRegistry:
         if self._dialects is None:
+            from pytest_agent_eval.cases.load import builtin_dialects
+
             self._dialects = builtin_dialects()
             self.config.hook.pytest_agent_eval_register_dialects(registry=self._dialects)
         return self._dialects
@@ -53,12 +59,16 @@ class EvalSession:
     def parse_cache(self) -> ParseCache | None:
         """The YAML parse cache in pytest's cache directory (none under ``-p no:cacheprovider``)."""
         if self._parse_cache is None and getattr(self.config, "cache", None) is not None:
+            from pytest_agent_eval.cases.cache import ParseCache
+
             self._parse_cache = ParseCache(self.config.cache.mkdir("agent_eval_parsed"))
         return self._parse_cache
 
     @property
     def loop(self) -> LoopThread:
         if self._loop is None:
+            from pytest_agent_eval.runner import LoopThread
+
             self._loop = LoopThread()
         return self._loop
 
@@ -67,8 +77,14 @@ class EvalSession:
         """Where a case runs when its item's turn comes: in this thread at concurrency 1 (unless an event loop
         already runs here), else on the background loop, beside the cases started early."""
         if self._runner is None:
-            serial = self.settings.concurrency == 1 and asyncio.events._get_running_loop() is None
-            self._runner = InlineLoop() if serial else self.loop
+            import asyncio
+
+            from pytest_agent_eval.runner import InlineLoop
+
+            if self.settings.concurrency == 1 and asyncio.events._get_running_loop() is None:
+                self._runner, self._limit = InlineLoop(), asyncio.Semaphore(1)
+            else:
+                self._runner, self._limit = self.loop, self.loop.semaphore(self.settings.concurrency)
         return self._runner
 
     def marker(self, name: str) -> pytest.MarkDecorator:
@@ -83,9 +99,9 @@ class EvalSession:
 
     def run_settings(self, case: Case, llm: LLM | None, recorder: RecorderFactory | None) -> RunSettings:
         """What running ``case`` needs: checks, timeout, the LLM, tool-mock recorder and the concurrency limit."""
-        inline = isinstance(self.runner, InlineLoop)
-        if self._limit is None:
-            self._limit = asyncio.Semaphore(1) if inline else self.loop.semaphore(self.settings.concurrency)
+        from pytest_agent_eval.runner import RunSettings
+
+        runner = self.runner
         return RunSettings(
             checks=self.checks,
             default_timeout=self.settings.timeout,
@@ -93,7 +109,7 @@ class EvalSession:
             recorder=recorder,
             limit=self._limit,
             repeat=self.settings.repeat,
-            inline=inline,
+            inline=runner is not self._loop,
         )
 
     def scheduler(self, session: pytest.Session) -> Scheduler | None:
@@ -108,7 +124,7 @@ class EvalSession:
         if self._scheduler is not None:
             self._scheduler.close()
             self._scheduler = None
-        if isinstance(self._runner, InlineLoop):
+        if self._runner is not None and self._runner is not self._loop:  # the inline loop
             self._runner.close()
         self._runner = None
         if self._loop is not None:

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import jsonschema  # noqa: F401
 import pytest
 from agent_sources import SCRIPTED_AGENT
+
+# The plugin imports its runner and jsonschema lazily (start-up time). Imported here once, so that pytester's
+# in-process runs find them loaded instead of importing them anew for every run.
+import pytest_agent_eval.execute  # noqa: F401
 
 
 @pytest.fixture

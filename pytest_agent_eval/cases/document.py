@@ -15,6 +15,8 @@ import yaml
 from pytest_agent_eval.cases.cache import ParseCache
 from pytest_agent_eval.cases.errors import EvalFileError
 
+# yaml is not imported lazily: once pytester's in-process runs drop it from sys.modules, a re-imported PyYAML's C
+# loader constructs nothing ("could not determine a constructor for the tag None").
 try:  # the C loader is several times faster; fall back where libyaml is missing
     _Loader: type[yaml.SafeLoader] = yaml.CSafeLoader  # type: ignore[assignment]
 except AttributeError:  # pragma: no cover - depends on the PyYAML build

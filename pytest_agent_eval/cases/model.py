@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+UNMOCKED_MODES = ("strict", "default", "passthrough")
+"""What a case's ``unmocked_tools`` may be: what a call to a tool without a mocked response does."""
 ID_RE = re.compile(r"^[A-Za-z0-9_-]+$")
 _SLUG_RE = re.compile(r"[^A-Za-z0-9_-]+")
 

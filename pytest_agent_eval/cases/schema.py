@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Any
-
-import jsonschema
-from jsonschema import Draft202012Validator
+from typing import TYPE_CHECKING, Any
 
 from pytest_agent_eval.cases import quickcheck
 from pytest_agent_eval.cases.document import Document, PathKey
 from pytest_agent_eval.cases.errors import EvalFileError, did_you_mean
 from pytest_agent_eval.checks import CheckRegistry
+
+if TYPE_CHECKING:  # jsonschema is imported only to explain invalid data: the fast check answers the rest
+    import jsonschema
 
 SCHEMA_ID = "https://pytest-agent-eval.readthedocs.io/schema/native.json"
 UNMOCKED = {"enum": ["strict", "default", "passthrough"]}
@@ -98,7 +98,9 @@ def native_schema(registry: CheckRegistry) -> dict[str, Any]:
 
 
 @lru_cache(maxsize=8)
-def _validator(registry: CheckRegistry) -> Draft202012Validator:
+def _validator(registry: CheckRegistry) -> jsonschema.Draft202012Validator:
+    from jsonschema import Draft202012Validator
+
     schema = native_schema(registry)
     return Draft202012Validator(schema, format_checker=Draft202012Validator.FORMAT_CHECKER)
 
@@ -146,6 +148,8 @@ def _explain(err: jsonschema.ValidationError, key: PathKey, registry: CheckRegis
     if err.validator == "anyOf" and schema.get("anyOf") == [{"required": ["input"]}, {"required": ["turns"]}]:
         return [(key, f"{where}: a case needs `input` (or `turns` for a conversation)")]
     if err.validator in ("oneOf", "anyOf") and err.context:
-        best = jsonschema.exceptions.best_match(err.context)
+        from jsonschema.exceptions import best_match
+
+        best = best_match(err.context)
         return [(key, f"{where}: {best.message}")]
     return [(key, f"{where}: {err.message}")]

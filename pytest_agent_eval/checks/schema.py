@@ -5,8 +5,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import jsonschema
-
 from pytest_agent_eval.checks.base import CheckContext, CheckRegistry, CheckResult
 from pytest_agent_eval.record import RunRecord
 
@@ -31,6 +29,8 @@ def output_schema(run: RunRecord, spec: Any, ctx: CheckContext) -> CheckResult:
             actual=run.output[:200],
             message=f"output is not JSON: {exc}",
         )
+    import jsonschema  # imported when an output_schema check first runs (it costs start-up time)
+
     validator = jsonschema.validators.validator_for(spec)(spec)
     errors = sorted(validator.iter_errors(data), key=lambda e: list(e.absolute_path))
     detail = [f"at ${''.join(f'[{p!r}]' for p in e.absolute_path)}: {e.message}" for e in errors]

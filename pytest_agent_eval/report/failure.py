@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import pprint
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pytest_agent_eval.checks.tools import calls_table
-from pytest_agent_eval.runner import CaseResult, TrialResult
+
+if TYPE_CHECKING:
+    from pytest_agent_eval.runner import CaseResult, TrialResult
 
 _INDENT = "    "
 

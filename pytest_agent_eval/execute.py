@@ -1,0 +1,100 @@
+"""Running one eval item: its agent and fixtures, its case on the runner, and the verdict as pytest reports it."""
+
+from __future__ import annotations
+
+from collections.abc import Coroutine
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from pytest_agent_eval.agents import Agent, as_agent, resolve
+from pytest_agent_eval.case_mocks import case_recorder
+from pytest_agent_eval.imports import ImportRefError
+from pytest_agent_eval.mocks import MockConfigError
+from pytest_agent_eval.report.failure import PASSING
+from pytest_agent_eval.runner import CaseResult, RecorderFactory, run_case, wait
+from pytest_agent_eval.state import get_state
+
+if TYPE_CHECKING:
+    from pytest_agent_eval.collect import EvalItem
+
+
+def run_item(item: EvalItem, request: pytest.FixtureRequest) -> None:
+    """Run the item's case (or wait for it, if it started early) and pass, skip or fail the item."""
+    state = get_state(item.config)
+    scheduler = state.scheduler(item.session)
+    if scheduler is None:
+        result = state.runner.run(_prepare(item, request))
+    else:
+        # started early, or now from this item's own fixtures; then the next cases start while this one runs
+        future = scheduler.take(item) or state.loop.submit(_prepare(item, request))
+        scheduler.prefetch(item, state.run_settings)
+        result = wait(future)
+    _record_properties(item, result)
+    item.ihook.pytest_agent_eval_case_result(item=item, result=result)
+    if result.passed and result.unscored:  # a pass with nothing scored would be a made-up verdict
+        names = ", ".join(dict.fromkeys(c.name for c in result.unscored))
+        reason = f"nothing scored ({names}): {result.unscored[0].message}"
+        raise pytest.skip.Exception(reason, _use_item_location=True)  # reported at the case's line
+    if not result.passed:
+        explanations = item.ihook.pytest_assertrepr_compare(config=item.config, op="==", left=result, right=PASSING)
+        lines = next((e for e in explanations if e), None) or [f"case {item.case.id} failed"]
+        item.fail("\n".join(lines))
+
+
+def _agent(item: EvalItem, request: pytest.FixtureRequest) -> Agent:
+    """The agent: ``--agent``, else the file's ``agent:``, else the ``agent`` fixture."""
+    state = get_state(item.config)
+    case = item.case
+    ref = state.settings.agent or case.agent
+    if ref:
+        try:
+            return resolve(ref, state.agent_instances)
+        except (ImportRefError, TypeError) as exc:
+            source = "--agent" if state.settings.agent else f"{case.path}:{case.agent_line}"
+            item.fail(f"{source}: agent {ref!r}: {exc}")
+    try:
+        value = request.getfixturevalue("agent")
+    except pytest.FixtureLookupError:
+        item.fail(
+            f"{case.location}: no agent for case {case.id}: set `agent: module:function` in the "
+            "file, pass --agent module:function, or define an `agent` fixture in conftest.py"
+        )
+    try:
+        return as_agent(value, "agent fixture")
+    except TypeError as exc:
+        item.fail(f"{case.location}: the `agent` fixture: {exc}")
+
+
+def _prepare(item: EvalItem, request: pytest.FixtureRequest) -> Coroutine[Any, Any, CaseResult]:
+    """The case's run, with its agent, LLM and tool mocks from the item's fixtures."""
+    state = get_state(item.config)
+    scheduler = state.scheduler(item.session)
+    agent = _agent(item, request)
+    llm = None
+    if state.checks.uses_llm(item.case.expect):
+        llm = request.getfixturevalue("agent_eval_llm")
+        if scheduler is not None:
+            scheduler.llm = llm
+    try:
+        recorder: RecorderFactory | MockConfigError = case_recorder(request, item.case)
+    except MockConfigError as exc:
+        recorder = exc
+    if isinstance(recorder, MockConfigError):  # failed outside `except`: no "During handling..." in the report
+        item.fail(str(recorder))
+    if scheduler is not None and not (state.settings.agent or item.case.agent):
+        scheduler.remember_fixture_agent(item, agent)
+    return run_case(item.case, agent, state.run_settings(item.case, llm, recorder))
+
+
+def _record_properties(item: EvalItem, result: CaseResult) -> None:
+    run = result.first.run
+    props = [
+        ("score", f"{result.score:.3f}"),
+        ("tools_called", ", ".join(run.tool_names)),
+        ("latency_s", f"{run.latency_s:.3f}"),
+        ("location", f"{item.location[0]}:{item.case.line}"),
+    ]
+    if len(result.trials) > 1:
+        props.append(("passes", f"{result.passes}/{len(result.trials)}"))
+    item.user_properties.extend(props)
