@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import gc
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, NoReturn
@@ -27,7 +29,13 @@ RESERVED_TAGS = frozenset(
 class EvalFile(pytest.File):
     """A YAML or JSON file of eval cases."""
 
-    def collect(self) -> Iterator[pytest.Item]:
+    def collect(self) -> list[pytest.Item]:
+        # A large file makes ~10 long-lived objects per case: the cyclic GC would scan them over and over while
+        # they are made, and find nothing to free (about a third of collection time at 10,000 cases).
+        with _gc_paused():
+            return list(self._items())
+
+    def _items(self) -> Iterator[pytest.Item]:
         state = get_state(self.config)
         try:
             loaded = load_file(self.path, state.checks, state.dialects, cache=state.parse_cache)
@@ -43,6 +51,18 @@ class EvalFile(pytest.File):
             item = EvalItem.from_parent(self, name=case.id, case=case, fixtureinfo=fixtureinfo)
             fixtureinfo = item._fixtureinfo
             yield item
+
+
+@contextlib.contextmanager
+def _gc_paused() -> Iterator[None]:
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
 
 
 class FileProblem(pytest.Item):

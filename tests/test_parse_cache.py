@@ -52,3 +52,12 @@ def test_values_marshal_cannot_hold_are_parsed_each_time(evals: pytest.Pytester)
     evals.runpytest().assert_outcomes(passed=1, failed=1)
     evals.runpytest().assert_outcomes(passed=1, failed=1)
     assert cache_entries(evals) == []
+
+
+def test_positions_inside_a_case_survive_the_cache(evals: pytest.Pytester) -> None:
+    evals.makefile(".yaml", eval_deep="agent: scripted:run\ncases:\n  - id: typo\n    input: x\n    expect:\n      contans: [x]\n")
+    for _ in range(2):  # parsed, then read from the cache
+        result = evals.runpytest()
+        result.assert_outcomes(errors=1)
+        result.stdout.fnmatch_lines(["*eval_deep.yaml:6: unknown check 'contans'*"])
+    assert len(cache_entries(evals)) == 1

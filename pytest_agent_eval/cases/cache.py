@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 # Part of every key: a new Python (marshal format) or plugin version never reads an old entry.
-_SALT = f"{sys.version_info[:2]}-{marshal.version}-1".encode()
+_SALT = f"{sys.version_info[:2]}-{marshal.version}-2".encode()
 
 
 class ParseCache:
@@ -29,18 +29,18 @@ class ParseCache:
         digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=20, key=_SALT[:64]).hexdigest()
         return self.directory / f"{digest}.marshal"
 
-    def get(self, text: str) -> tuple[Any, dict[Any, int]] | None:
-        """The cached ``(data, lines)`` for this content, or ``None``."""
+    def get(self, text: str) -> tuple[Any, ...] | None:
+        """The entry stored for this content, or ``None``."""
         try:
-            data, lines = marshal.loads(self._entry(text).read_bytes())
+            entry = marshal.loads(self._entry(text).read_bytes())
         except (OSError, ValueError, EOFError, TypeError):
             return None
-        return data, lines
+        return entry if isinstance(entry, tuple) else None
 
-    def put(self, text: str, data: Any, lines: dict[Any, int]) -> None:
+    def put(self, text: str, entry: tuple[Any, ...]) -> None:
         """Store an entry atomically; values marshal cannot hold (e.g. YAML timestamps) are not cached."""
         try:
-            blob = marshal.dumps((data, lines))
+            blob = marshal.dumps(entry)
         except ValueError:
             return
         try:

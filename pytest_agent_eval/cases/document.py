@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import bisect
+import contextlib
 import json
-import re
+import marshal
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,6 +29,8 @@ JSON_SUFFIXES = (".json",)
 # with the C decoder; positions inside a case are found only when a message needs them.
 _YAML_DEPTH = 5
 _JSON_DEPTH = 2
+# Cached YAML documents decode lines this deep at once (a case's own line), the rest on demand.
+_SHALLOW = 2
 
 
 @dataclass
@@ -66,11 +68,27 @@ def read_document(path: Path, text: str | None = None, cache: ParseCache | None 
     if path.suffix.lower() in JSON_SUFFIXES:
         return _read_json(path, text)
     cached = cache.get(text) if cache is not None else None
-    if cached is not None:
-        return Document(path, cached[0], cached[1])
+    if cached is not None and len(cached) == 3:
+        return _cached_document(path, *cached)
     doc = _read_yaml(path, text)
     if cache is not None:
-        cache.put(text, doc.data, doc.lines)
+        shallow = {k: v for k, v in doc.lines.items() if len(k) <= _SHALLOW}
+        deep = {k: v for k, v in doc.lines.items() if len(k) > _SHALLOW}
+        with contextlib.suppress(ValueError):  # e.g. YAML timestamps: marshal cannot hold them, the cache skips them
+            cache.put(text, (doc.data, shallow, marshal.dumps(deep)))
+    return doc
+
+
+def _cached_document(path: Path, data: Any, shallow: dict[PathKey, int], deep: bytes) -> Document:
+    """A document from the parse cache: lines below the cases are decoded only when a message needs them."""
+    doc = Document(path, data, shallow)
+
+    def locate(key: PathKey) -> None:
+        if len(key) > _SHALLOW:
+            doc.locate = None
+            doc.lines.update(marshal.loads(deep))
+
+    doc.locate = locate
     return doc
 
 
@@ -122,21 +140,32 @@ def _read_json(path: Path, text: str) -> Document:
         ) from exc
     except RecursionError as exc:
         raise EvalFileError(path, None, "JSON nested too deeply") from exc
-    doc = Document(path, data)
-    doc.lines = {k: reader.line_of(off) for k, off in reader.offsets.items()}
-    shallow = dict(reader.offsets)
+    doc = Document(path, data, _lines_at(text, reader.offsets))
+    shallow = reader.offsets
     located: set[PathKey] = set()
 
     def locate(key: PathKey) -> None:
         prefix = key[:_JSON_DEPTH]
         if len(prefix) == _JSON_DEPTH and prefix in shallow and prefix not in located:
             located.add(prefix)
-            deep = _JsonReader(text, 64, reader.newlines)
+            deep = _JsonReader(text, 64)
             deep.value(shallow[prefix], prefix, _JSON_DEPTH)
-            doc.lines.update({k: deep.line_of(off) for k, off in deep.offsets.items() if k not in doc.lines})
+            new = {k: off for k, off in deep.offsets.items() if k not in doc.lines}
+            doc.lines.update(_lines_at(text, new))
 
     doc.locate = locate
     return doc
+
+
+def _lines_at(text: str, offsets: dict[PathKey, int]) -> dict[PathKey, int]:
+    """The 1-based line of each offset: newlines counted once, from one offset to the next."""
+    lines: dict[PathKey, int] = {}
+    line, pos = 1, 0
+    for key, offset in sorted(offsets.items(), key=lambda pair: pair[1]):
+        line += text.count("\n", pos, offset)
+        pos = offset
+        lines[key] = line
+    return lines
 
 
 class _JsonReader:
@@ -144,16 +173,12 @@ class _JsonReader:
 
     _WS = " \t\n\r"
 
-    def __init__(self, text: str, max_depth: int, newlines: list[int] | None = None):
+    def __init__(self, text: str, max_depth: int):
         self.text = text
         self.max_depth = max_depth
         self.pos = 0
         self.offsets: dict[PathKey, int] = {}
         self._decoder = json.JSONDecoder()
-        self.newlines = newlines if newlines is not None else [m.start() for m in re.finditer("\n", text)]
-
-    def line_of(self, offset: int) -> int:
-        return bisect.bisect_left(self.newlines, offset) + 1
 
     def skip(self, i: int) -> int:
         text, ws = self.text, self._WS

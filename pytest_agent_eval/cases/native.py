@@ -36,7 +36,7 @@ def load(doc: Document, registry: CheckRegistry) -> EvalFile:
         raise EvalFileErrors(file_errors)
 
     defaults: dict[str, Any] = data.get("defaults") or {}
-    file_tags = list(data.get("tags") or []) + list(defaults.get("tags") or [])
+    file_tags = tuple(dict.fromkeys([*(data.get("tags") or ()), *(defaults.get("tags") or ())]))
     agent = data.get("agent")
     seen: dict[str, int] = {}
     cases: list[Case] = []
@@ -76,6 +76,8 @@ def _derived_id(raw: Any, index: int) -> str:
 
 
 def _merge(defaults: dict[str, Any], raw: dict[str, Any]) -> dict[str, Any]:
+    if not defaults:
+        return raw
     out = {**defaults, **raw}
     for name in _MERGED:
         if isinstance(defaults.get(name), dict) and isinstance(raw.get(name), dict):
@@ -89,45 +91,55 @@ def _flag(value: Any, what: str) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
+_NONE: dict[str, Any] = {}  # never mutated: shared by every case that lacks a mapping field
+
+
 def _build(
-    doc: Document, raw: dict[str, Any], key: PathKey, case_id: str, defaults: dict[str, Any], file_tags: list[str]
+    doc: Document, raw: dict[str, Any], key: PathKey, case_id: str, defaults: dict[str, Any], file_tags: tuple[str, ...]
 ) -> Case:
+    """The case from its (schema-valid) data. Mappings are the file's own, not copies: a Case is read-only."""
     spec = _merge(defaults, raw)
-    raw_input = spec.get("input", "")
-    context = dict(spec.get("context") or {})
+    get = spec.get
+    raw_input = get("input", "")
+    context = get("context") or _NONE
     if isinstance(raw_input, dict):
         query = raw_input["query"]
-        context.update(raw_input.get("context") or {})
+        if raw_input.get("context"):
+            context = {**context, **raw_input["context"]}
     else:
         query = raw_input
-    expect = dict(spec.get("expect") or {})
-    options = {k: expect.pop(k) for k in list(expect) if k == "case_sensitive"}
+    expect = get("expect") or _NONE
+    options = _NONE
+    if "case_sensitive" in expect:  # tunes checks, is not one
+        expect = dict(expect)
+        options = {"case_sensitive": expect.pop("case_sensitive")}
     turns = [
         Turn(t, {}, doc.line((*key, "turns", i)))
         if isinstance(t, str)
-        else Turn(t["input"], dict(t.get("expect") or {}), doc.line((*key, "turns", i)))
-        for i, t in enumerate(spec.get("turns") or [])
+        else Turn(t["input"], t.get("expect") or {}, doc.line((*key, "turns", i)))
+        for i, t in enumerate(get("turns") or ())
     ]
-    tags = tuple(dict.fromkeys([*file_tags, *(raw.get("tags") or [])]))
+    own_tags = raw.get("tags")
+    tags = tuple(dict.fromkeys([*file_tags, *own_tags])) if own_tags else file_tags
     return Case(
         id=case_id,
         path=doc.path,
         line=doc.line(key),
         query=query,
         context=context,
-        description=spec.get("description"),
+        description=get("description"),
         turns=turns,
         expect=expect,
         expect_options=options,
         tags=tags,
-        timeout=spec.get("timeout"),
-        repeat=spec.get("repeat", 1),
-        min_pass_rate=spec.get("min_pass_rate", 1.0),
-        min_score=spec.get("min_score"),
-        weights=dict(spec.get("weights") or {}),
-        tool_mocks=dict(spec.get("tool_mocks") or {}),
-        unmocked_tools=spec.get("unmocked_tools"),
-        skip=_flag(spec.get("skip"), "skipped in the eval file"),
-        xfail=_flag(spec.get("xfail"), "expected to fail (eval file)"),
-        metadata=dict(spec.get("metadata") or {}),
+        timeout=get("timeout"),
+        repeat=get("repeat", 1),
+        min_pass_rate=get("min_pass_rate", 1.0),
+        min_score=get("min_score"),
+        weights=get("weights") or _NONE,
+        tool_mocks=get("tool_mocks") or _NONE,
+        unmocked_tools=get("unmocked_tools"),
+        skip=_flag(get("skip"), "skipped in the eval file"),
+        xfail=_flag(get("xfail"), "expected to fail (eval file)"),
+        metadata=get("metadata") or _NONE,
     )

@@ -53,20 +53,46 @@ def _regex_ok(value: Any) -> bool:
     return True
 
 
+def _all(checks: list[Check]) -> Check:
+    """One check that passes when every one of ``checks`` passes (fewest calls for the common lengths)."""
+    if not checks:
+        return lambda v: True
+    if len(checks) == 1:
+        return checks[0]
+    if len(checks) == 2:
+        a, b = checks
+        return lambda v: a(v) and b(v)
+    first, *rest = checks
+
+    def check_all(v: Any) -> bool:
+        if not first(v):
+            return False
+        for c in rest:  # noqa: SIM110 - a loop is faster than all() over a generator, and this runs per value
+            if not c(v):
+                return False
+        return True
+
+    return check_all
+
+
 class _Compiler:
     def __init__(self, root: dict[str, Any]):
         self.defs: dict[str, Any] = root.get("$defs", {})
         self.compiled_defs: dict[str, Check] = {}
+        self.compiling: set[str] = set()
 
     def ref(self, ref: str) -> Check:
         if not ref.startswith("#/$defs/"):
             raise Unsupported(ref)
         name = ref.removeprefix("#/$defs/")
-        if name not in self.compiled_defs:
-            self.compiled_defs[name] = lambda v: True  # placeholder for recursion
-            self.compiled_defs[name] = self.compile(self.defs[name])
         compiled = self.compiled_defs
-        return lambda v: compiled[name](v)
+        if name in self.compiling:  # a recursive definition: look it up when called
+            return lambda v: compiled[name](v)
+        if name not in compiled:
+            self.compiling.add(name)
+            compiled[name] = self.compile(self.defs[name])
+            self.compiling.discard(name)
+        return compiled[name]
 
     def compile(self, schema: Any) -> Check:
         if schema is True:
@@ -74,30 +100,19 @@ class _Compiler:
         if schema is False:
             return lambda v: False
         checks: list[Check] = []
+        skip = _ANNOTATIONS | _MAPPING
         if "properties" in schema or "additionalProperties" in schema or "required" in schema:
-            checks.append(self.mapping(schema))
+            is_object = schema.get("type") == "object"
+            checks.append(self.mapping(schema, is_object))
+            if is_object:  # checked by the mapping check
+                skip = skip | {"type"}
         for key, arg in schema.items():
-            if key in _ANNOTATIONS or key in _MAPPING:
-                continue
-            checks.append(self.keyword(key, arg, schema))
-        if not checks:
-            return lambda v: True
-        if len(checks) == 1:
-            return checks[0]
-        first, *rest = checks
+            if key not in skip:
+                checks.append(self.keyword(key, arg, schema))
+        return _all(checks)
 
-        def check_all(v: Any) -> bool:
-            if not first(v):
-                return False
-            for c in rest:  # noqa: SIM110 - a loop is faster than all() over a generator, and this runs per value
-                if not c(v):
-                    return False
-            return True
-
-        return check_all
-
-    def mapping(self, schema: dict[str, Any]) -> Check:
-        """properties, additionalProperties and required in one pass over the mapping."""
+    def mapping(self, schema: dict[str, Any], is_object: bool) -> Check:
+        """type object, properties, additionalProperties and required in one pass over the mapping."""
         props = {k: self.compile(s) for k, s in schema.get("properties", {}).items()}
         additional = schema.get("additionalProperties", True)
         extra = None if additional is True else self.compile(additional)
@@ -105,7 +120,7 @@ class _Compiler:
 
         def check(v: Any) -> bool:
             if not isinstance(v, dict):
-                return True
+                return not is_object
             for k, x in v.items():
                 c = props.get(k)
                 if c is None:
