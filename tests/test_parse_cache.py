@@ -55,7 +55,8 @@ def test_values_marshal_cannot_hold_are_parsed_each_time(evals: pytest.Pytester)
 
 
 def test_positions_inside_a_case_survive_the_cache(evals: pytest.Pytester) -> None:
-    evals.makefile(".yaml", eval_deep="agent: scripted:run\ncases:\n  - id: typo\n    input: x\n    expect:\n      contans: [x]\n")
+    deep = "agent: scripted:run\ncases:\n  - id: typo\n    input: x\n    expect:\n      contans: [x]\n"
+    evals.makefile(".yaml", eval_deep=deep)
     for _ in range(2):  # parsed, then read from the cache
         result = evals.runpytest()
         result.assert_outcomes(errors=1)
