@@ -12,17 +12,21 @@ if TYPE_CHECKING:
     from pytest_agent_eval.runner import CaseResult
 
 
+@pytest.hookspec(historic=True)
 def pytest_agent_eval_register_checks(registry: CheckRegistry) -> None:
     """Add checks usable under ``expect:`` with ``registry.register(name, func, schema)``.
 
-    Called once per session, before the first eval file is read.
+    Called before the first eval file is read; a ``conftest.py`` that loads later (a sub-directory's) is called
+    when it loads, before the files below it are read.
     """
 
 
+@pytest.hookspec(historic=True)
 def pytest_agent_eval_register_dialects(registry: DialectRegistry) -> None:
     """Add file formats with ``registry.register(Dialect(name, detect, load))``.
 
-    Called once per session, before the first eval file is read.
+    Called before the first eval file is read; a ``conftest.py`` that loads later (a sub-directory's) is called
+    when it loads, before the files below it are read.
     """
 
 

@@ -43,7 +43,8 @@ class EvalSession:
             from pytest_agent_eval.checks import builtin_registry
 
             self._checks = builtin_registry()
-            self.config.hook.pytest_agent_eval_register_checks(registry=self._checks)
+            # historic: a conftest.py registered later (a sub-directory's) is called when it registers
+            self.config.hook.pytest_agent_eval_register_checks.call_historic(kwargs={"registry": self._checks})
         return self._checks
 
     @property
@@ -52,7 +53,7 @@ class EvalSession:
             from pytest_agent_eval.cases.load import builtin_dialects
 
             self._dialects = builtin_dialects()
-            self.config.hook.pytest_agent_eval_register_dialects(registry=self._dialects)
+            self.config.hook.pytest_agent_eval_register_dialects.call_historic(kwargs={"registry": self._dialects})
         return self._dialects
 
     @property

@@ -229,3 +229,24 @@ cases:
     result.stdout.fnmatch_lines(
         ["SKIPPED [[]1] eval_unscored.yaml:3: nothing scored (reasoning): *AGENT_EVAL_LLM_MODEL*"]
     )
+
+
+def test_checks_registered_by_a_sub_directory_conftest(evals: pytest.Pytester) -> None:
+    """The root's eval file is read before `sub/conftest.py` loads; the later check still reaches sub's files."""
+    evals.makefile(".yaml", eval_a="agent: scripted:run\ncases:\n  - {id: root, input: q, context: {say: ok}}\n")
+    sub = evals.mkdir("sub")
+    (sub / "conftest.py").write_text(
+        "from pytest_agent_eval import CheckResult\n\n"
+        "def shouts(run, spec, ctx):\n"
+        "    return CheckResult.of('shouts', run.output.isupper() == spec, actual=run.output)\n\n"
+        "def pytest_agent_eval_register_checks(registry):\n"
+        "    registry.register('shouts', shouts, {'type': 'boolean'})\n"
+    )
+    (sub / "eval_b.yaml").write_text(
+        "agent: scripted:run\ncases:\n"
+        "  - {id: loud, input: q, context: {say: OK}, expect: {shouts: true}}\n"
+        "  - {id: quiet, input: q, context: {say: ok}, expect: {shouts: true}}\n"
+    )
+    result = evals.runpytest("-v")
+    result.assert_outcomes(passed=2, failed=1)
+    result.stdout.fnmatch_lines(["*eval_a.yaml::root PASSED*", "*sub/eval_b.yaml::loud PASSED*"])

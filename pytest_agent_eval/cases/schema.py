@@ -98,7 +98,8 @@ def native_schema(registry: CheckRegistry) -> dict[str, Any]:
 
 
 @lru_cache(maxsize=8)
-def _validator(registry: CheckRegistry) -> jsonschema.Draft202012Validator:
+def _validator(registry: CheckRegistry, version: int) -> jsonschema.Draft202012Validator:
+    """The validator of ``registry`` as of ``version`` (a conftest may register checks later)."""
     from jsonschema import Draft202012Validator
 
     schema = native_schema(registry)
@@ -114,17 +115,17 @@ def pretty_path(key: PathKey) -> str:
 
 
 @lru_cache(maxsize=8)
-def _quick(registry: CheckRegistry) -> quickcheck.Check | None:
+def _quick(registry: CheckRegistry, version: int) -> quickcheck.Check | None:
     return quickcheck.compile_schema(native_schema(registry))
 
 
 def schema_errors(doc: Document, registry: CheckRegistry) -> list[tuple[PathKey, EvalFileError]]:
     """Every schema problem of ``doc``, as ``(path into the data, located error)``."""
-    quick = _quick(registry)
+    quick = _quick(registry, registry.version)
     if quick is not None and quick(doc.data):
         return []  # the common case, decided fast; jsonschema explains the rest
     out: list[tuple[PathKey, EvalFileError]] = []
-    for err in _validator(registry).iter_errors(doc.data):
+    for err in _validator(registry, registry.version).iter_errors(doc.data):
         key: PathKey = tuple(err.absolute_path)
         out.extend((k, EvalFileError(doc.path, doc.line(k), msg)) for k, msg in _explain(err, key, registry))
     out.sort(key=lambda pair: pair[1].line or 0)

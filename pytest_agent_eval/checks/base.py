@@ -67,6 +67,8 @@ class CheckRegistry:
         self._checks: dict[str, CheckSpec] = {}
         self.modifiers: dict[str, dict[str, Any]] = {}
         """``expect:`` keys that tune other checks (``case_sensitive``), with their schema."""
+        self.version = 0
+        """Counts registrations: what is derived from the registry (the compiled schema) is kept per version."""
 
     def register(
         self,
@@ -79,6 +81,7 @@ class CheckRegistry:
     ) -> None:
         """Add (or replace) the check ``name``; ``uses_llm`` when it may call the LLM (``ctx.llm``)."""
         self._checks[name] = CheckSpec(name, func, schema if schema is not None else {}, description, uses_llm)
+        self.version += 1
 
     def uses_llm(self, names: Iterable[str]) -> bool:
         """Whether any of the checks ``names`` may call the LLM."""
