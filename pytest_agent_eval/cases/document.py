@@ -81,15 +81,14 @@ def read_document(path: Path, text: str | None = None, cache: ParseCache | None 
 
 def _cached_document(path: Path, data: Any, shallow: dict[PathKey, int], deep: bytes) -> Document:
     """A document from the parse cache: lines below the cases are decoded only when a message needs them."""
-    doc = Document(path, data, shallow)
+    lines = dict(shallow)
+    pending = [deep]
 
-    def locate(key: PathKey) -> None:
-        if len(key) > _SHALLOW:
-            doc.locate = None
-            doc.lines.update(marshal.loads(deep))
+    def locate(key: PathKey) -> None:  # holds `lines`, not the document: no cycle, the document is freed at once
+        if len(key) > _SHALLOW and pending:
+            lines.update(marshal.loads(pending.pop()))
 
-    doc.locate = locate
-    return doc
+    return Document(path, data, lines, locate)
 
 
 def _read_yaml(path: Path, text: str) -> Document:
@@ -140,21 +139,20 @@ def _read_json(path: Path, text: str) -> Document:
         ) from exc
     except RecursionError as exc:
         raise EvalFileError(path, None, "JSON nested too deeply") from exc
-    doc = Document(path, data, _lines_at(text, reader.offsets))
+    lines = _lines_at(text, reader.offsets)
     shallow = reader.offsets
     located: set[PathKey] = set()
 
-    def locate(key: PathKey) -> None:
+    def locate(key: PathKey) -> None:  # holds `lines`, not the document: no cycle, the document is freed at once
         prefix = key[:_JSON_DEPTH]
         if len(prefix) == _JSON_DEPTH and prefix in shallow and prefix not in located:
             located.add(prefix)
             deep = _JsonReader(text, 64)
             deep.value(shallow[prefix], prefix, _JSON_DEPTH)
-            new = {k: off for k, off in deep.offsets.items() if k not in doc.lines}
-            doc.lines.update(_lines_at(text, new))
+            new = {k: off for k, off in deep.offsets.items() if k not in lines}
+            lines.update(_lines_at(text, new))
 
-    doc.locate = locate
-    return doc
+    return Document(path, data, lines, locate)
 
 
 def _lines_at(text: str, offsets: dict[PathKey, int]) -> dict[PathKey, int]:

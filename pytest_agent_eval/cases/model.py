@@ -38,7 +38,7 @@ class Case:
     query: str = ""
     context: dict[str, Any] = field(default_factory=dict)
     description: str | None = None
-    turns: list[Turn] = field(default_factory=list)
+    turns: tuple[Turn, ...] = ()
     expect: dict[str, Any] = field(default_factory=dict)
     expect_options: dict[str, Any] = field(default_factory=dict)
     """Keys of ``expect`` that tune checks rather than being checks (``case_sensitive``)."""

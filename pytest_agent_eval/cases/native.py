@@ -113,12 +113,12 @@ def _build(
     if "case_sensitive" in expect:  # tunes checks, is not one
         expect = dict(expect)
         options = {"case_sensitive": expect.pop("case_sensitive")}
-    turns = [
+    turns = tuple(
         Turn(t, {}, doc.line((*key, "turns", i)))
         if isinstance(t, str)
         else Turn(t["input"], t.get("expect") or {}, doc.line((*key, "turns", i)))
         for i, t in enumerate(get("turns") or ())
-    ]
+    )
     own_tags = raw.get("tags")
     tags = tuple(dict.fromkeys([*file_tags, *own_tags])) if own_tags else file_tags
     return Case(
