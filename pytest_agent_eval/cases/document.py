@@ -8,19 +8,30 @@ import marshal
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-import yaml
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
 from pytest_agent_eval.cases.cache import ParseCache
 from pytest_agent_eval.cases.errors import EvalFileError
 
-# yaml is not imported lazily: once pytester's in-process runs drop it from sys.modules, a re-imported PyYAML's C
-# loader constructs nothing ("could not determine a constructor for the tag None").
-try:  # the C loader is several times faster; fall back where libyaml is missing
-    _Loader: type[yaml.SafeLoader] = yaml.CSafeLoader  # type: ignore[assignment]
-except AttributeError:  # pragma: no cover - depends on the PyYAML build
-    _Loader = yaml.SafeLoader
+if TYPE_CHECKING:
+    import yaml
+
+_PYYAML: list[ModuleType] = []
+
+
+def _pyyaml() -> ModuleType:
+    """PyYAML, imported with the first YAML file (a JSON-only run never pays for it) and kept here.
+
+    Kept, not looked up again: pytester's in-process runs drop the modules a run imported from ``sys.modules``,
+    and a re-imported PyYAML's C loader constructs nothing ("could not determine a constructor for the tag None").
+    """
+    if not _PYYAML:
+        import yaml
+
+        _PYYAML.append(yaml)
+    return _PYYAML[0]
+
 
 PathKey = tuple[str | int, ...]
 YAML_SUFFIXES = (".yaml", ".yml")
@@ -92,7 +103,9 @@ def _cached_document(path: Path, data: Any, shallow: dict[PathKey, int], deep: b
 
 
 def _read_yaml(path: Path, text: str) -> Document:
-    loader = _Loader(text)
+    yaml = _pyyaml()
+    # the C loader is several times faster; fall back where libyaml is missing
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)(text)
     try:
         node = loader.get_single_node()
         data = loader.construct_document(node) if node is not None else None
@@ -107,11 +120,11 @@ def _read_yaml(path: Path, text: str) -> Document:
         loader.dispose()
     doc = Document(path, data)
     if node is not None:
-        _yaml_lines(node, (), doc.lines, 0)
+        _yaml_lines(node, (), doc.lines, 0, yaml)
     return doc
 
 
-def _yaml_lines(node: yaml.Node, key: PathKey, out: dict[PathKey, int], depth: int) -> None:
+def _yaml_lines(node: yaml.Node, key: PathKey, out: dict[PathKey, int], depth: int, yaml: ModuleType) -> None:
     out[key] = node.start_mark.line + 1
     if depth >= _YAML_DEPTH:
         return
@@ -119,11 +132,11 @@ def _yaml_lines(node: yaml.Node, key: PathKey, out: dict[PathKey, int], depth: i
         for k, v in node.value:
             if isinstance(k, yaml.ScalarNode):
                 child = (*key, str(k.value))
-                _yaml_lines(v, child, out, depth + 1)
+                _yaml_lines(v, child, out, depth + 1, yaml)
                 out[child] = k.start_mark.line + 1  # the key's line reads best in messages
     elif isinstance(node, yaml.SequenceNode):
         for i, v in enumerate(node.value):
-            _yaml_lines(v, (*key, i), out, depth + 1)
+            _yaml_lines(v, (*key, i), out, depth + 1, yaml)
 
 
 def _read_json(path: Path, text: str) -> Document:
