@@ -11,11 +11,12 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from pytest_agent_eval.cases.cache import ParseCache
 from pytest_agent_eval.cases.errors import EvalFileError
 
 if TYPE_CHECKING:
     import yaml
+
+    from pytest_agent_eval.cases.cache import ParseCache  # imports hashlib (OpenSSL): only with a cache
 
 _PYYAML: list[ModuleType] = []
 
