@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import marshal
 from collections.abc import Callable
@@ -18,20 +19,17 @@ if TYPE_CHECKING:
 
     from pytest_agent_eval.cases.cache import ParseCache  # imports hashlib (OpenSSL): only with a cache
 
-_PYYAML: list[ModuleType] = []
 
-
+@functools.cache
 def _pyyaml() -> ModuleType:
-    """PyYAML, imported with the first YAML file (a JSON-only run never pays for it) and kept here.
+    """PyYAML, imported with the first YAML file (a JSON-only run never pays for it) and cached here.
 
     Kept, not looked up again: pytester's in-process runs drop the modules a run imported from ``sys.modules``,
     and a re-imported PyYAML's C loader constructs nothing ("could not determine a constructor for the tag None").
     """
-    if not _PYYAML:
-        import yaml
+    import yaml
 
-        _PYYAML.append(yaml)
-    return _PYYAML[0]
+    return yaml
 
 
 PathKey = tuple[str | int, ...]
@@ -93,14 +91,13 @@ def read_document(path: Path, text: str | None = None, cache: ParseCache | None 
 
 def _cached_document(path: Path, data: Any, shallow: dict[PathKey, int], deep: bytes) -> Document:
     """A document from the parse cache: lines below the cases are decoded only when a message needs them."""
-    lines = dict(shallow)
     pending = [deep]
 
     def locate(key: PathKey) -> None:  # holds `lines`, not the document: no cycle, the document is freed at once
         if len(key) > _SHALLOW and pending:
-            lines.update(marshal.loads(pending.pop()))
+            shallow.update(marshal.loads(pending.pop()))
 
-    return Document(path, data, lines, locate)
+    return Document(path, data, shallow, locate)
 
 
 def _read_yaml(path: Path, text: str) -> Document:

@@ -8,13 +8,14 @@ from typing import TYPE_CHECKING, Any
 from pytest_agent_eval.cases import quickcheck
 from pytest_agent_eval.cases.document import Document, PathKey
 from pytest_agent_eval.cases.errors import EvalFileError, did_you_mean
+from pytest_agent_eval.cases.model import UNMOCKED_MODES
 from pytest_agent_eval.checks import CheckRegistry
 
 if TYPE_CHECKING:  # jsonschema is imported only to explain invalid data: the fast check answers the rest
     import jsonschema
 
 SCHEMA_ID = "https://pytest-agent-eval.readthedocs.io/schema/native.json"
-UNMOCKED = {"enum": ["strict", "default", "passthrough"]}
+UNMOCKED = {"enum": list(UNMOCKED_MODES)}
 _STR_LIST = {"type": "array", "items": {"type": "string"}}
 _TAGS = {"type": "array", "items": {"type": "string", "pattern": r"^[A-Za-z_][A-Za-z0-9_]*$"}}
 
