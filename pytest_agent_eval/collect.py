@@ -105,7 +105,8 @@ class EvalItem(pytest.Function):
     """One eval case. A ``pytest.Function`` so that fixtures (autouse, conftest, any scope) apply."""
 
     def __init__(self, *, case: Case, **kwargs: Any) -> None:
-        super().__init__(callobj=agent_eval_case, originalname="agent_eval_case", **kwargs)
+        # No `originalname`: pytest 9.2 builds the node id from it; the callable is given, so nothing looks it up.
+        super().__init__(callobj=agent_eval_case, **kwargs)
         self.case = case
         state = get_state(self.config)
         self.add_marker(state.marker("agent_eval"))
