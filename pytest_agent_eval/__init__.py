@@ -1,4 +1,7 @@
-"""pytest-agent-eval: golden-set files of LLM-agent eval cases as pytest items that run the real agent."""
+"""pytest-agent-eval: golden-set files of LLM-agent eval cases as pytest items that run the real agent.
+
+PYTEST_DONT_REWRITE: the plugin has no test asserts to rewrite (and pytester sessions would warn otherwise).
+"""
 
 from __future__ import annotations
 

@@ -15,6 +15,8 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from pytest_agent_eval import compat
+
 
 class _Workers:
     """Daemon threads that take blocking calls one at a time; one more starts when every thread is busy.
@@ -70,9 +72,31 @@ async def in_thread(func: Callable[..., Any], *args: Any) -> Any:
 
 def outside_loop(func: Callable[..., Any], *args: Any) -> Any:
     """Call ``func`` in this thread as if no event loop ran here, so it may run its own (``asyncio.run``)."""
-    running = asyncio.events._get_running_loop()
-    asyncio.events._set_running_loop(None)
+    running = compat.running_loop()
+    if running is None:
+        return func(*args)
+    if not compat.set_running_loop(None):  # cannot hide the loop here: a thread of its own has none
+        return _in_own_thread(func, *args)
     try:
         return func(*args)
     finally:
-        asyncio.events._set_running_loop(running)
+        compat.set_running_loop(running)
+
+
+def _in_own_thread(func: Callable[..., Any], *args: Any) -> Any:
+    outcome: list[tuple[bool, Any]] = []
+    ctx = contextvars.copy_context()
+
+    def job() -> None:
+        try:
+            outcome.append((True, ctx.run(func, *args)))
+        except BaseException as exc:  # re-raised in the caller's thread
+            outcome.append((False, exc))
+
+    thread = threading.Thread(target=job, name="agent-eval-call", daemon=True)
+    thread.start()
+    thread.join()
+    ok, value = outcome[0]
+    if ok:
+        return value
+    raise value

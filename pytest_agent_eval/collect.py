@@ -10,6 +10,7 @@ from typing import Any, NoReturn
 
 import pytest
 
+from pytest_agent_eval import compat
 from pytest_agent_eval.cases.errors import EvalFileError, EvalFileErrors
 from pytest_agent_eval.cases.load import load_file
 from pytest_agent_eval.cases.model import Case
@@ -49,7 +50,7 @@ class EvalFile(pytest.File):
             # Every case of a file runs the same function under the same node: one fixture closure serves all,
             # as it does for a parametrized test.
             item = EvalItem.from_parent(self, name=case.id, case=case, fixtureinfo=fixtureinfo)
-            fixtureinfo = item._fixtureinfo
+            fixtureinfo = compat.fixtureinfo(item)
             yield item
 
 

@@ -13,6 +13,7 @@ from pytest_agent_eval.imports import ImportRefError
 from pytest_agent_eval.mocks import MockConfigError
 from pytest_agent_eval.report.failure import PASSING
 from pytest_agent_eval.runner import CaseResult, RecorderFactory, run_case, wait
+from pytest_agent_eval.skipping import skip_at_item
 from pytest_agent_eval.state import get_state
 
 if TYPE_CHECKING:
@@ -35,7 +36,7 @@ def run_item(item: EvalItem, request: pytest.FixtureRequest) -> None:
     if result.passed and result.unscored:  # a pass with nothing scored would be a made-up verdict
         names = ", ".join(dict.fromkeys(c.name for c in result.unscored))
         reason = f"nothing scored ({names}): {result.unscored[0].message}"
-        raise pytest.skip.Exception(reason, _use_item_location=True)  # reported at the case's line
+        skip_at_item(item, reason)  # reported at the case's line
     if not result.passed:
         explanations = item.ihook.pytest_assertrepr_compare(config=item.config, op="==", left=result, right=PASSING)
         lines = next((e for e in explanations if e), None) or [f"case {item.case.id} failed"]

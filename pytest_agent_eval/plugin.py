@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_agent_eval import hookspecs, options, stopping
+from pytest_agent_eval import hookspecs, options, skipping, stopping
 from pytest_agent_eval.fixtures import agent_eval_case, agent_eval_llm, tool_mocks  # noqa: F401 - the plugin's fixtures
 from pytest_agent_eval.report.failure import Passing, failure_lines
 from pytest_agent_eval.state import STATE, EvalSession, get_state
@@ -50,10 +50,16 @@ def pytest_assertrepr_compare(config: pytest.Config, op: str, left: Any, right: 
     return None
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> None:
+    get_state(item.config).next_item = nextitem
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(
     item: pytest.Item, call: pytest.CallInfo[None]
 ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     report = yield
+    skipping.place(item, report)
     stopping.note_report(item, report)
     return report

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from pytest_agent_eval import compat
 from pytest_agent_eval.agents import Agent, resolve
 from pytest_agent_eval.case_mocks import session_responses
 from pytest_agent_eval.cases.model import Case
@@ -44,9 +45,12 @@ class Scheduler:
 
     def _upcoming(self, item: pytest.Item) -> Iterator[pytest.Item]:
         items = self.session.items
-        worker = _xdist_worker(self.session.config)
+        worker = compat.xdist_pending(self.session.config)
         if worker is not None:  # an xdist worker runs only what the controller sends it, in that order
-            yield from (items[i] for i in worker)
+            if worker:
+                yield from (items[i] for i in worker)
+            elif self.state.next_item is not None:  # its queue cannot be read: the next item is still known
+                yield self.state.next_item
             return
         if not self._positions:
             self._positions = {it.nodeid: n for n, it in enumerate(items)}
@@ -122,19 +126,4 @@ class Scheduler:
 
 def _agent_fixture(item: pytest.Item) -> Any:
     """The ``agent`` fixture definition that applies to ``item``, if any."""
-    definitions = item.session._fixturemanager.getfixturedefs("agent", item)
-    return definitions[-1] if definitions else None
-
-
-def _xdist_worker(config: pytest.Config) -> list[int] | None:
-    """On an xdist worker: the indices of the items it has been sent and not yet started, in order."""
-    if not hasattr(config, "workerinput"):
-        return None
-    for plugin in config.pluginmanager.get_plugins():
-        queue = getattr(plugin, "torun", None)
-        if queue is not None and hasattr(plugin, "nextitem_index"):
-            with queue.lock() as pending:
-                indices = [i for i in pending if isinstance(i, int)]
-            nxt = plugin.nextitem_index
-            return ([nxt] if isinstance(nxt, int) else []) + indices
-    return []
+    return compat.fixture_definition(item, "agent")

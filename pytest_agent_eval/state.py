@@ -36,6 +36,8 @@ class EvalSession:
         self._parse_cache: ParseCache | None = None
         self._limit: asyncio.Semaphore | None = None
         self._scheduler: Scheduler | None = None
+        self.next_item: pytest.Item | None = None
+        """The item pytest runs after the current one (``pytest_runtest_protocol``)."""
 
     @property
     def checks(self) -> CheckRegistry:
@@ -80,9 +82,10 @@ class EvalSession:
         if self._runner is None:
             import asyncio
 
+            from pytest_agent_eval import compat
             from pytest_agent_eval.runner import InlineLoop
 
-            if self.settings.concurrency == 1 and asyncio.events._get_running_loop() is None:
+            if self.settings.concurrency == 1 and compat.running_loop() is None:
                 self._runner, self._limit = InlineLoop(), asyncio.Semaphore(1)
             else:
                 self._runner, self._limit = self.loop, self.loop.semaphore(self.settings.concurrency)

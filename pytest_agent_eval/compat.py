@@ -1,0 +1,86 @@
+"""Every touch of a private pytest, pytest-xdist or asyncio API, each with a fallback that degrades, never fails.
+
+The plugin works without any of these; they only make it faster (reusing a fixture closure, starting upcoming
+cases early) or let a blocking call start its own event loop. When a newer release changes one, its fallback is
+what runs: no prefetch, a fixture closure per item, and so on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+
+def fixtureinfo(item: pytest.Item) -> Any:
+    """The item's fixture closure, so the next item of its file can reuse it (``None``: each computes its own)."""
+    return getattr(item, "_fixtureinfo", None)
+
+
+def fixture_definition(item: pytest.Item, name: str) -> Any:
+    """The definition of fixture ``name`` that applies to ``item``, or ``None`` when it cannot be told."""
+    manager = getattr(item.session, "_fixturemanager", None)
+    if manager is None:
+        return None
+    try:
+        definitions = manager.getfixturedefs(name, item)  # pytest >= 8.1: the node
+    except (AttributeError, TypeError):
+        try:
+            definitions = manager.getfixturedefs(name, item.nodeid)  # pytest 8.0: the node id
+        except Exception:
+            return None
+    except Exception:
+        return None
+    return definitions[-1] if definitions else None
+
+
+def xdist_pending(config: pytest.Config) -> list[int] | None:
+    """On an xdist worker, the indices of the items it was sent and has not started, in order.
+
+    ``None`` when this is not a worker; an empty list when the worker's queue cannot be read (then only the
+    next item, from ``pytest_runtest_protocol``, is known).
+    """
+    if not hasattr(config, "workerinput"):
+        return None
+    for plugin in config.pluginmanager.get_plugins():
+        queue = getattr(plugin, "torun", None)
+        if queue is None or not hasattr(plugin, "nextitem_index"):
+            continue
+        try:
+            with _locked(queue) as pending:
+                indices = [i for i in pending if isinstance(i, int)]
+        except Exception:
+            return []
+        nxt = plugin.nextitem_index
+        return ([nxt] if isinstance(nxt, int) else []) + indices
+    return []
+
+
+@contextlib.contextmanager
+def _locked(queue: Any) -> Iterator[Any]:
+    if hasattr(queue, "lock"):  # xdist >= 3.7: its own queue class
+        with queue.lock() as pending:
+            yield pending
+    else:  # xdist < 3.7: a queue.Queue
+        with queue.mutex:
+            yield list(queue.queue)
+
+
+def running_loop() -> asyncio.AbstractEventLoop | None:
+    """The event loop running in this thread, if any (public API)."""
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+
+
+def set_running_loop(loop: asyncio.AbstractEventLoop | None) -> bool:
+    """Declare ``loop`` as this thread's running loop (``None``: none); False when this Python cannot."""
+    setter = getattr(asyncio.events, "_set_running_loop", None)
+    if setter is None:
+        return False
+    setter(loop)
+    return True

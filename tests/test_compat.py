@@ -1,0 +1,82 @@
+"""The private-API wrappers degrade instead of failing when pytest, xdist or asyncio change under them."""
+
+from __future__ import annotations
+
+import asyncio
+import queue
+import types
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import pytest
+
+from pytest_agent_eval import blocking, compat
+
+
+def _config(*plugins: object, worker: bool = True) -> Any:
+    config = types.SimpleNamespace(pluginmanager=types.SimpleNamespace(get_plugins=lambda: list(plugins)))
+    if worker:
+        config.workerinput = {"workerid": "gw0"}
+    return config
+
+
+def test_xdist_pending_reads_the_queue_of_xdist_before_3_7() -> None:
+    old = queue.Queue()  # xdist < 3.7: a plain queue.Queue of indices and marks
+    for value in (4, 5, object()):
+        old.put(value)
+    plugin = types.SimpleNamespace(torun=old, nextitem_index=3)
+    assert compat.xdist_pending(_config(plugin)) == [3, 4, 5]
+
+
+def test_xdist_pending_reads_the_locked_queue_of_xdist_3_7_and_later() -> None:
+    class Locked:
+        @contextmanager
+        def lock(self) -> Iterator[list[object]]:
+            yield [7, 8, "shutdown"]
+
+    plugin = types.SimpleNamespace(torun=Locked(), nextitem_index=6)
+    assert compat.xdist_pending(_config(plugin)) == [6, 7, 8]
+
+
+def test_xdist_pending_degrades_to_nothing_known() -> None:
+    class Broken:
+        def lock(self) -> Any:
+            raise RuntimeError("changed")
+
+    assert compat.xdist_pending(_config(types.SimpleNamespace(torun=Broken(), nextitem_index=1))) == []
+    assert compat.xdist_pending(_config(object())) == []  # no worker plugin found
+    assert compat.xdist_pending(_config(worker=False)) is None  # not a worker
+
+
+def test_fixture_definition_degrades_to_none() -> None:
+    class Manager:
+        def getfixturedefs(self, name: str, node: object) -> Any:
+            raise TypeError("a new signature")
+
+    item: Any = types.SimpleNamespace(session=types.SimpleNamespace(_fixturemanager=Manager()), nodeid="f.py::t")
+    assert compat.fixture_definition(item, "agent") is None
+    item.session = types.SimpleNamespace()  # no fixture manager at all
+    assert compat.fixture_definition(item, "agent") is None
+
+
+def test_fixture_definition_falls_back_to_the_node_id_of_pytest_8_0() -> None:
+    class Manager:
+        def getfixturedefs(self, name: str, nodeid: object) -> Any:
+            if not isinstance(nodeid, str):
+                raise AttributeError("'Item' object has no attribute 'split'")
+            return ["outer", "inner"]
+
+    item: Any = types.SimpleNamespace(session=types.SimpleNamespace(_fixturemanager=Manager()), nodeid="f.py::t")
+    assert compat.fixture_definition(item, "agent") == "inner"
+
+
+def test_a_blocking_call_runs_its_own_loop_even_where_the_loop_cannot_be_hidden(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(compat, "set_running_loop", lambda loop: False)  # as on a Python without the hook
+
+    async def outer() -> Any:
+        return blocking.outside_loop(lambda: asyncio.run(asyncio.sleep(0, "inner ran")))
+
+    assert asyncio.run(outer()) == "inner ran"
