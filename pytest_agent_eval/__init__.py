@@ -6,7 +6,7 @@ PYTEST_DONT_REWRITE: the plugin has no test asserts to rewrite (and pytester ses
 from __future__ import annotations
 
 from pytest_agent_eval.cases.model import Case, Turn
-from pytest_agent_eval.checks import Check, CheckContext, CheckRegistry, CheckResult
+from pytest_agent_eval.checks import Check, CheckContext, CheckError, CheckRegistry, CheckResult
 from pytest_agent_eval.record import AgentResult, RunRecord, ToolCall
 
 __version__ = "0.1.0"
@@ -16,6 +16,7 @@ __all__ = [
     "Case",
     "Check",
     "CheckContext",
+    "CheckError",
     "CheckRegistry",
     "CheckResult",
     "RunRecord",

@@ -17,12 +17,11 @@ from typing import Any, Protocol, TypeVar
 from pytest_agent_eval.agents import Agent, invoke, normalise
 from pytest_agent_eval.blocking import in_thread, outside_loop
 from pytest_agent_eval.cases.model import Case
-from pytest_agent_eval.checks import CheckContext, CheckRegistry, CheckResult
+from pytest_agent_eval.checks import CheckContext, CheckError, CheckRegistry, CheckResult
 from pytest_agent_eval.record import RunRecord, ToolCall
 
 T = TypeVar("T")
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
-_USER_CODE_CHECKS = frozenset({"custom"})
 
 
 class Recording(Protocol):
@@ -42,7 +41,7 @@ class RunSettings:
 
     checks: CheckRegistry
     default_timeout: float | None = None
-    llm: Callable[[list[dict[str, str]]], str] | None = None
+    llm: Callable[..., str] | None = None
     recorder: RecorderFactory | None = None
     limit: asyncio.Semaphore | None = None
     """Bounds agent calls in flight across cases and trials (created on the runner's loop)."""
@@ -140,13 +139,25 @@ async def _call(case: Case, agent: Agent, query: str, context: dict[str, Any], s
 
 
 def evaluate(run: RunRecord, expect: dict[str, Any], ctx: CheckContext, registry: CheckRegistry) -> list[CheckResult]:
-    """Every check of ``expect`` on ``run``; a check that raises fails with the error."""
+    """Every check of ``expect`` on ``run``; a check that raises errors (no verdict) with the error."""
     results = []
     for name, spec in expect.items():
         try:
             results.append(registry[name].func(run, spec, ctx))
         except Exception as exc:
-            results.append(CheckResult.of(name, False, message=f"check raised {_describe(exc)}"))
+            why = str(exc) if isinstance(exc, CheckError) else f"check raised {_describe(exc)}"
+            results.append(CheckResult(name, False, 0.0, spec, f"no verdict: {why}", why, scored=False, error=True))
+    return results
+
+
+async def _checked(
+    run: RunRecord, expect: dict[str, Any], ctx: CheckContext, settings: RunSettings
+) -> list[CheckResult]:
+    """``evaluate``, off the loop when a check declares it may block (user code, the LLM, I/O)."""
+    args = (run, expect, ctx, settings.checks)
+    if not settings.checks.blocking(expect):
+        return evaluate(*args)
+    results: list[CheckResult] = outside_loop(evaluate, *args) if settings.inline else await in_thread(evaluate, *args)
     return results
 
 
@@ -179,14 +190,7 @@ async def run_trial(case: Case, agent: Agent, settings: RunSettings) -> TrialRes
     reasons = list(violations)
     if run.error:
         return TrialResult(run, turn_results, False, 0.0, [run.error, *reasons], violations)
-    args = (run, case.expect, ctx, settings.checks)
-    if not (_USER_CODE_CHECKS & case.expect.keys() or settings.checks.uses_llm(case.expect)):
-        results = evaluate(*args)
-    elif settings.inline:
-        results = outside_loop(evaluate, *args)
-    else:  # may block: off the loop
-        results = await in_thread(evaluate, *args)
-    results = turn_results + results
+    results = turn_results + await _checked(run, case.expect, ctx, settings)
     score = weighted_score(results, case.weights)
     if case.min_score is not None:
         passed = score >= case.min_score
@@ -196,6 +200,10 @@ async def run_trial(case: Case, agent: Agent, settings: RunSettings) -> TrialRes
         failed = [r for r in results if not r.passed]
         passed = not failed
         reasons.extend(f"{r.name}: {r.message or 'failed'}" for r in failed)
+    errors = [r for r in results if r.error]
+    if case.min_score is not None and errors:  # a check without a verdict is never a pass, whatever the score
+        passed = False
+        reasons.extend(f"{r.name}: {r.message}" for r in errors)
     return TrialResult(run, results, passed and not violations, score, reasons, violations)
 
 
@@ -216,7 +224,7 @@ async def _conversation(
             whole.error = f"turn {n}: {run.error}"
             whole.traceback = run.traceback
             break
-        for result in evaluate(run, turn.expect, ctx, settings.checks):
+        for result in await _checked(run, turn.expect, ctx, settings):
             result.name = f"turn {n}: {result.name}"
             turn_results.append(result)
     whole.history = history

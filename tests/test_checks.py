@@ -250,3 +250,14 @@ def test_checks_registered_by_a_sub_directory_conftest(evals: pytest.Pytester) -
     result = evals.runpytest("-v")
     result.assert_outcomes(passed=2, failed=1)
     result.stdout.fnmatch_lines(["*eval_a.yaml::root PASSED*", "*sub/eval_b.yaml::loud PASSED*"])
+
+
+def test_only_pure_built_in_checks_run_on_the_event_loop() -> None:
+    """User code, LLM checks and checks of plugins (registered without saying) run off the loop."""
+    from pytest_agent_eval.checks import builtin_registry
+
+    registry = builtin_registry()
+    off_loop = {spec.name for spec in registry if spec.blocking}
+    assert off_loop == {"custom", "judge", "grounding", "reasoning", "behavior"}
+    registry.register("plugin_check", lambda run, spec, ctx: None, {})  # type: ignore[arg-type,return-value]
+    assert registry.blocking(["contains", "plugin_check"]) and not registry.blocking(["contains", "tools_called"])

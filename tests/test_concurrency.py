@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+import json
 import re
 import xml.etree.ElementTree as ET
 
@@ -55,6 +57,8 @@ def with_tools(query, context):
 '''
 
 CHECKS = """
+import itertools
+import json
 import re
 
 def own_calls(run):
@@ -227,3 +231,32 @@ def test_bad_concurrency_value(conc: pytest.Pytester) -> None:
     result = conc.runpytest("--agent-eval-concurrency", "0")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--agent-eval-concurrency must be at least 1, got 0*"])
+
+
+SLOW_CHECK = """
+import json, os, time
+from pytest_agent_eval import CheckResult
+
+def slow_ok(run, spec, ctx):
+    start = time.monotonic()
+    time.sleep(0.3)  # blocking I/O of a plugin's check
+    with open(os.path.join(os.path.dirname(__file__), "intervals.jsonl"), "a") as out:
+        out.write(json.dumps([start, time.monotonic()]) + "\\n")
+    return CheckResult.of("slow_ok", True)
+
+def pytest_agent_eval_register_checks(registry):
+    registry.register("slow_ok", slow_ok, {"const": True})
+"""
+
+
+def test_a_blocking_check_from_a_plugin_runs_off_the_loop(conc: pytest.Pytester) -> None:
+    """Checks registered through the hook may block: they run in threads, so cases' checks overlap."""
+    conc.makeconftest(SLOW_CHECK)
+    conc.makefile(".yaml", eval_slow=_suite(n=8, failing=()).replace("contains: [answer]", "slow_ok: true"))
+    result = conc.runpytest("--agent-eval-concurrency", "8")
+    result.assert_outcomes(passed=8)
+    lines = (conc.path / "intervals.jsonl").read_text().splitlines()
+    intervals = sorted(json.loads(line) for line in lines)
+    assert len(intervals) == 8
+    overlapping = [(a, b) for a, b in itertools.pairwise(intervals) if b[0] < a[1]]
+    assert overlapping, f"every check ran alone, one after the other: {intervals}"

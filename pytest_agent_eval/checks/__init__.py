@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from pytest_agent_eval.checks import answers, custom, judge, latency, outcome, output, schema, scorers, tools
-from pytest_agent_eval.checks.base import Check, CheckContext, CheckRegistry, CheckResult, CheckSpec
+from pytest_agent_eval.checks.base import Check, CheckContext, CheckError, CheckRegistry, CheckResult, CheckSpec
 
-__all__ = ["Check", "CheckContext", "CheckRegistry", "CheckResult", "CheckSpec", "builtin_registry"]
+__all__ = ["Check", "CheckContext", "CheckError", "CheckRegistry", "CheckResult", "CheckSpec", "builtin_registry"]
 
 
 def builtin_registry() -> CheckRegistry:

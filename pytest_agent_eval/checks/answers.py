@@ -67,11 +67,13 @@ def register(registry: CheckRegistry) -> None:
         answer,
         {"type": ["string", "number"]},
         "the answer occurs in the output (case-insensitive; a number only as a whole number)",
+        blocking=False,
     )
-    registry.register("answered", answered, {"const": True}, "the agent gave a non-empty answer")
+    registry.register("answered", answered, {"const": True}, "the agent gave a non-empty answer", blocking=False)
     registry.register(
         "allocation_valid",
         allocation_valid,
         {"type": "boolean"},
         "true: the answer reads as success; false: it does not (failure phrases always win)",
+        blocking=False,
     )

@@ -26,6 +26,9 @@ class CheckResult:
     """Extra lines for the failure output (an aligned trajectory, an excerpt, ...)."""
     scored: bool = True
     """False for a check that could not be scored (e.g. no LLM): left out of the mean."""
+    error: bool = False
+    """The check could not reach a verdict (an unreadable judge reply, an LLM call that failed, a check that
+    raised): never a pass, whatever the score says; ``message`` says why."""
 
     @classmethod
     def of(cls, name: str, passed: bool, **kw: Any) -> CheckResult:
@@ -39,7 +42,13 @@ class CheckContext:
 
     case: Case
     options: dict[str, Any] = field(default_factory=dict)
-    llm: Callable[[list[dict[str, str]]], str] | None = None
+    llm: Callable[..., str] | None = None
+    """``agent_eval_llm``: ``(messages, **options) -> str``; call it through ``llm.ask`` (options it cannot take
+    are left out)."""
+
+
+class CheckError(Exception):
+    """Raised by a check that cannot reach a verdict; its message is shown as is and the check errors."""
 
 
 class Check(Protocol):
@@ -57,7 +66,10 @@ class CheckSpec:
     schema: dict[str, Any]
     description: str = ""
     uses_llm: bool = False
-    """The check may call ``agent_eval_llm``: the item fetches that fixture, and the check runs off the loop."""
+    """The check may call ``agent_eval_llm``: the item fetches that fixture."""
+    blocking: bool = True
+    """The check may block (I/O, sleeps, user code, the LLM): it runs in a worker thread, off the event loop, so
+    that it never holds up other cases. Pure, fast checks declare ``blocking=False`` and run on the loop."""
 
 
 class CheckRegistry:
@@ -78,14 +90,24 @@ class CheckRegistry:
         description: str = "",
         *,
         uses_llm: bool = False,
+        blocking: bool = True,
     ) -> None:
-        """Add (or replace) the check ``name``; ``uses_llm`` when it may call the LLM (``ctx.llm``)."""
-        self._checks[name] = CheckSpec(name, func, schema if schema is not None else {}, description, uses_llm)
+        """Add (or replace) the check ``name``.
+
+        ``uses_llm`` when it may call the LLM (``ctx.llm``); ``blocking=False`` only for a pure, fast check that
+        is safe to run on the event loop (an LLM check always runs off it).
+        """
+        spec = CheckSpec(name, func, schema if schema is not None else {}, description, uses_llm, blocking or uses_llm)
+        self._checks[name] = spec
         self.version += 1
 
     def uses_llm(self, names: Iterable[str]) -> bool:
         """Whether any of the checks ``names`` may call the LLM."""
         return any(name in self._checks and self._checks[name].uses_llm for name in names)
+
+    def blocking(self, names: Iterable[str]) -> bool:
+        """Whether any of the checks ``names`` may block (and so runs off the event loop)."""
+        return any(name in self._checks and self._checks[name].blocking for name in names)
 
     def __contains__(self, name: object) -> bool:
         return name in self._checks

@@ -23,4 +23,6 @@ def max_latency_s(run: RunRecord, spec: Any, ctx: CheckContext) -> CheckResult:
 
 
 def register(registry: CheckRegistry) -> None:
-    registry.register("max_latency_s", max_latency_s, {"type": "number", "exclusiveMinimum": 0}, "answered within x s")
+    registry.register(
+        "max_latency_s", max_latency_s, {"type": "number", "exclusiveMinimum": 0}, "answered within x s", blocking=False
+    )

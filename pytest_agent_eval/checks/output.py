@@ -143,10 +143,14 @@ def equals(run: RunRecord, spec: Any, ctx: CheckContext) -> CheckResult:
 
 
 def register(registry: CheckRegistry) -> None:
-    registry.register("contains", contains, STRINGS, "every string occurs in the output")
-    registry.register("contains_any", contains_any, STRINGS, "at least one string occurs")
-    registry.register("not_contains", not_contains, STRINGS, "no string occurs")
-    registry.register("regex", regex, {"type": "string", "format": "regex"}, "re.search finds the pattern")
-    registry.register("not_regex", not_regex, {"type": "string", "format": "regex"}, "re.search finds nothing")
-    registry.register("equals", equals, {"type": "string"}, "the stripped output equals the string")
+    registry.register("contains", contains, STRINGS, "every string occurs in the output", blocking=False)
+    registry.register("contains_any", contains_any, STRINGS, "at least one string occurs", blocking=False)
+    registry.register("not_contains", not_contains, STRINGS, "no string occurs", blocking=False)
+    registry.register(
+        "regex", regex, {"type": "string", "format": "regex"}, "re.search finds the pattern", blocking=False
+    )
+    registry.register(
+        "not_regex", not_regex, {"type": "string", "format": "regex"}, "re.search finds nothing", blocking=False
+    )
+    registry.register("equals", equals, {"type": "string"}, "the stripped output equals the string", blocking=False)
     registry.modifiers["case_sensitive"] = {"type": "boolean"}

@@ -45,4 +45,4 @@ def output_schema(run: RunRecord, spec: Any, ctx: CheckContext) -> CheckResult:
 
 
 def register(registry: CheckRegistry) -> None:
-    registry.register("output_schema", output_schema, {"type": "object"}, "the JSON output validates")
+    registry.register("output_schema", output_schema, {"type": "object"}, "the JSON output validates", blocking=False)

@@ -258,12 +258,14 @@ def register(registry: CheckRegistry) -> None:
             "additionalProperties": False,
         },
         "Jaccard overlap of expected and called tools, averaged with the order (LCS) when a sequence is given",
+        blocking=False,
     )
     registry.register(
         "tool_usage",
         tool_usage,
         {"type": "array", "items": {"type": "string"}},
         "(precision + recall) / 2 of the called tools; fails at 0",
+        blocking=False,
     )
     registry.register(
         "grounding",
@@ -307,6 +309,7 @@ def register(registry: CheckRegistry) -> None:
             "additionalProperties": False,
         },
         "mean of a tool-call budget score and a latency score",
+        blocking=False,
     )
     registry.register(
         "behavior",
@@ -330,4 +333,5 @@ def register(registry: CheckRegistry) -> None:
         response_time,
         {"oneOf": [{"const": True}, {"type": "number", "exclusiveMinimum": 0}]},
         "scores 1 - latency / budget (default 30 s); reported, never failing",
+        blocking=False,
     )

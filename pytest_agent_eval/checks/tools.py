@@ -206,15 +206,20 @@ def tool_args(run: RunRecord, spec: Any, ctx: CheckContext) -> CheckResult:
 
 
 def register(registry: CheckRegistry) -> None:
-    registry.register("tools_called", tools_called, NAMES, "each tool was called at least once")
-    registry.register("tools_not_called", tools_not_called, NAMES, "none of these tools was called")
-    registry.register("tools_exactly", tools_exactly, NAMES, "the set of called tools equals this set")
-    registry.register("tool_sequence", tool_sequence, NAMES, "the ordered calls equal this list")
-    registry.register("tools_in_order", tools_in_order, NAMES, "these calls occur in this relative order")
-    registry.register("max_tool_calls", max_tool_calls, {"type": "integer", "minimum": 0}, "at most n tool calls")
+    registry.register("tools_called", tools_called, NAMES, "each tool was called at least once", blocking=False)
+    registry.register("tools_not_called", tools_not_called, NAMES, "none of these tools was called", blocking=False)
+    registry.register("tools_exactly", tools_exactly, NAMES, "the set of called tools equals this set", blocking=False)
+    registry.register("tool_sequence", tool_sequence, NAMES, "the ordered calls equal this list", blocking=False)
+    registry.register(
+        "tools_in_order", tools_in_order, NAMES, "these calls occur in this relative order", blocking=False
+    )
+    registry.register(
+        "max_tool_calls", max_tool_calls, {"type": "integer", "minimum": 0}, "at most n tool calls", blocking=False
+    )
     registry.register(
         "tool_args",
         tool_args,
         {"type": "object", "additionalProperties": {"type": "object"}},
         "some call of the tool has these arguments (subset match)",
+        blocking=False,
     )
