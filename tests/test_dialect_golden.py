@@ -8,6 +8,9 @@ from typing import Any
 import pytest
 from dialect_support import answering, run_evals, seed_file
 
+from pytest_agent_eval.checks.answers import allocation_valid
+from pytest_agent_eval.record import RunRecord
+
 
 def golden(pytester: pytest.Pytester, items: list[dict[str, Any]], name: str = "eval_golden") -> None:
     pytester.makefile(".json", **{name: json.dumps(items, indent=2)})
@@ -67,6 +70,36 @@ def test_allocation_valid_reads_the_answer(pytester: pytest.Pytester, answer: st
     result.assert_outcomes(passed=int(passes), failed=int(not passes))
     if not passes:
         result.stdout.fnmatch_lines(["*✗ allocation_valid: answer reads as *"])
+
+
+@pytest.mark.parametrize(
+    ("answer", "reading"),
+    [
+        ("There are 42 completed tests.", "unclear"),  # a metrics answer is no allocation: not a success word
+        ("The brake test is scheduled on dyno 2.", "success"),
+        ("Allocation successful.", "success"),
+        ("3 dynos are available for that window.", "success"),
+        ("Dyno 2 is unavailable.", "failure"),  # never "available"
+        ("Vehicle 99999 not found.", "failure"),  # never "found"
+        ("No dynos match a 9000 lb AWD vehicle.", "failure"),
+        ("A start date is required.", "failure"),
+        ("Allocation failed: errors in the request.", "failure"),
+        ("Booked dyno 3. Note: the 2WD dyno was invalid.", "failure"),  # a failure phrase wins
+    ],
+)
+def test_allocation_reading_uses_the_home_projects_word_lists(answer: str, reading: str) -> None:
+    valid = allocation_valid(RunRecord(output=answer), True, None)  # type: ignore[arg-type]
+    invalid = allocation_valid(RunRecord(output=answer), False, None)  # type: ignore[arg-type]
+    assert valid.actual.startswith(f"reads as {reading}")
+    assert (valid.passed, invalid.passed) == (reading == "success", reading != "success")
+
+
+def test_a_metrics_answer_passes_allocation_valid_false(pytester: pytest.Pytester) -> None:
+    """A decision case that is no allocation (a count) passes `allocation_valid: false`, as in its home project."""
+    answering(pytester, {"How many tests are completed right now?": ["There are 42 completed tests.", ["count"]]})
+    item = decision("metric", "How many tests are completed right now?", tools_used=["count"], allocation_valid=False)
+    golden(pytester, [{**item, "expected": {**item["expected"], "reason_contains": ["completed"]}}])
+    run_evals(pytester).assert_outcomes(passed=1)
 
 
 def test_reason_contains_is_case_insensitive_and_constraints_are_shown(pytester: pytest.Pytester) -> None:
@@ -153,3 +186,12 @@ def test_seed_golden_sets_run_with_an_agent_that_answers_them(pytester: pytest.P
     result = run_evals(pytester)
     result.assert_outcomes(passed=len(items) - 1, failed=1)
     result.stdout.fnmatch_lines([f"*case {items[0]['id']} failed: 2 of 2 checks failed*"])
+
+
+def test_seed_completed_tests_metric_passes_with_its_home_answer(pytester: pytest.Pytester) -> None:
+    """The real decision case `completed_tests_metric` passes with the answer that passed in its home project."""
+    items = json.loads(seed_file("dyno-agent/agent_decisions_v1.0.0.json").read_text())
+    case = next(item for item in items if item["id"] == "completed_tests_metric")
+    answering(pytester, {case["input"]: ["There are 42 completed tests.", case["expected"]["tools_used"]]})
+    pytester.makefile(".json", eval_decisions=json.dumps([case]))
+    run_evals(pytester, "-rA").stdout.fnmatch_lines(["PASSED eval_decisions.json::completed_tests_metric"])

@@ -6,10 +6,17 @@ import re
 from typing import Any
 
 from pytest_agent_eval.checks.base import CheckContext, CheckRegistry, CheckResult
-from pytest_agent_eval.checks.outcome import read_outcome
+from pytest_agent_eval.checks.outcome import phrase_pattern, read_outcome
 from pytest_agent_eval.checks.output import excerpt
 from pytest_agent_eval.record import RunRecord
 
+ALLOCATION_SUCCESS = ("allocated", "booked", "scheduled", "found", "successfully", "available", "success")
+ALLOCATION_FAILURE = ("not found", "unavailable", "failed", "cannot", "no dynos", "invalid", "error", "required")
+"""The golden-set home project's word lists (SPEC §12); a word also matches its longer forms (errors)."""
+_ALLOCATION = (
+    phrase_pattern(ALLOCATION_SUCCESS, longer_forms=True),
+    phrase_pattern(ALLOCATION_FAILURE, longer_forms=True),
+)
 _NUMBER = re.compile(r"^[-+]?\d+(?:[.,]\d+)*$")
 
 
@@ -47,8 +54,13 @@ def answered(run: RunRecord, spec: Any, ctx: CheckContext) -> CheckResult:
 
 
 def allocation_valid(run: RunRecord, spec: Any, ctx: CheckContext) -> CheckResult:
-    """``true``: the answer reads as success (a success phrase, no failure phrase); ``false``: it does not."""
-    reading, phrase = read_outcome(run.output)
+    """``true``: the answer reads as a successful allocation (a success word, no failure phrase); ``false``: it
+    does not (it may read as failure, or as neither: "There are 42 completed tests.").
+
+    Failure phrases win, and are whole phrases: "not found" is never read as "found", "unavailable" never as
+    "available".
+    """
+    reading, phrase = read_outcome(run.output, *_ALLOCATION)
     why = f"reads as {reading}" + (f" ({phrase!r})" if phrase else " (no success or failure phrase)")
     ok = reading == "success" if spec else reading != "success"
     want = "reads as success" if spec else "does not read as success"
@@ -74,6 +86,6 @@ def register(registry: CheckRegistry) -> None:
         "allocation_valid",
         allocation_valid,
         {"type": "boolean"},
-        "true: the answer reads as success; false: it does not (failure phrases always win)",
+        "true: the answer reads as a successful allocation; false: it does not (failure phrases always win)",
         blocking=False,
     )

@@ -19,12 +19,14 @@ FAILURE_WORDS = (
 )  # fmt: skip
 
 
-def _pattern(words: list[str] | tuple[str, ...]) -> re.Pattern[str]:
+def phrase_pattern(words: list[str] | tuple[str, ...], *, longer_forms: bool = False) -> re.Pattern[str]:
+    """The phrases as whole words; with ``longer_forms`` a phrase also matches as a word's start (error, errors)."""
     alts = "|".join(re.escape(w) for w in sorted(words, key=len, reverse=True))
-    return re.compile(rf"(?<!\w)(?:{alts})(?!\w)", re.IGNORECASE)
+    end = r"\w*" if longer_forms else r"(?!\w)"
+    return re.compile(rf"(?<!\w)(?:{alts}){end}", re.IGNORECASE)
 
 
-_DEFAULT = (_pattern(SUCCESS_WORDS), _pattern(FAILURE_WORDS))
+_DEFAULT = (phrase_pattern(SUCCESS_WORDS), phrase_pattern(FAILURE_WORDS))
 
 
 def read_outcome(
@@ -46,8 +48,8 @@ def outcome(run: RunRecord, spec: Any, ctx: CheckContext) -> CheckResult:
     """The output reads as success / failure (configurable keyword lists)."""
     if isinstance(spec, dict):
         want = spec["expected"]
-        success = _pattern(spec["success_words"]) if "success_words" in spec else None
-        failure = _pattern(spec["failure_words"]) if "failure_words" in spec else None
+        success = phrase_pattern(spec["success_words"]) if "success_words" in spec else None
+        failure = phrase_pattern(spec["failure_words"]) if "failure_words" in spec else None
     else:
         want, success, failure = spec, None, None
     got, word = read_outcome(run.output, success, failure)
