@@ -25,7 +25,7 @@ def agent_eval_case(request: pytest.FixtureRequest) -> Case:
 
 @pytest.fixture(scope="session")
 def agent_eval_llm() -> LLM | None:
-    """``(messages) -> str`` for LLM judges; override it in conftest.py, or set AGENT_EVAL_LLM_MODEL."""
+    """``(messages, **options) -> str`` for LLM judges; override it in conftest.py, or set AGENT_EVAL_LLM_MODEL."""
     return default_llm()
 
 

@@ -1,11 +1,41 @@
-"""The default LLM for judges and simulated users: any OpenAI-compatible endpoint (SPEC §8)."""
+"""The LLM for judges and simulated users: ``(messages, **options) -> str`` (SPEC §8).
+
+The default, used when ``AGENT_EVAL_LLM_MODEL`` is set, talks to any OpenAI-compatible endpoint. A user's
+``agent_eval_llm`` may take the options (``temperature``, ``response_format``) or only the messages: ``ask``
+passes each option only to a callable that accepts it.
+"""
 
 from __future__ import annotations
 
+import inspect
 import os
 from collections.abc import Callable
+from typing import Any
 
-LLM = Callable[[list[dict[str, str]]], str]
+LLM = Callable[..., str]
+"""``(messages, **options) -> str``; options: ``temperature``, ``response_format``."""
+
+_NAMED = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+
+
+def accepted(llm: LLM, options: dict[str, Any]) -> dict[str, Any]:
+    """The options ``llm``'s signature accepts (all of them for ``**options`` or an unreadable signature)."""
+    try:
+        params = list(inspect.signature(llm).parameters.values())
+    except (TypeError, ValueError):
+        return options
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
+        return options
+    names = {p.name for p in params[1:] if p.kind in _NAMED}
+    return {k: v for k, v in options.items() if k in names}
+
+
+def ask(llm: LLM, messages: list[dict[str, str]], **options: Any) -> str:
+    """``llm``'s reply to ``messages``, with the options it accepts; a reply that is not text is an error."""
+    reply = llm(messages, **accepted(llm, options))
+    if not isinstance(reply, str):
+        raise TypeError(f"agent_eval_llm returned {type(reply).__name__}, expected the reply text (str)")
+    return reply
 
 
 def default_llm() -> LLM | None:
@@ -20,9 +50,22 @@ def default_llm() -> LLM | None:
             "AGENT_EVAL_LLM_MODEL is set but the `openai` package is missing: pip install 'pytest-agent-eval[openai]'"
         ) from exc
     client = openai.OpenAI()  # reads OPENAI_API_KEY and OPENAI_BASE_URL
+    json_mode = [True]  # cleared when the endpoint rejects response_format
 
-    def call(messages: list[dict[str, str]]) -> str:
-        reply = client.chat.completions.create(model=model, messages=messages, temperature=0)  # type: ignore[arg-type]
+    def call(messages: list[dict[str, str]], **options: Any) -> str:
+        """One chat completion; temperature 0 unless given; ``response_format`` dropped where unsupported."""
+        sent: Any = messages  # the client's own message types: plain dicts are what it takes at run time
+        options = {"temperature": 0, **options}
+        if not json_mode[0]:
+            options.pop("response_format", None)
+        try:
+            reply = client.chat.completions.create(model=model, messages=sent, **options)
+        except openai.BadRequestError:
+            if "response_format" not in options:
+                raise
+            options.pop("response_format")  # e.g. a local server without JSON mode: the judge reads the reply anyway
+            reply = client.chat.completions.create(model=model, messages=sent, **options)
+            json_mode[0] = False  # it was the response_format: not sent again
         return reply.choices[0].message.content or ""
 
     return call

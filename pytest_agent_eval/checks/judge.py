@@ -1,48 +1,193 @@
-"""The ``judge`` check: an LLM scores the answer against a rubric (SPEC §8)."""
+"""The ``judge`` check: an LLM scores the answer against a rubric (SPEC §8).
+
+The judge asks for JSON (``response_format`` JSON where the ``agent_eval_llm`` callable takes options) and reads
+the reply as that JSON, else only in forms that cannot be misread (``7/10``, ``70%``, ``score: 0.7``). Anything
+else, a score outside [0, 1], or an LLM call that fails, is no verdict: the check errors, it never passes.
+"""
 
 from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 from typing import Any
 
-from pytest_agent_eval.checks.base import CheckContext, CheckRegistry, CheckResult
+from pytest_agent_eval.checks.base import CheckContext, CheckError, CheckRegistry, CheckResult
+from pytest_agent_eval.imports import import_object
+from pytest_agent_eval.llm import ask
 from pytest_agent_eval.record import RunRecord
 
 NO_LLM = (
     "no LLM configured for the judge: set AGENT_EVAL_LLM_MODEL (with OPENAI_API_KEY / OPENAI_BASE_URL and the "
     "`openai` extra), or override the `agent_eval_llm` fixture in conftest.py"
 )
+REPLY_FORMAT = 'Reply with JSON only: {"score": <number from 0 to 1>, "reason": "<one sentence>"}'
 PROMPT = """You grade an AI agent's answer against a rubric.
 Rubric: {rubric}
-User input: {query}
-Agent answer: {output}
-Reply with JSON only: {{"score": <number from 0 to 1>, "reason": "<one sentence>"}}"""
+User input: {input}
+Tool calls the agent made: {tool_calls}
+{transcript}Agent answer: {output}
+""" + REPLY_FORMAT.replace("{", "{{").replace("}", "}}")
+FIELDS = ("rubric", "input", "output", "tool_calls", "transcript")
+"""The fields of a prompt template (``prompt: path``); a literal brace is written ``{{`` / ``}}``."""
+JSON_OPTIONS: dict[str, Any] = {"response_format": {"type": "json_object"}}
+SAMPLE_TEMPERATURE = 1.0
+"""The temperature of each sample when ``samples`` > 1 (at the default 0 every sample would be the same)."""
+
+_FENCE = re.compile(r"```[ \t]*(?:json)?[ \t]*\n?(.*?)```", re.DOTALL | re.IGNORECASE)
+_NUM = r"(\d+(?:\.\d+)?)"
+_FORMS = (  # (pattern, divisor): the only non-JSON forms read, each unambiguous on its own
+    (re.compile(rf"(?<![\w./]){_NUM}\s*/\s*(10|100)(?![\w/]|\.\d)"), None),
+    (re.compile(rf"(?<![\w.]){_NUM}\s*%"), 100.0),
+    (re.compile(rf"\bscore\b\s*(?:[:=]|is|of)\s*{_NUM}(?!\s*(?:/|%|\d|\.\d))", re.IGNORECASE), 1.0),
+)
 
 
-def parse_score(reply: str) -> tuple[float, str]:
-    """Read ``{"score": x, "reason": ...}`` (or a bare number) from the judge's reply."""
-    match = re.search(r"\{.*\}", reply, re.DOTALL)
-    if match:
+def excerpt(reply: str, limit: int = 200) -> str:
+    """The reply on one line, cut at ``limit`` characters."""
+    text = " ".join(reply.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def unreadable(reply: str, why: str = "") -> CheckError:
+    """The error of a reply that gives no score (``why``: what was wrong with it)."""
+    note = f" ({why})" if why else ""
+    return CheckError(
+        f"judge reply unreadable{note}: {excerpt(reply)!r}; the judge must reply "
+        '{"score": <0..1>, "reason": "..."} (or 7/10, 70%, score: 0.7)'
+    )
+
+
+def _json_score(data: Any, reply: str) -> tuple[float, str]:
+    if not isinstance(data, dict) or "score" not in data:
+        raise unreadable(reply, "JSON without a `score`")
+    value = data["score"]
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise unreadable(reply, "the score is not a number")
+    try:
+        score = float(value)
+    except ValueError:
+        raise unreadable(reply, "the score is not a number") from None
+    if not 0.0 <= score <= 1.0:
+        raise unreadable(reply, f"score {value} is outside 0..1")
+    return score, str(data.get("reason", "")).strip()
+
+
+def _json_objects(text: str) -> list[Any]:
+    """Every JSON object in ``text`` that has a ``score`` key."""
+    decoder = json.JSONDecoder()
+    found = []
+    for match in re.finditer(r"\{", text):
         try:
-            data = json.loads(match.group(0))
-            return max(0.0, min(1.0, float(data["score"]))), str(data.get("reason", ""))
-        except (ValueError, KeyError, TypeError):
-            pass
-    number = re.search(r"\d+(?:\.\d+)?", reply)
-    if number is None:
-        raise ValueError(f"judge reply has no score: {reply[:200]!r}")
-    return max(0.0, min(1.0, float(number.group(0)))), reply.strip()[:200]
+            value, _ = decoder.raw_decode(text, match.start())
+        except ValueError:
+            continue
+        if isinstance(value, dict) and "score" in value:
+            found.append(value)
+    return found
+
+
+def _plain_score(reply: str) -> float:
+    """The one score the reply gives as ``7/10``, ``70%`` or ``score: 0.7``; else the reply is unreadable."""
+    values: set[float] = set()
+    for pattern, divisor in _FORMS:
+        for match in pattern.finditer(reply):
+            number = float(match.group(1))
+            value = number / (divisor if divisor is not None else float(match.group(2)))
+            if not 0.0 <= value <= 1.0:
+                raise unreadable(reply, f"{match.group(0).strip()!r} is outside 0..1")
+            values.add(round(value, 9))
+    if len(values) > 1:
+        raise unreadable(reply, "it gives several scores: " + ", ".join(f"{v:g}" for v in sorted(values)))
+    if not values:
+        raise unreadable(reply)
+    return values.pop()
+
+
+def read_score(reply: str) -> tuple[float, str]:
+    """The score in [0, 1] and the reason from a judge's reply; :class:`CheckError` when there is none."""
+    text = reply.strip()
+    fenced = _FENCE.search(text)
+    for candidate in ([fenced.group(1).strip()] if fenced else []) + [text]:
+        try:
+            data = json.loads(candidate)
+        except ValueError:
+            continue
+        return _json_score(data, reply)
+    objects = _json_objects(text)
+    if objects:
+        scores = [_json_score(data, reply) for data in objects]
+        if len({score for score, _ in scores}) > 1:
+            raise unreadable(reply, "it gives several scores")
+        return scores[0]
+    return _plain_score(text), excerpt(text)
+
+
+def ask_score(ctx: CheckContext, prompt: str, samples: int = 1) -> tuple[float, str]:
+    """The mean score of ``samples`` LLM replies to ``prompt`` and their reasons; :class:`CheckError` if one fails."""
+    assert ctx.llm is not None
+    options = dict(JSON_OPTIONS)
+    if samples > 1:
+        options["temperature"] = SAMPLE_TEMPERATURE
+    readings = []
+    for _ in range(samples):
+        try:
+            reply = ask(ctx.llm, [{"role": "user", "content": prompt}], **options)
+        except Exception as exc:
+            text = str(exc)
+            raise CheckError(f"judge LLM call failed: {type(exc).__name__}" + (f": {text}" if text else "")) from exc
+        readings.append(read_score(reply))
+    score = sum(s for s, _ in readings) / samples
+    if samples == 1:
+        return readings[0]
+    reasons = "; ".join(f"{s:.2f}: {r}" for s, r in readings)
+    return score, f"mean of {samples} samples ({reasons})"
+
+
+def prompt_fields(run: RunRecord, ctx: CheckContext, rubric: str) -> dict[str, str]:
+    """What the judge is shown: the rubric, the input, the answer, the tool calls and (conversations) the turns."""
+    calls = [{"tool": c.name, "args": c.args} for c in run.tool_calls]
+    turns = "\n".join(f"  {m.get('role', '?')}: {m.get('content', '')}" for m in run.history)
+    return {
+        "rubric": rubric,
+        "input": ctx.case.query or ("(a conversation, below)" if run.history else "(none)"),
+        "output": run.output,
+        "tool_calls": json.dumps(calls, default=str) if calls else "(none)",
+        "transcript": f"Conversation:\n{turns}\n" if turns else "",
+    }
+
+
+def _own_prompt(ref: str, fields: dict[str, str], run: RunRecord, ctx: CheckContext) -> str:
+    """The prompt from ``prompt: module:function`` (called with the run, the case, the rubric) or a template file."""
+    if re.fullmatch(r"[A-Za-z_][\w.]*:[A-Za-z_][\w.]*", ref):
+        func = import_object(ref)
+        return str(func(run, ctx.case, fields["rubric"]))
+    path = Path(ref) if Path(ref).is_absolute() else ctx.case.path.parent / ref
+    try:
+        template = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise CheckError(f"judge prompt {ref!r}: cannot read {path}: {exc.strerror or exc}") from exc
+    try:
+        return template.format_map(fields)
+    except (KeyError, IndexError, ValueError) as exc:
+        raise CheckError(
+            f"judge prompt {path}: bad template ({type(exc).__name__}: {exc}); its fields are "
+            + ", ".join("{" + f + "}" for f in FIELDS)
+            + "; write a literal brace as {{ or }}"
+        ) from exc
 
 
 def judge(run: RunRecord, spec: Any, ctx: CheckContext) -> CheckResult:
     """An LLM judge scores the answer against the rubric at least ``min_score`` (default 0.7)."""
     rubric = spec if isinstance(spec, str) else spec["rubric"]
-    threshold = 0.7 if isinstance(spec, str) else float(spec.get("min_score", 0.7))
+    options = spec if isinstance(spec, dict) else {}
+    threshold = float(options.get("min_score", 0.7))
     if ctx.llm is None:
         return CheckResult.of("judge", False, expected=rubric, actual="not judged", message=NO_LLM)
-    prompt = PROMPT.format(rubric=rubric, query=ctx.case.query, output=run.output)
-    score, reason = parse_score(ctx.llm([{"role": "user", "content": prompt}]))
+    fields = prompt_fields(run, ctx, rubric)
+    own = options.get("prompt")
+    prompt = PROMPT.format_map(fields) if own is None else _own_prompt(own, fields, run, ctx)
+    score, reason = ask_score(ctx, prompt, int(options.get("samples", 1)))
     ok = score >= threshold
     return CheckResult.of(
         "judge",
@@ -54,9 +199,14 @@ def judge(run: RunRecord, spec: Any, ctx: CheckContext) -> CheckResult:
     )
 
 
-SCHEMA = {  # a rubric, or {rubric, min_score}
+SCHEMA = {  # a rubric, or {rubric, min_score, prompt, samples}
     "type": ["string", "object"],
-    "properties": {"rubric": {"type": "string"}, "min_score": {"type": "number", "minimum": 0, "maximum": 1}},
+    "properties": {
+        "rubric": {"type": "string"},
+        "min_score": {"type": "number", "minimum": 0, "maximum": 1},
+        "prompt": {"type": "string", "minLength": 1},
+        "samples": {"type": "integer", "minimum": 1},
+    },
     "required": ["rubric"],
     "additionalProperties": False,
 }

@@ -12,7 +12,7 @@ import re
 from typing import Any
 
 from pytest_agent_eval.checks.base import CheckContext, CheckRegistry, CheckResult
-from pytest_agent_eval.checks.judge import NO_LLM, judge, parse_score
+from pytest_agent_eval.checks.judge import NO_LLM, ask_score, judge
 from pytest_agent_eval.checks.output import excerpt
 from pytest_agent_eval.checks.tools import align, calls_table
 from pytest_agent_eval.record import RunRecord
@@ -47,12 +47,6 @@ def scored(name: str, score: float, spec: Any, ctx: CheckContext, **kw: Any) -> 
     why = kw.pop("message", "")
     message = "" if ok else f"below min_score {limit:g}" + (f": {why}" if why else "")
     return CheckResult(name, ok, score, message=message, **kw)
-
-
-def ask_llm(ctx: CheckContext, prompt: str) -> tuple[float, str]:
-    """The LLM's score in [0, 1] and its reason, for a prompt that asks for ``{"score", "reason"}``."""
-    assert ctx.llm is not None
-    return parse_score(ctx.llm([{"role": "user", "content": prompt}]))
 
 
 def lcs_length(a: list[str], b: list[str]) -> int:
@@ -157,7 +151,7 @@ def grounding(run: RunRecord, spec: Any, ctx: CheckContext) -> CheckResult:
             expected=phrases + ([f"/{pattern}/"] if pattern else []) or "(none)",
             output=run.output,
         )
-        llm_score, reason = ask_llm(ctx, prompt)
+        llm_score, reason = ask_score(ctx, prompt)
         blended = (1 - GROUNDING_LLM_WEIGHT) * (content or 0.0) + GROUNDING_LLM_WEIGHT * llm_score
         score = llm_score if content is None else blended
         notes.append(f"LLM {llm_score:.2f}: {reason}")
@@ -197,7 +191,7 @@ def reasoning(run: RunRecord, spec: Any, ctx: CheckContext) -> CheckResult:
         output=run.output,
         steps=steps,
     )
-    score, reason = ask_llm(ctx, prompt)
+    score, reason = ask_score(ctx, prompt)
     return scored(
         "reasoning",
         score,
