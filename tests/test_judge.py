@@ -242,8 +242,10 @@ cases:
     result.stdout.fnmatch_lines_random(
         [
             "*✗ judge: judge scored 0.20 < 0.7: Poor answer. Score: 2/10 (score 0.20)",
-            "*✗ judge: judge reply unreadable: 'Looks fine.'; the judge must reply *",
-            "*✗ judge: judge LLM call failed: ConnectionError: Connection error. *",
+            "case unreadable failed: judge has no verdict: judge reply unreadable: 'Looks fine.'*",
+            "  ✗ judge: judge reply unreadable: 'Looks fine.'; the judge must reply *score: 0.7)",
+            "case down failed: judge has no verdict: judge LLM call failed: ConnectionError: Connection error.",
+            "  ✗ judge: judge LLM call failed: ConnectionError: Connection error.",
             "PASSED eval_judged.yaml::good",
         ]
     )

@@ -40,6 +40,10 @@ def summary(result: CaseResult) -> str:
     if trial.run.error:
         return f"case {case.id} failed: {trial.run.error}"
     failed = [c for c in trial.checks if not c.passed]
+    errors = [c for c in trial.checks if c.error]
+    if errors:  # no verdict: the score would be made up
+        more = f" (and {len(errors) - 1} more check(s) without a verdict)" if len(errors) > 1 else ""
+        return f"case {case.id} failed: {errors[0].name} has no verdict: {errors[0].message}{more}"
     if case.min_score is not None:
         return f"case {case.id} failed: score {trial.score:.2f} below min_score {case.min_score:g}"
     if failed:
@@ -59,7 +63,8 @@ def trial_lines(trial: TrialResult) -> list[str]:
             note = " (not scored)" if not check.scored else ""
             lines.append(f"  ✓ {check.name}{note}")
             continue
-        lines.append(f"  ✗ {check.name}: {check.message or 'failed'} (score {check.score:.2f})")
+        score = f" (score {check.score:.2f})" if check.scored else ""
+        lines.append(f"  ✗ {check.name}: {check.message or 'failed'}{score}")
         lines.append(f"{_INDENT}  expected: {_value(check.expected)}")
         lines.append(f"{_INDENT}  actual:   {_value(check.actual)}")
         lines.extend(f"{_INDENT}  {d}" for d in check.detail)
