@@ -34,7 +34,13 @@ def test_yaml_syntax_error(evals: pytest.Pytester) -> None:
 def test_json_syntax_error(evals: pytest.Pytester) -> None:
     result = run_with(evals, eval_bad_json='{\n  "cases": [\n    {"id": "a", "input": "x",}\n  ]\n}\n')
     result.assert_outcomes(passed=1, errors=1)
-    result.stdout.fnmatch_lines(["*eval_bad.json:3: JSON syntax error: Expecting property name*; fix the JSON syntax"])
+    # Python's own wording: "Expecting property name ..." up to 3.12, "Illegal trailing comma ..." from 3.13
+    result.stdout.re_match_lines(
+        [
+            r".*eval_bad.json:3: JSON syntax error: (Expecting property name|Illegal trailing comma).*; fix the JSON "
+            "syntax"
+        ]
+    )
 
 
 def test_schema_error_in_one_case_keeps_the_others(evals: pytest.Pytester) -> None:
