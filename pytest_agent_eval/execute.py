@@ -73,7 +73,7 @@ def _prepare(item: EvalItem, request: pytest.FixtureRequest) -> Coroutine[Any, A
     scheduler = state.scheduler(item.session)
     agent = _agent(item, request)
     llm = None
-    if state.checks.uses_llm(item.case.expect):
+    if state.checks.case_uses_llm(item.case):
         llm = request.getfixturevalue("agent_eval_llm")
         if scheduler is not None:
             scheduler.llm = llm

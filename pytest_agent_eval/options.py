@@ -48,6 +48,15 @@ def add_options(parser: pytest.Parser) -> None:
         default=None,
         help="run every case N times (independent trials; each case's min_pass_rate decides)",
     )
+    group.addoption(
+        "--agent-eval-require-llm",
+        dest="agent_eval_require_llm",
+        action="store_true",
+        default=None,
+        help="fail, instead of leaving 'not scored', a check that needs an LLM when none is configured "
+        "(ini: agent_eval_require_llm)",
+    )
+    parser.addini("agent_eval_require_llm", "fail LLM checks when no LLM is configured", type="bool", default=False)
     parser.addini("agent_eval_concurrency", "agent calls in flight at once in one pytest process", default="1")
     parser.addini("agent_eval_files", "glob patterns of eval file names", type="args", default=DEFAULT_FILES.split())
     parser.addini("agent_eval_timeout", "default per-call agent timeout in seconds", default="")
@@ -82,6 +91,7 @@ class Settings:
     tool_responses: Path | None = None
     concurrency: int = 1
     repeat: int | None = None
+    require_llm: bool = False
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> Settings:
@@ -111,6 +121,7 @@ class Settings:
             tool_responses=config.rootpath / responses if responses else None,
             concurrency=concurrency,
             repeat=repeat,
+            require_llm=bool(config.getoption("agent_eval_require_llm") or config.getini("agent_eval_require_llm")),
         )
 
 

@@ -47,6 +47,8 @@ class RunSettings:
     """Bounds agent calls in flight across cases and trials (created on the runner's loop)."""
     repeat: int | None = None
     """Trials per case for every case (``--agent-eval-repeat``), instead of each case's ``repeat``."""
+    require_llm: bool = False
+    """``--agent-eval-require-llm``: a check that needs an LLM fails when there is none, instead of 'not scored'."""
     inline: bool = False
     """Blocking calls without a timeout run in the loop's own thread: set when the loop runs one case at a time."""
 
@@ -172,6 +174,14 @@ def _no_recording(case: Case) -> Iterator[None]:
     yield None
 
 
+def _require_llm(results: list[CheckResult], checks: CheckRegistry) -> None:
+    """Turn the LLM checks left unscored for want of an LLM into failures (``--agent-eval-require-llm``)."""
+    for result in results:
+        if not result.scored and checks.uses_llm([result.name.rpartition(": ")[2]]):
+            result.passed, result.scored = False, True
+            result.message = f"needs an LLM (--agent-eval-require-llm): {result.message}"
+
+
 async def run_trial(case: Case, agent: Agent, settings: RunSettings) -> TrialResult:
     """One independent run of the case (all its turns), checked."""
     ctx = CheckContext(case=case, options=case.expect_options, llm=settings.llm)
@@ -191,6 +201,8 @@ async def run_trial(case: Case, agent: Agent, settings: RunSettings) -> TrialRes
     if run.error:
         return TrialResult(run, turn_results, False, 0.0, [run.error, *reasons], violations)
     results = turn_results + await _checked(run, case.expect, ctx, settings)
+    if settings.require_llm and settings.llm is None:
+        _require_llm(results, settings.checks)
     score = weighted_score(results, case.weights)
     if case.min_score is not None:
         passed = score >= case.min_score

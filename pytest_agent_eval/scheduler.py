@@ -88,7 +88,7 @@ class Scheduler:
     def _can_start(self, item: pytest.Item, case: Case) -> bool:
         if case.error or case.skip or item.get_closest_marker("skip") or item.get_closest_marker("skipif"):
             return False
-        return not (self.state.checks.uses_llm(case.expect) and self.llm is _UNSET)
+        return not (self.state.checks.case_uses_llm(case) and self.llm is _UNSET)
 
     def _agent_for(self, item: pytest.Item, case: Case) -> Agent | None:
         ref = self.state.settings.agent or case.agent

@@ -113,6 +113,7 @@ class EvalSession:
             recorder=recorder,
             limit=self._limit,
             repeat=self.settings.repeat,
+            require_llm=self.settings.require_llm,
             inline=runner is not self._loop,
         )
 

@@ -250,3 +250,46 @@ cases:
         ]
     )
     assert "expected: None" not in result.stdout.str()
+
+
+NO_LLM_FILE = """\
+agent: scripted:run
+cases:
+  - {id: judged_only, input: q, context: {say: Refunded.}, expect: {judge: polite}}
+  - {id: judged_and_checked, input: q, context: {say: Refunded.}, expect: {contains: [refunded], judge: polite}}
+"""
+
+
+def test_a_judge_without_an_llm_is_not_scored(evals: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("AGENT_EVAL_LLM_MODEL", raising=False)
+    evals.makefile(".yaml", eval_nollm=NO_LLM_FILE)
+    result = evals.runpytest("-p", "no:cacheprovider", "-rs")
+    result.assert_outcomes(passed=1, skipped=1)  # never a failure, and never a pass with nothing scored
+    result.stdout.fnmatch_lines(["SKIPPED [[]1] eval_nollm.yaml:3: nothing scored (judge): not scored: no LLM *"])
+
+
+def test_require_llm_fails_a_judge_without_an_llm(evals: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("AGENT_EVAL_LLM_MODEL", raising=False)
+    evals.makefile(".yaml", eval_nollm=NO_LLM_FILE)
+    result = evals.runpytest("-p", "no:cacheprovider", "--agent-eval-require-llm")
+    result.assert_outcomes(failed=2)
+    result.stdout.fnmatch_lines(["*✗ judge: needs an LLM (--agent-eval-require-llm): not scored: no LLM configured*"])
+
+
+def test_a_judge_inside_a_turn_gets_the_llm(evals: pytest.Pytester) -> None:
+    evals.makeconftest(CONFTEST.format(replies={"kind": '{"score": 0.9}', "polite": "Score: 2/10"}))
+    evals.makefile(
+        ".yaml",
+        eval_turns="""\
+agent: scripted:run
+cases:
+  - id: talk
+    context: {say: Refunded.}
+    turns:
+      - {input: hello, expect: {judge: kind}}
+      - {input: refund please, expect: {judge: polite}}
+""",
+    )
+    result = evals.runpytest("-p", "no:cacheprovider")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*✓ turn 1: judge*", "*✗ turn 2: judge: judge scored 0.20 < 0.7*"])

@@ -105,6 +105,10 @@ class CheckRegistry:
         """Whether any of the checks ``names`` may call the LLM."""
         return any(name in self._checks and self._checks[name].uses_llm for name in names)
 
+    def case_uses_llm(self, case: Case) -> bool:
+        """Whether any check of ``case``, its own or one of its turns', may call the LLM."""
+        return self.uses_llm(case.expect) or any(self.uses_llm(turn.expect) for turn in case.turns)
+
     def blocking(self, names: Iterable[str]) -> bool:
         """Whether any of the checks ``names`` may block (and so runs off the event loop)."""
         return any(name in self._checks and self._checks[name].blocking for name in names)

@@ -183,7 +183,7 @@ def judge(run: RunRecord, spec: Any, ctx: CheckContext) -> CheckResult:
     options = spec if isinstance(spec, dict) else {}
     threshold = float(options.get("min_score", 0.7))
     if ctx.llm is None:
-        return CheckResult.of("judge", False, expected=rubric, actual="not judged", message=NO_LLM)
+        return CheckResult("judge", True, 0.0, rubric, "not judged", f"not scored: {NO_LLM}", scored=False)
     fields = prompt_fields(run, ctx, rubric)
     own = options.get("prompt")
     prompt = PROMPT.format_map(fields) if own is None else _own_prompt(own, fields, run, ctx)
