@@ -14,10 +14,10 @@ from typing import TextIO
 
 from pytest_agent_eval.cases.document import read_document
 from pytest_agent_eval.cases.errors import EvalFileError, EvalFileErrors
+from pytest_agent_eval.cases.files import DEFAULT_FILES, is_eval_file
 from pytest_agent_eval.cases.load import DialectRegistry, builtin_dialects, detect
 from pytest_agent_eval.cases.schema import native_schema
 from pytest_agent_eval.checks import CheckRegistry, builtin_registry
-from pytest_agent_eval.options import DEFAULT_FILES, is_eval_file
 
 
 def load_plugin(ref: str) -> ModuleType:

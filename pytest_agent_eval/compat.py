@@ -10,9 +10,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pytest
+if TYPE_CHECKING:  # the engine's parts (blocking.py) use this module without pytest
+    import pytest
 
 
 def fixtureinfo(item: pytest.Item) -> Any:

@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import fnmatch
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from pytest_agent_eval.cases.document import JSON_SUFFIXES, YAML_SUFFIXES
+from pytest_agent_eval.cases.files import DEFAULT_FILES, is_eval_file
 from pytest_agent_eval.cases.model import UNMOCKED_MODES
 
-DEFAULT_FILES = "eval_*.yaml eval_*.yml eval_*.json *.eval.yaml *.eval.yml *.eval.json"
+__all__ = ["Settings", "add_options", "is_eval_file"]
 
 
 def add_options(parser: pytest.Parser) -> None:
@@ -133,10 +132,3 @@ def _positive_int(text: str, name: str) -> int:
     if value < 1:
         raise pytest.UsageError(f"{name} must be at least 1, got {value}")
     return value
-
-
-def is_eval_file(path: Path, patterns: tuple[str, ...], explicit: bool) -> bool:
-    """Collected when the name matches an ``agent_eval_files`` pattern, or a YAML/JSON file is named on the CLI."""
-    if path.suffix.lower() not in YAML_SUFFIXES + JSON_SUFFIXES:
-        return False
-    return explicit or any(fnmatch.fnmatch(path.name, p) for p in patterns)

@@ -1,0 +1,83 @@
+"""The package's shape: the engine and the command-line tool import no pytest, and no module imports form a cycle."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest_agent_eval
+
+PACKAGE = Path(pytest_agent_eval.__file__).parent
+# The pytest layer: hooks, items, fixtures, options, session state and what only they use.
+PYTEST_LAYER = {
+    "case_mocks", "collect", "execute", "fixtures", "hookspecs", "options", "plugin", "scheduler", "skipping",
+    "state", "stopping",
+}  # fmt: skip
+
+
+def _modules() -> dict[str, Path]:
+    found = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        found[name] = path
+    return found
+
+
+def test_the_engine_and_the_cli_import_no_pytest() -> None:
+    engine = [name for name in _modules() if name.split(".")[1:2] and name.split(".")[1] not in PYTEST_LAYER]
+    assert "pytest_agent_eval.cli" in engine and "pytest_agent_eval.runner" in engine
+    script = (
+        "import importlib, sys\n"
+        f"for name in {engine!r}:\n"
+        "    importlib.import_module(name)\n"
+        "    assert 'pytest' not in sys.modules and '_pytest' not in sys.modules, name\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+
+
+def _imports_at_load(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
+    """The package's modules that ``name`` imports when it loads (not in functions, not for type checking)."""
+    found: set[str] = set()
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    for node in ast.parse(path.read_text()).body:
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            continue
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        for sub in ast.walk(node):
+            if isinstance(sub, ast.ImportFrom):
+                base = sub.module or ""
+                if sub.level:  # relative: from the package, up level - 1
+                    parts = package.split(".")
+                    base = ".".join([*parts[: len(parts) - sub.level + 1], base]).strip(".")
+                found.add(base)
+                found.update(f"{base}.{alias.name}" for alias in sub.names)
+            elif isinstance(sub, ast.Import):
+                found.update(alias.name for alias in sub.names)
+    return {m for m in found if m in modules and m != name}
+
+
+def test_no_import_cycles() -> None:
+    modules = _modules()
+    graph = {name: _imports_at_load(name, path, modules) for name, path in modules.items()}
+    assert graph["pytest_agent_eval.plugin"], "the import graph was read"
+    cycles = []
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+
+    def visit(name: str, path: list[str]) -> None:
+        state[name] = 1
+        for target in sorted(graph[name]):
+            if state.get(target) == 1:
+                cycles.append(" -> ".join([*path[path.index(target) :], target]))
+            elif target not in state:
+                visit(target, [*path, target])
+        state[name] = 2
+
+    for name in sorted(graph):
+        if name not in state:
+            visit(name, [name])
+    assert cycles == []
