@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.metadata
 import importlib.util
 import json
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import TextIO
@@ -36,10 +37,65 @@ def load_plugin(ref: str) -> ModuleType:
         raise SystemExit(f"agent-eval: -p {ref}: cannot import: {exc}") from None
 
 
-def registries(plugins: list[str]) -> tuple[CheckRegistry, DialectRegistry]:
-    """The built-in checks and formats, plus those the ``plugins`` add through the plugin's hooks."""
+HOOK_PREFIX = "pytest_agent_eval_register_"
+
+
+def entry_point_plugins() -> list[str]:
+    """Installed pytest plugins (``pytest11`` entry points) whose module implements a registration hook.
+
+    A module's source is read, not imported, to tell: plugins that add nothing here are never loaded.
+    """
+    found = []
+    for entry in importlib.metadata.entry_points(group="pytest11"):
+        name = entry.module
+        if name.split(".")[0] == __package__:
+            continue
+        path = _module_file(name)
+        try:
+            if path is not None and HOOK_PREFIX in path.read_text(encoding="utf-8"):
+                found.append(name)
+        except (OSError, UnicodeDecodeError):
+            continue
+    return found
+
+
+def _module_file(name: str) -> Path | None:
+    """The source file of module ``name``, found on ``sys.path`` without importing it or its packages."""
+    relative = Path(*name.split("."))
+    for base in sys.path:
+        for candidate in (Path(base or ".") / f"{relative}.py", Path(base or ".") / relative / "__init__.py"):
+            if candidate.is_file():
+                return candidate
+    if "." not in name:  # e.g. an editable install's finder; a top-level lookup imports nothing
+        try:
+            spec = importlib.util.find_spec(name)
+        except (ImportError, ValueError):
+            return None
+        return Path(spec.origin) if spec is not None and spec.origin else None
+    return None
+
+
+def conftest_files(paths: list[str]) -> list[str]:
+    """The ``conftest.py`` files pytest would load for ``paths``: in each one's directory and its parents, up to
+    the current directory."""
+    here = Path.cwd().resolve()
+    found: dict[Path, None] = {}
+    for name in paths:
+        start = Path(name).resolve()
+        folder = start if start.is_dir() else start.parent
+        chain = [folder, *folder.parents]
+        chain = chain[: chain.index(here) + 1] if here in chain else chain[:1]
+        found.update((d / "conftest.py", None) for d in reversed(chain) if (d / "conftest.py").is_file())
+    return [str(p) for p in found]
+
+
+def registries(plugins: list[str], paths: Sequence[str] = ()) -> tuple[CheckRegistry, DialectRegistry]:
+    """The built-in checks and formats, plus those added through the registration hooks by installed pytest
+    plugins, the ``conftest.py`` files of ``paths`` and the ``plugins`` named with ``-p``, in that order."""
     checks, dialects = builtin_registry(), builtin_dialects()
-    for ref in plugins:
+    refs = [*entry_point_plugins(), *conftest_files(list(paths)), *plugins]
+    unique = {str(Path(r).resolve()) if r.endswith(".py") else r: r for r in refs}  # each loaded once, in order
+    for ref in unique.values():
         module = load_plugin(ref)
         if hasattr(module, "pytest_agent_eval_register_checks"):
             module.pytest_agent_eval_register_checks(registry=checks)
@@ -87,7 +143,7 @@ def _count(n: int, noun: str) -> str:
 
 def validate(paths: list[str], plugins: list[str], out: TextIO) -> int:
     """Print each file's format and every problem; 1 when any file has a problem, else 0."""
-    checks, dialects = registries(plugins)
+    checks, dialects = registries(plugins, paths)
     files = list(eval_files(paths))
     if not files:
         print(f"agent-eval validate: no eval files found under {' '.join(paths)}", file=out)
@@ -117,7 +173,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command == "validate":
         return validate(args.paths, args.plugins, sys.stdout)
-    checks, _ = registries(args.plugins)
+    checks, _ = registries(args.plugins, ["."])
     print(json.dumps(native_schema(checks), indent=2))
     return 0
 

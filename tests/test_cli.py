@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import jsonschema
@@ -88,17 +91,53 @@ def test_a_directory_without_eval_files(tmp_path: Path, capsys: pytest.CaptureFi
     assert (code, out) == (1, [f"agent-eval validate: no eval files found under {tmp_path}"])
 
 
+POLITE_PLUGIN = (
+    "def polite(run, spec, ctx):\n    return None\n\n"
+    "def pytest_agent_eval_register_checks(registry):\n    registry.register('polite', polite, {'const': True})\n"
+)
+
+
 def test_plugins_add_checks_and_formats(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (tmp_path / "eval_custom.yaml").write_text("cases:\n  - {id: a, input: hi, expect: {polite: true}}\n")
-    (tmp_path / "conftest.py").write_text(
-        "def polite(run, spec, ctx):\n    return None\n\n"
-        "def pytest_agent_eval_register_checks(registry):\n    registry.register('polite', polite, {'const': True})\n"
-    )
+    (tmp_path / "polite_checks.py").write_text(POLITE_PLUGIN)  # not a conftest.py: loaded with -p only
     code, out = validate(capsys, str(tmp_path / "eval_custom.yaml"))
     assert code == 1
     assert out[1].startswith(f"{tmp_path}/eval_custom.yaml:2: unknown check 'polite' in cases[0].expect")
-    code, out = validate(capsys, str(tmp_path / "eval_custom.yaml"), "-p", str(tmp_path / "conftest.py"))
+    code, out = validate(capsys, str(tmp_path / "eval_custom.yaml"), "-p", str(tmp_path / "polite_checks.py"))
     assert (code, out[0]) == (0, f"{tmp_path}/eval_custom.yaml: native, 1 case: ok")
+
+
+def test_the_conftest_files_of_the_checked_files_add_their_checks(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """As pytest loads them: a check registered in the file's directory's conftest.py is known, with or without -p."""
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "eval_custom.yaml").write_text("cases:\n  - {id: a, input: hi, expect: {polite: true}}\n")
+    (tmp_path / "sub" / "conftest.py").write_text(POLITE_PLUGIN)
+    code, out = validate(capsys, str(tmp_path / "sub"))
+    assert (code, out[0]) == (0, f"{tmp_path}/sub/eval_custom.yaml: native, 1 case: ok")
+    code, out = validate(capsys, str(tmp_path / "sub"), "-p", str(tmp_path / "sub" / "conftest.py"))
+    assert code == 0  # named again with -p: loaded once, not registered twice
+
+
+def test_installed_pytest_plugins_add_their_checks(pytester: pytest.Pytester) -> None:
+    """A ``pytest11`` entry-point plugin that implements the hook is loaded; the command still imports no pytest."""
+    site = pytester.mkdir("site")
+    (site / "polite_plugin.py").write_text(POLITE_PLUGIN)
+    info = site / "polite_plugin-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: polite-plugin\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text("[pytest11]\npolite = polite_plugin\n")
+    pytester.makefile(".yaml", eval_custom="cases:\n  - {id: a, input: hi, expect: {polite: true}}\n")
+    script = (
+        "import sys\nfrom pytest_agent_eval.cli import main\ncode = main(['validate', 'eval_custom.yaml'])\n"
+        "print('pytest imported:', 'pytest' in sys.modules)\nsys.exit(code)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(site)}
+    done = subprocess.run([sys.executable, "-c", script], cwd=pytester.path, env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.splitlines()[0] == "eval_custom.yaml: native, 1 case: ok"
+    assert "pytest imported: False" in done.stdout
 
 
 def test_schema_prints_the_native_json_schema(capsys: pytest.CaptureFixture[str]) -> None:
