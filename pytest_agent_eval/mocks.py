@@ -8,6 +8,8 @@
 * Responses (:func:`compile_response`): a literal, ``{return: x}``, ``{sequence: [...]}``, ``{raise: "Type: msg"}``,
   ``{when: [{args, return}], default: r}``, ``{call: "module:function"}``. A call with no response follows
   ``unmocked_tools``: ``strict`` (raise, and fail the trial), ``default`` or ``passthrough``.
+* Before the agent runs, every mocked tool must have a stand-in (:meth:`MockPlan.require_patched`), else its real
+  tool would run; after a trial, a mock the case itself declared and nobody called fails the trial.
 """
 
 from __future__ import annotations
@@ -204,7 +206,9 @@ class MockPlan:
     case_id: str = "(no case)"
     location: str = "(no file)"
     declared: tuple[str, ...] = ()
-    """The tools the case itself mocks (not the ini defaults); each must name a tool the agent has."""
+    """The tools the case mocks (its own and its file's ``defaults``, not the ini defaults): each must be patched."""
+    must_call: tuple[str, ...] = ()
+    """The case's own mocks that a trial must call: a mock never called is a typo or a stale case."""
 
     @classmethod
     def for_case(cls, case: Case, base: Mapping[str, Response] | None = None, unmocked: str | None = None) -> MockPlan:
@@ -214,7 +218,30 @@ class MockPlan:
         mode = case.unmocked_tools or unmocked or "strict"
         if mode not in UNMOCKED_MODES:
             raise MockConfigError(f"{case.location}: unmocked_tools {mode!r}: use one of {', '.join(UNMOCKED_MODES)}")
-        return cls({**(base or {}), **own}, mode, case.id, case.location, tuple(own))
+        unwanted = _unwanted(case)
+        must = [n for n in own if n not in case.inherited_mocks and not unwanted(n)] if mode != "passthrough" else []
+        return cls({**(base or {}), **own}, mode, case.id, case.location, tuple(own), tuple(must))
+
+    def require_patched(self) -> None:
+        """Raise :class:`MockConfigError` when a mocked tool has no stand-in: its real tool would run.
+
+        Called before the agent: every tool the case mocks must be patched or wrapped by then (a patched
+        dispatcher answers for every name). Stand-ins made inside the agent's call come too late.
+        """
+        problems = _REGISTRY.unknown_tools(self)
+        if problems:
+            raise MockConfigError("\n".join(problems))
+
+    def never_called(self, calls: list[ToolCall]) -> list[str]:
+        """Violations for the case's own mocks that no call of the trial used, with the closest called tool."""
+        called = list(dict.fromkeys(call.name for call in calls))
+        return [
+            f"tool_mocks: {name!r} was mocked but never called{did_you_mean(name, called)}; the agent called "
+            f"{', '.join(called) or 'no tool'} (case {self.case_id}, {self.location}); fix the name, remove the "
+            "mock, or list the tool under `tools_not_called` if the agent must not call it"
+            for name in self.must_call
+            if name not in called
+        ]
 
     def recorder(self, case: Any) -> AbstractContextManager[Recording]:
         """:meth:`record`, as the runner's per-trial recorder (which is handed the case)."""
@@ -233,7 +260,21 @@ class MockPlan:
             _CURRENT.reset(token)
             with _ACTIVE_LOCK:
                 _ACTIVE.remove(recording)
-            recording.violations.extend(_REGISTRY.unknown_tools(self))
+            recording.violations.extend(self.never_called(recording.calls))
+
+
+def _unwanted(case: Case) -> Callable[[str], bool]:
+    """Whether the case's checks say a tool must not be called (a mock of it is a safety net, not a typo)."""
+    banned: set[str] = set()
+    allowed: list[set[str]] = []
+    for expect in (case.expect, *(turn.expect for turn in case.turns)):
+        if expect.get("max_tool_calls") == 0:
+            return lambda name: True
+        if isinstance(expect.get("tools_not_called"), list):
+            banned.update(map(str, expect["tools_not_called"]))
+        if isinstance(expect.get("tools_exactly"), list):
+            allowed.append(set(map(str, expect["tools_exactly"])))
+    return lambda name: name in banned or any(name not in names for names in allowed)
 
 
 @dataclass
@@ -298,7 +339,11 @@ class Recording:
             return Value(f"Mock response for {call.name}")
         if self.plan.unmocked == "passthrough":
             return None
-        why = f"`tool_mocks` has no response for {call.name!r}" if spec is None else picked
+        why = (
+            f"`tool_mocks` has no response for {call.name!r}{did_you_mean(call.name, self.plan.responses)}"
+            if spec is None
+            else picked
+        )
         self.violations.append(
             f"unmocked tool call {call.describe()} in case {self.plan.case_id} ({self.plan.location}): {why}; "
             f"add a response under `tool_mocks:` (in the case or the file's `defaults:`), or set "
@@ -410,13 +455,15 @@ class _Registry:
         where = f"{plan.location}: case {plan.case_id}"
         if not known:
             return [
-                f"{where} has tool_mocks for {', '.join(plan.declared)} but no tool is patched: set "
-                "`tool_dispatch: module:function` in the file (or ini agent_eval_tool_dispatch), or use the "
-                "tool_mocks fixture (patch, patch_tool, wrap) in your `agent` fixture"
+                f"{where} has tool_mocks for {', '.join(plan.declared)} but no tool is patched, so the real tools "
+                "would run; the agent was not called. Set `tool_dispatch: module:function` in the file (or ini "
+                "agent_eval_tool_dispatch), or use the tool_mocks fixture (patch, patch_tool, wrap) in your `agent` "
+                "fixture: tools must be patched or wrapped before the agent is called"
             ]
         return [
             f"{where}: tool_mocks has a response for {name!r} but the agent has no mocked tool of that name"
-            f"{did_you_mean(name, known)}; mocked tools: {', '.join(known)}"
+            f"{did_you_mean(name, known)}; mocked tools: {', '.join(known)}; the agent was not called "
+            "(tools must be patched or wrapped before it is)"
             for name in missing
         ]
 

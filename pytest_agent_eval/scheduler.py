@@ -107,6 +107,7 @@ class Scheduler:
             if dispatch:
                 self.mocks.patch(dispatch)
             plan = MockPlan.for_case(case, session_responses(self.session.config), settings.unmocked_tools)
+            plan.require_patched()
         except MockConfigError:
             return None  # the item reports it when its turn comes
         return self.mocks.recorder(plan)

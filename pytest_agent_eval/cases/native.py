@@ -119,6 +119,8 @@ def _build(
         else Turn(t["input"], t.get("expect") or {}, doc.line((*key, "turns", i)))
         for i, t in enumerate(get("turns") or ())
     )
+    own_mocks = raw.get("tool_mocks") or _NONE
+    inherited = tuple(name for name in defaults.get("tool_mocks") or _NONE if name not in own_mocks)
     own_tags = raw.get("tags")
     tags = tuple(dict.fromkeys([*file_tags, *own_tags])) if own_tags else file_tags
     return Case(
@@ -138,6 +140,7 @@ def _build(
         min_score=get("min_score"),
         weights=get("weights") or _NONE,
         tool_mocks=get("tool_mocks") or _NONE,
+        inherited_mocks=inherited,
         unmocked_tools=get("unmocked_tools"),
         skip=_flag(get("skip"), "skipped in the eval file"),
         xfail=_flag(get("xfail"), "expected to fail (eval file)"),
