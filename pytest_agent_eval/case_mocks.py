@@ -36,6 +36,7 @@ def case_recorder(request: pytest.FixtureRequest, case: Case) -> RecorderFactory
     plan.require_patched()
     return mocks.recorder(plan)
 
+
 def session_responses(config: pytest.Config) -> Mapping[str, Response]:
     """The ini ``agent_eval_tool_responses`` file, read once per session (a bad file fails every case)."""
     if _RESPONSES not in config.stash:

@@ -117,11 +117,12 @@ class Call:
 Response = Union[Value, Raise, Sequence, When, Call]  # noqa: UP007 - a runtime alias, Python 3.10 compatible
 
 
-def compile_response(raw: Any, where: str) -> Response:
+def compile_response(raw: Any, where: str, resolve: bool = True) -> Response:
     """Read one response form; raise :class:`MockConfigError` naming ``where`` when it is malformed.
 
     A mapping is a form when it has a form key (``return``, ``sequence``, ``raise``, ``when``/``default``,
     ``call``); any other value is returned as it is. ``{return: {...}}`` returns a mapping that looks like a form.
+    ``resolve=False`` checks the shape only: a ``call`` target is not imported (validation of a file).
     """
     if not isinstance(raw, dict) or not raw.keys() & _FORM_KEYS:
         if isinstance(raw, dict) and len(raw) == 1:
@@ -140,13 +141,15 @@ def compile_response(raw: Any, where: str) -> Response:
         items = raw["sequence"]
         if not isinstance(items, list) or not items:
             raise MockConfigError(f"{where}.sequence: expected a non-empty list of responses, got {items!r}")
-        return Sequence(tuple(compile_response(r, f"{where}.sequence[{i}]") for i, r in enumerate(items)))
+        return Sequence(tuple(compile_response(r, f"{where}.sequence[{i}]", resolve) for i, r in enumerate(items)))
     if keys == {"raise"}:
         if not isinstance(raw["raise"], str) or not raw["raise"].strip():
             raise MockConfigError(f"{where}.raise: expected 'Type: message' (e.g. 'TimeoutError: upstream')")
         return Raise(raw["raise"])
     if keys == {"call"}:
         ref = raw["call"]
+        if not resolve and isinstance(ref, str) and ":" in ref:
+            return Call(ref, _not_imported)
         try:
             func = import_object(ref) if isinstance(ref, str) else None
         except ImportRefError as exc:
@@ -155,7 +158,13 @@ def compile_response(raw: Any, where: str) -> Response:
             raise MockConfigError(f"{where}.call: expected 'module:function' naming a callable, got {ref!r}")
         return Call(ref, func)
     if "when" in keys and keys <= {"when", "default"}:
-        return _compile_when(raw, where)
+        return _compile_when(raw, where, resolve)
+    unknown = sorted(str(k) for k in keys - _FORM_KEYS)
+    if unknown:
+        raise MockConfigError(
+            f"{where}: unknown key {unknown[0]!r} in a response form{did_you_mean(unknown[0], _FORM_KEYS)}; "
+            "to answer with this mapping as it is, write {return: {...}}"
+        )
     raise MockConfigError(
         f"{where}: a response mapping with keys {sorted(keys)} mixes or misuses the response forms; use one of "
         "{sequence: [...]}, {raise: 'Type: message'}, {when: [...], default: r}, {call: 'module:function'}, "
@@ -163,7 +172,11 @@ def compile_response(raw: Any, where: str) -> Response:
     )
 
 
-def _compile_when(raw: dict[str, Any], where: str) -> When:
+def _not_imported(**args: Any) -> Any:
+    raise MockConfigError("a `call` response compiled for validation only")  # never answers a call
+
+
+def _compile_when(raw: dict[str, Any], where: str, resolve: bool) -> When:
     rules = raw["when"]
     if not isinstance(rules, list) or not rules:
         raise MockConfigError(f"{where}.when: expected a non-empty list of {{args: {{...}}, return: r}} entries")
@@ -171,9 +184,11 @@ def _compile_when(raw: dict[str, Any], where: str) -> When:
     for i, rule in enumerate(rules):
         here = f"{where}.when[{i}]"
         if not isinstance(rule, dict) or set(rule) != {"args", "return"} or not isinstance(rule["args"], dict):
-            raise MockConfigError(f"{here}: expected {{args: {{...}}, return: r}}, got {rule!r}")
-        out.append((rule["args"], compile_response(rule["return"], f"{here}.return")))
-    default = compile_response(raw["default"], f"{where}.default") if "default" in raw else None
+            odd = sorted(str(k) for k in rule if k not in ("args", "return")) if isinstance(rule, dict) else []
+            hint = f"; unknown key {odd[0]!r}{did_you_mean(odd[0], ('args', 'return'))}" if odd else ""
+            raise MockConfigError(f"{here}: expected {{args: {{...}}, return: r}}, got {rule!r}{hint}")
+        out.append((rule["args"], compile_response(rule["return"], f"{here}.return", resolve)))
+    default = compile_response(raw["default"], f"{where}.default", resolve) if "default" in raw else None
     return When(tuple(out), default)
 
 

@@ -475,7 +475,9 @@ def test_mocks_that_may_go_unused_do_not_fail(pytester: pytest.Pytester) -> None
         header="defaults:\n  tool_mocks: {search: hits}\n",
     )
     result.assert_outcomes(passed=3, failed=1)
-    result.stdout.fnmatch_lines(["*✗ tool_mocks: 'search' was mocked but never called; the agent called clock (case own_unused*"])
+    result.stdout.fnmatch_lines(
+        ["*✗ tool_mocks: 'search' was mocked but never called; the agent called clock (case own_unused*"]
+    )
 
 
 def test_repeated_trials_each_record_their_own_calls(pytester: pytest.Pytester) -> None:
