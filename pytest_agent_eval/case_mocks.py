@@ -33,7 +33,7 @@ def case_recorder(request: pytest.FixtureRequest, case: Case) -> RecorderFactory
             mocks.patch(dispatch)
         except MockConfigError as exc:
             raise MockConfigError(f"{case.location}: {source} {dispatch!r}: {exc}") from None
-    plan.require_patched()
+    plan.require_patched(dispatched=bool(dispatch))
     return mocks.recorder(plan)
 
 

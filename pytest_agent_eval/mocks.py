@@ -237,13 +237,15 @@ class MockPlan:
         must = [n for n in own if n not in case.inherited_mocks and not unwanted(n)] if mode != "passthrough" else []
         return cls({**(base or {}), **own}, mode, case.id, case.location, tuple(own), tuple(must))
 
-    def require_patched(self) -> None:
+    def require_patched(self, dispatched: bool = False, others: bool = True) -> None:
         """Raise :class:`MockConfigError` when a mocked tool has no stand-in: its real tool would run.
 
         Called before the agent: every tool the case mocks must be patched or wrapped by then (a patched
         dispatcher answers for every name). Stand-ins made inside the agent's call come too late.
+        ``dispatched``: the case's own dispatcher is patched; ``others``: count dispatchers patched by the
+        running test's fixtures (not for a case started early, while another test runs).
         """
-        problems = _REGISTRY.unknown_tools(self)
+        problems = _REGISTRY.unknown_tools(self, dispatched, others)
         if problems:
             raise MockConfigError("\n".join(problems))
 
@@ -442,12 +444,11 @@ def current_recording(tool: str = "a tool") -> Recording | None:
 
 
 class _Registry:
-    """Names of the live tool stand-ins and the number of patched dispatchers, to catch mocks of unknown tools."""
+    """Names of the live tool stand-ins, to catch mocks of tools that nothing patched."""
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.tools: Counter[str] = Counter()
-        self.dispatchers = 0
 
     def add_tool(self, standin: object, name: str) -> None:
         with self.lock:
@@ -460,11 +461,15 @@ class _Registry:
             if self.tools[name] <= 0:
                 del self.tools[name]
 
-    def unknown_tools(self, plan: MockPlan) -> list[str]:
-        """Violations for mocks of tools no stand-in answers for (a dispatcher answers for any name)."""
+    def unknown_tools(self, plan: MockPlan, dispatched: bool, others: bool) -> list[str]:
+        """Problems for mocks of tools no stand-in answers for (a patched dispatcher answers for any name).
+
+        ``dispatched``: the case's own dispatcher is patched. ``others``: a dispatcher patched for the running
+        test counts too (those the scheduler keeps patched for the session, for cases it started early, never do).
+        """
+        if dispatched or not plan.declared or (others and _patched_dispatchers()):
+            return []
         with self.lock:
-            if self.dispatchers or not plan.declared:
-                return []
             known = sorted(self.tools)
         missing = [name for name in plan.declared if name not in known]
         where = f"{plan.location}: case {plan.case_id}"
@@ -661,6 +666,8 @@ class _Patch:
     standin: Any
     dispatcher: bool
     count: int = 1
+    held: int = 0
+    """How many of ``count`` are held for the session (:class:`ToolMocks` with ``held``)."""
 
 
 _PATCHES: dict[tuple[int, str], _Patch] = {}
@@ -689,7 +696,7 @@ def _owner(target: str) -> tuple[Any, str]:
     return owner, name
 
 
-def _install(target: str, make: Callable[[Any], Any], dispatcher: bool) -> Any:
+def _install(target: str, make: Callable[[Any], Any], dispatcher: bool, held: bool) -> Any:
     """Install ``make(original)`` at ``target`` (ref-counted: overlapping patches share one stand-in)."""
     owner, name = _owner(target)
     key = (id(owner), name)
@@ -697,6 +704,7 @@ def _install(target: str, make: Callable[[Any], Any], dispatcher: bool) -> Any:
         patch = _PATCHES.get(key)
         if patch is not None:
             patch.count += 1
+            patch.held += held
             return patch.standin
         original = getattr(owner, name)
         standin = make(original)
@@ -705,11 +713,14 @@ def _install(target: str, make: Callable[[Any], Any], dispatcher: bool) -> Any:
             places += [(module, name) for module in _importers(name, original) if module is not owner]
         for place, attr in places:
             setattr(place, attr, standin)
-        _PATCHES[key] = _Patch(places, original, standin, dispatcher)
-        if dispatcher:
-            with _REGISTRY.lock:
-                _REGISTRY.dispatchers += 1
+        _PATCHES[key] = _Patch(places, original, standin, dispatcher, held=int(held))
         return standin
+
+
+def _patched_dispatchers() -> int:
+    """Dispatchers patched for a running test (not only held for the session)."""
+    with _PATCHES_LOCK:
+        return sum(1 for patch in _PATCHES.values() if patch.dispatcher and patch.count > patch.held)
 
 
 def _importers(name: str, obj: Any) -> list[Any]:
@@ -722,19 +733,17 @@ def _importers(name: str, obj: Any) -> list[Any]:
     return found
 
 
-def _uninstall(key: tuple[int, str]) -> None:
+def _uninstall(key: tuple[int, str], held: bool) -> None:
     with _PATCHES_LOCK:
         patch = _PATCHES[key]
         patch.count -= 1
+        patch.held -= held
         if patch.count:
             return
         del _PATCHES[key]
         for place, attr in patch.places:
             if getattr(place, attr, None) is patch.standin:  # leave later patches by others alone
                 setattr(place, attr, patch.original)
-        if patch.dispatcher:
-            with _REGISTRY.lock:
-                _REGISTRY.dispatchers -= 1
 
 
 # -- the fixture's object ----------------------------------------------------------------------------------
@@ -747,7 +756,9 @@ class ToolMocks:
     ``tool_mocks`` and recorded per trial; outside a running case the real tools run.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, held: bool = False) -> None:
+        self._held = held
+        """Patches kept for the session for cases started early: they do not count as patched for other cases."""
         self._patches: list[tuple[int, str]] = []
         self._recordings: list[Recording] = []
 
@@ -764,7 +775,7 @@ class ToolMocks:
             _check_dispatcher(original, target)
             return _dispatcher(original, target)
 
-        standin = _install(target, make, dispatcher=True)
+        standin = _install(target, make, dispatcher=True, held=self._held)
         self._patches.append(_owner_key(target))
         return cast(Callable[..., Any], standin)
 
@@ -777,7 +788,7 @@ class ToolMocks:
             except TypeError as exc:
                 raise MockConfigError(f"{target}: {exc}") from None
 
-        standin = _install(target, make, dispatcher=False)
+        standin = _install(target, make, dispatcher=False, held=self._held)
         self._patches.append(_owner_key(target))
         return standin
 
@@ -804,7 +815,7 @@ class ToolMocks:
     def undo(self) -> None:
         """Undo this object's patches (the last user of a patched attribute restores the original)."""
         while self._patches:
-            _uninstall(self._patches.pop())
+            _uninstall(self._patches.pop(), self._held)
 
 
 def _owner_key(target: str) -> tuple[int, str]:

@@ -361,6 +361,27 @@ def test_mocks_that_nothing_patches_fail_before_the_real_tool_runs(pytester: pyt
     assert not pytester.path.joinpath("refunded.txt").exists()
 
 
+def test_a_dispatcher_patched_for_other_files_does_not_count(pytester: pytest.Pytester) -> None:
+    """With concurrency, the dispatcher of cases started early stays patched; it is not this case's patch."""
+    pytester.makepyfile(shop=SHOP + "\ndef dispatch(name, args):\n    raise RuntimeError('real')\n")
+    pytester.syspathinsert()
+    dispatched = "agent: toolbox:run\ntool_dispatch: shop:dispatch\ncases:\n"
+    pytester.makepyfile(toolbox=TOOLBOX.replace("result = dispatch(", "result = shop.dispatch(") + "\nimport shop\n")
+    cases = "".join(
+        f"  - {{id: a{n}, input: {{query: q, context: {{calls: [{{name: clock}}]}}}}, tool_mocks: {{clock: t}}}}\n"
+        for n in range(3)
+    )
+    pytester.makefile(
+        ".yaml",
+        eval_a=dispatched + cases,
+        eval_b="agent: shop:run\ncases:\n  - {id: b1, input: q, tool_mocks: {refund: ok}}\n",
+    )
+    result = pytester.runpytest("-p", "no:randomly", "--agent-eval-concurrency", "4")
+    result.assert_outcomes(passed=3, failed=1)
+    result.stdout.fnmatch_lines(["eval_b.yaml:3: case b1 has tool_mocks for refund but no tool is patched*"])
+    assert not pytester.path.joinpath("refunded.txt").exists()
+
+
 def test_tools_wrapped_only_inside_the_agent_call_are_too_late(pytester: pytest.Pytester) -> None:
     """Stand-ins made while the agent runs cannot be known before it runs: the case fails without calling it."""
     pytester.makepyfile(shop=SHOP)
