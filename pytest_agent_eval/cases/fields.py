@@ -8,7 +8,6 @@ from typing import Any
 from pytest_agent_eval.cases.document import Document, PathKey
 from pytest_agent_eval.cases.errors import EvalFileError, did_you_mean
 from pytest_agent_eval.checks import CheckRegistry
-from pytest_agent_eval.mocks import MockConfigError, compile_response
 
 _TURN_CHECK = re.compile(r"^turn \d+: (.+)$")  # how the runner names a conversation turn's checks
 
@@ -49,8 +48,10 @@ def _weight_problems(fields: dict[str, Any], registry: CheckRegistry) -> list[tu
 
 def _mock_problems(fields: dict[str, Any]) -> list[tuple[PathKey, str]]:
     mocks = fields.get("tool_mocks")
-    if not isinstance(mocks, dict):
+    if not isinstance(mocks, dict) or not mocks:
         return []
+    from pytest_agent_eval.mocks import MockConfigError, compile_response  # only files with mocks pay its import
+
     out: list[tuple[PathKey, str]] = []
     for name, raw in mocks.items():
         try:
