@@ -157,12 +157,13 @@ cases:
       contains: [a]
       case_sensitiv: true
       judge: {rubric: r, min_scor: 0.5}
+      reasoning: {min_step: 2}
 """
     )
     code, out = validate(capsys, str(path))
     assert code == 1
     assert out == [
-        f"{path}: native, 3 cases: 5 problems",
+        f"{path}: native, 3 cases: 6 problems",
         f"{path}:5: weights: unknown check 'contians' (did you mean \"contains\"?); a weight names a check of "
         "`expect` (case weighted)",
         f"{path}:10: tool_mocks.search: unknown response form 'sequnce' (did you mean 'sequence'?); to answer with "
@@ -172,7 +173,8 @@ cases:
         f"{path}:18: unknown check 'case_sensitiv' in cases[2].expect (did you mean \"case_sensitive\"?) "
         "(case options)",
         f"{path}:19: unknown key 'min_scor' in cases[2].expect.judge (did you mean \"min_score\"?) (case options)",
-        "1 file checked, 1 with problems (5 in all)",
+        f"{path}:20: unknown key 'min_step' in cases[2].expect.reasoning (did you mean \"min_steps\"?) (case options)",
+        "1 file checked, 1 with problems (6 in all)",
     ]
 
 
