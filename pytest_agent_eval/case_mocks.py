@@ -17,12 +17,14 @@ _RESPONSES = pytest.StashKey["Mapping[str, Response] | MockConfigError"]()
 def case_recorder(request: pytest.FixtureRequest, case: Case) -> RecorderFactory:
     """Patch the case's dispatcher and compile its mocks; the runner records each trial with the result.
 
+    Call it after the agent and its fixtures are set up: it checks that every mocked tool is patched by then.
     Raises :class:`MockConfigError` with the file, line and what to do when the mocks cannot be used.
     """
     settings = get_state(request.config).settings
     dispatch = case.tool_dispatch or settings.tool_dispatch
     plan = MockPlan.for_case(case, session_responses(request.config), settings.unmocked_tools)
     if not dispatch and "tool_mocks" not in request.fixturenames:
+        plan.require_patched()  # e.g. tools wrapped where the agent's module builds them
         return plan.recorder  # nothing to patch and no fixture to report calls to (and no fixture lookup to pay)
     mocks: ToolMocks = request.getfixturevalue("tool_mocks")
     if dispatch:
@@ -31,6 +33,7 @@ def case_recorder(request: pytest.FixtureRequest, case: Case) -> RecorderFactory
             mocks.patch(dispatch)
         except MockConfigError as exc:
             raise MockConfigError(f"{case.location}: {source} {dispatch!r}: {exc}") from None
+    plan.require_patched(dispatched=bool(dispatch))
     return mocks.recorder(plan)
 
 

@@ -77,7 +77,7 @@ def _prepare(item: EvalItem, request: pytest.FixtureRequest) -> Coroutine[Any, A
         llm = request.getfixturevalue("agent_eval_llm")
         if scheduler is not None:
             scheduler.llm = llm
-    try:
+    try:  # after the agent and its fixtures: a mocked tool that nothing has patched by now fails the case here
         recorder: RecorderFactory | MockConfigError = case_recorder(request, item.case)
     except MockConfigError as exc:
         recorder = exc

@@ -8,6 +8,8 @@
 * Responses (:func:`compile_response`): a literal, ``{return: x}``, ``{sequence: [...]}``, ``{raise: "Type: msg"}``,
   ``{when: [{args, return}], default: r}``, ``{call: "module:function"}``. A call with no response follows
   ``unmocked_tools``: ``strict`` (raise, and fail the trial), ``default`` or ``passthrough``.
+* Before the agent runs, every mocked tool must have a stand-in (:meth:`MockPlan.require_patched`), else its real
+  tool would run; after a trial, a mock the case itself declared and nobody called fails the trial.
 """
 
 from __future__ import annotations
@@ -115,11 +117,12 @@ class Call:
 Response = Union[Value, Raise, Sequence, When, Call]  # noqa: UP007 - a runtime alias, Python 3.10 compatible
 
 
-def compile_response(raw: Any, where: str) -> Response:
+def compile_response(raw: Any, where: str, resolve: bool = True) -> Response:
     """Read one response form; raise :class:`MockConfigError` naming ``where`` when it is malformed.
 
     A mapping is a form when it has a form key (``return``, ``sequence``, ``raise``, ``when``/``default``,
     ``call``); any other value is returned as it is. ``{return: {...}}`` returns a mapping that looks like a form.
+    ``resolve=False`` checks the shape only: a ``call`` target is not imported (validation of a file).
     """
     if not isinstance(raw, dict) or not raw.keys() & _FORM_KEYS:
         if isinstance(raw, dict) and len(raw) == 1:
@@ -138,13 +141,15 @@ def compile_response(raw: Any, where: str) -> Response:
         items = raw["sequence"]
         if not isinstance(items, list) or not items:
             raise MockConfigError(f"{where}.sequence: expected a non-empty list of responses, got {items!r}")
-        return Sequence(tuple(compile_response(r, f"{where}.sequence[{i}]") for i, r in enumerate(items)))
+        return Sequence(tuple(compile_response(r, f"{where}.sequence[{i}]", resolve) for i, r in enumerate(items)))
     if keys == {"raise"}:
         if not isinstance(raw["raise"], str) or not raw["raise"].strip():
             raise MockConfigError(f"{where}.raise: expected 'Type: message' (e.g. 'TimeoutError: upstream')")
         return Raise(raw["raise"])
     if keys == {"call"}:
         ref = raw["call"]
+        if not resolve and isinstance(ref, str) and ":" in ref:
+            return Call(ref, _not_imported)
         try:
             func = import_object(ref) if isinstance(ref, str) else None
         except ImportRefError as exc:
@@ -153,7 +158,13 @@ def compile_response(raw: Any, where: str) -> Response:
             raise MockConfigError(f"{where}.call: expected 'module:function' naming a callable, got {ref!r}")
         return Call(ref, func)
     if "when" in keys and keys <= {"when", "default"}:
-        return _compile_when(raw, where)
+        return _compile_when(raw, where, resolve)
+    unknown = sorted(str(k) for k in keys - _FORM_KEYS)
+    if unknown:
+        raise MockConfigError(
+            f"{where}: unknown key {unknown[0]!r} in a response form{did_you_mean(unknown[0], _FORM_KEYS)}; "
+            "to answer with this mapping as it is, write {return: {...}}"
+        )
     raise MockConfigError(
         f"{where}: a response mapping with keys {sorted(keys)} mixes or misuses the response forms; use one of "
         "{sequence: [...]}, {raise: 'Type: message'}, {when: [...], default: r}, {call: 'module:function'}, "
@@ -161,7 +172,11 @@ def compile_response(raw: Any, where: str) -> Response:
     )
 
 
-def _compile_when(raw: dict[str, Any], where: str) -> When:
+def _not_imported(**args: Any) -> Any:
+    raise MockConfigError("a `call` response compiled for validation only")  # never answers a call
+
+
+def _compile_when(raw: dict[str, Any], where: str, resolve: bool) -> When:
     rules = raw["when"]
     if not isinstance(rules, list) or not rules:
         raise MockConfigError(f"{where}.when: expected a non-empty list of {{args: {{...}}, return: r}} entries")
@@ -169,9 +184,11 @@ def _compile_when(raw: dict[str, Any], where: str) -> When:
     for i, rule in enumerate(rules):
         here = f"{where}.when[{i}]"
         if not isinstance(rule, dict) or set(rule) != {"args", "return"} or not isinstance(rule["args"], dict):
-            raise MockConfigError(f"{here}: expected {{args: {{...}}, return: r}}, got {rule!r}")
-        out.append((rule["args"], compile_response(rule["return"], f"{here}.return")))
-    default = compile_response(raw["default"], f"{where}.default") if "default" in raw else None
+            odd = sorted(str(k) for k in rule if k not in ("args", "return")) if isinstance(rule, dict) else []
+            hint = f"; unknown key {odd[0]!r}{did_you_mean(odd[0], ('args', 'return'))}" if odd else ""
+            raise MockConfigError(f"{here}: expected {{args: {{...}}, return: r}}, got {rule!r}{hint}")
+        out.append((rule["args"], compile_response(rule["return"], f"{here}.return", resolve)))
+    default = compile_response(raw["default"], f"{where}.default", resolve) if "default" in raw else None
     return When(tuple(out), default)
 
 
@@ -204,7 +221,9 @@ class MockPlan:
     case_id: str = "(no case)"
     location: str = "(no file)"
     declared: tuple[str, ...] = ()
-    """The tools the case itself mocks (not the ini defaults); each must name a tool the agent has."""
+    """The tools the case mocks (its own and its file's ``defaults``, not the ini defaults): each must be patched."""
+    must_call: tuple[str, ...] = ()
+    """The case's own mocks that a trial must call: a mock never called is a typo or a stale case."""
 
     @classmethod
     def for_case(cls, case: Case, base: Mapping[str, Response] | None = None, unmocked: str | None = None) -> MockPlan:
@@ -214,7 +233,32 @@ class MockPlan:
         mode = case.unmocked_tools or unmocked or "strict"
         if mode not in UNMOCKED_MODES:
             raise MockConfigError(f"{case.location}: unmocked_tools {mode!r}: use one of {', '.join(UNMOCKED_MODES)}")
-        return cls({**(base or {}), **own}, mode, case.id, case.location, tuple(own))
+        unwanted = _unwanted(case)
+        must = [n for n in own if n not in case.inherited_mocks and not unwanted(n)] if mode != "passthrough" else []
+        return cls({**(base or {}), **own}, mode, case.id, case.location, tuple(own), tuple(must))
+
+    def require_patched(self, dispatched: bool = False, others: bool = True) -> None:
+        """Raise :class:`MockConfigError` when a mocked tool has no stand-in: its real tool would run.
+
+        Called before the agent: every tool the case mocks must be patched or wrapped by then (a patched
+        dispatcher answers for every name). Stand-ins made inside the agent's call come too late.
+        ``dispatched``: the case's own dispatcher is patched; ``others``: count dispatchers patched by the
+        running test's fixtures (not for a case started early, while another test runs).
+        """
+        problems = _REGISTRY.unknown_tools(self, dispatched, others)
+        if problems:
+            raise MockConfigError("\n".join(problems))
+
+    def never_called(self, calls: list[ToolCall]) -> list[str]:
+        """Violations for the case's own mocks that no call of the trial used, with the closest called tool."""
+        called = list(dict.fromkeys(call.name for call in calls))
+        return [
+            f"tool_mocks: {name!r} was mocked but never called{did_you_mean(name, called)}; the agent called "
+            f"{', '.join(called) or 'no tool'} (case {self.case_id}, {self.location}); fix the name, remove the "
+            "mock, or list the tool under `tools_not_called` if the agent must not call it"
+            for name in self.must_call
+            if name not in called
+        ]
 
     def recorder(self, case: Any) -> AbstractContextManager[Recording]:
         """:meth:`record`, as the runner's per-trial recorder (which is handed the case)."""
@@ -233,7 +277,21 @@ class MockPlan:
             _CURRENT.reset(token)
             with _ACTIVE_LOCK:
                 _ACTIVE.remove(recording)
-            recording.violations.extend(_REGISTRY.unknown_tools(self))
+            recording.violations.extend(self.never_called(recording.calls))
+
+
+def _unwanted(case: Case) -> Callable[[str], bool]:
+    """Whether the case's checks say a tool must not be called (a mock of it is a safety net, not a typo)."""
+    banned: set[str] = set()
+    allowed: list[set[str]] = []
+    for expect in (case.expect, *(turn.expect for turn in case.turns)):
+        if expect.get("max_tool_calls") == 0:
+            return lambda name: True
+        if isinstance(expect.get("tools_not_called"), list):
+            banned.update(map(str, expect["tools_not_called"]))
+        if isinstance(expect.get("tools_exactly"), list):
+            allowed.append(set(map(str, expect["tools_exactly"])))
+    return lambda name: name in banned or any(name not in names for names in allowed)
 
 
 @dataclass
@@ -298,7 +356,11 @@ class Recording:
             return Value(f"Mock response for {call.name}")
         if self.plan.unmocked == "passthrough":
             return None
-        why = f"`tool_mocks` has no response for {call.name!r}" if spec is None else picked
+        why = (
+            f"`tool_mocks` has no response for {call.name!r}{did_you_mean(call.name, self.plan.responses)}"
+            if spec is None
+            else picked
+        )
         self.violations.append(
             f"unmocked tool call {call.describe()} in case {self.plan.case_id} ({self.plan.location}): {why}; "
             f"add a response under `tool_mocks:` (in the case or the file's `defaults:`), or set "
@@ -382,12 +444,11 @@ def current_recording(tool: str = "a tool") -> Recording | None:
 
 
 class _Registry:
-    """Names of the live tool stand-ins and the number of patched dispatchers, to catch mocks of unknown tools."""
+    """Names of the live tool stand-ins, to catch mocks of tools that nothing patched."""
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.tools: Counter[str] = Counter()
-        self.dispatchers = 0
 
     def add_tool(self, standin: object, name: str) -> None:
         with self.lock:
@@ -400,23 +461,29 @@ class _Registry:
             if self.tools[name] <= 0:
                 del self.tools[name]
 
-    def unknown_tools(self, plan: MockPlan) -> list[str]:
-        """Violations for mocks of tools no stand-in answers for (a dispatcher answers for any name)."""
+    def unknown_tools(self, plan: MockPlan, dispatched: bool, others: bool) -> list[str]:
+        """Problems for mocks of tools no stand-in answers for (a patched dispatcher answers for any name).
+
+        ``dispatched``: the case's own dispatcher is patched. ``others``: a dispatcher patched for the running
+        test counts too (those the scheduler keeps patched for the session, for cases it started early, never do).
+        """
+        if dispatched or not plan.declared or (others and _patched_dispatchers()):
+            return []
         with self.lock:
-            if self.dispatchers or not plan.declared:
-                return []
             known = sorted(self.tools)
         missing = [name for name in plan.declared if name not in known]
         where = f"{plan.location}: case {plan.case_id}"
         if not known:
             return [
-                f"{where} has tool_mocks for {', '.join(plan.declared)} but no tool is patched: set "
-                "`tool_dispatch: module:function` in the file (or ini agent_eval_tool_dispatch), or use the "
-                "tool_mocks fixture (patch, patch_tool, wrap) in your `agent` fixture"
+                f"{where} has tool_mocks for {', '.join(plan.declared)} but no tool is patched, so the real tools "
+                "would run; the agent was not called. Set `tool_dispatch: module:function` in the file (or ini "
+                "agent_eval_tool_dispatch), or use the tool_mocks fixture (patch, patch_tool, wrap) in your `agent` "
+                "fixture: tools must be patched or wrapped before the agent is called"
             ]
         return [
             f"{where}: tool_mocks has a response for {name!r} but the agent has no mocked tool of that name"
-            f"{did_you_mean(name, known)}; mocked tools: {', '.join(known)}"
+            f"{did_you_mean(name, known)}; mocked tools: {', '.join(known)}; the agent was not called "
+            "(tools must be patched or wrapped before it is)"
             for name in missing
         ]
 
@@ -599,6 +666,8 @@ class _Patch:
     standin: Any
     dispatcher: bool
     count: int = 1
+    held: int = 0
+    """How many of ``count`` are held for the session (:class:`ToolMocks` with ``held``)."""
 
 
 _PATCHES: dict[tuple[int, str], _Patch] = {}
@@ -627,7 +696,7 @@ def _owner(target: str) -> tuple[Any, str]:
     return owner, name
 
 
-def _install(target: str, make: Callable[[Any], Any], dispatcher: bool) -> Any:
+def _install(target: str, make: Callable[[Any], Any], dispatcher: bool, held: bool) -> Any:
     """Install ``make(original)`` at ``target`` (ref-counted: overlapping patches share one stand-in)."""
     owner, name = _owner(target)
     key = (id(owner), name)
@@ -635,6 +704,7 @@ def _install(target: str, make: Callable[[Any], Any], dispatcher: bool) -> Any:
         patch = _PATCHES.get(key)
         if patch is not None:
             patch.count += 1
+            patch.held += held
             return patch.standin
         original = getattr(owner, name)
         standin = make(original)
@@ -643,11 +713,14 @@ def _install(target: str, make: Callable[[Any], Any], dispatcher: bool) -> Any:
             places += [(module, name) for module in _importers(name, original) if module is not owner]
         for place, attr in places:
             setattr(place, attr, standin)
-        _PATCHES[key] = _Patch(places, original, standin, dispatcher)
-        if dispatcher:
-            with _REGISTRY.lock:
-                _REGISTRY.dispatchers += 1
+        _PATCHES[key] = _Patch(places, original, standin, dispatcher, held=int(held))
         return standin
+
+
+def _patched_dispatchers() -> int:
+    """Dispatchers patched for a running test (not only held for the session)."""
+    with _PATCHES_LOCK:
+        return sum(1 for patch in _PATCHES.values() if patch.dispatcher and patch.count > patch.held)
 
 
 def _importers(name: str, obj: Any) -> list[Any]:
@@ -660,19 +733,17 @@ def _importers(name: str, obj: Any) -> list[Any]:
     return found
 
 
-def _uninstall(key: tuple[int, str]) -> None:
+def _uninstall(key: tuple[int, str], held: bool) -> None:
     with _PATCHES_LOCK:
         patch = _PATCHES[key]
         patch.count -= 1
+        patch.held -= held
         if patch.count:
             return
         del _PATCHES[key]
         for place, attr in patch.places:
             if getattr(place, attr, None) is patch.standin:  # leave later patches by others alone
                 setattr(place, attr, patch.original)
-        if patch.dispatcher:
-            with _REGISTRY.lock:
-                _REGISTRY.dispatchers -= 1
 
 
 # -- the fixture's object ----------------------------------------------------------------------------------
@@ -685,7 +756,9 @@ class ToolMocks:
     ``tool_mocks`` and recorded per trial; outside a running case the real tools run.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, held: bool = False) -> None:
+        self._held = held
+        """Patches kept for the session for cases started early: they do not count as patched for other cases."""
         self._patches: list[tuple[int, str]] = []
         self._recordings: list[Recording] = []
 
@@ -702,7 +775,7 @@ class ToolMocks:
             _check_dispatcher(original, target)
             return _dispatcher(original, target)
 
-        standin = _install(target, make, dispatcher=True)
+        standin = _install(target, make, dispatcher=True, held=self._held)
         self._patches.append(_owner_key(target))
         return cast(Callable[..., Any], standin)
 
@@ -715,7 +788,7 @@ class ToolMocks:
             except TypeError as exc:
                 raise MockConfigError(f"{target}: {exc}") from None
 
-        standin = _install(target, make, dispatcher=False)
+        standin = _install(target, make, dispatcher=False, held=self._held)
         self._patches.append(_owner_key(target))
         return standin
 
@@ -742,7 +815,7 @@ class ToolMocks:
     def undo(self) -> None:
         """Undo this object's patches (the last user of a patched attribute restores the original)."""
         while self._patches:
-            _uninstall(self._patches.pop())
+            _uninstall(self._patches.pop(), self._held)
 
 
 def _owner_key(target: str) -> tuple[int, str]:

@@ -37,7 +37,7 @@ class Scheduler:
         self.fixture_agents: dict[int, Agent] = {}
         """Agents from session-scoped ``agent`` fixtures, by fixture definition."""
         self.llm: LLM | None = _UNSET
-        self.mocks = ToolMocks()
+        self.mocks = ToolMocks(held=True)
         """Holds declarative dispatch patches for prefetched cases until the session ends."""
         self._positions: dict[str, int] = {}
 
@@ -107,6 +107,7 @@ class Scheduler:
             if dispatch:
                 self.mocks.patch(dispatch)
             plan = MockPlan.for_case(case, session_responses(self.session.config), settings.unmocked_tools)
+            plan.require_patched(dispatched=bool(dispatch), others=False)  # others: the running item's patches
         except MockConfigError:
             return None  # the item reports it when its turn comes
         return self.mocks.recorder(plan)

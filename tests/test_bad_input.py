@@ -57,7 +57,7 @@ cases:
 """,
     )
     result.assert_outcomes(passed=3, errors=1)
-    shows(result, "eval_schema.yaml:6: cases[1].repeat: 'zero' is not of type 'integer'")
+    shows(result, "eval_schema.yaml:6: cases[1].repeat: 'zero' is not of type 'integer' (case bad_repeat)")
 
 
 def test_file_level_schema_error(evals: pytest.Pytester) -> None:
@@ -84,8 +84,9 @@ cases:
     result.assert_outcomes(passed=1, errors=2)
     shows(
         result,
-        "eval_typo.yaml:5: unknown key 'expct' in cases[0] (did you mean \"expect\"?)",
-        "eval_typo.yaml:9: unknown check 'tool_called' in cases[1].expect (did you mean \"tools_called\"?)",
+        "eval_typo.yaml:5: unknown key 'expct' in cases[0] (did you mean \"expect\"?) (case typo)",
+        "eval_typo.yaml:9: unknown check 'tool_called' in cases[1].expect (did you mean \"tools_called\"?) "
+        "(case check_typo)",
     )
 
 
@@ -100,7 +101,10 @@ cases:
 """,
     )
     result.assert_outcomes(passed=2, errors=1)
-    shows(result, "eval_dup.yaml:4: duplicate case id 'same' (first at line 3); give each case a unique `id`")
+    shows(
+        result,
+        "eval_dup.yaml:4: duplicate case id 'same' (first at line 3); give each case a unique `id` (case same-line4)",
+    )
 
 
 def test_agent_path_that_does_not_import(evals: pytest.Pytester) -> None:
@@ -130,3 +134,40 @@ def test_loading_is_safe(evals: pytest.Pytester) -> None:
     result.assert_outcomes(passed=1, errors=1)
     result.stdout.fnmatch_lines(["*eval_unsafe.yaml:1: YAML syntax error: *could not determine a constructor*"])
     assert "pwned" not in result.stdout.str()
+
+
+def test_weight_and_mock_form_typos_error_their_case_at_collection(evals: pytest.Pytester) -> None:
+    """Before, the weight was ignored and the mapping answered literally (or failed only once the agent ran)."""
+    result = run_with(
+        evals,
+        eval_typos="""\
+agent: scripted:run
+cases:
+  - id: weighted
+    input: a
+    weights: {contians: 3}
+    expect: {contains: [a]}
+  - id: mocked
+    input: a
+    tool_mocks:
+      search: {sequnce: [a, b]}
+  - {id: fine_too, input: a, context: {say: ok}}
+""",
+    )
+    result.assert_outcomes(passed=2, errors=2)
+    shows(
+        result,
+        "eval_typos.yaml:5: weights: unknown check 'contians' (did you mean \"contains\"?); a weight names a check "
+        "of `expect` (case weighted)",
+        "eval_typos.yaml:10: tool_mocks.search: unknown response form 'sequnce' (did you mean 'sequence'?); to answer "
+        "with this mapping as it is, write {return: {...}} (case mocked)",
+    )
+
+
+def test_a_json_file_with_a_schema_key_runs_as_native(evals: pytest.Pytester) -> None:
+    result = run_with(
+        evals,
+        eval_editor_json='{"$schema": "./native.schema.json", "agent": "scripted:run",\n'
+        ' "cases": [{"id": "a", "input": "x", "context": {"say": "ok"}, "expect": {"contains": ["ok"]}}]}\n',
+    )
+    result.assert_outcomes(passed=2)

@@ -65,8 +65,8 @@ cases:
         f"{suite}:9: duplicate case name 'a' (first at line 3); give each case a unique `name` (case a-2)",
         f"{suite}:12: cases[3]: missing `input` (`input: {{query: ...}}`) (case c)",
         f"{native}: native, 2 cases: 2 problems",
-        f"{native}:2: cases[0].expect.regex: '(bad' is not a 'regex'",
-        f"{native}:3: duplicate case id 'x' (first at line 2); give each case a unique `id`",
+        f"{native}:2: cases[0].expect.regex: '(bad' is not a 'regex' (case x)",
+        f"{native}:3: duplicate case id 'x' (first at line 2); give each case a unique `id` (case x-line3)",
         "2 files checked, 2 with problems (6 in all)",
     ]
 
@@ -170,3 +170,57 @@ def test_the_shipped_schema_file_is_what_schema_prints(capsys: pytest.CaptureFix
     main(["schema"])
     shipped = Path(__file__).resolve().parents[1] / "pytest_agent_eval" / "cases" / "native.schema.json"
     assert shipped.read_text() == capsys.readouterr().out
+
+
+def test_weights_mock_forms_and_check_options_are_checked(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """What would fail or be ignored at run time is a problem now, at its line, with the case id."""
+    path = tmp_path / "eval_typos.yaml"
+    path.write_text(
+        """\
+cases:
+  - id: weighted
+    input: q
+    min_score: 0.5
+    weights: {contians: 3, "turn 1: contains": 1}
+    expect: {contains: [a]}
+  - id: mocked
+    input: q
+    tool_mocks:
+      search: {sequnce: [a, b]}
+      stock: {count: 3}
+      fetch: {when: [{args: {id: 1}, return: x}], defualt: y}
+      price: {call: "shop.prices:lookup"}
+  - id: options
+    input: q
+    expect:
+      contains: [a]
+      case_sensitiv: true
+      judge: {rubric: r, min_scor: 0.5}
+      reasoning: {min_step: 2}
+"""
+    )
+    code, out = validate(capsys, str(path))
+    assert code == 1
+    assert out == [
+        f"{path}: native, 3 cases: 6 problems",
+        f"{path}:5: weights: unknown check 'contians' (did you mean \"contains\"?); a weight names a check of "
+        "`expect` (case weighted)",
+        f"{path}:10: tool_mocks.search: unknown response form 'sequnce' (did you mean 'sequence'?); to answer with "
+        "this mapping as it is, write {return: {...}} (case mocked)",
+        f"{path}:12: tool_mocks.fetch: unknown key 'defualt' in a response form (did you mean \"default\"?); to "
+        "answer with this mapping as it is, write {return: {...}} (case mocked)",
+        f"{path}:18: unknown check 'case_sensitiv' in cases[2].expect (did you mean \"case_sensitive\"?) "
+        "(case options)",
+        f"{path}:19: unknown key 'min_scor' in cases[2].expect.judge (did you mean \"min_score\"?) (case options)",
+        f"{path}:20: unknown key 'min_step' in cases[2].expect.reasoning (did you mean \"min_steps\"?) (case options)",
+        "1 file checked, 1 with problems (6 in all)",
+    ]
+
+
+def test_a_json_file_may_name_its_schema(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "eval_editor.json"
+    path.write_text(json.dumps({"$schema": "./native.schema.json", "cases": [{"id": "a", "input": "hi"}]}))
+    assert validate(capsys, str(path)) == (
+        0,
+        [f"{path}: native, 1 case: ok", "1 file checked, 0 with problems (0 in all)"],
+    )

@@ -128,6 +128,8 @@ def test_raise_uses_builtin_exception_types_only(text: str, kind: type[Exception
         ({"raise": "E", "default": "x"}, "mixes or misuses the response forms"),
         ({"default": "x"}, "mixes or misuses the response forms"),
         ({"sequnce": ["a"]}, "unknown response form 'sequnce' (did you mean 'sequence'?)"),
+        ({"when": [{"args": {}, "return": 1}], "defualt": 2}, "unknown key 'defualt' in a response form (did you mean"),
+        ({"when": [{"args": {}, "retrun": 1}]}, "got {'args': {}, 'retrun': 1}; unknown key 'retrun' (did you mean"),
     ],
 )
 def test_malformed_mocks_name_the_case_and_the_key(toolbox: types.ModuleType, raw: Any, error: str) -> None:
@@ -135,6 +137,12 @@ def test_malformed_mocks_name_the_case_and_the_key(toolbox: types.ModuleType, ra
         plan({"search": raw})
     assert str(info.value).startswith("evals/eval_x.yaml:7: case c1: tool_mocks.search")
     assert error in str(info.value)
+
+
+def test_validation_checks_a_call_reference_without_importing_it() -> None:
+    assert compile_response({"sequence": [{"call": "not.imported:f"}]}, "x", resolve=False)
+    with pytest.raises(MockConfigError, match=r"x\.call: 'no_colon' is not a 'module:attribute' reference"):
+        compile_response({"call": "no_colon"}, "x", resolve=False)
 
 
 def test_mappings_without_form_keys_are_literal_values() -> None:

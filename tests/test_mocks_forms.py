@@ -318,24 +318,186 @@ def test_a_dispatcher_that_does_not_import_fails_with_the_case_location(pytester
     assert "During handling" not in result.stdout.str()
 
 
-def test_mocks_without_anything_patched_say_how_to_patch(pytester: pytest.Pytester) -> None:
-    pytester.makepyfile(toolbox=TOOLBOX.replace("def dispatch(", "def other_dispatch("))
+SHOP = """
+import pathlib
+
+def refund(order):
+    pathlib.Path("refunded.txt").write_text(order)  # the real side effect
+    return "refunded"
+
+def search(q):
+    return "real search"
+
+def run(query, context):
+    return refund("A1")
+"""
+
+
+@pytest.mark.parametrize("concurrency", ["1", "4"])
+def test_mocks_that_nothing_patches_fail_before_the_real_tool_runs(pytester: pytest.Pytester, concurrency: str) -> None:
+    pytester.makepyfile(shop=SHOP)
     pytester.syspathinsert()
     pytester.makefile(
         ".yaml",
         eval_unpatched="""
-        agent: toolbox:run
+        agent: shop:run
         cases:
           - id: c
             input: q
-            tool_mocks: {search: hits}
+            tool_mocks: {refund: ok}
         """,
     )
-    result = pytester.runpytest("-p", "no:randomly")
+    result = pytester.runpytest("-p", "no:randomly", "--agent-eval-concurrency", concurrency)
     result.assert_outcomes(failed=1)
     where = f"eval_unpatched.yaml:{line_of(pytester, 'id: c', 'eval_unpatched.yaml')}"
     result.stdout.fnmatch_lines(
-        [f"*✗ {where}: case c has tool_mocks for search but no tool is patched: set `tool_dispatch: module:function`*"]
+        [
+            f"{where}: case c has tool_mocks for refund but no tool is patched, so the real tools would run; the "
+            "agent was not called. Set `tool_dispatch: module:function` in the file (or ini "
+            "agent_eval_tool_dispatch), or use the tool_mocks fixture (patch, patch_tool, wrap) in your `agent` "
+            "fixture: tools must be patched or wrapped before the agent is called"
+        ]
+    )
+    assert not pytester.path.joinpath("refunded.txt").exists()
+
+
+def test_a_dispatcher_patched_for_other_files_does_not_count(pytester: pytest.Pytester) -> None:
+    """With concurrency, the dispatcher of cases started early stays patched; it is not this case's patch."""
+    pytester.makepyfile(shop=SHOP + "\ndef dispatch(name, args):\n    raise RuntimeError('real')\n")
+    pytester.syspathinsert()
+    dispatched = "agent: toolbox:run\ntool_dispatch: shop:dispatch\ncases:\n"
+    pytester.makepyfile(toolbox=TOOLBOX.replace("result = dispatch(", "result = shop.dispatch(") + "\nimport shop\n")
+    cases = "".join(
+        f"  - {{id: a{n}, input: {{query: q, context: {{calls: [{{name: clock}}]}}}}, tool_mocks: {{clock: t}}}}\n"
+        for n in range(3)
+    )
+    pytester.makefile(
+        ".yaml",
+        eval_a=dispatched + cases,
+        eval_b="agent: shop:run\ncases:\n  - {id: b1, input: q, tool_mocks: {refund: ok}}\n",
+    )
+    result = pytester.runpytest("-p", "no:randomly", "--agent-eval-concurrency", "4")
+    result.assert_outcomes(passed=3, failed=1)
+    result.stdout.fnmatch_lines(["eval_b.yaml:3: case b1 has tool_mocks for refund but no tool is patched*"])
+    assert not pytester.path.joinpath("refunded.txt").exists()
+
+
+def test_tools_wrapped_only_inside_the_agent_call_are_too_late(pytester: pytest.Pytester) -> None:
+    """Stand-ins made while the agent runs cannot be known before it runs: the case fails without calling it."""
+    pytester.makepyfile(shop=SHOP)
+    pytester.syspathinsert()
+    pytester.makeconftest(
+        """
+        import pytest
+        import shop
+
+        @pytest.fixture
+        def agent(tool_mocks):
+            def run(query, context):
+                return tool_mocks.wrap(shop.refund)("A1")
+            return run
+        """
+    )
+    pytester.makefile(".yaml", eval_late="cases:\n  - id: c\n    input: q\n    tool_mocks: {refund: ok}\n")
+    result = pytester.runpytest("-p", "no:randomly")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*tools must be patched or wrapped before the agent is called"])
+    assert not pytester.path.joinpath("refunded.txt").exists()
+
+
+def test_a_mock_of_a_tool_left_unwrapped_fails_before_the_agent_runs(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(shop=SHOP)
+    pytester.syspathinsert()
+    pytester.makeconftest(
+        """
+        import pytest
+        import shop
+
+        @pytest.fixture
+        def agent(tool_mocks):
+            search = tool_mocks.wrap(shop.search)  # refund is left real
+            return lambda query, context: search(query) + shop.refund("A1")
+        """
+    )
+    pytester.makefile(
+        ".yaml",
+        eval_partly="""
+        cases:
+          - id: wrapped
+            input: q
+            tool_mocks: {search: hits}
+            unmocked_tools: passthrough
+            expect: {contains: [hitsrefunded]}
+          - id: unwrapped
+            input: q
+            tool_mocks: {search: hits, refund: ok}
+        """,
+    )
+    result = pytester.runpytest("-p", "no:randomly", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1, failed=1)
+    where = f"eval_partly.yaml:{line_of(pytester, 'id: unwrapped', 'eval_partly.yaml')}"
+    result.stdout.fnmatch_lines(
+        [
+            f"{where}: case unwrapped: tool_mocks has a response for 'refund' but the agent has no mocked tool of "
+            "that name; mocked tools: search; the agent was not called (tools must be patched or wrapped before it is)"
+        ]
+    )
+    pytester.path.joinpath("refunded.txt").unlink()  # written by `wrapped` (passthrough), not by `unwrapped`
+    result = pytester.runpytest("-p", "no:randomly", "-p", "no:cacheprovider", "eval_partly.yaml::unwrapped")
+    result.assert_outcomes(failed=1)
+    assert not pytester.path.joinpath("refunded.txt").exists()
+
+
+@pytest.mark.parametrize("mode", ["strict", "default"])
+def test_a_mock_never_called_fails_the_case_with_did_you_mean(pytester: pytest.Pytester, mode: str) -> None:
+    result = run_evals(
+        pytester,
+        f"""
+        - id: typo
+          input: {{query: q, context: {{calls: [{{name: get_order, args: {{id: 7}}}}]}}}}
+          unmocked_tools: {mode}
+          tool_mocks: {{get_ordr: {{id: 7, status: shipped}}}}
+        """,
+    )
+    result.assert_outcomes(failed=1)
+    where = f"eval_mocks.yaml:{line_of(pytester, 'id: typo')}"
+    result.stdout.fnmatch_lines(
+        [
+            f"  ✗ tool_mocks: 'get_ordr' was mocked but never called (did you mean \"get_order\"?); the agent called "
+            f"get_order (case typo, {where}); fix the name, remove the mock, or list the tool under `tools_not_called` "
+            "if the agent must not call it"
+        ]
+    )
+    if mode == "strict":  # the unmocked call says which mock was probably meant
+        result.stdout.fnmatch_lines(["*`tool_mocks` has no response for 'get_order' (did you mean \"get_ordr\"?)*"])
+
+
+def test_mocks_that_may_go_unused_do_not_fail(pytester: pytest.Pytester) -> None:
+    """Spare mocks from `defaults`, safety nets for tools that must not be called, and passthrough cases."""
+    result = run_evals(
+        pytester,
+        """
+        - id: spare_default
+          input: {query: q, context: {calls: [{name: clock}]}}
+          tool_mocks: {clock: tick}
+        - id: safety_net
+          input: {query: q, context: {calls: [{name: clock}]}}
+          tool_mocks: {clock: tick, refund: ok, cancel: ok}
+          expect: {tools_not_called: [refund], tools_exactly: [clock]}
+        - id: passthrough
+          input: {query: q, context: {calls: [{name: clock}]}}
+          unmocked_tools: passthrough
+          tool_mocks: {get_ordr: x}
+          expect: {contains: ["real clock"]}
+        - id: own_unused
+          input: {query: q, context: {calls: [{name: clock}]}}
+          tool_mocks: {clock: tick, search: hits}
+        """,
+        header="defaults:\n  tool_mocks: {search: hits}\n",
+    )
+    result.assert_outcomes(passed=3, failed=1)
+    result.stdout.fnmatch_lines(
+        ["*✗ tool_mocks: 'search' was mocked but never called; the agent called clock (case own_unused*"]
     )
 
 

@@ -124,9 +124,13 @@ cases:
     input: Find the docs about shipping
     tool_mocks:
       search_docs: "Shipping is free over 50 EUR."
-      serch_docs: "typo"
     expect:
       tools_called: [get_weather]
+  - id: docs_typo
+    input: Find the docs about shipping
+    tool_mocks:
+      search_docs: "Shipping is free over 50 EUR."
+      serch_docs: "typo"
 """
 
 
@@ -134,17 +138,19 @@ def test_a_langgraph_agent_with_wrapped_tools_runs_mocked_and_recorded(pytester:
     pytester.makeconftest(CONFTEST)
     pytester.path.joinpath("eval_graph.yaml").write_text(EVALS)
     result = pytester.runpytest("-p", "no:randomly", "-p", "no:cacheprovider", "-v")
-    result.assert_outcomes(passed=2, failed=1)
+    result.assert_outcomes(passed=2, failed=2)
     result.stdout.re_match_lines(
         [
             re.escape(line)
             for line in [
                 "  ✗ tools_called: not called: get_weather (score 0.00)",
                 "       1. search_docs(query='shipping', max_results=3) -> 'Shipping is free over 50 EUR.'",
-                "  ✗ eval_graph.yaml:20: case docs_wrong_expectation: tool_mocks has a response for 'serch_docs' but "
-                'the agent has no mocked tool of that name (did you mean "search_docs"?); mocked tools: ',  # + names
                 "agent output:",
                 "  Here is what I found: Shipping is free over 50 EUR.",
+                # a mock of a tool without a stand-in fails before the agent runs (its real tool might run)
+                "eval_graph.yaml:26: case docs_typo: tool_mocks has a response for 'serch_docs' but the agent has no "
+                'mocked tool of that name (did you mean "search_docs"?); mocked tools: get_weather, search_docs; '
+                "the agent was not called",
             ]
         ]
     )

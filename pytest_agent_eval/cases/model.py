@@ -49,6 +49,8 @@ class Case:
     min_score: float | None = None
     weights: dict[str, float] = field(default_factory=dict)
     tool_mocks: dict[str, Any] = field(default_factory=dict)
+    inherited_mocks: tuple[str, ...] = ()
+    """Names in ``tool_mocks`` that come only from the file's ``defaults`` (spare mocks the case may leave unused)."""
     unmocked_tools: str | None = None
     skip: str | None = None
     xfail: str | None = None

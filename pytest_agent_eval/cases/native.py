@@ -6,6 +6,7 @@ from typing import Any
 
 from pytest_agent_eval.cases.document import Document, PathKey
 from pytest_agent_eval.cases.errors import EvalFileError, EvalFileErrors
+from pytest_agent_eval.cases.fields import field_errors
 from pytest_agent_eval.cases.model import ID_RE, Case, EvalFile, Turn, slugify
 from pytest_agent_eval.cases.schema import schema_errors
 from pytest_agent_eval.checks import CheckRegistry
@@ -27,7 +28,8 @@ def load(doc: Document, registry: CheckRegistry) -> EvalFile:
     data = doc.data
     case_errors: dict[int, list[EvalFileError]] = {}
     file_errors: list[EvalFileError] = []
-    for key, err in schema_errors(doc, registry):
+    found = [*schema_errors(doc, registry), *field_errors(doc, registry)]
+    for key, err in sorted(found, key=lambda pair: pair[1].line or 0):
         if len(key) >= 2 and key[0] == "cases" and isinstance(key[1], int):
             case_errors.setdefault(key[1], []).append(err)
         else:
@@ -52,6 +54,8 @@ def load(doc: Document, registry: CheckRegistry) -> EvalFile:
                 case_id, n = f"{base}-{n}", n + 1
         if index in case_errors:
             errs = case_errors[index]
+            for err in errs:
+                err.case_id = case_id
             case = Case(id=case_id, path=doc.path, line=line, error="\n".join(e.format() for e in errs))
         else:
             case = _build(doc, raw, where, case_id, defaults, file_tags)
@@ -61,8 +65,9 @@ def load(doc: Document, registry: CheckRegistry) -> EvalFile:
         if case.id in seen:
             first = seen[case.id]
             msg = f"duplicate case id {case.id!r} (first at line {first}); give each case a unique `id`"
+            item_id = f"{case.id}-line{line}"
             case = Case(
-                id=f"{case.id}-line{line}", path=doc.path, line=line, error=EvalFileError(doc.path, line, msg).format()
+                id=item_id, path=doc.path, line=line, error=EvalFileError(doc.path, line, msg, item_id).format()
             )
         seen.setdefault(case.id, line)
         cases.append(case)
@@ -119,6 +124,8 @@ def _build(
         else Turn(t["input"], t.get("expect") or {}, doc.line((*key, "turns", i)))
         for i, t in enumerate(get("turns") or ())
     )
+    own_mocks = raw.get("tool_mocks") or _NONE
+    inherited = tuple(name for name in defaults.get("tool_mocks") or _NONE if name not in own_mocks)
     own_tags = raw.get("tags")
     tags = tuple(dict.fromkeys([*file_tags, *own_tags])) if own_tags else file_tags
     return Case(
@@ -138,6 +145,7 @@ def _build(
         min_score=get("min_score"),
         weights=get("weights") or _NONE,
         tool_mocks=get("tool_mocks") or _NONE,
+        inherited_mocks=inherited,
         unmocked_tools=get("unmocked_tools"),
         skip=_flag(get("skip"), "skipped in the eval file"),
         xfail=_flag(get("xfail"), "expected to fail (eval file)"),

@@ -72,6 +72,7 @@ def native_schema(registry: CheckRegistry) -> dict[str, Any]:
         "title": "pytest-agent-eval file",
         "type": "object",
         "properties": {
+            "$schema": {"type": "string", "description": "this schema, for editors (ignored)"},
             "name": {"type": "string"},
             "description": {"type": "string"},
             "agent": {"type": "string", "pattern": r"^[\w.]+:[\w.]+$", "description": "module:attribute"},

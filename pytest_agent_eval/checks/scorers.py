@@ -286,6 +286,7 @@ def register(registry: CheckRegistry) -> None:
                 "min_steps": {"type": "integer", "minimum": 1},
                 "min_score": _MIN_SCORE,
             },
+            "additionalProperties": False,
         },
         "an LLM judges the reasoning; not scored without an LLM",
         uses_llm=True,

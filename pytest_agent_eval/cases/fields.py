@@ -1,0 +1,61 @@
+"""Checks of native fields that the JSON Schema cannot express: weight names and tool-mock response forms."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from pytest_agent_eval.cases.document import Document, PathKey
+from pytest_agent_eval.cases.errors import EvalFileError, did_you_mean
+from pytest_agent_eval.checks import CheckRegistry
+
+_TURN_CHECK = re.compile(r"^turn \d+: (.+)$")  # how the runner names a conversation turn's checks
+
+
+def field_errors(doc: Document, registry: CheckRegistry) -> list[tuple[PathKey, EvalFileError]]:
+    """Problems in the ``weights`` and ``tool_mocks`` of ``defaults`` and of each case, located at their keys."""
+    data = doc.data
+    if not isinstance(data, dict):
+        return []
+    places: list[tuple[PathKey, dict[str, Any]]] = []
+    if isinstance(data.get("defaults"), dict):
+        places.append((("defaults",), data["defaults"]))
+    if isinstance(data.get("cases"), list):
+        places.extend((("cases", i), case) for i, case in enumerate(data["cases"]) if isinstance(case, dict))
+    out: list[tuple[PathKey, EvalFileError]] = []
+    for key, fields in places:
+        for sub, message in [*_weight_problems(fields, registry), *_mock_problems(fields)]:
+            where: PathKey = (*key, *sub)
+            out.append((where, EvalFileError(doc.path, doc.line(where), message)))
+    return out
+
+
+def _weight_problems(fields: dict[str, Any], registry: CheckRegistry) -> list[tuple[PathKey, str]]:
+    weights = fields.get("weights")
+    if not isinstance(weights, dict):
+        return []
+    expect = fields.get("expect")
+    near = [*(expect if isinstance(expect, dict) else ()), *registry.names()]
+    out: list[tuple[PathKey, str]] = []
+    for name in weights:
+        turn = _TURN_CHECK.match(str(name))
+        if (turn.group(1) if turn else name) in registry:
+            continue
+        hint = did_you_mean(str(name), near) or f"; known checks: {', '.join(sorted(registry.names()))}"
+        out.append((("weights", name), f"weights: unknown check {name!r}{hint}; a weight names a check of `expect`"))
+    return out
+
+
+def _mock_problems(fields: dict[str, Any]) -> list[tuple[PathKey, str]]:
+    mocks = fields.get("tool_mocks")
+    if not isinstance(mocks, dict) or not mocks:
+        return []
+    from pytest_agent_eval.mocks import MockConfigError, compile_response  # only files with mocks pay its import
+
+    out: list[tuple[PathKey, str]] = []
+    for name, raw in mocks.items():
+        try:
+            compile_response(raw, f"tool_mocks.{name}", resolve=False)
+        except MockConfigError as exc:
+            out.append((("tool_mocks", name), str(exc)))
+    return out
