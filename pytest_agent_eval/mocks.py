@@ -20,6 +20,7 @@ import contextvars
 import copy
 import difflib
 import functools
+import gc
 import importlib
 import inspect
 import re
@@ -461,6 +462,10 @@ class _Registry:
             if self.tools[name] <= 0:
                 del self.tools[name]
 
+    def _live(self) -> list[str]:
+        with self.lock:
+            return sorted(self.tools)
+
     def unknown_tools(self, plan: MockPlan, dispatched: bool, others: bool) -> list[str]:
         """Problems for mocks of tools no stand-in answers for (a patched dispatcher answers for any name).
 
@@ -469,9 +474,12 @@ class _Registry:
         """
         if dispatched or not plan.declared or (others and _patched_dispatchers()):
             return []
-        with self.lock:
-            known = sorted(self.tools)
+        known = self._live()
         missing = [name for name in plan.declared if name not in known]
+        if missing:  # stand-ins that are garbage but not yet collected (reference cycles) must not count
+            gc.collect()
+            known = self._live()
+            missing = [name for name in plan.declared if name not in known]
         where = f"{plan.location}: case {plan.case_id}"
         if not known:
             return [
