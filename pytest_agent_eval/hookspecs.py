@@ -17,7 +17,9 @@ def pytest_agent_eval_register_checks(registry: CheckRegistry) -> None:
     """Add checks usable under ``expect:`` with ``registry.register(name, func, schema)``.
 
     Called before the first eval file is read; a ``conftest.py`` that loads later (a sub-directory's) is called
-    when it loads, before the files below it are read.
+    when it loads, before the files below it are read. ``agent-eval validate`` calls it too (see README).
+
+    :param registry: the session's checks; ``register(name, func, schema, description, uses_llm=, blocking=)``.
     """
 
 
@@ -26,9 +28,17 @@ def pytest_agent_eval_register_dialects(registry: DialectRegistry) -> None:
     """Add file formats with ``registry.register(Dialect(name, detect, load))``.
 
     Called before the first eval file is read; a ``conftest.py`` that loads later (a sub-directory's) is called
-    when it loads, before the files below it are read.
+    when it loads, before the files below it are read. ``agent-eval validate`` calls it too (see README).
+
+    :param registry: the session's file formats, tried in order by each one's ``detect``.
     """
 
 
 def pytest_agent_eval_case_result(item: pytest.Item, result: CaseResult) -> None:
-    """Called after a case ran (all its trials), before its verdict is reported; for reporters."""
+    """Called after a case ran (all its trials), before its verdict is reported.
+
+    Runs where the case ran: on an xdist worker under ``-n``, not on the controller.
+
+    :param item: the eval item (``item.case`` is its case).
+    :param result: the verdict over all trials: ``passed``, ``score``, ``trials`` with each run and check result.
+    """

@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import pytest_agent_eval
 
 PACKAGE = Path(pytest_agent_eval.__file__).parent
@@ -81,3 +83,19 @@ def test_no_import_cycles() -> None:
         if name not in state:
             visit(name, [name])
     assert cycles == []
+
+
+def test_the_public_api_is_what_users_import() -> None:
+    script = (
+        "import sys, pytest_agent_eval as pae\n"
+        "assert 'pytest_agent_eval.mocks' not in sys.modules and 'pytest_agent_eval.runner' not in sys.modules\n"
+        "for name in pae.__all__:\n"
+        "    getattr(pae, name)\n"
+        "from pytest_agent_eval import ToolMocks, wrap, CaseResult\n"
+        "assert ToolMocks.__module__ == 'pytest_agent_eval.mocks' and callable(wrap)\n"
+        "print(CaseResult.__name__)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert (done.returncode, done.stdout.strip()) == (0, "CaseResult"), done.stderr
+    with pytest.raises(AttributeError, match="no attribute 'Nope'"):
+        pytest_agent_eval.Nope  # noqa: B018
