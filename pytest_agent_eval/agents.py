@@ -63,9 +63,10 @@ def as_agent(obj: Any, name: str | None = None) -> Agent:
             return _wrap(bound, f"{name}.{method}")
     if callable(obj):
         return _wrap(obj, name)
+    shown = repr(obj)
     raise TypeError(
-        f"agent {name!r} is a {type(obj).__name__}: expected a callable (query, context) -> result, "
-        "or an object with run/invoke/ainvoke"
+        f"got {type(obj).__name__} {shown[:60] + '…' if len(shown) > 60 else shown}, not an agent: expected a "
+        "callable (query, context) -> result, or an object with run/invoke/ainvoke"
     )
 
 
@@ -169,6 +170,10 @@ def _from_messages(messages: list[Any]) -> RunRecord:
     return record
 
 
+class UnreadableResult(ValueError):
+    """The agent returned something that holds no answer the plugin can read; the message says what to return."""
+
+
 def normalise(result: Any) -> RunRecord:
     """Read any accepted result shape (SPEC §5) into a :class:`RunRecord`."""
     if isinstance(result, RunRecord):
@@ -185,7 +190,13 @@ def normalise(result: Any) -> RunRecord:
         )
     if isinstance(result, dict):
         key = next((k for k in OUTPUT_KEYS if k in result), None)
-        if key is None and isinstance(result.get("messages"), list):
+        if key is None and not isinstance(result.get("messages"), list):
+            raise UnreadableResult(
+                f"the agent returned a dict without an answer: its keys are {sorted(map(str, result))}; "
+                f"put the answer under {', '.join(map(repr, OUTPUT_KEYS))}, or return a chat state with "
+                "'messages' (a list), a string or an AgentResult"
+            )
+        if key is None:
             record = _from_messages(result["messages"])
         else:
             record = RunRecord(output=_text(result.get(key)) if key else "")

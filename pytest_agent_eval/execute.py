@@ -11,7 +11,7 @@ from pytest_agent_eval.agents import Agent, as_agent, resolve
 from pytest_agent_eval.case_mocks import case_recorder
 from pytest_agent_eval.imports import ImportRefError
 from pytest_agent_eval.mocks import MockConfigError
-from pytest_agent_eval.report.failure import PASSING
+from pytest_agent_eval.report.failure import details
 from pytest_agent_eval.runner import CaseResult, RecorderFactory, run_case, wait
 from pytest_agent_eval.skipping import skip_at_item
 from pytest_agent_eval.state import get_state
@@ -38,33 +38,45 @@ def run_item(item: EvalItem, request: pytest.FixtureRequest) -> None:
         reason = f"nothing scored ({names}): {result.unscored[0].message}"
         skip_at_item(item, reason)  # reported at the case's line
     if not result.passed:
-        explanations = item.ihook.pytest_assertrepr_compare(config=item.config, op="==", left=result, right=PASSING)
-        lines = next((e for e in explanations if e), None) or [f"case {item.case.id} failed"]
-        item.fail("\n".join(lines))
+        verbose = item.config.get_verbosity()
+        if verbose > 0:  # shown under the failure, as pytest shows captured output
+            for title, text in details(result):
+                item.add_report_section("call", title, text)
+        lines = item.ihook.pytest_agent_eval_failure_lines(item=item, result=result, verbose=verbose)
+        item.fail("\n".join(lines or [f"case {item.case.id} failed"]))
 
 
 def _agent(item: EvalItem, request: pytest.FixtureRequest) -> Agent:
-    """The agent: ``--agent``, else the file's ``agent:``, else the ``agent`` fixture."""
+    """The agent: ``--agent``, else the file's ``agent:``, else the ``agent`` fixture.
+
+    Each failure is raised outside the ``except`` that caught its cause: one message, no exception chain.
+    """
     state = get_state(item.config)
     case = item.case
     ref = state.settings.agent or case.agent
+    problem: str
     if ref:
         try:
             return resolve(ref, state.agent_instances)
         except (ImportRefError, TypeError) as exc:
             source = "--agent" if state.settings.agent else f"{case.path}:{case.agent_line}"
-            item.fail(f"{source}: agent {ref!r}: {exc}")
+            problem = f"{source}: agent {ref!r}: {exc}"
+        item.fail(problem)
     try:
         value = request.getfixturevalue("agent")
-    except pytest.FixtureLookupError:
-        item.fail(
+    except pytest.FixtureLookupError as exc:
+        if exc.argname != "agent":  # the `agent` fixture exists but needs a missing one: pytest says which
+            raise
+        problem = (
             f"{case.location}: no agent for case {case.id}: set `agent: module:function` in the "
             "file, pass --agent module:function, or define an `agent` fixture in conftest.py"
         )
-    try:
-        return as_agent(value, "agent fixture")
-    except TypeError as exc:
-        item.fail(f"{case.location}: the `agent` fixture: {exc}")
+    else:
+        try:
+            return as_agent(value, "agent fixture")
+        except TypeError as exc:
+            problem = f"{case.location}: the `agent` fixture: {exc}"
+    item.fail(problem)
 
 
 def _prepare(item: EvalItem, request: pytest.FixtureRequest) -> Coroutine[Any, Any, CaseResult]:

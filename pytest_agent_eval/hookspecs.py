@@ -42,3 +42,11 @@ def pytest_agent_eval_case_result(item: pytest.Item, result: CaseResult) -> None
     :param item: the eval item (``item.case`` is its case).
     :param result: the verdict over all trials: ``passed``, ``score``, ``trials`` with each run and check result.
     """
+
+
+@pytest.hookspec(firstresult=True)
+def pytest_agent_eval_failure_lines(item: pytest.Item, result: CaseResult, verbose: int) -> list[str] | None:
+    """The failure text of a failed case, as lines; the first implementation that returns a list wins.
+
+    The plugin's own implementation runs last; return ``None`` to leave a case to it.
+    """

@@ -21,7 +21,6 @@ import copy
 import difflib
 import functools
 import gc
-import importlib
 import inspect
 import re
 import sys
@@ -39,7 +38,7 @@ from pytest_agent_eval.cases.document import read_document
 from pytest_agent_eval.cases.errors import EvalFileError, did_you_mean
 from pytest_agent_eval.cases.model import UNMOCKED_MODES
 from pytest_agent_eval.checks.tools import mismatches
-from pytest_agent_eval.imports import ImportRefError, import_object
+from pytest_agent_eval.imports import ImportRefError, import_module, import_object
 from pytest_agent_eval.record import ToolCall
 
 if TYPE_CHECKING:
@@ -689,7 +688,7 @@ def _owner(target: str) -> tuple[Any, str]:
         raise MockConfigError(f"{target!r} is not a 'module:attribute' reference (e.g. 'myproject.agent:dispatch')")
     parent, _, name = attr.rpartition(".")
     try:
-        owner = import_object(f"{module_name}:{parent}") if parent else importlib.import_module(module_name)
+        owner = import_object(f"{module_name}:{parent}") if parent else import_module(module_name)
     except ImportRefError as exc:
         raise MockConfigError(str(exc)) from None
     except Exception as exc:

@@ -4,17 +4,18 @@ from __future__ import annotations
 
 from collections.abc import Generator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pytest
 
-from pytest_agent_eval import hookspecs, options, skipping, stopping
+from pytest_agent_eval import hookspecs, imports, options, skipping, stopping
 from pytest_agent_eval.fixtures import agent_eval_case, agent_eval_llm, tool_mocks  # noqa: F401 - the plugin's fixtures
-from pytest_agent_eval.report.failure import Passing, failure_lines
+from pytest_agent_eval.report.failure import failure_lines
 from pytest_agent_eval.state import STATE, EvalSession, get_state
 
 if TYPE_CHECKING:
     from pytest_agent_eval.collect import EvalFile
+    from pytest_agent_eval.runner import CaseResult
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
@@ -28,9 +29,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "agent_eval: an eval case collected from a YAML/JSON file (pytest-agent-eval)")
     config.stash[STATE] = EvalSession(config)
+    imports.add_root(config.rootpath)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
+    imports.remove_root(config.rootpath)
     if STATE in config.stash:
         config.stash[STATE].close()
 
@@ -44,10 +47,9 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> EvalFile |
     return None
 
 
-def pytest_assertrepr_compare(config: pytest.Config, op: str, left: Any, right: Any) -> list[str] | None:
-    if op == "==" and isinstance(right, Passing):  # only eval items compare with PASSING: left is a CaseResult
-        return failure_lines(left, config.get_verbosity())
-    return None
+@pytest.hookimpl(trylast=True)
+def pytest_agent_eval_failure_lines(item: pytest.Item, result: CaseResult, verbose: int) -> list[str]:
+    return failure_lines(result, verbose)
 
 
 @pytest.hookimpl(tryfirst=True)

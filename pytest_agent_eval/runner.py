@@ -14,10 +14,11 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
-from pytest_agent_eval.agents import Agent, invoke, normalise
+from pytest_agent_eval.agents import Agent, UnreadableResult, invoke, normalise
 from pytest_agent_eval.blocking import in_thread, outside_loop
 from pytest_agent_eval.cases.model import Case
 from pytest_agent_eval.checks import CheckContext, CheckError, CheckRegistry, CheckResult
+from pytest_agent_eval.checks.answers import answered
 from pytest_agent_eval.record import RunRecord, ToolCall
 
 T = TypeVar("T")
@@ -112,28 +113,37 @@ def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
+async def _guarded(call: Coroutine[Any, Any, Any]) -> tuple[Any, Exception | None]:
+    """The agent's result, or the exception it raised: an agent's own ``TimeoutError`` is not the timeout's."""
+    try:
+        return await call, None
+    except Exception as exc:
+        return None, exc
+
+
 async def _call(case: Case, agent: Agent, query: str, context: dict[str, Any], settings: RunSettings) -> RunRecord:
     """One agent call, bounded by the concurrency limit and the timeout, timed, normalised."""
     timeout = case.timeout if case.timeout is not None else settings.default_timeout
     async with settings.limit if settings.limit is not None else contextlib.nullcontext():
         start = time.perf_counter()
-        try:
-            call = invoke(agent, query, context, inline=settings.inline and timeout is None)
-            raw = await asyncio.wait_for(call, timeout)
-        except (asyncio.TimeoutError, TimeoutError):
-            return RunRecord(
-                latency_s=time.perf_counter() - start,
-                error=f"agent did not answer within {timeout:g} s (timeout of case {case.id})",
-            )
-        except Exception as exc:
-            return RunRecord(
-                latency_s=time.perf_counter() - start,
-                error=f"agent raised {_describe(exc)}",
-                traceback=agent_traceback(exc),
-            )
+        call = _guarded(invoke(agent, query, context, inline=settings.inline and timeout is None))
+        if timeout is None:
+            raw, exc = await call
+        else:
+            try:
+                raw, exc = await asyncio.wait_for(call, timeout)
+            except (asyncio.TimeoutError, TimeoutError):  # only the deadline: the agent's own errors are in `exc`
+                return RunRecord(
+                    latency_s=time.perf_counter() - start,
+                    error=f"agent did not answer within {timeout:g} s (timeout of case {case.id})",
+                )
         latency = time.perf_counter() - start
+    if exc is not None:
+        return RunRecord(latency_s=latency, error=f"agent raised {_describe(exc)}", traceback=agent_traceback(exc))
     try:
         record = normalise(raw)
+    except UnreadableResult as exc:
+        return RunRecord(latency_s=latency, error=str(exc))
     except Exception as exc:
         return RunRecord(latency_s=latency, error=f"cannot read the agent's result: {_describe(exc)}")
     record.latency_s = latency
@@ -163,8 +173,9 @@ async def _checked(
     return results
 
 
-def weighted_score(results: list[CheckResult], weights: dict[str, float]) -> float:
-    scored = [(r.score, weights.get(r.name, 1.0)) for r in results if r.scored]
+def weighted_score(results: list[CheckResult], weights: dict[str, float], violations: int = 0) -> float:
+    """The weighted mean score of the scored checks; each violation counts as a failed item of weight 1."""
+    scored = [(r.score, weights.get(r.name, 1.0)) for r in results if r.scored] + [(0.0, 1.0)] * violations
     total = sum(w for _, w in scored)
     return sum(s * w for s, w in scored) / total if total else 1.0
 
@@ -203,7 +214,9 @@ async def run_trial(case: Case, agent: Agent, settings: RunSettings) -> TrialRes
     results = turn_results + await _checked(run, case.expect, ctx, settings)
     if settings.require_llm and settings.llm is None:
         _require_llm(results, settings.checks)
-    score = weighted_score(results, case.weights)
+    if not case.expect and not any(turn.expect for turn in case.turns):  # nothing to check: that it answered
+        results.append(answered(run, True, ctx))
+    score = weighted_score(results, case.weights, len(violations))
     if case.min_score is not None:
         passed = score >= case.min_score
         if not passed:

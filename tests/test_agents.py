@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 AGENTS = """
-import asyncio, time
+import asyncio, socket, time
 from pytest_agent_eval import AgentResult, ToolCall
 
 calls = []
@@ -45,6 +45,12 @@ def graph_state(query, context):
 
 def boom(query, context):
     raise ValueError("the agent broke")
+
+def own_timeout(query, context):
+    raise TimeoutError("upstream slow")
+
+async def own_socket_timeout(query, context):
+    raise socket.timeout("socket slow")
 
 def hang(query, context):
     time.sleep(30)
@@ -193,7 +199,8 @@ def agent(agent_eval_case):
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(
         [
-            "case broken failed: agent raised ValueError: the agent broke",
+            "case broken failed: 1 of 1 checks failed (score 0.00)",
+            "  ✗ agent raised ValueError: the agent broke",
             "*Traceback (most recent call last):",
             '*File "*agents_mod.py", line *, in boom',
             "*ValueError: the agent broke",
@@ -224,14 +231,42 @@ def agent(agent_eval_case):
     )
     result = agents.runpytest()
     result.assert_outcomes(passed=1, failed=1)
-    result.stdout.fnmatch_lines(["case stuck failed: agent did not answer within 0.5 s*"])
+    result.stdout.fnmatch_lines(
+        ["case stuck failed: 1 of 1 checks failed (score 0.00)", "  ✗ agent did not answer within 0.5 s*"]
+    )
+
+
+@pytest.mark.parametrize(
+    ("which", "message"),
+    [("own_timeout", "TimeoutError: upstream slow"), ("own_socket_timeout", "TimeoutError: socket slow")],
+)
+def test_an_agents_own_timeout_error_reads_as_the_agents_exception(
+    agents: pytest.Pytester, which: str, message: str
+) -> None:
+    agents.makefile(
+        ".yaml",
+        eval_own=f"""\
+agent: agents_mod:{which}
+cases:
+  - {{id: no_timeout, input: a}}
+  - {{id: with_timeout, input: a, timeout: 30}}
+""",
+    )
+    result = agents.runpytest()
+    result.assert_outcomes(failed=2)
+    for case in ("no_timeout", "with_timeout"):
+        result.stdout.fnmatch_lines(
+            [f"*_ {case} _*", "*1 of 1 checks failed*", f"  ✗ agent raised {message}", f"*, in {which}", f"*{message}"]
+        )
+    result.stdout.no_fnmatch_line("*did not answer*")
+    result.stdout.no_fnmatch_line("*NoneType*")
 
 
 def test_default_timeout_option(agents: pytest.Pytester) -> None:
     agents.makefile(".yaml", eval_t="agent: agents_mod:hang\ncases:\n  - {id: stuck, input: a}\n")
     result = agents.runpytest("--agent-eval-timeout", "0.3")
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["case stuck failed: agent did not answer within 0.3 s*"])
+    result.stdout.fnmatch_lines(["  ✗ agent did not answer within 0.3 s*"])
 
 
 def test_pytest_timeout_still_works_as_a_backstop(agents: pytest.Pytester) -> None:

@@ -231,7 +231,7 @@ def test_agent_eval_files_ini_option(evals: pytest.Pytester) -> None:
     evals.runpytest().assert_outcomes(passed=1)
 
 
-def test_verbose_failure_shows_full_output_and_tool_calls(evals: pytest.Pytester) -> None:
+def test_verbose_failure_shows_full_output_and_tool_calls_as_report_sections(evals: pytest.Pytester) -> None:
     evals.makefile(
         ".yaml",
         eval_v="""\
@@ -246,15 +246,18 @@ cases:
 """,
     )
     quiet = evals.runpytest()
-    assert "agent output:" not in quiet.stdout.str()
+    assert "agent output" not in quiet.stdout.str()
     result = evals.runpytest("-v")
     result.assert_outcomes(failed=1)
+    # the failure text ends at the case's location; the details follow as report sections, as captured output does
     result.stdout.fnmatch_lines(
         [
-            "agent output:",
-            "  line one",
-            "  line two mentions nothing useful",
-            "tool calls:",
-            "*1. search(q='cats') -> None",
+            "eval_v.yaml:3: wordy",
+            "*- Captured agent output call -*",
+            "line one",
+            "line two mentions nothing useful",
+            "*- Captured tool calls call -*",
+            " 1. search(q='cats') -> None",
+            "*short test summary info*",
         ]
     )

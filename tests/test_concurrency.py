@@ -174,8 +174,8 @@ cases:
     result.stdout.fnmatch_lines(
         [
             "case strict failed: 2/3 trials passed (min_pass_rate 0.8)",
-            "  trial *: contains: output lacks 'answer'",
-            "first failing trial (#*):",
+            "first failing trial (#*): 1 of 1 checks failed (score 0.00)",
+            "  ✗ contains: output lacks 'answer' (score 0.00)",
         ]
     )
     props = {

@@ -73,7 +73,7 @@ def pytest_agent_eval_register_dialects(registry):
 
 
 def test_a_conversation_job_is_recognised_but_not_run(pytester: pytest.Pytester) -> None:
-    answering(pytester, {})
+    answering(pytester, {"hi": ["hello", []]})
     pytester.makefile(
         ".yaml",
         eval_job="# job\nevaluator:\n  name: Socrates\naspirationalAverage: 3000\ntasks:\n  - {type: task, task: x}\n",

@@ -61,7 +61,7 @@ def test_suite_defaults_decide_the_verdict(pytester: pytest.Pytester) -> None:
     pytester.makefile(".yaml", eval_suite=SUITE)
     result = pytester.runpytest("-p", "no:cacheprovider")  # the file's agent_id names the agent
     result.assert_outcomes(passed=1, failed=1)
-    result.stdout.fnmatch_lines(["*case uses_defaults failed: agent did not answer within 0.5 s*"])
+    result.stdout.fnmatch_lines(["*✗ agent did not answer within 0.5 s*"])
 
 
 def test_mean_of_scorers_reaches_min_score(pytester: pytest.Pytester) -> None:
@@ -83,7 +83,7 @@ cases:
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         [
-            "case half_and_half failed: score 0.50 below min_score 0.6",
+            "case half_and_half failed: score 0.50 below min_score 0.6 (2 of 2 checks failed)",
             "  ✗ tool_selection: below min_score 0.6: unexpected: browser (score 0.50)",
             "  ✗ grounding: below min_score 0.6: missing 'Paris' (score 0.50)",
         ]
@@ -107,7 +107,7 @@ cases:
     # the mean is tool_selection's alone (0.00), not pulled up or down by a made-up reasoning score
     result.stdout.fnmatch_lines(
         [
-            "case tool_called failed: score 0.00 below min_score 0.7",
+            "case tool_called failed: score 0.00 below min_score 0.7 (1 of 2 checks failed)",
             "*✗ tool_selection: below min_score 0.7: unexpected: calculator (score 0.00)",
             "  ✓ reasoning (not scored)",
         ]
@@ -144,7 +144,7 @@ cases:
     # grounding = 0.3 x 0.5 (content) + 0.7 x 1.0 (LLM) = 0.85; mean with reasoning 0.2 = 0.525
     result.stdout.fnmatch_lines(
         [
-            "case judged failed: score 0.53 below min_score 0.7",
+            "case judged failed: score 0.53 below min_score 0.7 (1 of 2 checks failed)",
             "  ✗ reasoning: below min_score 0.7: jumps to a conclusion (score 0.20)",
             "  ✓ grounding",
         ]

@@ -79,8 +79,8 @@ agent_eval_tool_responses = responses.json
     result.stdout.fnmatch_lines(
         [
             "*✗ tools_called: not called: seed_subreddit*",
-            "agent output:",
-            "  Result 1 (r/python) | Mock response for fetch_reddit_thread",
+            "*- Captured agent output call -*",
+            "Result 1 (r/python) | Mock response for fetch_reddit_thread",
         ]
     )
 

@@ -242,9 +242,9 @@ cases:
     result.stdout.fnmatch_lines_random(
         [
             "*✗ judge: judge scored 0.20 < 0.7: Poor answer. Score: 2/10 (score 0.20)",
-            "case unreadable failed: judge has no verdict: judge reply unreadable: 'Looks fine.'*",
+            "case unreadable failed: * checks failed, 1 without a verdict (no score)",
             "  ✗ judge: judge reply unreadable: 'Looks fine.'; the judge must reply *score: 0.7)",
-            "case down failed: judge has no verdict: judge LLM call failed: ConnectionError: Connection error.",
+            "case down failed: 1 of 1 checks failed, 1 without a verdict (no score)",
             "  ✗ judge: judge LLM call failed: ConnectionError: Connection error.",
             "PASSED eval_judged.yaml::good",
         ]

@@ -141,12 +141,15 @@ def test_a_langgraph_agent_with_wrapped_tools_runs_mocked_and_recorded(pytester:
     result.assert_outcomes(passed=2, failed=2)
     result.stdout.re_match_lines(
         [
-            re.escape(line)
+            line if line.startswith(".*") else re.escape(line)
             for line in [
+                "case docs_wrong_expectation failed: 1 of 1 checks failed (score 0.00)",
                 "  ✗ tools_called: not called: get_weather (score 0.00)",
-                "       1. search_docs(query='shipping', max_results=3) -> 'Shipping is free over 50 EUR.'",
-                "agent output:",
-                "  Here is what I found: Shipping is free over 50 EUR.",
+                "  calls:",
+                "     1. search_docs(query='shipping', max_results=3) -> 'Shipping is free over 50 EUR.'",
+                "eval_graph.yaml:20: docs_wrong_expectation",
+                ".* Captured agent output call .*",
+                "Here is what I found: Shipping is free over 50 EUR.",
                 # a mock of a tool without a stand-in fails before the agent runs (its real tool might run)
                 "eval_graph.yaml:26: case docs_typo: tool_mocks has a response for 'serch_docs' but the agent has no "
                 'mocked tool of that name (did you mean "search_docs"?); mocked tools: get_weather, search_docs; '
@@ -204,3 +207,32 @@ def test_passthrough_runs_the_real_tool_once_and_single_input_tools_record_their
     with plan({}).record() as rec, pytest.raises(UnmockedToolError):
         mocked.invoke("hi")
     assert seen == ["hi"] and "unmocked tool call echo(tool_input='hi')" in rec.violations[0]
+
+
+def test_a_tool_mocks_timeout_error_raised_through_the_tool_node_is_the_agents_exception(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makeconftest(CONFTEST)
+    pytester.path.joinpath("eval_graph.yaml").write_text(
+        """
+defaults:
+  tool_mocks: {get_weather: {raise: "TimeoutError: weather API slow"}}
+cases:
+  - {id: no_timeout, input: What is the weather in Oslo?}
+  - {id: with_timeout, input: What is the weather in Oslo?, timeout: 30}
+"""
+    )
+    result = pytester.runpytest("-p", "no:randomly", "-p", "no:cacheprovider")
+    result.assert_outcomes(failed=2)
+    for case in ("no_timeout", "with_timeout"):
+        result.stdout.fnmatch_lines(
+            [
+                f"case {case} failed: 1 of 1 checks failed (score 0.00)",
+                "  ✗ agent raised TimeoutError: weather API slow",
+                "      Traceback (most recent call last):",
+                "  calls:",
+                "     1. get_weather(city='Oslo') raised TimeoutError: weather API slow",
+            ]
+        )
+    result.stdout.no_fnmatch_line("*did not answer*")
+    result.stdout.no_fnmatch_line("*NoneType*")

@@ -103,15 +103,13 @@ def test_failures_show_the_recorded_calls_and_strict_mode_names_the_unmocked_cal
                 "  ✗ tools_called: not called: search_knowledge_base (score 0.00)",
                 "      expected: ['search_knowledge_base']",
                 "      actual:   ['fetch_subreddit_posts']",
-                "       1. fetch_subreddit_posts(subreddit='python', limit=2) -> \"1. What's new in Python 3.13\"",
                 "  ✗ tool_args: arguments differ for fetch_subreddit_posts (score 0.00)",
                 "      fetch_subreddit_posts.subreddit: expected 'rust', got 'python'",
-                "      calls:",
-                "         1. fetch_subreddit_posts(subreddit='python', limit=2) -> \"1. What's new in Python 3.13\"",
+                "  calls:",
+                "     1. fetch_subreddit_posts(subreddit='python', limit=2) -> \"1. What's new in Python 3.13\"",
                 "eval_openai.yaml:5: wrong_tool",
                 # The agent caught the unmocked call's error and answered anyway: the case still fails.
-                "case unmocked_thread failed: unmocked tool call fetch_reddit_thread(thread_id='abc123') in case "
-                "unmocked_thread (eval_openai.yaml:13): `tool_mocks` has no response for 'fetch_reddit_thread'",
+                "case unmocked_thread failed: 1 of 2 checks failed (score 0.50)",
                 "  ✓ contains",
                 "  ✗ unmocked tool call fetch_reddit_thread(thread_id='abc123') in case unmocked_thread "
                 "(eval_openai.yaml:13): `tool_mocks` has no response for 'fetch_reddit_thread'",

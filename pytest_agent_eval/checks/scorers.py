@@ -14,7 +14,7 @@ from typing import Any
 from pytest_agent_eval.checks.base import CheckContext, CheckRegistry, CheckResult
 from pytest_agent_eval.checks.judge import NO_LLM, ask_score, judge
 from pytest_agent_eval.checks.output import excerpt
-from pytest_agent_eval.checks.tools import align, calls_table
+from pytest_agent_eval.checks.tools import align
 from pytest_agent_eval.record import RunRecord
 
 DEFAULT_MIN_SCORE = 0.7
@@ -75,7 +75,7 @@ def tool_selection(run: RunRecord, spec: Any, ctx: CheckContext) -> CheckResult:
     overlap = len(want & got) / len(union) if union else 1.0
     notes = [f"not called: {', '.join(sorted(want - got))}"] if want - got else []
     notes += [f"unexpected: {', '.join(sorted(got - want))}"] if got - want else []
-    detail = calls_table(run.tool_calls) if want != got else []
+    detail: list[str] = []
     score = overlap
     if sequence is not None:
         longer = max(len(sequence), len(called))
@@ -111,7 +111,6 @@ def tool_usage(run: RunRecord, spec: Any, ctx: CheckContext) -> CheckResult:
         expected=sorted(want),
         actual=run.tool_names,
         message="" if score > 0 else "; ".join(notes) or "no expected tool was called",
-        detail=calls_table(run.tool_calls) if score == 0 else [],
     )
 
 

@@ -13,7 +13,7 @@ NAMES = {"type": "array", "items": {"type": "string"}}
 
 
 def calls_table(calls: list[ToolCall]) -> list[str]:
-    """The recorded calls, one a line, with what each returned or raised."""
+    """The recorded calls, one a line, with what each returned or raised (once per failure text, not per check)."""
     if not calls:
         return ["(no tool calls)"]
     out = []
@@ -25,11 +25,6 @@ def calls_table(calls: list[ToolCall]) -> list[str]:
             got = f"-> {text[:80]}…" if len(text) > 80 else f"-> {text}"
         out.append(f"{i:>2}. {c.describe()} {got}")
     return out
-
-
-def calls_section(calls: list[ToolCall]) -> list[str]:
-    """``calls:`` and the calls table under it, for details that show something else first."""
-    return ["calls:"] + ["  " + line for line in calls_table(calls)]
 
 
 def align(expected: list[str], calls: list[ToolCall]) -> list[str]:
@@ -61,7 +56,6 @@ def tools_called(run: RunRecord, spec: Any, ctx: CheckContext) -> CheckResult:
         expected=list(spec),
         actual=run.tool_names,
         message=f"not called: {', '.join(missing)}" if missing else "",
-        detail=calls_table(run.tool_calls) if missing else [],
     )
 
 
@@ -74,7 +68,6 @@ def tools_not_called(run: RunRecord, spec: Any, ctx: CheckContext) -> CheckResul
         expected=f"none of {list(spec)}",
         actual=run.tool_names,
         message=f"called: {', '.join(bad)}" if bad else "",
-        detail=calls_table(run.tool_calls) if bad else [],
     )
 
 
@@ -94,7 +87,6 @@ def tools_exactly(run: RunRecord, spec: Any, ctx: CheckContext) -> CheckResult:
         expected=sorted(want),
         actual=sorted(got),
         message="; ".join(parts),
-        detail=calls_table(run.tool_calls) if want != got else [],
     )
 
 
@@ -114,7 +106,7 @@ def tool_sequence(run: RunRecord, spec: Any, ctx: CheckContext) -> CheckResult:
         expected=want,
         actual=got,
         message=msg,
-        detail=[] if ok else align(want, run.tool_calls) + calls_section(run.tool_calls),
+        detail=[] if ok else align(want, run.tool_calls),
     )
 
 
@@ -140,7 +132,7 @@ def tools_in_order(run: RunRecord, spec: Any, ctx: CheckContext) -> CheckResult:
         else f"{want[matched]!r} not called after {want[:matched]}"
         if matched
         else f"{want[0]!r} never called",
-        detail=[] if ok else align(want, run.tool_calls) + calls_section(run.tool_calls),
+        detail=[] if ok else align(want, run.tool_calls),
     )
 
 
@@ -155,7 +147,6 @@ def max_tool_calls(run: RunRecord, spec: Any, ctx: CheckContext) -> CheckResult:
         expected=f"<= {spec}",
         actual=n,
         message="" if ok else f"{n} tool calls, at most {spec} allowed",
-        detail=[] if ok else calls_table(run.tool_calls),
     )
 
 
@@ -192,8 +183,6 @@ def tool_args(run: RunRecord, spec: Any, ctx: CheckContext) -> CheckResult:
         if best:
             failed.append(tool)
             detail.extend(best)
-    if failed:
-        detail += calls_section(run.tool_calls)
     return CheckResult.of(
         "tool_args",
         not failed,

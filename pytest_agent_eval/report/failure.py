@@ -1,4 +1,4 @@
-"""The failure text of a case: a summary line, every check with ✓/✗, diffs for the failed ones, the location."""
+"""A failed case's text: a count line, every check with ✓/✗, diffs for the failed ones, the calls, the location."""
 
 from __future__ import annotations
 
@@ -13,46 +13,37 @@ if TYPE_CHECKING:
 _INDENT = "    "
 
 
-class Passing:
-    """What a case result is compared with; ``pytest_assertrepr_compare`` explains the difference."""
-
-    def __repr__(self) -> str:
-        return "passing"
-
-
-PASSING = Passing()
-
-
 def _value(value: Any) -> str:
     text = value if isinstance(value, str) else pprint.pformat(value, width=100, compact=True)
     return text.replace("\n", "\n" + " " * (len(_INDENT) + 12))
 
 
+def trial_summary(trial: TrialResult, min_score: float | None) -> str:
+    """How many of the trial's ✓/✗ lines are ✗ (checks, violations, the agent's error), and its score."""
+    failed = sum(not c.passed for c in trial.checks) + len(trial.violations) + bool(trial.run.error)
+    total = len(trial.checks) + len(trial.violations) + bool(trial.run.error)
+    counts = f"{failed} of {total} checks failed"
+    errors = sum(c.error for c in trial.checks)
+    if errors:  # no verdict: any score would be made up
+        return f"{counts}, {errors} without a verdict (no score)"
+    if min_score is not None and trial.score < min_score:
+        return f"score {trial.score:.2f} below min_score {min_score:g} ({counts})"
+    return f"{counts} (score {trial.score:.2f})"
+
+
 def summary(result: CaseResult) -> str:
-    """The one-line summary of a failed case."""
+    """The one-line summary of a failed case: counts, never a message of its own (that is on its ✗ line)."""
     case = result.case
-    if case.repeat > 1:
+    if len(result.trials) > 1:
         return (
             f"case {case.id} failed: {result.passes}/{len(result.trials)} trials passed "
             f"(min_pass_rate {case.min_pass_rate:g})"
         )
-    trial = result.trials[0]
-    if trial.run.error:
-        return f"case {case.id} failed: {trial.run.error}"
-    failed = [c for c in trial.checks if not c.passed]
-    errors = [c for c in trial.checks if c.error]
-    if errors:  # no verdict: the score would be made up
-        more = f" (and {len(errors) - 1} more check(s) without a verdict)" if len(errors) > 1 else ""
-        return f"case {case.id} failed: {errors[0].name} has no verdict: {errors[0].message}{more}"
-    if case.min_score is not None:
-        return f"case {case.id} failed: score {trial.score:.2f} below min_score {case.min_score:g}"
-    if failed:
-        return f"case {case.id} failed: {len(failed)} of {len(trial.checks)} checks failed (score {trial.score:.2f})"
-    return f"case {case.id} failed: " + "; ".join(trial.reasons)
+    return f"case {case.id} failed: {trial_summary(result.trials[0], case.min_score)}"
 
 
 def trial_lines(trial: TrialResult) -> list[str]:
-    """Every check with ✓/✗, and expected against actual for the failed ones."""
+    """Every check with ✓/✗, expected against actual for the failed ones, and the tool calls once."""
     lines: list[str] = []
     if trial.run.error:
         lines.append(f"  ✗ {trial.run.error}")
@@ -69,26 +60,34 @@ def trial_lines(trial: TrialResult) -> list[str]:
         lines.append(f"{_INDENT}  actual:   {_value(check.actual)}")
         lines.extend(f"{_INDENT}  {d}" for d in check.detail)
     lines.extend(f"  ✗ {v}" for v in trial.violations)
+    if trial.run.tool_calls or not trial.run.error:
+        lines.append("  calls:")
+        lines.extend(f"{_INDENT}{line}" for line in calls_table(trial.run.tool_calls))
     return lines
 
 
 def failure_lines(result: CaseResult, verbose: int = 0) -> list[str]:
-    """The whole failure text of a case, as lines."""
+    """The whole failure text of a case, as lines (``-v`` details are report sections: see :func:`details`)."""
     case = result.case
     lines = [summary(result)]
-    if case.repeat > 1:
+    if len(result.trials) > 1:
+        first = result.trials.index(result.first) + 1
         for n, trial in enumerate(result.trials, 1):
-            if not trial.passed:
-                lines.append(f"  trial {n}: " + "; ".join(trial.reasons))
-        lines.append(f"first failing trial (#{result.trials.index(result.first) + 1}):")
+            if not trial.passed and n != first:
+                lines.append(f"  trial {n}: {trial_summary(trial, case.min_score)}")
+        lines.append(f"first failing trial (#{first}): {trial_summary(result.first, case.min_score)}")
     lines.extend(trial_lines(result.first))
     if case.metadata:
         lines.append(f"  metadata: {case.metadata}")
-    if verbose > 0:
-        run = result.first.run
-        lines.append("agent output:")
-        lines.extend("  " + line for line in (run.output or "(empty)").splitlines())
-        lines.append("tool calls:")
-        lines.extend("  " + line for line in calls_table(run.tool_calls))
     lines.append(f"{case.path}:{case.line}: {case.id}")
     return lines
+
+
+def details(result: CaseResult) -> list[tuple[str, str]]:
+    """``-v`` report sections of a case's shown trial: the agent's full output and every tool call in full."""
+    run = result.first.run
+    calls = [
+        f"{n:>2}. {c.describe()} " + (f"raised {c.error}" if c.error is not None else f"-> {c.result!r}")
+        for n, c in enumerate(run.tool_calls, 1)
+    ]
+    return [("agent output", run.output or "(empty)"), ("tool calls", "\n".join(calls) or "(no tool calls)")]

@@ -1,0 +1,222 @@
+"""Verdicts and failure text as users see them: scores and counts that agree with the ✗ lines, each message once,
+cases without `expect`, the failure-text hook, agent references from the rootdir (pytester)."""
+
+from __future__ import annotations
+
+import textwrap
+import xml.etree.ElementTree as ET
+
+import pytest
+
+AGENT = '''
+def dispatch(name, args):
+    raise RuntimeError(f"real tool {name} reached")
+
+def run(query, context):
+    """Calls the tools in the context (catching their errors), then answers `say`, or raises `raise`."""
+    for name in context.get("calls", []):
+        try:
+            dispatch(name, {})
+        except Exception:
+            pass
+    if context.get("raise"):
+        raise RuntimeError(context["raise"])
+    return context.get("result", context.get("say", "the answer"))
+'''
+
+
+def run_evals(pytester: pytest.Pytester, cases: str, *args: str) -> pytest.RunResult:
+    """Write `vagent.py` and `eval_v.yaml` (its cases under `cases:`) and run pytest with a junit report."""
+    pytester.makepyfile(vagent=AGENT)
+    pytester.syspathinsert()
+    head = "agent: vagent:run\ntool_dispatch: vagent:dispatch\ncases:\n"
+    pytester.path.joinpath("eval_v.yaml").write_text(head + textwrap.indent(textwrap.dedent(cases), "  "))
+    return pytester.runpytest("-p", "no:randomly", "-p", "no:cacheprovider", "--junitxml=r.xml", *args)
+
+
+def junit_scores(pytester: pytest.Pytester) -> dict[str, str]:
+    root = ET.parse(pytester.path / "r.xml").getroot()
+    return {
+        str(tc.get("name")): next(str(p.get("value")) for p in tc.iter("property") if p.get("name") == "score")
+        for tc in root.iter("testcase")
+    }
+
+
+def test_score_and_counts_agree_with_the_failed_lines(pytester: pytest.Pytester) -> None:
+    result = run_evals(
+        pytester,
+        """
+        - id: unmocked
+          input: {query: q, context: {calls: [refund]}}
+          expect: {contains: [the answer]}
+        - id: raising
+          input: {query: q, context: {raise: model overloaded}}
+          expect: {contains: [the answer]}
+        - id: fine
+          input: q
+          expect: {contains: [the answer]}
+        """,
+    )
+    result.assert_outcomes(passed=1, failed=2)
+    result.stdout.fnmatch_lines(
+        [
+            "case unmocked failed: 1 of 2 checks failed (score 0.50)",
+            "  ✓ contains",
+            "  ✗ unmocked tool call refund() in case unmocked *",
+            "case raising failed: 1 of 1 checks failed (score 0.00)",
+            "  ✗ agent raised RuntimeError: model overloaded",
+        ]
+    )
+    assert junit_scores(pytester) == {"unmocked": "0.500", "raising": "0.000", "fine": "1.000"}
+    out = result.stdout.str()
+    # each message once: the header counts, the ✗ line says what
+    assert out.count("unmocked tool call refund()") == 1
+    assert out.count("agent raised RuntimeError: model overloaded") == 1
+
+
+def test_a_case_without_expect_checks_that_the_agent_answered(pytester: pytest.Pytester) -> None:
+    result = run_evals(
+        pytester,
+        """
+        - {id: returns_none, input: {query: q, context: {result: null}}}
+        - {id: returns_blank, input: {query: q, context: {result: "  "}}}
+        - {id: answers, input: q}
+        """,
+    )
+    result.assert_outcomes(passed=1, failed=2)
+    for case in ("returns_none", "returns_blank"):
+        result.stdout.fnmatch_lines(
+            [
+                f"case {case} failed: 1 of 1 checks failed (score 0.00)",
+                "  ✗ answered: the agent finished without an answer (empty output) (score 0.00)",
+            ]
+        )
+
+
+def test_a_dict_without_an_answer_fails_naming_the_keys_it_accepts(pytester: pytest.Pytester) -> None:
+    result = run_evals(
+        pytester,
+        """
+        - id: text_key
+          input: {query: q, context: {result: {text: the answer}}}
+          expect: {contains: [the answer]}
+        - id: output_key
+          input: {query: q, context: {result: {output: the answer}}}
+          expect: {contains: [the answer]}
+        """,
+    )
+    result.assert_outcomes(passed=1, failed=1)
+    assert (
+        "  ✗ the agent returned a dict without an answer: its keys are ['text']; put the answer under 'output', "
+        "'response', 'answer', 'final_message', or return a chat state with 'messages' (a list), a string or an "
+        "AgentResult\n"
+    ) in result.stdout.str()
+
+
+def test_another_plugins_assertrepr_compare_cannot_replace_the_failure_text(pytester: pytest.Pytester) -> None:
+    pytester.makeconftest(
+        """
+def pytest_assertrepr_compare(config, op, left, right):
+    return ["HIJACKED"]  # as pytest-icdiff does for every ==
+"""
+    )
+    result = run_evals(pytester, "- {id: wrong, input: q, expect: {contains: [nowhere]}}\n")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["case wrong failed: 1 of 1 checks failed (score 0.00)", "  ✗ contains: *"])
+    result.stdout.no_fnmatch_line("*HIJACKED*")
+
+
+def test_the_failure_lines_hook_replaces_the_text(pytester: pytest.Pytester) -> None:
+    pytester.makeconftest(
+        """
+def pytest_agent_eval_failure_lines(item, result, verbose):
+    if result.case.id == "mine":
+        return [f"my text for {result.case.id}: score {result.score:.1f}, verbose {verbose}"]
+    return None  # the plugin's own text
+"""
+    )
+    result = run_evals(
+        pytester,
+        """
+        - {id: mine, input: q, expect: {contains: [nowhere]}}
+        - {id: theirs, input: q, expect: {contains: [nowhere]}}
+        """,
+    )
+    result.assert_outcomes(failed=2)
+    result.stdout.fnmatch_lines(["my text for mine: score 0.0, verbose 0", "case theirs failed: 1 of 1 checks failed*"])
+
+
+def test_an_unimportable_agent_reads_as_one_message(pytester: pytest.Pytester) -> None:
+    pytester.makefile(".yaml", eval_imp="agent: nosuchmodule:run\ncases:\n  - {id: a, input: q}\n")
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "_* a _*",
+            "eval_imp.yaml:1: agent 'nosuchmodule:run': cannot import module 'nosuchmodule': ModuleNotFoundError: "
+            "No module named 'nosuchmodule'; check the module path and that it is importable from the rootdir or "
+            "sys.path",
+            "*short test summary info*",
+        ]
+    )
+    assert result.stdout.str().count("No module named 'nosuchmodule'") == 1
+    result.stdout.no_fnmatch_line("*During handling of the above exception*")
+    result.stdout.no_fnmatch_line("*direct cause*")
+
+
+def test_an_agent_fixture_that_needs_a_missing_fixture_is_named_as_such(pytester: pytest.Pytester) -> None:
+    pytester.makeconftest(
+        """
+import pytest
+
+@pytest.fixture
+def agent(api_key):
+    return lambda query, context: "hi"
+"""
+    )
+    pytester.makefile(".yaml", eval_fx="cases:\n  - {id: a, input: q}\n")
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*fixture 'api_key' not found*"])
+    result.stdout.no_fnmatch_line("*('api_key', <*")
+    result.stdout.no_fnmatch_line("*no agent for case*")
+    result.stdout.no_fnmatch_line("*During handling of the above exception*")
+
+
+def test_an_agent_fixture_of_the_wrong_kind_reads_as_one_message(pytester: pytest.Pytester) -> None:
+    pytester.makeconftest("import pytest\n\n@pytest.fixture\ndef agent():\n    return 42\n")
+    pytester.makefile(".yaml", eval_fx="cases:\n  - {id: a, input: q}\n")
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "eval_fx.yaml:2: the `agent` fixture: got int 42, not an agent: expected a callable (query, context) -> "
+            "result, or an object with run/invoke/ainvoke"
+        ]
+    )
+    result.stdout.no_fnmatch_line("*During handling of the above exception*")
+
+
+def test_an_agent_reference_imports_from_the_rootdir_under_bare_pytest(pytester: pytest.Pytester) -> None:
+    # The project is proj/ (its rootdir): no conftest.py, so nothing puts proj/ on sys.path. pytester runs
+    # `python -m pytest` in its own directory, which puts that directory (not proj/) on sys.path.
+    proj = pytester.mkdir("proj")
+    (proj / "pytest.ini").write_text("[pytest]\n")
+    (proj / "myproject").mkdir()
+    (proj / "myproject" / "__init__.py").write_text("")
+    (proj / "myproject" / "agents.py").write_text("def run(query, context):\n    return 'answer to ' + query\n")
+    (proj / "myproject" / "broken.py").write_text("import no_such_dependency\n")
+    (proj / "evals").mkdir()
+    (proj / "evals" / "eval_x.yaml").write_text(
+        "agent: myproject.agents:run\ncases:\n  - {id: a, input: q, expect: {contains: [answer to q]}}\n"
+    )
+    (proj / "evals" / "eval_broken.yaml").write_text("agent: myproject.broken:run\ncases:\n  - {id: b, input: q}\n")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "proj")
+    result.assert_outcomes(passed=1, failed=1)
+    # a module the agent's module imports is not looked for elsewhere: the message names it
+    result.stdout.fnmatch_lines(
+        [
+            "evals/eval_broken.yaml:1: agent 'myproject.broken:run': cannot import module 'myproject.broken': "
+            "ModuleNotFoundError: No module named 'no_such_dependency'*"
+        ]
+    )
