@@ -103,7 +103,7 @@ def _prepare(item: EvalItem, request: pytest.FixtureRequest) -> Coroutine[Any, A
 def _record_properties(item: EvalItem, result: CaseResult) -> None:
     run = result.first.run
     props = [
-        ("score", f"{result.score:.3f}"),
+        ("score", f"{result.score:.3f}" if all(t.scored for t in result.trials) else "not scored"),
         ("tools_called", ", ".join(run.tool_names)),
         ("latency_s", f"{run.latency_s:.3f}"),
         ("location", f"{item.location[0]}:{item.case.line}"),

@@ -67,6 +67,13 @@ class TrialResult:
     violations: list[str] = field(default_factory=list)
     """Failures not tied to a check, e.g. a call to an unmocked tool in strict mode."""
 
+    @property
+    def scored(self) -> bool:
+        """Whether ``score`` is a real score: no check is without a verdict, and something was scored."""
+        if any(c.error for c in self.checks):
+            return False
+        return bool(self.run.error or self.violations or any(c.scored for c in self.checks))
+
 
 @dataclass
 class CaseResult:

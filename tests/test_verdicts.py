@@ -22,6 +22,9 @@ def run(query, context):
     if context.get("raise"):
         raise RuntimeError(context["raise"])
     return context.get("result", context.get("say", "the answer"))
+
+def broken_check(run):
+    raise RuntimeError("the check broke")
 '''
 
 
@@ -55,9 +58,12 @@ def test_score_and_counts_agree_with_the_failed_lines(pytester: pytest.Pytester)
         - id: fine
           input: q
           expect: {contains: [the answer]}
+        - id: no_verdict
+          input: q
+          expect: {custom: vagent:broken_check}
         """,
     )
-    result.assert_outcomes(passed=1, failed=2)
+    result.assert_outcomes(passed=1, failed=3)
     result.stdout.fnmatch_lines(
         [
             "case unmocked failed: 1 of 2 checks failed (score 0.50)",
@@ -65,9 +71,16 @@ def test_score_and_counts_agree_with_the_failed_lines(pytester: pytest.Pytester)
             "  ✗ unmocked tool call refund() in case unmocked *",
             "case raising failed: 1 of 1 checks failed (score 0.00)",
             "  ✗ agent raised RuntimeError: model overloaded",
+            "case no_verdict failed: 1 of 1 checks failed, 1 without a verdict (no score)",
         ]
     )
-    assert junit_scores(pytester) == {"unmocked": "0.500", "raising": "0.000", "fine": "1.000"}
+    # a check without a verdict leaves nothing to score: no made-up 1.000
+    assert junit_scores(pytester) == {
+        "unmocked": "0.500",
+        "raising": "0.000",
+        "fine": "1.000",
+        "no_verdict": "not scored",
+    }
     out = result.stdout.str()
     # each message once: the header counts, the ✗ line says what
     assert out.count("unmocked tool call refund()") == 1
