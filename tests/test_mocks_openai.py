@@ -99,7 +99,7 @@ def test_failures_show_the_recorded_calls_and_strict_mode_names_the_unmocked_cal
         [
             re.escape(line)
             for line in [
-                "case wrong_tool failed: 2 of 2 checks failed (score 0.00)",
+                "case wrong_tool failed: 3 of 3 checks failed (score 0.00)",
                 "  ✗ tools_called: not called: search_knowledge_base (score 0.00)",
                 "      expected: ['search_knowledge_base']",
                 "      actual:   ['fetch_subreddit_posts']",
