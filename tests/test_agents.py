@@ -295,3 +295,5 @@ def test_no_agent_says_how_to_provide_one(evals: pytest.Pytester) -> None:
     result.stdout.fnmatch_lines(
         ["eval_none.yaml:2: no agent for case lonely: set `agent: module:function` in the file, pass --agent*"]
     )
+    result.stdout.no_fnmatch_line("*FixtureRequest*")  # no internal objects, no exception chain
+    result.stdout.no_fnmatch_line("*During handling of the above exception*")
