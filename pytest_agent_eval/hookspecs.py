@@ -48,5 +48,10 @@ def pytest_agent_eval_case_result(item: pytest.Item, result: CaseResult) -> None
 def pytest_agent_eval_failure_lines(item: pytest.Item, result: CaseResult, verbose: int) -> list[str] | None:
     """The failure text of a failed case, as lines; the first implementation that returns a list wins.
 
-    The plugin's own implementation runs last; return ``None`` to leave a case to it.
+    The plugin's own implementation (``report.failure.failure_lines``) runs last; return ``None`` to leave a case
+    to it. Unlike ``pytest_assertrepr_compare``, no other plugin answers this hook by accident.
+
+    :param item: the case's item (``item.case`` is the case).
+    :param result: the case's result: its trials, each with its checks, violations and run record.
+    :param verbose: pytest's verbosity (``-v`` is 1); the plugin adds ``-v`` details as report sections itself.
     """
