@@ -3,10 +3,18 @@ cases without `expect`, the failure-text hook, agent references from the rootdir
 
 from __future__ import annotations
 
+import asyncio
 import textwrap
 import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Any
 
 import pytest
+
+from pytest_agent_eval.agents import as_agent
+from pytest_agent_eval.cases.model import Case
+from pytest_agent_eval.checks import builtin_registry
+from pytest_agent_eval.runner import RunSettings, run_case
 
 AGENT = '''
 def dispatch(name, args):
@@ -233,3 +241,44 @@ def test_an_agent_reference_imports_from_the_rootdir_under_bare_pytest(pytester:
             "ModuleNotFoundError: No module named 'no_such_dependency'*"
         ]
     )
+
+
+# -- the runner alone --------------------------------------------------------------------------------------------
+
+
+def _run(agent: Any, timeout: float | None, expect: dict[str, Any] | None = None) -> Any:
+    case = Case(id="c", path=Path("eval_x.yaml"), line=1, query="q", timeout=timeout, expect=expect or {})
+    return asyncio.run(run_case(case, as_agent(agent), RunSettings(checks=builtin_registry()))).trials[0]
+
+
+def _own_timeout(query: str, context: dict[str, Any]) -> str:
+    raise TimeoutError("upstream slow")
+
+
+async def _own_asyncio_timeout(query: str, context: dict[str, Any]) -> str:
+    raise asyncio.TimeoutError("asyncio slow")  # not the builtin on Python 3.10
+
+
+async def _hang(query: str, context: dict[str, Any]) -> str:
+    await asyncio.sleep(5)
+    return "late"
+
+
+@pytest.mark.parametrize("agent", [_own_timeout, _own_asyncio_timeout])
+@pytest.mark.parametrize("timeout", [None, 30.0])
+def test_the_agents_own_timeout_error_is_not_the_timeout(agent: Any, timeout: float | None) -> None:
+    trial = _run(agent, timeout)
+    assert trial.run.error.startswith("agent raised TimeoutError: ")
+    assert f"in {agent.__name__}" in trial.run.traceback
+    assert (trial.passed, trial.score) == (False, 0.0)
+
+
+def test_only_the_deadline_reads_as_did_not_answer() -> None:
+    trial = _run(_hang, 0.05)
+    assert trial.run.error == "agent did not answer within 0.05 s (timeout of case c)"
+
+
+def test_without_expect_the_answer_is_checked() -> None:
+    assert [(c.name, c.passed) for c in _run(lambda q, c: None, None).checks] == [("answered", False)]
+    assert [(c.name, c.passed) for c in _run(lambda q, c: "hi", None).checks] == [("answered", True)]
+    assert [c.name for c in _run(lambda q, c: "hi", None, {"contains": ["hi"]}).checks] == ["contains"]
