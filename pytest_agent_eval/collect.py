@@ -95,8 +95,9 @@ def _relative(message: str, config: pytest.Config) -> str:
 
 def agent_eval_case(request: pytest.FixtureRequest) -> None:
     """Runs one eval case (the test function behind every eval item)."""
-    from pytest_agent_eval.execute import run_item  # the runner loads with the first case run, not at collection
+    from pytest_agent_eval.execute import run_item, user_error  # the runner loads with the first case run
 
+    __tracebackhide__ = user_error
     item = request.node
     assert isinstance(item, EvalItem)
     run_item(item, request)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Coroutine
+from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -19,9 +20,13 @@ from pytest_agent_eval.state import get_state
 if TYPE_CHECKING:
     from pytest_agent_eval.collect import EvalItem
 
+_PLUMBING = ("_pytest.", "pluggy.", "pytest_agent_eval.")
+"""Modules whose frames a user's fixture error is shown without."""
+
 
 def run_item(item: EvalItem, request: pytest.FixtureRequest) -> None:
     """Run the item's case (or wait for it, if it started early) and pass, skip or fail the item."""
+    __tracebackhide__ = user_error
     state = get_state(item.config)
     scheduler = state.scheduler(item.session)
     if scheduler is None:
@@ -51,6 +56,7 @@ def _agent(item: EvalItem, request: pytest.FixtureRequest) -> Agent:
 
     Each failure is raised outside the ``except`` that caught its cause: one message, no exception chain.
     """
+    __tracebackhide__ = user_error
     state = get_state(item.config)
     case = item.case
     ref = state.settings.agent or case.agent
@@ -63,7 +69,7 @@ def _agent(item: EvalItem, request: pytest.FixtureRequest) -> Agent:
             problem = f"{source}: agent {ref!r}: {exc}"
         item.fail(problem)
     try:
-        value = request.getfixturevalue("agent")
+        value = _fixture(request, "agent")
     except pytest.FixtureLookupError as exc:
         if exc.argname != "agent":  # the `agent` fixture exists but needs a missing one: pytest says which
             raise
@@ -79,14 +85,47 @@ def _agent(item: EvalItem, request: pytest.FixtureRequest) -> Agent:
     item.fail(problem)
 
 
+def _plumbing(tb: TracebackType) -> bool:
+    return str(tb.tb_frame.f_globals.get("__name__", "")).startswith(_PLUMBING)
+
+
+def _from_user_code(exc: Exception) -> Exception:
+    """``exc`` with its traceback from the first frame that is neither pytest's, pluggy's nor the plugin's."""
+    tb = exc.__traceback__
+    while tb is not None and _plumbing(tb):
+        tb = tb.tb_next
+    return exc.with_traceback(tb) if tb is not None else exc
+
+
+def user_error(excinfo: pytest.ExceptionInfo[BaseException]) -> bool:
+    """For ``__tracebackhide__``: the plugin's frames are left out of an error raised in the user's code (a
+    fixture), kept for one raised in the plugin itself."""
+    tb = excinfo.tb
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    return not _plumbing(tb)
+
+
+def _fixture(request: pytest.FixtureRequest, name: str) -> Any:
+    """The fixture's value; an error it raises is shown from the fixture's own frames, not pytest's calls."""
+    __tracebackhide__ = user_error
+    try:
+        return request.getfixturevalue(name)
+    except pytest.FixtureLookupError:
+        raise
+    except Exception as exc:
+        raise _from_user_code(exc)  # noqa: B904 - the same exception, from its own frames
+
+
 def _prepare(item: EvalItem, request: pytest.FixtureRequest) -> Coroutine[Any, Any, CaseResult]:
     """The case's run, with its agent, LLM and tool mocks from the item's fixtures."""
+    __tracebackhide__ = user_error
     state = get_state(item.config)
     scheduler = state.scheduler(item.session)
     agent = _agent(item, request)
     llm = None
     if state.checks.case_uses_llm(item.case):
-        llm = request.getfixturevalue("agent_eval_llm")
+        llm = _fixture(request, "agent_eval_llm")
         if scheduler is not None:
             scheduler.llm = llm
     try:  # after the agent and its fixtures: a mocked tool that nothing has patched by now fails the case here

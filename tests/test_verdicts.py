@@ -204,6 +204,27 @@ def agent(api_key):
     result.stdout.no_fnmatch_line("*During handling of the above exception*")
 
 
+def test_an_agent_fixture_that_raises_shows_its_own_frames_only(pytester: pytest.Pytester) -> None:
+    pytester.makeconftest(
+        """
+import os, pytest
+
+@pytest.fixture
+def agent():
+    key = os.environ["NO_SUCH_API_KEY_FOR_THE_TEST"]
+    return lambda query, context: key
+"""
+    )
+    pytester.makefile(".yaml", eval_fx="cases:\n  - {id: a, input: q}\n")
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        ["*def agent():", ">*key = os.environ*", "conftest.py:5: *", "E*KeyError: 'NO_SUCH_API_KEY_FOR_THE_TEST'"]
+    )
+    for plumbing in ("_pytest", "pluggy", "pytest_agent_eval"):  # pytest's calls into the fixture, the plugin's
+        result.stdout.no_fnmatch_line(f"*{plumbing}*.py*")
+
+
 def test_an_agent_fixture_of_the_wrong_kind_reads_as_one_message(pytester: pytest.Pytester) -> None:
     pytester.makeconftest("import pytest\n\n@pytest.fixture\ndef agent():\n    return 42\n")
     pytester.makefile(".yaml", eval_fx="cases:\n  - {id: a, input: q}\n")
