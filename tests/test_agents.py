@@ -199,7 +199,7 @@ def agent(agent_eval_case):
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(
         [
-            "case broken failed: 1 of 1 checks failed (score 0.00)",
+            "case broken failed: the agent failed, nothing was checked (score 0.00)",
             "  ✗ agent raised ValueError: the agent broke",
             "*Traceback (most recent call last):",
             '*File "*agents_mod.py", line *, in boom',
@@ -232,7 +232,10 @@ def agent(agent_eval_case):
     result = agents.runpytest()
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(
-        ["case stuck failed: 1 of 1 checks failed (score 0.00)", "  ✗ agent did not answer within 0.5 s*"]
+        [
+            "case stuck failed: the agent failed, nothing was checked (score 0.00)",
+            "  ✗ agent did not answer within 0.5 s*",
+        ]
     )
 
 
@@ -256,7 +259,13 @@ cases:
     result.assert_outcomes(failed=2)
     for case in ("no_timeout", "with_timeout"):
         result.stdout.fnmatch_lines(
-            [f"*_ {case} _*", "*1 of 1 checks failed*", f"  ✗ agent raised {message}", f"*, in {which}", f"*{message}"]
+            [
+                f"*_ {case} _*",
+                f"case {case} failed: the agent failed, nothing was checked (score 0.00)",
+                f"  ✗ agent raised {message}",
+                f"*, in {which}",
+                f"*{message}",
+            ]
         )
     result.stdout.no_fnmatch_line("*did not answer*")
     result.stdout.no_fnmatch_line("*NoneType*")

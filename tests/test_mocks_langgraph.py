@@ -227,7 +227,7 @@ cases:
     for case in ("no_timeout", "with_timeout"):
         result.stdout.fnmatch_lines(
             [
-                f"case {case} failed: 1 of 1 checks failed (score 0.00)",
+                f"case {case} failed: the agent failed, nothing was checked (score 0.00)",
                 "  ✗ agent raised TimeoutError: weather API slow",
                 "      Traceback (most recent call last):",
                 "  calls:",

@@ -77,7 +77,7 @@ def test_score_and_counts_agree_with_the_failed_lines(pytester: pytest.Pytester)
             "case unmocked failed: 1 of 2 checks failed (score 0.50)",
             "  ✓ contains",
             "  ✗ unmocked tool call refund() in case unmocked *",
-            "case raising failed: 1 of 1 checks failed (score 0.00)",
+            "case raising failed: the agent failed, nothing was checked (score 0.00)",
             "  ✗ agent raised RuntimeError: model overloaded",
             "case no_verdict failed: 1 of 1 checks failed, 1 without a verdict (no score)",
         ]

@@ -20,6 +20,8 @@ def _value(value: Any) -> str:
 
 def trial_summary(trial: TrialResult, min_score: float | None) -> str:
     """How many of the trial's ✓/✗ lines are ✗ (checks, violations, the agent's error), and its score."""
+    if trial.run.error and not trial.checks and not trial.violations:
+        return "the agent failed, nothing was checked (score 0.00)"
     failed = sum(not c.passed for c in trial.checks) + len(trial.violations) + bool(trial.run.error)
     total = len(trial.checks) + len(trial.violations) + bool(trial.run.error)
     counts = f"{failed} of {total} checks failed"
