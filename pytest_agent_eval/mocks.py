@@ -277,7 +277,7 @@ class MockPlan:
             _CURRENT.reset(token)
             with _ACTIVE_LOCK:
                 _ACTIVE.remove(recording)
-            recording.violations.extend(self.never_called(recording.calls))
+            recording.unused.extend(self.never_called(recording.calls))
 
 
 def _unwanted(case: Case) -> Callable[[str], bool]:
@@ -302,6 +302,8 @@ class Recording:
     calls: list[ToolCall] = field(default_factory=list)
     violations: list[str] = field(default_factory=list)
     """Problems that fail the trial whatever the agent did with them: unmocked calls in strict mode."""
+    unused: list[str] = field(default_factory=list)
+    """The case's own mocks that no call used: a failure only when the agent answered (else it is noise)."""
     _served: dict[int, int] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 

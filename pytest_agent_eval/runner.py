@@ -31,6 +31,8 @@ class Recording(Protocol):
     calls: list[ToolCall]
     violations: list[str]
     """Problems that fail the trial whatever the agent did with them (e.g. an unmocked tool in strict mode)."""
+    unused: list[str]
+    """Declared mocks that no call used: a problem only when the agent answered."""
 
 
 RecorderFactory = Callable[[Case], AbstractContextManager[Recording]]
@@ -215,6 +217,8 @@ async def run_trial(case: Case, agent: Agent, settings: RunSettings) -> TrialRes
         if recording.calls or not run.tool_calls:
             run.tool_calls = list(recording.calls)  # mocks saw every call: authoritative
         violations.extend(recording.violations)
+        if not run.error:  # an agent that failed early had no chance to call them
+            violations.extend(recording.unused)
     reasons = list(violations)
     if run.error:
         return TrialResult(run, turn_results, False, 0.0, [run.error, *reasons], violations)

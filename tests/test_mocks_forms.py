@@ -505,6 +505,22 @@ def test_mocks_that_may_go_unused_do_not_fail(pytester: pytest.Pytester) -> None
     )
 
 
+def test_an_agent_that_fails_early_is_not_blamed_for_mocks_it_never_reached(pytester: pytest.Pytester) -> None:
+    result = run_evals(
+        pytester,
+        """
+        - id: early_error
+          input: {query: q, context: {let_raise: true, calls: [{name: fetch}, {name: search}]}}
+          tool_mocks: {fetch: {raise: "ConnectionError: reset"}, search: hits}
+        """,
+    )
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        ["case early_error failed: the agent failed, nothing was checked (score 0.00)", "  ✗ agent raised *"]
+    )
+    result.stdout.no_fnmatch_line("*never called*")
+
+
 def test_repeated_trials_each_record_their_own_calls(pytester: pytest.Pytester) -> None:
     """Trials of one case run at the same time (threads, concurrency 3); each sees its own two calls, the fixture
     all six."""
