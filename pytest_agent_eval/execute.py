@@ -12,6 +12,7 @@ from pytest_agent_eval.agents import Agent, as_agent, resolve
 from pytest_agent_eval.case_mocks import case_recorder
 from pytest_agent_eval.imports import ImportRefError
 from pytest_agent_eval.mocks import MockConfigError
+from pytest_agent_eval.report.attach import note_result
 from pytest_agent_eval.report.failure import details
 from pytest_agent_eval.runner import CaseResult, RecorderFactory, run_case, wait
 from pytest_agent_eval.skipping import skip_at_item
@@ -36,7 +37,7 @@ def run_item(item: EvalItem, request: pytest.FixtureRequest) -> None:
         future = scheduler.take(item) or state.loop.submit(_prepare(item, request))
         scheduler.prefetch(item, state.run_settings)
         result = wait(future)
-    _record_properties(item, result)
+    note_result(item, result)
     item.ihook.pytest_agent_eval_case_result(item=item, result=result)
     if result.passed and result.unscored:  # a pass with nothing scored would be a made-up verdict
         names = ", ".join(dict.fromkeys(c.name for c in result.unscored))
@@ -137,16 +138,3 @@ def _prepare(item: EvalItem, request: pytest.FixtureRequest) -> Coroutine[Any, A
     if scheduler is not None and not (state.settings.agent or item.case.agent):
         scheduler.remember_fixture_agent(item, agent)
     return run_case(item.case, agent, state.run_settings(item.case, llm, recorder))
-
-
-def _record_properties(item: EvalItem, result: CaseResult) -> None:
-    run = result.first.run
-    props = [
-        ("score", f"{result.score:.3f}" if all(t.scored for t in result.trials) else "not scored"),
-        ("tools_called", ", ".join(run.tool_names)),
-        ("latency_s", f"{run.latency_s:.3f}"),
-        ("location", f"{item.location[0]}:{item.case.line}"),
-    ]
-    if len(result.trials) > 1:
-        props.append(("passes", f"{result.passes}/{len(result.trials)}"))
-    item.user_properties.extend(props)

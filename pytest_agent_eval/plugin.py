@@ -10,6 +10,8 @@ import pytest
 
 from pytest_agent_eval import hookspecs, imports, options, skipping, stopping
 from pytest_agent_eval.fixtures import agent_eval_case, agent_eval_llm, tool_mocks  # noqa: F401 - the plugin's fixtures
+from pytest_agent_eval.report import formats
+from pytest_agent_eval.report.attach import attach
 from pytest_agent_eval.report.failure import failure_lines
 from pytest_agent_eval.state import STATE, EvalSession, get_state
 
@@ -30,6 +32,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "agent_eval: an eval case collected from a YAML/JSON file (pytest-agent-eval)")
     config.stash[STATE] = EvalSession(config)
     imports.add_root(config.rootpath)
+    formats.configure(config)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -64,4 +67,5 @@ def pytest_runtest_makereport(
     report = yield
     skipping.place(item, report)
     stopping.note_report(item, report)
+    attach(item, report)
     return report

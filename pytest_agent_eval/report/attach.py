@@ -1,0 +1,61 @@
+"""Where the record is made: from the item's case result (where the case ran) and its test report's outcome,
+then carried on the report as ``report.agent_eval`` (a JSON-able dict that pytest-xdist sends along)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import pytest
+
+from pytest_agent_eval.report.jsonable import jsonable
+from pytest_agent_eval.report.record import ATTRIBUTE, CaseRecord, crash_message, from_result, outcome
+
+if TYPE_CHECKING:
+    from pytest_agent_eval.runner import CaseResult
+
+_RECORD = pytest.StashKey[CaseRecord]()
+
+
+def note_result(item: pytest.Item, result: CaseResult) -> None:
+    """Record the case's result for its report, and add its ``--junitxml`` properties (taken from the record)."""
+    record = from_result(item.nodeid, item.location[0], result)
+    item.stash[_RECORD] = record
+    item.user_properties.extend(record.junit_properties())
+
+
+def attach(item: pytest.Item, report: pytest.TestReport) -> None:
+    """Put the item's record on its call report, or on its setup report when the case never got to run."""
+    if item.get_closest_marker("agent_eval") is None or report.when == "teardown":
+        return
+    if report.when == "setup" and report.passed:
+        return
+    record = item.stash.get(_RECORD, None) or _not_run(item, report)
+    record.outcome = outcome(report)
+    record.duration_s = report.duration
+    message = crash_message(report)
+    if record.outcome in ("skipped", "xfailed"):
+        record.reason = getattr(report, "wasxfail", None) or message
+    elif record.outcome in ("failed", "error") and not record.ran:
+        record.error = message
+    setattr(report, ATTRIBUTE, record.to_dict())
+
+
+def _not_run(item: pytest.Item, report: pytest.TestReport) -> CaseRecord:
+    """The record of an item whose case never ran: a skip, a setup error, a file that cannot be read."""
+    case = getattr(item, "case", None)
+    _, line, _ = item.reportinfo()
+    file = item.location[0]
+    if case is None:  # a file that cannot be read: `file::@file`
+        return CaseRecord(item.nodeid, item.name, file, (line or 0) + 1, "error")
+    return CaseRecord(
+        nodeid=item.nodeid,
+        case_id=case.id,
+        file=file,
+        line=case.line,
+        outcome="error",
+        tags=list(case.tags),
+        description=case.description,
+        metadata=jsonable(case.metadata),
+        min_score=case.min_score,
+        min_pass_rate=case.min_pass_rate,
+    )

@@ -1,0 +1,19 @@
+"""The report formats, each a plugin object registered on the controller only (not on xdist workers), as
+pytest's own junitxml is; all of them read the records that ``Records`` gathers from the test reports."""
+
+from __future__ import annotations
+
+import pytest
+
+from pytest_agent_eval.report.collector import COLLECTOR, Records, is_worker
+from pytest_agent_eval.report.summary import Summary
+
+
+def configure(config: pytest.Config) -> None:
+    """Register the record collector and the terminal summary (and the formats asked for) on the controller."""
+    if is_worker(config):
+        return
+    collector = Records()
+    config.stash[COLLECTOR] = collector
+    config.pluginmanager.register(collector, "agent_eval_records")
+    config.pluginmanager.register(Summary(collector, config.get_verbosity), "agent_eval_summary")

@@ -1,0 +1,51 @@
+"""Values made JSON-able and bounded for reports: an agent's output or a tool result can be huge or nested deep."""
+
+from __future__ import annotations
+
+from typing import Any
+
+TEXT_LIMIT = 4000
+"""Characters of one string in a report; the rest is cut, with a note saying how much there was."""
+ITEMS_LIMIT = 200
+"""Entries of one list or mapping; the rest is cut, with a note."""
+DEPTH_LIMIT = 12
+"""Nesting levels; deeper values read as their type name."""
+
+JSON = Any
+"""A value made of dict (str keys), list, str, int, float, bool and None only."""
+
+
+def cut(text: str, limit: int = TEXT_LIMIT) -> str:
+    """``text`` as it is, or its first ``limit`` characters with a note of the full length."""
+    return text if len(text) <= limit else f"{text[:limit]}... (cut at {limit:,} of {len(text):,} characters)"
+
+
+def jsonable(value: Any, limit: int = TEXT_LIMIT, depth: int = DEPTH_LIMIT) -> JSON:
+    """``value`` as plain JSON data: strings cut to ``limit``, containers to ``ITEMS_LIMIT`` entries and ``depth``
+    levels, anything else (objects, sets, bytes) as its bounded ``repr``."""
+    if value is None or isinstance(value, (bool, int)):
+        return value
+    if isinstance(value, float):
+        return value if value == value and value not in (float("inf"), float("-inf")) else repr(value)
+    if isinstance(value, str):
+        return cut(value, limit)
+    if depth <= 0:
+        return f"<{type(value).__name__} nested too deep>"
+    if isinstance(value, dict):
+        out: dict[str, JSON] = {}
+        for n, (key, item) in enumerate(value.items()):
+            if n == ITEMS_LIMIT:
+                out["..."] = f"{len(value) - ITEMS_LIMIT} more entries cut"
+                break
+            out[key if isinstance(key, str) else repr(key)] = jsonable(item, limit, depth - 1)
+        return out
+    if isinstance(value, (list, tuple)):
+        items = [jsonable(item, limit, depth - 1) for item in value[:ITEMS_LIMIT]]
+        if len(value) > ITEMS_LIMIT:
+            items.append(f"... {len(value) - ITEMS_LIMIT} more items cut")
+        return items
+    try:
+        text = repr(value)
+    except Exception as exc:  # a user object whose repr raises must not break the report
+        text = f"<{type(value).__name__}: repr failed: {type(exc).__name__}>"
+    return cut(text, limit)

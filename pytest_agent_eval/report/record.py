@@ -1,0 +1,237 @@
+"""The per-case record every report is built from (SPEC §10): plain data, made once per item where it ran and
+carried to the xdist controller on the test report, so every report reads the same with and without ``-n``.
+
+No pytest import at module level beyond types: the record is built from the item's ``CaseResult`` and the
+pytest ``TestReport``'s outcome, and read back from plain JSON data by the reports and ``agent-eval``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from pytest_agent_eval.report.jsonable import JSON, cut, jsonable
+
+if TYPE_CHECKING:
+    import pytest
+
+    from pytest_agent_eval.checks import CheckResult
+    from pytest_agent_eval.record import RunRecord, ToolCall
+    from pytest_agent_eval.runner import CaseResult, TrialResult
+
+OUTCOMES = ("passed", "failed", "skipped", "error", "xfailed", "xpassed")
+OUTPUT_LIMIT = 20_000
+"""Characters of the agent's output and of each transcript message kept in a record."""
+ATTRIBUTE = "agent_eval"
+"""The test report attribute that carries the record (a dict) from the worker to the controller."""
+_INPUT_TOKENS = ("input_tokens", "prompt_tokens")
+_OUTPUT_TOKENS = ("output_tokens", "completion_tokens")
+
+
+@dataclass
+class CheckRecord:
+    """One check's verdict: ``scored`` is False for a check that could not be scored (left out of the score)."""
+
+    name: str
+    passed: bool
+    score: float | None
+    message: str = ""
+    expected: JSON = None
+    actual: JSON = None
+    scored: bool = True
+
+    @classmethod
+    def of(cls, check: CheckResult, detail: bool) -> CheckRecord:
+        """The record of ``check``; with ``detail``, its expected and actual values too (bounded)."""
+        return cls(
+            name=check.name,
+            passed=check.passed,
+            score=check.score if check.scored else None,
+            message=cut(check.message),
+            expected=jsonable(check.expected) if detail else None,
+            actual=jsonable(check.actual) if detail else None,
+            scored=check.scored,
+        )
+
+
+@dataclass
+class ToolCallRecord:
+    """One tool call the agent made: name, arguments and the result or error it got."""
+
+    name: str
+    args: JSON = None
+    result: JSON = None
+    error: str | None = None
+
+    @classmethod
+    def of(cls, call: ToolCall) -> ToolCallRecord:
+        return cls(call.name, jsonable(call.args), jsonable(call.result), call.error)
+
+
+@dataclass
+class TrialRecord:
+    """One trial: its verdict, score, latency and usage, and each check's verdict (without values)."""
+
+    passed: bool
+    score: float | None
+    """``None`` when a check had no verdict or nothing was scored."""
+    latency_s: float
+    error: str | None = None
+    tokens: dict[str, int] | None = None
+    cost: float | None = None
+    checks: list[CheckRecord] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, trial: TrialResult) -> TrialRecord:
+        tokens, cost = usage(trial.run)
+        return cls(
+            passed=trial.passed,
+            score=trial.score if trial.scored else None,
+            latency_s=trial.run.latency_s,
+            error=trial.run.error,
+            tokens=tokens,
+            cost=cost,
+            checks=[CheckRecord.of(c, detail=False) for c in trial.checks],
+        )
+
+
+@dataclass
+class CaseRecord:
+    """Everything the reports say about one eval item.
+
+    ``checks``, ``tool_calls``, ``output``, ``transcript``, ``latency_s`` are those of the trial the failure
+    output shows (the first failing one, else the first); ``trials`` has every trial's verdict. ``score`` is the
+    mean over trials, ``None`` when the case did not run, a check had no verdict or nothing could be scored.
+    """
+
+    nodeid: str
+    case_id: str
+    file: str
+    line: int
+    outcome: str
+    tags: list[str] = field(default_factory=list)
+    description: str | None = None
+    metadata: JSON = field(default_factory=dict)
+    score: float | None = None
+    min_score: float | None = None
+    min_pass_rate: float = 1.0
+    passes: int = 0
+    trials: list[TrialRecord] = field(default_factory=list)
+    checks: list[CheckRecord] = field(default_factory=list)
+    tool_calls: list[ToolCallRecord] = field(default_factory=list)
+    output: str | None = None
+    transcript: list[JSON] = field(default_factory=list)
+    latency_s: float | None = None
+    tokens: dict[str, int] | None = None
+    """``{"input", "output", "total"}`` summed over trials, when the agent reported usage."""
+    cost: float | None = None
+    """Summed over trials, when the agent reported a cost (``usage["cost"]``)."""
+    error: str | None = None
+    """Why the case errored or failed outside its checks: the agent's error, a strict-mode violation, or the
+    failure of an item whose case never ran (no agent, an invalid case, a fixture error)."""
+    reason: str | None = None
+    """Why the case was skipped or is an expected failure."""
+    duration_s: float = 0.0
+    """Seconds pytest reports for the item's call (or setup, when the case never ran)."""
+
+    def to_dict(self) -> dict[str, JSON]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> CaseRecord:
+        data = dict(data)
+        data["checks"] = [CheckRecord(**c) for c in data.get("checks", [])]
+        data["tool_calls"] = [ToolCallRecord(**c) for c in data.get("tool_calls", [])]
+        data["trials"] = [
+            TrialRecord(**{**t, "checks": [CheckRecord(**c) for c in t.get("checks", [])]})
+            for t in data.get("trials", [])
+        ]
+        return cls(**data)
+
+    @property
+    def ran(self) -> bool:
+        """Whether the case ran (its agent was called): it has trials."""
+        return bool(self.trials)
+
+    def junit_properties(self) -> list[tuple[str, str]]:
+        """The ``--junitxml`` properties of the case: score, tools called, latency, location, passes."""
+        if not self.trials:
+            return []
+        props = [
+            ("score", f"{self.score:.3f}" if self.score is not None else "not scored"),  # never a made-up number
+            ("tools_called", ", ".join(c.name for c in self.tool_calls)),
+            ("latency_s", f"{self.latency_s or 0.0:.3f}"),
+            ("location", f"{self.file}:{self.line}"),
+        ]
+        if len(self.trials) > 1:
+            props.append(("passes", f"{self.passes}/{len(self.trials)}"))
+        return props
+
+
+def usage(run: RunRecord) -> tuple[dict[str, int] | None, float | None]:
+    """Tokens (``input``, ``output``, ``total``) and cost from what the agent reported as ``usage``."""
+    found = run.usage or {}
+    inp = next((found[k] for k in _INPUT_TOKENS if isinstance(found.get(k), int)), None)
+    out = next((found[k] for k in _OUTPUT_TOKENS if isinstance(found.get(k), int)), None)
+    total = found.get("total_tokens")
+    if not isinstance(total, int):
+        total = (inp or 0) + (out or 0) if inp is not None or out is not None else None
+    tokens = {"input": inp or 0, "output": out or 0, "total": total} if total is not None else None
+    cost = found.get("cost")
+    return tokens, float(cost) if isinstance(cost, (int, float)) and not isinstance(cost, bool) else None
+
+
+def from_result(nodeid: str, file: str, result: CaseResult) -> CaseRecord:
+    """The record of a case that ran (its outcome is set later, from the test report)."""
+    case = result.case
+    shown = result.first
+    trials = [TrialRecord.of(t) for t in result.trials]
+    token_parts = [t.tokens for t in trials if t.tokens is not None]
+    costs = [t.cost for t in trials if t.cost is not None]
+    return CaseRecord(
+        nodeid=nodeid,
+        case_id=case.id,
+        file=file,
+        line=case.line,
+        outcome="passed" if result.passed else "failed",
+        tags=list(case.tags),
+        description=case.description,
+        metadata=jsonable(case.metadata),
+        score=result.score if all(t.scored for t in result.trials) else None,
+        min_score=case.min_score,
+        min_pass_rate=case.min_pass_rate,
+        passes=result.passes,
+        trials=trials,
+        checks=[CheckRecord.of(c, detail=True) for c in shown.checks],
+        tool_calls=[ToolCallRecord.of(c) for c in shown.run.tool_calls],
+        output=cut(shown.run.output, OUTPUT_LIMIT),
+        transcript=[jsonable(m, OUTPUT_LIMIT) for m in shown.run.history],
+        latency_s=shown.run.latency_s,
+        tokens={k: sum(t[k] for t in token_parts) for k in ("input", "output", "total")} if token_parts else None,
+        cost=sum(costs) if costs else None,
+        error=shown.run.error or (shown.violations[0] if shown.violations else None),
+    )
+
+
+def outcome(report: pytest.TestReport) -> str:
+    """passed / failed / skipped / error / xfailed / xpassed, as pytest's terminal counts the report."""
+    xfail = hasattr(report, "wasxfail")
+    if report.when != "call" and report.failed:
+        return "error"
+    if report.skipped:
+        return "xfailed" if xfail else "skipped"
+    if report.passed:
+        return "xpassed" if xfail else "passed"
+    return "failed"
+
+
+def crash_message(report: pytest.TestReport) -> str | None:
+    """The one-line reason of a failed or skipped report, for items whose case never ran."""
+    longrepr = report.longrepr
+    if longrepr is None or report.passed:
+        return None
+    if isinstance(longrepr, tuple) and len(longrepr) == 3:  # a skip: (path, line, reason)
+        return cut(str(longrepr[2]).removeprefix("Skipped: "))
+    crash = getattr(longrepr, "reprcrash", None)
+    text = getattr(crash, "message", None) or str(longrepr)
+    return cut(str(text))

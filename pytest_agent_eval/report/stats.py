@@ -1,0 +1,100 @@
+"""Figures over a group of case records: pass counts, scores, pass rate of repeated cases, latency, tool
+selection, usage. Plain Python, shared by the terminal summary and the other reports."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from pytest_agent_eval.report.record import CaseRecord
+
+TOOL_SELECTION_CHECKS = frozenset(
+    {"tools_called", "tools_not_called", "tools_exactly", "tool_sequence", "tools_in_order", "tool_selection",
+     "tool_usage"}
+)  # fmt: skip
+"""The checks that judge which tools the agent chose; their mean score is the tool-selection accuracy."""
+
+
+def percentile(values: list[float], p: float) -> float:
+    """The nearest-rank percentile: the smallest value with at least ``p`` of the values at or below it."""
+    ordered = sorted(values)
+    return ordered[max(0, math.ceil(p * len(ordered)) - 1)]
+
+
+@dataclass(frozen=True)
+class Stats:
+    """What the summary shows for one group of cases; ``None`` where the group has nothing to measure."""
+
+    total: int
+    passed: int
+    failed: int
+    errors: int
+    skipped: int
+    mean_score: float | None
+    min_score: float | None
+    repeated_pass_rate: float | None
+    """Passing trials over all trials of the repeated cases (``repeat`` > 1)."""
+    latency_p50: float | None
+    latency_p95: float | None
+    """Over every trial's agent latency."""
+    tool_accuracy: float | None
+    """The mean score of the tool-selection checks that were scored, over every trial."""
+    tokens: int | None
+    cost: float | None
+
+    @classmethod
+    def of(cls, records: Iterable[CaseRecord]) -> Stats:
+        group = sorted(records, key=lambda r: r.nodeid)  # sums in one order: the same figures under -n
+        outcomes = [r.outcome for r in group]
+        scores = [r.score for r in group if r.score is not None]
+        repeated = [r for r in group if len(r.trials) > 1]
+        latencies = [t.latency_s for r in group for t in r.trials]
+        tool_scores = [
+            c.score
+            for r in group
+            for t in r.trials
+            for c in t.checks
+            if c.scored and c.score is not None and c.name.rpartition(": ")[2] in TOOL_SELECTION_CHECKS
+        ]
+        tokens = [r.tokens["total"] for r in group if r.tokens is not None]
+        costs = [r.cost for r in group if r.cost is not None]
+        return cls(
+            total=len(group),
+            passed=sum(o in ("passed", "xpassed") for o in outcomes),
+            failed=outcomes.count("failed"),
+            errors=outcomes.count("error"),
+            skipped=sum(o in ("skipped", "xfailed") for o in outcomes),
+            mean_score=sum(scores) / len(scores) if scores else None,
+            min_score=min(scores) if scores else None,
+            repeated_pass_rate=(
+                sum(r.passes for r in repeated) / sum(len(r.trials) for r in repeated) if repeated else None
+            ),
+            latency_p50=percentile(latencies, 0.5) if latencies else None,
+            latency_p95=percentile(latencies, 0.95) if latencies else None,
+            tool_accuracy=sum(tool_scores) / len(tool_scores) if tool_scores else None,
+            tokens=sum(tokens) if tokens else None,
+            cost=sum(costs) if costs else None,
+        )
+
+
+def partial_passes(records: Iterable[CaseRecord]) -> list[tuple[CaseRecord, list[str]]]:
+    """Cases that passed with something failing inside: a check under ``min_score``, trials under
+    ``min_pass_rate``; each with what failed, one line per thing."""
+    found = []
+    for record in sorted(records, key=lambda r: r.nodeid):
+        if record.outcome not in ("passed", "xpassed") or not record.trials:
+            continue
+        lines = []
+        if len(record.trials) > 1 and record.passes < len(record.trials):
+            lines.append(f"{record.passes}/{len(record.trials)} trials passed (min_pass_rate {record.min_pass_rate:g})")
+        failed: dict[str, str] = {}
+        for trial in record.trials:
+            for check in trial.checks:
+                if not check.passed and check.scored:
+                    failed.setdefault(check.name, check.message)
+        for name, message in failed.items():
+            lines.append(f"{name}: {message}" if message else name)
+        if lines:
+            found.append((record, lines))
+    return found

@@ -1,0 +1,107 @@
+"""The "agent eval summary" terminal section: figures per file and per tag, and the cases that passed only
+partially. A plugin object on the controller, built from the records, so it reads the same under ``-n``."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable
+
+import pytest
+
+from pytest_agent_eval.report.collector import Records
+from pytest_agent_eval.report.record import CaseRecord
+from pytest_agent_eval.report.stats import Stats, partial_passes
+
+TITLE = "agent eval summary"
+_HEADER = ("", "passed", "score mean", "score min", "repeat pass", "latency p50", "latency p95", "tool acc")
+
+
+def _num(value: float | None, fmt: str) -> str:
+    return "-" if value is None else format(value, fmt)
+
+
+def _percent(value: float | None) -> str:
+    return "-" if value is None else f"{100 * value:.0f}%"
+
+
+def _row(name: str, stats: Stats, usage: bool) -> tuple[str, ...]:
+    row: tuple[str, ...] = (
+        name,
+        f"{stats.passed}/{stats.total}",
+        _num(stats.mean_score, ".2f"),
+        _num(stats.min_score, ".2f"),
+        _percent(stats.repeated_pass_rate),
+        _num(stats.latency_p50, ".2f") + ("" if stats.latency_p50 is None else " s"),
+        _num(stats.latency_p95, ".2f") + ("" if stats.latency_p95 is None else " s"),
+        _percent(stats.tool_accuracy),
+    )
+    if usage:
+        row += (_num(stats.tokens, ","), _num(stats.cost, ".4f"))
+    return row
+
+
+def _table(rows: list[tuple[str, ...]]) -> list[str]:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return [
+        "  ".join(
+            cell.ljust(w) if i == 0 else cell.rjust(w) for i, (cell, w) in enumerate(zip(row, widths, strict=True))
+        ).rstrip()
+        for row in rows
+    ]
+
+
+def summary_lines(records: list[CaseRecord]) -> list[str]:
+    """The section's lines: a table (total, each file, each tag), then the partial passes."""
+    usage = any(r.tokens is not None or r.cost is not None for r in records)
+    header = _HEADER + (("tokens", "cost") if usage else ())
+    by_file: dict[str, list[CaseRecord]] = defaultdict(list)
+    by_tag: dict[str, list[CaseRecord]] = defaultdict(list)
+    for record in records:
+        by_file[record.file].append(record)
+        for tag in record.tags:
+            by_tag[tag].append(record)
+    rows = [header, _row("all", Stats.of(records), usage)]
+    rows += [_row(name, Stats.of(group), usage) for name, group in sorted(by_file.items())]
+    rows += [_row(f"tag {name}", Stats.of(group), usage) for name, group in sorted(by_tag.items())]
+    lines = _table(rows)
+    partial = partial_passes(records)
+    if partial:
+        lines.append("")
+        lines.append(f"passed partially ({len(partial)}):")
+        for record, what in partial:
+            lines.append(f"  {record.nodeid} (score {_num(record.score, '.2f')})")
+            lines += [f"    {line}" for line in what]
+    return lines
+
+
+def one_line(records: list[CaseRecord]) -> str:
+    """The section in one line, for ``-q -q``."""
+    stats = Stats.of(records)
+    parts = [f"agent eval: {stats.passed}/{stats.total} passed"]
+    if stats.mean_score is not None:
+        parts.append(f"mean score {stats.mean_score:.2f}")
+    if stats.latency_p95 is not None:
+        parts.append(f"latency p95 {stats.latency_p95:.2f} s")
+    partial = len(partial_passes(records))
+    if partial:
+        parts.append(f"{partial} passed partially")
+    return ", ".join(parts)
+
+
+class Summary:
+    """A plugin object on the controller: writes the section at the end of the run when eval items ran."""
+
+    def __init__(self, collector: Records, verbosity: Callable[[], int]) -> None:
+        self.collector = collector
+        self.verbosity = verbosity
+
+    def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
+        records = self.collector.records
+        if not records:
+            return
+        if self.verbosity() <= -2:
+            terminalreporter.write_line(one_line(records))
+            return
+        terminalreporter.write_sep("=", TITLE)
+        for line in summary_lines(records):
+            terminalreporter.write_line(line)
