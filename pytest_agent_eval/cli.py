@@ -19,6 +19,7 @@ from pytest_agent_eval.cases.files import DEFAULT_FILES, is_eval_file
 from pytest_agent_eval.cases.load import DialectRegistry, builtin_dialects, detect
 from pytest_agent_eval.cases.schema import native_schema
 from pytest_agent_eval.checks import CheckRegistry, builtin_registry
+from pytest_agent_eval.report.schema import report_schema
 
 
 def load_plugin(ref: str) -> ModuleType:
@@ -170,9 +171,13 @@ def main(argv: list[str] | None = None) -> int:
     check.add_argument("-p", dest="plugins", action="append", default=[], metavar="PLUGIN", help=plugin_help)
     schema = sub.add_parser("schema", help="print the JSON Schema of the native eval file format")
     schema.add_argument("-p", dest="plugins", action="append", default=[], metavar="PLUGIN", help=plugin_help)
+    schema.add_argument("--report", action="store_true", help="print the schema of --agent-eval-report files instead")
     args = parser.parse_args(argv)
     if args.command == "validate":
         return validate(args.paths, args.plugins, sys.stdout)
+    if args.report:
+        print(json.dumps(report_schema(), indent=2))
+        return 0
     checks, _ = registries(args.plugins, ["."])
     print(json.dumps(native_schema(checks), indent=2))
     return 0

@@ -55,6 +55,13 @@ def add_options(parser: pytest.Parser) -> None:
         help="fail, instead of leaving 'not scored', a check that needs an LLM when none is configured "
         "(ini: agent_eval_require_llm)",
     )
+    group.addoption(
+        "--agent-eval-report",
+        dest="agent_eval_report",
+        metavar="PATH",
+        default=None,
+        help="write the run's metadata and every case's record as JSON to PATH (schema: agent-eval schema --report)",
+    )
     parser.addini("agent_eval_require_llm", "fail LLM checks when no LLM is configured", type="bool", default=False)
     parser.addini("agent_eval_concurrency", "agent calls in flight at once in one pytest process", default="1")
     parser.addini("agent_eval_files", "glob patterns of eval file names", type="args", default=DEFAULT_FILES.split())

@@ -3,6 +3,8 @@ pytest's own junitxml is; all of them read the records that ``Records`` gathers 
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from pytest_agent_eval.report.collector import COLLECTOR, Records, is_worker
@@ -17,3 +19,8 @@ def configure(config: pytest.Config) -> None:
     config.stash[COLLECTOR] = collector
     config.pluginmanager.register(collector, "agent_eval_records")
     config.pluginmanager.register(Summary(collector, config.get_verbosity), "agent_eval_summary")
+    path = config.getoption("agent_eval_report", None)
+    if path:
+        from pytest_agent_eval.report.json_report import JsonReport
+
+        config.pluginmanager.register(JsonReport(config, Path(path), collector), "agent_eval_json_report")

@@ -1,0 +1,117 @@
+"""``--agent-eval-report PATH``: the run's metadata and every record as JSON, written atomically when the
+session ends, also when it is interrupted (then with what finished)."""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import platform
+import re
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import pytest_agent_eval
+from pytest_agent_eval.report.collector import Records
+from pytest_agent_eval.report.schema import SCHEMA_VERSION
+
+_SECRET = re.compile(r"(key|token|secret|password|passwd|auth|credential|cookie)", re.IGNORECASE)
+_NOT_FINISHED = (pytest.ExitCode.INTERRUPTED, pytest.ExitCode.INTERNAL_ERROR, pytest.ExitCode.USAGE_ERROR)
+
+
+def redacted(args: list[str]) -> list[str]:
+    """Command-line arguments with the values of secret-looking options (``--api-key=x``, ``-o token=x``,
+    ``--token x``) replaced by ``***``."""
+    out: list[str] = []
+    hide_next = False
+    for arg in args:
+        if hide_next:
+            out.append("***")
+            hide_next = False
+        elif "=" in arg and _SECRET.search(arg.split("=", 1)[0]):
+            out.append(arg.split("=", 1)[0] + "=***")
+        else:
+            out.append(arg)
+            hide_next = arg.startswith("-") and bool(_SECRET.search(arg))
+    return out
+
+
+def git_commit(directory: Path) -> str | None:
+    """HEAD of the git checkout ``directory`` is in, or ``None`` (not a checkout, or no git)."""
+    try:
+        done = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=directory, capture_output=True, text=True, timeout=5, check=False
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    commit = done.stdout.strip()
+    return commit if done.returncode == 0 and re.fullmatch(r"[0-9a-f]{40,64}", commit) else None
+
+
+def write_atomically(path: Path, data: Any) -> None:
+    """Write ``data`` as JSON to a temporary file beside ``path``, then rename it over ``path``."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(data, f, indent=1, ensure_ascii=False)
+            f.write("\n")
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+class JsonReport:
+    """A plugin object on the controller, registered when ``--agent-eval-report`` is given."""
+
+    def __init__(self, config: pytest.Config, path: Path, collector: Records) -> None:
+        self.config = config
+        self.path = path
+        self.collector = collector
+        self.started = datetime.datetime.now(datetime.timezone.utc)
+        self.start = time.perf_counter()
+        self.written = False
+
+    def document(self, exit_status: int | None, stopped: bool = False) -> dict[str, Any]:
+        """The report: run metadata and one record per finished item; ``stopped`` when the run stopped early."""
+        finished = exit_status is not None and exit_status not in _NOT_FINISHED and not stopped
+        run = {
+            "started": self.started.isoformat(timespec="seconds"),
+            "duration_s": round(time.perf_counter() - self.start, 3),
+            "finished": finished,
+            "exit_status": None if exit_status is None else int(exit_status),
+            "plugin_version": pytest_agent_eval.__version__,
+            "pytest_version": pytest.__version__,
+            "python_version": platform.python_version(),
+            "git_commit": git_commit(self.config.rootpath),
+            "args": redacted([str(a) for a in self.config.invocation_params.args]),
+            "llm_model": os.environ.get("AGENT_EVAL_LLM_MODEL") or None,
+        }
+        return {
+            "schema_version": SCHEMA_VERSION,
+            "run": run,
+            "cases": [r.to_dict() for r in self.collector.records],
+        }
+
+    def write(self, exit_status: int | None, stopped: bool = False) -> None:
+        write_atomically(self.path, self.document(exit_status, stopped))
+        self.written = True
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        self.write(exitstatus, stopped=bool(session.shouldfail or session.shouldstop))
+
+    def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
+        terminalreporter.write_sep("-", f"agent eval report: {self.path}")
+
+    def pytest_unconfigure(self, config: pytest.Config) -> None:
+        if not self.written:  # the session ended before pytest_sessionfinish (a usage error, a crash)
+            self.write(None)
