@@ -19,6 +19,13 @@ from pytest_agent_eval.cases.files import DEFAULT_FILES, is_eval_file
 from pytest_agent_eval.cases.load import DialectRegistry, builtin_dialects, detect
 from pytest_agent_eval.cases.schema import native_schema
 from pytest_agent_eval.checks import CheckRegistry, builtin_registry
+from pytest_agent_eval.report.baseline import (
+    DEFAULT_SIGNIFICANCE,
+    DEFAULT_TOLERANCE,
+    BaselineError,
+    compare,
+    load_records,
+)
 from pytest_agent_eval.report.schema import report_schema
 
 
@@ -162,6 +169,19 @@ def validate(paths: list[str], plugins: list[str], out: TextIO) -> int:
     return 1 if bad else 0
 
 
+def compare_reports(base: str, cand: str, tolerance: float, significance: float, fail: bool) -> int:
+    """Print how ``cand`` differs from ``base``; 1 when a case regressed and ``fail``, 2 for an unreadable file."""
+    try:
+        before, after = load_records(Path(base)), load_records(Path(cand))
+    except BaselineError as exc:
+        print(f"agent-eval compare: {exc}", file=sys.stderr)
+        return 2
+    result = compare(before, after, tolerance, significance)
+    for line in result.lines():
+        print(line)
+    return 1 if fail and result.regressions else 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="agent-eval", description="pytest-agent-eval tools")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -172,9 +192,17 @@ def main(argv: list[str] | None = None) -> int:
     schema = sub.add_parser("schema", help="print the JSON Schema of the native eval file format")
     schema.add_argument("-p", dest="plugins", action="append", default=[], metavar="PLUGIN", help=plugin_help)
     schema.add_argument("--report", action="store_true", help="print the schema of --agent-eval-report files instead")
+    cmp = sub.add_parser("compare", help="compare two --agent-eval-report files: regressions, fixes, new, missing")
+    cmp.add_argument("base", metavar="BASE", help="the earlier report")
+    cmp.add_argument("cand", metavar="CAND", help="the report to judge")
+    cmp.add_argument("--tolerance", type=float, default=DEFAULT_TOLERANCE, help="score drop that regresses")
+    cmp.add_argument("--significance", type=float, default=DEFAULT_SIGNIFICANCE, help="Fisher p that regresses")
+    cmp.add_argument("--fail-on-regression", action="store_true", help="exit 1 when a case regressed")
     args = parser.parse_args(argv)
     if args.command == "validate":
         return validate(args.paths, args.plugins, sys.stdout)
+    if args.command == "compare":
+        return compare_reports(args.base, args.cand, args.tolerance, args.significance, args.fail_on_regression)
     if args.report:
         print(json.dumps(report_schema(), indent=2))
         return 0

@@ -62,6 +62,43 @@ def add_options(parser: pytest.Parser) -> None:
         default=None,
         help="write the run's metadata and every case's record as JSON to PATH (schema: agent-eval schema --report)",
     )
+    group.addoption(
+        "--agent-eval-baseline",
+        dest="agent_eval_baseline",
+        metavar="PATH",
+        default=None,
+        help="compare this run with an earlier --agent-eval-report file: regressions, fixes, new, missing",
+    )
+    group.addoption(
+        "--agent-eval-tolerance",
+        dest="agent_eval_tolerance",
+        metavar="X",
+        type=float,
+        default=0.05,
+        help="a score drop larger than X against the baseline is a regression (default 0.05)",
+    )
+    group.addoption(
+        "--agent-eval-significance",
+        dest="agent_eval_significance",
+        metavar="P",
+        type=float,
+        default=0.05,
+        help="a repeated case's pass-rate drop is a regression when Fisher's exact test gives p < P (default 0.05)",
+    )
+    group.addoption(
+        "--agent-eval-fail-on-regression",
+        dest="agent_eval_fail_on_regression",
+        action="store_true",
+        default=False,
+        help="a regression against the baseline fails the run",
+    )
+    group.addoption(
+        "--agent-eval-gate",
+        dest="agent_eval_gate",
+        choices=["regressions"],
+        default=None,
+        help="regressions: the exit status depends on regressions against the baseline alone",
+    )
     parser.addini("agent_eval_require_llm", "fail LLM checks when no LLM is configured", type="bool", default=False)
     parser.addini("agent_eval_concurrency", "agent calls in flight at once in one pytest process", default="1")
     parser.addini("agent_eval_files", "glob patterns of eval file names", type="args", default=DEFAULT_FILES.split())

@@ -138,7 +138,9 @@ def test_an_interrupted_run_leaves_a_valid_report_of_what_finished(pytester: pyt
 
 
 def test_a_run_stopped_by_x_reports_what_finished(suite: pytest.Pytester) -> None:
-    result = suite.runpytest_subprocess("-p", "no:cacheprovider", "-x", "--agent-eval-report", "r.json", "eval_suite.yaml")
+    result = suite.runpytest_subprocess(
+        "-p", "no:cacheprovider", "-x", "--agent-eval-report", "r.json", "eval_suite.yaml"
+    )
     result.assert_outcomes(passed=1, failed=1)
     report = _load(suite.path / "r.json")
     assert (report["run"]["finished"], report["run"]["exit_status"]) == (False, 1)

@@ -24,3 +24,18 @@ def configure(config: pytest.Config) -> None:
         from pytest_agent_eval.report.json_report import JsonReport
 
         config.pluginmanager.register(JsonReport(config, Path(path), collector), "agent_eval_json_report")
+    baseline = config.getoption("agent_eval_baseline", None)
+    if baseline:
+        from pytest_agent_eval.report.compare import BaselineCompare
+
+        plugin = BaselineCompare(
+            Path(baseline),
+            collector,
+            tolerance=config.getoption("agent_eval_tolerance"),
+            significance=config.getoption("agent_eval_significance"),
+            fail_on_regression=config.getoption("agent_eval_fail_on_regression"),
+            gate=config.getoption("agent_eval_gate"),
+        )
+        config.pluginmanager.register(plugin, "agent_eval_baseline")
+    elif config.getoption("agent_eval_gate", None) or config.getoption("agent_eval_fail_on_regression", False):
+        raise pytest.UsageError("--agent-eval-gate and --agent-eval-fail-on-regression need --agent-eval-baseline PATH")

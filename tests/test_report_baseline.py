@@ -1,0 +1,208 @@
+"""Baseline comparison (SPEC §10): regressions, fixes, new, missing; Fisher's test for repeated cases."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from pytest_agent_eval.report.baseline import BaselineError, compare, fisher_less, load_records
+from pytest_agent_eval.report.record import CaseRecord, TrialRecord
+
+
+def _case(nodeid: str, outcome: str, score: float | None = 1.0, trials: tuple[bool, ...] = (True,)) -> CaseRecord:
+    return CaseRecord(
+        nodeid=nodeid,
+        case_id=nodeid.rpartition("::")[2],
+        file="eval_x.yaml",
+        line=1,
+        outcome=outcome,
+        score=score,
+        passes=sum(trials),
+        trials=[TrialRecord(passed=t, score=1.0 if t else 0.0, latency_s=0.1) for t in trials],
+    )
+
+
+def test_fisher_matches_the_hypergeometric_tail() -> None:
+    assert fisher_less(5, 5, 0, 5) == pytest.approx(1 / 252)
+    assert fisher_less(5, 5, 4, 5) == pytest.approx(0.5)  # 9 passes of 10: base holds all 5 half the time
+    assert fisher_less(3, 5, 3, 5) == pytest.approx(0.7380952, rel=1e-6)  # no drop: far from significant
+    assert fisher_less(10, 10, 5, 10) == pytest.approx(0.0162539, rel=1e-5)
+
+
+def test_single_trial_cases() -> None:
+    base = [
+        _case("a::regress", "passed"),
+        _case("a::fix", "failed", 0.0),
+        _case("a::drop", "passed", 0.9),
+        _case("a::small_drop", "passed", 0.9),
+        _case("a::gone", "passed"),
+        _case("a::skipped", "passed"),
+        _case("a::error", "passed"),
+    ]
+    cand = [
+        _case("a::regress", "failed", 0.0),
+        _case("a::fix", "passed"),
+        _case("a::drop", "passed", 0.8),
+        _case("a::small_drop", "passed", 0.86),
+        _case("a::added", "passed"),
+        _case("a::skipped", "skipped", None, ()),
+        _case("a::error", "error", None, ()),
+    ]
+    result = compare(base, cand, tolerance=0.05)
+    assert [(c.nodeid, c.detail) for c in result.regressions] == [
+        ("a::drop", "score 0.90 -> 0.80 (dropped more than 0.05)"),
+        ("a::error", "passed -> error"),
+        ("a::regress", "passed -> failed"),
+    ]
+    assert [(c.nodeid, c.detail) for c in result.fixes] == [("a::fix", "failed -> passed")]
+    assert [c.nodeid for c in result.new] == ["a::added"]
+    assert [(c.nodeid, c.detail) for c in result.missing] == [("a::gone", "was passed")]
+
+
+def test_repeated_cases_regress_only_on_a_significant_drop() -> None:
+    flaky = (True, True, True, False, True)
+    base = [_case("a::noise", "passed", trials=(True,) * 5), _case("a::broken", "passed", trials=(True,) * 10)]
+    cand = [_case("a::noise", "failed", trials=flaky), _case("a::broken", "failed", trials=(True,) * 5 + (False,) * 5)]
+    result = compare(base, cand, significance=0.05)
+    assert [(c.nodeid, c.detail) for c in result.regressions] == [
+        ("a::broken", "pass rate 10/10 -> 5/10 (Fisher p = 0.0163 < 0.05)")
+    ]
+    assert compare(base, cand, significance=0.01).regressions == []
+
+
+def test_a_baseline_that_is_no_report_names_the_file(tmp_path: Path) -> None:
+    bad = tmp_path / "base.json"
+    bad.write_text('{"cases": []}')
+    with pytest.raises(BaselineError, match=r"base\.json: not an --agent-eval-report file"):
+        load_records(bad)
+    bad.write_text("{")
+    with pytest.raises(BaselineError, match=r"base\.json: not JSON"):
+        load_records(bad)
+    with pytest.raises(BaselineError, match=r"nope\.json: cannot read the report"):
+        load_records(tmp_path / "nope.json")
+    good = tmp_path / "good.json"
+    good.write_text(json.dumps({"schema_version": 1, "run": {}, "cases": [_case("a::b", "passed").to_dict()]}))
+    assert load_records(good) == [_case("a::b", "passed")]
+
+
+BASE_SUITE = """\
+agent: usage_agent:run
+cases:
+  - {id: steady, input: hi, context: {say: hello}, expect: {contains: [hello]}}
+  - {id: breaks, input: hi, context: {say: hello}, expect: {contains: [hello]}}
+  - {id: heals, input: hi, context: {say: nope}, expect: {contains: [hello]}}
+  - {id: goes, input: hi, context: {say: hello}}
+"""
+CAND_SUITE = """\
+agent: usage_agent:run
+cases:
+  - {id: steady, input: hi, context: {say: hello}, expect: {contains: [hello]}}
+  - {id: breaks, input: hi, context: {say: nope}, expect: {contains: [hello]}}
+  - {id: heals, input: hi, context: {say: hello}, expect: {contains: [hello]}}
+  - {id: comes, input: hi, context: {say: hello}}
+"""
+KNOWN_FAILURE = """\
+agent: usage_agent:run
+cases:
+  - {id: steady, input: hi, context: {say: hello}, expect: {contains: [hello]}}
+  - {id: known, input: hi, context: {say: nope}, expect: {contains: [hello]}}
+"""
+
+
+@pytest.fixture
+def runs(pytester: pytest.Pytester) -> pytest.Pytester:
+    from report_support import USAGE_AGENT
+
+    pytester.makepyfile(usage_agent=USAGE_AGENT)
+    pytester.syspathinsert()
+    return pytester
+
+
+def _baseline(pytester: pytest.Pytester, suite: str) -> None:
+    pytester.makefile(".yaml", eval_s=suite)
+    pytester.runpytest("-p", "no:cacheprovider", "--agent-eval-report", "base.json")
+
+
+def test_the_summary_shows_the_comparison_and_the_run_can_fail_on_it(runs: pytest.Pytester) -> None:
+    _baseline(runs, BASE_SUITE)
+    runs.makefile(".yaml", eval_s=CAND_SUITE)
+    result = runs.runpytest("-p", "no:cacheprovider", "--agent-eval-baseline", "base.json")
+    result.stdout.fnmatch_lines(
+        [
+            "*- baseline base.json -*",
+            "compared with the baseline: 1 regressions, 1 fixes, 1 new, 1 missing",
+            "regressions:",
+            "  eval_s.yaml::breaks: passed -> failed",
+            "fixes:",
+            "  eval_s.yaml::heals: failed -> passed",
+            "new:",
+            "  eval_s.yaml::comes: passed",
+            "missing:",
+            "  eval_s.yaml::goes: was passed",
+        ]
+    )
+    assert result.ret == pytest.ExitCode.TESTS_FAILED  # `breaks` failed
+    gated = runs.runpytest(
+        "-p", "no:cacheprovider", "--agent-eval-baseline", "base.json", "--agent-eval-gate", "regressions"
+    )
+    assert gated.ret == pytest.ExitCode.TESTS_FAILED
+
+
+def test_gate_regressions_passes_a_run_whose_failures_were_known(runs: pytest.Pytester) -> None:
+    _baseline(runs, KNOWN_FAILURE)
+    plain = runs.runpytest("-p", "no:cacheprovider", "--agent-eval-baseline", "base.json")
+    assert plain.ret == pytest.ExitCode.TESTS_FAILED
+    gated = runs.runpytest("-p", "no:cacheprovider", "--agent-eval-baseline=base.json", "--agent-eval-gate=regressions")
+    gated.assert_outcomes(passed=1, failed=1)
+    gated.stdout.fnmatch_lines(["compared with the baseline: 0 regressions, 0 fixes, 0 new, 0 missing"])
+    assert gated.ret == pytest.ExitCode.OK
+
+
+def test_fail_on_regression_fails_a_run_of_passing_cases_whose_score_dropped(runs: pytest.Pytester) -> None:
+    scored = (
+        "agent: usage_agent:run\ncases:\n  - {{id: s, input: hi, min_score: 0.4, context: {{say: {say}}}, "
+        "expect: {{contains: [hello, there]}}}}\n"
+    )
+    _baseline(runs, scored.format(say="hello there"))
+    runs.makefile(".yaml", eval_s=scored.format(say="hello"))
+    plain = runs.runpytest("-p", "no:cacheprovider", "--agent-eval-baseline", "base.json")
+    plain.assert_outcomes(passed=1)
+    plain.stdout.fnmatch_lines(["  eval_s.yaml::s: score 1.00 -> 0.50 (dropped more than 0.05)"])
+    assert plain.ret == pytest.ExitCode.OK
+    failing = runs.runpytest(
+        "-p", "no:cacheprovider", "--agent-eval-baseline", "base.json", "--agent-eval-fail-on-regression"
+    )
+    failing.stdout.fnmatch_lines(["the run fails: regressions against the baseline"])
+    assert failing.ret == pytest.ExitCode.TESTS_FAILED
+    tolerant = runs.runpytest(
+        "-p", "no:cacheprovider", "--agent-eval-baseline", "base.json", "--agent-eval-fail-on-regression",
+        "--agent-eval-tolerance", "0.6",
+    )  # fmt: skip
+    assert tolerant.ret == pytest.ExitCode.OK
+
+
+def test_a_bad_baseline_is_a_usage_error_naming_it(runs: pytest.Pytester) -> None:
+    runs.makefile(".yaml", eval_s=KNOWN_FAILURE)
+    result = runs.runpytest("-p", "no:cacheprovider", "--agent-eval-baseline", "missing.json")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--agent-eval-baseline missing.json: cannot read the report*"])
+
+
+def test_agent_eval_compare(runs: pytest.Pytester) -> None:
+    _baseline(runs, BASE_SUITE)
+    runs.makefile(".yaml", eval_s=CAND_SUITE)
+    runs.runpytest("-p", "no:cacheprovider", "--agent-eval-report", "cand.json")
+    result = runs.run("agent-eval", "compare", "base.json", "cand.json")
+    assert result.ret == 0
+    result.stdout.fnmatch_lines(
+        ["compared with the baseline: 1 regressions, 1 fixes, 1 new, 1 missing", "regressions:"]
+    )
+    failing = runs.run("agent-eval", "compare", "base.json", "cand.json", "--fail-on-regression")
+    assert failing.ret == 1
+    same = runs.run("agent-eval", "compare", "base.json", "base.json", "--fail-on-regression")
+    assert same.ret == 0
+    bad = runs.run("agent-eval", "compare", "base.json", "nope.json")
+    assert bad.ret == 2
+    bad.stderr.fnmatch_lines(["agent-eval compare: nope.json: cannot read the report*"])
