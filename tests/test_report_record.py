@@ -124,3 +124,22 @@ def test_huge_and_deep_values_are_bounded() -> None:
     assert len(out["many"]) == ITEMS_LIMIT + 1 and out["many"][-1] == "... 800 more items cut"
     assert "nested too deep" in json.dumps(out["deep"])
     assert out["obj"] == "PosixPath('p')" and out["3"] == "{1, 2}"
+
+
+def test_a_conversation_record_has_its_transcript(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RECORDS_OUT", str(pytester.path / "records.jsonl"))
+    pytester.makepyfile(usage_agent=USAGE_AGENT, conftest=DUMP_CONFTEST)
+    pytester.makefile(
+        ".yaml",
+        eval_chat="agent: usage_agent:run\ncases:\n  - id: chat\n    context: {say: sure}\n"
+        "    turns: [first question, second question]\n",
+    )
+    pytester.runpytest_subprocess("-p", "no:cacheprovider").assert_outcomes(passed=1)
+    (record,) = (json.loads(line) for line in (pytester.path / "records.jsonl").read_text().splitlines())
+    assert record["transcript"] == [
+        {"role": "user", "content": "first question"},
+        {"role": "assistant", "content": "sure"},
+        {"role": "user", "content": "second question"},
+        {"role": "assistant", "content": "sure"},
+    ]
+    assert record["output"] == "sure"
