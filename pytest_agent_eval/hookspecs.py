@@ -37,7 +37,9 @@ def pytest_agent_eval_register_dialects(registry: DialectRegistry) -> None:
 def pytest_agent_eval_case_result(item: pytest.Item, result: CaseResult) -> None:
     """Called after a case ran (all its trials), before its verdict is reported.
 
-    Runs where the case ran: on an xdist worker under ``-n``, not on the controller.
+    Runs where the case ran: on an xdist worker under ``-n``, not on the controller. A reporter on the controller
+    reads the case's record instead: ``report.agent_eval`` (a JSON-able dict) of the item's test report in
+    ``pytest_runtest_logreport``.
 
     :param item: the eval item (``item.case`` is its case).
     :param result: the verdict over all trials: ``passed``, ``score``, ``trials`` with each run and check result.
