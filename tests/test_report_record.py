@@ -145,15 +145,15 @@ def test_a_conversation_record_has_its_transcript(pytester: pytest.Pytester, mon
     assert record["output"] == "sure"
 
 
-def test_junit_has_no_score_for_a_case_with_nothing_scored(
+def test_junit_score_of_a_case_with_nothing_scored_is_not_scored(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv("AGENT_EVAL_LLM_MODEL", raising=False)
     pytester.makepyfile(usage_agent=USAGE_AGENT)
     pytester.makefile(".yaml", eval_j="agent: usage_agent:run\ncases: [{id: j, input: hi, expect: {judge: polite}}]\n")
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--junitxml=r.xml")
-    result.assert_outcomes(skipped=1)  # nothing scored: no made-up verdict, and no made-up number either
+    result.assert_outcomes(skipped=1)  # nothing scored: no made-up verdict, and no made-up number in the record
     (case,) = ET.parse(pytester.path / "r.xml").getroot().iter("testcase")
     props = {p.get("name"): p.get("value") for p in case.iter("property")}
-    assert "score" not in props
+    assert props["score"] == "not scored"
     assert props["location"] == "eval_j.yaml:2"
