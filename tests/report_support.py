@@ -7,9 +7,12 @@ CALLS = collections.Counter()
 
 def run(query, context):
     """Answers from the case's context: `say`, `calls` (names or {name, args}), `usage`, `sleep`, `raise`;
-    `flaky: key` answers "nope" on the first call with that key."""
+    `flaky: key` answers "nope" on the first call with that key; `crash` ends the process."""
     if context.get("raise"):
         raise RuntimeError(context["raise"])
+    if context.get("crash"):
+        import os
+        os._exit(1)  # the process dies: an xdist worker crash
     time.sleep(context.get("sleep", 0))
     if context.get("flaky"):
         CALLS[context["flaky"]] += 1

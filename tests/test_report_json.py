@@ -148,3 +148,17 @@ def test_a_run_stopped_by_x_reports_what_finished(suite: pytest.Pytester) -> Non
         "eval_suite.yaml::ok": "passed",
         "eval_suite.yaml::bad": "failed",
     }
+
+
+def test_a_crashed_xdist_worker_leaves_a_report_of_the_other_cases(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(usage_agent=USAGE_AGENT)
+    cases = "".join(f"  - {{id: ok{n}, input: hi, context: {{say: hello}}}}\n" for n in range(4))
+    pytester.makefile(
+        ".yaml",
+        eval_w=f"agent: usage_agent:run\ncases:\n{cases}  - {{id: dies, input: hi, context: {{crash: true}}}}\n",
+    )
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-n", "2", "--agent-eval-report", "r.json")
+    result.assert_outcomes(passed=4, failed=1)  # xdist reports the crash as the item's failure
+    report = _load(pytester.path / "r.json")
+    assert report["run"]["finished"] is True
+    assert {c["nodeid"]: c["outcome"] for c in report["cases"]} == {f"eval_w.yaml::ok{n}": "passed" for n in range(4)}
