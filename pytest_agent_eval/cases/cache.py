@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 # Part of every key: a new Python (marshal format) or plugin version never reads an old entry.
-_SALT = f"{sys.version_info[:2]}-{marshal.version}-2".encode()
+_SALT = f"{sys.version_info[:2]}-{marshal.version}-3".encode()
 
 
 class ParseCache:
@@ -25,22 +25,29 @@ class ParseCache:
     def __init__(self, directory: Path):
         self.directory = directory
 
-    def _entry(self, text: str) -> Path:
-        digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=20, key=_SALT[:64]).hexdigest()
-        return self.directory / f"{digest}.marshal"
+    def _digest(self, text: str) -> str:
+        return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=32, key=_SALT[:64]).hexdigest()
 
     def get(self, text: str) -> tuple[Any, ...] | None:
-        """The entry stored for this content, or ``None``."""
+        """The entry stored for this content, or ``None``.
+
+        An entry holds the digest of the content it was made from: a file copied or written over another entry's
+        name is not read as this content's.
+        """
+        digest = self._digest(text)
         try:
-            entry = marshal.loads(self._entry(text).read_bytes())
+            entry = marshal.loads((self.directory / f"{digest[:40]}.marshal").read_bytes())
         except (OSError, ValueError, EOFError, TypeError):
             return None
-        return entry if isinstance(entry, tuple) else None
+        if not isinstance(entry, tuple) or len(entry) != 2 or entry[0] != digest or not isinstance(entry[1], tuple):
+            return None
+        return entry[1]
 
     def put(self, text: str, entry: tuple[Any, ...]) -> None:
         """Store an entry atomically; values marshal cannot hold (e.g. YAML timestamps) are not cached."""
+        digest = self._digest(text)
         try:
-            blob = marshal.dumps(entry)
+            blob = marshal.dumps((digest, entry))
         except ValueError:
             return
         try:
@@ -48,6 +55,6 @@ class ParseCache:
             fd, tmp = tempfile.mkstemp(dir=self.directory, suffix=".tmp")
             with os.fdopen(fd, "wb") as out:
                 out.write(blob)
-            os.replace(tmp, self._entry(text))
+            os.replace(tmp, self.directory / f"{digest[:40]}.marshal")
         except OSError:
             return  # a read-only or full cache directory only costs speed

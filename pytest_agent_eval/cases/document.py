@@ -6,13 +6,14 @@ import contextlib
 import functools
 import json
 import marshal
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from pytest_agent_eval.cases.errors import EvalFileError
+from pytest_agent_eval.cases.errors import EvalFileError, EvalFileErrors
 
 if TYPE_CHECKING:
     import yaml
@@ -41,6 +42,10 @@ _YAML_DEPTH = 5
 _JSON_DEPTH = 2
 # Cached YAML documents decode lines this deep at once (a case's own line), the rest on demand.
 _SHALLOW = 2
+MAX_DEPTH = 50
+"""Data nested deeper than this is an error: what renders, copies or validates values recurses once per level."""
+MAX_ALIASED = 100_000
+"""YAML aliases may add this many values to a file's data (a few hundred bytes of aliases can mean billions)."""
 
 
 @dataclass
@@ -74,13 +79,17 @@ def read_document(path: Path, text: str | None = None, cache: ParseCache | None 
         try:
             text = path.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
-            raise EvalFileError(path, None, f"cannot read file: {exc}") from exc
+            raise EvalFileError(path, 1, f"cannot read file: {exc}") from exc
+    text = text.removeprefix("\ufeff")  # a UTF-8 byte-order mark (editors on Windows write one)
     if path.suffix.lower() in JSON_SUFFIXES:
-        return _read_json(path, text)
+        doc = _read_json(path, text)
+        _check_shape(doc, None)
+        return doc
     cached = cache.get(text) if cache is not None else None
     if cached is not None and len(cached) == 3:
         return _cached_document(path, *cached)
     doc = _read_yaml(path, text)
+    _check_shape(doc, text if "*" in text else None)  # no alias without a `*`
     if cache is not None:
         shallow = {k: v for k, v in doc.lines.items() if len(k) <= _SHALLOW}
         deep = {k: v for k, v in doc.lines.items() if len(k) > _SHALLOW}
@@ -100,22 +109,57 @@ def _cached_document(path: Path, data: Any, shallow: dict[PathKey, int], deep: b
     return Document(path, data, shallow, locate)
 
 
+@functools.cache
+def _strict_loader() -> type:
+    """PyYAML's safe loader (the C one where libyaml is there), which also notes duplicate and non-string keys."""
+    yaml = _pyyaml()
+    base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # several times faster than the pure-Python one
+
+    class StrictLoader(base):  # type: ignore[misc, valid-type]
+        problems: list[tuple[int, str]]
+
+        def construct_mapping(self, node: Any, deep: bool = False) -> dict[Any, Any]:
+            seen: dict[Any, int] = {}
+            for key_node, _ in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge" or not isinstance(key_node, yaml.ScalarNode):
+                    continue  # `<<` merges may be overridden; a list or mapping as key is PyYAML's own error
+                key, line = self.construct_object(key_node), key_node.start_mark.line + 1
+                if not isinstance(key, str):
+                    self.problems.append((line, f'key {key!r} is not a string; quote it: "{key_node.value}"'))
+                elif key in seen:
+                    first = seen[key]
+                    self.problems.append((line, f"duplicate key {key!r} (first at line {first}); remove one"))
+                else:
+                    seen[key] = line
+            return super().construct_mapping(node, deep)  # type: ignore[no-any-return]
+
+    return StrictLoader
+
+
 def _read_yaml(path: Path, text: str) -> Document:
     yaml = _pyyaml()
-    # the C loader is several times faster; fall back where libyaml is missing
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)(text)
+    loader = _strict_loader()(text)
+    loader.problems = []
     try:
         node = loader.get_single_node()
         data = loader.construct_document(node) if node is not None else None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
-        line = mark.line + 1 if mark is not None else None
+        line = mark.line + 1 if mark is not None else 1
         problem = " ".join(p for p in (exc.context, exc.problem) if p)
         raise EvalFileError(path, line, f"YAML syntax error: {problem}; fix the YAML syntax") from exc
+    except yaml.reader.ReaderError as exc:
+        line = text.count("\n", 0, exc.position) + 1
+        char = chr(exc.character) if isinstance(exc.character, int) else exc.character
+        raise EvalFileError(path, line, f"YAML error: {exc.reason} ({char!r}); remove it") from exc
     except yaml.YAMLError as exc:
-        raise EvalFileError(path, None, f"YAML error: {exc}") from exc
+        raise EvalFileError(path, 1, f"YAML error: {exc}") from exc
+    except RecursionError as exc:  # the pure-Python parser recurses per level
+        raise _too_deep(path, text) from exc
     finally:
         loader.dispose()
+    if loader.problems:
+        raise EvalFileErrors([EvalFileError(path, line, message) for line, message in sorted(loader.problems)])
     doc = Document(path, data)
     if node is not None:
         _yaml_lines(node, (), doc.lines, 0, yaml)
@@ -149,7 +193,9 @@ def _read_json(path: Path, text: str) -> Document:
             path, exc.lineno, f"JSON syntax error: {exc.msg} (column {exc.colno}); fix the JSON syntax"
         ) from exc
     except RecursionError as exc:
-        raise EvalFileError(path, None, "JSON nested too deeply") from exc
+        raise _too_deep(path, text) from exc
+    if reader.duplicates:
+        _duplicate_json_keys(path, text)
     lines = _lines_at(text, reader.offsets)
     shallow = reader.offsets
     located: set[PathKey] = set()
@@ -158,7 +204,7 @@ def _read_json(path: Path, text: str) -> Document:
         prefix = key[:_JSON_DEPTH]
         if len(prefix) == _JSON_DEPTH and prefix in shallow and prefix not in located:
             located.add(prefix)
-            deep = _JsonReader(text, 64)
+            deep = _JsonReader(text, MAX_DEPTH)
             deep.value(shallow[prefix], prefix, _JSON_DEPTH)
             new = {k: off for k, off in deep.offsets.items() if k not in lines}
             lines.update(_lines_at(text, new))
@@ -187,7 +233,16 @@ class _JsonReader:
         self.max_depth = max_depth
         self.pos = 0
         self.offsets: dict[PathKey, int] = {}
-        self._decoder = json.JSONDecoder()
+        self.duplicates: list[tuple[PathKey, int, int]] = []
+        """``(key, offset of its first name, offset of the repeated one)`` for each repeated name."""
+        self._decoder = json.JSONDecoder(object_pairs_hook=self._pairs)
+
+    def _pairs(self, pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        """The C decoder's mappings; a repeated name is noted (its place is found when the file is reported)."""
+        out = dict(pairs)
+        if len(out) != len(pairs):
+            self.duplicates.append(((), 0, 0))
+        return out
 
     def skip(self, i: int) -> int:
         text, ws = self.text, self._WS
@@ -217,6 +272,8 @@ class _JsonReader:
             if j >= len(text) or text[j] != ":":
                 raise json.JSONDecodeError("Expecting ':' delimiter", text, j)
             child = (*key, name)
+            if name in out:
+                self.duplicates.append((child, self.offsets[child], i))
             out[name] = self.value(self.skip(j + 1), child, depth + 1)
             self.offsets[child] = i
             i = self.skip(self.pos)
@@ -244,3 +301,133 @@ class _JsonReader:
                 self.pos = i + 1
                 return out
             raise json.JSONDecodeError("Expecting ',' delimiter", text, i)
+
+
+def _duplicate_json_keys(path: Path, text: str) -> None:
+    """Raise an error for each repeated name in a JSON object, naming the lines of both."""
+    reader = _JsonReader(text, MAX_DEPTH)
+    reader.value(reader.skip(0), (), 0)
+    found = sorted({(first, again, key[-1]) for key, first, again in reader.duplicates if key})
+    errors = []
+    for first, again, name in found:
+        first_line, line = text.count("\n", 0, first) + 1, text.count("\n", 0, again) + 1
+        errors.append(EvalFileError(path, line, f"duplicate key {name!r} (first at line {first_line}); remove one"))
+    raise EvalFileErrors(errors or [EvalFileError(path, 1, "duplicate key in an object; remove one")])
+
+
+_BRACKETS = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
+
+
+def _too_deep(path: Path, text: str) -> EvalFileError:
+    """The error for data nested past :data:`MAX_DEPTH`, at the line where the nesting passes it."""
+    depth, line = 0, 1
+    for match in _BRACKETS.finditer(text):
+        bracket = match.group()
+        depth += 1 if bracket in "[{" else -1 if bracket in "]}" else 0
+        if depth > MAX_DEPTH:
+            line = text.count("\n", 0, match.start()) + 1
+            break
+    return EvalFileError(path, line, f"data nested deeper than {MAX_DEPTH} levels; flatten it")
+
+
+def _check_shape(doc: Document, aliased: str | None) -> None:
+    """Raise for data nested deeper than :data:`MAX_DEPTH`; for a YAML text ``aliased`` (one that may use
+    aliases), also for aliases that refer to themselves or expand past :data:`MAX_ALIASED` values.
+
+    Without aliases the data is a tree: one pass, each value once. With them, a value may be shared: each
+    container is measured once (its depth and expanded size), and the sizes are added up as the aliases would
+    expand them.
+    """
+    if aliased is None:
+        if _depth_exceeds(doc.data, MAX_DEPTH):
+            _raise_too_deep(doc)
+        return
+    _check_aliased(doc, aliased)
+
+
+def _depth_exceeds(data: Any, limit: int) -> bool:
+    """Whether containers in ``data`` (a tree) nest deeper than ``limit``: one pass per level, fast."""
+    level = [data] if type(data) is dict or type(data) is list else []
+    for _ in range(limit):
+        below: list[Any] = []
+        for c in level:
+            below += [v for v in (c.values() if type(c) is dict else c) if type(v) is dict or type(v) is list]
+        if not below:
+            return False
+        level = below
+    return True
+
+
+def _raise_too_deep(doc: Document) -> None:
+    """Raise the error for the first value of ``doc`` nested past :data:`MAX_DEPTH`, at its line."""
+    stack: list[tuple[Any, PathKey]] = [(doc.data, ())]
+    while stack:
+        value, key = stack.pop()
+        if len(key) > MAX_DEPTH:
+            raise EvalFileError(
+                doc.path, doc.line(key), f"{_where(key)}: nested deeper than {MAX_DEPTH} levels; flatten it"
+            )
+        items = value.items() if type(value) is dict else enumerate(value) if type(value) is list else ()
+        stack.extend((v, (*key, k)) for k, v in items if type(v) is dict or type(v) is list)
+
+
+def _check_aliased(doc: Document, text: str) -> None:
+    sizes: dict[int, tuple[int, int]] = {}  # id -> (depth below, expanded size)
+    unique = 0
+    open_: set[int] = set()
+    stack: list[tuple[Any, PathKey, bool]] = [(doc.data, (), False)]
+    while stack:
+        value, key, done = stack.pop()
+        ident = id(value)
+        children = list(value.items() if type(value) is dict else enumerate(value))
+        if done:
+            open_.discard(ident)
+            depth, size = 0, 1
+            for _, v in children:
+                d, n = sizes.get(id(v), (0, 1)) if type(v) is dict or type(v) is list else (0, 1)
+                depth, size = max(depth, d + 1), size + n
+            if depth + len(key) > MAX_DEPTH:
+                raise EvalFileError(
+                    doc.path,
+                    doc.line(key),
+                    f"{_where(key)}: nested deeper than {MAX_DEPTH} levels (through aliases); flatten it",
+                )
+            sizes[ident] = (depth, size)
+            unique += 1 + sum(1 for _, v in children if type(v) is not dict and type(v) is not list)
+            continue
+        if ident in sizes:
+            continue
+        if len(key) > MAX_DEPTH:
+            raise EvalFileError(
+                doc.path, doc.line(key), f"{_where(key)}: nested deeper than {MAX_DEPTH} levels; flatten it"
+            )
+        open_.add(ident)
+        stack.append((value, key, True))
+        for k, v in children:
+            if type(v) is dict or type(v) is list:
+                if id(v) in open_:
+                    raise EvalFileError(
+                        doc.path,
+                        doc.line(key),
+                        f"{_where((*key, k))}: an alias refers to a value that contains it; "
+                        "YAML data must not be recursive",
+                    )
+                if id(v) not in sizes:
+                    stack.append((v, (*key, k), False))
+    total = sizes[id(doc.data)][1] if id(doc.data) in sizes else 1
+    if total - unique > MAX_ALIASED:
+        first_alias = text.count("\n", 0, text.find("*")) + 1
+        raise EvalFileError(
+            doc.path,
+            first_alias,
+            f"aliases expand this file's data to {total:,} values (more than {MAX_ALIASED:,} added by aliases); "
+            "write the values out or use fewer aliases",
+        )
+
+
+def _where(key: PathKey) -> str:
+    """``cases[0].metadata.x``: the first few parts of ``key`` (deep keys are long)."""
+    out = ""
+    for part in key[:5]:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return (out or "(top level)") + ("..." if len(key) > 5 else "")

@@ -31,7 +31,7 @@ class EvalFileErrors(Exception):
         super().__init__("\n".join(e.format() for e in errors))
 
 
-def did_you_mean(word: str, choices: Iterable[str]) -> str:
+def did_you_mean(word: object, choices: Iterable[object]) -> str:
     """``' (did you mean "x"?)'`` when a close match exists, else ``''``."""
-    matches = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    matches = difflib.get_close_matches(str(word), [str(c) for c in choices], n=1, cutoff=0.6)
     return f' (did you mean "{matches[0]}"?)' if matches else ""
