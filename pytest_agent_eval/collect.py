@@ -13,7 +13,7 @@ import pytest
 from pytest_agent_eval import compat
 from pytest_agent_eval.cases.errors import EvalFileError, EvalFileErrors
 from pytest_agent_eval.cases.load import load_file
-from pytest_agent_eval.cases.model import Case
+from pytest_agent_eval.cases.model import TAG_RE, Case
 from pytest_agent_eval.state import get_state
 from pytest_agent_eval.stopping import STOPS
 
@@ -113,7 +113,7 @@ class EvalItem(pytest.Function):
         state = get_state(self.config)
         self.add_marker(state.marker("agent_eval"))
         for tag in case.tags:
-            if tag in RESERVED_TAGS:
+            if tag in RESERVED_TAGS or not TAG_RE.match(tag):  # loaders reject other names; a plugin's may not
                 self.extra_keyword_matches.add(tag)
             else:
                 self.add_marker(state.marker(tag))

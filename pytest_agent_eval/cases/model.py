@@ -9,7 +9,14 @@ from typing import Any
 
 UNMOCKED_MODES = ("strict", "default", "passthrough")
 """What a case's ``unmocked_tools`` may be: what a call to a tool without a mocked response does."""
-ID_RE = re.compile(r"^[A-Za-z0-9_-]+$")
+# Patterns for JSON Schema (ECMA-262) and Python alike: `(?![\s\S])` is the end of the text (Python's `$` also
+# matches before a final newline, and `\Z` is not ECMA-262).
+ID_PATTERN = r"^[A-Za-z0-9_-]+(?![\s\S])"
+ID_RE = re.compile(ID_PATTERN)
+TAG_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_-]*(?![\s\S])"
+TAG_RE = re.compile(TAG_PATTERN)
+"""A tag becomes a pytest marker (``-m tag`` selects it): a name pytest accepts as a marker and in ``-m``."""
+TAG_RULE = "a tag starts with a letter or digit, then letters, digits, `_` or `-`"
 _SLUG_RE = re.compile(r"[^A-Za-z0-9_-]+")
 
 

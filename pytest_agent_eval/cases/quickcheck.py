@@ -3,10 +3,14 @@
 Collection validates every case; most are valid. This check answers "valid?" fast; when it says no, jsonschema
 runs and produces the messages, so jsonschema stays the one source of errors. A schema that uses a keyword
 this module does not know compiles to ``None`` and jsonschema does all the work.
+
+Types are as in :data:`TYPE_CHECKER`: an eval file's ``integer`` is a whole number written without a fraction
+(``2``, not ``2.0``) and a ``number`` is finite (not ``.nan`` or ``.inf``).
 """
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable
 from typing import Any
@@ -17,6 +21,18 @@ _MAPPING = frozenset({"properties", "additionalProperties", "required"})
 _PY_TYPES: dict[str, type | tuple[type, ...]] = {
     "string": str, "object": dict, "array": list, "boolean": bool, "null": type(None)
 }  # fmt: skip
+
+
+def _finite_number(checker: Any, value: Any) -> bool:
+    return _is_type(value, "number")
+
+
+def _integer(checker: Any, value: Any) -> bool:
+    return _is_type(value, "integer")
+
+
+TYPE_CHECKS: dict[str, Callable[[Any, Any], bool]] = {"number": _finite_number, "integer": _integer}
+"""Redefinitions of jsonschema's ``number`` and ``integer`` for eval files (see the module docstring)."""
 
 
 class Unsupported(Exception):
@@ -37,9 +53,9 @@ def _is_type(value: Any, name: str) -> bool:
     if isinstance(value, bool):
         return False
     if name == "number":
-        return isinstance(value, (int, float))
+        return isinstance(value, int) or (isinstance(value, float) and math.isfinite(value))
     if name == "integer":
-        return isinstance(value, int) or (isinstance(value, float) and value.is_integer())
+        return isinstance(value, int)
     raise Unsupported(f"type {name}")
 
 

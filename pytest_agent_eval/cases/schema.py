@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from pytest_agent_eval.cases import quickcheck
 from pytest_agent_eval.cases.document import Document, PathKey
 from pytest_agent_eval.cases.errors import EvalFileError, did_you_mean
-from pytest_agent_eval.cases.model import UNMOCKED_MODES
+from pytest_agent_eval.cases.model import ID_PATTERN, TAG_PATTERN, TAG_RULE, UNMOCKED_MODES
 from pytest_agent_eval.checks import CheckRegistry
 
 if TYPE_CHECKING:  # jsonschema is imported only to explain invalid data: the fast check answers the rest
@@ -17,7 +17,8 @@ if TYPE_CHECKING:  # jsonschema is imported only to explain invalid data: the fa
 SCHEMA_ID = "https://pytest-agent-eval.readthedocs.io/schema/native.json"
 UNMOCKED = {"enum": list(UNMOCKED_MODES)}
 _STR_LIST = {"type": "array", "items": {"type": "string"}}
-_TAGS = {"type": "array", "items": {"type": "string", "pattern": r"^[A-Za-z_][A-Za-z0-9_]*$"}}
+
+_TAGS = {"type": "array", "items": {"type": "string", "pattern": TAG_PATTERN}}
 
 
 def expect_schema(registry: CheckRegistry) -> dict[str, Any]:
@@ -29,7 +30,7 @@ def expect_schema(registry: CheckRegistry) -> dict[str, Any]:
 def case_properties(registry: CheckRegistry) -> dict[str, Any]:
     expect = {"$ref": "#/$defs/expect"}
     return {
-        "id": {"type": "string", "pattern": r"^[A-Za-z0-9_-]+$", "description": "unique within the file"},
+        "id": {"type": "string", "pattern": ID_PATTERN, "description": "unique within the file"},
         "description": {"type": "string"},
         "input": {  # a string, or {query, context}
             "type": ["string", "object"],
@@ -102,10 +103,12 @@ def native_schema(registry: CheckRegistry) -> dict[str, Any]:
 @lru_cache(maxsize=8)
 def _validator(registry: CheckRegistry, version: int) -> jsonschema.Draft202012Validator:
     """The validator of ``registry`` as of ``version`` (a conftest may register checks later)."""
-    from jsonschema import Draft202012Validator
+    from jsonschema import Draft202012Validator, validators
 
+    types = Draft202012Validator.TYPE_CHECKER.redefine_many(quickcheck.TYPE_CHECKS)
+    validator = validators.extend(Draft202012Validator, type_checker=types)  # type: ignore[no-untyped-call]
     schema = native_schema(registry)
-    return Draft202012Validator(schema, format_checker=Draft202012Validator.FORMAT_CHECKER)
+    return validator(schema, format_checker=Draft202012Validator.FORMAT_CHECKER)  # type: ignore[no-any-return]
 
 
 def pretty_path(key: PathKey) -> str:
@@ -155,4 +158,16 @@ def _explain(err: jsonschema.ValidationError, key: PathKey, registry: CheckRegis
 
         best = best_match(err.context)
         return [(key, f"{where}: {best.message}")]
-    return [(key, f"{where}: {err.message}")]
+    if err.validator == "type" and isinstance(err.instance, float) and err.validator_value in ("number", "integer"):
+        what = "a finite number" if err.validator_value == "number" else "a whole number without a fraction"
+        return [(key, f"{where}: {err.instance!r} is not {what}")]
+    if err.validator == "pattern" and err.validator_value == ID_PATTERN:
+        return [(key, f"{where}: {err.instance!r} is not an id: letters, digits, `_` and `-` only")]
+    if err.validator == "pattern" and err.validator_value == TAG_PATTERN:
+        return [(key, f"{where}: {err.instance!r} is not a tag: {TAG_RULE}")]
+    return [(key, f"{where}: {bounded(err.message)}")]
+
+
+def bounded(message: str, limit: int = 300) -> str:
+    """``message`` cut to ``limit`` characters (jsonschema messages quote the whole invalid value)."""
+    return message if len(message) <= limit else f"{message[:limit]}... ({len(message):,} characters)"

@@ -70,7 +70,7 @@ def _case(doc: Document, raw: dict[str, Any], key: PathKey, name: str, category:
     if behavior is not None:
         expect["behavior"] = behavior
     expect["response_time"] = RESPONSE_TIME_BUDGET_S
-    tags = problems.str_list(raw, "tags", key) or []
+    tags = problems.tags(raw, "tags", key)
     timeout = problems.number(raw, "timeout", key, 0)
     return build_case(
         doc,

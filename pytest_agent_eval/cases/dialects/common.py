@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Collection
 from typing import Any
 
 from pytest_agent_eval.cases.document import Document, PathKey
 from pytest_agent_eval.cases.errors import EvalFileError, did_you_mean
-from pytest_agent_eval.cases.model import ID_RE, Case, slugify
+from pytest_agent_eval.cases.model import ID_RE, TAG_RE, TAG_RULE, Case, slugify
 from pytest_agent_eval.cases.schema import pretty_path
 
 pretty = pretty_path
@@ -20,7 +21,8 @@ def is_str_list(value: Any) -> bool:
 
 
 def is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
+    """A finite int or float (not a bool, not ``.nan`` or ``.inf``)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def item_keys(data: Any, need: str) -> tuple[set[str], str]:
@@ -77,6 +79,14 @@ class Problems:
             return value
         self.add((*key, name), f"{pretty((*key, name))}: expected a list of strings, got {value!r}")
         return None
+
+    def tags(self, raw: dict[str, Any], name: str, key: PathKey) -> list[str]:
+        """``raw[name]`` when it is a list of tags (pytest markers); a problem per item that is not one."""
+        tags = self.str_list(raw, name, key) or []
+        for i, tag in enumerate(tags):
+            if not TAG_RE.match(tag):
+                self.add((*key, name, i), f"{pretty((*key, name, i))}: {tag!r} is not a tag: {TAG_RULE}")
+        return [tag for tag in tags if TAG_RE.match(tag)]
 
     def regex(self, raw: dict[str, Any], name: str, key: PathKey) -> str | None:
         """``raw[name]`` when it is a valid regular expression; a problem otherwise."""

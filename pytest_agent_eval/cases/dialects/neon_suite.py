@@ -136,7 +136,7 @@ def _case(
     scorers = _scorers(problems, raw, "scorers", key)
     min_score = problems.number(raw, "min_score", key, 0, 1)
     timeout = problems.number(raw, "timeout_seconds", key, 0)
-    tags = problems.str_list(raw, "tags", key)
+    tags = problems.tags(raw, "tags", key)
     config = raw.get("scorer_config") or {}
     if not isinstance(config, dict):
         problems.add((*key, "scorer_config"), f"{pretty((*key, 'scorer_config'))}: expected a mapping of scorer names")
