@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, NoReturn
 
 from pytest_agent_eval.checks.base import CheckContext, CheckRegistry, CheckResult
 from pytest_agent_eval.record import RunRecord
@@ -15,6 +15,10 @@ def _parse_json(text: str) -> Any:
         body = body.split("\n", 1)[1] if "\n" in body else ""
         body = body.rsplit("```", 1)[0]
     return json.loads(body)
+
+
+def _retrieve_nothing(uri: str) -> NoReturn:
+    raise LookupError(f"{uri} is outside the schema")
 
 
 def output_schema(run: RunRecord, spec: Any, ctx: CheckContext) -> CheckResult:
@@ -30,9 +34,23 @@ def output_schema(run: RunRecord, spec: Any, ctx: CheckContext) -> CheckResult:
             message=f"output is not JSON: {exc}",
         )
     import jsonschema  # imported when an output_schema check first runs (it costs start-up time)
+    from referencing import Registry
+    from referencing.exceptions import Unresolvable
 
-    validator = jsonschema.validators.validator_for(spec)(spec)
-    errors = sorted(validator.iter_errors(data), key=lambda e: list(e.absolute_path))
+    # Only references inside the schema resolve: an eval file never makes the run fetch a URL or read a file.
+    validator = jsonschema.validators.validator_for(spec)(spec, registry=Registry(retrieve=_retrieve_nothing))  # type: ignore[call-arg]
+    try:
+        errors = sorted(validator.iter_errors(data), key=lambda e: list(e.absolute_path))
+    except Unresolvable as exc:
+        ref = getattr(exc, "ref", "") or str(exc)
+        return CheckResult.of(
+            "output_schema",
+            False,
+            expected="output matching the schema",
+            actual=data,
+            message=f"$ref {ref!r} is not inside the schema: only references within it (`#/...`) resolve, "
+            "nothing is fetched or read; put the referenced schema under `$defs`",
+        )
     detail = [f"at ${''.join(f'[{p!r}]' for p in e.absolute_path)}: {e.message}" for e in errors]
     return CheckResult.of(
         "output_schema",
