@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import pprint
 from typing import TYPE_CHECKING, Any
 
 from pytest_agent_eval.checks.tools import calls_table
+from pytest_agent_eval.report.render import bounded_repr, bounded_text
 
 if TYPE_CHECKING:
     from pytest_agent_eval.runner import CaseResult, TrialResult
@@ -14,7 +14,7 @@ _INDENT = "    "
 
 
 def _value(value: Any) -> str:
-    text = value if isinstance(value, str) else pprint.pformat(value, width=100, compact=True)
+    text = bounded_text(value)
     return text.replace("\n", "\n" + " " * (len(_INDENT) + 12))
 
 
@@ -80,7 +80,7 @@ def failure_lines(result: CaseResult, verbose: int = 0) -> list[str]:
         lines.append(f"first failing trial (#{first}): {trial_summary(result.first, case.min_score)}")
     lines.extend(trial_lines(result.first))
     if case.metadata:
-        lines.append(f"  metadata: {case.metadata}")
+        lines.append(f"  metadata: {bounded_repr(case.metadata)}")
     lines.append(f"{case.path}:{case.line}: {case.id}")
     return lines
 
