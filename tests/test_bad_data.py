@@ -62,29 +62,26 @@ def test_a_dialect_tag_that_cannot_be_a_marker_is_an_error(evals: pytest.Pyteste
     result.stdout.fnmatch_lines(["*eval_cat.json:1: kb[[]0].tags[[]0]: 'kb search' is not a tag*"])
 
 
-def test_duplicate_yaml_keys_name_both_lines(evals: pytest.Pytester) -> None:
-    bad = f"{AGENT}cases:\n  - {{id: a, input: x}}\ncases:\n  - id: b\n    input: y\n    input: z\n"
-    result = run_with(evals, eval_dup=bad)
-    result.assert_outcomes(passed=1, errors=1)
-    shows(
-        result,
-        "eval_dup.yaml:4: duplicate key 'cases' (first at line 2); remove one",
-        "eval_dup.yaml:7: duplicate key 'input' (first at line 6); remove one",
-    )
+DUPLICATE_YAML = f"{AGENT}cases:\n  - {{id: a, input: x}}\ncases:\n  - id: b\n    input: y\n    input: z\n"
+DUPLICATE_JSON = (
+    '{\n "agent": "scripted:run",\n "cases": [{"id": "a", "input": "x"}],\n "cases": [\n'
+    '  {"id": "b", "input": "y",\n   "metadata": {"k": 1,\n    "k": 2}}]\n}\n'
+)
 
 
-def test_duplicate_json_keys_name_both_lines(evals: pytest.Pytester) -> None:
-    bad = (
-        '{\n "agent": "scripted:run",\n "cases": [{"id": "a", "input": "x"}],\n "cases": [\n'
-        '  {"id": "b", "input": "y",\n   "metadata": {"k": 1,\n    "k": 2}}]\n}\n'
-    )
-    result = run_with(evals, eval_dup_json=bad)
+@pytest.mark.parametrize(
+    ("name", "text", "messages"),
+    [
+        ("eval_dup", DUPLICATE_YAML, ["eval_dup.yaml:4: duplicate key 'cases' (first at line 2); remove one",
+                                      "eval_dup.yaml:7: duplicate key 'input' (first at line 6); remove one"]),
+        ("eval_dup_json", DUPLICATE_JSON, ["eval_dup.json:4: duplicate key 'cases' (first at line 3); remove one",
+                                           "eval_dup.json:7: duplicate key 'k' (first at line 6); remove one"]),
+    ],
+)  # fmt: skip
+def test_duplicate_keys_name_both_lines(evals: pytest.Pytester, name: str, text: str, messages: list[str]) -> None:
+    result = run_with(evals, **{name: text})
     result.assert_outcomes(passed=1, errors=1)
-    shows(
-        result,
-        "eval_dup.json:4: duplicate key 'cases' (first at line 3); remove one",
-        "eval_dup.json:7: duplicate key 'k' (first at line 6); remove one",
-    )
+    shows(result, *messages)
 
 
 def billion_laughs(levels: int = 9) -> str:
