@@ -140,7 +140,7 @@ def test_numbers_and_ids_the_schema_used_to_accept(evals: pytest.Pytester, field
     bad = f"{AGENT}cases:\n  - {{id: a, input: x, context: {{say: ok}}}}\n  - input: x\n    {field}\n"
     result = run_with(evals, eval_field=bad)
     result.assert_outcomes(passed=2, errors=1)
-    shows(result, f"eval_field.yaml:5: {message}")
+    shows(result, f"eval_field.yaml:5: {message} (case case-2)")
 
 
 def test_a_json_byte_order_mark_is_read(evals: pytest.Pytester) -> None:
