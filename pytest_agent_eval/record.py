@@ -2,8 +2,22 @@
 
 from __future__ import annotations
 
+import reprlib
 from dataclasses import dataclass, field
 from typing import Any
+
+_DEEP = reprlib.Repr()
+_DEEP.maxlevel = 12
+_DEEP.maxstring = _DEEP.maxother = 2000
+_DEEP.maxdict = _DEEP.maxlist = _DEEP.maxtuple = _DEEP.maxset = 200
+
+
+def safe_repr(value: Any) -> str:
+    """``repr(value)``; for data nested too deep for that (an agent's, say), a repr cut at 12 levels."""
+    try:
+        return repr(value)
+    except RecursionError:
+        return _DEEP.repr(value)
 
 
 @dataclass
@@ -17,7 +31,7 @@ class ToolCall:
 
     def describe(self) -> str:
         """``name(a=1, b='x')`` for failure output."""
-        args = ", ".join(f"{k}={v!r}" for k, v in self.args.items())
+        args = ", ".join(f"{k}={safe_repr(v)}" for k, v in self.args.items())
         return f"{self.name}({args})"
 
 

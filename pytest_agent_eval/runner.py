@@ -19,6 +19,7 @@ from pytest_agent_eval.blocking import in_thread, outside_loop
 from pytest_agent_eval.cases.model import Case
 from pytest_agent_eval.checks import CheckContext, CheckError, CheckRegistry, CheckResult
 from pytest_agent_eval.checks.answers import answered
+from pytest_agent_eval.faults import describe, original
 from pytest_agent_eval.record import RunRecord, ToolCall
 
 T = TypeVar("T")
@@ -105,6 +106,7 @@ class CaseResult:
 
 def agent_traceback(exc: BaseException) -> str:
     """The exception with its traceback from the agent's own frames (the plugin's and asyncio's left out)."""
+    exc = original(exc)
     frames = [
         f
         for f in traceback.extract_tb(exc.__traceback__)
@@ -117,9 +119,10 @@ def agent_traceback(exc: BaseException) -> str:
     return "".join(lines).rstrip()
 
 
-def _describe(exc: BaseException) -> str:
-    text = str(exc)
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+def agent_error(exc: BaseException) -> str:
+    """What the agent did: ``agent raised Type: message``, or ``agent called sys.exit(3)``."""
+    verb = "called" if isinstance(original(exc), SystemExit) else "raised"
+    return f"agent {verb} {describe(exc)}"
 
 
 async def _guarded(call: Coroutine[Any, Any, Any]) -> tuple[Any, Exception | None]:
@@ -148,13 +151,13 @@ async def _call(case: Case, agent: Agent, query: str, context: dict[str, Any], s
                 )
         latency = time.perf_counter() - start
     if exc is not None:
-        return RunRecord(latency_s=latency, error=f"agent raised {_describe(exc)}", traceback=agent_traceback(exc))
+        return RunRecord(latency_s=latency, error=agent_error(exc), traceback=agent_traceback(exc))
     try:
         record = normalise(raw)
     except UnreadableResult as exc:
         return RunRecord(latency_s=latency, error=str(exc))
     except Exception as exc:
-        return RunRecord(latency_s=latency, error=f"cannot read the agent's result: {_describe(exc)}")
+        return RunRecord(latency_s=latency, error=f"cannot read the agent's result: {describe(exc)}")
     record.latency_s = latency
     return record
 
@@ -166,7 +169,7 @@ def evaluate(run: RunRecord, expect: dict[str, Any], ctx: CheckContext, registry
         try:
             results.append(registry[name].func(run, spec, ctx))
         except Exception as exc:
-            why = str(exc) if isinstance(exc, CheckError) else f"check raised {_describe(exc)}"
+            why = str(exc) if isinstance(exc, CheckError) else f"check raised {describe(exc)}"
             results.append(CheckResult(name, False, 0.0, spec, f"no verdict: {why}", why, scored=False, error=True))
     return results
 
