@@ -34,9 +34,9 @@ def original(exc: BaseException) -> BaseException:
     if isinstance(exc, Escaped):
         return exc.original
     cause = exc.__cause__
-    if isinstance(exc, RuntimeError) and isinstance(cause, (StopIteration, StopAsyncIteration)):
-        if str(exc).endswith(f"raised {type(cause).__name__}"):  # PEP 479: "coroutine raised StopIteration"
-            return cause
+    pep479 = isinstance(exc, RuntimeError) and isinstance(cause, (StopIteration, StopAsyncIteration))
+    if pep479 and str(exc).endswith(f"raised {type(cause).__name__}"):  # "coroutine raised StopIteration"
+        return cause  # type: ignore[return-value]
     return exc
 
 

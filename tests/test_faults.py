@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-AGENTS = '''
+AGENTS = """
 import asyncio, os, sys, time
 
 def good(query, context):
@@ -47,7 +47,7 @@ class Broken:
 
     def run(self, query):
         return "answer"
-'''
+"""
 
 MODES = {
     "serial": [],
