@@ -14,6 +14,7 @@ from pytest_agent_eval.blocking import in_thread, outside_loop
 from pytest_agent_eval.faults import describe, escape, interrupt
 from pytest_agent_eval.imports import ImportRefError, import_object
 from pytest_agent_eval.record import AgentResult, RunRecord, ToolCall
+from pytest_agent_eval.stalls import timed_steps
 
 OUTPUT_KEYS = ("output", "response", "answer", "final_message")
 
@@ -114,7 +115,7 @@ async def invoke(agent: Agent, query: str, context: dict[str, Any], *, inline: b
         else:
             result = await in_thread(agent.call, query, context)
         if inspect.isawaitable(result):
-            result = await result
+            result = await timed_steps(result)  # fails when a step blocks the loop past the case's timeout
     except BaseException as exc:
         interrupt(exc)  # KeyboardInterrupt: the run stops, as on Ctrl-C
         carried = escape(exc)

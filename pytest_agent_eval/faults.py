@@ -1,8 +1,8 @@
 """Exceptions from agent code that asyncio cannot carry, made into ordinary ones that fail their own case.
 
-``SystemExit`` (and any other ``BaseException`` that is not an ``Exception``) would stop the event loop that
-runs every case; ``StopIteration`` cannot be set on a future or leave a coroutine (it becomes a ``RuntimeError``,
-or hangs the awaiting task). A ``KeyboardInterrupt`` from an agent interrupts the run, as Ctrl-C does.
+``SystemExit`` would stop the event loop that runs every case; ``StopIteration`` cannot be set on a future or
+leave a coroutine (it becomes a ``RuntimeError``, or hangs the awaiting task). A ``KeyboardInterrupt`` from an
+agent interrupts the run, as Ctrl-C does.
 """
 
 from __future__ import annotations
@@ -24,9 +24,9 @@ def escape(exc: BaseException) -> BaseException:
     """``exc`` as something a future and a coroutine can carry: an :class:`Escaped` when it must be."""
     if isinstance(exc, (asyncio.CancelledError, Escaped)):
         return exc  # cancellation of the call itself, or carried already
-    if isinstance(exc, (StopIteration, StopAsyncIteration)) or not isinstance(exc, Exception):
+    if isinstance(exc, (StopIteration, StopAsyncIteration, SystemExit, KeyboardInterrupt)):
         return Escaped(exc)
-    return exc
+    return exc  # other exceptions as they are (pytest's own outcomes, e.g. pytest-timeout's, among them)
 
 
 def original(exc: BaseException) -> BaseException:

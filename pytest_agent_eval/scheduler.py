@@ -86,6 +86,8 @@ class Scheduler:
     # -- what a case needs ------------------------------------------------------------------------------------
 
     def _can_start(self, item: pytest.Item, case: Case) -> bool:
+        if id(case) in self.state.blocked:  # its agent blocked the loop once: not started again
+            return False
         if case.error or case.skip or item.get_closest_marker("skip") or item.get_closest_marker("skipif"):
             return False
         return not (self.state.checks.case_uses_llm(case) and self.llm is _UNSET)
@@ -118,10 +120,14 @@ class Scheduler:
         if definition is not None and definition.scope == "session":
             self.fixture_agents[id(definition)] = agent
 
-    def close(self) -> None:
+    def forget(self) -> None:
+        """Drop the cases started early (their loop was left blocked): they start again when needed."""
         for future in self.futures.values():
             future.cancel()
         self.futures.clear()
+
+    def close(self) -> None:
+        self.forget()
         self.mocks.undo()
 
 

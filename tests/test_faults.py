@@ -41,6 +41,18 @@ def deep(query, context):
         args = {"x": args}
     return {"output": "answer", "tools_called": [{"name": "lookup", "args": args}]}
 
+async def blocks(query, context):
+    time.sleep(2)  # holds the event loop: no await
+    return "answer"
+
+async def spins(query, context):
+    while True:
+        pass
+
+async def slow(query, context):
+    await asyncio.sleep(0.3)
+    return "answer"
+
 class Broken:
     def __init__(self):
         raise ValueError("no API key")
@@ -130,7 +142,7 @@ def test_an_agent_class_that_cannot_be_created_fails_with_one_line(faults: pytes
     result.assert_outcomes(passed=6, failed=2)
     message = "eval_bad.yaml:1: agent 'fault_agents:Broken': could not be created: ValueError: no API key"
     lines = [line for line in result.stdout.lines if message in line and line.startswith("eval_bad")]
-    assert lines == [f"{message} (fault_agents.py:38)"] * 2, result.stdout.str()
+    assert lines == [f"{message} (fault_agents.py:50)"] * 2, result.stdout.str()
     assert "During handling" not in result.stdout.str()
     assert "Traceback" not in result.stdout.str()
 
@@ -166,3 +178,20 @@ def test_deeply_nested_agent_data_shows_the_failure_reason(faults: pytest.Pytest
     assert "RecursionError" not in result.stdout.str()
     shows(result, "✗ tools_called: not called: search (score 0.00)")
     result.stdout.fnmatch_lines(["*1. lookup(x={'x': {'x': *{...}*}) -> None"])
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("agent", ["blocks", "spins"])
+def test_an_agent_that_blocks_the_event_loop_fails_alone_at_its_timeout(
+    faults: pytest.Pytester, mode: str, agent: str
+) -> None:
+    if agent == "spins" and mode == "serial":
+        pytest.skip("at concurrency 1 the agent runs in pytest's thread: pytest-timeout's --timeout stops it")
+    good = good_file(6, ", timeout: 1").replace("fault_agents:good", "fault_agents:slow")
+    faults.makefile(".yaml", eval_good=good, eval_bad=bad_file(agent, ", timeout: 1"))
+    result = run(faults, mode)
+    result.assert_outcomes(passed=6, failed=2)
+    result.stdout.fnmatch_lines(
+        ["case bad failed: agent blocked the event loop for * s (timeout of case bad: 1 s)"], consecutive=False
+    )
+    shows(result, "PASSED eval_good.yaml::good5")
