@@ -53,6 +53,9 @@ async def slow(query, context):
     await asyncio.sleep(0.3)
     return "answer"
 
+def letters(query, context):
+    return "a" * 40 + "b"
+
 class Broken:
     def __init__(self):
         raise ValueError("no API key")
@@ -142,7 +145,7 @@ def test_an_agent_class_that_cannot_be_created_fails_with_one_line(faults: pytes
     result.assert_outcomes(passed=6, failed=2)
     message = "eval_bad.yaml:1: agent 'fault_agents:Broken': could not be created: ValueError: no API key"
     lines = [line for line in result.stdout.lines if message in line and line.startswith("eval_bad")]
-    assert lines == [f"{message} (fault_agents.py:50)"] * 2, result.stdout.str()
+    assert lines == [f"{message} (fault_agents.py:53)"] * 2, result.stdout.str()
     assert "During handling" not in result.stdout.str()
     assert "Traceback" not in result.stdout.str()
 
@@ -195,3 +198,16 @@ def test_an_agent_that_blocks_the_event_loop_fails_alone_at_its_timeout(
         ["case bad failed: agent blocked the event loop for * s (timeout of case bad: 1 s)"], consecutive=False
     )
     shows(result, "PASSED eval_good.yaml::good5")
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_catastrophic_regex_fails_its_case_at_the_timeout(faults: pytest.Pytester, mode: str) -> None:
+    bad = bad_file("letters", ", timeout: 1").replace("expect: {contains: [answer]}", 'expect: {regex: "(a+)+$"}')
+    faults.makefile(".yaml", eval_good=good_file(6, ", timeout: 1"), eval_bad=bad)
+    result = run(faults, mode)
+    result.assert_outcomes(passed=6, failed=2)
+    shows(
+        result,
+        "✗ regex: check regex did not finish within 1 s: the pattern backtracks catastrophically on this output "
+        "(score 0.00)",
+    )

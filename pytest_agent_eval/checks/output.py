@@ -6,6 +6,7 @@ import re
 from typing import Any
 
 from pytest_agent_eval.checks.base import CheckContext, CheckRegistry, CheckResult
+from pytest_agent_eval.checks.patterns import DEFAULT_LIMIT, Found, PatternTimeout, search
 from pytest_agent_eval.record import RunRecord
 
 STRINGS = {"type": ["string", "array"], "items": {"type": "string"}}  # a string or a list of strings
@@ -110,9 +111,26 @@ def _regex_flags(ctx: CheckContext) -> int:
     return 0 if ctx.options.get("case_sensitive", True) else re.IGNORECASE
 
 
+def _search(name: str, spec: Any, run: RunRecord, ctx: CheckContext) -> Found | CheckResult | None:
+    """Where the pattern matches the output (``None``: nowhere), or the failure of a search that did not finish."""
+    limit = ctx.case.timeout if ctx.case.timeout is not None else DEFAULT_LIMIT
+    try:
+        return search(str(spec), run.output, _regex_flags(ctx), limit)
+    except PatternTimeout as exc:
+        return CheckResult.of(
+            name,
+            False,
+            expected=f"/{spec}/",
+            actual=f"no answer within {limit:g} s",
+            message=f"check {name} {exc}: the pattern backtracks catastrophically on this output",
+        )
+
+
 def regex(run: RunRecord, spec: Any, ctx: CheckContext) -> CheckResult:
     """``re.search`` finds the pattern in the output."""
-    m = re.search(str(spec), run.output, _regex_flags(ctx))
+    m = _search("regex", spec, run, ctx)
+    if isinstance(m, CheckResult):
+        return m
     return CheckResult.of(
         "regex",
         m is not None,
@@ -125,7 +143,9 @@ def regex(run: RunRecord, spec: Any, ctx: CheckContext) -> CheckResult:
 
 def not_regex(run: RunRecord, spec: Any, ctx: CheckContext) -> CheckResult:
     """``re.search`` does not find the pattern in the output."""
-    m = re.search(str(spec), run.output, _regex_flags(ctx))
+    m = _search("not_regex", spec, run, ctx)
+    if isinstance(m, CheckResult):
+        return m
     return CheckResult.of(
         "not_regex",
         m is None,
