@@ -58,8 +58,10 @@ def _run_concurrently(item: EvalItem, request: pytest.FixtureRequest, scheduler:
         if blocked is not None:
             return blocked
         # started early, or now from this item's own fixtures; then the next cases start while this one runs
-        future = scheduler.take(item) or state.loop.submit(_prepare(item, request))
-        scheduler.prefetch(item, state.run_settings)
+        alone = scheduler.alone(item)
+        future = scheduler.take(item) or scheduler.submit(item, _prepare(item, request))
+        if not alone:
+            scheduler.prefetch(item, state.run_settings)
         outcome = state.loop.wait_case(future, item.case, state.settings.timeout)
         if isinstance(outcome, CaseResult):
             return outcome

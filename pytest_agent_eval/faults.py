@@ -57,4 +57,12 @@ def interrupt(exc: BaseException) -> None:
         return
     if threading.current_thread() is threading.main_thread():
         raise agents
+    with _INTERRUPT:
+        if _INTERRUPTED:  # once: a second Ctrl-C would stop pytest while it reports the first
+            return
+        _INTERRUPTED.append(True)
     _thread.interrupt_main()
+
+
+_INTERRUPT = threading.Lock()
+_INTERRUPTED: list[bool] = []

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -16,10 +17,14 @@ if TYPE_CHECKING:
     from pytest_agent_eval.cases.load import DialectRegistry
     from pytest_agent_eval.cases.model import Case
     from pytest_agent_eval.checks import CheckRegistry
+    from pytest_agent_eval.crashes import InFlight
     from pytest_agent_eval.llm import LLM
     from pytest_agent_eval.runner import CaseResult, InlineLoop, LoopThread, RecorderFactory, RunSettings
     from pytest_agent_eval.scheduler import Scheduler
     from pytest_agent_eval.stalls import Stall
+
+
+_UNSET: Any = object()
 
 
 class EvalSession:
@@ -37,6 +42,7 @@ class EvalSession:
         self._parse_cache: ParseCache | None = None
         self._limit: asyncio.Semaphore | None = None
         self._scheduler: Scheduler | None = None
+        self._inflight: Any = _UNSET
         self.blocked: dict[int, CaseResult] = {}
         """Cases whose agent blocked the background loop, by ``id(case)``: failed so, and never started again."""
         self.next_item: pytest.Item | None = None
@@ -69,6 +75,18 @@ class EvalSession:
 
             self._parse_cache = ParseCache(self.config.cache.mkdir("agent_eval_parsed"))
         return self._parse_cache
+
+    @property
+    def inflight(self) -> InFlight | None:
+        """On an xdist worker, where the cases in flight are noted for the controller (crashes)."""
+        if self._inflight is _UNSET:
+            from pytest_agent_eval import compat
+            from pytest_agent_eval.crashes import KEY, InFlight
+
+            shared = (compat.worker_input(self.config) or {}).get(KEY)
+            worker = (compat.worker_input(self.config) or {}).get("workerid", "worker")
+            self._inflight = InFlight(Path(shared), str(worker)) if shared else None
+        return self._inflight  # type: ignore[no-any-return]
 
     @property
     def loop(self) -> LoopThread:

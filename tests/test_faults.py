@@ -53,6 +53,14 @@ async def slow(query, context):
     await asyncio.sleep(0.3)
     return "answer"
 
+def ends_process(query, context):
+    time.sleep(0.2)
+    os._exit(1)
+
+def sleepy(query, context):
+    time.sleep(0.3)
+    return "answer"
+
 def letters(query, context):
     return "a" * 40 + "b"
 
@@ -145,7 +153,7 @@ def test_an_agent_class_that_cannot_be_created_fails_with_one_line(faults: pytes
     result.assert_outcomes(passed=6, failed=2)
     message = "eval_bad.yaml:1: agent 'fault_agents:Broken': could not be created: ValueError: no API key"
     lines = [line for line in result.stdout.lines if message in line and line.startswith("eval_bad")]
-    assert lines == [f"{message} (fault_agents.py:53)"] * 2, result.stdout.str()
+    assert lines == [f"{message} (fault_agents.py:61)"] * 2, result.stdout.str()
     assert "During handling" not in result.stdout.str()
     assert "Traceback" not in result.stdout.str()
 
@@ -153,8 +161,9 @@ def test_an_agent_class_that_cannot_be_created_fails_with_one_line(faults: pytes
 @pytest.mark.parametrize("mode", MODES)
 def test_a_keyboard_interrupt_from_an_agent_interrupts_the_run(faults: pytest.Pytester, mode: str) -> None:
     faults.makefile(".yaml", eval_bad=bad_file("interrupts"), eval_good=good_file(8))
-    result = run(faults, mode, "--junitxml=junit.xml", ok_exit=(2,))
-    result.stdout.fnmatch_lines(["*KeyboardInterrupt*"])
+    # under -n, xdist reports the worker's interrupt ("node down: keyboard-interrupt") and may go on with the others
+    result = run(faults, mode, "--junitxml=junit.xml", ok_exit=(1, 2) if mode == "xdist" else (2,))
+    result.stdout.fnmatch_lines(["*keyboard-interrupt*" if mode == "xdist" else "*! KeyboardInterrupt !*"])
     assert (faults.path / "junit.xml").exists()
 
 
@@ -211,3 +220,20 @@ def test_a_catastrophic_regex_fails_its_case_at_the_timeout(faults: pytest.Pytes
         "✗ regex: check regex did not finish within 1 s: the pattern backtracks catastrophically on this output "
         "(score 0.00)",
     )
+
+
+@pytest.mark.parametrize("concurrency", ["1", "4"])
+def test_an_agent_that_ends_its_worker_process_is_named_and_the_others_pass(
+    faults: pytest.Pytester, concurrency: str
+) -> None:
+    good = good_file(8).replace("fault_agents:good", "fault_agents:sleepy")
+    bad = "agent: fault_agents:ends_process\ncases:\n  - {id: bad, input: b}\n"
+    faults.makefile(".yaml", eval_good=good, eval_bad=bad)
+    result = run(faults, "xdist", "--agent-eval-concurrency", concurrency)
+    outcomes = result.parseoutcomes()
+    assert (outcomes.get("passed"), outcomes.get("failed")) == (8, 1), result.stdout.str()
+    shows(result, *(f"PASSED eval_good.yaml::good{i}" for i in range(8)))
+    failed = [line for line in result.stdout.lines if line.startswith("FAILED")]
+    assert len(failed) == 1 and failed[0].startswith("FAILED eval_bad.yaml::bad - "), result.stdout.str()
+    if concurrency != "1":
+        result.stdout.fnmatch_lines(["*crashed while running 'eval_bad.yaml::bad', the only case in flight on it*"])
