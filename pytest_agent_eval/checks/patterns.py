@@ -19,6 +19,8 @@ import sys
 import threading
 from typing import ClassVar
 
+from pytest_agent_eval.checks.base import CheckError
+
 DEFAULT_LIMIT = 10.0
 """Seconds a search may take when its case sets no timeout."""
 
@@ -33,8 +35,9 @@ for line in sys.stdin:
 """
 
 
-class PatternTimeout(Exception):
-    """The search did not finish within its time limit (the pattern backtracks catastrophically on this text)."""
+class PatternTimeout(CheckError):
+    """The search did not finish within its time limit (the pattern backtracks catastrophically on this text):
+    the check has no verdict."""
 
 
 class Found:
@@ -99,7 +102,9 @@ class _Helper:
             answer = self._answers.get(timeout=limit)
         except queue.Empty:
             self._kill()
-            raise PatternTimeout(f"did not finish within {limit:g} s") from None
+            raise PatternTimeout(
+                f"did not finish within {limit:g} s: the pattern /{pattern}/ backtracks catastrophically on this output"
+            ) from None
         except OSError as exc:
             self._kill()
             raise PatternTimeout(f"could not be run: {exc}") from None
