@@ -12,7 +12,7 @@ from pytest_agent_eval.agents import Agent, as_agent, resolve
 from pytest_agent_eval.case_mocks import case_recorder
 from pytest_agent_eval.imports import ImportRefError
 from pytest_agent_eval.mocks import MockConfigError
-from pytest_agent_eval.report.failure import details
+from pytest_agent_eval.report.failure import details, printable
 from pytest_agent_eval.runner import CaseResult, RecorderFactory, blocked_result, run_case
 from pytest_agent_eval.skipping import skip_at_item
 from pytest_agent_eval.state import get_state
@@ -44,7 +44,7 @@ def run_item(item: EvalItem, request: pytest.FixtureRequest) -> None:
         verbose = item.config.get_verbosity()
         if verbose > 0:  # shown under the failure, as pytest shows captured output
             for title, text in details(result):
-                item.add_report_section("call", title, text)
+                item.add_report_section("call", title, printable(text))  # no control character reaches the terminal
         lines = item.ihook.pytest_agent_eval_failure_lines(item=item, result=result, verbose=verbose)
         item.fail("\n".join(lines or [f"case {item.case.id} failed"]))
 
