@@ -3,6 +3,8 @@ bad one fails with one message — serially, with many calls in flight, and unde
 
 from __future__ import annotations
 
+from collections import Counter
+
 import pytest
 
 AGENTS = """
@@ -141,9 +143,14 @@ def test_an_agent_that_exits_or_raises_stop_iteration_fails_its_own_case(faults:
     faults.makefile(".yaml", eval_good=good_file(8), **files)
     result = run(faults, mode)
     result.assert_outcomes(passed=8, failed=2 * len(FAULTS))
-    for name, (*_, message) in FAULTS.items():
-        shows(result, f"FAILED {name}.yaml::before - Failed: case before failed: {message}")
-        shows(result, f"FAILED {name}.yaml::bad - Failed: case bad failed: {message}")
+    printed = Counter(line.strip() for line in result.stdout.lines)
+    expected = Counter(f"✗ {message}" for *_, message in FAULTS.values() for _case in ("before", "bad"))
+    assert {line: printed[line] for line in expected} == expected, result.stdout.str()
+    for name in FAULTS:
+        shows(
+            result,
+            f"FAILED {name}.yaml::bad - Failed: case bad failed: the agent failed, nothing was checked (score 0.00)",
+        )
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -204,7 +211,7 @@ def test_an_agent_that_blocks_the_event_loop_fails_alone_at_its_timeout(
     result = run(faults, mode)
     result.assert_outcomes(passed=6, failed=2)
     result.stdout.fnmatch_lines(
-        ["case bad failed: agent blocked the event loop for * s (timeout of case bad: 1 s)"], consecutive=False
+        ["*✗ agent blocked the event loop for * s (timeout of case bad: 1 s)"], consecutive=False
     )
     shows(result, "PASSED eval_good.yaml::good5")
 
