@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import inspect
 import json
+import os
+import traceback
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
 from pytest_agent_eval.blocking import in_thread, outside_loop
-from pytest_agent_eval.imports import import_object
+from pytest_agent_eval.faults import describe, escape, interrupt
+from pytest_agent_eval.imports import ImportRefError, import_object
 from pytest_agent_eval.record import AgentResult, RunRecord, ToolCall
+from pytest_agent_eval.stalls import timed_steps
 
 OUTPUT_KEYS = ("output", "response", "answer", "final_message")
 
@@ -78,23 +82,46 @@ def resolve(ref: str, instances: dict[str, Any]) -> Agent:
     obj = import_object(ref)
     if inspect.isclass(obj):
         if ref not in instances:
-            instances[ref] = obj()
+            instances[ref] = _create(obj)
         obj = instances[ref]
     agent = instances[f"agent {ref}"] = as_agent(obj, ref)
     return agent
 
 
+class AgentCreationError(ImportRefError):
+    """An agent class (``module:Class``) whose constructor raised."""
+
+
+def _create(cls: type) -> Any:
+    """An instance of the agent class; what its constructor raises becomes one line naming where."""
+    try:
+        return cls()
+    except BaseException as exc:
+        interrupt(exc)
+        where = traceback.extract_tb(exc.__traceback__)[-1]
+        raise AgentCreationError(
+            f"could not be created: {describe(exc)} ({os.path.relpath(where.filename)}:{where.lineno})"
+        ) from None
+
+
 async def invoke(agent: Agent, query: str, context: dict[str, Any], *, inline: bool = False) -> Any:
     """Call the agent: async agents on the running loop, sync ones in a worker thread (in this one when
-    ``inline``); await what they return."""
-    if agent.is_async:
-        result = agent.call(query, context)
-    elif inline:
-        result = outside_loop(agent.call, query, context)
-    else:
-        result = await in_thread(agent.call, query, context)
-    if inspect.isawaitable(result):
-        result = await result
+    ``inline``); await what they return. What the agent raises comes out as an ``Exception`` (see ``faults``)."""
+    try:
+        if agent.is_async:
+            result = agent.call(query, context)
+        elif inline:
+            result = outside_loop(agent.call, query, context)
+        else:
+            result = await in_thread(agent.call, query, context)
+        if inspect.isawaitable(result):
+            result = await timed_steps(result)  # fails when a step blocks the loop past the case's timeout
+    except BaseException as exc:
+        interrupt(exc)  # KeyboardInterrupt: the run stops, as on Ctrl-C
+        carried = escape(exc)
+        if carried is exc:
+            raise
+        raise carried from None
     return result
 
 

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from pytest_agent_eval import compat
+from pytest_agent_eval.faults import escape
 
 
 class _Workers:
@@ -61,8 +62,8 @@ async def in_thread(func: Callable[..., Any], *args: Any) -> Any:
     def job() -> None:
         try:
             outcome: tuple[bool, Any] = (True, ctx.run(func, *args))
-        except BaseException as exc:  # handed to the awaiting task
-            outcome = (False, exc)
+        except BaseException as exc:  # handed to the awaiting task, as an exception a future can hold
+            outcome = (False, escape(exc))
         with contextlib.suppress(RuntimeError):  # the loop closed while a timed-out call was still running
             loop.call_soon_threadsafe(settle, *outcome)
 

@@ -14,6 +14,7 @@ from pytest_agent_eval import compat
 from pytest_agent_eval.cases.errors import EvalFileError, EvalFileErrors
 from pytest_agent_eval.cases.load import load_file
 from pytest_agent_eval.cases.model import TAG_RE, Case
+from pytest_agent_eval.report.failure import printable
 from pytest_agent_eval.state import get_state
 from pytest_agent_eval.stopping import STOPS
 
@@ -130,7 +131,7 @@ class EvalItem(pytest.Function):
         return (
             self.path,
             self.case.line - 1,
-            f"{self.case.id}" + (f": {self.case.description}" if self.case.description else ""),
+            self.case.id + (f": {printable(self.case.description)}" if self.case.description else ""),
         )
 
     def setup(self) -> None:
@@ -139,5 +140,6 @@ class EvalItem(pytest.Function):
         super().setup()
 
     def fail(self, message: str) -> NoReturn:
-        """Fail with ``message`` alone: no traceback into the plugin."""
-        pytest.fail(_relative(message, self.config), pytrace=False)
+        """Fail with ``message`` alone: no traceback into the plugin (nor the error being handled, if any), and no
+        control character from the agent or the file reaching the terminal raw."""
+        raise pytest.fail.Exception(printable(_relative(message, self.config)), pytrace=False) from None

@@ -85,3 +85,27 @@ def set_running_loop(loop: asyncio.AbstractEventLoop | None) -> bool:
         return False
     setter(loop)
     return True
+
+
+def worker_input(config: pytest.Config) -> dict[str, Any] | None:
+    """On an xdist worker, what the controller sent it (``config.workerinput``); ``None`` elsewhere."""
+    value = getattr(config, "workerinput", None)
+    return value if isinstance(value, dict) else None
+
+
+def crashed_worker(report: pytest.TestReport) -> str | None:
+    """The id (``gw0``) of the worker an xdist crash report is about, or ``None`` when it cannot be told."""
+    node = getattr(report, "node", None)  # set by xdist's DSession.handle_crashitem
+    gateway = getattr(node, "gateway", None)
+    worker = getattr(gateway, "id", None)
+    return worker if isinstance(worker, str) else None
+
+
+def run_again(sched: Any, nodeid: str) -> bool:
+    """Send a crashed item to run again (``sched.mark_test_pending``, xdist >= 2.2.1); False when the
+    scheduler cannot."""
+    try:
+        sched.mark_test_pending(nodeid)
+    except Exception:
+        return False
+    return True

@@ -13,13 +13,14 @@ from pytest_agent_eval.case_mocks import case_recorder
 from pytest_agent_eval.imports import ImportRefError
 from pytest_agent_eval.mocks import MockConfigError
 from pytest_agent_eval.report.attach import note_result
-from pytest_agent_eval.report.failure import details
-from pytest_agent_eval.runner import CaseResult, RecorderFactory, run_case, wait
+from pytest_agent_eval.report.failure import details, printable
+from pytest_agent_eval.runner import CaseResult, RecorderFactory, blocked_result, run_case
 from pytest_agent_eval.skipping import skip_at_item
 from pytest_agent_eval.state import get_state
 
 if TYPE_CHECKING:
     from pytest_agent_eval.collect import EvalItem
+    from pytest_agent_eval.scheduler import Scheduler
 
 _PLUMBING = ("_pytest.", "pluggy.", "pytest_agent_eval.")
 """Modules whose frames a user's fixture error is shown without."""
@@ -33,10 +34,7 @@ def run_item(item: EvalItem, request: pytest.FixtureRequest) -> None:
     if scheduler is None:
         result = state.runner.run(_prepare(item, request))
     else:
-        # started early, or now from this item's own fixtures; then the next cases start while this one runs
-        future = scheduler.take(item) or state.loop.submit(_prepare(item, request))
-        scheduler.prefetch(item, state.run_settings)
-        result = wait(future)
+        result = _run_concurrently(item, request, scheduler)
     note_result(item, result)
     item.ihook.pytest_agent_eval_case_result(item=item, result=result)
     if result.passed and result.unscored:  # a pass with nothing scored would be a made-up verdict
@@ -47,9 +45,31 @@ def run_item(item: EvalItem, request: pytest.FixtureRequest) -> None:
         verbose = item.config.get_verbosity()
         if verbose > 0:  # shown under the failure, as pytest shows captured output
             for title, text in details(result):
-                item.add_report_section("call", title, text)
+                item.add_report_section("call", title, printable(text))  # no control character reaches the terminal
         lines = item.ihook.pytest_agent_eval_failure_lines(item=item, result=result, verbose=verbose)
         item.fail("\n".join(lines or [f"case {item.case.id} failed"]))
+
+
+def _run_concurrently(item: EvalItem, request: pytest.FixtureRequest, scheduler: Scheduler) -> CaseResult:
+    """The case on the background loop. When an agent blocks that loop past this case's timeout, the culprit
+    fails, the loop is left behind, and this case (if it is not the culprit) runs once more on a fresh loop."""
+    state = get_state(item.config)
+    for attempt in range(2):
+        blocked = state.blocked.get(id(item.case))
+        if blocked is not None:
+            return blocked
+        # started early, or now from this item's own fixtures; then the next cases start while this one runs
+        alone = scheduler.alone(item)
+        future = scheduler.take(item) or scheduler.submit(item, _prepare(item, request))
+        if not alone:
+            scheduler.prefetch(item, state.run_settings)
+        outcome = state.loop.wait_case(future, item.case, state.settings.timeout)
+        if isinstance(outcome, CaseResult):
+            return outcome
+        state.leave_blocked_loop(outcome)
+        if outcome.culprit is None or attempt:  # blocked by something else, or again: it cannot be told apart
+            return blocked_result(item.case, outcome, item.case.timeout or state.settings.timeout)
+    raise AssertionError("unreachable")
 
 
 def _agent(item: EvalItem, request: pytest.FixtureRequest) -> Agent:

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from pytest_agent_eval import hookspecs, imports, options, skipping, stopping
+from pytest_agent_eval import compat, hookspecs, imports, options, skipping, stopping
 from pytest_agent_eval.fixtures import agent_eval_case, agent_eval_llm, tool_mocks  # noqa: F401 - the plugin's fixtures
 from pytest_agent_eval.report import formats
 from pytest_agent_eval.report.attach import attach
@@ -33,6 +33,10 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[STATE] = EvalSession(config)
     imports.add_root(config.rootpath)
     formats.configure(config)
+    if config.pluginmanager.hasplugin("xdist") and compat.worker_input(config) is None:
+        from pytest_agent_eval.crashes import CrashReporter
+
+        config.pluginmanager.register(CrashReporter(), "agent_eval_crashes")  # names the cases a crash hit
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

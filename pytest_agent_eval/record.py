@@ -5,6 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from pytest_agent_eval.report.render import bounded_repr as safe_repr
+
+__all__ = ["AgentResult", "RunRecord", "ToolCall", "safe_repr"]
+
 
 @dataclass
 class ToolCall:
@@ -17,7 +21,7 @@ class ToolCall:
 
     def describe(self) -> str:
         """``name(a=1, b='x')`` for failure output."""
-        args = ", ".join(f"{k}={v!r}" for k, v in self.args.items())
+        args = ", ".join(f"{k}={safe_repr(v)}" for k, v in self.args.items())
         return f"{self.name}({args})"
 
 

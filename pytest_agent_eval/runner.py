@@ -19,7 +19,9 @@ from pytest_agent_eval.blocking import in_thread, outside_loop
 from pytest_agent_eval.cases.model import Case
 from pytest_agent_eval.checks import CheckContext, CheckError, CheckRegistry, CheckResult
 from pytest_agent_eval.checks.answers import answered
+from pytest_agent_eval.faults import describe, original
 from pytest_agent_eval.record import RunRecord, ToolCall
+from pytest_agent_eval.stalls import CALL, LoopBlocked, Stall, blocked_message, running_step
 
 T = TypeVar("T")
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
@@ -105,6 +107,7 @@ class CaseResult:
 
 def agent_traceback(exc: BaseException) -> str:
     """The exception with its traceback from the agent's own frames (the plugin's and asyncio's left out)."""
+    exc = original(exc)
     frames = [
         f
         for f in traceback.extract_tb(exc.__traceback__)
@@ -117,9 +120,12 @@ def agent_traceback(exc: BaseException) -> str:
     return "".join(lines).rstrip()
 
 
-def _describe(exc: BaseException) -> str:
-    text = str(exc)
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+def agent_error(exc: BaseException) -> str:
+    """What the agent did: ``agent raised Type: message``, or ``agent called sys.exit(3)``."""
+    if isinstance(exc, LoopBlocked):
+        return str(exc)
+    verb = "called" if isinstance(original(exc), SystemExit) else "raised"
+    return f"agent {verb} {describe(exc)}"
 
 
 async def _guarded(call: Coroutine[Any, Any, Any]) -> tuple[Any, Exception | None]:
@@ -148,13 +154,13 @@ async def _call(case: Case, agent: Agent, query: str, context: dict[str, Any], s
                 )
         latency = time.perf_counter() - start
     if exc is not None:
-        return RunRecord(latency_s=latency, error=f"agent raised {_describe(exc)}", traceback=agent_traceback(exc))
+        return RunRecord(latency_s=latency, error=agent_error(exc), traceback=agent_traceback(exc))
     try:
         record = normalise(raw)
     except UnreadableResult as exc:
         return RunRecord(latency_s=latency, error=str(exc))
     except Exception as exc:
-        return RunRecord(latency_s=latency, error=f"cannot read the agent's result: {_describe(exc)}")
+        return RunRecord(latency_s=latency, error=f"cannot read the agent's result: {describe(exc)}")
     record.latency_s = latency
     return record
 
@@ -166,7 +172,7 @@ def evaluate(run: RunRecord, expect: dict[str, Any], ctx: CheckContext, registry
         try:
             results.append(registry[name].func(run, spec, ctx))
         except Exception as exc:
-            why = str(exc) if isinstance(exc, CheckError) else f"check raised {_describe(exc)}"
+            why = str(exc) if isinstance(exc, CheckError) else f"check raised {describe(exc)}"
             results.append(CheckResult(name, False, 0.0, spec, f"no verdict: {why}", why, scored=False, error=True))
     return results
 
@@ -270,6 +276,7 @@ async def _conversation(
 async def run_case(case: Case, agent: Agent, settings: RunSettings) -> CaseResult:
     """All trials of the case (``repeat``), concurrently within the limit; the pass rate decides."""
     repeat = settings.repeat or case.repeat
+    CALL.set((case, case.timeout if case.timeout is not None else settings.default_timeout))
     trials = list(await asyncio.gather(*(run_trial(case, agent, settings) for _ in range(repeat))))
     passes = sum(t.passed for t in trials)
     rate = passes / len(trials)
@@ -306,10 +313,55 @@ class InlineLoop:
 class LoopThread:
     """A background event loop that runs case coroutines while pytest runs items in the main thread."""
 
+    BEAT = 0.05
+    """Seconds between the loop's heartbeats: a loop that misses them is blocked."""
+
     def __init__(self) -> None:
         self.loop = asyncio.new_event_loop()
+        self._beat = time.monotonic()
         self._thread = threading.Thread(target=self.loop.run_forever, name="agent-eval-loop", daemon=True)
         self._thread.start()
+        self.loop.call_soon_threadsafe(self._heartbeat)
+
+    def _heartbeat(self) -> None:
+        self._beat = time.monotonic()
+        self.loop.call_later(self.BEAT, self._heartbeat)
+
+    def blocked(self) -> Stall:
+        """How long the loop has not turned, and the case whose agent holds it (if an agent does)."""
+        now = time.monotonic()
+        step = running_step(self._thread)
+        if step is not None:  # an agent's step runs on the loop now: it holds the loop
+            return Stall(now - step.started, step.case)
+        return Stall(max(0.0, now - self._beat - self.BEAT), None)
+
+    def wait_case(
+        self, future: concurrent.futures.Future[CaseResult], case: Case, timeout: float | None
+    ) -> CaseResult | Stall:
+        """The case's result; or, when the loop is blocked for longer than the case's timeout (``timeout`` if it sets
+        none), what blocks it: no timeout on the loop can fire meanwhile. Its case is cancelled then."""
+        limit = case.timeout if case.timeout is not None else timeout
+        if limit is None:
+            return wait(future)
+        while True:
+            try:
+                return future.result(timeout=min(limit, 0.1))
+            except concurrent.futures.TimeoutError:
+                pass
+            except BaseException:
+                future.cancel()
+                raise
+            stall = self.blocked()
+            if stall.seconds > limit:
+                future.cancel()  # its task is cancelled if the loop turns again
+                return stall
+
+    def abandon(self) -> None:
+        """Leave this (blocked) loop: what runs on it is cancelled and it stops if it ever turns again; its thread,
+        a daemon, cannot be stopped from outside."""
+        with contextlib.suppress(RuntimeError):
+            self.submit(_cancel_pending())
+            self.loop.call_soon_threadsafe(self.loop.stop)
 
     def submit(self, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
         return asyncio.run_coroutine_threadsafe(coro, self.loop)
@@ -330,6 +382,17 @@ class LoopThread:
         self._thread.join(timeout=5)
         if not self._thread.is_alive():
             self.loop.close()
+
+
+def blocked_result(case: Case, stall: Stall, limit: float | None) -> CaseResult:
+    """The failure of a case that blocked the event loop (``stall.culprit``), or that could not answer while
+    something other than an agent blocked it."""
+    if stall.culprit is case:
+        error = blocked_message(case, stall.seconds, limit, ongoing=True)
+    else:
+        error = f"agent did not answer within {limit:g} s: the event loop was blocked for {stall.seconds:.1f} s"
+    trial = TrialResult(RunRecord(latency_s=stall.seconds, error=error), [], False, 0.0, [error])
+    return CaseResult(case, [trial], False, 0.0, 0.0)
 
 
 def wait(future: concurrent.futures.Future[T]) -> T:

@@ -9,7 +9,7 @@ already built, and an LLM check's ``agent_eval_llm`` has been built too. Any oth
 from __future__ import annotations
 
 import concurrent.futures
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Coroutine, Iterator
 from typing import Any
 
 import pytest
@@ -76,8 +76,23 @@ class Scheduler:
             if agent is None or recorder is None:
                 continue
             llm = self.llm if self.llm is not _UNSET else None
-            coro = run_case(case, agent, make_settings(case, llm, recorder))
-            self.futures[upcoming.nodeid] = self.state.loop.submit(coro)
+            self.futures[upcoming.nodeid] = self.submit(
+                upcoming, run_case(case, agent, make_settings(case, llm, recorder))
+            )
+
+    def submit(self, item: pytest.Item, coro: Coroutine[Any, Any, CaseResult]) -> concurrent.futures.Future[CaseResult]:
+        """Start ``item``'s case on the loop (noted as in flight on an xdist worker)."""
+        inflight = self.state.inflight
+        return self.state.loop.submit(coro if inflight is None else inflight.around(item.nodeid, coro))
+
+    def alone(self, item: pytest.Item) -> bool:
+        """Whether ``item``'s case must run alone: it was in flight when a worker crashed. Then the cases started
+        early are waited for first, and none start while it runs."""
+        inflight = self.state.inflight
+        if inflight is None or item.nodeid not in inflight.suspects():
+            return False
+        concurrent.futures.wait(list(self.futures.values()))
+        return True
 
     def take(self, item: pytest.Item) -> concurrent.futures.Future[CaseResult] | None:
         """The future of ``item``'s case if it was started early."""
@@ -86,6 +101,11 @@ class Scheduler:
     # -- what a case needs ------------------------------------------------------------------------------------
 
     def _can_start(self, item: pytest.Item, case: Case) -> bool:
+        if id(case) in self.state.blocked:  # its agent blocked the loop once: not started again
+            return False
+        inflight = self.state.inflight
+        if inflight is not None and item.nodeid in inflight.suspects():  # runs alone, at its turn
+            return False
         if case.error or case.skip or item.get_closest_marker("skip") or item.get_closest_marker("skipif"):
             return False
         return not (self.state.checks.case_uses_llm(case) and self.llm is _UNSET)
@@ -118,10 +138,14 @@ class Scheduler:
         if definition is not None and definition.scope == "session":
             self.fixture_agents[id(definition)] = agent
 
-    def close(self) -> None:
+    def forget(self) -> None:
+        """Drop the cases started early (their loop was left blocked): they start again when needed."""
         for future in self.futures.values():
             future.cancel()
         self.futures.clear()
+
+    def close(self) -> None:
+        self.forget()
         self.mocks.undo()
 
 

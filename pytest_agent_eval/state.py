@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -16,9 +17,14 @@ if TYPE_CHECKING:
     from pytest_agent_eval.cases.load import DialectRegistry
     from pytest_agent_eval.cases.model import Case
     from pytest_agent_eval.checks import CheckRegistry
+    from pytest_agent_eval.crashes import InFlight
     from pytest_agent_eval.llm import LLM
-    from pytest_agent_eval.runner import InlineLoop, LoopThread, RecorderFactory, RunSettings
+    from pytest_agent_eval.runner import CaseResult, InlineLoop, LoopThread, RecorderFactory, RunSettings
     from pytest_agent_eval.scheduler import Scheduler
+    from pytest_agent_eval.stalls import Stall
+
+
+_UNSET: Any = object()
 
 
 class EvalSession:
@@ -36,6 +42,9 @@ class EvalSession:
         self._parse_cache: ParseCache | None = None
         self._limit: asyncio.Semaphore | None = None
         self._scheduler: Scheduler | None = None
+        self._inflight: Any = _UNSET
+        self.blocked: dict[int, CaseResult] = {}
+        """Cases whose agent blocked the background loop, by ``id(case)``: failed so, and never started again."""
         self.next_item: pytest.Item | None = None
         """The item pytest runs after the current one (``pytest_runtest_protocol``)."""
 
@@ -68,6 +77,18 @@ class EvalSession:
         return self._parse_cache
 
     @property
+    def inflight(self) -> InFlight | None:
+        """On an xdist worker, where the cases in flight are noted for the controller (crashes)."""
+        if self._inflight is _UNSET:
+            from pytest_agent_eval import compat
+            from pytest_agent_eval.crashes import KEY, InFlight
+
+            shared = (compat.worker_input(self.config) or {}).get(KEY)
+            worker = (compat.worker_input(self.config) or {}).get("workerid", "worker")
+            self._inflight = InFlight(Path(shared), str(worker)) if shared else None
+        return self._inflight  # type: ignore[no-any-return]
+
+    @property
     def loop(self) -> LoopThread:
         if self._loop is None:
             from pytest_agent_eval.runner import LoopThread
@@ -90,6 +111,22 @@ class EvalSession:
             else:
                 self._runner, self._limit = self.loop, self.loop.semaphore(self.settings.concurrency)
         return self._runner
+
+    def leave_blocked_loop(self, stall: Stall) -> None:
+        """The background loop is blocked: its culprit fails; upcoming cases start afresh on a new loop."""
+        from pytest_agent_eval.runner import blocked_result
+
+        culprit = stall.culprit
+        if culprit is not None:
+            limit = culprit.timeout if culprit.timeout is not None else self.settings.timeout
+            self.blocked[id(culprit)] = blocked_result(culprit, stall, limit)
+        if self._scheduler is not None:
+            self._scheduler.forget()
+        if self._loop is not None:
+            self._loop.abandon()
+            if self._runner is self._loop:
+                self._runner = None  # made again, with its concurrency limit, on the new loop
+            self._loop = None
 
     def marker(self, name: str) -> pytest.MarkDecorator:
         """The mark for tag ``name``, registered first (so ``--strict-markers`` accepts tags)."""

@@ -253,11 +253,12 @@ def test_checks_registered_by_a_sub_directory_conftest(evals: pytest.Pytester) -
 
 
 def test_only_pure_built_in_checks_run_on_the_event_loop() -> None:
-    """User code, LLM checks and checks of plugins (registered without saying) run off the loop."""
+    """User code, LLM checks, checks of plugins (registered without saying) and regex searches (which may wait on
+    their helper process up to the case's timeout) run off the loop."""
     from pytest_agent_eval.checks import builtin_registry
 
     registry = builtin_registry()
     off_loop = {spec.name for spec in registry if spec.blocking}
-    assert off_loop == {"custom", "judge", "grounding", "reasoning", "behavior"}
+    assert off_loop == {"custom", "judge", "grounding", "reasoning", "behavior", "regex", "not_regex"}
     registry.register("plugin_check", lambda run, spec, ctx: None, {})  # type: ignore[arg-type,return-value]
     assert registry.blocking(["contains", "plugin_check"]) and not registry.blocking(["contains", "tools_called"])

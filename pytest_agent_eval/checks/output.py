@@ -6,6 +6,7 @@ import re
 from typing import Any
 
 from pytest_agent_eval.checks.base import CheckContext, CheckRegistry, CheckResult
+from pytest_agent_eval.checks.patterns import DEFAULT_LIMIT, Found, PatternTimeout, search
 from pytest_agent_eval.record import RunRecord
 
 STRINGS = {"type": ["string", "array"], "items": {"type": "string"}}  # a string or a list of strings
@@ -110,9 +111,18 @@ def _regex_flags(ctx: CheckContext) -> int:
     return 0 if ctx.options.get("case_sensitive", True) else re.IGNORECASE
 
 
+def _search(name: str, spec: Any, run: RunRecord, ctx: CheckContext) -> Found | None:
+    """Where the pattern matches the output (``None``: nowhere); no verdict when the search does not finish."""
+    limit = ctx.case.timeout if ctx.case.timeout is not None else DEFAULT_LIMIT
+    try:
+        return search(str(spec), run.output, _regex_flags(ctx), limit)
+    except PatternTimeout as exc:
+        raise PatternTimeout(f"check {name} {exc}") from None
+
+
 def regex(run: RunRecord, spec: Any, ctx: CheckContext) -> CheckResult:
     """``re.search`` finds the pattern in the output."""
-    m = re.search(str(spec), run.output, _regex_flags(ctx))
+    m = _search("regex", spec, run, ctx)
     return CheckResult.of(
         "regex",
         m is not None,
@@ -125,7 +135,7 @@ def regex(run: RunRecord, spec: Any, ctx: CheckContext) -> CheckResult:
 
 def not_regex(run: RunRecord, spec: Any, ctx: CheckContext) -> CheckResult:
     """``re.search`` does not find the pattern in the output."""
-    m = re.search(str(spec), run.output, _regex_flags(ctx))
+    m = _search("not_regex", spec, run, ctx)
     return CheckResult.of(
         "not_regex",
         m is None,
@@ -146,11 +156,8 @@ def register(registry: CheckRegistry) -> None:
     registry.register("contains", contains, STRINGS, "every string occurs in the output", blocking=False)
     registry.register("contains_any", contains_any, STRINGS, "at least one string occurs", blocking=False)
     registry.register("not_contains", not_contains, STRINGS, "no string occurs", blocking=False)
-    registry.register(
-        "regex", regex, {"type": "string", "format": "regex"}, "re.search finds the pattern", blocking=False
-    )
-    registry.register(
-        "not_regex", not_regex, {"type": "string", "format": "regex"}, "re.search finds nothing", blocking=False
-    )
+    # blocking: a search may wait on its helper process up to the case's timeout (patterns.py)
+    registry.register("regex", regex, {"type": "string", "format": "regex"}, "re.search finds the pattern")
+    registry.register("not_regex", not_regex, {"type": "string", "format": "regex"}, "re.search finds nothing")
     registry.register("equals", equals, {"type": "string"}, "the stripped output equals the string", blocking=False)
     registry.modifiers["case_sensitive"] = {"type": "boolean"}

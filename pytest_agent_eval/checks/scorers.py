@@ -14,6 +14,7 @@ from typing import Any
 from pytest_agent_eval.checks.base import CheckContext, CheckRegistry, CheckResult
 from pytest_agent_eval.checks.judge import NO_LLM, ask_score, judge
 from pytest_agent_eval.checks.output import excerpt
+from pytest_agent_eval.checks.patterns import search
 from pytest_agent_eval.checks.tools import align
 from pytest_agent_eval.record import RunRecord
 
@@ -130,7 +131,7 @@ def grounding(run: RunRecord, spec: Any, ctx: CheckContext) -> CheckResult:
     pattern: str | None = spec.get("pattern")
     folded = run.output.casefold()
     missing = [p for p in phrases if p.casefold() not in folded]
-    matched = pattern is not None and re.search(pattern, run.output, re.IGNORECASE) is not None
+    matched = pattern is not None and search(pattern, run.output, re.IGNORECASE, ctx.case.timeout) is not None
     total = len(phrases) + (pattern is not None)
     content = (len(phrases) - len(missing) + matched) / total if total else None
     notes = [f"missing {', '.join(repr(m) for m in missing)}"] if missing else []

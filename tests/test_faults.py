@@ -1,0 +1,246 @@
+"""Faults stay in their case (SPEC §7, §13): whatever an agent does, the run ends, every good case passes and the
+bad one fails with one message — serially, with many calls in flight, and under ``-n 2``."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+
+AGENTS = """
+import asyncio, os, sys, time
+
+def good(query, context):
+    return "answer"
+
+def exits(query, context):
+    sys.exit(3)
+
+async def aexits(query, context):
+    sys.exit(3)
+
+def stops(query, context):
+    raise StopIteration
+
+async def astops(query, context):
+    raise StopIteration
+
+def dispatch_tool(name, args):
+    raise RuntimeError("the real tool must not run")
+
+def uses_tool(query, context):
+    return str(dispatch_tool("lookup", {"q": query}))
+
+def interrupts(query, context):
+    raise KeyboardInterrupt
+
+def retitles(query, context):
+    return "answer \\x1b]0;pwned\\x07 and \\x1b[2J done"
+
+def deep(query, context):
+    args = {}
+    for _ in range(10000):
+        args = {"x": args}
+    return {"output": "answer", "tools_called": [{"name": "lookup", "args": args}]}
+
+async def blocks(query, context):
+    time.sleep(2)  # holds the event loop: no await
+    return "answer"
+
+async def spins(query, context):
+    while True:
+        pass
+
+async def slow(query, context):
+    await asyncio.sleep(0.3)
+    return "answer"
+
+def ends_process(query, context):
+    time.sleep(0.2)
+    os._exit(1)
+
+def sleepy(query, context):
+    time.sleep(0.3)
+    return "answer"
+
+def letters(query, context):
+    return "a" * 40 + "b"
+
+class Broken:
+    def __init__(self):
+        raise ValueError("no API key")
+
+    def run(self, query):
+        return "answer"
+"""
+
+MODES = {
+    "serial": [],
+    "concurrent": ["--agent-eval-concurrency", "8"],
+    "xdist": ["-n", "2", "--agent-eval-concurrency", "4"],
+}
+
+
+def good_file(n: int = 4, extra: str = "") -> str:
+    lines = ["agent: fault_agents:good", "cases:"]
+    lines += [f"  - {{id: good{i}, input: q{i}, expect: {{contains: [answer]}}{extra}}}" for i in range(n)]
+    return "\n".join(lines) + "\n"
+
+
+def bad_file(agent: str, extra: str = "", head: str = "") -> str:
+    return (
+        f"agent: fault_agents:{agent}\n{head}cases:\n"
+        f"  - {{id: before, input: a, expect: {{contains: [answer]}}{extra}}}\n"
+        f"  - {{id: bad, input: b, expect: {{contains: [answer]}}{extra}}}\n"
+    )
+
+
+@pytest.fixture
+def faults(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
+    monkeypatch.setenv("COLUMNS", "400")  # the short summary lines in full
+    pytester.makepyfile(fault_agents=AGENTS)
+    pytester.syspathinsert()
+    return pytester
+
+
+def run(pytester: pytest.Pytester, mode: str, *args: str, ok_exit: tuple[int, ...] = (0, 1)) -> pytest.RunResult:
+    """The run ends (pytest-timeout as a backstop inside, a hard limit outside) without an internal error."""
+    result = pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "--timeout", "60", "-rA", *MODES[mode], *args, timeout=180
+    )
+    output = result.stdout.str() + result.stderr.str()
+    assert "INTERNALERROR" not in output, output
+    assert result.ret in ok_exit, output
+    return result
+
+
+def shows(result: pytest.RunResult, *lines: str) -> None:
+    """Each line is printed as a line of its own (the failure text, not the shortened summary)."""
+    printed = [line.strip() for line in result.stdout.lines]
+    for line in lines:
+        assert line in printed, f"{line!r} not printed:\n{result.stdout.str()}"
+
+
+FAULTS = {  # file: (agent, case fields, file head, the failure's summary line)
+    "eval_sync_exit": ("exits", "", "", "agent called sys.exit(3)"),
+    "eval_async_exit": ("aexits", "", "", "agent called sys.exit(3)"),
+    "eval_exit_with_timeout": ("exits", ", timeout: 5", "", "agent called sys.exit(3)"),
+    "eval_sync_stop": ("stops", "", "", "agent raised StopIteration"),
+    "eval_async_stop": ("astops", "", "", "agent raised StopIteration"),
+    "eval_stop_with_timeout": ("stops", ", timeout: 5", "", "agent raised StopIteration"),
+    "eval_tool_stop": (
+        "uses_tool",
+        ", timeout: 5",
+        "tool_dispatch: fault_agents:dispatch_tool\ndefaults: {tool_mocks: {lookup: {raise: StopIteration}}}\n",
+        "agent raised StopIteration",
+    ),
+}
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_an_agent_that_exits_or_raises_stop_iteration_fails_its_own_case(faults: pytest.Pytester, mode: str) -> None:
+    files = {name: bad_file(agent, extra, head) for name, (agent, extra, head, _) in FAULTS.items()}
+    faults.makefile(".yaml", eval_good=good_file(8), **files)
+    result = run(faults, mode)
+    result.assert_outcomes(passed=8, failed=2 * len(FAULTS))
+    printed = Counter(line.strip() for line in result.stdout.lines)
+    expected = Counter(f"✗ {message}" for *_, message in FAULTS.values() for _case in ("before", "bad"))
+    assert {line: printed[line] for line in expected} == expected, result.stdout.str()
+    for name in FAULTS:
+        shows(
+            result,
+            f"FAILED {name}.yaml::bad - Failed: case bad failed: the agent failed, nothing was checked (score 0.00)",
+        )
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_an_agent_class_that_cannot_be_created_fails_with_one_line(faults: pytest.Pytester, mode: str) -> None:
+    faults.makefile(".yaml", eval_good=good_file(6), eval_bad=bad_file("Broken"))
+    result = run(faults, mode)
+    result.assert_outcomes(passed=6, failed=2)
+    message = "eval_bad.yaml:1: agent 'fault_agents:Broken': could not be created: ValueError: no API key"
+    lines = [line for line in result.stdout.lines if message in line and line.startswith("eval_bad")]
+    assert lines == [f"{message} (fault_agents.py:61)"] * 2, result.stdout.str()
+    assert "During handling" not in result.stdout.str()
+    assert "Traceback" not in result.stdout.str()
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_keyboard_interrupt_from_an_agent_interrupts_the_run(faults: pytest.Pytester, mode: str) -> None:
+    faults.makefile(".yaml", eval_bad=bad_file("interrupts"), eval_good=good_file(8))
+    # under -n, xdist reports the worker's interrupt ("node down: keyboard-interrupt") and may go on with the others
+    result = run(faults, mode, "--junitxml=junit.xml", ok_exit=(1, 2) if mode == "xdist" else (2,))
+    result.stdout.fnmatch_lines(["*keyboard-interrupt*" if mode == "xdist" else "*! KeyboardInterrupt !*"])
+    assert (faults.path / "junit.xml").exists()
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_control_characters_reach_the_terminal_escaped(faults: pytest.Pytester, mode: str) -> None:
+    head = 'description: "\\x1b]0;file\\x07"\n'
+    bad = bad_file("retitles", head=head).replace("expect: {contains: [answer]}", "expect: {contains: [missing]}")
+    bad = bad.replace("id: bad,", 'id: bad, description: "title \\x1b]0;pwned\\x07",')
+    faults.makefile(".yaml", eval_good=good_file(6), eval_bad=bad)
+    result = run(faults, mode, "-v")
+    result.assert_outcomes(passed=6, failed=2)
+    output = result.stdout.str()
+    assert "\x1b" not in output and "\x07" not in output
+    shows(result, "output: answer \\x1b]0;pwned\\x07 and \\x1b[2J done")
+    result.stdout.fnmatch_lines(["*bad: title \\x1b]0;pwned\\x07*"])
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_deeply_nested_agent_data_shows_the_failure_reason(faults: pytest.Pytester, mode: str) -> None:
+    bad = bad_file("deep").replace("expect: {contains: [answer]}", "expect: {tools_called: [search]}")
+    faults.makefile(".yaml", eval_good=good_file(6), eval_bad=bad)
+    result = run(faults, mode, "-v")
+    result.assert_outcomes(passed=6, failed=2)
+    assert "RecursionError" not in result.stdout.str()
+    shows(result, "✗ tools_called: not called: search (score 0.00)")
+    result.stdout.fnmatch_lines(["*1. lookup(x={'x': {'x': *{...}*}) -> None"])
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("agent", ["blocks", "spins"])
+def test_an_agent_that_blocks_the_event_loop_fails_alone_at_its_timeout(
+    faults: pytest.Pytester, mode: str, agent: str
+) -> None:
+    if agent == "spins" and mode == "serial":
+        pytest.skip("at concurrency 1 the agent runs in pytest's thread: pytest-timeout's --timeout stops it")
+    good = good_file(6, ", timeout: 1").replace("fault_agents:good", "fault_agents:slow")
+    faults.makefile(".yaml", eval_good=good, eval_bad=bad_file(agent, ", timeout: 1"))
+    result = run(faults, mode)
+    result.assert_outcomes(passed=6, failed=2)
+    result.stdout.fnmatch_lines(
+        ["*✗ agent blocked the event loop for * s (timeout of case bad: 1 s)"], consecutive=False
+    )
+    shows(result, "PASSED eval_good.yaml::good5")
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_catastrophic_regex_fails_its_case_at_the_timeout(faults: pytest.Pytester, mode: str) -> None:
+    bad = bad_file("letters", ", timeout: 1").replace("expect: {contains: [answer]}", 'expect: {regex: "(a+)+$"}')
+    faults.makefile(".yaml", eval_good=good_file(6, ", timeout: 1"), eval_bad=bad)
+    result = run(faults, mode)
+    result.assert_outcomes(passed=6, failed=2)
+    shows(
+        result,
+        "✗ regex: check regex did not finish within 1 s: the pattern /(a+)+$/ backtracks catastrophically on "
+        "this output",
+    )
+
+
+@pytest.mark.parametrize("concurrency", ["1", "4"])
+def test_an_agent_that_ends_its_worker_process_is_named_and_the_others_pass(
+    faults: pytest.Pytester, concurrency: str
+) -> None:
+    good = good_file(8).replace("fault_agents:good", "fault_agents:sleepy")
+    bad = "agent: fault_agents:ends_process\ncases:\n  - {id: bad, input: b}\n"
+    faults.makefile(".yaml", eval_good=good, eval_bad=bad)
+    result = run(faults, "xdist", "--agent-eval-concurrency", concurrency)
+    outcomes = result.parseoutcomes()
+    assert (outcomes.get("passed"), outcomes.get("failed")) == (8, 1), result.stdout.str()
+    shows(result, *(f"PASSED eval_good.yaml::good{i}" for i in range(8)))
+    failed = [line for line in result.stdout.lines if line.startswith("FAILED")]
+    assert [line.split(" - ")[0] for line in failed] == ["FAILED eval_bad.yaml::bad"], result.stdout.str()
+    if concurrency != "1":
+        result.stdout.fnmatch_lines(["*crashed while running 'eval_bad.yaml::bad', the only case in flight on it*"])
