@@ -17,3 +17,11 @@ def evals(pytester: pytest.Pytester) -> pytest.Pytester:
     pytester.makepyfile(scripted=SCRIPTED_AGENT)
     pytester.syspathinsert()
     return pytester
+
+
+@pytest.fixture(autouse=True)
+def _outside_ci(monkeypatch: pytest.MonkeyPatch) -> None:
+    """pytest prints whole short-summary lines when CI or BUILD_NUMBER is set (as on a CI machine): the runs a
+    test starts read the same there as on a developer's machine."""
+    monkeypatch.delenv("CI", raising=False)
+    monkeypatch.delenv("BUILD_NUMBER", raising=False)
