@@ -1,0 +1,104 @@
+"""Request and token budgets for the whole run, through pyrate-limiter (the optional extra ``traffic``).
+
+The bucket is a SQLite file under a file lock in the run's cache directory, so every thread, event loop and
+xdist worker of the machine draws on one budget; with a ``redis://`` URL it is a Redis bucket, shared across
+machines. Requests wait for the budget; they are never failed for it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+_UNITS = {"s": 1000, "sec": 1000, "second": 1000, "min": 60_000, "minute": 60_000, "h": 3_600_000, "hour": 3_600_000}
+_BUDGET = re.compile(r"^\s*(\d+)\s*/\s*([a-z]+)\s*$")
+
+
+@dataclass(frozen=True)
+class Budget:
+    """``limit`` per ``interval_ms``, written ``N/s``, ``N/min`` or ``N/h``."""
+
+    limit: int
+    interval_ms: int
+    text: str
+
+    @classmethod
+    def parse(cls, text: str, option: str) -> Budget:
+        match = _BUDGET.match(text.lower())
+        if not match or match.group(2) not in _UNITS or int(match.group(1)) < 1:
+            raise ValueError(f"{option} {text!r}: write the budget as N/s, N/min or N/h, N at least 1 (e.g. 500/min)")
+        return cls(int(match.group(1)), _UNITS[match.group(2)], text.strip())
+
+    @property
+    def key(self) -> str:
+        return f"{self.limit}_per_{self.interval_ms}ms"
+
+
+def _missing(extra: str, package: str) -> ImportError:
+    return ImportError(
+        f"the rate limit needs {package}: pip install 'pytest-agent-eval[{extra}]' (or pip install {package})"
+    )
+
+
+class Limits:
+    """The run's request budget and token budget (either may be absent)."""
+
+    def __init__(self, requests: Budget | None, tokens: Budget | None, folder: Path, url: str | None) -> None:
+        try:
+            import pyrate_limiter  # noqa: F401
+        except ImportError:
+            raise _missing("traffic", "pyrate-limiter") from None
+        self._url = url
+        self._folder = folder
+        self.requests = self._limiter("requests", requests) if requests else None
+        self.tokens = self._limiter("tokens", tokens) if tokens else None
+        self._token_cap = tokens.limit if tokens else 0
+
+    def _limiter(self, name: str, budget: Budget) -> Any:
+        from pyrate_limiter import Limiter, Rate
+
+        rates = [Rate(budget.limit, budget.interval_ms)]
+        if self._url:
+            try:
+                from redis import Redis
+            except ImportError:
+                raise _missing("redis", "redis") from None
+            from pyrate_limiter import RedisBucket
+
+            bucket: Any = RedisBucket.init(rates, Redis.from_url(self._url), f"agent_eval:{name}:{budget.key}")
+        else:
+            try:
+                import filelock  # noqa: F401
+            except ImportError:
+                raise _missing("traffic", "filelock") from None
+            from pyrate_limiter import SQLiteBucket
+
+            self._folder.mkdir(parents=True, exist_ok=True)
+            path = str(self._folder / f"{name}_{budget.key}.sqlite")
+            bucket = SQLiteBucket.init_from_file(rates, table=f"{name}_{budget.key}", db_path=path, use_file_lock=True)
+        return Limiter(bucket, buffer_ms=10)
+
+    def request(self) -> None:
+        """Wait (blocking) until the request budget allows one more request."""
+        if self.requests is not None:
+            self.requests.try_acquire(name="requests")
+
+    async def request_async(self) -> None:
+        if self.requests is not None:
+            await self.requests.try_acquire_async(name="requests")
+
+    def spend(self, tokens: int) -> None:
+        """Debit ``tokens`` from the token budget, waiting (blocking) until it has them."""
+        if self.tokens is not None and tokens > 0:
+            self.tokens.try_acquire(name="tokens", weight=min(tokens, self._token_cap))
+
+    async def spend_async(self, tokens: int) -> None:
+        if self.tokens is not None and tokens > 0:
+            await self.tokens.try_acquire_async(name="tokens", weight=min(tokens, self._token_cap))
+
+    def close(self) -> None:
+        for limiter in (self.requests, self.tokens):
+            if limiter is not None:
+                limiter.close()
