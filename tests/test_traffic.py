@@ -5,6 +5,10 @@ record and replay (with the server stopped), per-case cassettes with no secret i
 from __future__ import annotations
 
 import json
+import shutil
+import socket
+import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -303,3 +307,80 @@ def test_cassettes_folder_from_the_ini_and_matching_ignores_named_fields(
 def test_record_and_replay_together_is_a_usage_error(project: pytest.Pytester) -> None:
     result = project.runpytest(*RUN, "--agent-eval-record", "--agent-eval-replay")
     result.stderr.fnmatch_lines(["*--agent-eval-record and --agent-eval-replay: choose one*"])
+
+
+# -- rate limits shared by every worker ---------------------------------------------------------------------
+
+
+def busiest_second(times: list[float]) -> int:
+    """The most requests the server saw in any one-second window."""
+    times = sorted(times)
+    return max(sum(1 for u in times[i:] if u < t + 1.0) for i, t in enumerate(times))
+
+
+def run_rate_limited(project: pytest.Pytester, server: ChatServer, *extra: str) -> None:
+    project.makefile(".yaml", eval_rate=evals_file("sync_agent", cases=14))
+    args = ("-p", "no:randomly", "-n", "2", "--agent-eval-concurrency", "16", "--agent-eval-rate-limit", "4/s")
+    result = project.runpytest_subprocess(*args, *extra)
+    result.assert_outcomes(passed=14)
+    assert len(server.log) == 14
+    assert busiest_second(server.log) <= 4 + 1  # one more for the clock edges of the window
+    assert max(server.log) - min(server.log) >= 2.0  # 14 requests at 4/s: at least three windows
+
+
+@pytest.mark.slow
+def test_the_rate_limit_holds_across_xdist_workers_and_concurrency(
+    project: pytest.Pytester, server: ChatServer
+) -> None:
+    run_rate_limited(project, server)
+
+
+def test_a_budget_is_written_n_per_unit(project: pytest.Pytester) -> None:
+    result = project.runpytest(*RUN, "--agent-eval-rate-limit", "4/day")
+    result.stderr.fnmatch_lines(["*--agent-eval-rate-limit '4/day': write the budget as N/s, N/min or N/h*"])
+
+
+def test_the_token_limit_makes_requests_wait(project: pytest.Pytester, server: ChatServer) -> None:
+    project.makefile(".yaml", eval_tokens=evals_file("sync_agent", cases=4))
+    result = project.runpytest(*RUN, "--agent-eval-token-limit", "30/s")  # 15 tokens per answer: 2 answers a second
+    result.assert_outcomes(passed=4)
+    assert max(server.log) - min(server.log) >= 0.9
+
+
+def redis_server_binary() -> str | None:
+    return shutil.which("redis-server")
+
+
+@pytest.fixture
+def redis_url(tmp_path: Path) -> Iterator[str]:
+    """A real redis-server on a loopback port (the Debian package; CI installs it), else the test is skipped."""
+    pytest.importorskip("redis")
+    binary = redis_server_binary()
+    if binary is None:
+        pytest.skip("redis-server is not installed (apt-get install redis-server)")
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    args = [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
+    process = subprocess.Popen([*args, "--dir", str(tmp_path)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        import redis
+
+        client = redis.Redis(host="127.0.0.1", port=port)
+        for _ in range(100):
+            try:
+                client.ping()
+                break
+            except redis.ConnectionError:
+                time.sleep(0.05)
+        yield f"redis://127.0.0.1:{port}/0"
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+
+
+@pytest.mark.slow
+def test_the_rate_limit_holds_with_the_redis_bucket(
+    project: pytest.Pytester, server: ChatServer, redis_url: str
+) -> None:
+    run_rate_limited(project, server, "--agent-eval-rate-limit-url", redis_url)
