@@ -160,6 +160,7 @@ class Cassette:
         self.exists = load and path.is_file()
         if self.exists:
             self.interactions = _read(path)
+        self._keys = [self.key(i) for i in self.interactions]
 
     def key(self, interaction: Interaction) -> tuple[str, str, str]:
         return match_key(interaction.method, interaction.uri, interaction.request_body, self.ignore)
@@ -167,7 +168,7 @@ class Cassette:
     def take(self, key: tuple[str, str, str]) -> Interaction | None:
         """The first unused recorded answer to a request with ``key``; else the first used one; else None."""
         with self._lock:
-            found = [n for n, i in enumerate(self.interactions) if self.key(i) == key]
+            found = [n for n, k in enumerate(self._keys) if k == key]
             fresh = [n for n in found if n not in self._used]
             if not found:
                 return None
