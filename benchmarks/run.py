@@ -505,24 +505,6 @@ def measure_traffic(runner: Runner) -> tuple[Comparison, list[Comparison]]:
     return hook, rows
 
 
-def traffic_table(rows: list[Comparison]) -> list[str]:
-    body = []
-    for row in rows:
-        ratio = row.ratio
-        ok = None if ratio is None or row.target is None else ratio <= row.target
-        body.append(
-            [
-                row.name,
-                seconds(row.plugin),
-                seconds(row.baseline),
-                "—" if ratio is None else f"{ratio:.2f}×",
-                "—" if row.target is None else f"≤ {row.target:.2f}×",
-                verdict(ok, row.target is not None),
-            ]
-        )
-    return markdown_table(["measurement", "s", "compared with, s", "ratio", "target", "meets target"], body)
-
-
 # --- the report ----------------------------------------------------------------------------------------------
 
 
@@ -543,7 +525,7 @@ def verdict(ok: bool | None, has_target: bool = True) -> str:
     return "yes" if ok else "no"
 
 
-def comparison_table(rows: list[Comparison]) -> list[str]:
+def comparison_table(rows: list[Comparison], compared_with: str = "plain parametrize s") -> list[str]:
     body = []
     for row in rows:
         ratio = row.ratio
@@ -553,11 +535,11 @@ def comparison_table(rows: list[Comparison]) -> list[str]:
                 seconds(row.plugin),
                 seconds(row.baseline),
                 "—" if ratio is None else f"{ratio:.2f}×",
-                "—" if row.target is None else f"≤ {row.target:.1f}×",
+                "—" if row.target is None else f"≤ {row.target:.2f}×",
                 verdict(None if ratio is None or row.target is None else ratio <= row.target, row.target is not None),
             ]
         )
-    headers = ["measurement", "plugin s", "plain parametrize s", "ratio", "target", "meets target"]
+    headers = ["measurement", "plugin s", compared_with, "ratio", "target", "meets target"]
     return markdown_table(headers, body)
 
 
@@ -675,7 +657,7 @@ def report(
             lines += ["`--quick`: the 0.5 s C=1 rows are N·latency, not measured (so speed-ups are conservative)."]
     if traffic_rows:
         lines += ["", "### The LLM traffic hook (`--agent-eval-traffic`, record and replay)", ""]
-        lines += traffic_table(traffic_rows)
+        lines += comparison_table(traffic_rows, "compared with, s")
         lines += [
             "",
             "The HTTP agent posts to a loopback chat-completions server in the benchmark's process that answers "
