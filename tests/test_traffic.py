@@ -112,6 +112,14 @@ def usages(pytester: pytest.Pytester) -> list[dict[str, Any]]:
 RUN = ("-p", "no:cacheprovider", "-p", "no:randomly")
 
 
+def has_langgraph() -> bool:
+    try:
+        import langgraph  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
 @pytest.mark.parametrize("agent, calls", [("sync_agent", 1), ("async_agent", 2)])
 def test_usage_and_cost_per_case_are_exact(
     project: pytest.Pytester, server: ChatServer, agent: str, calls: int
@@ -231,14 +239,19 @@ def cassette_texts(root: Path) -> dict[str, str]:
 
 def test_record_then_replay_with_the_server_stopped(project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
     project.makefile(".yaml", eval_rr=evals_file("async_agent", cases=3, repeat=2))
+    if has_langgraph():
+        monkeypatch.setenv("WITH_GRAPH", "1")
+        project.makefile(".yaml", eval_graph=evals_file("GRAPH", cases=2))
     with ChatServer(lambda prompt: None) as chat:
         point_at(monkeypatch, chat.base_url)
         recorded = project.runpytest(*RUN, "--agent-eval-record")
-        recorded.assert_outcomes(passed=3)
-        assert len(chat.log) == 12
+        graphs = 2 if has_langgraph() else 0
+        recorded.assert_outcomes(passed=3 + graphs)
+        assert len(chat.log) == 12 + graphs
     recorded_usage = usages(project)
     texts = cassette_texts(project.path)
-    assert sorted(texts) == [f"cassettes/eval_rr/case_{n}.yaml" for n in range(3)]
+    expected = [f"cassettes/eval_graph/case_{n}.yaml" for n in range(graphs)]
+    assert sorted(texts) == [*expected, *(f"cassettes/eval_rr/case_{n}.yaml" for n in range(3))]
     for text in texts.values():
         assert "sk-loopback" not in text and "uthorization" not in text
     data = __import__("yaml").safe_load(texts["cassettes/eval_rr/case_0.yaml"])
@@ -250,7 +263,7 @@ def test_record_then_replay_with_the_server_stopped(project: pytest.Pytester, mo
     assert [i["trial"] for i in data["interactions"]] == [1, 1, 2, 2]
 
     replayed = project.runpytest(*RUN, "--agent-eval-replay")  # the server is gone: nothing reaches a socket
-    replayed.assert_outcomes(passed=3)
+    replayed.assert_outcomes(passed=3 + graphs)
     assert usages(project) == recorded_usage  # same outcomes, same usage and cost
 
 
