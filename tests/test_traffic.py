@@ -213,6 +213,14 @@ def test_a_server_that_always_fails_ends_the_case_as_error(
     assert "1 error" in result.stdout.lines[-1] and "failed" not in result.stdout.lines[-1]
 
 
+def test_an_infrastructure_error_reads_as_error_under_xdist(project: pytest.Pytester, server: ChatServer) -> None:
+    server.failures = 1000
+    project.makefile(".yaml", eval_retry=evals_file("sync_agent", cases=2))
+    result = project.runpytest_subprocess("-p", "no:randomly", "-n", "2", "--agent-eval-retries", "0")
+    result.assert_outcomes(errors=2)
+    result.stdout.fnmatch_lines(["*answered 429 Too Many Requests", "*answered 429 Too Many Requests"])
+
+
 def test_connection_refused_is_an_error_naming_the_request(
     project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
