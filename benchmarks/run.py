@@ -469,6 +469,11 @@ class _ChatHandler(BaseHTTPRequestHandler):
         pass
 
 
+class _ChatServer(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 128  # 32 connections at once: the default backlog of 5 refuses some under load
+
+
 def measure_traffic(runner: Runner) -> tuple[Comparison, list[Comparison]]:
     """The hook's own cost on zero-latency cases; and a 50 ms HTTP agent live, recording and replaying."""
     zero = runner.measure(
@@ -481,8 +486,7 @@ def measure_traffic(runner: Runner) -> tuple[Comparison, list[Comparison]]:
     hook = Comparison(
         f"run {N_CASES:,} zero-latency cases, traffic hook on vs off", zero["on"], zero["off"], TARGET_TRAFFIC_HOOK
     )
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _ChatHandler)
-    httpd.daemon_threads = True
+    httpd = _ChatServer(("127.0.0.1", 0), _ChatHandler)
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
     os.environ["BENCH_LLM_URL"] = f"http://127.0.0.1:{httpd.server_address[1]}/v1"
     base = [HTTP_FILE, CONCURRENCY_OPTION, str(HTTP_CONCURRENCY)]
