@@ -21,6 +21,10 @@ Route = Callable[[str], "tuple[str, dict[str, Any]] | None"]
 ANSWER_PREFIX = "Here is what I found: "
 
 
+class _Server(ThreadingHTTPServer):
+    request_queue_size = 128  # many clients at once (concurrency, -n): the default backlog of 5 refuses some
+
+
 class ChatServer:
     """``with ChatServer(route) as server:`` — point the client at ``server.base_url``; ``requests`` holds bodies."""
 
@@ -45,7 +49,7 @@ class ChatServer:
         self.log: list[float] = []
         self.requests: list[dict[str, Any]] = []
         self._lock = threading.Lock()
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", port), _handler(self))
+        self._httpd = _Server(("127.0.0.1", port), _handler(self))
         self._httpd.daemon_threads = True
         self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
         self._timer = threading.Timer(lifetime_s, self.stop)
