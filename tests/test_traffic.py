@@ -410,3 +410,33 @@ def test_the_rate_limit_holds_with_the_redis_bucket(
     project: pytest.Pytester, server: ChatServer, redis_url: str
 ) -> None:
     run_rate_limited(project, server, "--agent-eval-rate-limit-url", redis_url)
+
+
+# -- in the reports ------------------------------------------------------------------------------------------
+
+
+def test_the_json_report_and_summary_carry_usage_cost_and_infrastructure_errors(
+    project: pytest.Pytester, server: ChatServer
+) -> None:
+    server.failures = 1  # the first request: 429, retried; then answers
+    project.makefile(".yaml", eval_usage=evals_file("async_agent", cases=2))
+    project.makefile(".yaml", eval_down=evals_file("sync_agent", cases=1).replace("case_0", "down"))
+    agents = project.path / "agents.py"
+    agents.write_text(
+        agents.read_text().replace(
+            "def sync_agent(query):\n    client = openai.OpenAI(max_retries=0)",
+            "def sync_agent(query):\n    client = openai.OpenAI(max_retries=0, base_url='http://127.0.0.1:9/v1')",
+        )
+    )
+    result = project.runpytest(*RUN, "--agent-eval-report", "report.json", "-n", "0")
+    result.assert_outcomes(passed=2, errors=1)
+    cases = {c["case_id"]: c for c in json.loads((project.path / "report.json").read_text())["cases"]}
+    for name in ("case_0", "case_1"):
+        assert cases[name]["outcome"] == "passed"
+        assert cases[name]["tokens"] == {"input": 20, "output": 10, "total": 30}
+        assert cases[name]["cost"] == pytest.approx(2 * (10 * 1.0 + 5 * 2.0) / 1e6)
+    assert cases["down"]["outcome"] == "error"
+    assert cases["down"]["error"].startswith(
+        "infrastructure error (not the agent's): POST http://127.0.0.1:9/v1/chat/completions failed: "
+    )
+    result.stdout.fnmatch_lines(["*agent eval summary*", "*tokens*cost*"])
