@@ -3,11 +3,19 @@
 The bucket is a SQLite file under a file lock in the run's cache directory, so every thread, event loop and
 xdist worker of the machine draws on one budget; with a ``redis://`` URL it is a Redis bucket, shared across
 machines. Requests wait for the budget; they are never failed for it.
+
+Each attempt takes a permit without waiting (``timeout=0``; pyrate-limiter's ``blocking=False`` hands a bool
+to filelock's timeout), stamped with the time it is taken; a request that gets none polls again shortly. The
+library's own blocking wait stamps a permit with the time it meant to wake, which a loaded machine overshoots,
+letting more requests into a second than the budget.
 """
 
 from __future__ import annotations
 
+import asyncio
+import random
 import re
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -55,6 +63,8 @@ class Limits:
         self.requests = self._limiter("requests", requests) if requests else None
         self.tokens = self._limiter("tokens", tokens) if tokens else None
         self._token_cap = tokens.limit if tokens else 0
+        shortest = min(b.interval_ms / b.limit for b in (requests, tokens) if b is not None)
+        self._pause_s = min(0.05, shortest / 4000)
 
     def _limiter(self, name: str, budget: Budget) -> Any:
         from pyrate_limiter import Limiter, Rate
@@ -80,23 +90,36 @@ class Limits:
             bucket = SQLiteBucket.init_from_file(rates, table=f"{name}_{budget.key}", db_path=path, use_file_lock=True)
         return Limiter(bucket, buffer_ms=10)
 
+    def _pause(self) -> float:
+        return self._pause_s * random.uniform(0.5, 1.5)
+
     def request(self) -> None:
         """Wait (blocking) until the request budget allows one more request."""
-        if self.requests is not None:
-            self.requests.try_acquire(name="requests")
+        while self.requests is not None and not self.requests.try_acquire(name="requests", timeout=0):
+            time.sleep(self._pause())
 
     async def request_async(self) -> None:
-        if self.requests is not None:
-            await self.requests.try_acquire_async(name="requests")
+        while self.requests is not None and not self.requests.try_acquire(name="requests", timeout=0):
+            await asyncio.sleep(self._pause())
 
     def spend(self, tokens: int) -> None:
         """Debit ``tokens`` from the token budget, waiting (blocking) until it has them."""
-        if self.tokens is not None and tokens > 0:
-            self.tokens.try_acquire(name="tokens", weight=min(tokens, self._token_cap))
+        weight = min(tokens, self._token_cap)
+        while (
+            self.tokens is not None
+            and weight > 0
+            and not self.tokens.try_acquire(name="tokens", weight=weight, timeout=0)
+        ):
+            time.sleep(self._pause())
 
     async def spend_async(self, tokens: int) -> None:
-        if self.tokens is not None and tokens > 0:
-            await self.tokens.try_acquire_async(name="tokens", weight=min(tokens, self._token_cap))
+        weight = min(tokens, self._token_cap)
+        while (
+            self.tokens is not None
+            and weight > 0
+            and not self.tokens.try_acquire(name="tokens", weight=weight, timeout=0)
+        ):
+            await asyncio.sleep(self._pause())
 
     def close(self) -> None:
         for limiter in (self.requests, self.tokens):
