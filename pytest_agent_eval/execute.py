@@ -37,6 +37,10 @@ def run_item(item: EvalItem, request: pytest.FixtureRequest) -> None:
         result = _run_concurrently(item, request, scheduler)
     note_result(item, result)
     item.ihook.pytest_agent_eval_case_result(item=item, result=result)
+    infra = next((t.run.infra_error for t in result.trials if t.run.infra_error), None)
+    if infra is not None:
+        where = f"{item.location[0]}:{item.case.line}"
+        raise InfrastructureError(f"{where}: case {item.case.id}: infrastructure error, not the agent's: {infra}")
     if result.passed and result.unscored:  # a pass with nothing scored would be a made-up verdict
         names = ", ".join(dict.fromkeys(c.name for c in result.unscored))
         reason = f"nothing scored ({names}): {result.unscored[0].message}"
@@ -70,6 +74,16 @@ def _run_concurrently(item: EvalItem, request: pytest.FixtureRequest, scheduler:
         if outcome.culprit is None or attempt:  # blocked by something else, or again: it cannot be told apart
             return blocked_result(item.case, outcome, item.case.timeout or state.settings.timeout)
     raise AssertionError("unreachable")
+
+
+class InfrastructureError(pytest.fail.Exception):  # type: ignore[name-defined,misc]
+    """The case's LLM requests failed on infrastructure (refused, 429/5xx after retries, replay miss): its report
+    reads as ERROR, not FAILED (``plugin.pytest_report_teststatus``), with the request named."""
+
+    __module__ = "builtins"  # read as "InfrastructureError: ...", as pytest's own Failed reads "Failed: ..."
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, pytrace=False)
 
 
 def _agent(item: EvalItem, request: pytest.FixtureRequest) -> Agent:

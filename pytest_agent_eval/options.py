@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pytest
@@ -99,6 +99,7 @@ def add_options(parser: pytest.Parser) -> None:
         default=None,
         help="regressions: the exit status depends on regressions against the baseline alone",
     )
+    _add_traffic_options(group, parser)
     parser.addini("agent_eval_require_llm", "fail LLM checks when no LLM is configured", type="bool", default=False)
     parser.addini("agent_eval_concurrency", "agent calls in flight at once in one pytest process", default="1")
     parser.addini("agent_eval_files", "glob patterns of eval file names", type="args", default=DEFAULT_FILES.split())
@@ -121,6 +122,142 @@ def add_options(parser: pytest.Parser) -> None:
     )
 
 
+def _add_traffic_options(group: pytest.OptionGroup, parser: pytest.Parser) -> None:
+    """SPEC §14: the hook on the agent's HTTP traffic to its LLM (usage, record/replay, budgets, retries)."""
+    group.addoption(
+        "--agent-eval-traffic",
+        dest="agent_eval_traffic",
+        action="store_true",
+        default=None,
+        help="watch each case's HTTP traffic (httpx): token usage and cost per case, retries of 429/5xx "
+        "(ini: agent_eval_traffic; on by itself with any option below)",
+    )
+    group.addoption(
+        "--agent-eval-record",
+        dest="agent_eval_record",
+        nargs="?",
+        const="all",
+        choices=("all", "new"),
+        default=None,
+        help="record each case's HTTP traffic into cassettes/<file stem>/<case id>.yaml "
+        "(=new: keep recorded answers, record only what is missing)",
+    )
+    group.addoption(
+        "--agent-eval-replay",
+        dest="agent_eval_replay",
+        action="store_true",
+        default=False,
+        help="answer each case's HTTP requests from its cassette, never the network (a request not recorded "
+        "errors its case)",
+    )
+    group.addoption(
+        "--agent-eval-retries",
+        dest="agent_eval_retries",
+        metavar="N",
+        type=int,
+        default=None,
+        help="retry an LLM request answered 429 or 5xx up to N times, honouring Retry-After (ini: agent_eval_retries; "
+        "default 3)",
+    )
+    group.addoption(
+        "--agent-eval-rate-limit",
+        dest="agent_eval_rate_limit",
+        metavar="N/s|N/min|N/h",
+        default=None,
+        help="request budget for the whole run, shared by every worker (ini: agent_eval_rate_limit)",
+    )
+    group.addoption(
+        "--agent-eval-token-limit",
+        dest="agent_eval_token_limit",
+        metavar="N/s|N/min|N/h",
+        default=None,
+        help="token budget for the whole run, debited from each response's usage (ini: agent_eval_token_limit)",
+    )
+    group.addoption(
+        "--agent-eval-rate-limit-url",
+        dest="agent_eval_rate_limit_url",
+        metavar="redis://HOST:PORT/DB",
+        default=None,
+        help="keep the budgets in Redis, shared across machines (ini: agent_eval_rate_limit_url; extra 'redis')",
+    )
+    parser.addini("agent_eval_traffic", "watch each case's HTTP traffic: usage, cost, retries", type="bool")
+    parser.addini("agent_eval_retries", "retries of an LLM request answered 429 or 5xx", default="3")
+    parser.addini("agent_eval_rate_limit", "request budget for the whole run (N/s, N/min, N/h)", default="")
+    parser.addini("agent_eval_token_limit", "token budget for the whole run (N/s, N/min, N/h)", default="")
+    parser.addini("agent_eval_rate_limit_url", "redis:// URL where the budgets are kept", default="")
+    parser.addini(
+        "agent_eval_cassettes",
+        "folder of the cassettes (relative to the rootdir); default: cassettes/ beside each eval file",
+        default="",
+    )
+    parser.addini(
+        "agent_eval_match_ignore",
+        "JSON fields of request bodies left out when matching recorded requests",
+        type="args",
+        default=[],
+    )
+    parser.addini(
+        "agent_eval_prices",
+        "LLM prices, $ per million tokens: JSON {model: {input, output}} or a JSON file "
+        "(relative to the rootdir); merged over the built-in table",
+        default="",
+    )
+
+
+@dataclass(frozen=True)
+class TrafficOptions:
+    """The options of the HTTP traffic hook; ``on`` when any of them needs it."""
+
+    on: bool = False
+    record: str | None = None
+    """``record`` (everything anew), ``new`` (only what is missing), ``replay``, or ``None``."""
+    retries: int = 3
+    rate_limit: str | None = None
+    token_limit: str | None = None
+    rate_limit_url: str | None = None
+    cassettes: Path | None = None
+    match_ignore: tuple[str, ...] = ()
+    prices: str = ""
+
+    @classmethod
+    def from_config(cls, config: pytest.Config) -> TrafficOptions:
+        def value(name: str) -> str | None:
+            given = config.getoption(name)
+            return str(given) if given is not None else (str(config.getini(name)).strip() or None)
+
+        record = config.getoption("agent_eval_record")
+        if record is not None and config.getoption("agent_eval_replay"):
+            raise pytest.UsageError("--agent-eval-record and --agent-eval-replay: choose one")
+        replay = "replay" if config.getoption("agent_eval_replay") else None
+        mode = {"all": "record", "new": "new"}.get(record or "") or replay
+        retries = config.getoption("agent_eval_retries")
+        if retries is None:
+            retries = _positive_int(str(config.getini("agent_eval_retries")), "ini agent_eval_retries", minimum=0)
+        elif retries < 0:
+            raise pytest.UsageError(f"--agent-eval-retries must be at least 0, got {retries}")
+        cassettes = str(config.getini("agent_eval_cassettes")).strip()
+        options = cls(
+            record=mode,
+            retries=retries,
+            rate_limit=value("agent_eval_rate_limit"),
+            token_limit=value("agent_eval_token_limit"),
+            rate_limit_url=value("agent_eval_rate_limit_url"),
+            cassettes=config.rootpath / cassettes if cassettes else None,
+            match_ignore=tuple(config.getini("agent_eval_match_ignore")),
+            prices=str(config.getini("agent_eval_prices")).strip(),
+        )
+        wanted = (
+            config.getoption("agent_eval_traffic")
+            or config.getini("agent_eval_traffic")
+            or config.getoption("agent_eval_retries") is not None
+            or mode
+            or options.rate_limit
+            or options.token_limit
+            or options.prices
+        )
+        return replace(options, on=bool(wanted))
+
+
 @dataclass(frozen=True)
 class Settings:
     """Every option of the plugin, read once per session."""
@@ -135,6 +272,7 @@ class Settings:
     concurrency: int = 1
     repeat: int | None = None
     require_llm: bool = False
+    traffic: TrafficOptions = TrafficOptions()
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> Settings:
@@ -165,14 +303,15 @@ class Settings:
             concurrency=concurrency,
             repeat=repeat,
             require_llm=bool(config.getoption("agent_eval_require_llm") or config.getini("agent_eval_require_llm")),
+            traffic=TrafficOptions.from_config(config),
         )
 
 
-def _positive_int(text: str, name: str) -> int:
+def _positive_int(text: str, name: str, minimum: int = 1) -> int:
     try:
-        value = int(text.strip() or "1")
+        value = int(text.strip() or str(minimum))
     except ValueError:
-        raise pytest.UsageError(f"{name} = {text!r}: give a whole number of at least 1") from None
-    if value < 1:
-        raise pytest.UsageError(f"{name} must be at least 1, got {value}")
+        raise pytest.UsageError(f"{name} = {text!r}: give a whole number of at least {minimum}") from None
+    if value < minimum:
+        raise pytest.UsageError(f"{name} must be at least {minimum}, got {value}")
     return value

@@ -69,7 +69,15 @@ def pytest_runtest_makereport(
     item: pytest.Item, call: pytest.CallInfo[None]
 ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     report = yield
+    if call.excinfo is not None and type(call.excinfo.value).__name__ == "InfrastructureError":
+        report.agent_eval_infra = True  # type: ignore[attr-defined]  # carried to the xdist controller
     skipping.place(item, report)
     stopping.note_report(item, report)
     attach(item, report)
     return report
+
+
+def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config) -> tuple[str, str, str] | None:
+    if getattr(report, "agent_eval_infra", False) and report.failed:  # infrastructure, not the agent: apart
+        return "error", "E", "ERROR"
+    return None

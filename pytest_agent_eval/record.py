@@ -51,6 +51,8 @@ class RunRecord:
     traceback: str | None = None
     history: list[dict[str, Any]] = field(default_factory=list)
     """Multi-turn cases: the conversation, ``{"role", "content"}`` per message."""
+    infra_error: str | None = None
+    """An LLM request that failed on infrastructure (refused, 429/5xx after retries, replay miss): the case errors."""
 
     @property
     def tool_names(self) -> list[str]:

@@ -12,7 +12,7 @@ import traceback
 from collections.abc import Callable, Coroutine, Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from pytest_agent_eval.agents import Agent, UnreadableResult, invoke, normalise
 from pytest_agent_eval.blocking import in_thread, outside_loop
@@ -22,6 +22,9 @@ from pytest_agent_eval.checks.answers import answered
 from pytest_agent_eval.faults import describe, original
 from pytest_agent_eval.record import RunRecord, ToolCall
 from pytest_agent_eval.stalls import CALL, LoopBlocked, Stall, blocked_message, running_step
+
+if TYPE_CHECKING:
+    from pytest_agent_eval.traffic.hook import Traffic
 
 T = TypeVar("T")
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
@@ -56,6 +59,8 @@ class RunSettings:
     """``--agent-eval-require-llm``: a check that needs an LLM fails when there is none, instead of 'not scored'."""
     inline: bool = False
     """Blocking calls without a timeout run in the loop's own thread: set when the loop runs one case at a time."""
+    traffic: Traffic | None = None
+    """The HTTP traffic hook's session (usage, cassettes, rate limits, retries), when an option turned it on."""
 
 
 @dataclass
@@ -277,7 +282,10 @@ async def run_case(case: Case, agent: Agent, settings: RunSettings) -> CaseResul
     """All trials of the case (``repeat``), concurrently within the limit; the pass rate decides."""
     repeat = settings.repeat or case.repeat
     CALL.set((case, case.timeout if case.timeout is not None else settings.default_timeout))
-    trials = list(await asyncio.gather(*(run_trial(case, agent, settings) for _ in range(repeat))))
+    if settings.traffic is not None:
+        trials = await settings.traffic.run_trials(case, repeat, lambda: run_trial(case, agent, settings))
+    else:
+        trials = list(await asyncio.gather(*(run_trial(case, agent, settings) for _ in range(repeat))))
     passes = sum(t.passed for t in trials)
     rate = passes / len(trials)
     score = sum(t.score for t in trials) / len(trials)

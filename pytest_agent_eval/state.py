@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from pytest_agent_eval.runner import CaseResult, InlineLoop, LoopThread, RecorderFactory, RunSettings
     from pytest_agent_eval.scheduler import Scheduler
     from pytest_agent_eval.stalls import Stall
+    from pytest_agent_eval.traffic.hook import Traffic
 
 
 _UNSET: Any = object()
@@ -47,6 +48,26 @@ class EvalSession:
         """Cases whose agent blocked the background loop, by ``id(case)``: failed so, and never started again."""
         self.next_item: pytest.Item | None = None
         """The item pytest runs after the current one (``pytest_runtest_protocol``)."""
+        self.traffic: Traffic | None = self._start_traffic() if self.settings.traffic.on else None
+        """The HTTP traffic hook (SPEC §14), installed only when an option needs it."""
+
+    def _start_traffic(self) -> Traffic:
+        import hashlib
+        import tempfile
+        from pathlib import Path
+
+        from pytest_agent_eval.traffic.session import start
+
+        cache = getattr(self.config, "cache", None)
+        if cache is not None:  # the run's cache directory, shared by every xdist worker
+            folder = cache.mkdir("agent_eval_limits")
+        else:
+            digest = hashlib.sha256(str(self.config.rootpath).encode()).hexdigest()[:12]
+            folder = Path(tempfile.gettempdir()) / f"pytest-agent-eval-limits-{digest}"
+        try:
+            return start(self.settings.traffic, self.config.rootpath, folder)
+        except (ValueError, ImportError) as exc:
+            raise pytest.UsageError(str(exc)) from None
 
     @property
     def checks(self) -> CheckRegistry:
@@ -152,6 +173,7 @@ class EvalSession:
             repeat=self.settings.repeat,
             require_llm=self.settings.require_llm,
             inline=runner is not self._loop,
+            traffic=self.traffic,
         )
 
     def scheduler(self, session: pytest.Session) -> Scheduler | None:
@@ -163,6 +185,11 @@ class EvalSession:
         return self._scheduler
 
     def close(self) -> None:
+        if self.traffic is not None:
+            from pytest_agent_eval.traffic.session import stop
+
+            stop(self.traffic)
+            self.traffic = None
         if self._scheduler is not None:
             self._scheduler.close()
             self._scheduler = None

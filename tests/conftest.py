@@ -8,7 +8,8 @@ from agent_sources import SCRIPTED_AGENT
 
 # The plugin imports its runner and jsonschema lazily (start-up time). Imported here once, so that pytester's
 # in-process runs find them loaded instead of importing them anew for every run.
-import pytest_agent_eval.execute  # noqa: F401
+import pytest_agent_eval.execute
+import pytest_agent_eval.traffic.session  # noqa: F401 - with PyYAML, whose C loader cannot be imported twice
 
 
 @pytest.fixture

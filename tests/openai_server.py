@@ -3,12 +3,15 @@
 To a user message it replies with the tool call that ``route(prompt)`` picks (name and JSON arguments); to tool
 results it replies with an answer quoting them. It serves on 127.0.0.1 (port 0) in a daemon thread and stops
 itself at ``__exit__``, after ``max_requests`` requests, or ``lifetime_s`` seconds, whichever comes first.
+``failures`` first requests are answered ``failure_status`` (with ``Retry-After: retry_after``); ``log`` holds the
+arrival time (``time.time()``) of every request; ``delay_s`` delays every answer.
 """
 
 from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -18,15 +21,35 @@ Route = Callable[[str], "tuple[str, dict[str, Any]] | None"]
 ANSWER_PREFIX = "Here is what I found: "
 
 
+class _Server(ThreadingHTTPServer):
+    request_queue_size = 128  # many clients at once (concurrency, -n): the default backlog of 5 refuses some
+
+
 class ChatServer:
     """``with ChatServer(route) as server:`` — point the client at ``server.base_url``; ``requests`` holds bodies."""
 
-    def __init__(self, route: Route, *, max_requests: int = 50, lifetime_s: float = 120.0) -> None:
+    def __init__(
+        self,
+        route: Route,
+        *,
+        max_requests: int = 50,
+        lifetime_s: float = 120.0,
+        failures: int = 0,
+        failure_status: int = 429,
+        retry_after: str | None = "0",
+        delay_s: float = 0.0,
+        port: int = 0,
+    ) -> None:
         self.route = route
         self.max_requests = max_requests
+        self.failures = failures
+        self.failure_status = failure_status
+        self.retry_after = retry_after
+        self.delay_s = delay_s
+        self.log: list[float] = []
         self.requests: list[dict[str, Any]] = []
         self._lock = threading.Lock()
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
+        self._httpd = _Server(("127.0.0.1", port), _handler(self))
         self._httpd.daemon_threads = True
         self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
         self._timer = threading.Timer(lifetime_s, self.stop)
@@ -56,6 +79,10 @@ class ChatServer:
     def reply(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         """The status and JSON reply to one chat-completions request."""
         with self._lock:
+            self.log.append(time.time())
+            if self.failures > 0:
+                self.failures -= 1
+                return self.failure_status, {"error": {"message": f"loopback server: {self.failure_status} on purpose"}}
             self.requests.append(body)
             n = len(self.requests)
         if n > self.max_requests:
@@ -107,8 +134,12 @@ def _handler(server: ChatServer) -> type[BaseHTTPRequestHandler]:
                 status, reply = 404, {"error": {"message": f"loopback server: no route {self.path}"}}
             else:
                 status, reply = server.reply(json.loads(self.rfile.read(length) or b"{}"))
+            if server.delay_s:
+                time.sleep(server.delay_s)
             data = json.dumps(reply).encode()
             self.send_response(status)
+            if status == server.failure_status and server.retry_after is not None:
+                self.send_header("Retry-After", server.retry_after)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()

@@ -216,8 +216,8 @@ def from_result(nodeid: str, file: str, result: CaseResult) -> CaseRecord:
 def outcome(report: pytest.TestReport) -> str:
     """passed / failed / skipped / error / xfailed / xpassed, as pytest's terminal counts the report."""
     xfail = hasattr(report, "wasxfail")
-    if report.when != "call" and report.failed:
-        return "error"
+    if report.failed and (report.when != "call" or getattr(report, "agent_eval_infra", False)):
+        return "error"  # outside the test body, or the LLM's infrastructure failed (traffic layer): not the agent
     if report.skipped:
         return "xfailed" if xfail else "skipped"
     if report.passed:

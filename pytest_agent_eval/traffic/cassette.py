@@ -1,0 +1,217 @@
+"""Per-case cassettes: the HTTP requests a case made and the answers it got, in vcrpy's YAML format (version 1).
+
+``interactions`` holds ``{request: {method, uri, body, headers}, response: {status: {code, message}, headers,
+body: {string}}}`` in the order the trials made them (each also names its ``trial``), so vcrpy's tooling reads
+them. Secrets are never written: only the ``content-type`` header is kept, ``api_key``-like query parameters and
+JSON fields are replaced. A request matches a recorded one on method, URL and body (JSON compared as data, the
+fields named in ``ignore`` left out at any depth).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tempfile
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+import yaml
+
+SCRUBBED = "<scrubbed>"
+_SECRET = re.compile(r"(api[-_]?key|token|secret|password|auth|signature|^key$|^sig$)", re.IGNORECASE)
+_KEPT_HEADERS = ("content-type",)
+
+
+def scrub_url(url: str) -> str:
+    """The URL with secret-looking query parameters (``api_key``, ``key``, ``token`` ...) replaced."""
+    parts = urlsplit(url)
+    if not parts.query:
+        return url
+    query = [(k, SCRUBBED if _SECRET.search(k) else v) for k, v in parse_qsl(parts.query, keep_blank_values=True)]
+    return urlunsplit(parts._replace(query=urlencode(query, safe="<>")))
+
+
+def _scrub_data(data: Any) -> Any:
+    if isinstance(data, dict):
+        return {
+            k: SCRUBBED if _SECRET.search(str(k)) and isinstance(v, str) else _scrub_data(v) for k, v in data.items()
+        }
+    if isinstance(data, list):
+        return [_scrub_data(v) for v in data]
+    return data
+
+
+def _without(data: Any, ignore: frozenset[str]) -> Any:
+    if isinstance(data, dict):
+        return {k: _without(v, ignore) for k, v in data.items() if k not in ignore}
+    if isinstance(data, list):
+        return [_without(v, ignore) for v in data]
+    return data
+
+
+def body_text(body: bytes) -> str | bytes:
+    """A body as text when it is UTF-8 (bytes otherwise: YAML writes them as ``!!binary``); JSON bodies scrubbed."""
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError:
+        return body
+    data = _json(text)
+    if data is not None:
+        scrubbed = _scrub_data(data)
+        if scrubbed != data:
+            return json.dumps(scrubbed, ensure_ascii=False)
+    return text
+
+
+def _json(text: str) -> Any:
+    if text[:1] not in ("{", "["):
+        return None
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None
+
+
+def match_key(method: str, url: str, body: str | bytes | None, ignore: frozenset[str]) -> tuple[str, str, str]:
+    """What two requests must share to match: method, scrubbed URL, body (JSON as sorted data, without ``ignore``)."""
+    text = body.decode("utf-8", "replace") if isinstance(body, bytes) else body or ""
+    data = _json(text)
+    if data is not None:
+        text = json.dumps(_without(_scrub_data(data), ignore), sort_keys=True, ensure_ascii=False)
+    return method.upper(), scrub_url(url), text
+
+
+@dataclass
+class Interaction:
+    """One request and the answer it got."""
+
+    method: str
+    uri: str
+    request_body: str | bytes | None
+    request_type: str | None
+    status: int
+    reason: str
+    response_type: str | None
+    response_body: str | bytes
+    trial: int = 1
+
+    def to_vcr(self) -> dict[str, Any]:
+        return {
+            "request": {
+                "body": self.request_body,
+                "headers": {"Content-Type": [self.request_type]} if self.request_type else {},
+                "method": self.method,
+                "uri": self.uri,
+            },
+            "response": {
+                "status": {"code": self.status, "message": self.reason},
+                "headers": {"Content-Type": [self.response_type]} if self.response_type else {},
+                "body": {"string": self.response_body},
+            },
+            "trial": self.trial,
+        }
+
+    @classmethod
+    def from_vcr(cls, data: dict[str, Any]) -> Interaction:
+        request, response = data["request"], data["response"]
+        return cls(
+            method=str(request["method"]),
+            uri=str(request["uri"]),
+            request_body=request.get("body"),
+            request_type=_header(request.get("headers")),
+            status=int(response["status"]["code"]),
+            reason=str(response["status"].get("message", "")),
+            response_type=_header(response.get("headers")),
+            response_body=response.get("body", {}).get("string", ""),
+            trial=int(data.get("trial", 1)),
+        )
+
+    @property
+    def response_bytes(self) -> bytes:
+        body = self.response_body
+        return body if isinstance(body, bytes) else body.encode("utf-8")
+
+
+def _header(headers: Any) -> str | None:
+    for name, values in (headers or {}).items():
+        if str(name).lower() in _KEPT_HEADERS:
+            return str(values[0] if isinstance(values, list) else values)
+    return None
+
+
+class CassetteError(Exception):
+    """A cassette file that cannot be read."""
+
+
+class Cassette:
+    """One case's recorded interactions; ``take`` hands out matches in order (a match again once all are used)."""
+
+    def __init__(self, path: Path, ignore: frozenset[str], load: bool = True) -> None:
+        self.path = path
+        self.ignore = ignore
+        self.interactions: list[Interaction] = []
+        self.new: list[Interaction] = []
+        self._used: set[int] = set()
+        self._lock = threading.Lock()
+        self.exists = load and path.is_file()
+        if self.exists:
+            self.interactions = _read(path)
+        self._keys = [self.key(i) for i in self.interactions]
+
+    def key(self, interaction: Interaction) -> tuple[str, str, str]:
+        return match_key(interaction.method, interaction.uri, interaction.request_body, self.ignore)
+
+    def take(self, key: tuple[str, str, str]) -> Interaction | None:
+        """The first unused recorded answer to a request with ``key``; else the first used one; else None."""
+        with self._lock:
+            found = [n for n, k in enumerate(self._keys) if k == key]
+            fresh = [n for n in found if n not in self._used]
+            if not found:
+                return None
+            n = fresh[0] if fresh else found[0]
+            self._used.add(n)
+            return self.interactions[n]
+
+    def add(self, interaction: Interaction) -> None:
+        with self._lock:
+            self.new.append(interaction)
+
+    def save(self, keep_old: bool) -> None:
+        """Write the cassette (atomically): the new interactions in trial order, after the old ones if kept."""
+        new = sorted(self.new, key=lambda i: i.trial)  # stable: each trial's requests stay in order
+        interactions = (self.interactions if keep_old else []) + new
+        if not new and (keep_old or not interactions):
+            return
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        text = yaml.dump(
+            {"interactions": [i.to_vcr() for i in interactions], "version": 1},
+            Dumper=getattr(yaml, "CSafeDumper", yaml.SafeDumper),  # libyaml's, several times faster, where present
+            sort_keys=False,
+            allow_unicode=True,
+            width=120,
+        )
+        fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=f".{self.path.name}.", suffix=".tmp")
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(text)
+        os.replace(tmp, self.path)
+
+
+def _read(path: Path) -> list[Interaction]:
+    try:
+        data = yaml.load(path.read_text(encoding="utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+        return [Interaction.from_vcr(i) for i in (data or {}).get("interactions") or []]
+    except (OSError, yaml.YAMLError, KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise CassetteError(
+            f"{path}: not a readable cassette ({type(exc).__name__}: {exc}); delete it and record "
+            "again with --agent-eval-record"
+        ) from None
+
+
+def cassette_path(folder: Path, eval_file: Path, case_id: str) -> Path:
+    """``<folder>/<eval file stem>/<case id>.yaml``, the case id made safe as a file name."""
+    name = re.sub(r"[^A-Za-z0-9._-]+", "_", case_id).strip(".") or "case"
+    return folder / eval_file.stem / f"{name}.yaml"

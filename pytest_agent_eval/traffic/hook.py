@@ -1,0 +1,311 @@
+"""The hook at the ``httpx`` transport layer (``httpx`` and ``httpx2``; sync and async) and what it does with each
+request a case makes: replay or record it, wait for the rate limit, retry 429/5xx answers, count usage and cost.
+
+Installed only while an option needs it (``install``/``uninstall``); a request made outside a case passes
+through untouched. The response the agent gets is read whole first (a streamed answer arrives at once).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import importlib
+import random
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pytest_agent_eval.traffic.cassette import Cassette, Interaction, body_text, cassette_path, match_key, scrub_url
+from pytest_agent_eval.traffic.limits import Limits
+from pytest_agent_eval.traffic.scope import CURRENT, CaseTraffic, TrialTraffic, shown
+from pytest_agent_eval.traffic.usage import DEFAULT_PRICES, read_usage
+
+if TYPE_CHECKING:
+    from pytest_agent_eval.cases.model import Case
+    from pytest_agent_eval.runner import TrialResult
+
+MODES = ("record", "new", "replay")
+"""``--agent-eval-record`` (everything anew), ``--agent-eval-record=new`` (only what is missing), replay."""
+_DROPPED = frozenset({"content-encoding", "transfer-encoding", "content-length"})
+MAX_RETRY_WAIT_S = 60.0
+
+
+@dataclass
+class TrafficSettings:
+    """What the hook does: cassettes, retries, prices, budgets."""
+
+    root: Path
+    """The rootdir: cassette paths in messages are relative to it."""
+    mode: str | None = None
+    cassettes: Path | None = None
+    """The cassette folder (ini ``agent_eval_cassettes``); ``None``: ``cassettes/`` beside each eval file."""
+    ignore: frozenset[str] = frozenset()
+    """JSON fields left out when requests are matched."""
+    retries: int = 3
+    prices: dict[str, dict[str, float]] = field(default_factory=lambda: dict(DEFAULT_PRICES))
+    limits: Limits | None = None
+
+
+class Traffic:
+    """The hook's behaviour for one session."""
+
+    def __init__(self, settings: TrafficSettings) -> None:
+        self.settings = settings
+        self._errors: dict[str, type[Exception]] = {}
+
+    # -- cases and trials ------------------------------------------------------------------------------------
+
+    def case(self, case: Case) -> CaseTraffic:
+        if self.settings.mode is None:
+            return CaseTraffic(case.id, None)
+        folder = self.settings.cassettes or case.path.parent / "cassettes"
+        path = cassette_path(folder, case.path, case.id)
+        cassette = Cassette(path, self.settings.ignore, load=self.settings.mode != "record")
+        return CaseTraffic(case.id, cassette, shown(path, self.settings.root))
+
+    async def run_trials(self, case: Case, repeat: int, run: Callable[[], Awaitable[TrialResult]]) -> list[TrialResult]:
+        """The case's trials, each with its own traffic scope; then the cassette is written when recording."""
+        traffic = self.case(case)
+
+        async def one() -> TrialResult:
+            trial = traffic.trial()
+            CURRENT.set(trial)  # this coroutine runs as its own task: the setting ends with it
+            return settle(trial, await run())
+
+        trials = list(await asyncio.gather(*(one() for _ in range(repeat))))
+        if self.settings.mode in ("record", "new") and traffic.cassette is not None and not traffic.failed:
+            traffic.cassette.save(keep_old=self.settings.mode == "new")
+        return trials
+
+    # -- one request -----------------------------------------------------------------------------------------
+
+    def _error(self, module: Any) -> type[Exception]:
+        """The exception a replay miss raises: a transport error of the client's own httpx."""
+        cls = self._errors.get(module.__name__)
+        if cls is None:
+            cls = self._errors[module.__name__] = type("ReplayMiss", (module.TransportError,), {})
+        return cls
+
+    def _replayed(self, module: Any, request: Any, trial: TrialTraffic) -> Any:
+        """The recorded answer, or ``None`` to go to the network; raises on a miss under replay."""
+        cassette = trial.case.cassette
+        if cassette is None or self.settings.mode == "record":
+            return None
+        key = match_key(request.method, str(request.url), request.content, self.settings.ignore)
+        hit = cassette.take(key)
+        if hit is not None:
+            trial.count(read_usage(hit.response_bytes, hit.response_type or ""), self.settings.prices)
+            headers = [("content-type", hit.response_type)] if hit.response_type else []
+            return module.Response(hit.status, headers=headers, content=hit.response_bytes)
+        if self.settings.mode != "replay":
+            return None
+        where = (
+            f"no recorded answer in {trial.case.cassette_name}"
+            if cassette.exists
+            else f"no cassette {trial.case.cassette_name}"
+        )
+        message = (
+            f"replay miss: {request.method} {scrub_url(str(request.url))} ({where}; record it with "
+            "--agent-eval-record=new)"
+        )
+        trial.fail(message)
+        error: Any = self._error(module)
+        raise error(message, request=request)
+
+    def _retry_in(self, response: Any, attempt: int) -> float | None:
+        """Seconds to wait before trying again, or ``None`` when the answer is final."""
+        if not (response.status_code == 429 or response.status_code >= 500) or attempt >= self.settings.retries:
+            return None
+        return retry_delay(response.headers, attempt)
+
+    def _answer(self, module: Any, request: Any, response: Any, attempt: int, trial: TrialTraffic) -> Any:
+        """The response the agent gets (already read), after counting and recording it."""
+        body = response.content
+        described = f"{request.method} {scrub_url(str(request.url))}"
+        if response.status_code == 429 or response.status_code >= 500:
+            retried = f" after {attempt} retr{'y' if attempt == 1 else 'ies'}" if attempt else ""
+            trial.fail(f"{described} answered {response.status_code} {response.reason_phrase}{retried}")
+        else:
+            trial.count(read_usage(body, response.headers.get("content-type", "")), self.settings.prices)
+            cassette = trial.case.cassette
+            if cassette is not None and self.settings.mode in ("record", "new"):
+                cassette.add(
+                    Interaction(
+                        method=request.method,
+                        uri=scrub_url(str(request.url)),
+                        request_body=body_text(request.content) if request.content else None,
+                        request_type=request.headers.get("content-type"),
+                        status=response.status_code,
+                        reason=response.reason_phrase,
+                        response_type=response.headers.get("content-type"),
+                        response_body=body_text(body),
+                        trial=trial.number,
+                    )
+                )
+        headers = [(k, v) for k, v in response.headers.multi_items() if k.lower() not in _DROPPED]
+        return module.Response(response.status_code, headers=headers, content=body, extensions=response.extensions)
+
+    def _connect_failed(self, request: Any, exc: Exception, trial: TrialTraffic) -> None:
+        text = str(exc) or type(exc).__name__
+        trial.fail(f"{request.method} {scrub_url(str(request.url))} failed: {type(exc).__name__}: {text}")
+
+    def handle(self, module: Any, request: Any, send: Callable[[Any], Any], trial: TrialTraffic) -> Any:
+        request.read()
+        replayed = self._replayed(module, request, trial)
+        if replayed is not None:
+            return replayed
+        limits = self.settings.limits
+        attempt = 0
+        while True:
+            if limits is not None:
+                limits.request()
+            try:
+                response = send(request)
+            except Exception as exc:  # the transport failed (refused, reset, a timeout): infrastructure
+                self._connect_failed(request, exc, trial)
+                raise
+            try:
+                response.read()
+            finally:
+                response.close()
+            wait = self._retry_in(response, attempt)
+            if wait is None:
+                break
+            time.sleep(wait)
+            attempt += 1
+        answer = self._answer(module, request, response, attempt, trial)
+        if limits is not None:
+            limits.spend(_tokens(answer))
+        return answer
+
+    async def handle_async(
+        self, module: Any, request: Any, send: Callable[[Any], Awaitable[Any]], trial: TrialTraffic
+    ) -> Any:
+        await request.aread()
+        replayed = self._replayed(module, request, trial)
+        if replayed is not None:
+            return replayed
+        limits = self.settings.limits
+        attempt = 0
+        while True:
+            if limits is not None:
+                await limits.request_async()
+            try:
+                response = await send(request)
+            except Exception as exc:  # the transport failed (refused, reset, a timeout): infrastructure
+                self._connect_failed(request, exc, trial)
+                raise
+            try:
+                await response.aread()
+            finally:
+                await response.aclose()
+            wait = self._retry_in(response, attempt)
+            if wait is None:
+                break
+            await asyncio.sleep(wait)
+            attempt += 1
+        answer = self._answer(module, request, response, attempt, trial)
+        if limits is not None:
+            await limits.spend_async(_tokens(answer))
+        return answer
+
+
+def _tokens(response: Any) -> int:
+    call = read_usage(response.content, response.headers.get("content-type", ""))
+    return call.input_tokens + call.output_tokens if call is not None else 0
+
+
+def settle(trial: TrialTraffic, result: TrialResult) -> TrialResult:
+    """The trial's usage into its run record; an infrastructure failure makes the trial an error, whatever the
+    agent made of it."""
+    run = result.run
+    if trial.usage.requests:
+        run.usage = {**run.usage, **trial.usage.as_dict()} if trial.usage.measured else {**run.usage}
+        run.usage["requests"] = trial.usage.requests
+    if trial.infra_error is not None:
+        run.infra_error = trial.infra_error
+        run.error = f"infrastructure error (not the agent's): {trial.infra_error}"
+        result.passed = False
+        result.reasons = [run.error]
+    return result
+
+
+def retry_delay(headers: Any, attempt: int) -> float:
+    """The server's ``retry-after-ms`` / ``Retry-After`` (seconds or a date), else exponential backoff with jitter."""
+    try:
+        if headers.get("retry-after-ms"):
+            return min(float(headers["retry-after-ms"]) / 1000.0, MAX_RETRY_WAIT_S)
+        after = headers.get("retry-after")
+        if after:
+            try:
+                seconds = float(after)
+            except ValueError:
+                when = email.utils.parsedate_to_datetime(after)
+                seconds = when.timestamp() - time.time()
+            return min(max(seconds, 0.0), MAX_RETRY_WAIT_S)
+    except (TypeError, ValueError, OverflowError):
+        pass
+    backoff: float = min(0.5 * 2.0**attempt, 8.0)
+    return backoff * random.uniform(0.5, 1.0)
+
+
+# -- installing the hook -------------------------------------------------------------------------------------
+
+_ACTIVE: list[Traffic] = []
+_PATCHED: list[tuple[type, str, Any]] = []
+
+
+def install(traffic: Traffic) -> None:
+    """Route every ``httpx``/``httpx2`` transport request through ``traffic`` (until ``uninstall``)."""
+    _ACTIVE[:] = [traffic]
+    if _PATCHED:
+        return
+    seen: set[int] = set()
+    for name in ("httpx", "httpx2"):
+        try:
+            module = importlib.import_module(name)
+        except ImportError:
+            continue
+        if id(module) in seen:  # httpx2's alias_httpx() makes both names one module
+            continue
+        seen.add(id(module))
+        _patch(module.HTTPTransport, "handle_request", _sync_hook(module, module.HTTPTransport.handle_request))
+        _patch(
+            module.AsyncHTTPTransport,
+            "handle_async_request",
+            _async_hook(module, module.AsyncHTTPTransport.handle_async_request),
+        )
+
+
+def uninstall() -> None:
+    while _PATCHED:
+        cls, name, original = _PATCHED.pop()
+        setattr(cls, name, original)
+    _ACTIVE.clear()
+
+
+def _patch(cls: type, name: str, replacement: Any) -> None:
+    _PATCHED.append((cls, name, cls.__dict__[name]))
+    setattr(cls, name, replacement)
+
+
+def _sync_hook(module: Any, original: Callable[..., Any]) -> Callable[..., Any]:
+    def handle_request(self: Any, request: Any) -> Any:
+        trial = CURRENT.get()
+        if trial is None or not _ACTIVE:
+            return original(self, request)
+        return _ACTIVE[0].handle(module, request, lambda r: original(self, r), trial)
+
+    return handle_request
+
+
+def _async_hook(module: Any, original: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
+    async def handle_async_request(self: Any, request: Any) -> Any:
+        trial = CURRENT.get()
+        if trial is None or not _ACTIVE:
+            return await original(self, request)
+        return await _ACTIVE[0].handle_async(module, request, lambda r: original(self, r), trial)
+
+    return handle_async_request

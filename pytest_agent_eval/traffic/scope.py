@@ -1,0 +1,71 @@
+"""Which case and trial an HTTP request belongs to: a context variable set while a trial runs.
+
+asyncio tasks and the runner's worker threads copy the context, so a request is attributed to the trial that made
+it under any concurrency.
+"""
+
+from __future__ import annotations
+
+import threading
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pytest_agent_eval.traffic.cassette import Cassette
+from pytest_agent_eval.traffic.usage import CallUsage, Usage
+
+
+@dataclass
+class CaseTraffic:
+    """One case's cassette (when recording or replaying) and its trials."""
+
+    case_id: str
+    cassette: Cassette | None
+    cassette_name: str = ""
+    """The cassette's path as error messages show it."""
+    trials: list[TrialTraffic] = field(default_factory=list)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def trial(self) -> TrialTraffic:
+        with self._lock:
+            trial = TrialTraffic(self, len(self.trials) + 1)
+            self.trials.append(trial)
+            return trial
+
+    @property
+    def failed(self) -> bool:
+        return any(t.infra_error for t in self.trials)
+
+
+@dataclass
+class TrialTraffic:
+    """What one trial's requests cost, and the first infrastructure failure among them."""
+
+    case: CaseTraffic
+    number: int
+    usage: Usage = field(default_factory=Usage)
+    infra_error: str | None = None
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def fail(self, message: str) -> None:
+        """Note an infrastructure failure (the first one is the one reported)."""
+        with self._lock:
+            if self.infra_error is None:
+                self.infra_error = message
+
+    def count(self, call: CallUsage | None, prices: dict[str, dict[str, float]]) -> None:
+        with self._lock:
+            self.usage.requests += 1
+            if call is not None:
+                self.usage.add(call, prices)
+
+
+CURRENT: ContextVar[TrialTraffic | None] = ContextVar("agent_eval_trial", default=None)
+
+
+def shown(path: Path, root: Path) -> str:
+    """``path`` relative to ``root`` when it is below it."""
+    try:
+        return str(path.relative_to(root))
+    except ValueError:
+        return str(path)

@@ -1,0 +1,63 @@
+"""Starting the traffic hook for a session from its options, and stopping it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from pytest_agent_eval.traffic.hook import Traffic, TrafficSettings, install, uninstall
+from pytest_agent_eval.traffic.limits import Budget, Limits
+from pytest_agent_eval.traffic.usage import DEFAULT_PRICES, parse_prices
+
+if TYPE_CHECKING:
+    from pytest_agent_eval.options import TrafficOptions
+
+
+def start(options: TrafficOptions, root: Path, limits_folder: Path) -> Traffic:
+    """The session's hook, installed. ValueError / ImportError say which option is wrong or what to install."""
+    prices = dict(DEFAULT_PRICES)
+    if options.prices:
+        prices.update(load_prices(options.prices, root))
+    limits = None
+    if options.rate_limit or options.token_limit:
+        requests = Budget.parse(options.rate_limit, "--agent-eval-rate-limit") if options.rate_limit else None
+        tokens = Budget.parse(options.token_limit, "--agent-eval-token-limit") if options.token_limit else None
+        limits = Limits(requests, tokens, limits_folder, options.rate_limit_url)
+    traffic = Traffic(
+        TrafficSettings(
+            root=root,
+            mode=options.record,
+            cassettes=options.cassettes,
+            ignore=frozenset(options.match_ignore),
+            retries=options.retries,
+            prices=prices,
+            limits=limits,
+        )
+    )
+    install(traffic)
+    return traffic
+
+
+def stop(traffic: Traffic) -> None:
+    uninstall()
+    if traffic.settings.limits is not None:
+        traffic.settings.limits.close()
+
+
+def load_prices(text: str, root: Path) -> dict[str, dict[str, float]]:
+    """ini ``agent_eval_prices``: inline JSON, or a JSON file relative to the rootdir."""
+    where = "ini agent_eval_prices"
+    if not text.startswith("{"):
+        path = root / text
+        where = f"ini agent_eval_prices: {path}"
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise ValueError(f"{where}: cannot read it ({exc.strerror})") from None
+    try:
+        return parse_prices(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{where}: not JSON ({exc})") from None
+    except ValueError as exc:
+        raise ValueError(f"{where}: {exc}") from None
