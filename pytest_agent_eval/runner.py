@@ -56,6 +56,10 @@ class RunSettings:
     """``--agent-eval-require-llm``: a check that needs an LLM fails when there is none, instead of 'not scored'."""
     inline: bool = False
     """Blocking calls without a timeout run in the loop's own thread: set when the loop runs one case at a time."""
+    assertion_hook: Callable[..., Any] | None = None
+    """Conversations: ``pytest_agent_eval_evaluate_assertion(assertion, run, case)`` for ``expression`` assertions."""
+    neo4j: Any = None
+    """Conversations: the ``agent_eval_neo4j`` fixture's driver for Cypher (``None``: from the environment)."""
 
 
 @dataclass
@@ -70,6 +74,8 @@ class TrialResult:
     """Why the trial failed, one line each."""
     violations: list[str] = field(default_factory=list)
     """Failures not tied to a check, e.g. a call to an unmocked tool in strict mode."""
+    summary: str | None = None
+    """The failure's one-line summary when the trial's own verdict says it best (a conversation's composite)."""
 
     @property
     def scored(self) -> bool:
@@ -208,8 +214,12 @@ def _require_llm(results: list[CheckResult], checks: CheckRegistry) -> None:
             result.message = f"needs an LLM (--agent-eval-require-llm): {result.message}"
 
 
-async def run_trial(case: Case, agent: Agent, settings: RunSettings) -> TrialResult:
+async def run_trial(case: Case, agent: Agent, settings: RunSettings, trial: int = 0) -> TrialResult:
     """One independent run of the case (all its turns), checked."""
+    if case.simulated_user is not None:  # a simulated user converses instead of scripted turns (conversation/)
+        from pytest_agent_eval.conversation.run import run_conversation_trial
+
+        return await run_conversation_trial(case, agent, settings, trial)
     ctx = CheckContext(case=case, options=case.expect_options, llm=settings.llm)
     recorder = settings.recorder(case) if settings.recorder else _no_recording(case)
     turn_results: list[CheckResult] = []
@@ -277,7 +287,7 @@ async def run_case(case: Case, agent: Agent, settings: RunSettings) -> CaseResul
     """All trials of the case (``repeat``), concurrently within the limit; the pass rate decides."""
     repeat = settings.repeat or case.repeat
     CALL.set((case, case.timeout if case.timeout is not None else settings.default_timeout))
-    trials = list(await asyncio.gather(*(run_trial(case, agent, settings) for _ in range(repeat))))
+    trials = list(await asyncio.gather(*(run_trial(case, agent, settings, n) for n in range(repeat))))
     passes = sum(t.passed for t in trials)
     rate = passes / len(trials)
     score = sum(t.score for t in trials) / len(trials)

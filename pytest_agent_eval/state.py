@@ -152,6 +152,7 @@ class EvalSession:
             repeat=self.settings.repeat,
             require_llm=self.settings.require_llm,
             inline=runner is not self._loop,
+            assertion_hook=self.config.hook.pytest_agent_eval_evaluate_assertion,
         )
 
     def scheduler(self, session: pytest.Session) -> Scheduler | None:

@@ -24,7 +24,8 @@ def field_errors(doc: Document, registry: CheckRegistry) -> list[tuple[PathKey, 
         places.extend((("cases", i), case) for i, case in enumerate(data["cases"]) if isinstance(case, dict))
     out: list[tuple[PathKey, EvalFileError]] = []
     for key, fields in places:
-        for sub, message in [*_weight_problems(fields, registry), *_mock_problems(fields)]:
+        problems = [*_weight_problems(fields, registry), *_mock_problems(fields), *_conversation_problems(fields)]
+        for sub, message in problems:
             where: PathKey = (*key, *sub)
             out.append((where, EvalFileError(doc.path, doc.line(where), message)))
     return out
@@ -58,4 +59,20 @@ def _mock_problems(fields: dict[str, Any]) -> list[tuple[PathKey, str]]:
             compile_response(raw, f"tool_mocks.{name}", resolve=False)
         except MockConfigError as exc:
             out.append((("tool_mocks", name), str(exc)))
+    return out
+
+
+def _conversation_problems(fields: dict[str, Any]) -> list[tuple[PathKey, str]]:
+    """``assertions`` of the right shape, and only with a ``simulated_user``; no ``turns`` beside it."""
+    from pytest_agent_eval.conversation.spec import assertion_problem
+
+    out: list[tuple[PathKey, str]] = []
+    assertions = fields.get("assertions")
+    if isinstance(assertions, list):
+        for n, raw in enumerate(assertions):
+            problem = assertion_problem(raw) if isinstance(raw, dict) else None
+            if problem:
+                out.append((("assertions", n), f"assertions[{n}]: {problem}"))
+    if "simulated_user" in fields and "turns" in fields:
+        out.append((("turns",), "`turns` and `simulated_user` exclude each other: the simulated user writes the turns"))
     return out
