@@ -120,6 +120,19 @@ def _verdict(
     composite = Composite(
         timing, task_part, share, (passing, total), penalty(talk.failures), user.weights, min_score, unscored
     )
+    if talk.failures:
+        calls = f"{talk.failures} failed agent call{'s' if talk.failures > 1 else ''}"
+        checks.append(
+            CheckResult(
+                "penalty",
+                False,
+                1.0 - composite.penalty,
+                "no failed agent calls",
+                calls,
+                f"{calls}, retried: penalty {composite.penalty:.2f}",
+                detail=talk.notes,
+            )
+        )
     checks += tasks + assertions + expect
     value = composite.value
     summary = composite.line()
@@ -128,7 +141,6 @@ def _verdict(
         aborted = f"aborted at max_turns ({user.max_turns} messages)"
         summary += f" ({aborted})"
         reasons.append(aborted)
-    reasons += talk.notes
     failed_expect = [c for c in expect if not c.passed]
     errors = [c for c in checks if c.error]
     reasons += [f"{c.name}: {c.message or 'failed'}" for c in failed_expect + errors]
