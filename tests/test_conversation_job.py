@@ -200,7 +200,7 @@ def test_max_turns_counts_every_message_and_aborts_still_scored(pytester: pytest
     job.write_text(job.read_text() + "maxTurns: 4\n")
     result = run_evals(pytester, str(job), "--agent", "job_agent:run", "-k", "without_facts", "-v")
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["*→ *< 0.70 (aborted at max_turns (4 messages))"])
+    result.stdout.fnmatch_lines(["*→ *< 0.70 (aborted at max_turns: 4 messages)"])
     transcript = result.stdout.str().split("transcript:")[1]
     assert re.findall(r"^\s+(\d+)\. ", transcript, re.M) == ["1", "2", "3", "4"]
 

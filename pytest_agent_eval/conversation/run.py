@@ -138,7 +138,7 @@ def _verdict(
     summary = composite.line()
     reasons = [composite.line()]
     if talk.ended == "max_turns":
-        aborted = f"aborted at max_turns ({user.max_turns} messages)"
+        aborted = f"aborted at max_turns: {user.max_turns} messages"
         summary += f" ({aborted})"
         reasons.append(aborted)
     failed_expect = [c for c in expect if not c.passed]

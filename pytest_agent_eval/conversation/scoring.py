@@ -156,9 +156,8 @@ class Composite:
         parts = []
         for name in ("timing", "tasks", "assertions"):
             value = getattr(self, name)
-            if value is None:
-                why = next((u for u in self.unscored if u.startswith(name + " ")), f"{name} not scored")
-                parts.append(why)
+            if value is None:  # not scored (said why), or not part of this conversation (no target, no assertions)
+                parts.extend(u for u in self.unscored if u.startswith(name + " "))
                 continue
             text = f"{name} {value:.2f}"
             if name == "assertions":
