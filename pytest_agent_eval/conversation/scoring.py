@@ -153,7 +153,7 @@ class Composite:
 
     def line(self) -> str:
         """``timing 0.75, tasks 0.80, assertions 0.40 (2/5 by weight), penalty 0.30 → 0.26 < 0.70``."""
-        parts = []
+        parts: list[str] = []
         for name in ("timing", "tasks", "assertions"):
             value = getattr(self, name)
             if value is None:  # not scored (said why), or not part of this conversation (no target, no assertions)
