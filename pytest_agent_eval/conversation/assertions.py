@@ -17,7 +17,7 @@ HOOK = "pytest_agent_eval_evaluate_assertion(assertion, run, case)"
 
 
 def _describe(exc: BaseException) -> str:
-    text = str(exc)
+    text = " ".join(str(exc).split())
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 

@@ -114,11 +114,23 @@ def _verdict(
     if task_part is None:
         unscored.append(f"tasks not scored ({tasks[0].message})" if tasks else "tasks not scored (no tasks)")
     share, passing, total = assertion_part(user.assertions, assertions)
-    if share is None and user.assertions:
+    broken = [c for c in assertions if c.error]
+    if broken:
+        share = None
+        unscored.append(f"assertions no verdict ({len(broken)} could not be evaluated)")
+    elif share is None and user.assertions:
         unscored.append("assertions not scored (none could be evaluated)")
     min_score = case.min_score if case.min_score is not None else DEFAULT_MIN_SCORE
     composite = Composite(
-        timing, task_part, share, (passing, total), penalty(talk.failures), user.weights, min_score, unscored
+        timing,
+        task_part,
+        share,
+        (passing, total),
+        penalty(talk.failures),
+        user.weights,
+        min_score,
+        unscored,
+        no_verdict=task_part is None or bool(broken),
     )
     if talk.failures:
         calls = f"{talk.failures} failed agent call{'s' if talk.failures > 1 else ''}"

@@ -134,11 +134,13 @@ class Composite:
     min_score: float
     unscored: list[str]
     """Parts that could not be scored, with why."""
+    no_verdict: bool = False
+    """A part could not reach a verdict (an unreadable scorer reply, an assertion that errored): no composite."""
 
     @property
     def value(self) -> float | None:
         """The weighted mean of the scored parts minus the penalty, floored at 0; none when tasks have no verdict."""
-        if self.tasks is None and "tasks" in self.unscored_names:
+        if self.no_verdict:
             return None
         values: dict[str, float | None] = {"timing": self.timing, "tasks": self.tasks, "assertions": self.assertions}
         parts = [(v, w) for n, w in self.weights.items() if (v := values.get(n)) is not None]
@@ -146,10 +148,6 @@ class Composite:
         if not total:
             return None
         return max(0.0, sum(s * w for s, w in parts) / total - self.penalty)
-
-    @property
-    def unscored_names(self) -> list[str]:
-        return [u.split(" ", 1)[0] for u in self.unscored]
 
     def line(self) -> str:
         """``timing 0.75, tasks 0.80, assertions 0.40 (2/5 by weight), penalty 0.30 → 0.26 < 0.70``."""
