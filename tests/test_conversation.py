@@ -110,7 +110,7 @@ def test_an_empty_simulated_user_reply_fails_the_case_saying_so(pytester: pytest
     result = run_evals(pytester)
     result.assert_outcomes(failed=1, passed=1)
     result.stdout.fnmatch_lines(
-        ["case order failed: message 5: simulated user reply unusable: '' (expected the next user message as text)"]
+        ["*✗ message 5: simulated user reply unusable: '' (expected the next user message as text)"]
     )
 
 

@@ -172,7 +172,7 @@ def test_the_greeting_comes_first_and_the_transcript_is_shown_with_latencies(pyt
     _job(pytester, "own")
     result = run_evals(pytester, "readme-example-job.yml", "--agent", "job_agent:run", "-v")
     out = result.stdout.str()
-    transcript = out.split("transcript:")[1]
+    transcript = out.split("Captured transcript call")[1]
     first = re.search(r"^\s+1\. user \(0\.000 s\): (\w+)$", transcript, re.M)
     assert first is not None and first.group(1) in ("Hello", "Hi", "Hey"), transcript
     assert re.search(r"^\s+2\. assistant \(\d+\.\d{3} s\): Hello! How can I help\?$", transcript, re.M), transcript
@@ -201,7 +201,7 @@ def test_max_turns_counts_every_message_and_aborts_still_scored(pytester: pytest
     result = run_evals(pytester, str(job), "--agent", "job_agent:run", "-k", "without_facts", "-v")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*→ *< 0.70 (aborted at max_turns: 4 messages)"])
-    transcript = result.stdout.str().split("transcript:")[1]
+    transcript = result.stdout.str().split("Captured transcript call")[1]
     assert re.findall(r"^\s+(\d+)\. ", transcript, re.M) == ["1", "2", "3", "4"]
 
 

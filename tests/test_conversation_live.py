@@ -120,12 +120,12 @@ def test_the_fact_is_revealed_only_after_the_agent_asks_for_it(pytester: pytest.
     result.stdout.fnmatch_lines(
         [
             "case never_asks failed: timing 1.00, tasks 0.20, penalty 0.00 → 0.47 < 0.70",
-            "transcript:",
-            "   1. user (0.000 s): Hello",
-            "   2. assistant (0.0* s): Hi! How can I help?",
-            "   3. user (0.* s): Ask where your order is",
-            "   4. assistant (0.0* s): Hi! How can I help?",
-            "   5. user (0.* s): Thanks. Bye now",
+            "*Captured transcript call*",
+            " 1. user (0.000 s): Hello",
+            " 2. assistant (0.0* s): Hi! How can I help?",
+            " 3. user (0.* s): Ask where your order is",
+            " 4. assistant (0.0* s): Hi! How can I help?",
+            " 5. user (0.* s): Thanks. Bye now",
         ]
     )
     assert "A100" not in result.stdout.str().split("never_asks failed")[1]
@@ -143,7 +143,7 @@ def test_max_turns_aborts_the_conversation_and_it_is_still_scored(pytester: pyte
             "*✗ task 1: Ask where your order is: scored 0.20 (score 0.20)",
         ]
     )
-    transcript = result.stdout.str().split("transcript:")[1]
+    transcript = result.stdout.str().split("Captured transcript call")[1]
     assert re.findall(r"^\s+(\d+)\. ", transcript, re.M) == ["1", "2", "3", "4"]
 
 
