@@ -10,6 +10,7 @@ before the conversation; ``maxTurns`` counts every message (default 20). The com
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 from pytest_agent_eval.cases.dialects.common import Problems, is_number, pretty
@@ -125,6 +126,19 @@ def _mapping(problems: Problems, data: dict[str, Any], name: str, keys: tuple[st
     return value
 
 
+def _items(
+    problems: Problems, raw: list[Any], name: str, keys: tuple[str, ...]
+) -> Iterator[tuple[PathKey, dict[str, Any]]]:
+    """The mappings of the list ``name`` with their keys; a problem for any other item and any unknown key."""
+    for n, item in enumerate(raw):
+        key: PathKey = (name, n)
+        if not isinstance(item, dict):
+            problems.add(key, f"{pretty(key)}: expected a mapping ({', '.join(keys)}), got {item!r}")
+            continue
+        problems.unknown_keys(item, keys, key, name[:-1])
+        yield key, item
+
+
 def _tasks(problems: Problems, data: dict[str, Any]) -> list[Task]:
     raw = data.get("tasks")
     if not isinstance(raw, list) or not raw:
@@ -135,12 +149,7 @@ def _tasks(problems: Problems, data: dict[str, Any]) -> list[Task]:
         )
         return []
     tasks = []
-    for n, item in enumerate(raw):
-        key: PathKey = ("tasks", n)
-        if not isinstance(item, dict):
-            problems.add(key, f"{pretty(key)}: expected a mapping {{type, task, acceptanceCriteria}}, got {item!r}")
-            continue
-        problems.unknown_keys(item, TASK_KEYS, key, "task")
+    for key, item in _items(problems, raw, "tasks", TASK_KEYS):
         text = problems.string(item, "task", key, "what the simulated user pursues")
         criteria = problems.string(item, "acceptanceCriteria", key, "how the task is scored")
         kind = item.get("type", "task")
@@ -156,12 +165,7 @@ def _assertions(problems: Problems, doc: Document, data: dict[str, Any]) -> list
         problems.add(("assertions",), f"assertions: expected a list, got {raw!r}")
         return []
     out = []
-    for n, item in enumerate(raw):
-        key: PathKey = ("assertions", n)
-        if not isinstance(item, dict):
-            problems.add(key, f"{pretty(key)}: expected a mapping, got {item!r}")
-            continue
-        problems.unknown_keys(item, ASSERTION_KEYS, key, "assertion")
+    for key, item in _items(problems, raw, "assertions", ASSERTION_KEYS):
         kinds = [k for k in ("cypher", "expression") if k in item]
         if len(kinds) != 1:
             problems.add(key, f"{pretty(key)}: an assertion needs either `cypher` (with `expected`) or `expression`")
