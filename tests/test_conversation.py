@@ -143,6 +143,13 @@ def test_a_bad_conversation_case_errors_at_its_line(pytester: pytest.Pytester, e
     result.stdout.fnmatch_lines([message])
 
 
+def test_score_without_a_simulated_user_is_an_error_of_its_case(pytester: pytest.Pytester) -> None:
+    _setup(pytester, "  - id: plain\n    input: hi\n    score: {aspirational_latency_s: 1}\n")
+    result = run_evals(pytester)
+    result.assert_outcomes(errors=1, passed=1)
+    result.stdout.fnmatch_lines(["eval_chat.yaml:9: `score` belongs to a conversation with a `simulated_user`*"])
+
+
 NEO4J_CASE = "    assertions:\n      - {cypher: 'MATCH (o:Order) RETURN count(o)', expected: 1, weight: 2}\n"
 
 

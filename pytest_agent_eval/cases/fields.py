@@ -24,7 +24,8 @@ def field_errors(doc: Document, registry: CheckRegistry) -> list[tuple[PathKey, 
         places.extend((("cases", i), case) for i, case in enumerate(data["cases"]) if isinstance(case, dict))
     out: list[tuple[PathKey, EvalFileError]] = []
     for key, fields in places:
-        problems = [*_weight_problems(fields, registry), *_mock_problems(fields), *_conversation_problems(fields)]
+        conversation = _conversation_problems(fields, data.get("defaults"), in_case=key[0] == "cases")
+        problems = [*_weight_problems(fields, registry), *_mock_problems(fields), *conversation]
         for sub, message in problems:
             where: PathKey = (*key, *sub)
             out.append((where, EvalFileError(doc.path, doc.line(where), message)))
@@ -62,8 +63,9 @@ def _mock_problems(fields: dict[str, Any]) -> list[tuple[PathKey, str]]:
     return out
 
 
-def _conversation_problems(fields: dict[str, Any]) -> list[tuple[PathKey, str]]:
-    """``assertions`` of the right shape, and only with a ``simulated_user``; no ``turns`` beside it."""
+def _conversation_problems(fields: dict[str, Any], defaults: Any, in_case: bool) -> list[tuple[PathKey, str]]:
+    """``assertions`` of the right shape; in a case, ``assertions`` and ``score`` only with a ``simulated_user``
+    of its own or from the file's ``defaults``; no ``turns`` beside it."""
     from pytest_agent_eval.conversation.spec import assertion_problem
 
     out: list[tuple[PathKey, str]] = []
@@ -73,6 +75,10 @@ def _conversation_problems(fields: dict[str, Any]) -> list[tuple[PathKey, str]]:
             problem = assertion_problem(raw) if isinstance(raw, dict) else None
             if problem:
                 out.append((("assertions", n), f"assertions[{n}]: {problem}"))
+    has_user = "simulated_user" in fields or (isinstance(defaults, dict) and "simulated_user" in defaults)
+    for name in ("assertions", "score"):
+        if in_case and name in fields and not has_user:
+            out.append(((name,), f"`{name}` belongs to a conversation with a `simulated_user`, and this case has none"))
     if "simulated_user" in fields and "turns" in fields:
         out.append((("turns",), "`turns` and `simulated_user` exclude each other: the simulated user writes the turns"))
     return out
