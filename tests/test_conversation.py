@@ -110,7 +110,26 @@ def test_an_empty_simulated_user_reply_fails_the_case_saying_so(pytester: pytest
     result = run_evals(pytester)
     result.assert_outcomes(failed=1, passed=1)
     result.stdout.fnmatch_lines(
-        ["*✗ message 5: simulated user reply unusable: '' (expected the next user message as text)"]
+        [
+            "case order failed: the conversation stopped at an error, nothing was scored",
+            "*✗ message 5: simulated user reply unusable: '' (expected the next user message as text)",
+        ]
+    )
+
+
+def test_an_agent_call_that_fails_after_its_retries_stops_the_conversation(pytester: pytest.Pytester) -> None:
+    _setup(pytester, "      retries: 1\n")
+    pytester.makepyfile(
+        chat_agent="def run(query, context):\n    if 'order' in query:\n        raise TimeoutError('upstream')\n"
+        "    return 'Hi! How can I help?'\n"
+    )
+    result = run_evals(pytester)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "case order failed: the conversation stopped at an error, nothing was scored",
+            "*✗ message 4: agent raised TimeoutError: upstream (after 2 attempts)",
+        ]
     )
 
 

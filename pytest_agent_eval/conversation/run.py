@@ -59,8 +59,10 @@ async def run_conversation_trial(case: Case, agent: Agent, settings: RunSettings
             if recording.calls or not run.tool_calls:
                 run.tool_calls = list(recording.calls)
             violations.extend(recording.violations)
-        if run.error:
-            return runner.TrialResult(run, [], False, 0.0, [run.error, *talk.notes, *violations], violations)
+        if run.error:  # the agent (after its retries), the simulated user or a setup failed: nothing to score
+            why = [run.error, *talk.notes, *violations]
+            stopped = "the conversation stopped at an error, nothing was scored"
+            return runner.TrialResult(run, [], False, 0.0, why, violations, summary=stopped)
         tasks = await offload(score_tasks, llm, user, run.history)
         checks = await offload(
             evaluate_assertions, user.assertions, run, ctx, settings.checks, settings.assertion_hook, connection

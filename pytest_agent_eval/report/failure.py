@@ -31,7 +31,7 @@ def _value(value: Any) -> str:
 
 def trial_summary(trial: TrialResult, min_score: float | None) -> str:
     """How many of the trial's ✓/✗ lines are ✗ (checks, violations, the agent's error), and its score."""
-    if trial.summary and not trial.run.error:  # a conversation: its composite with every part
+    if trial.summary:  # a conversation: its composite with every part, or why there is none
         return trial.summary
     if trial.run.error and not trial.checks and not trial.violations:
         return "the agent failed, nothing was checked (score 0.00)"
