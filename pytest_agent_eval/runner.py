@@ -76,6 +76,8 @@ class TrialResult:
     """Failures not tied to a check, e.g. a call to an unmocked tool in strict mode."""
     summary: str | None = None
     """The failure's one-line summary when the trial's own verdict says it best (a conversation's composite)."""
+    parts: dict[str, str] = field(default_factory=dict)
+    """A conversation's score parts for reports (``timing``, ``tasks``, ``assertions``, ``penalty``, ``ended``)."""
 
     @property
     def scored(self) -> bool:

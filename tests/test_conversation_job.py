@@ -156,16 +156,17 @@ def test_a_job_runs_as_two_items_scored_with_the_home_formula(pytester: pytest.P
             "*actual:   2",
         ]
     )
-    scores = {
-        case.get("name"): float(prop.get("value"))
+    props = {
+        case.get("name"): {p.get("name"): p.get("value") for p in case.iter("property")}
         for case in ET.parse(xml).getroot().iter("testcase")
-        for prop in case.iter("property")
-        if prop.get("name") == "score"
     }
-    assert scores == {
+    assert {name: float(p["score"]) for name, p in props.items()} == {
         "readme-example-job[without_facts]": round(first, 3),
         "readme-example-job[with_facts]": round(second, 3),
     }
+    parts = ("timing", "tasks", "assertions", "penalty", "ended")
+    with_facts = props["readme-example-job[with_facts]"]
+    assert [with_facts[p] for p in parts] == ["1.000", "0.700", "0.400", "0.300", "signoff"]
 
 
 def test_the_greeting_comes_first_and_the_transcript_is_shown_with_latencies(pytester: pytest.Pytester) -> None:

@@ -159,4 +159,12 @@ def _verdict(
     errors = [c for c in checks if c.error]
     reasons += [f"{c.name}: {c.message or 'failed'}" for c in failed_expect + errors]
     passed = value is not None and value >= min_score and not failed_expect and not errors and not violations
-    return TrialResult(talk.run, checks, passed, value or 0.0, [*reasons, *violations], violations, summary=summary)
+    parts = {
+        name: f"{part:.3f}"
+        for name, part in (("timing", timing), ("tasks", task_part), ("assertions", share))
+        if part is not None
+    }
+    parts.update(penalty=f"{composite.penalty:.3f}", ended=talk.ended)
+    result = TrialResult(talk.run, checks, passed, value or 0.0, [*reasons, *violations], violations, summary=summary)
+    result.parts = parts
+    return result
