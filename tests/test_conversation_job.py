@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import xml.etree.ElementTree as ET
@@ -132,7 +133,16 @@ def _job(pytester: pytest.Pytester, source: str, hook: bool = True) -> None:
 def test_a_job_runs_as_two_items_scored_with_the_home_formula(pytester: pytest.Pytester, source: str) -> None:
     _job(pytester, source)
     xml = pytester.path / "junit.xml"
-    result = run_evals(pytester, "readme-example-job.yml", "--agent", "job_agent:run", f"--junitxml={xml}", "-v")
+    report = pytester.path / "report.json"
+    result = run_evals(
+        pytester,
+        "readme-example-job.yml",
+        "--agent",
+        "job_agent:run",
+        f"--junitxml={xml}",
+        f"--agent-eval-report={report}",
+        "-v",
+    )
     result.assert_outcomes(failed=2)
     out = result.stdout.str()
     assert "readme-example-job.yml::readme-example-job[without_facts] FAILED" in out
@@ -167,6 +177,12 @@ def test_a_job_runs_as_two_items_scored_with_the_home_formula(pytester: pytest.P
     parts = ("timing", "tasks", "assertions", "penalty", "ended")
     with_facts = props["readme-example-job[with_facts]"]
     assert [with_facts[p] for p in parts] == ["1.000", "0.700", "0.400", "0.300", "signoff"]
+    # the JSON report's record: the composite, its parts, and the transcript with each message's latency
+    records = {r["case_id"]: r for r in json.loads(report.read_text())["cases"]}
+    record = records["readme-example-job[with_facts]"]
+    assert record["score"] == pytest.approx(second) and record["conversation"]["assertions"] == "0.400"
+    assert [m["role"] for m in record["transcript"]] == ["user", "assistant"] * 3 + ["user"]
+    assert all(isinstance(m["latency_s"], float) for m in record["transcript"])
 
 
 def test_the_greeting_comes_first_and_the_transcript_is_shown_with_latencies(pytester: pytest.Pytester) -> None:
