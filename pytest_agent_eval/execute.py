@@ -171,4 +171,8 @@ def _prepare(item: EvalItem, request: pytest.FixtureRequest) -> Coroutine[Any, A
         item.fail(str(recorder))
     if scheduler is not None and not (state.settings.agent or item.case.agent):
         scheduler.remember_fixture_agent(item, agent)
-    return run_case(item.case, agent, state.run_settings(item.case, llm, recorder))
+    settings = state.run_settings(item.case, llm, recorder)
+    user = item.case.simulated_user
+    if user is not None and user.uses_neo4j:
+        settings.neo4j = request.getfixturevalue("agent_eval_neo4j")
+    return run_case(item.case, agent, settings)

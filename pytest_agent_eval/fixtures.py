@@ -1,9 +1,9 @@
-"""Fixtures the plugin provides: ``agent_eval_case``, ``agent_eval_llm`` and ``tool_mocks``."""
+"""Fixtures the plugin provides: ``agent_eval_case``, ``agent_eval_llm``, ``agent_eval_neo4j`` and ``tool_mocks``."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -27,6 +27,13 @@ def agent_eval_case(request: pytest.FixtureRequest) -> Case:
 def agent_eval_llm() -> LLM | None:
     """``(messages, **options) -> str`` for LLM judges; override it in conftest.py, or set AGENT_EVAL_LLM_MODEL."""
     return default_llm()
+
+
+@pytest.fixture(scope="session")
+def agent_eval_neo4j() -> Any:
+    """A Neo4j driver for conversations' Cypher assertions and setups; ``None``: the official driver, connected
+    from NEO4J_URI / NEO4J_USERNAME / NEO4J_PASSWORD (or NEO_*) when first needed. Override it in conftest.py."""
+    return None
 
 
 @pytest.fixture

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 if TYPE_CHECKING:
     from pytest_agent_eval.cases.load import DialectRegistry
+    from pytest_agent_eval.cases.model import Case
     from pytest_agent_eval.checks import CheckRegistry
+    from pytest_agent_eval.record import RunRecord
     from pytest_agent_eval.runner import CaseResult
 
 
@@ -31,6 +33,21 @@ def pytest_agent_eval_register_dialects(registry: DialectRegistry) -> None:
     when it loads, before the files below it are read. ``agent-eval validate`` calls it too (see README).
 
     :param registry: the session's file formats, tried in order by each one's ``detect``.
+    """
+
+
+@pytest.hookspec(firstresult=True)
+def pytest_agent_eval_evaluate_assertion(assertion: dict[str, Any], run: RunRecord, case: Case) -> Any:
+    """Evaluate a conversation's ``expression`` assertion (SPEC §9), e.g. the conversation job's Kotlin
+    expressions on the agent's state; the first non-``None`` answer wins.
+
+    Called after the conversation, in a worker thread (it may block). Without an answer the assertion is
+    "not scored" (left out of the assertions part), never a made-up pass or fail.
+
+    :param assertion: the assertion as written, ``{"expression": ..., "weight": ...}``.
+    :param run: the conversation's run record (``history`` is the transcript, ``tool_calls`` every call).
+    :param case: the case (``case.simulated_user`` holds the tasks and assertions).
+    :return: ``True``/``False``, a score in 0..1 (passing at 0.5), a ``CheckResult``, or ``None`` to pass.
     """
 
 

@@ -9,7 +9,12 @@ from typing import TYPE_CHECKING
 import pytest
 
 from pytest_agent_eval import compat, hookspecs, imports, options, skipping, stopping
-from pytest_agent_eval.fixtures import agent_eval_case, agent_eval_llm, tool_mocks  # noqa: F401 - the plugin's fixtures
+from pytest_agent_eval.fixtures import (  # noqa: F401 - the plugin's fixtures
+    agent_eval_case,
+    agent_eval_llm,
+    agent_eval_neo4j,
+    tool_mocks,
+)
 from pytest_agent_eval.report import formats
 from pytest_agent_eval.report.attach import attach
 from pytest_agent_eval.report.failure import failure_lines

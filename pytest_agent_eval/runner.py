@@ -61,6 +61,10 @@ class RunSettings:
     """Blocking calls without a timeout run in the loop's own thread: set when the loop runs one case at a time."""
     traffic: Traffic | None = None
     """The HTTP traffic hook's session (usage, cassettes, rate limits, retries), when an option turned it on."""
+    assertion_hook: Callable[..., Any] | None = None
+    """Conversations: ``pytest_agent_eval_evaluate_assertion(assertion, run, case)`` for ``expression`` assertions."""
+    neo4j: Any = None
+    """Conversations: the ``agent_eval_neo4j`` fixture's driver for Cypher (``None``: from the environment)."""
 
 
 @dataclass
@@ -75,6 +79,10 @@ class TrialResult:
     """Why the trial failed, one line each."""
     violations: list[str] = field(default_factory=list)
     """Failures not tied to a check, e.g. a call to an unmocked tool in strict mode."""
+    summary: str | None = None
+    """The failure's one-line summary when the trial's own verdict says it best (a conversation's composite)."""
+    parts: dict[str, str] = field(default_factory=dict)
+    """A conversation's score parts for reports (``timing``, ``tasks``, ``assertions``, ``penalty``, ``ended``)."""
 
     @property
     def scored(self) -> bool:
@@ -213,8 +221,12 @@ def _require_llm(results: list[CheckResult], checks: CheckRegistry) -> None:
             result.message = f"needs an LLM (--agent-eval-require-llm): {result.message}"
 
 
-async def run_trial(case: Case, agent: Agent, settings: RunSettings) -> TrialResult:
+async def run_trial(case: Case, agent: Agent, settings: RunSettings, trial: int = 0) -> TrialResult:
     """One independent run of the case (all its turns), checked."""
+    if case.simulated_user is not None:  # a simulated user converses instead of scripted turns (conversation/)
+        from pytest_agent_eval.conversation.run import run_conversation_trial
+
+        return await run_conversation_trial(case, agent, settings, trial)
     ctx = CheckContext(case=case, options=case.expect_options, llm=settings.llm)
     recorder = settings.recorder(case) if settings.recorder else _no_recording(case)
     turn_results: list[CheckResult] = []
@@ -283,9 +295,9 @@ async def run_case(case: Case, agent: Agent, settings: RunSettings) -> CaseResul
     repeat = settings.repeat or case.repeat
     CALL.set((case, case.timeout if case.timeout is not None else settings.default_timeout))
     if settings.traffic is not None:
-        trials = await settings.traffic.run_trials(case, repeat, lambda: run_trial(case, agent, settings))
+        trials = await settings.traffic.run_trials(case, repeat, lambda n: run_trial(case, agent, settings, n))
     else:
-        trials = list(await asyncio.gather(*(run_trial(case, agent, settings) for _ in range(repeat))))
+        trials = list(await asyncio.gather(*(run_trial(case, agent, settings, n) for n in range(repeat))))
     passes = sum(t.passed for t in trials)
     rate = passes / len(trials)
     score = sum(t.score for t in trials) / len(trials)

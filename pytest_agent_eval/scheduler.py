@@ -108,6 +108,8 @@ class Scheduler:
             return False
         if case.error or case.skip or item.get_closest_marker("skip") or item.get_closest_marker("skipif"):
             return False
+        if case.simulated_user is not None and case.simulated_user.uses_neo4j:  # agent_eval_neo4j: its item's own
+            return False
         return not (self.state.checks.case_uses_llm(case) and self.llm is _UNSET)
 
     def _agent_for(self, item: pytest.Item, case: Case) -> Agent | None:

@@ -174,6 +174,7 @@ class EvalSession:
             require_llm=self.settings.require_llm,
             inline=runner is not self._loop,
             traffic=self.traffic,
+            assertion_hook=self.config.hook.pytest_agent_eval_evaluate_assertion,
         )
 
     def scheduler(self, session: pytest.Session) -> Scheduler | None:

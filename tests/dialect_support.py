@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-SEED_DATA = Path(__file__).resolve().parents[2] / "shared" / "seed-data"
-"""Real eval files of the projects this plugin serves (outside the repository; tests skip without them)."""
+SEED_DATA = Path(os.environ.get("AGENT_EVAL_SEED_DATA") or Path(__file__).resolve().parents[2] / "shared" / "seed-data")
+"""Real eval files of the projects this plugin serves (outside the repository, or at $AGENT_EVAL_SEED_DATA;
+tests skip without them)."""
 
 AGENT = '''
 import json, pathlib, time

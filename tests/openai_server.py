@@ -1,10 +1,11 @@
 """A loopback OpenAI-compatible ``/v1/chat/completions`` server with scripted replies, for tests (no network).
 
-To a user message it replies with the tool call that ``route(prompt)`` picks (name and JSON arguments); to tool
-results it replies with an answer quoting them. It serves on 127.0.0.1 (port 0) in a daemon thread and stops
-itself at ``__exit__``, after ``max_requests`` requests, or ``lifetime_s`` seconds, whichever comes first.
-``failures`` first requests are answered ``failure_status`` (with ``Retry-After: retry_after``); ``log`` holds the
-arrival time (``time.time()``) of every request; ``delay_s`` delays every answer.
+An ``answer`` callable, when given, may reply to a whole request with text (a simulated user, a scorer).
+Otherwise, to a user message it replies with the tool call that ``route(prompt)`` picks (name and JSON
+arguments); to tool results it replies with an answer quoting them. It serves on 127.0.0.1 (port 0) in a
+daemon thread and stops itself at ``__exit__``, after ``max_requests`` requests, or ``lifetime_s`` seconds,
+whichever comes first. ``failures`` first requests are answered ``failure_status`` (with ``Retry-After:
+retry_after``); ``log`` holds the arrival time (``time.time()``) of every request; ``delay_s`` delays every answer.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from typing import Any
 
 Route = Callable[[str], "tuple[str, dict[str, Any]] | None"]
 """User prompt -> (tool name, arguments) to call, or None to answer without tools."""
+Answer = Callable[[dict[str, Any]], "str | None"]
+"""A whole request body -> the reply text, or None to route as usual (e.g. an LLM playing a simulated user)."""
 ANSWER_PREFIX = "Here is what I found: "
 
 
@@ -32,6 +35,7 @@ class ChatServer:
         self,
         route: Route,
         *,
+        answer: Answer | None = None,
         max_requests: int = 50,
         lifetime_s: float = 120.0,
         failures: int = 0,
@@ -41,6 +45,7 @@ class ChatServer:
         port: int = 0,
     ) -> None:
         self.route = route
+        self.answer = answer
         self.max_requests = max_requests
         self.failures = failures
         self.failure_status = failure_status
@@ -89,6 +94,9 @@ class ChatServer:
             self.stop()
             return 503, {"error": {"message": f"loopback server: more than {self.max_requests} requests"}}
         messages = body.get("messages") or []
+        text = self.answer(body) if self.answer is not None else None
+        if text is not None:
+            return 200, _completion(n, body, {"role": "assistant", "content": text})
         if messages and messages[-1].get("role") == "tool":
             results = []
             for message in reversed(messages):

@@ -72,7 +72,7 @@ def pytest_agent_eval_register_dialects(registry):
     )
 
 
-def test_a_conversation_job_is_recognised_but_not_run(pytester: pytest.Pytester) -> None:
+def test_a_conversation_job_with_a_bad_task_errors_at_its_line_and_the_rest_runs(pytester: pytest.Pytester) -> None:
     answering(pytester, {"hi": ["hello", []]})
     pytester.makefile(
         ".yaml",
@@ -81,9 +81,7 @@ def test_a_conversation_job_is_recognised_but_not_run(pytester: pytest.Pytester)
     )
     result = run_evals(pytester)
     result.assert_outcomes(passed=1, errors=1)
-    result.stdout.fnmatch_lines(
-        ["eval_job.yaml:2: this is a conversation-evaluation job (evaluator/tasks/facts/assertions); *not run it yet*"]
-    )
+    result.stdout.fnmatch_lines(["eval_job.yaml:6: tasks[0]: missing `acceptanceCriteria` (how the task is scored)"])
 
 
 EXPECTED_SEED_FORMATS = {
@@ -117,6 +115,6 @@ def test_every_seed_file_loads_as_its_home_format() -> None:
         seen[name] = (loaded.dialect, len(loaded.cases))
     assert seen == {
         **EXPECTED_SEED_FORMATS,
-        "embabel/readme-example-job.yml": "this is a conversation-evaluation job (evaluator/tasks/facts/assertions)",
+        "embabel/readme-example-job.yml": ("conversation_job", 2),
         "forager/mock_tool_responses.json": "not an eval file of any known format",  # canned responses, not cases
     }

@@ -24,7 +24,9 @@ def field_errors(doc: Document, registry: CheckRegistry) -> list[tuple[PathKey, 
         places.extend((("cases", i), case) for i, case in enumerate(data["cases"]) if isinstance(case, dict))
     out: list[tuple[PathKey, EvalFileError]] = []
     for key, fields in places:
-        for sub, message in [*_weight_problems(fields, registry), *_mock_problems(fields)]:
+        conversation = _conversation_problems(fields, data.get("defaults"), in_case=key[0] == "cases")
+        problems = [*_weight_problems(fields, registry), *_mock_problems(fields), *conversation]
+        for sub, message in problems:
             where: PathKey = (*key, *sub)
             out.append((where, EvalFileError(doc.path, doc.line(where), message)))
     return out
@@ -58,4 +60,25 @@ def _mock_problems(fields: dict[str, Any]) -> list[tuple[PathKey, str]]:
             compile_response(raw, f"tool_mocks.{name}", resolve=False)
         except MockConfigError as exc:
             out.append((("tool_mocks", name), str(exc)))
+    return out
+
+
+def _conversation_problems(fields: dict[str, Any], defaults: Any, in_case: bool) -> list[tuple[PathKey, str]]:
+    """``assertions`` of the right shape; in a case, ``assertions`` and ``score`` only with a ``simulated_user``
+    of its own or from the file's ``defaults``; no ``turns`` beside it."""
+    from pytest_agent_eval.conversation.spec import assertion_problem
+
+    out: list[tuple[PathKey, str]] = []
+    assertions = fields.get("assertions")
+    if isinstance(assertions, list):
+        for n, raw in enumerate(assertions):
+            problem = assertion_problem(raw) if isinstance(raw, dict) else None
+            if problem:
+                out.append((("assertions", n), f"assertions[{n}]: {problem}"))
+    has_user = "simulated_user" in fields or (isinstance(defaults, dict) and "simulated_user" in defaults)
+    for name in ("assertions", "score"):
+        if in_case and name in fields and not has_user:
+            out.append(((name,), f"`{name}` belongs to a conversation with a `simulated_user`, and this case has none"))
+    if "simulated_user" in fields and "turns" in fields:
+        out.append((("turns",), "`turns` and `simulated_user` exclude each other: the simulated user writes the turns"))
     return out

@@ -5,7 +5,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pytest_agent_eval.conversation.spec import SimulatedUser
 
 UNMOCKED_MODES = ("strict", "default", "passthrough")
 """What a case's ``unmocked_tools`` may be: what a call to a tool without a mocked response does."""
@@ -46,6 +49,8 @@ class Case:
     context: dict[str, Any] = field(default_factory=dict)
     description: str | None = None
     turns: tuple[Turn, ...] = ()
+    simulated_user: SimulatedUser | None = None
+    """A conversation with an LLM playing the user (SPEC §9), its assertions and scores; instead of ``turns``."""
     expect: dict[str, Any] = field(default_factory=dict)
     expect_options: dict[str, Any] = field(default_factory=dict)
     """Keys of ``expect`` that tune checks rather than being checks (``case_sensitive``)."""

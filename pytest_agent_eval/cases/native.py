@@ -124,6 +124,14 @@ def _build(
         else Turn(t["input"], t.get("expect") or {}, doc.line((*key, "turns", i)))
         for i, t in enumerate(get("turns") or ())
     )
+    user = get("simulated_user")
+    simulated = None
+    if user is not None:
+        from pytest_agent_eval.conversation.spec import from_native
+
+        assertions = get("assertions") or []
+        lines = [doc.line((*key, "assertions", i)) for i in range(len(assertions))]
+        simulated = from_native(user, assertions, get("score") or {}, lines)
     own_mocks = raw.get("tool_mocks") or _NONE
     inherited = tuple(name for name in defaults.get("tool_mocks") or _NONE if name not in own_mocks)
     own_tags = raw.get("tags")
@@ -136,6 +144,7 @@ def _build(
         context=context,
         description=get("description"),
         turns=turns,
+        simulated_user=simulated,
         expect=expect,
         expect_options=options,
         tags=tags,

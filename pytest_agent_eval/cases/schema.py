@@ -10,6 +10,7 @@ from pytest_agent_eval.cases.document import Document, PathKey
 from pytest_agent_eval.cases.errors import EvalFileError, did_you_mean
 from pytest_agent_eval.cases.model import ID_PATTERN, TAG_PATTERN, TAG_RULE, UNMOCKED_MODES
 from pytest_agent_eval.checks import CheckRegistry
+from pytest_agent_eval.conversation.spec import assertions_schema, score_schema, user_schema
 
 if TYPE_CHECKING:  # jsonschema is imported only to explain invalid data: the fast check answers the rest
     import jsonschema
@@ -17,7 +18,7 @@ if TYPE_CHECKING:  # jsonschema is imported only to explain invalid data: the fa
 SCHEMA_ID = "https://pytest-agent-eval.readthedocs.io/schema/native.json"
 UNMOCKED = {"enum": list(UNMOCKED_MODES)}
 _STR_LIST = {"type": "array", "items": {"type": "string"}}
-
+_INPUTS = [{"required": ["input"]}, {"required": ["turns"]}, {"required": ["simulated_user"]}]
 _TAGS = {"type": "array", "items": {"type": "string", "pattern": TAG_PATTERN}}
 
 
@@ -49,6 +50,9 @@ def case_properties(registry: CheckRegistry) -> dict[str, Any]:
                 "additionalProperties": False,
             },
         },
+        "simulated_user": user_schema(),
+        "assertions": assertions_schema(expect_schema(registry)["properties"]),
+        "score": score_schema(),
         "expect": expect,
         "tags": _TAGS,
         "timeout": {"type": "number", "exclusiveMinimum": 0},
@@ -93,7 +97,7 @@ def native_schema(registry: CheckRegistry) -> dict[str, Any]:
             "case": {
                 "type": "object",
                 "properties": case_props,
-                "anyOf": [{"required": ["input"]}, {"required": ["turns"]}],
+                "anyOf": _INPUTS,
                 "additionalProperties": False,
             },
         },
@@ -151,8 +155,8 @@ def _explain(err: jsonschema.ValidationError, key: PathKey, registry: CheckRegis
             else f"; allowed keys: {', '.join(allowed)}"
         )
         return [((*key, k), f"{what} {k!r} in {where}{did_you_mean(k, allowed) or hint}") for k in extra]
-    if err.validator == "anyOf" and schema.get("anyOf") == [{"required": ["input"]}, {"required": ["turns"]}]:
-        return [(key, f"{where}: a case needs `input` (or `turns` for a conversation)")]
+    if err.validator == "anyOf" and schema.get("anyOf") == _INPUTS:
+        return [(key, f"{where}: a case needs `input` (or `turns` / `simulated_user` for a conversation)")]
     if err.validator in ("oneOf", "anyOf") and err.context:
         from jsonschema.exceptions import best_match
 

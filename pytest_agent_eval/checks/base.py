@@ -106,7 +106,9 @@ class CheckRegistry:
         return any(name in self._checks and self._checks[name].uses_llm for name in names)
 
     def case_uses_llm(self, case: Case) -> bool:
-        """Whether any check of ``case``, its own or one of its turns', may call the LLM."""
+        """Whether ``case`` may call the LLM: a simulated user, or a check of its own or of one of its turns."""
+        if case.simulated_user is not None:
+            return True
         return self.uses_llm(case.expect) or any(self.uses_llm(turn.expect) for turn in case.turns)
 
     def blocking(self, names: Iterable[str]) -> bool:

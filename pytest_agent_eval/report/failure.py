@@ -31,6 +31,8 @@ def _value(value: Any) -> str:
 
 def trial_summary(trial: TrialResult, min_score: float | None) -> str:
     """How many of the trial's ✓/✗ lines are ✗ (checks, violations, the agent's error), and its score."""
+    if trial.summary:  # a conversation: its composite with every part, or why there is none
+        return trial.summary
     if trial.run.error and not trial.checks and not trial.violations:
         return "the agent failed, nothing was checked (score 0.00)"
     failed = sum(not c.passed for c in trial.checks) + len(trial.violations) + bool(trial.run.error)
@@ -66,6 +68,8 @@ def trial_lines(trial: TrialResult) -> list[str]:
         if check.passed:
             note = " (not scored)" if not check.scored else ""
             lines.append(f"  ✓ {check.name}{note}")
+            if not check.scored and check.message:
+                lines.append(f"{_INDENT}  {check.message}")
             continue
         score = f" (score {check.score:.2f})" if check.scored else ""
         lines.append(f"  ✗ {check.name}: {check.message or 'failed'}{score}")
@@ -76,6 +80,15 @@ def trial_lines(trial: TrialResult) -> list[str]:
     if trial.run.tool_calls or not trial.run.error:
         lines.append("  calls:")
         lines.extend(f"{_INDENT}{line}" for line in calls_table(trial.run.tool_calls))
+    return lines
+
+
+def transcript_lines(history: list[dict[str, Any]]) -> list[str]:
+    """One line per message, with the response time where it was measured."""
+    lines = []
+    for n, message in enumerate(history, 1):
+        took = f" ({message['latency_s']:.3f} s)" if "latency_s" in message else ""
+        lines.append(f"{n:>2}. {message.get('role', '?')}{took}: {message.get('content', '')}")
     return lines
 
 
@@ -103,4 +116,7 @@ def details(result: CaseResult) -> list[tuple[str, str]]:
         f"{n:>2}. {c.describe()} " + (f"raised {c.error}" if c.error is not None else f"-> {c.result!r}")
         for n, c in enumerate(run.tool_calls, 1)
     ]
-    return [("agent output", run.output or "(empty)"), ("tool calls", "\n".join(calls) or "(no tool calls)")]
+    sections = [("agent output", run.output or "(empty)"), ("tool calls", "\n".join(calls) or "(no tool calls)")]
+    if run.history:
+        sections.append(("transcript", "\n".join(transcript_lines(run.history))))
+    return sections

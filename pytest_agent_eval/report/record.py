@@ -133,6 +133,9 @@ class CaseRecord:
     """Why the case was skipped or is an expected failure."""
     duration_s: float = 0.0
     """Seconds pytest reports for the item's call (or setup, when the case never ran)."""
+    conversation: dict[str, str] | None = None
+    """A simulated-user conversation's score parts (``timing``, ``tasks``, ``assertions``, ``penalty``, ``ended``)
+    of the trial shown; ``None`` for other cases."""
 
     def to_dict(self) -> dict[str, JSON]:
         return asdict(self)
@@ -165,6 +168,7 @@ class CaseRecord:
         ]
         if len(self.trials) > 1:
             props.append(("passes", f"{self.passes}/{len(self.trials)}"))
+        props.extend((self.conversation or {}).items())
         return props
 
 
@@ -210,6 +214,7 @@ def from_result(nodeid: str, file: str, result: CaseResult) -> CaseRecord:
         tokens={k: sum(t[k] for t in token_parts) for k in ("input", "output", "total")} if token_parts else None,
         cost=sum(costs) if costs else None,
         error=shown.run.error or (shown.violations[0] if shown.violations else None),
+        conversation=dict(shown.parts) or None,
     )
 
 

@@ -65,16 +65,18 @@ class Traffic:
         cassette = Cassette(path, self.settings.ignore, load=self.settings.mode != "record")
         return CaseTraffic(case.id, cassette, shown(path, self.settings.root))
 
-    async def run_trials(self, case: Case, repeat: int, run: Callable[[], Awaitable[TrialResult]]) -> list[TrialResult]:
+    async def run_trials(
+        self, case: Case, repeat: int, run: Callable[[int], Awaitable[TrialResult]]
+    ) -> list[TrialResult]:
         """The case's trials, each with its own traffic scope; then the cassette is written when recording."""
         traffic = self.case(case)
 
-        async def one() -> TrialResult:
+        async def one(n: int) -> TrialResult:
             trial = traffic.trial()
             CURRENT.set(trial)  # this coroutine runs as its own task: the setting ends with it
-            return settle(trial, await run())
+            return settle(trial, await run(n))
 
-        trials = list(await asyncio.gather(*(one() for _ in range(repeat))))
+        trials = list(await asyncio.gather(*(one(n) for n in range(repeat))))
         if self.settings.mode in ("record", "new") and traffic.cassette is not None and not traffic.failed:
             traffic.cassette.save(keep_old=self.settings.mode == "new")
         return trials

@@ -1,0 +1,208 @@
+"""What a simulated-user conversation is made of: the user, its tasks, the assertions and how it is scored."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+DEFAULT_WEIGHTS = {"timing": 1.0, "tasks": 2.0, "assertions": 4.0}
+"""The composite's default weights (the conversation-job home project's ``(timing + 2·task + 4·assertion) / 7``)."""
+DEFAULT_MIN_SCORE = 0.7
+DEFAULT_SIGNOFF = "Thanks, goodbye"
+
+
+@dataclass(frozen=True)
+class Task:
+    """One thing the simulated user pursues, scored after the conversation against its acceptance criteria."""
+
+    task: str
+    acceptance_criteria: str
+    type: str = "task"
+    """``task`` (ask the agent to do something) or ``question`` (ask it something)."""
+
+
+@dataclass(frozen=True)
+class Assertion:
+    """A post-conversation check of what the agent did: a native check, a Cypher query or an expression."""
+
+    kind: str
+    """``check`` (``spec`` is ``{check: value}``), ``cypher`` or ``expression``."""
+    spec: dict[str, Any]
+    """The assertion as written, without ``weight``."""
+    weight: float = 1.0
+    line: int = 0
+
+    @property
+    def name(self) -> str:
+        """How the assertion is shown: the check's name, or its query / expression."""
+        if self.kind == "check":
+            return next(iter(self.spec))
+        return f"{self.kind} {self.spec[self.kind]}"
+
+
+@dataclass(frozen=True)
+class SimulatedUser:
+    """An LLM playing the user (SPEC §9): who it is, what it wants, what it knows and when it stops."""
+
+    tasks: tuple[Task, ...]
+    name: str = "User"
+    voice: str = ""
+    greetings: tuple[str, ...] = ("Hello",)
+    facts: tuple[str, ...] = ()
+    """Told to the agent only when it asks for them."""
+    signoff: str = DEFAULT_SIGNOFF
+    max_turns: int = 20
+    """Messages in the conversation, the user's and the agent's (the greeting included)."""
+    temperature: float = 0.5
+    retries: int = 0
+    """Retries of a failed agent call; each failed attempt counts in the failure penalty."""
+    aspirational_latency_s: float | None = None
+    """The timing score's target mean response time; none: no timing part."""
+    weights: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_WEIGHTS))
+    assertions: tuple[Assertion, ...] = ()
+    setups: tuple[str, ...] = ()
+    """Cypher run through the Neo4j connection before the conversation."""
+    scorer_temperature: float = 0.0
+    variant: str | None = None
+    """The conversation job's ``without_facts`` / ``with_facts``."""
+
+    @property
+    def uses_neo4j(self) -> bool:
+        """Whether the conversation needs the Neo4j connection (setups, Cypher assertions)."""
+        return bool(self.setups) or any(a.kind == "cypher" for a in self.assertions)
+
+    def greeting(self, case_id: str, trial: int) -> str:
+        """The first message: picked deterministically per case and trial."""
+        import zlib
+
+        return self.greetings[zlib.crc32(f"{case_id}#{trial}".encode()) % len(self.greetings)]
+
+
+ASSERTION_KEYS = ("cypher", "expression")
+
+
+def assertion(raw: dict[str, Any], line: int = 0) -> Assertion:
+    """An assertion from its (validated) mapping: ``{cypher, expected, weight}``, ``{expression, weight}`` or
+    ``{<check>: value, weight}``."""
+    spec = {k: v for k, v in raw.items() if k != "weight"}
+    kind = next((k for k in ASSERTION_KEYS if k in spec), "check")
+    return Assertion(kind, spec, float(raw.get("weight", 1.0)), line)
+
+
+def from_native(
+    raw: dict[str, Any], assertions: list[Any], score: dict[str, Any], lines: list[int] | None = None
+) -> SimulatedUser:
+    """The simulated user of a native case: ``simulated_user:``, ``assertions:`` and ``score:`` (schema-valid)."""
+    persona = raw.get("persona") or {}
+    if isinstance(persona, str):
+        persona = {"name": persona}
+    greetings = raw.get("greetings") or ["Hello"]
+    tasks = tuple(
+        Task(t, "") if isinstance(t, str) else Task(t["task"], t.get("acceptance_criteria", ""), t.get("type", "task"))
+        for t in raw["tasks"]
+    )
+    lines = lines or [0] * len(assertions)
+    return SimulatedUser(
+        tasks=tasks,
+        name=persona.get("name", "User"),
+        voice=persona.get("voice", ""),
+        greetings=tuple([greetings] if isinstance(greetings, str) else greetings),
+        facts=tuple(raw.get("facts") or ()),
+        signoff=raw.get("signoff", DEFAULT_SIGNOFF),
+        max_turns=raw.get("max_turns", 20),
+        temperature=raw.get("temperature", 0.5),
+        retries=raw.get("retries", 0),
+        aspirational_latency_s=score.get("aspirational_latency_s"),
+        weights={**DEFAULT_WEIGHTS, **(score.get("weights") or {})},
+        assertions=tuple(assertion(a, line) for a, line in zip(assertions, lines, strict=True)),
+    )
+
+
+def user_schema() -> dict[str, Any]:
+    """The JSON Schema of ``simulated_user:``."""
+    strings = {"type": "array", "items": {"type": "string"}}
+    return {
+        "type": "object",
+        "description": "an LLM plays the user (needs agent_eval_llm)",
+        "properties": {
+            "persona": {
+                "type": ["string", "object"],
+                "properties": {"name": {"type": "string"}, "voice": {"type": "string"}},
+                "additionalProperties": False,
+            },
+            "greetings": {"type": ["string", "array"], "items": {"type": "string"}, "minItems": 1},
+            "tasks": {
+                "type": "array",
+                "minItems": 1,
+                "items": {
+                    "type": ["string", "object"],
+                    "properties": {
+                        "task": {"type": "string"},
+                        "acceptance_criteria": {"type": "string"},
+                        "type": {"enum": ["task", "question"]},
+                    },
+                    "required": ["task"],
+                    "additionalProperties": False,
+                },
+            },
+            "facts": strings,
+            "signoff": {"type": "string", "minLength": 1},
+            "max_turns": {"type": "integer", "minimum": 2},
+            "temperature": {"type": "number", "minimum": 0, "maximum": 2},
+            "retries": {"type": "integer", "minimum": 0},
+        },
+        "required": ["tasks"],
+        "additionalProperties": False,
+    }
+
+
+def score_schema() -> dict[str, Any]:
+    """The JSON Schema of ``score:``."""
+    weight = {"type": "number", "minimum": 0}
+    return {
+        "type": "object",
+        "description": "how a conversation is scored: timing target and the composite's weights",
+        "properties": {
+            "aspirational_latency_s": {"type": "number", "exclusiveMinimum": 0},
+            "weights": {
+                "type": "object",
+                "properties": {"timing": weight, "tasks": weight, "assertions": weight},
+                "additionalProperties": False,
+            },
+        },
+        "additionalProperties": False,
+    }
+
+
+def assertions_schema(check_properties: dict[str, Any]) -> dict[str, Any]:
+    """The JSON Schema of ``assertions:``: a native check, ``cypher`` + ``expected`` or ``expression``, each with
+    an optional ``weight``."""
+    return {
+        "type": "array",
+        "description": "post-conversation checks of what the agent did",
+        "items": {
+            "type": "object",
+            "properties": {
+                **check_properties,
+                "cypher": {"type": "string"},
+                "expected": {},
+                "expression": {"type": "string"},
+                "weight": {"type": "number", "minimum": 0},
+            },
+            "additionalProperties": False,
+        },
+    }
+
+
+def assertion_problem(raw: dict[str, Any]) -> str | None:
+    """What is wrong with an assertion's shape that the schema cannot say, or ``None``."""
+    keys = [k for k in raw if k not in ("weight", "expected")]
+    if not keys:
+        return "an assertion needs `cypher` (with `expected`), `expression`, or one check (e.g. `contains`)"
+    if len(keys) > 1:
+        return f"an assertion is one of `cypher`, `expression` or a check; this one has {', '.join(keys)}"
+    if "expected" in raw and keys[0] != "cypher":
+        return "`expected` belongs to a `cypher` assertion"
+    if keys[0] == "cypher" and "expected" not in raw:
+        return "a `cypher` assertion needs `expected` (the single value the query returns)"
+    return None
