@@ -37,12 +37,25 @@ def load_plugin(ref: str) -> ModuleType:
         if spec is None or spec.loader is None or not path.is_file():
             raise SystemExit(f"agent-eval: -p {ref}: no such file")
         module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
+        base = _package_root(path.resolve().parent)
+        if str(base) not in sys.path:  # as pytest's default import mode does for a conftest.py
+            sys.path.insert(0, str(base))
+        try:
+            spec.loader.exec_module(module)
+        except Exception as exc:
+            raise SystemExit(f"agent-eval: {ref}: {type(exc).__name__}: {exc}") from None
         return module
     try:
         return importlib.import_module(ref)
     except ImportError as exc:
         raise SystemExit(f"agent-eval: -p {ref}: cannot import: {exc}") from None
+
+
+def _package_root(folder: Path) -> Path:
+    """The first folder up from ``folder`` that is not a package: where its imports start."""
+    while (folder / "__init__.py").is_file() and folder.parent != folder:
+        folder = folder.parent
+    return folder
 
 
 HOOK_PREFIX = "pytest_agent_eval_register_"

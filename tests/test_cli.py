@@ -224,3 +224,16 @@ def test_a_json_file_may_name_its_schema(tmp_path: Path, capsys: pytest.CaptureF
         0,
         [f"{path}: native, 1 case: ok", "1 file checked, 0 with problems (0 in all)"],
     )
+
+
+def test_a_conftest_imports_from_its_package_root(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """As pytest imports a conftest.py of a package: its imports start at the first folder that is no package."""
+    pkg = tmp_path / "proj" / "evals"
+    pkg.mkdir(parents=True)
+    (tmp_path / "proj" / "__init__.py").write_text("")
+    (pkg / "__init__.py").write_text("")
+    (pkg / "checks.py").write_text(POLITE_PLUGIN)
+    (pkg / "conftest.py").write_text("from proj.evals.checks import pytest_agent_eval_register_checks  # noqa\n")
+    (pkg / "eval_custom.yaml").write_text("cases:\n  - {id: a, input: hi, expect: {polite: true}}\n")
+    code, out = validate(capsys, str(pkg))
+    assert (code, out[0]) == (0, f"{pkg}/eval_custom.yaml: native, 1 case: ok")
