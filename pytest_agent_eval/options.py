@@ -99,6 +99,15 @@ def add_options(parser: pytest.Parser) -> None:
         default=None,
         help="regressions: the exit status depends on regressions against the baseline alone",
     )
+    for name, ini, what in (
+        ("--agent-eval-min-pass-rate", "agent_eval_min_pass_rate", "share of decided cases that must pass (0..1)"),
+        ("--agent-eval-max-cost", "agent_eval_max_cost", "the run's total LLM cost may not exceed this"),
+        ("--agent-eval-max-p95-latency", "agent_eval_max_p95_latency_s", "p95 agent latency in seconds may not exceed"),
+    ):
+        group.addoption(
+            name, dest=ini, metavar="X", type=float, default=None, help=f"fail the run: {what} (ini: {ini})"
+        )
+        parser.addini(ini, f"suite threshold: {what}", default="")
     _add_traffic_options(group, parser)
     parser.addini("agent_eval_require_llm", "fail LLM checks when no LLM is configured", type="bool", default=False)
     parser.addini("agent_eval_concurrency", "agent calls in flight at once in one pytest process", default="1")

@@ -9,6 +9,7 @@ import pytest
 
 from pytest_agent_eval.report.collector import COLLECTOR, Records, is_worker
 from pytest_agent_eval.report.summary import Summary
+from pytest_agent_eval.report.thresholds import SuiteThresholds, Thresholds
 
 
 def configure(config: pytest.Config) -> None:
@@ -19,6 +20,9 @@ def configure(config: pytest.Config) -> None:
     config.stash[COLLECTOR] = collector
     config.pluginmanager.register(collector, "agent_eval_records")
     config.pluginmanager.register(Summary(collector, config.get_verbosity), "agent_eval_summary")
+    thresholds = Thresholds.from_config(config)
+    if thresholds:  # registered before the baseline comparison: its exit status is decided first, this one last
+        config.pluginmanager.register(SuiteThresholds(thresholds, collector), "agent_eval_thresholds")
     path = config.getoption("agent_eval_report", None)
     if path:
         from pytest_agent_eval.report.json_report import JsonReport

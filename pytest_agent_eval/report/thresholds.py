@@ -1,0 +1,97 @@
+"""Suite thresholds (SPEC §10): a run whose pass rate, cost or p95 latency misses one fails, with one line each.
+
+A threshold that cannot be told (no cost reported, no latency measured) is not checked and says so: it never
+fails or passes a run on a made-up figure.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+
+from pytest_agent_eval.report.collector import Records
+from pytest_agent_eval.report.stats import Stats
+
+_DECIDED = (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED)
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """The suite's limits; ``None``: not set."""
+
+    min_pass_rate: float | None = None
+    max_cost: float | None = None
+    max_p95_latency_s: float | None = None
+
+    @classmethod
+    def from_config(cls, config: pytest.Config) -> Thresholds:
+        def value(option: str, ini: str) -> float | None:
+            given = config.getoption(option, None)
+            text = str(config.getini(ini)).strip() if given is None else ""
+            try:
+                return float(given) if given is not None else (float(text) if text else None)
+            except ValueError:
+                raise pytest.UsageError(f"ini {ini} = {text!r}: give a number") from None
+
+        return cls(
+            value("agent_eval_min_pass_rate", "agent_eval_min_pass_rate"),
+            value("agent_eval_max_cost", "agent_eval_max_cost"),
+            value("agent_eval_max_p95_latency_s", "agent_eval_max_p95_latency_s"),
+        )
+
+    def __bool__(self) -> bool:
+        return any(v is not None for v in (self.min_pass_rate, self.max_cost, self.max_p95_latency_s))
+
+    def check(self, stats: Stats) -> tuple[list[str], list[str]]:
+        """``(missed, not checked)``: one line for each threshold the figures miss or cannot tell."""
+        missed: list[str] = []
+        unknown: list[str] = []
+        decided = stats.passed + stats.failed + stats.errors
+        if self.min_pass_rate is not None:
+            if decided:
+                rate = stats.passed / decided
+                if rate < self.min_pass_rate:
+                    missed.append(
+                        f"pass rate {rate:.2f} ({stats.passed}/{decided}) < agent_eval_min_pass_rate "
+                        f"{self.min_pass_rate:g}"
+                    )
+            else:
+                unknown.append("agent_eval_min_pass_rate: no case passed or failed")
+        if self.max_cost is not None:
+            if stats.cost is None:
+                unknown.append("agent_eval_max_cost: no cost reported (turn on the traffic hook or report usage)")
+            elif stats.cost > self.max_cost:
+                missed.append(f"cost {stats.cost:.4f} > agent_eval_max_cost {self.max_cost:g}")
+        if self.max_p95_latency_s is not None:
+            if stats.latency_p95 is None:
+                unknown.append("agent_eval_max_p95_latency_s: no agent latency measured")
+            elif stats.latency_p95 > self.max_p95_latency_s:
+                missed.append(
+                    f"latency p95 {stats.latency_p95:.2f} s > agent_eval_max_p95_latency_s {self.max_p95_latency_s:g}"
+                )
+        return missed, unknown
+
+
+class SuiteThresholds:
+    """Fails a finished run that misses a threshold; lists what it missed in the terminal summary."""
+
+    def __init__(self, thresholds: Thresholds, collector: Records) -> None:
+        self.thresholds = thresholds
+        self.collector = collector
+        self.missed: list[str] = []
+        self.unknown: list[str] = []
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        if exitstatus not in _DECIDED or not self.collector.records:
+            return
+        self.missed, self.unknown = self.thresholds.check(Stats.of(self.collector.records))
+        if self.missed:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+    def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
+        for line in self.missed:
+            terminalreporter.write_line(f"agent eval threshold missed: {line}", red=True, bold=True)
+        for line in self.unknown:
+            terminalreporter.write_line(f"agent eval threshold not checked: {line}", yellow=True)
