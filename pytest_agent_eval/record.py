@@ -5,9 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from pytest_agent_eval.report.render import bounded_repr as safe_repr
-
-__all__ = ["AgentResult", "RunRecord", "ToolCall", "safe_repr"]
+from pytest_agent_eval.report.render import bounded_repr
 
 
 @dataclass
@@ -21,7 +19,7 @@ class ToolCall:
 
     def describe(self) -> str:
         """``name(a=1, b='x')`` for failure output."""
-        args = ", ".join(f"{k}={safe_repr(v)}" for k, v in self.args.items())
+        args = ", ".join(f"{k}={bounded_repr(v)}" for k, v in self.args.items())
         return f"{self.name}({args})"
 
 

@@ -7,7 +7,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from pytest_agent_eval.checks.base import CheckContext, CheckRegistry, CheckResult
-from pytest_agent_eval.record import RunRecord, ToolCall, safe_repr
+from pytest_agent_eval.record import RunRecord, ToolCall
+from pytest_agent_eval.report.render import bounded_repr
 
 NAMES = {"type": "array", "items": {"type": "string"}}
 
@@ -21,7 +22,7 @@ def calls_table(calls: list[ToolCall]) -> list[str]:
         if c.error is not None:
             got = f"raised {c.error}"
         else:
-            text = safe_repr(c.result)
+            text = bounded_repr(c.result)
             got = f"-> {text[:80]}…" if len(text) > 80 else f"-> {text}"
         out.append(f"{i:>2}. {c.describe()} {got}")
     return out
