@@ -96,7 +96,8 @@ def _relative(message: str, config: pytest.Config) -> str:
 
 def agent_eval_case(request: pytest.FixtureRequest) -> None:
     """Runs one eval case (the test function behind every eval item)."""
-    from pytest_agent_eval.execute import run_item, user_error  # the runner loads with the first case run
+    from pytest_agent_eval.execute import run_item  # the runner loads with the first case run
+    from pytest_agent_eval.prepare import user_error
 
     __tracebackhide__ = user_error
     item = request.node

@@ -35,8 +35,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "agent_eval: an eval case collected from a YAML/JSON file (pytest-agent-eval)")
-    config.stash[STATE] = EvalSession(config)
+    state = config.stash[STATE] = EvalSession(config)
     imports.add_root(config.rootpath)
+    if state.settings.concurrency > 1:  # as xdist registers its DSession only with -n: concurrency 1 pays nothing
+        from pytest_agent_eval.prepare import register_scheduler
+
+        register_scheduler(config)
     formats.configure(config)
     if config.pluginmanager.hasplugin("xdist") and compat.worker_input(config) is None:
         from pytest_agent_eval.crashes import CrashReporter
@@ -62,11 +66,6 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> EvalFile |
 @pytest.hookimpl(trylast=True)
 def pytest_agent_eval_failure_lines(item: pytest.Item, result: CaseResult, verbose: int) -> list[str]:
     return failure_lines(result, verbose)
-
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> None:
-    get_state(item.config).next_item = nextitem
 
 
 @pytest.hookimpl(wrapper=True)

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection, Coroutine
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import pytest
 
@@ -12,6 +13,7 @@ from pytest_agent_eval.options import Settings
 # The engine (formats, checks, the runner) loads with the first eval file: a session without any pays nothing.
 if TYPE_CHECKING:
     import asyncio
+    import concurrent.futures
 
     from pytest_agent_eval.cases.cache import ParseCache
     from pytest_agent_eval.cases.load import DialectRegistry
@@ -26,6 +28,7 @@ if TYPE_CHECKING:
 
 
 _UNSET: Any = object()
+T = TypeVar("T")
 
 
 class EvalSession:
@@ -42,12 +45,11 @@ class EvalSession:
         self._marks: dict[str, pytest.MarkDecorator] = {}
         self._parse_cache: ParseCache | None = None
         self._limit: asyncio.Semaphore | None = None
-        self._scheduler: Scheduler | None = None
+        self.scheduler: Scheduler | None = None
+        """Starts upcoming cases early: registered at concurrency > 1 only (``prepare.register_scheduler``)."""
         self._inflight: Any = _UNSET
         self.blocked: dict[int, CaseResult] = {}
         """Cases whose agent blocked the background loop, by ``id(case)``: failed so, and never started again."""
-        self.next_item: pytest.Item | None = None
-        """The item pytest runs after the current one (``pytest_runtest_protocol``)."""
         self.traffic: Traffic | None = self._start_traffic() if self.settings.traffic.on else None
         """The HTTP traffic hook (SPEC §14), installed only when an option needs it."""
 
@@ -141,8 +143,8 @@ class EvalSession:
         if culprit is not None:
             limit = culprit.timeout if culprit.timeout is not None else self.settings.timeout
             self.blocked[id(culprit)] = blocked_result(culprit, stall, limit)
-        if self._scheduler is not None:
-            self._scheduler.forget()
+        if self.scheduler is not None:
+            self.scheduler.forget()
         if self._loop is not None:
             self._loop.abandon()
             if self._runner is self._loop:
@@ -177,13 +179,14 @@ class EvalSession:
             assertion_hook=self.config.hook.pytest_agent_eval_evaluate_assertion,
         )
 
-    def scheduler(self, session: pytest.Session) -> Scheduler | None:
-        """The scheduler that starts upcoming cases early; ``None`` at concurrency 1."""
-        if self._scheduler is None and self.settings.concurrency > 1:
-            from pytest_agent_eval.scheduler import Scheduler  # imports mocks and fixtures: only when needed
+    def start(self, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
+        """Run ``coro`` on the background loop (a new one once a blocked one was left behind)."""
+        return self.loop.submit(coro)
 
-            self._scheduler = Scheduler(self, session)
-        return self._scheduler
+    def suspects(self) -> Collection[str]:
+        """The node ids that run alone: they were in flight when an xdist worker crashed."""
+        inflight = self.inflight
+        return () if inflight is None else inflight.suspects()
 
     def close(self) -> None:
         if self.traffic is not None:
@@ -191,9 +194,9 @@ class EvalSession:
 
             stop(self.traffic)
             self.traffic = None
-        if self._scheduler is not None:
-            self._scheduler.close()
-            self._scheduler = None
+        if self.scheduler is not None:
+            self.scheduler.close()
+            self.scheduler = None
         if self._runner is not None and self._runner is not self._loop:  # the inline loop
             self._runner.close()
         self._runner = None

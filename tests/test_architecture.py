@@ -14,7 +14,7 @@ import pytest_agent_eval
 PACKAGE = Path(pytest_agent_eval.__file__).parent
 # The pytest layer: hooks, items, fixtures, options, session state and what only they use.
 PYTEST_LAYER = {
-    "case_mocks", "collect", "crashes", "execute", "fixtures", "hookspecs", "options", "plugin", "scheduler",
+    "collect", "crashes", "execute", "fixtures", "hookspecs", "options", "plugin", "prepare", "scheduler",
     "skipping", "state", "stopping", "report.attach", "report.collector", "report.compare", "report.formats",
     "report.json_report", "report.summary", "report.thresholds",
 }  # fmt: skip

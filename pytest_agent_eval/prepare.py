@@ -1,0 +1,278 @@
+"""Preparing a case's run: its agent and its tool mocks, for its item's own run and for an early start.
+
+One place for both: the item's run (``execute``) takes what it needs from the item's fixtures and fails the item
+with what to do; an early start (the scheduler's, at concurrency > 1) takes only what needs no fixture of the
+item and leaves the case to its item's turn when anything is missing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Coroutine, Mapping
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from pytest_agent_eval import compat
+from pytest_agent_eval.agents import Agent, as_agent, resolve
+from pytest_agent_eval.cases.model import Case
+from pytest_agent_eval.imports import ImportRefError
+from pytest_agent_eval.mocks import MockConfigError, MockPlan, Response, ToolMocks, load_responses
+from pytest_agent_eval.options import Settings
+from pytest_agent_eval.runner import CaseResult, RecorderFactory, run_case
+from pytest_agent_eval.state import EvalSession, get_state
+
+if TYPE_CHECKING:
+    from pytest_agent_eval.collect import EvalItem
+    from pytest_agent_eval.llm import LLM
+    from pytest_agent_eval.scheduler import Scheduler
+
+_PLUMBING = ("_pytest.", "pluggy.", "pytest_agent_eval.")
+"""Modules whose frames a user's fixture error is shown without."""
+_RESPONSES = pytest.StashKey["Mapping[str, Response] | MockConfigError"]()
+
+
+# -- what both runs share ----------------------------------------------------------------------------------
+
+
+def agent_ref(case: Case, settings: Settings) -> str | None:
+    """The case's ``module:attr`` agent: ``--agent``, else the file's ``agent:``."""
+    return settings.agent or case.agent
+
+
+def tool_recorder(
+    case: Case,
+    settings: Settings,
+    responses: Mapping[str, Response],
+    mocks: Callable[[], ToolMocks] | None,
+    *,
+    others: bool = True,
+) -> RecorderFactory:
+    """Patch the case's dispatcher and compile its mocks; the runner records each trial with the result.
+
+    ``mocks``: the ``ToolMocks`` to patch with and record on (``None``: nothing to patch, the plan records
+    itself); ``others``: count dispatchers patched by the running test's fixtures. Raises
+    :class:`MockConfigError` with the file, line and what to do when the mocks cannot be used.
+    """
+    dispatch = case.tool_dispatch or settings.tool_dispatch
+    plan = MockPlan.for_case(case, responses, settings.unmocked_tools)
+    if mocks is None:
+        plan.require_patched()  # e.g. tools wrapped where the agent's module builds them
+        return plan.recorder
+    patcher = mocks()
+    if dispatch:
+        source = "the file's `tool_dispatch:`" if case.tool_dispatch else "ini agent_eval_tool_dispatch"
+        try:
+            patcher.patch(dispatch)
+        except MockConfigError as exc:
+            raise MockConfigError(f"{case.location}: {source} {dispatch!r}: {exc}") from None
+    plan.require_patched(dispatched=bool(dispatch), others=others)
+    return patcher.recorder(plan)
+
+
+def session_responses(config: pytest.Config) -> Mapping[str, Response]:
+    """The ini ``agent_eval_tool_responses`` file, read once per session (a bad file fails every case)."""
+    if _RESPONSES not in config.stash:
+        path = get_state(config).settings.tool_responses
+        try:
+            config.stash[_RESPONSES] = load_responses(path) if path else {}
+        except MockConfigError as exc:
+            config.stash[_RESPONSES] = exc
+    found = config.stash[_RESPONSES]
+    if isinstance(found, MockConfigError):
+        raise found
+    return found
+
+
+def _agent_fixture(item: pytest.Item) -> Any:
+    """The ``agent`` fixture definition that applies to ``item``, if any."""
+    return compat.fixture_definition(item, "agent")
+
+
+# -- the item's own run ------------------------------------------------------------------------------------
+
+
+def prepare_item(
+    item: EvalItem, request: pytest.FixtureRequest, scheduler: Scheduler | None
+) -> Coroutine[Any, Any, CaseResult]:
+    """The case's run, with its agent, LLM and tool mocks from the item's fixtures."""
+    __tracebackhide__ = user_error
+    state = get_state(item.config)
+    agent = item_agent(item, request)
+    llm = None
+    if state.checks.case_uses_llm(item.case):
+        llm = _fixture(request, "agent_eval_llm")
+        if scheduler is not None:
+            scheduler.llm = llm
+    try:  # after the agent and its fixtures: a mocked tool that nothing has patched by now fails the case here
+        recorder: RecorderFactory | MockConfigError = item_recorder(request, item.case)
+    except MockConfigError as exc:
+        recorder = exc
+    if isinstance(recorder, MockConfigError):  # failed outside `except`: no "During handling..." in the report
+        item.fail(str(recorder))
+    if scheduler is not None and not agent_ref(item.case, state.settings):
+        scheduler.early.remember_agent(item, agent)
+    settings = state.run_settings(item.case, llm, recorder)
+    user = item.case.simulated_user
+    if user is not None and user.uses_neo4j:
+        settings.neo4j = request.getfixturevalue("agent_eval_neo4j")
+    return run_case(item.case, agent, settings)
+
+
+def item_agent(item: EvalItem, request: pytest.FixtureRequest) -> Agent:
+    """The agent: ``--agent``, else the file's ``agent:``, else the ``agent`` fixture.
+
+    Each failure is raised outside the ``except`` that caught its cause: one message, no exception chain.
+    """
+    __tracebackhide__ = user_error
+    state = get_state(item.config)
+    case = item.case
+    ref = agent_ref(case, state.settings)
+    problem: str
+    if ref:
+        try:
+            return resolve(ref, state.agent_instances)
+        except (ImportRefError, TypeError) as exc:
+            source = "--agent" if state.settings.agent else f"{case.path}:{case.agent_line}"
+            problem = f"{source}: agent {ref!r}: {exc}"
+        item.fail(problem)
+    try:
+        value = _fixture(request, "agent")
+    except pytest.FixtureLookupError as exc:
+        if exc.argname != "agent":  # the `agent` fixture exists but needs a missing one: pytest says which
+            raise
+        problem = (
+            f"{case.location}: no agent for case {case.id}: set `agent: module:function` in the "
+            "file, pass --agent module:function, or define an `agent` fixture in conftest.py"
+        )
+    else:
+        try:
+            return as_agent(value, "agent fixture")
+        except TypeError as exc:
+            problem = f"{case.location}: the `agent` fixture: {exc}"
+    item.fail(problem)
+
+
+def item_recorder(request: pytest.FixtureRequest, case: Case) -> RecorderFactory:
+    """The case's tool mocks on the item's ``tool_mocks`` fixture (undone when the test ends).
+
+    Call it after the agent and its fixtures are set up: it checks that every mocked tool is patched by then.
+    """
+    settings = get_state(request.config).settings
+    needed = bool(case.tool_dispatch or settings.tool_dispatch) or "tool_mocks" in request.fixturenames
+
+    def fixture() -> ToolMocks:
+        mocks: ToolMocks = request.getfixturevalue("tool_mocks")
+        return mocks
+
+    # without a dispatcher to patch nor a fixture to report calls to, no fixture lookup to pay
+    return tool_recorder(case, settings, session_responses(request.config), fixture if needed else None)
+
+
+def _plumbing(tb: TracebackType) -> bool:
+    return str(tb.tb_frame.f_globals.get("__name__", "")).startswith(_PLUMBING)
+
+
+def _from_user_code(exc: Exception) -> Exception:
+    """``exc`` with its traceback from the first frame that is neither pytest's, pluggy's nor the plugin's."""
+    tb = exc.__traceback__
+    while tb is not None and _plumbing(tb):
+        tb = tb.tb_next
+    return exc.with_traceback(tb) if tb is not None else exc
+
+
+def user_error(excinfo: pytest.ExceptionInfo[BaseException]) -> bool:
+    """For ``__tracebackhide__``: the plugin's frames are left out of an error raised in the user's code (a
+    fixture), kept for one raised in the plugin itself."""
+    tb = excinfo.tb
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    return not _plumbing(tb)
+
+
+def _fixture(request: pytest.FixtureRequest, name: str) -> Any:
+    """The fixture's value; an error it raises is shown from the fixture's own frames, not pytest's calls."""
+    __tracebackhide__ = user_error
+    try:
+        return request.getfixturevalue(name)
+    except pytest.FixtureLookupError:
+        raise
+    except Exception as exc:
+        raise _from_user_code(exc)  # noqa: B904 - the same exception, from its own frames
+
+
+# -- an early start ----------------------------------------------------------------------------------------
+
+
+class EarlyStart:
+    """A case's run before its item's turn (the scheduler's), from what needs no fixture of the item: a
+    ``module:attr`` agent or a session-scoped ``agent`` fixture an earlier item built, and mocks patched for the
+    session. Anything missing or wrong is left to the item, which reports it when its turn comes."""
+
+    def __init__(self, state: EvalSession) -> None:
+        self._state = state
+        self._fixture_agents: dict[int, Agent] = {}
+        """Agents from session-scoped ``agent`` fixtures, by fixture definition."""
+        self._mocks: ToolMocks | None = None
+        """Holds declarative dispatch patches for cases started early until the session ends."""
+
+    def run(self, item: pytest.Item, case: Case, llm: LLM | None) -> Coroutine[Any, Any, CaseResult] | None:
+        """The case's run, or ``None`` when it needs its item's own setup."""
+        agent = self._agent(item, case)
+        recorder = self._recorder(case)
+        if agent is None or recorder is None:
+            return None
+        return run_case(case, agent, self._state.run_settings(case, llm, recorder))
+
+    def _agent(self, item: pytest.Item, case: Case) -> Agent | None:
+        ref = agent_ref(case, self._state.settings)
+        if ref:
+            try:
+                return resolve(ref, self._state.agent_instances)
+            except Exception:
+                return None
+        definition = _agent_fixture(item)
+        return self._fixture_agents.get(id(definition)) if definition is not None else None
+
+    def _recorder(self, case: Case) -> RecorderFactory | None:
+        try:
+            responses = session_responses(self._state.config)
+            return tool_recorder(case, self._state.settings, responses, self._held, others=False)
+        except MockConfigError:  # others: the running item's patches
+            return None  # the item reports it when its turn comes
+
+    def _held(self) -> ToolMocks:
+        if self._mocks is None:
+            self._mocks = ToolMocks(held=True)
+        return self._mocks
+
+    def remember_agent(self, item: pytest.Item, agent: Agent) -> None:
+        """Keep an agent built by a session-scoped ``agent`` fixture for later cases that use the same one."""
+        definition = _agent_fixture(item)
+        if definition is not None and definition.scope == "session":
+            self._fixture_agents[id(definition)] = agent
+
+    def close(self) -> None:
+        """Undo the patches held for the session."""
+        if self._mocks is not None:
+            self._mocks.undo()
+
+
+def register_scheduler(config: pytest.Config) -> None:
+    """At concurrency > 1, the scheduler as a plugin object (``agent_eval_scheduler``), handed its collaborators.
+    At concurrency 1 nothing of it is made, imported or called."""
+    from pytest_agent_eval.scheduler import Scheduler
+
+    state = get_state(config)
+    inflight = state.inflight
+    scheduler = Scheduler(
+        concurrency=state.settings.concurrency,
+        early=EarlyStart(state),
+        start=state.start,
+        suspects=state.suspects,
+        note=None if inflight is None else inflight.around,
+        blocked=state.blocked,
+        uses_llm=lambda case: state.checks.case_uses_llm(case),  # the checks load with the first case
+    )
+    state.scheduler = scheduler
+    config.pluginmanager.register(scheduler, "agent_eval_scheduler")
