@@ -46,14 +46,15 @@ def test_the_engine_and_the_cli_import_no_pytest() -> None:
     assert done.returncode == 0, done.stderr
 
 
-def _imports_at_load(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
-    """The package's modules that ``name`` imports when it loads (not in functions, not for type checking)."""
+def _imports(name: str, path: Path, modules: dict[str, Path], deferred: bool = False) -> set[str]:
+    """The package's modules that ``name`` imports when it loads (not for type checking); with ``deferred``,
+    also those it imports inside functions (a lazy import still ties the two modules together)."""
     found: set[str] = set()
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     for node in ast.parse(path.read_text()).body:
         if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
             continue
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and not deferred:
             continue
         for sub in ast.walk(node):
             if isinstance(sub, ast.ImportFrom):
@@ -68,10 +69,9 @@ def _imports_at_load(name: str, path: Path, modules: dict[str, Path]) -> set[str
     return {m for m in found if m in modules and m != name}
 
 
-def test_no_import_cycles() -> None:
-    modules = _modules()
-    graph = {name: _imports_at_load(name, path, modules) for name, path in modules.items()}
-    assert graph["pytest_agent_eval.plugin"], "the import graph was read"
+def _cycles(modules: dict[str, Path], deferred: bool) -> list[str]:
+    """Every import cycle among ``modules``, as ``a -> b -> a``."""
+    graph = {name: _imports(name, path, modules, deferred) for name, path in modules.items()}
     cycles = []
     state: dict[str, int] = {}  # 1: on the current path, 2: done
 
@@ -87,7 +87,36 @@ def test_no_import_cycles() -> None:
     for name in sorted(graph):
         if name not in state:
             visit(name, [name])
-    assert cycles == []
+    return cycles
+
+
+# The runner runs a conversation trial and the conversation modules call back into the runner (its `_call`,
+# `evaluate`, `TrialResult`) through imports inside functions. Left for the runner's owner: hand those in.
+KNOWN_DEFERRED_CYCLES = [
+    "pytest_agent_eval.runner -> pytest_agent_eval.conversation.run -> pytest_agent_eval.conversation.assertions"
+    " -> pytest_agent_eval.runner",
+    "pytest_agent_eval.runner -> pytest_agent_eval.conversation.run -> pytest_agent_eval.runner",
+]
+
+
+def test_no_import_cycles() -> None:
+    modules = _modules()
+    assert _imports("pytest_agent_eval.plugin", modules["pytest_agent_eval.plugin"], modules), "the graph was read"
+    assert _cycles(modules, deferred=False) == []
+    assert _cycles(modules, deferred=True) == KNOWN_DEFERRED_CYCLES
+
+
+def test_the_cycle_check_sees_imports_inside_functions(tmp_path: Path) -> None:
+    """The cycle issue 11 found (state -> scheduler -> case_mocks -> state) went through a lazy import."""
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "state.py").write_text("def scheduler():\n    from pkg.scheduler import Scheduler\n")
+    (package / "scheduler.py").write_text("from pkg.case_mocks import recorder\n")
+    (package / "case_mocks.py").write_text("from pkg.state import get_state\n")
+    modules = {f"pkg.{p.stem}": p for p in package.glob("*.py") if p.stem != "__init__"}
+    assert _cycles(modules, deferred=False) == []
+    assert _cycles(modules, deferred=True) == ["pkg.case_mocks -> pkg.state -> pkg.scheduler -> pkg.case_mocks"]
 
 
 def test_the_public_api_is_what_users_import() -> None:

@@ -120,6 +120,24 @@ def test_same_outcomes_ids_and_junit_with_and_without_concurrency_and_xdist(conc
     assert max(peaks) > 1
 
 
+def test_the_scheduler_is_a_plugin_only_at_concurrency_above_one(conc: pytest.Pytester) -> None:
+    """As xdist registers its DSession only with -n: at concurrency 1 the scheduler is neither made nor imported."""
+    conc.makefile(".yaml", eval_conc=_suite(2, failing=()))
+    conc.makeconftest(
+        "import sys\n"
+        "def pytest_sessionfinish(session):\n"
+        "    plugin = session.config.pluginmanager.get_plugin('agent_eval_scheduler')\n"
+        "    loaded = 'pytest_agent_eval.scheduler' in sys.modules\n"
+        "    print(f'scheduler: {type(plugin).__name__} imported: {loaded}')\n"
+    )
+    serial = conc.runpytest_subprocess("-p", "no:cacheprovider", "-s")
+    serial.assert_outcomes(passed=2)
+    assert "scheduler: NoneType imported: False" in serial.stdout.str()
+    concurrent = conc.runpytest_subprocess("-p", "no:cacheprovider", "-s", "--agent-eval-concurrency", "2")
+    concurrent.assert_outcomes(passed=2)
+    assert "scheduler: Scheduler imported: True" in concurrent.stdout.str()
+
+
 def test_x_stops_at_the_first_failure_in_collection_order(conc: pytest.Pytester) -> None:
     conc.makefile(".yaml", eval_conc=_suite(failing=(4, 9)))
     result = conc.runpytest("--agent-eval-concurrency", "8", "-x", "-v")
