@@ -14,7 +14,7 @@ from pytest_agent_eval.checks import Check, CheckContext, CheckError, CheckRegis
 from pytest_agent_eval.record import AgentResult, RunRecord, ToolCall
 
 if TYPE_CHECKING:
-    from pytest_agent_eval.cases.load import Dialect, DialectRegistry
+    from pytest_agent_eval.cases.dialects import Dialect, DialectRegistry
     from pytest_agent_eval.mocks import ToolMocks, wrap
     from pytest_agent_eval.runner import CaseResult, TrialResult
 
@@ -25,8 +25,8 @@ _LAZY = {
     "TrialResult": "pytest_agent_eval.runner",
     "ToolMocks": "pytest_agent_eval.mocks",
     "wrap": "pytest_agent_eval.mocks",
-    "Dialect": "pytest_agent_eval.cases.load",
-    "DialectRegistry": "pytest_agent_eval.cases.load",
+    "Dialect": "pytest_agent_eval.cases.dialects",
+    "DialectRegistry": "pytest_agent_eval.cases.dialects",
 }
 
 __all__ = [

@@ -13,11 +13,11 @@ from pathlib import Path
 from types import ModuleType
 from typing import TextIO
 
+from pytest_agent_eval.cases.dialects.native_schema import native_schema
 from pytest_agent_eval.cases.document import read_document
 from pytest_agent_eval.cases.errors import EvalFileError, EvalFileErrors
 from pytest_agent_eval.cases.files import DEFAULT_FILES, is_eval_file
 from pytest_agent_eval.cases.load import DialectRegistry, builtin_dialects, detect
-from pytest_agent_eval.cases.schema import native_schema
 from pytest_agent_eval.checks import CheckRegistry, builtin_registry
 from pytest_agent_eval.report.baseline import (
     DEFAULT_SIGNIFICANCE,

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
-    from pytest_agent_eval.cases.load import DialectRegistry
+    from pytest_agent_eval.cases.dialects import DialectRegistry
     from pytest_agent_eval.cases.model import Case
     from pytest_agent_eval.checks import CheckRegistry
     from pytest_agent_eval.record import RunRecord

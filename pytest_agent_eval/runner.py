@@ -30,7 +30,7 @@ T = TypeVar("T")
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 
 
-class Recording(Protocol):
+class TrialRecording(Protocol):
     """What tool mocks recorded during one trial."""
 
     calls: list[ToolCall]
@@ -40,7 +40,7 @@ class Recording(Protocol):
     """Declared mocks that no call used: a problem only when the agent answered."""
 
 
-RecorderFactory = Callable[[Case], AbstractContextManager[Recording]]
+RecorderFactory = Callable[[Case], AbstractContextManager[TrialRecording]]
 
 
 @dataclass

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     import concurrent.futures
 
     from pytest_agent_eval.cases.cache import ParseCache
-    from pytest_agent_eval.cases.load import DialectRegistry
+    from pytest_agent_eval.cases.dialects import DialectRegistry
     from pytest_agent_eval.cases.model import Case
     from pytest_agent_eval.checks import CheckRegistry
     from pytest_agent_eval.crashes import InFlight

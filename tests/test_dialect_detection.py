@@ -118,3 +118,32 @@ def test_every_seed_file_loads_as_its_home_format() -> None:
         "embabel/readme-example-job.yml": ("conversation_job", 2),
         "forager/mock_tool_responses.json": "not an eval file of any known format",  # canned responses, not cases
     }
+
+
+@pytest.mark.parametrize(
+    ("name", "text"),
+    [
+        ("eval_d.yaml", "cases:\n  - {id: a, input: x}\n  - {id: a, input: y}\n"),
+        ("eval_d.json", '[\n{"id": "a", "input": "x", "expected_contains": ["x"]},\n'
+         '{"id": "a", "input": "y", "expected_contains": ["y"]}\n]'),
+    ],
+)  # fmt: skip
+def test_every_format_reports_a_duplicate_case_id_alike(tmp_path: Path, name: str, text: str) -> None:
+    """One id dedup for all formats: the repeat errors as `<id>-line<N>`, naming itself and the first line."""
+    (tmp_path / name).write_text(text)
+    first, second = load_file(tmp_path / name, builtin_registry(), builtin_dialects()).cases
+    assert (first.id, first.error) == ("a", None)
+    assert second.id == "a-line3"
+    assert second.error == (
+        f"{tmp_path / name}:3: duplicate case id 'a' (first at line 2); give each case a unique `id` (case a-line3)"
+    )
+
+
+def test_the_dialect_contract_has_one_home_and_its_old_import_path_still_works() -> None:
+    import pytest_agent_eval
+    from pytest_agent_eval.cases import load
+    from pytest_agent_eval.cases.dialects import Dialect, native
+
+    assert load.Dialect is Dialect is pytest_agent_eval.Dialect
+    assert native.DIALECT.fallback and native.DIALECT.name == "native"
+    assert builtin_dialects().names()[0] == "native"

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from jsonschema import Draft202012Validator
 
+from pytest_agent_eval.cases.dialects.native_schema import native_schema
 from pytest_agent_eval.cases.quickcheck import compile_schema
-from pytest_agent_eval.cases.schema import native_schema
 from pytest_agent_eval.checks import builtin_registry
 
 BASE: dict[str, Any] = {

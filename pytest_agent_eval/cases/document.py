@@ -431,3 +431,11 @@ def _where(key: PathKey) -> str:
     for part in key[:5]:
         out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
     return (out or "(top level)") + ("..." if len(key) > 5 else "")
+
+
+def pretty_path(key: PathKey) -> str:
+    """``("cases", 2, "expect")`` -> ``cases[2].expect``, for messages."""
+    out = ""
+    for part in key:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or "(top level)"

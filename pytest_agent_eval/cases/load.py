@@ -2,55 +2,31 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from pytest_agent_eval.cases import native
 from pytest_agent_eval.cases.cache import ParseCache
-from pytest_agent_eval.cases.dialects import category_json, conversation_job, golden_set, neon_suite, tool_routing
+from pytest_agent_eval.cases.dialects import (
+    category_json,
+    conversation_job,
+    golden_set,
+    native,
+    neon_suite,
+    tool_routing,
+)
+from pytest_agent_eval.cases.dialects.base import Dialect, DialectRegistry
 from pytest_agent_eval.cases.document import Document, read_document
 from pytest_agent_eval.cases.errors import EvalFileError
-from pytest_agent_eval.cases.model import EvalFile
+from pytest_agent_eval.cases.model import LoadedFile
 from pytest_agent_eval.checks import CheckRegistry
 
-
-@dataclass(frozen=True)
-class Dialect:
-    """A file format: ``detect`` says whether data has its shape (and what it needs if not); ``load`` reads it.
-
-    A ``fallback`` format (the native one) fits broadly; a more specific format that also fits wins over it.
-    """
-
-    name: str
-    detect: Callable[[Any], tuple[bool, str]]
-    load: Callable[[Document, CheckRegistry], EvalFile]
-    fallback: bool = False
-
-
-class DialectRegistry:
-    """Formats by name, tried in registration order. Plugins add theirs via ``pytest_agent_eval_register_dialects``."""
-
-    def __init__(self) -> None:
-        self._dialects: dict[str, Dialect] = {}
-
-    def register(self, dialect: Dialect) -> None:
-        self._dialects[dialect.name] = dialect
-
-    def __iter__(self) -> Iterator[Dialect]:
-        return iter(self._dialects.values())
-
-    def names(self) -> list[str]:
-        return list(self._dialects)
+__all__ = ["Dialect", "DialectRegistry", "builtin_dialects", "detect", "load_file"]  # Dialect: its old home
 
 
 def builtin_dialects() -> DialectRegistry:
     """The native format and the formats of existing eval setups (SPEC §12)."""
     registry = DialectRegistry()
-    registry.register(Dialect(native.NAME, native.detect, native.load, fallback=True))
-    for module in (neon_suite, golden_set, category_json, tool_routing, conversation_job):
-        registry.register(Dialect(module.NAME, module.detect, module.load))
+    for module in (native, neon_suite, golden_set, category_json, tool_routing, conversation_job):
+        registry.register(module.DIALECT)
     return registry
 
 
@@ -83,7 +59,7 @@ def load_file(
     dialects: DialectRegistry,
     text: str | None = None,
     cache: ParseCache | None = None,
-) -> EvalFile:
+) -> LoadedFile:
     """Read ``path`` and build its cases. Raises EvalFileError(s) for problems with the file as a whole."""
     doc = read_document(path, text, cache)
     return detect(doc, dialects).load(doc, checks)

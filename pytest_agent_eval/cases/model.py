@@ -82,7 +82,7 @@ class Case:
 
 
 @dataclass
-class EvalFile:
+class LoadedFile:
     """A loaded file: its cases (some may carry errors) and the format it was read as."""
 
     path: Path

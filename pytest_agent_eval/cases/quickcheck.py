@@ -15,7 +15,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-Check = Callable[[Any], bool]
+Validator = Callable[[Any], bool]
 _ANNOTATIONS = frozenset({"$schema", "$id", "title", "description", "default", "examples", "$comment", "$defs"})
 _MAPPING = frozenset({"properties", "additionalProperties", "required"})
 _PY_TYPES: dict[str, type | tuple[type, ...]] = {
@@ -69,7 +69,7 @@ def _regex_ok(value: Any) -> bool:
     return True
 
 
-def _all(checks: list[Check]) -> Check:
+def _all(checks: list[Validator]) -> Validator:
     """One check that passes when every one of ``checks`` passes (fewest calls for the common lengths)."""
     if not checks:
         return lambda v: True
@@ -94,10 +94,10 @@ def _all(checks: list[Check]) -> Check:
 class _Compiler:
     def __init__(self, root: dict[str, Any]):
         self.defs: dict[str, Any] = root.get("$defs", {})
-        self.compiled_defs: dict[str, Check] = {}
+        self.compiled_defs: dict[str, Validator] = {}
         self.compiling: set[str] = set()
 
-    def ref(self, ref: str) -> Check:
+    def ref(self, ref: str) -> Validator:
         if not ref.startswith("#/$defs/"):
             raise Unsupported(ref)
         name = ref.removeprefix("#/$defs/")
@@ -110,12 +110,12 @@ class _Compiler:
             self.compiling.discard(name)
         return compiled[name]
 
-    def compile(self, schema: Any) -> Check:
+    def compile(self, schema: Any) -> Validator:
         if schema is True:
             return lambda v: True
         if schema is False:
             return lambda v: False
-        checks: list[Check] = []
+        checks: list[Validator] = []
         skip = _ANNOTATIONS | _MAPPING
         if "properties" in schema or "additionalProperties" in schema or "required" in schema:
             is_object = schema.get("type") == "object"
@@ -127,7 +127,7 @@ class _Compiler:
                 checks.append(self.keyword(key, arg, schema))
         return _all(checks)
 
-    def mapping(self, schema: dict[str, Any], is_object: bool) -> Check:
+    def mapping(self, schema: dict[str, Any], is_object: bool) -> Validator:
         """type object, properties, additionalProperties and required in one pass over the mapping."""
         props = {k: self.compile(s) for k, s in schema.get("properties", {}).items()}
         additional = schema.get("additionalProperties", True)
@@ -151,7 +151,7 @@ class _Compiler:
 
         return check
 
-    def keyword(self, key: str, arg: Any, schema: dict[str, Any]) -> Check:
+    def keyword(self, key: str, arg: Any, schema: dict[str, Any]) -> Validator:
         if key == "type":
             names = [arg] if isinstance(arg, str) else list(arg)
             for n in names:
@@ -211,7 +211,7 @@ class _Compiler:
         raise Unsupported(key)
 
 
-def compile_schema(schema: dict[str, Any]) -> Check | None:
+def compile_schema(schema: dict[str, Any]) -> Validator | None:
     """A fast ``valid?`` function for ``schema``, or ``None`` if it uses keywords not compiled here."""
     try:
         return _Compiler(schema).compile(schema)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pytest_agent_eval.checks import answers, custom, judge, latency, outcome, output, schema, scorers, tools
+from pytest_agent_eval.checks import answers, custom, judge, latency, outcome, output, output_schema, scorers, tools
 from pytest_agent_eval.checks.base import Check, CheckContext, CheckError, CheckRegistry, CheckResult, CheckSpec
 
 __all__ = ["Check", "CheckContext", "CheckError", "CheckRegistry", "CheckResult", "CheckSpec", "builtin_registry"]
@@ -11,6 +11,6 @@ __all__ = ["Check", "CheckContext", "CheckError", "CheckRegistry", "CheckResult"
 def builtin_registry() -> CheckRegistry:
     """A registry holding every built-in check."""
     registry = CheckRegistry()
-    for family in (output, tools, outcome, latency, schema, judge, custom, answers, scorers):
+    for family in (output, tools, outcome, latency, output_schema, judge, custom, answers, scorers):
         family.register(registry)
     return registry

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from pytest_agent_eval.cases.dialects.base import Dialect
 from pytest_agent_eval.cases.dialects.common import Ids, Problems, build_case, is_number, pretty, shorten
 from pytest_agent_eval.cases.document import Document, PathKey
-from pytest_agent_eval.cases.model import Case, EvalFile, slugify
+from pytest_agent_eval.cases.model import Case, LoadedFile, slugify
 from pytest_agent_eval.checks import CheckRegistry
 from pytest_agent_eval.checks.scorers import RESPONSE_TIME_BUDGET_S
 
@@ -41,7 +42,7 @@ def detect(data: Any) -> tuple[bool, str]:
     return (True, "") if found_input else (False, f"{NEED} (no item has `input`)")
 
 
-def load(doc: Document, registry: CheckRegistry) -> EvalFile:
+def load(doc: Document, registry: CheckRegistry) -> LoadedFile:
     """One case per item, ``<category>-<n>`` in file order; a bad item becomes an error case."""
     ids = Ids()
     cases = [
@@ -49,7 +50,7 @@ def load(doc: Document, registry: CheckRegistry) -> EvalFile:
         for category, items in doc.data.items()
         for index, raw in enumerate(items)
     ]
-    return EvalFile(doc.path, NAME, cases)
+    return LoadedFile(doc.path, NAME, cases)
 
 
 def _case(doc: Document, raw: dict[str, Any], key: PathKey, name: str, category: str, ids: Ids) -> Case:
@@ -84,3 +85,6 @@ def _case(doc: Document, raw: dict[str, Any], key: PathKey, name: str, category:
         tags=tuple(dict.fromkeys([slugify(category), *tags])),
         timeout=timeout,
     )
+
+
+DIALECT = Dialect(NAME, detect, load)

@@ -7,10 +7,9 @@ import re
 from collections.abc import Collection
 from typing import Any
 
-from pytest_agent_eval.cases.document import Document, PathKey
+from pytest_agent_eval.cases.document import Document, PathKey, pretty_path
 from pytest_agent_eval.cases.errors import EvalFileError, did_you_mean
 from pytest_agent_eval.cases.model import ID_RE, TAG_RE, TAG_RULE, Case, slugify
-from pytest_agent_eval.cases.schema import pretty_path
 
 pretty = pretty_path
 """``("cases", 2, "scorers")`` -> ``cases[2].scorers``."""
@@ -45,8 +44,9 @@ class Problems:
     def __bool__(self) -> bool:
         return bool(self.errors)
 
-    def add(self, key: PathKey, message: str) -> None:
-        self.errors.append(EvalFileError(self.doc.path, self.doc.line(key), message, self.case_id))
+    def add(self, key: PathKey, message: str, case_id: str | None = None) -> None:
+        """A problem at the line of ``key``, about ``case_id`` (else the part's own case)."""
+        self.errors.append(EvalFileError(self.doc.path, self.doc.line(key), message, case_id or self.case_id))
 
     def unknown_keys(self, raw: dict[str, Any], allowed: Collection[str], key: PathKey, what: str) -> None:
         """One problem per key of ``raw`` that is not ``allowed``, with a did-you-mean or the allowed keys."""
@@ -132,7 +132,8 @@ class Problems:
 
 
 class Ids:
-    """Case ids of one file: explicit ids must be unique; derived ones are made unique with ``-2``, ``-3``…"""
+    """Case ids of one file, for every format: explicit ids must be unique (a repeat is the one "duplicate case
+    id" problem, with a stand-in id); derived ones are made unique with ``-2``, ``-3``…"""
 
     def __init__(self) -> None:
         self.seen: dict[str, int] = {}
@@ -140,7 +141,10 @@ class Ids:
 
     def derive(self, name: str, line: int) -> str:
         """A new id from a name: its slug, made unique within the file."""
-        base = slugify(name)
+        return self.unique(slugify(name), line)
+
+    def unique(self, base: str, line: int) -> str:
+        """``base`` (already an id), made unique within the file."""
         case_id, n = base, 2
         while case_id in self.seen:
             case_id, n = f"{base}-{n}", n + 1
@@ -159,8 +163,10 @@ class Ids:
         """Record a file's own ``case_id``; a duplicate gets a problem and a unique stand-in id."""
         if case_id in self.seen:
             first = self.seen[case_id]
-            problems.add(key, f"duplicate case id {case_id!r} (first at line {first}); give each case a unique `id`")
-            case_id = f"{case_id}-line{line}"
+            stand_in = f"{case_id}-line{line}"
+            message = f"duplicate case id {case_id!r} (first at line {first}); give each case a unique `id`"
+            problems.add(key, message, stand_in)
+            case_id = stand_in
         self.seen[case_id] = line
         return case_id
 

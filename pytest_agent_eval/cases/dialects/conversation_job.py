@@ -13,10 +13,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from pytest_agent_eval.cases.dialects.base import Dialect
 from pytest_agent_eval.cases.dialects.common import Problems, is_number, pretty
 from pytest_agent_eval.cases.document import Document, PathKey
 from pytest_agent_eval.cases.errors import EvalFileErrors
-from pytest_agent_eval.cases.model import ID_RE, Case, EvalFile, slugify
+from pytest_agent_eval.cases.model import ID_RE, Case, LoadedFile, slugify
 from pytest_agent_eval.checks import CheckRegistry
 from pytest_agent_eval.conversation.spec import DEFAULT_WEIGHTS, SimulatedUser, Task, assertion
 
@@ -43,7 +44,7 @@ def detect(data: Any) -> tuple[bool, str]:
     return False, need
 
 
-def load(doc: Document, registry: CheckRegistry) -> EvalFile:
+def load(doc: Document, registry: CheckRegistry) -> LoadedFile:
     """The job's two items; a problem with the job errors the file with every problem at its line."""
     data: dict[str, Any] = doc.data
     stem = doc.path.stem.split(".")[0] if doc.path.name.endswith((".eval.yaml", ".eval.yml")) else doc.path.stem
@@ -112,7 +113,7 @@ def load(doc: Document, registry: CheckRegistry) -> EvalFile:
                 metadata={"facts supplied": variant == "with_facts"},
             )
         )
-    return EvalFile(doc.path, NAME, cases)
+    return LoadedFile(doc.path, NAME, cases)
 
 
 def _mapping(problems: Problems, data: dict[str, Any], name: str, keys: tuple[str, ...]) -> dict[str, Any]:
@@ -193,3 +194,6 @@ def _setups(problems: Problems, data: dict[str, Any]) -> list[str]:
             continue
         out.append(item)
     return out
+
+
+DIALECT = Dialect(NAME, detect, load)

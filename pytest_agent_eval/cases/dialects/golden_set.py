@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from pytest_agent_eval.cases.dialects.base import Dialect
 from pytest_agent_eval.cases.dialects.common import Ids, Problems, build_case, explicit_id, item_keys, pretty
 from pytest_agent_eval.cases.document import Document, PathKey
-from pytest_agent_eval.cases.model import Case, EvalFile
+from pytest_agent_eval.cases.model import Case, LoadedFile
 from pytest_agent_eval.checks import CheckRegistry
 
 NAME = "golden_set"
@@ -33,11 +34,11 @@ def detect(data: Any) -> tuple[bool, str]:
     return True, ""
 
 
-def load(doc: Document, registry: CheckRegistry) -> EvalFile:
+def load(doc: Document, registry: CheckRegistry) -> LoadedFile:
     """Build one case per item; a bad item becomes an error case and the rest still run."""
     ids = Ids()
     cases = [_case(doc, raw, (index,), index, ids) for index, raw in enumerate(doc.data)]
-    return EvalFile(doc.path, NAME, cases)
+    return LoadedFile(doc.path, NAME, cases)
 
 
 def _case(doc: Document, raw: dict[str, Any], key: PathKey, index: int, ids: Ids) -> Case:
@@ -102,3 +103,6 @@ def _decision(
     constraints = problems.str_list(expected, "constraints", key)
     if constraints:
         metadata["constraints"] = constraints
+
+
+DIALECT = Dialect(NAME, detect, load)

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from pytest_agent_eval.cases.dialects.base import Dialect
 from pytest_agent_eval.cases.dialects.common import Ids, Problems, build_case, is_str_list, pretty
 from pytest_agent_eval.cases.document import Document, PathKey
 from pytest_agent_eval.cases.errors import EvalFileErrors, did_you_mean
-from pytest_agent_eval.cases.model import Case, EvalFile
+from pytest_agent_eval.cases.model import Case, LoadedFile
 from pytest_agent_eval.checks import CheckRegistry
 from pytest_agent_eval.checks.scorers import DEFAULT_MIN_SCORE
 
@@ -55,7 +56,7 @@ def _neon_named(case: dict[str, Any]) -> bool:
     return "name" in case and isinstance(case.get("input"), dict) and not native & case.keys()
 
 
-def load(doc: Document, registry: CheckRegistry) -> EvalFile:
+def load(doc: Document, registry: CheckRegistry) -> LoadedFile:
     """Build the cases of a suite. Suite-level problems raise; a bad case becomes an error case."""
     data: dict[str, Any] = doc.data
     suite = _suite(doc, data)
@@ -64,7 +65,7 @@ def load(doc: Document, registry: CheckRegistry) -> EvalFile:
     for index, raw in enumerate(data["cases"]):
         key: PathKey = ("cases", index)
         cases.append(_case(doc, raw, key, index, suite, ids, registry))
-    return EvalFile(doc.path, NAME, cases, name=data.get("name"), description=data.get("description"))
+    return LoadedFile(doc.path, NAME, cases, name=data.get("name"), description=data.get("description"))
 
 
 def _suite(doc: Document, data: dict[str, Any]) -> dict[str, Any]:
@@ -246,3 +247,6 @@ def _custom(problems: Problems, config: dict[str, Any], key: PathKey, registry: 
         else:
             expect[check] = arg
     return expect
+
+
+DIALECT = Dialect(NAME, detect, load)

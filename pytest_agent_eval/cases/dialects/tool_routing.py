@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from pytest_agent_eval.cases.dialects.base import Dialect
 from pytest_agent_eval.cases.dialects.common import Ids, Problems, build_case, item_keys, pretty
 from pytest_agent_eval.cases.document import Document, PathKey
-from pytest_agent_eval.cases.model import Case, EvalFile
+from pytest_agent_eval.cases.model import Case, LoadedFile
 from pytest_agent_eval.checks import CheckRegistry
 
 NAME = "tool_routing"
@@ -31,10 +32,10 @@ def detect(data: Any) -> tuple[bool, str]:
     return True, ""
 
 
-def load(doc: Document, registry: CheckRegistry) -> EvalFile:
+def load(doc: Document, registry: CheckRegistry) -> LoadedFile:
     """One case per item, its id the slug of its name; a bad item becomes an error case."""
     ids = Ids()
-    return EvalFile(doc.path, NAME, [_case(doc, raw, (index,), index, ids) for index, raw in enumerate(doc.data)])
+    return LoadedFile(doc.path, NAME, [_case(doc, raw, (index,), index, ids) for index, raw in enumerate(doc.data)])
 
 
 def _case(doc: Document, raw: dict[str, Any], key: PathKey, index: int, ids: Ids) -> Case:
@@ -60,3 +61,6 @@ def _case(doc: Document, raw: dict[str, Any], key: PathKey, index: int, ids: Ids
         expect={"tools_called": tools or []},
         unmocked_tools="default",
     )
+
+
+DIALECT = Dialect(NAME, detect, load)

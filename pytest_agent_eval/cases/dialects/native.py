@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from pytest_agent_eval.cases.dialects.base import Dialect
+from pytest_agent_eval.cases.dialects.common import Ids, Problems
+from pytest_agent_eval.cases.dialects.native_schema import schema_errors
 from pytest_agent_eval.cases.document import Document, PathKey
 from pytest_agent_eval.cases.errors import EvalFileError, EvalFileErrors
 from pytest_agent_eval.cases.fields import field_errors
-from pytest_agent_eval.cases.model import ID_RE, Case, EvalFile, Turn, slugify
-from pytest_agent_eval.cases.schema import schema_errors
+from pytest_agent_eval.cases.model import ID_RE, Case, LoadedFile, Turn, slugify
 from pytest_agent_eval.checks import CheckRegistry
 
 NAME = "native"
@@ -23,7 +25,7 @@ def detect(data: Any) -> tuple[bool, str]:
     return False, "a mapping with a `cases:` list"
 
 
-def load(doc: Document, registry: CheckRegistry) -> EvalFile:
+def load(doc: Document, registry: CheckRegistry) -> LoadedFile:
     """Build the cases of a native file. File-level problems raise; a bad case becomes an error case."""
     data = doc.data
     case_errors: dict[int, list[EvalFileError]] = {}
@@ -40,19 +42,20 @@ def load(doc: Document, registry: CheckRegistry) -> EvalFile:
     defaults: dict[str, Any] = data.get("defaults") or {}
     file_tags = tuple(dict.fromkeys([*(data.get("tags") or ()), *(defaults.get("tags") or ())]))
     agent = data.get("agent")
-    seen: dict[str, int] = {}
+    ids = Ids()
     cases: list[Case] = []
     for index, raw in enumerate(data["cases"]):
         where: PathKey = ("cases", index)
         line = doc.line(where)
         raw_id = raw.get("id") if isinstance(raw, dict) else None
-        explicit = isinstance(raw_id, str) and ID_RE.match(raw_id) is not None
-        case_id = str(raw_id) if explicit else _derived_id(raw, index)
-        if not explicit:  # derived ids are made unique; explicit duplicates are errors
-            base, n = case_id, 2
-            while case_id in seen:
-                case_id, n = f"{base}-{n}", n + 1
-        if index in case_errors:
+        duplicate = Problems(doc)
+        if isinstance(raw_id, str) and ID_RE.match(raw_id) is not None:
+            case_id = ids.claim(raw_id, line, duplicate, where)  # a repeat: a stand-in id and the problem
+        else:
+            case_id = ids.unique(_derived_id(raw, index), line)
+        if duplicate:  # the case reports only that: its other problems come once its id is its own
+            case = Case(id=case_id, path=doc.path, line=line, error=duplicate.text())
+        elif index in case_errors:
             errs = case_errors[index]
             for err in errs:
                 err.case_id = case_id
@@ -62,16 +65,8 @@ def load(doc: Document, registry: CheckRegistry) -> EvalFile:
             case.agent = agent
             case.agent_line = doc.line(("agent",)) if agent else None
             case.tool_dispatch = data.get("tool_dispatch")
-        if case.id in seen:
-            first = seen[case.id]
-            msg = f"duplicate case id {case.id!r} (first at line {first}); give each case a unique `id`"
-            item_id = f"{case.id}-line{line}"
-            case = Case(
-                id=item_id, path=doc.path, line=line, error=EvalFileError(doc.path, line, msg, item_id).format()
-            )
-        seen.setdefault(case.id, line)
         cases.append(case)
-    return EvalFile(doc.path, NAME, cases, name=data.get("name"), description=data.get("description"))
+    return LoadedFile(doc.path, NAME, cases, name=data.get("name"), description=data.get("description"))
 
 
 def _derived_id(raw: Any, index: int) -> str:
@@ -160,3 +155,6 @@ def _build(
         xfail=_flag(get("xfail"), "expected to fail (eval file)"),
         metadata=get("metadata") or _NONE,
     )
+
+
+DIALECT = Dialect(NAME, detect, load, fallback=True)

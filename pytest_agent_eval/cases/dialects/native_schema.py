@@ -6,7 +6,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from pytest_agent_eval.cases import quickcheck
-from pytest_agent_eval.cases.document import Document, PathKey
+from pytest_agent_eval.cases.document import Document, PathKey, pretty_path
 from pytest_agent_eval.cases.errors import EvalFileError, did_you_mean
 from pytest_agent_eval.cases.model import ID_PATTERN, TAG_PATTERN, TAG_RULE, UNMOCKED_MODES
 from pytest_agent_eval.checks import CheckRegistry
@@ -115,16 +115,8 @@ def _validator(registry: CheckRegistry, version: int) -> jsonschema.Draft202012V
     return validator(schema, format_checker=Draft202012Validator.FORMAT_CHECKER)  # type: ignore[no-any-return]
 
 
-def pretty_path(key: PathKey) -> str:
-    """``("cases", 2, "expect")`` -> ``cases[2].expect``, for messages."""
-    out = ""
-    for part in key:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
-    return out or "(top level)"
-
-
 @lru_cache(maxsize=8)
-def _quick(registry: CheckRegistry, version: int) -> quickcheck.Check | None:
+def _quick(registry: CheckRegistry, version: int) -> quickcheck.Validator | None:
     return quickcheck.compile_schema(native_schema(registry))
 
 

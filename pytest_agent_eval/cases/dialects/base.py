@@ -1,0 +1,49 @@
+"""The contract of a file format (a dialect) and the registry the loader tries them from."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pytest_agent_eval.cases.document import Document
+    from pytest_agent_eval.cases.model import LoadedFile
+    from pytest_agent_eval.checks import CheckRegistry
+
+Detect = Callable[[Any], "tuple[bool, str]"]
+"""``detect(data) -> (fits, need)``: whether the parsed data has the format's shape; if not, what it lacks
+(one short phrase, listed when no format fits)."""
+Load = Callable[["Document", "CheckRegistry"], "LoadedFile"]
+"""``load(doc, checks) -> LoadedFile``: the file's cases. A problem with one case makes that case an error case
+(``Case(id, path, line, error=...)``); a problem with the file as a whole raises ``EvalFileError(s)``."""
+
+
+@dataclass(frozen=True)
+class Dialect:
+    """A file format: ``detect`` says whether data has its shape (and what it needs if not); ``load`` reads it.
+
+    A ``fallback`` format (the native one) fits broadly; a more specific format that also fits wins over it.
+    Each built-in format is one module of ``pytest_agent_eval.cases.dialects`` with its ``DIALECT``.
+    """
+
+    name: str
+    detect: Detect
+    load: Load
+    fallback: bool = False
+
+
+class DialectRegistry:
+    """Formats by name, tried in registration order. Plugins add theirs via ``pytest_agent_eval_register_dialects``."""
+
+    def __init__(self) -> None:
+        self._dialects: dict[str, Dialect] = {}
+
+    def register(self, dialect: Dialect) -> None:
+        self._dialects[dialect.name] = dialect
+
+    def __iter__(self) -> Iterator[Dialect]:
+        return iter(self._dialects.values())
+
+    def names(self) -> list[str]:
+        return list(self._dialects)
