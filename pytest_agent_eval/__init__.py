@@ -1,28 +1,28 @@
 """pytest-agent-eval: golden-set files of LLM-agent eval cases as pytest items that run the real agent.
 
-What users import is listed in ``__all__``; the runner's and the tool mocks' names load when first used, so
-importing the package stays cheap. PYTEST_DONT_REWRITE: the plugin has no test asserts to rewrite (and pytester
-sessions would warn that it cannot rewrite an already imported plugin).
+The public API is ``__all__``: what the README tells users to import, for agents (``AgentResult``,
+``ToolCall``), checks (``Check``, ``CheckContext``, ``CheckError``, ``CheckRegistry``, ``CheckResult``,
+``RunRecord``), file formats (``Dialect``, ``DialectRegistry``), tool mocks (``ToolMocks``, ``wrap``) and
+results (``Case``, ``CaseResult``). Nothing else is re-exported. The runner's and the tool mocks' names load
+when first used, so importing the package stays cheap. PYTEST_DONT_REWRITE: the plugin has no test asserts to
+rewrite (and pytester sessions would warn that it cannot rewrite an already imported plugin).
 """
 
-from __future__ import annotations
+import typing
 
-from typing import TYPE_CHECKING, Any
-
-from pytest_agent_eval.cases.model import Case, Turn
+from pytest_agent_eval.cases.model import Case
 from pytest_agent_eval.checks import Check, CheckContext, CheckError, CheckRegistry, CheckResult
 from pytest_agent_eval.record import AgentResult, RunRecord, ToolCall
 
-if TYPE_CHECKING:
+if typing.TYPE_CHECKING:
     from pytest_agent_eval.cases.dialects import Dialect, DialectRegistry
     from pytest_agent_eval.mocks import ToolMocks, wrap
-    from pytest_agent_eval.runner import CaseResult, TrialResult
+    from pytest_agent_eval.runner import CaseResult
 
 __version__ = "0.1.0"
 
 _LAZY = {
     "CaseResult": "pytest_agent_eval.runner",
-    "TrialResult": "pytest_agent_eval.runner",
     "ToolMocks": "pytest_agent_eval.mocks",
     "wrap": "pytest_agent_eval.mocks",
     "Dialect": "pytest_agent_eval.cases.dialects",
@@ -43,14 +43,12 @@ __all__ = [
     "RunRecord",
     "ToolCall",
     "ToolMocks",
-    "TrialResult",
-    "Turn",
     "__version__",
     "wrap",
 ]
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> typing.Any:
     """The names that load with their module on first use (PEP 562)."""
     if name in _LAZY:
         import importlib

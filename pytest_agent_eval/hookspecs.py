@@ -27,7 +27,7 @@ def pytest_agent_eval_register_checks(registry: CheckRegistry) -> None:
 
 @pytest.hookspec(historic=True)
 def pytest_agent_eval_register_dialects(registry: DialectRegistry) -> None:
-    """Add file formats with ``registry.register(Dialect(name, detect, load))``.
+    """Add file formats with ``registry.register(Dialect(name, detect, load))`` (``pytest_agent_eval.Dialect``).
 
     Called before the first eval file is read; a ``conftest.py`` that loads later (a sub-directory's) is called
     when it loads, before the files below it are read. ``agent-eval validate`` calls it too (see README).

@@ -133,3 +133,27 @@ def test_the_public_api_is_what_users_import() -> None:
     assert (done.returncode, done.stdout.strip()) == (0, "CaseResult"), done.stderr
     with pytest.raises(AttributeError, match="no attribute 'Nope'"):
         pytest_agent_eval.Nope  # noqa: B018
+
+
+def test_nothing_but_the_public_api_is_re_exported() -> None:
+    script = (
+        "import types, pytest_agent_eval as pae\n"
+        "names = [n for n, v in vars(pae).items() if not n.startswith('_') and not isinstance(v, types.ModuleType)]\n"
+        "print(sorted(names))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    eager = sorted(set(pytest_agent_eval.__all__) - set(pytest_agent_eval._LAZY) - {"__version__"})
+    assert done.stdout.strip() == str(eager), done.stderr
+
+
+def test_every_hook_documents_each_parameter() -> None:
+    import inspect
+
+    from pytest_agent_eval import hookspecs
+
+    hooks = [f for name, f in vars(hookspecs).items() if name.startswith("pytest_agent_eval_") and callable(f)]
+    assert len(hooks) >= 5
+    for hook in hooks:
+        doc = inspect.getdoc(hook) or ""
+        missing = [p for p in inspect.signature(hook).parameters if f":param {p}:" not in doc]
+        assert missing == [], hook.__name__
