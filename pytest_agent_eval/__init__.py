@@ -2,15 +2,15 @@
 
 The public API is ``__all__``: what the README tells users to import, for agents (``AgentResult``,
 ``ToolCall``), checks (``Check``, ``CheckContext``, ``CheckError``, ``CheckRegistry``, ``CheckResult``,
-``RunRecord``), file formats (``Dialect``, ``DialectRegistry``), tool mocks (``ToolMocks``, ``wrap``) and
-results (``Case``, ``CaseResult``). Nothing else is re-exported. The runner's and the tool mocks' names load
-when first used, so importing the package stays cheap. PYTEST_DONT_REWRITE: the plugin has no test asserts to
-rewrite (and pytester sessions would warn that it cannot rewrite an already imported plugin).
+``RunRecord``), file formats (``Dialect``, ``DialectRegistry``, ``LoadedFile``), tool mocks (``ToolMocks``,
+``wrap``) and results (``Case``, ``CaseResult``). Nothing else is re-exported. The runner's and the tool mocks'
+names load when first used, so importing the package stays cheap. PYTEST_DONT_REWRITE: the plugin has no test
+asserts to rewrite (and pytester sessions would warn that it cannot rewrite an already imported plugin).
 """
 
 import typing
 
-from pytest_agent_eval.cases.model import Case
+from pytest_agent_eval.cases.model import Case, LoadedFile
 from pytest_agent_eval.checks import Check, CheckContext, CheckError, CheckRegistry, CheckResult
 from pytest_agent_eval.record import AgentResult, RunRecord, ToolCall
 
@@ -40,6 +40,7 @@ __all__ = [
     "CheckResult",
     "Dialect",
     "DialectRegistry",
+    "LoadedFile",
     "RunRecord",
     "ToolCall",
     "ToolMocks",

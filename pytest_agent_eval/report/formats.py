@@ -1,8 +1,13 @@
 """The report formats, each a plugin object registered on the controller only (not on xdist workers), as
-pytest's own junitxml is; all of them read the records that ``Records`` gathers from the test reports."""
+pytest's own junitxml is; all of them read the records that ``Records`` gathers from the test reports.
+
+A format is one module (its plugin object) and one registration line, :func:`add_format`, in ``pytest_configure``:
+here for the built-in ones, in a ``conftest.py`` or plugin for anyone else's (see README, "Extending").
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -11,35 +16,63 @@ from pytest_agent_eval.report.collector import COLLECTOR, Records, is_worker
 from pytest_agent_eval.report.summary import Summary
 from pytest_agent_eval.report.thresholds import SuiteThresholds, Thresholds
 
+MakeFormat = Callable[[pytest.Config, Records], object]
+"""``make(config, records) -> plugin object``: a format from the run's options and its records (read them when
+the session finishes: ``records.records``, one ``CaseRecord`` per eval item)."""
+
+
+def add_format(config: pytest.Config, name: str, make: MakeFormat, option: str | None = None) -> None:
+    """Register the report format ``name``: the plugin object ``make(config, records)``, on the xdist controller
+    (or the only process) and only when ``option`` (an option's ``dest``; ``None``: always) is set.
+
+    Call it from ``pytest_configure``. Workers register nothing: their reports, each with its case's record,
+    reach the controller, so a format reads the same with and without ``-n``.
+    """
+    if is_worker(config) or (option is not None and not config.getoption(option, None)):
+        return
+    config.pluginmanager.register(make(config, run_records(config)), name)
+
+
+def run_records(config: pytest.Config) -> Records:
+    """The run's records, gathered by the ``Records`` plugin object (registered with the first format)."""
+    collector = config.stash.get(COLLECTOR, None)
+    if collector is None:
+        collector = config.stash[COLLECTOR] = Records()
+        config.pluginmanager.register(collector, "agent_eval_records")
+    return collector
+
 
 def configure(config: pytest.Config) -> None:
     """Register the record collector and the terminal summary (and the formats asked for) on the controller."""
     if is_worker(config):
         return
-    collector = Records()
-    config.stash[COLLECTOR] = collector
-    config.pluginmanager.register(collector, "agent_eval_records")
+    collector = run_records(config)
     config.pluginmanager.register(Summary(collector, config.get_verbosity), "agent_eval_summary")
     thresholds = Thresholds.from_config(config)
     if thresholds:  # registered before the baseline comparison: its exit status is decided first, this one last
         config.pluginmanager.register(SuiteThresholds(thresholds, collector), "agent_eval_thresholds")
-    path = config.getoption("agent_eval_report", None)
-    if path:
-        from pytest_agent_eval.report.json_report import JsonReport
-
-        config.pluginmanager.register(JsonReport(config, Path(path), collector), "agent_eval_json_report")
-    baseline = config.getoption("agent_eval_baseline", None)
-    if baseline:
-        from pytest_agent_eval.report.compare import BaselineCompare
-
-        plugin = BaselineCompare(
-            Path(baseline),
-            collector,
-            tolerance=config.getoption("agent_eval_tolerance"),
-            significance=config.getoption("agent_eval_significance"),
-            fail_on_regression=config.getoption("agent_eval_fail_on_regression"),
-            gate=config.getoption("agent_eval_gate"),
-        )
-        config.pluginmanager.register(plugin, "agent_eval_baseline")
-    elif config.getoption("agent_eval_gate", None) or config.getoption("agent_eval_fail_on_regression", False):
+    add_format(config, "agent_eval_json_report", _json_report, option="agent_eval_report")
+    add_format(config, "agent_eval_baseline", _baseline, option="agent_eval_baseline")
+    if not config.getoption("agent_eval_baseline", None) and (
+        config.getoption("agent_eval_gate", None) or config.getoption("agent_eval_fail_on_regression", False)
+    ):
         raise pytest.UsageError("--agent-eval-gate and --agent-eval-fail-on-regression need --agent-eval-baseline PATH")
+
+
+def _json_report(config: pytest.Config, records: Records) -> object:
+    from pytest_agent_eval.report.json_report import JsonReport
+
+    return JsonReport(config, Path(config.getoption("agent_eval_report")), records)
+
+
+def _baseline(config: pytest.Config, records: Records) -> object:
+    from pytest_agent_eval.report.compare import BaselineCompare
+
+    return BaselineCompare(
+        Path(config.getoption("agent_eval_baseline")),
+        records,
+        tolerance=config.getoption("agent_eval_tolerance"),
+        significance=config.getoption("agent_eval_significance"),
+        fail_on_regression=config.getoption("agent_eval_fail_on_regression"),
+        gate=config.getoption("agent_eval_gate"),
+    )
