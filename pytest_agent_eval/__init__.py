@@ -2,7 +2,8 @@
 
 The public API is ``__all__``: what the README tells users to import, for agents (``AgentResult``,
 ``ToolCall``), checks (``Check``, ``CheckContext``, ``CheckError``, ``CheckRegistry``, ``CheckResult``,
-``RunRecord``), file formats (``Dialect``, ``DialectRegistry``, ``LoadedFile``), tool mocks (``ToolMocks``,
+``RunRecord``), file formats (``Dialect``, ``DialectRegistry``, ``LoadedFile``), framework adapters
+(``Adapter``, ``AdapterRegistry``), tool mocks (``ToolMocks``,
 ``wrap``) and results (``Case``, ``CaseResult``). Nothing else is re-exported. The runner's and the tool mocks'
 names load when first used, so importing the package stays cheap. PYTEST_DONT_REWRITE: the plugin has no test
 asserts to rewrite (and pytester sessions would warn that it cannot rewrite an already imported plugin).
@@ -15,6 +16,7 @@ from pytest_agent_eval.checks import Check, CheckContext, CheckError, CheckRegis
 from pytest_agent_eval.record import AgentResult, RunRecord, ToolCall
 
 if typing.TYPE_CHECKING:
+    from pytest_agent_eval.adapters import Adapter, AdapterRegistry
     from pytest_agent_eval.cases.dialects import Dialect, DialectRegistry
     from pytest_agent_eval.mocks import ToolMocks, wrap
     from pytest_agent_eval.runner import CaseResult
@@ -22,6 +24,8 @@ if typing.TYPE_CHECKING:
 __version__ = "0.1.0"
 
 _LAZY = {
+    "Adapter": "pytest_agent_eval.adapters",
+    "AdapterRegistry": "pytest_agent_eval.adapters",
     "CaseResult": "pytest_agent_eval.runner",
     "ToolMocks": "pytest_agent_eval.mocks",
     "wrap": "pytest_agent_eval.mocks",
@@ -30,6 +34,8 @@ _LAZY = {
 }
 
 __all__ = [
+    "Adapter",
+    "AdapterRegistry",
     "AgentResult",
     "Case",
     "CaseResult",

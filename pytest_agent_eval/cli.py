@@ -11,8 +11,9 @@ import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from types import ModuleType
-from typing import TextIO
+from typing import NamedTuple, TextIO
 
+from pytest_agent_eval.adapters import AdapterRegistry, builtin_adapters
 from pytest_agent_eval.cases.dialects.native_schema import native_schema
 from pytest_agent_eval.cases.document import read_document
 from pytest_agent_eval.cases.errors import EvalFileError, EvalFileErrors
@@ -110,10 +111,16 @@ def conftest_files(paths: list[str]) -> list[str]:
     return [str(p) for p in found]
 
 
-def registries(plugins: list[str], paths: Sequence[str] = ()) -> tuple[CheckRegistry, DialectRegistry]:
-    """The built-in checks and formats, plus those added through the registration hooks by installed pytest
-    plugins, the ``conftest.py`` files of ``paths`` and the ``plugins`` named with ``-p``, in that order."""
-    checks, dialects = builtin_registry(), builtin_dialects()
+class Registries(NamedTuple):
+    checks: CheckRegistry
+    dialects: DialectRegistry
+    adapters: AdapterRegistry
+
+
+def registries(plugins: list[str], paths: Sequence[str] = ()) -> Registries:
+    """The built-in checks, formats and adapters, plus those added through the registration hooks by installed
+    pytest plugins, the ``conftest.py`` files of ``paths`` and the ``plugins`` named with ``-p``, in that order."""
+    checks, dialects, adapters = builtin_registry(), builtin_dialects(), builtin_adapters()
     refs = [*entry_point_plugins(), *conftest_files(list(paths)), *plugins]
     unique = {str(Path(r).resolve()) if r.endswith(".py") else r: r for r in refs}  # each loaded once, in order
     for ref in unique.values():
@@ -122,7 +129,9 @@ def registries(plugins: list[str], paths: Sequence[str] = ()) -> tuple[CheckRegi
             module.pytest_agent_eval_register_checks(registry=checks)
         if hasattr(module, "pytest_agent_eval_register_dialects"):
             module.pytest_agent_eval_register_dialects(registry=dialects)
-    return checks, dialects
+        if hasattr(module, "pytest_agent_eval_register_adapters"):
+            module.pytest_agent_eval_register_adapters(registry=adapters)
+    return Registries(checks, dialects, adapters)
 
 
 def eval_files(paths: list[str]) -> Iterator[Path]:
@@ -164,7 +173,7 @@ def _count(n: int, noun: str) -> str:
 
 def validate(paths: list[str], plugins: list[str], out: TextIO) -> int:
     """Print each file's format and every problem; 1 when any file has a problem, else 0."""
-    checks, dialects = registries(plugins, paths)
+    checks, dialects, _ = registries(plugins, paths)
     files = list(eval_files(paths))
     if not files:
         print(f"agent-eval validate: no eval files found under {' '.join(paths)}", file=out)
@@ -219,7 +228,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.report:
         print(json.dumps(report_schema(), indent=2))
         return 0
-    checks, _ = registries(args.plugins, ["."])
+    checks = registries(args.plugins, ["."]).checks
     print(json.dumps(native_schema(checks), indent=2))
     return 0
 

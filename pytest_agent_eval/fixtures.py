@@ -37,14 +37,15 @@ def agent_eval_neo4j() -> Any:
 
 
 @pytest.fixture
-def tool_mocks() -> Iterator[ToolMocks]:
+def tool_mocks(request: pytest.FixtureRequest) -> Iterator[ToolMocks]:
     """Mock tool dispatch for the running case: ``patch``, ``patch_tool``, ``wrap``; ``calls`` lists what was called.
 
     Eval items apply the file's ``tool_dispatch:`` (or ini ``agent_eval_tool_dispatch``) themselves; patches are
     undone when the test ends.
     """
     from pytest_agent_eval.mocks import ToolMocks  # the mock machinery loads when first used
+    from pytest_agent_eval.state import get_state
 
-    mocks = ToolMocks()
+    mocks = ToolMocks(adapters=get_state(request.config).adapters)
     yield mocks
     mocks.undo()

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
+    from pytest_agent_eval.adapters import AdapterRegistry
     from pytest_agent_eval.cases.dialects import DialectRegistry
     from pytest_agent_eval.cases.model import Case
     from pytest_agent_eval.checks import CheckRegistry
@@ -33,6 +34,19 @@ def pytest_agent_eval_register_dialects(registry: DialectRegistry) -> None:
     when it loads, before the files below it are read. ``agent-eval validate`` calls it too (see README).
 
     :param registry: the session's file formats, tried in order by each one's ``detect``.
+    """
+
+
+@pytest.hookspec(historic=True)
+def pytest_agent_eval_register_adapters(registry: AdapterRegistry) -> None:
+    """Add framework adapters with ``registry.register(adapter)`` (``pytest_agent_eval.Adapter``).
+
+    Called when the first agent is resolved; a ``conftest.py`` that loads later is called when it loads. Adapters
+    registered here are tried in registration order, before the built-in ones (``plain`` callables last).
+    ``agent-eval validate`` calls it too (see README).
+
+    :param registry: the session's adapters; ``register(adapter)`` with ``name``, ``recognises``, ``agent``,
+        ``normalise``, ``wrap_tool`` and ``mock_tools`` (see ``pytest_agent_eval.adapters.base``).
     """
 
 

@@ -33,7 +33,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, Union, cast
 
-from pytest_agent_eval.agents import decode_args
+from pytest_agent_eval.adapters import AdapterRegistry, ArgsOf, builtin_adapters
+from pytest_agent_eval.adapters.messages import decode_args
 from pytest_agent_eval.cases.document import read_document
 from pytest_agent_eval.cases.errors import EvalFileError, did_you_mean
 from pytest_agent_eval.cases.model import UNMOCKED_MODES
@@ -46,7 +47,6 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 _FORM_KEYS = frozenset({"return", "sequence", "raise", "when", "default", "call"})
-_FRAMEWORK_ARGS = frozenset({"run_manager", "callbacks", "config"})  # what LangChain adds to a tool's own args
 _MARK = "__agent_eval_tool__"  # set on stand-ins: the tool name they answer for
 _RAISE_RE = re.compile(r"^\s*([A-Za-z_]\w*)\s*(?::\s*(.*))?$", re.DOTALL)
 
@@ -451,6 +451,19 @@ class _Registry:
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.tools: Counter[str] = Counter()
+        self.wrapped: dict[int, weakref.ref[object]] = {}
+
+    def add_wrapped(self, tool: object) -> None:
+        """Note a framework's tool object that an adapter wrapped (wrapping it again returns it as it is)."""
+        with contextlib.suppress(TypeError):  # an object without weak references is wrapped again: no harm
+            weakref.finalize(tool, self.wrapped.pop, id(tool), None)
+            with self.lock:
+                self.wrapped[id(tool)] = weakref.ref(tool)
+
+    def is_wrapped(self, tool: object) -> bool:
+        with self.lock:
+            ref = self.wrapped.get(id(tool))
+        return ref is not None and ref() is tool
 
     def add_tool(self, standin: object, name: str) -> None:
         with self.lock:
@@ -503,8 +516,7 @@ _REGISTRY = _Registry()
 def _is_standin(obj: Any) -> bool:
     if getattr(obj, _MARK, None) is not None:
         return True
-    own = getattr(obj, "__dict__", None)
-    return isinstance(own, dict) and getattr(own.get("_run"), _MARK, None) is not None
+    return _REGISTRY.is_wrapped(obj)
 
 
 def _mark(standin: Callable[..., Any], name: str) -> None:
@@ -568,69 +580,28 @@ def _standin(
     return standin
 
 
-def wrap(tool: T) -> T:
+def standin(func: Callable[..., Any], name: str, args_of: ArgsOf | None = None) -> Callable[..., Any]:
+    """A stand-in for the tool function ``func``, recorded as tool ``name`` (what adapters wrap tools with)."""
+    made = _standin(func, lambda a, kw: name, args_of or _bound_args(func), f"tool {name!r}")
+    _mark(made, name)
+    _REGISTRY.add_tool(made, name)
+    return made
+
+
+def wrap(tool: T, adapters: AdapterRegistry | None = None) -> T:
     """A mocked stand-in for ``tool`` that keeps its name, signature, docstring and schema.
 
-    ``tool`` is a plain function (sync or async) or a LangChain ``BaseTool`` (``@tool``, ``StructuredTool``,
-    ``Tool``, subclasses); for a tool object the stand-in is a copy of it. Calls are answered from the running
-    case's ``tool_mocks`` and recorded under the tool's name; outside a running case the real tool runs.
+    ``tool`` is a plain function (sync or async) or a tool object of a framework an adapter knows (a LangChain
+    ``BaseTool``: ``@tool``, ``StructuredTool``, ``Tool``, subclasses); for a tool object the stand-in is a copy
+    of it. Calls are answered from the running case's ``tool_mocks`` and recorded under the tool's name; outside
+    a running case the real tool runs. ``adapters``: the session's (``tool_mocks.wrap``), else the built-in ones.
     """
     if _is_standin(tool):
         return tool
-    if _is_langchain_tool(tool):
-        return cast(T, _wrap_langchain(tool))
-    if not callable(tool):
-        raise TypeError(
-            f"cannot wrap {tool!r}: expected a function or a LangChain tool; for a dispatcher (name, args) use "
-            "tool_mocks.patch('module:function')"
-        )
-    name = str(getattr(tool, "__name__", type(tool).__name__))
-    standin = _standin(tool, lambda a, kw: name, _bound_args(tool), f"tool {name!r}")
-    _mark(standin, name)
-    _REGISTRY.add_tool(standin, name)
-    return cast(T, standin)
-
-
-def _is_langchain_tool(obj: Any) -> bool:
-    tools = sys.modules.get("langchain_core.tools")  # lazily: without langchain loaded, nothing is a LangChain tool
-    return tools is not None and isinstance(obj, tools.BaseTool)
-
-
-def _wrap_langchain(tool: Any) -> Any:
-    """A copy of the tool whose ``_run``/``_arun`` are stand-ins: the same name, description and args schema."""
-    from langchain_core.tools import BaseTool
-
-    assert isinstance(tool, BaseTool)
-    name = tool.name
-    args_of = _tool_args(tool)
-    clone = tool.model_copy()
-    run = _standin(tool._run, lambda a, kw: name, args_of, f"tool {name!r}")
-    _mark(run, name)
-    object.__setattr__(clone, "_run", run)  # an instance attribute shadows the method; pydantic is bypassed
-    if type(tool)._arun is not BaseTool._arun:  # else BaseTool._arun runs _run (the stand-in) in a thread
-        arun = _standin(tool._arun, lambda a, kw: name, args_of, f"tool {name!r}")
-        _mark(arun, name)
-        object.__setattr__(clone, "_arun", arun)
-    _REGISTRY.add_tool(clone, name)
-    return clone
-
-
-def _tool_args(tool: Any) -> Callable[[tuple[Any, ...], dict[str, Any]], dict[str, Any]]:
-    """Reads the arguments a LangChain tool's ``_run`` got: the model's arguments, without injected ones."""
-    try:
-        schema = tool.tool_call_schema
-        allowed = set(schema.get("properties", {}) if isinstance(schema, dict) else schema.model_fields)
-        names = list(tool.args)
-    except Exception:  # an exotic schema: record what the tool got
-        allowed, names = set(), []
-    names = names or ["tool_input"]
-
-    def args_of(a: tuple[Any, ...], kw: dict[str, Any]) -> dict[str, Any]:
-        out = dict(zip(names, a, strict=False))  # a single-input Tool gets its input positionally
-        out.update((k, v) for k, v in kw.items() if k not in _FRAMEWORK_ARGS and (not allowed or k in allowed))
-        return out
-
-    return args_of
+    wrapped = (adapters or builtin_adapters()).wrap_tool(tool, standin)
+    if getattr(wrapped, _MARK, None) is None:  # a framework's tool object: its functions are the stand-ins
+        _REGISTRY.add_wrapped(wrapped)
+    return cast(T, wrapped)
 
 
 def _dispatcher(original: Callable[..., Any], target: str) -> Callable[..., Any]:
@@ -765,7 +736,9 @@ class ToolMocks:
     ``tool_mocks`` and recorded per trial; outside a running case the real tools run.
     """
 
-    def __init__(self, held: bool = False) -> None:
+    def __init__(self, held: bool = False, adapters: AdapterRegistry | None = None) -> None:
+        self._adapters = adapters
+        """The session's adapters, which know the tool objects of frameworks (built-in ones when not given)."""
         self._held = held
         """Patches kept for the session for cases started early: they do not count as patched for other cases."""
         self._patches: list[tuple[int, str]] = []
@@ -793,7 +766,7 @@ class ToolMocks:
 
         def make(original: Any) -> Any:
             try:
-                return wrap(original)
+                return wrap(original, self._adapters)
             except TypeError as exc:
                 raise MockConfigError(f"{target}: {exc}") from None
 
@@ -803,7 +776,7 @@ class ToolMocks:
 
     def wrap(self, tool: T) -> T:
         """A mocked stand-in for a tool object a framework is handed (see :func:`wrap`)."""
-        return wrap(tool)
+        return wrap(tool, self._adapters)
 
     @property
     def calls(self) -> list[ToolCall]:

@@ -14,10 +14,11 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from pytest_agent_eval import compat
-from pytest_agent_eval.agents import Agent, as_agent, resolve
+from pytest_agent_eval.adapters import Agent
+from pytest_agent_eval.agents import resolve
 from pytest_agent_eval.cases.model import Case
 from pytest_agent_eval.imports import ImportRefError
-from pytest_agent_eval.mocks import MockConfigError, MockPlan, Response, ToolMocks, load_responses
+from pytest_agent_eval.mocks import MockConfigError, MockPlan, Response, ToolMocks, load_responses, wrap
 from pytest_agent_eval.options import Settings
 from pytest_agent_eval.runner import CaseResult, RecorderFactory, run_case
 from pytest_agent_eval.state import EvalSession, get_state
@@ -70,6 +71,21 @@ def tool_recorder(
     return patcher.recorder(plan)
 
 
+def with_mocked_tools(agent: Agent, case: Case, state: EvalSession) -> Agent:
+    """For a case with ``tool_mocks``, the agent with its own tools replaced by stand-ins (its adapter's
+    ``mock_tools``, made once per agent object); else, or when the adapter cannot reach its tools, ``agent``."""
+    if not case.tool_mocks or agent.source is None:
+        return agent
+    key = f"mocked {id(agent)}"
+    cached = state.agent_instances.get(key)
+    if cached is None or cached[0] is not agent:  # (agent, its mocked copy): the agent kept alive with its id
+        copy = agent.adapter.mock_tools(agent.source, lambda tool: wrap(tool, state.adapters))
+        mocked = agent if copy is None else agent.adapter.agent(copy, agent.name)
+        cached = state.agent_instances[key] = (agent, mocked)
+    mocked_agent: Agent = cached[1]
+    return mocked_agent
+
+
 def session_responses(config: pytest.Config) -> Mapping[str, Response]:
     """The ini ``agent_eval_tool_responses`` file, read once per session (a bad file fails every case)."""
     if _RESPONSES not in config.stash:
@@ -99,6 +115,7 @@ def prepare_item(
     __tracebackhide__ = user_error
     state = get_state(item.config)
     agent = item_agent(item, request)
+    mocked = with_mocked_tools(agent, item.case, state)  # before the check that every mocked tool is patched
     llm = None
     if state.checks.case_uses_llm(item.case):
         llm = _fixture(request, "agent_eval_llm")
@@ -116,7 +133,7 @@ def prepare_item(
     user = item.case.simulated_user
     if user is not None and user.uses_neo4j:
         settings.neo4j = request.getfixturevalue("agent_eval_neo4j")
-    return run_case(item.case, agent, settings)
+    return run_case(item.case, mocked, settings)
 
 
 def item_agent(item: EvalItem, request: pytest.FixtureRequest) -> Agent:
@@ -131,7 +148,7 @@ def item_agent(item: EvalItem, request: pytest.FixtureRequest) -> Agent:
     problem: str
     if ref:
         try:
-            return resolve(ref, state.agent_instances)
+            return resolve(ref, state.agent_instances, state.adapters)
         except (ImportRefError, TypeError) as exc:
             source = "--agent" if state.settings.agent else f"{case.path}:{case.agent_line}"
             problem = f"{source}: agent {ref!r}: {exc}"
@@ -147,7 +164,7 @@ def item_agent(item: EvalItem, request: pytest.FixtureRequest) -> Agent:
         )
     else:
         try:
-            return as_agent(value, "agent fixture")
+            return state.adapters.as_agent(value, "agent fixture")
         except TypeError as exc:
             problem = f"{case.location}: the `agent` fixture: {exc}"
     item.fail(problem)
@@ -219,6 +236,8 @@ class EarlyStart:
     def run(self, item: pytest.Item, case: Case, llm: LLM | None) -> Coroutine[Any, Any, CaseResult] | None:
         """The case's run, or ``None`` when it needs its item's own setup."""
         agent = self._agent(item, case)
+        if agent is not None:
+            agent = with_mocked_tools(agent, case, self._state)
         recorder = self._recorder(case)
         if agent is None or recorder is None:
             return None
@@ -228,7 +247,7 @@ class EarlyStart:
         ref = agent_ref(case, self._state.settings)
         if ref:
             try:
-                return resolve(ref, self._state.agent_instances)
+                return resolve(ref, self._state.agent_instances, self._state.adapters)
             except Exception:
                 return None
         definition = _agent_fixture(item)
@@ -243,7 +262,7 @@ class EarlyStart:
 
     def _held(self) -> ToolMocks:
         if self._mocks is None:
-            self._mocks = ToolMocks(held=True)
+            self._mocks = ToolMocks(held=True, adapters=self._state.adapters)
         return self._mocks
 
     def remember_agent(self, item: pytest.Item, agent: Agent) -> None:

@@ -14,7 +14,8 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-from pytest_agent_eval.agents import Agent, UnreadableResult, invoke, normalise
+from pytest_agent_eval.adapters import Agent, UnreadableResult
+from pytest_agent_eval.agents import invoke
 from pytest_agent_eval.blocking import in_thread, outside_loop
 from pytest_agent_eval.cases.model import Case
 from pytest_agent_eval.checks import CheckContext, CheckError, CheckRegistry, CheckResult
@@ -169,7 +170,7 @@ async def _call(case: Case, agent: Agent, query: str, context: dict[str, Any], s
     if exc is not None:
         return RunRecord(latency_s=latency, error=agent_error(exc), traceback=agent_traceback(exc))
     try:
-        record = normalise(raw)
+        record = agent.adapter.normalise(raw)
     except UnreadableResult as exc:
         return RunRecord(latency_s=latency, error=str(exc))
     except Exception as exc:

@@ -21,7 +21,7 @@ from pytest_agent_eval import compat
 from pytest_agent_eval.cases.model import Case
 
 if TYPE_CHECKING:
-    from pytest_agent_eval.agents import Agent
+    from pytest_agent_eval.adapters import Agent
     from pytest_agent_eval.llm import LLM
     from pytest_agent_eval.runner import CaseResult
 

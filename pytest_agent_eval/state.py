@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     import asyncio
     import concurrent.futures
 
+    from pytest_agent_eval.adapters import AdapterRegistry
     from pytest_agent_eval.cases.cache import ParseCache
     from pytest_agent_eval.cases.dialects import DialectRegistry
     from pytest_agent_eval.cases.model import Case
@@ -40,6 +41,7 @@ class EvalSession:
         self.agent_instances: dict[str, Any] = {}
         self._checks: CheckRegistry | None = None
         self._dialects: DialectRegistry | None = None
+        self._adapters: AdapterRegistry | None = None
         self._loop: LoopThread | None = None
         self._runner: InlineLoop | LoopThread | None = None
         self._marks: dict[str, pytest.MarkDecorator] = {}
@@ -89,6 +91,16 @@ class EvalSession:
             self._dialects = builtin_dialects()
             self.config.hook.pytest_agent_eval_register_dialects.call_historic(kwargs={"registry": self._dialects})
         return self._dialects
+
+    @property
+    def adapters(self) -> AdapterRegistry:
+        """The framework adapters: plugins' (``pytest_agent_eval_register_adapters``) first, then the built-in."""
+        if self._adapters is None:
+            from pytest_agent_eval.adapters import builtin_adapters
+
+            self._adapters = builtin_adapters()
+            self.config.hook.pytest_agent_eval_register_adapters.call_historic(kwargs={"registry": self._adapters})
+        return self._adapters
 
     @property
     def parse_cache(self) -> ParseCache | None:

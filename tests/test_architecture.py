@@ -125,8 +125,9 @@ def test_the_public_api_is_what_users_import() -> None:
         "assert 'pytest_agent_eval.mocks' not in sys.modules and 'pytest_agent_eval.runner' not in sys.modules\n"
         "for name in pae.__all__:\n"
         "    getattr(pae, name)\n"
-        "from pytest_agent_eval import ToolMocks, wrap, CaseResult\n"
+        "from pytest_agent_eval import ToolMocks, wrap, CaseResult, Adapter, AdapterRegistry\n"
         "assert ToolMocks.__module__ == 'pytest_agent_eval.mocks' and callable(wrap)\n"
+        "assert Adapter.__module__ == 'pytest_agent_eval.adapters.base' and AdapterRegistry.register\n"
         "print(CaseResult.__name__)\n"
     )
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)

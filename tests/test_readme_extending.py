@@ -90,5 +90,17 @@ def test_a_report_format_only_with_its_option_and_alike_under_xdist(example: pyt
     assert rows["n2"] == rows["serial"]
 
 
-def test_a_framework_adapter_has_its_place() -> None:
+def test_a_framework_adapter(example: pytest.Pytester) -> None:
+    _write(example, "A framework adapter")
     assert "pytest_agent_eval/adapters/" in _section("A framework adapter")
+    result = example.runpytest("-p", "no:cacheprovider", "-v")
+    result.assert_outcomes(passed=1)  # the real tool raises: the mock answered, through the adapter's copy
+    result.stdout.fnmatch_lines(["eval_weather.yaml::sunny PASSED*"])
+    (example.path / "eval_weather.yaml").write_text(
+        _files("A framework adapter")["eval_weather.yaml"].replace("tools_called: [weather]", "tools_called: [map]")
+    )
+    result = example.runpytest("-p", "no:cacheprovider")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        ["*✗ tools_called: not called: map*", "*1. weather(text='weather in Oslo?') -> 'sunny, 21 C'"]
+    )

@@ -14,7 +14,7 @@ from pytest_agent_eval.conversation.spec import DEFAULT_MIN_SCORE, SimulatedUser
 from pytest_agent_eval.record import RunRecord
 
 if TYPE_CHECKING:
-    from pytest_agent_eval.agents import Agent
+    from pytest_agent_eval.adapters import Agent
     from pytest_agent_eval.cases.model import Case
     from pytest_agent_eval.runner import RunSettings, TrialResult
 

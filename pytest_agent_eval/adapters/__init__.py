@@ -1,0 +1,17 @@
+"""Framework adapters, one module each behind the :class:`Adapter` protocol (``base``): ``plain`` callables and
+``langchain`` (LangChain / LangGraph). Plugins add theirs through ``pytest_agent_eval_register_adapters``; see
+``base`` for how to write one."""
+
+from pytest_agent_eval.adapters.base import Adapter, Agent, ArgsOf, StandIn, UnreadableResult, calling
+from pytest_agent_eval.adapters.registry import AdapterRegistry, builtin_adapters
+
+__all__ = [
+    "Adapter",
+    "AdapterRegistry",
+    "Agent",
+    "ArgsOf",
+    "StandIn",
+    "UnreadableResult",
+    "builtin_adapters",
+    "calling",
+]

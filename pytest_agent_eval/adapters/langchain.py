@@ -1,0 +1,87 @@
+"""LangChain / LangGraph: runnables (a compiled graph, a chain) called with ``{"messages": [...]}`` state, their
+``messages`` state read into the run record, and ``BaseTool`` objects (``@tool``, ``StructuredTool``, ``Tool``)
+wrapped for tool mocks. LangChain is imported only for an object that is already one of its own."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from pytest_agent_eval.adapters.base import Agent, ArgsOf, StandIn
+from pytest_agent_eval.adapters.messages import from_messages
+from pytest_agent_eval.adapters.plain import normalise as read_plain
+from pytest_agent_eval.record import RunRecord
+
+_FRAMEWORK_ARGS = frozenset({"run_manager", "callbacks", "config"})  # what LangChain adds to a tool's own args
+
+
+def is_runnable(obj: Any) -> bool:
+    """LangChain / LangGraph runnables take ``{"messages": [...]}`` state, not ``(query, context)``."""
+    return hasattr(obj, "ainvoke") and hasattr(obj, "with_config")
+
+
+def is_tool(obj: Any) -> bool:
+    """A LangChain ``BaseTool`` (without langchain loaded, nothing is one)."""
+    tools = sys.modules.get("langchain_core.tools")
+    return tools is not None and isinstance(obj, tools.BaseTool)
+
+
+class LangChainAdapter:
+    """Runnables get the case's query as one user message; their ``messages`` state is the run's transcript."""
+
+    name = "langchain"
+
+    def recognises(self, obj: Any) -> bool:
+        return is_runnable(obj)
+
+    def agent(self, obj: Any, name: str) -> Agent:
+        async def run_graph(query: str, context: dict[str, Any]) -> Any:
+            state = {"messages": [{"role": "user", "content": query}]}
+            return await obj.ainvoke(state, config=context.get("config"))
+
+        return Agent(run_graph, True, name, self, obj)
+
+    def normalise(self, result: Any) -> RunRecord:
+        if getattr(result, "tool_calls", None) and hasattr(result, "content"):  # one AIMessage that calls tools
+            return from_messages([result])
+        return read_plain(result)  # a `messages` state, or what a chain's last step returned
+
+    def wrap_tool(self, tool: Any, standin: StandIn) -> Any:
+        """A copy of the tool whose ``_run``/``_arun`` are stand-ins: the same name, description and args schema."""
+        if not is_tool(tool):
+            return None
+        from langchain_core.tools import BaseTool
+
+        name = tool.name
+        args_of = _tool_args(tool)
+        clone = tool.model_copy()
+        # an instance attribute shadows the method; pydantic's __setattr__ is bypassed
+        object.__setattr__(clone, "_run", standin(tool._run, name, args_of))
+        if type(tool)._arun is not BaseTool._arun:  # else BaseTool._arun runs _run (the stand-in) in a thread
+            object.__setattr__(clone, "_arun", standin(tool._arun, name, args_of))
+        return clone
+
+    def mock_tools(self, obj: Any, wrap: Callable[[Any], Any]) -> Any:
+        return None
+
+
+def _tool_args(tool: Any) -> ArgsOf:
+    """Reads the arguments a LangChain tool's ``_run`` got: the model's arguments, without injected ones."""
+    try:
+        schema = tool.tool_call_schema
+        allowed = set(schema.get("properties", {}) if isinstance(schema, dict) else schema.model_fields)
+        names = list(tool.args)
+    except Exception:  # an exotic schema: record what the tool got
+        allowed, names = set(), []
+    names = names or ["tool_input"]
+
+    def args_of(a: tuple[Any, ...], kw: dict[str, Any]) -> dict[str, Any]:
+        out = dict(zip(names, a, strict=False))  # a single-input Tool gets its input positionally
+        out.update((k, v) for k, v in kw.items() if k not in _FRAMEWORK_ARGS and (not allowed or k in allowed))
+        return out
+
+    return args_of
+
+
+ADAPTER = LangChainAdapter()

@@ -1,0 +1,84 @@
+"""Reading tool calls and chat message lists (OpenAI-style dicts or LangChain-style message objects) into the
+run record: what several adapters share. No framework is imported here."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from pytest_agent_eval.record import RunRecord, ToolCall
+
+
+def text_of(content: Any) -> str:
+    """A message's content as text (content blocks joined)."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):  # content blocks: [{"type": "text", "text": ...}, ...]
+        return "".join(b.get("text", "") if isinstance(b, dict) else str(b) for b in content)
+    return str(content)
+
+
+def decode_args(raw: Any) -> dict[str, Any]:
+    """Tool-call arguments as a dict, from a dict or a JSON string (as LLM APIs send them)."""
+    if isinstance(raw, str):
+        try:
+            raw = json.loads(raw) if raw.strip() else {}
+        except json.JSONDecodeError:
+            return {"_raw": raw}
+    return dict(raw) if isinstance(raw, dict) else {"_value": raw}
+
+
+def tool_call(raw: Any) -> ToolCall:
+    """A tool call from a name, a dict (``name`` + ``args``/``arguments``, or OpenAI's ``function``) or an object
+    with ``name`` and ``args``/``arguments``."""
+    if isinstance(raw, ToolCall):
+        return raw
+    if isinstance(raw, str):
+        return ToolCall(raw)
+    if isinstance(raw, dict):
+        fn = raw.get("function")
+        if isinstance(fn, dict):  # OpenAI shape: {"function": {"name", "arguments"}}
+            return ToolCall(str(fn.get("name")), decode_args(fn.get("arguments")))
+        args = raw.get("args", raw.get("arguments", {}))
+        return ToolCall(str(raw.get("name")), decode_args(args), raw.get("result"), raw.get("error"))
+    name = getattr(raw, "name", None)
+    if name is not None:
+        return ToolCall(str(name), decode_args(getattr(raw, "args", getattr(raw, "arguments", {}))))
+    raise TypeError(f"cannot read a tool call from {raw!r}: give a name, or a dict with `name` and `args`")
+
+
+def field_of(msg: Any, name: str) -> Any:
+    """A message's field, from a dict or an object."""
+    return msg.get(name) if isinstance(msg, dict) else getattr(msg, name, None)
+
+
+def from_messages(messages: list[Any]) -> RunRecord:
+    """A chat message list (a LangGraph ``messages`` state, OpenAI messages): the last assistant text, the tool
+    calls in order with the results of the tool messages that answer them, and the transcript."""
+    record = RunRecord()
+    by_id: dict[str, ToolCall] = {}
+    for msg in messages:
+        role = field_of(msg, "role") or field_of(msg, "type")
+        if role in ("assistant", "ai", "AIMessage", "AIMessageChunk"):
+            for raw in field_of(msg, "tool_calls") or []:
+                call = tool_call(raw)
+                record.tool_calls.append(call)
+                call_id = field_of(raw, "id")
+                if call_id:
+                    by_id[str(call_id)] = call
+            text = text_of(field_of(msg, "content"))
+            if text:
+                record.output = text
+        elif role == "tool":
+            answered = by_id.get(str(field_of(msg, "tool_call_id")))
+            if answered is not None:
+                answered.result = text_of(field_of(msg, "content"))
+                if field_of(msg, "status") == "error":
+                    answered.error = answered.result
+    record.history = [
+        {"role": str(field_of(m, "role") or field_of(m, "type")), "content": text_of(field_of(m, "content"))}
+        for m in messages
+    ]
+    return record

@@ -1,0 +1,66 @@
+"""The adapters of a session, tried in order: those plugins register first, then the built-in ones, ``plain``
+(any callable) last."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from pytest_agent_eval.adapters.base import Adapter, Agent, StandIn
+from pytest_agent_eval.adapters.langchain import ADAPTER as LANGCHAIN
+from pytest_agent_eval.adapters.plain import ADAPTER as PLAIN
+
+
+class AdapterRegistry:
+    """Adapters in the order they are tried. Plugins add theirs through ``pytest_agent_eval_register_adapters``;
+    an adapter registered later is tried after earlier registered ones, all before the built-in ones."""
+
+    def __init__(self, builtin: list[Adapter]) -> None:
+        self._added: list[Adapter] = []
+        self._builtin = list(builtin)
+
+    def register(self, adapter: Adapter) -> None:
+        """Try ``adapter`` before the built-in adapters (and after those registered before it)."""
+        if not isinstance(adapter, Adapter):
+            missing = [m for m in ("name", *_METHODS) if not hasattr(adapter, m)]
+            raise TypeError(f"{adapter!r} is not an adapter: it lacks {', '.join(missing)} (see README, Extending)")
+        self._added.append(adapter)
+
+    def __iter__(self) -> Iterator[Adapter]:
+        return iter([*self._added, *self._builtin])
+
+    def names(self) -> list[str]:
+        return [adapter.name for adapter in self]
+
+    def as_agent(self, obj: Any, name: str | None = None) -> Agent:
+        """The :class:`Agent` of the first adapter that recognises ``obj``; ``TypeError`` when none does."""
+        if isinstance(obj, Agent):
+            return obj
+        name = name or getattr(obj, "__qualname__", None) or type(obj).__name__
+        for adapter in self:
+            if adapter.recognises(obj):
+                return adapter.agent(obj, name)
+        shown = repr(obj)
+        raise TypeError(
+            f"got {type(obj).__name__} {shown[:60] + '…' if len(shown) > 60 else shown}, not an agent: expected a "
+            "callable (query, context) -> result, or an object with run/invoke/ainvoke"
+        )
+
+    def wrap_tool(self, tool: Any, standin: StandIn) -> Any:
+        """The stand-in of the first adapter that wraps ``tool``; ``TypeError`` when none does."""
+        for adapter in self:
+            wrapped = adapter.wrap_tool(tool, standin)
+            if wrapped is not None:
+                return wrapped
+        raise TypeError(
+            f"cannot wrap {tool!r}: expected a function or a tool object of a framework "
+            f"({', '.join(self.names())}); for a dispatcher (name, args) use tool_mocks.patch('module:function')"
+        )
+
+
+_METHODS = ("recognises", "agent", "normalise", "wrap_tool", "mock_tools")
+
+
+def builtin_adapters() -> AdapterRegistry:
+    """A registry of the built-in adapters only (each one module of this package), ``plain`` last."""
+    return AdapterRegistry([LANGCHAIN, PLAIN])
