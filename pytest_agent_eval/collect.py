@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import gc
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,7 +14,7 @@ import pytest
 from pytest_agent_eval import compat
 from pytest_agent_eval.cases.errors import EvalFileError, EvalFileErrors
 from pytest_agent_eval.cases.load import load_file
-from pytest_agent_eval.cases.model import TAG_RE, Case
+from pytest_agent_eval.cases.model import TAG_RE, Case, LoadedFile
 from pytest_agent_eval.report.failure import printable
 from pytest_agent_eval.state import get_state
 from pytest_agent_eval.stopping import STOPS
@@ -47,12 +48,26 @@ class EvalFile(pytest.File):
             yield FileProblem.from_parent(self, name=FileProblem.NAME, errors=errors)
             return
         fixtureinfo = None
-        for case in loaded.cases:
+        for case in matrix_variants(loaded, state.settings.matrix):
             # Every case of a file runs the same function under the same node: one fixture closure serves all,
             # as it does for a parametrized test.
             item = EvalItem.from_parent(self, name=case.id, case=case, fixtureinfo=fixtureinfo)
             fixtureinfo = compat.fixtureinfo(item)
             yield item
+
+
+def matrix_variants(loaded: LoadedFile, matrix: tuple[tuple[str, str], ...]) -> Iterator[Case]:
+    """The file's cases, each as one variant ``case[name]`` per matrix agent: ``--agent-eval-agent``'s, else the
+    file's ``agents:``. A case with its own ``agent:`` or an error stays one item."""
+    agents: list[tuple[str, str, int | None]] = [(name, ref, None) for name, ref in matrix] or [
+        (name, ref, line) for name, (ref, line) in loaded.agents.items()
+    ]
+    for case in loaded.cases:
+        if not agents or case.own_agent or case.error:
+            yield case
+            continue
+        for name, ref, line in agents:
+            yield dataclasses.replace(case, id=f"{case.id}[{name}]", agent=ref, agent_line=line, agent_name=name)
 
 
 @contextlib.contextmanager
@@ -111,6 +126,7 @@ class EvalItem(pytest.Function):
     def __init__(self, *, case: Case, **kwargs: Any) -> None:
         # No `originalname`: pytest 9.2 builds the node id from it; the callable is given, so nothing looks it up.
         super().__init__(callobj=agent_eval_case, **kwargs)
+        compat.bracketed_node_id(self)  # `case[variant]`: --lf matches it on pytest >= 9.2
         self.case = case
         state = get_state(self.config)
         self.add_marker(state.marker("agent_eval"))

@@ -21,6 +21,24 @@ def fixtureinfo(item: pytest.Item) -> Any:
     return getattr(item, "_fixtureinfo", None)
 
 
+def bracketed_node_id(item: pytest.Item) -> None:
+    """Give an item named ``case[variant]`` the structured id pytest >= 9.2 reads from a saved node id.
+
+    pytest 9.2 keeps node ids as ``NodeId(path, names, params)`` and parses a saved id's ``[...]`` as params
+    (``--lf``, the xdist controller); an item built without a callspec gets ``params=None`` and the bracket in
+    its name, so ``--lf`` never matched it. Fallback (older pytest, or the private names gone): nothing to do.
+    """
+    node_id = getattr(item, "_id", None)
+    if node_id is None or "[" not in item.name or getattr(node_id, "params", "") is not None:
+        return
+    try:
+        from _pytest.nodeid import NodeId
+    except ImportError:  # pragma: no cover - pytest < 9.2 keeps string ids
+        return
+    if isinstance(node_id, NodeId):
+        item._id = NodeId.parse(str(node_id))  # type: ignore[attr-defined]
+
+
 def fixture_definition(item: pytest.Item, name: str) -> Any:
     """The definition of fixture ``name`` that applies to ``item``, or ``None`` when it cannot be told."""
     manager = getattr(item.session, "_fixturemanager", None)

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pytest
 
 from pytest_agent_eval.cases.files import DEFAULT_FILES, is_eval_file
-from pytest_agent_eval.cases.model import UNMOCKED_MODES
+from pytest_agent_eval.cases.model import AGENT_NAME_PATTERN, UNMOCKED_MODES
 
 __all__ = ["Settings", "add_options", "is_eval_file"]
 
@@ -21,6 +22,15 @@ def add_options(parser: pytest.Parser) -> None:
         metavar="MODULE:ATTR",
         default=None,
         help="the agent every case runs (overrides the file's `agent:` and the `agent` fixture)",
+    )
+    group.addoption(
+        "--agent-eval-agent",
+        dest="agent_eval_matrix",
+        metavar="NAME=MODULE:ATTR",
+        action="append",
+        default=[],
+        help="run every case against this agent as the variant case[NAME] (repeatable: a matrix; replaces the "
+        "files' `agent:`/`agents:`, not a case's own `agent:`)",
     )
     group.addoption(
         "--agent-eval-timeout",
@@ -282,6 +292,8 @@ class Settings:
     repeat: int | None = None
     require_llm: bool = False
     traffic: TrafficOptions = TrafficOptions()
+    matrix: tuple[tuple[str, str], ...] = ()
+    """``--agent-eval-agent NAME=MODULE:ATTR``, in order."""
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> Settings:
@@ -301,8 +313,13 @@ class Settings:
         for value, name in ((concurrency, "--agent-eval-concurrency"), (repeat, "--agent-eval-repeat")):
             if value is not None and value < 1:
                 raise pytest.UsageError(f"{name} must be at least 1, got {value}")
+        agent = config.getoption("agent_eval_agent")
+        matrix = _matrix(config.getoption("agent_eval_matrix") or [])
+        if agent and matrix:
+            raise pytest.UsageError("--agent and --agent-eval-agent: choose one (--agent runs one agent everywhere)")
         return cls(
-            agent=config.getoption("agent_eval_agent"),
+            agent=agent,
+            matrix=matrix,
             file_patterns=tuple(config.getini("agent_eval_files")),
             timeout=timeout,
             verbose=config.get_verbosity(),
@@ -314,6 +331,23 @@ class Settings:
             require_llm=bool(config.getoption("agent_eval_require_llm") or config.getini("agent_eval_require_llm")),
             traffic=TrafficOptions.from_config(config),
         )
+
+
+def _matrix(values: list[str]) -> tuple[tuple[str, str], ...]:
+    """``NAME=MODULE:ATTR`` values, checked: a usage error names the value and the form it needs."""
+    seen: dict[str, str] = {}
+    for value in values:
+        name, _, ref = value.partition("=")
+        name, ref = name.strip(), ref.strip()
+        if not re.match(AGENT_NAME_PATTERN, name) or not re.match(r"^[\w.]+:[\w.]+$", ref):
+            raise pytest.UsageError(
+                f"--agent-eval-agent {value!r}: give NAME=MODULE:ATTR, e.g. "
+                "--agent-eval-agent fast=myproject.agent:run (NAME: letters, digits, '_' and '-')"
+            )
+        if name in seen:
+            raise pytest.UsageError(f"--agent-eval-agent: the name {name!r} is given twice")
+        seen[name] = ref
+    return tuple(seen.items())
 
 
 def _positive_int(text: str, name: str, minimum: int = 1) -> int:

@@ -137,7 +137,8 @@ def prepare_item(
 
 
 def item_agent(item: EvalItem, request: pytest.FixtureRequest) -> Agent:
-    """The agent: ``--agent``, else the file's ``agent:``, else the ``agent`` fixture.
+    """The agent: ``--agent``, else the case's (its own ``agent:``, its matrix agent, the file's ``agent:``),
+    else the ``agent`` fixture.
 
     Each failure is raised outside the ``except`` that caught its cause: one message, no exception chain.
     """
@@ -150,8 +151,14 @@ def item_agent(item: EvalItem, request: pytest.FixtureRequest) -> Agent:
         try:
             return resolve(ref, state.agent_instances, state.adapters)
         except (ImportRefError, TypeError) as exc:
-            source = "--agent" if state.settings.agent else f"{case.path}:{case.agent_line}"
-            problem = f"{source}: agent {ref!r}: {exc}"
+            if state.settings.agent:
+                source = "--agent"
+            elif case.agent_line is None:  # a variant of --agent-eval-agent
+                source = f"{case.location}: --agent-eval-agent {case.agent_name}"
+            else:
+                source = f"{case.path}:{case.agent_line}"
+            named = f" ({case.agent_name})" if case.agent_name and case.agent_line is not None else ""
+            problem = f"{source}: agent{named} {ref!r}: {exc}"
         item.fail(problem)
     try:
         value = _fixture(request, "agent")

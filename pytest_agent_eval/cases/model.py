@@ -21,6 +21,8 @@ TAG_RE = re.compile(TAG_PATTERN)
 """A tag becomes a pytest marker (``-m tag`` selects it): a name pytest accepts as a marker and in ``-m``."""
 TAG_RULE = "a tag starts with a letter or digit, then letters, digits, `_` or `-`"
 _SLUG_RE = re.compile(r"[^A-Za-z0-9_-]+")
+AGENT_NAME_PATTERN = TAG_PATTERN
+"""A matrix agent's name: it ends the variant's node id, ``case[name]``."""
 
 
 def slugify(text: str, max_len: int = 60) -> str:
@@ -70,6 +72,10 @@ class Case:
     agent: str | None = None
     """``module:attr`` from the file, or ``None`` for ``--agent`` / the ``agent`` fixture."""
     agent_line: int | None = None
+    own_agent: bool = False
+    """Whether ``agent`` is the case's own (``agent:`` in the case), which a matrix does not replace."""
+    agent_name: str | None = None
+    """The matrix agent this variant runs (``case[name]``); ``None`` outside a matrix."""
     tool_dispatch: str | None = None
     dialect: str = "native"
     stop_on_failure: bool = False
@@ -90,3 +96,5 @@ class LoadedFile:
     cases: list[Case]
     name: str | None = None
     description: str | None = None
+    agents: dict[str, tuple[str, int]] = field(default_factory=dict)
+    """The file's matrix (``agents:``): name -> (``module:attr``, line)."""

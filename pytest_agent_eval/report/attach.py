@@ -58,4 +58,5 @@ def _not_run(item: pytest.Item, report: pytest.TestReport) -> CaseRecord:
         metadata=jsonable(case.metadata),
         min_score=case.min_score,
         min_pass_rate=case.min_pass_rate,
+        agent=case.agent_name,
     )

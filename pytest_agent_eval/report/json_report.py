@@ -19,6 +19,7 @@ import pytest
 import pytest_agent_eval
 from pytest_agent_eval.report.collector import Records
 from pytest_agent_eval.report.schema import SCHEMA_VERSION
+from pytest_agent_eval.report.stats import agent_figures
 
 _SECRET = re.compile(r"(key|token|secret|password|passwd|auth|credential|cookie)", re.IGNORECASE)
 _NOT_FINISHED = (pytest.ExitCode.INTERRUPTED, pytest.ExitCode.INTERNAL_ERROR, pytest.ExitCode.USAGE_ERROR)
@@ -95,11 +96,12 @@ class JsonReport:
             "args": redacted([str(a) for a in self.config.invocation_params.args]),
             "llm_model": os.environ.get("AGENT_EVAL_LLM_MODEL") or None,
         }
-        return {
-            "schema_version": SCHEMA_VERSION,
-            "run": run,
-            "cases": [r.to_dict() for r in self.collector.records],
-        }
+        document: dict[str, Any] = {"schema_version": SCHEMA_VERSION, "run": run}
+        agents = agent_figures(self.collector.records)
+        if agents:  # a matrix: its agents side by side
+            document["agents"] = agents
+        document["cases"] = [r.to_dict() for r in self.collector.records]
+        return document
 
     def write(self, exit_status: int | None, stopped: bool = False) -> None:
         write_atomically(self.path, self.document(exit_status, stopped))

@@ -133,6 +133,8 @@ class CaseRecord:
     """Why the case was skipped or is an expected failure."""
     duration_s: float = 0.0
     """Seconds pytest reports for the item's call (or setup, when the case never ran)."""
+    agent: str | None = None
+    """The matrix agent's name of a variant ``case[name]``; ``None`` outside a matrix."""
     conversation: dict[str, str] | None = None
     """A simulated-user conversation's score parts (``timing``, ``tasks``, ``assertions``, ``penalty``, ``ended``)
     of the trial shown; ``None`` for other cases."""
@@ -215,6 +217,7 @@ def from_result(nodeid: str, file: str, result: CaseResult) -> CaseRecord:
         cost=sum(costs) if costs else None,
         error=shown.run.error or (shown.violations[0] if shown.violations else None),
         conversation=dict(shown.parts) or None,
+        agent=case.agent_name,
     )
 
 

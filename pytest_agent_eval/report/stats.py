@@ -78,6 +78,33 @@ class Stats:
         )
 
 
+def by_agent(records: Iterable[CaseRecord]) -> dict[str, list[CaseRecord]]:
+    """The records of each matrix agent, by name; empty unless the run has two agents or more to compare."""
+    groups: dict[str, list[CaseRecord]] = {}
+    for record in records:
+        if record.agent is not None:
+            groups.setdefault(record.agent, []).append(record)
+    return dict(sorted(groups.items())) if len(groups) > 1 else {}
+
+
+def agent_figures(records: Iterable[CaseRecord]) -> dict[str, dict[str, float | int | None]]:
+    """Per matrix agent: passed, total, mean score, latency p50/p95 and cost, for the JSON report."""
+    out: dict[str, dict[str, float | int | None]] = {}
+    for name, group in by_agent(records).items():
+        stats = Stats.of(group)
+        out[name] = {
+            "passed": stats.passed,
+            "total": stats.total,
+            "pass_rate": stats.passed / stats.total if stats.total else None,
+            "mean_score": stats.mean_score,
+            "latency_p50_s": stats.latency_p50,
+            "latency_p95_s": stats.latency_p95,
+            "tokens": stats.tokens,
+            "cost": stats.cost,
+        }
+    return out
+
+
 def partial_passes(records: Iterable[CaseRecord]) -> list[tuple[CaseRecord, list[str]]]:
     """Cases that passed with something failing inside: a check under ``min_score``, trials under
     ``min_pass_rate``; each with what failed, one line per thing."""

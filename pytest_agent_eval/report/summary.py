@@ -10,7 +10,7 @@ import pytest
 
 from pytest_agent_eval.report.collector import Records
 from pytest_agent_eval.report.record import CaseRecord
-from pytest_agent_eval.report.stats import Stats, partial_passes
+from pytest_agent_eval.report.stats import Stats, by_agent, partial_passes
 
 TITLE = "agent eval summary"
 _HEADER = ("", "passed", "score mean", "score min", "repeat pass", "latency p50", "latency p95", "tool acc")
@@ -63,6 +63,7 @@ def summary_lines(records: list[CaseRecord]) -> list[str]:
     rows = [header, _row("all", Stats.of(records), usage)]
     rows += [_row(name, Stats.of(group), usage) for name, group in sorted(by_file.items())]
     rows += [_row(f"tag {name}", Stats.of(group), usage) for name, group in sorted(by_tag.items())]
+    rows += [_row(f"agent {name}", Stats.of(group), usage) for name, group in by_agent(records).items()]
     lines = _table(rows)
     partial = partial_passes(records)
     if partial:

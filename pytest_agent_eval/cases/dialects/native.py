@@ -62,11 +62,15 @@ def load(doc: Document, registry: CheckRegistry) -> LoadedFile:
             case = Case(id=case_id, path=doc.path, line=line, error="\n".join(e.format() for e in errs))
         else:
             case = _build(doc, raw, where, case_id, defaults, file_tags)
-            case.agent = agent
-            case.agent_line = doc.line(("agent",)) if agent else None
+            if raw.get("agent"):
+                case.agent, case.agent_line, case.own_agent = raw["agent"], doc.line((*where, "agent")), True
+            else:
+                case.agent = agent
+                case.agent_line = doc.line(("agent",)) if agent else None
             case.tool_dispatch = data.get("tool_dispatch")
         cases.append(case)
-    return LoadedFile(doc.path, NAME, cases, name=data.get("name"), description=data.get("description"))
+    agents = {name: (ref, doc.line(("agents", name))) for name, ref in (data.get("agents") or {}).items()}
+    return LoadedFile(doc.path, NAME, cases, name=data.get("name"), description=data.get("description"), agents=agents)
 
 
 def _derived_id(raw: Any, index: int) -> str:

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from pytest_agent_eval.cases import quickcheck
 from pytest_agent_eval.cases.document import Document, PathKey, pretty_path
 from pytest_agent_eval.cases.errors import EvalFileError, did_you_mean
-from pytest_agent_eval.cases.model import ID_PATTERN, TAG_PATTERN, TAG_RULE, UNMOCKED_MODES
+from pytest_agent_eval.cases.model import AGENT_NAME_PATTERN, ID_PATTERN, TAG_PATTERN, TAG_RULE, UNMOCKED_MODES
 from pytest_agent_eval.checks import CheckRegistry
 from pytest_agent_eval.conversation.spec import assertions_schema, score_schema, user_schema
 
@@ -28,11 +28,15 @@ def expect_schema(registry: CheckRegistry) -> dict[str, Any]:
     return {"type": "object", "properties": props, "additionalProperties": False}
 
 
+_REF = {"type": "string", "pattern": r"^[\w.]+:[\w.]+$", "description": "module:attribute"}
+
+
 def case_properties(registry: CheckRegistry) -> dict[str, Any]:
     expect = {"$ref": "#/$defs/expect"}
     return {
         "id": {"type": "string", "pattern": ID_PATTERN, "description": "unique within the file"},
         "description": {"type": "string"},
+        "agent": {**_REF, "description": "this case's own agent (module:attribute): runs once, with it"},
         "input": {  # a string, or {query, context}
             "type": ["string", "object"],
             "properties": {"query": {"type": "string"}, "context": {"type": "object"}},
@@ -80,12 +84,19 @@ def native_schema(registry: CheckRegistry) -> dict[str, Any]:
             "$schema": {"type": "string", "description": "this schema, for editors (ignored)"},
             "name": {"type": "string"},
             "description": {"type": "string"},
-            "agent": {"type": "string", "pattern": r"^[\w.]+:[\w.]+$", "description": "module:attribute"},
+            "agent": _REF,
+            "agents": {
+                "type": "object",
+                "description": "a matrix: every case runs against each agent, as case[name]",
+                "minProperties": 1,
+                "propertyNames": {"pattern": AGENT_NAME_PATTERN},
+                "additionalProperties": _REF,
+            },
             "tool_dispatch": {"type": "string", "pattern": r"^[\w.]+:[\w.]+$"},
             "tags": _TAGS,
             "defaults": {
                 "type": "object",
-                "properties": {k: v for k, v in case_props.items() if k not in ("id", "description")},
+                "properties": {k: v for k, v in case_props.items() if k not in ("id", "description", "agent")},
                 "additionalProperties": False,
             },
             "cases": {"type": "array", "items": {"$ref": "#/$defs/case"}},
