@@ -126,7 +126,7 @@ def test_the_public_api_is_what_users_import() -> None:
         "for name in pae.__all__:\n"
         "    getattr(pae, name)\n"
         "from pytest_agent_eval import ToolMocks, wrap, CaseResult, Adapter, AdapterRegistry\n"
-        "assert ToolMocks.__module__ == 'pytest_agent_eval.mocks' and callable(wrap)\n"
+        "assert ToolMocks.__module__ == 'pytest_agent_eval.mocks.fixture' and callable(wrap)\n"
         "assert Adapter.__module__ == 'pytest_agent_eval.adapters.base' and AdapterRegistry.register\n"
         "print(CaseResult.__name__)\n"
     )
