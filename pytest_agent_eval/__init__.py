@@ -2,11 +2,11 @@
 
 The public API is ``__all__``: what the README tells users to import, for agents (``AgentResult``,
 ``ToolCall``), checks (``Check``, ``CheckContext``, ``CheckError``, ``CheckRegistry``, ``CheckResult``,
-``RunRecord``), file formats (``Dialect``, ``DialectRegistry``, ``LoadedFile``), framework adapters
-(``Adapter``, ``AdapterRegistry``), tool mocks (``ToolMocks``,
-``wrap``) and results (``Case``, ``CaseResult``). Nothing else is re-exported. The runner's and the tool mocks'
-names load when first used, so importing the package stays cheap. PYTEST_DONT_REWRITE: the plugin has no test
-asserts to rewrite (and pytester sessions would warn that it cannot rewrite an already imported plugin).
+``RunRecord``), file formats (``Dialect``, ``DialectRegistry``, ``LoadedFile``), framework adapters (``Adapter``,
+``AdapterRegistry``), tool mocks (``ToolMocks``, ``wrap``) and results (``Case``, ``CaseResult``). Nothing else is
+re-exported. The runner's, the adapters' and the tool mocks' names load when first used, so importing the
+package stays cheap. PYTEST_DONT_REWRITE: the plugin has no test asserts to rewrite (and pytester sessions would
+warn that it cannot rewrite an already imported plugin).
 """
 
 import typing

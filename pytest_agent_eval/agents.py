@@ -22,16 +22,21 @@ def as_agent(obj: Any, name: str | None = None, adapters: AdapterRegistry | None
 
 
 def resolve(ref: str, instances: dict[str, Any], adapters: AdapterRegistry | None = None) -> Agent:
-    """Import ``module:attr``; a class is instantiated once (cached in ``instances``) and its instance used."""
+    """Import ``module:attr``; a class is instantiated once (cached in ``instances``) and its instance used. A
+    reference that an adapter recognises as it is (a string) is that adapter's agent, and nothing is imported."""
     cached = instances.get(f"agent {ref}")
     if cached is not None:  # resolved once per session: importing and inspecting per case costs ~0.1 ms
         return cached  # type: ignore[no-any-return]
+    registry = adapters or builtin_adapters()
+    if registry.adapter_for(ref) is not None:  # a reference an adapter reads itself (e.g. a URL), not imported
+        agent = instances[f"agent {ref}"] = registry.as_agent(ref, ref)
+        return agent
     obj = import_object(ref)
     if inspect.isclass(obj):
         if ref not in instances:
             instances[ref] = _create(obj)
         obj = instances[ref]
-    agent = instances[f"agent {ref}"] = as_agent(obj, ref, adapters)
+    agent = instances[f"agent {ref}"] = registry.as_agent(obj, ref)
     return agent
 
 

@@ -7,6 +7,7 @@ item and leaves the case to its item's turn when anything is missing.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Coroutine, Mapping
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
@@ -73,17 +74,24 @@ def tool_recorder(
 
 def with_mocked_tools(agent: Agent, case: Case, state: EvalSession) -> Agent:
     """For a case with ``tool_mocks``, the agent with its own tools replaced by stand-ins (its adapter's
-    ``mock_tools``, made once per agent object); else, or when the adapter cannot reach its tools, ``agent``."""
+    ``mock_tools``, made once per agent object while it lives); else, or when the adapter cannot reach its tools,
+    ``agent``."""
     if not case.tool_mocks or agent.source is None:
         return agent
-    key = f"mocked {id(agent)}"
-    cached = state.agent_instances.get(key)
-    if cached is None or cached[0] is not agent:  # (agent, its mocked copy): the agent kept alive with its id
-        copy = agent.adapter.mock_tools(agent.source, lambda tool: wrap(tool, state.adapters))
-        mocked = agent if copy is None else agent.adapter.agent(copy, agent.name)
-        cached = state.agent_instances[key] = (agent, mocked)
-    mocked_agent: Agent = cached[1]
-    return mocked_agent
+    made: dict[int, tuple[weakref.ref[Any], Agent]] = state.agent_instances.setdefault("mocked agents", {})
+    key = id(agent.source)
+    entry = made.get(key)
+    if entry is not None and entry[0]() is agent.source:
+        return entry[1]
+    copy = agent.adapter.mock_tools(agent.source, lambda tool: wrap(tool, state.adapters))
+    mocked = agent if copy is None else agent.adapter.agent(copy, agent.name)
+    try:  # kept while the agent object lives (a function-scoped fixture's goes with its test) and the session lasts
+        for gone in [k for k, (ref, _) in made.items() if ref() is None]:
+            del made[gone]
+        made[key] = (weakref.ref(agent.source), mocked)
+    except TypeError:  # no weak references to it: made again for each case
+        pass
+    return mocked
 
 
 def session_responses(config: pytest.Config) -> Mapping[str, Response]:

@@ -18,7 +18,7 @@ from pytest_agent_eval.adapters import Agent, UnreadableResult
 from pytest_agent_eval.agents import invoke
 from pytest_agent_eval.blocking import in_thread, outside_loop
 from pytest_agent_eval.cases.model import Case
-from pytest_agent_eval.checks import CheckContext, CheckError, CheckRegistry, CheckResult
+from pytest_agent_eval.checks import CheckContext, CheckRegistry, CheckResult, evaluate
 from pytest_agent_eval.checks.answers import answered
 from pytest_agent_eval.faults import describe, original
 from pytest_agent_eval.record import RunRecord, ToolCall
@@ -179,18 +179,6 @@ async def _call(case: Case, agent: Agent, query: str, context: dict[str, Any], s
     return record
 
 
-def evaluate(run: RunRecord, expect: dict[str, Any], ctx: CheckContext, registry: CheckRegistry) -> list[CheckResult]:
-    """Every check of ``expect`` on ``run``; a check that raises errors (no verdict) with the error."""
-    results = []
-    for name, spec in expect.items():
-        try:
-            results.append(registry[name].func(run, spec, ctx))
-        except Exception as exc:
-            why = str(exc) if isinstance(exc, CheckError) else f"check raised {describe(exc)}"
-            results.append(CheckResult(name, False, 0.0, spec, f"no verdict: {why}", why, scored=False, error=True))
-    return results
-
-
 async def _checked(
     run: RunRecord, expect: dict[str, Any], ctx: CheckContext, settings: RunSettings
 ) -> list[CheckResult]:
@@ -225,9 +213,10 @@ def _require_llm(results: list[CheckResult], checks: CheckRegistry) -> None:
 async def run_trial(case: Case, agent: Agent, settings: RunSettings, trial: int = 0) -> TrialResult:
     """One independent run of the case (all its turns), checked."""
     if case.simulated_user is not None:  # a simulated user converses instead of scripted turns (conversation/)
-        from pytest_agent_eval.conversation.run import run_conversation_trial
+        from pytest_agent_eval.conversation.run import RunnerParts, run_conversation_trial
 
-        return await run_conversation_trial(case, agent, settings, trial)
+        parts = RunnerParts(call=_call, checked=_checked, no_recording=_no_recording, trial_result=TrialResult)
+        return await run_conversation_trial(case, agent, settings, trial, parts)
     ctx = CheckContext(case=case, options=case.expect_options, llm=settings.llm)
     recorder = settings.recorder(case) if settings.recorder else _no_recording(case)
     turn_results: list[CheckResult] = []

@@ -215,6 +215,7 @@ class EvalSession:
         if self._loop is not None:
             self._loop.close()
             self._loop = None
+        self.agent_instances.clear()  # the session's agents (and their copies with mocked tools) go with it
 
 
 STATE = pytest.StashKey[EvalSession]()

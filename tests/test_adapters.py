@@ -106,3 +106,38 @@ def test_recognising_agents_imports_no_framework() -> None:
     )
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
     assert done.stdout.strip() == "[]", done.stderr
+
+
+class Served:
+    """A toy adapter for agent references that are URLs: nothing is imported for them."""
+
+    name = "served"
+
+    def recognises(self, obj: Any) -> bool:
+        return isinstance(obj, str) and obj.startswith("toy://")
+
+    def agent(self, obj: Any, name: str) -> Agent:
+        return calling(lambda query: f"{obj} answered {query}", name, self, obj)
+
+    def normalise(self, result: Any) -> RunRecord:
+        return RunRecord(output=str(result))
+
+    def wrap_tool(self, tool: Any, standin: StandIn) -> Any:
+        return None
+
+    def mock_tools(self, obj: Any, wrap: Any) -> Any:
+        return None
+
+
+def test_an_adapter_may_take_the_reference_itself_before_any_import() -> None:
+    from pytest_agent_eval.agents import resolve
+    from pytest_agent_eval.imports import ImportRefError
+
+    registry = builtin_adapters()
+    registry.register(Served())
+    instances: dict[str, Any] = {}
+    agent = resolve("toy://agent", instances, registry)
+    assert (agent.adapter.name, _run(agent, "hi").output) == ("served", "toy://agent answered hi")
+    assert resolve("toy://agent", instances, registry) is agent  # once per session
+    with pytest.raises(ImportRefError, match="cannot import module 'toy'"):
+        resolve("toy://agent", {}, builtin_adapters())  # no adapter for it: a module:attr reference that fails

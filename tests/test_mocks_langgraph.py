@@ -236,3 +236,24 @@ cases:
         )
     result.stdout.no_fnmatch_line("*did not answer*")
     result.stdout.no_fnmatch_line("*NoneType*")
+
+
+def test_the_adapter_mocks_a_graphs_tool_node_in_a_copy_and_leaves_the_graph_alone() -> None:
+    from langgraph.graph import START, MessagesState, StateGraph
+
+    from pytest_agent_eval.adapters.langchain import ADAPTER
+
+    inner = build_graph([get_weather, search_docs])
+    outer = StateGraph(MessagesState)
+    outer.add_node("agent", inner)  # the tool node sits in a subgraph
+    outer.add_edge(START, "agent")
+    for graph in (inner, outer.compile()):
+        mocked = ADAPTER.mock_tools(graph, wrap)
+        assert mocked is not None and mocked is not graph
+        with plan({"get_weather": "sunny"}).record() as rec:
+            state = asyncio.run(ADAPTER.agent(mocked, "g").call("weather in Oslo", {}))
+        assert [(c.name, c.args, c.result) for c in rec.calls] == [("get_weather", {"city": "Oslo"}, "sunny")]
+        assert ADAPTER.normalise(state).output == "Here is what I found: sunny"
+        with pytest.raises(RuntimeError, match="would call the weather API"):  # the graph itself: the real tool
+            asyncio.run(graph.ainvoke({"messages": [HumanMessage("weather in Oslo")]}))
+    assert ADAPTER.mock_tools(ScriptedChatModel(route=route), wrap) is None  # a runnable without a tool node

@@ -8,6 +8,8 @@ How to write an adapter (one module, one registration line):
      returned) is this framework's agent. Recognise by duck typing or by module name
      (``type(obj).__module__.startswith("myframework.")``), never by importing the framework: the adapter is
      asked about every agent, and a user without the framework must not pay for (or fail on) its import.
+     It is also asked about each ``agent:``/``--agent`` reference string before it is imported: an adapter for
+     agents served over HTTP recognises ``"http://..."`` and gets that string as ``obj`` (no import happens).
    * ``agent(obj, name) -> Agent``: how to call it. ``Agent.call(query, context)`` returns the raw result or an
      awaitable of it; ``is_async`` says whether ``call`` is a coroutine function (run on the event loop) or sync
      (run in a worker thread). :func:`calling` builds one from a function ``(query, context)`` or ``(query)``.

@@ -1,9 +1,11 @@
 """LangChain / LangGraph: runnables (a compiled graph, a chain) called with ``{"messages": [...]}`` state, their
-``messages`` state read into the run record, and ``BaseTool`` objects (``@tool``, ``StructuredTool``, ``Tool``)
-wrapped for tool mocks. LangChain is imported only for an object that is already one of its own."""
+``messages`` state read into the run record, ``BaseTool`` objects (``@tool``, ``StructuredTool``, ``Tool``)
+wrapped for tool mocks, and a graph's ``ToolNode`` tools (``create_react_agent``) replaced by stand-ins.
+LangChain is imported only for an object that is already one of its own."""
 
 from __future__ import annotations
 
+import copy
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -63,7 +65,9 @@ class LangChainAdapter:
         return clone
 
     def mock_tools(self, obj: Any, wrap: Callable[[Any], Any]) -> Any:
-        return None
+        """A copy of a LangGraph graph (``create_react_agent``, a ``StateGraph`` with a ``ToolNode``) whose tool
+        nodes hold ``wrap(tool)`` for each of their tools; ``None`` for a runnable with no tool node."""
+        return _with_wrapped_tools(obj, wrap, depth=3)
 
 
 def _tool_args(tool: Any) -> ArgsOf:
@@ -82,6 +86,36 @@ def _tool_args(tool: Any) -> ArgsOf:
         return out
 
     return args_of
+
+
+def _with_wrapped_tools(graph: Any, wrap: Callable[[Any], Any], depth: int) -> Any:
+    """``graph`` copied with every tool node (also in subgraphs, ``depth`` deep) holding stand-ins, or ``None``."""
+    nodes = getattr(graph, "nodes", None)
+    if depth <= 0 or not isinstance(nodes, dict) or not callable(getattr(graph, "copy", None)):
+        return None
+    changed = {}
+    for name, node in nodes.items():
+        bound = getattr(node, "bound", None)
+        replaced = _tool_node(bound, wrap)
+        if replaced is None and hasattr(bound, "nodes"):
+            replaced = _with_wrapped_tools(bound, wrap, depth - 1)
+        if replaced is not None:
+            changed[name] = node.copy({"bound": replaced})
+    return graph.copy({"nodes": {**nodes, **changed}}) if changed else None
+
+
+def _tool_node(node: Any, wrap: Callable[[Any], Any]) -> Any:
+    """A copy of a LangGraph ``ToolNode`` whose tools are stand-ins, or ``None`` when ``node`` is not one."""
+    tools = getattr(node, "_tools_by_name", None)
+    if not isinstance(tools, dict) or not type(node).__module__.startswith("langgraph."):
+        return None
+    clone = copy.copy(node)
+    clone._tools_by_name = {name: wrap(tool) for name, tool in tools.items()}
+    for attr in ("func", "afunc"):  # bound to the original node, they would read its tools: bind them to the copy
+        method = getattr(node, attr, None)
+        if method is not None and getattr(method, "__self__", None) is node:
+            setattr(clone, attr, getattr(clone, method.__func__.__name__))
+    return clone
 
 
 ADAPTER = LangChainAdapter()

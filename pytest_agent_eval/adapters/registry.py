@@ -32,14 +32,18 @@ class AdapterRegistry:
     def names(self) -> list[str]:
         return [adapter.name for adapter in self]
 
+    def adapter_for(self, obj: Any) -> Adapter | None:
+        """The first adapter that recognises ``obj``, if any."""
+        return next((adapter for adapter in self if adapter.recognises(obj)), None)
+
     def as_agent(self, obj: Any, name: str | None = None) -> Agent:
         """The :class:`Agent` of the first adapter that recognises ``obj``; ``TypeError`` when none does."""
         if isinstance(obj, Agent):
             return obj
         name = name or getattr(obj, "__qualname__", None) or type(obj).__name__
-        for adapter in self:
-            if adapter.recognises(obj):
-                return adapter.agent(obj, name)
+        adapter = self.adapter_for(obj)
+        if adapter is not None:
+            return adapter.agent(obj, name)
         shown = repr(obj)
         raise TypeError(
             f"got {type(obj).__name__} {shown[:60] + '…' if len(shown) > 60 else shown}, not an agent: expected a "

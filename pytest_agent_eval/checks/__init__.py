@@ -3,9 +3,26 @@
 from __future__ import annotations
 
 from pytest_agent_eval.checks import answers, custom, judge, latency, outcome, output, output_schema, scorers, tools
-from pytest_agent_eval.checks.base import Check, CheckContext, CheckError, CheckRegistry, CheckResult, CheckSpec
+from pytest_agent_eval.checks.base import (
+    Check,
+    CheckContext,
+    CheckError,
+    CheckRegistry,
+    CheckResult,
+    CheckSpec,
+    evaluate,
+)
 
-__all__ = ["Check", "CheckContext", "CheckError", "CheckRegistry", "CheckResult", "CheckSpec", "builtin_registry"]
+__all__ = [
+    "Check",
+    "CheckContext",
+    "CheckError",
+    "CheckRegistry",
+    "CheckResult",
+    "CheckSpec",
+    "builtin_registry",
+    "evaluate",
+]
 
 
 def builtin_registry() -> CheckRegistry:

@@ -6,6 +6,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
+from pytest_agent_eval.faults import describe
 from pytest_agent_eval.record import RunRecord
 
 if TYPE_CHECKING:
@@ -126,3 +127,15 @@ class CheckRegistry:
 
     def names(self) -> list[str]:
         return list(self._checks)
+
+
+def evaluate(run: RunRecord, expect: dict[str, Any], ctx: CheckContext, registry: CheckRegistry) -> list[CheckResult]:
+    """Every check of ``expect`` on ``run``; a check that raises errors (no verdict) with the error."""
+    results = []
+    for name, spec in expect.items():
+        try:
+            results.append(registry[name].func(run, spec, ctx))
+        except Exception as exc:
+            why = str(exc) if isinstance(exc, CheckError) else f"check raised {describe(exc)}"
+            results.append(CheckResult(name, False, 0.0, spec, f"no verdict: {why}", why, scored=False, error=True))
+    return results

@@ -9,6 +9,7 @@ from typing import Any
 from pytest_agent_eval.checks.base import CheckContext, CheckRegistry, CheckResult
 from pytest_agent_eval.record import RunRecord, ToolCall
 from pytest_agent_eval.report.render import bounded_repr
+from pytest_agent_eval.subset import mismatches
 
 NAMES = {"type": "array", "items": {"type": "string"}}
 
@@ -149,25 +150,6 @@ def max_tool_calls(run: RunRecord, spec: Any, ctx: CheckContext) -> CheckResult:
         actual=n,
         message="" if ok else f"{n} tool calls, at most {spec} allowed",
     )
-
-
-def mismatches(want: Any, got: Any, path: str) -> list[str]:
-    """Where ``got`` does not contain ``want`` (nested subset match), one line per path."""
-    if isinstance(want, dict):
-        if not isinstance(got, dict):
-            return [f"{path}: expected a mapping {want!r}, got {got!r}"]
-        out: list[str] = []
-        for k, v in want.items():
-            if k not in got:
-                out.append(f"{path}.{k}: missing (expected {v!r})")
-            else:
-                out.extend(mismatches(v, got[k], f"{path}.{k}"))
-        return out
-    if isinstance(want, list) and isinstance(got, list):
-        if len(want) != len(got):
-            return [f"{path}: expected {want!r}, got {got!r}"]
-        return [m for i, (w, g) in enumerate(zip(want, got, strict=True)) for m in mismatches(w, g, f"{path}[{i}]")]
-    return [] if want == got else [f"{path}: expected {want!r}, got {got!r}"]
 
 
 def tool_args(run: RunRecord, spec: Any, ctx: CheckContext) -> CheckResult:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from pytest_agent_eval.checks.base import CheckContext, CheckRegistry, CheckResult
+from pytest_agent_eval.checks.base import CheckContext, CheckRegistry, CheckResult, evaluate
 from pytest_agent_eval.conversation.neo4j import Connection, NotConfigured
 from pytest_agent_eval.conversation.spec import Assertion
 from pytest_agent_eval.record import RunRecord
@@ -67,8 +67,6 @@ def evaluate_assertions(
     connection: Connection,
 ) -> list[CheckResult]:
     """One result per assertion, named ``assertion N: ...``, in order."""
-    from pytest_agent_eval.runner import evaluate  # the runner loads first: it runs this module
-
     results = []
     for n, a in enumerate(assertions, 1):
         name = f"assertion {n}: {a.name}"

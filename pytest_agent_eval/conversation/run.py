@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pytest_agent_eval.blocking import in_thread, outside_loop
@@ -18,16 +21,31 @@ if TYPE_CHECKING:
     from pytest_agent_eval.cases.model import Case
     from pytest_agent_eval.runner import RunSettings, TrialResult
 
+
+@dataclass(frozen=True)
+class RunnerParts:
+    """What a conversation trial uses of the runner, handed in by the runner (which this package does not import)."""
+
+    call: Callable[[Case, Agent, str, dict[str, Any], RunSettings], Awaitable[RunRecord]]
+    """One agent call, bounded by the concurrency limit and the timeout, timed, normalised."""
+    checked: Callable[[RunRecord, dict[str, Any], CheckContext, RunSettings], Awaitable[list[CheckResult]]]
+    """The case's ``expect:`` checks on the run (off the loop when one may block)."""
+    no_recording: Callable[[Case], AbstractContextManager[Any]]
+    """The recorder of a case without tool mocks."""
+    trial_result: Callable[..., TrialResult]
+    """Makes the trial's result (``TrialResult``)."""
+
+
 NO_LLM = (
     "no LLM configured for the simulated user: set AGENT_EVAL_LLM_MODEL (with OPENAI_API_KEY / OPENAI_BASE_URL and "
     "the `openai` extra), or override the `agent_eval_llm` fixture in conftest.py"
 )
 
 
-async def run_conversation_trial(case: Case, agent: Agent, settings: RunSettings, trial: int) -> TrialResult:
+async def run_conversation_trial(
+    case: Case, agent: Agent, settings: RunSettings, trial: int, runner: RunnerParts
+) -> TrialResult:
     """Converse with the agent as the case's simulated user, then score the conversation (SPEC §9)."""
-    from pytest_agent_eval import runner  # loaded already: it calls this
-
     user = case.simulated_user
     assert user is not None
     ctx = CheckContext(case=case, options=case.expect_options, llm=settings.llm)
@@ -36,18 +54,18 @@ async def run_conversation_trial(case: Case, agent: Agent, settings: RunSettings
         require = settings.require_llm
         message = f"needs an LLM (--agent-eval-require-llm): {NO_LLM}" if require else f"not scored: {NO_LLM}"
         check = CheckResult("simulated_user", not require, 0.0, None, "not run", message, scored=require)
-        return runner.TrialResult(RunRecord(), [check], not require, 0.0, [message])
+        return runner.trial_result(RunRecord(), [check], not require, 0.0, [message])
 
     async def offload(func: Any, *args: Any) -> Any:
         return outside_loop(func, *args) if settings.inline else await in_thread(func, *args)
 
     async def call(message: str, context: dict[str, Any]) -> RunRecord:
-        return await runner._call(case, agent, message, context, settings)
+        return await runner.call(case, agent, message, context, settings)
 
     connection = Connection(settings.neo4j)
     try:
         setup_error = await offload(_setups, user, connection)
-        recorder = settings.recorder(case) if settings.recorder else runner._no_recording(case)
+        recorder = settings.recorder(case) if settings.recorder else runner.no_recording(case)
         with recorder as recording:
             if setup_error:
                 talk = Conversation(RunRecord(error=setup_error), ended="error")
@@ -62,15 +80,15 @@ async def run_conversation_trial(case: Case, agent: Agent, settings: RunSettings
         if run.error:  # the agent (after its retries), the simulated user or a setup failed: nothing to score
             why = [run.error, *talk.notes, *violations]
             stopped = "the conversation stopped at an error, nothing was scored"
-            return runner.TrialResult(run, [], False, 0.0, why, violations, summary=stopped)
+            return runner.trial_result(run, [], False, 0.0, why, violations, summary=stopped)
         tasks = await offload(score_tasks, llm, user, run.history)
         checks = await offload(
             evaluate_assertions, user.assertions, run, ctx, settings.checks, settings.assertion_hook, connection
         )
     finally:
         await offload(connection.close)
-    expect = await runner._checked(run, case.expect, ctx, settings)
-    return _verdict(case, user, talk, tasks, checks, expect, violations)
+    expect = await runner.checked(run, case.expect, ctx, settings)
+    return _verdict(case, user, talk, tasks, checks, expect, violations, runner.trial_result)
 
 
 def _setups(user: SimulatedUser, connection: Connection) -> str | None:
@@ -93,9 +111,8 @@ def _verdict(
     assertions: list[CheckResult],
     expect: list[CheckResult],
     violations: list[str],
+    trial_result: Callable[..., TrialResult],
 ) -> TrialResult:
-    from pytest_agent_eval.runner import TrialResult
-
     latencies = talk.agent_latencies
     timing = timing_score(latencies, user.aspirational_latency_s)
     checks: list[CheckResult] = []
@@ -165,6 +182,6 @@ def _verdict(
         if part is not None
     }
     parts.update(penalty=f"{composite.penalty:.3f}", ended=talk.ended)
-    result = TrialResult(talk.run, checks, passed, value or 0.0, [*reasons, *violations], violations, summary=summary)
+    result = trial_result(talk.run, checks, passed, value or 0.0, [*reasons, *violations], violations, summary=summary)
     result.parts = parts
     return result

@@ -1,0 +1,94 @@
+"""Which trial's recording a tool call belongs to.
+
+Two process-wide pieces of state, both needed because a stand-in is called by the agent's code with no handle
+to the running case:
+
+* ``_CURRENT``, a context variable: the recording of the trial whose code runs (set for one trial by
+  ``MockPlan.record``), or ``_PASSTHROUGH`` while a real tool runs. Concurrent trials and cases each see their
+  own; sync agents run in threads that copy the context.
+* ``_ACTIVE``: the recordings in progress, only for code that lost the context (a bare ``threading.Thread``
+  started by the agent): with exactly one case running, its calls still count.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import threading
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Final
+
+from pytest_agent_eval.mocks.errors import UnmockedToolError
+
+if TYPE_CHECKING:
+    from pytest_agent_eval.mocks.recording import Recording
+
+_PASSTHROUGH: Final = "passthrough"
+_CURRENT: contextvars.ContextVar[Recording | str | None] = contextvars.ContextVar("agent_eval_recording", default=None)
+
+
+class _Active:
+    """The recordings in progress, for code that lost its context."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._recordings: list[Recording] = []
+
+    def add(self, recording: Recording) -> None:
+        with self._lock:
+            self._recordings.append(recording)
+
+    def remove(self, recording: Recording) -> None:
+        with self._lock:
+            self._recordings.remove(recording)
+
+    def snapshot(self) -> list[Recording]:
+        with self._lock:
+            return list(self._recordings)
+
+
+_ACTIVE = _Active()
+
+
+@contextlib.contextmanager
+def current(recording: Recording) -> Iterator[None]:
+    """``recording`` is current for the code run inside the block (one trial)."""
+    token = _CURRENT.set(recording)
+    _ACTIVE.add(recording)
+    try:
+        yield
+    finally:
+        _CURRENT.reset(token)
+        _ACTIVE.remove(recording)
+
+
+@contextlib.contextmanager
+def passing_through() -> Iterator[None]:
+    """A real tool runs: stand-ins it calls in turn are not mocked or recorded again."""
+    token = _CURRENT.set(_PASSTHROUGH)
+    try:
+        yield
+    finally:
+        _CURRENT.reset(token)
+
+
+def current_recording(tool: str = "a tool") -> Recording | None:
+    """The recording of the trial this code runs for; ``None`` outside a running case (the real tool runs).
+
+    Code that lost the context (a thread started without copying it) gets the one recording in progress; with
+    several in progress it cannot be told which case it belongs to, and the call raises rather than reach the
+    real tool.
+    """
+    recording = _CURRENT.get()
+    if recording == _PASSTHROUGH:
+        return None
+    if recording is not None:
+        return recording  # type: ignore[return-value]
+    active = _ACTIVE.snapshot()
+    if len(active) > 1:
+        raise UnmockedToolError(
+            f"{tool} was called from a thread that did not inherit the eval case's context while "
+            f"{len(active)} cases run; start threads with contextvars.copy_context().run(...) or use "
+            "asyncio.to_thread / loop.run_in_executor with a copied context"
+        )
+    return active[0] if active else None

@@ -1,0 +1,223 @@
+"""One case's compiled tool mocks (:class:`MockPlan`) and one trial's record of calls (:class:`Recording`), which
+answers each call from the plan: a response, the real tool (``passthrough``), a canned answer (``default``) or,
+in ``strict`` mode, an error that fails the trial."""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+import threading
+from collections.abc import Awaitable, Callable, Iterator, Mapping
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from pytest_agent_eval.cases.errors import did_you_mean
+from pytest_agent_eval.cases.model import UNMOCKED_MODES
+from pytest_agent_eval.faults import describe
+from pytest_agent_eval.mocks.current import current, passing_through
+from pytest_agent_eval.mocks.errors import MockConfigError, UnmockedToolError
+from pytest_agent_eval.mocks.patching import patched_dispatchers
+from pytest_agent_eval.mocks.responses import Call, Raise, Response, Sequence, Value, When, compile_response, produce
+from pytest_agent_eval.mocks.standins import live_tools
+from pytest_agent_eval.record import ToolCall
+from pytest_agent_eval.subset import mismatches
+
+if TYPE_CHECKING:
+    from pytest_agent_eval.cases.model import Case
+
+
+@dataclass(frozen=True)
+class MockPlan:
+    """The compiled tool mocks of one case: a response per tool, and what a call without one does."""
+
+    responses: Mapping[str, Response]
+    unmocked: str = "strict"
+    case_id: str = "(no case)"
+    location: str = "(no file)"
+    declared: tuple[str, ...] = ()
+    """The tools the case mocks (its own and its file's ``defaults``, not the ini defaults): each must be patched."""
+    must_call: tuple[str, ...] = ()
+    """The case's own mocks that a trial must call: a mock never called is a typo or a stale case."""
+
+    @classmethod
+    def for_case(cls, case: Case, base: Mapping[str, Response] | None = None, unmocked: str | None = None) -> MockPlan:
+        """The case's ``tool_mocks`` over ``base`` (the ini defaults); its ``unmocked_tools``, else ``unmocked``."""
+        where = f"{case.location}: case {case.id}: tool_mocks"
+        own = {name: compile_response(raw, f"{where}.{name}") for name, raw in case.tool_mocks.items()}
+        mode = case.unmocked_tools or unmocked or "strict"
+        if mode not in UNMOCKED_MODES:
+            raise MockConfigError(f"{case.location}: unmocked_tools {mode!r}: use one of {', '.join(UNMOCKED_MODES)}")
+        unwanted = _unwanted(case)
+        must = [n for n in own if n not in case.inherited_mocks and not unwanted(n)] if mode != "passthrough" else []
+        return cls({**(base or {}), **own}, mode, case.id, case.location, tuple(own), tuple(must))
+
+    def require_patched(self, dispatched: bool = False, others: bool = True) -> None:
+        """Raise :class:`MockConfigError` when a mocked tool has no stand-in: its real tool would run.
+
+        Called before the agent: every tool the case mocks must be patched or wrapped by then (a patched
+        dispatcher answers for every name). Stand-ins made inside the agent's call come too late.
+        ``dispatched``: the case's own dispatcher is patched; ``others``: count dispatchers patched by the
+        running test's fixtures (not for a case started early, while another test runs).
+        """
+        problems = _unpatched(self, dispatched, others)
+        if problems:
+            raise MockConfigError("\n".join(problems))
+
+    def never_called(self, calls: list[ToolCall]) -> list[str]:
+        """Violations for the case's own mocks that no call of the trial used, with the closest called tool."""
+        called = list(dict.fromkeys(call.name for call in calls))
+        return [
+            f"tool_mocks: {name!r} was mocked but never called{did_you_mean(name, called)}; the agent called "
+            f"{', '.join(called) or 'no tool'} (case {self.case_id}, {self.location}); fix the name, remove the "
+            "mock, or list the tool under `tools_not_called` if the agent must not call it"
+            for name in self.must_call
+            if name not in called
+        ]
+
+    def recorder(self, case: Any) -> AbstractContextManager[Recording]:
+        """:meth:`record`, as the runner's per-trial recorder (which is handed the case)."""
+        return self.record()
+
+    @contextlib.contextmanager
+    def record(self) -> Iterator[Recording]:
+        """Make a fresh recording current for the code run inside the block (one trial)."""
+        recording = Recording(self)
+        try:
+            with current(recording):
+                yield recording
+        finally:
+            recording.unused.extend(self.never_called(recording.calls))
+
+
+def _unpatched(plan: MockPlan, dispatched: bool, others: bool) -> list[str]:
+    """Problems for mocks of tools no stand-in answers for (a patched dispatcher answers for any name).
+
+    ``dispatched``: the case's own dispatcher is patched. ``others``: a dispatcher patched for the running
+    test counts too (those the scheduler keeps patched for the session, for cases it started early, never do).
+    """
+    if dispatched or not plan.declared or (others and patched_dispatchers()):
+        return []
+    known, missing = live_tools(plan.declared)
+    where = f"{plan.location}: case {plan.case_id}"
+    if not known:
+        return [
+            f"{where} has tool_mocks for {', '.join(plan.declared)} but no tool is patched, so the real tools "
+            "would run; the agent was not called. Set `tool_dispatch: module:function` in the file (or ini "
+            "agent_eval_tool_dispatch), or use the tool_mocks fixture (patch, patch_tool, wrap) in your `agent` "
+            "fixture: tools must be patched or wrapped before the agent is called"
+        ]
+    return [
+        f"{where}: tool_mocks has a response for {name!r} but the agent has no mocked tool of that name"
+        f"{did_you_mean(name, known)}; mocked tools: {', '.join(known)}; the agent was not called "
+        "(tools must be patched or wrapped before it is)"
+        for name in missing
+    ]
+
+
+def _unwanted(case: Case) -> Callable[[str], bool]:
+    """Whether the case's checks say a tool must not be called (a mock of it is a safety net, not a typo)."""
+    banned: set[str] = set()
+    allowed: list[set[str]] = []
+    for expect in (case.expect, *(turn.expect for turn in case.turns)):
+        if expect.get("max_tool_calls") == 0:
+            return lambda name: True
+        if isinstance(expect.get("tools_not_called"), list):
+            banned.update(map(str, expect["tools_not_called"]))
+        if isinstance(expect.get("tools_exactly"), list):
+            allowed.append(set(map(str, expect["tools_exactly"])))
+    return lambda name: name in banned or any(name not in names for names in allowed)
+
+
+@dataclass
+class Recording:
+    """The tool calls of one trial, in call order, answered from its plan."""
+
+    plan: MockPlan
+    calls: list[ToolCall] = field(default_factory=list)
+    violations: list[str] = field(default_factory=list)
+    """Problems that fail the trial whatever the agent did with them: unmocked calls in strict mode."""
+    unused: list[str] = field(default_factory=list)
+    """The case's own mocks that no call used: a failure only when the agent answered (else it is noise)."""
+    _served: dict[int, int] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def handle(self, name: str, args: dict[str, Any], real: Callable[[], Any]) -> Any:
+        """Answer a sync call and record it; ``real`` runs the real tool (passthrough)."""
+        call = self._begin(name, args)
+        try:
+            response = self._resolve(call)
+            if response is None:
+                with passing_through():
+                    result = real()
+            else:
+                result = produce(response, call.args)
+        except Exception as exc:
+            call.error = describe(exc)
+            raise
+        call.result = result
+        return result
+
+    async def ahandle(self, name: str, args: dict[str, Any], real: Callable[[], Awaitable[Any]]) -> Any:
+        """Answer an async call and record it; ``real`` returns the real tool's awaitable (passthrough)."""
+        call = self._begin(name, args)
+        try:
+            response = self._resolve(call)
+            if response is None:
+                with passing_through():
+                    result = await real()
+            else:
+                result = produce(response, call.args)
+                if inspect.isawaitable(result):
+                    result = await result
+        except Exception as exc:
+            call.error = describe(exc)
+            raise
+        call.result = result
+        return result
+
+    def _begin(self, name: str, args: dict[str, Any]) -> ToolCall:
+        call = ToolCall(name, args)
+        with self._lock:
+            self.calls.append(call)
+        return call
+
+    def _resolve(self, call: ToolCall) -> Value | Raise | Call | None:
+        """The response for this call; ``None`` runs the real tool; an unmocked call in strict mode raises."""
+        spec = self.plan.responses.get(call.name)
+        with self._lock:
+            picked = self._pick(spec, call.args) if spec is not None else "no response"
+        if not isinstance(picked, str):
+            return picked
+        if self.plan.unmocked == "default":
+            return Value(f"Mock response for {call.name}")
+        if self.plan.unmocked == "passthrough":
+            return None
+        why = (
+            f"`tool_mocks` has no response for {call.name!r}{did_you_mean(call.name, self.plan.responses)}"
+            if spec is None
+            else picked
+        )
+        self.violations.append(
+            f"unmocked tool call {call.describe()} in case {self.plan.case_id} ({self.plan.location}): {why}; "
+            f"add a response under `tool_mocks:` (in the case or the file's `defaults:`), or set "
+            "`unmocked_tools: default` (canned answer) or `passthrough` (the real tool runs)"
+        )
+        raise UnmockedToolError(f"no mock response for tool {call.name!r} in this eval case ({why})")
+
+    def _pick(self, spec: Response, args: dict[str, Any]) -> Value | Raise | Call | str:
+        """The leaf response for ``args``, or why there is none. Sequences advance (call under the lock)."""
+        if isinstance(spec, Sequence):
+            n = self._served.get(id(spec), 0)
+            self._served[id(spec)] = n + 1
+            if n >= len(spec.items):
+                return f"its `sequence` has {len(spec.items)} responses and this is call {n + 1}"
+            return self._pick(spec.items[n], args)
+        if isinstance(spec, When):
+            for want, response in spec.rules:
+                if not mismatches(want, args, "args"):
+                    return self._pick(response, args)
+            if spec.default is not None:
+                return self._pick(spec.default, args)
+            return "no `when` entry matches these arguments and there is no `default`"
+        return spec
