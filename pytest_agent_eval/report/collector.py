@@ -8,6 +8,10 @@ from pytest_agent_eval.report.record import ATTRIBUTE, CaseRecord
 
 COLLECTOR = pytest.StashKey["Records"]()
 
+DECIDED = (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED)
+"""Exit statuses a report's verdict (a threshold, the baseline gate) may change; an interrupt, internal or usage
+error is left as it is."""
+
 
 def is_worker(config: pytest.Config) -> bool:
     """Whether this process is a pytest-xdist worker (its reports go to the controller, which reports)."""

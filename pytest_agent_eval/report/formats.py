@@ -53,6 +53,7 @@ def configure(config: pytest.Config) -> None:
         config.pluginmanager.register(SuiteThresholds(thresholds, collector), "agent_eval_thresholds")
     add_format(config, "agent_eval_json_report", _json_report, option="agent_eval_report")
     add_format(config, "agent_eval_baseline", _baseline, option="agent_eval_baseline")
+    add_format(config, "agent_eval_markdown", _markdown, option="agent_eval_markdown")
     if not config.getoption("agent_eval_baseline", None) and (
         config.getoption("agent_eval_gate", None) or config.getoption("agent_eval_fail_on_regression", False)
     ):
@@ -63,6 +64,12 @@ def _json_report(config: pytest.Config, records: Records) -> object:
     from pytest_agent_eval.report.json_report import JsonReport
 
     return JsonReport(config, Path(config.getoption("agent_eval_report")), records)
+
+
+def _markdown(config: pytest.Config, records: Records) -> object:
+    from pytest_agent_eval.report.markdown import MarkdownReport
+
+    return MarkdownReport(config, Path(config.getoption("agent_eval_markdown")), records)
 
 
 def _baseline(config: pytest.Config, records: Records) -> object:
