@@ -109,3 +109,9 @@ def run_again(sched: Any, nodeid: str) -> bool:
     except Exception:
         return False
     return True
+
+
+def is_worker_crash(report: pytest.TestReport) -> bool:
+    """Whether ``report`` is pytest-xdist's stand-in for an item whose worker died while running it (xdist makes
+    it with ``when="???"``); ``False`` when that cannot be told, and the crashed case is then left out."""
+    return report.failed and report.when not in ("setup", "call", "teardown", "collect")

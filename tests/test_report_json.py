@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -88,6 +89,7 @@ def test_agent_eval_schema_report_prints_the_shipped_schema(pytester: pytest.Pyt
 
 SLOW_SUITE_CONFTEST = """
 import os
+import re
 
 WORKER = False
 DONE = set()
@@ -161,4 +163,11 @@ def test_a_crashed_xdist_worker_leaves_a_report_of_the_other_cases(pytester: pyt
     result.assert_outcomes(passed=4, failed=1)  # xdist reports the crash as the item's failure
     report = _load(pytester.path / "r.json")
     assert report["run"]["finished"] is True
-    assert {c["nodeid"]: c["outcome"] for c in report["cases"]} == {f"eval_w.yaml::ok{n}": "passed" for n in range(4)}
+    assert {c["nodeid"]: c["outcome"] for c in report["cases"]} == {
+        **{f"eval_w.yaml::ok{n}": "passed" for n in range(4)},
+        "eval_w.yaml::dies": "error",
+    }
+    dies = next(c for c in report["cases"] if c["case_id"] == "dies")
+    assert (dies["file"], dies["line"], dies["trials"]) == ("eval_w.yaml", 7, [])
+    assert re.fullmatch(r"worker 'gw\d' crashed while running 'eval_w.yaml::dies'", dies["error"])
+    jsonschema.validate(report, report_schema())

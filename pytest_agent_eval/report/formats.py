@@ -8,10 +8,12 @@ here for the built-in ones, in a ``conftest.py`` or plugin for anyone else's (se
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 import pytest
 
+from pytest_agent_eval.cases.files import is_eval_file
 from pytest_agent_eval.report.collector import COLLECTOR, Records, is_worker
 from pytest_agent_eval.report.summary import Summary
 from pytest_agent_eval.report.thresholds import SuiteThresholds, Thresholds
@@ -37,9 +39,16 @@ def run_records(config: pytest.Config) -> Records:
     """The run's records, gathered by the ``Records`` plugin object (registered with the first format)."""
     collector = config.stash.get(COLLECTOR, None)
     if collector is None:
-        collector = config.stash[COLLECTOR] = Records()
+        collector = config.stash[COLLECTOR] = Records(partial(_is_eval_file, config))
         config.pluginmanager.register(collector, "agent_eval_records")
     return collector
+
+
+def _is_eval_file(config: pytest.Config, file: str) -> bool:
+    """Whether ``file`` (a node id's path, relative to the rootdir) was collected as an eval file."""
+    path = config.rootpath / file
+    explicit = any((config.invocation_params.dir / arg.split("::")[0]).resolve() == path for arg in config.args)
+    return is_eval_file(path, tuple(config.getini("agent_eval_files")), explicit)
 
 
 def configure(config: pytest.Config) -> None:
