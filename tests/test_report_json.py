@@ -171,3 +171,40 @@ def test_a_crashed_xdist_worker_leaves_a_report_of_the_other_cases(pytester: pyt
     assert (dies["file"], dies["line"], dies["trials"]) == ("eval_w.yaml", 7, [])
     assert re.fullmatch(r"worker 'gw\d' crashed while running 'eval_w.yaml::dies'", dies["error"])
     jsonschema.validate(report, report_schema())
+
+
+def _timeless(value: Any) -> Any:
+    """The report's cases with what is measured (latency, duration) taken out."""
+    if isinstance(value, dict):
+        return {k: _timeless(v) for k, v in value.items() if k not in ("latency_s", "duration_s")}
+    if isinstance(value, list):
+        return [_timeless(v) for v in value]
+    return value
+
+
+def test_the_report_is_the_same_with_and_without_xdist(suite: pytest.Pytester) -> None:
+    suite.runpytest_subprocess("-p", "no:cacheprovider", "--agent-eval-report", "serial.json")
+    suite.runpytest_subprocess("-p", "no:cacheprovider", "-n", "2", "--agent-eval-report", "xdist.json")
+    serial, xdist = _load(suite.path / "serial.json"), _load(suite.path / "xdist.json")
+    assert len(serial["cases"]) == 11
+    assert _timeless(xdist["cases"]) == _timeless(serial["cases"])
+    assert (xdist["run"]["exit_status"], xdist["run"]["finished"]) == (serial["run"]["exit_status"], True)
+
+
+SESSION_ERROR_CONFTEST = """
+def pytest_runtest_logfinish(nodeid):
+    if nodeid.endswith("::bad"):
+        raise RuntimeError("a plugin broke the session")
+"""
+
+
+def test_a_session_level_error_leaves_a_report_of_what_finished(suite: pytest.Pytester) -> None:
+    suite.makeconftest(SESSION_ERROR_CONFTEST)
+    result = suite.runpytest_subprocess("-p", "no:cacheprovider", "--agent-eval-report", "r.json", "eval_suite.yaml")
+    assert result.ret == pytest.ExitCode.INTERNAL_ERROR
+    report = _load(suite.path / "r.json")
+    assert (report["run"]["finished"], report["run"]["exit_status"]) == (False, 3)
+    assert {c["nodeid"]: c["outcome"] for c in report["cases"]} == {
+        "eval_suite.yaml::ok": "passed",
+        "eval_suite.yaml::bad": "failed",
+    }
