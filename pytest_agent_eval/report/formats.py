@@ -61,6 +61,7 @@ def configure(config: pytest.Config) -> None:
     if thresholds:  # registered before the baseline comparison: its exit status is decided first, this one last
         config.pluginmanager.register(SuiteThresholds(thresholds, collector), "agent_eval_thresholds")
     add_format(config, "agent_eval_json_report", _json_report, option="agent_eval_report")
+    add_format(config, "agent_eval_junit_errors", _junit_errors, option="xmlpath")
     add_format(config, "agent_eval_baseline", _baseline, option="agent_eval_baseline")
     add_format(config, "agent_eval_markdown", _markdown, option="agent_eval_markdown")
     if not config.getoption("agent_eval_baseline", None) and (
@@ -73,6 +74,12 @@ def _json_report(config: pytest.Config, records: Records) -> object:
     from pytest_agent_eval.report.json_report import JsonReport
 
     return JsonReport(config, Path(config.getoption("agent_eval_report")), records)
+
+
+def _junit_errors(config: pytest.Config, records: Records) -> object:
+    from pytest_agent_eval.report.junit import InfrastructureErrors
+
+    return InfrastructureErrors(config)
 
 
 def _markdown(config: pytest.Config, records: Records) -> object:
