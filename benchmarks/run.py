@@ -46,7 +46,7 @@ CONCURRENCY_OPTION = "--agent-eval-concurrency"
 # Unrelated plugins installed on the development machine that cost ~1.5 s of start-up (anyio's imports trio).
 # Disabled for plugin and baseline runs alike; `randomly` would reorder items.
 DISABLED_PLUGINS = ("randomly", "langsmith_plugin", "hypothesispytest", "benchmark", "anyio")
-SECTIONS = ("collect", "run", "io", "traffic")
+SECTIONS = ("collect", "run", "io", "traffic", "report")
 BASELINE = "test_plain.py"
 STARTUP = "test_startup.py"
 WITHOUT_PLUGIN = ("-p", "no:agent_eval")  # the baseline: a project that does not use the plugin
@@ -56,6 +56,7 @@ TARGET_RATIO = {"JSON": 1.0, "YAML cold": 3.0, "YAML warm": 1.0, "run": 1.5}
 TARGET_SPEEDUP_50MS = 8.0
 TARGET_IDEAL_FRACTION_500MS = 0.85
 TARGET_TRAFFIC_HOOK = 1.10  # issue 15: the traffic hook on vs off, 10,000 zero-latency cases
+TARGET_REPORT = 1.15  # issue 13: --agent-eval-report on vs off, 10,000 zero-latency cases
 HTTP_LATENCY = 0.05
 HTTP_CONCURRENCY = 32
 HTTP_FILE = "eval_http.json"
@@ -509,6 +510,20 @@ def measure_traffic(runner: Runner) -> tuple[Comparison, list[Comparison]]:
     return hook, rows
 
 
+def measure_report(runner: Runner) -> Comparison:
+    """The cost of ``--agent-eval-report`` (a record per case, carried to the report and written as JSON)."""
+    path = str(runner.root / "report.json")
+    outcomes = runner.measure(
+        f"JSON report, {N_CASES:,} zero-latency cases",
+        {"off": ["eval_bench.json"], "on": ["eval_bench.json", "--agent-eval-report", path]},
+        "off",
+        f"{N_CASES} passed",
+        runner.repeat,
+    )
+    name = f"run {N_CASES:,} zero-latency cases, --agent-eval-report on vs off"
+    return Comparison(name, outcomes["on"], outcomes["off"], TARGET_REPORT)
+
+
 # --- the report ----------------------------------------------------------------------------------------------
 
 
@@ -648,6 +663,7 @@ def report(
     comparisons: list[Comparison],
     io_rows: list[IoRow],
     traffic_rows: list[Comparison] | None = None,
+    report_rows: list[Comparison] | None = None,
 ) -> list[str]:
     lines = ["## Benchmark", "", machine_line(setting), "", method_line(args, setting.supported)]
     if comparisons:
@@ -668,6 +684,9 @@ def report(
             f"after {round(HTTP_LATENCY * 1000)} ms; recording writes one cassette per case, replay answers from "
             "them without the server.",
         ]
+    if report_rows:
+        lines += ["", "### The JSON report (`--agent-eval-report`)", ""]
+        lines += comparison_table(report_rows, "report off s")
     return lines
 
 
@@ -707,7 +726,8 @@ def benchmark(args: argparse.Namespace, root: Path) -> tuple[list[str], list[str
     if "traffic" in args.only:
         hook, http = measure_traffic(runner)
         traffic_rows = [hook, *http]
-    return report(args, setting, comparisons, io_rows, traffic_rows), runner.errors
+    report_rows = [measure_report(runner)] if "report" in args.only else []
+    return report(args, setting, comparisons, io_rows, traffic_rows, report_rows), runner.errors
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -191,15 +191,18 @@ def validate(paths: list[str], plugins: list[str], out: TextIO) -> int:
     return 1 if bad else 0
 
 
-def compare_reports(base: str, cand: str, tolerance: float, significance: float, fail: bool) -> int:
-    """Print how ``cand`` differs from ``base``; 1 when a case regressed and ``fail``, 2 for an unreadable file."""
+def compare_reports(
+    base: str, cand: str, tolerance: float, significance: float, fail: bool, markdown: bool = False
+) -> int:
+    """Print how ``cand`` differs from ``base`` (as text or markdown); 1 when a case regressed and ``fail``, 2 for
+    an unreadable file."""
     try:
         before, after = load_records(Path(base)), load_records(Path(cand))
     except BaselineError as exc:
         print(f"agent-eval compare: {exc}", file=sys.stderr)
         return 2
     result = compare(before, after, tolerance, significance)
-    for line in result.lines():
+    for line in result.markdown() if markdown else result.lines():
         print(line)
     return 1 if fail and result.regressions else 0
 
@@ -220,11 +223,14 @@ def main(argv: list[str] | None = None) -> int:
     cmp.add_argument("--tolerance", type=float, default=DEFAULT_TOLERANCE, help="score drop that regresses")
     cmp.add_argument("--significance", type=float, default=DEFAULT_SIGNIFICANCE, help="Fisher p that regresses")
     cmp.add_argument("--fail-on-regression", action="store_true", help="exit 1 when a case regressed")
+    cmp.add_argument("--markdown", action="store_true", help="print GitHub markdown (a table) instead of text")
     args = parser.parse_args(argv)
     if args.command == "validate":
         return validate(args.paths, args.plugins, sys.stdout)
     if args.command == "compare":
-        return compare_reports(args.base, args.cand, args.tolerance, args.significance, args.fail_on_regression)
+        return compare_reports(
+            args.base, args.cand, args.tolerance, args.significance, args.fail_on_regression, args.markdown
+        )
     if args.report:
         print(json.dumps(report_schema(), indent=2))
         return 0

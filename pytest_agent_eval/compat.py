@@ -36,7 +36,7 @@ def bracketed_node_id(item: pytest.Item) -> None:
     except ImportError:  # pragma: no cover - pytest < 9.2 keeps string ids
         return
     if isinstance(node_id, NodeId):
-        item._id = NodeId.parse(str(node_id))  # type: ignore[attr-defined]
+        item._id = NodeId.parse(str(node_id))
 
 
 def fixture_definition(item: pytest.Item, name: str) -> Any:
@@ -127,3 +127,30 @@ def run_again(sched: Any, nodeid: str) -> bool:
     except Exception:
         return False
     return True
+
+
+def is_worker_crash(report: pytest.TestReport) -> bool:
+    """Whether ``report`` is pytest-xdist's stand-in for an item whose worker died while running it (xdist makes
+    it with ``when="???"``); ``False`` when that cannot be told, and the crashed case is then left out."""
+    return report.failed and report.when not in ("setup", "call", "teardown", "collect")
+
+
+def junit_failure_as_error(config: pytest.Config, report: pytest.TestReport) -> bool:
+    """Turn the ``<failure>`` pytest's ``--junitxml`` just wrote for ``report`` (a failed call) into ``<error>``,
+    counts included; ``False`` (the ``<failure>`` stays) when pytest's junitxml internals are not as expected."""
+    try:
+        from _pytest.junitxml import xml_key
+
+        xml = config.stash.get(xml_key, None)
+        if xml is None:
+            return False
+        reporter = xml.node_reporter(report)
+        failures = [node for node in reporter.nodes if node.tag == "failure"]
+        if not failures or "error" not in xml.stats or xml.stats.get("failure", 0) < 1:
+            return False
+        failures[-1].tag = "error"
+        xml.stats["failure"] -= 1
+        xml.stats["error"] += 1
+        return True
+    except (ImportError, AttributeError, TypeError, KeyError):
+        return False

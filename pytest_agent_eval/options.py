@@ -73,6 +73,14 @@ def add_options(parser: pytest.Parser) -> None:
         help="write the run's metadata and every case's record as JSON to PATH (schema: agent-eval schema --report)",
     )
     group.addoption(
+        "--agent-eval-markdown",
+        dest="agent_eval_markdown",
+        metavar="PATH",
+        default=None,
+        help="append the summary, the failures and the baseline comparison as markdown to PATH "
+        "(e.g. $GITHUB_STEP_SUMMARY)",
+    )
+    group.addoption(
         "--agent-eval-baseline",
         dest="agent_eval_baseline",
         metavar="PATH",

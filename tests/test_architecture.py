@@ -16,7 +16,7 @@ PACKAGE = Path(pytest_agent_eval.__file__).parent
 PYTEST_LAYER = {
     "collect", "crashes", "execute", "fixtures", "hookspecs", "options", "plugin", "prepare", "scheduler",
     "skipping", "state", "stopping", "report.attach", "report.collector", "report.compare", "report.formats",
-    "report.json_report", "report.summary", "report.thresholds",
+    "report.json_report", "report.junit", "report.markdown", "report.summary", "report.thresholds",
 }  # fmt: skip
 
 

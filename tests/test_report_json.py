@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -88,6 +89,7 @@ def test_agent_eval_schema_report_prints_the_shipped_schema(pytester: pytest.Pyt
 
 SLOW_SUITE_CONFTEST = """
 import os
+import re
 
 WORKER = False
 DONE = set()
@@ -161,4 +163,48 @@ def test_a_crashed_xdist_worker_leaves_a_report_of_the_other_cases(pytester: pyt
     result.assert_outcomes(passed=4, failed=1)  # xdist reports the crash as the item's failure
     report = _load(pytester.path / "r.json")
     assert report["run"]["finished"] is True
-    assert {c["nodeid"]: c["outcome"] for c in report["cases"]} == {f"eval_w.yaml::ok{n}": "passed" for n in range(4)}
+    assert {c["nodeid"]: c["outcome"] for c in report["cases"]} == {
+        **{f"eval_w.yaml::ok{n}": "passed" for n in range(4)},
+        "eval_w.yaml::dies": "error",
+    }
+    dies = next(c for c in report["cases"] if c["case_id"] == "dies")
+    assert (dies["file"], dies["line"], dies["trials"]) == ("eval_w.yaml", 7, [])
+    assert re.fullmatch(r"worker 'gw\d' crashed while running 'eval_w.yaml::dies'", dies["error"])
+    jsonschema.validate(report, report_schema())
+
+
+def _timeless(value: Any) -> Any:
+    """The report's cases with what is measured (latency, duration) taken out."""
+    if isinstance(value, dict):
+        return {k: _timeless(v) for k, v in value.items() if k not in ("latency_s", "duration_s")}
+    if isinstance(value, list):
+        return [_timeless(v) for v in value]
+    return value
+
+
+def test_the_report_is_the_same_with_and_without_xdist(suite: pytest.Pytester) -> None:
+    suite.runpytest_subprocess("-p", "no:cacheprovider", "--agent-eval-report", "serial.json")
+    suite.runpytest_subprocess("-p", "no:cacheprovider", "-n", "2", "--agent-eval-report", "xdist.json")
+    serial, xdist = _load(suite.path / "serial.json"), _load(suite.path / "xdist.json")
+    assert len(serial["cases"]) == 11
+    assert _timeless(xdist["cases"]) == _timeless(serial["cases"])
+    assert (xdist["run"]["exit_status"], xdist["run"]["finished"]) == (serial["run"]["exit_status"], True)
+
+
+SESSION_ERROR_CONFTEST = """
+def pytest_runtest_logfinish(nodeid):
+    if nodeid.endswith("::bad"):
+        raise RuntimeError("a plugin broke the session")
+"""
+
+
+def test_a_session_level_error_leaves_a_report_of_what_finished(suite: pytest.Pytester) -> None:
+    suite.makeconftest(SESSION_ERROR_CONFTEST)
+    result = suite.runpytest_subprocess("-p", "no:cacheprovider", "--agent-eval-report", "r.json", "eval_suite.yaml")
+    assert result.ret == pytest.ExitCode.INTERNAL_ERROR
+    report = _load(suite.path / "r.json")
+    assert (report["run"]["finished"], report["run"]["exit_status"]) == (False, 3)
+    assert {c["nodeid"]: c["outcome"] for c in report["cases"]} == {
+        "eval_suite.yaml::ok": "passed",
+        "eval_suite.yaml::bad": "failed",
+    }

@@ -12,6 +12,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from xml.etree import ElementTree
 
 import pytest
 from openai_server import ChatServer
@@ -221,9 +222,16 @@ def test_a_server_that_always_fails_ends_the_case_as_error(
 def test_an_infrastructure_error_reads_as_error_under_xdist(project: pytest.Pytester, server: ChatServer) -> None:
     server.failures = 1000
     project.makefile(".yaml", eval_retry=evals_file("sync_agent", cases=2))
-    result = project.runpytest_subprocess("-p", "no:randomly", "-n", "2", "--agent-eval-retries", "0")
+    result = project.runpytest_subprocess(
+        "-p", "no:randomly", "-n", "2", "--agent-eval-retries", "0", "--junitxml=r.xml"
+    )  # fmt: skip
     result.assert_outcomes(errors=2)
     result.stdout.fnmatch_lines(["*answered 429 Too Many Requests", "*answered 429 Too Many Requests"])
+    suite = ElementTree.parse(project.path / "r.xml").getroot().find("testsuite")
+    assert suite is not None and (suite.get("errors"), suite.get("failures")) == ("2", "0")
+    cases = suite.findall("testcase")
+    assert [[child.tag for child in case if child.tag in ("error", "failure")] for case in cases] == [["error"]] * 2
+    assert "429 Too Many Requests" in (cases[0].find("error").get("message") or "")  # type: ignore[union-attr]
 
 
 def test_connection_refused_is_an_error_naming_the_request(

@@ -58,23 +58,44 @@ class Comparison:
     new: list[Change] = field(default_factory=list)
     missing: list[Change] = field(default_factory=list)
 
-    def lines(self) -> list[str]:
-        """The comparison as text: a count line, then each change under its heading."""
-        counts = (
+    def counts(self) -> str:
+        """``1 regressions, 0 fixes, 2 new, 0 missing``."""
+        return (
             f"{len(self.regressions)} regressions, {len(self.fixes)} fixes, {len(self.new)} new, "
             f"{len(self.missing)} missing"
         )
-        out = [f"compared with the baseline: {counts}"]
-        for title, changes in (
-            ("regressions", self.regressions),
-            ("fixes", self.fixes),
-            ("new", self.new),
-            ("missing", self.missing),
-        ):
+
+    def groups(self) -> list[tuple[str, list[Change]]]:
+        """Each kind of change with its cases, in the order shown."""
+        return [("regressions", self.regressions), ("fixes", self.fixes), ("new", self.new), ("missing", self.missing)]
+
+    def lines(self) -> list[str]:
+        """The comparison as text: a count line, then each change under its heading."""
+        out = [f"compared with the baseline: {self.counts()}"]
+        for title, changes in self.groups():
             if changes:
                 out.append(f"{title}:")
                 out += [f"  {c.nodeid}: {c.detail}" for c in changes]
         return out
+
+    def markdown(self) -> list[str]:
+        """The comparison as GitHub markdown: a count line, then a table of the changed cases."""
+        out = [f"**Compared with the baseline:** {self.counts()}"]
+        rows = [(title, c) for title, changes in self.groups() for c in changes]
+        if rows:
+            out += ["", "| change | case | detail |", "|---|---|---|"]
+            out += [f"| {title} | {md_code(c.nodeid)} | {md_cell(c.detail)} |" for title, c in rows]
+        return out
+
+
+def md_cell(text: str) -> str:
+    """``text`` fit for one markdown table cell: one line, pipes escaped."""
+    return " ".join(text.split()).replace("|", "\\|")
+
+
+def md_code(text: str) -> str:
+    """``text`` as inline code in a table cell."""
+    return f"`{md_cell(text).replace('`', chr(39))}`"
 
 
 def _rate(record: CaseRecord) -> str:

@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 
-from pytest_agent_eval.report.record import ATTRIBUTE, CaseRecord
+from pytest_agent_eval.compat import is_worker_crash
+from pytest_agent_eval.report.record import ATTRIBUTE, CaseRecord, crash_message
 
 COLLECTOR = pytest.StashKey["Records"]()
+
+DECIDED = (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED)
+"""Exit statuses a report's verdict (a threshold, the baseline gate) may change; an interrupt, internal or usage
+error is left as it is."""
 
 
 def is_worker(config: pytest.Config) -> bool:
@@ -21,16 +28,33 @@ class Records:
     format built from it is the same with and without ``-n``.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, is_eval_file: Callable[[str], bool] = lambda file: False) -> None:
         self._records: dict[str, CaseRecord] = {}
+        self._started: dict[str, tuple[str, int | None]] = {}
+        self.is_eval_file = is_eval_file
+        """Whether a file (relative to the rootdir) holds eval items: tells a crashed worker's eval item."""
+
+    def pytest_runtest_logstart(self, nodeid: str, location: tuple[str, int | None, str]) -> None:
+        self._started[nodeid] = location[:2]  # what is known of an item whose worker may crash running it
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         data = getattr(report, ATTRIBUTE, None)
         if isinstance(data, dict):
             self._records[report.nodeid] = CaseRecord.from_dict(data)
+        elif is_worker_crash(report) and report.nodeid not in self._records:
+            self._crashed(report)
         elif report.when == "teardown" and report.failed and report.nodeid in self._records:
             self._records[report.nodeid].outcome = "error"  # pytest counts a failed teardown as an error
+
+    def _crashed(self, report: pytest.TestReport) -> None:
+        """The record of an eval item whose xdist worker died running it: an error, with where it is and why."""
+        file, line = self._started.get(report.nodeid, (report.nodeid.split("::")[0], None))
+        if not self.is_eval_file(file):
+            return
+        case_id = report.nodeid.rpartition("::")[2]
+        record = CaseRecord(report.nodeid, case_id, file, (line or 0) + 1, "error", error=crash_message(report))
+        self._records[report.nodeid] = record
 
     @property
     def records(self) -> list[CaseRecord]:

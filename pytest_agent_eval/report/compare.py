@@ -1,5 +1,8 @@
 """``--agent-eval-baseline PATH``: this run against an earlier report, shown after the summary and, with
-``--agent-eval-fail-on-regression`` or ``--agent-eval-gate regressions``, deciding the exit status."""
+``--agent-eval-fail-on-regression`` or ``--agent-eval-gate regressions``, deciding the exit status.
+
+A baseline that cannot be used (not JSON, another schema version, not a report) is one line in the summary; the
+run runs and reports as without a baseline, its exit status its own."""
 
 from __future__ import annotations
 
@@ -8,11 +11,8 @@ from pathlib import Path
 import pytest
 
 from pytest_agent_eval.report.baseline import BaselineError, Comparison, compare, load_records
-from pytest_agent_eval.report.collector import Records
+from pytest_agent_eval.report.collector import DECIDED, Records
 from pytest_agent_eval.report.record import CaseRecord
-
-_DECIDED = (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED)
-"""Exit statuses a regression verdict may change; an interrupt, internal or usage error is left as it is."""
 
 
 class BaselineCompare:
@@ -27,10 +27,12 @@ class BaselineCompare:
         fail_on_regression: bool,
         gate: str | None,
     ) -> None:
+        self.baseline: list[CaseRecord] | None = None
+        self.error: str | None = None
         try:
-            self.baseline: list[CaseRecord] = load_records(path)
+            self.baseline = load_records(path)
         except BaselineError as exc:
-            raise pytest.UsageError(f"--agent-eval-baseline {exc}") from None
+            self.error = str(exc)
         self.path = path
         self.collector = collector
         self.tolerance = tolerance
@@ -39,17 +41,19 @@ class BaselineCompare:
         self.gate = gate
         self.comparison: Comparison | None = None
 
-    def compared(self) -> Comparison:
-        """The comparison with the records so far (made once, at the end of the session)."""
-        if self.comparison is None:
+    def compared(self) -> Comparison | None:
+        """The comparison with the records so far (made once, at the end of the session); ``None`` when the
+        baseline could not be read."""
+        if self.comparison is None and self.baseline is not None:
             self.comparison = compare(self.baseline, self.collector.records, self.tolerance, self.significance)
         return self.comparison
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
-        if exitstatus not in _DECIDED or not self.collector.records:
+        comparison = self.compared()
+        if exitstatus not in DECIDED or not self.collector.records or comparison is None:
             return
-        regressed = bool(self.compared().regressions)
+        regressed = bool(comparison.regressions)
         if self.gate == "regressions":
             session.exitstatus = pytest.ExitCode.TESTS_FAILED if regressed else pytest.ExitCode.OK
         elif self.fail_on_regression and regressed:
@@ -57,14 +61,19 @@ class BaselineCompare:
 
     @pytest.hookimpl(trylast=True)
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
-        if not self.collector.records:
+        if self.error is not None:
+            gate = "; the regression gate is not applied" if self.fail_on_regression else ""
+            terminalreporter.write_line(f"agent eval baseline not used: {self.error}{gate}", red=True)
             return
-        lines = self.compared().lines()
+        comparison = self.compared()
+        if not self.collector.records or comparison is None:
+            return
+        lines = comparison.lines()
         if terminalreporter.config.get_verbosity() <= -2:
             terminalreporter.write_line(lines[0])
             return
         terminalreporter.write_sep("-", f"baseline {self.path}")
         for line in lines:
             terminalreporter.write_line(line)
-        if self.compared().regressions and self.fail_on_regression:
+        if comparison.regressions and self.fail_on_regression:
             terminalreporter.write_line("the run fails: regressions against the baseline", red=True)

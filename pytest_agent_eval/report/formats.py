@@ -8,10 +8,12 @@ here for the built-in ones, in a ``conftest.py`` or plugin for anyone else's (se
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 import pytest
 
+from pytest_agent_eval.cases.files import is_eval_file
 from pytest_agent_eval.report.collector import COLLECTOR, Records, is_worker
 from pytest_agent_eval.report.summary import Summary
 from pytest_agent_eval.report.thresholds import SuiteThresholds, Thresholds
@@ -37,9 +39,16 @@ def run_records(config: pytest.Config) -> Records:
     """The run's records, gathered by the ``Records`` plugin object (registered with the first format)."""
     collector = config.stash.get(COLLECTOR, None)
     if collector is None:
-        collector = config.stash[COLLECTOR] = Records()
+        collector = config.stash[COLLECTOR] = Records(partial(_is_eval_file, config))
         config.pluginmanager.register(collector, "agent_eval_records")
     return collector
+
+
+def _is_eval_file(config: pytest.Config, file: str) -> bool:
+    """Whether ``file`` (a node id's path, relative to the rootdir) was collected as an eval file."""
+    path = config.rootpath / file
+    explicit = any((config.invocation_params.dir / arg.split("::")[0]).resolve() == path for arg in config.args)
+    return is_eval_file(path, tuple(config.getini("agent_eval_files")), explicit)
 
 
 def configure(config: pytest.Config) -> None:
@@ -52,7 +61,9 @@ def configure(config: pytest.Config) -> None:
     if thresholds:  # registered before the baseline comparison: its exit status is decided first, this one last
         config.pluginmanager.register(SuiteThresholds(thresholds, collector), "agent_eval_thresholds")
     add_format(config, "agent_eval_json_report", _json_report, option="agent_eval_report")
+    add_format(config, "agent_eval_junit_errors", _junit_errors, option="xmlpath")
     add_format(config, "agent_eval_baseline", _baseline, option="agent_eval_baseline")
+    add_format(config, "agent_eval_markdown", _markdown, option="agent_eval_markdown")
     if not config.getoption("agent_eval_baseline", None) and (
         config.getoption("agent_eval_gate", None) or config.getoption("agent_eval_fail_on_regression", False)
     ):
@@ -63,6 +74,18 @@ def _json_report(config: pytest.Config, records: Records) -> object:
     from pytest_agent_eval.report.json_report import JsonReport
 
     return JsonReport(config, Path(config.getoption("agent_eval_report")), records)
+
+
+def _junit_errors(config: pytest.Config, records: Records) -> object:
+    from pytest_agent_eval.report.junit import InfrastructureErrors
+
+    return InfrastructureErrors(config)
+
+
+def _markdown(config: pytest.Config, records: Records) -> object:
+    from pytest_agent_eval.report.markdown import MarkdownReport
+
+    return MarkdownReport(config, Path(config.getoption("agent_eval_markdown")), records)
 
 
 def _baseline(config: pytest.Config, records: Records) -> object:

@@ -50,8 +50,9 @@ def _table(rows: list[tuple[str, ...]]) -> list[str]:
     ]
 
 
-def summary_lines(records: list[CaseRecord]) -> list[str]:
-    """The section's lines: a table (total, each file, each tag), then the partial passes."""
+def summary_rows(records: list[CaseRecord]) -> list[tuple[str, ...]]:
+    """The table's rows: the header, then all cases, each file, each tag, each matrix agent (also the markdown
+    summary's table)."""
     usage = any(r.tokens is not None or r.cost is not None for r in records)
     header = _HEADER + (("tokens", "cost") if usage else ())
     by_file: dict[str, list[CaseRecord]] = defaultdict(list)
@@ -64,7 +65,12 @@ def summary_lines(records: list[CaseRecord]) -> list[str]:
     rows += [_row(name, Stats.of(group), usage) for name, group in sorted(by_file.items())]
     rows += [_row(f"tag {name}", Stats.of(group), usage) for name, group in sorted(by_tag.items())]
     rows += [_row(f"agent {name}", Stats.of(group), usage) for name, group in by_agent(records).items()]
-    lines = _table(rows)
+    return rows
+
+
+def summary_lines(records: list[CaseRecord]) -> list[str]:
+    """The section's lines: a table (total, each file, each tag, each matrix agent), then the partial passes."""
+    lines = _table(summary_rows(records))
     partial = partial_passes(records)
     if partial:
         lines.append("")

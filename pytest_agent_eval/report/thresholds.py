@@ -10,10 +10,8 @@ from dataclasses import dataclass
 
 import pytest
 
-from pytest_agent_eval.report.collector import Records
+from pytest_agent_eval.report.collector import DECIDED, Records
 from pytest_agent_eval.report.stats import Stats
-
-_DECIDED = (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED)
 
 
 @dataclass(frozen=True)
@@ -84,7 +82,7 @@ class SuiteThresholds:
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
-        if exitstatus not in _DECIDED or not self.collector.records:
+        if exitstatus not in DECIDED or not self.collector.records:
             return
         self.missed, self.unknown = self.thresholds.check(Stats.of(self.collector.records))
         if self.missed:

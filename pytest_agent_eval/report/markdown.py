@@ -1,0 +1,94 @@
+"""``--agent-eval-markdown PATH``: the run as GitHub markdown, appended in one write when the session ends (for
+``$GITHUB_STEP_SUMMARY``): the summary table, the failures with a one-line reason and ``path:line``, and the
+regressions and fixes when ``--agent-eval-baseline`` is given."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pytest_agent_eval.report.baseline import Comparison, md_cell, md_code
+from pytest_agent_eval.report.collector import Records
+from pytest_agent_eval.report.record import CaseRecord
+from pytest_agent_eval.report.summary import TITLE, summary_rows
+
+_FAILED = ("failed", "error", "xpassed")
+_REASON_LIMIT = 200
+
+
+def reason(record: CaseRecord) -> str:
+    """Why the case failed, in one line: the agent's or the item's error, the trials' pass count, or the first
+    failed check with its message."""
+    if record.error:
+        text = record.error
+    elif record.outcome == "xpassed":
+        text = f"passed unexpectedly (xfail: {record.reason})" if record.reason else "passed unexpectedly"
+    else:
+        failed = [c for c in record.checks if not c.passed]
+        check = f"{failed[0].name}: {failed[0].message}" if failed and failed[0].message else ""
+        check = check or (failed[0].name if failed else "")
+        if len(record.trials) > 1:
+            text = f"{record.passes}/{len(record.trials)} trials passed" + (f"; {check}" if check else "")
+        elif record.score is not None and record.min_score is not None and record.score < record.min_score:
+            text = f"score {record.score:.2f} < min_score {record.min_score:g}" + (f"; {check}" if check else "")
+        else:
+            text = check or record.outcome
+    line = " ".join(text.split())
+    return line if len(line) <= _REASON_LIMIT else line[: _REASON_LIMIT - 1] + "…"
+
+
+def markdown_lines(records: list[CaseRecord], comparison: Comparison | None) -> list[str]:
+    """The markdown: a heading, the summary table, the failures, then the comparison (when there is one)."""
+    rows = summary_rows(records)
+    header, body = rows[0], rows[1:]
+    out = [f"## {TITLE}", ""]
+    out.append("| " + " | ".join(md_cell(h) for h in header) + " |")
+    out.append("|" + "|".join("---" if i == 0 else "---:" for i in range(len(header))) + "|")
+    out += ["| " + " | ".join(md_cell(c) for c in row) + " |" for row in body]
+    failures = [r for r in records if r.outcome in _FAILED]
+    if failures:
+        out += ["", f"**Failures ({len(failures)})**", "", "| case | outcome | reason | location |"]
+        out.append("|---|---|---|---|")
+        out += [
+            f"| {md_code(r.nodeid)} | {r.outcome} | {md_cell(reason(r))} | {md_code(f'{r.file}:{r.line}')} |"
+            for r in failures
+        ]
+    if comparison is not None:
+        out += ["", *comparison.markdown()]
+    return out
+
+
+def append_text(path: Path, text: str) -> None:
+    """Append ``text`` to ``path`` in one write (a CI job summary file may be shared with other steps)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a", encoding="utf-8") as f:
+        f.write(text)
+
+
+class MarkdownReport:
+    """A plugin object on the controller, registered when ``--agent-eval-markdown`` is given."""
+
+    def __init__(self, config: pytest.Config, path: Path, collector: Records) -> None:
+        self.config = config
+        self.path = path
+        self.collector = collector
+        self.written = False
+
+    def comparison(self) -> Comparison | None:
+        baseline = self.config.pluginmanager.get_plugin("agent_eval_baseline")
+        return None if baseline is None else baseline.compared()
+
+    def write(self) -> None:
+        self.written = True
+        records = self.collector.records
+        if records:
+            append_text(self.path, "\n".join(markdown_lines(records, self.comparison())) + "\n\n")
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionfinish(self) -> None:
+        self.write()
+
+    def pytest_unconfigure(self) -> None:
+        if not self.written:  # the session ended before pytest_sessionfinish
+            self.write()

@@ -1,0 +1,114 @@
+"""``--agent-eval-markdown PATH`` and ``agent-eval compare --markdown`` (SPEC §10): what a CI job summary shows."""
+
+from __future__ import annotations
+
+import pytest
+from report_support import SUITE, USAGE_AGENT
+from test_report_baseline import BASE_SUITE, CAND_SUITE, _case
+
+from pytest_agent_eval.report.baseline import compare
+from pytest_agent_eval.report.markdown import markdown_lines, reason
+from pytest_agent_eval.report.record import CheckRecord
+
+
+@pytest.fixture
+def runs(pytester: pytest.Pytester) -> pytest.Pytester:
+    pytester.makepyfile(usage_agent=USAGE_AGENT)
+    pytester.syspathinsert()
+    return pytester
+
+
+def test_a_failures_reason_is_one_line() -> None:
+    errored = _case("e.yaml::boom", "error", None, ())
+    errored.error = "RuntimeError: kaput\n  at line 3"
+    assert reason(errored) == "RuntimeError: kaput at line 3"
+    checked = _case("e.yaml::bad", "failed", 0.0, (False,))
+    checked.checks = [
+        CheckRecord(name="contains", passed=True, score=1.0, message=""),
+        CheckRecord(name="tools_called", passed=False, score=0.0, message="not called: search"),
+    ]
+    assert reason(checked) == "tools_called: not called: search"
+    repeated = _case("e.yaml::rep", "failed", 0.5, (True, False, False, True))
+    assert reason(repeated) == "2/4 trials passed"
+    long = _case("e.yaml::long", "error", None, ())
+    long.error = "x" * 500
+    assert len(reason(long)) == 200 and reason(long).endswith("…")
+
+
+def test_markdown_of_records_and_a_comparison() -> None:
+    base = [_case("e.yaml::a", "passed"), _case("e.yaml::b", "failed", 0.0, (False,))]
+    cand = [_case("e.yaml::a", "failed", 0.0, (False,)), _case("e.yaml::b", "passed")]
+    cand[0].error = "the | agent failed"
+    lines = markdown_lines(cand, compare(base, cand))
+    assert lines[:4] == [
+        "## agent eval summary",
+        "",
+        "|  | passed | score mean | score min | repeat pass | latency p50 | latency p95 | tool acc |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    assert lines[4] == "| all | 1/2 | 0.50 | 0.00 | - | 0.10 s | 0.10 s | - |"
+    assert "| `e.yaml::a` | failed | the \\| agent failed | `eval_x.yaml:1` |" in lines
+    assert lines[-7:] == [
+        "",
+        "**Compared with the baseline:** 1 regressions, 1 fixes, 0 new, 0 missing",
+        "",
+        "| change | case | detail |",
+        "|---|---|---|",
+        "| regressions | `e.yaml::a` | passed -> failed |",
+        "| fixes | `e.yaml::b` | failed -> passed |",
+    ]
+
+
+def test_the_option_appends_the_run_in_one_block(runs: pytest.Pytester) -> None:
+    runs.makefile(".yaml", eval_s=BASE_SUITE)
+    runs.runpytest("-p", "no:cacheprovider", "--agent-eval-report", "base.json")
+    runs.makefile(".yaml", eval_s=CAND_SUITE)
+    summary = runs.path / "step_summary.md"
+    summary.write_text("# an earlier step\n\n")
+    result = runs.runpytest(
+        "-p", "no:cacheprovider", "--agent-eval-baseline", "base.json", f"--agent-eval-markdown={summary}"
+    )
+    result.assert_outcomes(passed=3, failed=1)
+    text = summary.read_text()
+    assert text.startswith("# an earlier step\n\n## agent eval summary\n")
+    assert "| all | 3/4 | 0.75 | 0.00 | - |" in text
+    assert "**Failures (1)**" in text
+    assert "| `eval_s.yaml::breaks` | failed | contains: " in text
+    assert "| `eval_s.yaml:4` |" in text
+    assert "**Compared with the baseline:** 1 regressions, 1 fixes, 1 new, 1 missing" in text
+    assert "| regressions | `eval_s.yaml::breaks` | passed -> failed |" in text
+    assert "| fixes | `eval_s.yaml::heals` | failed -> passed |" in text
+    runs.runpytest("-p", "no:cacheprovider", f"--agent-eval-markdown={summary}")
+    again = summary.read_text()
+    assert again.startswith(text) and again.count("## agent eval summary") == 2
+    assert "Compared with the baseline" not in again[len(text) :]
+
+
+def test_the_markdown_lists_every_kind_of_failure(runs: pytest.Pytester) -> None:
+    runs.makefile(".yaml", eval_suite=SUITE)
+    result = runs.runpytest("-p", "no:cacheprovider", "-n", "2", "--agent-eval-markdown", "out/summary.md")
+    result.assert_outcomes(passed=4, failed=2, skipped=1, errors=0, xfailed=1, xpassed=1)
+    text = (runs.path / "out" / "summary.md").read_text()
+    assert "**Failures (3)**" in text
+    assert "| `eval_suite.yaml::bad` | failed | contains: " in text
+    assert "| `eval_suite.yaml::boom` | failed | agent raised RuntimeError: kaput |" in text
+    assert "| `eval_suite.yaml::fixed_bug` | xpassed | passed unexpectedly |" in text
+
+
+def test_agent_eval_compare_markdown(runs: pytest.Pytester) -> None:
+    runs.makefile(".yaml", eval_s=BASE_SUITE)
+    runs.runpytest("-p", "no:cacheprovider", "--agent-eval-report", "base.json")
+    runs.makefile(".yaml", eval_s=CAND_SUITE)
+    runs.runpytest("-p", "no:cacheprovider", "--agent-eval-report", "cand.json")
+    result = runs.run("agent-eval", "compare", "base.json", "cand.json", "--markdown", "--fail-on-regression")
+    assert result.ret == 1
+    assert result.outlines == [
+        "**Compared with the baseline:** 1 regressions, 1 fixes, 1 new, 1 missing",
+        "",
+        "| change | case | detail |",
+        "|---|---|---|",
+        "| regressions | `eval_s.yaml::breaks` | passed -> failed |",
+        "| fixes | `eval_s.yaml::heals` | failed -> passed |",
+        "| new | `eval_s.yaml::comes` | passed |",
+        "| missing | `eval_s.yaml::goes` | was passed |",
+    ]
