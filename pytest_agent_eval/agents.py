@@ -4,6 +4,7 @@ it: sync agents in a worker thread, async ones on the running loop."""
 from __future__ import annotations
 
 import inspect
+import json
 import os
 import traceback
 from typing import Any
@@ -21,9 +22,15 @@ def as_agent(obj: Any, name: str | None = None, adapters: AdapterRegistry | None
     return (adapters or builtin_adapters()).as_agent(obj, name)
 
 
-def resolve(ref: str, instances: dict[str, Any], adapters: AdapterRegistry | None = None) -> Agent:
+def resolve(ref: str | dict[str, Any], instances: dict[str, Any], adapters: AdapterRegistry | None = None) -> Agent:
     """Import ``module:attr``; a class is instantiated once (cached in ``instances``) and its instance used. A
-    reference that an adapter recognises as it is (a string) is that adapter's agent, and nothing is imported."""
+    reference that an adapter recognises as it is (a URL, a mapping) is that adapter's agent, and nothing is
+    imported."""
+    if not isinstance(ref, str):  # an HTTP agent's {url, ...}: the adapters read it, once per session
+        key = f"agent {json.dumps(ref, sort_keys=True, default=str)}"
+        if key not in instances:
+            instances[key] = (adapters or builtin_adapters()).as_agent(ref, str(ref.get("url")))
+        return instances[key]  # type: ignore[no-any-return]
     cached = instances.get(f"agent {ref}")
     if cached is not None:  # resolved once per session: importing and inspecting per case costs ~0.1 ms
         return cached  # type: ignore[no-any-return]

@@ -59,7 +59,7 @@ class EvalFile(pytest.File):
 def matrix_variants(loaded: LoadedFile, matrix: tuple[tuple[str, str], ...]) -> Iterator[Case]:
     """The file's cases, each as one variant ``case[name]`` per matrix agent: ``--agent-eval-agent``'s, else the
     file's ``agents:``. A case with its own ``agent:`` or an error stays one item."""
-    agents: list[tuple[str, str, int | None]] = [(name, ref, None) for name, ref in matrix] or [
+    agents: list[tuple[str, str | dict[str, Any], int | None]] = [(name, ref, None) for name, ref in matrix] or [
         (name, ref, line) for name, (ref, line) in loaded.agents.items()
     ]
     for case in loaded.cases:

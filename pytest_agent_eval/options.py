@@ -347,9 +347,9 @@ def _matrix(values: list[str]) -> tuple[tuple[str, str], ...]:
     for value in values:
         name, _, ref = value.partition("=")
         name, ref = name.strip(), ref.strip()
-        if not re.match(AGENT_NAME_PATTERN, name) or not re.match(r"^[\w.]+:[\w.]+$", ref):
+        if not re.match(AGENT_NAME_PATTERN, name) or not re.match(r"^([\w.]+:[\w.]+|https?://.+)$", ref):
             raise pytest.UsageError(
-                f"--agent-eval-agent {value!r}: give NAME=MODULE:ATTR, e.g. "
+                f"--agent-eval-agent {value!r}: give NAME=MODULE:ATTR (or NAME=http://...), e.g. "
                 "--agent-eval-agent fast=myproject.agent:run (NAME: letters, digits, '_' and '-')"
             )
         if name in seen:

@@ -37,7 +37,7 @@ _RESPONSES = pytest.StashKey["Mapping[str, Response] | MockConfigError"]()
 # -- what both runs share ----------------------------------------------------------------------------------
 
 
-def agent_ref(case: Case, settings: Settings) -> str | None:
+def agent_ref(case: Case, settings: Settings) -> str | dict[str, Any] | None:
     """The case's ``module:attr`` agent: ``--agent``, else the file's ``agent:``."""
     return settings.agent or case.agent
 
@@ -166,7 +166,8 @@ def item_agent(item: EvalItem, request: pytest.FixtureRequest) -> Agent:
             else:
                 source = f"{case.path}:{case.agent_line}"
             named = f" ({case.agent_name})" if case.agent_name and case.agent_line is not None else ""
-            problem = f"{source}: agent{named} {ref!r}: {exc}"
+            shown = ref if isinstance(ref, str) else ref.get("url")  # never a header: it may hold a secret
+            problem = f"{source}: agent{named} {shown!r}: {exc}"
         item.fail(problem)
     try:
         value = _fixture(request, "agent")

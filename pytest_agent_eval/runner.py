@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from pytest_agent_eval.adapters import Agent, UnreadableResult
+from pytest_agent_eval.adapters.base import TRIAL
 from pytest_agent_eval.agents import invoke
 from pytest_agent_eval.blocking import in_thread, outside_loop
 from pytest_agent_eval.cases.model import Case
@@ -212,6 +213,7 @@ def _require_llm(results: list[CheckResult], checks: CheckRegistry) -> None:
 
 async def run_trial(case: Case, agent: Agent, settings: RunSettings, trial: int = 0) -> TrialResult:
     """One independent run of the case (all its turns), checked."""
+    TRIAL.set((case.id, trial))  # this trial's task only: gather runs each trial in its own context
     if case.simulated_user is not None:  # a simulated user converses instead of scripted turns (conversation/)
         from pytest_agent_eval.conversation.run import RunnerParts, run_conversation_trial
 
@@ -272,6 +274,7 @@ async def _conversation(
         if run.error:
             whole.error = f"turn {n}: {run.error}"
             whole.traceback = run.traceback
+            whole.infra_error = run.infra_error
             break
         for result in await _checked(run, turn.expect, ctx, settings):
             result.name = f"turn {n}: {result.name}"

@@ -48,11 +48,16 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
     from pytest_agent_eval.record import RunRecord
+
+TRIAL: ContextVar[tuple[str, int] | None] = ContextVar("agent_eval_trial_id", default=None)
+"""The running case's id and trial number, set by the runner for each trial: for adapters that keep state per
+case and trial (an HTTP agent's session id)."""
 
 ArgsOf = Callable[[tuple[Any, ...], dict[str, Any]], dict[str, Any]]
 """``args_of(args, kwargs) -> {argument: value}``: a tool's arguments read from one call of its function."""

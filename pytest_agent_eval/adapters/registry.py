@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from pytest_agent_eval.adapters.base import Adapter, Agent, StandIn
+from pytest_agent_eval.adapters.http import ADAPTER as HTTP
 from pytest_agent_eval.adapters.langchain import ADAPTER as LANGCHAIN
 from pytest_agent_eval.adapters.plain import ADAPTER as PLAIN
 
@@ -67,4 +68,4 @@ _METHODS = ("recognises", "agent", "normalise", "wrap_tool", "mock_tools")
 
 def builtin_adapters() -> AdapterRegistry:
     """A registry of the built-in adapters only (each one module of this package), ``plain`` last."""
-    return AdapterRegistry([LANGCHAIN, PLAIN])
+    return AdapterRegistry([LANGCHAIN, HTTP, PLAIN])

@@ -69,8 +69,9 @@ class Case:
     skip: str | None = None
     xfail: str | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
-    agent: str | None = None
-    """``module:attr`` from the file, or ``None`` for ``--agent`` / the ``agent`` fixture."""
+    agent: str | dict[str, Any] | None = None
+    """``module:attr``, an HTTP agent's URL or ``{url, ...}`` from the file, or ``None`` for ``--agent`` / the
+    ``agent`` fixture."""
     agent_line: int | None = None
     own_agent: bool = False
     """Whether ``agent`` is the case's own (``agent:`` in the case), which a matrix does not replace."""
@@ -96,5 +97,5 @@ class LoadedFile:
     cases: list[Case]
     name: str | None = None
     description: str | None = None
-    agents: dict[str, tuple[str, int]] = field(default_factory=dict)
+    agents: dict[str, tuple[str | dict[str, Any], int]] = field(default_factory=dict)
     """The file's matrix (``agents:``): name -> (``module:attr``, line)."""

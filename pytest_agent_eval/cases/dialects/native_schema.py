@@ -28,7 +28,34 @@ def expect_schema(registry: CheckRegistry) -> dict[str, Any]:
     return {"type": "object", "properties": props, "additionalProperties": False}
 
 
-_REF = {"type": "string", "pattern": r"^[\w.]+:[\w.]+$", "description": "module:attribute"}
+_REF = {
+    "anyOf": [
+        {"type": "string", "pattern": r"^[\w.]+:[\w.]+$", "description": "module:attribute"},
+        {"type": "string", "pattern": "^https?://", "description": "an agent served over HTTP: its URL"},
+        {
+            "type": "object",
+            "description": "an agent served over HTTP",
+            "properties": {
+                "url": {"type": "string", "pattern": "^https?://"},
+                "headers": {
+                    "type": "object",
+                    "additionalProperties": {"type": "string"},
+                    "description": "header values; ${NAME} takes environment variable NAME",
+                },
+                "body": {"description": "the JSON body; {message}, {session}, {case_id}, {trial} in its strings"},
+                "output": {"type": "string", "description": "dotted path of the answer in the JSON reply"},
+                "session": {
+                    "type": "object",
+                    "properties": {"from": {"type": "string", "description": "dotted path of the reply's id"}},
+                    "additionalProperties": False,
+                },
+                "timeout": {"type": "number", "exclusiveMinimum": 0},
+            },
+            "required": ["url"],
+            "additionalProperties": False,
+        },
+    ]
+}
 
 
 def case_properties(registry: CheckRegistry) -> dict[str, Any]:
@@ -36,7 +63,7 @@ def case_properties(registry: CheckRegistry) -> dict[str, Any]:
     return {
         "id": {"type": "string", "pattern": ID_PATTERN, "description": "unique within the file"},
         "description": {"type": "string"},
-        "agent": {**_REF, "description": "this case's own agent (module:attribute): runs once, with it"},
+        "agent": {**_REF, "description": "this case's own agent: runs once, with it"},
         "input": {  # a string, or {query, context}
             "type": ["string", "object"],
             "properties": {"query": {"type": "string"}, "context": {"type": "object"}},

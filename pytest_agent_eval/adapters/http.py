@@ -1,0 +1,228 @@
+"""Agents served over HTTP (SPEC §15): ``agent: http://host:port/path`` or ``agent: {url, headers, body, output,
+session}``. Each user message is one POST of a JSON body; the reply's JSON is read at ``output``.
+
+Standard library only (``urllib.request``), called off the event loop like any sync agent. Header values take
+environment variables by name (``${AGENT_TOKEN}``), read when the agent is first resolved; their values are never
+written anywhere (messages name the variable, the URL without its query). Connection failures, timeouts, 429 and
+5xx answers are infrastructure errors (the case errors, it does not fail); another status fails the call.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import threading
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from pytest_agent_eval.adapters.base import TRIAL, Agent, StandIn
+from pytest_agent_eval.adapters.plain import normalise as plain_normalise
+from pytest_agent_eval.record import RunRecord
+
+DEFAULT_BODY: dict[str, Any] = {"message": "{message}", "session_id": "{session}"}
+ANSWER_KEYS = ("output", "response", "answer", "reply", "message", "text", "content")
+_ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+_PLACEHOLDER = re.compile(r"\{(message|session|case_id|trial)\}")
+_KEYS = frozenset({"url", "headers", "body", "output", "session", "timeout"})
+TIMEOUT_S = 300.0
+"""The socket timeout of one request; a case's own ``timeout:`` bounds the call as for any agent."""
+
+
+class HttpAgentError(TypeError):
+    """An HTTP agent's configuration that cannot work (a missing environment variable, an unknown key)."""
+
+
+@dataclass(frozen=True)
+class Unreachable:
+    """What a call returns when the service could not answer: an infrastructure error, not the agent's."""
+
+    message: str
+
+
+@dataclass
+class HttpAgent:
+    """One configured service; ``__call__(message, context)`` posts one user message and returns the reply read."""
+
+    url: str
+    headers: dict[str, str]
+    body: Any = field(default_factory=lambda: DEFAULT_BODY)
+    output: str | None = None
+    session_from: str | None = None
+    timeout: float = TIMEOUT_S
+    _sessions: dict[tuple[str, int] | None, str] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @property
+    def shown(self) -> str:
+        """The URL as messages show it: without its query string (which may hold a key)."""
+        parts = urlsplit(self.url)
+        return urlunsplit((parts.scheme, parts.netloc, parts.path, "", ""))
+
+    def session(self) -> str:
+        key = TRIAL.get()
+        with self._lock:
+            if key not in self._sessions:
+                self._sessions[key] = uuid.uuid4().hex
+            return self._sessions[key]
+
+    def __call__(self, message: str, context: dict[str, Any]) -> Any:
+        import urllib.error  # with http.client and ssl: only when a service is called
+        import urllib.request
+
+        trial = TRIAL.get()
+        values = {
+            "message": message,
+            "session": self.session(),
+            "case_id": trial[0] if trial else "",
+            "trial": str(trial[1]) if trial else "0",
+        }
+        data = json.dumps(fill(self.body, values)).encode()
+        request = urllib.request.Request(self.url, data=data, method="POST")
+        request.add_header("Content-Type", "application/json")
+        request.add_header("Accept", "application/json")
+        for name, value in self.headers.items():
+            request.add_header(name, value)
+        try:
+            with urllib.request.urlopen(request, timeout=self.timeout) as answer:
+                raw = answer.read()
+        except urllib.error.HTTPError as exc:
+            status = exc.code
+            excerpt = exc.read()[:200].decode(errors="replace")
+            where = f"POST {self.shown} answered {status}"
+            if status == 429 or status >= 500:
+                return Unreachable(f"{where}: {excerpt}")
+            raise RuntimeError(f"{where}: {excerpt}") from None
+        except (urllib.error.URLError, OSError) as exc:
+            reason = exc.reason if isinstance(exc, urllib.error.URLError) else exc
+            return Unreachable(f"POST {self.shown}: {reason}")
+        return self.read(raw)
+
+    def read(self, raw: bytes) -> dict[str, Any]:
+        """The reply as a result the plain adapter reads: the answer under ``output``, tool calls, metadata."""
+        try:
+            reply = json.loads(raw)
+        except ValueError:
+            return {"output": raw.decode(errors="replace")}
+        if self.session_from is not None:
+            found = at_path(reply, self.session_from)
+            if isinstance(found, (str, int)):
+                with self._lock:
+                    self._sessions[TRIAL.get()] = str(found)
+        if self.output is not None:
+            answer = at_path(reply, self.output)
+            if answer is _MISSING:
+                raise ValueError(
+                    f"the reply of {self.shown} has nothing at output path {self.output!r}: its keys are "
+                    f"{sorted(reply) if isinstance(reply, dict) else type(reply).__name__}"
+                )
+        elif isinstance(reply, dict):
+            answer = next((reply[k] for k in ANSWER_KEYS if k in reply), _MISSING)
+            if answer is _MISSING:
+                raise ValueError(
+                    f"the reply of {self.shown} has none of the keys {', '.join(ANSWER_KEYS)} (its keys: "
+                    f"{sorted(reply)}): set `output:` to the path of the answer, e.g. output: data.text"
+                )
+        else:
+            answer = reply
+        result: dict[str, Any] = {"output": answer if isinstance(answer, str) else json.dumps(answer)}
+        if isinstance(reply, dict):
+            for key in ("tools_called", "tool_calls", "usage", "metadata"):
+                if key in reply:
+                    result[key] = reply[key]
+        return result
+
+
+_MISSING: Any = object()
+
+
+def at_path(value: Any, path: str) -> Any:
+    """``value`` at a dotted path (``data.choices.0.text``); ``_MISSING`` when it is not there."""
+    for part in path.split("."):
+        if isinstance(value, dict) and part in value:
+            value = value[part]
+        elif isinstance(value, list) and part.isdigit() and int(part) < len(value):
+            value = value[int(part)]
+        else:
+            return _MISSING
+    return value
+
+
+def fill(template: Any, values: dict[str, str]) -> Any:
+    """The body template with ``{message}``, ``{session}``, ``{case_id}``, ``{trial}`` put in its strings."""
+    if isinstance(template, str):
+        return _PLACEHOLDER.sub(lambda m: values[m.group(1)], template)
+    if isinstance(template, dict):
+        return {k: fill(v, values) for k, v in template.items()}
+    if isinstance(template, list):
+        return [fill(v, values) for v in template]
+    return template
+
+
+def expand_env(value: str, where: str) -> str:
+    """``${NAME}`` replaced by the environment variable's value; a missing one is an error naming it."""
+
+    def one(match: re.Match[str]) -> str:
+        name = match.group(1)
+        if name not in os.environ:
+            raise HttpAgentError(f"{where}: the environment variable {name} is not set")
+        return os.environ[name]
+
+    return _ENV.sub(one, value)
+
+
+def is_http(obj: Any) -> bool:
+    """Whether ``obj`` is an HTTP agent's reference: a URL, or a mapping with a ``url``."""
+    if isinstance(obj, str):
+        return obj.startswith(("http://", "https://"))
+    return isinstance(obj, dict) and isinstance(obj.get("url"), str)
+
+
+def http_agent(ref: str | dict[str, Any]) -> HttpAgent:
+    """The :class:`HttpAgent` a reference describes."""
+    if isinstance(ref, str):
+        return HttpAgent(url=ref, headers={})
+    unknown = sorted(set(ref) - _KEYS)
+    if unknown:
+        raise HttpAgentError(f"HTTP agent: unknown key(s) {unknown}; use {', '.join(sorted(_KEYS))}")
+    headers = {str(k): expand_env(str(v), f"HTTP agent header {k!r}") for k, v in (ref.get("headers") or {}).items()}
+    session = ref.get("session") or {}
+    return HttpAgent(
+        url=ref["url"],
+        headers=headers,
+        body=ref.get("body", DEFAULT_BODY),
+        output=ref.get("output"),
+        session_from=session.get("from") if isinstance(session, dict) else None,
+        timeout=float(ref.get("timeout", TIMEOUT_S)),
+    )
+
+
+class HttpAdapter:
+    """Agents served over HTTP: recognised by their reference (a URL or ``{url, ...}``); nothing is imported."""
+
+    name = "http"
+
+    def recognises(self, obj: Any) -> bool:
+        return is_http(obj) or isinstance(obj, HttpAgent)
+
+    def agent(self, obj: Any, name: str) -> Agent:
+        service = obj if isinstance(obj, HttpAgent) else http_agent(obj)
+        return Agent(call=service, is_async=False, name=service.shown, adapter=self, source=service)
+
+    def normalise(self, result: Any) -> RunRecord:
+        if isinstance(result, Unreachable):
+            message = result.message
+            return RunRecord(error=f"infrastructure error (not the agent's): {message}", infra_error=message)
+        return plain_normalise(result)
+
+    def wrap_tool(self, tool: Any, standin: StandIn) -> Any:
+        return None  # a service's tools run in the service: tool mocks cannot reach them
+
+    def mock_tools(self, obj: Any, wrap: Callable[[Any], Any]) -> Any:
+        return None
+
+
+ADAPTER = HttpAdapter()
