@@ -93,3 +93,10 @@ def test_threshold_figures() -> None:
     assert missed == ["pass rate 0.50 (2/4) < agent_eval_min_pass_rate 0.75"]  # an error counts as not passed
     assert unknown == ["agent_eval_max_cost: no cost reported (turn on the traffic hook or report usage)"]
     assert not Thresholds()
+
+
+def test_a_threshold_in_the_ini_file_that_is_no_number_is_a_usage_error(suite: pytest.Pytester) -> None:
+    suite.makeini("[pytest]\nagent_eval_max_cost = cheap\n")
+    result = suite.runpytest("-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*ini agent_eval_max_cost = 'cheap': give a number*"])
