@@ -232,6 +232,56 @@ def _add_traffic_options(group: pytest.OptionGroup, parser: pytest.Parser) -> No
 
 
 @dataclass(frozen=True)
+class ReportOptions:
+    """The report options (SPEC §10): the files to write, the baseline to compare with, the suite thresholds."""
+
+    json: Path | None = None
+    markdown: Path | None = None
+    baseline: Path | None = None
+    tolerance: float = 0.05
+    significance: float = 0.05
+    fail_on_regression: bool = False
+    gate: str | None = None
+    min_pass_rate: float | None = None
+    max_cost: float | None = None
+    max_p95_latency_s: float | None = None
+
+    @classmethod
+    def from_config(cls, config: pytest.Config) -> ReportOptions:
+        def path(option: str) -> Path | None:
+            value = config.getoption(option, None)
+            return Path(value) if value else None
+
+        def threshold(name: str) -> float | None:
+            given = config.getoption(name, None)
+            if given is not None:
+                return float(given)
+            text = str(config.getini(name)).strip()
+            try:
+                return float(text) if text else None
+            except ValueError:
+                raise pytest.UsageError(f"ini {name} = {text!r}: give a number") from None
+
+        options = cls(
+            json=path("agent_eval_report"),
+            markdown=path("agent_eval_markdown"),
+            baseline=path("agent_eval_baseline"),
+            tolerance=config.getoption("agent_eval_tolerance"),
+            significance=config.getoption("agent_eval_significance"),
+            fail_on_regression=bool(config.getoption("agent_eval_fail_on_regression")),
+            gate=config.getoption("agent_eval_gate"),
+            min_pass_rate=threshold("agent_eval_min_pass_rate"),
+            max_cost=threshold("agent_eval_max_cost"),
+            max_p95_latency_s=threshold("agent_eval_max_p95_latency_s"),
+        )
+        if options.baseline is None and (options.gate or options.fail_on_regression):
+            raise pytest.UsageError(
+                "--agent-eval-gate and --agent-eval-fail-on-regression need --agent-eval-baseline PATH"
+            )
+        return options
+
+
+@dataclass(frozen=True)
 class TrafficOptions:
     """The options of the HTTP traffic hook; ``on`` when any of them needs it."""
 
@@ -302,6 +352,7 @@ class Settings:
     traffic: TrafficOptions = TrafficOptions()
     matrix: tuple[tuple[str, str], ...] = ()
     """``--agent-eval-agent NAME=MODULE:ATTR``, in order."""
+    report: ReportOptions = ReportOptions()
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> Settings:
@@ -338,6 +389,7 @@ class Settings:
             repeat=repeat,
             require_llm=bool(config.getoption("agent_eval_require_llm") or config.getini("agent_eval_require_llm")),
             traffic=TrafficOptions.from_config(config),
+            report=ReportOptions.from_config(config),
         )
 
 

@@ -238,3 +238,11 @@ def test_agent_eval_compare(runs: pytest.Pytester) -> None:
     bad = runs.run("agent-eval", "compare", "base.json", "nope.json")
     assert bad.ret == 2
     bad.stderr.fnmatch_lines(["agent-eval compare: nope.json: cannot read the report*"])
+
+
+@pytest.mark.parametrize("args", [["--agent-eval-gate", "regressions"], ["--agent-eval-fail-on-regression"]])
+def test_a_gate_without_a_baseline_is_a_usage_error(runs: pytest.Pytester, args: list[str]) -> None:
+    runs.makefile(".yaml", eval_s=KNOWN_FAILURE)
+    result = runs.runpytest("-p", "no:cacheprovider", *args)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--agent-eval-gate and --agent-eval-fail-on-regression need --agent-eval-baseline*"])

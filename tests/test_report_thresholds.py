@@ -12,7 +12,16 @@ import time
 
 def run(query, context):
     time.sleep(float(context.get("sleep", 0)))
+    if "cost" in context:
+        return {"output": query, "usage": {"prompt_tokens": 5, "completion_tokens": 5, "cost": context["cost"]}}
     return query
+"""
+
+COSTLY = """\
+agent: thr_agent:run
+cases:
+  - {id: x, input: sure, context: {cost: 0.02}}
+  - {id: y, input: sure, context: {cost: 0.03}}
 """
 
 FILE = """\
@@ -29,7 +38,7 @@ cases:
 def suite(pytester: pytest.Pytester) -> pytest.Pytester:
     pytester.makepyfile(thr_agent=AGENT)
     pytester.syspathinsert()
-    pytester.makefile(".yaml", eval_thr=FILE)
+    pytester.makefile(".yaml", eval_thr=FILE, costly=COSTLY)  # costly.yaml: collected only when named
     return pytester
 
 
@@ -41,8 +50,12 @@ def suite(pytester: pytest.Pytester) -> pytest.Pytester:
         (["--agent-eval-max-p95-latency", "0.2"], 1, "*missed: latency p95 0.* s > agent_eval_max_p95_latency_s 0.2"),
         (["--agent-eval-max-p95-latency", "5", "-k", "not c and not d"], 0, None),
         (["--agent-eval-max-cost", "0.01", "eval_thr.yaml::a"], 0, "*not checked: agent_eval_max_cost: no cost*"),
+        (["--agent-eval-max-cost", "0.04", "costly.yaml"], 1, "*missed: cost 0.0500 > agent_eval_max_cost 0.04"),
+        (["--agent-eval-max-cost", "0.05", "costly.yaml"], 0, None),
     ],
-    ids=["pass-rate-missed", "pass-rate-met", "latency-missed", "latency-met", "cost-unknown"],
+    ids=[
+        "pass-rate-missed", "pass-rate-met", "latency-missed", "latency-met", "cost-unknown", "cost-missed", "cost-met"
+    ],
 )  # fmt: skip
 def test_a_threshold_decides_the_exit_status(
     suite: pytest.Pytester, args: list[str], code: int, line: str | None
@@ -80,3 +93,10 @@ def test_threshold_figures() -> None:
     assert missed == ["pass rate 0.50 (2/4) < agent_eval_min_pass_rate 0.75"]  # an error counts as not passed
     assert unknown == ["agent_eval_max_cost: no cost reported (turn on the traffic hook or report usage)"]
     assert not Thresholds()
+
+
+def test_a_threshold_in_the_ini_file_that_is_no_number_is_a_usage_error(suite: pytest.Pytester) -> None:
+    suite.makeini("[pytest]\nagent_eval_max_cost = cheap\n")
+    result = suite.runpytest("-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*ini agent_eval_max_cost = 'cheap': give a number*"])

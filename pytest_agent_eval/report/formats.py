@@ -9,14 +9,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import partial
-from pathlib import Path
 
 import pytest
 
 from pytest_agent_eval.cases.files import is_eval_file
+from pytest_agent_eval.options import ReportOptions
 from pytest_agent_eval.report.collector import COLLECTOR, Records, is_worker
 from pytest_agent_eval.report.summary import Summary
 from pytest_agent_eval.report.thresholds import SuiteThresholds, Thresholds
+from pytest_agent_eval.state import STATE
 
 MakeFormat = Callable[[pytest.Config, Records], object]
 """``make(config, records) -> plugin object``: a format from the run's options and its records (read them when
@@ -57,23 +58,27 @@ def configure(config: pytest.Config) -> None:
         return
     collector = run_records(config)
     config.pluginmanager.register(Summary(collector, config.get_verbosity), "agent_eval_summary")
-    thresholds = Thresholds.from_config(config)
+    options = _options(config)
+    thresholds = Thresholds(options.min_pass_rate, options.max_cost, options.max_p95_latency_s)
     if thresholds:  # registered before the baseline comparison: its exit status is decided first, this one last
         config.pluginmanager.register(SuiteThresholds(thresholds, collector), "agent_eval_thresholds")
     add_format(config, "agent_eval_json_report", _json_report, option="agent_eval_report")
     add_format(config, "agent_eval_junit_errors", _junit_errors, option="xmlpath")
     add_format(config, "agent_eval_baseline", _baseline, option="agent_eval_baseline")
     add_format(config, "agent_eval_markdown", _markdown, option="agent_eval_markdown")
-    if not config.getoption("agent_eval_baseline", None) and (
-        config.getoption("agent_eval_gate", None) or config.getoption("agent_eval_fail_on_regression", False)
-    ):
-        raise pytest.UsageError("--agent-eval-gate and --agent-eval-fail-on-regression need --agent-eval-baseline PATH")
+
+
+def _options(config: pytest.Config) -> ReportOptions:
+    """The run's report options, read once with the plugin's other settings."""
+    return config.stash[STATE].settings.report
 
 
 def _json_report(config: pytest.Config, records: Records) -> object:
     from pytest_agent_eval.report.json_report import JsonReport
 
-    return JsonReport(config, Path(config.getoption("agent_eval_report")), records)
+    path = _options(config).json
+    assert path is not None  # registered only with the option
+    return JsonReport(config, path, records)
 
 
 def _junit_errors(config: pytest.Config, records: Records) -> object:
@@ -85,17 +90,21 @@ def _junit_errors(config: pytest.Config, records: Records) -> object:
 def _markdown(config: pytest.Config, records: Records) -> object:
     from pytest_agent_eval.report.markdown import MarkdownReport
 
-    return MarkdownReport(config, Path(config.getoption("agent_eval_markdown")), records)
+    path = _options(config).markdown
+    assert path is not None  # registered only with the option
+    return MarkdownReport(config, path, records)
 
 
 def _baseline(config: pytest.Config, records: Records) -> object:
     from pytest_agent_eval.report.compare import BaselineCompare
 
+    options = _options(config)
+    assert options.baseline is not None  # registered only with the option
     return BaselineCompare(
-        Path(config.getoption("agent_eval_baseline")),
+        options.baseline,
         records,
-        tolerance=config.getoption("agent_eval_tolerance"),
-        significance=config.getoption("agent_eval_significance"),
-        fail_on_regression=config.getoption("agent_eval_fail_on_regression"),
-        gate=config.getoption("agent_eval_gate"),
+        tolerance=options.tolerance,
+        significance=options.significance,
+        fail_on_regression=options.fail_on_regression,
+        gate=options.gate,
     )

@@ -22,22 +22,6 @@ class Thresholds:
     max_cost: float | None = None
     max_p95_latency_s: float | None = None
 
-    @classmethod
-    def from_config(cls, config: pytest.Config) -> Thresholds:
-        def value(option: str, ini: str) -> float | None:
-            given = config.getoption(option, None)
-            text = str(config.getini(ini)).strip() if given is None else ""
-            try:
-                return float(given) if given is not None else (float(text) if text else None)
-            except ValueError:
-                raise pytest.UsageError(f"ini {ini} = {text!r}: give a number") from None
-
-        return cls(
-            value("agent_eval_min_pass_rate", "agent_eval_min_pass_rate"),
-            value("agent_eval_max_cost", "agent_eval_max_cost"),
-            value("agent_eval_max_p95_latency_s", "agent_eval_max_p95_latency_s"),
-        )
-
     def __bool__(self) -> bool:
         return any(v is not None for v in (self.min_pass_rate, self.max_cost, self.max_p95_latency_s))
 
