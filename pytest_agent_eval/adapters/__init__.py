@@ -1,5 +1,5 @@
-"""Framework adapters, one module each behind the :class:`Adapter` protocol (``base``): ``plain`` callables and
-``langchain`` (LangChain / LangGraph). Plugins add theirs through ``pytest_agent_eval_register_adapters``; see
+"""Framework adapters, one module each behind the :class:`Adapter` protocol (``base``): ``plain`` callables,
+``langchain`` (LangChain / LangGraph) and ``http`` (agents served over HTTP). Plugins add theirs through ``pytest_agent_eval_register_adapters``; see
 ``base`` for how to write one."""
 
 from pytest_agent_eval.adapters.base import Adapter, Agent, ArgsOf, StandIn, UnreadableResult, calling
