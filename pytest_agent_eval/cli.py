@@ -202,7 +202,7 @@ def compare_reports(
         print(f"agent-eval compare: {exc}", file=sys.stderr)
         return 2
     result = compare(before, after, tolerance, significance)
-    for line in result.markdown() if markdown else result.lines():
+    for line in result.markdown() if markdown else result.table():
         print(line)
     return 1 if fail and result.regressions else 0
 

@@ -17,6 +17,7 @@ from math import comb
 from pathlib import Path
 
 from pytest_agent_eval.report.record import CaseRecord
+from pytest_agent_eval.report.render import text_table
 from pytest_agent_eval.report.schema import SCHEMA_VERSION
 
 DEFAULT_TOLERANCE = 0.05
@@ -76,6 +77,14 @@ class Comparison:
             if changes:
                 out.append(f"{title}:")
                 out += [f"  {c.nodeid}: {c.detail}" for c in changes]
+        return out
+
+    def table(self) -> list[str]:
+        """The comparison as a text table (``agent-eval compare``): a count line, then a row per changed case."""
+        out = [f"compared with the baseline: {self.counts()}"]
+        rows = [(title, c.nodeid, c.detail) for title, changes in self.groups() for c in changes]
+        if rows:
+            out += ["", *text_table([("change", "case", "detail"), *rows], align_left=3)]
         return out
 
     def markdown(self) -> list[str]:

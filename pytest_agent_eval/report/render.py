@@ -75,3 +75,16 @@ def bounded_text(value: Any, limit: int = LIMIT, width: int = 100) -> str:
     if cut:
         return short
     return pprint.pformat(value, width=width, compact=True)  # small: its repr fits in the limit
+
+
+def text_table(rows: list[tuple[str, ...]], align_left: int = 1) -> list[str]:
+    """Rows as aligned text: the first ``align_left`` columns left-aligned, the others right-aligned (figures);
+    trailing spaces cut."""
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return [
+        "  ".join(
+            cell.ljust(w) if i < align_left else cell.rjust(w)
+            for i, (cell, w) in enumerate(zip(row, widths, strict=True))
+        ).rstrip()
+        for row in rows
+    ]

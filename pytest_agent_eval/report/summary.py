@@ -10,6 +10,7 @@ import pytest
 
 from pytest_agent_eval.report.collector import Records
 from pytest_agent_eval.report.record import CaseRecord
+from pytest_agent_eval.report.render import text_table
 from pytest_agent_eval.report.stats import Stats, by_agent, partial_passes
 
 TITLE = "agent eval summary"
@@ -40,16 +41,6 @@ def _row(name: str, stats: Stats, usage: bool) -> tuple[str, ...]:
     return row
 
 
-def _table(rows: list[tuple[str, ...]]) -> list[str]:
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    return [
-        "  ".join(
-            cell.ljust(w) if i == 0 else cell.rjust(w) for i, (cell, w) in enumerate(zip(row, widths, strict=True))
-        ).rstrip()
-        for row in rows
-    ]
-
-
 def summary_rows(records: list[CaseRecord]) -> list[tuple[str, ...]]:
     """The table's rows: the header, then all cases, each file, each tag, each matrix agent (also the markdown
     summary's table)."""
@@ -70,7 +61,7 @@ def summary_rows(records: list[CaseRecord]) -> list[tuple[str, ...]]:
 
 def summary_lines(records: list[CaseRecord]) -> list[str]:
     """The section's lines: a table (total, each file, each tag, each matrix agent), then the partial passes."""
-    lines = _table(summary_rows(records))
+    lines = text_table(summary_rows(records))
     partial = partial_passes(records)
     if partial:
         lines.append("")
