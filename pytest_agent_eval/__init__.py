@@ -4,26 +4,35 @@ The public API is ``__all__``: what the README tells users to import, for agents
 ``ToolCall``), checks (``Check``, ``CheckContext``, ``CheckError``, ``CheckRegistry``, ``CheckResult``,
 ``RunRecord``), file formats (``Dialect``, ``DialectRegistry``, ``LoadedFile``), framework adapters (``Adapter``,
 ``AdapterRegistry``), tool mocks (``ToolMocks``, ``wrap``) and results (``Case``, ``CaseResult``). Nothing else is
-re-exported. The runner's, the adapters' and the tool mocks' names load when first used, so importing the
-package stays cheap. PYTEST_DONT_REWRITE: the plugin has no test asserts to rewrite (and pytester sessions would
-warn that it cannot rewrite an already imported plugin).
+re-exported. Every name loads with its module when first used, so importing the package (as pytest does for
+every run, eval files or not) loads no engine. PYTEST_DONT_REWRITE: the plugin has no test asserts to rewrite
+(and pytester sessions would warn that it cannot rewrite an already imported plugin).
 """
 
 import typing
 
-from pytest_agent_eval.cases.model import Case, LoadedFile
-from pytest_agent_eval.checks import Check, CheckContext, CheckError, CheckRegistry, CheckResult
-from pytest_agent_eval.record import AgentResult, RunRecord, ToolCall
-
 if typing.TYPE_CHECKING:
     from pytest_agent_eval.adapters import Adapter, AdapterRegistry
     from pytest_agent_eval.cases.dialects import Dialect, DialectRegistry
+    from pytest_agent_eval.cases.model import Case, LoadedFile
+    from pytest_agent_eval.checks import Check, CheckContext, CheckError, CheckRegistry, CheckResult
     from pytest_agent_eval.mocks import ToolMocks, wrap
+    from pytest_agent_eval.record import AgentResult, RunRecord, ToolCall
     from pytest_agent_eval.runner import CaseResult
 
 __version__ = "0.1.0"
 
 _LAZY = {
+    "AgentResult": "pytest_agent_eval.record",
+    "RunRecord": "pytest_agent_eval.record",
+    "ToolCall": "pytest_agent_eval.record",
+    "Case": "pytest_agent_eval.cases.model",
+    "LoadedFile": "pytest_agent_eval.cases.model",
+    "Check": "pytest_agent_eval.checks",
+    "CheckContext": "pytest_agent_eval.checks",
+    "CheckError": "pytest_agent_eval.checks",
+    "CheckRegistry": "pytest_agent_eval.checks",
+    "CheckResult": "pytest_agent_eval.checks",
     "Adapter": "pytest_agent_eval.adapters",
     "AdapterRegistry": "pytest_agent_eval.adapters",
     "CaseResult": "pytest_agent_eval.runner",

@@ -7,12 +7,13 @@ what runs: no prefetch, a fixture closure per item, and so on.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:  # the engine's parts (blocking.py) use this module without pytest
+if TYPE_CHECKING:  # the engine's parts (blocking.py) use this module without pytest; asyncio loads with the runner
+    import asyncio
+
     import pytest
 
 
@@ -90,6 +91,8 @@ def _locked(queue: Any) -> Iterator[Any]:
 
 def running_loop() -> asyncio.AbstractEventLoop | None:
     """The event loop running in this thread, if any (public API)."""
+    import asyncio
+
     try:
         return asyncio.get_running_loop()
     except RuntimeError:
@@ -98,6 +101,8 @@ def running_loop() -> asyncio.AbstractEventLoop | None:
 
 def set_running_loop(loop: asyncio.AbstractEventLoop | None) -> bool:
     """Declare ``loop`` as this thread's running loop (``None``: none); False when this Python cannot."""
+    import asyncio
+
     setter = getattr(asyncio.events, "_set_running_loop", None)
     if setter is None:
         return False

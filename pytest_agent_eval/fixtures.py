@@ -7,16 +7,17 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_agent_eval.cases.model import Case
-from pytest_agent_eval.llm import LLM, default_llm
-
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the engine loads with the first eval case that needs it
+    from pytest_agent_eval.cases.model import Case
+    from pytest_agent_eval.llm import LLM
     from pytest_agent_eval.mocks import ToolMocks
 
 
 @pytest.fixture
 def agent_eval_case(request: pytest.FixtureRequest) -> Case:
     """The case the current eval item runs (for an ``agent`` fixture that adapts to the case)."""
+    from pytest_agent_eval.cases.model import Case
+
     case = getattr(request.node, "case", None)
     if not isinstance(case, Case):
         raise pytest.UsageError("agent_eval_case is only available to eval items (cases from YAML/JSON files)")
@@ -26,6 +27,8 @@ def agent_eval_case(request: pytest.FixtureRequest) -> Case:
 @pytest.fixture(scope="session")
 def agent_eval_llm() -> LLM | None:
     """``(messages, **options) -> str`` for LLM judges; override it in conftest.py, or set AGENT_EVAL_LLM_MODEL."""
+    from pytest_agent_eval.llm import default_llm
+
     return default_llm()
 
 

@@ -16,8 +16,6 @@ from pytest_agent_eval.fixtures import (  # noqa: F401 - the plugin's fixtures
     tool_mocks,
 )
 from pytest_agent_eval.report import formats
-from pytest_agent_eval.report.attach import attach
-from pytest_agent_eval.report.failure import failure_lines
 from pytest_agent_eval.state import STATE, EvalSession, get_state
 
 if TYPE_CHECKING:
@@ -65,6 +63,8 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> EvalFile |
 
 @pytest.hookimpl(trylast=True)
 def pytest_agent_eval_failure_lines(item: pytest.Item, result: CaseResult, verbose: int) -> list[str]:
+    from pytest_agent_eval.report.failure import failure_lines  # with the checks: loaded by the first failure
+
     return failure_lines(result, verbose)
 
 
@@ -77,7 +77,10 @@ def pytest_runtest_makereport(
         report.agent_eval_infra = True  # type: ignore[attr-defined]  # carried to the xdist controller
     skipping.place(item, report)
     stopping.note_report(item, report)
-    attach(item, report)
+    if item.get_closest_marker("agent_eval") is not None:  # eval items only: other tests load no record code
+        from pytest_agent_eval.report.attach import attach
+
+        attach(item, report)
     return report
 
 

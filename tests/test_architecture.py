@@ -149,3 +149,27 @@ def test_every_hook_documents_each_parameter() -> None:
         doc = inspect.getdoc(hook) or ""
         missing = [p for p in inspect.signature(hook).parameters if f":param {p}:" not in doc]
         assert missing == [], hook.__name__
+
+
+def test_a_run_without_eval_files_loads_no_engine(pytester: pytest.Pytester) -> None:
+    """pytest imports the plugin for every run: a project's plain tests pay for the hooks, not the engine."""
+    pytester.makeconftest(
+        """
+        import sys
+
+        def pytest_sessionfinish(session):
+            names = sorted(m for m in sys.modules if m.startswith("pytest_agent_eval"))
+            open("modules.txt", "w").write("\\n".join(names))
+        """
+    )
+    pytester.makepyfile(test_plain="def test_one():\n    pass\n")
+    pytester.runpytest_subprocess("-p", "no:cacheprovider").assert_outcomes(passed=1)
+    loaded = set((pytester.path / "modules.txt").read_text().split())
+    assert "pytest_agent_eval.plugin" in loaded
+    engine = {
+        "pytest_agent_eval.checks", "pytest_agent_eval.cases.document", "pytest_agent_eval.cases.load",
+        "pytest_agent_eval.runner", "pytest_agent_eval.adapters", "pytest_agent_eval.mocks",
+        "pytest_agent_eval.report.failure", "pytest_agent_eval.report.attach", "pytest_agent_eval.collect",
+        "pytest_agent_eval.record", "pytest_agent_eval.faults",
+    }  # fmt: skip
+    assert loaded & engine == set()

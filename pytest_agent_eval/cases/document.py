@@ -14,6 +14,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from pytest_agent_eval.cases.errors import EvalFileError, EvalFileErrors
+from pytest_agent_eval.cases.files import JSON_SUFFIXES
 
 if TYPE_CHECKING:
     import yaml
@@ -34,8 +35,6 @@ def _pyyaml() -> ModuleType:
 
 
 PathKey = tuple[str | int, ...]
-YAML_SUFFIXES = (".yaml", ".yml")
-JSON_SUFFIXES = (".json",)
 # YAML positions are tracked this deep (root = 0). JSON tracks down to the cases (depth 2) and decodes each case
 # with the C decoder; positions inside a case are found only when a message needs them.
 _YAML_DEPTH = 5

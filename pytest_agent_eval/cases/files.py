@@ -5,7 +5,8 @@ from __future__ import annotations
 import fnmatch
 from pathlib import Path
 
-from pytest_agent_eval.cases.document import JSON_SUFFIXES, YAML_SUFFIXES
+YAML_SUFFIXES = (".yaml", ".yml")
+JSON_SUFFIXES = (".json",)
 
 DEFAULT_FILES = "eval_*.yaml eval_*.yml eval_*.json *.eval.yaml *.eval.yml *.eval.json"
 
