@@ -207,6 +207,22 @@ def compare_reports(
     return 1 if fail and result.regressions else 0
 
 
+def html_page(report: str, base: str | None, output: str) -> int:
+    """Write the HTML page of ``report`` (compared with ``base``) to ``output``; 2 for an unreadable report."""
+    from pytest_agent_eval.report.html import write_html
+
+    try:
+        load_records(Path(report))  # checked as a baseline is: one line naming the file and what is wrong
+        document = json.loads(Path(report).read_text(encoding="utf-8"))
+        baseline = load_records(Path(base)) if base else None
+    except BaselineError as exc:
+        print(f"agent-eval html: {exc}", file=sys.stderr)
+        return 2
+    write_html(Path(output), document, baseline, base or "")
+    print(f"agent-eval html: wrote {output} ({len(document.get('cases', []))} cases)")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="agent-eval", description="pytest-agent-eval tools")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -224,7 +240,13 @@ def main(argv: list[str] | None = None) -> int:
     cmp.add_argument("--significance", type=float, default=DEFAULT_SIGNIFICANCE, help="Fisher p that regresses")
     cmp.add_argument("--fail-on-regression", action="store_true", help="exit 1 when a case regressed")
     cmp.add_argument("--markdown", action="store_true", help="print GitHub markdown (a table) instead of text")
+    page = sub.add_parser("html", help="write the HTML page of an --agent-eval-report file (and its baseline)")
+    page.add_argument("report", metavar="REPORT", help="the report to show")
+    page.add_argument("base", metavar="BASE", nargs="?", help="an earlier report, compared side by side")
+    page.add_argument("-o", "--output", required=True, metavar="PATH", help="the HTML file to write")
     args = parser.parse_args(argv)
+    if args.command == "html":
+        return html_page(args.report, args.base, args.output)
     if args.command == "validate":
         return validate(args.paths, args.plugins, sys.stdout)
     if args.command == "compare":

@@ -81,6 +81,13 @@ def add_options(parser: pytest.Parser) -> None:
         "(e.g. $GITHUB_STEP_SUMMARY)",
     )
     group.addoption(
+        "--agent-eval-html",
+        dest="agent_eval_html",
+        metavar="PATH",
+        default=None,
+        help="write one self-contained HTML page of the run to PATH: summary, charts, every case, the baseline",
+    )
+    group.addoption(
         "--agent-eval-baseline",
         dest="agent_eval_baseline",
         metavar="PATH",
@@ -237,6 +244,7 @@ class ReportOptions:
 
     json: Path | None = None
     markdown: Path | None = None
+    html: Path | None = None
     baseline: Path | None = None
     tolerance: float = 0.05
     significance: float = 0.05
@@ -265,6 +273,7 @@ class ReportOptions:
         options = cls(
             json=path("agent_eval_report"),
             markdown=path("agent_eval_markdown"),
+            html=path("agent_eval_html"),
             baseline=path("agent_eval_baseline"),
             tolerance=config.getoption("agent_eval_tolerance"),
             significance=config.getoption("agent_eval_significance"),

@@ -66,6 +66,7 @@ def configure(config: pytest.Config) -> None:
     add_format(config, "agent_eval_junit_errors", _junit_errors, option="xmlpath")
     add_format(config, "agent_eval_baseline", _baseline, option="agent_eval_baseline")
     add_format(config, "agent_eval_markdown", _markdown, option="agent_eval_markdown")
+    add_format(config, "agent_eval_html", _html, option="agent_eval_html")
 
 
 def _options(config: pytest.Config) -> ReportOptions:
@@ -93,6 +94,14 @@ def _markdown(config: pytest.Config, records: Records) -> object:
     path = _options(config).markdown
     assert path is not None  # registered only with the option
     return MarkdownReport(config, path, records)
+
+
+def _html(config: pytest.Config, records: Records) -> object:
+    from pytest_agent_eval.report.html import HtmlReport
+
+    path = _options(config).html
+    assert path is not None  # registered only with the option
+    return HtmlReport(config, path, records)
 
 
 def _baseline(config: pytest.Config, records: Records) -> object:

@@ -9,7 +9,6 @@ import os
 import platform
 import re
 import subprocess
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -17,6 +16,7 @@ from typing import Any
 import pytest
 
 import pytest_agent_eval
+from pytest_agent_eval.report.atomic import write_text_atomically
 from pytest_agent_eval.report.collector import Records
 from pytest_agent_eval.report.schema import SCHEMA_VERSION
 from pytest_agent_eval.report.stats import agent_figures
@@ -56,18 +56,7 @@ def git_commit(directory: Path) -> str | None:
 
 def write_atomically(path: Path, data: Any) -> None:
     """Write ``data`` as JSON to a temporary file beside ``path``, then rename it over ``path``."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(data, f, indent=1, ensure_ascii=False)
-            f.write("\n")
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_text_atomically(path, json.dumps(data, indent=1, ensure_ascii=False) + "\n")
 
 
 class JsonReport:

@@ -5,13 +5,16 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-import pytest
-
-from pytest_agent_eval.report.collector import Records
 from pytest_agent_eval.report.record import CaseRecord
 from pytest_agent_eval.report.render import text_table
 from pytest_agent_eval.report.stats import Stats, by_agent, partial_passes
+
+if TYPE_CHECKING:  # the table is also the HTML page's, which the command-line tool writes without pytest
+    import pytest
+
+    from pytest_agent_eval.report.collector import Records
 
 TITLE = "agent eval summary"
 _HEADER = ("", "passed", "score mean", "score min", "repeat pass", "latency p50", "latency p95", "tool acc")
