@@ -15,6 +15,10 @@ from pytest_agent_eval.checks import builtin_registry
 
 BASE: dict[str, Any] = {
     "agent": "pkg.mod:run",
+    "agents": {
+        "fast": "pkg.mod:fast",
+        "svc": {"url": "http://x/chat", "headers": {"A": "b"}, "output": "data.text", "session": {"from": "id"}},
+    },
     "tags": ["routing"],
     "defaults": {"timeout": 5, "tool_mocks": {"search": "hit"}},
     "cases": [
@@ -35,6 +39,7 @@ BASE: dict[str, Any] = {
             },
         },
         {"id": "b", "turns": ["hi", {"input": "more", "expect": {"equals": "x"}}], "skip": True},
+        {"id": "c", "input": "q", "agent": "https://host/agent"},
     ],
 }
 # Values that are wrong somewhere (or right) — each is tried at many places in the document.

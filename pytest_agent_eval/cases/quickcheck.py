@@ -183,6 +183,11 @@ class _Compiler:
             return _regex_ok if arg == "regex" else (lambda v: True)
         if key == "minLength":
             return lambda v: not isinstance(v, str) or len(v) >= arg
+        if key == "minProperties":
+            return lambda v: not isinstance(v, dict) or len(v) >= arg
+        if key == "propertyNames":
+            name = self.compile(arg)
+            return lambda v: not isinstance(v, dict) or all(name(k) for k in v)
         if key == "minItems":
             return lambda v: not isinstance(v, list) or len(v) >= arg
         if key == "maxItems":

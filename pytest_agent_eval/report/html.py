@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import html
 import json
-from collections import defaultdict
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -19,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from pytest_agent_eval.report.atomic import write_text_atomically
 from pytest_agent_eval.report.baseline import Change, compare
 from pytest_agent_eval.report.record import CaseRecord
-from pytest_agent_eval.report.stats import Stats, percentile
+from pytest_agent_eval.report.stats import Stats, by_file_and_tag, percentile
 from pytest_agent_eval.report.summary import summary_rows
 
 if TYPE_CHECKING:
@@ -113,12 +112,7 @@ def _seconds(value: float) -> str:
 
 
 def _charts(records: list[CaseRecord]) -> str:
-    by_file: dict[str, list[CaseRecord]] = defaultdict(list)
-    by_tag: dict[str, list[CaseRecord]] = defaultdict(list)
-    for record in records:
-        by_file[record.file].append(record)
-        for tag in record.tags:
-            by_tag[tag].append(record)
+    by_file, by_tag = by_file_and_tag(records)
     return (
         '<section id="charts"><h2>Charts</h2><div class="charts">'
         + _histogram(records)

@@ -78,6 +78,17 @@ class Stats:
         )
 
 
+def by_file_and_tag(records: Iterable[CaseRecord]) -> tuple[dict[str, list[CaseRecord]], dict[str, list[CaseRecord]]]:
+    """The records of each file, and of each tag."""
+    by_file: dict[str, list[CaseRecord]] = {}
+    by_tag: dict[str, list[CaseRecord]] = {}
+    for record in records:
+        by_file.setdefault(record.file, []).append(record)
+        for tag in record.tags:
+            by_tag.setdefault(tag, []).append(record)
+    return by_file, by_tag
+
+
 def by_agent(records: Iterable[CaseRecord]) -> dict[str, list[CaseRecord]]:
     """The records of each matrix agent, by name; empty unless the run has two agents or more to compare."""
     groups: dict[str, list[CaseRecord]] = {}

@@ -3,13 +3,12 @@ partially. A plugin object on the controller, built from the records, so it read
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from pytest_agent_eval.report.record import CaseRecord
 from pytest_agent_eval.report.render import text_table
-from pytest_agent_eval.report.stats import Stats, by_agent, partial_passes
+from pytest_agent_eval.report.stats import Stats, by_agent, by_file_and_tag, partial_passes
 
 if TYPE_CHECKING:  # the table is also the HTML page's, which the command-line tool writes without pytest
     import pytest
@@ -49,12 +48,7 @@ def summary_rows(records: list[CaseRecord]) -> list[tuple[str, ...]]:
     summary's table)."""
     usage = any(r.tokens is not None or r.cost is not None for r in records)
     header = _HEADER + (("tokens", "cost") if usage else ())
-    by_file: dict[str, list[CaseRecord]] = defaultdict(list)
-    by_tag: dict[str, list[CaseRecord]] = defaultdict(list)
-    for record in records:
-        by_file[record.file].append(record)
-        for tag in record.tags:
-            by_tag[tag].append(record)
+    by_file, by_tag = by_file_and_tag(records)
     rows = [header, _row("all", Stats.of(records), usage)]
     rows += [_row(name, Stats.of(group), usage) for name, group in sorted(by_file.items())]
     rows += [_row(f"tag {name}", Stats.of(group), usage) for name, group in sorted(by_tag.items())]
