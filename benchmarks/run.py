@@ -46,7 +46,7 @@ CONCURRENCY_OPTION = "--agent-eval-concurrency"
 # Unrelated plugins installed on the development machine that cost ~1.5 s of start-up (anyio's imports trio).
 # Disabled for plugin and baseline runs alike; `randomly` would reorder items.
 DISABLED_PLUGINS = ("randomly", "langsmith_plugin", "hypothesispytest", "benchmark", "anyio")
-SECTIONS = ("collect", "run", "io", "traffic", "report")
+SECTIONS = ("collect", "run", "io", "traffic", "report", "html")
 BASELINE = "test_plain.py"
 STARTUP = "test_startup.py"
 WITHOUT_PLUGIN = ("-p", "no:agent_eval")  # the baseline: a project that does not use the plugin
@@ -524,6 +524,74 @@ def measure_report(runner: Runner) -> Comparison:
     return Comparison(name, outcomes["on"], outcomes["off"], TARGET_REPORT)
 
 
+HTML_PAGE_SCRIPT = """
+import sys, time
+from pytest_agent_eval.cli import main
+start = time.perf_counter()
+main(["html", sys.argv[1], "-o", sys.argv[2]])
+print(f"seconds {time.perf_counter() - start:.3f}")
+"""
+TARGET_HTML_S = 2.0  # issue 16: generate the page of a 10,000-case report; open and filter it in a browser
+
+
+def measure_html(runner: Runner) -> list[list[str]]:
+    """Issue 16: the page of a 10,000-case report, generated (best of the repetitions, a fresh process each) and
+    then opened and filtered in headless Chromium through Playwright (skipped when either is missing)."""
+    report_path, page_path = runner.root / "html-report.json", runner.root / "html-report.html"
+    runner.once(["eval_bench.json", "-p", "no:cacheprovider", "--agent-eval-report", str(report_path)], 600)
+    generated = []
+    for _ in range(runner.repeat):
+        proc = subprocess.run(
+            [sys.executable, "-c", HTML_PAGE_SCRIPT, str(report_path), str(page_path)],
+            cwd=runner.root, env=runner.env(), capture_output=True, text=True, check=True,
+        )  # fmt: skip
+        generated.append(float(proc.stdout.split("seconds ")[1]))
+    size = page_path.stat().st_size / 1e6
+    rows = [
+        [f"generate the page of {N_CASES:,} cases (`agent-eval html`)", f"{min(generated):.2f}", f"≤ {TARGET_HTML_S:g}",
+         "yes" if min(generated) <= TARGET_HTML_S else "no"],
+        ["page size", f"{size:.1f} MB", "", ""],
+    ]  # fmt: skip
+    return rows + browser_rows(page_path)
+
+
+def browser_rows(page_path: Path) -> list[list[str]]:
+    chromium = shutil.which("chromium")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        chromium = None
+    if chromium is None:
+        return [["open and filter in Chromium", "n/a (needs chromium and playwright)", "", ""]]
+    args = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update"]
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium, args=args)
+        page = browser.new_page()
+        start = time.perf_counter()
+        page.goto(page_path.as_uri())
+        page.wait_for_selector("#case-table tbody tr.case")
+        opened = time.perf_counter() - start
+        timings = {}
+        for name, script in (
+            ("filter by outcome (all 10,000 rows shown again)", "sel('#f-outcome', 'passed')"),
+            ("filter by text (1 row)", "sel('#f-text', '::c1234')"),
+            ("clear the filters", "sel('#f-text', ''); sel('#f-outcome', '')"),
+        ):
+            timings[name] = page.evaluate(
+                "() => { const sel = (q, v) => { const e = document.querySelector(q); e.value = v;"
+                " e.dispatchEvent(new Event('input')); }; const t = performance.now(); "
+                + script
+                + "; return (performance.now() - t) / 1000; }"
+            )
+        browser.close()
+    rows = [["open the page in headless Chromium (load and first draw)", f"{opened:.2f}", f"≤ {TARGET_HTML_S:g}",
+             "yes" if opened <= TARGET_HTML_S else "no"]]  # fmt: skip
+    rows += [
+        [name, f"{t:.2f}", f"≤ {TARGET_HTML_S:g}", "yes" if t <= TARGET_HTML_S else "no"] for name, t in timings.items()
+    ]
+    return rows
+
+
 # --- the report ----------------------------------------------------------------------------------------------
 
 
@@ -664,6 +732,7 @@ def report(
     io_rows: list[IoRow],
     traffic_rows: list[Comparison] | None = None,
     report_rows: list[Comparison] | None = None,
+    html_rows: list[list[str]] | None = None,
 ) -> list[str]:
     lines = ["## Benchmark", "", machine_line(setting), "", method_line(args, setting.supported)]
     if comparisons:
@@ -687,6 +756,9 @@ def report(
     if report_rows:
         lines += ["", "### The JSON report (`--agent-eval-report`)", ""]
         lines += comparison_table(report_rows, "report off s")
+    if html_rows:
+        lines += ["", "### The HTML report (`--agent-eval-html`, `agent-eval html`)", ""]
+        lines += markdown_table(["measurement", "s", "target", "meets target"], html_rows)
     return lines
 
 
@@ -727,7 +799,8 @@ def benchmark(args: argparse.Namespace, root: Path) -> tuple[list[str], list[str
         hook, http = measure_traffic(runner)
         traffic_rows = [hook, *http]
     report_rows = [measure_report(runner)] if "report" in args.only else []
-    return report(args, setting, comparisons, io_rows, traffic_rows, report_rows), runner.errors
+    html_rows = measure_html(runner) if "html" in args.only else []
+    return report(args, setting, comparisons, io_rows, traffic_rows, report_rows, html_rows), runner.errors
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -8,8 +8,16 @@
   const body = document.querySelector("#case-table tbody");
   const f = { outcome: document.getElementById("f-outcome"), file: document.getElementById("f-file"),
               tag: document.getElementById("f-tag"), text: document.getElementById("f-text") };
-  const haystack = cases.map((c) => [c.nodeid, c.description, c.output, c.error,
-    ...(c.checks || []).map((k) => k.name + " " + k.message)].join("\n").toLowerCase());
+  let haystack = null; // built with the first text filter
+  const text = (i) => {
+    if (haystack === null) {
+      haystack = cases.map((c) => [c.nodeid, c.description, c.output, c.error,
+        ...(c.checks || []).map((k) => k.name + " " + k.message)].join("\n").toLowerCase());
+    }
+    return haystack[i];
+  };
+  const PAGE = 500; // rows drawn at a time: a large run opens fast
+  let limit = PAGE;
   let order = cases.map((_, i) => i);
   let sortKey = null, sortDir = 1;
   const open = new Set();
@@ -69,15 +77,19 @@
     const shown = order.filter((i) => {
       const c = cases[i];
       return (!want.outcome || c.outcome === want.outcome) && (!want.file || c.file === want.file) &&
-        (!want.tag || (c.tags || []).includes(want.tag)) && (!want.text || haystack[i].includes(want.text));
+        (!want.tag || (c.tags || []).includes(want.tag)) && (!want.text || text(i).includes(want.text));
     });
-    body.innerHTML = shown.map(row).join("");
+    const more = shown.length - limit;
+    body.innerHTML = shown.slice(0, limit).map(row).join("") + (more > 0 ?
+      `<tr class="more"><td colspan="6"><button id="more">show ${Math.min(more, PAGE)} more (${more} not shown)` +
+      `</button></td></tr>` : "");
     document.getElementById("shown").textContent = `${shown.length} of ${cases.length} cases`;
   }
 
   function sortBy(key) {
     sortDir = sortKey === key ? -sortDir : 1;
     sortKey = key;
+    limit = PAGE;
     const value = (c) => (key === "tags" ? (c.tags || []).join(",") : c[key]);
     order = cases.map((_, i) => i).sort((a, b) => {
       const x = value(cases[a]), y = value(cases[b]);
@@ -89,9 +101,10 @@
     draw();
   }
 
-  for (const el of Object.values(f)) el.addEventListener("input", draw);
+  for (const el of Object.values(f)) el.addEventListener("input", () => { limit = PAGE; draw(); });
   document.querySelectorAll("#case-table th").forEach((th) => th.addEventListener("click", () => sortBy(th.dataset.key)));
   body.addEventListener("click", (event) => {
+    if (event.target.id === "more") { limit += PAGE; draw(); return; }
     const tr = event.target.closest("tr.case");
     if (!tr) return;
     const i = Number(tr.dataset.i);
