@@ -8,6 +8,7 @@ what runs: no prefetch, a fixture closure per item, and so on.
 from __future__ import annotations
 
 import contextlib
+import copy
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -159,3 +160,18 @@ def junit_failure_as_error(config: pytest.Config, report: pytest.TestReport) -> 
         return True
     except (ImportError, AttributeError, TypeError, KeyError):
         return False
+
+
+def pydantic_ai_with_tools(agent: Any, wrap: Any) -> Any:
+    """A shallow copy of a pydantic-ai ``Agent`` whose own function toolset (``_function_toolset.tools``, private)
+    holds ``wrap(tool)`` for each tool. Fallback (the attribute gone or another shape): ``None``, and the adapter
+    says the agent's tools cannot be reached, so its cases' tool mocks fail before the agent runs."""
+    toolset: Any = getattr(agent, "_function_toolset", None)
+    tools = getattr(toolset, "tools", None)
+    if not isinstance(tools, dict):
+        return None
+    clone_toolset = copy.copy(toolset)
+    clone_toolset.tools = {name: wrap(tool) for name, tool in tools.items()}
+    clone = copy.copy(agent)
+    clone._function_toolset = clone_toolset
+    return clone

@@ -31,6 +31,17 @@ def remove_root(path: Path) -> None:
         _ROOTS.remove(path)
 
 
+FRAMEWORK_EXTRAS = {
+    "agents": "openai-agents",
+    "pydantic_ai": "pydantic-ai",
+    "langgraph": "langgraph",
+    "langchain_core": "langgraph",
+    "langchain_openai": "langgraph",
+    "openai": "openai",
+}
+"""A missing top-level module an agent's framework installs -> the plugin's extra that installs it."""
+
+
 def _missing_top_level(exc: ModuleNotFoundError, module_name: str) -> bool:
     """The module (or a package above it) is missing, not something the module itself imports."""
     parts = module_name.split(".")
@@ -67,9 +78,14 @@ def import_object(ref: str) -> Any:
     try:
         obj: Any = import_module(module_name)
     except Exception as exc:
+        extra = FRAMEWORK_EXTRAS.get(getattr(exc, "name", None) or "") if isinstance(exc, ImportError) else None
+        advice = (
+            f"the agent's framework is not installed: pip install 'pytest-agent-eval[{extra}]'"
+            if extra
+            else "check the module path and that it is importable from the rootdir or sys.path"
+        )
         error = ImportRefError(
-            f"cannot import module {module_name!r}: {type(exc).__name__}: {exc}{_where(exc)}; check the module "
-            "path and that it is importable from the rootdir or sys.path"
+            f"cannot import module {module_name!r}: {type(exc).__name__}: {exc}{_where(exc)}; {advice}"
         )
     if error is not None:  # raised outside `except`: no "During handling of the above exception" in reports
         raise error

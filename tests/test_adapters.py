@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -12,6 +13,7 @@ import pytest
 from pytest_agent_eval import Adapter, AdapterRegistry, RunRecord
 from pytest_agent_eval.adapters import Agent, StandIn, builtin_adapters, calling
 from pytest_agent_eval.agents import invoke
+from pytest_agent_eval.imports import FRAMEWORK_EXTRAS, ImportRefError, import_object
 from pytest_agent_eval.mocks import MockPlan, Value, wrap
 
 
@@ -50,10 +52,10 @@ def _run(agent: Agent, query: str) -> RunRecord:
 
 def test_a_registered_adapter_is_tried_before_the_built_in_ones() -> None:
     registry = builtin_adapters()
-    assert registry.names() == ["langchain", "http", "plain"]
+    assert registry.names() == ["openai_agents", "pydantic_ai", "langchain", "http", "plain"]
     assert _run(registry.as_agent(Shouter()), "you").output == "plain"
     registry.register(Upper())
-    assert registry.names() == ["upper", "langchain", "http", "plain"]
+    assert registry.names() == ["upper", "openai_agents", "pydantic_ai", "langchain", "http", "plain"]
     agent = registry.as_agent(Shouter(), "shouter")
     assert (agent.adapter.name, agent.name) == ("upper", "shouter")
     assert _run(agent, "you").output == "HEY YOU"
@@ -141,3 +143,13 @@ def test_an_adapter_may_take_the_reference_itself_before_any_import() -> None:
     assert resolve("toy://agent", instances, registry) is agent  # once per session
     with pytest.raises(ImportRefError, match="cannot import module 'toy'"):
         resolve("toy://agent", {}, builtin_adapters())  # no adapter for it: a module:attr reference that fails
+
+
+def test_an_agent_whose_framework_is_missing_names_the_extra(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "fw_agent.py").write_text("import not_installed_framework_xyz\nAGENT = object()\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setitem(FRAMEWORK_EXTRAS, "not_installed_framework_xyz", "some-extra")
+    with pytest.raises(ImportRefError) as raised:
+        import_object("fw_agent:AGENT")
+    assert "the agent's framework is not installed: pip install 'pytest-agent-eval[some-extra]'" in str(raised.value)
+    assert FRAMEWORK_EXTRAS["agents"] == "openai-agents" and FRAMEWORK_EXTRAS["pydantic_ai"] == "pydantic-ai"

@@ -82,7 +82,7 @@ PRICES = '{"loopback-model": {"input": 1.0, "output": 2.0}}'
 
 
 def evals_file(agent: str, cases: int = 2, repeat: int = 1) -> str:
-    lines = [f"agent: agents:{agent}", "cases:"]
+    lines = [f"agent: traffic_agents:{agent}", "cases:"]
     for n in range(cases):
         lines += [f"  - id: case_{n}", f"    input: Question {n}", f"    repeat: {repeat}"]
         lines += ["    expect:", "      contains: [without tools]"]
@@ -104,7 +104,7 @@ def point_at(monkeypatch: pytest.MonkeyPatch, base_url: str) -> None:
 
 @pytest.fixture
 def project(pytester: pytest.Pytester) -> pytest.Pytester:
-    pytester.makepyfile(agents=AGENTS)
+    pytester.makepyfile(traffic_agents=AGENTS)
     pytester.makeconftest(USAGE_HOOK)
     pytester.makeini(f"[pytest]\nagent_eval_prices = {PRICES}\n")
     pytester.syspathinsert()
@@ -333,7 +333,7 @@ def test_cassettes_folder_from_the_ini_and_matching_ignores_named_fields(
         point_at(monkeypatch, chat.base_url)
         project.runpytest(*RUN, "--agent-eval-record").assert_outcomes(passed=1)
     assert (project.path / "recorded" / "eval_rr" / "case_0.yaml").is_file()
-    agents = project.path / "agents.py"
+    agents = project.path / "traffic_agents.py"
     agents.write_text(agents.read_text().replace('MODEL = "loopback-model"', 'MODEL = "another-model"'))
     project.runpytest(*RUN, "--agent-eval-replay").assert_outcomes(passed=1)
 
@@ -429,7 +429,7 @@ def test_the_json_report_and_summary_carry_usage_cost_and_infrastructure_errors(
     server.failures = 1  # the first request: 429, retried; then answers
     project.makefile(".yaml", eval_usage=evals_file("async_agent", cases=2))
     project.makefile(".yaml", eval_down=evals_file("sync_agent", cases=1).replace("case_0", "down"))
-    agents = project.path / "agents.py"
+    agents = project.path / "traffic_agents.py"
     agents.write_text(
         agents.read_text().replace(
             "def sync_agent(query):\n    client = openai.OpenAI(max_retries=0)",

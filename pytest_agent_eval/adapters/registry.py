@@ -9,7 +9,9 @@ from typing import Any
 from pytest_agent_eval.adapters.base import Adapter, Agent, StandIn
 from pytest_agent_eval.adapters.http import ADAPTER as HTTP
 from pytest_agent_eval.adapters.langchain import ADAPTER as LANGCHAIN
+from pytest_agent_eval.adapters.openai_agents import ADAPTER as OPENAI_AGENTS
 from pytest_agent_eval.adapters.plain import ADAPTER as PLAIN
+from pytest_agent_eval.adapters.pydantic_ai import ADAPTER as PYDANTIC_AI
 
 
 class AdapterRegistry:
@@ -68,4 +70,4 @@ _METHODS = ("recognises", "agent", "normalise", "wrap_tool", "mock_tools")
 
 def builtin_adapters() -> AdapterRegistry:
     """A registry of the built-in adapters only (each one module of this package), ``plain`` last."""
-    return AdapterRegistry([LANGCHAIN, HTTP, PLAIN])
+    return AdapterRegistry([OPENAI_AGENTS, PYDANTIC_AI, LANGCHAIN, HTTP, PLAIN])

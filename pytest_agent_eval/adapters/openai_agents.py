@@ -1,0 +1,149 @@
+"""The OpenAI Agents SDK (``openai-agents``, imported as ``agents``): an ``Agent`` is run with ``Runner.run``; the
+run's items give the tool calls (arguments and outputs) and handoffs; ``FunctionTool`` objects are replaced by
+copies with the same name, description and JSON schema whose ``on_invoke_tool`` answers from the case's tool
+mocks. The SDK is imported only for an object that is already one of its own; its tracing is turned off (it
+would send spans to OpenAI's servers).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import json
+from collections.abc import Callable
+from typing import Any
+
+from pytest_agent_eval.adapters.base import Agent, StandIn
+from pytest_agent_eval.adapters.plain import normalise as read_plain
+from pytest_agent_eval.record import RunRecord, ToolCall
+
+EXTRA = "pip install 'pytest-agent-eval[openai-agents]'"
+
+
+def _is_sdk(obj: Any, class_name: str) -> bool:
+    return any(c.__name__ == class_name and c.__module__.startswith("agents.") for c in type(obj).__mro__)
+
+
+def is_agent(obj: Any) -> bool:
+    """An ``agents.Agent`` (or a subclass), recognised without importing the SDK."""
+    return _is_sdk(obj, "Agent")
+
+
+def is_function_tool(obj: Any) -> bool:
+    return _is_sdk(obj, "FunctionTool")
+
+
+def _field(raw: Any, name: str) -> Any:
+    return raw.get(name) if isinstance(raw, dict) else getattr(raw, name, None)
+
+
+def _arguments(raw: Any) -> dict[str, Any]:
+    text = _field(raw, "arguments")
+    try:
+        value = json.loads(text) if isinstance(text, str) and text else {}
+    except ValueError:
+        return {"arguments": text}
+    return value if isinstance(value, dict) else {"arguments": value}
+
+
+def read_result(result: Any) -> RunRecord:
+    """A ``RunResult``: ``final_output``, the tool and handoff calls in order with their outputs, the usage."""
+    calls: list[ToolCall] = []
+    by_id: dict[str, ToolCall] = {}
+    handoffs: list[str] = []
+    for item in getattr(result, "new_items", None) or []:
+        kind = getattr(item, "type", "")
+        raw = getattr(item, "raw_item", None)
+        if kind in ("tool_call_item", "handoff_call_item"):
+            call = ToolCall(str(_field(raw, "name") or "tool"), _arguments(raw))
+            calls.append(call)
+            call_id = _field(raw, "call_id")
+            if call_id:
+                by_id[str(call_id)] = call
+        elif kind == "tool_call_output_item":
+            answered = by_id.get(str(_field(raw, "call_id")))
+            if answered is not None:
+                answered.result = getattr(item, "output", _field(raw, "output"))
+        elif kind == "handoff_output_item":
+            target = getattr(getattr(item, "target_agent", None), "name", "?")
+            handoffs.append(str(target))
+            handoff = by_id.get(str(_field(raw, "call_id")))
+            if handoff is not None:
+                handoff.result = f"handed off to {target}"
+    output = getattr(result, "final_output", None)
+    record = RunRecord(
+        output=output if isinstance(output, str) else ("" if output is None else json.dumps(output, default=str)),
+        tool_calls=calls,
+    )
+    if handoffs:
+        record.metadata["handoffs"] = handoffs
+        last = getattr(result, "last_agent", None)
+        record.metadata["last_agent"] = getattr(last, "name", None)
+    usage = getattr(getattr(result, "context_wrapper", None), "usage", None)
+    if usage is not None:
+        record.usage = {
+            "input_tokens": getattr(usage, "input_tokens", 0),
+            "output_tokens": getattr(usage, "output_tokens", 0),
+            "total_tokens": getattr(usage, "total_tokens", 0),
+            "requests": getattr(usage, "requests", 0),
+        }
+    return record
+
+
+class OpenAIAgentsAdapter:
+    """``agents.Agent`` objects, run with ``agents.Runner.run(agent, query, context=<the case's context>)``."""
+
+    name = "openai_agents"
+
+    def recognises(self, obj: Any) -> bool:
+        return is_agent(obj)
+
+    def agent(self, obj: Any, name: str) -> Agent:
+        async def run_agent(query: str, context: dict[str, Any]) -> Any:
+            try:
+                from agents import Runner, set_tracing_disabled
+            except ImportError as exc:  # an object of the SDK, but the SDK cannot be imported whole
+                raise ImportError(f"the OpenAI Agents SDK cannot be imported ({exc}): {EXTRA}") from None
+            set_tracing_disabled(True)
+            return await Runner.run(obj, query, context=context)
+
+        return Agent(run_agent, True, getattr(obj, "name", None) or name, self, obj)
+
+    def normalise(self, result: Any) -> RunRecord:
+        if hasattr(result, "new_items") and hasattr(result, "final_output"):
+            return read_result(result)
+        return read_plain(result)
+
+    def wrap_tool(self, tool: Any, standin: StandIn) -> Any:
+        """A copy of a ``FunctionTool`` whose ``on_invoke_tool(ctx, json_args)`` goes through the stand-in."""
+        if not is_function_tool(tool):
+            return None
+        original = tool.on_invoke_tool
+
+        def args_of(args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
+            text = args[1] if len(args) > 1 else kwargs.get("input", "")
+            return _arguments({"arguments": text})
+
+        mocked = standin(original, tool.name, args_of)
+
+        async def on_invoke_tool(ctx: Any, json_args: str) -> Any:
+            value = mocked(ctx, json_args)
+            return await value if inspect.isawaitable(value) else value
+
+        return dataclasses.replace(tool, on_invoke_tool=on_invoke_tool)
+
+    def mock_tools(self, obj: Any, wrap: Callable[[Any], Any]) -> Any:
+        """A clone of the agent (and of the agents it hands off to) whose function tools are ``wrap(tool)``."""
+        return _cloned(obj, wrap, {})
+
+
+def _cloned(agent: Any, wrap: Callable[[Any], Any], done: dict[int, Any]) -> Any:
+    if id(agent) in done:  # agents that hand off to each other
+        return done[id(agent)]
+    clone = done[id(agent)] = agent.clone()
+    clone.tools = [wrap(t) if is_function_tool(t) else t for t in agent.tools]
+    clone.handoffs = [_cloned(h, wrap, done) if is_agent(h) else h for h in agent.handoffs]
+    return clone
+
+
+ADAPTER = OpenAIAgentsAdapter()
