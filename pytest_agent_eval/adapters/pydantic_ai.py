@@ -1,5 +1,5 @@
 """pydantic-ai: an ``Agent`` is run with ``agent.run(query)``; the tool calls and their returns come from the run's
-message history (``ToolCallPart``, ``ToolReturnPart``), the usage from ``result.usage()``; its function tools are
+message history (``ToolCallPart``, ``ToolReturnPart``), the usage from ``result.usage``; its function tools are
 replaced by copies whose function is a stand-in with the same signature, so the model sees the same name,
 description and JSON schema. pydantic-ai is imported only for an object that is already one of its own.
 """
@@ -52,7 +52,9 @@ def read_result(result: Any) -> RunRecord:
     output = getattr(result, "output", None)
     record = RunRecord(output=output if isinstance(output, str) else ("" if output is None else str(output)))
     record.tool_calls = calls
-    usage = result.usage() if callable(getattr(result, "usage", None)) else None
+    usage = getattr(result, "usage", None)
+    if callable(usage) and not hasattr(usage, "input_tokens"):  # a method before pydantic-ai 2.x, a property since
+        usage = usage()
     if usage is not None:
         record.usage = {
             "input_tokens": getattr(usage, "input_tokens", 0) or 0,
