@@ -8,7 +8,6 @@ from __future__ import annotations
 import http.server
 import itertools
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import ClassVar
@@ -110,13 +109,12 @@ def billion_laughs(levels: int = 9) -> str:
 FAILING = f"{AGENT}cases:\n  - id: bomb\n    input: x\n    expect: {{contains: [missing]}}\n    metadata:"
 
 
+@pytest.mark.timeout(300)  # a hang guard, not a measure: expanded, the bomb would never finish
 def test_an_alias_bomb_is_an_error_at_load(evals: pytest.Pytester) -> None:
     bomb = f"{FAILING}\n{billion_laughs()}\n"
     assert len(bomb) < 1000
-    started = time.monotonic()
     result = run_with(evals, eval_bomb=bomb)
-    assert time.monotonic() - started < 30
-    result.assert_outcomes(passed=1, errors=1)
+    result.assert_outcomes(passed=1, errors=1)  # the good file beside it still runs
     result.stdout.fnmatch_lines(["*eval_bomb.yaml:8: aliases expand this file's data to * values (more than 100,000*"])
 
 
@@ -129,13 +127,12 @@ def test_a_failure_text_is_bounded(evals: pytest.Pytester) -> None:
     assert len(result.stdout.str()) < 20_000
 
 
+@pytest.mark.timeout(60)  # a hang guard, not a measure: 9**13 values are never walked
 def test_bounded_repr_is_cut_in_time_not_in_size() -> None:
     value: object = ["lol"] * 9
     for _ in range(12):  # 9**13 values when expanded
         value = [value] * 9
-    started = time.monotonic()
     text = bounded_repr({"x": value}, limit=500)
-    assert time.monotonic() - started < 1
     assert text.startswith("{'x': [[[[") and text.endswith("... (cut at 500 characters)")
     assert bounded_text("y" * 10) == "y" * 10
     assert bounded_text("y" * 10, limit=4) == "yyyy... (cut at 4 of 10 characters)"
