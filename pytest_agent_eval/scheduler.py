@@ -74,6 +74,8 @@ class Scheduler:
         self.next_item: pytest.Item | None = None
         """The item pytest runs after the current one (``pytest_runtest_protocol``)."""
         self._positions: dict[str, int] = {}
+        self._cursor = 0
+        """In ``session.items``: the first upcoming item not yet looked at (each is looked at once)."""
 
     # -- hooks ------------------------------------------------------------------------------------------------
 
@@ -83,35 +85,40 @@ class Scheduler:
 
     # -- what comes next -------------------------------------------------------------------------------------
 
-    def _upcoming(self, item: pytest.Item) -> Iterator[pytest.Item]:
+    def _upcoming(self, item: pytest.Item) -> Iterator[tuple[int | None, pytest.Item]]:
+        """The items after ``item`` not looked at yet, with their place in ``session.items`` (``None`` on an xdist
+        worker, whose queue changes as the controller sends items: there each pending item is looked at again)."""
         items = item.session.items
         worker = compat.xdist_pending(item.config)
         if worker is not None:  # an xdist worker runs only what the controller sends it, in that order
             if worker:
-                yield from (items[i] for i in worker)
+                yield from ((None, items[i]) for i in worker)
             elif self.next_item is not None:  # its queue cannot be read: the next item is still known
-                yield self.next_item
+                yield None, self.next_item
             return
         if not self._positions:
             self._positions = {it.nodeid: n for n, it in enumerate(items)}
-        start = self._positions.get(item.nodeid, len(items)) + 1
-        yield from items[start:]
+        start = max(self._cursor, self._positions.get(item.nodeid, len(items)) + 1)
+        for index in range(start, len(items)):
+            yield index, items[index]
 
     def prefetch(self, item: pytest.Item) -> None:
-        """Start the next cases after ``item`` that can run without their own item's setup."""
-        started = 0
-        for upcoming in self._upcoming(item):
-            if started >= self.window:
+        """Start the next cases after ``item`` that can run without their own item's setup, until ``window`` cases
+        started early wait for their items. A case that cannot start for now (its agent or LLM comes from a
+        fixture not built yet) stops the look-ahead: it and those after it are looked at again after this item."""
+        for index, upcoming in self._upcoming(item):
+            if len(self.futures) >= self.window:
                 break
             case = getattr(upcoming, "case", None)
-            if not isinstance(case, Case):
-                continue
-            started += 1
-            if upcoming.nodeid in self.futures or not self._can_start(upcoming, case):
-                continue
-            run = self.early.run(upcoming, case, self.llm if self.llm is not _UNSET else None)
-            if run is not None:
+            if isinstance(case, Case) and upcoming.nodeid not in self.futures and self._can_start(upcoming, case):
+                if self._uses_llm(case) and self.llm is _UNSET:
+                    break
+                run = self.early.run(upcoming, case, self.llm if self.llm is not _UNSET else None)
+                if run is None:
+                    break
                 self.futures[upcoming.nodeid] = self.submit(upcoming, run)
+            if index is not None:
+                self._cursor = index + 1
 
     def submit(self, item: pytest.Item, coro: Run) -> concurrent.futures.Future[CaseResult]:
         """Start ``item``'s case on the loop (noted as in flight on an xdist worker)."""
@@ -138,9 +145,8 @@ class Scheduler:
             return False
         if case.error or case.skip or item.get_closest_marker("skip") or item.get_closest_marker("skipif"):
             return False
-        if case.simulated_user is not None and case.simulated_user.uses_neo4j:  # agent_eval_neo4j: its item's own
-            return False
-        return not (self._uses_llm(case) and self.llm is _UNSET)
+        # agent_eval_neo4j is its item's own
+        return not (case.simulated_user is not None and case.simulated_user.uses_neo4j)
 
     def forget(self) -> None:
         """Drop the cases started early (their loop was left blocked): they start again when needed."""

@@ -7,7 +7,7 @@ pytest ``TestReport``'s outcome, and read back from plain JSON data by the repor
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pytest_agent_eval.report.jsonable import JSON, cut, jsonable
@@ -140,7 +140,13 @@ class CaseRecord:
     of the trial shown; ``None`` for other cases."""
 
     def to_dict(self) -> dict[str, JSON]:
-        return asdict(self)
+        """As ``dataclasses.asdict``, without its deep copy (values are JSON-able already and not changed after):
+        this runs once per item, on the item's report."""
+        out: dict[str, Any] = dict(self.__dict__)
+        out["checks"] = [dict(c.__dict__) for c in self.checks]
+        out["tool_calls"] = [dict(c.__dict__) for c in self.tool_calls]
+        out["trials"] = [{**t.__dict__, "checks": [dict(c.__dict__) for c in t.checks]} for t in self.trials]
+        return out
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> CaseRecord:
