@@ -70,17 +70,6 @@ def matrix_variants(loaded: LoadedFile, matrix: tuple[tuple[str, str], ...]) -> 
             yield dataclasses.replace(case, id=f"{case.id}[{name}]", agent=ref, agent_line=line, agent_name=name)
 
 
-def freeze_collected() -> None:
-    """Move every object alive after collection (items, cases, their data) out of the cyclic GC's reach: they live
-    all session, and each full collection during the run would scan them all again (a sixth of a 10,000-case
-    run's time). Objects made later are collected as usual; :func:`unfreeze` undoes it at the session's end."""
-    gc.freeze()
-
-
-def unfreeze() -> None:
-    gc.unfreeze()
-
-
 @contextlib.contextmanager
 def _gc_paused() -> Iterator[None]:
     if not gc.isenabled():

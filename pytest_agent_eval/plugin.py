@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Generator
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -60,20 +59,6 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> EvalFile |
 
         return EvalFile.from_parent(parent, path=file_path)
     return None
-
-
-def pytest_collection_finish(session: pytest.Session) -> None:
-    if "pytest_agent_eval.collect" in sys.modules:  # eval files were collected (a plain run never loads it)
-        from pytest_agent_eval.collect import freeze_collected
-
-        freeze_collected()
-
-
-def pytest_sessionfinish(session: pytest.Session) -> None:
-    if "pytest_agent_eval.collect" in sys.modules:
-        from pytest_agent_eval.collect import unfreeze
-
-        unfreeze()
 
 
 @pytest.hookimpl(trylast=True)

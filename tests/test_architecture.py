@@ -173,24 +173,3 @@ def test_a_run_without_eval_files_loads_no_engine(pytester: pytest.Pytester) -> 
         "pytest_agent_eval.record", "pytest_agent_eval.faults",
     }  # fmt: skip
     assert loaded & engine == set()
-
-
-def test_collected_eval_items_are_kept_out_of_the_cyclic_gc_while_cases_run(pytester: pytest.Pytester) -> None:
-    """After collection the items and cases live all session: frozen (``gc.freeze``), a full collection during the
-    run does not scan them again; a run without eval files leaves the GC as it is."""
-    pytester.makeconftest(
-        """
-        import gc
-
-        def pytest_runtest_call(item):
-            with open("freeze.txt", "a") as f:
-                f.write(f"{item.name} {gc.get_freeze_count() > 0}\\n")
-        """
-    )
-    pytester.makepyfile(
-        gc_agent="def run(query, context):\n    return 'ok'\n", test_plain="def test_one():\n    pass\n"
-    )
-    pytester.runpytest_subprocess("-p", "no:cacheprovider").assert_outcomes(passed=1)  # no eval file yet
-    pytester.makefile(".yaml", eval_gc="agent: gc_agent:run\ncases: [{id: c, input: hi}]\n")
-    pytester.runpytest_subprocess("-p", "no:cacheprovider").assert_outcomes(passed=2)
-    assert (pytester.path / "freeze.txt").read_text().split("\n") == ["test_one False", "c True", "test_one True", ""]
