@@ -289,6 +289,8 @@ async def run_case(case: Case, agent: Agent, settings: RunSettings) -> CaseResul
     CALL.set((case, case.timeout if case.timeout is not None else settings.default_timeout))
     if settings.traffic is not None:
         trials = await settings.traffic.run_trials(case, repeat, lambda n: run_trial(case, agent, settings, n))
+    elif repeat == 1:  # in this task: no task, future and loop turns of a gather per case
+        trials = [await run_trial(case, agent, settings)]
     else:
         trials = list(await asyncio.gather(*(run_trial(case, agent, settings, n) for n in range(repeat))))
     passes = sum(t.passed for t in trials)

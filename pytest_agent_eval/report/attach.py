@@ -30,6 +30,8 @@ def attach(item: pytest.Item, report: pytest.TestReport) -> None:
     if report.when == "setup" and report.passed:
         return
     record = item.stash.get(_RECORD, None) or _not_run(item, report)
+    if _RECORD in item.stash:
+        del item.stash[_RECORD]  # the report carries it from here: the item need not keep it for the session
     record.outcome = outcome(report)
     record.duration_s = report.duration
     message = crash_message(report)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 
@@ -29,7 +30,10 @@ class Records:
     """
 
     def __init__(self, is_eval_file: Callable[[str], bool] = lambda file: False) -> None:
-        self._records: dict[str, CaseRecord] = {}
+        self._records: dict[str, dict[str, Any]] = {}
+        """The records as the reports carry them (plain data): made into ``CaseRecord`` s when first read, so a long
+        run keeps one copy of each, not two, for the cyclic GC to go over."""
+        self._built: list[CaseRecord] | None = None
         self._started: dict[str, tuple[str, int | None]] = {}
         self.is_eval_file = is_eval_file
         """Whether a file (relative to the rootdir) holds eval items: tells a crashed worker's eval item."""
@@ -41,11 +45,15 @@ class Records:
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         data = getattr(report, ATTRIBUTE, None)
         if isinstance(data, dict):
-            self._records[report.nodeid] = CaseRecord.from_dict(data)
+            self._keep(report.nodeid, data)
         elif is_worker_crash(report) and report.nodeid not in self._records:
             self._crashed(report)
         elif report.when == "teardown" and report.failed and report.nodeid in self._records:
-            self._records[report.nodeid].outcome = "error"  # pytest counts a failed teardown as an error
+            self._keep(report.nodeid, {**self._records[report.nodeid], "outcome": "error"})  # as pytest counts it
+
+    def _keep(self, nodeid: str, data: dict[str, Any]) -> None:
+        self._records[nodeid] = data
+        self._built = None
 
     def _crashed(self, report: pytest.TestReport) -> None:
         """The record of an eval item whose xdist worker died running it: an error, with where it is and why."""
@@ -54,12 +62,14 @@ class Records:
             return
         case_id = report.nodeid.rpartition("::")[2]
         record = CaseRecord(report.nodeid, case_id, file, (line or 0) + 1, "error", error=crash_message(report))
-        self._records[report.nodeid] = record
+        self._keep(report.nodeid, record.to_dict())
 
     @property
     def records(self) -> list[CaseRecord]:
         """Every record so far, by node id (the order does not depend on which worker finished first)."""
-        return [self._records[k] for k in sorted(self._records)]
+        if self._built is None:
+            self._built = [CaseRecord.from_dict(self._records[k]) for k in sorted(self._records)]
+        return self._built
 
 
 def records(config: pytest.Config) -> Records | None:
