@@ -51,8 +51,8 @@ BASELINE = "test_plain.py"
 STARTUP = "test_startup.py"
 WITHOUT_PLUGIN = ("-p", "no:agent_eval")  # the baseline: a project that does not use the plugin
 
-# Targets (issue 5, "Done when" 2): figures to compare with, not assertions.
-TARGET_RATIO = {"JSON": 1.0, "YAML cold": 3.0, "YAML warm": 1.0, "run": 1.5}
+# Targets (issue 5, "Done when" 2): figures to compare with, not assertions. Issue 12 set "run" to 1.05 (was 1.5).
+TARGET_RATIO = {"JSON": 1.0, "YAML cold": 3.0, "YAML warm": 1.0, "run": 1.05}
 TARGET_SPEEDUP_50MS = 8.0
 TARGET_IDEAL_FRACTION_500MS = 0.85
 TARGET_TRAFFIC_HOOK = 1.10  # issue 15: the traffic hook on vs off, 10,000 zero-latency cases
