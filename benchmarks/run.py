@@ -1,10 +1,11 @@
-"""Benchmark pytest-agent-eval against plain ``@pytest.mark.parametrize`` and against the ideal (issue 5).
+"""Benchmark pytest-agent-eval against plain ``@pytest.mark.parametrize`` and against the ideal (issues 5 and 12).
 
 Every figure is the wall time of one ``python -m pytest ...`` subprocess, pytest start-up included, best of k
-repetitions; baselines are measured in the same run, with the same flags and without the plugin. Prints markdown
-tables with the targets of issue 5; never asserts. See benchmarks/README.md.
+repetitions (the ``perf12`` section also reports the subprocess's CPU time); baselines are measured in the same run,
+with the same flags and without the plugin. Prints markdown tables with the targets of issues 5 and 12; never
+asserts. See benchmarks/README.md.
 
-    python benchmarks/run.py              # full run (about 7 minutes on 2 cores)
+    python benchmarks/run.py              # full run (about 8 minutes on 2 cores)
     python benchmarks/run.py --quick      # one repetition, the slowest rows derived or skipped
     python benchmarks/run.py --markdown benchmarks/RESULTS.md
 """
@@ -18,6 +19,7 @@ import math
 import os
 import platform
 import re
+import resource
 import shutil
 import subprocess
 import sys
@@ -26,7 +28,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib import metadata
 from pathlib import Path
@@ -46,13 +48,13 @@ CONCURRENCY_OPTION = "--agent-eval-concurrency"
 # Unrelated plugins installed on the development machine that cost ~1.5 s of start-up (anyio's imports trio).
 # Disabled for plugin and baseline runs alike; `randomly` would reorder items.
 DISABLED_PLUGINS = ("randomly", "langsmith_plugin", "hypothesispytest", "benchmark", "anyio")
-SECTIONS = ("collect", "run", "io", "traffic", "report", "html")
+SECTIONS = ("collect", "run", "io", "traffic", "report", "html", "perf12")
 BASELINE = "test_plain.py"
 STARTUP = "test_startup.py"
 WITHOUT_PLUGIN = ("-p", "no:agent_eval")  # the baseline: a project that does not use the plugin
 
-# Targets (issue 5, "Done when" 2): figures to compare with, not assertions.
-TARGET_RATIO = {"JSON": 1.0, "YAML cold": 3.0, "YAML warm": 1.0, "run": 1.5}
+# Targets (issue 5, "Done when" 2): figures to compare with, not assertions. Issue 12 set "run" to 1.05 (was 1.5).
+TARGET_RATIO = {"JSON": 1.0, "YAML cold": 3.0, "YAML warm": 1.0, "run": 1.05}
 TARGET_SPEEDUP_50MS = 8.0
 TARGET_IDEAL_FRACTION_500MS = 0.85
 TARGET_TRAFFIC_HOOK = 1.10  # issue 15: the traffic hook on vs off, 10,000 zero-latency cases
@@ -60,6 +62,19 @@ TARGET_REPORT = 1.15  # issue 13: --agent-eval-report on vs off, 10,000 zero-lat
 HTTP_LATENCY = 0.05
 HTTP_CONCURRENCY = 32
 HTTP_FILE = "eval_http.json"
+
+# Issue 12: many cases of a 50 ms agent at high concurrency, in one process and with -n 2.
+PERF12_CASES = 2000
+PERF12_SERIAL_CASES = 200  # the C=1 runs of the CPU comparison (≈ 10 s each)
+PERF12_LATENCY = 0.05
+PERF12_CONCURRENCY = 128
+PERF12_XDIST_CONCURRENCY = 64  # per worker, with -n XDIST_WORKERS
+PERF12_PLAIN = "test_plain_2000.py"  # T₀: the zero-latency cases of PERF12_ZERO as a plain parametrized module
+PERF12_ZERO = "eval_zero_2000.json"
+ONE_CASE = "eval_one.json"  # start-up with the plugin in use: one zero-latency case
+TARGET_PERF12_MARGIN = 1.10  # wall ≤ (T₀ + ⌈N/C⌉·L) × 1.10
+TARGET_PERF12_XDIST = 0.65  # -n 2 at C=64 vs one process at C=128, same agent
+TARGET_STARTUP_ONE_CASE = 1.1  # one eval case vs one plain test without the plugin
 
 
 # --- the generated project -----------------------------------------------------------------------------------
@@ -110,7 +125,7 @@ def http_agent(query, context):
 '''
 
 BASELINE_MODULE = '''\
-"""The baseline: the cases of eval_bench.json as a plain parametrized test doing the same work."""
+"""The baseline: the cases of BASELINE_CASES as a plain parametrized test doing the same work."""
 
 import json
 from pathlib import Path
@@ -119,7 +134,7 @@ import pytest
 
 from bench_agent import run
 
-with open(Path(__file__).with_name("eval_bench.json"), encoding="utf-8") as f:
+with open(Path(__file__).with_name("BASELINE_CASES"), encoding="utf-8") as f:
     CASES = json.load(f)["cases"]
 
 
@@ -131,12 +146,21 @@ def test_case(case):
 '''
 
 
+def baseline_module(cases_file: str) -> str:
+    """The baseline module over the cases of ``cases_file`` (an eval file of ``bench_agent:run``)."""
+    return BASELINE_MODULE.replace("BASELINE_CASES", cases_file)
+
+
 def agent_name(latency: float, kind: str) -> str:
     return f"sleep_{round(latency * 1000)}ms_{kind}"
 
 
 def io_file(latency: float, kind: str) -> str:
     return f"eval_{agent_name(latency, kind)}.json"
+
+
+def perf12_file(kind: str, n: int) -> str:
+    return f"eval_{agent_name(PERF12_LATENCY, kind)}_{n}.json"
 
 
 def native_json(agent: str, n: int) -> str:
@@ -157,7 +181,7 @@ def write_project(root: Path) -> None:
         "pytest.ini": "[pytest]\n",
         "conftest.py": "",  # puts the rootdir on sys.path, so `bench_agent` imports
         "bench_agent.py": AGENT_MODULE,
-        BASELINE: BASELINE_MODULE,
+        BASELINE: baseline_module("eval_bench.json"),
         STARTUP: "def test_startup():\n    pass\n",
         "eval_bench.yaml": native_yaml("bench_agent:run", N_CASES),
         "eval_bench.json": native_json("bench_agent:run", N_CASES),
@@ -166,6 +190,12 @@ def write_project(root: Path) -> None:
         for kind in AGENT_KINDS:
             files[io_file(latency, kind)] = native_json(f"bench_agent:{agent_name(latency, kind)}", N_IO_CASES)
     files[HTTP_FILE] = native_json("bench_agent:http_agent", N_IO_CASES)
+    files[PERF12_PLAIN] = baseline_module(PERF12_ZERO)
+    files[PERF12_ZERO] = native_json("bench_agent:run", PERF12_CASES)
+    files[ONE_CASE] = native_json("bench_agent:run", 1)
+    for kind in AGENT_KINDS:
+        for n in (PERF12_CASES, PERF12_SERIAL_CASES):
+            files[perf12_file(kind, n)] = native_json(f"bench_agent:{agent_name(PERF12_LATENCY, kind)}", n)
     for name, text in files.items():
         (root / name).write_text(text, encoding="utf-8")
 
@@ -179,10 +209,22 @@ class RunError(Exception):
 
 @dataclass(frozen=True)
 class Outcome:
-    """What one measurement gave: the best wall time, and a note when the run was not clean."""
+    """What one measurement gave: the best wall time, a note when the run was not clean, and the least CPU time
+    (user + sys) of the pytest process over the repetitions (None when its runs went side by side with others)."""
 
     seconds: float
     note: str = ""
+    cpu: float | None = None
+
+
+@dataclass(frozen=True)
+class Run:
+    """One pytest run: wall seconds, the summary line, and CPU seconds (user + sys) of the pytest process and of
+    the children it waited for (a difference of ``RUSAGE_CHILDREN``, so None when other runs went side by side)."""
+
+    seconds: float
+    summary: str
+    cpu: float | None
 
 
 @dataclass(frozen=True)
@@ -236,31 +278,32 @@ class Runner:
         proc = subprocess.run(self.command(args), cwd=self.root, env=self.env(), capture_output=True, text=True)
         return proc.stdout + proc.stderr
 
-    def once(self, args: list[str], timeout: float) -> tuple[float, str]:
-        start = time.perf_counter()
+    def once(self, args: list[str], timeout: float) -> Run:
+        start, before = time.perf_counter(), children_cpu()
         try:
             proc = subprocess.run(
                 self.command(args), cwd=self.root, env=self.env(), capture_output=True, text=True, timeout=timeout
             )
         except subprocess.TimeoutExpired as exc:
             raise RunError(f"`pytest {' '.join(args)}` did not finish within {timeout:.0f} s") from exc
-        seconds = time.perf_counter() - start
+        seconds, cpu = time.perf_counter() - start, children_cpu() - before
         if proc.returncode not in (0, 1):
             tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-15:])
             raise RunError(f"`pytest {' '.join(args)}` exited {proc.returncode}:\n{tail}")
         lines = proc.stdout.strip().splitlines()
-        return seconds, lines[-1] if lines else ""
+        return Run(seconds, lines[-1] if lines else "", cpu)
 
     def run_round(
         self, variants: dict[str, list[str]], cache: str, timeout: float, parallel: bool
-    ) -> dict[str, tuple[float, str] | RunError]:
-        """Run each variant once, one after another or all at once: wall seconds and summary line, or the error."""
+    ) -> dict[str, Run | RunError]:
+        """Run each variant once, one after another or all at once (then without CPU times), or the error."""
 
-        def run(args: list[str]) -> tuple[float, str] | RunError:
+        def run(args: list[str]) -> Run | RunError:
             try:
-                return self.once(args, timeout)
+                got = self.once(args, timeout)
             except RunError as exc:
                 return exc
+            return replace(got, cpu=None) if parallel else got
 
         commands = {name: [*args, *self.cache_args(cache)] for name, args in variants.items()}
         if not parallel:
@@ -286,6 +329,7 @@ class Runner:
         summary line, else the outcome carries a note.
         """
         best: dict[str, float | None] = dict.fromkeys(variants, math.inf)
+        cpu: dict[str, float | None] = dict.fromkeys(variants)
         notes = dict.fromkeys(variants, "")
         print(f"  {label}:", end="", file=sys.stderr, flush=True)
         if cache == "warm":
@@ -298,13 +342,14 @@ class Runner:
                     self.errors.append(f"{label} {name}: {got}")
                     print(f" {name} error", end="", file=sys.stderr, flush=True)
                     continue
-                seconds, summary = got
-                best[name] = min(best[name] or math.inf, seconds)
-                if not re.search(rf"\b{expect}\b", summary):
-                    notes[name] = f"expected {expect!r}, got {summary!r}"
-                print(f" {name} {seconds:.2f}".rstrip(), end="", file=sys.stderr, flush=True)
+                best[name] = min(best[name] or math.inf, got.seconds)
+                if got.cpu is not None:
+                    cpu[name] = min(cpu[name] or math.inf, got.cpu)
+                if not re.search(rf"\b{expect}\b", got.summary):
+                    notes[name] = f"expected {expect!r}, got {got.summary!r}"
+                print(f" {name} {got.seconds:.2f}".rstrip(), end="", file=sys.stderr, flush=True)
         print(file=sys.stderr)
-        return {name: None if b is None else Outcome(b, notes[name]) for name, b in best.items()}
+        return {name: None if b is None else Outcome(b, notes[name], cpu[name]) for name, b in best.items()}
 
     def compare(
         self, name: str, plugin: list[str], baseline: list[str], cache: str, expect: str, target: float | None
@@ -313,6 +358,12 @@ class Runner:
         variants = {"plugin": plugin, "baseline": [*baseline, *WITHOUT_PLUGIN]}
         outcomes = self.measure(name, variants, cache, expect, self.repeat)
         return Comparison(name, outcomes["plugin"], outcomes["baseline"], target)
+
+
+def children_cpu() -> float:
+    """User + sys seconds of this process's children that have been waited for."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def concurrency_supported(runner: Runner) -> bool:
@@ -592,6 +643,60 @@ def browser_rows(page_path: Path) -> list[list[str]]:
     return rows
 
 
+@dataclass(frozen=True)
+class Perf12:
+    """Issue 12's runs: ``many`` by variant (see perf12_variants), ``serial`` (C=1) by agent kind, and start-up
+    with one eval case against one plain test without the plugin."""
+
+    many: dict[str, Outcome | None]
+    serial: dict[str, Outcome | None]
+    startup: Comparison
+
+
+def xdist_name(name: str) -> str:
+    return f"{name} -n {XDIST_WORKERS}"
+
+
+def perf12_variants() -> dict[str, list[str]]:
+    """The runs of PERF12_CASES cases: T₀ (no plugin) and each agent at C=128, then the same with -n 2 (C=64)."""
+    plain = [PERF12_PLAIN, *WITHOUT_PLUGIN]
+    xdist = ["-n", str(XDIST_WORKERS)]
+    variants = {"T0": plain}
+    variants |= {k: [perf12_file(k, PERF12_CASES), CONCURRENCY_OPTION, str(PERF12_CONCURRENCY)] for k in AGENT_KINDS}
+    variants[xdist_name("T0")] = [*plain, *xdist]
+    for kind in AGENT_KINDS:
+        args = [perf12_file(kind, PERF12_CASES), CONCURRENCY_OPTION, str(PERF12_XDIST_CONCURRENCY), *xdist]
+        variants[xdist_name(kind)] = args
+    return variants
+
+
+def measure_perf12(runner: Runner) -> Perf12:
+    """Issue 12: the 2000-case runs (alternating), the C=1 runs for CPU per case, and start-up with one case."""
+    warm = [PERF12_PLAIN, ONE_CASE, *(perf12_file(k, PERF12_CASES) for k in AGENT_KINDS), "--collect-only"]
+    runner.measure("perf12 warm-up", {"": warm}, "off", f"{3 * PERF12_CASES + 1} tests collected", 1)
+    startup = runner.compare(
+        "start-up: one eval case vs one plain test", [ONE_CASE], [STARTUP], "off", "1 passed", TARGET_STARTUP_ONE_CASE
+    )
+    many = runner.measure(
+        f"perf12: {PERF12_CASES} cases",
+        perf12_variants(),
+        "off",
+        f"{PERF12_CASES} passed",
+        runner.repeat,
+        PERF12_CASES * PERF12_LATENCY + 120,
+    )
+    serial_ideal = PERF12_SERIAL_CASES * PERF12_LATENCY
+    serial = runner.measure(
+        f"perf12: {PERF12_SERIAL_CASES} cases, C=1",
+        {k: [perf12_file(k, PERF12_SERIAL_CASES), CONCURRENCY_OPTION, "1"] for k in AGENT_KINDS},
+        "off",
+        f"{PERF12_SERIAL_CASES} passed",
+        1 if serial_ideal >= SLOW_S else runner.repeat,
+        3 * serial_ideal + 120,
+    )
+    return Perf12(many, serial, startup)
+
+
 # --- the report ----------------------------------------------------------------------------------------------
 
 
@@ -674,6 +779,146 @@ def io_table(rows: list[IoRow]) -> list[str]:
     return markdown_table(headers, body)
 
 
+def perf12_target(t0: Outcome | None) -> float | None:
+    """(T₀ + ⌈N/C⌉·L) × 1.10 in seconds."""
+    if t0 is None:
+        return None
+    ideal = math.ceil(PERF12_CASES / PERF12_CONCURRENCY) * PERF12_LATENCY
+    return (t0.seconds + ideal) * TARGET_PERF12_MARGIN
+
+
+def perf12_wall_table(perf: Perf12) -> list[str]:
+    t0, floor, target = perf.many["T0"], perf.many[xdist_name("T0")], perf12_target(perf.many["T0"])
+    n, ms = f"{PERF12_CASES:,}", round(PERF12_LATENCY * 1000)
+    body = [
+        [f"T₀: plain parametrize, {n} zero-latency cases (no plugin)", seconds(t0), "—", "—"],
+        [f"T₀ with `-n {XDIST_WORKERS}` (no plugin): pytest-xdist's floor", seconds(floor), "—", "—"],
+    ]
+    for kind in AGENT_KINDS:
+        wall = perf.many[kind]
+        ok = None if wall is None or target is None else wall.seconds <= target
+        body.append(
+            [
+                f"{n} cases, {ms} ms {kind} agent, C={PERF12_CONCURRENCY}",
+                seconds(wall),
+                "n/a" if target is None else f"≤ {target:.2f}",
+                verdict(ok),
+            ]
+        )
+    return markdown_table(["measurement", "wall s", "target s", "meets target"], body)
+
+
+def perf12_comparisons(perf: Perf12) -> list[Comparison]:
+    """Each agent with -n 2 at C=64 against one process at C=128; start-up with one eval case."""
+    label = f"{PERF12_CASES:,} cases, {round(PERF12_LATENCY * 1000)} ms"
+    rows = [
+        Comparison(
+            f"{label} {kind} agent: `-n {XDIST_WORKERS}` C={PERF12_XDIST_CONCURRENCY} vs one process "
+            f"C={PERF12_CONCURRENCY}",
+            perf.many[xdist_name(kind)],
+            perf.many[kind],
+            TARGET_PERF12_XDIST,
+        )
+        for kind in AGENT_KINDS
+    ]
+    return [*rows, perf.startup]
+
+
+@dataclass(frozen=True)
+class CpuRow:
+    """CPU seconds of one run of ``cases`` cases, and ``startup``: those of the one-case run (plugin loaded)."""
+
+    kind: str
+    concurrency: int
+    cases: int
+    outcome: Outcome | None
+    startup: float | None
+
+    @property
+    def per_case(self) -> float | None:
+        cpu = cpu_of(self.outcome)
+        return None if cpu is None else cpu / self.cases
+
+    @property
+    def net_per_case(self) -> float | None:
+        """Per case, the one-case run's CPU subtracted first."""
+        cpu = cpu_of(self.outcome)
+        return None if cpu is None or self.startup is None else (cpu - self.startup) / self.cases
+
+
+def cpu_of(outcome: Outcome | None) -> float | None:
+    return None if outcome is None else outcome.cpu
+
+
+def cpu_rows(perf: Perf12) -> list[CpuRow]:
+    """For each agent: the C=128 run and the C=1 run."""
+    startup = cpu_of(perf.startup.plugin)
+    rows = []
+    for kind in AGENT_KINDS:
+        rows.append(CpuRow(kind, PERF12_CONCURRENCY, PERF12_CASES, perf.many[kind], startup))
+        rows.append(CpuRow(kind, 1, PERF12_SERIAL_CASES, perf.serial[kind], startup))
+    return rows
+
+
+def milliseconds(value: float | None) -> str:
+    return "n/a" if value is None else f"{value * 1000:.2f}"
+
+
+def perf12_cpu_table(rows: list[CpuRow]) -> list[str]:
+    serial = {row.kind: row.net_per_case for row in rows if row.concurrency == 1}
+    body = []
+    for row in rows:
+        target, ok = "—", None
+        if row.concurrency > 1:
+            target = "≤ C=1 (start-up subtracted)"
+            net, base = row.net_per_case, serial.get(row.kind)
+            ok = None if net is None or base is None else net <= base
+        cpu = cpu_of(row.outcome)
+        body.append(
+            [
+                f"{round(PERF12_LATENCY * 1000)} ms {row.kind}",
+                f"C={row.concurrency}",
+                f"{row.cases:,}",
+                "n/a" if cpu is None else f"{cpu:.2f}",
+                milliseconds(row.per_case),
+                milliseconds(row.net_per_case),
+                target,
+                verdict(ok, row.concurrency > 1),
+            ]
+        )
+    headers = ["agent", "mode", "cases", "CPU s", "CPU ms per case", "minus start-up, ms per case", "target"]
+    return markdown_table([*headers, "meets target"], body)
+
+
+def perf12_section(perf: Perf12 | None) -> list[str]:
+    n, ms = f"{PERF12_CASES:,}", round(PERF12_LATENCY * 1000)
+    lines = ["", f"### Issue 12: {n} cases of a {ms} ms agent at high concurrency", ""]
+    if perf is None:
+        return [*lines, f"n/a: `{CONCURRENCY_OPTION}` is not available in this checkout."]
+    lines += perf12_wall_table(perf)
+    lines += [
+        "",
+        f"Target: (T₀ + ⌈{PERF12_CASES}/{PERF12_CONCURRENCY}⌉ × {PERF12_LATENCY:g} s) × {TARGET_PERF12_MARGIN:.2f}, "
+        "T₀ of this run.",
+        "",
+    ]
+    lines += comparison_table(perf12_comparisons(perf), "compared with, s")
+    lines += [
+        "",
+        "The start-up row: an eval file of one zero-latency case against `test_startup.py` without the plugin.",
+        "",
+    ]
+    lines += perf12_cpu_table(cpu_rows(perf))
+    startup = cpu_of(perf.startup.plugin)
+    lines += [
+        "",
+        "CPU: user + sys seconds of the pytest process (least over the repetitions), start-up included; the last "
+        f"column first subtracts the CPU of the one-case run ({'n/a' if startup is None else f'{startup:.2f} s'}), "
+        "and its C=128 row is compared with the C=1 row of the same agent.",
+    ]
+    return lines
+
+
 def version(dist: str) -> str:
     try:
         return metadata.version(dist)
@@ -721,6 +966,7 @@ def method_line(args: argparse.Namespace, supported: bool) -> str:
         "Collection: JSON with `-p no:cacheprovider`; YAML cold with a fresh `-o cache_dir`; YAML warm with the "
         "cache dir of a first collection. Runs: `-p no:cacheprovider`. "
         f"I/O-bound rows with an ideal ≥ {SIDE_BY_SIDE_S:g} s run the sync and the async agent side by side. "
+        "Issue 12's rows also give the CPU seconds (user + sys) of the pytest process, from `RUSAGE_CHILDREN`. "
         f"`{CONCURRENCY_OPTION}`: {option}."
     )
 
@@ -733,6 +979,7 @@ def report(
     traffic_rows: list[Comparison] | None = None,
     report_rows: list[Comparison] | None = None,
     html_rows: list[list[str]] | None = None,
+    perf12: Perf12 | None = None,
 ) -> list[str]:
     lines = ["## Benchmark", "", machine_line(setting), "", method_line(args, setting.supported)]
     if comparisons:
@@ -759,6 +1006,8 @@ def report(
     if html_rows:
         lines += ["", "### The HTML report (`--agent-eval-html`, `agent-eval html`)", ""]
         lines += markdown_table(["measurement", "s", "target", "meets target"], html_rows)
+    if "perf12" in args.only:
+        lines += perf12_section(perf12)
     return lines
 
 
@@ -800,7 +1049,9 @@ def benchmark(args: argparse.Namespace, root: Path) -> tuple[list[str], list[str
         traffic_rows = [hook, *http]
     report_rows = [measure_report(runner)] if "report" in args.only else []
     html_rows = measure_html(runner) if "html" in args.only else []
-    return report(args, setting, comparisons, io_rows, traffic_rows, report_rows, html_rows), runner.errors
+    perf12 = measure_perf12(runner) if "perf12" in args.only and setting.supported else None
+    lines = report(args, setting, comparisons, io_rows, traffic_rows, report_rows, html_rows, perf12)
+    return lines, runner.errors
 
 
 def main(argv: list[str] | None = None) -> int:
