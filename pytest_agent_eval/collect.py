@@ -5,17 +5,18 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import pytest
 
 from pytest_agent_eval import compat, gc_policy
-from pytest_agent_eval.cases.errors import EvalFileError, EvalFileErrors
-from pytest_agent_eval.cases.load import load_file
 from pytest_agent_eval.cases.model import TAG_RE, Case, LoadedFile
-from pytest_agent_eval.report.failure import printable
+from pytest_agent_eval.report.render import printable
 from pytest_agent_eval.state import get_state
 from pytest_agent_eval.stopping import STOPS
+
+if TYPE_CHECKING:
+    from pytest_agent_eval.cases.errors import EvalFileError
 
 # Tags with these names would change how a case runs if they became markers; they stay keywords (-k).
 RESERVED_TAGS = frozenset(
@@ -38,6 +39,11 @@ class EvalFile(pytest.File):
             return list(self._items())
 
     def _items(self) -> Iterator[pytest.Item]:
+        # The reader, dialects and checks load here: pytest makes an EvalFile for every eval file beside a test
+        # file it was asked to run, and collects only the one asked for.
+        from pytest_agent_eval.cases.errors import EvalFileError, EvalFileErrors
+        from pytest_agent_eval.cases.load import load_file
+
         state = get_state(self.config)
         try:
             loaded = load_file(self.path, state.checks, state.dialects, cache=state.parse_cache)

@@ -8,7 +8,8 @@ import pytest
 
 from pytest_agent_eval.prepare import prepare_item, user_error
 from pytest_agent_eval.report.attach import note_result
-from pytest_agent_eval.report.failure import details, printable
+from pytest_agent_eval.report.failure import details
+from pytest_agent_eval.report.render import printable
 from pytest_agent_eval.runner import CaseResult, blocked_result
 from pytest_agent_eval.skipping import skip_at_item
 from pytest_agent_eval.state import get_state

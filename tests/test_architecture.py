@@ -151,8 +151,10 @@ def test_every_hook_documents_each_parameter() -> None:
         assert missing == [], hook.__name__
 
 
-def test_a_run_without_eval_files_loads_no_engine(pytester: pytest.Pytester) -> None:
-    """pytest imports the plugin for every run: a project's plain tests pay for the hooks, not the engine."""
+@pytest.mark.parametrize("beside", [False, True], ids=["no-eval-files", "eval-file-beside"])
+def test_a_run_without_eval_files_loads_no_engine(pytester: pytest.Pytester, beside: bool) -> None:
+    """pytest imports the plugin for every run: a project's plain tests pay for the hooks, not the engine, also
+    when the test file asked for sits beside eval files (pytest makes a node of each file in its directory)."""
     pytester.makeconftest(
         """
         import sys
@@ -163,7 +165,9 @@ def test_a_run_without_eval_files_loads_no_engine(pytester: pytest.Pytester) -> 
         """
     )
     pytester.makepyfile(test_plain="def test_one():\n    pass\n")
-    pytester.runpytest_subprocess("-p", "no:cacheprovider").assert_outcomes(passed=1)
+    if beside:
+        pytester.makefile(".yaml", eval_beside="agent: nowhere:run\ncases:\n  - {id: a, input: x}\n")
+    pytester.runpytest_subprocess("test_plain.py", "-p", "no:cacheprovider").assert_outcomes(passed=1)
     loaded = set((pytester.path / "modules.txt").read_text().split())
     assert "pytest_agent_eval.plugin" in loaded
     engine = {
@@ -172,4 +176,6 @@ def test_a_run_without_eval_files_loads_no_engine(pytester: pytest.Pytester) -> 
         "pytest_agent_eval.report.failure", "pytest_agent_eval.report.attach", "pytest_agent_eval.collect",
         "pytest_agent_eval.record", "pytest_agent_eval.faults",
     }  # fmt: skip
+    if beside:  # the file beside gets its node (collect.py's class), which loads no more until it is collected
+        engine.remove("pytest_agent_eval.collect")
     assert loaded & engine == set()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from typing import TYPE_CHECKING, Any
 
 from pytest_agent_eval.checks.tools import calls_table
@@ -15,13 +14,6 @@ _INDENT = "    "
 
 
 # C0 and C1 control characters but newline and tab, and the bidirectional overrides (they reorder what is shown)
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
-
-
-def printable(text: str) -> str:
-    """``text`` safe to print on a terminal: control characters (an escape sequence that retitles the terminal or
-    moves the cursor, a carriage return) are shown escaped, as ``\\x1b``; newlines and tabs stay."""
-    return _CONTROL.sub(lambda m: repr(m.group())[1:-1], text)
 
 
 def _value(value: Any) -> str:

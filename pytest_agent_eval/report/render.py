@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pprint
+import re
 from typing import Any
 
 LIMIT = 4000
@@ -88,3 +89,12 @@ def text_table(rows: list[tuple[str, ...]], align_left: int = 1) -> list[str]:
         ).rstrip()
         for row in rows
     ]
+
+
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def printable(text: str) -> str:
+    """``text`` safe to print on a terminal: control characters (an escape sequence that retitles the terminal or
+    moves the cursor, a carriage return) are shown escaped, as ``\\x1b``; newlines and tabs stay."""
+    return _CONTROL.sub(lambda m: repr(m.group())[1:-1], text)
