@@ -12,7 +12,7 @@ import pytest
 from pytest_agent_eval import compat, gc_policy
 from pytest_agent_eval.cases.model import TAG_RE, Case, LoadedFile
 from pytest_agent_eval.report.render import printable
-from pytest_agent_eval.state import get_state
+from pytest_agent_eval.state import EVAL_ITEM, get_state
 from pytest_agent_eval.stopping import STOPS
 
 if TYPE_CHECKING:
@@ -35,6 +35,7 @@ class EvalFile(pytest.File):
         # A large file makes ~10 long-lived objects per case: the cyclic GC would scan them over and over while
         # they are made, and find nothing to free (about a third of collection time at 10,000 cases).
         gc_policy.no_sweep_at_exit()
+        get_state(self.config).collected_evals = True
         with gc_policy.paused():
             return list(self._items())
 
@@ -84,6 +85,7 @@ class FileProblem(pytest.Item):
         super().__init__(**kwargs)
         self.errors = errors
         self.add_marker("agent_eval")
+        self.stash[EVAL_ITEM] = True
 
     def reportinfo(self) -> tuple[Path, int, str]:
         return self.path, (self.errors[0].line or 1) - 1, "eval file error"
@@ -123,6 +125,7 @@ class EvalItem(pytest.Function):
         self.case = case
         state = get_state(self.config)
         self.add_marker(state.marker("agent_eval"))
+        self.stash[EVAL_ITEM] = True
         for tag in case.tags:
             if tag in RESERVED_TAGS or not TAG_RE.match(tag):  # loaders reject other names; a plugin's may not
                 self.extra_keyword_matches.add(tag)

@@ -1,8 +1,8 @@
 """Keeping the cyclic garbage collector from going over a large run's long-lived objects for nothing.
 
 A run of 10,000 cases keeps hundreds of thousands of objects alive until it ends (items, reports, records).
-The cyclic GC scans them over and over while they are made, and once more, object by object, as the interpreter
-tears them down at exit; it finds nothing to free either time.
+The cyclic GC scans them over and over while they are made and while the cases run, and once more, object by
+object, as the interpreter tears them down at exit; it finds nothing to free any of these times.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import gc
 from collections.abc import Iterator
 
 _at_exit = False
+_frozen_by: object | None = None
 
 
 @contextlib.contextmanager
@@ -45,3 +46,25 @@ def no_sweep_at_exit() -> None:
 def _collect_then_freeze() -> None:
     gc.collect()
     gc.freeze()
+
+
+def freeze_collected(owner: object) -> None:
+    """Move every object alive now (the collected items, first of all) out of the collector's reach while the
+    cases run, unless something froze objects before (an outer pytest session in this process, the user).
+
+    Garbage is collected first, so that only live objects are frozen: what tells liveness by weak references
+    (the tool stand-ins still alive, ``mocks.standins``) must not see a dead object kept frozen."""
+    global _frozen_by
+    if _frozen_by is None and gc.get_freeze_count() == 0:
+        gc.collect()
+        gc.freeze()
+        _frozen_by = owner
+
+
+def unfreeze(owner: object) -> None:
+    """Give back what ``freeze_collected(owner)`` froze, at the end of ``owner``'s session (objects that turned
+    into garbage meanwhile are freed by the next collection)."""
+    global _frozen_by
+    if _frozen_by is owner:
+        _frozen_by = None
+        gc.unfreeze()

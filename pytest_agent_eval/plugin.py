@@ -16,7 +16,7 @@ from pytest_agent_eval.fixtures import (  # noqa: F401 - the plugin's fixtures
     tool_mocks,
 )
 from pytest_agent_eval.report import formats
-from pytest_agent_eval.state import STATE, EvalSession, get_state
+from pytest_agent_eval.state import EVAL_ITEM, STATE, EvalSession, get_state
 
 if TYPE_CHECKING:
     from pytest_agent_eval.collect import EvalFile
@@ -62,6 +62,15 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> EvalFile |
 
 
 @pytest.hookimpl(trylast=True)
+def pytest_collection_finish(session: pytest.Session) -> None:
+    state = get_state(session.config)
+    if state.collected_evals:  # the items are made: the collector need not go over them while the cases run
+        from pytest_agent_eval import gc_policy
+
+        gc_policy.freeze_collected(state)
+
+
+@pytest.hookimpl(trylast=True)
 def pytest_agent_eval_failure_lines(item: pytest.Item, result: CaseResult, verbose: int) -> list[str]:
     from pytest_agent_eval.report.failure import failure_lines  # with the checks: loaded by the first failure
 
@@ -77,7 +86,7 @@ def pytest_runtest_makereport(
         report.agent_eval_infra = True  # type: ignore[attr-defined]  # carried to the xdist controller
     skipping.place(item, report)
     stopping.note_report(item, report)
-    if item.get_closest_marker("agent_eval") is not None:  # eval items only: other tests load no record code
+    if item.stash.get(EVAL_ITEM, False):  # eval items only: other tests load no record code
         from pytest_agent_eval.report.attach import attach
 
         attach(item, report)

@@ -52,6 +52,8 @@ class EvalSession:
         self._inflight: Any = _UNSET
         self.blocked: dict[int, CaseResult] = {}
         """Cases whose agent blocked the background loop, by ``id(case)``: failed so, and never started again."""
+        self.collected_evals = False
+        """Whether eval files were collected (the GC policy applies only then)."""
         self.traffic: Traffic | None = self._start_traffic() if self.settings.traffic.on else None
         """The HTTP traffic hook (SPEC §14), installed only when an option needs it."""
 
@@ -201,6 +203,9 @@ class EvalSession:
         return () if inflight is None else inflight.suspects()
 
     def close(self) -> None:
+        from pytest_agent_eval import gc_policy
+
+        gc_policy.unfreeze(self)
         if self.traffic is not None:
             from pytest_agent_eval.traffic.session import stop
 
@@ -219,6 +224,8 @@ class EvalSession:
 
 
 STATE = pytest.StashKey[EvalSession]()
+EVAL_ITEM = pytest.StashKey[bool]()
+"""Set on the items eval files make (cases, and an unreadable file's ``@file``): cheaper to ask than a marker."""
 
 
 def get_state(config: pytest.Config) -> EvalSession:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gc
+
 import pytest
 
 CONFTEST = """
@@ -41,3 +43,40 @@ def test_objects_left_at_exit_are_not_swept_and_garbage_is_still_finalized(
     frozen = int((pytester.path / "frozen.txt").read_text())
     assert (frozen > 0) is with_evals  # a run without eval files changes nothing about the interpreter's exit
     assert (pytester.path / "finalized.txt").read_text() == "yes"  # garbage was collected, finalizers ran
+
+
+def test_a_stand_in_left_in_a_garbage_cycle_is_not_counted_as_mocked(pytester: pytest.Pytester) -> None:
+    """Objects frozen while cases run are live ones: a dead stand-in kept in a cycle is collected first."""
+    pytester.makepyfile(shop="def search(query):\n    return 'real'\n\ndef leftover():\n    return 'old'\n")
+    pytester.makeconftest(
+        """
+        import gc
+
+        import pytest
+        import shop
+        from pytest_agent_eval import wrap
+
+        gc.disable()  # the cycle below stays uncollected until something collects on purpose
+        cycle = {"tool": wrap(shop.leftover)}
+        cycle["self"] = cycle
+        del cycle
+
+        @pytest.fixture
+        def agent(tool_mocks):
+            search = tool_mocks.wrap(shop.search)
+            return lambda query, context: search(query)
+        """
+    )
+    pytester.makefile(".yaml", eval_left="cases:\n  - id: refund\n    input: q\n    tool_mocks: {refund: ok}\n")
+    result = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "no:cacheprovider")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*has no mocked tool of that name; mocked tools: search; the agent was not called*"])
+
+
+def test_collected_items_are_frozen_while_cases_run_and_given_back_after(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(ag="import gc\n\ndef run(query, context):\n    return f'frozen {gc.get_freeze_count() > 0}'\n")
+    evals = "agent: ag:run\ncases:\n  - {id: a, input: q, expect: {contains: [frozen True]}}\n"
+    pytester.makefile(".yaml", eval_one=evals)
+    assert gc.get_freeze_count() == 0
+    pytester.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=1)  # in this process
+    assert gc.get_freeze_count() == 0  # the session's end gave its objects back to the collector

@@ -25,7 +25,7 @@ def note_result(item: pytest.Item, result: CaseResult) -> None:
 
 def attach(item: pytest.Item, report: pytest.TestReport) -> None:
     """Put the item's record on its call report, or on its setup report when the case never got to run."""
-    if item.get_closest_marker("agent_eval") is None or report.when == "teardown":
+    if report.when == "teardown":
         return
     if report.when == "setup" and report.passed:
         return

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from pytest_agent_eval import gc_policy
 from pytest_agent_eval.compat import is_worker_crash
 from pytest_agent_eval.report.record import ATTRIBUTE, CaseRecord, crash_message
 
@@ -68,7 +69,8 @@ class Records:
     def records(self) -> list[CaseRecord]:
         """Every record so far, by node id (the order does not depend on which worker finished first)."""
         if self._built is None:
-            self._built = [CaseRecord.from_dict(self._records[k]) for k in sorted(self._records)]
+            with gc_policy.paused():  # objects kept to the end: the collector would go over them for nothing
+                self._built = [CaseRecord.from_dict(self._records[k]) for k in sorted(self._records)]
         return self._built
 
 
