@@ -174,7 +174,8 @@ def test_a_run_without_eval_files_loads_no_engine(pytester: pytest.Pytester, bes
         "pytest_agent_eval.checks", "pytest_agent_eval.cases.document", "pytest_agent_eval.cases.load",
         "pytest_agent_eval.runner", "pytest_agent_eval.adapters", "pytest_agent_eval.mocks",
         "pytest_agent_eval.report.failure", "pytest_agent_eval.report.attach", "pytest_agent_eval.collect",
-        "pytest_agent_eval.record", "pytest_agent_eval.faults",
+        "pytest_agent_eval.record", "pytest_agent_eval.faults", "pytest_agent_eval.report.record",
+        "pytest_agent_eval.report.stats",
     }  # fmt: skip
     if beside:  # the file beside gets its node (collect.py's class), which loads no more until it is collected
         engine.remove("pytest_agent_eval.collect")

@@ -7,8 +7,9 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from pytest_agent_eval.report.collector import ATTRIBUTE
 from pytest_agent_eval.report.jsonable import jsonable
-from pytest_agent_eval.report.record import ATTRIBUTE, CaseRecord, crash_message, from_result, outcome
+from pytest_agent_eval.report.record import CaseRecord, crash_message, from_result, outcome
 
 if TYPE_CHECKING:
     from pytest_agent_eval.runner import CaseResult

@@ -3,15 +3,20 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from pytest_agent_eval import gc_policy
 from pytest_agent_eval.compat import is_worker_crash
-from pytest_agent_eval.report.record import ATTRIBUTE, CaseRecord, crash_message
+
+if TYPE_CHECKING:
+    from pytest_agent_eval.report.record import CaseRecord
 
 COLLECTOR = pytest.StashKey["Records"]()
+
+ATTRIBUTE = "agent_eval"
+"""The test report attribute that carries the record (a dict) from the worker to the controller."""
 
 DECIDED = (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED)
 """Exit statuses a report's verdict (a threshold, the baseline gate) may change; an interrupt, internal or usage
@@ -58,6 +63,8 @@ class Records:
 
     def _crashed(self, report: pytest.TestReport) -> None:
         """The record of an eval item whose xdist worker died running it: an error, with where it is and why."""
+        from pytest_agent_eval.report.record import CaseRecord, crash_message
+
         file, line = self._started.get(report.nodeid, (report.nodeid.split("::")[0], None))
         if not self.is_eval_file(file):
             return
@@ -68,7 +75,11 @@ class Records:
     @property
     def records(self) -> list[CaseRecord]:
         """Every record so far, by node id (the order does not depend on which worker finished first)."""
+        if not self._records:
+            return []
         if self._built is None:
+            from pytest_agent_eval.report.record import CaseRecord
+
             with gc_policy.paused():  # objects kept to the end: the collector would go over them for nothing
                 self._built = [CaseRecord.from_dict(self._records[k]) for k in sorted(self._records)]
         return self._built

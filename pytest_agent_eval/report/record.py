@@ -22,8 +22,6 @@ if TYPE_CHECKING:
 OUTCOMES = ("passed", "failed", "skipped", "error", "xfailed", "xpassed")
 OUTPUT_LIMIT = 20_000
 """Characters of the agent's output and of each transcript message kept in a record."""
-ATTRIBUTE = "agent_eval"
-"""The test report attribute that carries the record (a dict) from the worker to the controller."""
 _INPUT_TOKENS = ("input_tokens", "prompt_tokens")
 _OUTPUT_TOKENS = ("output_tokens", "completion_tokens")
 

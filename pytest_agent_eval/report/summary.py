@@ -6,14 +6,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from pytest_agent_eval.report.record import CaseRecord
 from pytest_agent_eval.report.render import text_table
-from pytest_agent_eval.report.stats import Stats, by_agent, by_file_and_tag, partial_passes
 
+# The record and the figures load with the first summary written: a run without eval files pays nothing for them.
 if TYPE_CHECKING:  # the table is also the HTML page's, which the command-line tool writes without pytest
     import pytest
 
     from pytest_agent_eval.report.collector import Records
+    from pytest_agent_eval.report.record import CaseRecord
+    from pytest_agent_eval.report.stats import Stats
 
 TITLE = "agent eval summary"
 _HEADER = ("", "passed", "score mean", "score min", "repeat pass", "latency p50", "latency p95", "tool acc")
@@ -46,6 +47,8 @@ def _row(name: str, stats: Stats, usage: bool) -> tuple[str, ...]:
 def summary_rows(records: list[CaseRecord]) -> list[tuple[str, ...]]:
     """The table's rows: the header, then all cases, each file, each tag, each matrix agent (also the markdown
     summary's table)."""
+    from pytest_agent_eval.report.stats import Stats, by_agent, by_file_and_tag
+
     usage = any(r.tokens is not None or r.cost is not None for r in records)
     header = _HEADER + (("tokens", "cost") if usage else ())
     by_file, by_tag = by_file_and_tag(records)
@@ -58,6 +61,8 @@ def summary_rows(records: list[CaseRecord]) -> list[tuple[str, ...]]:
 
 def summary_lines(records: list[CaseRecord]) -> list[str]:
     """The section's lines: a table (total, each file, each tag, each matrix agent), then the partial passes."""
+    from pytest_agent_eval.report.stats import partial_passes
+
     lines = text_table(summary_rows(records))
     partial = partial_passes(records)
     if partial:
@@ -71,6 +76,8 @@ def summary_lines(records: list[CaseRecord]) -> list[str]:
 
 def one_line(records: list[CaseRecord]) -> str:
     """The section in one line, for ``-q -q``."""
+    from pytest_agent_eval.report.stats import Stats, partial_passes
+
     stats = Stats.of(records)
     parts = [f"agent eval: {stats.passed}/{stats.total} passed"]
     if stats.mean_score is not None:

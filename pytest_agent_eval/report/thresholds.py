@@ -7,11 +7,14 @@ fails or passes a run on a made-up figure.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import pytest
 
 from pytest_agent_eval.report.collector import DECIDED, Records
-from pytest_agent_eval.report.stats import Stats
+
+if TYPE_CHECKING:
+    from pytest_agent_eval.report.stats import Stats
 
 
 @dataclass(frozen=True)
@@ -68,6 +71,8 @@ class SuiteThresholds:
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         if exitstatus not in DECIDED or not self.collector.records:
             return
+        from pytest_agent_eval.report.stats import Stats
+
         self.missed, self.unknown = self.thresholds.check(Stats.of(self.collector.records))
         if self.missed:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
