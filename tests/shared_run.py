@@ -59,16 +59,26 @@ class SharedRun:
         assert self.outcomes(*files) == {k: v for k, v in expected.items() if v}, f"{files}: {self!r}"
 
     def section(self, file: str) -> str:
-        """The failure and error sections (``____ title ____`` up to the next heading) that name ``file:``."""
+        """The failure and error sections (from a ``____ title ____`` heading up to the next heading) that name a
+        line of ``file`` (``file:LINE``)."""
+        located = re.compile(rf"^{re.escape(file)}:\d")
         sections: list[list[str]] = []
+        current: list[str] | None = None
         for line in self.lines:
             if _HEADING.match(line):
-                sections.append([line])
+                current = [line]
+                sections.append(current)
             elif line.startswith("====="):
-                sections.append([])
-            elif sections:
-                sections[-1].append(line)
-        return "\n".join("\n".join(s) for s in sections if any(line.startswith(f"{file}:") for line in s))
+                current = None
+            elif current is not None:
+                current.append(line)
+        return "\n".join("\n".join(s) for s in sections if any(located.match(line) for line in s))
+
+    def text_of(self, *files: str) -> str:
+        """All the run printed about these files: their failure and error sections, and every other line naming
+        one of them (progress, short summary)."""
+        named = [line for line in self.lines if any(file in line for file in files)]
+        return "\n".join([*(self.section(file) for file in files), *named])
 
     def shows(self, *messages: str) -> None:
         """Each message is printed on a line of its own (literal text, no glob; surrounding blanks ignored)."""
