@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pytest
 
-OTHER_PLUGINS_OFF = "-p no:hypothesispytest -p no:langsmith_plugin"
-"""The runs that tests start leave out the pytest plugins of hypothesis and langsmith (installed with the dev
-dependencies, not needed by any eval run): each takes about half a second to import, in every run in a subprocess
-and in every pytest-xdist worker."""
+OTHER_PLUGINS_OFF = "-p no:hypothesispytest -p no:langsmith_plugin -p no:anyio"
+"""The runs that tests start leave out the pytest plugins of hypothesis, langsmith and anyio (installed with the dev
+dependencies, not needed by any eval run): the first two take about half a second each to import, anyio a tenth,
+in every run in a subprocess and in every pytest-xdist worker."""
 
 # `-rA` summary lines: "PASSED eval_a.yaml::case", "FAILED eval_a.yaml::case - reason", "ERROR eval_a.yaml::@file - …"
 _SUMMARY = re.compile(r"^(PASSED|FAILED|ERROR|XFAIL|XPASS) (\S+)(?: - .*)?$")
