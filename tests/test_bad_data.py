@@ -65,7 +65,7 @@ class _Recorder(http.server.BaseHTTPRequestHandler):
 def loopback() -> Iterator[tuple[str, list[str]]]:
     """A loopback HTTP server that records every request: its address and the paths asked for."""
     server = http.server.HTTPServer(("127.0.0.1", 0), _Recorder)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     _Recorder.hits = []
     yield f"http://127.0.0.1:{server.server_port}", _Recorder.hits
