@@ -1,5 +1,8 @@
 """Faults stay in their case (SPEC §7, §13): whatever an agent does, the run ends, every good case passes and the
-bad one fails with one message — serially, with many calls in flight, and under ``-n 2``."""
+bad one fails with one message — serially, with many calls in flight, and under ``-n 2``.
+
+The faults that leave the run going on share one run per mode (each in files of its own, read by its test); an
+agent that blocks or spins, Ctrl-C and a crashing worker each have runs of their own."""
 
 from __future__ import annotations
 
@@ -178,6 +181,7 @@ def shared_runs(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Sha
                 files |= {f"{name}.yaml": bad, f"{name}_ok.yaml": good}
             path = tmp_path_factory.mktemp(f"faults-{mode}") / "run"
             write_files(path, {"fault_agents.py": AGENTS.strip() + "\n", **files})  # as makepyfile writes it
+            # -v: the -v report sections (agent output, tool calls) some tests read; the failure text is the same
             runs[mode] = run_pytest(path, *OPTIONS, *MODES[mode], "-v", timeout=180, COLUMNS="400")
             assert runs[mode].ret == 1, repr(runs[mode])
         return runs[mode]
