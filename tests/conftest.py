@@ -5,11 +5,20 @@ from __future__ import annotations
 import jsonschema  # noqa: F401
 import pytest
 from agent_sources import SCRIPTED_AGENT
+from shared_run import OTHER_PLUGINS_OFF
 
 # The plugin imports its runner and jsonschema lazily (start-up time). Imported here once, so that pytester's
 # in-process runs find them loaded instead of importing them anew for every run.
 import pytest_agent_eval.execute
 import pytest_agent_eval.traffic.session  # noqa: F401 - with PyYAML, whose C loader cannot be imported twice
+
+
+@pytest.fixture
+def pytester(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
+    """pytester, whose runs (in-process, in a subprocess, and their pytest-xdist workers) load no plugin of other
+    packages that takes long to import and that no test here needs (see `OTHER_PLUGINS_OFF`)."""
+    monkeypatch.setenv("PYTEST_ADDOPTS", OTHER_PLUGINS_OFF)
+    return pytester
 
 
 @pytest.fixture

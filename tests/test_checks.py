@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
 
 import pytest
 from agent_sources import SCRIPTED_AGENT
+from shared_run import OTHER_PLUGINS_OFF
 
 # (check, passing case body, failing case body, fragments the failure text must contain)
 CASES: list[tuple[str, str, str, list[str]]] = [
@@ -168,6 +170,7 @@ def check_run(tmp_path_factory: pytest.TempPathFactory) -> str:
     proc = subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-rA", "--rootdir", str(path), str(path)],
         cwd=path,
+        env={**os.environ, "PYTEST_ADDOPTS": OTHER_PLUGINS_OFF},
         capture_output=True,
         text=True,
         timeout=120,

@@ -100,8 +100,8 @@ def test_x_stops_at_first_failure(evals: pytest.Pytester, suite: str) -> None:
 
 
 def test_xdist_gives_the_same_outcomes_as_serial(evals: pytest.Pytester, suite: str) -> None:
-    serial = evals.runpytest_subprocess("-p", "no:cacheprovider", "-rA")
-    parallel = evals.runpytest_subprocess("-n", "2", "-p", "no:cacheprovider", "-rA")
+    serial = evals.runpytest("-p", "no:cacheprovider", "-rA")
+    parallel = evals.runpytest("-n", "2", "-p", "no:cacheprovider", "-rA")
     serial.assert_outcomes(passed=2, failed=1)
     parallel.assert_outcomes(passed=2, failed=1)
     for line in (f"PASSED {suite}::first", f"FAILED {suite}::second*", f"PASSED {suite}::third"):

@@ -106,7 +106,7 @@ def test_same_outcomes_ids_and_junit_with_and_without_concurrency_and_xdist(conc
     }
     results = {}
     for name, args in runs.items():
-        result = conc.runpytest_subprocess(*args, "-rA", f"--junitxml={name}.xml")
+        result = conc.runpytest(*args, "-rA", f"--junitxml={name}.xml")
         result.assert_outcomes(passed=10, failed=2)
         results[name] = result
     expected = _outcomes(results["serial"])

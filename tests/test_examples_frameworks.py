@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from shared_run import OTHER_PLUGINS_OFF
 
 for framework in ("agents", "pydantic_ai", "langgraph.prebuilt", "langchain_openai"):
     pytest.importorskip(framework, reason="the dev extra installs the frameworks")
@@ -20,6 +21,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def _run(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k not in ("CI", "BUILD_NUMBER", "FRAMEWORKS_LLM_URL")}
     env["FRAMEWORKS_REAL_TOOL_LOG"] = str(tmp_path / "real_tools.log")
+    env["PYTEST_ADDOPTS"] = OTHER_PLUGINS_OFF
     command = [sys.executable, "-m", "pytest", "examples/frameworks", "-p", "no:cacheprovider", "-v", *args]
     return subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
 

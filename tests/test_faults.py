@@ -1,11 +1,16 @@
 """Faults stay in their case (SPEC §7, §13): whatever an agent does, the run ends, every good case passes and the
-bad one fails with one message — serially, with many calls in flight, and under ``-n 2``."""
+bad one fails with one message — serially, with many calls in flight, and under ``-n 2``.
+
+The faults that leave the run going on share one run per mode (each in files of its own, read by its test); an
+agent that blocks or spins, Ctrl-C and a crashing worker each have runs of their own."""
 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 
 import pytest
+from shared_run import SharedRun, run_pytest, write_files
 
 AGENTS = """
 import asyncio, os, sys, time
@@ -103,23 +108,15 @@ def faults(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest
     return pytester
 
 
+# hypothesis's plugin compiles its package at the terminal summary, while an abandoned agent thread may still run:
+# CPython 3.11 before 3.11.8 can fail two threads compiling at once (gh-106905, "AST constructor recursion depth
+# mismatch"). These runs do not need it.
+OPTIONS = ("-p", "no:cacheprovider", "-p", "no:hypothesispytest", "--timeout", "60", "-rA")
+
+
 def run(pytester: pytest.Pytester, mode: str, *args: str, ok_exit: tuple[int, ...] = (0, 1)) -> pytest.RunResult:
     """The run ends (pytest-timeout as a backstop inside, a hard limit outside) without an internal error."""
-    # hypothesis's plugin compiles its package at the terminal summary, while an abandoned agent thread may still
-    # run: CPython 3.11 before 3.11.8 can fail two threads compiling at once (gh-106905, "AST constructor
-    # recursion depth mismatch"). These runs do not need it.
-    result = pytester.runpytest_subprocess(
-        "-p",
-        "no:cacheprovider",
-        "-p",
-        "no:hypothesispytest",
-        "--timeout",
-        "60",
-        "-rA",
-        *MODES[mode],
-        *args,
-        timeout=180,
-    )
+    result = pytester.runpytest_subprocess(*OPTIONS, *MODES[mode], *args, timeout=180)
     output = result.stdout.str() + result.stderr.str()
     assert "INTERNALERROR" not in output, output
     assert result.ret in ok_exit, output
@@ -148,33 +145,79 @@ FAULTS = {  # file: (agent, case fields, file head, the failure's summary line)
     ),
 }
 
+RETITLES = (
+    bad_file("retitles", head='description: "\\x1b]0;file\\x07"\n')
+    .replace("expect: {contains: [answer]}", "expect: {contains: [missing]}")
+    .replace("id: bad,", 'id: bad, description: "title \\x1b]0;pwned\\x07",')
+)
 
-@pytest.mark.parametrize("mode", MODES)
-def test_an_agent_that_exits_or_raises_stop_iteration_fails_its_own_case(faults: pytest.Pytester, mode: str) -> None:
-    files = {name: bad_file(agent, extra, head) for name, (agent, extra, head, _) in FAULTS.items()}
-    faults.makefile(".yaml", eval_good=good_file(8), **files)
-    result = run(faults, mode)
-    result.assert_outcomes(passed=8, failed=2 * len(FAULTS))
-    printed = Counter(line.strip() for line in result.stdout.lines)
+# The faults that leave the run going on, each a bad file beside good ones (`<name>_ok.yaml`, run next to it):
+# one run of them all per mode, which each test reads for its own files.
+SCENARIOS = {  # name: (the bad file, its good neighbour)
+    "eval_broken": (bad_file("Broken"), good_file(6)),
+    "eval_retitle": (RETITLES, good_file(6)),
+    "eval_deep": (
+        bad_file("deep").replace("expect: {contains: [answer]}", "expect: {tools_called: [search]}"),
+        good_file(6),
+    ),
+    "eval_regex": (
+        bad_file("letters", ", timeout: 1").replace("expect: {contains: [answer]}", 'expect: {regex: "(a+)+$"}'),
+        good_file(6, ", timeout: 1"),
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def shared_runs(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], SharedRun]:
+    """The run of a mode: this module's faults that leave the run going on, each file run once per mode in one run
+    of them all (`-v`, short summary in full)."""
+    runs: dict[str, SharedRun] = {}
+
+    def run_of(mode: str) -> SharedRun:
+        if mode not in runs:
+            files = {f"{name}.yaml": bad_file(agent, extra, head) for name, (agent, extra, head, _) in FAULTS.items()}
+            files["eval_good.yaml"] = good_file(8)
+            for name, (bad, good) in SCENARIOS.items():
+                files |= {f"{name}.yaml": bad, f"{name}_ok.yaml": good}
+            path = tmp_path_factory.mktemp(f"faults-{mode}") / "run"
+            write_files(path, {"fault_agents.py": AGENTS.strip() + "\n", **files})  # as makepyfile writes it
+            # -v: the -v report sections (agent output, tool calls) some tests read; the failure text is the same
+            runs[mode] = run_pytest(path, *OPTIONS, *MODES[mode], "-v", timeout=180, COLUMNS="400")
+            assert runs[mode].ret == 1, repr(runs[mode])
+        return runs[mode]
+
+    return run_of
+
+
+@pytest.fixture(params=list(MODES))
+def shared(request: pytest.FixtureRequest, shared_runs: Callable[[str], SharedRun]) -> SharedRun:
+    return shared_runs(request.param)
+
+
+def scenario(name: str) -> tuple[str, str]:
+    """A scenario's files: the bad one and its good neighbour."""
+    return f"{name}.yaml", f"{name}_ok.yaml"
+
+
+def test_an_agent_that_exits_or_raises_stop_iteration_fails_its_own_case(shared: SharedRun) -> None:
+    shared.assert_outcomes(("eval_good.yaml", *(f"{name}.yaml" for name in FAULTS)), passed=8, failed=2 * len(FAULTS))
+    printed = Counter(line.strip() for line in shared.lines)
     expected = Counter(f"✗ {message}" for *_, message in FAULTS.values() for _case in ("before", "bad"))
-    assert {line: printed[line] for line in expected} == expected, result.stdout.str()
+    assert {line: printed[line] for line in expected} == expected, shared.stdout
     for name in FAULTS:
-        shows(
-            result,
-            f"FAILED {name}.yaml::bad - Failed: case bad failed: the agent failed, nothing was checked (score 0.00)",
+        shared.shows(
+            f"FAILED {name}.yaml::bad - Failed: case bad failed: the agent failed, nothing was checked (score 0.00)"
         )
 
 
-@pytest.mark.parametrize("mode", MODES)
-def test_an_agent_class_that_cannot_be_created_fails_with_one_line(faults: pytest.Pytester, mode: str) -> None:
-    faults.makefile(".yaml", eval_good=good_file(6), eval_bad=bad_file("Broken"))
-    result = run(faults, mode)
-    result.assert_outcomes(passed=6, failed=2)
-    message = "eval_bad.yaml:1: agent 'fault_agents:Broken': could not be created: ValueError: no API key"
-    lines = [line for line in result.stdout.lines if message in line and line.startswith("eval_bad")]
-    assert lines == [f"{message} (fault_agents.py:61)"] * 2, result.stdout.str()
-    assert "During handling" not in result.stdout.str()
-    assert "Traceback" not in result.stdout.str()
+def test_an_agent_class_that_cannot_be_created_fails_with_one_line(shared: SharedRun) -> None:
+    shared.assert_outcomes(scenario("eval_broken"), passed=6, failed=2)
+    message = "eval_broken.yaml:1: agent 'fault_agents:Broken': could not be created: ValueError: no API key"
+    lines = [line for line in shared.lines if message in line and line.startswith("eval_broken")]
+    assert lines == [f"{message} (fault_agents.py:61)"] * 2, shared.stdout
+    printed = shared.text_of(*scenario("eval_broken"))
+    assert "During handling" not in printed
+    assert "Traceback" not in printed
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -186,32 +229,22 @@ def test_a_keyboard_interrupt_from_an_agent_interrupts_the_run(faults: pytest.Py
     assert (faults.path / "junit.xml").exists()
 
 
-@pytest.mark.parametrize("mode", MODES)
-def test_control_characters_reach_the_terminal_escaped(faults: pytest.Pytester, mode: str) -> None:
-    head = 'description: "\\x1b]0;file\\x07"\n'
-    bad = bad_file("retitles", head=head).replace("expect: {contains: [answer]}", "expect: {contains: [missing]}")
-    bad = bad.replace("id: bad,", 'id: bad, description: "title \\x1b]0;pwned\\x07",')
-    faults.makefile(".yaml", eval_good=good_file(6), eval_bad=bad)
-    result = run(faults, mode, "-v")
-    result.assert_outcomes(passed=6, failed=2)
-    output = result.stdout.str()
-    assert "\x1b" not in output and "\x07" not in output
-    shows(result, "output: answer \\x1b]0;pwned\\x07 and \\x1b[2J done")
-    result.stdout.fnmatch_lines(["*bad: title \\x1b]0;pwned\\x07*"])
+def test_control_characters_reach_the_terminal_escaped(shared: SharedRun) -> None:
+    shared.assert_outcomes(scenario("eval_retitle"), passed=6, failed=2)
+    assert "\x1b" not in shared.stdout and "\x07" not in shared.stdout
+    shared.shows("output: answer \\x1b]0;pwned\\x07 and \\x1b[2J done")
+    shared.matcher.fnmatch_lines(["*bad: title \\x1b]0;pwned\\x07*"])
 
 
-@pytest.mark.parametrize("mode", MODES)
-def test_deeply_nested_agent_data_shows_the_failure_reason(faults: pytest.Pytester, mode: str) -> None:
-    bad = bad_file("deep").replace("expect: {contains: [answer]}", "expect: {tools_called: [search]}")
-    faults.makefile(".yaml", eval_good=good_file(6), eval_bad=bad)
-    result = run(faults, mode, "-v")
-    result.assert_outcomes(passed=6, failed=2)
-    assert "RecursionError" not in result.stdout.str()
-    shows(result, "✗ tools_called: not called: search (score 0.00)")
-    result.stdout.fnmatch_lines(["*1. lookup(x={'x': {'x': *{...}*}) -> None"])
+def test_deeply_nested_agent_data_shows_the_failure_reason(shared: SharedRun) -> None:
+    shared.assert_outcomes(scenario("eval_deep"), passed=6, failed=2)
+    assert "RecursionError" not in shared.stdout
+    shared.shows("✗ tools_called: not called: search (score 0.00)")
+    shared.matcher.fnmatch_lines(["*1. lookup(x={'x': {'x': *{...}*}) -> None"])
 
 
 # A spinning agent at concurrency 1 runs in pytest's own thread: only pytest-timeout's --timeout stops it (README).
+# Each in a run of its own: cases in flight beside other faults than these are not what this test pins.
 @pytest.mark.parametrize(
     ("agent", "mode"), [(a, m) for a in ("blocks", "spins") for m in MODES if (a, m) != ("spins", "serial")]
 )
@@ -228,14 +261,9 @@ def test_an_agent_that_blocks_the_event_loop_fails_alone_at_its_timeout(
     shows(result, "PASSED eval_good.yaml::good5")
 
 
-@pytest.mark.parametrize("mode", MODES)
-def test_a_catastrophic_regex_fails_its_case_at_the_timeout(faults: pytest.Pytester, mode: str) -> None:
-    bad = bad_file("letters", ", timeout: 1").replace("expect: {contains: [answer]}", 'expect: {regex: "(a+)+$"}')
-    faults.makefile(".yaml", eval_good=good_file(6, ", timeout: 1"), eval_bad=bad)
-    result = run(faults, mode)
-    result.assert_outcomes(passed=6, failed=2)
-    shows(
-        result,
+def test_a_catastrophic_regex_fails_its_case_at_the_timeout(shared: SharedRun) -> None:
+    shared.assert_outcomes(scenario("eval_regex"), passed=6, failed=2)
+    shared.shows(
         "✗ regex: check regex did not finish within 1 s: the pattern /(a+)+$/ backtracks catastrophically on "
         "this output",
     )

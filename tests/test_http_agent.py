@@ -64,7 +64,7 @@ class Handler(BaseHTTPRequestHandler):
 @pytest.fixture
 def service() -> Iterator[Service]:
     server = Service()
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     yield server
     server.shutdown()

@@ -140,9 +140,7 @@ def test_an_interrupted_run_leaves_a_valid_report_of_what_finished(pytester: pyt
 
 
 def test_a_run_stopped_by_x_reports_what_finished(suite: pytest.Pytester) -> None:
-    result = suite.runpytest_subprocess(
-        "-p", "no:cacheprovider", "-x", "--agent-eval-report", "r.json", "eval_suite.yaml"
-    )
+    result = suite.runpytest("-p", "no:cacheprovider", "-x", "--agent-eval-report", "r.json", "eval_suite.yaml")
     result.assert_outcomes(passed=1, failed=1)
     report = _load(suite.path / "r.json")
     assert (report["run"]["finished"], report["run"]["exit_status"]) == (False, 1)
@@ -159,7 +157,7 @@ def test_a_crashed_xdist_worker_leaves_a_report_of_the_other_cases(pytester: pyt
         ".yaml",
         eval_w=f"agent: usage_agent:run\ncases:\n{cases}  - {{id: dies, input: hi, context: {{crash: true}}}}\n",
     )
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-n", "2", "--agent-eval-report", "r.json")
+    result = pytester.runpytest("-p", "no:cacheprovider", "-n", "2", "--agent-eval-report", "r.json")
     result.assert_outcomes(passed=4, failed=1)  # xdist reports the crash as the item's failure
     report = _load(pytester.path / "r.json")
     assert report["run"]["finished"] is True
@@ -183,8 +181,8 @@ def _timeless(value: Any) -> Any:
 
 
 def test_the_report_is_the_same_with_and_without_xdist(suite: pytest.Pytester) -> None:
-    suite.runpytest_subprocess("-p", "no:cacheprovider", "--agent-eval-report", "serial.json")
-    suite.runpytest_subprocess("-p", "no:cacheprovider", "-n", "2", "--agent-eval-report", "xdist.json")
+    suite.runpytest("-p", "no:cacheprovider", "--agent-eval-report", "serial.json")
+    suite.runpytest("-p", "no:cacheprovider", "-n", "2", "--agent-eval-report", "xdist.json")
     serial, xdist = _load(suite.path / "serial.json"), _load(suite.path / "xdist.json")
     assert len(serial["cases"]) == 11
     assert _timeless(xdist["cases"]) == _timeless(serial["cases"])
@@ -200,7 +198,7 @@ def pytest_runtest_logfinish(nodeid):
 
 def test_a_session_level_error_leaves_a_report_of_what_finished(suite: pytest.Pytester) -> None:
     suite.makeconftest(SESSION_ERROR_CONFTEST)
-    result = suite.runpytest_subprocess("-p", "no:cacheprovider", "--agent-eval-report", "r.json", "eval_suite.yaml")
+    result = suite.runpytest("-p", "no:cacheprovider", "--agent-eval-report", "r.json", "eval_suite.yaml")
     assert result.ret == pytest.ExitCode.INTERNAL_ERROR
     report = _load(suite.path / "r.json")
     assert (report["run"]["finished"], report["run"]["exit_status"]) == (False, 3)

@@ -25,7 +25,7 @@ def suite(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.
 def _records(pytester: pytest.Pytester, *args: str) -> dict[str, dict[str, Any]]:
     out = pytester.path / "records.jsonl"
     out.unlink(missing_ok=True)
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", *args)
+    result = pytester.runpytest("-p", "no:cacheprovider", *args)
     result.assert_outcomes(passed=4, failed=2, skipped=1, errors=2, xfailed=1, xpassed=1)
     records = [json.loads(line) for line in out.read_text().splitlines()]
     return {r["nodeid"]: r for r in records}
@@ -134,7 +134,7 @@ def test_a_conversation_record_has_its_transcript(pytester: pytest.Pytester, mon
         eval_chat="agent: usage_agent:run\ncases:\n  - id: chat\n    context: {say: sure}\n"
         "    turns: [first question, second question]\n",
     )
-    pytester.runpytest_subprocess("-p", "no:cacheprovider").assert_outcomes(passed=1)
+    pytester.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=1)
     (record,) = (json.loads(line) for line in (pytester.path / "records.jsonl").read_text().splitlines())
     assert record["transcript"] == [
         {"role": "user", "content": "first question"},
@@ -151,7 +151,7 @@ def test_junit_score_of_a_case_with_nothing_scored_is_not_scored(
     monkeypatch.delenv("AGENT_EVAL_LLM_MODEL", raising=False)
     pytester.makepyfile(usage_agent=USAGE_AGENT)
     pytester.makefile(".yaml", eval_j="agent: usage_agent:run\ncases: [{id: j, input: hi, expect: {judge: polite}}]\n")
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--junitxml=r.xml")
+    result = pytester.runpytest("-p", "no:cacheprovider", "--junitxml=r.xml")
     result.assert_outcomes(skipped=1)  # nothing scored: no made-up verdict, and no made-up number in the record
     (case,) = ET.parse(pytester.path / "r.xml").getroot().iter("testcase")
     props = {p.get("name"): p.get("value") for p in case.iter("property")}

@@ -71,8 +71,8 @@ def _masked(section: list[str]) -> list[str]:
 
 
 def test_the_summary_is_the_same_with_and_without_xdist(suite: pytest.Pytester) -> None:
-    serial = suite.runpytest_subprocess("-p", "no:cacheprovider")
-    parallel = suite.runpytest_subprocess("-p", "no:cacheprovider", "-n", "2")
+    serial = suite.runpytest("-p", "no:cacheprovider")
+    parallel = suite.runpytest("-p", "no:cacheprovider", "-n", "2")
     assert _masked(_section(parallel.outlines)) == _masked(_section(serial.outlines))
     assert "eval_suite.yaml::flaky (score 0.75)" in "\n".join(_section(parallel.outlines))
 
@@ -81,7 +81,7 @@ def test_latency_percentiles_are_the_agents_own(pytester: pytest.Pytester) -> No
     pytester.makepyfile(usage_agent=USAGE_AGENT)
     cases = "".join(f"  - {{id: c{n}, input: hi, context: {{sleep: {s}}}}}\n" for n, s in enumerate((0.1, 0.2, 0.4)))
     pytester.makefile(".yaml", eval_slow=f"agent: usage_agent:run\ncases:\n{cases}")
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result = pytester.runpytest("-p", "no:cacheprovider")
     result.assert_outcomes(passed=3)
     p50, p95 = (float(cell.removesuffix(" s")) for cell in _table(_section(result.outlines))["all"][4:6])
     assert 0.2 <= p50 < 0.3  # nearest rank: the 2nd of 3

@@ -222,9 +222,7 @@ def test_a_server_that_always_fails_ends_the_case_as_error(
 def test_an_infrastructure_error_reads_as_error_under_xdist(project: pytest.Pytester, server: ChatServer) -> None:
     server.failures = 1000
     project.makefile(".yaml", eval_retry=evals_file("sync_agent", cases=2))
-    result = project.runpytest_subprocess(
-        "-p", "no:randomly", "-n", "2", "--agent-eval-retries", "0", "--junitxml=r.xml"
-    )  # fmt: skip
+    result = project.runpytest("-p", "no:randomly", "-n", "2", "--agent-eval-retries", "0", "--junitxml=r.xml")
     result.assert_outcomes(errors=2)
     result.stdout.fnmatch_lines(["*answered 429 Too Many Requests", "*answered 429 Too Many Requests"])
     suite = ElementTree.parse(project.path / "r.xml").getroot().find("testsuite")
@@ -355,7 +353,7 @@ def busiest_second(times: list[float]) -> int:
 def run_rate_limited(project: pytest.Pytester, server: ChatServer, *extra: str) -> None:
     project.makefile(".yaml", eval_rate=evals_file("sync_agent", cases=14))
     args = ("-p", "no:randomly", "-n", "2", "--agent-eval-concurrency", "16", "--agent-eval-rate-limit", "4/s")
-    result = project.runpytest_subprocess(*args, *extra)
+    result = project.runpytest(*args, *extra)
     result.assert_outcomes(passed=14)
     assert len(server.log) == 14
     assert busiest_second(server.log) <= 4 + 1  # one more for the clock edges of the window
