@@ -35,9 +35,10 @@ class EvalFile(pytest.File):
         # A large file makes ~10 long-lived objects per case: the cyclic GC would scan them over and over while
         # they are made, and find nothing to free (about a third of collection time at 10,000 cases).
         gc_policy.no_sweep_at_exit()
-        get_state(self.config).collected_evals = True
         with gc_policy.paused():
-            return list(self._items())
+            items = list(self._items())
+        get_state(self.config).eval_items += len(items)
+        return items
 
     def _items(self) -> Iterator[pytest.Item]:
         # The reader, dialects and checks load here: pytest makes an EvalFile for every eval file beside a test

@@ -12,6 +12,11 @@ import contextlib
 import gc
 from collections.abc import Iterator
 
+FREEZE_FROM = 1000
+"""Eval items from which a session freezes what is alive after collection: the collection before the freeze goes
+over the whole process, which costs more than the freeze saves for a few cases (and, in a process that runs many
+small sessions, as a test suite's in-process runs do, it would cost every one of them)."""
+
 _at_exit = False
 _frozen_by: object | None = None
 
@@ -48,14 +53,15 @@ def _collect_then_freeze() -> None:
     gc.freeze()
 
 
-def freeze_collected(owner: object) -> None:
+def freeze_collected(owner: object, items: int) -> None:
     """Move every object alive now (the collected items, first of all) out of the collector's reach while the
-    cases run, unless something froze objects before (an outer pytest session in this process, the user).
+    cases run: for a session of ``FREEZE_FROM`` eval items or more, unless something froze objects before (an
+    outer pytest session in this process, the user).
 
     Garbage is collected first, so that only live objects are frozen: what tells liveness by weak references
     (the tool stand-ins still alive, ``mocks.standins``) must not see a dead object kept frozen."""
     global _frozen_by
-    if _frozen_by is None and gc.get_freeze_count() == 0:
+    if items >= FREEZE_FROM and _frozen_by is None and gc.get_freeze_count() == 0:
         gc.collect()
         gc.freeze()
         _frozen_by = owner

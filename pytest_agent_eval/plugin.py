@@ -64,10 +64,10 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> EvalFile |
 @pytest.hookimpl(trylast=True)
 def pytest_collection_finish(session: pytest.Session) -> None:
     state = get_state(session.config)
-    if state.collected_evals:  # the items are made: the collector need not go over them while the cases run
+    if state.eval_items:  # the items are made: the collector need not go over them while the cases run
         from pytest_agent_eval import gc_policy
 
-        gc_policy.freeze_collected(state)
+        gc_policy.freeze_collected(state, state.eval_items)
 
 
 @pytest.hookimpl(trylast=True)

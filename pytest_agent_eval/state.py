@@ -52,8 +52,8 @@ class EvalSession:
         self._inflight: Any = _UNSET
         self.blocked: dict[int, CaseResult] = {}
         """Cases whose agent blocked the background loop, by ``id(case)``: failed so, and never started again."""
-        self.collected_evals = False
-        """Whether eval files were collected (the GC policy applies only then)."""
+        self.eval_items = 0
+        """How many items the eval files collected so far made (the GC policy depends on it)."""
         self.traffic: Traffic | None = self._start_traffic() if self.settings.traffic.on else None
         """The HTTP traffic hook (SPEC §14), installed only when an option needs it."""
 

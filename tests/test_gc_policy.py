@@ -6,6 +6,8 @@ import gc
 
 import pytest
 
+from pytest_agent_eval.gc_policy import FREEZE_FROM
+
 CONFTEST = """
 import atexit, gc
 
@@ -64,19 +66,26 @@ def test_a_stand_in_left_in_a_garbage_cycle_is_not_counted_as_mocked(pytester: p
         @pytest.fixture
         def agent(tool_mocks):
             search = tool_mocks.wrap(shop.search)
-            return lambda query, context: search(query)
+            return lambda query, context: search(query) if query == "q" else "answer"
         """
     )
-    pytester.makefile(".yaml", eval_left="cases:\n  - id: refund\n    input: q\n    tool_mocks: {refund: ok}\n")
+    others = "".join(f"  - {{id: c{n}, input: hi}}\n" for n in range(FREEZE_FROM))  # enough cases for the freeze
+    refund = "  - id: refund\n    input: q\n    tool_mocks: {refund: ok}\n"
+    pytester.makefile(".yaml", eval_left=f"cases:\n{refund}{others}")
     result = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "no:cacheprovider")
-    result.assert_outcomes(failed=1)
+    result.assert_outcomes(failed=1, passed=FREEZE_FROM)
     result.stdout.fnmatch_lines(["*has no mocked tool of that name; mocked tools: search; the agent was not called*"])
 
 
-def test_collected_items_are_frozen_while_cases_run_and_given_back_after(pytester: pytest.Pytester) -> None:
+@pytest.mark.parametrize(("cases", "frozen"), [(FREEZE_FROM, True), (FREEZE_FROM - 1, False)])
+def test_a_large_sessions_items_are_frozen_while_cases_run_and_given_back_after(
+    pytester: pytest.Pytester, cases: int, frozen: bool
+) -> None:
     pytester.makepyfile(ag="import gc\n\ndef run(query, context):\n    return f'frozen {gc.get_freeze_count() > 0}'\n")
-    evals = "agent: ag:run\ncases:\n  - {id: a, input: q, expect: {contains: [frozen True]}}\n"
-    pytester.makefile(".yaml", eval_one=evals)
+    rows = "".join(f"  - {{id: c{n}, input: q}}\n" for n in range(cases))
+    pytester.makefile(
+        ".yaml", eval_many=f"agent: ag:run\ndefaults:\n  expect: {{contains: [frozen {frozen}]}}\ncases:\n{rows}"
+    )
     assert gc.get_freeze_count() == 0
-    pytester.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=1)  # in this process
+    pytester.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=cases)  # in this process
     assert gc.get_freeze_count() == 0  # the session's end gave its objects back to the collector
