@@ -353,21 +353,25 @@ class LoopThread:
     def wait_case(
         self, future: concurrent.futures.Future[CaseResult], case: Case, timeout: float | None
     ) -> CaseResult | Stall:
-        """The case's result; or, when the loop is blocked for longer than the case's timeout (``timeout`` if it sets
-        none), what blocks it: no timeout on the loop can fire meanwhile. Its case is cancelled then."""
-        limit = case.timeout if case.timeout is not None else timeout
-        if limit is None:
-            return wait(future)
+        """The case's result; or what blocks the loop, when an agent holds it for longer than its own case's timeout
+        (``timeout`` if that case sets none), or something else for longer than this case's: no timeout on the loop
+        can fire meanwhile. This case is cancelled then.
+
+        Looked at also while waiting for a case without a timeout: another case's agent may block the loop then,
+        and the timeouts of every case in flight would run out behind it."""
+        own = case.timeout if case.timeout is not None else timeout
         while True:
             try:
-                return future.result(timeout=min(limit, 0.1))
+                return future.result(timeout=0.1 if own is None else min(own, 0.1))
             except concurrent.futures.TimeoutError:
                 pass
             except BaseException:
                 future.cancel()
                 raise
             stall = self.blocked()
-            if stall.seconds > limit:
+            culprit = stall.culprit
+            allowed = own if culprit is None else culprit.timeout if culprit.timeout is not None else timeout
+            if allowed is not None and stall.seconds > allowed:
                 future.cancel()  # its task is cancelled if the loop turns again
                 return stall
 

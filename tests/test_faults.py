@@ -77,6 +77,10 @@ class Broken:
 
     def run(self, query):
         return "answer"
+
+async def unhurried(query, context):
+    await asyncio.sleep(0.5)
+    return "answer"
 """
 
 MODES = {
@@ -259,6 +263,20 @@ def test_an_agent_that_blocks_the_event_loop_fails_alone_at_its_timeout(
         ["*✗ agent blocked the event loop for * s (timeout of case bad: 1 s)"], consecutive=False
     )
     shows(result, "PASSED eval_good.yaml::good5")
+
+
+def test_a_blocked_loop_is_seen_while_waiting_for_a_case_without_a_timeout(faults: pytest.Pytester) -> None:
+    """The first case has no timeout and is still in flight when the next one's agent blocks the loop: the blocking
+    agent fails at its own timeout, and the cases in flight behind it run again on a fresh loop (they used to fail
+    with their own timeouts, which ran out while the loop was held)."""
+    first = "agent: fault_agents:unhurried\ncases:\n  - {id: first, input: f, expect: {contains: [answer]}}\n"
+    blocker = "agent: fault_agents:blocks\ncases:\n  - {id: bad, input: b, timeout: 1}\n"
+    good = good_file(6, ", timeout: 1").replace("fault_agents:good", "fault_agents:slow")
+    faults.makefile(".yaml", eval_a_first=first, eval_b_blocks=blocker, eval_c_good=good)
+    result = run(faults, "concurrent")
+    result.assert_outcomes(passed=7, failed=1)
+    shows(result, "PASSED eval_a_first.yaml::first", *(f"PASSED eval_c_good.yaml::good{i}" for i in range(6)))
+    result.stdout.fnmatch_lines(["*✗ agent blocked the event loop for * s (timeout of case bad: 1 s)"])
 
 
 def test_a_catastrophic_regex_fails_its_case_at_the_timeout(shared: SharedRun) -> None:
