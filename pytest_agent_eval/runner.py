@@ -379,8 +379,7 @@ class LoopThread:
         """Leave this (blocked) loop: what runs on it is cancelled and it stops if it ever turns again; its thread,
         a daemon, cannot be stopped from outside."""
         with contextlib.suppress(RuntimeError):
-            self.submit(_cancel_pending())
-            self.loop.call_soon_threadsafe(self.loop.stop)
+            self.submit(_cancel_pending_then_stop())
 
     def submit(self, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
         return asyncio.run_coroutine_threadsafe(coro, self.loop)
@@ -428,6 +427,12 @@ async def _cancel_pending() -> None:
     for task in tasks:
         task.cancel()
     await asyncio.gather(*tasks, return_exceptions=True)
+
+
+async def _cancel_pending_then_stop() -> None:
+    """Cancel what runs on this loop, let it finish (its context managers exit in their own tasks), then stop."""
+    await _cancel_pending()
+    asyncio.get_running_loop().stop()
 
 
 async def _make_semaphore(limit: int) -> asyncio.Semaphore:
