@@ -34,6 +34,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "agent_eval: an eval case collected from a YAML/JSON file (pytest-agent-eval)")
     state = config.stash[STATE] = EvalSession(config)
+    # Among the first cleanups, so it runs after pytest's own, whose garbage collections then skip the frozen items.
+    config.add_cleanup(state.thaw)
     imports.add_root(config.rootpath)
     if state.settings.concurrency > 1:  # as xdist registers its DSession only with -n: concurrency 1 pays nothing
         from pytest_agent_eval.prepare import register_scheduler

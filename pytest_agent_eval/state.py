@@ -202,10 +202,14 @@ class EvalSession:
         inflight = self.inflight
         return () if inflight is None else inflight.suspects()
 
-    def close(self) -> None:
-        from pytest_agent_eval import gc_policy
+    def thaw(self) -> None:
+        """Give back to the cyclic GC what the session froze after collection (``gc_policy``)."""
+        if self.eval_items:
+            from pytest_agent_eval import gc_policy
 
-        gc_policy.unfreeze(self)
+            gc_policy.unfreeze(self)
+
+    def close(self) -> None:
         if self.traffic is not None:
             from pytest_agent_eval.traffic.session import stop
 
