@@ -143,6 +143,8 @@ def _read_yaml(path: Path, text: str) -> Document:
         node = loader.get_single_node()
         data = loader.construct_document(node) if node is not None else None
     except yaml.MarkedYAMLError as exc:
+        if "maximum nesting depth" in (exc.problem or ""):  # libyaml's own limit (PyYAML >= 6.0.4), far past ours
+            raise _too_deep(path, text) from exc
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark is not None else 1
         problem = " ".join(p for p in (exc.context, exc.problem) if p)
