@@ -370,6 +370,7 @@ class LoopThread:
                 raise
             stall = self.blocked()
             culprit = stall.culprit
+            # an agent holds the loop: its own case's limit, whichever case is waited for; else this case's
             allowed = own if culprit is None else culprit.timeout if culprit.timeout is not None else timeout
             if allowed is not None and stall.seconds > allowed:
                 future.cancel()  # its task is cancelled if the loop turns again

@@ -13,9 +13,6 @@ if TYPE_CHECKING:
 _INDENT = "    "
 
 
-# C0 and C1 control characters but newline and tab, and the bidirectional overrides (they reorder what is shown)
-
-
 def _value(value: Any) -> str:
     text = bounded_text(value)
     return text.replace("\n", "\n" + " " * (len(_INDENT) + 12))

@@ -91,6 +91,7 @@ def text_table(rows: list[tuple[str, ...]], align_left: int = 1) -> list[str]:
     ]
 
 
+# C0 and C1 control characters but newline and tab, and the bidirectional overrides (they reorder what is shown)
 _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
 
