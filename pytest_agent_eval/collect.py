@@ -106,13 +106,21 @@ def _relative(message: str, config: pytest.Config) -> str:
 
 
 def agent_eval_case(request: pytest.FixtureRequest) -> None:
-    """Runs one eval case (the test function behind every eval item)."""
-    from pytest_agent_eval.execute import run_item  # the runner loads with the first case run
+    """Runs one eval case: the test function behind every eval item when pytest keeps no request on the item
+    (:func:`compat.item_keeps_request`); else :meth:`EvalItem.run_case`."""
     from pytest_agent_eval.prepare import user_error
 
     __tracebackhide__ = user_error
     item = request.node
     assert isinstance(item, EvalItem)
+    _run(item, request)
+
+
+def _run(item: EvalItem, request: pytest.FixtureRequest) -> None:
+    from pytest_agent_eval.execute import run_item  # the runner loads with the first case run
+    from pytest_agent_eval.prepare import user_error
+
+    __tracebackhide__ = user_error
     run_item(item, request)
 
 
@@ -121,7 +129,7 @@ class EvalItem(pytest.Function):
 
     def __init__(self, *, case: Case, **kwargs: Any) -> None:
         # No `originalname`: pytest 9.2 builds the node id from it; the callable is given, so nothing looks it up.
-        super().__init__(callobj=agent_eval_case, **kwargs)
+        super().__init__(callobj=self.run_case if compat.item_keeps_request() else agent_eval_case, **kwargs)
         compat.bracketed_node_id(self)  # `case[variant]`: --lf matches it on pytest >= 9.2
         self.case = case
         state = get_state(self.config)
@@ -140,6 +148,13 @@ class EvalItem(pytest.Function):
             self.extra_keyword_matches.add(case.description)
         if case.stop_on_failure:
             self.stash[STOPS] = True
+
+    def run_case(self) -> None:
+        """Runs the eval case (the test function behind the item)."""
+        from pytest_agent_eval.prepare import user_error
+
+        __tracebackhide__ = user_error
+        _run(self, compat.item_request(self))
 
     def reportinfo(self) -> tuple[Path, int, str]:
         return (

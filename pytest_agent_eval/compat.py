@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import functools
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -21,6 +22,28 @@ if TYPE_CHECKING:  # the engine's parts (blocking.py) use this module without py
 def fixtureinfo(item: pytest.Item) -> Any:
     """The item's fixture closure, so the next item of its file can reuse it (``None``: each computes its own)."""
     return getattr(item, "_fixtureinfo", None)
+
+
+@functools.cache
+def item_keeps_request() -> bool:
+    """pytest keeps a test function's own ``FixtureRequest`` as ``item._request`` (``Function._initrequest``).
+
+    Then an eval item's function takes no argument: a ``request`` argument makes pytest build a fixture definition
+    for it per item (about 20 us each). Fallback: the function takes ``request``.
+    """
+    import pytest
+
+    return hasattr(pytest.Function, "_initrequest")
+
+
+def item_request(item: pytest.Item) -> pytest.FixtureRequest:
+    """The item's own fixture request (when :func:`item_keeps_request`)."""
+    import pytest
+
+    request = getattr(item, "_request", None)
+    if not isinstance(request, pytest.FixtureRequest):  # pragma: no cover - guarded by item_keeps_request
+        raise TypeError(f"pytest kept no fixture request on {item.nodeid}")
+    return request
 
 
 def bracketed_node_id(item: pytest.Item) -> None:

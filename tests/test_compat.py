@@ -80,3 +80,48 @@ def test_a_blocking_call_runs_its_own_loop_even_where_the_loop_cannot_be_hidden(
         return blocking.outside_loop(lambda: asyncio.run(asyncio.sleep(0, "inner ran")))
 
     assert asyncio.run(outer()) == "inner ran"
+
+
+@pytest.mark.parametrize("keeps", [True, False], ids=["item keeps its request", "fallback: request argument"])
+def test_eval_items_run_with_and_without_the_items_own_request(
+    evals: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, keeps: bool
+) -> None:
+    monkeypatch.setattr(compat, "item_keeps_request", lambda: keeps)
+    evals.makeconftest(
+        """
+        import pytest
+
+        @pytest.fixture
+        def agent(request):
+            from scripted import run
+            return run
+        """
+    )
+    evals.makefile(
+        ".yaml",
+        eval_req="""
+        cases:
+          - id: good
+            input: hello
+            expect: {contains: [hello]}
+          - id: bad
+            input: hello
+            expect: {contains: [bye]}
+          - id: mocked
+            input: hello
+            tool_mocks: {search: {return: x}}
+        """,
+    )
+    result = evals.runpytest("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1, failed=2)
+    result.stdout.fnmatch_lines(
+        [
+            "*_ bad _*",
+            "*contains: output lacks 'bye'*",
+            "eval_req.yaml:5: bad",
+            "*_ mocked _*",
+            "eval_req.yaml:8: case mocked has tool_mocks for search but no tool is patched*",
+            "FAILED eval_req.yaml::bad - *",
+        ]
+    )
+    assert "pytest_agent_eval" not in result.stdout.str()  # no frame of the plugin in the failure text
