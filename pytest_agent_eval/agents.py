@@ -11,6 +11,7 @@ from typing import Any
 
 from pytest_agent_eval.adapters import AdapterRegistry, Agent, builtin_adapters
 from pytest_agent_eval.blocking import in_thread, outside_loop
+from pytest_agent_eval.eager import needs_loop
 from pytest_agent_eval.faults import describe, escape, interrupt
 from pytest_agent_eval.imports import ImportRefError, import_object
 from pytest_agent_eval.stalls import timed_steps
@@ -74,6 +75,7 @@ async def invoke(agent: Agent, query: str, context: dict[str, Any], *, inline: b
         else:
             result = await in_thread(agent.call, query, context)
         if inspect.isawaitable(result):
+            await needs_loop()  # a sync agent's awaitable: it runs on the loop
             result = await timed_steps(result)  # fails when a step blocks the loop past the case's timeout
     except BaseException as exc:
         interrupt(exc)  # KeyboardInterrupt: the run stops, as on Ctrl-C

@@ -14,6 +14,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
+from pytest_agent_eval import eager
 from pytest_agent_eval.adapters import Agent, UnreadableResult
 from pytest_agent_eval.adapters.base import TRIAL
 from pytest_agent_eval.agents import invoke
@@ -286,7 +287,10 @@ async def _conversation(
 async def run_case(case: Case, agent: Agent, settings: RunSettings) -> CaseResult:
     """All trials of the case (``repeat``), concurrently within the limit; the pass rate decides."""
     repeat = settings.repeat or case.repeat
-    CALL.set((case, case.timeout if case.timeout is not None else settings.default_timeout))
+    timeout = case.timeout if case.timeout is not None else settings.default_timeout
+    CALL.set((case, timeout))
+    if not (repeat == 1 and timeout is None and _loop_free(case, agent, settings)):
+        await eager.needs_loop()  # when started outside the loop (InlineLoop): the rest of the run goes on on it
     if settings.traffic is not None:
         trials = await settings.traffic.run_trials(case, repeat, lambda n: run_trial(case, agent, settings, n))
     elif repeat == 1:  # in this task: no task, future and loop turns of a gather per case
@@ -299,17 +303,33 @@ async def run_case(case: Case, agent: Agent, settings: RunSettings) -> CaseResul
     return CaseResult(case, trials, rate >= case.min_pass_rate, score, rate)
 
 
+def _loop_free(case: Case, agent: Agent, settings: RunSettings) -> bool:
+    """Whether a trial of the case never waits on the loop: a sync agent called in this thread, checks that are
+    pure or called here too, and no concurrency limit, traffic layer or simulated user."""
+    return (
+        settings.inline
+        and not agent.is_async
+        and settings.limit is None
+        and settings.traffic is None
+        and case.simulated_user is None
+    )
+
+
 class InlineLoop:
     """An event loop in the calling (main) thread that runs one case at a time: no hand-off between threads.
 
-    For concurrency 1. A signal (Ctrl-C, pytest-timeout) lands in the running case itself.
+    For concurrency 1. A signal (Ctrl-C, pytest-timeout) lands in the running case itself. A case starts outside
+    the loop and goes on as a task on it only where it needs it (``eager``): most never do.
     """
 
     def __init__(self) -> None:
         self.loop = asyncio.new_event_loop()
 
     def run(self, coro: Coroutine[Any, Any, T]) -> T:
-        task = self.loop.create_task(coro)
+        started = eager.start(coro)  # a case that never waits ends here, without a turn of the loop
+        if isinstance(started, eager.Finished):
+            return started.value
+        task = started.context.run(self.loop.create_task, started.rest())
         try:
             return self.loop.run_until_complete(task)
         except BaseException:

@@ -180,15 +180,18 @@ class EvalSession:
         from pytest_agent_eval.runner import RunSettings
 
         runner = self.runner
+        inline = runner is not self._loop
+        # In this thread one case runs at a time: with one trial, there is nothing for the limit to hold back.
+        alone = inline and (self.settings.repeat or case.repeat) == 1
         return RunSettings(
             checks=self.checks,
             default_timeout=self.settings.timeout,
             llm=llm,
             recorder=recorder,
-            limit=self._limit,
+            limit=None if alone else self._limit,
             repeat=self.settings.repeat,
             require_llm=self.settings.require_llm,
-            inline=runner is not self._loop,
+            inline=inline,
             traffic=self.traffic,
             assertion_hook=self.config.hook.pytest_agent_eval_evaluate_assertion,
         )

@@ -1,0 +1,91 @@
+"""A case's run started in the calling thread, outside the event loop, until it needs the loop.
+
+At concurrency 1 most cases (a sync agent, no timeout, one trial) never wait on anything: turning the event loop
+for them (a task, two loop iterations, a selector poll) is about a fifth of a fast case's cost. So the inline
+runner first steps the run's coroutine itself. Code on that path that needs the loop (an async agent, a timeout,
+the traffic layer, several trials) awaits :func:`needs_loop` first; the rest of the run then goes on as a task on
+the loop, in the same context. Public asyncio only: a coroutine's ``send``/``throw``.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import types
+from collections.abc import Coroutine, Generator
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+from pytest_agent_eval import compat
+
+T = TypeVar("T")
+
+
+class _LoopWanted:
+    """What a run started outside the loop yields when it needs the loop."""
+
+    def __repr__(self) -> str:
+        return "<the event loop wanted>"
+
+
+LOOP_WANTED = _LoopWanted()
+
+
+class _NeedsLoop:
+    def __await__(self) -> Generator[Any, None, None]:
+        if compat.running_loop() is None:  # started outside the loop: hand the rest over to it
+            yield LOOP_WANTED
+
+
+def needs_loop() -> _NeedsLoop:
+    """Awaited before anything that needs a running event loop; does nothing where one runs."""
+    return _NeedsLoop()
+
+
+@dataclass
+class Suspended(Generic[T]):
+    """A run that needs the loop from here on: ``rest()`` is its remainder, to run as a task in ``context``."""
+
+    coro: Coroutine[Any, Any, T]
+    yielded: Any
+    context: contextvars.Context
+
+    async def rest(self) -> T:
+        return await _go_on(self.coro, self.yielded)  # type: ignore[no-any-return]
+
+
+@dataclass
+class Finished(Generic[T]):
+    value: T
+
+
+def start(coro: Coroutine[Any, Any, T]) -> Finished[T] | Suspended[T]:
+    """Step ``coro`` in this thread, in a copy of the current context, until it ends or awaits the loop.
+
+    What it raises comes out of here, as it would from the loop.
+    """
+    context = contextvars.copy_context()
+    try:
+        yielded = context.run(coro.send, None)
+    except StopIteration as done:
+        return Finished(done.value)
+    return Suspended(coro, yielded, context)
+
+
+@types.coroutine
+def _go_on(coro: Coroutine[Any, Any, Any], yielded: Any) -> Generator[Any, Any, Any]:
+    """Continue ``coro`` under a task: its first yield (``LOOP_WANTED``) becomes a bare yield (the task steps it
+    again at once); later ones, and what the task sends or throws in (cancellation), pass through."""
+    if yielded is LOOP_WANTED:
+        yielded = None
+    while True:
+        try:
+            value, error = (yield yielded), None
+        except GeneratorExit:
+            coro.close()
+            raise
+        except BaseException as exc:
+            value, error = None, exc
+        try:
+            yielded = coro.throw(error) if error is not None else coro.send(value)
+        except StopIteration as done:
+            return done.value

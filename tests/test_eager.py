@@ -1,0 +1,171 @@
+"""A case's run starts outside the event loop at concurrency 1 and moves onto the loop where it needs it
+(``pytest_agent_eval.eager``, ``runner.InlineLoop``): the verdicts, the task and the context are as on the loop."""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_agent_eval import eager
+from pytest_agent_eval.agents import as_agent
+from pytest_agent_eval.cases.model import Case
+from pytest_agent_eval.checks import builtin_registry
+from pytest_agent_eval.runner import CaseResult, InlineLoop, RunSettings, run_case
+from pytest_agent_eval.stalls import CALL
+
+VAR: contextvars.ContextVar[str] = contextvars.ContextVar("VAR", default="unset")
+
+
+@pytest.fixture
+def inline() -> Iterator[InlineLoop]:
+    runner = InlineLoop()
+    yield runner
+    runner.close()
+
+
+def _case(**fields: Any) -> Case:
+    return Case(id="c", path=Path("eval_x.yaml"), line=1, query="q", expect={"contains": ["yes"]}, **fields)
+
+
+def _run(runner: InlineLoop, agent: Any, limit: asyncio.Semaphore | None = None, **fields: Any) -> CaseResult:
+    settings = RunSettings(checks=builtin_registry(), inline=True, limit=limit)
+    return runner.run(run_case(_case(**fields), as_agent(agent), settings))
+
+
+def _verdict(result: CaseResult) -> tuple[bool, list[str | None], list[str]]:
+    return result.passed, [t.run.output for t in result.trials], [r for t in result.trials for r in t.reasons]
+
+
+def _turns(runner: InlineLoop) -> list[int]:
+    """A callback waiting on the loop: it runs at the loop's next turn."""
+    turned: list[int] = []
+    runner.loop.call_soon(turned.append, 1)
+    return turned
+
+
+def test_a_sync_case_that_never_waits_ends_without_a_turn_of_the_loop(inline: InlineLoop) -> None:
+    turned = _turns(inline)
+    assert _verdict(_run(inline, lambda q, c: "yes")) == (True, ["yes"], [])
+    assert turned == []
+    assert _verdict(_run(inline, lambda q, c: "no")) == (False, ["no"], ["contains: output lacks 'yes'"])
+    assert turned == []
+
+
+def _in_task() -> str:
+    asyncio.get_running_loop()  # raises outside a loop
+    return "yes" if asyncio.current_task() is not None else "no task"
+
+
+async def _async_agent(query: str, context: dict[str, Any]) -> str:
+    await asyncio.sleep(0.001)
+    return _in_task()
+
+
+def _returns_awaitable(query: str, context: dict[str, Any]) -> Any:
+    return _async_agent(query, context)
+
+
+def _sync_in_task(query: str, context: dict[str, Any]) -> str:
+    return "yes"
+
+
+@pytest.mark.parametrize(
+    ("agent", "fields", "limit"),
+    [
+        pytest.param(_async_agent, {}, None, id="async agent"),
+        pytest.param(_returns_awaitable, {}, None, id="sync agent returning an awaitable"),
+        pytest.param(_sync_in_task, {"timeout": 5.0}, None, id="timeout"),
+        pytest.param(_sync_in_task, {"repeat": 3}, None, id="repeat"),
+        pytest.param(_sync_in_task, {}, "limit", id="concurrency limit"),
+    ],
+)
+def test_what_needs_the_loop_runs_in_a_task_on_it(
+    inline: InlineLoop, agent: Any, fields: dict[str, Any], limit: str | None
+) -> None:
+    turned = _turns(inline)
+    result = _run(inline, agent, asyncio.Semaphore(1) if limit else None, **fields)
+    assert _verdict(result) == (True, ["yes"] * len(result.trials), [])
+    assert len(result.trials) == fields.get("repeat", 1)
+    assert turned == [1]
+
+
+def test_an_async_agent_sees_its_task_and_loop(inline: InlineLoop) -> None:
+    async def agent(query: str, context: dict[str, Any]) -> str:
+        return _in_task()
+
+    assert _verdict(_run(inline, agent)) == (True, ["yes"], [])
+
+
+def test_what_a_run_sets_in_its_context_stays_in_it(inline: InlineLoop) -> None:
+    def sync_agent(query: str, context: dict[str, Any]) -> str:
+        VAR.set("agent")
+        return "yes"
+
+    async def async_agent(query: str, context: dict[str, Any]) -> str:
+        VAR.set("agent")
+        return "yes"
+
+    for agent in (sync_agent, async_agent):
+        assert _run(inline, agent).passed
+        assert (VAR.get(), CALL.get(None)) == ("unset", None)
+
+
+async def _steps(log: list[str]) -> str:
+    VAR.set("before")
+    log.append("outside the loop")
+    await eager.needs_loop()
+    log.append(f"on the loop, {VAR.get()}, task: {asyncio.current_task() is not None}")
+    await asyncio.sleep(0)
+    return "done"
+
+
+def test_start_hands_the_rest_to_a_task_in_the_same_context() -> None:
+    log: list[str] = []
+    started = eager.start(_steps(log))
+    assert isinstance(started, eager.Suspended)
+    assert log == ["outside the loop"]
+    assert VAR.get() == "unset"
+    loop = asyncio.new_event_loop()
+    try:
+        assert loop.run_until_complete(started.context.run(loop.create_task, started.rest())) == "done"
+    finally:
+        loop.close()
+    assert log == ["outside the loop", "on the loop, before, task: True"]
+
+
+def test_needs_loop_does_nothing_on_a_running_loop() -> None:
+    log: list[str] = []
+    assert asyncio.run(_steps(log)) == "done"
+    assert log == ["outside the loop", "on the loop, before, task: True"]
+
+
+def test_start_raises_what_the_run_raises() -> None:
+    async def fails() -> None:
+        raise ValueError("bad")
+
+    with pytest.raises(ValueError, match="bad"):
+        eager.start(fails())
+
+
+def test_cancelling_the_rest_reaches_the_run(inline: InlineLoop) -> None:
+    log: list[str] = []
+
+    async def waits() -> None:
+        await eager.needs_loop()
+        try:
+            await asyncio.sleep(30)
+        finally:
+            log.append("cleaned up")
+
+    started = eager.start(waits())
+    assert isinstance(started, eager.Suspended)
+    task = inline.loop.create_task(started.rest())
+    inline.loop.call_later(0.01, task.cancel)
+    with pytest.raises(asyncio.CancelledError):
+        inline.loop.run_until_complete(task)
+    assert log == ["cleaned up"]
