@@ -43,14 +43,16 @@ def needs_loop() -> _NeedsLoop:
 
 @dataclass
 class Suspended(Generic[T]):
-    """A run that needs the loop from here on: ``rest()`` is its remainder, to run as a task in ``context``."""
+    """A run that needs the loop from here on: ``rest()`` is its remainder, to run as a task."""
 
     coro: Coroutine[Any, Any, T]
     yielded: Any
     context: contextvars.Context
+    """The context the run started in; its remainder goes on in it (not in a copy: a context variable set before
+    the hand-over, such as a tool-mock recording's, is reset in it after)."""
 
     async def rest(self) -> T:
-        return await _go_on(self.coro, self.yielded)  # type: ignore[no-any-return]
+        return await _go_on(self.coro, self.yielded, self.context)  # type: ignore[no-any-return]
 
 
 @dataclass
@@ -72,9 +74,10 @@ def start(coro: Coroutine[Any, Any, T]) -> Finished[T] | Suspended[T]:
 
 
 @types.coroutine
-def _go_on(coro: Coroutine[Any, Any, Any], yielded: Any) -> Generator[Any, Any, Any]:
-    """Continue ``coro`` under a task: its first yield (``LOOP_WANTED``) becomes a bare yield (the task steps it
-    again at once); later ones, and what the task sends or throws in (cancellation), pass through."""
+def _go_on(coro: Coroutine[Any, Any, Any], yielded: Any, context: contextvars.Context) -> Generator[Any, Any, Any]:
+    """Continue ``coro`` under a task, each step in ``context``: its first yield (``LOOP_WANTED``) becomes a bare
+    yield (the task steps it again at once); later ones, and what the task sends or throws in (cancellation),
+    pass through."""
     if yielded is LOOP_WANTED:
         yielded = None
     while True:
@@ -86,6 +89,6 @@ def _go_on(coro: Coroutine[Any, Any, Any], yielded: Any) -> Generator[Any, Any, 
         except BaseException as exc:
             value, error = None, exc
         try:
-            yielded = coro.throw(error) if error is not None else coro.send(value)
+            yielded = context.run(coro.throw, error) if error is not None else context.run(coro.send, value)
         except StopIteration as done:
             return done.value

@@ -329,7 +329,7 @@ class InlineLoop:
         started = eager.start(coro)  # a case that never waits ends here, without a turn of the loop
         if isinstance(started, eager.Finished):
             return started.value
-        task = started.context.run(self.loop.create_task, started.rest())
+        task = self.loop.create_task(started.rest())
         try:
             return self.loop.run_until_complete(task)
         except BaseException:

@@ -20,6 +20,9 @@ async def async_two(query, context):
     await asyncio.sleep(0.01)
     return {"response": f"async {query}", "tools_called": ["search"]}
 
+def sync_awaitable(query, context):  # a sync callable whose result is awaited (on the loop)
+    return async_two(query, context)
+
 class Bot:
     instances = 0
     def __init__(self):
@@ -93,6 +96,9 @@ cases:
   - id: async_two
     input: hi
     expect: {equals: async hi, tools_called: [search]}
+  - id: sync_awaitable
+    input: hi
+    expect: {equals: async hi, tools_called: [search]}
   - id: bot
     input: hi
     expect: {equals: "bot hi #1", tool_args: {lookup: {id: 1}}}
@@ -115,6 +121,7 @@ cases:
 import pytest
 
 REFS = {"sync_two": "agents_mod:sync_two", "sync_one": "agents_mod:sync_one", "async_two": "agents_mod:async_two",
+        "sync_awaitable": "agents_mod:sync_awaitable",
         "bot": "agents_mod:Bot", "bot_again": "agents_mod:Bot", "abot": "agents_mod:AsyncBot",
         "invoker": "agents_mod:Invoker", "graph_state": "agents_mod:graph_state"}
 
@@ -127,7 +134,7 @@ _instances = {}
 """
     )
     result = agents.runpytest("-v")
-    result.assert_outcomes(passed=8)
+    result.assert_outcomes(passed=9)
 
 
 def test_file_agent_class_is_instantiated_once_per_session(agents: pytest.Pytester) -> None:

@@ -15,6 +15,7 @@ from pytest_agent_eval import eager
 from pytest_agent_eval.agents import as_agent
 from pytest_agent_eval.cases.model import Case
 from pytest_agent_eval.checks import builtin_registry
+from pytest_agent_eval.mocks import MockPlan
 from pytest_agent_eval.runner import CaseResult, InlineLoop, RunSettings, run_case
 from pytest_agent_eval.stalls import CALL
 
@@ -33,8 +34,13 @@ def _case(**fields: Any) -> Case:
 
 
 def _run(runner: InlineLoop, agent: Any, limit: asyncio.Semaphore | None = None, **fields: Any) -> CaseResult:
-    settings = RunSettings(checks=builtin_registry(), inline=True, limit=limit)
-    return runner.run(run_case(_case(**fields), as_agent(agent), settings))
+    """The case's run as an eval item's at concurrency 1: tool calls recorded (a context variable set and reset
+    around each trial), no concurrency limit for a lone trial."""
+    case = _case(**fields)
+    settings = RunSettings(
+        checks=builtin_registry(), inline=True, limit=limit, recorder=MockPlan.for_case(case).recorder
+    )
+    return runner.run(run_case(case, as_agent(agent), settings))
 
 
 def _verdict(result: CaseResult) -> tuple[bool, list[str | None], list[str]]:
@@ -136,6 +142,20 @@ def test_start_hands_the_rest_to_a_task_in_the_same_context() -> None:
     finally:
         loop.close()
     assert log == ["outside the loop", "on the loop, before, task: True"]
+
+
+def test_a_context_variable_set_before_the_hand_over_is_reset_after_it() -> None:
+    async def scoped() -> str:
+        token = VAR.set("scoped")
+        await eager.needs_loop()
+        await asyncio.sleep(0)
+        seen = VAR.get()
+        VAR.reset(token)  # a token of another context would raise ValueError
+        return f"{seen}, then {VAR.get()}"
+
+    started = eager.start(scoped())
+    assert isinstance(started, eager.Suspended)
+    assert asyncio.run(started.rest()) == "scoped, then unset"
 
 
 def test_needs_loop_does_nothing_on_a_running_loop() -> None:
