@@ -304,15 +304,10 @@ async def run_case(case: Case, agent: Agent, settings: RunSettings) -> CaseResul
 
 
 def _loop_free(case: Case, agent: Agent, settings: RunSettings) -> bool:
-    """Whether a trial of the case never waits on the loop: a sync agent called in this thread, checks that are
-    pure or called here too, and no concurrency limit, traffic layer or simulated user."""
-    return (
-        settings.inline
-        and not agent.is_async
-        and settings.limit is None
-        and settings.traffic is None
-        and case.simulated_user is None
-    )
+    """Whether a trial of the case never waits on the loop: a sync agent called in this thread (its HTTP requests
+    through the traffic layer's sync path), checks that are pure or called here too, and no concurrency limit or
+    simulated user."""
+    return settings.inline and not agent.is_async and settings.limit is None and case.simulated_user is None
 
 
 class InlineLoop:

@@ -18,6 +18,8 @@ from pytest_agent_eval.checks import builtin_registry
 from pytest_agent_eval.mocks import MockPlan
 from pytest_agent_eval.runner import CaseResult, InlineLoop, RunSettings, run_case
 from pytest_agent_eval.stalls import CALL
+from pytest_agent_eval.traffic.hook import Traffic, TrafficSettings
+from pytest_agent_eval.traffic.scope import CURRENT
 
 VAR: contextvars.ContextVar[str] = contextvars.ContextVar("VAR", default="unset")
 
@@ -33,13 +35,18 @@ def _case(**fields: Any) -> Case:
     return Case(id="c", path=Path("eval_x.yaml"), line=1, query="q", expect={"contains": ["yes"]}, **fields)
 
 
-def _run(runner: InlineLoop, agent: Any, limit: asyncio.Semaphore | None = None, **fields: Any) -> CaseResult:
+def _run(
+    runner: InlineLoop,
+    agent: Any,
+    limit: asyncio.Semaphore | None = None,
+    traffic: Traffic | None = None,
+    **fields: Any,
+) -> CaseResult:
     """The case's run as an eval item's at concurrency 1: tool calls recorded (a context variable set and reset
     around each trial), no concurrency limit for a lone trial."""
     case = _case(**fields)
-    settings = RunSettings(
-        checks=builtin_registry(), inline=True, limit=limit, recorder=MockPlan.for_case(case).recorder
-    )
+    recorder = MockPlan.for_case(case).recorder
+    settings = RunSettings(checks=builtin_registry(), inline=True, limit=limit, recorder=recorder, traffic=traffic)
     return runner.run(run_case(case, as_agent(agent), settings))
 
 
@@ -60,6 +67,24 @@ def test_a_sync_case_that_never_waits_ends_without_a_turn_of_the_loop(inline: In
     assert turned == []
     assert _verdict(_run(inline, lambda q, c: "no")) == (False, ["no"], ["contains: output lacks 'yes'"])
     assert turned == []
+
+
+@pytest.mark.parametrize("repeat", [1, 2])
+def test_a_sync_agents_trials_go_through_the_traffic_layer_with_the_loop_only_for_several(
+    inline: InlineLoop, tmp_path: Path, repeat: int
+) -> None:
+    seen: list[Any] = []
+
+    def agent(query: str, context: dict[str, Any]) -> str:
+        seen.append(CURRENT.get())  # the trial the traffic hook attributes a request to
+        return "yes"
+
+    turned = _turns(inline)
+    result = _run(inline, agent, traffic=Traffic(TrafficSettings(root=tmp_path)), repeat=repeat)
+    assert _verdict(result) == (True, ["yes"] * repeat, [])
+    assert sorted(trial.number for trial in seen) == list(range(1, repeat + 1))
+    assert CURRENT.get() is None
+    assert turned == ([] if repeat == 1 else [1])
 
 
 def _in_task() -> str:
