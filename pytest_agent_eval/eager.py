@@ -84,7 +84,7 @@ def _go_on(coro: Coroutine[Any, Any, Any], yielded: Any, context: contextvars.Co
         try:
             value, error = (yield yielded), None
         except GeneratorExit:
-            coro.close()
+            context.run(coro.close)
             raise
         except BaseException as exc:
             value, error = None, exc

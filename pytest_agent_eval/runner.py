@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from pytest_agent_eval import eager
-from pytest_agent_eval.adapters import Agent, UnreadableResult
+from pytest_agent_eval.adapters import Agent, UnreadableResult, is_builtin
 from pytest_agent_eval.adapters.base import TRIAL
 from pytest_agent_eval.agents import invoke
 from pytest_agent_eval.blocking import in_thread, outside_loop
@@ -304,10 +304,19 @@ async def run_case(case: Case, agent: Agent, settings: RunSettings) -> CaseResul
 
 
 def _loop_free(case: Case, agent: Agent, settings: RunSettings) -> bool:
-    """Whether a trial of the case never waits on the loop: a sync agent called in this thread (its HTTP requests
-    through the traffic layer's sync path), checks that are pure or called here too, and no concurrency limit or
-    simulated user."""
-    return settings.inline and not agent.is_async and settings.limit is None and case.simulated_user is None
+    """Whether a trial of the case never waits on the loop and runs the same without one: a sync agent called in
+    this thread (its HTTP requests through the traffic layer's sync path) and read by a built-in adapter, checks
+    that are built-in or run off the loop anyway, and no concurrency limit or simulated user."""
+    checks = settings.checks
+    return (
+        settings.inline
+        and not agent.is_async
+        and settings.limit is None
+        and case.simulated_user is None
+        and is_builtin(agent.adapter)
+        and checks.need_no_loop(case.expect)
+        and all(checks.need_no_loop(turn.expect) for turn in case.turns)
+    )
 
 
 class InlineLoop:
@@ -332,6 +341,8 @@ class InlineLoop:
                 task.cancel()
                 with contextlib.suppress(BaseException):
                     self.loop.run_until_complete(task)
+            with contextlib.suppress(BaseException):  # stopped before the task's first step, the run never resumed:
+                started.context.run(started.coro.close)  # its cleanups (a tool-mock recording) run in its context
             raise
 
     def close(self) -> None:

@@ -5,17 +5,21 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from pytest_agent_eval import eager
+from pytest_agent_eval.adapters import Adapter, Agent
+from pytest_agent_eval.adapters.plain import PlainAdapter
 from pytest_agent_eval.agents import as_agent
 from pytest_agent_eval.cases.model import Case
-from pytest_agent_eval.checks import builtin_registry
+from pytest_agent_eval.checks import CheckRegistry, CheckResult, builtin_registry
 from pytest_agent_eval.mocks import MockPlan
+from pytest_agent_eval.mocks.current import current_recording
+from pytest_agent_eval.record import RunRecord
 from pytest_agent_eval.runner import CaseResult, InlineLoop, RunSettings, run_case
 from pytest_agent_eval.stalls import CALL
 from pytest_agent_eval.traffic.hook import Traffic, TrafficSettings
@@ -32,7 +36,7 @@ def inline() -> Iterator[InlineLoop]:
 
 
 def _case(**fields: Any) -> Case:
-    return Case(id="c", path=Path("eval_x.yaml"), line=1, query="q", expect={"contains": ["yes"]}, **fields)
+    return Case(id="c", path=Path("eval_x.yaml"), line=1, query="q", **{"expect": {"contains": ["yes"]}, **fields})
 
 
 def _run(
@@ -40,14 +44,17 @@ def _run(
     agent: Any,
     limit: asyncio.Semaphore | None = None,
     traffic: Traffic | None = None,
+    checks: CheckRegistry | None = None,
     **fields: Any,
 ) -> CaseResult:
     """The case's run as an eval item's at concurrency 1: tool calls recorded (a context variable set and reset
     around each trial), no concurrency limit for a lone trial."""
     case = _case(**fields)
     recorder = MockPlan.for_case(case).recorder
-    settings = RunSettings(checks=builtin_registry(), inline=True, limit=limit, recorder=recorder, traffic=traffic)
-    return runner.run(run_case(case, as_agent(agent), settings))
+    registry = checks or builtin_registry()
+    settings = RunSettings(checks=registry, inline=True, limit=limit, recorder=recorder, traffic=traffic)
+    agent = agent if isinstance(agent, Agent) else as_agent(agent)
+    return runner.run(run_case(case, agent, settings))
 
 
 def _verdict(result: CaseResult) -> tuple[bool, list[str | None], list[str]]:
@@ -125,6 +132,62 @@ def test_what_needs_the_loop_runs_in_a_task_on_it(
     assert turned == [1]
 
 
+def _plugin_checks(replace_builtin: bool) -> CheckRegistry:
+    """The built-in checks, and a plugin's non-blocking check that uses the loop (as ``blocking=False`` allows)."""
+
+    def on_loop(run: Any, spec: Any, ctx: Any) -> CheckResult:
+        return CheckResult.of("on_loop", _in_task() == "yes")
+
+    registry = builtin_registry()
+    registry.register("contains" if replace_builtin else "on_loop", on_loop, {}, blocking=False)
+    return registry
+
+
+class _OwnAdapter(PlainAdapter):
+    """A plugin's adapter, whose ``normalise`` was run on the loop."""
+
+    name = "own"
+
+    def normalise(self, raw: Any) -> RunRecord:
+        return RunRecord(output=_in_task())
+
+
+@pytest.mark.parametrize(
+    ("checks", "adapter", "expect"),
+    [
+        pytest.param(_plugin_checks(False), None, {"contains": ["yes"], "on_loop": True}, id="plugin check"),
+        pytest.param(_plugin_checks(True), None, {"contains": ["yes"]}, id="plugin check replacing a built-in"),
+        pytest.param(None, _OwnAdapter(), {"contains": ["yes"]}, id="plugin adapter"),
+    ],
+)
+def test_a_plugins_check_or_adapter_runs_on_the_loop_as_it_was_promised(
+    inline: InlineLoop, checks: CheckRegistry | None, adapter: Adapter | None, expect: dict[str, Any]
+) -> None:
+    agent: Any = _sync_in_task if adapter is None else adapter.agent(_sync_in_task, "agent")
+    turned = _turns(inline)
+    assert _verdict(_run(inline, agent, checks=checks, expect=expect)) == (True, ["yes"], [])
+    assert turned == [1]
+
+
+def test_a_plugins_non_blocking_check_sees_the_loop_at_any_concurrency(evals: pytest.Pytester) -> None:
+    evals.makeconftest(
+        """
+        import asyncio
+        from pytest_agent_eval.checks import CheckResult
+
+        def on_loop(run, spec, ctx):
+            asyncio.get_running_loop()  # registered with blocking=False: "safe to run on the event loop"
+            return CheckResult.of("on_loop", True)
+
+        def pytest_agent_eval_register_checks(registry):
+            registry.register("on_loop", on_loop, {"const": True}, blocking=False)
+        """
+    )
+    evals.makefile(".yaml", eval_loop="agent: scripted:run\ncases:\n  - {id: c, input: hi, expect: {on_loop: true}}\n")
+    for concurrency in ("1", "2"):
+        evals.runpytest("-p", "no:cacheprovider", "--agent-eval-concurrency", concurrency).assert_outcomes(passed=1)
+
+
 def test_an_async_agent_sees_its_task_and_loop(inline: InlineLoop) -> None:
     async def agent(query: str, context: dict[str, Any]) -> str:
         return _in_task()
@@ -195,6 +258,50 @@ def test_start_raises_what_the_run_raises() -> None:
 
     with pytest.raises(ValueError, match="bad"):
         eager.start(fails())
+
+
+def test_a_run_stopped_before_its_hand_over_took_a_step_ends_its_trial(inline: InlineLoop) -> None:
+    """Ctrl-C or pytest-timeout's signal landing between the hand-over and the task's first step: the trial's
+    tool-mock recording ends, so a tool called later from a thread without the context is not served from it."""
+    real = inline.loop.run_until_complete
+    landed: list[int] = []
+
+    def signal_lands_here(future: Any) -> Any:
+        landed.append(1)
+        if len(landed) == 1:
+            raise KeyboardInterrupt
+        return real(future)
+
+    inline.loop.run_until_complete = signal_lands_here  # type: ignore[method-assign]
+    with pytest.raises(KeyboardInterrupt):
+        _run(inline, lambda query, context: _Pause())  # its awaitable hands the run over
+    assert contextvars.Context().run(current_recording) is None
+
+
+class _Pause:
+    def __await__(self) -> Generator[None, None, None]:
+        yield None  # a bare yield: a task steps it again at once
+
+
+def test_closing_a_handed_over_run_ends_it_in_its_own_context() -> None:
+    log: list[str] = []
+
+    async def scoped() -> None:
+        token = VAR.set("scoped")
+        await eager.needs_loop()
+        try:
+            await _Pause()
+        finally:
+            VAR.reset(token)  # a token of another context would raise ValueError
+            log.append("cleaned up")
+
+    started = eager.start(scoped())
+    assert isinstance(started, eager.Suspended)
+    rest = started.rest()
+    rest.send(None)  # the task's first step: the hand-over's bare yield
+    rest.send(None)  # the run goes on to its pause
+    rest.close()
+    assert log == ["cleaned up"]
 
 
 def test_cancelling_the_rest_reaches_the_run(inline: InlineLoop) -> None:

@@ -3,7 +3,7 @@
 ``pytest_agent_eval_register_adapters``; see ``base`` for how to write one."""
 
 from pytest_agent_eval.adapters.base import Adapter, Agent, ArgsOf, StandIn, UnreadableResult, calling
-from pytest_agent_eval.adapters.registry import AdapterRegistry, builtin_adapters
+from pytest_agent_eval.adapters.registry import AdapterRegistry, builtin_adapters, is_builtin
 
 __all__ = [
     "Adapter",
@@ -14,4 +14,5 @@ __all__ = [
     "UnreadableResult",
     "builtin_adapters",
     "calling",
+    "is_builtin",
 ]

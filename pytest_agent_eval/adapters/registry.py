@@ -68,6 +68,14 @@ class AdapterRegistry:
 _METHODS = ("recognises", "agent", "normalise", "wrap_tool", "mock_tools")
 
 
+BUILTIN: tuple[Adapter, ...] = (OPENAI_AGENTS, PYDANTIC_AI, LANGCHAIN, HTTP, PLAIN)
+
+
 def builtin_adapters() -> AdapterRegistry:
     """A registry of the built-in adapters only (each one module of this package), ``plain`` last."""
-    return AdapterRegistry([OPENAI_AGENTS, PYDANTIC_AI, LANGCHAIN, HTTP, PLAIN])
+    return AdapterRegistry(list(BUILTIN))
+
+
+def is_builtin(adapter: Adapter) -> bool:
+    """Whether ``adapter`` is one of this package's (whose ``normalise`` is pure: it needs no event loop)."""
+    return any(adapter is own for own in BUILTIN)

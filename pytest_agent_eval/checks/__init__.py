@@ -30,4 +30,5 @@ def builtin_registry() -> CheckRegistry:
     registry = CheckRegistry()
     for family in (output, tools, outcome, latency, output_schema, judge, custom, answers, scorers):
         family.register(registry)
+    registry.mark_builtin()
     return registry

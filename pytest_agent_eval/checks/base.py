@@ -82,6 +82,7 @@ class CheckRegistry:
         """``expect:`` keys that tune other checks (``case_sensitive``), with their schema."""
         self.version = 0
         """Counts registrations: what is derived from the registry (the compiled schema) is kept per version."""
+        self._builtin: dict[str, CheckSpec] = {}
 
     def register(
         self,
@@ -115,6 +116,16 @@ class CheckRegistry:
     def blocking(self, names: Iterable[str]) -> bool:
         """Whether any of the checks ``names`` may block (and so runs off the event loop)."""
         return any(name in self._checks and self._checks[name].blocking for name in names)
+
+    def mark_builtin(self) -> None:
+        """The checks registered so far are the built-in ones (pure when non-blocking: see :meth:`need_no_loop`)."""
+        self._builtin = dict(self._checks)
+
+    def need_no_loop(self, names: Iterable[str]) -> bool:
+        """Whether the checks ``names`` run the same without a running event loop: blocking ones run off it
+        anyway and the built-in non-blocking ones are pure; a plugin's non-blocking check was promised the loop."""
+        checks, builtin = self._checks, self._builtin
+        return all(name not in checks or checks[name].blocking or builtin.get(name) is checks[name] for name in names)
 
     def __contains__(self, name: object) -> bool:
         return name in self._checks
