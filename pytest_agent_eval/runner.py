@@ -144,10 +144,13 @@ def agent_error(exc: BaseException) -> str:
     return f"agent {verb} {describe(exc)}"
 
 
-async def _guarded(call: Coroutine[Any, Any, Any]) -> tuple[Any, Exception | None]:
-    """The agent's result, or the exception it raised: an agent's own ``TimeoutError`` is not the timeout's."""
+async def _guarded(agent: Agent, query: str, context: dict[str, Any], inline: bool) -> tuple[Any, Exception | None]:
+    """The agent's result, or the exception it raised: an agent's own ``TimeoutError`` is not the timeout's.
+
+    The call's coroutine is made here, once this one runs: a case cancelled before its timeout's task started
+    (its loop abandoned) leaves no coroutine that was never awaited."""
     try:
-        return await call, None
+        return await invoke(agent, query, context, inline=inline), None
     except Exception as exc:
         return None, exc
 
@@ -157,7 +160,7 @@ async def _call(case: Case, agent: Agent, query: str, context: dict[str, Any], s
     timeout = case.timeout if case.timeout is not None else settings.default_timeout
     async with settings.limit if settings.limit is not None else contextlib.nullcontext():
         start = time.perf_counter()
-        call = _guarded(invoke(agent, query, context, inline=settings.inline and timeout is None))
+        call = _guarded(agent, query, context, settings.inline and timeout is None)
         if timeout is None:
             raw, exc = await call
         else:
