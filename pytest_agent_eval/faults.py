@@ -8,7 +8,6 @@ agent interrupts the run, as Ctrl-C does.
 from __future__ import annotations
 
 import _thread
-import asyncio
 import threading
 
 
@@ -22,6 +21,8 @@ class Escaped(Exception):
 
 def escape(exc: BaseException) -> BaseException:
     """``exc`` as something a future and a coroutine can carry: an :class:`Escaped` when it must be."""
+    import asyncio  # loaded by then (the runner's): not at import, which the checks' and the reader's is
+
     if isinstance(exc, (asyncio.CancelledError, Escaped)):
         return exc  # cancellation of the call itself, or carried already
     if isinstance(exc, (StopIteration, StopAsyncIteration, SystemExit, KeyboardInterrupt)):

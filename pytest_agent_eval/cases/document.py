@@ -118,18 +118,21 @@ def _strict_loader() -> type:
         problems: list[tuple[int, str]]
 
         def construct_mapping(self, node: Any, deep: bool = False) -> dict[Any, Any]:
-            seen: dict[Any, int] = {}
+            seen: dict[str, int] = {}
             for key_node, _ in node.value:
                 if key_node.tag == "tag:yaml.org,2002:merge" or not isinstance(key_node, yaml.ScalarNode):
                     continue  # `<<` merges may be overridden; a list or mapping as key is PyYAML's own error
-                key, line = self.construct_object(key_node), key_node.start_mark.line + 1
-                if not isinstance(key, str):
+                line = key_node.start_mark.line + 1
+                if key_node.tag != "tag:yaml.org,2002:str":  # resolved as a number, a bool, null, a date...
+                    key = self.construct_object(key_node)
                     self.problems.append((line, f'key {key!r} is not a string; quote it: "{key_node.value}"'))
-                elif key in seen:
-                    first = seen[key]
-                    self.problems.append((line, f"duplicate key {key!r} (first at line {first}); remove one"))
+                elif key_node.value in seen:  # a str-tagged scalar constructs to its value: no need to construct
+                    first = seen[key_node.value]
+                    self.problems.append(
+                        (line, f"duplicate key {key_node.value!r} (first at line {first}); remove one")
+                    )
                 else:
-                    seen[key] = line
+                    seen[key_node.value] = line
             return super().construct_mapping(node, deep)  # type: ignore[no-any-return]
 
     return StrictLoader
