@@ -54,6 +54,8 @@ def test_the_report_holds_the_run_and_every_case(suite: pytest.Pytester, monkeyp
     assert outcomes["eval_unreadable.yaml::@file"] == "error"
     assert [c["nodeid"] for c in report["cases"]] == sorted(outcomes)
     assert not list((suite.path / "out").glob("*.tmp"))
+    lines = (suite.path / "out" / "r.json").read_text().splitlines()  # a line per case: a diff names the cases
+    assert [json.loads(line.strip().rstrip(","))["nodeid"] for line in lines if '"nodeid"' in line] == sorted(outcomes)
 
 
 def test_the_report_names_the_git_commit_and_hides_secrets(pytester: pytest.Pytester) -> None:

@@ -73,6 +73,11 @@ class Records:
         self._keep(report.nodeid, record.to_dict())
 
     @property
+    def record_data(self) -> list[dict[str, Any]]:
+        """Every record so far as plain data (``CaseRecord.to_dict``), by node id."""
+        return [self._records[k] for k in sorted(self._records)]
+
+    @property
     def records(self) -> list[CaseRecord]:
         """Every record so far, by node id (the order does not depend on which worker finished first)."""
         if not self._records:

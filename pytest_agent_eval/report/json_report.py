@@ -54,9 +54,24 @@ def git_commit(directory: Path) -> str | None:
     return commit if done.returncode == 0 and re.fullmatch(r"[0-9a-f]{40,64}", commit) else None
 
 
-def write_atomically(path: Path, data: Any) -> None:
-    """Write ``data`` as JSON to a temporary file beside ``path``, then rename it over ``path``."""
-    write_text_atomically(path, json.dumps(data, indent=1, ensure_ascii=False) + "\n")
+def report_text(document: dict[str, Any]) -> str:
+    """The report as JSON text: a line per top-level key and a line per case (readable, and a diff shows the cases
+    that changed). Each line comes from the C encoder; ``indent`` would take the pure-Python one (0.4 s of a
+    10,000-case report)."""
+    parts = []
+    for key, value in document.items():
+        name = json.dumps(key)
+        if key == "cases" and value:
+            cases = ",\n  ".join(json.dumps(case, ensure_ascii=False) for case in value)
+            parts.append(f" {name}: [\n  {cases}\n ]")
+        else:
+            parts.append(f" {name}: {json.dumps(value, ensure_ascii=False)}")
+    return "{\n" + ",\n".join(parts) + "\n}\n"
+
+
+def write_atomically(path: Path, document: dict[str, Any]) -> None:
+    """Write the report to a temporary file beside ``path``, then rename it over ``path``."""
+    write_text_atomically(path, report_text(document))
 
 
 class JsonReport:
@@ -89,7 +104,7 @@ class JsonReport:
         agents = agent_figures(self.collector.records)
         if agents:  # a matrix: its agents side by side
             document["agents"] = agents
-        document["cases"] = [r.to_dict() for r in self.collector.records]
+        document["cases"] = self.collector.record_data  # as the reports carried them: no round trip
         return document
 
     def write(self, exit_status: int | None, stopped: bool = False) -> None:
