@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import gc
 import inspect
 import sys
 import threading
@@ -24,6 +25,7 @@ from pytest_agent_eval.mocks import (
     UnmockedToolError,
     compile_response,
     load_responses,
+    standins,
     wrap,
 )
 from pytest_agent_eval.record import ToolCall
@@ -206,6 +208,29 @@ def test_a_bad_unmocked_mode_is_an_error() -> None:
 
 
 # -- stand-ins and patching ----------------------------------------------------------------------
+
+
+def test_a_stand_in_collected_while_the_registry_is_busy_does_not_deadlock() -> None:
+    """The cyclic GC may run a dead stand-in's finalizer inside any allocation, also one made while the registry
+    of live stand-ins holds its lock in the same thread (it hung a Python 3.13 run in CI)."""
+
+    def lost_tool(query: str) -> str:
+        return query
+
+    standin: Any = wrap(lost_tool)
+    standin.cycle = standin  # only the cyclic GC frees it
+    assert "lost_tool" in standins._STANDINS.names()
+    del standin
+
+    def collect_while_busy() -> None:
+        with standins._STANDINS._lock:
+            gc.collect()  # runs the stand-in's finalizer here, in this thread, with the lock held
+
+    worker = threading.Thread(target=collect_while_busy, daemon=True)
+    worker.start()
+    worker.join(timeout=10)
+    assert not worker.is_alive(), "the finalizer waited for the lock its own thread holds"
+    assert "lost_tool" not in standins._STANDINS.names()
 
 
 def test_outside_a_case_stand_ins_call_the_real_tool(toolbox: types.ModuleType) -> None:

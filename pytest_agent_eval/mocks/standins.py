@@ -15,7 +15,7 @@ import gc
 import inspect
 import threading
 import weakref
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Callable
 from typing import Any, TypeVar, cast
 
@@ -29,30 +29,46 @@ _MARK = "__agent_eval_tool__"  # set on stand-in functions: the tool name they a
 
 
 class _StandIns:
-    """Names of the live tool stand-ins, and the framework tool objects adapters wrapped."""
+    """Names of the live tool stand-ins, and the framework tool objects adapters wrapped.
+
+    A stand-in's finalizer may run inside any allocation of this thread (the cyclic GC), also while this thread
+    holds the lock: it only queues the change (``deque.append`` takes no lock), which the next call applies.
+    """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._tools: Counter[str] = Counter()
         self._wrapped: dict[int, weakref.ref[object]] = {}
+        self._gone: deque[str | int] = deque()
+        """Names of stand-ins and ids of wrapped tools that were garbage, not applied yet."""
+
+    def _apply_gone(self) -> None:
+        """Apply the queued changes (with the lock held)."""
+        while self._gone:
+            gone = self._gone.popleft()
+            if isinstance(gone, str):
+                self._tools[gone] -= 1
+                if self._tools[gone] <= 0:
+                    del self._tools[gone]
+            else:
+                ref = self._wrapped.get(gone)
+                if ref is not None and ref() is None:  # not a live object that got the dead one's id since
+                    del self._wrapped[gone]
 
     def add_tool(self, standin: object, name: str) -> None:
         with self._lock:
+            self._apply_gone()
             self._tools[name] += 1
-        weakref.finalize(standin, self._drop_tool, name)
-
-    def _drop_tool(self, name: str) -> None:
-        with self._lock:
-            self._tools[name] -= 1
-            if self._tools[name] <= 0:
-                del self._tools[name]
+        weakref.finalize(standin, self._gone.append, name)
 
     def add_wrapped(self, tool: object) -> None:
         """Note a framework's tool object that an adapter wrapped (wrapping it again returns it as it is)."""
         with contextlib.suppress(TypeError):  # an object without weak references is wrapped again: no harm
-            weakref.finalize(tool, self._wrapped.pop, id(tool), None)
+            ref = weakref.ref(tool)
             with self._lock:
-                self._wrapped[id(tool)] = weakref.ref(tool)
+                self._apply_gone()
+                self._wrapped[id(tool)] = ref
+            weakref.finalize(tool, self._gone.append, id(tool))
 
     def is_wrapped(self, tool: object) -> bool:
         with self._lock:
@@ -61,6 +77,7 @@ class _StandIns:
 
     def names(self) -> list[str]:
         with self._lock:
+            self._apply_gone()
             return sorted(self._tools)
 
 
