@@ -73,18 +73,14 @@ class Traffic:
 
         async def one(n: int) -> TrialResult:
             trial = traffic.trial()
-            CURRENT.set(trial)  # this coroutine runs as its own task: the setting ends with it
-            return settle(trial, await run(n))
-
-        if repeat == 1:  # in this task, without a gather: a sync agent's trial then needs no loop (``eager``)
-            trial = traffic.trial()
             token = CURRENT.set(trial)
             try:
-                trials = [settle(trial, await run(0))]
+                return settle(trial, await run(n))
             finally:
                 CURRENT.reset(token)
-        else:
-            trials = list(await asyncio.gather(*(one(n) for n in range(repeat))))
+
+        # one trial in this task, without a gather: a sync agent's trial then needs no loop (``eager``)
+        trials = [await one(0)] if repeat == 1 else list(await asyncio.gather(*(one(n) for n in range(repeat))))
         if self.settings.mode in ("record", "new") and traffic.cassette is not None and not traffic.failed:
             traffic.cassette.save(keep_old=self.settings.mode == "new")
         return trials
