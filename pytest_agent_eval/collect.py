@@ -107,21 +107,13 @@ def _relative(message: str, config: pytest.Config) -> str:
 
 def agent_eval_case(request: pytest.FixtureRequest) -> None:
     """Runs one eval case: the test function behind every eval item when pytest keeps no request on the item
-    (:func:`compat.item_keeps_request`); else :meth:`EvalItem.run_case`."""
+    (:func:`compat.item_keeps_request`); else :meth:`EvalItem.run_case` is."""
     from pytest_agent_eval.prepare import user_error
 
     __tracebackhide__ = user_error
     item = request.node
     assert isinstance(item, EvalItem)
-    _run(item, request)
-
-
-def _run(item: EvalItem, request: pytest.FixtureRequest) -> None:
-    from pytest_agent_eval.execute import run_item  # the runner loads with the first case run
-    from pytest_agent_eval.prepare import user_error
-
-    __tracebackhide__ = user_error
-    run_item(item, request)
+    item.run_case(request)
 
 
 class EvalItem(pytest.Function):
@@ -149,12 +141,14 @@ class EvalItem(pytest.Function):
         if case.stop_on_failure:
             self.stash[STOPS] = True
 
-    def run_case(self) -> None:
-        """Runs the eval case (the test function behind the item)."""
+    def run_case(self, request: pytest.FixtureRequest | None = None) -> None:
+        """Runs the eval case: the test function behind the item (pytest passes no argument: a parameter with a
+        default is no fixture), with the request pytest keeps on the item unless ``request`` is given."""
+        from pytest_agent_eval.execute import run_item  # the runner loads with the first case run
         from pytest_agent_eval.prepare import user_error
 
         __tracebackhide__ = user_error
-        _run(self, compat.item_request(self))
+        run_item(self, request or compat.item_request(self))
 
     def reportinfo(self) -> tuple[Path, int, str]:
         return (
