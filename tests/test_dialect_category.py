@@ -27,6 +27,15 @@ def categories(pytester: pytest.Pytester, data: dict[str, list[dict[str, Any]]])
         ("4", "It is 4.5", False),
         ("25", "100 divided by 4 is 25%", True),
         (4, "four, or 4", True),  # a JSON number works the same
+        ("4", "The answer is -4", False),  # numbers match as numbers, sign included
+        ("4", "It is −4 °C", False),  # the minus sign too
+        ("-4", "x = -4", True),
+        ("-4", "x = 4", False),
+        ("4", "It is 4.0", True),  # 4.0 is 4
+        (4.0, "It is 4", True),
+        ("4", "pages 3-4", True),  # a hyphen after a digit is not a sign
+        ("1,000", "about 1000 people", True),
+        (1000, "about 1,000 people", True),
         ("Paris", "PARIS is the capital", True),  # text is case-insensitive
         ("Paris", "Lyon", False),
     ],
@@ -38,6 +47,23 @@ def test_expected_answer(pytester: pytest.Pytester, expected: Any, answer: str, 
     result.assert_outcomes(passed=int(passes), failed=int(not passes))
     if not passes:
         result.stdout.fnmatch_lines([f"*✗ answer: output does not contain the answer '{expected}'*"])
+
+
+def test_a_number_with_the_other_sign_is_shown_not_matched(pytester: pytest.Pytester) -> None:
+    """Before, `expected: "4"` passed on "-4": the sign was not part of the number."""
+    answering(pytester, {"q": ["It is -4 today, 14 tomorrow", []]})
+    categories(pytester, {"math_basic": [{"input": "q", "expected": "4"}]})
+    result = run_evals(pytester)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*✗ answer: output does not contain the answer '4'*",
+            "*expected: 4",
+            "*actual:   not found; numbers in the output: -4, 14",
+            "*output: It is -4 today, 14 tomorrow",
+            "*      ^^ closest: '-4'",
+        ]
+    )
 
 
 def test_ids_tags_and_descriptions(pytester: pytest.Pytester) -> None:

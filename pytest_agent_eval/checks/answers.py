@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from decimal import Decimal
 from typing import Any
 
 from pytest_agent_eval.checks.base import CheckContext, CheckRegistry, CheckResult
@@ -17,27 +18,83 @@ _ALLOCATION = (
     phrase_pattern(ALLOCATION_SUCCESS, longer_forms=True),
     phrase_pattern(ALLOCATION_FAILURE, longer_forms=True),
 )
-_NUMBER = re.compile(r"^[-+]?\d+(?:[.,]\d+)*$")
+_SIGNS = "+-\u2212"  # "−" (U+2212) is the typographic minus
+_DIGITS = r"(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?"
+"""A number without its sign, thousands grouped by commas or not, with a decimal point or not (``1,000.5``)."""
+_SIGNED = re.compile(rf"([-+\u2212]?)({_DIGITS})")
+_IN_TEXT = re.compile(rf"(?<![\w.,]){_DIGITS}(?!\w|[.,]\d)")
+"""A number in running text: never part of a word or of a longer number ("4" is not in "14", "4.5", "v4")."""
+_NUMBER_LIKE = re.compile(r"^[-+]?\d+(?:[.,]\d+)*$")
 
 
-def answer_pattern(expected: str | float) -> re.Pattern[str]:
-    """Where ``expected`` occurs in an answer: a number only as a whole number ("4" is not in "14" or "4.5")."""
+def _value(sign: str, digits: str) -> Decimal:
+    value = Decimal(digits.replace(",", ""))
+    return -value if sign and sign != "+" else value
+
+
+def number_value(text: str) -> Decimal | None:
+    """The value of ``text`` if it is one number as written (``"4"``, ``"-4.0"``, ``"1,000"``), else ``None``."""
+    match = _SIGNED.fullmatch(text.strip())
+    return _value(match.group(1), match.group(2)) if match else None
+
+
+def numbers_in(text: str) -> list[tuple[str, Decimal]]:
+    """Every number written in ``text``, as written and as a value: "-4" is minus four, "4.0" is four.
+
+    A sign is one right before the digits, not after a letter or digit: "3-4" holds 3 and 4, "x = -4" minus four.
+    """
+    found = []
+    for match in _IN_TEXT.finditer(text):
+        at = match.start()
+        sign = text[at - 1] if at and text[at - 1] in _SIGNS else ""
+        if sign and at > 1 and re.match(r"[\w.,]", text[at - 2]):
+            sign = ""  # a hyphen or an operator: "3-4", "x-4", "2+4"
+        found.append((sign + match.group(0), _value(sign, match.group(0))))
+    return found
+
+
+def find_answer(expected: str | float, output: str) -> tuple[str | None, list[tuple[str, Decimal]]]:
+    """``(the expected answer as written in output, or None; the numbers the output holds when it is a number)``.
+
+    A number matches a number of the same value, sign included: ``4`` matches "4", "4.0" and "+4", never "-4",
+    "14" or "4.5". Anything else is text, found case-insensitively (a number-like text such as "4,5" only as a
+    whole token).
+    """
     text = str(expected).strip()
-    if isinstance(expected, (int, float)) or _NUMBER.match(text):
-        return re.compile(rf"(?<![\w.,]){re.escape(text)}(?![\w]|[.,]\d)")
-    return re.compile(re.escape(text), re.IGNORECASE)
+    want = number_value(text)
+    if want is not None:
+        numbers = numbers_in(output)
+        return next((written for written, value in numbers if value == want), None), numbers
+    if _NUMBER_LIKE.match(text):
+        pattern = re.compile(rf"(?<![\w.,\u2212-]){re.escape(text)}(?!\w|[.,]\d)")
+    else:
+        pattern = re.compile(re.escape(text), re.IGNORECASE)
+    match = pattern.search(output)
+    return (match.group(0) if match else None), []
 
 
 def answer(run: RunRecord, spec: Any, ctx: CheckContext) -> CheckResult:
-    """The expected answer occurs in the output (case-insensitive; a number only as a whole number)."""
-    match = answer_pattern(spec).search(run.output)
+    """The expected answer occurs in the output: a number as a number of the same value, sign included; text
+    case-insensitively."""
+    hit, numbers = find_answer(spec, run.output)
+    if hit is not None:
+        return CheckResult.of("answer", True, expected=str(spec), actual=hit)
+    near = str(spec)
+    actual = "not found"
+    if numbers:
+        shown = [written for written, _ in numbers]
+        actual += f"; numbers in the output: {', '.join(shown[:10])}{' …' if len(shown) > 10 else ''}"
+        want = number_value(str(spec)) or 0
+        # the output around a number of the same size but the other sign, else its start: never a digit inside
+        # another number ("4" in "14")
+        near = next((written for written, value in numbers if abs(value) == abs(want)), "")
     return CheckResult.of(
         "answer",
-        match is not None,
+        False,
         expected=str(spec),
-        actual=match.group(0) if match else "not found",
-        message="" if match else f"output does not contain the answer {str(spec)!r}",
-        detail=[] if match else excerpt(run.output, str(spec)),
+        actual=actual,
+        message=f"output does not contain the answer {str(spec)!r}",
+        detail=excerpt(run.output, near),
     )
 
 
@@ -78,7 +135,8 @@ def register(registry: CheckRegistry) -> None:
         "answer",
         answer,
         {"type": ["string", "number"]},
-        "the answer occurs in the output (case-insensitive; a number only as a whole number)",
+        "the answer occurs in the output (text case-insensitively; a number by value, sign included: 4 is 4.0, "
+        "not -4, 14 or 4.5)",
         blocking=False,
     )
     registry.register("answered", answered, {"const": True}, "the agent gave a non-empty answer", blocking=False)

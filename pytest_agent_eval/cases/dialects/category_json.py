@@ -1,8 +1,9 @@
 """Category JSON (SPEC §12): ``{category: [{input, expected, expected_behavior, expected_tools, tags, timeout}]}``.
 
 The category is a tag and the id stem (``math_basic-1``…). Every case needs a non-empty answer; ``expected``
-must occur in it (a number only as a whole number); ``expected_tools`` is scored (precision + recall) / 2 and
-fails at 0; ``expected_behavior`` is judged when an LLM is configured; the response time is scored and reported.
+must occur in it (a number by value, sign included: "4" is "4.0", never "-4" or "14"); ``expected_tools`` is
+scored (precision + recall) / 2 and fails at 0; ``expected_behavior`` is judged when an LLM is configured; the
+response time is scored and reported.
 """
 
 from __future__ import annotations
