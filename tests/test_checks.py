@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -265,3 +266,42 @@ def test_only_pure_built_in_checks_run_on_the_event_loop() -> None:
     assert off_loop == {"custom", "judge", "grounding", "reasoning", "behavior", "regex", "not_regex"}
     registry.register("plugin_check", lambda run, spec, ctx: None, {})  # type: ignore[arg-type,return-value]
     assert registry.blocking(["contains", "plugin_check"]) and not registry.blocking(["contains", "tools_called"])
+
+
+FORECAST_SCHEMA = {"type": "object", "required": ["city", "high"], "properties": {"high": {"type": "integer"}}}
+
+
+@pytest.mark.parametrize(
+    ("say", "passes", "lines"),
+    [
+        ('Here is the forecast:\n```json\n{"city": "Oslo", "high": 4}\n```\nEnjoy!', True, []),
+        ('Notes:\n```\nnot JSON\n```\nThe data:\n```\n{"city": "Oslo", "high": 4}\n```', True, []),
+        (
+            'Two options:\n```json\n{"city": "Oslo"}\n```\nor\n```json\n{"city": "Bergen", "high": 9}\n```',
+            False,
+            [
+                "*✗ output_schema: 1 schema error(s) in the first ```json block at line 2 of the output (fenced "
+                "block 1 of 2)*",
+                "*at $: 'high' is a required property",
+            ],
+        ),
+        (
+            'Here:\n```json\n{"city": "Oslo", "high": 4,}\n```',
+            False,
+            ["*✗ output_schema: the ```json block at line 2 of the output is not JSON: *"],
+        ),
+        (
+            "Sunny, 4 degrees.",
+            False,
+            ["*✗ output_schema: output is not JSON and holds no fenced block of JSON: *"],
+        ),
+    ],
+    ids=["json_fence_after_a_sentence", "first_plain_fence_that_parses", "which_block", "bad_json_fence", "none"],
+)
+def test_output_schema_reads_the_fenced_block(evals: pytest.Pytester, say: str, passes: bool, lines: list[str]) -> None:
+    """Before, only an output that was all one fenced block was unwrapped: a sentence before it made it "not JSON"."""
+    case = {"id": "forecast", "input": "q", "context": {"say": say}, "expect": {"output_schema": FORECAST_SCHEMA}}
+    evals.makefile(".json", eval_forecast=json.dumps({"agent": "scripted:run", "cases": [case]}))
+    result = evals.runpytest()
+    result.assert_outcomes(passed=int(passes), failed=int(not passes))
+    result.stdout.fnmatch_lines(lines)
