@@ -149,20 +149,17 @@ def validate_file(path: Path, checks: CheckRegistry, dialects: DialectRegistry) 
     """``(what the file is, problems as "path:line: message")`` for one file."""
     if not path.is_file():
         return "missing", [f"{path}: no such file"]
+    what = "unreadable"
     try:
-        doc = read_document(path)
-    except EvalFileError as exc:
-        return "unreadable", [exc.format()]
-    try:
+        doc = read_document(path)  # a duplicate key, or a key that is not a string, is one problem each
+        what = "unknown format"
         dialect = detect(doc, dialects)
-    except EvalFileError as exc:
-        return "unknown format", [exc.format()]
-    try:
+        what = dialect.name
         loaded = dialect.load(doc, checks)
     except EvalFileError as exc:
-        return dialect.name, [exc.format()]
+        return what, [exc.format()]
     except EvalFileErrors as exc:
-        return dialect.name, [e.format() for e in exc.errors]
+        return what, [e.format() for e in exc.errors]
     problems = [line for case in loaded.cases if case.error for line in case.error.splitlines()]
     return f"{dialect.name}, {_count(len(loaded.cases), 'case')}", problems
 

@@ -160,6 +160,27 @@ def test_the_console_script(pytester: pytest.Pytester) -> None:
     assert pytester.run("agent-eval", "validate", "missing.yaml").ret == 1
 
 
+def test_duplicate_keys_are_reported_per_file_and_the_other_files_still_validated(pytester: pytest.Pytester) -> None:
+    """Before, the first duplicate key ended `agent-eval validate` with a traceback, and later files went unchecked."""
+    pytester.makefile(".yaml", eval_a_dup="cases:\n  - id: a\n    input: hi\n    input: ho\n")
+    pytester.makefile(".json", eval_b_dup='{"cases": [\n  {"id": "b",\n   "input": "x",\n   "input": "y"}\n]}\n')
+    pytester.makefile(".yaml", eval_c_ok=GOOD_NATIVE)
+    pytester.makefile(".yaml", eval_d_typo="cases:\n  - {id: d, input: hi, expect: {contain: [hi]}}\n")
+    result = pytester.run("agent-eval", "validate", ".")
+    assert result.ret == 1
+    assert "Traceback" not in result.stdout.str() + result.stderr.str()
+    assert result.stdout.lines == [
+        "eval_a_dup.yaml: unreadable: 1 problem",
+        "eval_a_dup.yaml:4: duplicate key 'input' (first at line 3); remove one",
+        "eval_b_dup.json: unreadable: 1 problem",
+        "eval_b_dup.json:4: duplicate key 'input' (first at line 3); remove one",
+        "eval_c_ok.yaml: native, 1 case: ok",
+        "eval_d_typo.yaml: native, 1 case: 1 problem",
+        "eval_d_typo.yaml:2: unknown check 'contain' in cases[0].expect (did you mean \"contains\"?) (case d)",
+        "4 files checked, 3 with problems (3 in all)",
+    ]
+
+
 def test_the_examples_validate() -> None:
     examples = Path(__file__).resolve().parents[1] / "examples"
     assert main(["validate", str(examples)]) == 0
