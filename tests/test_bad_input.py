@@ -90,6 +90,43 @@ cases:
     )
 
 
+def test_http_agent_mapping_typo_says_did_you_mean(evals: pytest.Pytester) -> None:
+    """Before, every mistake in an HTTP agent mapping read "… is not of type 'string'" (the first form of `agent`)."""
+    result = run_with(
+        evals,
+        eval_http="""\
+agent: {url: "http://127.0.0.1:9/chat", header: {X-Key: abc}}
+cases:
+  - {id: a, input: hi}
+""",
+        eval_http_case="""\
+cases:
+  - id: numbers
+    agent: {url: "http://127.0.0.1:9/chat", headers: {X-Key: 1}}
+    input: hi
+  - id: neither
+    agent: scripted
+    input: hi
+""",
+        eval_http_matrix="""\
+agents:
+  local: scripted:run
+  served: {url: "http://127.0.0.1:9/chat", timout: 5}
+cases:
+  - {id: a, input: hi}
+""",
+    )
+    result.assert_outcomes(passed=1, errors=4)
+    shows(
+        result,
+        "eval_http.yaml:1: unknown key 'header' in agent (did you mean \"headers\"?)",
+        "eval_http_case.yaml:3: cases[0].agent.headers.X-Key: 1 is not of type 'string' (case numbers)",
+        "eval_http_case.yaml:6: cases[1].agent: 'scripted' is not an agent: give `module:attribute`, the agent's "
+        "http(s) URL, or a mapping {url, headers, body, output, session, timeout} (case neither)",
+        "eval_http_matrix.yaml:3: unknown key 'timout' in agents.served (did you mean \"timeout\"?)",
+    )
+
+
 def test_duplicate_id(evals: pytest.Pytester) -> None:
     result = run_with(
         evals,

@@ -28,7 +28,7 @@ def expect_schema(registry: CheckRegistry) -> dict[str, Any]:
     return {"type": "object", "properties": props, "additionalProperties": False}
 
 
-_REF = {
+_REF: dict[str, Any] = {
     "anyOf": [
         {"type": "string", "pattern": r"^[\w.]+:[\w.]+$", "description": "module:attribute"},
         {"type": "string", "pattern": "^https?://", "description": "an agent served over HTTP: its URL"},
@@ -188,6 +188,12 @@ def _explain(err: jsonschema.ValidationError, key: PathKey, registry: CheckRegis
     if err.validator == "anyOf" and schema.get("anyOf") == _INPUTS:
         return [(key, f"{where}: a case needs `input` (or `turns` / `simulated_user` for a conversation)")]
     if err.validator in ("oneOf", "anyOf") and err.context:
+        branch = _branch_for(err)
+        if branch is not None:  # the one form of this type (a mapping where a string is the other form): its errors
+            found = [e for e in err.context if e.relative_schema_path and e.relative_schema_path[0] == branch]
+            return [part for e in found for part in _explain(e, tuple(e.absolute_path), registry)]
+        if schema.get("anyOf") == _REF["anyOf"]:
+            return [(key, f"{where}: {bounded(repr(err.instance))} is not an agent: {_REF_FORMS}")]
         from jsonschema.exceptions import best_match
 
         best = best_match(err.context)
@@ -200,6 +206,42 @@ def _explain(err: jsonschema.ValidationError, key: PathKey, registry: CheckRegis
     if err.validator == "pattern" and err.validator_value == TAG_PATTERN:
         return [(key, f"{where}: {err.instance!r} is not a tag: {TAG_RULE}")]
     return [(key, f"{where}: {bounded(err.message)}")]
+
+
+_JSON_TYPES: dict[str, tuple[type, ...]] = {
+    "object": (dict,),
+    "array": (list,),
+    "string": (str,),
+    "boolean": (bool,),
+    "null": (type(None),),
+}
+
+
+def _admits(schema: Any, value: Any) -> bool:
+    """Whether ``schema``'s ``type`` (if any) admits ``value``."""
+    if not isinstance(schema, dict) or "type" not in schema:
+        return True
+    kinds = schema["type"] if isinstance(schema["type"], list) else [schema["type"]]
+    for kind in kinds:
+        if kind in ("number", "integer"):
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                return True
+        elif isinstance(value, _JSON_TYPES.get(kind, ())):
+            return True
+    return False
+
+
+def _branch_for(err: jsonschema.ValidationError) -> int | None:
+    """The one branch of a failed ``anyOf``/``oneOf`` whose type fits the value, if only one does: what the value
+    was meant to be, so its errors ("unknown key 'header'") say what is wrong, not another branch's type."""
+    branches = err.validator_value if isinstance(err.validator_value, list) else []
+    fitting = [n for n, branch in enumerate(branches) if _admits(branch, err.instance)]
+    return fitting[0] if len(fitting) == 1 else None
+
+
+_REF_FORMS = (
+    "give `module:attribute`, the agent's http(s) URL, or a mapping {" + ", ".join(_REF["anyOf"][2]["properties"]) + "}"
+)
 
 
 def bounded(message: str, limit: int = 300) -> str:
