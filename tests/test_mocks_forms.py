@@ -476,6 +476,83 @@ def test_a_mock_never_called_fails_the_case_with_did_you_mean(pytester: pytest.P
         result.stdout.fnmatch_lines(["*`tool_mocks` has no response for 'get_order' (did you mean \"get_ordr\"?)*"])
 
 
+TRAVEL_TOOLS = """
+def search(query):
+    return "REAL search: " + query
+
+def weather(city):
+    return "REAL weather in " + city
+
+TOOLS = {"search": search}  # built at import: patch_tool("travel_tools:search") does not reach this entry
+
+def run(query, context):
+    if context.get("use") == "search":
+        return TOOLS["search"](query)
+    return "no tool needed"
+"""
+
+
+def test_a_patched_tool_the_agent_reaches_through_a_dict_is_named(pytester: pytest.Pytester) -> None:
+    """Before: "the agent called no tool", though it called the real `search` through `TOOLS` (the patch missed)."""
+    pytester.makepyfile(travel_tools=TRAVEL_TOOLS)
+    pytester.syspathinsert()
+    pytester.makeconftest(
+        """
+import pytest
+import travel_tools
+
+@pytest.fixture
+def agent(tool_mocks):
+    tool_mocks.patch_tool("travel_tools:search")
+    tool_mocks.patch_tool("travel_tools:weather")
+    return travel_tools.run
+"""
+    )
+    pytester.makefile(
+        ".yaml",
+        eval_travel="""\
+cases:
+  - id: via_dict
+    input: {query: flights to Oslo, context: {use: search}}
+    tool_mocks: {search: mocked hits}
+  - id: no_call
+    input: {query: hello, context: {}}
+    tool_mocks: {weather: sunny}
+""",
+    )
+    result = pytester.runpytest("-p", "no:randomly", "-p", "no:cacheprovider")
+    result.assert_outcomes(failed=2)
+    result.stdout.no_fnmatch_line("*the agent called no tool*")
+    shown = result.stdout.lines
+    for line in (
+        "  ✗ tool_mocks: 'search' was mocked but never called: no call reached its stand-in; "
+        "patch_tool('travel_tools:search') did not reach travel_tools.TOOLS['search'], which still holds the "
+        "real tool: a call through it runs the real tool, unrecorded. Patch that entry too "
+        "(monkeypatch.setitem(travel_tools.TOOLS, 'search', tool_mocks.wrap(travel_tools.TOOLS['search']))) or "
+        "have the agent look the tool up when it calls it (case via_dict, eval_travel.yaml:2); fix the name, "
+        "remove the mock, or list the tool under `tools_not_called` if the agent must not call it",
+        "  ✗ tool_mocks: 'weather' was mocked but never called: no call reached its stand-in (either no tool was "
+        "called, or one was called through a reference no patch reached: a dict, a list or a closure made before "
+        "the patch) (case no_call, eval_travel.yaml:5); fix the name, remove the mock, or list the tool under "
+        "`tools_not_called` if the agent must not call it",
+    ):
+        assert line in shown, f"{line!r} not in:\n{result.stdout.str()}"
+    pytester.makeconftest(  # the fix the message gives
+        """
+import pytest
+import travel_tools
+
+@pytest.fixture
+def agent(tool_mocks, monkeypatch):
+    tool_mocks.patch_tool("travel_tools:search")
+    monkeypatch.setitem(travel_tools.TOOLS, 'search', tool_mocks.wrap(travel_tools.TOOLS['search']))
+    return travel_tools.run
+"""
+    )
+    result = pytester.runpytest("-p", "no:randomly", "-p", "no:cacheprovider", "eval_travel.yaml::via_dict")
+    result.assert_outcomes(passed=1)
+
+
 def test_mocks_that_may_go_unused_do_not_fail(pytester: pytest.Pytester) -> None:
     """Spare mocks from `defaults`, safety nets for tools that must not be called, and passthrough cases."""
     result = run_evals(

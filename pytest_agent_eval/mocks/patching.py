@@ -8,22 +8,26 @@ them (and what to restore) must be too.
 
 from __future__ import annotations
 
+import gc
 import inspect
 import sys
 import threading
+import types
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from pytest_agent_eval.faults import describe
 from pytest_agent_eval.imports import ImportRefError, import_module, import_object
 from pytest_agent_eval.mocks.errors import MockConfigError
+from pytest_agent_eval.mocks.standins import answers_for
 
 
 @dataclass
 class _Patch:
     """A stand-in installed at a module attribute and wherever that object was imported by the same name."""
 
+    target: str
     places: list[tuple[Any, str]]
     original: Any
     standin: Any
@@ -79,7 +83,7 @@ def install(target: str, make: Callable[[Any], Any], dispatcher: bool, held: boo
             places += [(module, name) for module in _importers(name, original) if module is not owner]
         for place, attr in places:
             setattr(place, attr, standin)
-        _PATCHES[key] = _Patch(places, original, standin, dispatcher, held=int(held))
+        _PATCHES[key] = _Patch(target, places, original, standin, dispatcher, held=int(held))
         return key, standin
 
 
@@ -97,6 +101,86 @@ def _importers(name: str, obj: Any) -> list[Any]:
         if isinstance(namespace, dict) and namespace.get(name) is obj:
             found.append(module)
     return found
+
+
+class Holder(NamedTuple):
+    """Where a module holds an object: ``module.attr`` (``key`` None) or the item ``key`` of ``module.attr``."""
+
+    module: str
+    attr: str
+    key: Any = None
+    container: str = ""
+    """``dict``, ``list``, ``tuple``… when ``key`` is set."""
+
+    def __str__(self) -> str:
+        return f"{self.module}.{self.attr}" + (f"[{self.key!r}]" if self.container else "")
+
+
+class Unreached(NamedTuple):
+    """References to a patched original that the patch did not replace: a call through them runs the real tool."""
+
+    target: str
+    """The patch, ``module:attr``."""
+    dispatcher: bool
+    places: list[Holder]
+    """Places a loaded module names: ``module.attr``, ``module.attr[key]``."""
+    others: list[str]
+    """Other holders, by kind (``a closure variable``, ``a dict``): reachable, but not by a name."""
+
+
+def unreached(tool: str) -> list[Unreached]:
+    """For the patches that stand in for ``tool`` (the tool's own, or a dispatcher), the references to the real
+    function that they did not replace, found in loaded modules and, unnamed, through the garbage collector.
+
+    Slow (it reads every module and asks the collector): for a failure message only.
+    """
+    with _LOCK:
+        patches = [p for p in _PATCHES.values() if p.dispatcher or answers_for(p.standin, tool)]
+    found = []
+    for patch in patches:
+        places = _holders(patch.original)
+        others = _other_holders(patch, places)
+        if places or others:
+            found.append(Unreached(patch.target, patch.dispatcher, places, others))
+    return found
+
+
+def _holders(obj: Any) -> list[Holder]:
+    """Where loaded modules hold ``obj``: as an attribute, or as an item of a dict, list or tuple attribute."""
+    found: list[Holder] = []
+    for name, module in list(sys.modules.items()):
+        namespace = getattr(module, "__dict__", None)
+        if not isinstance(namespace, dict):
+            continue
+        for attr, value in list(namespace.items()):
+            if value is obj:
+                found.append(Holder(name, attr))
+            elif isinstance(value, dict):
+                found.extend(Holder(name, attr, k, "dict") for k, v in list(value.items()) if v is obj)
+            elif isinstance(value, (list, tuple)):
+                kind = "list" if isinstance(value, list) else "tuple"
+                found.extend(Holder(name, attr, i, kind) for i, v in enumerate(list(value)) if v is obj)
+    return found
+
+
+def _other_holders(patch: _Patch, named: list[Holder]) -> list[str]:
+    """What else holds ``patch.original``, by kind: not a module (:func:`_holders` names those), not this patch
+    and its stand-in, not a running frame."""
+    ours: set[int] = {id(patch), id(getattr(patch.standin, "__dict__", None))}
+    ours.update(id(cell) for cell in getattr(patch.standin, "__closure__", None) or ())
+    for holder in named:
+        module = sys.modules.get(holder.module)
+        ours.add(id(getattr(module, "__dict__", None)))
+        if holder.container:
+            ours.add(id(getattr(module, holder.attr, None)))
+    modules = {id(vars(m)) for m in list(sys.modules.values()) if isinstance(getattr(m, "__dict__", None), dict)}
+    kinds = {types.CellType: "a closure variable", dict: "a dict", list: "a list", tuple: "a tuple", set: "a set"}
+    out = []
+    for referrer in gc.get_referrers(patch.original):
+        if id(referrer) in ours or id(referrer) in modules or isinstance(referrer, types.FrameType):
+            continue
+        out.append(kinds.get(type(referrer), f"a {type(referrer).__name__}"))
+    return out
 
 
 def uninstall(key: Key, held: bool) -> None:

@@ -17,7 +17,7 @@ from pytest_agent_eval.cases.model import UNMOCKED_MODES
 from pytest_agent_eval.faults import describe
 from pytest_agent_eval.mocks.current import current, passing_through
 from pytest_agent_eval.mocks.errors import MockConfigError, UnmockedToolError
-from pytest_agent_eval.mocks.patching import patched_dispatchers
+from pytest_agent_eval.mocks.patching import Holder, patched_dispatchers, unreached
 from pytest_agent_eval.mocks.responses import Call, Raise, Response, Sequence, Value, When, compile_response, produce
 from pytest_agent_eval.mocks.standins import live_tools
 from pytest_agent_eval.record import ToolCall
@@ -65,11 +65,12 @@ class MockPlan:
             raise MockConfigError("\n".join(problems))
 
     def never_called(self, calls: list[ToolCall]) -> list[str]:
-        """Violations for the case's own mocks that no call of the trial used, with the closest called tool."""
+        """Violations for the case's own mocks that no call of the trial used, with the closest called tool, and
+        the references to the real tool that its patch did not reach (a call through them is not seen)."""
         called = list(dict.fromkeys(call.name for call in calls))
         return [
-            f"tool_mocks: {name!r} was mocked but never called{did_you_mean(name, called)}; the agent called "
-            f"{', '.join(called) or 'no tool'} (case {self.case_id}, {self.location}); fix the name, remove the "
+            f"tool_mocks: {name!r} was mocked but never called{did_you_mean(name, called)}"
+            f"{_why_not_called(name, called)} (case {self.case_id}, {self.location}); fix the name, remove the "
             "mock, or list the tool under `tools_not_called` if the agent must not call it"
             for name in self.must_call
             if name not in called
@@ -88,6 +89,46 @@ class MockPlan:
                 yield recording
         finally:
             recording.unused.extend(self.never_called(recording.calls))
+
+
+def _why_not_called(name: str, called: list[str]) -> str:
+    """What the stand-ins saw instead, and where the real tool is still reachable: only calls that reach a
+    stand-in are seen, so "the agent called no tool" cannot be told."""
+    seen = f"; the agent called {', '.join(called)}" if called else ": no call reached its stand-in"
+    missed = unreached(name)
+    if not missed:
+        if called:
+            return seen
+        return (
+            f"{seen} (either no tool was called, or one was called through a reference no patch reached: a dict, "
+            "a list or a closure made before the patch)"
+        )
+    notes = []
+    for patch in missed:
+        what = "patch" if patch.dispatcher else "patch_tool"
+        held = [str(place) for place in patch.places] + patch.others
+        fixes = [_fix(place) for place in patch.places if place.container in ("dict", "list")]
+        fixes = [f for f in fixes if f][:2]
+        how = f"Patch that entry too ({'; '.join(fixes)}) or have" if fixes else "Have"
+        notes.append(
+            f"{what}({patch.target!r}) did not reach {_listed(held)}, which still "
+            f"{'holds' if len(held) == 1 else 'hold'} the real {'dispatcher' if patch.dispatcher else 'tool'}: a "
+            f"call through {'it' if len(held) == 1 else 'them'} runs the real tool, unrecorded. {how} the agent "
+            "look the tool up when it calls it"
+        )
+    return f"{seen}; {' '.join(notes)}"
+
+
+def _fix(place: Holder) -> str:
+    """The line that patches ``place`` for the test too (undone with it): ``monkeypatch.setitem(...)``."""
+    container = f"{place.module}.{place.attr}"
+    item = f"{container}[{place.key!r}]"
+    return f"monkeypatch.setitem({container}, {place.key!r}, tool_mocks.wrap({item}))"
+
+
+def _listed(items: list[str], most: int = 3) -> str:
+    shown = ", ".join(items[:most])
+    return shown + (f" and {len(items) - most} more" if len(items) > most else "")
 
 
 def _unpatched(plan: MockPlan, dispatched: bool, others: bool) -> list[str]:

@@ -100,6 +100,13 @@ def _is_standin(obj: Any) -> bool:
     return getattr(obj, _MARK, None) is not None or _STANDINS.is_wrapped(obj)
 
 
+def answers_for(obj: Any, tool: str) -> bool:
+    """Whether ``obj`` is a stand-in (a function or a wrapped framework tool object) for the tool ``tool``."""
+    if getattr(obj, _MARK, None) == tool:
+        return True
+    return _STANDINS.is_wrapped(obj) and getattr(obj, "name", None) == tool
+
+
 def _mark(standin: Callable[..., Any], name: str) -> None:
     setattr(standin, _MARK, name)
 
