@@ -527,7 +527,7 @@ cases:
     for line in (
         "  ✗ tool_mocks: 'search' was mocked but never called: no call reached its stand-in; "
         "patch_tool('travel_tools:search') did not reach travel_tools.TOOLS['search'], which still holds the "
-        "real tool: a call through it runs the real tool, unrecorded. Patch that entry too "
+        "real tool: a call through it runs the real tool, unrecorded. Patch it too "
         "(monkeypatch.setitem(travel_tools.TOOLS, 'search', tool_mocks.wrap(travel_tools.TOOLS['search']))) or "
         "have the agent look the tool up when it calls it (case via_dict, eval_travel.yaml:2); fix the name, "
         "remove the mock, or list the tool under `tools_not_called` if the agent must not call it",

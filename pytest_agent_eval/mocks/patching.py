@@ -153,33 +153,38 @@ def _holders(obj: Any) -> list[Holder]:
         if not isinstance(namespace, dict):
             continue
         for attr, value in list(namespace.items()):
-            if value is obj:
-                found.append(Holder(name, attr))
-            elif isinstance(value, dict):
-                found.extend(Holder(name, attr, k, "dict") for k, v in list(value.items()) if v is obj)
-            elif isinstance(value, (list, tuple)):
-                kind = "list" if isinstance(value, list) else "tuple"
-                found.extend(Holder(name, attr, i, kind) for i, v in enumerate(list(value)) if v is obj)
+            try:  # a module's odd object (a lazy proxy, a dict subclass) must not break a failure message
+                found.extend(_held_by(obj, value, name, attr))
+            except Exception:  # not a holder we can read: left unnamed
+                continue
     return found
+
+
+def _held_by(obj: Any, value: Any, module: str, attr: str) -> list[Holder]:
+    if value is obj:
+        return [Holder(module, attr)]
+    if isinstance(value, dict):
+        return [Holder(module, attr, k, "dict") for k, v in list(value.items()) if v is obj]
+    if isinstance(value, (list, tuple)):
+        kind = "list" if isinstance(value, list) else "tuple"
+        return [Holder(module, attr, i, kind) for i, v in enumerate(list(value)) if v is obj]
+    return []
 
 
 def _other_holders(patch: _Patch, named: list[Holder]) -> list[str]:
     """What else holds ``patch.original``, by kind: not a module (:func:`_holders` names those), not this patch
     and its stand-in, not a running frame."""
-    ours: set[int] = {id(patch), id(getattr(patch.standin, "__dict__", None))}
+    ours = {id(patch), id(vars(patch)), id(getattr(patch.standin, "__dict__", None))}  # vars: Python < 3.11
     ours.update(id(cell) for cell in getattr(patch.standin, "__closure__", None) or ())
-    for holder in named:
-        module = sys.modules.get(holder.module)
-        ours.add(id(getattr(module, "__dict__", None)))
-        if holder.container:
-            ours.add(id(getattr(module, holder.attr, None)))
-    modules = {id(vars(m)) for m in list(sys.modules.values()) if isinstance(getattr(m, "__dict__", None), dict)}
+    ours.update(id(getattr(sys.modules.get(h.module), h.attr, None)) for h in named if h.container)
+    modules = {id(getattr(module, "__dict__", None)) for module in list(sys.modules.values())}
     kinds = {types.CellType: "a closure variable", dict: "a dict", list: "a list", tuple: "a tuple", set: "a set"}
     out = []
     for referrer in gc.get_referrers(patch.original):
         if id(referrer) in ours or id(referrer) in modules or isinstance(referrer, types.FrameType):
             continue
-        out.append(kinds.get(type(referrer), f"a {type(referrer).__name__}"))
+        kind = next((what for cls, what in kinds.items() if isinstance(referrer, cls)), None)
+        out.append(kind or f"an object of type {type(referrer).__name__}")
     return out
 
 

@@ -105,25 +105,28 @@ def _why_not_called(name: str, called: list[str]) -> str:
         )
     notes = []
     for patch in missed:
-        what = "patch" if patch.dispatcher else "patch_tool"
         held = [str(place) for place in patch.places] + patch.others
-        fixes = [_fix(place) for place in patch.places if place.container in ("dict", "list")]
-        fixes = [f for f in fixes if f][:2]
-        how = f"Patch that entry too ({'; '.join(fixes)}) or have" if fixes else "Have"
+        one = len(held) == 1
+        fixes = [fix for fix in (_fix(place, patch.dispatcher) for place in patch.places) if fix][:2]
+        how = f"Patch {'it' if one else 'them'} too ({'; '.join(fixes)}) or have" if fixes else "Have"
         notes.append(
-            f"{what}({patch.target!r}) did not reach {_listed(held)}, which still "
-            f"{'holds' if len(held) == 1 else 'hold'} the real {'dispatcher' if patch.dispatcher else 'tool'}: a "
-            f"call through {'it' if len(held) == 1 else 'them'} runs the real tool, unrecorded. {how} the agent "
-            "look the tool up when it calls it"
+            f"{'patch' if patch.dispatcher else 'patch_tool'}({patch.target!r}) did not reach {_listed(held)}, "
+            f"which still {'holds' if one else 'hold'} the real {'dispatcher' if patch.dispatcher else 'tool'}: a "
+            f"call through {'it' if one else 'them'} runs the real tool, unrecorded. {how} the agent look the "
+            f"{'dispatcher' if patch.dispatcher else 'tool'} up when it calls it"
         )
     return f"{seen}; {' '.join(notes)}"
 
 
-def _fix(place: Holder) -> str:
-    """The line that patches ``place`` for the test too (undone with it): ``monkeypatch.setitem(...)``."""
+def _fix(place: Holder, dispatcher: bool) -> str | None:
+    """The line that patches ``place`` too, for the test only: a module attribute with the ``tool_mocks`` fixture,
+    a dict or list entry with ``monkeypatch.setitem`` (a tuple cannot be patched; nor can a dispatcher's entry)."""
+    if not place.container:
+        return f"tool_mocks.{'patch' if dispatcher else 'patch_tool'}({place.module + ':' + place.attr!r})"
+    if dispatcher or place.container not in ("dict", "list"):
+        return None
     container = f"{place.module}.{place.attr}"
-    item = f"{container}[{place.key!r}]"
-    return f"monkeypatch.setitem({container}, {place.key!r}, tool_mocks.wrap({item}))"
+    return f"monkeypatch.setitem({container}, {place.key!r}, tool_mocks.wrap({container}[{place.key!r}]))"
 
 
 def _listed(items: list[str], most: int = 3) -> str:
