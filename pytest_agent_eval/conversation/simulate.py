@@ -102,6 +102,7 @@ async def converse(
             tries = f" (after {attempts} attempts)" if attempts > 1 else ""
             whole.error = f"message {len(history)}: {run.error}{tries}"
             whole.traceback = run.traceback
+            whole.infra_error = run.infra_error
             talk.ended = "error"
             return False
         return True
