@@ -98,3 +98,36 @@ def test_mine():
     )
     junit = (pytester.path / "junit.xml").read_text()
     assert 'errors="0"' in junit and 'failures="2"' in junit
+
+
+def test_the_simulated_users_llm_failing_on_infrastructure_is_an_error(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The plugin's own LLM (the simulated user's, through the default `agent_eval_llm`) answering 429: the case
+    errors naming the request, with no traffic option, as the agent's client would."""
+    pytester.makepyfile(support="def run(query, context):\n    return 'Hi! How can I help?'\n")
+    pytester.syspathinsert()
+    pytester.makefile(
+        ".yaml",
+        eval_talk="""\
+agent: support:run
+cases:
+  - id: talk
+    simulated_user:
+      persona: {name: Ann}
+      tasks: [Ask where your order is]
+      signoff: Bye now
+""",
+    )
+    with ChatServer(lambda prompt: None, failures=1000, failure_status=429) as chat:
+        _point_at(monkeypatch, chat.base_url)
+        monkeypatch.setenv("AGENT_EVAL_LLM_MODEL", "loopback-model")
+        result = pytester.runpytest(*RUN)
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(
+        [
+            "eval_talk.yaml:3: case talk: infrastructure error, not the agent's: "
+            f"POST {chat.base_url}/chat/completions answered 429 Too Many Requests (openai.RateLimitError)"
+        ]
+    )
+    assert _outcome(pytester)[0] == "error"
