@@ -173,7 +173,7 @@ async def _call(case: Case, agent: Agent, query: str, context: dict[str, Any], s
                 )
         latency = time.perf_counter() - start
     if exc is not None:
-        return RunRecord(latency_s=latency, error=agent_error(exc), traceback=agent_traceback(exc))
+        return _failed(exc, latency)
     try:
         record = agent.adapter.normalise(raw)
     except UnreadableResult as exc:
@@ -182,6 +182,15 @@ async def _call(case: Case, agent: Agent, query: str, context: dict[str, Any], s
         return RunRecord(latency_s=latency, error=f"cannot read the agent's result: {describe(exc)}")
     record.latency_s = latency
     return record
+
+
+def _failed(exc: Exception, latency: float) -> RunRecord:
+    """The record of a call that raised: the agent's error, or infrastructure's (a known LLM client's exception)."""
+    from pytest_agent_eval.traffic.clients import infrastructure_error  # on an error only
+
+    infra = infrastructure_error(exc)
+    error = agent_error(exc) if infra is None else f"infrastructure error (not the agent's): {infra}"
+    return RunRecord(latency_s=latency, error=error, traceback=agent_traceback(exc), infra_error=infra)
 
 
 async def _checked(

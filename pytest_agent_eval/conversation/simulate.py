@@ -15,6 +15,7 @@ from typing import Any
 from pytest_agent_eval.conversation.spec import SimulatedUser
 from pytest_agent_eval.llm import LLM, ask
 from pytest_agent_eval.record import RunRecord
+from pytest_agent_eval.traffic.clients import infrastructure_error
 
 AgentCall = Callable[[str, dict[str, Any]], Awaitable[RunRecord]]
 """One agent call: ``(message, context) -> run record`` (timed, bounded by the timeout and the concurrency)."""
@@ -102,6 +103,7 @@ async def converse(
             tries = f" (after {attempts} attempts)" if attempts > 1 else ""
             whole.error = f"message {len(history)}: {run.error}{tries}"
             whole.traceback = run.traceback
+            whole.infra_error = run.infra_error
             talk.ended = "error"
             return False
         return True
@@ -117,6 +119,7 @@ async def converse(
             message = await offload(_next_message, llm, user, history)
         except SimulatorError as exc:
             whole.error = f"message {len(history) + 1}: {exc}"
+            whole.infra_error = infrastructure_error(exc)  # its LLM's client failed on the network: not the agent
             talk.ended = "error"
             return talk
         history.append({"role": "user", "content": message, "latency_s": time.perf_counter() - start})
