@@ -17,7 +17,7 @@ from pytest_agent_eval.adapters.base import Agent, StandIn
 from pytest_agent_eval.adapters.plain import normalise as read_plain
 from pytest_agent_eval.record import RunRecord, ToolCall
 
-EXTRA = "pip install 'pytest-agent-eval[openai-agents]'"
+EXTRA = "pip install 'pytest-agent-evalset[openai-agents]'"
 
 
 def _is_sdk(obj: Any, class_name: str) -> bool:

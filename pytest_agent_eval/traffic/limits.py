@@ -46,7 +46,7 @@ class Budget:
 
 def _missing(extra: str, package: str) -> ImportError:
     return ImportError(
-        f"the rate limit needs {package}: pip install 'pytest-agent-eval[{extra}]' (or pip install {package})"
+        f"the rate limit needs {package}: pip install 'pytest-agent-evalset[{extra}]' (or pip install {package})"
     )
 
 
