@@ -24,7 +24,11 @@ def _user_files() -> list[Path]:
     for name in USER_TEXT:
         path = ROOT / name
         files = [path] if path.is_file() else sorted(path.rglob("*"))
-        found += [p for p in files if p.suffix in {".py", ".md", ".yaml", ".yml", ".json", ".toml"} and "_build" not in p.parts]
+        found += [
+            p
+            for p in files
+            if p.suffix in {".py", ".md", ".yaml", ".yml", ".json", ".toml"} and "_build" not in p.parts
+        ]
     return found
 
 
