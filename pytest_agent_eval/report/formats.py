@@ -60,7 +60,7 @@ def configure(config: pytest.Config) -> None:
     config.pluginmanager.register(Summary(collector, config.get_verbosity), "agent_eval_summary")
     options = _options(config)
     thresholds = Thresholds(options.min_pass_rate, options.max_cost, options.max_p95_latency_s)
-    if thresholds:  # registered before the baseline comparison: its exit status is decided first, this one last
+    if thresholds:  # its exit status is decided after the baseline gate's (a hook wrapper)
         config.pluginmanager.register(SuiteThresholds(thresholds, collector), "agent_eval_thresholds")
     add_format(config, "agent_eval_json_report", _json_report, option="agent_eval_report")
     add_format(config, "agent_eval_junit_errors", _junit_errors, option="xmlpath")
