@@ -1,4 +1,5 @@
-"""The ``agent-eval`` command: ``validate`` eval files and print the native ``schema``."""
+"""The ``agent-eval`` command: ``validate`` eval files, print the native ``schema``, ``compare`` two reports and
+write a report's ``html`` page."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import importlib
 import importlib.metadata
 import importlib.util
 import json
+import os
 import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -234,6 +236,28 @@ def html_page(
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The command; a reader that went away (``agent-eval compare … | head``) ends it quietly, as Unix tools end."""
+    try:
+        code = _command(argv)
+        sys.stdout.flush()  # here, not at exit, where a closed pipe is a message no one can catch
+    except BrokenPipeError:
+        _silence_stdout()
+        return 1
+    return code
+
+
+def _silence_stdout() -> None:
+    """Point standard output at the null device: what is still buffered for it is dropped at exit, not reported."""
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):  # not a file (a test's capture)
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, fd)
+    os.close(devnull)
+
+
+def _command(argv: list[str] | None) -> int:
     parser = argparse.ArgumentParser(prog="agent-eval", description="pytest-agent-eval tools")
     sub = parser.add_subparsers(dest="command", required=True)
     plugin_help = "a module or .py file (e.g. conftest.py) whose pytest_agent_eval_register_* hooks add checks/formats"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import jsonschema
@@ -360,3 +361,22 @@ def test_compare_says_why_two_runs_were_not_compared() -> None:
     moved = compare([_case("evals/a.yaml::x", "passed")], [_case("a.yaml::x", "failed", 0.0)])
     assert (moved.not_compared, [c.nodeid for c in moved.regressions]) == (None, ["a.yaml::x"])
     assert compare([], []).not_compared is None  # nothing to compare is not a failure to compare
+
+
+def test_agent_eval_compare_into_a_closed_pipe_exits_quietly(runs: pytest.Pytester) -> None:
+    """Issue 24 item 19: `agent-eval compare … | head` ended in a BrokenPipeError traceback."""
+    import shutil
+    import subprocess
+
+    _baseline(runs, BASE_SUITE)
+    runs.makefile(".yaml", eval_s=CAND_SUITE)
+    runs.runpytest("-p", "no:cacheprovider", "--agent-eval-report", "cand.json")
+    read, write = os.pipe()
+    os.close(read)  # the reader is gone before a line is written: `| head -0`
+    try:
+        command = [shutil.which("agent-eval") or "agent-eval", "compare", "base.json", "cand.json"]
+        done = subprocess.run(command, cwd=runs.path, stdout=write, stderr=subprocess.PIPE, text=True, timeout=60)
+    finally:
+        os.close(write)
+    assert done.stderr == ""
+    assert done.returncode == 1
