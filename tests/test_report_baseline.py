@@ -380,3 +380,23 @@ def test_agent_eval_compare_into_a_closed_pipe_exits_quietly(runs: pytest.Pytest
         os.close(write)
     assert done.stderr == ""
     assert done.returncode == 1
+
+
+def test_a_report_path_that_moved_the_rootdir_is_named(
+    runs: pytest.Pytester, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """Issue 24 item 12: `--agent-eval-baseline /elsewhere/base.json` (a space, not `=`) is a test path to pytest
+    when it chooses the rootdir, before it knows the plugin's options: the rootdir moves, the node ids with it."""
+    runs.makeini("[pytest]\n")
+    runs.makefile(".yaml", eval_s=KNOWN_FAILURE)
+    elsewhere = tmp_path_factory.mktemp("elsewhere")
+    runs.runpytest("-p", "no:cacheprovider", f"--agent-eval-report={elsewhere / 'base.json'}")
+    moved = runs.runpytest("-p", "no:cacheprovider", "--agent-eval-baseline", str(elsewhere / "base.json"))
+    moved.stdout.fnmatch_lines(
+        [f"*pytest chose the rootdir {runs.path.parent} with {elsewhere / 'base.json'} (--agent-eval-baseline) "
+         f"as a test path; write --agent-eval-baseline={elsewhere / 'base.json'}*"]
+    )  # fmt: skip
+    moved.stdout.fnmatch_lines(["node ids matched across rootdirs: *"])
+    kept = runs.runpytest("-p", "no:cacheprovider", f"--agent-eval-baseline={elsewhere / 'base.json'}")
+    kept.stdout.no_fnmatch_line("*pytest chose the rootdir*")
+    kept.stdout.fnmatch_lines(["compared with the baseline: 0 regressions, 0 fixes, 0 new, 0 missing"])

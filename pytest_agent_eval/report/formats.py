@@ -13,7 +13,7 @@ from functools import partial
 import pytest
 
 from pytest_agent_eval.cases.files import is_eval_file
-from pytest_agent_eval.options import ReportOptions
+from pytest_agent_eval.options import ReportOptions, rootdir_moved_by
 from pytest_agent_eval.report.collector import COLLECTOR, Records, is_worker
 from pytest_agent_eval.report.summary import Summary
 from pytest_agent_eval.report.thresholds import SuiteThresholds, Thresholds
@@ -56,6 +56,15 @@ def configure(config: pytest.Config) -> None:
     """Register the record collector and the terminal summary (and the formats asked for) on the controller."""
     if is_worker(config):
         return
+    for flag, value in rootdir_moved_by(config):
+        config.issue_config_time_warning(
+            pytest.PytestConfigWarning(
+                f"pytest chose the rootdir {config.rootpath} with {value} ({flag}) as a test path; write "
+                f"{flag}={value}: pytest reads a plugin's options after it chooses the rootdir, and node ids (which "
+                "a baseline is compared by) and the ini file read depend on it"
+            ),
+            stacklevel=2,
+        )
     collector = run_records(config)
     config.pluginmanager.register(Summary(collector, config.get_verbosity), "agent_eval_summary")
     options = _options(config)
