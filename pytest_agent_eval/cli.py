@@ -26,6 +26,7 @@ from pytest_agent_eval.report.baseline import (
     DEFAULT_SIGNIFICANCE,
     DEFAULT_TOLERANCE,
     BaselineError,
+    Comparison,
     compare,
     load_records,
 )
@@ -216,8 +217,8 @@ def html_page(
     tolerance: float = DEFAULT_TOLERANCE,
     significance: float = DEFAULT_SIGNIFICANCE,
 ) -> int:
-    """Write the HTML page of ``report`` (compared with ``base`` as ``agent-eval compare`` compares) to ``output``;
-    2 for an unreadable report."""
+    """Write the HTML page of ``report`` (compared with ``base`` as ``agent-eval compare`` compares; without it, the
+    comparison the report kept, if any) to ``output``; 2 for an unreadable report."""
     from pytest_agent_eval.report.html import Baseline, write_html
 
     try:
@@ -228,8 +229,11 @@ def html_page(
         print(f"agent-eval html: {exc}", file=sys.stderr)
         return 2
     baseline = None
+    kept = document.get("baseline") or {}
     if before is not None and base is not None:
         baseline = Baseline(compare(before, records, tolerance, significance), before, base)
+    elif "tolerance" in kept:  # the comparison the run made and the report kept
+        baseline = Baseline(Comparison.from_dict(kept), None, str(kept.get("path", "")))
     write_html(Path(output), document, baseline)
     print(f"agent-eval html: wrote {output} ({len(document.get('cases', []))} cases)")
     return 0

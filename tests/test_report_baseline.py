@@ -293,6 +293,11 @@ def test_every_report_shows_the_one_comparison_made_with_the_runs_tolerance(runs
     tolerant = runs.run("agent-eval", "html", "r.json", "base.json", "-o", "tolerant.html", "--tolerance", "0.2")
     assert tolerant.ret == 0
     assert "0 regressions, 0 fixes" in _page_text(runs.path / "tolerant.html")
+    kept = runs.run("agent-eval", "html", "r.json", "-o", "kept.html")  # the comparison the run made, kept in r.json
+    assert kept.ret == 0
+    assert "base.json: 0 regressions, 0 fixes, 0 new, 0 missing" in " ".join(
+        _page_text(runs.path / "kept.html").split()
+    )
 
 
 OTHER_SUITE = """\

@@ -141,6 +141,18 @@ class Comparison:
             out += [f"| {title} | {md_code(c.nodeid)} | {md_cell(c.detail)} |" for title, c in rows]
         return out
 
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Comparison:
+        """The comparison a JSON report kept (``to_dict``)."""
+        groups = {name: [Change(**c) for c in data.get(name, [])] for name in _GROUPS}
+        return cls(
+            **groups,
+            tolerance=data.get("tolerance", DEFAULT_TOLERANCE),
+            significance=data.get("significance", DEFAULT_SIGNIFICANCE),
+            not_compared=data.get("not_compared"),
+            matched=data.get("matched"),
+        )
+
     def to_dict(self) -> dict[str, Any]:
         """The comparison as the JSON report keeps it (``baseline`` beside ``run``)."""
         out: dict[str, Any] = {

@@ -123,8 +123,11 @@ def _charts(records: list[CaseRecord]) -> str:
     )
 
 
-def _side(record: CaseRecord | None) -> str:
-    """One side of a changed case: outcome, score, pass count, the failed checks and the output."""
+def _side(record: CaseRecord | None, unknown: bool = False) -> str:
+    """One side of a changed case: outcome, score, pass count, the failed checks and the output; ``unknown``: the
+    records of that side are not at hand."""
+    if unknown:
+        return "<td>not in this report (give the baseline's report to see it)</td>"
     if record is None:
         return "<td>—</td>"
     failed = [c for c in record.checks if not c.passed]
@@ -148,13 +151,14 @@ class Baseline:
     earlier report's records (shown side by side) and its name."""
 
     comparison: Comparison
-    records: list[CaseRecord]
+    records: list[CaseRecord] | None
+    """``None``: not at hand (the comparison a report kept, shown without the baseline's side)."""
     name: str
 
 
 def _baseline_section(records: list[CaseRecord], baseline: Baseline) -> str:
     comparison = baseline.comparison
-    before = {r.nodeid: r for r in baseline.records}
+    before = {r.nodeid: r for r in baseline.records or []}
     after = {r.nodeid: r for r in records}
     out = [
         '<section id="baseline"><h2>Compared with the baseline</h2>',
@@ -170,9 +174,10 @@ def _baseline_section(records: list[CaseRecord], baseline: Baseline) -> str:
         out.append("</tr></thead><tbody>")
         change: Change
         for change in changes:
+            was = _side(before.get(change.in_baseline), unknown=baseline.records is None)
             out.append(
                 f"<tr><td><code>{esc(change.nodeid)}</code></td><td>{esc(change.detail)}</td>"
-                f"{_side(before.get(change.in_baseline))}{_side(after.get(change.nodeid))}</tr>"
+                f"{was}{_side(after.get(change.nodeid))}</tr>"
             )
         out.append("</tbody></table>")
     out.append("</section>")
