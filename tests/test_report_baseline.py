@@ -365,7 +365,10 @@ def test_compare_says_why_two_runs_were_not_compared() -> None:
     assert result.failed and result.lines()[0].startswith("baseline not compared: no case in common")
     moved = compare([_case("evals/a.yaml::x", "passed")], [_case("a.yaml::x", "failed", 0.0)])
     assert (moved.not_compared, [c.nodeid for c in moved.regressions]) == (None, ["a.yaml::x"])
-    assert compare([], []).not_compared is None  # nothing to compare is not a failure to compare
+    assert compare([], [_case("a.yaml::x", "passed")]).not_compared == (
+        "no case in common with this run (the baseline has no case)"
+    )
+    assert compare([], []).not_compared is None  # nothing ran: nothing to compare
 
 
 def test_agent_eval_compare_into_a_closed_pipe_exits_quietly(runs: pytest.Pytester) -> None:

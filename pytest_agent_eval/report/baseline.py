@@ -214,6 +214,9 @@ def compare(
     cand = {r.nodeid: r for r in candidate}
     out = Comparison(tolerance=tolerance, significance=significance)
     base_key, cand_key = _as_is, _as_is
+    if cand and not base:
+        out.not_compared = "no case in common with this run (the baseline has no case)"
+        return out
     if base and cand and base.keys().isdisjoint(cand.keys()):
         prefixes = _rootdir_prefixes(list(base), list(cand))
         if prefixes is None:
