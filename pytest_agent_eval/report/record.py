@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from pytest_agent_eval.report.case_input import case_input, content_hash
 from pytest_agent_eval.report.jsonable import JSON, cut, jsonable
 
 if TYPE_CHECKING:
@@ -136,6 +137,11 @@ class CaseRecord:
     conversation: dict[str, str] | None = None
     """A simulated-user conversation's score parts (``timing``, ``tasks``, ``assertions``, ``penalty``, ``ended``)
     of the trial shown; ``None`` for other cases."""
+    input: JSON = None
+    """What the case gives the agent (``query`` or ``turns`` or ``simulated_user``, and ``context``); ``None`` for
+    an item without a case (a file that cannot be read)."""
+    content_hash: str | None = None
+    """16 hex digits of a hash of the case's content: the same from run to run until the case is edited."""
 
     def to_dict(self) -> dict[str, JSON]:
         """As ``dataclasses.asdict``, without its deep copy (values are JSON-able already and not changed after):
@@ -222,6 +228,8 @@ def from_result(nodeid: str, file: str, result: CaseResult) -> CaseRecord:
         error=shown.run.error or (shown.violations[0] if shown.violations else None),
         conversation=dict(shown.parts) or None,
         agent=case.agent_name,
+        input=case_input(case),
+        content_hash=content_hash(case),
     )
 
 

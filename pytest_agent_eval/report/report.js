@@ -40,9 +40,20 @@
       `</div>`).join("");
   }
 
+  function input(given) {
+    if (!given) return "";
+    const out = [];
+    if (typeof given.query === "string") out.push(`<pre class="query">${esc(given.query)}</pre>`);
+    if (given.turns) out.push(`<ol class="turns">` + given.turns.map((t) => `<li>${esc(t)}</li>`).join("") + `</ol>`);
+    if (given.simulated_user) out.push(`simulated user: <code>${json(given.simulated_user)}</code>`);
+    if (given.context) out.push(`context: <code>${json(given.context)}</code>`);
+    return `<h4>Input</h4><div class="input">${out.join("")}</div>`;
+  }
+
   function detail(c) {
     const parts = [`<p><code>${esc(c.file)}:${esc(c.line)}</code>${c.description ? " — " + esc(c.description) : ""}` +
-      `${c.agent ? " — agent " + esc(c.agent) : ""}</p>`];
+      `${c.agent ? " — agent " + esc(c.agent) : ""}` +
+      `${c.content_hash ? " — content hash <code>" + esc(c.content_hash) + "</code>" : ""}</p>`, input(c.input)];
     if (c.error) parts.push(`<h4>Error</h4><pre>${esc(c.error)}</pre>`);
     if (c.reason) parts.push(`<h4>Reason</h4><pre>${esc(c.reason)}</pre>`);
     if (c.checks && c.checks.length) parts.push(`<h4>Checks</h4>${checks(c.checks)}`);

@@ -6,6 +6,7 @@ fails or passes a run on a made-up figure.
 
 from __future__ import annotations
 
+from collections.abc import Generator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -67,8 +68,11 @@ class SuiteThresholds:
         self.missed: list[str] = []
         self.unknown: list[str] = []
 
-    @pytest.hookimpl(trylast=True)
-    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+    @pytest.hookimpl(wrapper=True, trylast=True)
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> Generator[None]:
+        """After every other ``pytest_sessionfinish`` (the baseline gate's, which may set the status to 0): a missed
+        threshold fails the run under every gate. The innermost wrapper: done before the terminal summary."""
+        yield
         if exitstatus not in DECIDED or not self.collector.records:
             return
         from pytest_agent_eval.report.stats import Stats
