@@ -12,9 +12,7 @@ import yaml
 from pytest_agent_eval.traffic.cassette import Cassette, Interaction, body_text, cassette_path, match_key, scrub_url
 from pytest_agent_eval.traffic.hook import retry_delay
 from pytest_agent_eval.traffic.limits import Budget
-from pytest_agent_eval.traffic.usage import CallUsage, Usage, parse_prices, price_of, read_usage
-
-PRICES = {"gpt-4o": {"input": 2.5, "output": 10.0}, "gpt-4o-mini": {"input": 0.15, "output": 0.6}}
+from pytest_agent_eval.traffic.usage import CallUsage, Prices, Usage, parse_prices, read_usage
 
 
 def sse(*events: object) -> bytes:
@@ -37,7 +35,7 @@ def sse(*events: object) -> bytes:
                 }
             ).encode(),
             "application/json",
-            CallUsage("claude-sonnet-4", 25, 7),
+            CallUsage("claude-sonnet-4", 25, 7, cache_read_tokens=5),
         ),
         (  # OpenAI stream with include_usage: the last chunk
             sse(
@@ -70,18 +68,22 @@ def test_usage_is_read_from_whole_and_streamed_answers(
 
 def test_cost_from_the_price_table_and_none_for_an_unpriced_model() -> None:
     usage = Usage()
-    usage.add(CallUsage("gpt-4o-2024-08-06", 1_000_000, 100_000), PRICES)  # a dated snapshot: its family's price
+    prices = Prices({"my-gpt": {"input": 2.5, "output": 10.0}, "my-gpt-mini": {"input": 0.15, "output": 0.6}})
+    usage.add(CallUsage("my-gpt-2024-08-06", 1_000_000, 100_000), prices)  # a dated snapshot: its family's price
     assert usage.cost == pytest.approx(2.5 + 1.0)
-    assert price_of("gpt-4o-mini-2024-07-18", PRICES) == PRICES["gpt-4o-mini"]  # the longest name wins
-    usage.add(CallUsage("mystery", 10, 10), PRICES)
+    assert prices.cost(CallUsage("my-gpt-mini-2024-07-18", 1_000_000, 0)) == pytest.approx(0.15)  # the longest wins
+    usage.add(CallUsage("mystery", 10, 10), prices)
     assert usage.cost is None and usage.as_dict()["unpriced_models"] == ["mystery"]
     assert usage.as_dict()["total_tokens"] == 1_100_020
 
 
 def test_prices_are_checked() -> None:
     assert parse_prices('{"m": {"input": 1, "output": 2.5}}') == {"m": {"input": 1.0, "output": 2.5}}
+    assert parse_prices('{"m": {"input": 1, "output": 2, "cached_input": 0.1}}')["m"]["cached_input"] == 0.1
     with pytest.raises(ValueError, match="'m': expected"):
         parse_prices('{"m": {"input": 1}}')
+    with pytest.raises(ValueError, match=r"'m': expected .* optionally cached_input"):
+        parse_prices('{"m": {"input": 1, "output": 2, "cached": 0.1}}')
     with pytest.raises(ValueError, match="at least 0"):
         parse_prices('{"m": {"input": -1, "output": 1}}')
 
