@@ -251,3 +251,47 @@ def test_max_cost_within_a_partial_sum_is_not_checked_and_says_why(
             " out 1 case with unpriced models: foo-model (give their prices in agent_eval_prices)"
         ]
     )
+
+
+FRAMEWORK_AGENTS = """
+import os
+
+from openai import AsyncOpenAI
+
+
+def sdk_agent():
+    from agents import Agent, OpenAIChatCompletionsModel
+
+    client = AsyncOpenAI(base_url=os.environ["OPENAI_BASE_URL"], api_key="unused", max_retries=0)
+    return Agent(name="travel", model=OpenAIChatCompletionsModel(model="gpt-4o", openai_client=client))
+
+
+def pydantic_ai_agent():
+    from pydantic_ai import Agent
+    from pydantic_ai.models.openai import OpenAIChatModel
+    from pydantic_ai.providers.openai import OpenAIProvider
+
+    provider = OpenAIProvider(base_url=os.environ["OPENAI_BASE_URL"], api_key="unused")
+    return Agent(OpenAIChatModel("gpt-4o", provider=provider))
+
+
+SDK = sdk_agent() if os.environ.get("FRAMEWORK") == "agents" else None
+PYDANTIC_AI = pydantic_ai_agent() if os.environ.get("FRAMEWORK") == "pydantic_ai" else None
+"""
+
+
+@pytest.mark.parametrize("framework, attr", [("agents", "SDK"), ("pydantic_ai", "PYDANTIC_AI")])
+def test_a_framework_s_own_usage_carries_its_cached_tokens_with_the_hook_off(
+    pytester: pytest.Pytester, server: ChatServer, monkeypatch: pytest.MonkeyPatch, framework: str, attr: str
+) -> None:
+    pytest.importorskip(framework, reason="the dev extra installs it")
+    monkeypatch.setenv("FRAMEWORK", framework)
+    pytester.makepyfile(framework_agents=FRAMEWORK_AGENTS)
+    pytester.syspathinsert()
+    server.usage = OPENAI_CACHED["chat"]
+    pytester.makefile(
+        ".yaml", eval_cached=cases("chat", "gpt-4o").replace("priced_agents:chat", f"framework_agents:{attr}")
+    )
+    pytester.runpytest("-p", "no:cacheprovider", "--agent-eval-report", "report.json").assert_outcomes(passed=1)
+    (case,) = report(pytester)["cases"]
+    assert case["tokens"] == {"input": 100_000, "output": 1_000, "total": 101_000, "cache_read": 90_000}
