@@ -194,6 +194,8 @@ def _handler(server: ChatServer) -> type[BaseHTTPRequestHandler]:
             path = self.path.rstrip("/")
             if not path.endswith(("/chat/completions", "/responses", "/messages")):
                 status, reply = 404, {"error": {"message": f"loopback server: no route {self.path}"}}
+            elif path.endswith("/chat/completions"):  # as subclasses that answer chat completions only take it
+                status, reply = server.reply(json.loads(self.rfile.read(length) or b"{}"))
             else:
                 status, reply = server.reply(json.loads(self.rfile.read(length) or b"{}"), path)
             if server.delay_s:
