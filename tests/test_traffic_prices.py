@@ -210,6 +210,13 @@ def test_unpriced_models_are_named_in_the_summary_and_every_report(
     assert partial in page.split('<script type="application/json"')[0]  # in the page's own text, not only its data
 
 
+def test_the_one_line_summary_names_unpriced_models(project: pytest.Pytester, server: ChatServer) -> None:
+    project.makefile(".yaml", eval_mixed=cases("chat", "foo-model"))
+    result = project.runpytest(*RUN, "-q", "-q")
+    assert result.ret == 0
+    result.stdout.fnmatch_lines(["agent eval: 1/1 passed, *, cost unknown (1 case with unpriced models: foo-model)"])
+
+
 def test_a_matrix_agent_s_figures_name_its_unpriced_models(project: pytest.Pytester, server: ChatServer) -> None:
     project.makefile(
         ".yaml",
