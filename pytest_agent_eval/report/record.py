@@ -198,7 +198,7 @@ def usage(run: RunRecord) -> tuple[dict[str, int] | None, float | None]:
     return tokens, float(cost) if isinstance(cost, (int, float)) and not isinstance(cost, bool) else None
 
 
-def summed(parts: list[dict[str, int]]) -> dict[str, int] | None:
+def _summed(parts: list[dict[str, int]]) -> dict[str, int] | None:
     """Token counts summed over trials: each count any trial has (``cache_read`` only where reported)."""
     if not parts:
         return None
@@ -236,7 +236,7 @@ def from_result(nodeid: str, file: str, result: CaseResult) -> CaseRecord:
         output=cut(shown.run.output, OUTPUT_LIMIT),
         transcript=[jsonable(m, OUTPUT_LIMIT) for m in shown.run.history],
         latency_s=shown.run.latency_s,
-        tokens=summed(token_parts),
+        tokens=_summed(token_parts),
         cost=sum(costs) if costs and not unpriced else None,
         unpriced_models=unpriced,
         error=shown.run.error or (shown.violations[0] if shown.violations else None),
