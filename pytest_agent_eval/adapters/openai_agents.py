@@ -87,6 +87,9 @@ def read_result(result: Any) -> RunRecord:
             "total_tokens": getattr(usage, "total_tokens", 0),
             "requests": getattr(usage, "requests", 0),
         }
+        cached = getattr(getattr(usage, "input_tokens_details", None), "cached_tokens", 0)
+        if cached:  # part of input_tokens
+            record.usage["cache_read_tokens"] = cached
     return record
 
 

@@ -61,6 +61,9 @@ def read_result(result: Any) -> RunRecord:
             "output_tokens": getattr(usage, "output_tokens", 0) or 0,
             "requests": getattr(usage, "requests", 0) or 0,
         }
+        for key in ("cache_read_tokens", "cache_write_tokens"):  # part of input_tokens
+            if getattr(usage, key, 0):
+                record.usage[key] = getattr(usage, key)
     return record
 
 

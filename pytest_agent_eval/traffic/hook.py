@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from pytest_agent_eval.traffic.cassette import Cassette, Interaction, body_text, cassette_path, match_key, scrub_url
 from pytest_agent_eval.traffic.limits import Limits
 from pytest_agent_eval.traffic.scope import CURRENT, CaseTraffic, TrialTraffic, shown
-from pytest_agent_eval.traffic.usage import DEFAULT_PRICES, read_usage
+from pytest_agent_eval.traffic.usage import Prices, read_usage
 
 if TYPE_CHECKING:
     from pytest_agent_eval.cases.model import Case
@@ -48,7 +48,7 @@ class TrafficSettings:
     ignore: frozenset[str] = frozenset()
     """JSON fields left out when requests are matched."""
     retries: int = 3
-    prices: dict[str, dict[str, float]] = field(default_factory=lambda: dict(DEFAULT_PRICES))
+    prices: Prices = field(default_factory=Prices)
     limits: Limits | None = None
 
 
