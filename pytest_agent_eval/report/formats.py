@@ -2,7 +2,7 @@
 pytest's own junitxml is; all of them read the records that ``Records`` gathers from the test reports.
 
 A format is one module (its plugin object) and one registration line, :func:`add_format`, in ``pytest_configure``:
-here for the built-in ones, in a ``conftest.py`` or plugin for anyone else's (see README, "Extending").
+here for the built-in ones, in a ``conftest.py`` or plugin for anyone else's (see docs/extending.md).
 """
 
 from __future__ import annotations
