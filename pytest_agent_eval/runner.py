@@ -16,14 +16,14 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from pytest_agent_eval import eager
 from pytest_agent_eval.adapters import Agent, UnreadableResult, is_builtin
-from pytest_agent_eval.adapters.base import TRIAL
+from pytest_agent_eval.adapters.base import CONVERSATION, TRIAL
 from pytest_agent_eval.agents import invoke
 from pytest_agent_eval.blocking import in_thread, outside_loop
 from pytest_agent_eval.cases.model import Case
 from pytest_agent_eval.checks import CheckContext, CheckRegistry, CheckResult, evaluate
 from pytest_agent_eval.checks.answers import answered
 from pytest_agent_eval.faults import describe, original
-from pytest_agent_eval.record import RunRecord, ToolCall
+from pytest_agent_eval.record import RunRecord, ToolCall, merged_calls
 from pytest_agent_eval.stalls import CALL, LoopBlocked, Stall, blocked_message, running_step
 
 if TYPE_CHECKING:
@@ -144,23 +144,32 @@ def agent_error(exc: BaseException) -> str:
     return f"agent {verb} {describe(exc)}"
 
 
-async def _guarded(agent: Agent, query: str, context: dict[str, Any], inline: bool) -> tuple[Any, Exception | None]:
+async def _guarded(
+    agent: Agent, query: str, context: dict[str, Any], inline: bool, conversation: Any
+) -> tuple[Any, Exception | None]:
     """The agent's result, or the exception it raised: an agent's own ``TimeoutError`` is not the timeout's.
+    ``conversation``: the previous call's ``RunRecord.conversation``, as ``CONVERSATION`` during the call.
 
     The call's coroutine is made here, once this one runs: a case cancelled before its timeout's task started
     (its loop abandoned) leaves no coroutine that was never awaited."""
+    token = CONVERSATION.set(conversation)
     try:
         return await invoke(agent, query, context, inline=inline), None
     except Exception as exc:
         return None, exc
+    finally:
+        CONVERSATION.reset(token)
 
 
-async def _call(case: Case, agent: Agent, query: str, context: dict[str, Any], settings: RunSettings) -> RunRecord:
-    """One agent call, bounded by the concurrency limit and the timeout, timed, normalised."""
+async def _call(
+    case: Case, agent: Agent, query: str, context: dict[str, Any], settings: RunSettings, conversation: Any = None
+) -> RunRecord:
+    """One agent call, bounded by the concurrency limit and the timeout, timed, normalised. ``conversation``: what
+    the previous call of a conversation left in ``RunRecord.conversation``, for the adapter to continue."""
     timeout = case.timeout if case.timeout is not None else settings.default_timeout
     async with settings.limit if settings.limit is not None else contextlib.nullcontext():
         start = time.perf_counter()
-        call = _guarded(agent, query, context, settings.inline and timeout is None)
+        call = _guarded(agent, query, context, settings.inline and timeout is None, conversation)
         if timeout is None:
             raw, exc = await call
         else:
@@ -233,8 +242,7 @@ async def run_trial(case: Case, agent: Agent, settings: RunSettings, trial: int 
             run = await _call(case, agent, case.query, dict(case.context), settings)
     violations: list[str] = []
     if recording is not None:
-        if recording.calls or not run.tool_calls:
-            run.tool_calls = list(recording.calls)  # mocks saw every call: authoritative
+        run.tool_calls = merged_calls(run.tool_calls, recording.calls)
         violations.extend(recording.violations)
         if not run.error:  # an agent that failed early had no chance to call them
             violations.extend(recording.unused)
@@ -270,11 +278,9 @@ async def _conversation(
     whole = RunRecord()
     for n, turn in enumerate(case.turns, 1):
         context = {**case.context, "history": list(history)}
-        run = await _call(case, agent, turn.message, context, settings)
-        whole.latency_s += run.latency_s
-        whole.tool_calls.extend(run.tool_calls)
+        run = await _call(case, agent, turn.message, context, settings, whole.conversation)
+        whole.add_turn(run)
         history += [{"role": "user", "content": turn.message}, {"role": "assistant", "content": run.output}]
-        whole.output, whole.reasoning = run.output, run.reasoning
         if run.error:
             whole.error = f"turn {n}: {run.error}"
             whole.traceback = run.traceback
