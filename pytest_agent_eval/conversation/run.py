@@ -76,7 +76,7 @@ async def run_conversation_trial(
         violations: list[str] = []
         if recording is not None:
             run.tool_calls = merged_calls(run.tool_calls, recording.calls)
-            violations.extend(recording.violations)
+            violations.extend(v for v in recording.violations if v not in (run.error or ""))  # not the error again
         if run.error:  # the agent (after its retries), the simulated user or a setup failed: nothing to score
             why = [run.error, *talk.notes, *violations]
             stopped = "the conversation stopped at an error, nothing was scored"
