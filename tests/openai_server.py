@@ -1,6 +1,7 @@
 """A loopback OpenAI-compatible ``/v1/chat/completions`` server with scripted replies, for tests (no network).
 
-An ``answer`` callable, when given, may reply to a whole request with text (a simulated user, a scorer).
+An ``answer`` callable, when given, may reply to a whole request with text (a simulated user, a scorer) or with a
+whole assistant message (a dict, e.g. one with ``tool_calls``).
 Otherwise, to a user message it replies with the tool call that ``route(prompt)`` picks (name and JSON
 arguments); to tool results it replies with an answer quoting them. It serves on 127.0.0.1 (port 0) in a
 daemon thread and stops itself at ``__exit__``, after ``max_requests`` requests, or ``lifetime_s`` seconds,
@@ -21,8 +22,9 @@ from typing import Any
 
 Route = Callable[[str], "tuple[str, dict[str, Any]] | None"]
 """User prompt -> (tool name, arguments) to call, or None to answer without tools."""
-Answer = Callable[[dict[str, Any]], "str | None"]
-"""A whole request body -> the reply text, or None to route as usual (e.g. an LLM playing a simulated user)."""
+Answer = Callable[[dict[str, Any]], "str | dict[str, Any] | None"]
+"""A whole request body -> the reply text or assistant message, or None to route as usual (e.g. an LLM playing a
+simulated user)."""
 ANSWER_PREFIX = "Here is what I found: "
 NO_TOOLS = "I can answer that without tools."
 
@@ -104,6 +106,8 @@ class ChatServer:
             return 200, _anthropic_message(n, body, self.usage)
         messages = body.get("messages") or []
         text = self.answer(body) if self.answer is not None else None
+        if isinstance(text, dict):
+            return 200, _completion(n, body, text)
         if text is not None:
             return 200, self._usage(_completion(n, body, {"role": "assistant", "content": text}))
         if messages and messages[-1].get("role") == "tool":
