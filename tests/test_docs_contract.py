@@ -92,3 +92,29 @@ def test_every_command_is_documented() -> None:
     commands = re.findall(r'sub\.add_parser\(\s*"(\w+)"', _source("cli.py"))
     assert {"init", "validate", "schema", "compare", "html"} <= set(commands)
     assert sorted(c for c in commands if f"`agent-eval {c}" not in page("reference/cli.md")) == []
+
+
+def test_the_scripted_llm_of_the_prompts_page_drives_a_judge_and_a_simulated_user(pytester: pytest.Pytester) -> None:
+    """The page's scripted ``agent_eval_llm`` tells the plugin's calls apart as the page says: it passes a judged
+    case and a simulated-user conversation end to end."""
+    found = re.search(r"```python\n(# conftest\.py\n.*?)```", page("reference/prompts.md"), re.S)
+    assert found is not None
+    pytester.makeconftest(
+        found.group(1) + "\n\n@pytest.fixture(scope='session')\ndef agent():\n"
+        "    return lambda query, context=None: 'Your order shipped.'\n"
+    )
+    pytester.makefile(
+        ".yaml",
+        eval_llm="""cases:
+  - id: judged
+    input: where is my order?
+    expect: {judge: The answer says where the order is}
+  - id: talk
+    simulated_user:
+      persona: Dana
+      tasks: [{task: Ask where the order is, acceptance_criteria: it shipped}]
+""",
+    )
+    result = pytester.runpytest("-p", "no:cacheprovider", "-v")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["*eval_llm.yaml::judged PASSED*", "*eval_llm.yaml::talk PASSED*"])
