@@ -6,6 +6,11 @@ arguments); to tool results it replies with an answer quoting them. It serves on
 daemon thread and stops itself at ``__exit__``, after ``max_requests`` requests, or ``lifetime_s`` seconds,
 whichever comes first. ``failures`` first requests are answered ``failure_status`` (with ``Retry-After:
 retry_after``); ``log`` holds the arrival time (``time.time()``) of every request; ``delay_s`` delays every answer.
+
+It also serves the Responses API (``/v1/responses``, as the OpenAI Agents SDK's ``OpenAIResponsesModel`` calls it):
+such a request is read as the chat-completions request it amounts to (``requests`` holds that, with ``"api":
+"responses"``), answered the same way, and its answer written back as a Responses API object. A subclass may
+override ``respond`` to answer from the whole request (the conversation so far and the tools offered).
 """
 
 from __future__ import annotations
@@ -93,6 +98,10 @@ class ChatServer:
         if n > self.max_requests:
             self.stop()
             return 503, {"error": {"message": f"loopback server: more than {self.max_requests} requests"}}
+        return self.respond(n, body)
+
+    def respond(self, n: int, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        """The status and JSON reply to the ``n``-th chat-completions request (``body``)."""
         messages = body.get("messages") or []
         text = self.answer(body) if self.answer is not None else None
         if text is not None:
@@ -134,14 +143,90 @@ def _completion(n: int, body: dict[str, Any], message: dict[str, Any]) -> dict[s
     }
 
 
+def responses_as_chat(body: dict[str, Any]) -> dict[str, Any]:
+    """A Responses API request as the chat-completions request it amounts to: ``instructions`` and ``input`` items
+    as messages (function calls as assistant tool calls, their outputs as tool messages), the function tools."""
+    messages: list[dict[str, Any]] = []
+    if body.get("instructions"):
+        messages.append({"role": "system", "content": body["instructions"]})
+    items = body.get("input") or []
+    for item in [{"role": "user", "content": items}] if isinstance(items, str) else items:
+        kind = item.get("type", "message")
+        if kind == "function_call":
+            call = {"id": item.get("call_id"), "type": "function"}
+            call["function"] = {"name": item.get("name"), "arguments": item.get("arguments") or "{}"}
+            if messages and messages[-1]["role"] == "assistant" and messages[-1].get("tool_calls"):
+                messages[-1]["tool_calls"].append(call)
+            else:
+                messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
+        elif kind == "function_call_output":
+            messages.append({"role": "tool", "tool_call_id": item.get("call_id"), "content": str(item.get("output"))})
+        elif kind == "message":
+            content = item.get("content")
+            if isinstance(content, list):
+                content = "".join(str(part.get("text", "")) for part in content if isinstance(part, dict))
+            messages.append({"role": item.get("role", "user"), "content": content})
+    tools = [
+        {"type": "function", "function": {"name": t.get("name"), "parameters": t.get("parameters")}}
+        for t in body.get("tools") or []
+        if t.get("type") == "function"
+    ]
+    return {"model": body.get("model", "loopback"), "messages": messages, "tools": tools, "api": "responses"}
+
+
+def chat_as_response(completion: dict[str, Any]) -> dict[str, Any]:
+    """A chat completion as the Responses API object that says the same (a message, or function calls)."""
+    message = completion["choices"][0]["message"]
+    n = completion["id"].removeprefix("chatcmpl-")
+    output: list[dict[str, Any]] = [
+        {
+            "type": "function_call",
+            "id": f"fc_{call['id']}",
+            "call_id": call["id"],
+            "name": call["function"]["name"],
+            "arguments": call["function"]["arguments"],
+            "status": "completed",
+        }
+        for call in message.get("tool_calls") or []
+    ]
+    if message.get("content") is not None:
+        text = {"type": "output_text", "text": message["content"], "annotations": [], "logprobs": []}
+        output.append(
+            {"type": "message", "id": f"msg_{n}", "role": "assistant", "status": "completed", "content": [text]}
+        )
+    usage = completion["usage"]
+    return {
+        "id": f"resp_{n}",
+        "object": "response",
+        "created_at": 0,
+        "model": completion["model"],
+        "status": "completed",
+        "output": output,
+        "parallel_tool_calls": True,
+        "tool_choice": "auto",
+        "tools": [],
+        "usage": {
+            "input_tokens": usage["prompt_tokens"],
+            "output_tokens": usage["completion_tokens"],
+            "total_tokens": usage["total_tokens"],
+            "input_tokens_details": {"cached_tokens": 0},
+            "output_tokens_details": {"reasoning_tokens": 0},
+        },
+    }
+
+
 def _handler(server: ChatServer) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self) -> None:
             length = int(self.headers.get("Content-Length") or 0)
-            if not self.path.rstrip("/").endswith("/chat/completions"):
-                status, reply = 404, {"error": {"message": f"loopback server: no route {self.path}"}}
+            body = json.loads(self.rfile.read(length) or b"{}")
+            if self.path.rstrip("/").endswith("/chat/completions"):
+                status, reply = server.reply(body)
+            elif self.path.rstrip("/").endswith("/responses"):
+                status, reply = server.reply(responses_as_chat(body))
+                reply = chat_as_response(reply) if status == 200 else reply
             else:
-                status, reply = server.reply(json.loads(self.rfile.read(length) or b"{}"))
+                status, reply = 404, {"error": {"message": f"loopback server: no route {self.path}"}}
             if server.delay_s:
                 time.sleep(server.delay_s)
             data = json.dumps(reply).encode()
