@@ -174,7 +174,8 @@ def _combination(findings: Findings, row: Row, run: RunOutput, llm: TravelLLM, h
             if not any(SEARCH in text for text in earlier):
                 findings.check(False, row, f"the agent's request for turn 2 lacks turn 1: {_roles(msgs)}")
                 break
-    _usage(findings, row, record, len(agent_requests), len(llm.of_case(row.token)), hooked)
+    if hooked or row.expected_outcome() == "passed":  # an agent that raised returned no usage: unknown, unhooked
+        _usage(findings, row, record, len(agent_requests), len(llm.of_case(row.token)), hooked)
 
 
 def _usage(findings: Findings, row: object, record: dict[str, Any], agent_n: int, all_n: int, hooked: bool) -> None:
