@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from pytest_agent_eval.faults import describe
-from pytest_agent_eval.record import RunRecord
+from pytest_agent_eval.run.results import RunRecord
 
 if TYPE_CHECKING:
     from pytest_agent_eval.cases.model import Case

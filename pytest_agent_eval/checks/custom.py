@@ -7,7 +7,7 @@ from typing import Any
 
 from pytest_agent_eval.checks.base import CheckContext, CheckRegistry, CheckResult
 from pytest_agent_eval.imports import import_object
-from pytest_agent_eval.record import RunRecord
+from pytest_agent_eval.run.results import RunRecord
 
 
 def _to_result(name: str, value: Any) -> CheckResult:

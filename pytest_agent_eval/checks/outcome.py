@@ -6,7 +6,7 @@ import re
 from typing import Any
 
 from pytest_agent_eval.checks.base import CheckContext, CheckRegistry, CheckResult
-from pytest_agent_eval.record import RunRecord
+from pytest_agent_eval.run.results import RunRecord
 
 SUCCESS_WORDS = (
     "success", "successful", "successfully", "succeeded", "completed", "complete", "done", "confirmed",

@@ -10,7 +10,7 @@ import re
 from typing import Any, NamedTuple, NoReturn
 
 from pytest_agent_eval.checks.base import CheckContext, CheckRegistry, CheckResult
-from pytest_agent_eval.record import RunRecord
+from pytest_agent_eval.run.results import RunRecord
 
 
 class Fence(NamedTuple):

@@ -7,9 +7,9 @@ from collections.abc import Iterator
 from typing import Any
 
 from pytest_agent_eval.checks.base import CheckContext, CheckRegistry, CheckResult
-from pytest_agent_eval.record import RunRecord, ToolCall
-from pytest_agent_eval.report.render import bounded_repr
+from pytest_agent_eval.run.results import RunRecord, ToolCall
 from pytest_agent_eval.subset import mismatches
+from pytest_agent_eval.text import bounded_repr
 
 NAMES = {"type": "array", "items": {"type": "string"}}
 

@@ -9,7 +9,7 @@ from typing import Any
 from pytest_agent_eval.checks.base import CheckContext, CheckRegistry, CheckResult, evaluate
 from pytest_agent_eval.conversation.neo4j import Connection, NotConfigured
 from pytest_agent_eval.conversation.spec import Assertion
-from pytest_agent_eval.record import RunRecord
+from pytest_agent_eval.run.results import RunRecord
 
 ExpressionHook = Callable[..., Any]
 """``(assertion, run, case) -> bool | float | CheckResult | None`` (the hook, firstresult)."""

@@ -20,7 +20,7 @@ from pytest_agent_eval.mocks.errors import MockConfigError, UnmockedToolError
 from pytest_agent_eval.mocks.patching import Holder, patched_dispatchers, unreached
 from pytest_agent_eval.mocks.responses import Call, Raise, Response, Sequence, Value, When, compile_response, produce
 from pytest_agent_eval.mocks.standins import live_tools
-from pytest_agent_eval.record import ToolCall
+from pytest_agent_eval.run.results import ToolCall
 from pytest_agent_eval.subset import mismatches
 
 if TYPE_CHECKING:

@@ -13,11 +13,11 @@ from functools import partial
 import pytest
 
 from pytest_agent_eval.cases.files import is_eval_file
-from pytest_agent_eval.options import ReportOptions, rootdir_moved_by
+from pytest_agent_eval.plugin.state import STATE
 from pytest_agent_eval.report.collector import COLLECTOR, Records, is_worker
+from pytest_agent_eval.report.options import ReportOptions, rootdir_moved_by
 from pytest_agent_eval.report.summary import Summary
 from pytest_agent_eval.report.thresholds import SuiteThresholds, Thresholds
-from pytest_agent_eval.state import STATE
 
 MakeFormat = Callable[[pytest.Config, Records], object]
 """``make(config, records) -> plugin object``: a format from the run's options and its records (read them when

@@ -17,8 +17,7 @@ if TYPE_CHECKING:
     import pytest
 
     from pytest_agent_eval.checks import CheckResult
-    from pytest_agent_eval.record import RunRecord, ToolCall
-    from pytest_agent_eval.runner import CaseResult, TrialResult
+    from pytest_agent_eval.run.results import CaseResult, RunRecord, ToolCall, TrialResult
 
 OUTCOMES = ("passed", "failed", "skipped", "error", "xfailed", "xpassed")
 OUTPUT_LIMIT = 20_000

@@ -24,7 +24,7 @@ from pytest_agent_eval.traffic.usage import Prices, read_usage
 
 if TYPE_CHECKING:
     from pytest_agent_eval.cases.model import Case
-    from pytest_agent_eval.runner import TrialResult
+    from pytest_agent_eval.run.results import TrialResult
 
 MODES = ("record", "new", "replay")
 """``--agent-eval-record`` (everything anew), ``--agent-eval-record=new`` (only what is missing), replay."""

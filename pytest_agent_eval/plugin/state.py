@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import pytest
 
-from pytest_agent_eval.options import Settings
+from pytest_agent_eval.plugin.options import Settings
 
 # The engine (formats, checks, the runner) loads with the first eval file: a session without any pays nothing.
 if TYPE_CHECKING:
@@ -20,11 +20,13 @@ if TYPE_CHECKING:
     from pytest_agent_eval.cases.dialects import DialectRegistry
     from pytest_agent_eval.cases.model import Case
     from pytest_agent_eval.checks import CheckRegistry
-    from pytest_agent_eval.crashes import InFlight
     from pytest_agent_eval.llm import LLM
-    from pytest_agent_eval.runner import CaseResult, InlineLoop, LoopThread, RecorderFactory, RunSettings
-    from pytest_agent_eval.scheduler import Scheduler
-    from pytest_agent_eval.stalls import Stall
+    from pytest_agent_eval.plugin.crashes import InFlight
+    from pytest_agent_eval.plugin.scheduler import Scheduler
+    from pytest_agent_eval.run.loops import InlineLoop, LoopThread
+    from pytest_agent_eval.run.results import CaseResult
+    from pytest_agent_eval.run.runner import RecorderFactory, RunSettings
+    from pytest_agent_eval.run.stalls import Stall
     from pytest_agent_eval.traffic.hook import Traffic
 
 
@@ -118,7 +120,7 @@ class EvalSession:
         """On an xdist worker, where the cases in flight are noted for the controller (crashes)."""
         if self._inflight is _UNSET:
             from pytest_agent_eval import compat
-            from pytest_agent_eval.crashes import KEY, InFlight
+            from pytest_agent_eval.plugin.crashes import KEY, InFlight
 
             shared = (compat.worker_input(self.config) or {}).get(KEY)
             worker = (compat.worker_input(self.config) or {}).get("workerid", "worker")
@@ -128,7 +130,7 @@ class EvalSession:
     @property
     def loop(self) -> LoopThread:
         if self._loop is None:
-            from pytest_agent_eval.runner import LoopThread
+            from pytest_agent_eval.run.loops import LoopThread
 
             self._loop = LoopThread()
         return self._loop
@@ -141,7 +143,7 @@ class EvalSession:
             import asyncio
 
             from pytest_agent_eval import compat
-            from pytest_agent_eval.runner import InlineLoop
+            from pytest_agent_eval.run.loops import InlineLoop
 
             if self.settings.concurrency == 1 and compat.running_loop() is None:
                 self._runner, self._limit = InlineLoop(), asyncio.Semaphore(1)
@@ -151,7 +153,7 @@ class EvalSession:
 
     def leave_blocked_loop(self, stall: Stall) -> None:
         """The background loop is blocked: its culprit fails; upcoming cases start afresh on a new loop."""
-        from pytest_agent_eval.runner import blocked_result
+        from pytest_agent_eval.run.loops import blocked_result
 
         culprit = stall.culprit
         if culprit is not None:
@@ -177,7 +179,7 @@ class EvalSession:
 
     def run_settings(self, case: Case, llm: LLM | None, recorder: RecorderFactory | None) -> RunSettings:
         """What running ``case`` needs: checks, timeout, the LLM, tool-mock recorder and the concurrency limit."""
-        from pytest_agent_eval.runner import RunSettings
+        from pytest_agent_eval.run.runner import RunSettings
 
         runner = self.runner
         inline = runner is not self._loop

@@ -7,19 +7,20 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from pytest_agent_eval.blocking import in_thread, outside_loop
 from pytest_agent_eval.checks.base import CheckContext, CheckResult
 from pytest_agent_eval.conversation.assertions import assertion_part, evaluate_assertions
 from pytest_agent_eval.conversation.neo4j import Connection, NotConfigured
 from pytest_agent_eval.conversation.scoring import Composite, penalty, score_tasks, timing_score
 from pytest_agent_eval.conversation.simulate import Conversation, converse
 from pytest_agent_eval.conversation.spec import DEFAULT_MIN_SCORE, SimulatedUser
-from pytest_agent_eval.record import RunRecord, merged_calls
+from pytest_agent_eval.run.blocking import in_thread, outside_loop
+from pytest_agent_eval.run.results import RunRecord, merged_calls
 
 if TYPE_CHECKING:
     from pytest_agent_eval.adapters import Agent
     from pytest_agent_eval.cases.model import Case
-    from pytest_agent_eval.runner import RunSettings, TrialResult
+    from pytest_agent_eval.run.results import TrialResult
+    from pytest_agent_eval.run.runner import RunSettings
 
 
 @dataclass(frozen=True)

@@ -11,9 +11,9 @@ import pytest
 
 from pytest_agent_eval import compat, gc_policy
 from pytest_agent_eval.cases.model import TAG_RE, Case, LoadedFile
-from pytest_agent_eval.report.render import printable
-from pytest_agent_eval.state import EVAL_ITEM, get_state
-from pytest_agent_eval.stopping import STOPS
+from pytest_agent_eval.plugin.state import EVAL_ITEM, get_state
+from pytest_agent_eval.plugin.stopping import STOPS
+from pytest_agent_eval.text import printable
 
 if TYPE_CHECKING:
     from pytest_agent_eval.cases.errors import EvalFileError
@@ -108,7 +108,7 @@ def _relative(message: str, config: pytest.Config) -> str:
 def agent_eval_case(request: pytest.FixtureRequest) -> None:
     """Runs one eval case: the test function behind every eval item when pytest keeps no request on the item
     (:func:`compat.item_keeps_request`); else :meth:`EvalItem.run_case` is."""
-    from pytest_agent_eval.prepare import user_error
+    from pytest_agent_eval.plugin.prepare import user_error
 
     __tracebackhide__ = user_error
     item = request.node
@@ -144,8 +144,8 @@ class EvalItem(pytest.Function):
     def run_case(self, request: pytest.FixtureRequest | None = None) -> None:
         """Runs the eval case: the test function behind the item (pytest passes no argument: a parameter with a
         default is no fixture), with the request pytest keeps on the item unless ``request`` is given."""
-        from pytest_agent_eval.execute import run_item  # the runner loads with the first case run
-        from pytest_agent_eval.prepare import user_error
+        from pytest_agent_eval.plugin.execute import run_item  # the runner loads with the first case run
+        from pytest_agent_eval.plugin.prepare import user_error
 
         __tracebackhide__ = user_error
         run_item(self, request or compat.item_request(self))

@@ -3,36 +3,34 @@
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import contextlib
 import os
 import sysconfig
-import threading
 import time
 import traceback
-from collections.abc import Callable, Coroutine, Iterator
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-from pytest_agent_eval import eager
 from pytest_agent_eval.adapters import Agent, UnreadableResult, is_builtin
 from pytest_agent_eval.adapters.base import CONVERSATION, TRIAL
-from pytest_agent_eval.agents import invoke
-from pytest_agent_eval.blocking import in_thread, outside_loop
 from pytest_agent_eval.cases.model import Case
 from pytest_agent_eval.checks import CheckContext, CheckRegistry, CheckResult, evaluate
 from pytest_agent_eval.checks.answers import answered
 from pytest_agent_eval.faults import describe, original
 from pytest_agent_eval.mocks.errors import unmocked_stop
-from pytest_agent_eval.record import RunRecord, ToolCall, merged_calls
-from pytest_agent_eval.stalls import CALL, LoopBlocked, Stall, blocked_message, running_step
+from pytest_agent_eval.run import eager
+from pytest_agent_eval.run.agents import invoke
+from pytest_agent_eval.run.blocking import in_thread, outside_loop
+from pytest_agent_eval.run.results import CaseResult, RunRecord, ToolCall, TrialResult, merged_calls
+from pytest_agent_eval.run.stalls import CALL, LoopBlocked
 
 if TYPE_CHECKING:
     from pytest_agent_eval.traffic.hook import Traffic
 
 T = TypeVar("T")
-_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the package, above run/
 
 
 class TrialRecording(Protocol):
@@ -70,57 +68,6 @@ class RunSettings:
     """Conversations: ``pytest_agent_eval_evaluate_assertion(assertion, run, case)`` for ``expression`` assertions."""
     neo4j: Any = None
     """Conversations: the ``agent_eval_neo4j`` fixture's driver for Cypher (``None``: from the environment)."""
-
-
-@dataclass
-class TrialResult:
-    """One trial: the run record, every check's result and the verdict."""
-
-    run: RunRecord
-    checks: list[CheckResult]
-    passed: bool
-    score: float
-    reasons: list[str] = field(default_factory=list)
-    """Why the trial failed, one line each."""
-    violations: list[str] = field(default_factory=list)
-    """Failures not tied to a check, e.g. a call to an unmocked tool in strict mode."""
-    summary: str | None = None
-    """The failure's one-line summary when the trial's own verdict says it best (a conversation's composite)."""
-    parts: dict[str, str] = field(default_factory=dict)
-    """A conversation's score parts for reports (``timing``, ``tasks``, ``assertions``, ``penalty``, ``ended``)."""
-
-    @property
-    def scored(self) -> bool:
-        """Whether ``score`` is a real score: no check is without a verdict, and something was scored."""
-        if any(c.error for c in self.checks):
-            return False
-        return bool(self.run.error or self.violations or any(c.scored for c in self.checks))
-
-
-@dataclass
-class CaseResult:
-    """A case's verdict over all its trials."""
-
-    case: Case
-    trials: list[TrialResult]
-    passed: bool
-    score: float
-    pass_rate: float
-
-    @property
-    def first(self) -> TrialResult:
-        """The trial to show: the first failing one, else the first."""
-        return next((t for t in self.trials if not t.passed), self.trials[0])
-
-    @property
-    def passes(self) -> int:
-        return sum(t.passed for t in self.trials)
-
-    @property
-    def unscored(self) -> list[CheckResult]:
-        """The checks, when there are some and none of them could be scored (e.g. LLM checks without an LLM)."""
-        checks = [c for t in self.trials for c in t.checks]
-        return [] if any(c.scored for c in checks) else checks
 
 
 def agent_traceback(exc: BaseException) -> str | None:
@@ -274,7 +221,7 @@ async def run_trial(case: Case, agent: Agent, settings: RunSettings, trial: int 
     """One independent run of the case (all its turns), checked."""
     TRIAL.set((case.id, trial))  # this trial's task only: gather runs each trial in its own context
     if case.simulated_user is not None:  # a simulated user converses instead of scripted turns (conversation/)
-        from pytest_agent_eval.conversation.run import RunnerParts, run_conversation_trial
+        from pytest_agent_eval.run.conversation import RunnerParts, run_conversation_trial
 
         parts = RunnerParts(call=_call, checked=_checked, no_recording=_no_recording, trial_result=TrialResult)
         return await run_conversation_trial(case, agent, settings, trial, parts)
@@ -372,150 +319,3 @@ def _loop_free(case: Case, agent: Agent, settings: RunSettings) -> bool:
         and checks.need_no_loop(case.expect)
         and all(checks.need_no_loop(turn.expect) for turn in case.turns)
     )
-
-
-class InlineLoop:
-    """An event loop in the calling (main) thread that runs one case at a time: no hand-off between threads.
-
-    For concurrency 1. A signal (Ctrl-C, pytest-timeout) lands in the running case itself. A case starts outside
-    the loop and goes on as a task on it only where it needs it (``eager``): most never do.
-    """
-
-    def __init__(self) -> None:
-        self.loop = asyncio.new_event_loop()
-
-    def run(self, coro: Coroutine[Any, Any, T]) -> T:
-        started = eager.start(coro)  # a case that never waits ends here, without a turn of the loop
-        if isinstance(started, eager.Finished):
-            return started.value
-        task = self.loop.create_task(started.rest())
-        try:
-            return self.loop.run_until_complete(task)
-        except BaseException:
-            if not task.done():  # interrupted while the case was waiting: stop it before going on
-                task.cancel()
-                with contextlib.suppress(BaseException):
-                    self.loop.run_until_complete(task)
-            with contextlib.suppress(BaseException):  # stopped before the task's first step, the run never resumed:
-                started.context.run(started.coro.close)  # its cleanups (a tool-mock recording) run in its context
-            raise
-
-    def close(self) -> None:
-        with contextlib.suppress(RuntimeError):
-            self.loop.run_until_complete(_cancel_pending())
-        self.loop.close()
-
-
-class LoopThread:
-    """A background event loop that runs case coroutines while pytest runs items in the main thread."""
-
-    BEAT = 0.05
-    """Seconds between the loop's heartbeats: a loop that misses them is blocked."""
-
-    def __init__(self) -> None:
-        self.loop = asyncio.new_event_loop()
-        self._beat = time.monotonic()
-        self._thread = threading.Thread(target=self.loop.run_forever, name="agent-eval-loop", daemon=True)
-        self._thread.start()
-        self.loop.call_soon_threadsafe(self._heartbeat)
-
-    def _heartbeat(self) -> None:
-        self._beat = time.monotonic()
-        self.loop.call_later(self.BEAT, self._heartbeat)
-
-    def blocked(self) -> Stall:
-        """How long the loop has not turned, and the case whose agent holds it (if an agent does)."""
-        now = time.monotonic()
-        step = running_step(self._thread)
-        if step is not None:  # an agent's step runs on the loop now: it holds the loop
-            return Stall(now - step.started, step.case)
-        return Stall(max(0.0, now - self._beat - self.BEAT), None)
-
-    def wait_case(
-        self, future: concurrent.futures.Future[CaseResult], case: Case, timeout: float | None
-    ) -> CaseResult | Stall:
-        """The case's result; or what blocks the loop, when an agent holds it for longer than its own case's timeout
-        (``timeout`` if that case sets none), or something else for longer than this case's: no timeout on the loop
-        can fire meanwhile. This case is cancelled then.
-
-        Looked at also while waiting for a case without a timeout: another case's agent may block the loop then,
-        and the timeouts of every case in flight would run out behind it."""
-        own = case.timeout if case.timeout is not None else timeout
-        while True:
-            try:
-                return future.result(timeout=0.1 if own is None else min(own, 0.1))
-            except concurrent.futures.TimeoutError:
-                pass
-            except BaseException:
-                future.cancel()
-                raise
-            stall = self.blocked()
-            culprit = stall.culprit
-            # an agent holds the loop: its own case's limit, whichever case is waited for; else this case's
-            allowed = own if culprit is None else culprit.timeout if culprit.timeout is not None else timeout
-            if allowed is not None and stall.seconds > allowed:
-                future.cancel()  # its task is cancelled if the loop turns again
-                return stall
-
-    def abandon(self) -> None:
-        """Leave this (blocked) loop: what runs on it is cancelled and it stops if it ever turns again; its thread,
-        a daemon, cannot be stopped from outside."""
-        with contextlib.suppress(RuntimeError):
-            self.submit(_cancel_pending_then_stop())
-
-    def submit(self, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
-        return asyncio.run_coroutine_threadsafe(coro, self.loop)
-
-    def run(self, coro: Coroutine[Any, Any, T]) -> T:
-        """Run ``coro`` on the loop and wait for it here."""
-        return wait(self.submit(coro))
-
-    def semaphore(self, limit: int) -> asyncio.Semaphore:
-        """A semaphore bound to this loop."""
-        return self.submit(_make_semaphore(limit)).result()
-
-    def close(self) -> None:
-        """Cancel what is still running (cases started early and never needed), then stop the loop."""
-        with contextlib.suppress(concurrent.futures.TimeoutError, RuntimeError):
-            self.submit(_cancel_pending()).result(timeout=5)
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self._thread.join(timeout=5)
-        if not self._thread.is_alive():
-            self.loop.close()
-
-
-def blocked_result(case: Case, stall: Stall, limit: float | None) -> CaseResult:
-    """The failure of a case that blocked the event loop (``stall.culprit``), or that could not answer while
-    something other than an agent blocked it."""
-    if stall.culprit is case:
-        error = blocked_message(case, stall.seconds, limit, ongoing=True)
-    else:
-        error = f"agent did not answer within {limit:g} s: the event loop was blocked for {stall.seconds:.1f} s"
-    trial = TrialResult(RunRecord(latency_s=stall.seconds, error=error), [], False, 0.0, [error])
-    return CaseResult(case, [trial], False, 0.0, 0.0)
-
-
-def wait(future: concurrent.futures.Future[T]) -> T:
-    """The future's result; when the wait is interrupted (Ctrl-C, pytest-timeout), its case is stopped too."""
-    try:
-        return future.result()
-    except BaseException:
-        future.cancel()
-        raise
-
-
-async def _cancel_pending() -> None:
-    tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
-    for task in tasks:
-        task.cancel()
-    await asyncio.gather(*tasks, return_exceptions=True)
-
-
-async def _cancel_pending_then_stop() -> None:
-    """Cancel what runs on this loop, let it finish (its context managers exit in their own tasks), then stop."""
-    await _cancel_pending()
-    asyncio.get_running_loop().stop()
-
-
-async def _make_semaphore(limit: int) -> asyncio.Semaphore:
-    return asyncio.Semaphore(limit)

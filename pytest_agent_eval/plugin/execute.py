@@ -6,17 +6,18 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from pytest_agent_eval.prepare import prepare_item, user_error
+from pytest_agent_eval.plugin.prepare import prepare_item, user_error
+from pytest_agent_eval.plugin.skipping import skip_at_item
+from pytest_agent_eval.plugin.state import get_state
 from pytest_agent_eval.report.attach import note_result
 from pytest_agent_eval.report.failure import details
-from pytest_agent_eval.report.render import printable
-from pytest_agent_eval.runner import CaseResult, blocked_result
-from pytest_agent_eval.skipping import skip_at_item
-from pytest_agent_eval.state import get_state
+from pytest_agent_eval.run.loops import blocked_result
+from pytest_agent_eval.run.results import CaseResult
+from pytest_agent_eval.text import printable
 
 if TYPE_CHECKING:
-    from pytest_agent_eval.collect import EvalItem
-    from pytest_agent_eval.scheduler import Scheduler
+    from pytest_agent_eval.plugin.collect import EvalItem
+    from pytest_agent_eval.plugin.scheduler import Scheduler
 
 
 def run_item(item: EvalItem, request: pytest.FixtureRequest) -> None:

@@ -16,18 +16,19 @@ import pytest
 
 from pytest_agent_eval import compat
 from pytest_agent_eval.adapters import Agent
-from pytest_agent_eval.agents import resolve
 from pytest_agent_eval.cases.model import Case
 from pytest_agent_eval.imports import ImportRefError
 from pytest_agent_eval.mocks import MockConfigError, MockPlan, Response, ToolMocks, load_responses, wrap
-from pytest_agent_eval.options import Settings
-from pytest_agent_eval.runner import CaseResult, RecorderFactory, run_case
-from pytest_agent_eval.state import EvalSession, get_state
+from pytest_agent_eval.plugin.options import Settings
+from pytest_agent_eval.plugin.state import EvalSession, get_state
+from pytest_agent_eval.run.agents import resolve
+from pytest_agent_eval.run.results import CaseResult
+from pytest_agent_eval.run.runner import RecorderFactory, run_case
 
 if TYPE_CHECKING:
-    from pytest_agent_eval.collect import EvalItem
     from pytest_agent_eval.llm import LLM
-    from pytest_agent_eval.scheduler import Scheduler
+    from pytest_agent_eval.plugin.collect import EvalItem
+    from pytest_agent_eval.plugin.scheduler import Scheduler
 
 _PLUMBING = ("_pytest.", "pluggy.", "pytest_agent_eval.")
 """Modules whose frames a user's fixture error is shown without."""
@@ -296,7 +297,7 @@ class EarlyStart:
 def register_scheduler(config: pytest.Config) -> None:
     """At concurrency > 1, the scheduler as a plugin object (``agent_eval_scheduler``), handed its collaborators.
     At concurrency 1 nothing of it is made, imported or called."""
-    from pytest_agent_eval.scheduler import Scheduler
+    from pytest_agent_eval.plugin.scheduler import Scheduler
 
     state = get_state(config)
     inflight = state.inflight

@@ -11,8 +11,7 @@ if TYPE_CHECKING:
     from pytest_agent_eval.cases.dialects import DialectRegistry
     from pytest_agent_eval.cases.model import Case
     from pytest_agent_eval.checks import CheckRegistry
-    from pytest_agent_eval.record import RunRecord
-    from pytest_agent_eval.runner import CaseResult
+    from pytest_agent_eval.run.results import CaseResult, RunRecord
 
 
 @pytest.hookspec(historic=True)
