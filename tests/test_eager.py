@@ -21,7 +21,8 @@ from pytest_agent_eval.run import eager
 from pytest_agent_eval.run.agents import as_agent
 from pytest_agent_eval.run.loops import InlineLoop
 from pytest_agent_eval.run.results import CaseResult, RunRecord
-from pytest_agent_eval.run.runner import RunSettings, run_case
+from pytest_agent_eval.run.runner import run_case
+from pytest_agent_eval.run.settings import RunSettings
 from pytest_agent_eval.run.stalls import CALL
 from pytest_agent_eval.traffic.hook import Traffic, TrafficSettings
 from pytest_agent_eval.traffic.scope import CURRENT

@@ -29,7 +29,8 @@ from pytest_agent_eval.mocks import (
 )
 from pytest_agent_eval.run.agents import as_agent
 from pytest_agent_eval.run.results import ToolCall
-from pytest_agent_eval.run.runner import RunSettings, run_case
+from pytest_agent_eval.run.runner import run_case
+from pytest_agent_eval.run.settings import RunSettings
 
 
 def search(query: str, limit: int = 3, **opts: Any) -> str:

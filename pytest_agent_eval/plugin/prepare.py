@@ -23,7 +23,8 @@ from pytest_agent_eval.plugin.options import Settings
 from pytest_agent_eval.plugin.state import EvalSession, get_state
 from pytest_agent_eval.run.agents import resolve
 from pytest_agent_eval.run.results import CaseResult
-from pytest_agent_eval.run.runner import RecorderFactory, run_case
+from pytest_agent_eval.run.runner import run_case
+from pytest_agent_eval.run.settings import RecorderFactory
 
 if TYPE_CHECKING:
     from pytest_agent_eval.llm import LLM

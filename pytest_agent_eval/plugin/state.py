@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from pytest_agent_eval.plugin.scheduler import Scheduler
     from pytest_agent_eval.run.loops import InlineLoop, LoopThread
     from pytest_agent_eval.run.results import CaseResult
-    from pytest_agent_eval.run.runner import RecorderFactory, RunSettings
+    from pytest_agent_eval.run.settings import RecorderFactory, RunSettings
     from pytest_agent_eval.run.stalls import Stall
     from pytest_agent_eval.traffic.hook import Traffic
 
@@ -179,7 +179,7 @@ class EvalSession:
 
     def run_settings(self, case: Case, llm: LLM | None, recorder: RecorderFactory | None) -> RunSettings:
         """What running ``case`` needs: checks, timeout, the LLM, tool-mock recorder and the concurrency limit."""
-        from pytest_agent_eval.run.runner import RunSettings
+        from pytest_agent_eval.run.settings import RunSettings
 
         runner = self.runner
         inline = runner is not self._loop

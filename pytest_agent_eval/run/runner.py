@@ -1,200 +1,21 @@
-"""Run one case: its trials (and turns), the timeout, the checks and the verdict. Pure asyncio, no pytest."""
+"""Run one case: its trials (scripted turns, or a simulated user's conversation), the checks and the verdict,
+also when infrastructure failed under it. Pure asyncio, no pytest."""
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import os
-import sysconfig
-import time
-import traceback
-from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import Any
 
-from pytest_agent_eval.adapters import Agent, UnreadableResult, is_builtin
-from pytest_agent_eval.adapters.base import CONVERSATION, TRIAL
+from pytest_agent_eval.adapters import Agent, is_builtin
+from pytest_agent_eval.adapters.base import TRIAL
 from pytest_agent_eval.cases.model import Case
-from pytest_agent_eval.checks import CheckContext, CheckRegistry, CheckResult, evaluate
+from pytest_agent_eval.checks import CheckContext, CheckRegistry, CheckResult
 from pytest_agent_eval.checks.answers import answered
-from pytest_agent_eval.faults import describe, original
-from pytest_agent_eval.mocks.errors import unmocked_stop
 from pytest_agent_eval.run import eager
-from pytest_agent_eval.run.agents import invoke
-from pytest_agent_eval.run.blocking import in_thread, outside_loop
-from pytest_agent_eval.run.results import CaseResult, RunRecord, ToolCall, TrialResult, merged_calls
-from pytest_agent_eval.run.stalls import CALL, LoopBlocked
-
-if TYPE_CHECKING:
-    from pytest_agent_eval.traffic.hook import Traffic
-
-T = TypeVar("T")
-_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the package, above run/
-
-
-class TrialRecording(Protocol):
-    """What tool mocks recorded during one trial."""
-
-    calls: list[ToolCall]
-    violations: list[str]
-    """Problems that fail the trial whatever the agent did with them (e.g. an unmocked tool in strict mode)."""
-    unused: list[str]
-    """Declared mocks that no call used: a problem only when the agent answered."""
-
-
-RecorderFactory = Callable[[Case], AbstractContextManager[TrialRecording]]
-
-
-@dataclass
-class RunSettings:
-    """What every case run needs besides the case and the agent."""
-
-    checks: CheckRegistry
-    default_timeout: float | None = None
-    llm: Callable[..., str] | None = None
-    recorder: RecorderFactory | None = None
-    limit: asyncio.Semaphore | None = None
-    """Bounds agent calls in flight across cases and trials (created on the runner's loop)."""
-    repeat: int | None = None
-    """Trials per case for every case (``--agent-eval-repeat``), instead of each case's ``repeat``."""
-    require_llm: bool = False
-    """``--agent-eval-require-llm``: a check that needs an LLM fails when there is none, instead of 'not scored'."""
-    inline: bool = False
-    """Blocking calls without a timeout run in the loop's own thread: set when the loop runs one case at a time."""
-    traffic: Traffic | None = None
-    """The HTTP traffic hook's session (usage, cassettes, rate limits, retries), when an option turned it on."""
-    assertion_hook: Callable[..., Any] | None = None
-    """Conversations: ``pytest_agent_eval_evaluate_assertion(assertion, run, case)`` for ``expression`` assertions."""
-    neo4j: Any = None
-    """Conversations: the ``agent_eval_neo4j`` fixture's driver for Cypher (``None``: from the environment)."""
-
-
-def agent_traceback(exc: BaseException) -> str | None:
-    """The exception with the agent's own frames; each run of an installed package's frames between them folded
-    into one line that names the packages (the plugin's and the standard library's are left out). ``None`` when
-    no frame is the agent's own (an error inside a framework): the error's line says what there is to say."""
-    exc = original(exc)
-    lines = ["Traceback (most recent call last):\n"]
-    folded: list[str] = []  # the packages of the frames since the last own one ("" for hidden ones)
-
-    def fold() -> None:
-        named = list(dict.fromkeys(p for p in folded if p))
-        if named:
-            lines.append(f"  … {len(folded)} frames in {', '.join(named)}\n")
-        folded.clear()
-
-    own = 0
-    for frame in traceback.extract_tb(exc.__traceback__):
-        package = _library(frame.filename)
-        if package is not None:
-            folded.append(package)
-            continue
-        fold()
-        lines += traceback.format_list([frame])
-        own += 1
-    if not own:
-        return None
-    fold()
-    lines += traceback.format_exception_only(type(exc), exc)
-    return "".join(lines).rstrip()
-
-
-_SITE_DIRS = ("site-packages", "dist-packages")
-_STDLIB = tuple({os.path.join(sysconfig.get_paths()[k], "") for k in ("stdlib", "platstdlib")})
-
-
-def _library(filename: str) -> str | None:
-    """The installed package a frame's file is in; ``""`` for the plugin's, the standard library's and frozen
-    modules' (left out without a word); ``None`` for the agent's own code."""
-    if filename.startswith((_PACKAGE_DIR, "<")):
-        return ""
-    parts = filename.split(os.sep)
-    site = next((n for n, part in enumerate(parts) if part in _SITE_DIRS), None)
-    if site is not None:
-        return parts[site + 1].partition(".")[0] if site + 1 < len(parts) else ""
-    return "" if filename.startswith(_STDLIB) else None
-
-
-def agent_error(exc: BaseException) -> str:
-    """What the agent did: ``agent raised Type: message``, or ``agent called sys.exit(3)``; for a call of a tool
-    without a mock that stopped it, that call's line (the call, its arguments, the case's ``path:line``)."""
-    if isinstance(exc, LoopBlocked):
-        return str(exc)
-    stop = unmocked_stop(exc)
-    if stop is not None:
-        return stop.violation
-    verb = "called" if isinstance(original(exc), SystemExit) else "raised"
-    return f"agent {verb} {describe(exc)}"
-
-
-async def _guarded(
-    agent: Agent, query: str, context: dict[str, Any], inline: bool, conversation: Any
-) -> tuple[Any, Exception | None]:
-    """The agent's result, or the exception it raised: an agent's own ``TimeoutError`` is not the timeout's.
-    ``conversation``: the previous call's ``RunRecord.conversation``, as ``CONVERSATION`` during the call.
-
-    The call's coroutine is made here, once this one runs: a case cancelled before its timeout's task started
-    (its loop abandoned) leaves no coroutine that was never awaited."""
-    token = CONVERSATION.set(conversation)
-    try:
-        return await invoke(agent, query, context, inline=inline), None
-    except Exception as exc:
-        return None, exc
-    finally:
-        CONVERSATION.reset(token)
-
-
-async def _call(
-    case: Case, agent: Agent, query: str, context: dict[str, Any], settings: RunSettings, conversation: Any = None
-) -> RunRecord:
-    """One agent call, bounded by the concurrency limit and the timeout, timed, normalised. ``conversation``: what
-    the previous call of a conversation left in ``RunRecord.conversation``, for the adapter to continue."""
-    timeout = case.timeout if case.timeout is not None else settings.default_timeout
-    async with settings.limit if settings.limit is not None else contextlib.nullcontext():
-        start = time.perf_counter()
-        call = _guarded(agent, query, context, settings.inline and timeout is None, conversation)
-        if timeout is None:
-            raw, exc = await call
-        else:
-            try:
-                raw, exc = await asyncio.wait_for(call, timeout)
-            except (asyncio.TimeoutError, TimeoutError):  # only the deadline: the agent's own errors are in `exc`
-                return RunRecord(
-                    latency_s=time.perf_counter() - start,
-                    error=f"agent did not answer within {timeout:g} s (timeout of case {case.id})",
-                )
-        latency = time.perf_counter() - start
-    if exc is not None:
-        return _failed(exc, latency)
-    try:
-        record = agent.adapter.normalise(raw)
-    except UnreadableResult as exc:
-        return RunRecord(latency_s=latency, error=str(exc))
-    except Exception as exc:
-        return RunRecord(latency_s=latency, error=f"cannot read the agent's result: {describe(exc)}")
-    record.latency_s = latency
-    return record
-
-
-def _failed(exc: Exception, latency: float) -> RunRecord:
-    """The record of a call that raised: the agent's error, or infrastructure's (a known LLM client's exception)."""
-    from pytest_agent_eval.traffic.clients import infrastructure_error  # on an error only
-
-    infra = infrastructure_error(exc)
-    error = agent_error(exc) if infra is None else f"infrastructure error (not the agent's): {infra}"
-    return RunRecord(latency_s=latency, error=error, traceback=agent_traceback(exc), infra_error=infra)
-
-
-async def _checked(
-    run: RunRecord, expect: dict[str, Any], ctx: CheckContext, settings: RunSettings
-) -> list[CheckResult]:
-    """``evaluate``, off the loop when a check declares it may block (user code, the LLM, I/O)."""
-    args = (run, expect, ctx, settings.checks)
-    if not settings.checks.blocking(expect):
-        return evaluate(*args)
-    results: list[CheckResult] = outside_loop(evaluate, *args) if settings.inline else await in_thread(evaluate, *args)
-    return results
+from pytest_agent_eval.run.call import INFRA, call_agent, checked, no_recording, recorded
+from pytest_agent_eval.run.results import CaseResult, RunRecord, TrialResult
+from pytest_agent_eval.run.settings import RunSettings
+from pytest_agent_eval.run.stalls import CALL
 
 
 def weighted_score(results: list[CheckResult], weights: dict[str, float], violations: int = 0) -> float:
@@ -202,11 +23,6 @@ def weighted_score(results: list[CheckResult], weights: dict[str, float], violat
     scored = [(r.score, weights.get(r.name, 1.0)) for r in results if r.scored] + [(0.0, 1.0)] * violations
     total = sum(w for _, w in scored)
     return sum(s * w for s, w in scored) / total if total else 1.0
-
-
-@contextlib.contextmanager
-def _no_recording(case: Case) -> Iterator[None]:
-    yield None
 
 
 def _require_llm(results: list[CheckResult], checks: CheckRegistry) -> None:
@@ -221,28 +37,22 @@ async def run_trial(case: Case, agent: Agent, settings: RunSettings, trial: int 
     """One independent run of the case (all its turns), checked."""
     TRIAL.set((case.id, trial))  # this trial's task only: gather runs each trial in its own context
     if case.simulated_user is not None:  # a simulated user converses instead of scripted turns (conversation/)
-        from pytest_agent_eval.run.conversation import RunnerParts, run_conversation_trial
+        from pytest_agent_eval.run.conversation import run_conversation_trial
 
-        parts = RunnerParts(call=_call, checked=_checked, no_recording=_no_recording, trial_result=TrialResult)
-        return await run_conversation_trial(case, agent, settings, trial, parts)
+        return await run_conversation_trial(case, agent, settings, trial)
     ctx = CheckContext(case=case, options=case.expect_options, llm=settings.llm)
-    recorder = settings.recorder(case) if settings.recorder else _no_recording(case)
+    recorder = settings.recorder(case) if settings.recorder else no_recording(case)
     turn_results: list[CheckResult] = []
     with recorder as recording:
         if case.turns:
             run = await _conversation(case, agent, settings, ctx, turn_results)
         else:
-            run = await _call(case, agent, case.query, dict(case.context), settings)
-    violations: list[str] = []
-    if recording is not None:
-        run.tool_calls = merged_calls(run.tool_calls, recording.calls)
-        violations.extend(v for v in recording.violations if v not in (run.error or ""))  # not the error again
-        if not run.error:  # an agent that failed early had no chance to call them
-            violations.extend(recording.unused)
+            run = await call_agent(case, agent, case.query, dict(case.context), settings)
+    violations = recorded(run, recording)
     reasons = list(violations)
     if run.error:
         return TrialResult(run, turn_results, False, 0.0, [run.error, *reasons], violations)
-    results = turn_results + await _checked(run, case.expect, ctx, settings)
+    results = turn_results + await checked(run, case.expect, ctx, settings)
     if settings.require_llm and settings.llm is None:
         _require_llm(results, settings.checks)
     if not case.expect and not any(turn.expect for turn in case.turns):  # nothing to check: that it answered
@@ -271,7 +81,7 @@ async def _conversation(
     whole = RunRecord()
     for n, turn in enumerate(case.turns, 1):
         context = {**case.context, "history": list(history)}
-        run = await _call(case, agent, turn.message, context, settings, whole.conversation)
+        run = await call_agent(case, agent, turn.message, context, settings, whole.conversation)
         whole.add_turn(run)
         history += [{"role": "user", "content": turn.message}, {"role": "assistant", "content": run.output}]
         if run.error:
@@ -279,7 +89,7 @@ async def _conversation(
             whole.traceback = run.traceback
             whole.infra_error = run.infra_error
             break
-        for result in await _checked(run, turn.expect, ctx, settings):
+        for result in await checked(run, turn.expect, ctx, settings):
             result.name = f"turn {n}: {result.name}"
             turn_results.append(result)
     whole.history = history
@@ -294,7 +104,7 @@ async def run_case(case: Case, agent: Agent, settings: RunSettings) -> CaseResul
     if not (repeat == 1 and timeout is None and _loop_free(case, agent, settings)):
         await eager.needs_loop()  # when started outside the loop (InlineLoop): the rest of the run goes on on it
     if settings.traffic is not None:
-        trials = await settings.traffic.run_trials(case, repeat, lambda n: run_trial(case, agent, settings, n))
+        trials = await settings.traffic.run_trials(case, repeat, lambda n: _with_traffic(case, agent, settings, n))
     elif repeat == 1:  # in this task: no task, future and loop turns of a gather per case
         trials = [await run_trial(case, agent, settings)]
     else:
@@ -303,6 +113,23 @@ async def run_case(case: Case, agent: Agent, settings: RunSettings) -> CaseResul
     rate = passes / len(trials)
     score = sum(t.score for t in trials) / len(trials)
     return CaseResult(case, trials, rate >= case.min_pass_rate, score, rate)
+
+
+async def _with_traffic(case: Case, agent: Agent, settings: RunSettings, trial: int) -> TrialResult:
+    """A trial under the traffic layer: the usage of its requests into its run record; when infrastructure failed
+    under it (refused, 429/5xx after retries, a replay miss), the trial is that error, whatever the agent made of
+    it."""
+    from pytest_agent_eval.traffic.scope import CURRENT
+
+    result = await run_trial(case, agent, settings, trial)
+    traffic = CURRENT.get()
+    infra = traffic.report(result.run) if traffic is not None else None
+    if infra is not None:
+        result.run.infra_error = infra
+        result.run.error = f"{INFRA}{infra}"
+        result.passed = False
+        result.reasons = [result.run.error]
+    return result
 
 
 def _loop_free(case: Case, agent: Agent, settings: RunSettings) -> bool:
