@@ -11,6 +11,7 @@ import pytest
 
 from pytest_agent_eval import compat, gc_policy
 from pytest_agent_eval.cases.model import TAG_RE, Case, LoadedFile
+from pytest_agent_eval.plugin.skipping import fail_item, relative
 from pytest_agent_eval.plugin.state import EVAL_ITEM, get_state
 from pytest_agent_eval.plugin.stopping import STOPS
 from pytest_agent_eval.text import printable
@@ -94,15 +95,10 @@ class FileProblem(pytest.Item):
     def setup(self) -> None:
         message = "\n".join(e.format() for e in self.errors)
         # raised `from None`: called while handling the cause, whose own traceback would only add noise
-        raise pytest.fail.Exception(_relative(message, self.config), pytrace=False) from None
+        raise pytest.fail.Exception(relative(message, self.config), pytrace=False) from None
 
     def runtest(self) -> None:  # never reached: setup fails
         raise AssertionError("unreachable")
-
-
-def _relative(message: str, config: pytest.Config) -> str:
-    """Messages name files relative to the rootdir, as pytest does."""
-    return message.replace(f"{config.rootpath}/", "")
 
 
 def agent_eval_case(request: pytest.FixtureRequest) -> None:
@@ -148,7 +144,7 @@ class EvalItem(pytest.Function):
         from pytest_agent_eval.plugin.prepare import user_error
 
         __tracebackhide__ = user_error
-        run_item(self, request or compat.item_request(self))
+        run_item(self, self.case, request or compat.item_request(self))
 
     def reportinfo(self) -> tuple[Path, int, str]:
         return (
@@ -163,6 +159,5 @@ class EvalItem(pytest.Function):
         super().setup()
 
     def fail(self, message: str) -> NoReturn:
-        """Fail with ``message`` alone: no traceback into the plugin (nor the error being handled, if any), and no
-        control character from the agent or the file reaching the terminal raw."""
-        raise pytest.fail.Exception(printable(_relative(message, self.config)), pytrace=False) from None
+        """Fail with ``message`` alone (``skipping.fail_item``)."""
+        fail_item(self, message)

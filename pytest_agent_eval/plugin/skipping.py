@@ -1,4 +1,5 @@
-"""Skips reported at the case's own line (a case with nothing scored), through public report attributes."""
+"""How the plugin ends an eval item other than by passing: a skip reported at the case's own line (a case with
+nothing scored), through public report attributes; a failure with its message alone."""
 
 from __future__ import annotations
 
@@ -6,6 +7,8 @@ import os
 from typing import NoReturn
 
 import pytest
+
+from pytest_agent_eval.text import printable
 
 _AT_ITEM = pytest.StashKey[bool]()
 
@@ -23,3 +26,15 @@ def place(item: pytest.Item, report: pytest.TestReport) -> None:
         if isinstance(longrepr, tuple) and len(longrepr) == 3:
             path, line, _ = item.reportinfo()
             report.longrepr = (os.fspath(path), (line or 0) + 1, longrepr[2])
+
+
+def fail_item(item: pytest.Item, message: str) -> NoReturn:
+    """Fail ``item`` with ``message`` alone: no traceback into the plugin (nor the error being handled, if any),
+    files named relative to the rootdir as pytest does, and no control character from the agent or the file
+    reaching the terminal raw."""
+    raise pytest.fail.Exception(printable(relative(message, item.config)), pytrace=False) from None
+
+
+def relative(message: str, config: pytest.Config) -> str:
+    """Messages name files relative to the rootdir, as pytest does."""
+    return message.replace(f"{config.rootpath}/", "")
