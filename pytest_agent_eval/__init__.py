@@ -15,9 +15,9 @@ if typing.TYPE_CHECKING:
     from pytest_agent_eval.adapters import Adapter, AdapterRegistry
     from pytest_agent_eval.cases.dialects import Dialect, DialectRegistry
     from pytest_agent_eval.cases.model import Case, LoadedFile
-    from pytest_agent_eval.checks import Check, CheckContext, CheckError, CheckRegistry, CheckResult
+    from pytest_agent_eval.checks import Check, CheckContext, CheckError, CheckRegistry
     from pytest_agent_eval.mocks import ToolMocks, wrap
-    from pytest_agent_eval.run.results import AgentResult, CaseResult, RunRecord, ToolCall
+    from pytest_agent_eval.run.results import AgentResult, CaseResult, CheckResult, RunRecord, ToolCall
 
 __version__ = "0.1.0"
 

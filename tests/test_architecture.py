@@ -73,13 +73,15 @@ def test_the_package_shows_its_layers() -> None:
     assert long == {}
 
 
-def _imports(name: str, path: Path, modules: dict[str, Path], deferred: bool = False) -> set[str]:
-    """The package's modules that ``name`` imports when it loads (not for type checking); with ``deferred``,
-    also those it imports inside functions (a lazy import still ties the two modules together)."""
+def _imports(name: str, path: Path, modules: dict[str, Path], deferred: bool = False, typing: bool = False) -> set[str]:
+    """The package's modules that ``name`` imports when it loads; with ``deferred``, also those it imports inside
+    functions (a lazy import still ties the two modules together); with ``typing``, also those it imports for type
+    checking only (a knot all the same; the package itself, whose ``__init__`` imports only for type checking,
+    is then left out as a target)."""
     found: set[str] = set()
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     for node in ast.parse(path.read_text()).body:
-        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test) and not typing:
             continue
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and not deferred:
             continue
@@ -93,12 +95,13 @@ def _imports(name: str, path: Path, modules: dict[str, Path], deferred: bool = F
                 found.update(f"{base}.{alias.name}" for alias in sub.names)
             elif isinstance(sub, ast.Import):
                 found.update(alias.name for alias in sub.names)
-    return {m for m in found if m in modules and m != name}
+    root = {name.partition(".")[0]} if typing else set()
+    return {m for m in found if m in modules and m != name} - root
 
 
-def _cycles(modules: dict[str, Path], deferred: bool) -> list[str]:
+def _cycles(modules: dict[str, Path], deferred: bool, typing: bool = False) -> list[str]:
     """Every import cycle among ``modules``, as ``a -> b -> a``."""
-    graph = {name: _imports(name, path, modules, deferred) for name, path in modules.items()}
+    graph = {name: _imports(name, path, modules, deferred, typing) for name, path in modules.items()}
     cycles = []
     state: dict[str, int] = {}  # 1: on the current path, 2: done
 
@@ -122,6 +125,7 @@ def test_no_import_cycles() -> None:
     assert _imports("pytest_agent_eval.plugin", modules["pytest_agent_eval.plugin"], modules), "the graph was read"
     assert _cycles(modules, deferred=False) == []
     assert _cycles(modules, deferred=True) == []
+    assert _cycles(modules, deferred=True, typing=True) == []
 
 
 def test_the_cycle_check_sees_imports_inside_functions(tmp_path: Path) -> None:
@@ -135,6 +139,19 @@ def test_the_cycle_check_sees_imports_inside_functions(tmp_path: Path) -> None:
     modules = {f"pkg.{p.stem}": p for p in package.glob("*.py") if p.stem != "__init__"}
     assert _cycles(modules, deferred=False) == []
     assert _cycles(modules, deferred=True) == ["pkg.case_mocks -> pkg.state -> pkg.scheduler -> pkg.case_mocks"]
+
+
+def test_the_cycle_check_sees_imports_for_type_checking(tmp_path: Path) -> None:
+    """The knot issue 25 untied: the runner imported the conversation trial, which imported the runner's types."""
+    package = tmp_path / "pkg"
+    package.mkdir()
+    typing_only = "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pkg.runner import RunSettings\n"
+    (package / "__init__.py").write_text(typing_only)
+    (package / "runner.py").write_text("def trial():\n    from pkg.conversation import talk\n")
+    (package / "conversation.py").write_text(typing_only)
+    modules = {f"pkg.{p.stem}".removesuffix(".__init__"): p for p in package.glob("*.py")}
+    assert _cycles(modules, deferred=True) == []
+    assert _cycles(modules, deferred=True, typing=True) == ["pkg.runner -> pkg.conversation -> pkg.runner"]
 
 
 def test_the_public_api_is_what_users_import() -> None:

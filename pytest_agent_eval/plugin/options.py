@@ -300,7 +300,6 @@ class Settings:
     agent: str | None
     file_patterns: tuple[str, ...]
     timeout: float | None
-    verbose: int
     tool_dispatch: str | None = None
     unmocked_tools: str = "strict"
     tool_responses: Path | None = None
@@ -339,7 +338,6 @@ class Settings:
             matrix=matrix,
             file_patterns=tuple(config.getini("agent_eval_files")),
             timeout=timeout,
-            verbose=config.get_verbosity(),
             tool_dispatch=str(config.getini("agent_eval_tool_dispatch")).strip() or None,
             unmocked_tools=unmocked,
             tool_responses=config.rootpath / responses if responses else None,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from pytest_agent_eval.checks.base import CheckContext, CheckResult
+from pytest_agent_eval.checks.base import CheckContext
 from pytest_agent_eval.conversation.assertions import assertion_part, evaluate_assertions
 from pytest_agent_eval.conversation.neo4j import Connection, NotConfigured
 from pytest_agent_eval.conversation.scoring import Composite, penalty, score_tasks, timing_score
@@ -12,7 +12,7 @@ from pytest_agent_eval.conversation.simulate import Conversation, converse
 from pytest_agent_eval.conversation.spec import DEFAULT_MIN_SCORE, SimulatedUser
 from pytest_agent_eval.run.blocking import in_thread, outside_loop
 from pytest_agent_eval.run.call import call_agent, checked, no_recording, recorded
-from pytest_agent_eval.run.results import RunRecord, TrialResult
+from pytest_agent_eval.run.results import CheckResult, RunRecord, TrialResult
 
 if TYPE_CHECKING:
     from pytest_agent_eval.adapters import Agent

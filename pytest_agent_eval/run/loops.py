@@ -137,7 +137,7 @@ def blocked_result(case: Case, stall: Stall, limit: float | None) -> CaseResult:
     else:
         error = f"agent did not answer within {limit:g} s: the event loop was blocked for {stall.seconds:.1f} s"
     trial = TrialResult(RunRecord(latency_s=stall.seconds, error=error), [], False, 0.0, [error])
-    return CaseResult(case, [trial], False, 0.0, 0.0)
+    return CaseResult(case, [trial], False, 0.0)
 
 
 def wait(future: concurrent.futures.Future[T]) -> T:

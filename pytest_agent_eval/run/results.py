@@ -1,4 +1,5 @@
-"""What running produces: an agent run's record (output, tool calls, timing, usage), a trial's and a case's result."""
+"""What running produces: an agent run's record (output, tool calls, timing, usage), a check's, a trial's and a
+case's result."""
 
 from __future__ import annotations
 
@@ -9,7 +10,6 @@ from pytest_agent_eval.text import bounded_repr
 
 if TYPE_CHECKING:
     from pytest_agent_eval.cases.model import Case
-    from pytest_agent_eval.checks.base import CheckResult
 
 
 @dataclass
@@ -118,6 +118,30 @@ def merged_calls(reported: list[ToolCall], recorded: list[ToolCall]) -> list[Too
 
 
 @dataclass
+class CheckResult:
+    """The verdict of one check on one run."""
+
+    name: str
+    passed: bool
+    score: float = 1.0
+    expected: Any = None
+    actual: Any = None
+    message: str = ""
+    detail: list[str] = field(default_factory=list)
+    """Extra lines for the failure output (an aligned trajectory, an excerpt, ...)."""
+    scored: bool = True
+    """False for a check that could not be scored (e.g. no LLM): left out of the mean."""
+    error: bool = False
+    """The check could not reach a verdict (an unreadable judge reply, an LLM call that failed, a check that
+    raised): never a pass, whatever the score says; ``message`` says why."""
+
+    @classmethod
+    def of(cls, name: str, passed: bool, **kw: Any) -> CheckResult:
+        kw.setdefault("score", 1.0 if passed else 0.0)
+        return cls(name=name, passed=passed, **kw)
+
+
+@dataclass
 class TrialResult:
     """One trial: the run record, every check's result and the verdict."""
 
@@ -150,7 +174,6 @@ class CaseResult:
     trials: list[TrialResult]
     passed: bool
     score: float
-    pass_rate: float
 
     @property
     def first(self) -> TrialResult:

@@ -9,11 +9,12 @@ from typing import Any
 from pytest_agent_eval.adapters import Agent, is_builtin
 from pytest_agent_eval.adapters.base import TRIAL
 from pytest_agent_eval.cases.model import Case
-from pytest_agent_eval.checks import CheckContext, CheckRegistry, CheckResult
+from pytest_agent_eval.checks import CheckContext, CheckRegistry
 from pytest_agent_eval.checks.answers import answered
+from pytest_agent_eval.checks.base import check_name, in_turn
 from pytest_agent_eval.run import eager
 from pytest_agent_eval.run.call import INFRA, call_agent, checked, no_recording, recorded
-from pytest_agent_eval.run.results import CaseResult, RunRecord, TrialResult
+from pytest_agent_eval.run.results import CaseResult, CheckResult, RunRecord, TrialResult
 from pytest_agent_eval.run.settings import RunSettings
 from pytest_agent_eval.run.stalls import CALL
 
@@ -28,7 +29,7 @@ def weighted_score(results: list[CheckResult], weights: dict[str, float], violat
 def _require_llm(results: list[CheckResult], checks: CheckRegistry) -> None:
     """Turn the LLM checks left unscored for want of an LLM into failures (``--agent-eval-require-llm``)."""
     for result in results:
-        if not result.scored and checks.uses_llm([result.name.rpartition(": ")[2]]):
+        if not result.scored and checks.uses_llm([check_name(result.name)]):
             result.passed, result.scored = False, True
             result.message = f"needs an LLM (--agent-eval-require-llm): {result.message}"
 
@@ -90,7 +91,7 @@ async def _conversation(
             whole.infra_error = run.infra_error
             break
         for result in await checked(run, turn.expect, ctx, settings):
-            result.name = f"turn {n}: {result.name}"
+            result.name = in_turn(n, result.name)
             turn_results.append(result)
     whole.history = history
     return whole
@@ -109,10 +110,9 @@ async def run_case(case: Case, agent: Agent, settings: RunSettings) -> CaseResul
         trials = [await run_trial(case, agent, settings)]
     else:
         trials = list(await asyncio.gather(*(run_trial(case, agent, settings, n) for n in range(repeat))))
-    passes = sum(t.passed for t in trials)
-    rate = passes / len(trials)
+    rate = sum(t.passed for t in trials) / len(trials)
     score = sum(t.score for t in trials) / len(trials)
-    return CaseResult(case, trials, rate >= case.min_pass_rate, score, rate)
+    return CaseResult(case, trials, rate >= case.min_pass_rate, score)
 
 
 async def _with_traffic(case: Case, agent: Agent, settings: RunSettings, trial: int) -> TrialResult:
