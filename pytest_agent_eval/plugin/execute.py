@@ -11,7 +11,6 @@ from pytest_agent_eval.plugin.skipping import fail_item, skip_at_item
 from pytest_agent_eval.plugin.state import get_state
 from pytest_agent_eval.report.attach import note_result
 from pytest_agent_eval.report.failure import details
-from pytest_agent_eval.run.loops import blocked_result
 from pytest_agent_eval.run.results import CaseResult
 from pytest_agent_eval.text import printable
 
@@ -28,7 +27,7 @@ def run_item(item: pytest.Item, case: Case, request: pytest.FixtureRequest) -> N
     scheduler = state.scheduler
     try:
         if scheduler is None:
-            result = state.runner.run(prepare_item(item, case, request, None))
+            result = state.loops.runner.run(prepare_item(item, case, request, None))
         else:
             result = _run_concurrently(item, case, request, scheduler)
     except CaseCannotRun as exc:
@@ -57,9 +56,9 @@ def _run_concurrently(
 ) -> CaseResult:
     """The case on the background loop. When an agent blocks that loop past this case's timeout, the culprit
     fails, the loop is left behind, and this case (if it is not the culprit) runs once more on a fresh loop."""
-    state = get_state(item.config)
+    loops = get_state(item.config).loops
     for attempt in range(2):
-        blocked = state.blocked.get(id(case))
+        blocked = loops.blocked.get(id(case))
         if blocked is not None:
             return blocked
         # started early, or now from this item's own fixtures; then the next cases start while this one runs
@@ -67,12 +66,9 @@ def _run_concurrently(
         future = scheduler.take(item) or scheduler.submit(item, prepare_item(item, case, request, scheduler))
         if not alone:
             scheduler.prefetch(item)
-        outcome = state.loop.wait_case(future, case, state.settings.timeout)
-        if isinstance(outcome, CaseResult):
-            return outcome
-        state.leave_blocked_loop(outcome)
-        if outcome.culprit is None or attempt:  # blocked by something else, or again: it cannot be told apart
-            return blocked_result(case, outcome, case.timeout or state.settings.timeout)
+        result = loops.wait(future, case, retried=attempt > 0)
+        if result is not None:
+            return result
     raise AssertionError("unreachable")
 
 

@@ -312,8 +312,9 @@ def register_scheduler(config: pytest.Config) -> None:
         start=state.start,
         suspects=state.suspects,
         note=None if inflight is None else inflight.around,
-        blocked=state.blocked,
+        blocked=state.loops.blocked,
         uses_llm=lambda case: state.checks.case_uses_llm(case),  # the checks load with the first case
     )
     state.scheduler = scheduler
+    state.loops.on_leave = scheduler.forget  # the cases it started early were on the loop left behind
     config.pluginmanager.register(scheduler, "agent_eval_scheduler")

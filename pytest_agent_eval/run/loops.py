@@ -8,7 +8,7 @@ import concurrent.futures
 import contextlib
 import threading
 import time
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
 from pytest_agent_eval.cases.model import Case
@@ -127,6 +127,96 @@ class LoopThread:
         self._thread.join(timeout=5)
         if not self._thread.is_alive():
             self.loop.close()
+
+
+class Loops:
+    """Where a session's cases run, and the one owner of what a blocked loop means: the loop in this thread
+    (concurrency 1) or the background loop, the concurrency limit on it, the cases whose agent blocked the
+    background loop (failed so, never started again) and replacing that loop."""
+
+    def __init__(self, concurrency: int, timeout: float | None) -> None:
+        self.concurrency = concurrency
+        self.timeout = timeout
+        """The session's default case timeout (``--agent-eval-timeout``)."""
+        self.blocked: dict[int, CaseResult] = {}
+        """Cases whose agent blocked the background loop, by ``id(case)``: failed so, and never started again."""
+        self._background: LoopThread | None = None
+        self._runner: InlineLoop | LoopThread | None = None
+        self._limit: asyncio.Semaphore | None = None
+        self.on_leave: Callable[[], None] | None = None
+        """Called when a blocked loop is left behind, before it is (the scheduler drops the cases it started)."""
+
+    @property
+    def background(self) -> LoopThread:
+        """The background loop (a new one once a blocked one was left behind)."""
+        if self._background is None:
+            self._background = LoopThread()
+        return self._background
+
+    @property
+    def runner(self) -> InlineLoop | LoopThread:
+        """Where a case runs when its item's turn comes: in this thread at concurrency 1 (unless an event loop
+        already runs here), else on the background loop, beside the cases started early."""
+        if self._runner is None:
+            from pytest_agent_eval import compat
+
+            if self.concurrency == 1 and compat.running_loop() is None:
+                self._runner, self._limit = InlineLoop(), asyncio.Semaphore(1)
+            else:
+                self._runner, self._limit = self.background, self.background.semaphore(self.concurrency)
+        return self._runner
+
+    @property
+    def inline(self) -> bool:
+        """Whether cases run in this thread, one at a time (``InlineLoop``)."""
+        return self.runner is not self._background
+
+    @property
+    def limit(self) -> asyncio.Semaphore:
+        """Bounds agent calls in flight across cases and trials, on the runner's loop."""
+        self.runner  # noqa: B018 - made with the runner
+        assert self._limit is not None
+        return self._limit
+
+    def submit(self, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
+        """Run ``coro`` on the background loop."""
+        return self.background.submit(coro)
+
+    def wait(self, future: concurrent.futures.Future[CaseResult], case: Case, retried: bool) -> CaseResult | None:
+        """``case``'s result from the background loop. When an agent blocks that loop past its case's timeout,
+        the culprit fails and the loop is left behind; ``case``, if it is not the culprit, gets ``None``: run it
+        once more on a fresh loop. Blocked by something other than an agent, or ``retried``, it fails as blocked
+        (it cannot be told apart from the culprit)."""
+        outcome = self.background.wait_case(future, case, self.timeout)
+        if isinstance(outcome, CaseResult):
+            return outcome
+        self.leave_blocked(outcome)
+        if outcome.culprit is None or retried:
+            return blocked_result(case, outcome, case.timeout or self.timeout)
+        return None
+
+    def leave_blocked(self, stall: Stall) -> None:
+        """The background loop is blocked: its culprit fails (and never starts again); the loop is left behind
+        and upcoming cases start afresh on a new one."""
+        culprit = stall.culprit
+        if self.on_leave is not None:
+            self.on_leave()
+        if culprit is not None:
+            limit = culprit.timeout if culprit.timeout is not None else self.timeout
+            self.blocked[id(culprit)] = blocked_result(culprit, stall, limit)
+        if self._background is not None:
+            self._background.abandon()
+            if self._runner is self._background:
+                self._runner = None  # made again, with its concurrency limit, on the new loop
+            self._background = None
+
+    def close(self) -> None:
+        if self._runner is not None and self._runner is not self._background:  # the inline loop
+            self._runner.close()
+        self._runner = None
+        if self._background is not None:
+            self._background.close()
+            self._background = None
 
 
 def blocked_result(case: Case, stall: Stall, limit: float | None) -> CaseResult:
