@@ -50,6 +50,11 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.register(CrashReporter(), "agent_eval_crashes")  # names the cases a crash hit
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_agent_eval_register_formats(config: pytest.Config) -> None:
+    formats.builtin_formats(config)
+
+
 def pytest_unconfigure(config: pytest.Config) -> None:
     imports.remove_root(config.rootpath)
     if STATE in config.stash:

@@ -49,6 +49,17 @@ def pytest_agent_eval_register_adapters(registry: AdapterRegistry) -> None:
     """
 
 
+def pytest_agent_eval_register_formats(config: pytest.Config) -> None:
+    """Add report formats with ``add_format(config, name, make, option=)`` (``pytest_agent_eval.report.formats``):
+    ``make(config, records)`` makes the format's plugin object, registered only when ``option`` is set.
+
+    Called once, in ``pytest_configure``, on the xdist controller (or the only process): workers write no report,
+    their records reach the controller. The built-in formats are added first (the plugin's own implementation).
+
+    :param config: the run's config; a format reads its options from it.
+    """
+
+
 @pytest.hookspec(firstresult=True)
 def pytest_agent_eval_evaluate_assertion(assertion: dict[str, Any], run: RunRecord, case: Case) -> Any:
     """Evaluate a conversation's ``expression`` assertion (SPEC §9), e.g. the conversation job's Kotlin
