@@ -58,9 +58,9 @@ def _source(name: str) -> str:
 
 
 def test_every_option_and_ini_key_is_documented() -> None:
-    options = set(re.findall(r'"(--agent(?:-eval-[a-z-]+)?)"', _source("options.py")))
-    inis = set(re.findall(r'addini\(\s*"(agent_eval_\w+)"', _source("options.py")))
-    inis |= set(re.findall(r'\("(agent_eval_\w+)",', _source("options.py")))  # the thresholds' table
+    options = set(re.findall(r'"(--agent(?:-eval-[a-z-]+)?)"', _source("plugin/options.py")))
+    inis = set(re.findall(r'addini\(\s*"(agent_eval_\w+)"', _source("plugin/options.py")))
+    inis |= set(re.findall(r'\("(agent_eval_\w+)",', _source("plugin/options.py")))  # the thresholds' table
     text = page("reference/options.md")
     assert options and inis
     assert sorted(o for o in options if f"`{o}" not in text) == []
@@ -68,13 +68,13 @@ def test_every_option_and_ini_key_is_documented() -> None:
 
 
 def test_every_hook_is_documented() -> None:
-    hooks = re.findall(r"^def (pytest_agent_eval_\w+)\(", _source("hookspecs.py"), re.M)
+    hooks = re.findall(r"^def (pytest_agent_eval_\w+)\(", _source("plugin/hookspecs.py"), re.M)
     assert "pytest_agent_eval_register_adapters" in hooks
     assert sorted(h for h in hooks if f"`{h}(" not in page("reference/hooks.md")) == []
 
 
 def test_every_fixture_is_documented() -> None:
-    fixtures = re.findall(r"@pytest\.fixture[^\n]*\ndef (\w+)\(", _source("fixtures.py"))
+    fixtures = re.findall(r"@pytest\.fixture[^\n]*\ndef (\w+)\(", _source("plugin/fixtures.py"))
     assert fixtures
     assert sorted(f for f in fixtures if f"`{f}`" not in page("reference/fixtures.md")) == []
 
