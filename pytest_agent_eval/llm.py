@@ -8,7 +8,9 @@ passes each option only to a callable that accepts it.
 from __future__ import annotations
 
 import inspect
+import json
 import os
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -28,6 +30,15 @@ def accepted(llm: LLM, options: dict[str, Any]) -> dict[str, Any]:
         return options
     names = {p.name for p in params[1:] if p.kind in _NAMED}
     return {k: v for k, v in options.items() if k in names}
+
+
+_ADDRESS = re.compile(r" at 0x[0-9A-Fa-f]+")
+
+
+def prompt_json(value: Any) -> str:
+    """``value`` as JSON for a prompt. A value JSON cannot hold is written as its ``str`` without a memory address:
+    ``<Foo object at 0x7f…>`` differs from run to run, and a prompt that does never matches its recording."""
+    return json.dumps(value, default=lambda obj: _ADDRESS.sub("", str(obj)))
 
 
 def ask(llm: LLM, messages: list[dict[str, str]], **options: Any) -> str:

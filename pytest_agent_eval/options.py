@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import re
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -288,6 +289,32 @@ class ReportOptions:
                 "--agent-eval-gate and --agent-eval-fail-on-regression need --agent-eval-baseline PATH"
             )
         return options
+
+
+REPORT_PATH_OPTIONS = ("--agent-eval-baseline", "--agent-eval-report", "--agent-eval-markdown", "--agent-eval-html")
+
+
+def rootdir_moved_by(config: pytest.Config) -> list[tuple[str, str]]:
+    """``(option, value)`` of the report options given as two arguments (``--agent-eval-baseline /x/base.json``)
+    whose existing path, outside the invocation directory, pytest took for a test path when it chose the rootdir:
+    it reads a plugin's options only after. The rootdir then moved there (and the ini file beside the tests was
+    not read); with ``=`` it would not have."""
+    if config.inipath is not None and config.inipath.parent == config.rootpath:
+        return []  # the rootdir is the ini file's
+    here, root = config.invocation_params.dir.resolve(), config.rootpath.resolve()
+    args = [str(a) for a in config.invocation_params.args]
+    moved = []
+    for flag, value in itertools.pairwise(args):
+        if flag not in REPORT_PATH_OPTIONS:
+            continue
+        try:
+            path = (here / value).resolve()
+            outside = not path.is_relative_to(here) and path.is_relative_to(root)
+            if outside and path.exists():
+                moved.append((flag, value))
+        except (OSError, ValueError):  # a name too long, a NUL: not a path pytest took either
+            continue
+    return moved
 
 
 @dataclass(frozen=True)

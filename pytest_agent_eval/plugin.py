@@ -84,11 +84,15 @@ def pytest_runtest_makereport(
     item: pytest.Item, call: pytest.CallInfo[None]
 ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     report = yield
-    if call.excinfo is not None and type(call.excinfo.value).__name__ == "InfrastructureError":
-        report.agent_eval_infra = True  # type: ignore[attr-defined]  # carried to the xdist controller
+    eval_item = item.stash.get(EVAL_ITEM, False)
+    if eval_item and call.excinfo is not None:
+        from pytest_agent_eval.execute import InfrastructureError  # loaded by the eval item's run
+
+        if isinstance(call.excinfo.value, InfrastructureError):  # the plugin's own class, not one of that name
+            report.agent_eval_infra = True  # type: ignore[attr-defined]  # carried to the xdist controller
     skipping.place(item, report)
     stopping.note_report(item, report)
-    if item.stash.get(EVAL_ITEM, False):  # eval items only: other tests load no record code
+    if eval_item:  # eval items only: other tests load no record code
         from pytest_agent_eval.report.attach import attach
 
         attach(item, report)

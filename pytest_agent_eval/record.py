@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeGuard
 
 from pytest_agent_eval.report.render import bounded_repr
 
@@ -51,7 +51,63 @@ class RunRecord:
     """Multi-turn cases: the conversation, ``{"role", "content"}`` per message."""
     infra_error: str | None = None
     """An LLM request that failed on infrastructure (refused, 429/5xx after retries, replay miss): the case errors."""
+    turns: int = 0
+    """The agent calls added to this record with :meth:`add_turn` (a conversation's)."""
+    conversation: Any = field(default=None, repr=False, compare=False)
+    """The conversation after this call in the agent's own form (a framework's message list), which the next
+    message of a ``turns:`` or simulated-user case continues (``adapters.base.CONVERSATION``); never reported."""
 
     @property
     def tool_names(self) -> list[str]:
         return [c.name for c in self.tool_calls]
+
+    def add_turn(self, turn: RunRecord) -> None:
+        """Add one agent call of a conversation to this, the conversation's record: latency and usage summed,
+        tool calls and metadata lists joined; the answer, reasoning, other metadata and conversation the turn's.
+        A usage figure that some call did not report is ``None`` (unknown), never the sum of the others."""
+        self.latency_s += turn.latency_s
+        self.tool_calls.extend(turn.tool_calls)
+        self.output, self.reasoning, self.conversation = turn.output, turn.reasoning, turn.conversation
+        if self.turns == 0:
+            self.usage = dict(turn.usage)
+        else:
+            for key in {*self.usage, *turn.usage}:
+                mine, theirs = self.usage.get(key), turn.usage.get(key)
+                if _number(mine) and _number(theirs):
+                    self.usage[key] = mine + theirs
+                else:  # a figure one call did not report (or a text that differs) is not known for the whole
+                    self.usage[key] = theirs if mine == theirs else None
+        self.turns += 1
+        for key, value in turn.metadata.items():
+            mine = self.metadata.get(key)
+            self.metadata[key] = [*mine, *value] if isinstance(mine, list) and isinstance(value, list) else value
+
+
+def _number(value: Any) -> TypeGuard[float]:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def merged_calls(reported: list[ToolCall], recorded: list[ToolCall]) -> list[ToolCall]:
+    """The tool calls the agent reported with those tool mocks recorded: a call both saw once (the mocks' record
+    of it: the arguments the tool got, the answer it gave), in the agent's order; a recorded call the agent did not
+    report (a plain agent reports none) before the next recorded one it did. Matched by name, and by arguments
+    first: parallel calls may reach the mocks in another order than the agent lists them."""
+    matched: dict[int, int] = {}  # reported index -> recorded index
+    for i, call in enumerate(reported):
+        free = [j for j, r in enumerate(recorded) if j not in matched.values() and r.name == call.name]
+        same = [j for j in free if recorded[j].args == call.args]
+        if same or free:
+            matched[i] = (same or free)[0]
+    taken = set(matched.values())
+    out: list[ToolCall] = []
+    placed = 0  # recorded calls before this index are out (or matched)
+    for i, call in enumerate(reported):
+        j = matched.get(i)
+        if j is None:
+            out.append(call)
+            continue
+        out.extend(recorded[k] for k in range(placed, j) if k not in taken)
+        placed = max(placed, j + 1)
+        out.append(recorded[j])
+    out.extend(recorded[k] for k in range(placed, len(recorded)) if k not in taken)
+    return out

@@ -6,6 +6,7 @@ import asyncio
 import concurrent.futures
 import contextlib
 import os
+import sysconfig
 import threading
 import time
 import traceback
@@ -16,14 +17,15 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from pytest_agent_eval import eager
 from pytest_agent_eval.adapters import Agent, UnreadableResult, is_builtin
-from pytest_agent_eval.adapters.base import TRIAL
+from pytest_agent_eval.adapters.base import CONVERSATION, TRIAL
 from pytest_agent_eval.agents import invoke
 from pytest_agent_eval.blocking import in_thread, outside_loop
 from pytest_agent_eval.cases.model import Case
 from pytest_agent_eval.checks import CheckContext, CheckRegistry, CheckResult, evaluate
 from pytest_agent_eval.checks.answers import answered
 from pytest_agent_eval.faults import describe, original
-from pytest_agent_eval.record import RunRecord, ToolCall
+from pytest_agent_eval.mocks.errors import unmocked_stop
+from pytest_agent_eval.record import RunRecord, ToolCall, merged_calls
 from pytest_agent_eval.stalls import CALL, LoopBlocked, Stall, blocked_message, running_step
 
 if TYPE_CHECKING:
@@ -121,46 +123,90 @@ class CaseResult:
         return [] if any(c.scored for c in checks) else checks
 
 
-def agent_traceback(exc: BaseException) -> str:
-    """The exception with its traceback from the agent's own frames (the plugin's and asyncio's left out)."""
+def agent_traceback(exc: BaseException) -> str | None:
+    """The exception with the agent's own frames; each run of an installed package's frames between them folded
+    into one line that names the packages (the plugin's and the standard library's are left out). ``None`` when
+    no frame is the agent's own (an error inside a framework): the error's line says what there is to say."""
     exc = original(exc)
-    frames = [
-        f
-        for f in traceback.extract_tb(exc.__traceback__)
-        if not f.filename.startswith(_PACKAGE_DIR)
-        and f"{os.sep}asyncio{os.sep}" not in f.filename
-        and not f.filename.endswith(("threading.py", "concurrent/futures/thread.py"))
-    ]
-    lines = ["Traceback (most recent call last):\n", *traceback.format_list(frames)]
+    lines = ["Traceback (most recent call last):\n"]
+    folded: list[str] = []  # the packages of the frames since the last own one ("" for hidden ones)
+
+    def fold() -> None:
+        named = list(dict.fromkeys(p for p in folded if p))
+        if named:
+            lines.append(f"  … {len(folded)} frames in {', '.join(named)}\n")
+        folded.clear()
+
+    own = 0
+    for frame in traceback.extract_tb(exc.__traceback__):
+        package = _library(frame.filename)
+        if package is not None:
+            folded.append(package)
+            continue
+        fold()
+        lines += traceback.format_list([frame])
+        own += 1
+    if not own:
+        return None
+    fold()
     lines += traceback.format_exception_only(type(exc), exc)
     return "".join(lines).rstrip()
 
 
+_SITE_DIRS = ("site-packages", "dist-packages")
+_STDLIB = tuple({os.path.join(sysconfig.get_paths()[k], "") for k in ("stdlib", "platstdlib")})
+
+
+def _library(filename: str) -> str | None:
+    """The installed package a frame's file is in; ``""`` for the plugin's, the standard library's and frozen
+    modules' (left out without a word); ``None`` for the agent's own code."""
+    if filename.startswith((_PACKAGE_DIR, "<")):
+        return ""
+    parts = filename.split(os.sep)
+    site = next((n for n, part in enumerate(parts) if part in _SITE_DIRS), None)
+    if site is not None:
+        return parts[site + 1].partition(".")[0] if site + 1 < len(parts) else ""
+    return "" if filename.startswith(_STDLIB) else None
+
+
 def agent_error(exc: BaseException) -> str:
-    """What the agent did: ``agent raised Type: message``, or ``agent called sys.exit(3)``."""
+    """What the agent did: ``agent raised Type: message``, or ``agent called sys.exit(3)``; for a call of a tool
+    without a mock that stopped it, that call's line (the call, its arguments, the case's ``path:line``)."""
     if isinstance(exc, LoopBlocked):
         return str(exc)
+    stop = unmocked_stop(exc)
+    if stop is not None:
+        return stop.violation
     verb = "called" if isinstance(original(exc), SystemExit) else "raised"
     return f"agent {verb} {describe(exc)}"
 
 
-async def _guarded(agent: Agent, query: str, context: dict[str, Any], inline: bool) -> tuple[Any, Exception | None]:
+async def _guarded(
+    agent: Agent, query: str, context: dict[str, Any], inline: bool, conversation: Any
+) -> tuple[Any, Exception | None]:
     """The agent's result, or the exception it raised: an agent's own ``TimeoutError`` is not the timeout's.
+    ``conversation``: the previous call's ``RunRecord.conversation``, as ``CONVERSATION`` during the call.
 
     The call's coroutine is made here, once this one runs: a case cancelled before its timeout's task started
     (its loop abandoned) leaves no coroutine that was never awaited."""
+    token = CONVERSATION.set(conversation)
     try:
         return await invoke(agent, query, context, inline=inline), None
     except Exception as exc:
         return None, exc
+    finally:
+        CONVERSATION.reset(token)
 
 
-async def _call(case: Case, agent: Agent, query: str, context: dict[str, Any], settings: RunSettings) -> RunRecord:
-    """One agent call, bounded by the concurrency limit and the timeout, timed, normalised."""
+async def _call(
+    case: Case, agent: Agent, query: str, context: dict[str, Any], settings: RunSettings, conversation: Any = None
+) -> RunRecord:
+    """One agent call, bounded by the concurrency limit and the timeout, timed, normalised. ``conversation``: what
+    the previous call of a conversation left in ``RunRecord.conversation``, for the adapter to continue."""
     timeout = case.timeout if case.timeout is not None else settings.default_timeout
     async with settings.limit if settings.limit is not None else contextlib.nullcontext():
         start = time.perf_counter()
-        call = _guarded(agent, query, context, settings.inline and timeout is None)
+        call = _guarded(agent, query, context, settings.inline and timeout is None, conversation)
         if timeout is None:
             raw, exc = await call
         else:
@@ -173,7 +219,7 @@ async def _call(case: Case, agent: Agent, query: str, context: dict[str, Any], s
                 )
         latency = time.perf_counter() - start
     if exc is not None:
-        return RunRecord(latency_s=latency, error=agent_error(exc), traceback=agent_traceback(exc))
+        return _failed(exc, latency)
     try:
         record = agent.adapter.normalise(raw)
     except UnreadableResult as exc:
@@ -182,6 +228,15 @@ async def _call(case: Case, agent: Agent, query: str, context: dict[str, Any], s
         return RunRecord(latency_s=latency, error=f"cannot read the agent's result: {describe(exc)}")
     record.latency_s = latency
     return record
+
+
+def _failed(exc: Exception, latency: float) -> RunRecord:
+    """The record of a call that raised: the agent's error, or infrastructure's (a known LLM client's exception)."""
+    from pytest_agent_eval.traffic.clients import infrastructure_error  # on an error only
+
+    infra = infrastructure_error(exc)
+    error = agent_error(exc) if infra is None else f"infrastructure error (not the agent's): {infra}"
+    return RunRecord(latency_s=latency, error=error, traceback=agent_traceback(exc), infra_error=infra)
 
 
 async def _checked(
@@ -233,9 +288,8 @@ async def run_trial(case: Case, agent: Agent, settings: RunSettings, trial: int 
             run = await _call(case, agent, case.query, dict(case.context), settings)
     violations: list[str] = []
     if recording is not None:
-        if recording.calls or not run.tool_calls:
-            run.tool_calls = list(recording.calls)  # mocks saw every call: authoritative
-        violations.extend(recording.violations)
+        run.tool_calls = merged_calls(run.tool_calls, recording.calls)
+        violations.extend(v for v in recording.violations if v not in (run.error or ""))  # not the error again
         if not run.error:  # an agent that failed early had no chance to call them
             violations.extend(recording.unused)
     reasons = list(violations)
@@ -270,11 +324,9 @@ async def _conversation(
     whole = RunRecord()
     for n, turn in enumerate(case.turns, 1):
         context = {**case.context, "history": list(history)}
-        run = await _call(case, agent, turn.message, context, settings)
-        whole.latency_s += run.latency_s
-        whole.tool_calls.extend(run.tool_calls)
+        run = await _call(case, agent, turn.message, context, settings, whole.conversation)
+        whole.add_turn(run)
         history += [{"role": "user", "content": turn.message}, {"role": "assistant", "content": run.output}]
-        whole.output, whole.reasoning = run.output, run.reasoning
         if run.error:
             whole.error = f"turn {n}: {run.error}"
             whole.traceback = run.traceback

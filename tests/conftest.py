@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import importlib
 from collections.abc import Iterator
 
 import jsonschema  # noqa: F401
@@ -13,6 +15,13 @@ from shared_run import OTHER_PLUGINS_OFF
 # in-process runs find them loaded instead of importing them anew for every run.
 import pytest_agent_eval.execute
 import pytest_agent_eval.traffic.session  # noqa: F401 - with PyYAML, whose C loader cannot be imported twice
+
+# httpx (and httpx2) with the httpcore of their transports, which they import only when a client is made: an
+# httpcore loaded by an in-process run, then unloaded, would be loaded anew by the next, whose connection errors
+# the httpx loaded here would no longer map to its own (an HTTP agent's or an LLM client's refused connection).
+for _name in ("httpx", "httpx2"):
+    with contextlib.suppress(ImportError):
+        importlib.import_module(_name).Client().close()
 
 
 @pytest.fixture

@@ -174,3 +174,34 @@ def test_conversations_at_concurrency_4_end_as_at_concurrency_1(pytester: pytest
     assert {name: outcome for name, (outcome, _) in outcomes[0].items()} == {
         f"c{n}": "passed" if n % 2 and n % 3 else "failed" for n in range(8)
     }
+
+
+def test_a_recorded_conversation_replays_with_the_server_stopped(
+    pytester: pytest.Pytester, player: Player, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Replay covers the simulated user's and the scorer's requests (SPEC §17): no prompt carries run-dependent
+    text such as the agent's response times, which differ here between the recording and the replay."""
+    pytester.makepyfile(support=AGENT.replace("time.sleep(0.02)", "time.sleep(float(os.environ['AGENT_DELAY_S']))"))
+    pytester.syspathinsert()
+    (pytester.path / "support.py").write_text("import os\n" + (pytester.path / "support.py").read_text())
+    pytester.makefile(
+        ".yaml",
+        eval_asks=_cases("support:run", ("asks", None)),
+        eval_never=_cases("support:never_asks", ("never_asks", 4)),
+    )
+
+    def seen(report: str) -> dict[str, Any]:
+        cases = json.loads((pytester.path / report).read_text())["cases"]
+        return {c["case_id"]: (c["outcome"], c["score"], c["conversation"], c["tokens"]) for c in cases}
+
+    monkeypatch.setenv("AGENT_DELAY_S", "0.011")
+    _run(pytester, "--agent-eval-record", "--agent-eval-report", "recorded.json").assert_outcomes(passed=1, failed=1)
+    asked = len(player.server.requests)
+    player.server.stop()  # nothing answers on its port any more
+    monkeypatch.setenv("AGENT_DELAY_S", "0.057")
+    replayed = _run(pytester, "--agent-eval-replay", "--agent-eval-report", "replayed.json")
+    replayed.assert_outcomes(passed=1, failed=1)
+    assert len(player.server.requests) == asked
+    assert seen("replayed.json") == seen("recorded.json")
+    outcomes = {case: (outcome, score is not None) for case, (outcome, score, *_) in seen("replayed.json").items()}
+    assert outcomes == {"asks": ("passed", True), "never_asks": ("failed", True)}

@@ -213,3 +213,63 @@ def test_the_reply_without_a_known_key_says_what_to_set(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="set `output:`"):
         agent.read(b'{"weird": 1}')
     assert agent.read(b'"plain"') == {"output": "plain"}
+
+
+def test_an_http_agent_is_recorded_and_replayed_with_the_service_stopped(
+    pytester: pytest.Pytester, service: Service, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The service's calls go through the hooked client (SPEC §14, §17): recorded beside the case, replayed with
+    nothing listening; a request the cassette lacks is an error naming it, never a call to the service."""
+    monkeypatch.setenv("AGENT_TOKEN", SECRET)
+    eval_file = f"""\
+agent:
+  url: {service.url}/chat
+  headers: {{Authorization: "Bearer ${{AGENT_TOKEN}}"}}
+cases:
+  - id: refund
+    repeat: 2
+    turns:
+      - input: How long do refunds take?
+        expect: {{contains: "30 days"}}
+      - input: thanks
+        expect: {{contains: "You said: thanks"}}
+"""
+    pytester.makefile(".yaml", eval_rr=eval_file)
+    run = ("-p", "no:cacheprovider")
+    pytester.runpytest(*run, "--agent-eval-record").assert_outcomes(passed=1)
+    assert len(service.log) == 4  # two trials of two turns
+    cassette = pytester.path / "cassettes" / "eval_rr" / "refund.yaml"
+    assert "30 days" in cassette.read_text() and SECRET not in cassette.read_text()
+    service.shutdown()
+    service.server_close()  # nothing listens on its port any more
+
+    pytester.runpytest(*run, "--agent-eval-replay").assert_outcomes(passed=1)
+    (pytester.path / "eval_rr.yaml").write_text(eval_file.replace("- input: thanks", "- input: thank you"))
+    result = pytester.runpytest(*run, "--agent-eval-replay")
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(
+        [
+            "eval_rr.yaml:5: case refund: infrastructure error, not the agent's: replay miss: "
+            f"POST {service.url}/chat (no recorded answer in cassettes/eval_rr/refund.yaml; "
+            "record it with --agent-eval-record=new)",
+        ]
+    )
+    assert len(service.log) == 4
+
+
+def test_without_httpx_a_traffic_option_says_what_to_install(pytester: pytest.Pytester, service: Service) -> None:
+    """Without httpx the service is called with urllib, which the traffic hook cannot see: fine with no traffic
+    option, an error saying what to install with one (the call would escape recording and replay)."""
+    pytester.makeconftest('import sys\n\nsys.modules["httpx"] = sys.modules["httpx2"] = None  # not installed\n')
+    pytester.makefile(".yaml", eval_plain=f"agent: {service.url}/chat\ncases: [{{id: c, input: a refund?}}]\n")
+    pytester.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=1)
+    assert len(service.log) == 1
+    result = pytester.runpytest("-p", "no:cacheprovider", "--agent-eval-record")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "  ✗ agent raised HttpAgentError: the HTTP agent's calls are recorded and replayed through httpx, "
+            "which is not installed: pip install 'pytest-agent-eval[[]traffic]'"  # [[] : a literal [ for fnmatch
+        ]
+    )
+    assert len(service.log) == 1

@@ -292,3 +292,20 @@ cases:
     result = evals.runpytest("-p", "no:cacheprovider")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*✓ turn 1: judge*", "*✗ turn 2: judge: judge scored 0.20 < 0.7*"])
+
+
+class Opaque:
+    """A value JSON cannot hold, with Python's default repr (``<… Opaque object at 0x7f…>``)."""
+
+
+def test_no_prompt_carries_a_memory_address() -> None:
+    """A recorded judge request must match on replay (SPEC §17): an object's address differs from run to run."""
+    from pytest_agent_eval.checks.scorers import grounding
+
+    run = RunRecord(output="Refunded.", tool_calls=[ToolCall("refund_order", {"order": Opaque()}, result=Opaque())])
+    llm = Scripted('{"score": 0.9, "reason": "ok"}', '{"score": 0.9, "reason": "ok"}')
+    judge(run, "refunds the right order", _ctx(llm))
+    grounding(run, {"contains": ["Refunded"]}, _ctx(llm))
+    assert len(llm.prompts) == 2
+    for prompt in llm.prompts:
+        assert "Opaque object" in prompt and " at 0x" not in prompt

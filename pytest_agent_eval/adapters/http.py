@@ -1,17 +1,22 @@
 """Agents served over HTTP (SPEC §15): ``agent: http://host:port/path`` or ``agent: {url, headers, body, output,
 session}``. Each user message is one POST of a JSON body; the reply's JSON is read at ``output``.
 
-Standard library only (``urllib.request``), called off the event loop like any sync agent. Header values take
-environment variables by name (``${AGENT_TOKEN}``), read when the agent is first resolved; their values are never
-written anywhere (messages name the variable, the URL without its query). Connection failures, timeouts, 429 and
-5xx answers are infrastructure errors (the case errors, it does not fail); another status fails the call.
+Sent with ``httpx`` (or ``httpx2``) when installed, the client the traffic hook sees, so that its calls are
+recorded, replayed, retried and counted by the rate limits like every LLM request; with neither installed, with
+``urllib.request``, which the hook does not see: a case under a traffic option then errors, saying what to install.
+Called off the event loop like any sync agent. Header values take environment variables by name
+(``${AGENT_TOKEN}``), read when the agent is first resolved; their values are never written anywhere (messages
+name the variable, the URL without its query). Connection failures, timeouts, 429 and 5xx answers are
+infrastructure errors (the case errors, it does not fail); another status fails the call.
 """
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import re
+import sys
 import threading
 import uuid
 from collections.abc import Callable
@@ -30,6 +35,14 @@ _PLACEHOLDER = re.compile(r"\{(message|session|case_id|trial)\}")
 _KEYS = frozenset({"url", "headers", "body", "output", "session", "timeout"})
 TIMEOUT_S = 300.0
 """The socket timeout of one request; a case's own ``timeout:`` bounds the call as for any agent."""
+VOLATILE = "agent_eval_volatile"
+"""The request extension the traffic hook reads (``traffic.hook.VOLATILE``): ``{bytes: placeholder}`` of the
+run-dependent text in the body (the session id), recorded and matched as the placeholder."""
+SESSION_PLACEHOLDER = b"<session>"
+NO_HTTPX = (
+    "the HTTP agent's calls are recorded and replayed through httpx, which is not installed: "
+    "pip install 'pytest-agent-eval[traffic]'"
+)
 
 
 class HttpAgentError(TypeError):
@@ -55,6 +68,8 @@ class HttpAgent:
     timeout: float = TIMEOUT_S
     _sessions: dict[tuple[str, int] | None, str] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
+    _client: Any = field(default=None, repr=False, compare=False)
+    """The ``httpx.Client`` of every call, made at the first."""
 
     @property
     def shown(self) -> str:
@@ -70,36 +85,61 @@ class HttpAgent:
             return self._sessions[key]
 
     def __call__(self, message: str, context: dict[str, Any]) -> Any:
-        import urllib.error  # with http.client and ssl: only when a service is called
-        import urllib.request
-
         trial = TRIAL.get()
+        session = self.session()
         values = {
             "message": message,
-            "session": self.session(),
+            "session": session,
             "case_id": trial[0] if trial else "",
             "trial": str(trial[1]) if trial else "0",
         }
         data = json.dumps(fill(self.body, values)).encode()
-        request = urllib.request.Request(self.url, data=data, method="POST")
-        request.add_header("Content-Type", "application/json")
-        request.add_header("Accept", "application/json")
-        for name, value in self.headers.items():
-            request.add_header(name, value)
+        headers = {"Content-Type": "application/json", "Accept": "application/json", **self.headers}
+        httpx = _httpx()
+        if httpx is None:
+            if _traffic_on():
+                raise HttpAgentError(NO_HTTPX)
+            return self._post_urllib(data, headers)
+        return self._post(httpx, data, headers, session)
+
+    def _post(self, httpx: Any, data: bytes, headers: dict[str, str], session: str) -> Any:
+        """One POST through ``httpx``; the session id marked as run-dependent for the traffic hook."""
+        with self._lock:
+            if self._client is None:
+                self._client = httpx.Client(timeout=self.timeout, follow_redirects=True)
+            client = self._client
+        volatile = {json.dumps(session)[1:-1].encode(): SESSION_PLACEHOLDER}  # as it is written in the JSON body
+        try:
+            answer = client.post(self.url, content=data, headers=headers, extensions={VOLATILE: volatile})
+        except httpx.TransportError as exc:  # refused, reset, a timeout, a replay miss
+            return Unreachable(f"POST {self.shown}: {exc or type(exc).__name__}")
+        if answer.status_code >= 400:
+            return self._refused(answer.status_code, answer.content)
+        return self.read(answer.content)
+
+    def _post_urllib(self, data: bytes, headers: dict[str, str]) -> Any:
+        """One POST through ``urllib`` (no ``httpx``, no traffic option)."""
+        import urllib.error  # with http.client and ssl: only when a service is called
+        import urllib.request
+
+        request = urllib.request.Request(self.url, data=data, method="POST", headers=headers)
         try:
             with urllib.request.urlopen(request, timeout=self.timeout) as answer:
-                raw = answer.read()
+                return self.read(answer.read())
         except urllib.error.HTTPError as exc:
-            status = exc.code
-            excerpt = exc.read()[:200].decode(errors="replace")
-            where = f"POST {self.shown} answered {status}"
-            if status == 429 or status >= 500:
-                return Unreachable(f"{where}: {excerpt}")
-            raise RuntimeError(f"{where}: {excerpt}") from None
+            status, body = exc.code, exc.read()
         except (urllib.error.URLError, OSError) as exc:
             reason = exc.reason if isinstance(exc, urllib.error.URLError) else exc
             return Unreachable(f"POST {self.shown}: {reason}")
-        return self.read(raw)
+        return self._refused(status, body)  # out of the handler: a failed call shows no urllib traceback
+
+    def _refused(self, status: int, body: bytes) -> Unreachable:
+        """A 429 or 5xx answer is infrastructure's; another status fails the call (raised)."""
+        where = f"POST {self.shown} answered {status}"
+        excerpt = body[:200].decode(errors="replace")
+        if status == 429 or status >= 500:
+            return Unreachable(f"{where}: {excerpt}")
+        raise RuntimeError(f"{where}: {excerpt}")
 
     def read(self, raw: bytes) -> dict[str, Any]:
         """The reply as a result the plain adapter reads: the answer under ``output``, tool calls, metadata."""
@@ -137,6 +177,22 @@ class HttpAgent:
 
 
 _MISSING: Any = object()
+
+
+def _httpx() -> Any:
+    """``httpx``, else ``httpx2`` (the traffic hook patches both), else ``None``."""
+    for name in ("httpx", "httpx2"):
+        try:
+            return importlib.import_module(name)
+        except ImportError:
+            continue
+    return None
+
+
+def _traffic_on() -> bool:
+    """Whether the traffic hook watches this trial (a traffic option is on); never loads the hook to tell."""
+    scope = sys.modules.get("pytest_agent_eval.traffic.scope")
+    return scope is not None and scope.CURRENT.get() is not None
 
 
 def at_path(value: Any, path: str) -> Any:

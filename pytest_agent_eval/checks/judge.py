@@ -14,7 +14,7 @@ from typing import Any
 
 from pytest_agent_eval.checks.base import CheckContext, CheckError, CheckRegistry, CheckResult
 from pytest_agent_eval.imports import import_object
-from pytest_agent_eval.llm import ask
+from pytest_agent_eval.llm import ask, prompt_json
 from pytest_agent_eval.record import RunRecord
 
 NO_LLM = (
@@ -152,7 +152,7 @@ def prompt_fields(run: RunRecord, ctx: CheckContext, rubric: str) -> dict[str, s
         "rubric": rubric,
         "input": ctx.case.query or ("(a conversation, below)" if run.history else "(none)"),
         "output": run.output,
-        "tool_calls": json.dumps(calls, default=str) if calls else "(none)",
+        "tool_calls": prompt_json(calls) if calls else "(none)",
         "transcript": f"Conversation:\n{turns}\n" if turns else "",
     }
 

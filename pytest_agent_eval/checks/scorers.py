@@ -7,7 +7,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
 
@@ -16,6 +15,7 @@ from pytest_agent_eval.checks.judge import NO_LLM, ask_score, judge
 from pytest_agent_eval.checks.output import excerpt
 from pytest_agent_eval.checks.patterns import search
 from pytest_agent_eval.checks.tools import align
+from pytest_agent_eval.llm import prompt_json
 from pytest_agent_eval.record import RunRecord
 
 DEFAULT_MIN_SCORE = 0.7
@@ -146,8 +146,8 @@ def grounding(run: RunRecord, spec: Any, ctx: CheckContext) -> CheckResult:
         tools = [{"tool": c.name, "result": c.result} for c in run.tool_calls]
         prompt = GROUNDING_PROMPT.format(
             query=ctx.case.query,
-            context=json.dumps(ctx.case.context, default=str) if ctx.case.context else "(none)",
-            tools=json.dumps(tools, default=str) if tools else "(none)",
+            context=prompt_json(ctx.case.context) if ctx.case.context else "(none)",
+            tools=prompt_json(tools) if tools else "(none)",
             expected=phrases + ([f"/{pattern}/"] if pattern else []) or "(none)",
             output=run.output,
         )

@@ -14,7 +14,7 @@ from pytest_agent_eval.conversation.neo4j import Connection, NotConfigured
 from pytest_agent_eval.conversation.scoring import Composite, penalty, score_tasks, timing_score
 from pytest_agent_eval.conversation.simulate import Conversation, converse
 from pytest_agent_eval.conversation.spec import DEFAULT_MIN_SCORE, SimulatedUser
-from pytest_agent_eval.record import RunRecord
+from pytest_agent_eval.record import RunRecord, merged_calls
 
 if TYPE_CHECKING:
     from pytest_agent_eval.adapters import Agent
@@ -26,8 +26,9 @@ if TYPE_CHECKING:
 class RunnerParts:
     """What a conversation trial uses of the runner, handed in by the runner (which this package does not import)."""
 
-    call: Callable[[Case, Agent, str, dict[str, Any], RunSettings], Awaitable[RunRecord]]
-    """One agent call, bounded by the concurrency limit and the timeout, timed, normalised."""
+    call: Callable[[Case, Agent, str, dict[str, Any], RunSettings, Any], Awaitable[RunRecord]]
+    """One agent call, bounded by the concurrency limit and the timeout, timed, normalised; its last argument is
+    the previous call's ``RunRecord.conversation``."""
     checked: Callable[[RunRecord, dict[str, Any], CheckContext, RunSettings], Awaitable[list[CheckResult]]]
     """The case's ``expect:`` checks on the run (off the loop when one may block)."""
     no_recording: Callable[[Case], AbstractContextManager[Any]]
@@ -59,8 +60,8 @@ async def run_conversation_trial(
     async def offload(func: Any, *args: Any) -> Any:
         return outside_loop(func, *args) if settings.inline else await in_thread(func, *args)
 
-    async def call(message: str, context: dict[str, Any]) -> RunRecord:
-        return await runner.call(case, agent, message, context, settings)
+    async def call(message: str, context: dict[str, Any], conversation: Any) -> RunRecord:
+        return await runner.call(case, agent, message, context, settings, conversation)
 
     connection = Connection(settings.neo4j)
     try:
@@ -74,9 +75,8 @@ async def run_conversation_trial(
         run = talk.run
         violations: list[str] = []
         if recording is not None:
-            if recording.calls or not run.tool_calls:
-                run.tool_calls = list(recording.calls)
-            violations.extend(recording.violations)
+            run.tool_calls = merged_calls(run.tool_calls, recording.calls)
+            violations.extend(v for v in recording.violations if v not in (run.error or ""))  # not the error again
         if run.error:  # the agent (after its retries), the simulated user or a setup failed: nothing to score
             why = [run.error, *talk.notes, *violations]
             stopped = "the conversation stopped at an error, nothing was scored"

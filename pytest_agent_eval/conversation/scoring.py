@@ -39,12 +39,9 @@ def _excerpt(text: str, limit: int = 300) -> str:
 
 
 def transcript_text(history: list[dict[str, Any]]) -> str:
-    """The transcript, one message a line, with the agent's response times."""
-    lines = []
-    for m in history:
-        took = f" ({m['latency_s']:.2f} s)" if m["role"] == "assistant" else ""
-        lines.append(f"{m['role']}{took}: {m['content']}")
-    return "\n".join(lines)
+    """The transcript, one message a line. Nothing that differs from run to run (the response times: the timing
+    part is the plugin's own sum) is in it, so that a recorded scorer's request matches on replay."""
+    return "\n".join(f"{m['role']}: {m['content']}" for m in history)
 
 
 def _number(value: Any) -> float | None:

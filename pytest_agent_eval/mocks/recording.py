@@ -242,12 +242,13 @@ class Recording:
             if spec is None
             else picked
         )
-        self.violations.append(
+        violation = (
             f"unmocked tool call {call.describe()} in case {self.plan.case_id} ({self.plan.location}): {why}; "
             f"add a response under `tool_mocks:` (in the case or the file's `defaults:`), or set "
             "`unmocked_tools: default` (canned answer) or `passthrough` (the real tool runs)"
         )
-        raise UnmockedToolError(f"no mock response for tool {call.name!r} in this eval case ({why})")
+        self.violations.append(violation)
+        raise UnmockedToolError(f"no mock response for tool {call.name!r} in this eval case ({why})", violation)
 
     def _pick(self, spec: Response, args: dict[str, Any]) -> Value | Raise | Call | str:
         """The leaf response for ``args``, or why there is none. Sequences advance (call under the lock)."""

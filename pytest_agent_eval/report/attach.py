@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from pytest_agent_eval.report.case_input import case_input, content_hash
 from pytest_agent_eval.report.collector import ATTRIBUTE
 from pytest_agent_eval.report.jsonable import jsonable
 from pytest_agent_eval.report.record import CaseRecord, crash_message, from_result, outcome
@@ -62,4 +63,6 @@ def _not_run(item: pytest.Item, report: pytest.TestReport) -> CaseRecord:
         min_score=case.min_score,
         min_pass_rate=case.min_pass_rate,
         agent=case.agent_name,
+        input=case_input(case),
+        content_hash=content_hash(case),
     )

@@ -13,7 +13,7 @@ from functools import partial
 import pytest
 
 from pytest_agent_eval.cases.files import is_eval_file
-from pytest_agent_eval.options import ReportOptions
+from pytest_agent_eval.options import ReportOptions, rootdir_moved_by
 from pytest_agent_eval.report.collector import COLLECTOR, Records, is_worker
 from pytest_agent_eval.report.summary import Summary
 from pytest_agent_eval.report.thresholds import SuiteThresholds, Thresholds
@@ -56,11 +56,20 @@ def configure(config: pytest.Config) -> None:
     """Register the record collector and the terminal summary (and the formats asked for) on the controller."""
     if is_worker(config):
         return
+    for flag, value in rootdir_moved_by(config):
+        config.issue_config_time_warning(
+            pytest.PytestConfigWarning(
+                f"pytest chose the rootdir {config.rootpath} with {value} ({flag}) as a test path; write "
+                f"{flag}={value}: pytest reads a plugin's options after it chooses the rootdir, and node ids (which "
+                "a baseline is compared by) and the ini file read depend on it"
+            ),
+            stacklevel=2,
+        )
     collector = run_records(config)
     config.pluginmanager.register(Summary(collector, config.get_verbosity), "agent_eval_summary")
     options = _options(config)
     thresholds = Thresholds(options.min_pass_rate, options.max_cost, options.max_p95_latency_s)
-    if thresholds:  # registered before the baseline comparison: its exit status is decided first, this one last
+    if thresholds:  # its exit status is decided after the baseline gate's (a hook wrapper)
         config.pluginmanager.register(SuiteThresholds(thresholds, collector), "agent_eval_thresholds")
     add_format(config, "agent_eval_json_report", _json_report, option="agent_eval_report")
     add_format(config, "agent_eval_junit_errors", _junit_errors, option="xmlpath")

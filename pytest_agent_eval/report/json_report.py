@@ -104,6 +104,9 @@ class JsonReport:
         agents = agent_figures(self.collector.records)
         if agents:  # a matrix: its agents side by side
             document["agents"] = agents
+        compared = self.config.pluginmanager.get_plugin("agent_eval_baseline")
+        if compared is not None:  # the run's one comparison, as the terminal and every report show it
+            document["baseline"] = compared.to_dict()
         document["cases"] = self.collector.record_data  # as the reports carried them: no round trip
         return document
 

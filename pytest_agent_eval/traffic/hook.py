@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from pytest_agent_eval.traffic.cassette import Cassette, Interaction, body_text, cassette_path, match_key, scrub_url
 from pytest_agent_eval.traffic.limits import Limits
 from pytest_agent_eval.traffic.scope import CURRENT, CaseTraffic, TrialTraffic, shown
-from pytest_agent_eval.traffic.usage import DEFAULT_PRICES, read_usage
+from pytest_agent_eval.traffic.usage import Prices, read_usage
 
 if TYPE_CHECKING:
     from pytest_agent_eval.cases.model import Case
@@ -29,6 +29,10 @@ if TYPE_CHECKING:
 MODES = ("record", "new", "replay")
 """``--agent-eval-record`` (everything anew), ``--agent-eval-record=new`` (only what is missing), replay."""
 _DROPPED = frozenset({"content-encoding", "transfer-encoding", "content-length"})
+VOLATILE = "agent_eval_volatile"
+"""A request extension set by the plugin's own senders (the HTTP agent: ``adapters.http.VOLATILE``): ``{bytes:
+placeholder}`` of run-dependent text in the body (a session id), recorded and matched as the placeholder, so that
+a replay, whose ids are new, matches the recording."""
 MAX_RETRY_WAIT_S = 60.0
 
 
@@ -44,7 +48,7 @@ class TrafficSettings:
     ignore: frozenset[str] = frozenset()
     """JSON fields left out when requests are matched."""
     retries: int = 3
-    prices: dict[str, dict[str, float]] = field(default_factory=lambda: dict(DEFAULT_PRICES))
+    prices: Prices = field(default_factory=Prices)
     limits: Limits | None = None
 
 
@@ -99,7 +103,7 @@ class Traffic:
         cassette = trial.case.cassette
         if cassette is None or self.settings.mode == "record":
             return None
-        key = match_key(request.method, str(request.url), request.content, self.settings.ignore)
+        key = match_key(request.method, str(request.url), stable_body(request), self.settings.ignore)
         hit = cassette.take(key)
         if hit is not None:
             trial.count(read_usage(hit.response_bytes, hit.response_type or ""), self.settings.prices)
@@ -141,7 +145,7 @@ class Traffic:
                     Interaction(
                         method=request.method,
                         uri=scrub_url(str(request.url)),
-                        request_body=body_text(request.content) if request.content else None,
+                        request_body=body_text(stable_body(request)) if request.content else None,
                         request_type=request.headers.get("content-type"),
                         status=response.status_code,
                         reason=response.reason_phrase,
@@ -216,6 +220,14 @@ class Traffic:
         if limits is not None:
             await limits.spend_async(_tokens(answer))
         return answer
+
+
+def stable_body(request: Any) -> bytes:
+    """The request's body with its run-dependent text (``VOLATILE``) replaced by placeholders."""
+    body: bytes = request.content
+    for text, placeholder in (request.extensions.get(VOLATILE) or {}).items():
+        body = body.replace(text, placeholder)
+    return body
 
 
 def _tokens(response: Any) -> int:

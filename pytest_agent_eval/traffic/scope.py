@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pytest_agent_eval.traffic.cassette import Cassette
-from pytest_agent_eval.traffic.usage import CallUsage, Usage
+from pytest_agent_eval.traffic.usage import CallUsage, Prices, Usage
 
 
 @dataclass
@@ -53,7 +53,7 @@ class TrialTraffic:
             if self.infra_error is None:
                 self.infra_error = message
 
-    def count(self, call: CallUsage | None, prices: dict[str, dict[str, float]]) -> None:
+    def count(self, call: CallUsage | None, prices: Prices) -> None:
         with self._lock:
             self.usage.requests += 1
             if call is not None:

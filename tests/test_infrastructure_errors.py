@@ -1,0 +1,131 @@
+"""Infrastructure errors are not the agent's failures, with or without the traffic hook (SPEC §14): an exception of a
+known client's infrastructure class raised out of the agent ends its case as ERROR, naming the request; the
+plugin's own error class is matched by identity, so a user's class of the same name is an ordinary failure."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from openai_server import ChatServer
+
+pytest.importorskip("openai")
+
+AGENT = """
+import openai
+
+
+def agent(query):
+    client = openai.OpenAI(max_retries=0)
+    reply = client.chat.completions.create(model="loopback-model", messages=[{"role": "user", "content": query}])
+    return reply.choices[0].message.content
+"""
+
+RUN = ("-p", "no:cacheprovider", "-p", "no:randomly", "--agent-eval-report", "report.json")
+
+
+def _point_at(monkeypatch: pytest.MonkeyPatch, base_url: str) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-loopback")
+    monkeypatch.setenv("OPENAI_BASE_URL", base_url)
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+
+
+def _outcome(pytester: pytest.Pytester) -> tuple[str, str]:
+    (case,) = json.loads((pytester.path / "report.json").read_text())["cases"]
+    return case["outcome"], case["error"]
+
+
+@pytest.mark.parametrize("server", ["always 429", "closed port"])
+def test_an_agent_clients_infrastructure_exception_is_an_error_without_the_hook(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, server: str
+) -> None:
+    pytester.makepyfile(llm_agent=AGENT)
+    pytester.syspathinsert()
+    pytester.makefile(".yaml", eval_infra="agent: llm_agent:agent\ncases:\n  - id: ask\n    input: Hello\n")
+    with ChatServer(lambda prompt: None, failures=1000, failure_status=429) as chat:
+        url = chat.base_url
+        if server == "always 429":
+            _point_at(monkeypatch, url)
+            result = pytester.runpytest(*RUN)
+    if server == "closed port":
+        _point_at(monkeypatch, url)  # the server is stopped: its port refuses
+        result = pytester.runpytest(*RUN)
+    result.assert_outcomes(errors=1)
+    said = "answered 429 Too Many Requests" if server == "always 429" else "failed: "
+    result.stdout.fnmatch_lines(
+        [
+            f"eval_infra.yaml:3: case ask: infrastructure error, not the agent's: POST {url}/chat/completions {said}*",
+            "*short test summary info*",
+            "ERROR eval_infra.yaml::ask - InfrastructureError: *",
+        ]
+    )
+    assert "failed" not in result.stdout.lines[-1]
+    outcome, error = _outcome(pytester)
+    assert outcome == "error" and f"POST {url}/chat/completions" in error
+
+
+def test_a_users_own_class_named_infrastructure_error_is_an_ordinary_failure(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        own_errors="""
+class InfrastructureError(Exception):
+    pass
+
+
+def agent(query):
+    raise InfrastructureError("the agent's own")
+""",
+        test_plain="""
+from own_errors import InfrastructureError
+
+
+def test_mine():
+    raise InfrastructureError("the test's own")
+""",
+    )
+    pytester.syspathinsert()
+    pytester.makefile(".yaml", eval_own="agent: own_errors:agent\ncases:\n  - id: ask\n    input: Hello\n")
+    result = pytester.runpytest("-p", "no:cacheprovider", "-p", "no:randomly", "--junitxml", "junit.xml")
+    result.assert_outcomes(failed=2)
+    result.stdout.fnmatch_lines(
+        [
+            "  ✗ agent raised InfrastructureError: the agent's own",
+            "*short test summary info*",
+            "FAILED eval_own.yaml::ask - *",
+            "FAILED test_plain.py::test_mine - own_errors.InfrastructureError: the test's own",
+        ]
+    )
+    junit = (pytester.path / "junit.xml").read_text()
+    assert 'errors="0"' in junit and 'failures="2"' in junit
+
+
+def test_the_simulated_users_llm_failing_on_infrastructure_is_an_error(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The plugin's own LLM (the simulated user's, through the default `agent_eval_llm`) answering 429: the case
+    errors naming the request, with no traffic option, as the agent's client would."""
+    pytester.makepyfile(support="def run(query, context):\n    return 'Hi! How can I help?'\n")
+    pytester.syspathinsert()
+    pytester.makefile(
+        ".yaml",
+        eval_talk="""\
+agent: support:run
+cases:
+  - id: talk
+    simulated_user:
+      persona: {name: Ann}
+      tasks: [Ask where your order is]
+      signoff: Bye now
+""",
+    )
+    with ChatServer(lambda prompt: None, failures=1000, failure_status=429) as chat:
+        _point_at(monkeypatch, chat.base_url)
+        monkeypatch.setenv("AGENT_EVAL_LLM_MODEL", "loopback-model")
+        result = pytester.runpytest(*RUN)
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(
+        [
+            "eval_talk.yaml:3: case talk: infrastructure error, not the agent's: "
+            f"POST {chat.base_url}/chat/completions answered 429 Too Many Requests (openai.RateLimitError)"
+        ]
+    )
+    assert _outcome(pytester)[0] == "error"
