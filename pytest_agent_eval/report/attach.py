@@ -20,7 +20,7 @@ _RECORD = pytest.StashKey[CaseRecord]()
 
 def note_result(item: pytest.Item, result: CaseResult) -> None:
     """Record the case's result for its report, and add its ``--junitxml`` properties (taken from the record)."""
-    record = from_result(item.nodeid, item.location[0], result)
+    record = from_result(item.nodeid, item.location[0], result, item.config.getoption("agent_eval_k", None))
     item.stash[_RECORD] = record
     item.user_properties.extend(record.junit_properties())
 

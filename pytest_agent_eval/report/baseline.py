@@ -27,6 +27,7 @@ from typing import Any
 from pytest_agent_eval.report.record import CaseRecord
 from pytest_agent_eval.report.render import text_table
 from pytest_agent_eval.report.schema import SCHEMA_VERSION
+from pytest_agent_eval.report.significance import Pair, SuiteTest
 
 DEFAULT_TOLERANCE = 0.05
 DEFAULT_SIGNIFICANCE = 0.05
@@ -84,6 +85,13 @@ class Comparison:
     """Why the runs could not be compared (no case in common); ``None`` when they were."""
     matched: str | None = None
     """How node ids were matched when the baseline was written from another rootdir; ``None``: as they are."""
+    suite: SuiteTest | None = None
+    """The suite-level test over the cases both runs decided (McNemar, bootstrap interval); ``None`` without any."""
+
+    def suite_dropped(self) -> bool:
+        """Whether the suite gate fails the run: the pass rate dropped with McNemar p below the significance, or
+        there is nothing to test (not compared, no case decided on both sides)."""
+        return self.not_compared is not None or self.suite is None or self.suite.dropped(self.significance)
 
     @property
     def failed(self) -> bool:
@@ -111,9 +119,13 @@ class Comparison:
             return []
         return [(name, getattr(self, name)) for name in _GROUPS]
 
+    def suite_lines(self) -> list[str]:
+        """The suite-level test, one line (none when not compared)."""
+        return [self.suite.line()] if self.suite is not None and self.not_compared is None else []
+
     def lines(self) -> list[str]:
-        """The comparison as text: a count line, then each change under its heading."""
-        out = [self.headline(), *([self.matched] if self.matched else [])]
+        """The comparison as text: a count line, the suite-level test, then each change under its heading."""
+        out = [self.headline(), *self.suite_lines(), *([self.matched] if self.matched else [])]
         for title, changes in self.groups():
             if changes:
                 out.append(f"{title}:")
@@ -121,8 +133,9 @@ class Comparison:
         return out
 
     def table(self) -> list[str]:
-        """The comparison as a text table (``agent-eval compare``): a count line, then a row per changed case."""
-        out = [self.headline(), *([self.matched] if self.matched else [])]
+        """The comparison as a text table (``agent-eval compare``): a count line, the suite-level test, then a row
+        per changed case."""
+        out = [self.headline(), *self.suite_lines(), *([self.matched] if self.matched else [])]
         rows = [(title, c.nodeid, c.detail) for title, changes in self.groups() for c in changes]
         if rows:
             out += ["", *text_table([("change", "case", "detail"), *rows], align_left=3)]
@@ -133,6 +146,7 @@ class Comparison:
         if self.not_compared is not None:
             return [f"**Baseline not compared:** {md_cell(self.not_compared)}"]
         out = [f"**Compared with the baseline:** {self.counts()}"]
+        out += [item for line in self.suite_lines() for item in ("", md_cell(line))]
         if self.matched:
             out += ["", md_cell(self.matched)]
         rows = [(title, c) for title, changes in self.groups() for c in changes]
@@ -151,6 +165,7 @@ class Comparison:
             significance=data.get("significance", DEFAULT_SIGNIFICANCE),
             not_compared=data.get("not_compared"),
             matched=data.get("matched"),
+            suite=SuiteTest.from_dict(data["suite"]) if data.get("suite") else None,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -160,6 +175,7 @@ class Comparison:
             "significance": self.significance,
             "not_compared": self.not_compared,
             "matched": self.matched,
+            "suite": self.suite.to_dict() if self.suite is not None else None,
         }
         for name in _GROUPS:
             out[name] = [
@@ -227,6 +243,7 @@ def compare(
         base_key, cand_key = partial(_strip, prefixes[0]), partial(_strip, prefixes[1])
     base_by = {base_key(b): base[b] for b in base}
     cand_by = {cand_key(c): cand[c] for c in cand}
+    decided: list[tuple[bool, bool, Pair]] = []
     for key in sorted(base_by.keys() | cand_by.keys(), key=lambda k: k[1]):
         before, after = base_by.get(key), cand_by.get(key)
         if before is None and after is not None:
@@ -235,12 +252,22 @@ def compare(
             out.missing.append(Change(before.nodeid, f"was {before.outcome}"))
         elif before is not None and after is not None:
             _compare_case(before, after, tolerance, significance, out)
+            if before.outcome in _PASSED + _FAILED and after.outcome in _PASSED + _FAILED:
+                decided.append((before.outcome in _PASSED, after.outcome in _PASSED, (_trials(before), _trials(after))))
             if out.matched is None and before.nodeid != after.nodeid:
                 out.matched = (
                     f"node ids matched across rootdirs: the baseline's {_file_of(before.nodeid)}::* is this run's "
                     f"{_file_of(after.nodeid)}::*"
                 )
+    out.suite = SuiteTest.of(decided)
     return out
+
+
+def _trials(record: CaseRecord) -> tuple[int, int]:
+    """``(passing trials, trials)`` of a decided case; one trial of its outcome when it never ran (an error)."""
+    if record.trials:
+        return record.passes, len(record.trials)
+    return (1 if record.outcome in _PASSED else 0), 1
 
 
 _Key = tuple[bool, str]

@@ -147,6 +147,11 @@ class CaseRecord:
     an item without a case (a file that cannot be read)."""
     content_hash: str | None = None
     """16 hex digits of a hash of the case's content: the same from run to run until the case is edited."""
+    k: int | None = None
+    pass_at_k: float | None = None
+    pass_hat_k: float | None = None
+    """Of a repeated case (``repeat`` > 1): the chance that at least one (pass@k) / every one (pass^k) of ``k``
+    trials passes, unbiased from its trials and passes (SPEC §20); ``None`` when ``k`` exceeds its trials."""
 
     def to_dict(self) -> dict[str, JSON]:
         """As ``dataclasses.asdict``, without its deep copy (values are JSON-able already and not changed after):
@@ -215,8 +220,9 @@ def _listed(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
 
 
-def from_result(nodeid: str, file: str, result: CaseResult) -> CaseRecord:
-    """The record of a case that ran (its outcome is set later, from the test report)."""
+def from_result(nodeid: str, file: str, result: CaseResult, k: int | None = None) -> CaseRecord:
+    """The record of a case that ran (its outcome is set later, from the test report); ``k``: of pass@k and
+    pass^k (``--agent-eval-k``; default: the case's trials)."""
     case = result.case
     shown = result.first
     trials = [TrialRecord.of(t) for t in result.trials]
@@ -250,7 +256,18 @@ def from_result(nodeid: str, file: str, result: CaseResult) -> CaseRecord:
         agent=case.agent_name,
         input=case_input(case),
         content_hash=content_hash(case),
+        **_pass_k(len(trials), result.passes, k),
     )
+
+
+def _pass_k(n: int, c: int, k: int | None) -> dict[str, Any]:
+    """The record's ``k``, ``pass_at_k`` and ``pass_hat_k`` for ``n`` trials with ``c`` passes (none for one)."""
+    if n < 2:
+        return {}
+    from pytest_agent_eval.report.significance import pass_at_k, pass_hat_k
+
+    k = n if k is None else k
+    return {"k": k, "pass_at_k": pass_at_k(n, c, k), "pass_hat_k": pass_hat_k(n, c, k)}
 
 
 def outcome(report: pytest.TestReport) -> str:
