@@ -9,10 +9,12 @@ import itertools
 import json
 import random
 
+import jsonschema
 import pytest
 
 from pytest_agent_eval.report.baseline import compare
 from pytest_agent_eval.report.record import CaseRecord, TrialRecord
+from pytest_agent_eval.report.schema import report_schema
 from pytest_agent_eval.report.significance import bootstrap_interval, mcnemar_exact, pass_at_k, pass_hat_k
 
 scipy_stats = pytest.importorskip("scipy.stats")
@@ -188,7 +190,9 @@ def test_gate_suite_fails_a_significant_drop_of_the_pass_rate(flaky: pytest.Pyte
             "the run fails: the suite's pass rate dropped (McNemar p < 0.05)",
         ]
     )
-    suite = json.loads((flaky.path / "cand.json").read_text())["baseline"]["suite"]
+    document = json.loads((flaky.path / "cand.json").read_text())
+    jsonschema.validate(document, report_schema())
+    suite = document["baseline"]["suite"]
     assert (suite["harmful"], suite["beneficial"], suite["p_value"]) == (7, 0, pytest.approx(p))
     assert suite["change"] == pytest.approx(-7 / 8) and suite["low"] <= suite["change"] <= suite["high"] < 0
     assert "McNemar 7 harmful, 0 beneficial" in (flaky.path / "cand.html").read_text()

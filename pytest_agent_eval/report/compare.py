@@ -88,12 +88,12 @@ class BaselineCompare:
         for line in lines:
             terminalreporter.write_line(line)
         if self.gate == "suite":
-            if comparison.suite_dropped():
-                why = (
-                    "the baseline was not compared with it"
-                    if comparison.suite is None or comparison.not_compared
-                    else (f"the suite's pass rate dropped (McNemar p < {comparison.significance:g})")
-                )
+            if comparison.not_compared is not None:
+                terminalreporter.write_line("the run fails: the baseline was not compared with it", red=True)
+            elif comparison.suite is None:
+                terminalreporter.write_line("the run fails: no case was decided in both runs", red=True)
+            elif comparison.suite_dropped():
+                why = f"the suite's pass rate dropped (McNemar p < {comparison.significance:g})"
                 terminalreporter.write_line(f"the run fails: {why}", red=True)
         elif comparison.not_compared is not None and self.fail_on_regression:
             terminalreporter.write_line("the run fails: the baseline was not compared with it", red=True)
