@@ -7,8 +7,13 @@ arguments); to tool results it replies with an answer quoting them. It serves on
 daemon thread and stops itself at ``__exit__``, after ``max_requests`` requests, or ``lifetime_s`` seconds,
 whichever comes first. ``failures`` first requests are answered ``failure_status`` (with ``Retry-After:
 retry_after``); ``log`` holds the arrival time (``time.time()``) of every request; ``delay_s`` delays every answer.
-``usage``, when given, is the ``usage`` of every answer (cached tokens, say). Beside chat completions it answers
-the Responses API (``/v1/responses``) and Anthropic's messages (``/v1/messages``) with text only.
+``usage``, when given, is the ``usage`` of every answer (cached tokens, say; in the shape of the API asked).
+
+It also serves the Responses API (``/v1/responses``, as the OpenAI Agents SDK's ``OpenAIResponsesModel`` calls it):
+such a request is read as the chat-completions request it amounts to (``requests`` holds that, with ``"api":
+"responses"``), answered the same way, and its answer written back as a Responses API object; and Anthropic's
+messages (``/v1/messages``) with text only. A subclass may override ``respond`` to answer from the whole request
+(the conversation so far and the tools offered).
 """
 
 from __future__ import annotations
@@ -100,10 +105,15 @@ class ChatServer:
         if n > self.max_requests:
             self.stop()
             return 503, {"error": {"message": f"loopback server: more than {self.max_requests} requests"}}
-        if path.endswith("/responses"):
-            return 200, _response(n, body, self.usage)
         if path.endswith("/messages"):
             return 200, _anthropic_message(n, body, self.usage)
+        if path.endswith("/responses"):
+            status, reply = self.respond(n, body)
+            return status, (chat_as_response(reply, self.usage) if status == 200 else reply)
+        return self.respond(n, body)
+
+    def respond(self, n: int, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        """The status and JSON reply to the ``n``-th chat-completions request (``body``)."""
         messages = body.get("messages") or []
         text = self.answer(body) if self.answer is not None else None
         if isinstance(text, dict):
@@ -153,27 +163,75 @@ def _completion(n: int, body: dict[str, Any], message: dict[str, Any]) -> dict[s
     }
 
 
-def _response(n: int, body: dict[str, Any], usage: dict[str, Any] | None) -> dict[str, Any]:
-    """A Responses API answer (``/v1/responses``) with one text message."""
-    text = {"type": "output_text", "text": NO_TOOLS, "annotations": []}
-    message = {"id": f"msg_{n}", "type": "message", "role": "assistant", "status": "completed", "content": [text]}
+def responses_as_chat(body: dict[str, Any]) -> dict[str, Any]:
+    """A Responses API request as the chat-completions request it amounts to: ``instructions`` and ``input`` items
+    as messages (function calls as assistant tool calls, their outputs as tool messages), the function tools."""
+    messages: list[dict[str, Any]] = []
+    if body.get("instructions"):
+        messages.append({"role": "system", "content": body["instructions"]})
+    items = body.get("input") or []
+    for item in [{"role": "user", "content": items}] if isinstance(items, str) else items:
+        kind = item.get("type", "message")
+        if kind == "function_call":
+            call = {"id": item.get("call_id"), "type": "function"}
+            call["function"] = {"name": item.get("name"), "arguments": item.get("arguments") or "{}"}
+            if messages and messages[-1]["role"] == "assistant" and messages[-1].get("tool_calls"):
+                messages[-1]["tool_calls"].append(call)
+            else:
+                messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
+        elif kind == "function_call_output":
+            messages.append({"role": "tool", "tool_call_id": item.get("call_id"), "content": str(item.get("output"))})
+        elif kind == "message":
+            content = item.get("content")
+            if isinstance(content, list):
+                content = "".join(str(part.get("text", "")) for part in content if isinstance(part, dict))
+            messages.append({"role": item.get("role", "user"), "content": content})
+    tools = [
+        {"type": "function", "function": {"name": t.get("name"), "parameters": t.get("parameters")}}
+        for t in body.get("tools") or []
+        if t.get("type") == "function"
+    ]
+    return {"model": body.get("model", "loopback"), "messages": messages, "tools": tools, "api": "responses"}
+
+
+def chat_as_response(completion: dict[str, Any], usage: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A chat completion as the Responses API object that says the same (a message, or function calls)."""
+    message = completion["choices"][0]["message"]
+    n = completion["id"].removeprefix("chatcmpl-")
+    output: list[dict[str, Any]] = [
+        {
+            "type": "function_call",
+            "id": f"fc_{call['id']}",
+            "call_id": call["id"],
+            "name": call["function"]["name"],
+            "arguments": call["function"]["arguments"],
+            "status": "completed",
+        }
+        for call in message.get("tool_calls") or []
+    ]
+    if message.get("content") is not None:
+        text = {"type": "output_text", "text": message["content"], "annotations": [], "logprobs": []}
+        output.append(
+            {"type": "message", "id": f"msg_{n}", "role": "assistant", "status": "completed", "content": [text]}
+        )
+    given = completion["usage"]
     return {
         "id": f"resp_{n}",
         "object": "response",
         "created_at": 0,
+        "model": completion["model"],
         "status": "completed",
-        "model": body.get("model", "loopback"),
-        "output": [message],
+        "output": output,
         "parallel_tool_calls": True,
         "tool_choice": "auto",
         "tools": [],
         "usage": usage
         or {
-            "input_tokens": 10,
+            "input_tokens": given["prompt_tokens"],
+            "output_tokens": given["completion_tokens"],
+            "total_tokens": given["total_tokens"],
             "input_tokens_details": {"cached_tokens": 0},
-            "output_tokens": 5,
             "output_tokens_details": {"reasoning_tokens": 0},
-            "total_tokens": 15,
         },
     }
 
@@ -200,6 +258,8 @@ def _handler(server: ChatServer) -> type[BaseHTTPRequestHandler]:
                 status, reply = 404, {"error": {"message": f"loopback server: no route {self.path}"}}
             elif path.endswith("/chat/completions"):  # as subclasses that answer chat completions only take it
                 status, reply = server.reply(json.loads(self.rfile.read(length) or b"{}"))
+            elif path.endswith("/responses"):
+                status, reply = server.reply(responses_as_chat(json.loads(self.rfile.read(length) or b"{}")), path)
             else:
                 status, reply = server.reply(json.loads(self.rfile.read(length) or b"{}"), path)
             if server.delay_s:

@@ -57,7 +57,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
-    from pytest_agent_eval.record import RunRecord
+    from pytest_agent_eval.run.results import RunRecord
 
 TRIAL: ContextVar[tuple[str, int] | None] = ContextVar("agent_eval_trial_id", default=None)
 """The running case's id and trial number, set by the runner for each trial: for adapters that keep state per

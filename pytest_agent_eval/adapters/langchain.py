@@ -15,7 +15,7 @@ from typing import Any
 from pytest_agent_eval.adapters.base import CONVERSATION, Agent, ArgsOf, StandIn
 from pytest_agent_eval.adapters.messages import from_messages
 from pytest_agent_eval.adapters.plain import normalise as read_plain
-from pytest_agent_eval.record import RunRecord
+from pytest_agent_eval.run.results import RunRecord
 
 _FRAMEWORK_ARGS = frozenset({"run_manager", "callbacks", "config"})  # what LangChain adds to a tool's own args
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from pytest_agent_eval.adapters.base import CONVERSATION, Agent, StandIn
 from pytest_agent_eval.adapters.plain import normalise as read_plain
-from pytest_agent_eval.record import RunRecord, ToolCall
+from pytest_agent_eval.run.results import RunRecord, ToolCall
 
 EXTRA = "pip install 'pytest-agent-eval[openai-agents]'"
 

@@ -6,13 +6,16 @@ import dataclasses
 import difflib
 import json
 from collections import Counter
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
 
-from pytest_agent_eval.checks.base import CheckContext, CheckRegistry, CheckResult
-from pytest_agent_eval.record import RunRecord, ToolCall
-from pytest_agent_eval.report.render import bounded_repr
+from pytest_agent_eval.checks.base import CheckContext, CheckRegistry
+from pytest_agent_eval.run.results import CheckResult, RunRecord, ToolCall
 from pytest_agent_eval.subset import exact_mismatches, mismatches, without_paths
+from pytest_agent_eval.text import bounded_repr
+
+if TYPE_CHECKING:
+    from pytest_agent_eval.cases.model import Case
 
 NAMES = {"type": "array", "items": {"type": "string"}}
 ARGS_STEP = {
@@ -357,6 +360,21 @@ def max_repeated_calls(run: RunRecord, spec: Any, ctx: CheckContext) -> CheckRes
         actual=worst,
         message="; ".join(f"{first[key].describe()} made {n} times, at most {limit} allowed" for key, n in repeated),
     )
+
+
+def forbidden_tools(case: Case) -> Callable[[str], bool]:
+    """Whether the case's checks say a tool must not be called (``max_tool_calls: 0``, ``tools_not_called``, left
+    out of ``tools_exactly``): tool mocks take a mock of it for a safety net, not a typo."""
+    banned: set[str] = set()
+    allowed: list[set[str]] = []
+    for expect in (case.expect, *(turn.expect for turn in case.turns)):
+        if expect.get("max_tool_calls") == 0:
+            return lambda name: True
+        if isinstance(expect.get("tools_not_called"), list):
+            banned.update(map(str, expect["tools_not_called"]))
+        if isinstance(expect.get("tools_exactly"), list):
+            allowed.append(set(map(str, expect["tools_exactly"])))
+    return lambda name: name in banned or any(name not in names for names in allowed)
 
 
 def register(registry: CheckRegistry) -> None:

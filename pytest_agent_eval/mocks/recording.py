@@ -20,7 +20,7 @@ from pytest_agent_eval.mocks.errors import MockConfigError, UnmockedToolError
 from pytest_agent_eval.mocks.patching import Holder, patched_dispatchers, unreached
 from pytest_agent_eval.mocks.responses import Call, Raise, Response, Sequence, Value, When, compile_response, produce
 from pytest_agent_eval.mocks.standins import live_tools
-from pytest_agent_eval.record import ToolCall
+from pytest_agent_eval.run.results import ToolCall
 from pytest_agent_eval.subset import mismatches
 
 if TYPE_CHECKING:
@@ -48,7 +48,9 @@ class MockPlan:
         mode = case.unmocked_tools or unmocked or "strict"
         if mode not in UNMOCKED_MODES:
             raise MockConfigError(f"{case.location}: unmocked_tools {mode!r}: use one of {', '.join(UNMOCKED_MODES)}")
-        unwanted = _unwanted(case)
+        from pytest_agent_eval.checks.tools import forbidden_tools  # with the first case that has mocks
+
+        unwanted = forbidden_tools(case)
         must = [n for n in own if n not in case.inherited_mocks and not unwanted(n)] if mode != "passthrough" else []
         return cls({**(base or {}), **own}, mode, case.id, case.location, tuple(own), tuple(must))
 
@@ -157,20 +159,6 @@ def _unpatched(plan: MockPlan, dispatched: bool, others: bool) -> list[str]:
         "(tools must be patched or wrapped before it is)"
         for name in missing
     ]
-
-
-def _unwanted(case: Case) -> Callable[[str], bool]:
-    """Whether the case's checks say a tool must not be called (a mock of it is a safety net, not a typo)."""
-    banned: set[str] = set()
-    allowed: list[set[str]] = []
-    for expect in (case.expect, *(turn.expect for turn in case.turns)):
-        if expect.get("max_tool_calls") == 0:
-            return lambda name: True
-        if isinstance(expect.get("tools_not_called"), list):
-            banned.update(map(str, expect["tools_not_called"]))
-        if isinstance(expect.get("tools_exactly"), list):
-            allowed.append(set(map(str, expect["tools_exactly"])))
-    return lambda name: name in banned or any(name not in names for names in allowed)
 
 
 @dataclass

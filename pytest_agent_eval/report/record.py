@@ -16,11 +16,8 @@ from pytest_agent_eval.report.jsonable import JSON, cut, jsonable
 if TYPE_CHECKING:
     import pytest
 
-    from pytest_agent_eval.checks import CheckResult
-    from pytest_agent_eval.record import RunRecord, ToolCall
-    from pytest_agent_eval.runner import CaseResult, TrialResult
+    from pytest_agent_eval.run.results import CaseResult, CheckResult, RunRecord, ToolCall, TrialResult
 
-OUTCOMES = ("passed", "failed", "skipped", "error", "xfailed", "xpassed")
 OUTPUT_LIMIT = 20_000
 """Characters of the agent's output and of each transcript message kept in a record."""
 _INPUT_TOKENS = ("input_tokens", "prompt_tokens")

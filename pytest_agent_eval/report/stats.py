@@ -7,13 +7,8 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from pytest_agent_eval.checks.base import TOOL_SELECTION_CHECKS, check_name
 from pytest_agent_eval.report.record import CaseRecord
-
-TOOL_SELECTION_CHECKS = frozenset(
-    {"tools_called", "tools_not_called", "tools_exactly", "tool_sequence", "tools_in_order", "tool_selection",
-     "tool_usage"}
-)  # fmt: skip
-"""The checks that judge which tools the agent chose; their mean score is the tool-selection accuracy."""
 
 
 def percentile(values: list[float], p: float) -> float:
@@ -92,7 +87,7 @@ class Stats:
             for r in group
             for t in r.trials
             for c in t.checks
-            if c.scored and c.score is not None and c.name.rpartition(": ")[2] in TOOL_SELECTION_CHECKS
+            if c.scored and c.score is not None and check_name(c.name) in TOOL_SELECTION_CHECKS
         ]
         tokens = [r.tokens["total"] for r in group if r.tokens is not None]
         costs = [r.cost for r in group if r.cost is not None]

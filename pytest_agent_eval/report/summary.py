@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from pytest_agent_eval.report.render import text_table
+from pytest_agent_eval.text import text_table
 
 # The record and the figures load with the first summary written: a run without eval files pays nothing for them.
 if TYPE_CHECKING:  # the table is also the HTML page's, which the command-line tool writes without pytest

@@ -11,7 +11,7 @@ from pytest_agent_eval.traffic.limits import Budget, Limits
 from pytest_agent_eval.traffic.usage import Prices, parse_prices
 
 if TYPE_CHECKING:
-    from pytest_agent_eval.options import TrafficOptions
+    from pytest_agent_eval.plugin.options import TrafficOptions
 
 
 def start(options: TrafficOptions, root: Path, limits_folder: Path) -> Traffic:

@@ -1,11 +1,15 @@
-"""What an agent run produced: the output, the tool calls, timing and usage."""
+"""What running produces: an agent run's record (output, tool calls, timing, usage), a check's, a trial's and a
+case's result."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, TypeGuard
+from typing import TYPE_CHECKING, Any, TypeGuard
 
-from pytest_agent_eval.report.render import bounded_repr
+from pytest_agent_eval.text import bounded_repr
+
+if TYPE_CHECKING:
+    from pytest_agent_eval.cases.model import Case
 
 
 @dataclass
@@ -111,3 +115,77 @@ def merged_calls(reported: list[ToolCall], recorded: list[ToolCall]) -> list[Too
         out.append(recorded[j])
     out.extend(recorded[k] for k in range(placed, len(recorded)) if k not in taken)
     return out
+
+
+@dataclass
+class CheckResult:
+    """The verdict of one check on one run."""
+
+    name: str
+    passed: bool
+    score: float = 1.0
+    expected: Any = None
+    actual: Any = None
+    message: str = ""
+    detail: list[str] = field(default_factory=list)
+    """Extra lines for the failure output (an aligned trajectory, an excerpt, ...)."""
+    scored: bool = True
+    """False for a check that could not be scored (e.g. no LLM): left out of the mean."""
+    error: bool = False
+    """The check could not reach a verdict (an unreadable judge reply, an LLM call that failed, a check that
+    raised): never a pass, whatever the score says; ``message`` says why."""
+
+    @classmethod
+    def of(cls, name: str, passed: bool, **kw: Any) -> CheckResult:
+        kw.setdefault("score", 1.0 if passed else 0.0)
+        return cls(name=name, passed=passed, **kw)
+
+
+@dataclass
+class TrialResult:
+    """One trial: the run record, every check's result and the verdict."""
+
+    run: RunRecord
+    checks: list[CheckResult]
+    passed: bool
+    score: float
+    reasons: list[str] = field(default_factory=list)
+    """Why the trial failed, one line each."""
+    violations: list[str] = field(default_factory=list)
+    """Failures not tied to a check, e.g. a call to an unmocked tool in strict mode."""
+    summary: str | None = None
+    """The failure's one-line summary when the trial's own verdict says it best (a conversation's composite)."""
+    parts: dict[str, str] = field(default_factory=dict)
+    """A conversation's score parts for reports (``timing``, ``tasks``, ``assertions``, ``penalty``, ``ended``)."""
+
+    @property
+    def scored(self) -> bool:
+        """Whether ``score`` is a real score: no check is without a verdict, and something was scored."""
+        if any(c.error for c in self.checks):
+            return False
+        return bool(self.run.error or self.violations or any(c.scored for c in self.checks))
+
+
+@dataclass
+class CaseResult:
+    """A case's verdict over all its trials."""
+
+    case: Case
+    trials: list[TrialResult]
+    passed: bool
+    score: float
+
+    @property
+    def first(self) -> TrialResult:
+        """The trial to show: the first failing one, else the first."""
+        return next((t for t in self.trials if not t.passed), self.trials[0])
+
+    @property
+    def passes(self) -> int:
+        return sum(t.passed for t in self.trials)
+
+    @property
+    def unscored(self) -> list[CheckResult]:
+        """The checks, when there are some and none of them could be scored (e.g. LLM checks without an LLM)."""
+        checks = [c for t in self.trials for c in t.checks]
+        return [] if any(c.scored for c in checks) else checks
