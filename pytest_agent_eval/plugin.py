@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from pytest_agent_eval import compat, hookspecs, imports, options, skipping, stopping
+from pytest_agent_eval import compat, hookspecs, imports, options, signals, skipping, stopping
 from pytest_agent_eval.fixtures import (  # noqa: F401 - the plugin's fixtures
     agent_eval_case,
     agent_eval_llm,
@@ -42,6 +42,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
         register_scheduler(config)
     formats.configure(config)
+    signals.install(config)
     if config.pluginmanager.hasplugin("xdist") and compat.worker_input(config) is None:
         from pytest_agent_eval.crashes import CrashReporter
 
@@ -49,6 +50,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
+    signals.restore(config)
     imports.remove_root(config.rootpath)
     if STATE in config.stash:
         config.stash[STATE].close()

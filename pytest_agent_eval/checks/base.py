@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
@@ -145,8 +147,16 @@ def evaluate(run: RunRecord, expect: dict[str, Any], ctx: CheckContext, registry
     results = []
     for name, spec in expect.items():
         try:
-            results.append(registry[name].func(run, spec, ctx))
+            result = registry[name].func(run, spec, ctx)
+            if not _finite(result.score):
+                raise CheckError(f"the check's score {result.score!r} is not a finite number")
+            results.append(result)
         except Exception as exc:
             why = str(exc) if isinstance(exc, CheckError) else f"check raised {describe(exc)}"
             results.append(CheckResult(name, False, 0.0, spec, f"no verdict: {why}", why, scored=False, error=True))
     return results
+
+
+def _finite(score: object) -> bool:
+    """Whether ``score`` is a real number that is not NaN or infinite (anything else has no verdict)."""
+    return isinstance(score, (int, float)) and not isinstance(score, bool) and math.isfinite(score)

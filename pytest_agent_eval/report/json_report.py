@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 import pytest_agent_eval
-from pytest_agent_eval.report.atomic import write_text_atomically
+from pytest_agent_eval.report.atomic import write_report, write_text_atomically
 from pytest_agent_eval.report.collector import Records
 from pytest_agent_eval.report.schema import SCHEMA_VERSION
 from pytest_agent_eval.report.stats import agent_figures
@@ -111,8 +111,9 @@ class JsonReport:
         return document
 
     def write(self, exit_status: int | None, stopped: bool = False) -> None:
-        write_atomically(self.path, self.document(exit_status, stopped))
         self.written = True
+        document = self.document(exit_status, stopped)
+        write_report(self.config, "agent eval report", self.path, lambda: write_atomically(self.path, document))
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
