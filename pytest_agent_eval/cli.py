@@ -235,7 +235,8 @@ def html_page(
     try:
         write_html(Path(output), document, baseline)
     except OSError as exc:
-        print(f"agent-eval html: {output} not written: {exc if exc.strerror is None else exc.strerror}", file=sys.stderr)
+        why = exc if exc.strerror is None else exc.strerror
+        print(f"agent-eval html: {output} not written: {why}", file=sys.stderr)
         return 2
     print(f"agent-eval html: wrote {output} ({len(document.get('cases', []))} cases)")
     return 0

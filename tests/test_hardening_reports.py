@@ -111,7 +111,9 @@ def test_item4_agent_text_in_the_markdown_summary_is_escaped(pytester: pytest.Py
 
 
 @pytest.mark.parametrize("mode", [[], ["-n", "2"]], ids=["inprocess", "xdist"])
-def test_item7_sigterm_is_treated_as_ctrl_c_and_every_report_is_written(pytester: pytest.Pytester, mode: list[str]) -> None:
+def test_item7_sigterm_is_treated_as_ctrl_c_and_every_report_is_written(
+    pytester: pytest.Pytester, mode: list[str]
+) -> None:
     pytester.makepyfile(usage_agent=USAGE_AGENT)
     pytester.makeconftest(
         "def pytest_runtest_logreport(report):\n"

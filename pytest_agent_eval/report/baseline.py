@@ -348,5 +348,6 @@ def _case_validator() -> Any:
         schema = report_schema()
         defs = dict(schema["$defs"])
         defs["case"] = {**defs["case"], "required": ["nodeid", "case_id", "file", "line", "outcome"]}
-        _VALIDATOR.append(jsonschema.Draft202012Validator({"type": "array", "items": {"$ref": "#/$defs/case"}, "$defs": defs}))
+        cases = {"type": "array", "items": {"$ref": "#/$defs/case"}, "$defs": defs}
+        _VALIDATOR.append(jsonschema.Draft202012Validator(cases))
     return _VALIDATOR[0]

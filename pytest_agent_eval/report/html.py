@@ -283,7 +283,8 @@ class HtmlReport:
     def write(self, exit_status: int | None, stopped: bool = False) -> None:
         self.written = True
         document, baseline = self.source.document(exit_status, stopped), self.baseline()
-        write_report(self.config, "agent eval html report", self.path, lambda: write_html(self.path, document, baseline))
+        path = self.path
+        write_report(self.config, "agent eval html report", path, lambda: write_html(path, document, baseline))
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         self.write(exitstatus, stopped=bool(session.shouldfail or session.shouldstop))
