@@ -9,6 +9,8 @@ fields named in ``ignore`` left out at any depth).
 
 from __future__ import annotations
 
+import glob
+import hashlib
 import json
 import os
 import re
@@ -150,16 +152,17 @@ class CassetteError(Exception):
 class Cassette:
     """One case's recorded interactions; ``take`` hands out matches in order (a match again once all are used)."""
 
-    def __init__(self, path: Path, ignore: frozenset[str], load: bool = True) -> None:
+    def __init__(self, path: Path, ignore: frozenset[str], load: bool = True, old: Path | None = None) -> None:
         self.path = path
         self.ignore = ignore
         self.interactions: list[Interaction] = []
         self.new: list[Interaction] = []
         self._used: set[int] = set()
         self._lock = threading.Lock()
-        self.exists = load and path.is_file()
+        source = path if path.is_file() or old is None or not old.is_file() else old  # a cassette of the old shape
+        self.exists = load and source.is_file()
         if self.exists:
-            self.interactions = _read(path)
+            self.interactions = _read(source)
         self._keys = [self.key(i) for i in self.interactions]
 
     def key(self, interaction: Interaction) -> tuple[str, str, str]:
@@ -195,9 +198,13 @@ class Cassette:
             width=120,
         )
         fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=f".{self.path.name}.", suffix=".tmp")
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            out.write(text)
-        os.replace(tmp, self.path)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8", errors="replace") as out:
+                out.write(text)
+            os.replace(tmp, self.path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
 
 
 def _read(path: Path) -> list[Interaction]:
@@ -211,7 +218,36 @@ def _read(path: Path) -> list[Interaction]:
         ) from None
 
 
-def cassette_path(folder: Path, eval_file: Path, case_id: str) -> Path:
-    """``<folder>/<eval file stem>/<case id>.yaml``, the case id made safe as a file name."""
+def cassette_path(folder: Path, eval_file: Path, case_id: str, root: Path | None = None) -> Path:
+    """The case's cassette, always inside ``folder``: ``<folder>/<eval file>/<case id>.yaml`` for the folder beside
+    the eval file (``root`` None), ``<folder>/<eval file's folders below root>/<eval file>/<case id>.yaml`` for a
+    folder shared by many eval files. ``<eval file>`` is its stem for a ``.yaml`` file, ``<stem>@<suffix>`` for
+    another (``eval_x@json``). Each part is made safe as a name; one that had to change gets a hash of what it was
+    (two files or case ids never share a cassette)."""
+    folders: list[str] = []
+    if root is not None:
+        try:
+            folders = list(eval_file.parent.relative_to(root).parts)
+        except ValueError:  # an eval file outside the rootdir: its whole path, under a folder of its own
+            folders = ["_outside_rootdir", *eval_file.parent.parts[1:]]
+    stem, suffix = _safe(eval_file.stem), eval_file.suffix
+    name = stem if suffix == ".yaml" else f"{stem}@{_safe(suffix[1:])}"
+    return folder.joinpath(*(_safe(p) for p in folders), name, _safe(case_id) + ".yaml")
+
+
+def old_cassette_path(folder: Path, eval_file: Path, case_id: str) -> Path | None:
+    """Where earlier versions wrote the case's cassette in the folder beside the eval file, ``<folder>/<eval file
+    stem>/<case id>.yaml``, when that is not where it is written now, that place was the file's alone (no other
+    file of the same stem beside it) and it is inside ``folder``; else ``None``."""
     name = re.sub(r"[^A-Za-z0-9._-]+", "_", case_id).strip(".") or "case"
-    return folder / eval_file.stem / f"{name}.yaml"
+    stem = eval_file.stem
+    if stem != _safe(stem) or any(p != eval_file for p in eval_file.parent.glob(f"{glob.escape(stem)}.*")):
+        return None
+    old = folder / stem / f"{name}.yaml"
+    return None if old == cassette_path(folder, eval_file, case_id) else old
+
+
+def _safe(name: str) -> str:
+    """``name`` as a file name of letters, digits, ``.``, ``_`` and ``-``, never hidden, ``.`` or ``..``."""
+    safe = re.sub(r"[^A-Za-z0-9._-]+", "_", name).lstrip(".") or "_"
+    return safe if safe == name else f"{safe}-{hashlib.sha256(name.encode()).hexdigest()[:8]}"

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import email.utils
 import importlib
+import os
 import random
 import time
 from collections.abc import Awaitable, Callable
@@ -17,7 +18,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pytest_agent_eval.traffic.cassette import Cassette, Interaction, body_text, cassette_path, match_key, scrub_url
+from pytest_agent_eval.traffic.cassette import (
+    Cassette,
+    CassetteError,
+    Interaction,
+    body_text,
+    cassette_path,
+    match_key,
+    old_cassette_path,
+    scrub_url,
+)
 from pytest_agent_eval.traffic.limits import Limits
 from pytest_agent_eval.traffic.scope import CURRENT, CaseTraffic, TrialTraffic, shown
 from pytest_agent_eval.traffic.usage import Prices, read_usage
@@ -62,18 +72,30 @@ class Traffic:
     # -- cases and trials ------------------------------------------------------------------------------------
 
     def case(self, case: Case) -> CaseTraffic:
+        """The case's traffic scope; ``CassetteError`` when its cassette cannot be read."""
         if self.settings.mode is None:
             return CaseTraffic(case.id, None)
-        folder = self.settings.cassettes or case.path.parent / "cassettes"
-        path = cassette_path(folder, case.path, case.id)
-        cassette = Cassette(path, self.settings.ignore, load=self.settings.mode != "record")
+        if self.settings.cassettes is None:
+            folder = case.path.parent / "cassettes"
+            path, old = cassette_path(folder, case.path, case.id), old_cassette_path(folder, case.path, case.id)
+        else:
+            path, old = cassette_path(self.settings.cassettes, case.path, case.id, self.settings.root), None
+        cassette = Cassette(path, self.settings.ignore, load=self.settings.mode != "record", old=old)
         return CaseTraffic(case.id, cassette, shown(path, self.settings.root))
 
     async def run_trials(
         self, case: Case, repeat: int, run: Callable[[int], Awaitable[TrialResult]]
     ) -> list[TrialResult]:
-        """The case's trials, each with its own traffic scope; then the cassette is written when recording."""
-        traffic = self.case(case)
+        """The case's trials, each with its own traffic scope; then the cassette is written when recording. A
+        cassette that cannot be read or written is an infrastructure error of the case (its agent is not run when
+        the cassette cannot be read)."""
+        try:
+            traffic = self.case(case)
+        except CassetteError as exc:
+            from pytest_agent_eval.record import RunRecord  # on this error only
+            from pytest_agent_eval.runner import TrialResult
+
+            return [infrastructure_failure(TrialResult(RunRecord(), [], False, 0.0), shown_error(exc, self.settings))]
 
         async def one(n: int) -> TrialResult:
             trial = traffic.trial()
@@ -86,7 +108,11 @@ class Traffic:
         # one trial in this task, without a gather: a sync agent's trial then needs no loop (``eager``)
         trials = [await one(0)] if repeat == 1 else list(await asyncio.gather(*(one(n) for n in range(repeat))))
         if self.settings.mode in ("record", "new") and traffic.cassette is not None and not traffic.failed:
-            traffic.cassette.save(keep_old=self.settings.mode == "new")
+            try:
+                traffic.cassette.save(keep_old=self.settings.mode == "new")
+            except OSError as exc:
+                why = f"cassette {traffic.cassette_name} not written: {exc.strerror or exc}"
+                trials = [infrastructure_failure(t, why) for t in trials]
         return trials
 
     # -- one request -----------------------------------------------------------------------------------------
@@ -243,11 +269,25 @@ def settle(trial: TrialTraffic, result: TrialResult) -> TrialResult:
         run.usage = {**run.usage, **trial.usage.as_dict()} if trial.usage.measured else {**run.usage}
         run.usage["requests"] = trial.usage.requests
     if trial.infra_error is not None:
-        run.infra_error = trial.infra_error
-        run.error = f"infrastructure error (not the agent's): {trial.infra_error}"
-        result.passed = False
-        result.reasons = [run.error]
+        infrastructure_failure(result, trial.infra_error)
     return result
+
+
+def infrastructure_failure(result: TrialResult, message: str) -> TrialResult:
+    """``result`` made an infrastructure error saying ``message``, whatever the agent made of the trial."""
+    run = result.run
+    run.infra_error = message
+    run.error = f"infrastructure error (not the agent's): {message}"
+    result.passed = False
+    result.reasons = [run.error]
+    return result
+
+
+def shown_error(exc: CassetteError, settings: TrafficSettings) -> str:
+    """A cassette's error with its path relative to the rootdir."""
+    text = str(exc)
+    root = f"{settings.root}{os.sep}"
+    return text[len(root) :] if text.startswith(root) else text
 
 
 def retry_delay(headers: Any, attempt: int) -> float:
