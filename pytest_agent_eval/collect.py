@@ -12,6 +12,7 @@ import pytest
 from pytest_agent_eval import compat, gc_policy
 from pytest_agent_eval.cases.model import TAG_RE, Case, LoadedFile
 from pytest_agent_eval.report.render import printable
+from pytest_agent_eval.secrets import scrub_text
 from pytest_agent_eval.state import EVAL_ITEM, get_state
 from pytest_agent_eval.stopping import STOPS
 
@@ -165,4 +166,4 @@ class EvalItem(pytest.Function):
     def fail(self, message: str) -> NoReturn:
         """Fail with ``message`` alone: no traceback into the plugin (nor the error being handled, if any), and no
         control character from the agent or the file reaching the terminal raw."""
-        raise pytest.fail.Exception(printable(_relative(message, self.config)), pytrace=False) from None
+        raise pytest.fail.Exception(printable(scrub_text(_relative(message, self.config))), pytrace=False) from None

@@ -11,6 +11,7 @@ from pytest_agent_eval.report.attach import note_result
 from pytest_agent_eval.report.failure import details
 from pytest_agent_eval.report.render import printable
 from pytest_agent_eval.runner import CaseResult, blocked_result
+from pytest_agent_eval.secrets import scrub_text
 from pytest_agent_eval.skipping import skip_at_item
 from pytest_agent_eval.state import get_state
 
@@ -33,7 +34,8 @@ def run_item(item: EvalItem, request: pytest.FixtureRequest) -> None:
     infra = next((t.run.infra_error for t in result.trials if t.run.infra_error), None)
     if infra is not None:
         where = f"{item.location[0]}:{item.case.line}"
-        raise InfrastructureError(f"{where}: case {item.case.id}: infrastructure error, not the agent's: {infra}")
+        message = f"{where}: case {item.case.id}: infrastructure error, not the agent's: {infra}"
+        raise InfrastructureError(printable(scrub_text(message)))
     if result.passed and result.unscored:  # a pass with nothing scored would be a made-up verdict
         names = ", ".join(dict.fromkeys(c.name for c in result.unscored))
         reason = f"nothing scored ({names}): {result.unscored[0].message}"

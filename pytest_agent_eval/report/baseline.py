@@ -168,7 +168,7 @@ class Comparison:
         return out
 
 
-_MD_ESCAPES = str.maketrans({c: f"\\{c}" for c in "\\`*_[]~|"} | {"&": "&amp;", "<": "&lt;", ">": "&gt;"})
+_MD_ESCAPES = str.maketrans({c: f"\\{c}" for c in "\\`*_[]~|"} | {"&": "&amp;", "<": "&lt;"})
 """What makes agent text inert in GitHub markdown: HTML as text, no emphasis, link, code or strike, no new column."""
 
 
@@ -321,7 +321,9 @@ def load_report(path: Path) -> dict[str, Any]:
     error = next(iter(_case_validator().iter_errors(data["cases"])), None)
     if error is not None:
         where = "cases" + "".join(f"[{p!r}]" for p in error.absolute_path)
-        raise BaselineError(f"{path}: {where} does not match the report schema: {cut_message(error.message)}")
+        raise BaselineError(
+            f"{path}: a case record does not match the report schema: {where}: {cut_message(error.message)}"
+        )
     baseline = data.get("baseline")
     if baseline is not None and not isinstance(baseline, dict):
         raise BaselineError(f"{path}: baseline does not match the report schema: not an object")

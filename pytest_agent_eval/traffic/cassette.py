@@ -2,8 +2,8 @@
 
 ``interactions`` holds ``{request: {method, uri, body, headers}, response: {status: {code, message}, headers,
 body: {string}}}`` in the order the trials made them (each also names its ``trial``), so vcrpy's tooling reads
-them. Secrets are never written: only the ``content-type`` header is kept, ``api_key``-like query parameters and
-JSON fields are replaced. A request matches a recorded one on method, URL and body (JSON compared as data, the
+them. Secrets are never written: only the ``content-type`` header is kept, URL userinfo, ``api_key``-like query
+parameters and JSON fields, and every secret value the run knows are replaced (``pytest_agent_eval.secrets``). A request matches a recorded one on method, URL and body (JSON compared as data, the
 fields named in ``ignore`` left out at any depth).
 """
 
@@ -19,32 +19,15 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import yaml
 
-SCRUBBED = "<scrubbed>"
-_SECRET = re.compile(r"(api[-_]?key|token|secret|password|auth|signature|^key$|^sig$)", re.IGNORECASE)
+from pytest_agent_eval.secrets import SCRUBBED, scrub_data, scrub_text, scrub_url
+
+__all__ = ["SCRUBBED", "scrub_url"]  # the traffic layer's names for them
+
 _KEPT_HEADERS = ("content-type",)
-
-
-def scrub_url(url: str) -> str:
-    """The URL with secret-looking query parameters (``api_key``, ``key``, ``token`` ...) replaced."""
-    parts = urlsplit(url)
-    if not parts.query:
-        return url
-    query = [(k, SCRUBBED if _SECRET.search(k) else v) for k, v in parse_qsl(parts.query, keep_blank_values=True)]
-    return urlunsplit(parts._replace(query=urlencode(query, safe="<>")))
-
-
-def _scrub_data(data: Any) -> Any:
-    if isinstance(data, dict):
-        return {
-            k: SCRUBBED if _SECRET.search(str(k)) and isinstance(v, str) else _scrub_data(v) for k, v in data.items()
-        }
-    if isinstance(data, list):
-        return [_scrub_data(v) for v in data]
-    return data
+_scrub_data = scrub_data
 
 
 def _without(data: Any, ignore: frozenset[str]) -> Any:
@@ -66,7 +49,7 @@ def body_text(body: bytes) -> str | bytes:
         scrubbed = _scrub_data(data)
         if scrubbed != data:
             return json.dumps(scrubbed, ensure_ascii=False)
-    return text
+    return scrub_text(text)
 
 
 def _json(text: str) -> Any:

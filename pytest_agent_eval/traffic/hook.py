@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pytest_agent_eval.secrets import CREDENTIAL_HEADERS, remember
 from pytest_agent_eval.traffic.cassette import (
     Cassette,
     CassetteError,
@@ -189,6 +190,7 @@ class Traffic:
 
     def handle(self, module: Any, request: Any, send: Callable[[Any], Any], trial: TrialTraffic) -> Any:
         request.read()
+        remember_credentials(request)
         replayed = self._replayed(module, request, trial)
         if replayed is not None:
             return replayed
@@ -199,13 +201,13 @@ class Traffic:
                 limits.request()
             try:
                 response = send(request)
-            except Exception as exc:  # the transport failed (refused, reset, a timeout): infrastructure
+                try:
+                    response.read()
+                finally:
+                    response.close()
+            except Exception as exc:  # the transport failed (refused, reset, cut mid-body, a timeout): infrastructure
                 self._connect_failed(request, exc, trial)
                 raise
-            try:
-                response.read()
-            finally:
-                response.close()
             wait = self._retry_in(response, attempt)
             if wait is None:
                 break
@@ -220,6 +222,7 @@ class Traffic:
         self, module: Any, request: Any, send: Callable[[Any], Awaitable[Any]], trial: TrialTraffic
     ) -> Any:
         await request.aread()
+        remember_credentials(request)
         replayed = self._replayed(module, request, trial)
         if replayed is not None:
             return replayed
@@ -230,13 +233,13 @@ class Traffic:
                 await limits.request_async()
             try:
                 response = await send(request)
-            except Exception as exc:  # the transport failed (refused, reset, a timeout): infrastructure
+                try:
+                    await response.aread()
+                finally:
+                    await response.aclose()
+            except Exception as exc:  # the transport failed (refused, reset, cut mid-body, a timeout): infrastructure
                 self._connect_failed(request, exc, trial)
                 raise
-            try:
-                await response.aread()
-            finally:
-                await response.aclose()
             wait = self._retry_in(response, attempt)
             if wait is None:
                 break
@@ -246,6 +249,13 @@ class Traffic:
         if limits is not None:
             await limits.spend_async(_tokens(answer))
         return answer
+
+
+def remember_credentials(request: Any) -> None:
+    """The request's credential headers' values are secrets: never written, whatever echoes them."""
+    for name, value in request.headers.items():
+        if name.lower() in CREDENTIAL_HEADERS:
+            remember(value)
 
 
 def stable_body(request: Any) -> bytes:
