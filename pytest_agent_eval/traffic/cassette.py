@@ -3,8 +3,9 @@
 ``interactions`` holds ``{request: {method, uri, body, headers}, response: {status: {code, message}, headers,
 body: {string}}}`` in the order the trials made them (each also names its ``trial``), so vcrpy's tooling reads
 them. Secrets are never written: only the ``content-type`` header is kept, URL userinfo, ``api_key``-like query
-parameters and JSON fields, and every secret value the run knows are replaced (``pytest_agent_eval.secrets``). A request matches a recorded one on method, URL and body (JSON compared as data, the
-fields named in ``ignore`` left out at any depth).
+parameters and JSON fields, and every secret value the run knows are replaced (``pytest_agent_eval.secrets``).
+A request matches a recorded one on method, URL and body (JSON compared as data, the fields named in ``ignore``
+left out at any depth).
 """
 
 from __future__ import annotations
