@@ -237,3 +237,31 @@ def test_item9_agent_eval_compare_and_html_give_a_clean_error_on_malformed_repor
     _write(good, {"schema_version": 1, "run": {}, "cases": [GOOD_CASE]})
     argv = ["compare", str(good), str(bad)] if command == "compare" else ["html", str(bad), "-o", str(tmp_path / "x")]
     assert main(argv) == 2
+
+
+# -- the cache directory ----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("extra", [[], ["--agent-eval-rate-limit", "100/s"]], ids=["plain", "rate_limit"])
+def test_item10_an_unwritable_cache_directory_costs_speed_only(pytester: pytest.Pytester, extra: list[str]) -> None:
+    _project(pytester, OK_SUITE)
+    (pytester.path / "not_a_folder").write_text("pytest's cache_dir points at a file")
+    pytester.makeini("[pytest]\ncache_dir = not_a_folder\n")
+    result = pytester.runpytest(*extra)
+    assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
+    result.assert_outcomes(passed=1)
+
+
+# -- the task scorer --------------------------------------------------------------------------------------------------
+
+
+def test_item19_a_task_scorer_reply_with_two_scores_for_one_task_is_unreadable() -> None:
+    from pytest_agent_eval.conversation.scoring import ScorerReplyError, read_task_scores
+    from pytest_agent_eval.conversation.spec import SimulatedUser, Task
+
+    user = SimulatedUser(tasks=(Task("Ask A", "a"), Task("Ask B", "b")))
+    reply = json.dumps(
+        {"tasks": [{"scored": "Ask A", "score": 0.1}, {"scored": "Ask B", "score": 1}, {"scored": "ask a", "score": 1}]}
+    )
+    with pytest.raises(ScorerReplyError, match="task scorer reply unreadable.*two different scores for task 1"):
+        read_task_scores(reply, user)
