@@ -263,5 +263,5 @@ def test_item19_a_task_scorer_reply_with_two_scores_for_one_task_is_unreadable()
     reply = json.dumps(
         {"tasks": [{"scored": "Ask A", "score": 0.1}, {"scored": "Ask B", "score": 1}, {"scored": "ask a", "score": 1}]}
     )
-    with pytest.raises(ScorerReplyError, match="task scorer reply unreadable.*two different scores for task 1"):
+    with pytest.raises(ScorerReplyError, match=r"task scorer reply unreadable.*two different scores for task 1"):
         read_task_scores(reply, user)

@@ -71,8 +71,8 @@ def read_task_scores(reply: str, user: SimulatedUser) -> tuple[list[float], floa
     for entry in entries:
         key, score = str(entry.get("scored", "")).strip().lower(), float(entry["score"])
         if by_text.setdefault(key, score) != score:
-            task = next((n for n, t in enumerate(user.tasks, 1) if t.task.strip().lower() == key), None)
-            named = f"task {task}" if task is not None else repr(entry.get("scored"))
+            number = next((n for n, t in enumerate(user.tasks, 1) if t.task.strip().lower() == key), None)
+            named = f"task {number}" if number is not None else repr(entry.get("scored"))
             raise ScorerReplyError(f"{bad} (two different scores for {named})")
     scores: list[float] = []
     for n, task in enumerate(user.tasks):
