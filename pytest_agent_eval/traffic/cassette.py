@@ -103,16 +103,20 @@ class Interaction:
 
     @classmethod
     def from_vcr(cls, data: dict[str, Any]) -> Interaction:
+        """One recorded interaction; ``TypeError``/``KeyError``/``ValueError`` when it is not of the shape written."""
         request, response = data["request"], data["response"]
+        request_body, response_body = request.get("body"), response.get("body", {}).get("string", "")
+        if not isinstance(request_body, (str, bytes, type(None))) or not isinstance(response_body, (str, bytes)):
+            raise TypeError("a request body is text, bytes or null, a response body text or bytes")
         return cls(
             method=str(request["method"]),
             uri=str(request["uri"]),
-            request_body=request.get("body"),
+            request_body=request_body,
             request_type=_header(request.get("headers")),
             status=int(response["status"]["code"]),
             reason=str(response["status"].get("message", "")),
             response_type=_header(response.get("headers")),
-            response_body=response.get("body", {}).get("string", ""),
+            response_body=response_body,
             trial=int(data.get("trial", 1)),
         )
 
@@ -124,7 +128,7 @@ class Interaction:
 
 def _header(headers: Any) -> str | None:
     for name, values in (headers or {}).items():
-        if str(name).lower() in _KEPT_HEADERS:
+        if str(name).lower() in _KEPT_HEADERS and values not in ([], None):
             return str(values[0] if isinstance(values, list) else values)
     return None
 
@@ -195,7 +199,16 @@ def _read(path: Path) -> list[Interaction]:
     try:
         data = yaml.load(path.read_text(encoding="utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
         return [Interaction.from_vcr(i) for i in (data or {}).get("interactions") or []]
-    except (OSError, yaml.YAMLError, KeyError, TypeError, ValueError, AttributeError) as exc:
+    except (
+        OSError,
+        yaml.YAMLError,
+        KeyError,
+        IndexError,
+        TypeError,
+        ValueError,
+        AttributeError,
+        RecursionError,
+    ) as exc:
         raise CassetteError(
             f"{path}: not a readable cassette ({type(exc).__name__}: {exc}); delete it and record "
             "again with --agent-eval-record"
