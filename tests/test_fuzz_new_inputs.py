@@ -206,7 +206,7 @@ def test_mutated_cassettes_load_or_give_a_cassette_error(text: str) -> None:
         cassette.take(match_key("POST", "http://127.0.0.1:1/x", b"{}", frozenset()))
 
 
-# -- provider responses through the traffic hook ------------------------------------------------------------------------
+# -- provider responses through the traffic hook -----------------------------------------------------------------
 
 httpx = pytest.importorskip("httpx")
 
