@@ -130,3 +130,32 @@ def test_item16_a_cassette_that_cannot_be_written_errors_its_case_in_one_line(
     output = result.stdout.str()
     assert "Traceback" not in output and "cassette.py" not in output, output
     result.stdout.fnmatch_lines(["*infrastructure error, not the agent's: cassette *case_0.yaml not written: *"])
+
+
+@pytest.mark.parametrize("agent", ["sync_agent", "async_agent"])
+def test_item15_a_timeout_while_waiting_on_retry_after_is_infrastructure(
+    agents: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, agent: str
+) -> None:
+    with ChatServer(lambda prompt: None, failures=1000, retry_after="30") as chat:
+        point_at(monkeypatch, chat.base_url)
+        suite = (
+            f"agent: traffic_agents:{agent}\ncases:\n  - {{id: c, input: hi, timeout: 1, expect: {{contains: [x]}}}}\n"
+        )
+        (agents.path / "eval_wait.yaml").write_text(suite)
+        result = agents.runpytest(*RUN, "--agent-eval-retries", "3", "--agent-eval-record")
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(
+        ["*infrastructure error, not the agent's: agent did not answer within 1 s * while waiting for a retry of POST*"]
+    )
+
+
+def test_item15_a_timeout_while_waiting_on_the_runs_rate_limit_is_infrastructure(
+    agents: pytest.Pytester, echo: ChatServer
+) -> None:
+    suite = "agent: traffic_agents:async_agent\ncases:\n  - {id: c, input: hi, timeout: 1, expect: {contains: [x]}}\n"
+    (agents.path / "eval_wait.yaml").write_text(suite)
+    result = agents.runpytest(*RUN, "--agent-eval-rate-limit", "1/h")  # the agent's second request waits an hour
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(
+        ["*not the agent's: agent did not answer within 1 s * while waiting for the run's rate*"]
+    )

@@ -45,6 +45,8 @@ VOLATILE = "agent_eval_volatile"
 placeholder}`` of run-dependent text in the body (a session id), recorded and matched as the placeholder, so that
 a replay, whose ids are new, matches the recording."""
 MAX_RETRY_WAIT_S = 60.0
+TIMED_OUT = "agent did not answer within"
+"""How the runner's message of a case's timeout begins."""
 
 
 @dataclass
@@ -198,7 +200,8 @@ class Traffic:
         attempt = 0
         while True:
             if limits is not None:
-                limits.request()
+                with trial.waiting("the run's rate limit (--agent-eval-rate-limit / --agent-eval-token-limit)"):
+                    limits.request()
             try:
                 response = send(request)
                 try:
@@ -211,7 +214,8 @@ class Traffic:
             wait = self._retry_in(response, attempt)
             if wait is None:
                 break
-            time.sleep(wait)
+            with trial.waiting(f"a retry of {request.method} {scrub_url(str(request.url))} ({wait:.3g} s)"):
+                time.sleep(wait)
             attempt += 1
         answer = self._answer(module, request, response, attempt, trial)
         if limits is not None:
@@ -230,7 +234,8 @@ class Traffic:
         attempt = 0
         while True:
             if limits is not None:
-                await limits.request_async()
+                with trial.waiting("the run's rate limit (--agent-eval-rate-limit / --agent-eval-token-limit)"):
+                    await limits.request_async()
             try:
                 response = await send(request)
                 try:
@@ -243,7 +248,8 @@ class Traffic:
             wait = self._retry_in(response, attempt)
             if wait is None:
                 break
-            await asyncio.sleep(wait)
+            with trial.waiting(f"a retry of {request.method} {scrub_url(str(request.url))} ({wait:.3g} s)"):
+                await asyncio.sleep(wait)
             attempt += 1
         answer = self._answer(module, request, response, attempt, trial)
         if limits is not None:
@@ -280,6 +286,8 @@ def settle(trial: TrialTraffic, result: TrialResult) -> TrialResult:
         run.usage["requests"] = trial.usage.requests
     if trial.infra_error is not None:
         infrastructure_failure(result, trial.infra_error)
+    elif trial.waiting_for is not None and run.error is not None and run.error.startswith(TIMED_OUT):
+        infrastructure_failure(result, f"{run.error} while waiting for {trial.waiting_for}")
     return result
 
 

@@ -6,7 +6,9 @@ it under any concurrency.
 
 from __future__ import annotations
 
+import contextlib
 import threading
+from collections.abc import Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,7 +47,17 @@ class TrialTraffic:
     number: int
     usage: Usage = field(default_factory=Usage)
     infra_error: str | None = None
+    waiting_for: str | None = None
+    """What the trial's request is waiting for (the run's rate limit, a 429's ``Retry-After``); still set when the
+    wait did not end by itself (the case's timeout cancelled it): the timeout is then infrastructure's."""
     _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @contextlib.contextmanager
+    def waiting(self, what: str) -> Iterator[None]:
+        """Note that the trial waits for ``what`` while the block runs (kept when the block is cancelled)."""
+        self.waiting_for = what
+        yield
+        self.waiting_for = None
 
     def fail(self, message: str) -> None:
         """Note an infrastructure failure (the first one is the one reported)."""
