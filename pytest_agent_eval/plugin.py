@@ -42,7 +42,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
         register_scheduler(config)
     formats.configure(config)
-    signals.install(config)
+    signals.install()
     if config.pluginmanager.hasplugin("xdist") and compat.worker_input(config) is None:
         from pytest_agent_eval.crashes import CrashReporter
 
@@ -50,7 +50,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    signals.restore(config)
+    signals.restore()
     imports.remove_root(config.rootpath)
     if STATE in config.stash:
         config.stash[STATE].close()

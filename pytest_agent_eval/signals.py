@@ -11,30 +11,28 @@ import signal
 import threading
 from types import FrameType
 
-import pytest
-
-_PREVIOUS = pytest.StashKey[object]()
+_installed: list[bool] = []
+"""Set while this module's handler is installed (one session at a time per process)."""
 
 
 def _interrupt(signum: int, frame: FrameType | None) -> None:
     raise KeyboardInterrupt(f"stopped by signal {signal.Signals(signum).name}")
 
 
-def install(config: pytest.Config) -> None:
+def install() -> None:
     """SIGTERM raises ``KeyboardInterrupt`` while the session runs (main thread, default action only)."""
     if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "SIGTERM"):
         return
     if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
         return
     signal.signal(signal.SIGTERM, _interrupt)
-    config.stash[_PREVIOUS] = signal.SIG_DFL
+    _installed.append(True)
 
 
-def restore(config: pytest.Config) -> None:
-    """SIGTERM's action as it was before the session."""
-    previous = config.stash.get(_PREVIOUS, None)
-    if previous is None or threading.current_thread() is not threading.main_thread():
+def restore() -> None:
+    """SIGTERM's default action back, when this module installed its handler and it is still the one set."""
+    if not _installed or threading.current_thread() is not threading.main_thread():
         return
+    _installed.clear()
     if signal.getsignal(signal.SIGTERM) is _interrupt:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    del config.stash[_PREVIOUS]
