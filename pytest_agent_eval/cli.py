@@ -29,6 +29,7 @@ from pytest_agent_eval.report.baseline import (
     Comparison,
     compare,
     load_records,
+    load_report,
 )
 from pytest_agent_eval.report.schema import report_schema
 
@@ -219,8 +220,8 @@ def html_page(
     from pytest_agent_eval.report.html import Baseline, write_html
 
     try:
-        records = load_records(Path(report))  # checked as a baseline is: one line naming the file and what is wrong
-        document = json.loads(Path(report).read_text(encoding="utf-8"))
+        document = load_report(Path(report))  # checked as a baseline is: one line naming the file and what is wrong
+        records = load_records(Path(report))
         before = load_records(Path(base)) if base else None
     except BaselineError as exc:
         print(f"agent-eval html: {exc}", file=sys.stderr)
@@ -231,7 +232,12 @@ def html_page(
         baseline = Baseline(compare(before, records, tolerance, significance), before, base)
     elif "tolerance" in kept:  # the comparison the run made and the report kept
         baseline = Baseline(Comparison.from_dict(kept), None, str(kept.get("path", "")))
-    write_html(Path(output), document, baseline)
+    try:
+        write_html(Path(output), document, baseline)
+    except OSError as exc:
+        why = exc if exc.strerror is None else exc.strerror
+        print(f"agent-eval html: {output} not written: {why}", file=sys.stderr)
+        return 2
     print(f"agent-eval html: wrote {output} ({len(document.get('cases', []))} cases)")
     return 0
 

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_agent_eval.report.record import CaseRecord
-from pytest_agent_eval.report.schema import SCHEMA_VERSION
+from pytest_agent_eval.report.schema import SCHEMA_VERSION, report_schema
 from pytest_agent_eval.report.significance import Pair, SuiteTest
 from pytest_agent_eval.text import text_table
 
@@ -184,14 +184,19 @@ class Comparison:
         return out
 
 
+_MD_ESCAPES = str.maketrans({c: f"\\{c}" for c in "\\`*_[]~|"} | {"&": "&amp;", "<": "&lt;"})
+"""What makes agent text inert in GitHub markdown: HTML as text, no emphasis, link, code or strike, no new column."""
+
+
 def md_cell(text: str) -> str:
-    """``text`` fit for one markdown table cell: one line, pipes escaped."""
-    return " ".join(text.split()).replace("|", "\\|")
+    """``text`` fit for one markdown table cell: one line, shown as it is (no HTML, link or emphasis of its own:
+    it may be an agent's output), pipes escaped."""
+    return " ".join(text.split()).translate(_MD_ESCAPES)
 
 
 def md_code(text: str) -> str:
     """``text`` as inline code in a table cell."""
-    return f"`{md_cell(text).replace('`', chr(39))}`"
+    return "`" + " ".join(text.split()).replace("`", "'").replace("|", "\\|") + "`"  # nothing else is active in code
 
 
 def _rate(record: CaseRecord) -> str:
@@ -319,18 +324,59 @@ def _rootdir_prefixes(base: list[str], cand: list[str]) -> tuple[str, str] | Non
 
 def load_records(path: Path) -> list[CaseRecord]:
     """The records of an ``--agent-eval-report`` file; ``BaselineError`` naming the file when it is not one."""
+    data = load_report(path)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        return [CaseRecord.from_dict(c) for c in data["cases"]]
+    except (TypeError, KeyError, AttributeError, ValueError) as exc:
+        raise BaselineError(f"{path}: a case record does not match the report schema: {exc}") from None
+
+
+def load_report(path: Path) -> dict[str, Any]:
+    """An ``--agent-eval-report`` file as data, its cases checked against the report schema (each field of the
+    type the reports read); ``BaselineError`` naming the file, and the case and field, when it is not one."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"), parse_constant=_no_constant)
     except OSError as exc:
         raise BaselineError(f"{path}: cannot read the report: {exc.strerror or exc}") from None
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:  # UnicodeDecodeError is a ValueError
         raise BaselineError(f"{path}: not JSON: {exc}") from None
     if not isinstance(data, dict) or data.get("schema_version") != SCHEMA_VERSION or "cases" not in data:
         raise BaselineError(
             f"{path}: not an --agent-eval-report file of schema_version {SCHEMA_VERSION}; "
             "write one with pytest --agent-eval-report PATH"
         )
-    try:
-        return [CaseRecord.from_dict(c) for c in data["cases"]]
-    except (TypeError, KeyError, AttributeError) as exc:
-        raise BaselineError(f"{path}: a case record does not match the report schema: {exc}") from None
+    error = next(iter(_case_validator().iter_errors(data["cases"])), None)
+    if error is not None:
+        where = "cases" + "".join(f"[{p!r}]" for p in error.absolute_path)
+        raise BaselineError(
+            f"{path}: a case record does not match the report schema: {where}: {cut_message(error.message)}"
+        )
+    baseline = data.get("baseline")
+    if baseline is not None and not isinstance(baseline, dict):
+        raise BaselineError(f"{path}: baseline does not match the report schema: not an object")
+    return data
+
+
+def _no_constant(name: str) -> None:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def cut_message(text: str, limit: int = 200) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+_VALIDATOR: list[Any] = []
+
+
+def _case_validator() -> Any:
+    """A validator of the report's ``cases``: the shipped schema's case, with only the fields a record cannot do
+    without required (an older report may lack the others)."""
+    if not _VALIDATOR:
+        import jsonschema  # a core dependency, loaded only when a report is read
+
+        schema = report_schema()
+        defs = dict(schema["$defs"])
+        defs["case"] = {**defs["case"], "required": ["nodeid", "case_id", "file", "line", "outcome"]}
+        cases = {"type": "array", "items": {"$ref": "#/$defs/case"}, "$defs": defs}
+        _VALIDATOR.append(jsonschema.Draft202012Validator(cases))
+    return _VALIDATOR[0]

@@ -16,7 +16,7 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pytest_agent_eval.report.atomic import write_text_atomically
+from pytest_agent_eval.report.atomic import write_report, write_text_atomically
 from pytest_agent_eval.report.baseline import Change, Comparison
 from pytest_agent_eval.report.record import CaseRecord
 from pytest_agent_eval.report.stats import Stats, by_file_and_tag, percentile
@@ -283,8 +283,10 @@ class HtmlReport:
         return Baseline(comparison, compared.baseline, str(compared.path))
 
     def write(self, exit_status: int | None, stopped: bool = False) -> None:
-        write_html(self.path, self.source.document(exit_status, stopped), self.baseline())
         self.written = True
+        document, baseline = self.source.document(exit_status, stopped), self.baseline()
+        path = self.path
+        write_report(self.config, "agent eval html report", path, lambda: write_html(path, document, baseline))
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         self.write(exitstatus, stopped=bool(session.shouldfail or session.shouldstop))

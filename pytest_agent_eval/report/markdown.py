@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from pytest_agent_eval.report.atomic import append_text, write_report
 from pytest_agent_eval.report.baseline import Comparison, md_cell, md_code
 from pytest_agent_eval.report.collector import Records
 from pytest_agent_eval.report.record import CaseRecord
@@ -81,13 +82,6 @@ def markdown_lines(records: list[CaseRecord], comparison: Comparison | None, sto
     return out
 
 
-def append_text(path: Path, text: str) -> None:
-    """Append ``text`` to ``path`` in one write (a CI job summary file may be shared with other steps)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a", encoding="utf-8") as f:
-        f.write(text)
-
-
 class MarkdownReport:
     """A plugin object on the controller, registered when ``--agent-eval-markdown`` is given."""
 
@@ -110,7 +104,8 @@ class MarkdownReport:
         stopped = None
         if how is not None:
             stopped = stopped_line(how, len(records), self.collector.not_finished(), self.collector.collected)
-        append_text(self.path, "\n".join(markdown_lines(records, self.comparison(), stopped)) + "\n\n")
+        text = "\n".join(markdown_lines(records, self.comparison(), stopped)) + "\n\n"
+        write_report(self.config, "agent eval markdown summary", self.path, lambda: append_text(self.path, text))
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pytest_agent_eval.report.case_input import case_input, content_hash
-from pytest_agent_eval.report.jsonable import JSON, cut, jsonable
+from pytest_agent_eval.report.jsonable import JSON, cut, encodable, finite, jsonable
 
 if TYPE_CHECKING:
     import pytest
@@ -63,7 +63,7 @@ class ToolCallRecord:
 
     @classmethod
     def of(cls, call: ToolCall) -> ToolCallRecord:
-        return cls(call.name, jsonable(call.args), jsonable(call.result), call.error)
+        return cls(encodable(call.name), jsonable(call.args), jsonable(call.result), _text(call.error))
 
 
 @dataclass
@@ -86,7 +86,7 @@ class TrialRecord:
             passed=trial.passed,
             score=trial.score if trial.scored else None,
             latency_s=trial.run.latency_s,
-            error=trial.run.error,
+            error=None if trial.run.error is None else encodable(trial.run.error),
             tokens=tokens,
             cost=cost,
             checks=[CheckRecord.of(c, detail=False) for c in trial.checks],
@@ -202,8 +202,11 @@ def usage(run: RunRecord) -> tuple[dict[str, int] | None, float | None]:
     tokens = {"input": inp or 0, "output": out or 0, "total": total} if total is not None else None
     if tokens is not None:
         tokens.update((name, found[key]) for name, key in _CACHE_TOKENS if isinstance(found.get(key), int))
-    cost = found.get("cost")
-    return tokens, float(cost) if isinstance(cost, (int, float)) and not isinstance(cost, bool) else None
+    return tokens, finite(found.get("cost"))  # NaN or inf is not a cost: unknown
+
+
+def _text(text: str | None) -> str | None:
+    return None if text is None else encodable(text)
 
 
 def _summed(parts: list[dict[str, int]]) -> dict[str, int] | None:
@@ -248,7 +251,7 @@ def from_result(nodeid: str, file: str, result: CaseResult, k: int | None = None
         tokens=_summed(token_parts),
         cost=sum(costs) if costs and not unpriced else None,
         unpriced_models=unpriced,
-        error=shown.run.error or (shown.violations[0] if shown.violations else None),
+        error=_text(shown.run.error or (shown.violations[0] if shown.violations else None)),
         conversation=dict(shown.parts) or None,
         agent=case.agent_name,
         input=case_input(case),
