@@ -26,9 +26,9 @@ PROMPT = """You grade an AI agent's answer against a rubric.
 Rubric: {rubric}
 User input: {input}
 Tool calls the agent made: {tool_calls}
-{transcript}Agent answer: {output}
+{transcript}{reference}Agent answer: {output}
 """ + REPLY_FORMAT.replace("{", "{{").replace("}", "}}")
-FIELDS = ("rubric", "input", "output", "tool_calls", "transcript")
+FIELDS = ("rubric", "input", "output", "tool_calls", "transcript", "reference")
 """The fields of a prompt template (``prompt: path``); a literal brace is written ``{{`` / ``}}``."""
 JSON_OPTIONS: dict[str, Any] = {"response_format": {"type": "json_object"}}
 SAMPLE_TEMPERATURE = 1.0
@@ -154,6 +154,7 @@ def prompt_fields(run: RunRecord, ctx: CheckContext, rubric: str) -> dict[str, s
         "output": run.output,
         "tool_calls": prompt_json(calls) if calls else "(none)",
         "transcript": f"Conversation:\n{turns}\n" if turns else "",
+        "reference": f"Reference answer: {ctx.case.reference}\n" if ctx.case.reference is not None else "",
     }
 
 
