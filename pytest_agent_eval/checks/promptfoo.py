@@ -295,7 +295,7 @@ def _python(a: dict[str, Any], run: RunRecord, inverse: bool, cost: float | None
     if a.get("file"):
         result = _python_file(a["file"], a.get("function") or "get_assert")(run.output, context)
     elif "\n" in value.strip():
-        scope: dict[str, Any] = {}
+        scope: dict[str, Any] = {"json": json, "re": re}
         body = "\n".join("    " + line for line in value.strip("\n").splitlines())
         exec(f"def __assert(output, context):\n{body}\n", scope)  # noqa: S102 - the config's own code, as promptfoo
         result = scope["__assert"](run.output, context)

@@ -75,10 +75,17 @@ def claims(path: Path) -> bool:
 
 
 class _Source:
-    """Where a test came from: the config (at a key) or a tests file (at a line), for messages."""
+    """Where a test came from: the config or a tests file, at a line (and the key of the test in ``doc``, whose
+    parts have lines of their own), for messages."""
 
-    def __init__(self, path: Path, line: int) -> None:
-        self.path, self.line = path, line
+    def __init__(self, path: Path, line: int, doc: Document | None = None, key: PathKey = ()) -> None:
+        self.path, self.line, self.doc, self.key = path, line, doc, key
+
+    def at(self, *sub: str | int) -> _Source:
+        """The source of a part of the test (an assertion): its own line where known."""
+        if self.doc is None:
+            return self
+        return _Source(self.path, self.doc.line((*self.key, *sub)), self.doc, (*self.key, *sub))
 
     def error(self, message: str) -> str:
         return f"{self.path}:{self.line}: {message}"
@@ -239,7 +246,7 @@ def provider_ref(pid: str, config: Any, base: Path) -> tuple[dict[str, Any] | No
 
 def _default_test(doc: Document, base: Path) -> tuple[dict[str, Any], _Source]:
     raw = doc.data.get("defaultTest") or {}
-    source = _Source(doc.path, doc.line(("defaultTest",)))
+    source = _Source(doc.path, doc.line(("defaultTest",)), doc, ("defaultTest",))
     if isinstance(raw, str) and raw.startswith("file://"):
         loaded = list(_file_tests(raw, base, source))
         if len(loaded) != 1:
@@ -257,7 +264,7 @@ def _tests(doc: Document, base: Path) -> list[tuple[Any, _Source, PathKey]]:
     out: list[tuple[Any, _Source, PathKey]] = []
     for i, item in enumerate(items):
         key: PathKey = ("tests", i) if isinstance(raw, list) else ("tests",)
-        source = _Source(doc.path, doc.line(key))
+        source = _Source(doc.path, doc.line(key), doc, key)
         if isinstance(item, str):
             try:
                 out.extend((test, where, key) for test, where in _file_tests(item, base, source))
@@ -295,7 +302,8 @@ def _file_tests(ref: str, base: Path, source: _Source) -> list[tuple[Any, _Sourc
                 raise EvalFileError(source.path, source.line, f"cannot read {path}: {exc}") from None
             items = tests.data if isinstance(tests.data, list) else [tests.data]
             for n, item in enumerate(items):
-                out.append((item, _Source(path, tests.line((n,) if isinstance(tests.data, list) else ()))))
+                key = (n,) if isinstance(tests.data, list) else ()
+                out.append((item, _Source(path, tests.line(key), tests, key)))
         else:
             raise EvalFileError(source.path, source.line, f"not supported: tests file {ref} (CSV, JSON, JSONL, YAML)")
     if not paths:
@@ -492,7 +500,7 @@ def _assertions(
 ) -> list[dict[str, Any]]:
     out = []
     for i, item in enumerate(raw):
-        where = default_source if i < n_default else source
+        where = default_source.at("assert", i) if i < n_default else source.at("assert", i - n_default)
         a = _assertion(item, variables, where, base, problems, in_set=False)
         if a is not None:
             out.append(a)
@@ -515,7 +523,10 @@ def _assertion(
         extra = sorted(set(item) - SET_KEYS)
         if extra:
             problems.append(source.error(f"not supported: assert-set field {', '.join(extra)}"))
-        inner = [_assertion(sub, variables, source, base, problems, True) for sub in item.get("assert") or []]
+        inner = [
+            _assertion(sub, variables, source.at("assert", j), base, problems, True)
+            for j, sub in enumerate(item.get("assert") or [])
+        ]
         if not inner:
             problems.append(source.error("assert-set: `assert` needs at least one assertion"))
         return {**_common(item, source, problems), "type": kind, "assert": [a for a in inner if a is not None]}
