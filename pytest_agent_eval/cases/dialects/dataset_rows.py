@@ -19,7 +19,7 @@ from pytest_agent_eval.cases.dialects import native
 from pytest_agent_eval.cases.dialects.base import Dialect
 from pytest_agent_eval.cases.dialects.common import Ids, Problems, explicit_id, pretty
 from pytest_agent_eval.cases.document import Document, PathKey, read_document
-from pytest_agent_eval.cases.errors import EvalFileError
+from pytest_agent_eval.cases.errors import EvalFileError, EvalFileErrors
 from pytest_agent_eval.cases.files import SIDECAR_SUFFIXES
 from pytest_agent_eval.cases.model import Case, LoadedFile
 from pytest_agent_eval.checks import CheckRegistry
@@ -34,6 +34,7 @@ BOOKKEEPING = frozenset(
         "name", "created_at", "modified_at", "dataset_id", "source_run_id", "split", "attachment_urls",
         # Langfuse
         "datasetId", "status", "sourceTraceId", "sourceObservationId", "createdAt", "updatedAt", "datasetName",
+        "mediaReferences",
         # Braintrust
         "tags", "created", "_xact_id", "_pagination_key", "project_id", "span_id", "root_span_id", "is_root",
         "origin", "_object_delete",
@@ -134,7 +135,7 @@ def _sidecar(path: Path, registry: CheckRegistry) -> tuple[dict[str, Any], dict[
     problems = Problems(sidecar)
     problems.unknown_keys(data, SIDECAR_KEYS, (), "sidecar")
     if problems:
-        raise problems.in_order()[0] if len(problems.errors) == 1 else _many(problems)
+        raise EvalFileErrors(problems.in_order())
     settings = {k: v for k, v in data.items() if k != "expect"}
     lines = dict(sidecar.lines)
     if "expect" in data:
@@ -149,14 +150,15 @@ def _sidecar(path: Path, registry: CheckRegistry) -> tuple[dict[str, Any], dict[
             if key[:1] == ("expect",):
                 lines[("defaults", *key)] = line
     # checked as a native file with one stand-in case: its problems are the sidecar's, at the sidecar's lines
-    native.load(Document(path, {**settings, "cases": [{"id": "row", "input": "?"}]}, lines), registry)
+    try:
+        native.load(Document(path, {**settings, "cases": [{"id": "row", "input": "?"}]}, lines), registry)
+    except (EvalFileError, EvalFileErrors) as exc:
+        errors = exc.errors if isinstance(exc, EvalFileErrors) else [exc]
+        if "expect" in data and not isinstance((data.get("defaults") or {}).get("expect"), dict):
+            for err in errors:  # the sidecar's own `expect`, not the `defaults` it stands for
+                err.message = err.message.replace("defaults.expect", "expect")
+        raise EvalFileErrors(errors) from None
     return settings, {k: v for k, v in lines.items() if k[:1] != ("cases",)}
-
-
-def _many(problems: Problems) -> Exception:
-    from pytest_agent_eval.cases.errors import EvalFileErrors
-
-    return EvalFileErrors(problems.in_order())
 
 
 def _input(raw: dict[str, Any], problems: Problems, key: PathKey) -> tuple[str, dict[str, Any]]:
