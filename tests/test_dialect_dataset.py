@@ -163,3 +163,22 @@ def test_the_sidecar_is_never_collected_as_an_eval_file(pytester: pytest.Pyteste
     result = run_evals(pytester, "--collect-only", "-q")
     assert "eval_rows.expect.yaml" not in result.stdout.str()
     assert "eval_rows.json::b1" in result.stdout.str()
+
+
+def test_validate_and_the_schema_know_datasets_and_sidecars(
+    pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import jsonschema
+    import yaml
+
+    from pytest_agent_eval.cli import main
+
+    write_rows(pytester, "eval_rows.jsonl", LANGSMITH)
+    (pytester.path / "eval_rows.expect.yaml").write_text(SIDECAR)
+    assert main(["validate", str(pytester.path)]) == 0
+    assert "eval_rows.jsonl: dataset_rows, 2 cases: ok" in capsys.readouterr().out
+    assert main(["schema", "--format", "sidecar"]) == 0
+    schema = json.loads(capsys.readouterr().out)
+    jsonschema.validate(yaml.safe_load(SIDECAR), schema)
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({"expect": {"containz": ["x"]}}, schema)

@@ -485,3 +485,36 @@ def test_any_yaml_with_promptfoos_shape_is_one_and_vars_lists_expand(pytester: p
 )
 def test_csv_assertion_strings(text: str, expected: dict[str, Any]) -> None:
     assert assertion_of_string(text) == expected
+
+
+def test_validate_and_the_schema_know_promptfoo_configs(
+    pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from pytest_agent_eval.cli import main
+
+    assert main(["validate", str(EXAMPLES)]) == 0
+    assert "promptfoo, 8 cases: ok" in capsys.readouterr().out
+    path = config(
+        pytester,
+        """
+        prompts: ["{{kind}}"]
+        providers: [file://provider.py]
+        tests:
+          - vars: {kind: greeting}
+            assert: [{type: javascript, value: "1"}]
+        """,
+        provider__py=PROVIDER,
+    )
+    assert main(["validate", str(path)]) == 1
+    assert f"{path}:6: not supported: assertion `javascript` (write it as a `python` assertion) (case test-1)" in (
+        capsys.readouterr().out
+    )
+    assert main(["schema", "--format", "promptfoo"]) == 0
+    schema = json.loads(capsys.readouterr().out)
+    import jsonschema
+    import yaml
+
+    for example in EXAMPLES.glob("*/promptfooconfig.yaml"):
+        jsonschema.validate(yaml.safe_load(example.read_text()), schema)
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({"providers": ["x"], "tests": [{"assert": [{"type": "javascript"}]}]}, schema)

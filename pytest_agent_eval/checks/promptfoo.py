@@ -183,7 +183,12 @@ def _line(assertion: dict[str, Any], verdict: Verdict) -> str:
 
 def _one(assertion: dict[str, Any], run: RunRecord, cost: float | None, judge: _Judge) -> Verdict:
     """One assertion's verdict, ``not-`` applied; weight 0 always passes (promptfoo's metric-only assertion)."""
-    base, inverse = assertion["base"], assertion["inverse"]
+    kind = str(assertion["type"])
+    inverse = assertion.get("inverse", kind.startswith("not-"))
+    base = assertion.get("base", kind[4:] if kind.startswith("not-") else kind)
+    if base not in _HANDLERS:
+        why = f"not supported: assertion `{kind}`"
+        return Verdict(False, 0.0, 0.0, why, error=why)
     try:
         verdict = _HANDLERS[base](assertion, run, inverse, cost, judge)
     except CheckError as exc:
@@ -531,9 +536,16 @@ _HANDLERS: dict[str, Callable[..., Verdict]] = {
 
 SCHEMA: dict[str, Any] = {
     "type": "object",
-    "properties": {"assert": {"type": "array"}, "threshold": {"type": "number"}},
+    "properties": {
+        "assert": {"type": "array", "items": {"type": "object", "required": ["type"]}},
+        "threshold": {"type": "number"},
+        "vars": {"type": "object"},
+        "prompt": {"type": "string"},
+    },
     "required": ["assert"],
 }
+"""What the promptfoo dialect makes of a test (``{assert, threshold, vars, prompt}``); in a native file,
+``promptfoo: {assert: [...]}`` judges promptfoo assertions (values as promptfoo reads them, no templates)."""
 
 
 def register(registry: CheckRegistry) -> None:

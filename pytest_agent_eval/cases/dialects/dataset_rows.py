@@ -48,6 +48,23 @@ SIDECAR_KEYS = ("agent", "agents", "tool_dispatch", "tags", "defaults", "expect"
 QUERY_KEYS = ("query", "question", "input", "prompt", "message", "text")
 
 
+def sidecar_schema(registry: CheckRegistry) -> dict[str, Any]:
+    """The JSON Schema of a sidecar: the native file's fields but ``cases``, and ``expect`` (``agent-eval schema
+    --format sidecar``)."""
+    from pytest_agent_eval.cases.dialects.native_schema import native_schema
+
+    schema = native_schema(registry)
+    properties = {k: v for k, v in schema["properties"].items() if k != "cases"}
+    properties["expect"] = {"$ref": "#/$defs/expect", "description": "the checks of every row"}
+    return {
+        **schema,
+        "$id": schema["$id"].replace("native.json", "sidecar.json"),
+        "title": "pytest-agent-eval dataset sidecar (<stem>.expect.yaml)",
+        "properties": properties,
+        "required": [],
+    }
+
+
 def detect(data: Any) -> tuple[bool, str]:
     """A non-empty list of mappings, each with an input, the keys all those of the exports, and some row with a
     reference answer or ``metadata``."""

@@ -60,6 +60,62 @@ _CSV_TYPES = sorted(SUPPORTED | {"javascript", "grade", "fn"}, key=len, reverse=
 _TYPED = re.compile(r"^(not-)?([a-z][a-z0-9:-]*?)(?:\((\d+(?:\.\d+)?)\))?(?::(.*))?$", re.DOTALL)
 
 
+def config_schema() -> dict[str, Any]:
+    """The JSON Schema of the promptfoo config the plugin runs (``agent-eval schema --format promptfoo``): the
+    keys, test fields and assertion types it honours; promptfoo's own schema describes the rest."""
+    types = sorted({*SUPPORTED, *(f"not-{t}" for t in SUPPORTED)})
+    common = {
+        "threshold": {"type": "number"},
+        "weight": {"type": "number", "minimum": 0},
+        "metric": {"type": "string"},
+    }
+    assertion = {
+        "type": "object",
+        "properties": {"type": {"enum": types}, "value": {}, "config": {"type": "object"},
+                       "options": {"type": "object"}, **common},
+        "required": ["type"],
+        "additionalProperties": False,
+    }
+    assert_set = {
+        "type": "object",
+        "properties": {"type": {"const": "assert-set"}, "assert": {"type": "array", "items": assertion}, **common},
+        "required": ["type", "assert"],
+        "additionalProperties": False,
+    }
+    test = {
+        "type": "object",
+        "properties": {
+            "description": {"type": "string"},
+            "vars": {"type": "object"},
+            "assert": {"type": "array", "items": {"anyOf": [assertion, assert_set]}},
+            "threshold": {"type": "number"},
+            "metadata": {"type": "object"},
+            "options": {"type": "object"},
+        },
+        "additionalProperties": False,
+    }
+    tests = {"anyOf": [{"type": "string", "pattern": "^file://"}, test]}
+    provider = {"anyOf": [
+        {"type": "string"},
+        {"type": "object", "properties": {"id": {"type": "string"}, "label": {"type": "string"},
+                                          "config": {"type": "object"}}, "required": ["id"]},
+    ]}  # fmt: skip
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": "promptfoo config, as pytest-agent-eval runs it",
+        "type": "object",
+        "properties": {
+            **{key: {} for key in IGNORED},
+            "prompts": {"anyOf": [{"type": "string"}, {"type": "array"}]},
+            "providers": {"anyOf": [provider, {"type": "array", "items": provider}]},
+            "targets": {"anyOf": [provider, {"type": "array", "items": provider}]},
+            "tests": {"anyOf": [tests, {"type": "array", "items": tests}]},
+            "defaultTest": {"anyOf": [{"type": "string", "pattern": "^file://"}, test]},
+        },
+        "additionalProperties": False,
+    }
+
+
 def detect(data: Any) -> tuple[bool, str]:
     """promptfoo's top-level keys: providers (or targets) with prompts or tests, and no native ``cases``."""
     if not isinstance(data, dict) or "cases" in data:
@@ -436,7 +492,8 @@ def _cases(
                 errors = case_problems + ([provider_problem] if provider_problem else [])
                 common: dict[str, Any] = {"id": variant, "path": doc.path, "line": line, "dialect": NAME}
                 if errors:
-                    cases.append(Case(**common, error="\n".join(dict.fromkeys(errors))))
+                    text = "\n".join(f"{e} (case {variant})" for e in dict.fromkeys(errors))
+                    cases.append(Case(**common, error=text))
                     continue
                 spec = {"assert": asserts, "threshold": threshold, "vars": combo, "prompt": rendered}
                 cases.append(
