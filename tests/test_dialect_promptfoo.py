@@ -21,7 +21,7 @@ from pytest_agent_eval.cases.dialects.promptfoo import assertion_of_string
 
 EXAMPLES = Path(__file__).with_name("promptfoo_examples")
 
-PROVIDER = '''
+PROVIDER = """
 import json
 
 def call_api(prompt, options, context):
@@ -39,7 +39,7 @@ def call_api(prompt, options, context):
 def shouty(prompt, options, context):
     answer = call_api(prompt, options, context)
     return {**answer, "output": str(answer["output"]).upper()}
-'''
+"""
 
 
 def config(pytester: pytest.Pytester, text: str, name: str = "promptfooconfig.yaml", **files: str) -> Path:
@@ -518,3 +518,96 @@ def test_validate_and_the_schema_know_promptfoo_configs(
         jsonschema.validate(yaml.safe_load(example.read_text()), schema)
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate({"providers": ["x"], "tests": [{"assert": [{"type": "javascript"}]}]}, schema)
+
+
+CHAT_CONFIG = """
+prompts: ["Say hello to {{name}}"]
+providers: [openai:chat:gpt-test]
+tests:
+  - description: cheap enough
+    vars: {name: Ada}
+    assert: [{type: icontains, value: ada}, {type: cost, threshold: 0.02}]
+  - description: too dear
+    vars: {name: Bob}
+    assert: [{type: cost, threshold: 0.01}]
+"""
+
+
+def test_an_openai_provider_goes_through_the_traffic_hook_record_and_replay(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config(pytester, CHAT_CONFIG)
+    # 10 input and 5 output tokens a request (the loopback server's usage) at 1000 per million: 0.015
+    pytester.makeini('[pytest]\nagent_eval_prices = {"gpt-test": {"input": 1000, "output": 1000}}\n')
+    with ChatServer(lambda prompt: None, answer=lambda body: "Hello " + body["messages"][-1]["content"][13:]) as chat:
+        monkeypatch.setenv("OPENAI_BASE_URL", chat.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-loopback")
+        recorded = run(pytester, "--agent-eval-record")
+        assert len(chat.requests) == 2
+    expected = {"cheap_enough": "PASSED", "too_dear": "FAILED"}
+    assert outcomes(recorded) == expected
+    assert "cost 0.015, threshold 0.01" in recorded.stdout.str()  # the hook's measure, priced
+    assert sorted(p.name for p in (pytester.path / "cassettes" / "promptfooconfig").glob("*.yaml")) == [
+        "cheap_enough.yaml",
+        "too_dear.yaml",
+    ]
+    replayed = run(pytester, "--agent-eval-replay")  # the server is gone: nothing reaches a socket
+    assert outcomes(replayed) == expected
+    assert "cost 0.015, threshold 0.01" in replayed.stdout.str()
+
+
+def test_an_anthropic_provider_sends_the_prompt_through_the_official_client(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("anthropic")
+    import threading
+    from http.server import BaseHTTPRequestHandler, HTTPServer
+
+    seen: list[dict[str, Any]] = []
+
+    class Messages(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            body = json.loads(self.rfile.read(int(self.headers["content-length"])))
+            seen.append({"path": self.path, **body})
+            text = "Bonjour " + body["messages"][-1]["content"].split()[-1]
+            reply = json.dumps({
+                "id": "msg_1", "type": "message", "role": "assistant", "model": body["model"],
+                "content": [{"type": "text", "text": text}], "stop_reason": "end_turn", "stop_sequence": None,
+                "usage": {"input_tokens": 7, "output_tokens": 3},
+            }).encode()  # fmt: skip
+            self.send_response(200)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(reply)))
+            self.end_headers()
+            self.wfile.write(reply)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = HTTPServer(("127.0.0.1", 0), Messages)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        config(
+            pytester,
+            f"""
+            prompts:
+              - >-
+                [{{"role": "system", "content": "Answer in French."}},
+                {{"role": "user", "content": "Greet {{{{name}}}}"}}]
+            providers:
+              - id: anthropic:messages:claude-test
+                config: {{apiBaseUrl: "http://127.0.0.1:{server.server_port}", max_tokens: 50}}
+            tests:
+              - vars: {{name: Ada}}
+                assert: [{{type: equals, value: Bonjour Ada}}]
+            """,
+        )
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "test")
+        result = run(pytester)
+    finally:
+        server.shutdown()
+    assert outcomes(result) == {"test-1": "PASSED"}
+    assert seen[0]["path"] == "/v1/messages"
+    assert seen[0]["system"] == "Answer in French."
+    assert seen[0]["messages"] == [{"role": "user", "content": "Greet Ada"}]
+    assert seen[0]["max_tokens"] == 50

@@ -106,7 +106,8 @@ def _openai(provider: dict[str, Any]) -> Callable[[str, dict[str, Any]], Any]:
             base_url = config.get("apiBaseUrl") or os.environ.get("OPENAI_BASE_URL") or None
             client = state["client"] = openai.OpenAI(api_key=_key(config, "OPENAI_API_KEY"), base_url=base_url)
         options = {k: v for k, v in config.items() if k not in ("apiBaseUrl", "apiKey", "apiKeyEnvar")}
-        return client.chat.completions.create(model=provider["model"], messages=messages_of(prompt), **options)
+        messages: Any = messages_of(prompt)
+        return client.chat.completions.create(model=provider["model"], messages=messages, **options)
 
     return call
 
@@ -130,7 +131,7 @@ def _anthropic(provider: dict[str, Any]) -> Callable[[str, dict[str, Any]], Any]
         system = "\n".join(str(m["content"]) for m in messages if m["role"] == "system")
         if system:
             options["system"] = system
-        chat = [m for m in messages if m["role"] != "system"]
+        chat: Any = [m for m in messages if m["role"] != "system"]
         return client.messages.create(model=provider["model"], messages=chat, **options)
 
     return call
@@ -200,7 +201,7 @@ def tool_calls_of(output: Any) -> list[ToolCall]:
     for item in output:
         if not isinstance(item, dict):
             continue
-        function = item.get("function") if isinstance(item.get("function"), dict) else item
+        function: dict[str, Any] = item["function"] if isinstance(item.get("function"), dict) else item
         name = function.get("name")
         if not isinstance(name, str) or (item.get("type") not in (None, "function", "tool_use", "function_call")):
             continue

@@ -8,8 +8,8 @@ from pytest_agent_eval.cases.cache import ParseCache
 from pytest_agent_eval.cases.dialects import (
     category_json,
     conversation_job,
-    golden_set,
     dataset_rows,
+    golden_set,
     native,
     neon_suite,
     promptfoo,
@@ -27,7 +27,16 @@ __all__ = ["Dialect", "DialectRegistry", "builtin_dialects", "detect", "load_fil
 def builtin_dialects() -> DialectRegistry:
     """The native format, the formats of existing eval setups (SPEC §12) and those users migrate with (§19)."""
     registry = DialectRegistry()
-    for module in (native, neon_suite, golden_set, category_json, tool_routing, conversation_job, promptfoo, dataset_rows):
+    for module in (
+        native,
+        neon_suite,
+        golden_set,
+        category_json,
+        tool_routing,
+        conversation_job,
+        promptfoo,
+        dataset_rows,
+    ):
         registry.register(module.DIALECT)
     return registry
 

@@ -136,8 +136,15 @@ def matches_reference(run: RunRecord, spec: Any, ctx: CheckContext) -> CheckResu
     unless ``case_sensitive: true``; "not scored" for a case without one."""
     reference = ctx.case.reference
     if reference is None:
-        return CheckResult("matches_reference", True, 0.0, spec, "no reference", "not scored: the case has no "
-                           "reference answer (a dataset row's expected output)", scored=False)
+        return CheckResult(
+            "matches_reference",
+            True,
+            0.0,
+            spec,
+            "no reference",
+            "not scored: the case has no reference answer (a dataset row's expected output)",
+            scored=False,
+        )
     fold = (lambda t: t) if ctx.options.get("case_sensitive") else str.casefold
     output, wanted = fold(run.output.strip()), fold(reference.strip())
     ok = output == wanted if spec == "equals" else wanted in output

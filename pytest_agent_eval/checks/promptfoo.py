@@ -203,7 +203,9 @@ def _one(assertion: dict[str, Any], run: RunRecord, cost: float | None, judge: _
 
 def _binary(passed: bool, inverse: bool, what: str) -> Verdict:
     ok = passed != inverse
-    return Verdict.of(ok, 1.0 if ok else 0.0, "passed" if ok else f"expected output to {'not ' if inverse else ''}{what}")
+    return Verdict.of(
+        ok, 1.0 if ok else 0.0, "passed" if ok else f"expected output to {'not ' if inverse else ''}{what}"
+    )
 
 
 def _values(value: Any) -> list[str]:
@@ -302,10 +304,10 @@ def _python(a: dict[str, Any], run: RunRecord, inverse: bool, cost: float | None
     elif "\n" in value.strip():
         scope: dict[str, Any] = {"json": json, "re": re}
         body = "\n".join("    " + line for line in value.strip("\n").splitlines())
-        exec(f"def __assert(output, context):\n{body}\n", scope)  # noqa: S102 - the config's own code, as promptfoo
+        exec(f"def __assert(output, context):\n{body}\n", scope)  # the config's own code, as promptfoo runs it
         result = scope["__assert"](run.output, context)
     else:
-        result = eval(value, {"output": run.output, "context": context, "json": json, "re": re})  # noqa: S307
+        result = eval(value, {"output": run.output, "context": context, "json": json, "re": re})
     threshold = a.get("threshold")
     if isinstance(result, bool):
         passed, score, reason = result, 1.0 if result else 0.0, ""
@@ -353,11 +355,11 @@ def _latency(a: dict[str, Any], run: RunRecord, inverse: bool, *_: Any) -> Verdi
 
 def _cost(run: RunRecord) -> float | None:
     """The case's cost so far: the traffic hook's measure of this trial, else what the agent reported."""
-    from pytest_agent_eval.traffic.hook import CURRENT  # light: the hook module imports no client
+    from pytest_agent_eval.traffic.scope import CURRENT  # light: imports no client
 
     trial = CURRENT.get()
     if trial is not None and trial.usage.measured:
-        return trial.usage.cost  # type: ignore[no-any-return]
+        return trial.usage.cost
     cost = run.usage.get("cost")
     return float(cost) if isinstance(cost, (int, float)) else None
 
@@ -410,7 +412,7 @@ def _tool_sequence(a: dict[str, Any], run: RunRecord, inverse: bool, *_: Any) ->
     matchers = [matcher_of(s) for s in steps]
     names = [c.name for c in run.tool_calls]
     if mode == "exact":
-        base = len(names) == len(matchers) and all(_matches(n, m) for n, m in zip(names, matchers))
+        base = len(names) == len(matchers) and all(_matches(n, m) for n, m in zip(names, matchers, strict=True))
     else:
         i = 0
         for n in names:
@@ -428,8 +430,11 @@ def _step_count(a: dict[str, Any], run: RunRecord, inverse: bool, *_: Any) -> Ve
     count = sum(_matches(n, matcher_of(value)) for n in names) if has_matcher else len(names)
     low, high = value.get("min"), value.get("max")
     base = (low is None or count >= low) and (high is None or count <= high)
-    return _binary(base, inverse, f"take {low if low is not None else 0}..{high if high is not None else ''} tool steps"
-                   f" (took {count})")
+    return _binary(
+        base,
+        inverse,
+        f"take {low if low is not None else 0}..{high if high is not None else ''} tool steps (took {count})",
+    )
 
 
 def _tool_call_f1(a: dict[str, Any], run: RunRecord, inverse: bool, *_: Any) -> Verdict:
@@ -441,8 +446,10 @@ def _tool_call_f1(a: dict[str, Any], run: RunRecord, inverse: bool, *_: Any) -> 
     f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
     threshold = a.get("threshold", 1.0) if a.get("threshold") is not None else 1.0
     ok = (f1 >= threshold) != inverse
-    why = f"F1 {f1:.3f} (precision {precision:.3f}, recall {recall:.3f}); expected {sorted(expected)}, " \
-          f"called {sorted(actual) or '(none)'}; threshold {threshold:g}"
+    why = (
+        f"F1 {f1:.3f} (precision {precision:.3f}, recall {recall:.3f}); expected {sorted(expected)}, "
+        f"called {sorted(actual) or '(none)'}; threshold {threshold:g}"
+    )
     return Verdict.of(ok, f1, why)
 
 
@@ -554,6 +561,6 @@ def register(registry: CheckRegistry) -> None:
 
 def python_path(ref: str, base: Path) -> tuple[str, str | None]:
     """``x.py[:fn]`` (after ``file://`` or ``python:``) -> (absolute path, function or None)."""
-    path, function = (ref.split(".py:", 1) if ".py:" in ref else (ref, ""))
+    path, function = ref.split(".py:", 1) if ".py:" in ref else (ref, "")
     path = path if path.endswith(".py") else path + ".py"
     return str((base / path).resolve()), function or None

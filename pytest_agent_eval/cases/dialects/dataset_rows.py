@@ -132,10 +132,7 @@ def load(doc: Document, registry: CheckRegistry) -> LoadedFile:
         rows.append(row)
     data = {**settings, "cases": rows}
     built = native.load(Document(doc.path, data, {**lines, **row_lines}), registry)
-    cases = [
-        dataclasses.replace(case, dialect=NAME, reference=extra[i][0])
-        for i, case in enumerate(built.cases)
-    ]
+    cases = [dataclasses.replace(case, dialect=NAME, reference=extra[i][0]) for i, case in enumerate(built.cases)]
     for index, case in errors:  # in row order
         cases.insert(index, case)
     return LoadedFile(doc.path, NAME, cases, name=built.name, description=built.description, agents=built.agents)
@@ -200,8 +197,11 @@ def _input(raw: dict[str, Any], problems: Problems, key: PathKey) -> tuple[str, 
             last = users[-1]
             history = value[:last]
             return str(value[last].get("content", "")), ({"history": history} if history else {})
-    problems.add((*key, name), f"{pretty((*key, name))}: expected a string, a mapping or a chat (a list of "
-                 f"{{role, content}} with a user message), got {value!r}")
+    problems.add(
+        (*key, name),
+        f"{pretty((*key, name))}: expected a string, a mapping or a chat (a list of "
+        f"{{role, content}} with a user message), got {value!r}",
+    )
     return "", {}
 
 

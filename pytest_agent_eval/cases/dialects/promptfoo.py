@@ -71,8 +71,13 @@ def config_schema() -> dict[str, Any]:
     }
     assertion = {
         "type": "object",
-        "properties": {"type": {"enum": types}, "value": {}, "config": {"type": "object"},
-                       "options": {"type": "object"}, **common},
+        "properties": {
+            "type": {"enum": types},
+            "value": {},
+            "config": {"type": "object"},
+            "options": {"type": "object"},
+            **common,
+        },
         "required": ["type"],
         "additionalProperties": False,
     }
@@ -154,7 +159,9 @@ def load(doc: Document, registry: CheckRegistry) -> LoadedFile:
     file_problems = Problems(doc)
     for key in data:
         if key not in TOP:
-            file_problems.add((key,), f"not supported: promptfoo's `{key}` (the plugin runs prompts × providers × tests)")
+            file_problems.add(
+                (key,), f"not supported: promptfoo's `{key}` (the plugin runs prompts × providers × tests)"
+            )
     if file_problems:
         raise file_problems.errors[0] if len(file_problems.errors) == 1 else _errors(file_problems)
     prompts = _prompts(doc, base)
@@ -250,7 +257,7 @@ def _providers(doc: Document, base: Path) -> list[tuple[str, dict[str, Any] | No
         config: dict[str, Any] = {}
         label = None
         if isinstance(item, dict) and "id" not in item and len(item) == 1:  # {"openai:gpt-4o": {config: ...}}
-            (pid, options), = item.items()
+            ((pid, options),) = item.items()
             item = {"id": pid, **(options if isinstance(options, dict) else {})}
         if isinstance(item, dict):
             pid, config, label = item.get("id"), item.get("config") or {}, item.get("label")
@@ -276,14 +283,27 @@ def provider_ref(pid: str, config: Any, base: Path) -> tuple[dict[str, Any] | No
             path, function = python_path(pid[len(prefix) :], base)
             if not Path(path).is_file():
                 return None, f"provider {pid}: no such file {path}"
-            return {PROVIDER_KEY: {"kind": "python", "path": path, "function": function or "call_api",
-                                   "id": pid, "config": config}}, None
+            return {
+                PROVIDER_KEY: {
+                    "kind": "python",
+                    "path": path,
+                    "function": function or "call_api",
+                    "id": pid,
+                    "config": config,
+                }
+            }, None
     match = re.fullmatch(r"(openai|anthropic):(?:(chat|messages):)?(.+)", pid)
-    if match and match.group(3) not in ("", "chat", "messages") and not match.group(3).startswith(
-        ("completion:", "embedding:", "embeddings:", "responses:", "assistant:", "realtime:")
+    if (
+        match
+        and match.group(3) not in ("", "chat", "messages")
+        and not match.group(3).startswith(
+            ("completion:", "embedding:", "embeddings:", "responses:", "assistant:", "realtime:")
+        )
     ):
         vendor = match.group(1)
-        if (vendor == "openai" and match.group(2) == "messages") or (vendor == "anthropic" and match.group(2) == "chat"):
+        if (vendor == "openai" and match.group(2) == "messages") or (
+            vendor == "anthropic" and match.group(2) == "chat"
+        ):
             return None, f"not supported: provider {pid}"
         unknown = sorted(set(config) - OPENAI_CONFIG - CLIENT_CONFIG - {"max_tokens"})
         if unknown:
@@ -479,8 +499,9 @@ def _cases(
             case_problems = list(problems)
             if prompt_problem:
                 case_problems.append(prompt_problem)
-            asserts = _assertions(raw_asserts, combo, source, default_source, len(default_test.get("assert") or []),
-                                  base, case_problems)
+            asserts = _assertions(
+                raw_asserts, combo, source, default_source, len(default_test.get("assert") or []), base, case_problems
+            )
             rendered = ""
             if prompt is not None:
                 try:
@@ -543,7 +564,8 @@ def _expand(variables: dict[str, Any]) -> list[dict[str, Any]]:
     lists = [k for k, v in variables.items() if isinstance(v, list)]
     if not lists:
         return [variables]
-    return [{**variables, **dict(zip(lists, values))} for values in itertools.product(*(variables[k] for k in lists))]
+    combos = itertools.product(*(variables[k] for k in lists))
+    return [{**variables, **dict(zip(lists, values, strict=True))} for values in combos]
 
 
 def _assertions(
@@ -648,9 +670,23 @@ def _render_value(value: Any, variables: dict[str, Any]) -> Any:
 def _check_value(a: dict[str, Any], source: _Source, problems: list[str]) -> None:
     """What promptfoo would refuse at run time, refused at load time (the case errors, naming the line)."""
     base, value = a["base"], a.get("value")
-    needs_value = {"equals", "contains", "icontains", "contains-any", "contains-all", "icontains-any",
-                   "icontains-all", "starts-with", "regex", "python", "tool-call-f1", "trajectory:tool-used",
-                   "trajectory:tool-sequence", "trajectory:step-count", *MODEL_GRADED}
+    needs_value = {
+        "equals",
+        "contains",
+        "icontains",
+        "contains-any",
+        "contains-all",
+        "icontains-any",
+        "icontains-all",
+        "starts-with",
+        "regex",
+        "python",
+        "tool-call-f1",
+        "trajectory:tool-used",
+        "trajectory:tool-sequence",
+        "trajectory:step-count",
+        *MODEL_GRADED,
+    }
     if base in needs_value and value in (None, "", []):
         problems.append(source.error(f"`{a['type']}` needs a `value`"))
         return
@@ -675,10 +711,16 @@ def _check_value(a: dict[str, Any], source: _Source, problems: list[str]) -> Non
         elif kinds not in (None, "tool", ["tool"]):
             problems.append(source.error(f"not supported: trajectory:step-count of type {kinds} (tool steps only)"))
         elif kinds is None:
-            problems.append(source.error("not supported: trajectory:step-count without `type: tool` (the plugin "
-                                         "sees the agent's tool calls, not its other trace spans)"))
-    if base == "trajectory:tool-sequence" and isinstance(value, dict) and value.get("mode") not in (
-        None, "exact", "in_order"
+            problems.append(
+                source.error(
+                    "not supported: trajectory:step-count without `type: tool` (the plugin "
+                    "sees the agent's tool calls, not its other trace spans)"
+                )
+            )
+    if (
+        base == "trajectory:tool-sequence"
+        and isinstance(value, dict)
+        and value.get("mode") not in (None, "exact", "in_order")
     ):
         problems.append(source.error(f"trajectory:tool-sequence: mode must be exact or in_order, got {value['mode']}"))
 
