@@ -611,3 +611,32 @@ def test_an_anthropic_provider_sends_the_prompt_through_the_official_client(
     assert seen[0]["system"] == "Answer in French."
     assert seen[0]["messages"] == [{"role": "user", "content": "Greet Ada"}]
     assert seen[0]["max_tokens"] == 50
+
+
+def test_options_that_change_what_runs_are_not_dropped(pytester: pytest.Pytester) -> None:
+    config(
+        pytester,
+        """
+        prompts: ["{{kind}}"]
+        providers: [file://provider.py]
+        defaultTest:
+          options: {provider: openai:gpt-4o-mini}
+        tests:
+          - description: transformed
+            vars: {kind: greeting}
+            options: {transform: output.toUpperCase()}
+            assert: [{type: equals, value: HELLO WORLD}]
+          - description: transformed assertion
+            vars: {kind: greeting}
+            assert: [{type: equals, value: HELLO WORLD, transform: output.toUpperCase()}]
+          - description: plain
+            vars: {kind: greeting}
+            assert: [{type: equals, value: Hello world}]
+        """,
+        provider__py=PROVIDER,
+    )
+    result = run(pytester)
+    assert outcomes(result) == {"transformed": "ERROR", "transformed_assertion": "ERROR", "plain": "PASSED"}
+    text = result.stdout.str()
+    assert "promptfooconfig.yaml:7: not supported: test option `transform`" in text
+    assert "promptfooconfig.yaml:13: not supported: assertion field transform (on `equals`)" in text

@@ -501,7 +501,8 @@ def _graded(a: dict[str, Any], run: RunRecord, inverse: bool, cost: float | None
         choice = str(data.get("choice", "")).strip().upper()[:1]
         if choice not in FACTUALITY_SCORES:
             raise CheckError(f"judge reply unreadable: no choice A-E in {data!r}")
-        scores = (a.get("options") or {}).get("factuality") or {}
+        options = a.get("options") or judge.spec.get("options") or {}
+        scores = options.get("factuality") or {}
         score = float(scores.get(FACTUALITY_SCORES[choice], 0.0 if choice == "D" else 1.0))
         passed, reason = score > 0, f"({choice}) {data.get('reason', '')}"
     else:  # model-graded-closedqa

@@ -38,6 +38,8 @@ IGNORED = frozenset(
 """Top-level keys that do not change a verdict (where results go, UI tags): read and left aside."""
 TOP = frozenset({"prompts", "providers", "targets", "tests", "defaultTest", *IGNORED})
 TEST_KEYS = frozenset({"description", "vars", "assert", "threshold", "metadata", "options"})
+TEST_OPTIONS = frozenset({"provider", "factuality"})
+"""Test ``options`` that change no verdict here (graders are the plugin's judge) or that it honours."""
 ASSERT_KEYS = frozenset({"type", "value", "threshold", "weight", "metric", "config", "options", "provider"})
 SET_KEYS = frozenset({"type", "assert", "threshold", "weight", "metric"})
 OPENAI_CONFIG = frozenset(
@@ -474,6 +476,10 @@ def _cases(
         if name not in TEST_KEYS:
             problems.append(source.error(f"not supported: test field `{name}`"))
     default_test, default_source = default
+    for options in (test.get("options"), default_test.get("options")):
+        for name in options if isinstance(options, dict) else ():
+            if name not in TEST_OPTIONS:
+                problems.append(source.error(f"not supported: test option `{name}` (options: provider, factuality)"))
     variables = {**_dict(default_test.get("vars")), **_dict(test.get("vars"))}
     variables = {k: _var(v, base, source, problems) for k, v in variables.items()}
     threshold = test.get("threshold", default_test.get("threshold"))
@@ -490,6 +496,7 @@ def _cases(
         case_id, original = ids.derive(f"test-{number}", line), None
     problems.extend(e.format() for e in own.errors)
     metadata = {**_dict(default_test.get("metadata")), **_dict(test.get("metadata"))}
+    options = {**_dict(default_test.get("options")), **_dict(test.get("options"))}
     combos = _expand(variables)
     cases: list[Case] = []
     for n, combo in enumerate(combos):
@@ -517,6 +524,8 @@ def _cases(
                     cases.append(Case(**common, error=text))
                     continue
                 spec = {"assert": asserts, "threshold": threshold, "vars": combo, "prompt": rendered}
+                if options:
+                    spec["options"] = options
                 cases.append(
                     Case(
                         **common,
