@@ -23,6 +23,7 @@ from typing import Any
 
 from pytest_agent_eval.checks.base import CheckContext, CheckError, CheckRegistry, CheckResult
 from pytest_agent_eval.checks.judge import NO_LLM, prompt_fields, read_score
+from pytest_agent_eval.checks.patterns import DEFAULT_LIMIT, search
 from pytest_agent_eval.llm import ask
 from pytest_agent_eval.record import RunRecord
 
@@ -243,8 +244,11 @@ def _starts_with(a: dict[str, Any], run: RunRecord, inverse: bool, *_: Any) -> V
     return _binary(run.output.startswith(str(a["value"])), inverse, f"start with {str(a['value'])!r}")
 
 
-def _regex(a: dict[str, Any], run: RunRecord, inverse: bool, *_: Any) -> Verdict:
-    return _binary(re.search(str(a["value"]), run.output) is not None, inverse, f"match /{a['value']}/")
+def _regex(a: dict[str, Any], run: RunRecord, inverse: bool, cost: float | None, judge: _Judge) -> Verdict:
+    """``re.search`` under the plugin's time limit (a catastrophically backtracking pattern has no verdict)."""
+    timeout = judge.ctx.case.timeout
+    found = search(str(a["value"]), run.output, limit=timeout if timeout is not None else DEFAULT_LIMIT)
+    return _binary(found is not None, inverse, f"match /{a['value']}/")
 
 
 def _schema_ok(value: Any, schema: Any) -> tuple[bool, str]:
