@@ -640,3 +640,21 @@ def test_options_that_change_what_runs_are_not_dropped(pytester: pytest.Pytester
     text = result.stdout.str()
     assert "promptfooconfig.yaml:7: not supported: test option `transform`" in text
     assert "promptfooconfig.yaml:13: not supported: assertion field transform (on `equals`)" in text
+
+
+def test_a_provider_that_does_not_load_fails_its_cases_naming_it(pytester: pytest.Pytester) -> None:
+    config(
+        pytester,
+        """
+        prompts: ["{{kind}}"]
+        providers: [file://provider.py]
+        tests:
+          - vars: {kind: greeting}
+            assert: [{type: contains, value: x}]
+        """,
+        provider__py="def call_api(prompt, options, context):\n    return 1\nraise ImportError('no sdk')\n",
+    )
+    result = run(pytester)
+    assert outcomes(result) == {"test-1": "FAILED"}
+    assert "promptfooconfig.yaml:3: agent 'file://provider.py': the Python provider" in result.stdout.str()
+    assert "could not be loaded: ImportError: no sdk" in result.stdout.str()

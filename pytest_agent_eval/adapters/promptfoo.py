@@ -20,6 +20,7 @@ from typing import Any
 
 from pytest_agent_eval.adapters.base import Agent, StandIn, calling
 from pytest_agent_eval.adapters.plain import normalise as plain_normalise
+from pytest_agent_eval.faults import describe
 from pytest_agent_eval.record import RunRecord, ToolCall
 
 KEY = "promptfoo_provider"
@@ -39,7 +40,10 @@ def _module(path: str) -> Any:
             if spec is None or spec.loader is None:
                 raise TypeError(f"cannot load the Python provider {path}")
             module = importlib.util.module_from_spec(spec)
-            spec.loader.exec_module(module)
+            try:
+                spec.loader.exec_module(module)
+            except Exception as exc:  # the provider's own error, as one line naming the file
+                raise TypeError(f"the Python provider {path} could not be loaded: {describe(exc)}") from None
             _MODULES[path] = module
         return module
 
