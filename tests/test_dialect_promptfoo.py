@@ -658,3 +658,12 @@ def test_a_provider_that_does_not_load_fails_its_cases_naming_it(pytester: pytes
     assert outcomes(result) == {"test-1": "FAILED"}
     assert "promptfooconfig.yaml:3: agent 'file://provider.py': the Python provider" in result.stdout.str()
     assert "could not be loaded: ImportError: no sdk" in result.stdout.str()
+
+
+def test_a_test_without_assertions_passes_with_score_1_as_in_promptfoo(pytester: pytest.Pytester) -> None:
+    config(pytester, 'prompts: ["{{kind}}"]\nproviders: [file://provider.py]\ntests: [{vars: {kind: greeting}}]\n',
+           provider__py=PROVIDER)  # fmt: skip
+    result = run(pytester, "--agent-eval-report", "report.json")
+    assert outcomes(result) == {"test-1": "PASSED"}
+    (case,) = json.loads((pytester.path / "report.json").read_text())["cases"]
+    assert case["score"] == 1.0

@@ -98,11 +98,13 @@ class Tally:
     def __init__(self, threshold: float | None) -> None:
         self.threshold = threshold
         self.low = self.high = self.weight = 0.0
+        self.count = 0
         self.failed: list[str] = []
         self.unknown: list[str] = []
         self.errors: list[str] = []
 
     def add(self, verdict: Verdict, weight: float, label: str) -> None:
+        self.count += 1
         self.low += verdict.low * weight
         self.high += verdict.high * weight
         self.weight += weight
@@ -114,6 +116,8 @@ class Tally:
             self.failed.append(f"{label}: {verdict.reason}")
 
     def verdict(self) -> Verdict:
+        if not self.count:  # promptfoo: a test without assertions passes, scoring 1
+            return Verdict(True, 1.0, 1.0, "no assertions")
         low = self.low / self.weight if self.weight > 0 else 0.0
         high = self.high / self.weight if self.weight > 0 else 0.0
         if self.errors:
