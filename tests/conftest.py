@@ -12,7 +12,7 @@ from shared_run import OTHER_PLUGINS_OFF
 
 # The plugin imports its runner and jsonschema lazily (start-up time). Imported here once, so that pytester's
 # in-process runs find them loaded instead of importing them anew for every run.
-import pytest_agent_eval.execute
+import pytest_agent_eval.plugin.execute
 import pytest_agent_eval.traffic.session  # noqa: F401 - with PyYAML, whose C loader cannot be imported twice
 
 # httpx (and httpx2) with the httpcore of their transports, which they import only when a client is made: an

@@ -13,7 +13,7 @@ from pytest_agent_eval.cases.model import Case
 from pytest_agent_eval.checks import CheckContext, CheckError, builtin_registry, evaluate
 from pytest_agent_eval.checks.judge import judge, read_score
 from pytest_agent_eval.llm import default_llm
-from pytest_agent_eval.record import RunRecord, ToolCall
+from pytest_agent_eval.run.results import RunRecord, ToolCall
 
 
 @pytest.mark.parametrize(

@@ -26,7 +26,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from pytest_agent_eval.adapters.base import TRIAL, Agent, StandIn
 from pytest_agent_eval.adapters.plain import normalise as plain_normalise
-from pytest_agent_eval.record import RunRecord
+from pytest_agent_eval.run.results import RunRecord
 
 DEFAULT_BODY: dict[str, Any] = {"message": "{message}", "session_id": "{session}"}
 ANSWER_KEYS = ("output", "response", "answer", "reply", "message", "text", "content")

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
 
-from pytest_agent_eval.checks.base import CheckContext, CheckRegistry, CheckResult
-from pytest_agent_eval.record import RunRecord, ToolCall
-from pytest_agent_eval.report.render import bounded_repr
+from pytest_agent_eval.checks.base import CheckContext, CheckRegistry
+from pytest_agent_eval.run.results import CheckResult, RunRecord, ToolCall
 from pytest_agent_eval.subset import mismatches
+from pytest_agent_eval.text import bounded_repr
+
+if TYPE_CHECKING:
+    from pytest_agent_eval.cases.model import Case
 
 NAMES = {"type": "array", "items": {"type": "string"}}
 
@@ -175,6 +178,21 @@ def tool_args(run: RunRecord, spec: Any, ctx: CheckContext) -> CheckResult:
         message=f"arguments differ for {', '.join(failed)}" if failed else "",
         detail=detail,
     )
+
+
+def forbidden_tools(case: Case) -> Callable[[str], bool]:
+    """Whether the case's checks say a tool must not be called (``max_tool_calls: 0``, ``tools_not_called``, left
+    out of ``tools_exactly``): tool mocks take a mock of it for a safety net, not a typo."""
+    banned: set[str] = set()
+    allowed: list[set[str]] = []
+    for expect in (case.expect, *(turn.expect for turn in case.turns)):
+        if expect.get("max_tool_calls") == 0:
+            return lambda name: True
+        if isinstance(expect.get("tools_not_called"), list):
+            banned.update(map(str, expect["tools_not_called"]))
+        if isinstance(expect.get("tools_exactly"), list):
+            allowed.append(set(map(str, expect["tools_exactly"])))
+    return lambda name: name in banned or any(name not in names for names in allowed)
 
 
 def register(registry: CheckRegistry) -> None:

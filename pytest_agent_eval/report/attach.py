@@ -13,7 +13,7 @@ from pytest_agent_eval.report.jsonable import jsonable
 from pytest_agent_eval.report.record import CaseRecord, crash_message, from_result, outcome
 
 if TYPE_CHECKING:
-    from pytest_agent_eval.runner import CaseResult
+    from pytest_agent_eval.run.results import CaseResult
 
 _RECORD = pytest.StashKey[CaseRecord]()
 

@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from pytest_agent_eval.report.record import CaseRecord
-from pytest_agent_eval.report.render import text_table
 from pytest_agent_eval.report.schema import SCHEMA_VERSION
+from pytest_agent_eval.text import text_table
 
 DEFAULT_TOLERANCE = 0.05
 DEFAULT_SIGNIFICANCE = 0.05

@@ -20,7 +20,7 @@ from pytest_agent_eval.report.atomic import write_text_atomically
 from pytest_agent_eval.report.baseline import Change, Comparison
 from pytest_agent_eval.report.record import CaseRecord
 from pytest_agent_eval.report.stats import Stats, by_file_and_tag, percentile
-from pytest_agent_eval.report.summary import summary_rows
+from pytest_agent_eval.report.summary import cost_notes, summary_rows
 
 if TYPE_CHECKING:
     import pytest
@@ -209,6 +209,7 @@ def render(document: dict[str, Any], baseline: Baseline | None = None) -> str:
     """The page for a JSON report's ``document``; with ``baseline``, the comparison first."""
     records = [CaseRecord.from_dict(c) for c in document.get("cases", [])]
     summary = _table(summary_rows(records), "summary") if records else "<p>No eval cases ran.</p>"
+    summary += "".join(f'<p class="partial-cost">{esc(line)}</p>' for line in cost_notes(records))
     stats = Stats.of(records)
     parts = [
         "<!DOCTYPE html>",

@@ -12,7 +12,7 @@ import pytest
 from pytest_agent_eval.report.baseline import Comparison, md_cell, md_code
 from pytest_agent_eval.report.collector import Records
 from pytest_agent_eval.report.record import CaseRecord
-from pytest_agent_eval.report.summary import TITLE, summary_rows
+from pytest_agent_eval.report.summary import TITLE, cost_notes, summary_rows
 
 _FAILED = ("failed", "error", "xpassed")
 _REASON_LIMIT = 200
@@ -65,6 +65,9 @@ def markdown_lines(records: list[CaseRecord], comparison: Comparison | None, sto
     out.append("| " + " | ".join(md_cell(h) for h in header) + " |")
     out.append("|" + "|".join("---" if i == 0 else "---:" for i in range(len(header))) + "|")
     out += ["| " + " | ".join(md_cell(c) for c in row) + " |" for row in body]
+    notes = cost_notes(records)  # the cost is partial: which models had no price
+    if notes:
+        out += ["", *notes]
     failures = [r for r in records if r.outcome in _FAILED]
     if failures:
         out += ["", f"**Failures ({len(failures)})**", "", "| case | outcome | reason | location |"]

@@ -16,15 +16,14 @@ from pytest_agent_eval.report.jsonable import JSON, cut, jsonable
 if TYPE_CHECKING:
     import pytest
 
-    from pytest_agent_eval.checks import CheckResult
-    from pytest_agent_eval.record import RunRecord, ToolCall
-    from pytest_agent_eval.runner import CaseResult, TrialResult
+    from pytest_agent_eval.run.results import CaseResult, CheckResult, RunRecord, ToolCall, TrialResult
 
-OUTCOMES = ("passed", "failed", "skipped", "error", "xfailed", "xpassed")
 OUTPUT_LIMIT = 20_000
 """Characters of the agent's output and of each transcript message kept in a record."""
 _INPUT_TOKENS = ("input_tokens", "prompt_tokens")
 _OUTPUT_TOKENS = ("output_tokens", "completion_tokens")
+_CACHE_TOKENS = (("cache_read", "cache_read_tokens"), ("cache_write", "cache_write_tokens"))
+"""The record's names of the cache token counts, and the run usage's."""
 
 
 @dataclass
@@ -122,9 +121,12 @@ class CaseRecord:
     transcript: list[JSON] = field(default_factory=list)
     latency_s: float | None = None
     tokens: dict[str, int] | None = None
-    """``{"input", "output", "total"}`` summed over trials, when the agent reported usage."""
+    """``{"input", "output", "total"}`` summed over trials, when the agent reported usage; with ``cache_read``
+    and ``cache_write`` (input tokens read from and written to the prompt cache, part of ``input``) when reported."""
     cost: float | None = None
-    """Summed over trials, when the agent reported a cost (``usage["cost"]``)."""
+    """Summed over trials, when the agent reported a cost (``usage["cost"]``); ``None`` when a model had no price."""
+    unpriced_models: list[str] = field(default_factory=list)
+    """The models the traffic hook found no price for (``usage["unpriced_models"]``): the case's cost is unknown."""
     error: str | None = None
     """Why the case errored or failed outside its checks: the agent's error, a strict-mode violation, or the
     failure of an item whose case never ran (no agent, an invalid case, a fixture error)."""
@@ -193,8 +195,21 @@ def usage(run: RunRecord) -> tuple[dict[str, int] | None, float | None]:
     if not isinstance(total, int):
         total = (inp or 0) + (out or 0) if inp is not None or out is not None else None
     tokens = {"input": inp or 0, "output": out or 0, "total": total} if total is not None else None
+    if tokens is not None:
+        tokens.update((name, found[key]) for name, key in _CACHE_TOKENS if isinstance(found.get(key), int))
     cost = found.get("cost")
     return tokens, float(cost) if isinstance(cost, (int, float)) and not isinstance(cost, bool) else None
+
+
+def _summed(parts: list[dict[str, int]]) -> dict[str, int] | None:
+    """Token counts summed over trials: each count any trial has (``cache_read`` only where reported)."""
+    if not parts:
+        return None
+    return {key: sum(part.get(key, 0) for part in parts) for key in dict.fromkeys(k for part in parts for k in part)}
+
+
+def _listed(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
 
 
 def from_result(nodeid: str, file: str, result: CaseResult) -> CaseRecord:
@@ -204,6 +219,7 @@ def from_result(nodeid: str, file: str, result: CaseResult) -> CaseRecord:
     trials = [TrialRecord.of(t) for t in result.trials]
     token_parts = [t.tokens for t in trials if t.tokens is not None]
     costs = [t.cost for t in trials if t.cost is not None]
+    unpriced = sorted({str(m) for t in result.trials for m in _listed(t.run.usage.get("unpriced_models"))})
     return CaseRecord(
         nodeid=nodeid,
         case_id=case.id,
@@ -223,8 +239,9 @@ def from_result(nodeid: str, file: str, result: CaseResult) -> CaseRecord:
         output=cut(shown.run.output, OUTPUT_LIMIT),
         transcript=[jsonable(m, OUTPUT_LIMIT) for m in shown.run.history],
         latency_s=shown.run.latency_s,
-        tokens={k: sum(t[k] for t in token_parts) for k in ("input", "output", "total")} if token_parts else None,
-        cost=sum(costs) if costs else None,
+        tokens=_summed(token_parts),
+        cost=sum(costs) if costs and not unpriced else None,
+        unpriced_models=unpriced,
         error=shown.run.error or (shown.violations[0] if shown.violations else None),
         conversation=dict(shown.parts) or None,
         agent=case.agent_name,

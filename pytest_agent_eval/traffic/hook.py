@@ -15,19 +15,17 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pytest_agent_eval.traffic.cassette import Cassette, Interaction, body_text, cassette_path, match_key, scrub_url
 from pytest_agent_eval.traffic.limits import Limits
 from pytest_agent_eval.traffic.scope import CURRENT, CaseTraffic, TrialTraffic, shown
-from pytest_agent_eval.traffic.usage import DEFAULT_PRICES, read_usage
+from pytest_agent_eval.traffic.usage import Prices, read_usage
 
 if TYPE_CHECKING:
     from pytest_agent_eval.cases.model import Case
-    from pytest_agent_eval.runner import TrialResult
 
-MODES = ("record", "new", "replay")
-"""``--agent-eval-record`` (everything anew), ``--agent-eval-record=new`` (only what is missing), replay."""
+T = TypeVar("T")
 _DROPPED = frozenset({"content-encoding", "transfer-encoding", "content-length"})
 VOLATILE = "agent_eval_volatile"
 """A request extension set by the plugin's own senders (the HTTP agent: ``adapters.http.VOLATILE``): ``{bytes:
@@ -48,7 +46,7 @@ class TrafficSettings:
     ignore: frozenset[str] = frozenset()
     """JSON fields left out when requests are matched."""
     retries: int = 3
-    prices: dict[str, dict[str, float]] = field(default_factory=lambda: dict(DEFAULT_PRICES))
+    prices: Prices = field(default_factory=Prices)
     limits: Limits | None = None
 
 
@@ -69,17 +67,15 @@ class Traffic:
         cassette = Cassette(path, self.settings.ignore, load=self.settings.mode != "record")
         return CaseTraffic(case.id, cassette, shown(path, self.settings.root))
 
-    async def run_trials(
-        self, case: Case, repeat: int, run: Callable[[int], Awaitable[TrialResult]]
-    ) -> list[TrialResult]:
+    async def run_trials(self, case: Case, repeat: int, run: Callable[[int], Awaitable[T]]) -> list[T]:
         """The case's trials, each with its own traffic scope; then the cassette is written when recording."""
         traffic = self.case(case)
 
-        async def one(n: int) -> TrialResult:
+        async def one(n: int) -> T:
             trial = traffic.trial()
             token = CURRENT.set(trial)
             try:
-                return settle(trial, await run(n))
+                return await run(n)  # the runner reads the trial's usage and infrastructure error (CURRENT)
             finally:
                 CURRENT.reset(token)
 
@@ -233,21 +229,6 @@ def stable_body(request: Any) -> bytes:
 def _tokens(response: Any) -> int:
     call = read_usage(response.content, response.headers.get("content-type", ""))
     return call.input_tokens + call.output_tokens if call is not None else 0
-
-
-def settle(trial: TrialTraffic, result: TrialResult) -> TrialResult:
-    """The trial's usage into its run record; an infrastructure failure makes the trial an error, whatever the
-    agent made of it."""
-    run = result.run
-    if trial.usage.requests:
-        run.usage = {**run.usage, **trial.usage.as_dict()} if trial.usage.measured else {**run.usage}
-        run.usage["requests"] = trial.usage.requests
-    if trial.infra_error is not None:
-        run.infra_error = trial.infra_error
-        run.error = f"infrastructure error (not the agent's): {trial.infra_error}"
-        result.passed = False
-        result.reasons = [run.error]
-    return result
 
 
 def retry_delay(headers: Any, attempt: int) -> float:

@@ -10,9 +10,13 @@ import threading
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pytest_agent_eval.traffic.cassette import Cassette
-from pytest_agent_eval.traffic.usage import CallUsage, Usage
+from pytest_agent_eval.traffic.usage import CallUsage, Prices, Usage
+
+if TYPE_CHECKING:
+    from pytest_agent_eval.run.results import RunRecord
 
 
 @dataclass
@@ -53,7 +57,15 @@ class TrialTraffic:
             if self.infra_error is None:
                 self.infra_error = message
 
-    def count(self, call: CallUsage | None, prices: dict[str, dict[str, float]]) -> None:
+    def report(self, run: RunRecord) -> str | None:
+        """The trial's usage into its run record (requests; tokens and cost when every response reported them);
+        the infrastructure failure under it, if any: the runner decides what it makes of the trial."""
+        if self.usage.requests:
+            run.usage = {**run.usage, **self.usage.as_dict()} if self.usage.measured else {**run.usage}
+            run.usage["requests"] = self.usage.requests
+        return self.infra_error
+
+    def count(self, call: CallUsage | None, prices: Prices) -> None:
         with self._lock:
             self.usage.requests += 1
             if call is not None:
