@@ -26,7 +26,8 @@ from pytest_agent_eval.cases.document import Document, PathKey, read_document
 from pytest_agent_eval.cases.errors import EvalFileError
 from pytest_agent_eval.cases.model import Case, LoadedFile, slugify
 from pytest_agent_eval.checks import CheckRegistry
-from pytest_agent_eval.checks.promptfoo import MODEL_GRADED, SUPPORTED, python_path
+from pytest_agent_eval.checks.promptfoo import MODEL_GRADED, SUPPORTED
+from pytest_agent_eval.checks.promptfoo_graded import python_path
 
 NAME = "promptfoo"
 NEED = "a promptfoo config: a mapping with `providers` (or `targets`) and `prompts` or `tests`"
