@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from openai_server import ChatServer
 
-from pytest_agent_eval.cases.dialects.promptfoo import assertion_of_string
+from pytest_agent_eval.cases.dialects.promptfoo_files import assertion_of_string
 
 EXAMPLES = Path(__file__).with_name("promptfoo_examples")
 

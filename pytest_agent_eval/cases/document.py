@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_agent_eval.cases.errors import EvalFileError, EvalFileErrors
 from pytest_agent_eval.cases.files import JSON_SUFFIXES, JSONL_SUFFIXES
+from pytest_agent_eval.cases.jsonl import read_jsonl
 
 if TYPE_CHECKING:
     import yaml
@@ -70,7 +71,7 @@ class Document:
 
 
 def read_document(path: Path, text: str | None = None, cache: ParseCache | None = None) -> Document:
-    """Parse ``path`` (YAML or JSON by suffix); raise :class:`EvalFileError` on syntax errors.
+    """Parse ``path`` (YAML, JSON or JSON Lines by suffix); raise :class:`EvalFileError` on syntax errors.
 
     YAML documents are read from / stored in ``cache`` when one is given.
     """
@@ -80,12 +81,9 @@ def read_document(path: Path, text: str | None = None, cache: ParseCache | None 
         except (OSError, UnicodeDecodeError) as exc:
             raise EvalFileError(path, 1, f"cannot read file: {exc}") from exc
     text = text.removeprefix("\ufeff")  # a UTF-8 byte-order mark (editors on Windows write one)
-    if path.suffix.lower() in JSONL_SUFFIXES:
-        doc = _read_jsonl(path, text)
-        _check_shape(doc, None)
-        return doc
-    if path.suffix.lower() in JSON_SUFFIXES:
-        doc = _read_json(path, text)
+    suffix = path.suffix.lower()
+    if suffix in JSON_SUFFIXES + JSONL_SUFFIXES:
+        doc = _read_json(path, text) if suffix in JSON_SUFFIXES else Document(path, *read_jsonl(path, text))
         _check_shape(doc, None)
         return doc
     cached = cache.get(text) if cache is not None else None
@@ -218,25 +216,6 @@ def _read_json(path: Path, text: str) -> Document:
             lines.update(_lines_at(text, new))
 
     return Document(path, data, lines, locate)
-
-
-def _read_jsonl(path: Path, text: str) -> Document:
-    """JSON Lines: a list of the lines' values (blank lines skipped), each item at its own line."""
-    data: list[Any] = []
-    lines: dict[PathKey, int] = {(): 1}
-    for number, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            data.append(json.loads(line))
-        except json.JSONDecodeError as exc:
-            raise EvalFileError(
-                path, number, f"JSON Lines syntax error: {exc.msg} (column {exc.colno}); each line is one JSON value"
-            ) from exc
-        except RecursionError as exc:
-            raise _too_deep(path, text) from exc
-        lines[(len(data) - 1,)] = number
-    return Document(path, data, lines)
 
 
 def _lines_at(text: str, offsets: dict[PathKey, int]) -> dict[PathKey, int]:

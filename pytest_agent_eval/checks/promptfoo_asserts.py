@@ -8,14 +8,11 @@ import fnmatch
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pytest_agent_eval.checks.base import CheckError
 from pytest_agent_eval.checks.patterns import DEFAULT_LIMIT, search
 from pytest_agent_eval.run.results import RunRecord
-
-if TYPE_CHECKING:
-    from pytest_agent_eval.checks.promptfoo_graded import Judge
 
 
 @dataclass
@@ -75,7 +72,7 @@ def _starts_with(a: dict[str, Any], run: RunRecord, inverse: bool, *_: Any) -> V
     return _binary(run.output.startswith(str(a["value"])), inverse, f"start with {str(a['value'])!r}")
 
 
-def _regex(a: dict[str, Any], run: RunRecord, inverse: bool, cost: float | None, judge: Judge) -> Verdict:
+def _regex(a: dict[str, Any], run: RunRecord, inverse: bool, cost: float | None, judge: Any) -> Verdict:
     """``re.search`` under the plugin's time limit (a catastrophically backtracking pattern has no verdict)."""
     timeout = judge.ctx.case.timeout
     found = search(str(a["value"]), run.output, limit=timeout if timeout is not None else DEFAULT_LIMIT)

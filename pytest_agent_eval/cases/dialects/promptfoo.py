@@ -10,23 +10,27 @@ plugin cannot honour errors its case with ``path:line: not supported: …``; not
 
 from __future__ import annotations
 
-import csv
-import functools
-import io
 import itertools
-import json
 import re
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 from pytest_agent_eval.cases.dialects.base import Dialect
 from pytest_agent_eval.cases.dialects.common import Ids, Problems, explicit_id, is_number
-from pytest_agent_eval.cases.document import Document, PathKey, read_document
+from pytest_agent_eval.cases.dialects.promptfoo_asserts import assertions_of
+from pytest_agent_eval.cases.dialects.promptfoo_files import (
+    Source,
+    default_test,
+    prompts_of,
+    read_var,
+    render,
+    tests_of,
+)
+from pytest_agent_eval.cases.document import Document, PathKey
 from pytest_agent_eval.cases.errors import EvalFileError
 from pytest_agent_eval.cases.model import Case, LoadedFile, slugify
 from pytest_agent_eval.checks import CheckRegistry
-from pytest_agent_eval.checks.promptfoo import MODEL_GRADED, SUPPORTED
+from pytest_agent_eval.checks.promptfoo import SUPPORTED
 from pytest_agent_eval.checks.promptfoo_graded import python_path
 
 NAME = "promptfoo"
@@ -41,8 +45,6 @@ TOP = frozenset({"prompts", "providers", "targets", "tests", "defaultTest", *IGN
 TEST_KEYS = frozenset({"description", "vars", "assert", "threshold", "metadata", "options"})
 TEST_OPTIONS = frozenset({"provider", "factuality"})
 """Test ``options`` that change no verdict here (graders are the plugin's judge) or that it honours."""
-ASSERT_KEYS = frozenset({"type", "value", "threshold", "weight", "metric", "config", "options", "provider"})
-SET_KEYS = frozenset({"type", "assert", "threshold", "weight", "metric"})
 OPENAI_CONFIG = frozenset(
     {
         "temperature",
@@ -59,8 +61,6 @@ OPENAI_CONFIG = frozenset(
     }
 )
 CLIENT_CONFIG = frozenset({"apiBaseUrl", "apiKey", "apiKeyEnvar"})
-_CSV_TYPES = sorted(SUPPORTED | {"javascript", "grade", "fn"}, key=len, reverse=True)
-_TYPED = re.compile(r"^(not-)?([a-z][a-z0-9:-]*?)(?:\((\d+(?:\.\d+)?)\))?(?::(.*))?$", re.DOTALL)
 
 
 def config_schema() -> dict[str, Any]:
@@ -138,23 +138,6 @@ def claims(path: Path) -> bool:
     return path.name in ("promptfooconfig.yaml", "promptfooconfig.yml", "promptfooconfig.json")
 
 
-class _Source:
-    """Where a test came from: the config or a tests file, at a line (and the key of the test in ``doc``, whose
-    parts have lines of their own), for messages."""
-
-    def __init__(self, path: Path, line: int, doc: Document | None = None, key: PathKey = ()) -> None:
-        self.path, self.line, self.doc, self.key = path, line, doc, key
-
-    def at(self, *sub: str | int) -> _Source:
-        """The source of a part of the test (an assertion): its own line where known."""
-        if self.doc is None:
-            return self
-        return _Source(self.path, self.doc.line((*self.key, *sub)), self.doc, (*self.key, *sub))
-
-    def error(self, message: str) -> str:
-        return f"{self.path}:{self.line}: {message}"
-
-
 def load(doc: Document, registry: CheckRegistry) -> LoadedFile:
     """Every test × prompt × provider as a case; a test or provider the plugin cannot honour errors its cases."""
     data = doc.data
@@ -167,12 +150,12 @@ def load(doc: Document, registry: CheckRegistry) -> LoadedFile:
             )
     if file_problems:
         raise file_problems.errors[0] if len(file_problems.errors) == 1 else _errors(file_problems)
-    prompts = _prompts(doc, base)
+    prompts = prompts_of(doc, base)
     providers = _providers(doc, base)
-    default = _default_test(doc, base)
+    default = default_test(doc, base)
     ids = Ids()
     cases: list[Case] = []
-    for number, (test, source, key) in enumerate(_tests(doc, base), 1):
+    for number, (test, source, key) in enumerate(tests_of(doc, base), 1):
         cases.extend(_cases(doc, test, source, key, default, prompts, providers, ids, base, number))
     return LoadedFile(doc.path, NAME, cases, description=data.get("description"))
 
@@ -184,65 +167,6 @@ def _errors(problems: Problems) -> Exception:
 
 
 # -- prompts ---------------------------------------------------------------------------------------------------
-
-
-def _prompts(doc: Document, base: Path) -> list[tuple[str, str | None, str | None]]:
-    """(label, raw text, problem) per prompt; no ``prompts`` is promptfoo's ``{{prompt}}``."""
-    raw = doc.data.get("prompts", ["{{prompt}}"])
-    items = raw if isinstance(raw, list) else [raw]
-    out: list[tuple[str, str | None, str | None]] = []
-    for i, item in enumerate(items):
-        where = f"{doc.path}:{doc.line(('prompts', i) if isinstance(raw, list) else ('prompts',))}"
-        label = f"prompt{i + 1}"
-        if isinstance(item, dict):
-            label = str(item.get("label") or label)
-            item = item.get("raw", item.get("id"))
-        if not isinstance(item, str):
-            out.append((label, None, f"{where}: a prompt is a string, `file://path` or {{raw|id, label}}"))
-            continue
-        if item.startswith("file://"):
-            ref = item[len("file://") :]
-            path = base / ref
-            if path.suffix in (".py", ".js", ".ts", ".mjs", ".cjs") or "*" in ref:
-                out.append((label, None, f"{where}: not supported: prompt {item} (prompt functions and globs)"))
-                continue
-            try:
-                text = path.read_text(encoding="utf-8")
-            except OSError as exc:
-                out.append((label, None, f"{where}: cannot read prompt {item}: {exc.strerror or exc}"))
-                continue
-            parts = re.split(r"\n-{3,}\n", text) if path.suffix in (".txt", ".md", "") else [text]
-            for n, part in enumerate(parts):
-                out.append((label if len(parts) == 1 else f"{label}-{n + 1}", part.strip("\n"), None))
-            continue
-        out.append((label, item, None))
-    return out
-
-
-@functools.cache
-def _jinja() -> ModuleType:
-    import jinja2
-
-    return jinja2
-
-
-def render(template: str, variables: dict[str, Any]) -> str:
-    """A Nunjucks-style template (``{{ var }}``, filters, ``{% for %}``) rendered with ``variables`` via Jinja2."""
-    if "{{" not in template and "{%" not in template:
-        return template
-    try:
-        jinja2 = _jinja()
-    except ImportError:
-        raise ValueError(
-            "rendering promptfoo templates needs Jinja2: pip install 'pytest-agent-evalset[promptfoo]'"
-        ) from None
-    env = jinja2.Environment(undefined=jinja2.ChainableUndefined, autoescape=False, keep_trailing_newline=True)
-    env.filters["load"] = json.loads  # promptfoo's own filters: JSON.parse / JSON.stringify
-    env.filters["dump"] = json.dumps
-    try:
-        return str(env.from_string(template).render(**variables))
-    except jinja2.TemplateError as exc:
-        raise ValueError(f"template error: {exc}") from None
 
 
 # -- providers -------------------------------------------------------------------------------------------------
@@ -323,139 +247,15 @@ def provider_ref(pid: str, config: Any, base: Path) -> tuple[dict[str, Any] | No
 # -- tests -----------------------------------------------------------------------------------------------------
 
 
-def _default_test(doc: Document, base: Path) -> tuple[dict[str, Any], _Source]:
-    raw = doc.data.get("defaultTest") or {}
-    source = _Source(doc.path, doc.line(("defaultTest",)), doc, ("defaultTest",))
-    if isinstance(raw, str) and raw.startswith("file://"):
-        loaded = list(_file_tests(raw, base, source))
-        if len(loaded) != 1:
-            raise EvalFileError(doc.path, source.line, f"defaultTest {raw}: expected one test, got {len(loaded)}")
-        return loaded[0][0], loaded[0][1]
-    if not isinstance(raw, dict):
-        raise EvalFileError(doc.path, source.line, "defaultTest: expected a mapping of test fields")
-    return raw, source
-
-
-def _tests(doc: Document, base: Path) -> list[tuple[Any, _Source, PathKey]]:
-    """Every test with where it came from: inline, or each row of a ``file://`` tests file."""
-    raw = doc.data.get("tests", [{}])
-    items = raw if isinstance(raw, list) else [raw]
-    out: list[tuple[Any, _Source, PathKey]] = []
-    for i, item in enumerate(items):
-        key: PathKey = ("tests", i) if isinstance(raw, list) else ("tests",)
-        source = _Source(doc.path, doc.line(key), doc, key)
-        if isinstance(item, str):
-            try:
-                out.extend((test, where, key) for test, where in _file_tests(item, base, source))
-            except EvalFileError as exc:
-                out.append((exc, source, key))
-        else:
-            out.append((item, source, key))
-    return out
-
-
-def _file_tests(ref: str, base: Path, source: _Source) -> list[tuple[Any, _Source]]:
-    if not ref.startswith("file://"):
-        raise EvalFileError(source.path, source.line, f"tests entry {ref!r}: not supported (use `file://path`)")
-    paths = sorted(base.glob(ref[len("file://") :])) if "*" in ref else [base / ref[len("file://") :]]
-    out: list[tuple[Any, _Source]] = []
-    for path in paths:
-        suffix = path.suffix.lower()
-        if suffix == ".csv":
-            out.extend(_csv_tests(path, source))
-        elif suffix == ".jsonl":
-            try:
-                lines = path.read_text(encoding="utf-8").splitlines()
-            except OSError as exc:
-                raise EvalFileError(source.path, source.line, f"cannot read {path}: {exc.strerror or exc}") from None
-            for n, text in enumerate(lines, 1):
-                if text.strip():
-                    try:
-                        out.append((json.loads(text), _Source(path, n)))
-                    except ValueError as exc:
-                        out.append((EvalFileError(path, n, f"not JSON: {exc}"), _Source(path, n)))
-        elif suffix in (".yaml", ".yml", ".json"):
-            try:
-                tests = read_document(path)
-            except OSError as exc:
-                raise EvalFileError(source.path, source.line, f"cannot read {path}: {exc}") from None
-            items = tests.data if isinstance(tests.data, list) else [tests.data]
-            for n, item in enumerate(items):
-                key = (n,) if isinstance(tests.data, list) else ()
-                out.append((item, _Source(path, tests.line(key), tests, key)))
-        else:
-            raise EvalFileError(source.path, source.line, f"not supported: tests file {ref} (CSV, JSON, JSONL, YAML)")
-    if not paths:
-        raise EvalFileError(source.path, source.line, f"tests {ref}: no such file")
-    return out
-
-
-def _csv_tests(path: Path, source: _Source) -> list[tuple[Any, _Source]]:
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except OSError as exc:
-        raise EvalFileError(source.path, source.line, f"cannot read {path}: {exc.strerror or exc}") from None
-    reader = csv.reader(io.StringIO(text))
-    header = next(reader, [])
-    out: list[tuple[Any, _Source]] = []
-    line = reader.line_num
-    for cells in reader:
-        where = _Source(path, line + 1)
-        line = reader.line_num
-        if not any(cells):
-            continue
-        test: dict[str, Any] = {"vars": {}, "assert": []}
-        if len(cells) > len(header):
-            out.append(({"__error": "a row has more cells than the header has columns"}, where))
-            continue
-        for column, value in itertools.zip_longest(header, cells, fillvalue=""):
-            if re.fullmatch(r"__expected\d*", column):
-                if value:
-                    test["assert"].append(value)
-            elif column == "__description":
-                test["description"] = value
-            elif column == "__threshold":
-                test["threshold"] = float(value) if value else None
-            elif column.startswith("__metadata:"):
-                test.setdefault("metadata", {})[column[len("__metadata:") :]] = value
-            elif column.startswith("__"):
-                test = {"__error": f"not supported: CSV column {column}"}
-                break
-            else:
-                test["vars"][column] = value
-        out.append((test, where))
-    return out
-
-
-def assertion_of_string(text: str) -> dict[str, Any]:
-    """promptfoo's assertion string syntax (CSV ``__expected``): ``type:value``, ``type(threshold):value``,
-    ``not-type:value``; ``grade:`` is ``llm-rubric``; anything else is ``equals``."""
-    if text.startswith("file://"):
-        return {"type": "javascript" if not text.endswith(".py") else "python", "value": text}
-    match = _TYPED.match(text)
-    if match:
-        negated, kind, threshold, value = match.groups()
-        kind = {"grade": "llm-rubric", "fn": "javascript"}.get(kind, kind)
-        if kind in _CSV_TYPES or kind in SUPPORTED:
-            out: dict[str, Any] = {"type": f"{negated or ''}{kind}"}
-            if value is not None:
-                out["value"] = value
-            if threshold is not None:
-                out["threshold"] = float(threshold)
-            if value is not None or kind in ("is-json", "contains-json"):
-                return out
-    return {"type": "equals", "value": text}
-
-
 # -- cases -----------------------------------------------------------------------------------------------------
 
 
 def _cases(
     doc: Document,
     test: Any,
-    source: _Source,
+    source: Source,
     key: PathKey,
-    default: tuple[dict[str, Any], _Source],
+    default: tuple[dict[str, Any], Source],
     prompts: list[tuple[str, str | None, str | None]],
     providers: list[tuple[str, dict[str, Any] | None, str | None, int]],
     ids: Ids,
@@ -482,7 +282,7 @@ def _cases(
             if name not in TEST_OPTIONS:
                 problems.append(source.error(f"not supported: test option `{name}` (options: provider, factuality)"))
     variables = {**_dict(default_test.get("vars")), **_dict(test.get("vars"))}
-    variables = {k: _var(v, base, source, problems) for k, v in variables.items()}
+    variables = {k: read_var(v, base, source, problems) for k, v in variables.items()}
     threshold = test.get("threshold", default_test.get("threshold"))
     if threshold is not None and not is_number(threshold):
         problems.append(source.error(f"threshold: expected a number, got {threshold!r}"))
@@ -507,7 +307,7 @@ def _cases(
             case_problems = list(problems)
             if prompt_problem:
                 case_problems.append(prompt_problem)
-            asserts = _assertions(
+            asserts = assertions_of(
                 raw_asserts, combo, source, default_source, len(default_test.get("assert") or []), base, case_problems
             )
             rendered = ""
@@ -547,28 +347,6 @@ def _dict(value: Any) -> dict[str, Any]:
     return dict(value) if isinstance(value, dict) else {}
 
 
-def _var(value: Any, base: Path, source: _Source, problems: list[str]) -> Any:
-    """A var's value; ``file://`` reads the file (text; JSON and YAML parsed), as promptfoo does."""
-    if not isinstance(value, str) or not value.startswith("file://"):
-        return value
-    path = base / value[len("file://") :]
-    if path.suffix in (".py", ".js", ".ts", ".mjs", ".cjs"):
-        problems.append(source.error(f"not supported: var {value} (script vars)"))
-        return value
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        problems.append(source.error(f"cannot read var {value}: {exc.strerror or exc}"))
-        return value
-    if path.suffix == ".json":
-        return json.loads(text)
-    if path.suffix in (".yaml", ".yml"):
-        import yaml
-
-        return yaml.safe_load(text)
-    return text
-
-
 def _expand(variables: dict[str, Any]) -> list[dict[str, Any]]:
     """promptfoo's var arrays: a list value makes one test per item (the product over every list var)."""
     lists = [k for k, v in variables.items() if isinstance(v, list)]
@@ -576,163 +354,6 @@ def _expand(variables: dict[str, Any]) -> list[dict[str, Any]]:
         return [variables]
     combos = itertools.product(*(variables[k] for k in lists))
     return [{**variables, **dict(zip(lists, values, strict=True))} for values in combos]
-
-
-def _assertions(
-    raw: list[Any],
-    variables: dict[str, Any],
-    source: _Source,
-    default_source: _Source,
-    n_default: int,
-    base: Path,
-    problems: list[str],
-) -> list[dict[str, Any]]:
-    out = []
-    for i, item in enumerate(raw):
-        where = default_source.at("assert", i) if i < n_default else source.at("assert", i - n_default)
-        a = _assertion(item, variables, where, base, problems, in_set=False)
-        if a is not None:
-            out.append(a)
-    return out
-
-
-def _assertion(
-    item: Any, variables: dict[str, Any], source: _Source, base: Path, problems: list[str], in_set: bool
-) -> dict[str, Any] | None:
-    if isinstance(item, str):
-        item = assertion_of_string(item)
-    if not isinstance(item, dict) or not isinstance(item.get("type"), str):
-        problems.append(source.error(f"an assertion is a mapping with `type`, got {item!r}"))
-        return None
-    kind = item["type"]
-    if kind == "assert-set":
-        if in_set:
-            problems.append(source.error("not supported: an assert-set inside an assert-set"))
-            return None
-        extra = sorted(set(item) - SET_KEYS)
-        if extra:
-            problems.append(source.error(f"not supported: assert-set field {', '.join(extra)}"))
-        inner = [
-            _assertion(sub, variables, source.at("assert", j), base, problems, True)
-            for j, sub in enumerate(item.get("assert") or [])
-        ]
-        if not inner:
-            problems.append(source.error("assert-set: `assert` needs at least one assertion"))
-        return {**_common(item, source, problems), "type": kind, "assert": [a for a in inner if a is not None]}
-    inverse = kind.startswith("not-")
-    base_type = kind[4:] if inverse else kind
-    if base_type not in SUPPORTED:
-        problems.append(source.error(f"not supported: assertion `{kind}`" + _why(base_type)))
-        return None
-    extra = sorted(set(item) - ASSERT_KEYS)
-    if extra:
-        problems.append(source.error(f"not supported: assertion field {', '.join(extra)} (on `{kind}`)"))
-    if item.get("provider") is not None:
-        problems.append(source.error(f"not supported: a grader `provider` on `{kind}` (the plugin's judge grades)"))
-    out = {**_common(item, source, problems), "type": kind, "base": base_type, "inverse": inverse}
-    value = item.get("value")
-    if base_type == "python" and isinstance(value, str) and value.startswith("file://"):
-        path, function = python_path(value[len("file://") :], base)
-        out.update(file=path, function=function, value=value)
-        return out
-    if isinstance(value, str) and value.startswith("file://"):
-        value = _var(value, base, source, problems)
-    try:
-        out["value"] = _render_value(value, variables)
-    except ValueError as exc:
-        problems.append(source.error(str(exc)))
-    if item.get("config") is not None:
-        out["config"] = item["config"]
-    if item.get("options") is not None:
-        out["options"] = item["options"]
-    _check_value(out, source, problems)
-    return out
-
-
-def _why(base_type: str) -> str:
-    if base_type in ("javascript", "ruby", "webhook"):
-        return " (write it as a `python` assertion)"
-    return " (see the README's promptfoo section for the supported assertions)"
-
-
-def _common(item: dict[str, Any], source: _Source, problems: list[str]) -> dict[str, Any]:
-    out: dict[str, Any] = {"line": source.line}
-    for name in ("threshold", "weight"):
-        value = item.get(name)
-        if value is not None:
-            if not is_number(value) or (name == "weight" and value < 0):
-                problems.append(source.error(f"{item.get('type')}: `{name}` must be a number >= 0, got {value!r}"))
-            else:
-                out[name] = float(value)
-    if item.get("metric") is not None:
-        out["metric"] = str(item["metric"])
-    return out
-
-
-def _render_value(value: Any, variables: dict[str, Any]) -> Any:
-    if isinstance(value, str):
-        return render(value, variables)
-    if isinstance(value, list):
-        return [render(v, variables) if isinstance(v, str) else v for v in value]
-    return value
-
-
-def _check_value(a: dict[str, Any], source: _Source, problems: list[str]) -> None:
-    """What promptfoo would refuse at run time, refused at load time (the case errors, naming the line)."""
-    base, value = a["base"], a.get("value")
-    needs_value = {
-        "equals",
-        "contains",
-        "icontains",
-        "contains-any",
-        "contains-all",
-        "icontains-any",
-        "icontains-all",
-        "starts-with",
-        "regex",
-        "python",
-        "tool-call-f1",
-        "trajectory:tool-used",
-        "trajectory:tool-sequence",
-        "trajectory:step-count",
-        *MODEL_GRADED,
-    }
-    if base in needs_value and value in (None, "", []):
-        problems.append(source.error(f"`{a['type']}` needs a `value`"))
-        return
-    if base in ("latency", "cost") and a.get("threshold") is None:
-        problems.append(source.error(f"not supported: `{a['type']}` without `threshold` (a metric-only figure)"))
-    if base == "regex":
-        try:
-            re.compile(str(value))
-        except re.error as exc:
-            problems.append(source.error(f"regex: bad pattern {value!r}: {exc}"))
-    if base in ("is-json", "contains-json") and isinstance(value, str) and value:
-        import yaml
-
-        try:
-            a["value"] = yaml.safe_load(value)
-        except yaml.YAMLError as exc:
-            problems.append(source.error(f"{a['type']}: the schema is not YAML/JSON: {exc}"))
-    if base == "trajectory:step-count":
-        kinds = value.get("type") if isinstance(value, dict) else None
-        if not isinstance(value, dict) or ("min" not in value and "max" not in value):
-            problems.append(source.error("trajectory:step-count needs a mapping with `min` or `max`"))
-        elif kinds not in (None, "tool", ["tool"]):
-            problems.append(source.error(f"not supported: trajectory:step-count of type {kinds} (tool steps only)"))
-        elif kinds is None:
-            problems.append(
-                source.error(
-                    "not supported: trajectory:step-count without `type: tool` (the plugin "
-                    "sees the agent's tool calls, not its other trace spans)"
-                )
-            )
-    if (
-        base == "trajectory:tool-sequence"
-        and isinstance(value, dict)
-        and value.get("mode") not in (None, "exact", "in_order")
-    ):
-        problems.append(source.error(f"trajectory:tool-sequence: mode must be exact or in_order, got {value['mode']}"))
 
 
 DIALECT = Dialect(NAME, detect, load, claims=claims)
