@@ -29,6 +29,7 @@ from pytest_agent_eval.report.baseline import (
     Comparison,
     compare,
     load_records,
+    load_report,
 )
 from pytest_agent_eval.report.schema import report_schema
 
@@ -219,8 +220,8 @@ def html_page(
     from pytest_agent_eval.report.html import Baseline, write_html
 
     try:
-        records = load_records(Path(report))  # checked as a baseline is: one line naming the file and what is wrong
-        document = json.loads(Path(report).read_text(encoding="utf-8"))
+        document = load_report(Path(report))  # checked as a baseline is: one line naming the file and what is wrong
+        records = load_records(Path(report))
         before = load_records(Path(base)) if base else None
     except BaselineError as exc:
         print(f"agent-eval html: {exc}", file=sys.stderr)
@@ -231,7 +232,12 @@ def html_page(
         baseline = Baseline(compare(before, records, tolerance, significance), before, base)
     elif "tolerance" in kept:  # the comparison the run made and the report kept
         baseline = Baseline(Comparison.from_dict(kept), None, str(kept.get("path", "")))
-    write_html(Path(output), document, baseline)
+    try:
+        write_html(Path(output), document, baseline)
+    except OSError as exc:
+        why = exc if exc.strerror is None else exc.strerror
+        print(f"agent-eval html: {output} not written: {why}", file=sys.stderr)
+        return 2
     print(f"agent-eval html: wrote {output} ({len(document.get('cases', []))} cases)")
     return 0
 
@@ -292,6 +298,13 @@ def _command(argv: list[str] | None) -> int:
     schema = sub.add_parser("schema", help="print the JSON Schema of the native eval file format")
     schema.add_argument("-p", dest="plugins", action="append", default=[], metavar="PLUGIN", help=plugin_help)
     schema.add_argument("--report", action="store_true", help="print the schema of --agent-eval-report files instead")
+    schema.add_argument(
+        "--format",
+        choices=("native", "promptfoo", "sidecar"),
+        default="native",
+        help="the eval file format: native (default), promptfoo (the config subset it runs), sidecar (a dataset's "
+        "<stem>.expect.yaml)",
+    )
     cmp = sub.add_parser("compare", help="compare two --agent-eval-report files: regressions, fixes, new, missing")
     cmp.add_argument("base", metavar="BASE", help="the earlier report")
     cmp.add_argument("cand", metavar="CAND", help="the report to judge")
@@ -319,7 +332,17 @@ def _command(argv: list[str] | None) -> int:
     if args.report:
         print(json.dumps(report_schema(), indent=2))
         return 0
+    if args.format == "promptfoo":
+        from pytest_agent_eval.cases.dialects.promptfoo import config_schema
+
+        print(json.dumps(config_schema(), indent=2))
+        return 0
     checks = registries(args.plugins, ["."]).checks
+    if args.format == "sidecar":
+        from pytest_agent_eval.cases.dialects.dataset_rows import sidecar_schema
+
+        print(json.dumps(sidecar_schema(checks), indent=2))
+        return 0
     print(json.dumps(native_schema(checks), indent=2))
     return 0
 

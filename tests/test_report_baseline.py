@@ -233,11 +233,12 @@ def test_agent_eval_compare(runs: pytest.Pytester) -> None:
     assert result.ret == 0
     lines = result.stdout.lines
     assert lines[0] == "compared with the baseline: 1 regressions, 1 fixes, 1 new, 1 missing"
-    assert lines[1] == ""
-    header, *rows = (line.split(maxsplit=2) for line in lines[2:] if line)
+    assert lines[1].startswith("suite: 2/3 -> 2/3 cases passed; McNemar 1 harmful, 1 beneficial, p = 1;")
+    assert lines[2] == ""
+    header, *rows = (line.split(maxsplit=2) for line in lines[3:] if line)
     assert header == ["change", "case", "detail"]
     assert [row[0] for row in rows] == ["regressions", "fixes", "new", "missing"]
-    assert len({line.index(row[1]) for line, row in zip(lines[3:], rows, strict=True)}) == 1  # case column aligned
+    assert len({line.index(row[1]) for line, row in zip(lines[4:], rows, strict=True)}) == 1  # case column aligned
     failing = runs.run("agent-eval", "compare", "base.json", "cand.json", "--fail-on-regression")
     assert failing.ret == 1
     same = runs.run("agent-eval", "compare", "base.json", "base.json", "--fail-on-regression")

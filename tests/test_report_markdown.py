@@ -48,9 +48,12 @@ def test_markdown_of_records_and_a_comparison() -> None:
     ]
     assert lines[4] == "| all | 1/2 | 0.50 | 0.00 | - | 0.10 s | 0.10 s | - |"
     assert "| `e.yaml::a` | failed | the \\| agent failed | `eval_x.yaml:1` |" in lines
-    assert lines[-7:] == [
+    assert lines[-9:] == [
         "",
         "**Compared with the baseline:** 1 regressions, 1 fixes, 0 new, 0 missing",
+        "",
+        "suite: 1/2 -> 1/2 cases passed; McNemar 1 harmful, 1 beneficial, p = 1; pass rate +0.0 pp "
+        "(95% CI -100.0 pp to +100.0 pp, bootstrap over cases)",
         "",
         "| change | case | detail |",
         "|---|---|---|",
@@ -104,6 +107,9 @@ def test_agent_eval_compare_markdown(runs: pytest.Pytester) -> None:
     assert result.ret == 1
     assert result.outlines == [
         "**Compared with the baseline:** 1 regressions, 1 fixes, 1 new, 1 missing",
+        "",
+        "suite: 2/3 -> 2/3 cases passed; McNemar 1 harmful, 1 beneficial, p = 1; pass rate +0.0 pp "
+        "(95% CI -100.0 pp to +100.0 pp, bootstrap over cases)",
         "",
         "| change | case | detail |",
         "|---|---|---|",

@@ -147,7 +147,8 @@ def test_secrets_never_reach_a_cassette_and_matching_ignores_named_fields() -> N
 
 def test_a_cassette_is_vcrpy_yaml_and_answers_in_order(tmp_path: Path) -> None:
     path = cassette_path(tmp_path / "cassettes", Path("evals/eval_routing.yaml"), "a case/with odd:chars")
-    assert path == tmp_path / "cassettes" / "eval_routing" / "a_case_with_odd_chars.yaml"
+    assert path.parent == tmp_path / "cassettes" / "eval_routing"  # with a hash of the id, as its name had to change
+    assert path.name.startswith("a_case_with_odd_chars-") and path.suffix == ".yaml"
     cassette = Cassette(path, frozenset())
     for n, answer in enumerate(["first", "second"], 1):
         cassette.add(

@@ -3,6 +3,7 @@ with the other results in ``run.results``); how a per-turn result is named."""
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -123,7 +124,10 @@ def evaluate(run: RunRecord, expect: dict[str, Any], ctx: CheckContext, registry
     results = []
     for name, spec in expect.items():
         try:
-            results.append(registry[name].func(run, spec, ctx))
+            result = registry[name].func(run, spec, ctx)
+            if not _finite(result.score):
+                raise CheckError(f"the check's score {result.score!r} is not a finite number")
+            results.append(result)
         except Exception as exc:
             why = str(exc) if isinstance(exc, CheckError) else f"check raised {describe(exc)}"
             results.append(CheckResult(name, False, 0.0, spec, f"no verdict: {why}", why, scored=False, error=True))
@@ -147,3 +151,8 @@ def in_turn(n: int, name: str) -> str:
 def check_name(result_name: str) -> str:
     """The check a result's name is of: the name without its ``turn N: `` prefix (``in_turn``)."""
     return _TURN.sub("", result_name, count=1)
+
+
+def _finite(score: object) -> bool:
+    """Whether ``score`` is a real number that is not NaN or infinite (anything else has no verdict)."""
+    return isinstance(score, (int, float)) and not isinstance(score, bool) and math.isfinite(score)

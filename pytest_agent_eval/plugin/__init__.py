@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from pytest_agent_eval import compat, imports
-from pytest_agent_eval.plugin import hookspecs, options, skipping, stopping
+from pytest_agent_eval.plugin import hookspecs, options, signals, skipping, stopping
 from pytest_agent_eval.plugin.fixtures import (  # noqa: F401 - the plugin's fixtures
     agent_eval_case,
     agent_eval_llm,
@@ -44,6 +44,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
         register_scheduler(config)
     formats.configure(config)
+    signals.install()
     if config.pluginmanager.hasplugin("xdist") and compat.worker_input(config) is None:
         from pytest_agent_eval.plugin.crashes import CrashReporter
 
@@ -56,6 +57,7 @@ def pytest_agent_eval_register_formats(config: pytest.Config) -> None:
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
+    signals.restore()
     imports.remove_root(config.rootpath)
     if STATE in config.stash:
         config.stash[STATE].close()

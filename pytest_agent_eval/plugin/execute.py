@@ -12,6 +12,7 @@ from pytest_agent_eval.plugin.state import get_state
 from pytest_agent_eval.report.attach import note_result
 from pytest_agent_eval.report.failure import details
 from pytest_agent_eval.run.results import CaseResult
+from pytest_agent_eval.secrets import scrub_text
 from pytest_agent_eval.text import printable
 
 if TYPE_CHECKING:
@@ -37,7 +38,8 @@ def run_item(item: pytest.Item, case: Case, request: pytest.FixtureRequest) -> N
     infra = next((t.run.infra_error for t in result.trials if t.run.infra_error), None)
     if infra is not None:
         where = f"{item.location[0]}:{case.line}"
-        raise InfrastructureError(f"{where}: case {case.id}: infrastructure error, not the agent's: {infra}")
+        message = f"{where}: case {case.id}: infrastructure error, not the agent's: {infra}"
+        raise InfrastructureError(printable(scrub_text(message)))
     if result.passed and result.unscored:  # a pass with nothing scored would be a made-up verdict
         names = ", ".join(dict.fromkeys(c.name for c in result.unscored))
         reason = f"nothing scored ({names}): {result.unscored[0].message}"

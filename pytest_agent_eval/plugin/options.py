@@ -109,7 +109,16 @@ def add_options(parser: pytest.Parser) -> None:
         metavar="P",
         type=float,
         default=0.05,
-        help="a repeated case's pass-rate drop is a regression when Fisher's exact test gives p < P (default 0.05)",
+        help="a repeated case's pass-rate drop is a regression when Fisher's exact test gives p < P, and the suite "
+        "gate fails when McNemar's test does (default 0.05)",
+    )
+    group.addoption(
+        "--agent-eval-k",
+        dest="agent_eval_k",
+        metavar="K",
+        type=int,
+        default=None,
+        help="k of pass@k and pass^k of repeated cases (default: each case's trials)",
     )
     group.addoption(
         "--agent-eval-fail-on-regression",
@@ -121,9 +130,10 @@ def add_options(parser: pytest.Parser) -> None:
     group.addoption(
         "--agent-eval-gate",
         dest="agent_eval_gate",
-        choices=["regressions"],
+        choices=["regressions", "suite"],
         default=None,
-        help="regressions: the exit status depends on regressions against the baseline alone",
+        help="regressions: the exit status depends on regressions against the baseline alone; suite: on the "
+        "suite-level test alone (the pass rate dropped with McNemar p < --agent-eval-significance)",
     )
     for name, ini, what in (
         ("--agent-eval-min-pass-rate", "agent_eval_min_pass_rate", "share of decided cases that must pass (0..1)"),

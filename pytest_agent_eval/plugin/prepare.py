@@ -7,6 +7,7 @@ item and leaves the case to its item's turn when anything is missing.
 
 from __future__ import annotations
 
+import contextlib
 import weakref
 from collections.abc import Callable, Coroutine, Mapping
 from types import TracebackType
@@ -86,12 +87,16 @@ def with_mocked_tools(agent: Agent, case: Case, state: EvalSession) -> Agent:
         return entry[1]
     copy = agent.adapter.mock_tools(agent.source, lambda tool: wrap(tool, state.adapters))
     mocked = agent if copy is None else agent.adapter.agent(copy, agent.name)
-    try:  # kept while the agent object lives (a function-scoped fixture's goes with its test) and the session lasts
-        for gone in [k for k, (ref, _) in made.items() if ref() is None]:
-            del made[gone]
-        made[key] = (weakref.ref(agent.source), mocked)
-    except TypeError:  # no weak references to it: made again for each case
-        pass
+
+    def forget(ref: weakref.ref[Any]) -> None:  # the agent object is gone: so is its copy, and the stand-ins in it
+        entry = made.get(key)
+        if entry is not None and entry[0] is ref:
+            made.pop(key, None)
+
+    # kept while the agent object lives (a function-scoped fixture's goes with its test) and the session lasts;
+    # an object without weak references gets its copy made again for each case
+    with contextlib.suppress(TypeError):
+        made[key] = (weakref.ref(agent.source, forget), mocked)
     return mocked
 
 
@@ -172,7 +177,8 @@ def item_agent(item: pytest.Item, case: Case, request: pytest.FixtureRequest) ->
             else:
                 source = f"{case.path}:{case.agent_line}"
             named = f" ({case.agent_name})" if case.agent_name and case.agent_line is not None else ""
-            shown = ref if isinstance(ref, str) else ref.get("url")  # never a header: it may hold a secret
+            # never a header: it may hold a secret; a promptfoo provider by its id
+            shown = ref if isinstance(ref, str) else ref.get("url") or ref.get("promptfoo_provider", {}).get("id")
             problem = f"{source}: agent{named} {shown!r}: {exc}"
         raise CaseCannotRun(problem)
     try:

@@ -8,6 +8,7 @@ from typing import NoReturn
 
 import pytest
 
+from pytest_agent_eval.secrets import scrub_text
 from pytest_agent_eval.text import printable
 
 _AT_ITEM = pytest.StashKey[bool]()
@@ -32,7 +33,7 @@ def fail_item(item: pytest.Item, message: str) -> NoReturn:
     """Fail ``item`` with ``message`` alone: no traceback into the plugin (nor the error being handled, if any),
     files named relative to the rootdir as pytest does, and no control character from the agent or the file
     reaching the terminal raw."""
-    raise pytest.fail.Exception(printable(relative(message, item.config)), pytrace=False) from None
+    raise pytest.fail.Exception(printable(scrub_text(relative(message, item.config))), pytrace=False) from None
 
 
 def relative(message: str, config: pytest.Config) -> str:

@@ -44,6 +44,7 @@ class EvalSession:
         self._loops: Loops | None = None
         self._marks: dict[str, pytest.MarkDecorator] = {}
         self._parse_cache: ParseCache | None = None
+        self._no_parse_cache = False
         self.scheduler: Scheduler | None = None
         """Starts upcoming cases early: registered at concurrency > 1 only (``prepare.register_scheduler``)."""
         self._inflight: Any = _UNSET
@@ -60,9 +61,11 @@ class EvalSession:
         from pytest_agent_eval.traffic.session import start
 
         cache = getattr(self.config, "cache", None)
-        if cache is not None:  # the run's cache directory, shared by every xdist worker
-            folder = cache.mkdir("agent_eval_limits")
-        else:
+        try:  # the run's cache directory, shared by every xdist worker
+            folder = cache.mkdir("agent_eval_limits") if cache is not None else None
+        except OSError:  # not writable: the folder below, as without a cache
+            folder = None
+        if folder is None:
             digest = hashlib.sha256(str(self.config.rootpath).encode()).hexdigest()[:12]
             folder = Path(tempfile.gettempdir()) / f"pytest-agent-eval-limits-{digest}"
         try:
@@ -102,10 +105,13 @@ class EvalSession:
     @property
     def parse_cache(self) -> ParseCache | None:
         """The YAML parse cache in pytest's cache directory (none under ``-p no:cacheprovider``)."""
-        if self._parse_cache is None and getattr(self.config, "cache", None) is not None:
+        if self._parse_cache is None and not self._no_parse_cache and getattr(self.config, "cache", None) is not None:
             from pytest_agent_eval.cases.cache import ParseCache
 
-            self._parse_cache = ParseCache(self.config.cache.mkdir("agent_eval_parsed"))
+            try:
+                self._parse_cache = ParseCache(self.config.cache.mkdir("agent_eval_parsed"))
+            except OSError:  # a cache directory that cannot be written only costs speed: files are parsed each time
+                self._no_parse_cache = True
         return self._parse_cache
 
     @property

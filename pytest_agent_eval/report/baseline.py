@@ -25,7 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from pytest_agent_eval.report.record import CaseRecord
-from pytest_agent_eval.report.schema import SCHEMA_VERSION
+from pytest_agent_eval.report.schema import SCHEMA_VERSION, report_schema
+from pytest_agent_eval.report.significance import Pair, SuiteTest
 from pytest_agent_eval.text import text_table
 
 DEFAULT_TOLERANCE = 0.05
@@ -84,6 +85,13 @@ class Comparison:
     """Why the runs could not be compared (no case in common); ``None`` when they were."""
     matched: str | None = None
     """How node ids were matched when the baseline was written from another rootdir; ``None``: as they are."""
+    suite: SuiteTest | None = None
+    """The suite-level test over the cases both runs decided (McNemar, bootstrap interval); ``None`` without any."""
+
+    def suite_dropped(self) -> bool:
+        """Whether the suite gate fails the run: the pass rate dropped with McNemar p below the significance, or
+        there is nothing to test (not compared, no case decided on both sides)."""
+        return self.not_compared is not None or self.suite is None or self.suite.dropped(self.significance)
 
     @property
     def failed(self) -> bool:
@@ -111,9 +119,13 @@ class Comparison:
             return []
         return [(name, getattr(self, name)) for name in _GROUPS]
 
+    def suite_lines(self) -> list[str]:
+        """The suite-level test, one line (none when not compared)."""
+        return [self.suite.line()] if self.suite is not None and self.not_compared is None else []
+
     def lines(self) -> list[str]:
-        """The comparison as text: a count line, then each change under its heading."""
-        out = [self.headline(), *([self.matched] if self.matched else [])]
+        """The comparison as text: a count line, the suite-level test, then each change under its heading."""
+        out = [self.headline(), *self.suite_lines(), *([self.matched] if self.matched else [])]
         for title, changes in self.groups():
             if changes:
                 out.append(f"{title}:")
@@ -121,8 +133,9 @@ class Comparison:
         return out
 
     def table(self) -> list[str]:
-        """The comparison as a text table (``agent-eval compare``): a count line, then a row per changed case."""
-        out = [self.headline(), *([self.matched] if self.matched else [])]
+        """The comparison as a text table (``agent-eval compare``): a count line, the suite-level test, then a row
+        per changed case."""
+        out = [self.headline(), *self.suite_lines(), *([self.matched] if self.matched else [])]
         rows = [(title, c.nodeid, c.detail) for title, changes in self.groups() for c in changes]
         if rows:
             out += ["", *text_table([("change", "case", "detail"), *rows], align_left=3)]
@@ -133,6 +146,7 @@ class Comparison:
         if self.not_compared is not None:
             return [f"**Baseline not compared:** {md_cell(self.not_compared)}"]
         out = [f"**Compared with the baseline:** {self.counts()}"]
+        out += [item for line in self.suite_lines() for item in ("", md_cell(line))]
         if self.matched:
             out += ["", md_cell(self.matched)]
         rows = [(title, c) for title, changes in self.groups() for c in changes]
@@ -151,6 +165,7 @@ class Comparison:
             significance=data.get("significance", DEFAULT_SIGNIFICANCE),
             not_compared=data.get("not_compared"),
             matched=data.get("matched"),
+            suite=SuiteTest.from_dict(data["suite"]) if data.get("suite") else None,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -160,6 +175,7 @@ class Comparison:
             "significance": self.significance,
             "not_compared": self.not_compared,
             "matched": self.matched,
+            "suite": self.suite.to_dict() if self.suite is not None else None,
         }
         for name in _GROUPS:
             out[name] = [
@@ -168,14 +184,19 @@ class Comparison:
         return out
 
 
+_MD_ESCAPES = str.maketrans({c: f"\\{c}" for c in "\\`*_[]~|"} | {"&": "&amp;", "<": "&lt;"})
+"""What makes agent text inert in GitHub markdown: HTML as text, no emphasis, link, code or strike, no new column."""
+
+
 def md_cell(text: str) -> str:
-    """``text`` fit for one markdown table cell: one line, pipes escaped."""
-    return " ".join(text.split()).replace("|", "\\|")
+    """``text`` fit for one markdown table cell: one line, shown as it is (no HTML, link or emphasis of its own:
+    it may be an agent's output), pipes escaped."""
+    return " ".join(text.split()).translate(_MD_ESCAPES)
 
 
 def md_code(text: str) -> str:
     """``text`` as inline code in a table cell."""
-    return f"`{md_cell(text).replace('`', chr(39))}`"
+    return "`" + " ".join(text.split()).replace("`", "'").replace("|", "\\|") + "`"  # nothing else is active in code
 
 
 def _rate(record: CaseRecord) -> str:
@@ -227,6 +248,7 @@ def compare(
         base_key, cand_key = partial(_strip, prefixes[0]), partial(_strip, prefixes[1])
     base_by = {base_key(b): base[b] for b in base}
     cand_by = {cand_key(c): cand[c] for c in cand}
+    decided: list[tuple[bool, bool, Pair]] = []
     for key in sorted(base_by.keys() | cand_by.keys(), key=lambda k: k[1]):
         before, after = base_by.get(key), cand_by.get(key)
         if before is None and after is not None:
@@ -235,12 +257,22 @@ def compare(
             out.missing.append(Change(before.nodeid, f"was {before.outcome}"))
         elif before is not None and after is not None:
             _compare_case(before, after, tolerance, significance, out)
+            if before.outcome in _PASSED + _FAILED and after.outcome in _PASSED + _FAILED:
+                decided.append((before.outcome in _PASSED, after.outcome in _PASSED, (_trials(before), _trials(after))))
             if out.matched is None and before.nodeid != after.nodeid:
                 out.matched = (
                     f"node ids matched across rootdirs: the baseline's {_file_of(before.nodeid)}::* is this run's "
                     f"{_file_of(after.nodeid)}::*"
                 )
+    out.suite = SuiteTest.of(decided)
     return out
+
+
+def _trials(record: CaseRecord) -> tuple[int, int]:
+    """``(passing trials, trials)`` of a decided case; one trial of its outcome when it never ran (an error)."""
+    if record.trials:
+        return record.passes, len(record.trials)
+    return (1 if record.outcome in _PASSED else 0), 1
 
 
 _Key = tuple[bool, str]
@@ -292,18 +324,59 @@ def _rootdir_prefixes(base: list[str], cand: list[str]) -> tuple[str, str] | Non
 
 def load_records(path: Path) -> list[CaseRecord]:
     """The records of an ``--agent-eval-report`` file; ``BaselineError`` naming the file when it is not one."""
+    data = load_report(path)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        return [CaseRecord.from_dict(c) for c in data["cases"]]
+    except (TypeError, KeyError, AttributeError, ValueError) as exc:
+        raise BaselineError(f"{path}: a case record does not match the report schema: {exc}") from None
+
+
+def load_report(path: Path) -> dict[str, Any]:
+    """An ``--agent-eval-report`` file as data, its cases checked against the report schema (each field of the
+    type the reports read); ``BaselineError`` naming the file, and the case and field, when it is not one."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"), parse_constant=_no_constant)
     except OSError as exc:
         raise BaselineError(f"{path}: cannot read the report: {exc.strerror or exc}") from None
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:  # UnicodeDecodeError is a ValueError
         raise BaselineError(f"{path}: not JSON: {exc}") from None
     if not isinstance(data, dict) or data.get("schema_version") != SCHEMA_VERSION or "cases" not in data:
         raise BaselineError(
             f"{path}: not an --agent-eval-report file of schema_version {SCHEMA_VERSION}; "
             "write one with pytest --agent-eval-report PATH"
         )
-    try:
-        return [CaseRecord.from_dict(c) for c in data["cases"]]
-    except (TypeError, KeyError, AttributeError) as exc:
-        raise BaselineError(f"{path}: a case record does not match the report schema: {exc}") from None
+    error = next(iter(_case_validator().iter_errors(data["cases"])), None)
+    if error is not None:
+        where = "cases" + "".join(f"[{p!r}]" for p in error.absolute_path)
+        raise BaselineError(
+            f"{path}: a case record does not match the report schema: {where}: {cut_message(error.message)}"
+        )
+    baseline = data.get("baseline")
+    if baseline is not None and not isinstance(baseline, dict):
+        raise BaselineError(f"{path}: baseline does not match the report schema: not an object")
+    return data
+
+
+def _no_constant(name: str) -> None:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def cut_message(text: str, limit: int = 200) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+_VALIDATOR: list[Any] = []
+
+
+def _case_validator() -> Any:
+    """A validator of the report's ``cases``: the shipped schema's case, with only the fields a record cannot do
+    without required (an older report may lack the others)."""
+    if not _VALIDATOR:
+        import jsonschema  # a core dependency, loaded only when a report is read
+
+        schema = report_schema()
+        defs = dict(schema["$defs"])
+        defs["case"] = {**defs["case"], "required": ["nodeid", "case_id", "file", "line", "outcome"]}
+        cases = {"type": "array", "items": {"$ref": "#/$defs/case"}, "$defs": defs}
+        _VALIDATOR.append(jsonschema.Draft202012Validator(cases))
+    return _VALIDATOR[0]

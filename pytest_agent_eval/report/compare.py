@@ -1,5 +1,6 @@
 """``--agent-eval-baseline PATH``: this run against an earlier report, shown after the summary and, with
-``--agent-eval-fail-on-regression`` or ``--agent-eval-gate regressions``, deciding the exit status.
+``--agent-eval-fail-on-regression`` or ``--agent-eval-gate regressions``, deciding the exit status; with
+``--agent-eval-gate suite`` the suite-level test alone decides it (SPEC §20).
 
 A baseline that cannot be used (not JSON, another schema version, not a report) is one line in the summary; the
 run runs and reports as without a baseline, its exit status its own. A baseline that shares no case with the run is
@@ -65,6 +66,8 @@ class BaselineCompare:
             return
         if self.gate == "regressions":
             session.exitstatus = pytest.ExitCode.TESTS_FAILED if comparison.failed else pytest.ExitCode.OK
+        elif self.gate == "suite":
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED if comparison.suite_dropped() else pytest.ExitCode.OK
         elif self.fail_on_regression and comparison.failed:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
@@ -84,7 +87,15 @@ class BaselineCompare:
         terminalreporter.write_sep("-", f"baseline {self.path}")
         for line in lines:
             terminalreporter.write_line(line)
-        if comparison.not_compared is not None and self.fail_on_regression:
+        if self.gate == "suite":
+            if comparison.not_compared is not None:
+                terminalreporter.write_line("the run fails: the baseline was not compared with it", red=True)
+            elif comparison.suite is None:
+                terminalreporter.write_line("the run fails: no case was decided in both runs", red=True)
+            elif comparison.suite_dropped():
+                why = f"the suite's pass rate dropped (McNemar p < {comparison.significance:g})"
+                terminalreporter.write_line(f"the run fails: {why}", red=True)
+        elif comparison.not_compared is not None and self.fail_on_regression:
             terminalreporter.write_line("the run fails: the baseline was not compared with it", red=True)
         elif comparison.regressions and self.fail_on_regression:
             terminalreporter.write_line("the run fails: regressions against the baseline", red=True)

@@ -16,11 +16,11 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pytest_agent_eval.report.atomic import write_text_atomically
+from pytest_agent_eval.report.atomic import write_report, write_text_atomically
 from pytest_agent_eval.report.baseline import Change, Comparison
 from pytest_agent_eval.report.record import CaseRecord
 from pytest_agent_eval.report.stats import Stats, by_file_and_tag, percentile
-from pytest_agent_eval.report.summary import cost_notes, summary_rows
+from pytest_agent_eval.report.summary import cost_notes, pass_k_notes, summary_rows
 
 if TYPE_CHECKING:
     import pytest
@@ -164,6 +164,7 @@ def _baseline_section(records: list[CaseRecord], baseline: Baseline) -> str:
         '<section id="baseline"><h2>Compared with the baseline</h2>',
         f"<p>{esc(baseline.name)}: <b>{esc(comparison.counts())}</b></p>",
     ]
+    out += [f'<p class="suite">{esc(line)}</p>' for line in comparison.suite_lines()]
     if comparison.matched:
         out.append(f"<p>{esc(comparison.matched)}</p>")
     for title, changes in comparison.groups():
@@ -209,6 +210,7 @@ def render(document: dict[str, Any], baseline: Baseline | None = None) -> str:
     """The page for a JSON report's ``document``; with ``baseline``, the comparison first."""
     records = [CaseRecord.from_dict(c) for c in document.get("cases", [])]
     summary = _table(summary_rows(records), "summary") if records else "<p>No eval cases ran.</p>"
+    summary += "".join(f'<p class="pass-k">{esc(line)}</p>' for line in pass_k_notes(records))
     summary += "".join(f'<p class="partial-cost">{esc(line)}</p>' for line in cost_notes(records))
     stats = Stats.of(records)
     parts = [
@@ -281,8 +283,10 @@ class HtmlReport:
         return Baseline(comparison, compared.baseline, str(compared.path))
 
     def write(self, exit_status: int | None, stopped: bool = False) -> None:
-        write_html(self.path, self.source.document(exit_status, stopped), self.baseline())
         self.written = True
+        document, baseline = self.source.document(exit_status, stopped), self.baseline()
+        path = self.path
+        write_report(self.config, "agent eval html report", path, lambda: write_html(path, document, baseline))
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         self.write(exitstatus, stopped=bool(session.shouldfail or session.shouldstop))

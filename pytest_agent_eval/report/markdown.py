@@ -9,10 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from pytest_agent_eval.report.atomic import append_text, write_report
 from pytest_agent_eval.report.baseline import Comparison, md_cell, md_code
 from pytest_agent_eval.report.collector import Records
 from pytest_agent_eval.report.record import CaseRecord
-from pytest_agent_eval.report.summary import TITLE, cost_notes, summary_rows
+from pytest_agent_eval.report.summary import TITLE, cost_notes, pass_k_notes, summary_rows
 
 _FAILED = ("failed", "error", "xpassed")
 _REASON_LIMIT = 200
@@ -65,7 +66,7 @@ def markdown_lines(records: list[CaseRecord], comparison: Comparison | None, sto
     out.append("| " + " | ".join(md_cell(h) for h in header) + " |")
     out.append("|" + "|".join("---" if i == 0 else "---:" for i in range(len(header))) + "|")
     out += ["| " + " | ".join(md_cell(c) for c in row) + " |" for row in body]
-    notes = cost_notes(records)  # the cost is partial: which models had no price
+    notes = pass_k_notes(records) + cost_notes(records)  # pass@k of repeated cases; a partial cost's models
     if notes:
         out += ["", *notes]
     failures = [r for r in records if r.outcome in _FAILED]
@@ -79,13 +80,6 @@ def markdown_lines(records: list[CaseRecord], comparison: Comparison | None, sto
     if comparison is not None:
         out += ["", *comparison.markdown()]
     return out
-
-
-def append_text(path: Path, text: str) -> None:
-    """Append ``text`` to ``path`` in one write (a CI job summary file may be shared with other steps)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a", encoding="utf-8") as f:
-        f.write(text)
 
 
 class MarkdownReport:
@@ -110,7 +104,8 @@ class MarkdownReport:
         stopped = None
         if how is not None:
             stopped = stopped_line(how, len(records), self.collector.not_finished(), self.collector.collected)
-        append_text(self.path, "\n".join(markdown_lines(records, self.comparison(), stopped)) + "\n\n")
+        text = "\n".join(markdown_lines(records, self.comparison(), stopped)) + "\n\n"
+        write_report(self.config, "agent eval markdown summary", self.path, lambda: append_text(self.path, text))
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:

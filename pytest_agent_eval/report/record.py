@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pytest_agent_eval.report.case_input import case_input, content_hash
-from pytest_agent_eval.report.jsonable import JSON, cut, jsonable
+from pytest_agent_eval.report.jsonable import JSON, cut, encodable, finite, jsonable
 
 if TYPE_CHECKING:
     import pytest
@@ -63,7 +63,7 @@ class ToolCallRecord:
 
     @classmethod
     def of(cls, call: ToolCall) -> ToolCallRecord:
-        return cls(call.name, jsonable(call.args), jsonable(call.result), call.error)
+        return cls(encodable(call.name), jsonable(call.args), jsonable(call.result), _text(call.error))
 
 
 @dataclass
@@ -86,7 +86,7 @@ class TrialRecord:
             passed=trial.passed,
             score=trial.score if trial.scored else None,
             latency_s=trial.run.latency_s,
-            error=trial.run.error,
+            error=None if trial.run.error is None else encodable(trial.run.error),
             tokens=tokens,
             cost=cost,
             checks=[CheckRecord.of(c, detail=False) for c in trial.checks],
@@ -144,6 +144,11 @@ class CaseRecord:
     an item without a case (a file that cannot be read)."""
     content_hash: str | None = None
     """16 hex digits of a hash of the case's content: the same from run to run until the case is edited."""
+    k: int | None = None
+    pass_at_k: float | None = None
+    pass_hat_k: float | None = None
+    """Of a repeated case (``repeat`` > 1): the chance that at least one (pass@k) / every one (pass^k) of ``k``
+    trials passes, unbiased from its trials and passes (SPEC §20); ``None`` when ``k`` exceeds its trials."""
 
     def to_dict(self) -> dict[str, JSON]:
         """As ``dataclasses.asdict``, without its deep copy (values are JSON-able already and not changed after):
@@ -197,8 +202,11 @@ def usage(run: RunRecord) -> tuple[dict[str, int] | None, float | None]:
     tokens = {"input": inp or 0, "output": out or 0, "total": total} if total is not None else None
     if tokens is not None:
         tokens.update((name, found[key]) for name, key in _CACHE_TOKENS if isinstance(found.get(key), int))
-    cost = found.get("cost")
-    return tokens, float(cost) if isinstance(cost, (int, float)) and not isinstance(cost, bool) else None
+    return tokens, finite(found.get("cost"))  # NaN or inf is not a cost: unknown
+
+
+def _text(text: str | None) -> str | None:
+    return None if text is None else encodable(text)
 
 
 def _summed(parts: list[dict[str, int]]) -> dict[str, int] | None:
@@ -212,8 +220,9 @@ def _listed(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
 
 
-def from_result(nodeid: str, file: str, result: CaseResult) -> CaseRecord:
-    """The record of a case that ran (its outcome is set later, from the test report)."""
+def from_result(nodeid: str, file: str, result: CaseResult, k: int | None = None) -> CaseRecord:
+    """The record of a case that ran (its outcome is set later, from the test report); ``k``: of pass@k and
+    pass^k (``--agent-eval-k``; default: the case's trials)."""
     case = result.case
     shown = result.first
     trials = [TrialRecord.of(t) for t in result.trials]
@@ -242,12 +251,23 @@ def from_result(nodeid: str, file: str, result: CaseResult) -> CaseRecord:
         tokens=_summed(token_parts),
         cost=sum(costs) if costs and not unpriced else None,
         unpriced_models=unpriced,
-        error=shown.run.error or (shown.violations[0] if shown.violations else None),
+        error=_text(shown.run.error or (shown.violations[0] if shown.violations else None)),
         conversation=dict(shown.parts) or None,
         agent=case.agent_name,
         input=case_input(case),
         content_hash=content_hash(case),
+        **_pass_k(len(trials), result.passes, k),
     )
+
+
+def _pass_k(n: int, c: int, k: int | None) -> dict[str, Any]:
+    """The record's ``k``, ``pass_at_k`` and ``pass_hat_k`` for ``n`` trials with ``c`` passes (none for one)."""
+    if n < 2:
+        return {}
+    from pytest_agent_eval.report.significance import pass_at_k, pass_hat_k
+
+    k = n if k is None else k
+    return {"k": k, "pass_at_k": pass_at_k(n, c, k), "pass_hat_k": pass_hat_k(n, c, k)}
 
 
 def outcome(report: pytest.TestReport) -> str:

@@ -38,6 +38,12 @@ class Stats:
     tokens: int | None
     cost: float | None
     """Summed over the cases with a cost: partial when ``unpriced_cases``."""
+    pass_at_k: float | None = None
+    pass_hat_k: float | None = None
+    """Means over the repeated cases that have them (SPEC §20)."""
+    ks: tuple[int, ...] = ()
+    """The k of those cases (one value unless cases ran different numbers of trials)."""
+    pass_k_cases: int = 0
     unpriced_cases: int = 0
     """Cases whose cost is unknown because a model had no price."""
     unpriced_models: tuple[str, ...] = ()
@@ -49,6 +55,18 @@ class Stats:
             return None
         cases = f"{self.unpriced_cases} case{'s' if self.unpriced_cases != 1 else ''}"
         return f"{cases} with unpriced models: {', '.join(self.unpriced_models)}"
+
+    def pass_k_line(self) -> str | None:
+        """``repeated cases (2): pass@3 0.96, pass^3 0.42 (means)``, with each case's k when they differ; ``None``
+        without a repeated case that has them."""
+        if self.pass_at_k is None or self.pass_hat_k is None:
+            return None
+        k = str(self.ks[0]) if len(self.ks) == 1 else "k"
+        note = "means" if len(self.ks) == 1 else f"means; k = each case's trials: {', '.join(map(str, self.ks))}"
+        return (
+            f"repeated cases ({self.pass_k_cases}): pass@{k} {self.pass_at_k:.2f}, pass^{k} {self.pass_hat_k:.2f}"
+            f" ({note})"
+        )
 
     def cost_line(self) -> str | None:
         """``cost $0.0123 (partial: 2 cases with unpriced models: foo-model)``, when the cost is partial."""
@@ -74,6 +92,7 @@ class Stats:
         tokens = [r.tokens["total"] for r in group if r.tokens is not None]
         costs = [r.cost for r in group if r.cost is not None]
         unpriced = [r.unpriced_models for r in group if r.unpriced_models]
+        at_k = [r for r in group if r.pass_at_k is not None and r.pass_hat_k is not None]
         return cls(
             total=len(group),
             passed=sum(o in ("passed", "xpassed") for o in outcomes),
@@ -90,6 +109,10 @@ class Stats:
             tool_accuracy=sum(tool_scores) / len(tool_scores) if tool_scores else None,
             tokens=sum(tokens) if tokens else None,
             cost=sum(costs) if costs else None,
+            pass_at_k=sum(r.pass_at_k or 0.0 for r in at_k) / len(at_k) if at_k else None,
+            pass_hat_k=sum(r.pass_hat_k or 0.0 for r in at_k) / len(at_k) if at_k else None,
+            ks=tuple(sorted({r.k for r in at_k if r.k is not None})),
+            pass_k_cases=len(at_k),
             unpriced_cases=len(unpriced),
             unpriced_models=tuple(sorted({m for models in unpriced for m in models})),
         )

@@ -67,6 +67,7 @@ def summary_lines(records: list[CaseRecord]) -> list[str]:
     from pytest_agent_eval.report.stats import partial_passes
 
     lines = text_table(summary_rows(records))
+    lines += pass_k_notes(records)
     lines += cost_notes(records)
     partial = partial_passes(records)
     if partial:
@@ -76,6 +77,14 @@ def summary_lines(records: list[CaseRecord]) -> list[str]:
             lines.append(f"  {record.nodeid} (score {_num(record.score, '.2f')})")
             lines += [f"    {line}" for line in what]
     return lines
+
+
+def pass_k_notes(records: list[CaseRecord]) -> list[str]:
+    """The line with the repeated cases' mean pass@k and pass^k; none without repeated cases."""
+    from pytest_agent_eval.report.stats import Stats
+
+    line = Stats.of(records).pass_k_line()
+    return [] if line is None else [line]
 
 
 def cost_notes(records: list[CaseRecord]) -> list[str]:

@@ -105,7 +105,9 @@ async def run_case(case: Case, agent: Agent, settings: RunSettings) -> CaseResul
     if not (repeat == 1 and timeout is None and _loop_free(case, agent, settings)):
         await eager.needs_loop()  # when started outside the loop (InlineLoop): the rest of the run goes on on it
     if settings.traffic is not None:
-        trials = await settings.traffic.run_trials(case, repeat, lambda n: _with_traffic(case, agent, settings, n))
+        trials = await settings.traffic.run_trials(
+            case, repeat, lambda n: _with_traffic(case, agent, settings, n), _infrastructure
+        )
     elif repeat == 1:  # in this task: no task, future and loop turns of a gather per case
         trials = [await run_trial(case, agent, settings)]
     else:
@@ -124,11 +126,17 @@ async def _with_traffic(case: Case, agent: Agent, settings: RunSettings, trial: 
     result = await run_trial(case, agent, settings, trial)
     traffic = CURRENT.get()
     infra = traffic.report(result.run) if traffic is not None else None
-    if infra is not None:
-        result.run.infra_error = infra
-        result.run.error = f"{INFRA}{infra}"
-        result.passed = False
-        result.reasons = [result.run.error]
+    return result if infra is None else _infrastructure(result, infra)
+
+
+def _infrastructure(result: TrialResult | None, message: str) -> TrialResult:
+    """``result`` (a trial that never ran when None) made an infrastructure error saying ``message``, whatever the
+    agent made of it."""
+    result = result or TrialResult(RunRecord(), [], False, 0.0)
+    result.run.infra_error = message
+    result.run.error = f"{INFRA}{message}"
+    result.passed = False
+    result.reasons = [result.run.error]
     return result
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import email.utils
 import importlib
+import os
 import random
 import time
 from collections.abc import Awaitable, Callable
@@ -17,7 +18,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from pytest_agent_eval.traffic.cassette import Cassette, Interaction, body_text, cassette_path, match_key, scrub_url
+from pytest_agent_eval.secrets import CREDENTIAL_HEADERS, remember
+from pytest_agent_eval.traffic.cassette import (
+    Cassette,
+    CassetteError,
+    Interaction,
+    body_text,
+    cassette_path,
+    match_key,
+    old_cassette_path,
+    scrub_url,
+)
 from pytest_agent_eval.traffic.limits import Limits
 from pytest_agent_eval.traffic.scope import CURRENT, CaseTraffic, TrialTraffic, shown
 from pytest_agent_eval.traffic.usage import Prices, read_usage
@@ -32,6 +43,7 @@ VOLATILE = "agent_eval_volatile"
 placeholder}`` of run-dependent text in the body (a session id), recorded and matched as the placeholder, so that
 a replay, whose ids are new, matches the recording."""
 MAX_RETRY_WAIT_S = 60.0
+"""How the runner's message of a case's timeout begins."""
 
 
 @dataclass
@@ -60,16 +72,27 @@ class Traffic:
     # -- cases and trials ------------------------------------------------------------------------------------
 
     def case(self, case: Case) -> CaseTraffic:
+        """The case's traffic scope; ``CassetteError`` when its cassette cannot be read."""
         if self.settings.mode is None:
             return CaseTraffic(case.id, None)
-        folder = self.settings.cassettes or case.path.parent / "cassettes"
-        path = cassette_path(folder, case.path, case.id)
-        cassette = Cassette(path, self.settings.ignore, load=self.settings.mode != "record")
+        if self.settings.cassettes is None:
+            folder = case.path.parent / "cassettes"
+            path, old = cassette_path(folder, case.path, case.id), old_cassette_path(folder, case.path, case.id)
+        else:
+            path, old = cassette_path(self.settings.cassettes, case.path, case.id, self.settings.root), None
+        cassette = Cassette(path, self.settings.ignore, load=self.settings.mode != "record", old=old)
         return CaseTraffic(case.id, cassette, shown(path, self.settings.root))
 
-    async def run_trials(self, case: Case, repeat: int, run: Callable[[int], Awaitable[T]]) -> list[T]:
-        """The case's trials, each with its own traffic scope; then the cassette is written when recording."""
-        traffic = self.case(case)
+    async def run_trials(
+        self, case: Case, repeat: int, run: Callable[[int], Awaitable[T]], fail: Callable[[T | None, str], T]
+    ) -> list[T]:
+        """The case's trials, each with its own traffic scope; then the cassette is written when recording. A
+        cassette that cannot be read or written is an infrastructure error of the case, which the runner's ``fail``
+        makes of a trial (or of none: the agent is not run when the cassette cannot be read)."""
+        try:
+            traffic = self.case(case)
+        except CassetteError as exc:
+            return [fail(None, shown_error(exc, self.settings))]
 
         async def one(n: int) -> T:
             trial = traffic.trial()
@@ -82,7 +105,11 @@ class Traffic:
         # one trial in this task, without a gather: a sync agent's trial then needs no loop (``eager``)
         trials = [await one(0)] if repeat == 1 else list(await asyncio.gather(*(one(n) for n in range(repeat))))
         if self.settings.mode in ("record", "new") and traffic.cassette is not None and not traffic.failed:
-            traffic.cassette.save(keep_old=self.settings.mode == "new")
+            try:
+                traffic.cassette.save(keep_old=self.settings.mode == "new")
+            except OSError as exc:
+                why = f"cassette {traffic.cassette_name} not written: {exc.strerror or exc}"
+                trials = [fail(t, why) for t in trials]
         return trials
 
     # -- one request -----------------------------------------------------------------------------------------
@@ -159,6 +186,7 @@ class Traffic:
 
     def handle(self, module: Any, request: Any, send: Callable[[Any], Any], trial: TrialTraffic) -> Any:
         request.read()
+        remember_credentials(request)
         replayed = self._replayed(module, request, trial)
         if replayed is not None:
             return replayed
@@ -166,20 +194,22 @@ class Traffic:
         attempt = 0
         while True:
             if limits is not None:
-                limits.request()
+                with trial.waiting("the run's rate limit (--agent-eval-rate-limit / --agent-eval-token-limit)"):
+                    limits.request()
             try:
                 response = send(request)
-            except Exception as exc:  # the transport failed (refused, reset, a timeout): infrastructure
+                try:
+                    response.read()
+                finally:
+                    response.close()
+            except Exception as exc:  # the transport failed (refused, reset, cut mid-body, a timeout): infrastructure
                 self._connect_failed(request, exc, trial)
                 raise
-            try:
-                response.read()
-            finally:
-                response.close()
             wait = self._retry_in(response, attempt)
             if wait is None:
                 break
-            time.sleep(wait)
+            with trial.waiting(f"a retry of {request.method} {scrub_url(str(request.url))} ({wait:.3g} s)"):
+                time.sleep(wait)
             attempt += 1
         answer = self._answer(module, request, response, attempt, trial)
         if limits is not None:
@@ -190,6 +220,7 @@ class Traffic:
         self, module: Any, request: Any, send: Callable[[Any], Awaitable[Any]], trial: TrialTraffic
     ) -> Any:
         await request.aread()
+        remember_credentials(request)
         replayed = self._replayed(module, request, trial)
         if replayed is not None:
             return replayed
@@ -197,25 +228,34 @@ class Traffic:
         attempt = 0
         while True:
             if limits is not None:
-                await limits.request_async()
+                with trial.waiting("the run's rate limit (--agent-eval-rate-limit / --agent-eval-token-limit)"):
+                    await limits.request_async()
             try:
                 response = await send(request)
-            except Exception as exc:  # the transport failed (refused, reset, a timeout): infrastructure
+                try:
+                    await response.aread()
+                finally:
+                    await response.aclose()
+            except Exception as exc:  # the transport failed (refused, reset, cut mid-body, a timeout): infrastructure
                 self._connect_failed(request, exc, trial)
                 raise
-            try:
-                await response.aread()
-            finally:
-                await response.aclose()
             wait = self._retry_in(response, attempt)
             if wait is None:
                 break
-            await asyncio.sleep(wait)
+            with trial.waiting(f"a retry of {request.method} {scrub_url(str(request.url))} ({wait:.3g} s)"):
+                await asyncio.sleep(wait)
             attempt += 1
         answer = self._answer(module, request, response, attempt, trial)
         if limits is not None:
             await limits.spend_async(_tokens(answer))
         return answer
+
+
+def remember_credentials(request: Any) -> None:
+    """The request's credential headers' values are secrets: never written, whatever echoes them."""
+    for name, value in request.headers.items():
+        if name.lower() in CREDENTIAL_HEADERS:
+            remember(value)
 
 
 def stable_body(request: Any) -> bytes:
@@ -229,6 +269,13 @@ def stable_body(request: Any) -> bytes:
 def _tokens(response: Any) -> int:
     call = read_usage(response.content, response.headers.get("content-type", ""))
     return call.input_tokens + call.output_tokens if call is not None else 0
+
+
+def shown_error(exc: CassetteError, settings: TrafficSettings) -> str:
+    """A cassette's error with its path relative to the rootdir."""
+    text = str(exc)
+    root = f"{settings.root}{os.sep}"
+    return text[len(root) :] if text.startswith(root) else text
 
 
 def retry_delay(headers: Any, attempt: int) -> float:

@@ -6,7 +6,9 @@ it under any concurrency.
 
 from __future__ import annotations
 
+import contextlib
 import threading
+from collections.abc import Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -49,7 +51,17 @@ class TrialTraffic:
     number: int
     usage: Usage = field(default_factory=Usage)
     infra_error: str | None = None
+    waiting_for: str | None = None
+    """What the trial's request is waiting for (the run's rate limit, a 429's ``Retry-After``); still set when the
+    wait did not end by itself (the case's timeout cancelled it): the timeout is then infrastructure's."""
     _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @contextlib.contextmanager
+    def waiting(self, what: str) -> Iterator[None]:
+        """Note that the trial waits for ``what`` while the block runs (kept when the block is cancelled)."""
+        self.waiting_for = what
+        yield
+        self.waiting_for = None
 
     def fail(self, message: str) -> None:
         """Note an infrastructure failure (the first one is the one reported)."""
@@ -63,6 +75,8 @@ class TrialTraffic:
         if self.usage.requests:
             run.usage = {**run.usage, **self.usage.as_dict()} if self.usage.measured else {**run.usage}
             run.usage["requests"] = self.usage.requests
+        if self.infra_error is None and self.waiting_for is not None and (run.error or "").startswith(TIMED_OUT):
+            return f"{run.error} while waiting for {self.waiting_for}"  # the budget or a Retry-After held it up
         return self.infra_error
 
     def count(self, call: CallUsage | None, prices: Prices) -> None:
@@ -71,6 +85,9 @@ class TrialTraffic:
             if call is not None:
                 self.usage.add(call, prices)
 
+
+TIMED_OUT = "agent did not answer within"
+"""How a case's timeout starts its error (``run.call``): while waiting on traffic, infrastructure's."""
 
 CURRENT: ContextVar[TrialTraffic | None] = ContextVar("agent_eval_trial", default=None)
 
