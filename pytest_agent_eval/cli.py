@@ -243,8 +243,8 @@ def html_page(
 
 
 def init_project(folder: str, out: TextIO) -> int:
-    """Write the starting project into ``folder`` (see :mod:`pytest_agent_eval.scaffold`); 1 when a file exists."""
-    from pytest_agent_eval import scaffold
+    """Write the starting project into ``folder`` (:mod:`pytest_agent_eval.cases.scaffold`); 1 when a file exists."""
+    from pytest_agent_eval.cases import scaffold
 
     try:
         written, note = scaffold.write(Path(folder), native_schema(builtin_registry()))
