@@ -256,3 +256,30 @@ cases:
             ("transfer_to_billing", {}, "handed off to billing"),
             ("refund_order", {"order_id": "42"}, "refund 42: done"),
         ], case_id
+
+
+def test_the_report_keeps_the_handoff_metadata_the_sdk_reported(
+    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The JSON report's case metadata has the run's ``handoffs`` / ``last_agent`` beside the case's own
+    metadata; a conversation's joins its turns'."""
+    project.makefile(
+        ".yaml",
+        eval_refund="""
+agent: fw_agents:TRIAGE
+defaults:
+  tool_mocks: {lookup_order: "order 42: delivered", refund_order: "refund 42: done"}
+  metadata: {team: billing-desk}
+cases:
+  - id: refund
+    input: Please refund order 42
+  - id: refund_later
+    turns: [Hello, Please refund order 42]
+""",
+    )
+    with ChatServer(route, answer=handoff_script, max_requests=100) as server:
+        monkeypatch.setenv("LOOPBACK_URL", server.base_url)
+        result, cases = _run(project)
+    result.assert_outcomes(passed=2)
+    assert cases["refund"]["metadata"] == {"team": "billing-desk", "handoffs": ["billing"], "last_agent": "billing"}
+    assert cases["refund_later"]["metadata"] == cases["refund"]["metadata"]
