@@ -155,6 +155,7 @@ cases:
         monkeypatch.setenv("AGENT_EVAL_LLM_MODEL", "loopback-model")
         result = pytester.runpytest(*RUN)
     result.assert_outcomes(errors=1)
-    result.stdout.fnmatch_lines([f"eval_talk.yaml:3: case talk: infrastructure error, not the agent's: POST {refused}*"])
+    said = f"eval_talk.yaml:3: case talk: infrastructure error, not the agent's: POST {refused}*"
+    result.stdout.fnmatch_lines([said])
     outcome, error = _outcome(pytester)
     assert outcome == "error" and f"POST {refused}" in error
