@@ -154,12 +154,16 @@ class OpenAIAgentsAdapter:
 async def _tool_failure(tool: Any, ctx: Any, exc: Exception) -> Any:
     """What the model gets when ``tool`` raised ``exc``: the tool's ``failure_error_function`` answer (the SDK's
     default one's message unless the tool set its own); ``exc`` raised on when the tool has none (``None``)."""
-    from agents.tool import maybe_invoke_function_tool_failure_error_function
-
     from pytest_agent_eval.mocks.errors import unmocked_stop  # here: the mocks package imports the adapters
 
     if unmocked_stop(exc) is not None:  # no tool error: the case stops on it
         raise exc
+    try:
+        from agents.tool import maybe_invoke_function_tool_failure_error_function
+    except ImportError:  # an older SDK keeps no failure function on the tool: the default one it used then
+        from agents.tool import default_tool_error_function
+
+        return default_tool_error_function(ctx, exc)
     answer = await maybe_invoke_function_tool_failure_error_function(function_tool=tool, context=ctx, error=exc)
     if answer is None:
         raise exc
