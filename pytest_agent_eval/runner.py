@@ -22,6 +22,7 @@ from pytest_agent_eval.blocking import in_thread, outside_loop
 from pytest_agent_eval.cases.model import Case
 from pytest_agent_eval.checks import CheckContext, CheckRegistry, CheckResult, evaluate
 from pytest_agent_eval.checks.answers import answered
+from pytest_agent_eval.checks.base import first_infra_error
 from pytest_agent_eval.faults import describe, original
 from pytest_agent_eval.record import RunRecord, ToolCall
 from pytest_agent_eval.stalls import CALL, LoopBlocked, Stall, blocked_message, running_step
@@ -251,6 +252,11 @@ async def run_trial(case: Case, agent: Agent, settings: RunSettings, trial: int 
     if run.error:
         return TrialResult(run, turn_results, False, 0.0, [run.error, *reasons], violations)
     results = turn_results + await _checked(run, case.expect, ctx, settings)
+    infra = first_infra_error(results)
+    if infra is not None:  # a check's own LLM request failed on infrastructure: no verdict, and not the agent's
+        run.infra_error = infra
+        run.error = f"infrastructure error (not the agent's): {infra}"
+        return TrialResult(run, results, False, 0.0, [run.error, *reasons], violations)
     if settings.require_llm and settings.llm is None:
         _require_llm(results, settings.checks)
     if not case.expect and not any(turn.expect for turn in case.turns):  # nothing to check: that it answered

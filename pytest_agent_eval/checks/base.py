@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from pytest_agent_eval.faults import describe
 from pytest_agent_eval.record import RunRecord
+from pytest_agent_eval.traffic.clients import infrastructure_error
 
 if TYPE_CHECKING:
     from pytest_agent_eval.cases.model import Case
@@ -30,6 +31,9 @@ class CheckResult:
     error: bool = False
     """The check could not reach a verdict (an unreadable judge reply, an LLM call that failed, a check that
     raised): never a pass, whatever the score says; ``message`` says why."""
+    infra_error: str | None = None
+    """The check's own LLM request failed on infrastructure (a known client's exception, naming the request): not
+    the agent's failure, the case errors (SPEC §14)."""
 
     @classmethod
     def of(cls, name: str, passed: bool, **kw: Any) -> CheckResult:
@@ -148,5 +152,15 @@ def evaluate(run: RunRecord, expect: dict[str, Any], ctx: CheckContext, registry
             results.append(registry[name].func(run, spec, ctx))
         except Exception as exc:
             why = str(exc) if isinstance(exc, CheckError) else f"check raised {describe(exc)}"
-            results.append(CheckResult(name, False, 0.0, spec, f"no verdict: {why}", why, scored=False, error=True))
+            infra = infrastructure_error(exc)
+            results.append(
+                CheckResult(
+                    name, False, 0.0, spec, f"no verdict: {why}", why, scored=False, error=True, infra_error=infra
+                )
+            )
     return results
+
+
+def first_infra_error(results: Iterable[CheckResult]) -> str | None:
+    """The first infrastructure failure of the checks' own LLM requests, if any."""
+    return next((r.infra_error for r in results if r.infra_error), None)

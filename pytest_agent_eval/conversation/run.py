@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pytest_agent_eval.blocking import in_thread, outside_loop
-from pytest_agent_eval.checks.base import CheckContext, CheckResult
+from pytest_agent_eval.checks.base import CheckContext, CheckResult, first_infra_error
 from pytest_agent_eval.conversation.assertions import assertion_part, evaluate_assertions
 from pytest_agent_eval.conversation.neo4j import Connection, NotConfigured
 from pytest_agent_eval.conversation.scoring import Composite, penalty, score_tasks, timing_score
@@ -88,6 +88,11 @@ async def run_conversation_trial(
     finally:
         await offload(connection.close)
     expect = await runner.checked(run, case.expect, ctx, settings)
+    infra = first_infra_error([*tasks, *checks, *expect])
+    if infra is not None:  # the scorer's or a check's own LLM request failed on infrastructure: not the agent's
+        run.infra_error = infra
+        run.error = f"infrastructure error (not the agent's): {infra}"
+        return runner.trial_result(run, [*tasks, *checks, *expect], False, 0.0, [run.error, *violations], violations)
     return _verdict(case, user, talk, tasks, checks, expect, violations, runner.trial_result)
 
 
