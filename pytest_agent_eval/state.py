@@ -54,7 +54,8 @@ class EvalSession:
         """Cases whose agent blocked the background loop, by ``id(case)``: failed so, and never started again."""
         self.eval_items = 0
         """How many items the eval files collected so far made (the GC policy depends on it)."""
-        self.traffic: Traffic | None = self._start_traffic() if self.settings.traffic.on else None
+        wanted = self.settings.traffic.on or self.settings.traffic.pace
+        self.traffic: Traffic | None = self._start_traffic() if wanted else None
         """The HTTP traffic hook (SPEC §14), installed only when an option needs it."""
 
     def _start_traffic(self) -> Traffic:

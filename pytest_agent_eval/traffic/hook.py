@@ -9,16 +9,20 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import hashlib
 import importlib
+import json
 import random
+import sys
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pytest_agent_eval.adapters.base import TRIAL
 from pytest_agent_eval.traffic.cassette import Cassette, Interaction, body_text, cassette_path, match_key, scrub_url
-from pytest_agent_eval.traffic.limits import Limits
+from pytest_agent_eval.traffic.pace import Pace
 from pytest_agent_eval.traffic.scope import CURRENT, CaseTraffic, TrialTraffic, shown
 from pytest_agent_eval.traffic.usage import DEFAULT_PRICES, read_usage
 
@@ -34,6 +38,7 @@ VOLATILE = "agent_eval_volatile"
 placeholder}`` of run-dependent text in the body (a session id), recorded and matched as the placeholder, so that
 a replay, whose ids are new, matches the recording."""
 MAX_RETRY_WAIT_S = 60.0
+"""A server that asks to wait longer is not retried: the request fails at once, saying so."""
 
 
 @dataclass
@@ -49,7 +54,11 @@ class TrafficSettings:
     """JSON fields left out when requests are matched."""
     retries: int = 3
     prices: dict[str, dict[str, float]] = field(default_factory=lambda: dict(DEFAULT_PRICES))
-    limits: Limits | None = None
+    pace: Pace | None = None
+    """The run's pace (written budgets, cool-downs, the provider's announced rate); ``None``: not paced."""
+    watch: bool = True
+    """``False``: the run's pace only (no traffic option): requests made inside a case are paced and their 429s
+    retried; nothing is counted, recorded or marked."""
 
 
 class Traffic:
@@ -72,7 +81,13 @@ class Traffic:
     async def run_trials(
         self, case: Case, repeat: int, run: Callable[[int], Awaitable[TrialResult]]
     ) -> list[TrialResult]:
-        """The case's trials, each with its own traffic scope; then the cassette is written when recording."""
+        """The case's trials, each with its own traffic scope; then the cassette is written when recording. The
+        pace alone needs no scope: the runner's trial id tells a case's requests."""
+        if not self.settings.watch:
+            adopt()
+            if repeat == 1:
+                return [await run(0)]
+            return list(await asyncio.gather(*(run(n) for n in range(repeat))))
         traffic = self.case(case)
 
         async def one(n: int) -> TrialResult:
@@ -124,20 +139,46 @@ class Traffic:
         error: Any = self._error(module)
         raise error(message, request=request)
 
-    def _retry_in(self, response: Any, attempt: int) -> float | None:
-        """Seconds to wait before trying again, or ``None`` when the answer is final."""
-        if not (response.status_code == 429 or response.status_code >= 500) or attempt >= self.settings.retries:
-            return None
-        return retry_delay(response.headers, attempt)
+    def _verdict(self, response: Any, attempt: int) -> tuple[float | None, str | None]:
+        """``(seconds to wait before trying again, None)``, or ``(None, why the answer is a failure)``, or
+        ``(None, None)`` for an answer to hand over as it is; as the official SDKs decide (``x-should-retry``,
+        408/409/429/5xx), but a spent quota and a wait beyond the cap fail at once."""
+        status = response.status_code
+        if status < 400:
+            return None, None
+        told = response.headers.get("x-should-retry")
+        retriable = status == 429 or (self.settings.watch and (status in (408, 409) or status >= 500))
+        if told in ("true", "false") and self.settings.watch:
+            retriable = told == "true"
+        if status == 429 and quota_spent(response.content):
+            return None, "the quota is spent (insufficient_quota): not retried"
+        if not retriable:
+            return None, ("not retried (x-should-retry: false)" if status == 429 or status >= 500 else None)
+        asked = asked_wait(response.headers)
+        if asked is not None and asked > MAX_RETRY_WAIT_S:
+            return None, f"the server asks to wait {asked:g} s, more than {MAX_RETRY_WAIT_S:g} s: not retried"
+        if attempt >= self.settings.retries:
+            return None, f"after {attempt} retr{'y' if attempt == 1 else 'ies'}" if attempt else ""
+        return (asked if asked is not None else backoff(attempt)), None
 
-    def _answer(self, module: Any, request: Any, response: Any, attempt: int, trial: TrialTraffic) -> Any:
-        """The response the agent gets (already read), after counting and recording it."""
+    def _answer(self, module: Any, request: Any, response: Any, failure: str | None, trial: TrialTraffic | None) -> Any:
+        """The response the agent gets (already read), after counting and recording it. A failure is marked on the
+        trial (forgotten if the client's own retry of the same request is answered) and told to the client with
+        ``x-should-retry: false``, so that its retries do not stack on the hook's."""
         body = response.content
-        described = f"{request.method} {scrub_url(str(request.url))}"
-        if response.status_code == 429 or response.status_code >= 500:
-            retried = f" after {attempt} retr{'y' if attempt == 1 else 'ies'}" if attempt else ""
-            trial.fail(f"{described} answered {response.status_code} {response.reason_phrase}{retried}")
-        else:
+        headers = [(k, v) for k, v in response.headers.multi_items() if k.lower() not in _DROPPED]
+        if failure is not None:
+            headers = [(k, v) for k, v in headers if k.lower() != "x-should-retry"] + [("x-should-retry", "false")]
+            if trial is not None:
+                described = f"{request.method} {scrub_url(str(request.url))}"
+                text = f"{described} answered {response.status_code} {response.reason_phrase}"
+                trial.fail(
+                    text + (f" {failure}" if failure.startswith("after") else f": {failure}" if failure else ""),
+                    _key(request),
+                )
+        elif trial is not None:
+            if response.status_code < 400 and trial.infra_error is not None:
+                trial.answered(_key(request))
             trial.count(read_usage(body, response.headers.get("content-type", "")), self.settings.prices)
             cassette = trial.case.cassette
             if cassette is not None and self.settings.mode in ("record", "new"):
@@ -154,72 +195,110 @@ class Traffic:
                         trial=trial.number,
                     )
                 )
-        headers = [(k, v) for k, v in response.headers.multi_items() if k.lower() not in _DROPPED]
         return module.Response(response.status_code, headers=headers, content=body, extensions=response.extensions)
 
-    def _connect_failed(self, request: Any, exc: Exception, trial: TrialTraffic) -> None:
-        text = str(exc) or type(exc).__name__
-        trial.fail(f"{request.method} {scrub_url(str(request.url))} failed: {type(exc).__name__}: {text}")
+    def _connect_failed(self, request: Any, exc: Exception, trial: TrialTraffic | None) -> None:
+        if trial is not None:
+            text = str(exc) or type(exc).__name__
+            message = f"{request.method} {scrub_url(str(request.url))} failed: {type(exc).__name__}: {text}"
+            trial.fail(message, _key(request))
 
-    def handle(self, module: Any, request: Any, send: Callable[[Any], Any], trial: TrialTraffic) -> Any:
+    def _learn(self, host: str, response: Any, wait: float | None) -> None:
+        """Tell the run's pace what the answer says: its headers, a 429's cool-down, the tokens it cost."""
+        pace = self.settings.pace
+        if pace is None:
+            return
+        status = response.status_code
+        tokens = _tokens(response) if status < 400 else None
+        pace.answered(host, status, response.headers, tokens, wait if status == 429 else None)
+
+    def handle(self, module: Any, request: Any, send: Callable[[Any], Any], trial: TrialTraffic | None) -> Any:
         request.read()
-        replayed = self._replayed(module, request, trial)
+        replayed = self._replayed(module, request, trial) if trial is not None else None
         if replayed is not None:
             return replayed
-        limits = self.settings.limits
+        pace = self.settings.pace
+        host = _host(request)
         attempt = 0
         while True:
-            if limits is not None:
-                limits.request()
+            first = pace.wait(host) if pace is not None else False
             try:
-                response = send(request)
-            except Exception as exc:  # the transport failed (refused, reset, a timeout): infrastructure
-                self._connect_failed(request, exc, trial)
-                raise
-            try:
-                response.read()
+                try:
+                    response = send(request)
+                except Exception as exc:  # the transport failed (refused, reset, a timeout): infrastructure
+                    self._connect_failed(request, exc, trial)
+                    raise
+                try:
+                    response.read()
+                finally:
+                    response.close()
+                wait, failure = self._verdict(response, attempt)
+                self._learn(host, response, wait)
             finally:
-                response.close()
-            wait = self._retry_in(response, attempt)
+                if first and pace is not None:
+                    pace.open(host)
             if wait is None:
                 break
-            time.sleep(wait)
+            if pace is None or response.status_code != 429:  # a 429's wait is the run's cool-down, in the pace
+                time.sleep(wait)
             attempt += 1
-        answer = self._answer(module, request, response, attempt, trial)
-        if limits is not None:
-            limits.spend(_tokens(answer))
-        return answer
+        return self._answer(module, request, response, failure, trial)
 
     async def handle_async(
-        self, module: Any, request: Any, send: Callable[[Any], Awaitable[Any]], trial: TrialTraffic
+        self, module: Any, request: Any, send: Callable[[Any], Awaitable[Any]], trial: TrialTraffic | None
     ) -> Any:
         await request.aread()
-        replayed = self._replayed(module, request, trial)
+        replayed = self._replayed(module, request, trial) if trial is not None else None
         if replayed is not None:
             return replayed
-        limits = self.settings.limits
+        pace = self.settings.pace
+        host = _host(request)
         attempt = 0
         while True:
-            if limits is not None:
-                await limits.request_async()
+            first = await pace.wait_async(host) if pace is not None else False
             try:
-                response = await send(request)
-            except Exception as exc:  # the transport failed (refused, reset, a timeout): infrastructure
-                self._connect_failed(request, exc, trial)
-                raise
-            try:
-                await response.aread()
+                try:
+                    response = await send(request)
+                except Exception as exc:  # the transport failed (refused, reset, a timeout): infrastructure
+                    self._connect_failed(request, exc, trial)
+                    raise
+                try:
+                    await response.aread()
+                finally:
+                    await response.aclose()
+                wait, failure = self._verdict(response, attempt)
+                self._learn(host, response, wait)
             finally:
-                await response.aclose()
-            wait = self._retry_in(response, attempt)
+                if first and pace is not None:
+                    pace.open(host)
             if wait is None:
                 break
-            await asyncio.sleep(wait)
+            if pace is None or response.status_code != 429:
+                await asyncio.sleep(wait)
             attempt += 1
-        answer = self._answer(module, request, response, attempt, trial)
-        if limits is not None:
-            await limits.spend_async(_tokens(answer))
-        return answer
+        return self._answer(module, request, response, failure, trial)
+
+
+def _host(request: Any) -> str:
+    url = request.url
+    return f"{url.host}:{url.port}" if url.port else str(url.host)
+
+
+def _key(request: Any) -> str:
+    """The request as its client's own retry sends it again: method, URL and body."""
+    digest = hashlib.sha256(request.content or b"")
+    return f"{request.method} {request.url} {digest.hexdigest()}"
+
+
+def quota_spent(body: bytes) -> bool:
+    """A 429 whose body says the account's quota is spent (OpenAI's ``insufficient_quota``): waiting cannot help."""
+    if b"insufficient_quota" not in body:
+        return False
+    try:
+        error = json.loads(body).get("error") or {}
+    except (ValueError, AttributeError):
+        return False
+    return isinstance(error, dict) and "insufficient_quota" in (error.get("code"), error.get("type"))
 
 
 def stable_body(request: Any) -> bytes:
@@ -250,45 +329,62 @@ def settle(trial: TrialTraffic, result: TrialResult) -> TrialResult:
     return result
 
 
-def retry_delay(headers: Any, attempt: int) -> float:
-    """The server's ``retry-after-ms`` / ``Retry-After`` (seconds or a date), else exponential backoff with jitter."""
+def asked_wait(headers: Any) -> float | None:
+    """The wait the server asks for: ``retry-after-ms``, or ``Retry-After`` in seconds or as a date."""
     try:
         if headers.get("retry-after-ms"):
-            return min(float(headers["retry-after-ms"]) / 1000.0, MAX_RETRY_WAIT_S)
+            return max(float(headers["retry-after-ms"]) / 1000.0, 0.0)
         after = headers.get("retry-after")
         if after:
             try:
                 seconds = float(after)
             except ValueError:
-                when = email.utils.parsedate_to_datetime(after)
-                seconds = when.timestamp() - time.time()
-            return min(max(seconds, 0.0), MAX_RETRY_WAIT_S)
+                seconds = email.utils.parsedate_to_datetime(after).timestamp() - time.time()
+            return max(seconds, 0.0)
     except (TypeError, ValueError, OverflowError):
         pass
-    backoff: float = min(0.5 * 2.0**attempt, 8.0)
-    return backoff * random.uniform(0.5, 1.0)
+    return None
+
+
+def backoff(attempt: int) -> float:
+    """Exponential backoff with jitter, as the official SDKs: 0.5 s doubling up to 8 s, less a quarter at random."""
+    delay: float = min(0.5 * 2.0**attempt, 8.0)
+    return delay * random.uniform(0.75, 1.0)
+
+
+def retry_delay(headers: Any, attempt: int) -> float:
+    """The server's ``retry-after-ms`` / ``Retry-After`` (at most ``MAX_RETRY_WAIT_S``), else ``backoff``."""
+    asked = asked_wait(headers)
+    return min(asked, MAX_RETRY_WAIT_S) if asked is not None else backoff(attempt)
 
 
 # -- installing the hook -------------------------------------------------------------------------------------
 
 _ACTIVE: list[Traffic] = []
 _PATCHED: list[tuple[type, str, Any]] = []
+_HOOKED: set[int] = set()
 
 
 def install(traffic: Traffic) -> None:
-    """Route every ``httpx``/``httpx2`` transport request through ``traffic`` (until ``uninstall``)."""
+    """Route every ``httpx``/``httpx2`` transport request through ``traffic`` (until ``uninstall``). The pace alone
+    (no traffic option) imports neither: it hooks those the agents load (``adopt``, at each case)."""
     _ACTIVE[:] = [traffic]
-    if _PATCHED:
-        return
-    seen: set[int] = set()
     for name in ("httpx", "httpx2"):
-        try:
-            module = importlib.import_module(name)
-        except ImportError:
+        if traffic.settings.watch:
+            try:
+                importlib.import_module(name)
+            except ImportError:
+                continue
+    adopt()
+
+
+def adopt() -> None:
+    """Hook ``httpx``/``httpx2`` where loaded and not hooked yet (httpx2's ``alias_httpx()`` makes both one)."""
+    for name in ("httpx", "httpx2"):
+        module = sys.modules.get(name)
+        if module is None or id(module) in _HOOKED:
             continue
-        if id(module) in seen:  # httpx2's alias_httpx() makes both names one module
-            continue
-        seen.add(id(module))
+        _HOOKED.add(id(module))
         _patch(module.HTTPTransport, "handle_request", _sync_hook(module, module.HTTPTransport.handle_request))
         _patch(
             module.AsyncHTTPTransport,
@@ -301,6 +397,7 @@ def uninstall() -> None:
     while _PATCHED:
         cls, name, original = _PATCHED.pop()
         setattr(cls, name, original)
+    _HOOKED.clear()
     _ACTIVE.clear()
 
 
@@ -312,8 +409,8 @@ def _patch(cls: type, name: str, replacement: Any) -> None:
 def _sync_hook(module: Any, original: Callable[..., Any]) -> Callable[..., Any]:
     def handle_request(self: Any, request: Any) -> Any:
         trial = CURRENT.get()
-        if trial is None or not _ACTIVE:
-            return original(self, request)
+        if not _ACTIVE or (trial is None and (_ACTIVE[0].settings.watch or TRIAL.get() is None)):
+            return original(self, request)  # outside a case (or the hook's case scope): untouched
         return _ACTIVE[0].handle(module, request, lambda r: original(self, r), trial)
 
     return handle_request
@@ -322,7 +419,7 @@ def _sync_hook(module: Any, original: Callable[..., Any]) -> Callable[..., Any]:
 def _async_hook(module: Any, original: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
     async def handle_async_request(self: Any, request: Any) -> Any:
         trial = CURRENT.get()
-        if trial is None or not _ACTIVE:
+        if not _ACTIVE or (trial is None and (_ACTIVE[0].settings.watch or TRIAL.get() is None)):
             return await original(self, request)
         return await _ACTIVE[0].handle_async(module, request, lambda r: original(self, r), trial)
 
