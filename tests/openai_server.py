@@ -6,6 +6,12 @@ arguments); to tool results it replies with an answer quoting them. It serves on
 daemon thread and stops itself at ``__exit__``, after ``max_requests`` requests, or ``lifetime_s`` seconds,
 whichever comes first. ``failures`` first requests are answered ``failure_status`` (with ``Retry-After:
 retry_after``); ``log`` holds the arrival time (``time.time()``) of every request; ``delay_s`` delays every answer.
+
+As a rate-limited provider: ``rate`` allows that many requests a second (a bucket of ``rate``, refilled
+continuously) and answers 429 beyond, with ``retry-after-ms`` and OpenAI's ``x-ratelimit-*`` headers (on every
+answer); ``retry_after_ms`` (with ``failures``) is the cool-down a failure asks for, and every request arriving
+within it is answered 429 as well; ``quota_spent`` makes the failures OpenAI's ``insufficient_quota``. ``limited``
+counts the requests answered 429.
 """
 
 from __future__ import annotations
@@ -43,6 +49,9 @@ class ChatServer:
         retry_after: str | None = "0",
         delay_s: float = 0.0,
         port: int = 0,
+        rate: int | None = None,
+        retry_after_ms: int | None = None,
+        quota_spent: bool = False,
     ) -> None:
         self.route = route
         self.answer = answer
@@ -51,6 +60,13 @@ class ChatServer:
         self.failure_status = failure_status
         self.retry_after = retry_after
         self.delay_s = delay_s
+        self.rate = rate
+        self.retry_after_ms = retry_after_ms
+        self.quota_spent = quota_spent
+        self.limited = 0
+        self._level = float(rate or 0)
+        self._stamp = time.monotonic()
+        self._closed_until = 0.0
         self.log: list[float] = []
         self.requests: list[dict[str, Any]] = []
         self._lock = threading.Lock()
@@ -85,9 +101,26 @@ class ChatServer:
         """The status and JSON reply to one chat-completions request."""
         with self._lock:
             self.log.append(time.time())
+            now = time.monotonic()
+            if now < self._closed_until:  # within the cool-down it asked for
+                self.limited += 1
+                return 429, {"error": {"message": "loopback server: within the retry-after"}}
             if self.failures > 0:
                 self.failures -= 1
+                self.limited += self.failure_status == 429
+                if self.retry_after_ms:
+                    self._closed_until = now + self.retry_after_ms / 1000
+                if self.quota_spent:
+                    error = {"message": "You exceeded your current quota", "type": "insufficient_quota"}
+                    return self.failure_status, {"error": {**error, "code": "insufficient_quota"}}
                 return self.failure_status, {"error": {"message": f"loopback server: {self.failure_status} on purpose"}}
+            if self.rate:
+                self._level = min(self.rate, self._level + (now - self._stamp) * self.rate)
+                self._stamp = now
+                if self._level < 1.0:
+                    self.limited += 1
+                    return 429, {"error": {"message": "loopback server: rate limit reached"}}
+                self._level -= 1.0
             self.requests.append(body)
             n = len(self.requests)
         if n > self.max_requests:
@@ -114,6 +147,21 @@ class ChatServer:
             return 400, {"error": {"message": f"loopback server: tool {name!r} is not among the tools sent {offered}"}}
         call = {"id": f"call_{n}", "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}
         return 200, _completion(n, body, {"role": "assistant", "content": None, "tool_calls": [call]})
+
+    def limit_headers(self, status: int) -> dict[str, str]:
+        """The rate-limit headers of an answer: ``retry-after-ms`` on a 429, ``x-ratelimit-*`` when ``rate``."""
+        headers = {}
+        with self._lock:
+            if status == 429 and self.retry_after_ms:
+                headers["retry-after-ms"] = str(self.retry_after_ms)
+            if self.rate:
+                level = self._level
+                headers["x-ratelimit-limit-requests"] = str(self.rate)
+                headers["x-ratelimit-remaining-requests"] = str(int(level))
+                headers["x-ratelimit-reset-requests"] = f"{(self.rate - level) / self.rate * 1000:.0f}ms"
+                if status == 429:
+                    headers["retry-after-ms"] = f"{(1.0 - level) / self.rate * 1000:.0f}"
+        return headers
 
 
 def _completion(n: int, body: dict[str, Any], message: dict[str, Any]) -> dict[str, Any]:
@@ -148,6 +196,8 @@ def _handler(server: ChatServer) -> type[BaseHTTPRequestHandler]:
             self.send_response(status)
             if status == server.failure_status and server.retry_after is not None:
                 self.send_header("Retry-After", server.retry_after)
+            for name, value in server.limit_headers(status).items():
+                self.send_header(name, value)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()

@@ -203,14 +203,21 @@ class Traffic:
             message = f"{request.method} {scrub_url(str(request.url))} failed: {type(exc).__name__}: {text}"
             trial.fail(message, _key(request))
 
-    def _learn(self, host: str, response: Any, wait: float | None) -> None:
-        """Tell the run's pace what the answer says: its headers, a 429's cool-down, the tokens it cost."""
+    def _heard(self, host: str, response: Any, attempt: int) -> None:
+        """Tell the run's pace what an answer's status and headers say (a 429's cool-down: the wait it asks for)."""
         pace = self.settings.pace
-        if pace is None:
-            return
-        status = response.status_code
-        tokens = _tokens(response) if status < 400 else None
-        pace.answered(host, status, response.headers, tokens, wait if status == 429 else None)
+        if pace is not None:
+            status = response.status_code
+            cool = None
+            if status == 429:
+                asked = asked_wait(response.headers)
+                cool = min(asked, MAX_RETRY_WAIT_S) if asked is not None else backoff(attempt)
+            pace.heard(host, status, response.headers, cool)
+
+    def _spent(self, host: str, response: Any) -> None:
+        pace = self.settings.pace
+        if pace is not None and response.status_code < 400:
+            pace.spent(host, _tokens(response))
 
     def handle(self, module: Any, request: Any, send: Callable[[Any], Any], trial: TrialTraffic | None) -> Any:
         request.read()
@@ -228,15 +235,16 @@ class Traffic:
                 except Exception as exc:  # the transport failed (refused, reset, a timeout): infrastructure
                     self._connect_failed(request, exc, trial)
                     raise
-                try:
-                    response.read()
-                finally:
-                    response.close()
-                wait, failure = self._verdict(response, attempt)
-                self._learn(host, response, wait)
+                self._heard(host, response, attempt)
             finally:
-                if first and pace is not None:
+                if first and pace is not None:  # the others may go: at the headers, not the whole body
                     pace.open(host)
+            try:
+                response.read()
+            finally:
+                response.close()
+            self._spent(host, response)
+            wait, failure = self._verdict(response, attempt)
             if wait is None:
                 break
             if pace is None or response.status_code != 429:  # a 429's wait is the run's cool-down, in the pace
@@ -262,15 +270,16 @@ class Traffic:
                 except Exception as exc:  # the transport failed (refused, reset, a timeout): infrastructure
                     self._connect_failed(request, exc, trial)
                     raise
-                try:
-                    await response.aread()
-                finally:
-                    await response.aclose()
-                wait, failure = self._verdict(response, attempt)
-                self._learn(host, response, wait)
+                self._heard(host, response, attempt)
             finally:
                 if first and pace is not None:
                     pace.open(host)
+            try:
+                await response.aread()
+            finally:
+                await response.aclose()
+            self._spent(host, response)
+            wait, failure = self._verdict(response, attempt)
             if wait is None:
                 break
             if pace is None or response.status_code != 429:

@@ -102,6 +102,7 @@ class Pace:
         self._gates: dict[str, Future[None]] = {}
         self._host_tstep: dict[str, float] = {}
         self._announcing: set[str] = set()
+        self._slowed: set[str] = set()
         self._estimate = 0.0
         """Tokens per request, a moving mean: what a permit reserves of a token budget before the answer says."""
 
@@ -145,8 +146,8 @@ class Pace:
             with contextlib.suppress(InvalidStateError):  # set by another thread meanwhile
                 gate.set_result(None)
 
-    def answered(self, host: str, status: int, headers: Any, tokens: int | None, cool_s: float | None) -> None:
-        """Learn from an answer: the announced rates, a 429's cool-down (``cool_s``), the tokens it cost."""
+    def heard(self, host: str, status: int, headers: Any, cool_s: float | None) -> None:
+        """Learn from an answer's status and headers (before its body): the announced rates, a 429's cool-down."""
         ops: list[Op] = []
         rates = announced(headers)
         if rates.requests:
@@ -160,15 +161,20 @@ class Pace:
                 ops.append(("cool", f"cool:{host}", cool_s))
             if not rates.requests:  # the rate it announced (if any) was too fast for it: slower
                 ops.append(("slower", f"step:{host}", 2.0))
-        elif status < 400 and host not in self._announcing:
+                self._slowed.add(host)
+        elif status < 400 and host in self._slowed and host not in self._announcing:
             ops.append(("faster", f"step:{host}", 1.0))
-        if tokens is not None:
-            surprise = tokens - self._estimate  # the permit reserved the estimate: debit the rest (or credit)
-            if self._tstep:
-                ops.append(("add", "ttat", surprise * self._tstep))
-            if self._host_tstep.get(host):
-                ops.append(("add", f"ttat:{host}", surprise * self._host_tstep[host]))
-            self._estimate = tokens if not self._estimate else 0.8 * self._estimate + 0.2 * tokens
+        self.store.update(ops)
+
+    def spent(self, host: str, tokens: int) -> None:
+        """An answer's tokens: the permit reserved the estimate, the rest is debited (or the excess credited)."""
+        ops: list[Op] = []
+        surprise = tokens - self._estimate
+        if self._tstep:
+            ops.append(("add", "ttat", surprise * self._tstep))
+        if self._host_tstep.get(host):
+            ops.append(("add", f"ttat:{host}", surprise * self._host_tstep[host]))
+        self._estimate = tokens if not self._estimate else 0.8 * self._estimate + 0.2 * tokens
         self.store.update(ops)
 
     def close(self) -> None:
