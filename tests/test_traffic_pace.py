@@ -156,8 +156,9 @@ def test_the_agents_own_retry_that_succeeds_is_judged_not_an_error(
 SKEW = """
 import time
 
-_time = time.time
+_time, _time_ns = time.time, time.time_ns
 time.time = lambda: _time() + 2.0  # this machine's clock is 2 s ahead
+time.time_ns = lambda: _time_ns() + 2_000_000_000
 """
 
 
