@@ -15,6 +15,7 @@ import argparse
 import json
 import os
 import re
+import resource
 import subprocess
 import sys
 import tempfile
@@ -29,6 +30,7 @@ RATE = 20
 CASES = 300
 CONCURRENCY = 32
 TOKENS = 15  # per answer: 10 in, 5 out
+ZERO_CASES = 10_000
 TARGET_FOUND = 1.25
 TARGET_FOUND_429 = 0.10
 TARGET_WRITTEN = 1.15
@@ -143,13 +145,16 @@ def pytest_args(extra: list[str]) -> list[str]:
     return args + extra
 
 
-def run_row(folder: Path, package: Path, server: Provider, extra: list[str], split: bool) -> dict[str, Any]:
+def run_row(
+    folder: Path, package: Path, server: Provider, extra: list[str], split: bool, workers: bool = True
+) -> dict[str, Any]:
     """One measured run (or two processes at once, each half the cases): passed, wall, 429s, requests."""
     env = {**os.environ, "PYTHONPATH": f"{package}{os.pathsep}{folder}", "OPENAI_API_KEY": "sk-bench"}
     env["OPENAI_BASE_URL"] = f"http://127.0.0.1:{server.server_address[1]}/v1"
     env["NO_PROXY"] = "127.0.0.1"
     shutil_rm(folder / ".cache_budget")
     server.reset()
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     if split:
         procs = [
@@ -166,7 +171,7 @@ def run_row(folder: Path, package: Path, server: Provider, extra: list[str], spl
         outputs = [p.communicate()[0] for p in procs]
     else:
         proc = subprocess.run(
-            pytest_args(["-n", "2", "--agent-eval-concurrency", str(CONCURRENCY), *extra]),
+            pytest_args([*(["-n", "2", "--agent-eval-concurrency", str(CONCURRENCY)] if workers else []), *extra]),
             cwd=folder,
             env=env,
             capture_output=True,
@@ -174,9 +179,12 @@ def run_row(folder: Path, package: Path, server: Provider, extra: list[str], spl
         )
         outputs = [proc.stdout + proc.stderr]
     wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = after.ru_utime + after.ru_stime - used.ru_utime - used.ru_stime
     passed = sum(_count(out, "passed") for out in outputs)
     span = server.last - server.first
-    return {"passed": passed, "wall": wall, "span": span, "429": server.limited, "requests": server.ok + server.limited}
+    requests = server.ok + server.limited
+    return {"passed": passed, "wall": wall, "cpu": cpu, "span": span, "429": server.limited, "requests": requests}
 
 
 def _count(output: str, word: str) -> int:
@@ -198,6 +206,42 @@ def split_project(folder: Path, cases: int) -> None:
             if n % 2 == rest:
                 lines += [f"  - id: {tag}_{n}", f"    input: Question {n}"]
         (folder / f"eval_{tag}.yaml").write_text("\n".join(lines) + "\n")
+
+
+ZERO_AGENT = "def run(query):\n    return 'done'\n"
+
+
+def cost(root: Path, server: Provider, folder: Path, floors: dict[tuple[str, bool], float]) -> list[str]:
+    """What the pace (on by default) costs: 10,000 zero-latency cases (no HTTP request) and the 300 HTTP cases
+    against an unlimited provider, each with the pace on and off, alternating, best of three."""
+    zero = root / "zero"
+    zero.mkdir()
+    (zero / "zero_agent.py").write_text(ZERO_AGENT)
+    lines = ["agent: zero_agent:run", "cases:"] + [f"  - id: c{n}\n    input: q{n}" for n in range(ZERO_CASES)]
+    (zero / "eval_zero.yaml").write_text("\n".join(lines) + "\n")
+    (zero / "pytest.ini").write_text("[pytest]\n")
+    best: dict[tuple[str, str], float] = {}
+    server.rate = 1_000_000
+    for _ in range(3):
+        for pace in ("on", "off"):
+            extra = ["--agent-eval-pace", pace]
+            t = run_row(zero, REPO, server, extra, False, workers=False)["wall"]
+            best["zero", pace] = min(best.get(("zero", pace), t), t)
+            t = run_row(folder, REPO, server, extra, False)["wall"]
+            best["http", pace] = min(best.get(("http", pace), t), t)
+            print(
+                f"cost pace {pace}: zero {best['zero', pace]:.2f} s, http {best['http', pace]:.2f} s", file=sys.stderr
+            )
+    return [
+        "What the pace costs (this checkout, best of 3, alternating):",
+        "",
+        "| run | pace on s | pace off s | on / off |",
+        "| --- | --- | --- | --- |",
+        f"| {ZERO_CASES} zero-latency cases, one process (no HTTP request) | {best['zero', 'on']:.2f} | "
+        f"{best['zero', 'off']:.2f} | {best['zero', 'on'] / best['zero', 'off']:.3f} |",
+        f"| the HTTP cases above, provider unlimited, `-n 2 --agent-eval-concurrency {CONCURRENCY}` | "
+        f"{best['http', 'on']:.2f} | {best['http', 'off']:.2f} | {best['http', 'on'] / best['http', 'off']:.3f} |",
+    ]
 
 
 def main() -> int:
@@ -238,9 +282,9 @@ def main() -> int:
             f"{CONCURRENCY}` (two-process rows: two pytest processes at once, each half the cases at concurrency "
             f"{CONCURRENCY}), provider {rate} requests/s; ideal {ideal:g} s",
             "",
-            "| options | code | passed | wall / ideal | (wall − floor) / ideal | span / ideal | answered 429 | target "
-            "| meets target |",
-            "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+            "| options | code | passed | wall / ideal | (wall − floor) / ideal | span / ideal | answered 429 | CPU s "
+            "| target | meets target |",
+            "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
         ]
         floors: dict[tuple[str, bool], float] = {}
         for code, package in (("before", before), ("after", REPO)):  # start-up and the run's own cost: no limit
@@ -267,10 +311,12 @@ def main() -> int:
                     else (net <= TARGET_FOUND and share <= TARGET_FOUND_429)
                 )
                 cells = [label, code, f"{result['passed']} / {cases}", f"{ratio:.2f}×", f"{net:.2f}×", f"{span:.2f}×"]
-                cells += [limited, target, "yes" if meets else "no"]
+                cells += [limited, f"{result['cpu']:.1f}", target, "yes" if meets else "no"]
                 line = "| " + " | ".join(cells) + " |"
                 print(line, file=sys.stderr, flush=True)
                 table.append(line)
+        if not args.only:
+            table += ["", *cost(root, server, folder, floors)]
         server.shutdown()
     print("\n".join(table))
     return 0

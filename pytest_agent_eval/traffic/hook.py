@@ -144,16 +144,15 @@ class Traffic:
         ``(None, None)`` for an answer to hand over as it is; as the official SDKs decide (``x-should-retry``,
         408/409/429/5xx), but a spent quota and a wait beyond the cap fail at once."""
         status = response.status_code
-        if status < 400:
+        if status < 400 or (not self.settings.watch and status != 429):  # the pace alone: only its 429s
             return None, None
         told = response.headers.get("x-should-retry")
-        retriable = status == 429 or (self.settings.watch and (status in (408, 409) or status >= 500))
-        if told in ("true", "false") and self.settings.watch:
-            retriable = told == "true"
+        transient = status in (408, 409, 429) or status >= 500
+        retriable = told == "true" if told in ("true", "false") else transient
         if status == 429 and quota_spent(response.content):
             return None, "the quota is spent (insufficient_quota): not retried"
         if not retriable:
-            return None, ("not retried (x-should-retry: false)" if status == 429 or status >= 500 else None)
+            return None, ("not retried (x-should-retry: false)" if transient and self.settings.watch else None)
         asked = asked_wait(response.headers)
         if asked is not None and asked > MAX_RETRY_WAIT_S:
             return None, f"the server asks to wait {asked:g} s, more than {MAX_RETRY_WAIT_S:g} s: not retried"

@@ -23,6 +23,8 @@ from typing import Any
 from pytest_agent_eval.traffic.limits import Budget
 from pytest_agent_eval.traffic.store import Op, Store
 
+FREE_S = 0.1
+"""How long a host that nothing paces goes without asking the store (see ``Pace._permit``)."""
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
 
 
@@ -103,6 +105,9 @@ class Pace:
         self._host_tstep: dict[str, float] = {}
         self._announcing: set[str] = set()
         self._slowed: set[str] = set()
+        self._free: dict[str, float] = {}
+        """Host -> until when (``time.monotonic``) its requests need no permit: the store said nothing paces it."""
+        self._sent: dict[str, int] = {}
         self._estimate = 0.0
         """Tokens per request, a moving mean: what a permit reserves of a token budget before the answer says."""
 
@@ -122,7 +127,7 @@ class Pace:
         gate, first = self._gate(host)
         if gate is not None:
             gate.result()
-        delay = self.store.reserve(host, self._estimate)
+        delay = self._permit(host)
         if delay > 0:
             time.sleep(delay)
         return first
@@ -131,10 +136,25 @@ class Pace:
         gate, first = self._gate(host)
         if gate is not None:
             await asyncio.wrap_future(gate)
-        delay = self.store.reserve(host, self._estimate)
+        delay = self._permit(host)
         if delay > 0:
             await asyncio.sleep(delay)
         return first
+
+    def _permit(self, host: str) -> float:
+        """Seconds to wait for this request's permit. A host nothing paces goes without the store for ``FREE_S``
+        (no lock per request at high rates): a 429 seen here ends that at once, one seen by another worker within
+        ``FREE_S``."""
+        with self._lock:
+            self._sent[host] = self._sent.get(host, 0) + 1
+            if time.monotonic() < self._free.get(host, 0.0):
+                return 0.0
+            sent, self._sent[host] = self._sent[host], 0
+        delay = self.store.reserve(host, self._estimate, sent)
+        if delay < 0:
+            with self._lock:
+                self._free[host] = time.monotonic() + FREE_S
+        return delay
 
     # -- after it --------------------------------------------------------------------------------------------
 
@@ -150,6 +170,9 @@ class Pace:
         """Learn from an answer's status and headers (before its body): the announced rates, a 429's cool-down."""
         ops: list[Op] = []
         rates = announced(headers)
+        if status == 429 or rates.requests or rates.tokens:
+            with self._lock:
+                self._free.pop(host, None)
         if rates.requests:
             ops.append(("set", f"step:{host}", 1.0 / rates.requests))
             self._announcing.add(host)

@@ -34,8 +34,11 @@ step multiplied by value, or the recent gap times value when none is known yet),
 
 
 class Store(Protocol):
-    def reserve(self, host: str, tokens: float) -> float:
-        """Take the next permit for a request to ``host`` (with ``tokens`` expected); seconds to wait for it."""
+    def reserve(self, host: str, tokens: float, sent: int = 1) -> float:
+        """Take the next permit for a request to ``host`` (with ``tokens`` expected); seconds to wait for it, or
+        -1 when nothing paces the host (no budget, no known rate, no cool-down): the caller may go on without
+        permits for a moment. ``sent``: the requests to ``host`` since this process's last permit, this one
+        included (for the recent gap)."""
         ...
 
     def update(self, ops: Sequence[Op]) -> None: ...
@@ -43,7 +46,7 @@ class Store(Protocol):
     def close(self) -> None: ...
 
 
-def reserve_state(state: dict[str, float], now: float, host: str, tokens: float) -> float:
+def reserve_state(state: dict[str, float], now: float, host: str, tokens: float, sent: int = 1) -> float:
     """The permit's slot (``reserve`` of the file store; ``_RESERVE`` is the same in Lua for Redis)."""
 
     def get(name: str) -> float:
@@ -60,9 +63,10 @@ def reserve_state(state: dict[str, float], now: float, host: str, tokens: float)
         state[f"ttat:{host}"] = slot + tokens * get(f"tstep:{host}")
     last = get(f"last:{host}")
     if last > 0:
-        state[f"gap:{host}"] = 0.8 * get(f"gap:{host}") + 0.2 * max(slot - last, 0.0)
+        state[f"gap:{host}"] = 0.8 * get(f"gap:{host}") + 0.2 * max(slot - last, 0.0) / sent
     state[f"last:{host}"] = slot
-    return slot - now
+    paced = any(get(name) > 0 for name in ("step", "tstep", f"step:{host}", f"tstep:{host}"))
+    return slot - now if paced or get(f"cool:{host}") > now else -1.0
 
 
 def update_state(state: dict[str, float], now: float, ops: Sequence[Op]) -> None:
@@ -86,7 +90,7 @@ def update_state(state: dict[str, float], now: float, ops: Sequence[Op]) -> None
 _RESERVE = """
 local t = redis.call('TIME')
 local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
-local key, host, tokens = KEYS[1], ARGV[1], tonumber(ARGV[2])
+local key, host, tokens, sent = KEYS[1], ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 local function get(name) return tonumber(redis.call('HGET', key, name) or '0') or 0 end
 local slot = math.max(now, get('tat'), get('ttat'), get('cool:' .. host), get('tat:' .. host), get('ttat:' .. host))
 local function put(name, value) redis.call('HSET', key, name, string.format('%.6f', value)) end
@@ -95,10 +99,13 @@ if get('tstep') > 0 then put('ttat', slot + tokens * get('tstep')) end
 if get('step:' .. host) > 0 then put('tat:' .. host, slot + get('step:' .. host)) end
 if get('tstep:' .. host) > 0 then put('ttat:' .. host, slot + tokens * get('tstep:' .. host)) end
 local last = get('last:' .. host)
-if last > 0 then put('gap:' .. host, 0.8 * get('gap:' .. host) + 0.2 * math.max(slot - last, 0)) end
+if last > 0 then put('gap:' .. host, 0.8 * get('gap:' .. host) + 0.2 * math.max(slot - last, 0) / sent) end
 put('last:' .. host, slot)
 redis.call('EXPIRE', key, 600)
-return string.format('%.6f', slot - now)
+local paced = get('step') > 0 or get('tstep') > 0 or get('step:' .. host) > 0 or get('tstep:' .. host) > 0
+if paced or get('cool:' .. host) > now then return string.format('%.6f', slot - now) end
+return '-1'
+
 """
 
 _UPDATE = """
@@ -137,8 +144,8 @@ class RedisStore:
         self._reserve = self._client.register_script(_RESERVE)
         self._update = self._client.register_script(_UPDATE)
 
-    def reserve(self, host: str, tokens: float) -> float:
-        return float(self._reserve(keys=[self._key], args=[host, f"{tokens:.3f}"]))
+    def reserve(self, host: str, tokens: float, sent: int = 1) -> float:
+        return float(self._reserve(keys=[self._key], args=[host, f"{tokens:.3f}", str(sent)]))
 
     def update(self, ops: Sequence[Op]) -> None:
         if ops:
@@ -176,9 +183,9 @@ class FileStore:
             handle.write(json.dumps(state))
             handle.flush()
 
-    def reserve(self, host: str, tokens: float) -> float:
+    def reserve(self, host: str, tokens: float, sent: int = 1) -> float:
         with self._state() as (state, now):
-            return reserve_state(state, now, host, tokens)
+            return reserve_state(state, now, host, tokens, sent)
 
     def update(self, ops: Sequence[Op]) -> None:
         if ops:
