@@ -54,9 +54,10 @@ class EvalSession:
         """Cases whose agent blocked the background loop, by ``id(case)``: failed so, and never started again."""
         self.eval_items = 0
         """How many items the eval files collected so far made (the GC policy depends on it)."""
-        wanted = self.settings.traffic.on or self.settings.traffic.pace
-        self.traffic: Traffic | None = self._start_traffic() if wanted else None
-        """The HTTP traffic hook (SPEC §14), installed only when an option needs it."""
+        self.traffic: Traffic | None = self._start_traffic() if self.settings.traffic.on else None
+        """The HTTP traffic hook (SPEC §14), installed only when an option needs it, or for the run's pace alone
+        (on by default) at the first case (a run without eval cases loads none of it)."""
+        self._pace_pending = not self.settings.traffic.on and self.settings.traffic.pace
 
     def _start_traffic(self) -> Traffic:
         import hashlib
@@ -181,6 +182,9 @@ class EvalSession:
         from pytest_agent_eval.runner import RunSettings
 
         runner = self.runner
+        if self._pace_pending:
+            self._pace_pending = False
+            self.traffic = self._start_traffic()
         inline = runner is not self._loop
         # In this thread one case runs at a time: with one trial, there is nothing for the limit to hold back.
         alone = inline and (self.settings.repeat or case.repeat) == 1
