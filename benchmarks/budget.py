@@ -255,6 +255,7 @@ def cost(root: Path, server: Provider, folder: Path) -> list[str]:
 
 
 def main() -> int:
+    global ZERO_CASES
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cases", type=int, default=CASES)
     parser.add_argument("--rate", type=int, default=RATE)
@@ -263,7 +264,6 @@ def main() -> int:
     parser.add_argument("--zero-cases", type=int, default=ZERO_CASES)
     args = parser.parse_args()
     cases, rate = args.cases, args.rate
-    global ZERO_CASES
     ZERO_CASES = args.zero_cases
     ideal = cases / rate
     rows = [
