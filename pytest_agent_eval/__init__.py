@@ -15,17 +15,16 @@ if typing.TYPE_CHECKING:
     from pytest_agent_eval.adapters import Adapter, AdapterRegistry
     from pytest_agent_eval.cases.dialects import Dialect, DialectRegistry
     from pytest_agent_eval.cases.model import Case, LoadedFile
-    from pytest_agent_eval.checks import Check, CheckContext, CheckError, CheckRegistry, CheckResult
+    from pytest_agent_eval.checks import Check, CheckContext, CheckError, CheckRegistry
     from pytest_agent_eval.mocks import ToolMocks, wrap
-    from pytest_agent_eval.record import AgentResult, RunRecord, ToolCall
-    from pytest_agent_eval.runner import CaseResult
+    from pytest_agent_eval.run.results import AgentResult, CaseResult, CheckResult, RunRecord, ToolCall
 
 __version__ = "0.1.0"
 
 _LAZY = {
-    "AgentResult": "pytest_agent_eval.record",
-    "RunRecord": "pytest_agent_eval.record",
-    "ToolCall": "pytest_agent_eval.record",
+    "AgentResult": "pytest_agent_eval.run.results",
+    "RunRecord": "pytest_agent_eval.run.results",
+    "ToolCall": "pytest_agent_eval.run.results",
     "Case": "pytest_agent_eval.cases.model",
     "LoadedFile": "pytest_agent_eval.cases.model",
     "Check": "pytest_agent_eval.checks",
@@ -35,7 +34,7 @@ _LAZY = {
     "CheckResult": "pytest_agent_eval.checks",
     "Adapter": "pytest_agent_eval.adapters",
     "AdapterRegistry": "pytest_agent_eval.adapters",
-    "CaseResult": "pytest_agent_eval.runner",
+    "CaseResult": "pytest_agent_eval.run.results",
     "ToolMocks": "pytest_agent_eval.mocks",
     "wrap": "pytest_agent_eval.mocks",
     "Dialect": "pytest_agent_eval.cases.dialects",

@@ -1,4 +1,5 @@
-"""The ``agent-eval`` command: ``validate`` eval files and print the native ``schema``."""
+"""The ``agent-eval`` command: ``validate`` eval files, print the native ``schema``, ``compare`` two reports and
+write a report's ``html`` page."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import importlib
 import importlib.metadata
 import importlib.util
 import json
+import os
 import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -24,8 +26,10 @@ from pytest_agent_eval.report.baseline import (
     DEFAULT_SIGNIFICANCE,
     DEFAULT_TOLERANCE,
     BaselineError,
+    Comparison,
     compare,
     load_records,
+    load_report,
 )
 from pytest_agent_eval.report.schema import report_schema
 
@@ -191,8 +195,8 @@ def validate(paths: list[str], plugins: list[str], out: TextIO) -> int:
 def compare_reports(
     base: str, cand: str, tolerance: float, significance: float, fail: bool, markdown: bool = False
 ) -> int:
-    """Print how ``cand`` differs from ``base`` (as text or markdown); 1 when a case regressed and ``fail``, 2 for
-    an unreadable file."""
+    """Print how ``cand`` differs from ``base`` (as text or markdown); 1 when a case regressed (or the two share no
+    case) and ``fail``, 2 for an unreadable file."""
     try:
         before, after = load_records(Path(base)), load_records(Path(cand))
     except BaselineError as exc:
@@ -201,26 +205,66 @@ def compare_reports(
     result = compare(before, after, tolerance, significance)
     for line in result.markdown() if markdown else result.table():
         print(line)
-    return 1 if fail and result.regressions else 0
+    return 1 if fail and result.failed else 0
 
 
-def html_page(report: str, base: str | None, output: str) -> int:
-    """Write the HTML page of ``report`` (compared with ``base``) to ``output``; 2 for an unreadable report."""
-    from pytest_agent_eval.report.html import write_html
+def html_page(
+    report: str,
+    base: str | None,
+    output: str,
+    tolerance: float = DEFAULT_TOLERANCE,
+    significance: float = DEFAULT_SIGNIFICANCE,
+) -> int:
+    """Write the HTML page of ``report`` (compared with ``base`` as ``agent-eval compare`` compares; without it, the
+    comparison the report kept, if any) to ``output``; 2 for an unreadable report."""
+    from pytest_agent_eval.report.html import Baseline, write_html
 
     try:
-        load_records(Path(report))  # checked as a baseline is: one line naming the file and what is wrong
-        document = json.loads(Path(report).read_text(encoding="utf-8"))
-        baseline = load_records(Path(base)) if base else None
+        document = load_report(Path(report))  # checked as a baseline is: one line naming the file and what is wrong
+        records = load_records(Path(report))
+        before = load_records(Path(base)) if base else None
     except BaselineError as exc:
         print(f"agent-eval html: {exc}", file=sys.stderr)
         return 2
-    write_html(Path(output), document, baseline, base or "")
+    baseline = None
+    kept = document.get("baseline") or {}
+    if before is not None and base is not None:
+        baseline = Baseline(compare(before, records, tolerance, significance), before, base)
+    elif "tolerance" in kept:  # the comparison the run made and the report kept
+        baseline = Baseline(Comparison.from_dict(kept), None, str(kept.get("path", "")))
+    try:
+        write_html(Path(output), document, baseline)
+    except OSError as exc:
+        why = exc if exc.strerror is None else exc.strerror
+        print(f"agent-eval html: {output} not written: {why}", file=sys.stderr)
+        return 2
     print(f"agent-eval html: wrote {output} ({len(document.get('cases', []))} cases)")
     return 0
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The command; a reader that went away (``agent-eval compare … | head``) ends it quietly, as Unix tools end."""
+    try:
+        code = _command(argv)
+        sys.stdout.flush()  # here, not at exit, where a closed pipe is a message no one can catch
+    except BrokenPipeError:
+        _silence_stdout()
+        return 1
+    return code
+
+
+def _silence_stdout() -> None:
+    """Point standard output at the null device: what is still buffered for it is dropped at exit, not reported."""
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):  # not a file (a test's capture)
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, fd)
+    os.close(devnull)
+
+
+def _command(argv: list[str] | None) -> int:
     parser = argparse.ArgumentParser(prog="agent-eval", description="pytest-agent-eval tools")
     sub = parser.add_subparsers(dest="command", required=True)
     plugin_help = "a module or .py file (e.g. conftest.py) whose pytest_agent_eval_register_* hooks add checks/formats"
@@ -241,9 +285,11 @@ def main(argv: list[str] | None = None) -> int:
     page.add_argument("report", metavar="REPORT", help="the report to show")
     page.add_argument("base", metavar="BASE", nargs="?", help="an earlier report, compared side by side")
     page.add_argument("-o", "--output", required=True, metavar="PATH", help="the HTML file to write")
+    page.add_argument("--tolerance", type=float, default=DEFAULT_TOLERANCE, help="score drop that regresses")
+    page.add_argument("--significance", type=float, default=DEFAULT_SIGNIFICANCE, help="Fisher p that regresses")
     args = parser.parse_args(argv)
     if args.command == "html":
-        return html_page(args.report, args.base, args.output)
+        return html_page(args.report, args.base, args.output, args.tolerance, args.significance)
     if args.command == "validate":
         return validate(args.paths, args.plugins, sys.stdout)
     if args.command == "compare":

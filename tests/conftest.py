@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+from collections.abc import Iterator
 
 import jsonschema  # noqa: F401
 import pytest
@@ -12,7 +13,7 @@ from shared_run import OTHER_PLUGINS_OFF
 
 # The plugin imports its runner and jsonschema lazily (start-up time). Imported here once, so that pytester's
 # in-process runs find them loaded instead of importing them anew for every run.
-import pytest_agent_eval.execute
+import pytest_agent_eval.plugin.execute
 import pytest_agent_eval.traffic.session  # noqa: F401 - with PyYAML, whose C loader cannot be imported twice
 
 # httpx (and httpx2) with the httpcore of their transports, which they import only when a client is made: an
@@ -24,11 +25,27 @@ for _name in ("httpx", "httpx2"):
 
 
 @pytest.fixture
-def pytester(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
+def pytester(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> Iterator[pytest.Pytester]:
     """pytester, whose runs (in-process, in a subprocess, and their pytest-xdist workers) load no plugin of other
-    packages that takes long to import and that no test here needs (see `OTHER_PLUGINS_OFF`)."""
+    packages that takes long to import and that no test here needs (see `OTHER_PLUGINS_OFF`).
+
+    What pytester recorded of the test's in-process runs goes with the test: a module first imported inside a run
+    (a lazily imported part of a package that has a pytest plugin, e.g. langsmith's) keeps that run's config alive
+    through its loader after pytester took it out of sys.modules, and with it the recorded hook calls: a failed
+    case's traceback, the agent in it and that agent's tool stand-ins, which later tests' runs would count as live.
+    """
     monkeypatch.setenv("PYTEST_ADDOPTS", OTHER_PLUGINS_OFF)
-    return pytester
+    recorders: list[pytest.HookRecorder] = []
+    make = pytester.make_hook_recorder
+
+    def make_hook_recorder(pluginmanager: pytest.PytestPluginManager) -> pytest.HookRecorder:
+        recorders.append(make(pluginmanager))
+        return recorders[-1]
+
+    monkeypatch.setattr(pytester, "make_hook_recorder", make_hook_recorder)
+    yield pytester
+    for recorder in recorders:
+        recorder.calls.clear()
 
 
 @pytest.fixture

@@ -12,9 +12,9 @@ import pytest
 
 from pytest_agent_eval import Adapter, AdapterRegistry, RunRecord
 from pytest_agent_eval.adapters import Agent, StandIn, builtin_adapters, calling
-from pytest_agent_eval.agents import invoke
 from pytest_agent_eval.imports import FRAMEWORK_EXTRAS, ImportRefError, import_object
 from pytest_agent_eval.mocks import MockPlan, Value, wrap
+from pytest_agent_eval.run.agents import invoke
 
 
 class Upper:
@@ -132,8 +132,8 @@ class Served:
 
 
 def test_an_adapter_may_take_the_reference_itself_before_any_import() -> None:
-    from pytest_agent_eval.agents import resolve
     from pytest_agent_eval.imports import ImportRefError
+    from pytest_agent_eval.run.agents import resolve
 
     registry = builtin_adapters()
     registry.register(Served())

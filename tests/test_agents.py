@@ -127,7 +127,7 @@ REFS = {"sync_two": "agents_mod:sync_two", "sync_one": "agents_mod:sync_one", "a
 
 @pytest.fixture
 def agent(agent_eval_case):
-    from pytest_agent_eval.agents import resolve
+    from pytest_agent_eval.run.agents import resolve
     return resolve(REFS[agent_eval_case.id], _instances)
 
 _instances = {}

@@ -12,12 +12,11 @@ import pytest
 import pytest_agent_eval
 
 PACKAGE = Path(pytest_agent_eval.__file__).parent
-# The pytest layer: hooks, items, fixtures, options, session state and what only they use.
-PYTEST_LAYER = {
-    "collect", "crashes", "execute", "fixtures", "hookspecs", "options", "plugin", "prepare", "scheduler",
-    "skipping", "state", "stopping", "report.attach", "report.collector", "report.compare", "report.formats",
-    "report.json_report", "report.junit", "report.markdown", "report.summary", "report.thresholds",
-}  # fmt: skip
+# The pytest layer: hooks, items, fixtures, options and session state in ``plugin/``; report files in ``report/``;
+# private pytest API in ``compat.py``. Nothing else imports pytest.
+PYTEST_LAYER = ("pytest_agent_eval.plugin", "pytest_agent_eval.report", "pytest_agent_eval.compat")
+LOOSE_MODULES = 10
+MAX_LINES = 450
 
 
 def _modules() -> dict[str, Path]:
@@ -29,13 +28,26 @@ def _modules() -> dict[str, Path]:
     return found
 
 
-def test_the_engine_and_the_cli_import_no_pytest() -> None:
-    engine = [
-        name
-        for name in _modules()
-        if name.split(".")[1:2] and not {name.split(".")[1], name.partition(".")[2]} & PYTEST_LAYER
-    ]
-    assert "pytest_agent_eval.cli" in engine and "pytest_agent_eval.runner" in engine
+def _in_pytest_layer(name: str) -> bool:
+    return any(name == layer or name.startswith(f"{layer}.") for layer in PYTEST_LAYER)
+
+
+def _pytest_imports(path: Path) -> list[str]:
+    """Where ``path`` imports pytest (or its private ``_pytest``), also inside functions and for type checking."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+        if isinstance(node, ast.ImportFrom) and not node.level:
+            names = [node.module or ""]
+        found += [f"{path.name}:{node.lineno}" for n in names if n.split(".")[0] in ("pytest", "_pytest")]
+    return found
+
+
+def test_outside_the_pytest_layer_nothing_imports_pytest() -> None:
+    outside = {name: path for name, path in _modules().items() if not _in_pytest_layer(name)}
+    assert "pytest_agent_eval.cli" in outside and "pytest_agent_eval.run.runner" in outside
+    assert {name: lines for name, path in outside.items() if (lines := _pytest_imports(path))} == {}
+    engine = [name for name in outside if name != "pytest_agent_eval"]
     script = (
         "import importlib, sys\n"
         f"for name in {engine!r}:\n"
@@ -46,13 +58,30 @@ def test_the_engine_and_the_cli_import_no_pytest() -> None:
     assert done.returncode == 0, done.stderr
 
 
-def _imports(name: str, path: Path, modules: dict[str, Path], deferred: bool = False) -> set[str]:
-    """The package's modules that ``name`` imports when it loads (not for type checking); with ``deferred``,
-    also those it imports inside functions (a lazy import still ties the two modules together)."""
+def test_the_folder_rule_sees_a_deferred_pytest_import(tmp_path: Path) -> None:
+    module = tmp_path / "late.py"
+    module.write_text("def hook():\n    from _pytest.nodes import Item\n\nimport json\n")
+    assert _pytest_imports(module) == ["late.py:2"]
+
+
+def test_the_package_shows_its_layers() -> None:
+    """At most ten loose modules at the package's top (the rest lives in its layer's folder), none over 450 lines."""
+    loose = sorted(p.stem for p in PACKAGE.glob("*.py"))
+    assert len(loose) <= LOOSE_MODULES, loose
+    assert {"plugin", "run", "report", "cases", "checks"} <= {p.name for p in PACKAGE.iterdir() if p.is_dir()}
+    long = {name: n for name, path in _modules().items() if (n := len(path.read_text().splitlines())) > MAX_LINES}
+    assert long == {}
+
+
+def _imports(name: str, path: Path, modules: dict[str, Path], deferred: bool = False, typing: bool = False) -> set[str]:
+    """The package's modules that ``name`` imports when it loads; with ``deferred``, also those it imports inside
+    functions (a lazy import still ties the two modules together); with ``typing``, also those it imports for type
+    checking only (a knot all the same; the package itself, whose ``__init__`` imports only for type checking,
+    is then left out as a target)."""
     found: set[str] = set()
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     for node in ast.parse(path.read_text()).body:
-        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test) and not typing:
             continue
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and not deferred:
             continue
@@ -66,12 +95,13 @@ def _imports(name: str, path: Path, modules: dict[str, Path], deferred: bool = F
                 found.update(f"{base}.{alias.name}" for alias in sub.names)
             elif isinstance(sub, ast.Import):
                 found.update(alias.name for alias in sub.names)
-    return {m for m in found if m in modules and m != name}
+    root = {name.partition(".")[0]} if typing else set()
+    return {m for m in found if m in modules and m != name} - root
 
 
-def _cycles(modules: dict[str, Path], deferred: bool) -> list[str]:
+def _cycles(modules: dict[str, Path], deferred: bool, typing: bool = False) -> list[str]:
     """Every import cycle among ``modules``, as ``a -> b -> a``."""
-    graph = {name: _imports(name, path, modules, deferred) for name, path in modules.items()}
+    graph = {name: _imports(name, path, modules, deferred, typing) for name, path in modules.items()}
     cycles = []
     state: dict[str, int] = {}  # 1: on the current path, 2: done
 
@@ -95,6 +125,7 @@ def test_no_import_cycles() -> None:
     assert _imports("pytest_agent_eval.plugin", modules["pytest_agent_eval.plugin"], modules), "the graph was read"
     assert _cycles(modules, deferred=False) == []
     assert _cycles(modules, deferred=True) == []
+    assert _cycles(modules, deferred=True, typing=True) == []
 
 
 def test_the_cycle_check_sees_imports_inside_functions(tmp_path: Path) -> None:
@@ -110,10 +141,23 @@ def test_the_cycle_check_sees_imports_inside_functions(tmp_path: Path) -> None:
     assert _cycles(modules, deferred=True) == ["pkg.case_mocks -> pkg.state -> pkg.scheduler -> pkg.case_mocks"]
 
 
+def test_the_cycle_check_sees_imports_for_type_checking(tmp_path: Path) -> None:
+    """The knot issue 25 untied: the runner imported the conversation trial, which imported the runner's types."""
+    package = tmp_path / "pkg"
+    package.mkdir()
+    typing_only = "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pkg.runner import RunSettings\n"
+    (package / "__init__.py").write_text(typing_only)
+    (package / "runner.py").write_text("def trial():\n    from pkg.conversation import talk\n")
+    (package / "conversation.py").write_text(typing_only)
+    modules = {f"pkg.{p.stem}".removesuffix(".__init__"): p for p in package.glob("*.py")}
+    assert _cycles(modules, deferred=True) == []
+    assert _cycles(modules, deferred=True, typing=True) == ["pkg.runner -> pkg.conversation -> pkg.runner"]
+
+
 def test_the_public_api_is_what_users_import() -> None:
     script = (
         "import sys, pytest_agent_eval as pae\n"
-        "assert 'pytest_agent_eval.mocks' not in sys.modules and 'pytest_agent_eval.runner' not in sys.modules\n"
+        "assert 'pytest_agent_eval.mocks' not in sys.modules and 'pytest_agent_eval.run.runner' not in sys.modules\n"
         "for name in pae.__all__:\n"
         "    getattr(pae, name)\n"
         "from pytest_agent_eval import ToolMocks, wrap, CaseResult, Adapter, AdapterRegistry\n"
@@ -141,7 +185,7 @@ def test_nothing_but_the_public_api_is_re_exported() -> None:
 def test_every_hook_documents_each_parameter() -> None:
     import inspect
 
-    from pytest_agent_eval import hookspecs
+    from pytest_agent_eval.plugin import hookspecs
 
     hooks = [f for name, f in vars(hookspecs).items() if name.startswith("pytest_agent_eval_") and callable(f)]
     assert len(hooks) >= 5
@@ -172,11 +216,11 @@ def test_a_run_without_eval_files_loads_no_engine(pytester: pytest.Pytester, bes
     assert "pytest_agent_eval.plugin" in loaded
     engine = {
         "pytest_agent_eval.checks", "pytest_agent_eval.cases.document", "pytest_agent_eval.cases.load",
-        "pytest_agent_eval.runner", "pytest_agent_eval.adapters", "pytest_agent_eval.mocks",
-        "pytest_agent_eval.report.failure", "pytest_agent_eval.report.attach", "pytest_agent_eval.collect",
-        "pytest_agent_eval.record", "pytest_agent_eval.faults", "pytest_agent_eval.report.record",
+        "pytest_agent_eval.run.runner", "pytest_agent_eval.adapters", "pytest_agent_eval.mocks",
+        "pytest_agent_eval.report.failure", "pytest_agent_eval.report.attach", "pytest_agent_eval.plugin.collect",
+        "pytest_agent_eval.run.results", "pytest_agent_eval.faults", "pytest_agent_eval.report.record",
         "pytest_agent_eval.report.stats",
     }  # fmt: skip
     if beside:  # the file beside gets its node (collect.py's class), which loads no more until it is collected
-        engine.remove("pytest_agent_eval.collect")
+        engine.remove("pytest_agent_eval.plugin.collect")
     assert loaded & engine == set()

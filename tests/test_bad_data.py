@@ -22,7 +22,7 @@ from test_bad_input import GOOD
 from pytest_agent_eval.cases.cache import ParseCache
 from pytest_agent_eval.cases.document import read_document
 from pytest_agent_eval.cases.errors import EvalFileError, EvalFileErrors
-from pytest_agent_eval.report.render import bounded_repr, bounded_text
+from pytest_agent_eval.text import bounded_repr, bounded_text
 
 AGENT = "agent: scripted:run\n"
 

@@ -7,6 +7,7 @@ import os
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from agent_sources import SCRIPTED_AGENT
@@ -111,6 +112,71 @@ CASES: list[tuple[str, str, str, list[str]]] = [
          "fetch.opts.depth: expected 2, got 3", "1. fetch(thread_id='abc124', opts={'depth': 3})"],
     ),
     (
+        "tools_only",
+        "context: {calls: [search, fetch, search]}\n    expect: {tools_only: [search, fetch]}",
+        "context: {calls: [search, delete_order, fetch]}\n    expect: {tools_only: [search, fetch]}",
+        ["1 call(s) of other tools: delete_order", "expected: only ['fetch', 'search']",
+         "2. delete_order()"],
+    ),
+    (
+        "tools_only_none",
+        "context: {calls: []}\n    expect: {tools_only: []}",
+        "context: {calls: [search]}\n    expect: {tools_only: []}",
+        ["1 call(s) of other tools: search", "expected: no tool call"],
+    ),
+    (
+        "tool_counts",
+        "context: {calls: [search, search, fetch]}\n    expect: {tool_counts: {search: 2, fetch: {min: 1, max: 2}}}",
+        "context: {calls: [search, fetch, fetch, fetch]}\n"
+        "    expect: {tool_counts: {search: 2, fetch: {min: 1, max: 2}}}",
+        ["search: called once, expected exactly 2 times; fetch: called 3 times, expected 1 to 2 times",
+         "actual:   {'fetch': 3, 'search': 1}"],
+    ),
+    (
+        "tool_call",
+        "context: {calls: [{name: pay, args: {amount: 5, meta: {trace_id: t1}}}, {name: pay, args: {amount: 9}}]}\n"
+        "    expect: {tool_call: {name: pay, args: {amount: 5}, match: exact, ignore: [meta], occurrence: first}}",
+        "context: {calls: [{name: pay, args: {amount: 5, currency: EUR, meta: {trace_id: t1}}}]}\n"
+        "    expect: {tool_call: {name: pay, args: {amount: 5, meta: {trace_id: x}}, match: exact,\n"
+        "                         ignore: [meta.trace_id], occurrence: first}}",
+        ["pay (first call): arguments differ (exact match)",
+         "1. pay(amount=5, currency='EUR', meta={'trace_id': 't1'})", "pay.currency: unexpected (got 'EUR')"],
+    ),
+    (
+        "tool_call_occurrence",
+        "context: {calls: [{name: pay, args: {amount: 1}}, {name: pay, args: {amount: 2, note: x}}]}\n"
+        "    expect: {tool_call: {name: pay, args: {amount: 2}, occurrence: 2}}",
+        "context: {calls: [{name: pay, args: {amount: 1}}, {name: pay, args: {amount: 2}}]}\n"
+        "    expect: {tool_call: {name: pay, args: {amount: 2}, occurrence: 1}}",
+        ["pay (call 1): arguments differ", "1. pay(amount=1)", "pay.amount: expected 2, got 1"],
+    ),
+    (
+        "tool_sequence_steps",
+        "context: {calls: [{name: search, args: {q: tea, n: 3}}, {name: fetch, args: {id: 7}}]}\n"
+        "    expect: {tool_sequence: [{name: search, args: {q: tea}}, fetch]}",
+        "context: {calls: [{name: search, args: {q: coffee}}, {name: fetch, args: {id: 7}}]}\n"
+        "    expect: {tool_sequence: [{name: search, args: {q: tea}}, fetch]}",
+        ["arguments differ at step 1", "1. search(q='coffee')", "search.q: expected 'tea', got 'coffee'"],
+    ),
+    (
+        "max_repeated_calls",
+        "context: {calls: [{name: get, args: {id: 1, v: 2}}, {name: get, args: {v: 2, id: 1}},\n"
+        "                  {name: get, args: {id: 2}}]}\n"
+        "    expect: {max_repeated_calls: 2}",
+        "context: {calls: [{name: get, args: {id: 1, v: 2}}, {name: get, args: {v: 2, id: 1}},\n"
+        "                  {name: get, args: {id: 1, v: 2}}]}\n"
+        "    expect: {max_repeated_calls: 2}",
+        ["get(id=1, v=2) made 3 times, at most 2 allowed", "expected: each call at most 2 times", "actual:   3"],
+    ),
+    (
+        "failed_calls_ignore",
+        "context: {calls: [{name: search, error: 'TimeoutError: slow'}, search]}\n"
+        "    expect: {tool_counts: {search: 1}, failed_calls: ignore}",
+        "context: {calls: [{name: search, error: 'TimeoutError: slow'}, search]}\n"
+        "    expect: {tool_counts: {search: 1}}",
+        ["search: called 2 times, expected exactly once"],
+    ),
+    (
         "outcome_success",
         "context: {say: 'Room booked successfully'}\n    expect: {outcome: success}",
         "context: {say: 'The room was not found'}\n    expect: {outcome: success}",
@@ -207,14 +273,18 @@ SPEC_CHECKS = {
     "contains", "contains_any", "not_contains", "regex", "not_regex", "equals", "tools_called", "tools_not_called",
     "tools_exactly", "tool_sequence", "tools_in_order", "max_tool_calls", "tool_args", "outcome", "max_latency_s",
     "output_schema", "judge", "custom",
+    # SPEC §20
+    "tools_only", "tool_counts", "tool_call", "max_repeated_calls",
 }  # fmt: skip
 
 
 def test_every_spec_check_but_judge_is_covered() -> None:
     from pytest_agent_eval.checks import builtin_registry
 
-    covered = {re.sub(r"_(case_sensitive|none|success|unavailable|custom_words)$", "", c[0]) for c in CASES}
-    assert covered == SPEC_CHECKS - {"judge"}
+    covered = {
+        re.sub(r"_(case_sensitive|none|success|unavailable|custom_words|occurrence|steps)$", "", c[0]) for c in CASES
+    }
+    assert covered == SPEC_CHECKS - {"judge"} | {"failed_calls_ignore"}
     assert set(builtin_registry().names()) >= SPEC_CHECKS
 
 
@@ -305,3 +375,38 @@ def test_output_schema_reads_the_fenced_block(evals: pytest.Pytester, say: str, 
     result = evals.runpytest()
     result.assert_outcomes(passed=int(passes), failed=int(not passes))
     result.stdout.fnmatch_lines(lines)
+
+
+def test_validate_and_the_schema_know_the_trajectory_checks(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from pytest_agent_eval.cli import main
+
+    good = tmp_path / "eval_good.yaml"
+    good.write_text(
+        "cases:\n  - id: c\n    input: q\n    reference: [20 EUR]\n    expect:\n"
+        "      tools_only: [a]\n      tool_counts: {a: 1, b: {max: 2}}\n      max_repeated_calls: 1\n"
+        "      tool_call: [{name: a, args: {x: 1}, match: exact, ignore: [meta.id], occurrence: last}]\n"
+        "      tool_sequence: [{name: a, args: {x: 1}}, b]\n      failed_calls: ignore\n"
+        "      judge: {reference: Paris}\n"
+    )
+    assert main(["validate", str(good)]) == 0
+    bad = tmp_path / "eval_bad.yaml"
+    bad.write_text(
+        "cases:\n  - id: c\n    input: q\n    expect:\n"
+        "      tool_call: {name: pay, match: fuzzy, occurrence: 0}\n      tool_counts: {a: {mn: 1}}\n"
+        "      failed_calls: skip\n      max_repeated_calls: 0\n"
+    )
+    capsys.readouterr()
+    assert main(["validate", str(bad)]) == 1
+    out = capsys.readouterr().out
+    for problem in (
+        "unknown key 'mn' in cases[0].expect.tool_counts.a (did you mean \"min\"?) (case c)",
+        "cases[0].expect.tool_call.match: 'fuzzy' is not one of ['subset', 'exact'] (case c)",
+        "cases[0].expect.failed_calls: 'skip' is not one of ['count', 'ignore'] (case c)",
+        "cases[0].expect.max_repeated_calls: 0 is less than the minimum of 1 (case c)",
+    ):
+        assert problem in out, out
+    shipped = json.loads((Path(__file__).parents[1] / "pytest_agent_eval/cases/native.schema.json").read_text())
+    assert {"tools_only", "tool_counts", "tool_call", "max_repeated_calls", "failed_calls"} <= set(
+        shipped["$defs"]["expect"]["properties"]
+    )
+    assert "reference" in shipped["$defs"]["case"]["properties"]

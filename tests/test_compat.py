@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from pytest_agent_eval import blocking, compat
+from pytest_agent_eval import compat
+from pytest_agent_eval.run import blocking
 
 
 def _config(*plugins: object, worker: bool = True) -> Any:

@@ -127,7 +127,7 @@ def test_the_scheduler_is_a_plugin_only_at_concurrency_above_one(conc: pytest.Py
         "import sys\n"
         "def pytest_sessionfinish(session):\n"
         "    plugin = session.config.pluginmanager.get_plugin('agent_eval_scheduler')\n"
-        "    loaded = 'pytest_agent_eval.scheduler' in sys.modules\n"
+        "    loaded = 'pytest_agent_eval.plugin.scheduler' in sys.modules\n"
         "    print(f'scheduler: {type(plugin).__name__} imported: {loaded}')\n"
     )
     serial = conc.runpytest_subprocess("-p", "no:cacheprovider", "-s")

@@ -12,7 +12,7 @@ from pytest_agent_eval.cases.load import builtin_dialects, load_file
 from pytest_agent_eval.cases.model import Case
 from pytest_agent_eval.checks import CheckContext, builtin_registry
 from pytest_agent_eval.checks.scorers import efficiency, grounding, tool_selection
-from pytest_agent_eval.record import RunRecord, ToolCall
+from pytest_agent_eval.run.results import RunRecord, ToolCall
 
 SUITE = """\
 name: demo

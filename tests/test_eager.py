@@ -1,5 +1,5 @@
 """A case's run starts outside the event loop at concurrency 1 and moves onto the loop where it needs it
-(``pytest_agent_eval.eager``, ``runner.InlineLoop``): the verdicts, the task and the context are as on the loop."""
+(``run.eager``, ``run.loops.InlineLoop``): the verdicts, the task and the context are as on the loop."""
 
 from __future__ import annotations
 
@@ -11,17 +11,19 @@ from typing import Any
 
 import pytest
 
-from pytest_agent_eval import eager
 from pytest_agent_eval.adapters import Adapter, Agent
 from pytest_agent_eval.adapters.plain import PlainAdapter
-from pytest_agent_eval.agents import as_agent
 from pytest_agent_eval.cases.model import Case
 from pytest_agent_eval.checks import CheckRegistry, CheckResult, builtin_registry
 from pytest_agent_eval.mocks import MockPlan
 from pytest_agent_eval.mocks.current import current_recording
-from pytest_agent_eval.record import RunRecord
-from pytest_agent_eval.runner import CaseResult, InlineLoop, RunSettings, run_case
-from pytest_agent_eval.stalls import CALL
+from pytest_agent_eval.run import eager
+from pytest_agent_eval.run.agents import as_agent
+from pytest_agent_eval.run.loops import InlineLoop
+from pytest_agent_eval.run.results import CaseResult, RunRecord
+from pytest_agent_eval.run.runner import run_case
+from pytest_agent_eval.run.settings import RunSettings
+from pytest_agent_eval.run.stalls import CALL
 from pytest_agent_eval.traffic.hook import Traffic, TrafficSettings
 from pytest_agent_eval.traffic.scope import CURRENT
 

@@ -1,5 +1,6 @@
 """examples/frameworks: one support agent built with the OpenAI Agents SDK, pydantic-ai and LangGraph, one eval
-file running every case against each (a matrix), the tool mocks replacing each framework's own tools."""
+file running every case against each (a matrix), the tool mocks replacing each framework's own tools, a two-turn
+conversation reaching each framework its own way."""
 
 from __future__ import annotations
 
@@ -30,7 +31,7 @@ def test_every_framework_runs_the_shared_cases_with_its_tools_mocked(tmp_path: P
     done = _run(tmp_path, "--agent-eval-report", str(tmp_path / "r.json"))
     assert done.returncode == 0, done.stdout[-3000:]
     names = ("openai_agents", "pydantic_ai", "langgraph")
-    for case in ("order_status", "shipping_time"):
+    for case in ("order_status", "shipping_time", "follow_up"):
         for name in names:
             assert f"eval_frameworks.yaml::{case}[{name}] PASSED" in done.stdout
     assert not (tmp_path / "real_tools.log").exists()  # no framework ran a real tool
@@ -40,10 +41,13 @@ def test_every_framework_runs_the_shared_cases_with_its_tools_mocked(tmp_path: P
         assert calls[f"order_status[{name}]"] == [
             ("lookup_order", {"order_id": "A100"}, "order A100: shipped on 2026-11-20, arrives 2026-11-25")
         ]
+    shipped = "order A100: shipped on 2026-11-20, arrives 2026-11-25"
+    for name in names:  # the second turn's "it" is the first turn's order: each framework had the first turn
+        assert calls[f"follow_up[{name}]"] == [("lookup_order", {"order_id": "A100"}, shipped)] * 2
     assert set(report["agents"]) == set(names)
 
 
 def test_k_selects_one_framework(tmp_path: Path) -> None:
     done = _run(tmp_path, "-k", "pydantic_ai")
     assert done.returncode == 0, done.stdout[-3000:]
-    assert "2 passed, 4 deselected" in done.stdout
+    assert "3 passed, 6 deselected" in done.stdout

@@ -185,3 +185,20 @@ def test_the_baseline_comparison_is_side_by_side(site: pytest.Pytester, browser:
     assert "eval_page.yaml::refund" in row and "passed -> failed" in row
     assert "Refunds take 30 days." in row and "No idea." in row  # the old and the new answer
     assert requested == []
+
+
+def test_a_cases_detail_shows_its_input_and_content_hash(site: pytest.Pytester, browser: Any) -> None:
+    """Issue 24 item 20: the page shows what the case gave the agent, and the hash of the case's content."""
+    _report_run(site, SUITE, "--agent-eval-html", "page.html", "--agent-eval-report", "r.json")
+    hashes = {c["case_id"]: c["content_hash"] for c in json.loads((site.path / "r.json").read_text())["cases"]}
+    page, requested = _open(browser, site.path / "page.html")
+    page.fill("#f-text", "eval_page.yaml::chat")
+    page.click("#case-table tbody tr.case")
+    detail = page.inner_text("#case-table tr.detail")
+    assert f"content hash {hashes['chat']}" in detail
+    assert page.locator("#case-table tr.detail ol.turns li").all_inner_texts() == ["first question", "second question"]
+    page.fill("#f-text", "eval_page.yaml::refund")
+    page.click("#case-table tbody tr.case")  # a second detail opens below the first
+    assert page.locator("#case-table tr.detail .input pre.query").all_inner_texts() == ["refund"]
+    assert f"content hash {hashes['refund']}" in page.inner_text("#case-table tr.detail")
+    assert requested == []

@@ -13,7 +13,7 @@ from pytest_agent_eval.cases.model import Case
 from pytest_agent_eval.checks import CheckContext, CheckError, builtin_registry, evaluate
 from pytest_agent_eval.checks.judge import judge, read_score
 from pytest_agent_eval.llm import default_llm
-from pytest_agent_eval.record import RunRecord, ToolCall
+from pytest_agent_eval.run.results import RunRecord, ToolCall
 
 
 @pytest.mark.parametrize(
@@ -309,3 +309,55 @@ def test_no_prompt_carries_a_memory_address() -> None:
     assert len(llm.prompts) == 2
     for prompt in llm.prompts:
         assert "Opaque object" in prompt and " at 0x" not in prompt
+
+
+REFERENCE_CONFTEST = """
+import re
+import pytest
+
+@pytest.fixture(scope="session")
+def agent_eval_llm():
+    def llm(messages, **options):
+        prompt = messages[-1]["content"]
+        answer = prompt.split("Agent answer: ")[1].strip()
+        single = re.search(r"^Reference answer \\(.*?\\): (.*)$", prompt, re.M)
+        facts = [single.group(1)] if single else re.findall(r"^  - (.*)$", prompt, re.M)
+        missing = [fact for fact in facts if fact.lower() not in answer.lower()]
+        return '{"score": %d, "reason": "%s"}' % (0 if missing or not facts else 1, "; ".join(missing) or "agrees")
+    return llm
+"""
+
+
+def test_the_judge_compares_the_answer_with_a_reference(evals: pytest.Pytester) -> None:
+    """`judge: {rubric, reference}` and a case's `reference:` are shown to the judge (a fact list as facts); the
+    rubric may be left out when a reference is given."""
+    evals.makeconftest(REFERENCE_CONFTEST)
+    evals.makefile(
+        ".yaml",
+        eval_reference="""\
+agent: scripted:run
+cases:
+  - {id: case_ref_pass, input: q, context: {say: Paris is the capital}, reference: Paris, expect: {judge: correct}}
+  - {id: case_ref_fail, input: q, context: {say: Lyon is the capital}, reference: Paris, expect: {judge: correct}}
+  - id: facts_pass
+    input: q
+    context: {say: 'Refund of 20 EUR within 5 days'}
+    expect: {judge: {reference: [20 EUR, 5 days]}}
+  - id: facts_fail
+    input: q
+    context: {say: 'Refund of 20 EUR'}
+    expect: {judge: {rubric: states the refund terms, reference: [20 EUR, 5 days]}}
+""",
+    )
+    result = evals.runpytest("-p", "no:cacheprovider", "-rA")
+    result.assert_outcomes(passed=2, failed=2)
+    result.stdout.fnmatch_lines_random(
+        [
+            "PASSED eval_reference.yaml::case_ref_pass",
+            "PASSED eval_reference.yaml::facts_pass",
+            "  ✗ judge: judge scored 0.00 < 0.7: Paris (score 0.00)",
+            "      expected: score >= 0.7: correct (reference: Paris)",
+            "  ✗ judge: judge scored 0.00 < 0.7: 5 days (score 0.00)",
+            "      expected: score >= 0.7: states the refund terms (reference: 20 EUR; 5 days)",
+        ]
+    )

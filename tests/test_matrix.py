@@ -11,7 +11,7 @@ import pytest
 
 from pytest_agent_eval.cases.load import builtin_dialects, load_file
 from pytest_agent_eval.checks import builtin_registry
-from pytest_agent_eval.collect import matrix_variants
+from pytest_agent_eval.plugin.collect import matrix_variants
 from pytest_agent_eval.report.schema import report_schema
 
 # Two agents that differ on one question: `careful` knows the refund window, `hasty` does not.

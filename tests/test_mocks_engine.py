@@ -14,7 +14,6 @@ from typing import Any
 
 import pytest
 
-from pytest_agent_eval.agents import as_agent
 from pytest_agent_eval.cases.model import Case
 from pytest_agent_eval.checks import builtin_registry
 from pytest_agent_eval.mocks import (
@@ -28,8 +27,10 @@ from pytest_agent_eval.mocks import (
     standins,
     wrap,
 )
-from pytest_agent_eval.record import ToolCall
-from pytest_agent_eval.runner import RunSettings, run_case
+from pytest_agent_eval.run.agents import as_agent
+from pytest_agent_eval.run.results import ToolCall
+from pytest_agent_eval.run.runner import run_case
+from pytest_agent_eval.run.settings import RunSettings
 
 
 def search(query: str, limit: int = 3, **opts: Any) -> str:

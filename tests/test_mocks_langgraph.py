@@ -4,6 +4,7 @@ LangGraph agent (StateGraph + ToolNode) run by the plugin against a scripted cha
 from __future__ import annotations
 
 import asyncio
+import os
 import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -160,6 +161,56 @@ def test_a_langgraph_agent_with_wrapped_tools_runs_mocked_and_recorded(pytester:
     assert "would call" not in result.stdout.str()
 
 
+def test_a_graphs_mocked_copy_goes_with_its_graph(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The copy with stand-ins that the plugin makes of a function-scoped `agent` fixture's graph goes with that
+    graph, also when the graph outlives its test in a reference cycle (a failed case's traceback): a later file's
+    case that mocks a tool nothing patches reads so, and names no leftover stand-in."""
+    graphs = pytester.mkdir("graphs")
+    graphs.joinpath("conftest.py").write_text(
+        "import pytest\n"
+        "from test_mocks_langgraph import build_graph, get_weather, search_docs\n\n"
+        "@pytest.fixture\n"
+        "def agent():\n"
+        "    return build_graph([search_docs, get_weather])  # the plugin mocks the graph's tool node in a copy\n"
+    )
+    graphs.joinpath("eval_graph.yaml").write_text(
+        "cases:\n"
+        "  - {id: weather, input: What is the weather in Oslo?, tool_mocks: {get_weather: sunny}}\n"
+        "  - {id: typo, input: What is the weather in Oslo?, tool_mocks: {get_wether: sunny}}\n"
+    )
+    shop = pytester.mkdir("shop")
+    shop.joinpath("shop_agent.py").write_text("def run(query, context):\n    return 'refunded'\n")
+    shop.joinpath("eval_shop.yaml").write_text(
+        "agent: shop_agent:run\ncases:\n  - {id: refund, input: q, tool_mocks: {refund: ok}}\n"
+    )
+    path = [str(Path(__file__).parent), str(shop), os.environ.get("PYTHONPATH", "")]
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, path)))
+    result = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "no:cacheprovider", "graphs", "shop")
+    result.assert_outcomes(passed=1, failed=2)
+    result.stdout.fnmatch_lines(
+        ["shop/eval_shop.yaml:3: case refund has tool_mocks for refund but no tool is patched*"]
+    )
+    result.stdout.no_fnmatch_line("*case refund*mocked tools*")
+
+
+def test_the_suites_in_process_runs_leave_no_stand_ins_to_later_tests(pytester: pytest.Pytester) -> None:
+    """This suite in one process, this file before test_mocks_forms.py (as `-n 2` may order them): what a pytester
+    run recorded (a failed case's traceback, with the agent and its stand-ins) goes with its test (the `pytester`
+    fixture of tests/conftest.py), so a later test's run does not count those stand-ins as live."""
+    here = Path(__file__).parent
+    result = pytester.runpytest_subprocess(
+        f"{here / 'test_mocks_langgraph.py'}::test_a_langgraph_agent_with_wrapped_tools_runs_mocked_and_recorded",
+        f"{here / 'test_mocks_forms.py'}::test_mocks_that_nothing_patches_fail_before_the_real_tool_runs",
+        f"--rootdir={here.parent}",
+        f"-c={here.parent / 'pyproject.toml'}",
+        "-p",
+        "no:randomly",
+        "-p",
+        "no:cacheprovider",
+    )
+    result.assert_outcomes(passed=3)
+
+
 # -- what the LLM sees of a wrapped tool, and how its calls are read ---------------------------------------------
 
 
@@ -229,8 +280,7 @@ cases:
             [
                 f"case {case} failed: the agent failed, nothing was checked (score 0.00)",
                 "  ✗ agent raised TimeoutError: weather API slow",
-                "      Traceback (most recent call last):",
-                "  calls:",
+                "  calls:",  # no traceback: none of its frames is the user's (LangGraph's and the plugin's only)
                 "     1. get_weather(city='Oslo') raised TimeoutError: weather API slow",
             ]
         )

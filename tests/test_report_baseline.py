@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
+import jsonschema
 import pytest
 
 from pytest_agent_eval.report.baseline import BaselineError, compare, fisher_less, load_records
 from pytest_agent_eval.report.record import CaseRecord, TrialRecord
+from pytest_agent_eval.report.schema import report_schema
 
 
 def _case(nodeid: str, outcome: str, score: float | None = 1.0, trials: tuple[bool, ...] = (True,)) -> CaseRecord:
@@ -230,11 +233,12 @@ def test_agent_eval_compare(runs: pytest.Pytester) -> None:
     assert result.ret == 0
     lines = result.stdout.lines
     assert lines[0] == "compared with the baseline: 1 regressions, 1 fixes, 1 new, 1 missing"
-    assert lines[1] == ""
-    header, *rows = (line.split(maxsplit=2) for line in lines[2:] if line)
+    assert lines[1].startswith("suite: 2/3 -> 2/3 cases passed; McNemar 1 harmful, 1 beneficial, p = 1;")
+    assert lines[2] == ""
+    header, *rows = (line.split(maxsplit=2) for line in lines[3:] if line)
     assert header == ["change", "case", "detail"]
     assert [row[0] for row in rows] == ["regressions", "fixes", "new", "missing"]
-    assert len({line.index(row[1]) for line, row in zip(lines[3:], rows, strict=True)}) == 1  # case column aligned
+    assert len({line.index(row[1]) for line, row in zip(lines[4:], rows, strict=True)}) == 1  # case column aligned
     failing = runs.run("agent-eval", "compare", "base.json", "cand.json", "--fail-on-regression")
     assert failing.ret == 1
     same = runs.run("agent-eval", "compare", "base.json", "base.json", "--fail-on-regression")
@@ -250,3 +254,158 @@ def test_a_gate_without_a_baseline_is_a_usage_error(runs: pytest.Pytester, args:
     result = runs.runpytest("-p", "no:cacheprovider", *args)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--agent-eval-gate and --agent-eval-fail-on-regression need --agent-eval-baseline*"])
+
+
+TEN_WORDS = "one two three four five six seven eight nine ten"
+SCORED = (
+    "agent: usage_agent:run\ncases:\n"
+    "  - {{id: s, input: hi, min_score: 0.8, context: {{say: {say}}}, expect: {{contains: [{words}]}}}}\n"
+)
+
+
+def _page_text(path: Path) -> str:
+    """The page's baseline section as text (without a browser: the section is plain HTML)."""
+    import re
+
+    section = path.read_text().split('<section id="baseline">', 1)[1].split("</section>", 1)[0]
+    return re.sub(r"<[^>]+>", " ", section)
+
+
+def test_every_report_shows_the_one_comparison_made_with_the_runs_tolerance(runs: pytest.Pytester) -> None:
+    """Issue 24 item 11: the HTML page recomputed the comparison with the default tolerance."""
+    words = ", ".join(TEN_WORDS.split())
+    _baseline(runs, SCORED.format(say=repr(TEN_WORDS), words=words))
+    runs.makefile(".yaml", eval_s=SCORED.format(say=repr(TEN_WORDS.replace(" ten", "")), words=words))  # 0.9
+    result = runs.runpytest(
+        "-p", "no:cacheprovider", "--agent-eval-baseline", "base.json", "--agent-eval-tolerance", "0.2",
+        "--agent-eval-report", "r.json", "--agent-eval-markdown", "m.md", "--agent-eval-html", "page.html",
+    )  # fmt: skip
+    result.stdout.fnmatch_lines(["compared with the baseline: 0 regressions, 0 fixes, 0 new, 0 missing"])
+    assert "0 regressions, 0 fixes, 0 new, 0 missing" in _page_text(runs.path / "page.html")
+    markdown = (runs.path / "m.md").read_text()
+    assert "**Compared with the baseline:** 0 regressions, 0 fixes, 0 new, 0 missing" in markdown
+    report = json.loads((runs.path / "r.json").read_text())
+    jsonschema.Draft202012Validator(report_schema()).validate(report)
+    compared = report["baseline"]
+    assert (compared["path"], compared["tolerance"], compared["regressions"]) == ("base.json", 0.2, [])
+    strict = runs.run("agent-eval", "html", "r.json", "base.json", "-o", "strict.html")
+    assert strict.ret == 0
+    assert "1 regressions, 0 fixes" in _page_text(runs.path / "strict.html")  # the default tolerance, 0.05
+    tolerant = runs.run("agent-eval", "html", "r.json", "base.json", "-o", "tolerant.html", "--tolerance", "0.2")
+    assert tolerant.ret == 0
+    assert "0 regressions, 0 fixes" in _page_text(runs.path / "tolerant.html")
+    kept = runs.run("agent-eval", "html", "r.json", "-o", "kept.html")  # the comparison the run made, kept in r.json
+    assert kept.ret == 0
+    assert "base.json: 0 regressions, 0 fixes, 0 new, 0 missing" in " ".join(
+        _page_text(runs.path / "kept.html").split()
+    )
+
+
+OTHER_SUITE = """\
+agent: usage_agent:run
+cases:
+  - {id: other, input: hi, context: {say: hello}, expect: {contains: [hello]}}
+"""
+
+
+def test_a_baseline_with_no_case_in_common_is_not_compared_and_fails_a_gate(runs: pytest.Pytester) -> None:
+    """Issue 24 item 12: every case new or missing read as "0 regressions", and the gate passed."""
+    _baseline(runs, BASE_SUITE)
+    runs.makefile(".yaml", eval_s=OTHER_SUITE)
+    plain = runs.runpytest("-p", "no:cacheprovider", "--agent-eval-baseline", "base.json")
+    plain.stdout.fnmatch_lines(["baseline not compared: no case in common with this run*"])
+    plain.stdout.no_fnmatch_line("*the run fails*")
+    assert plain.ret == pytest.ExitCode.OK  # no gate asked for: the run's own status
+    for gate in (["--agent-eval-gate", "regressions"], ["--agent-eval-fail-on-regression"]):
+        gated = runs.runpytest(
+            "-p", "no:cacheprovider", "--agent-eval-baseline", "base.json", *gate, "--agent-eval-report", "r.json",
+            "--agent-eval-markdown", "m.md", "--agent-eval-html", "page.html",
+        )  # fmt: skip
+        gated.assert_outcomes(passed=1)
+        gated.stdout.fnmatch_lines(
+            ["baseline not compared: no case in common with this run (the baseline has eval_s.yaml::breaks, "
+             "eval_s.yaml::goes and 2 more, this run eval_s.yaml::other)",
+             "the run fails: the baseline was not compared with it"]
+        )  # fmt: skip
+        assert gated.ret == pytest.ExitCode.TESTS_FAILED
+    assert "**Baseline not compared:** no case in common with this run" in (runs.path / "m.md").read_text()
+    assert "not compared: no case in common with this run" in _page_text(runs.path / "page.html")
+    report = json.loads((runs.path / "r.json").read_text())
+    jsonschema.Draft202012Validator(report_schema()).validate(report)
+    assert report["baseline"]["not_compared"].startswith("no case in common with this run")
+    cli = runs.run("agent-eval", "compare", "base.json", "r.json", "--fail-on-regression")
+    assert cli.ret == 1
+    assert cli.outlines[0].startswith("baseline not compared: no case in common with this run")
+
+
+def test_a_baseline_written_from_another_rootdir_is_compared(runs: pytest.Pytester) -> None:
+    """Issue 24 item 12: the same suite seen from another rootdir has other node ids; they are matched by path."""
+    (runs.path / "evals").mkdir()
+    (runs.path / "evals" / "eval_s.yaml").write_text(BASE_SUITE)
+    runs.runpytest("-p", "no:cacheprovider", "--agent-eval-report", "base.json")  # node ids evals/eval_s.yaml::…
+    assert json.loads((runs.path / "base.json").read_text())["cases"][0]["nodeid"].startswith("evals/eval_s.yaml::")
+    (runs.path / "evals" / "eval_s.yaml").write_text(CAND_SUITE)
+    result = runs.runpytest(
+        "-p", "no:cacheprovider", "--rootdir", "evals", "evals", "--agent-eval-baseline", "base.json",
+        "--agent-eval-gate", "regressions",
+    )  # fmt: skip
+    result.stdout.fnmatch_lines(
+        [
+            "compared with the baseline: 1 regressions, 1 fixes, 1 new, 1 missing",
+            "node ids matched across rootdirs: the baseline's evals/eval_s.yaml::* is this run's eval_s.yaml::*",
+            "regressions:",
+            "  eval_s.yaml::breaks: passed -> failed",
+        ]
+    )
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+
+
+def test_compare_says_why_two_runs_were_not_compared() -> None:
+    result = compare([_case("a.yaml::x", "passed")], [_case("b.yaml::y", "failed", 0.0)])
+    assert result.not_compared == "no case in common with this run (the baseline has a.yaml::x, this run b.yaml::y)"
+    assert result.failed and result.lines()[0].startswith("baseline not compared: no case in common")
+    moved = compare([_case("evals/a.yaml::x", "passed")], [_case("a.yaml::x", "failed", 0.0)])
+    assert (moved.not_compared, [c.nodeid for c in moved.regressions]) == (None, ["a.yaml::x"])
+    assert compare([], [_case("a.yaml::x", "passed")]).not_compared == (
+        "no case in common with this run (the baseline has no case)"
+    )
+    assert compare([], []).not_compared is None  # nothing ran: nothing to compare
+
+
+def test_agent_eval_compare_into_a_closed_pipe_exits_quietly(runs: pytest.Pytester) -> None:
+    """Issue 24 item 19: `agent-eval compare … | head` ended in a BrokenPipeError traceback."""
+    import shutil
+    import subprocess
+
+    _baseline(runs, BASE_SUITE)
+    runs.makefile(".yaml", eval_s=CAND_SUITE)
+    runs.runpytest("-p", "no:cacheprovider", "--agent-eval-report", "cand.json")
+    read, write = os.pipe()
+    os.close(read)  # the reader is gone before a line is written: `| head -0`
+    try:
+        command = [shutil.which("agent-eval") or "agent-eval", "compare", "base.json", "cand.json"]
+        done = subprocess.run(command, cwd=runs.path, stdout=write, stderr=subprocess.PIPE, text=True, timeout=60)
+    finally:
+        os.close(write)
+    assert done.stderr == ""
+    assert done.returncode == 1
+
+
+def test_a_report_path_that_moved_the_rootdir_is_named(
+    runs: pytest.Pytester, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """Issue 24 item 12: `--agent-eval-baseline /elsewhere/base.json` (a space, not `=`) is a test path to pytest
+    when it chooses the rootdir, before it knows the plugin's options: the rootdir moves, the node ids with it."""
+    runs.makeini("[pytest]\n")
+    runs.makefile(".yaml", eval_s=KNOWN_FAILURE)
+    elsewhere = tmp_path_factory.mktemp("elsewhere")
+    runs.runpytest("-p", "no:cacheprovider", f"--agent-eval-report={elsewhere / 'base.json'}")
+    moved = runs.runpytest("-p", "no:cacheprovider", "--agent-eval-baseline", str(elsewhere / "base.json"))
+    moved.stdout.fnmatch_lines(
+        [f"*pytest chose the rootdir {runs.path.parent} with {elsewhere / 'base.json'} (--agent-eval-baseline) "
+         f"as a test path; write --agent-eval-baseline={elsewhere / 'base.json'}*"]
+    )  # fmt: skip
+    moved.stdout.fnmatch_lines(["node ids matched across rootdirs: *"])
+    kept = runs.runpytest("-p", "no:cacheprovider", f"--agent-eval-baseline={elsewhere / 'base.json'}")
+    kept.stdout.no_fnmatch_line("*pytest chose the rootdir*")
+    kept.stdout.fnmatch_lines(["compared with the baseline: 0 regressions, 0 fixes, 0 new, 0 missing"])

@@ -48,9 +48,12 @@ def test_markdown_of_records_and_a_comparison() -> None:
     ]
     assert lines[4] == "| all | 1/2 | 0.50 | 0.00 | - | 0.10 s | 0.10 s | - |"
     assert "| `e.yaml::a` | failed | the \\| agent failed | `eval_x.yaml:1` |" in lines
-    assert lines[-7:] == [
+    assert lines[-9:] == [
         "",
         "**Compared with the baseline:** 1 regressions, 1 fixes, 0 new, 0 missing",
+        "",
+        "suite: 1/2 -> 1/2 cases passed; McNemar 1 harmful, 1 beneficial, p = 1; pass rate +0.0 pp "
+        "(95% CI -100.0 pp to +100.0 pp, bootstrap over cases)",
         "",
         "| change | case | detail |",
         "|---|---|---|",
@@ -105,6 +108,9 @@ def test_agent_eval_compare_markdown(runs: pytest.Pytester) -> None:
     assert result.outlines == [
         "**Compared with the baseline:** 1 regressions, 1 fixes, 1 new, 1 missing",
         "",
+        "suite: 2/3 -> 2/3 cases passed; McNemar 1 harmful, 1 beneficial, p = 1; pass rate +0.0 pp "
+        "(95% CI -100.0 pp to +100.0 pp, bootstrap over cases)",
+        "",
         "| change | case | detail |",
         "|---|---|---|",
         "| regressions | `eval_s.yaml::breaks` | passed -> failed |",
@@ -112,3 +118,45 @@ def test_agent_eval_compare_markdown(runs: pytest.Pytester) -> None:
         "| new | `eval_s.yaml::comes` | passed |",
         "| missing | `eval_s.yaml::goes` | was passed |",
     ]
+
+
+STOPPING_AGENT = """
+def run(query, context):
+    if query == "stop":
+        raise KeyboardInterrupt  # as Ctrl-C during the agent's call
+    return "hello"
+"""
+STOPPING_SUITE = """\
+agent: stopping_agent:run
+cases:
+  - {id: a, input: hi, expect: {contains: [hello]}}
+  - {id: b, input: stop}
+  - {id: c, input: hi}
+  - {id: d, input: hi}
+"""
+
+
+def test_the_markdown_of_an_interrupted_run_says_so_and_what_did_not_run(pytester: pytest.Pytester) -> None:
+    """Issue 24 item 19: the markdown written after Ctrl-C read as a clean pass."""
+    pytester.makepyfile(stopping_agent=STOPPING_AGENT)
+    pytester.syspathinsert()
+    pytester.makefile(".yaml", eval_s=STOPPING_SUITE)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--agent-eval-markdown", "m.md")
+    assert result.ret == pytest.ExitCode.INTERRUPTED  # in a process of its own: the interrupt is not this test's
+    text = (pytester.path / "m.md").read_text()
+    assert "| all | 1/1 |" in text
+    assert (
+        "**The run was interrupted:** 1 of 4 eval cases finished; these did not: `eval_s.yaml::b`, "
+        "`eval_s.yaml::c`, `eval_s.yaml::d`"
+    ) in text
+    stopped = pytester.runpytest("-p", "no:cacheprovider", "-x", "--agent-eval-markdown", "x.md", "-k", "not b")
+    stopped.assert_outcomes(passed=3)  # nothing failed: -x did not stop it
+    assert "interrupted" not in (pytester.path / "x.md").read_text()
+    failing = STOPPING_SUITE.replace("expect: {contains: [hello]}", "expect: {contains: [bye]}")
+    pytester.makefile(".yaml", eval_s=failing)
+    stopped = pytester.runpytest("-p", "no:cacheprovider", "-x", "--agent-eval-markdown", "x.md", "-k", "not b")
+    stopped.assert_outcomes(failed=1)
+    assert (
+        "**The run stopped early (stopping after 1 failures):** 1 of 3 eval cases finished; these did not: "
+        "`eval_s.yaml::c`, `eval_s.yaml::d`"
+    ) in (pytester.path / "x.md").read_text()

@@ -7,11 +7,13 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pytest
 from report_support import BROKEN, DUMP_CONFTEST, SUITE, UNREADABLE, USAGE_AGENT
 
 from pytest_agent_eval.report.jsonable import ITEMS_LIMIT, jsonable
 from pytest_agent_eval.report.record import CaseRecord
+from pytest_agent_eval.report.schema import report_schema
 
 
 @pytest.fixture
@@ -157,3 +159,47 @@ def test_junit_score_of_a_case_with_nothing_scored_is_not_scored(
     props = {p.get("name"): p.get("value") for p in case.iter("property")}
     assert props["score"] == "not scored"
     assert props["location"] == "eval_j.yaml:2"
+
+
+INPUTS = """\
+agent: usage_agent:run
+defaults: {context: {say: hello}}
+cases:
+  - {id: single, input: where is my order?, context: {say: hi, order: 7}}
+  - id: chat
+    turns: [first question, second question]
+  - {id: skipped, skip: later, input: not asked}
+"""
+
+
+def test_the_record_carries_the_cases_input_and_a_hash_of_its_content(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 24 item 20 (SPEC §17): what the agent was given, and a hash that tells an edited case."""
+    monkeypatch.setenv("RECORDS_OUT", str(pytester.path / "records.jsonl"))
+    pytester.makepyfile(usage_agent=USAGE_AGENT, conftest=DUMP_CONFTEST)
+
+    def run(text: str) -> dict[str, dict[str, Any]]:
+        pytester.makefile(".yaml", eval_in=text)
+        (pytester.path / "records.jsonl").unlink(missing_ok=True)
+        pytester.runpytest("-p", "no:cacheprovider", "--agent-eval-report", "r.json").assert_outcomes(
+            passed=2, skipped=1
+        )
+        report = json.loads((pytester.path / "r.json").read_text())
+        jsonschema.Draft202012Validator(report_schema()).validate(report)
+        return {r["case_id"]: r for r in report["cases"]}
+
+    first = run(INPUTS)
+    assert first["single"]["input"] == {"query": "where is my order?", "context": {"say": "hi", "order": 7}}
+    assert first["chat"]["input"] == {"turns": ["first question", "second question"], "context": {"say": "hello"}}
+    assert first["skipped"]["input"] == {"query": "not asked", "context": {"say": "hello"}}
+    hashes = {case: record["content_hash"] for case, record in first.items()}
+    assert all(isinstance(h, str) and len(h) == 16 for h in hashes.values()) and len(set(hashes.values())) == 3
+    again = run("# a comment above moves every case down a line\n" + INPUTS)
+    assert {case: record["content_hash"] for case, record in again.items()} == hashes
+    edited = run(INPUTS.replace("second question", "second question, reworded"))
+    assert edited["chat"]["content_hash"] != hashes["chat"]
+    assert edited["single"]["content_hash"] == hashes["single"]
+    defaults = run(INPUTS.replace("defaults: {context: {say: hello}}", "defaults: {context: {say: bye}}"))
+    assert defaults["chat"]["content_hash"] != hashes["chat"]  # the file's defaults are part of the case
+    assert defaults["single"]["content_hash"] == hashes["single"]  # its own `say` wins over the default

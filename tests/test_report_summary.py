@@ -27,6 +27,8 @@ def _section(output: list[str]) -> list[str]:
 def _table(section: list[str]) -> dict[str, list[str]]:
     rows = {}
     for line in section[1 : section.index("") if "" in section else None]:
+        if line.startswith("repeated cases ("):  # the line under the table
+            continue
         name, cells = re.split(r"\s{2,}", line, maxsplit=1)
         rows[name] = re.split(r"\s{2,}", cells)
     return rows
@@ -56,6 +58,10 @@ def test_the_summary_gives_each_figure_per_file_and_tag(suite: pytest.Pytester) 
     assert stable["eval_broken.yaml"] == ["0/1", "-", "-", "-", "-", "-", "-"]
     assert stable["tag kb"] == ["0/1", "0.00", "0.00", "-", "0%", "7", "-"]
     assert table["eval_broken.yaml"][4:6] == ["-", "-"]
+    # pass@k, pass^k (k = the trials): rep 3/3 -> 1, 1; flaky 3/4 -> 1, 0
+    assert section[section.index("") - 1] == (
+        "repeated cases (2): pass@k 1.00, pass^k 0.50 (means; k = each case's trials: 3, 4)"
+    )
     assert section[section.index("") + 1 :] == [
         "passed partially (2):",
         "  eval_suite.yaml::flaky (score 0.75)",

@@ -100,3 +100,14 @@ def test_a_threshold_in_the_ini_file_that_is_no_number_is_a_usage_error(suite: p
     result = suite.runpytest("-p", "no:cacheprovider")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*ini agent_eval_max_cost = 'cheap': give a number*"])
+
+
+def test_a_threshold_missed_fails_the_run_under_the_regression_gate(suite: pytest.Pytester) -> None:
+    """Issue 24 item 10: `--agent-eval-gate regressions` decides on regressions, but a missed threshold still fails."""
+    suite.runpytest("-p", "no:cacheprovider", "--agent-eval-report", "base.json")
+    gated = ["-p", "no:cacheprovider", "--agent-eval-baseline", "base.json", "--agent-eval-gate", "regressions"]
+    assert suite.runpytest(*gated).ret == pytest.ExitCode.OK  # c and d failed before too: no regression
+    result = suite.runpytest(*gated, "--agent-eval-min-pass-rate", "0.6")
+    result.stdout.fnmatch_lines(["*threshold missed: pass rate 0.50 (2/4) < agent_eval_min_pass_rate 0.6"])
+    result.stdout.fnmatch_lines(["compared with the baseline: 0 regressions, 0 fixes, 0 new, 0 missing"])
+    assert result.ret == pytest.ExitCode.TESTS_FAILED

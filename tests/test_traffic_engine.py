@@ -10,11 +10,9 @@ import pytest
 import yaml
 
 from pytest_agent_eval.traffic.cassette import Cassette, Interaction, body_text, cassette_path, match_key, scrub_url
-from pytest_agent_eval.traffic.hook import retry_delay
 from pytest_agent_eval.traffic.limits import Budget
-from pytest_agent_eval.traffic.usage import CallUsage, Usage, parse_prices, price_of, read_usage
-
-PRICES = {"gpt-4o": {"input": 2.5, "output": 10.0}, "gpt-4o-mini": {"input": 0.15, "output": 0.6}}
+from pytest_agent_eval.traffic.retry import retry_delay
+from pytest_agent_eval.traffic.usage import CallUsage, Prices, Usage, parse_prices, read_usage
 
 
 def sse(*events: object) -> bytes:
@@ -37,7 +35,7 @@ def sse(*events: object) -> bytes:
                 }
             ).encode(),
             "application/json",
-            CallUsage("claude-sonnet-4", 25, 7),
+            CallUsage("claude-sonnet-4", 25, 7, cache_read_tokens=5),
         ),
         (  # OpenAI stream with include_usage: the last chunk
             sse(
@@ -58,6 +56,44 @@ def sse(*events: object) -> bytes:
             "text/event-stream",
             CallUsage("claude-3-5-haiku", 30, 15),
         ),
+        (  # Anthropic stream with cache writes, some of them for an hour
+            sse(
+                {
+                    "type": "message_start",
+                    "message": {
+                        "model": "claude-sonnet-4",
+                        "usage": {
+                            "input_tokens": 4,
+                            "cache_creation_input_tokens": 300,
+                            "cache_read_input_tokens": 0,
+                            "cache_creation": {"ephemeral_5m_input_tokens": 100, "ephemeral_1h_input_tokens": 200},
+                            "output_tokens": 1,
+                        },
+                    },
+                },
+                {"type": "message_delta", "usage": {"output_tokens": 9}},
+            ),
+            "text/event-stream",
+            CallUsage("claude-sonnet-4", 304, 9, cache_write_tokens=300, cache_write_1h_tokens=200),
+        ),
+        (  # Responses API stream: the usage of response.completed, cached tokens part of input_tokens
+            sse(
+                {"type": "response.created", "response": {"model": "gpt-4.1", "usage": None}},
+                {
+                    "type": "response.completed",
+                    "response": {
+                        "model": "gpt-4.1",
+                        "usage": {
+                            "input_tokens": 50,
+                            "input_tokens_details": {"cached_tokens": 40},
+                            "output_tokens": 3,
+                        },
+                    },
+                },
+            ),
+            "text/event-stream",
+            CallUsage("gpt-4.1", 50, 3, cache_read_tokens=40),
+        ),
         (b'{"data": [1, 2]}', "application/json", None),
         (b"\x89PNG", "image/png", None),
     ],
@@ -70,18 +106,30 @@ def test_usage_is_read_from_whole_and_streamed_answers(
 
 def test_cost_from_the_price_table_and_none_for_an_unpriced_model() -> None:
     usage = Usage()
-    usage.add(CallUsage("gpt-4o-2024-08-06", 1_000_000, 100_000), PRICES)  # a dated snapshot: its family's price
+    prices = Prices({"my-gpt": {"input": 2.5, "output": 10.0}, "my-gpt-mini": {"input": 0.15, "output": 0.6}})
+    usage.add(CallUsage("my-gpt-2024-08-06", 1_000_000, 100_000), prices)  # a dated snapshot: its family's price
     assert usage.cost == pytest.approx(2.5 + 1.0)
-    assert price_of("gpt-4o-mini-2024-07-18", PRICES) == PRICES["gpt-4o-mini"]  # the longest name wins
-    usage.add(CallUsage("mystery", 10, 10), PRICES)
+    assert prices.cost(CallUsage("my-gpt-mini-2024-07-18", 1_000_000, 0)) == pytest.approx(0.15)  # the longest wins
+    usage.add(CallUsage("mystery", 10, 10), prices)
     assert usage.cost is None and usage.as_dict()["unpriced_models"] == ["mystery"]
     assert usage.as_dict()["total_tokens"] == 1_100_020
 
 
+def test_cache_writes_for_an_hour_cost_their_own_price() -> None:
+    prices = Prices({"m": {"input": 1.0, "output": 2.0, "cache_write": 1.25}})
+    call = CallUsage("m", 1_000_000, 0, cache_write_tokens=1_000_000, cache_write_1h_tokens=400_000)
+    assert prices.cost(call) == "m (no cache_write_1h price)"  # never priced as five-minute writes
+    prices = Prices({"m": {"input": 1.0, "output": 2.0, "cache_write": 1.25, "cache_write_1h": 2.0}})
+    assert prices.cost(call) == pytest.approx(0.6 * 1.25 + 0.4 * 2.0)
+
+
 def test_prices_are_checked() -> None:
     assert parse_prices('{"m": {"input": 1, "output": 2.5}}') == {"m": {"input": 1.0, "output": 2.5}}
+    assert parse_prices('{"m": {"input": 1, "output": 2, "cached_input": 0.1}}')["m"]["cached_input"] == 0.1
     with pytest.raises(ValueError, match="'m': expected"):
         parse_prices('{"m": {"input": 1}}')
+    with pytest.raises(ValueError, match=r"'m': expected .* optionally cached_input"):
+        parse_prices('{"m": {"input": 1, "output": 2, "cached": 0.1}}')
     with pytest.raises(ValueError, match="at least 0"):
         parse_prices('{"m": {"input": -1, "output": 1}}')
 
@@ -99,7 +147,8 @@ def test_secrets_never_reach_a_cassette_and_matching_ignores_named_fields() -> N
 
 def test_a_cassette_is_vcrpy_yaml_and_answers_in_order(tmp_path: Path) -> None:
     path = cassette_path(tmp_path / "cassettes", Path("evals/eval_routing.yaml"), "a case/with odd:chars")
-    assert path == tmp_path / "cassettes" / "eval_routing" / "a_case_with_odd_chars.yaml"
+    assert path.parent == tmp_path / "cassettes" / "eval_routing"  # with a hash of the id, as its name had to change
+    assert path.name.startswith("a_case_with_odd_chars-") and path.suffix == ".yaml"
     cassette = Cassette(path, frozenset())
     for n, answer in enumerate(["first", "second"], 1):
         cassette.add(

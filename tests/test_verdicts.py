@@ -11,10 +11,11 @@ from typing import Any
 
 import pytest
 
-from pytest_agent_eval.agents import as_agent
 from pytest_agent_eval.cases.model import Case
 from pytest_agent_eval.checks import builtin_registry
-from pytest_agent_eval.runner import RunSettings, run_case
+from pytest_agent_eval.run.agents import as_agent
+from pytest_agent_eval.run.runner import run_case
+from pytest_agent_eval.run.settings import RunSettings
 
 AGENT = '''
 def dispatch(name, args):

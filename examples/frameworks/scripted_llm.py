@@ -1,8 +1,10 @@
 """A scripted OpenAI-compatible chat-completions server on a loopback port, so the framework examples run offline.
 
-To a user message it answers with a tool call: ``lookup_order`` for a message naming an order (``A100``), else
-``search_kb`` with the message as the query; to tool results it answers with them. Real clients (the OpenAI SDK
-that every framework here uses) talk to it as to any endpoint: point ``base_url`` at :func:`start`'s URL.
+To a user message it answers with a tool call: ``lookup_order`` for a message naming an order (``A100``), or
+asking about "it" after an earlier message of the conversation named one (so a follow-up question shows whether the
+agent was given the conversation so far), else ``search_kb`` with the message as the query; to the tool results
+of the latest message it answers with them. Real clients (the OpenAI SDK that every framework here uses) talk to it
+as to any endpoint: point ``base_url`` at :func:`start`'s URL.
 """
 
 from __future__ import annotations
@@ -13,16 +15,20 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+ORDER = re.compile(r"\b([A-Z]\d{3})\b")
+
 
 def reply(body: dict[str, Any]) -> dict[str, Any]:
     """The assistant message for one request."""
     messages = body.get("messages") or []
+    said = [str(m.get("content")) for m in messages if m.get("role") == "user"]
+    latest = max((n for n, m in enumerate(messages) if m.get("role") == "user"), default=0)
     if messages and messages[-1].get("role") == "tool":
-        results = [str(m.get("content")) for m in messages if m.get("role") == "tool"]
+        results = [str(m.get("content")) for m in messages[latest:] if m.get("role") == "tool"]
         return {"role": "assistant", "content": "Here is what I found: " + " | ".join(results)}
-    prompt = next((str(m.get("content")) for m in reversed(messages) if m.get("role") == "user"), "")
-    order = re.search(r"\b([A-Z]\d{3})\b", prompt)
-    name, args = ("lookup_order", {"order_id": order.group(1)}) if order else ("search_kb", {"query": prompt})
+    prompt = said[-1] if said else ""
+    named = ORDER.findall(prompt) or (ORDER.findall(" ".join(said)) if re.search(r"\bit\b", prompt, re.I) else [])
+    name, args = ("lookup_order", {"order_id": named[-1]}) if named else ("search_kb", {"query": prompt})
     call = {
         "id": f"call_{len(messages)}",
         "type": "function",

@@ -13,13 +13,17 @@ How to write an adapter (one module, one registration line):
    * ``agent(obj, name) -> Agent``: how to call it. ``Agent.call(query, context)`` returns the raw result or an
      awaitable of it; ``is_async`` says whether ``call`` is a coroutine function (run on the event loop) or sync
      (run in a worker thread). :func:`calling` builds one from a function ``(query, context)`` or ``(query)``.
-     ``context`` holds the case's ``context:`` mapping.
+     ``context`` holds the case's ``context:`` mapping; in a conversation (``turns:``, a simulated user) also
+     ``history``, the messages so far as ``{role, content}``. An adapter whose framework takes a conversation in
+     its own form keeps it in ``RunRecord.conversation`` (in ``normalise``) and continues it from
+     ``CONVERSATION.get()`` at the next message (``None`` at the first).
    * ``normalise(result) -> RunRecord``: read what ``call`` returned into the run record: ``output`` (the final
      text), ``tool_calls`` (``ToolCall(name, args, result, error)`` in call order), ``reasoning``, ``metadata``,
-     ``usage``. Fall back to ``pytest_agent_eval.adapters.plain.normalise`` for shapes that are not the
-     framework's own (a string, a dict with ``output``, an ``AgentResult``). Raise
-     ``pytest_agent_eval.adapters.UnreadableResult`` with what to return instead when nothing can be read.
-     Tool calls that tool mocks recorded replace the ones read here (SPEC §6), so reading them is for unmocked runs.
+     ``usage``, and ``conversation`` (above); only what this call added, not the earlier messages it was given.
+     Fall back to ``pytest_agent_eval.adapters.plain.normalise`` for shapes that are not the framework's own (a
+     string, a dict with ``output``, an ``AgentResult``). Raise ``pytest_agent_eval.adapters.UnreadableResult``
+     with what to return instead when nothing can be read. Tool calls that tool mocks recorded take the place of
+     the same calls read here; the others read here (a handoff, a tool without a stand-in) are kept beside them.
    * ``wrap_tool(tool, standin) -> object | None``: ``None`` when ``tool`` is not this framework's tool object;
      else a copy of it whose function goes through ``standin(func, name, args_of)``, which returns a function
      with ``func``'s signature that answers from the running case's ``tool_mocks`` and records the call (and
@@ -53,11 +57,15 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
-    from pytest_agent_eval.record import RunRecord
+    from pytest_agent_eval.run.results import RunRecord
 
 TRIAL: ContextVar[tuple[str, int] | None] = ContextVar("agent_eval_trial_id", default=None)
 """The running case's id and trial number, set by the runner for each trial: for adapters that keep state per
 case and trial (an HTTP agent's session id)."""
+
+CONVERSATION: ContextVar[Any] = ContextVar("agent_eval_conversation", default=None)
+"""During an agent call of a conversation: the ``RunRecord.conversation`` that ``normalise`` read from the previous
+call's result (a framework's own message list), to be continued; ``None`` for the first message and single calls."""
 
 ArgsOf = Callable[[tuple[Any, ...], dict[str, Any]], dict[str, Any]]
 """``args_of(args, kwargs) -> {argument: value}``: a tool's arguments read from one call of its function."""

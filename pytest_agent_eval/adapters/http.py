@@ -22,17 +22,20 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urljoin, urlsplit, urlunsplit
 
 from pytest_agent_eval.adapters.base import TRIAL, Agent, StandIn
 from pytest_agent_eval.adapters.plain import normalise as plain_normalise
-from pytest_agent_eval.record import RunRecord
+from pytest_agent_eval.run.results import RunRecord
+from pytest_agent_eval.secrets import remember, remember_url
 
 DEFAULT_BODY: dict[str, Any] = {"message": "{message}", "session_id": "{session}"}
 ANSWER_KEYS = ("output", "response", "answer", "reply", "message", "text", "content")
 _ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _PLACEHOLDER = re.compile(r"\{(message|session|case_id|trial)\}")
 _KEYS = frozenset({"url", "headers", "body", "output", "session", "timeout"})
+MAX_REDIRECTS = 5
+_REDIRECTS = frozenset({301, 302, 303, 307, 308})
 TIMEOUT_S = 300.0
 """The socket timeout of one request; a case's own ``timeout:`` bounds the call as for any agent."""
 VOLATILE = "agent_eval_volatile"
@@ -71,11 +74,13 @@ class HttpAgent:
     _client: Any = field(default=None, repr=False, compare=False)
     """The ``httpx.Client`` of every call, made at the first."""
 
+    def __post_init__(self) -> None:
+        remember_url(self.url)  # a password in the URL is scrubbed wherever it would be written
+
     @property
     def shown(self) -> str:
-        """The URL as messages show it: without its query string (which may hold a key)."""
-        parts = urlsplit(self.url)
-        return urlunsplit((parts.scheme, parts.netloc, parts.path, "", ""))
+        """The URL as messages show it: without its userinfo and query string (which may hold a key)."""
+        return shown_url(self.url)
 
     def session(self) -> str:
         key = TRIAL.get()
@@ -103,35 +108,74 @@ class HttpAgent:
         return self._post(httpx, data, headers, session)
 
     def _post(self, httpx: Any, data: bytes, headers: dict[str, str], session: str) -> Any:
-        """One POST through ``httpx``; the session id marked as run-dependent for the traffic hook."""
+        """One POST through ``httpx``; the session id marked as run-dependent for the traffic hook. A redirect is
+        followed on the service's own origin only (see :meth:`_redirect`)."""
         with self._lock:
             if self._client is None:
-                self._client = httpx.Client(timeout=self.timeout, follow_redirects=True)
+                self._client = httpx.Client(timeout=self.timeout, follow_redirects=False)
             client = self._client
         volatile = {json.dumps(session)[1:-1].encode(): SESSION_PLACEHOLDER}  # as it is written in the JSON body
-        try:
-            answer = client.post(self.url, content=data, headers=headers, extensions={VOLATILE: volatile})
-        except httpx.TransportError as exc:  # refused, reset, a timeout, a replay miss
-            return Unreachable(f"POST {self.shown}: {exc or type(exc).__name__}")
-        if answer.status_code >= 400:
-            return self._refused(answer.status_code, answer.content)
-        return self.read(answer.content)
+        url = self.url
+        for _ in range(MAX_REDIRECTS + 1):
+            try:
+                answer = client.post(url, content=data, headers=headers, extensions={VOLATILE: volatile})
+            except httpx.TransportError as exc:  # refused, reset, cut mid-body, a timeout, a replay miss
+                return Unreachable(f"POST {shown_url(url)}: {exc or type(exc).__name__}")
+            status, content_type = answer.status_code, answer.headers.get("content-type", "")
+            if status not in _REDIRECTS:
+                break
+            target = self._redirect(url, answer.headers.get("location"))
+            if isinstance(target, Unreachable):
+                return target
+            url = target
+        else:
+            return Unreachable(f"POST {self.shown}: more than {MAX_REDIRECTS} redirects")
+        if status >= 400:
+            return self._refused(status, answer.content)
+        return self.read(answer.content, status, content_type)
+
+    def _redirect(self, url: str, location: str | None) -> str | Unreachable:
+        """Where a redirect from ``url`` leads, when it stays on the service's origin (scheme, host and port): a
+        redirect elsewhere is not followed (the agent's credentials would go with it) and is not an answer."""
+        target = urljoin(url, location or "")
+        if _origin(target) != _origin(self.url):
+            return Unreachable(
+                f"POST {shown_url(url)} was redirected to another origin {shown_url(_origin(target))}: not followed "
+                "(the agent's headers are never sent to another origin); set url: to the address that answers"
+            )
+        return target
 
     def _post_urllib(self, data: bytes, headers: dict[str, str]) -> Any:
-        """One POST through ``urllib`` (no ``httpx``, no traffic option)."""
-        import urllib.error  # with http.client and ssl: only when a service is called
+        """One POST through ``urllib`` (no ``httpx``, no traffic option); redirects as :meth:`_post` follows them."""
+        import http.client  # with urllib and ssl: only when a service is called
+        import urllib.error
         import urllib.request
 
-        request = urllib.request.Request(self.url, data=data, method="POST", headers=headers)
-        try:
-            with urllib.request.urlopen(request, timeout=self.timeout) as answer:
-                return self.read(answer.read())
-        except urllib.error.HTTPError as exc:
-            status, body = exc.code, exc.read()
-        except (urllib.error.URLError, OSError) as exc:
-            reason = exc.reason if isinstance(exc, urllib.error.URLError) else exc
-            return Unreachable(f"POST {self.shown}: {reason}")
-        return self._refused(status, body)  # out of the handler: a failed call shows no urllib traceback
+        class NoRedirects(urllib.request.HTTPRedirectHandler):
+            """Redirects left to the loop below (which follows them on the same origin only)."""
+
+            def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+                return None
+
+        opener = urllib.request.build_opener(NoRedirects)
+        url = self.url
+        for _ in range(MAX_REDIRECTS + 1):
+            request = urllib.request.Request(url, data=data, method="POST", headers=headers)
+            try:
+                with opener.open(request, timeout=self.timeout) as answer:
+                    return self.read(answer.read(), answer.status, answer.headers.get("content-type", ""))
+            except urllib.error.HTTPError as exc:
+                status, body, location = exc.code, exc.read(), exc.headers.get("location")
+            except (urllib.error.URLError, OSError, http.client.HTTPException) as exc:  # refused, reset, cut off
+                reason = exc.reason if isinstance(exc, urllib.error.URLError) else exc
+                return Unreachable(f"POST {shown_url(url)}: {reason or type(reason).__name__}")
+            if status not in _REDIRECTS:
+                return self._refused(status, body)  # out of the handler: a failed call shows no urllib traceback
+            target = self._redirect(url, location)
+            if isinstance(target, Unreachable):
+                return target
+            url = target
+        return Unreachable(f"POST {self.shown}: more than {MAX_REDIRECTS} redirects")
 
     def _refused(self, status: int, body: bytes) -> Unreachable:
         """A 429 or 5xx answer is infrastructure's; another status fails the call (raised)."""
@@ -141,12 +185,21 @@ class HttpAgent:
             return Unreachable(f"{where}: {excerpt}")
         raise RuntimeError(f"{where}: {excerpt}")
 
-    def read(self, raw: bytes) -> dict[str, Any]:
-        """The reply as a result the plain adapter reads: the answer under ``output``, tool calls, metadata."""
+    def read(self, raw: bytes, status: int = 200, content_type: str = "") -> dict[str, Any] | Unreachable:
+        """The reply as a result the plain adapter reads: the answer under ``output``, tool calls, metadata. A
+        plain-text reply is the answer; an HTML page (a proxy's error, a sign-in page) or JSON cut off is not: an
+        infrastructure error."""
         try:
             reply = json.loads(raw)
-        except ValueError:
-            return {"output": raw.decode(errors="replace")}
+        except (ValueError, RecursionError) as exc:
+            text = raw.decode(errors="replace")
+            start = text.lstrip()[:15].lower()
+            where = f"POST {self.shown} answered {status}"
+            if "html" in content_type.lower() or start.startswith(("<!doctype", "<html")):
+                return Unreachable(f"{where} with an HTML page, not JSON: {' '.join(text[:200].split())}")
+            if "json" in content_type.lower() or start.startswith(("{", "[")):
+                return Unreachable(f"{where} with a JSON body cut off or malformed (not JSON: {exc})")
+            return {"output": text}
         if self.session_from is not None:
             found = at_path(reply, self.session_from)
             if isinstance(found, (str, int)):
@@ -177,6 +230,18 @@ class HttpAgent:
 
 
 _MISSING: Any = object()
+
+
+def _origin(url: str) -> str:
+    parts = urlsplit(url)
+    port = parts.port or {"http": 80, "https": 443}.get(parts.scheme.lower())
+    return f"{parts.scheme.lower()}://{(parts.hostname or '').lower()}:{port}"
+
+
+def shown_url(url: str) -> str:
+    """``url`` as messages show it: without userinfo, query string and fragment."""
+    parts = urlsplit(url)
+    return urlunsplit((parts.scheme, parts.netloc.rpartition("@")[2], parts.path, "", ""))
 
 
 def _httpx() -> Any:
@@ -225,6 +290,7 @@ def expand_env(value: str, where: str) -> str:
         name = match.group(1)
         if name not in os.environ:
             raise HttpAgentError(f"{where}: the environment variable {name} is not set")
+        remember(os.environ[name])  # never written anywhere, whatever echoes it
         return os.environ[name]
 
     return _ENV.sub(one, value)

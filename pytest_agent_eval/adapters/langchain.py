@@ -1,5 +1,6 @@
-"""LangChain / LangGraph: runnables (a compiled graph, a chain) called with ``{"messages": [...]}`` state, their
-``messages`` state read into the run record, ``BaseTool`` objects (``@tool``, ``StructuredTool``, ``Tool``)
+"""LangChain / LangGraph: runnables (a compiled graph, a chain) called with ``{"messages": [...]}`` state (in a
+conversation, the previous call's messages and the new one), their ``messages`` state read into the run record (the
+usage from the AI messages' ``usage_metadata``), ``BaseTool`` objects (``@tool``, ``StructuredTool``, ``Tool``)
 wrapped for tool mocks, and a graph's ``ToolNode`` tools (``create_react_agent``) replaced by stand-ins.
 LangChain is imported only for an object that is already one of its own."""
 
@@ -8,12 +9,13 @@ from __future__ import annotations
 import copy
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
-from pytest_agent_eval.adapters.base import Agent, ArgsOf, StandIn
+from pytest_agent_eval.adapters.base import CONVERSATION, Agent, ArgsOf, StandIn
 from pytest_agent_eval.adapters.messages import from_messages
 from pytest_agent_eval.adapters.plain import normalise as read_plain
-from pytest_agent_eval.record import RunRecord
+from pytest_agent_eval.run.results import RunRecord
 
 _FRAMEWORK_ARGS = frozenset({"run_manager", "callbacks", "config"})  # what LangChain adds to a tool's own args
 
@@ -29,8 +31,18 @@ def is_tool(obj: Any) -> bool:
     return tools is not None and isinstance(obj, tools.BaseTool)
 
 
+@dataclass(frozen=True)
+class RunnableCall:
+    """One call of a runnable: what it returned, and the messages it was given (the conversation so far, then the
+    user's message), which are not its own."""
+
+    result: Any
+    given: list[Any]
+
+
 class LangChainAdapter:
-    """Runnables get the case's query as one user message; their ``messages`` state is the run's transcript."""
+    """Runnables get the case's query as one user message after the conversation so far (the previous call's
+    ``messages``); their ``messages`` state is the run's transcript."""
 
     name = "langchain"
 
@@ -39,15 +51,26 @@ class LangChainAdapter:
 
     def agent(self, obj: Any, name: str) -> Agent:
         async def run_graph(query: str, context: dict[str, Any]) -> Any:
-            state = {"messages": [{"role": "user", "content": query}]}
-            return await obj.ainvoke(state, config=context.get("config"))
+            given = [*(CONVERSATION.get() or []), {"role": "user", "content": query}]
+            return RunnableCall(await obj.ainvoke({"messages": given}, config=context.get("config")), given)
 
         return Agent(run_graph, True, name, self, obj)
 
     def normalise(self, result: Any) -> RunRecord:
+        given: list[Any] = []
+        if isinstance(result, RunnableCall):
+            result, given = result.result, result.given
         if getattr(result, "tool_calls", None) and hasattr(result, "content"):  # one AIMessage that calls tools
-            return from_messages([result])
-        return read_plain(result)  # a `messages` state, or what a chain's last step returned
+            record = from_messages([result])
+        else:  # a `messages` state (the messages it was given first), or what a chain's last step returned
+            record = read_plain(result, len(given))
+        messages = result.get("messages") if isinstance(result, dict) else None
+        if isinstance(messages, list):
+            record.conversation = messages
+        else:  # a chain's answer: the conversation is what it was given and this answer
+            answer = result if hasattr(result, "content") else {"role": "assistant", "content": record.output}
+            record.conversation = [*given, answer]
+        return record
 
     def wrap_tool(self, tool: Any, standin: StandIn) -> Any:
         """A copy of the tool whose ``_run``/``_arun`` are stand-ins: the same name, description and args schema."""

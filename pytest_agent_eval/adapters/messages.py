@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from pytest_agent_eval.record import RunRecord, ToolCall
+from pytest_agent_eval.run.results import RunRecord, ToolCall
 
 
 def text_of(content: Any) -> str:
@@ -54,12 +54,15 @@ def field_of(msg: Any, name: str) -> Any:
     return msg.get(name) if isinstance(msg, dict) else getattr(msg, name, None)
 
 
-def from_messages(messages: list[Any]) -> RunRecord:
+def from_messages(messages: list[Any], earlier: int = 0) -> RunRecord:
     """A chat message list (a LangGraph ``messages`` state, OpenAI messages): the last assistant text, the tool
-    calls in order with the results of the tool messages that answer them, and the transcript."""
+    calls in order with the results of the tool messages that answer them, the usage LangChain's AI messages carry
+    (``usage_metadata``), and the transcript. The first ``earlier`` messages were given to the call (a
+    conversation so far): only the transcript has them (all of them, when the list is not longer)."""
     record = RunRecord()
     by_id: dict[str, ToolCall] = {}
-    for msg in messages:
+    usages: list[Any] = []
+    for msg in messages[earlier:] if len(messages) > earlier else messages:
         role = field_of(msg, "role") or field_of(msg, "type")
         if role in ("assistant", "ai", "AIMessage", "AIMessageChunk"):
             for raw in field_of(msg, "tool_calls") or []:
@@ -71,14 +74,21 @@ def from_messages(messages: list[Any]) -> RunRecord:
             text = text_of(field_of(msg, "content"))
             if text:
                 record.output = text
+            usages.append(field_of(msg, "usage_metadata"))
         elif role == "tool":
             answered = by_id.get(str(field_of(msg, "tool_call_id")))
             if answered is not None:
                 answered.result = text_of(field_of(msg, "content"))
                 if field_of(msg, "status") == "error":
                     answered.error = answered.result
+    if usages and all(isinstance(u, dict) for u in usages):  # every answer's, or the sum would be short
+        record.usage = {key: sum(int(u.get(key) or 0) for u in usages) for key in _USAGE_KEYS}
     record.history = [
         {"role": str(field_of(m, "role") or field_of(m, "type")), "content": text_of(field_of(m, "content"))}
         for m in messages
     ]
     return record
+
+
+_USAGE_KEYS = ("input_tokens", "output_tokens", "total_tokens")
+"""LangChain's ``usage_metadata`` keys (also the run record's)."""

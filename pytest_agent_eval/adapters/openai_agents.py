@@ -1,5 +1,6 @@
-"""The OpenAI Agents SDK (``openai-agents``, imported as ``agents``): an ``Agent`` is run with ``Runner.run``; the
-run's items give the tool calls (arguments and outputs) and handoffs; ``FunctionTool`` objects are replaced by
+"""The OpenAI Agents SDK (``openai-agents``, imported as ``agents``): an ``Agent`` is run with ``Runner.run`` (in a
+conversation, on the earlier items, ``result.to_input_list()``, and the new message); the run's new items give the
+tool calls (arguments and outputs) and handoffs; ``FunctionTool`` objects are replaced by
 copies with the same name, description and JSON schema whose ``on_invoke_tool`` answers from the case's tool
 mocks. The SDK is imported only for an object that is already one of its own; its tracing is turned off (it
 would send spans to OpenAI's servers).
@@ -13,9 +14,9 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from pytest_agent_eval.adapters.base import Agent, StandIn
+from pytest_agent_eval.adapters.base import CONVERSATION, Agent, StandIn
 from pytest_agent_eval.adapters.plain import normalise as read_plain
-from pytest_agent_eval.record import RunRecord, ToolCall
+from pytest_agent_eval.run.results import RunRecord, ToolCall
 
 EXTRA = "pip install 'pytest-agent-eval[openai-agents]'"
 
@@ -79,6 +80,9 @@ def read_result(result: Any) -> RunRecord:
         record.metadata["handoffs"] = handoffs
         last = getattr(result, "last_agent", None)
         record.metadata["last_agent"] = getattr(last, "name", None)
+    to_input_list = getattr(result, "to_input_list", None)
+    if callable(to_input_list):  # what the next message of a conversation continues (the SDK's own way)
+        record.conversation = to_input_list()
     usage = getattr(getattr(result, "context_wrapper", None), "usage", None)
     if usage is not None:
         record.usage = {
@@ -87,11 +91,15 @@ def read_result(result: Any) -> RunRecord:
             "total_tokens": getattr(usage, "total_tokens", 0),
             "requests": getattr(usage, "requests", 0),
         }
+        cached = getattr(getattr(usage, "input_tokens_details", None), "cached_tokens", 0)
+        if cached:  # part of input_tokens
+            record.usage["cache_read_tokens"] = cached
     return record
 
 
 class OpenAIAgentsAdapter:
-    """``agents.Agent`` objects, run with ``agents.Runner.run(agent, query, context=<the case's context>)``."""
+    """``agents.Agent`` objects, run with ``agents.Runner.run(agent, query, context=<the case's context>)``; each
+    later message of a conversation starts from the same agent, with the earlier items as its input list."""
 
     name = "openai_agents"
 
@@ -105,7 +113,9 @@ class OpenAIAgentsAdapter:
             except ImportError as exc:  # an object of the SDK, but the SDK cannot be imported whole
                 raise ImportError(f"the OpenAI Agents SDK cannot be imported ({exc}): {EXTRA}") from None
             set_tracing_disabled(True)
-            return await Runner.run(obj, query, context=context)
+            earlier = CONVERSATION.get()  # in a conversation: the earlier items, then this message
+            given = [*earlier, {"role": "user", "content": query}] if earlier else query
+            return await Runner.run(obj, given, context=context)
 
         return Agent(run_agent, True, getattr(obj, "name", None) or name, self, obj)
 

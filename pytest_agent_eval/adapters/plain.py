@@ -9,14 +9,15 @@ from typing import Any
 
 from pytest_agent_eval.adapters.base import Agent, StandIn, UnreadableResult, calling
 from pytest_agent_eval.adapters.messages import from_messages, text_of, tool_call
-from pytest_agent_eval.record import AgentResult, RunRecord
+from pytest_agent_eval.run.results import AgentResult, RunRecord
 
 OUTPUT_KEYS = ("output", "response", "answer", "final_message")
 _METHODS = ("ainvoke", "invoke", "run")
 
 
-def normalise(result: Any) -> RunRecord:
-    """Read any accepted result shape (SPEC §5) into a :class:`RunRecord`."""
+def normalise(result: Any, earlier: int = 0) -> RunRecord:
+    """Read any accepted result shape (SPEC §5) into a :class:`RunRecord`. ``earlier``: of a chat message list,
+    the first messages that were given to the call (read only into the transcript: see ``from_messages``)."""
     if isinstance(result, RunRecord):
         return result
     if isinstance(result, str):
@@ -30,10 +31,10 @@ def normalise(result: Any) -> RunRecord:
             usage=dict(result.usage),
         )
     if isinstance(result, dict):
-        return _from_dict(result)
+        return _from_dict(result, earlier)
     messages = getattr(result, "messages", None)
     if isinstance(messages, list):
-        return from_messages(messages)
+        return from_messages(messages, earlier)
     if result is None:
         return RunRecord()
     if hasattr(result, "content"):  # a single chat message
@@ -41,7 +42,7 @@ def normalise(result: Any) -> RunRecord:
     return RunRecord(output=str(result))
 
 
-def _from_dict(result: dict[str, Any]) -> RunRecord:
+def _from_dict(result: dict[str, Any], earlier: int = 0) -> RunRecord:
     key = next((k for k in OUTPUT_KEYS if k in result), None)
     if key is None and not isinstance(result.get("messages"), list):
         raise UnreadableResult(
@@ -50,7 +51,7 @@ def _from_dict(result: dict[str, Any]) -> RunRecord:
             "'messages' (a list), a string or an AgentResult"
         )
     if key is None:
-        record = from_messages(result["messages"])
+        record = from_messages(result["messages"], earlier)
     else:
         record = RunRecord(output=text_of(result.get(key)))
         calls = result.get("tools_called", result.get("tool_calls")) or []
@@ -58,7 +59,8 @@ def _from_dict(result: dict[str, Any]) -> RunRecord:
     record.reasoning = result.get("reasoning", record.reasoning)
     record.metadata = dict(result.get("metadata") or {})
     usage = result.get("usage") or result.get("token_usage")
-    record.usage = dict(usage) if isinstance(usage, dict) else {}
+    if isinstance(usage, dict):  # else what the messages carried (LangChain's usage_metadata), if anything
+        record.usage = dict(usage)
     return record
 
 

@@ -1,7 +1,8 @@
-"""pydantic-ai: an ``Agent`` is run with ``agent.run(query)``; the tool calls and their returns come from the run's
-message history (``ToolCallPart``, ``ToolReturnPart``), the usage from ``result.usage``; its function tools are
-replaced by copies whose function is a stand-in with the same signature, so the model sees the same name,
-description and JSON schema. pydantic-ai is imported only for an object that is already one of its own.
+"""pydantic-ai: an ``Agent`` is run with ``agent.run(query)`` (in a conversation, with ``message_history``: the
+previous run's ``all_messages()``); the tool calls and their returns come from the run's new messages
+(``ToolCallPart``, ``ToolReturnPart``), the usage from ``result.usage``; its function tools are replaced by copies
+whose function is a stand-in with the same signature, so the model sees the same name, description and JSON
+schema. pydantic-ai is imported only for an object that is already one of its own.
 """
 
 from __future__ import annotations
@@ -13,9 +14,9 @@ from collections.abc import Callable
 from typing import Any
 
 from pytest_agent_eval import compat
-from pytest_agent_eval.adapters.base import Agent, StandIn
+from pytest_agent_eval.adapters.base import CONVERSATION, Agent, StandIn
 from pytest_agent_eval.adapters.plain import normalise as read_plain
-from pytest_agent_eval.record import RunRecord, ToolCall
+from pytest_agent_eval.run.results import RunRecord, ToolCall
 
 EXTRA = "pip install 'pytest-agent-eval[pydantic-ai]'"
 
@@ -30,10 +31,11 @@ def is_agent(obj: Any) -> bool:
 
 
 def read_result(result: Any) -> RunRecord:
-    """An ``AgentRunResult``: its output, the tool calls in order with their returns, its usage."""
+    """An ``AgentRunResult``: its output, the tool calls of this run in order with their returns, its usage, and
+    the whole message history (the conversation the next message continues)."""
     calls: list[ToolCall] = []
     by_id: dict[str, ToolCall] = {}
-    for message in result.all_messages():
+    for message in result.new_messages():  # not the earlier messages it was given: their calls are counted
         for part in getattr(message, "parts", ()):
             kind = getattr(part, "part_kind", "")
             if kind == "tool-call":
@@ -52,6 +54,7 @@ def read_result(result: Any) -> RunRecord:
     output = getattr(result, "output", None)
     record = RunRecord(output=output if isinstance(output, str) else ("" if output is None else str(output)))
     record.tool_calls = calls
+    record.conversation = result.all_messages()
     usage = getattr(result, "usage", None)
     if callable(usage) and not hasattr(usage, "input_tokens"):  # a method before pydantic-ai 2.x, a property since
         usage = usage()
@@ -61,11 +64,14 @@ def read_result(result: Any) -> RunRecord:
             "output_tokens": getattr(usage, "output_tokens", 0) or 0,
             "requests": getattr(usage, "requests", 0) or 0,
         }
+        for key in ("cache_read_tokens", "cache_write_tokens"):  # part of input_tokens
+            if getattr(usage, key, 0):
+                record.usage[key] = getattr(usage, key)
     return record
 
 
 class PydanticAIAdapter:
-    """``pydantic_ai.Agent`` objects, run with ``await agent.run(query)``."""
+    """``pydantic_ai.Agent`` objects, run with ``await agent.run(query, message_history=<the earlier messages>)``."""
 
     name = "pydantic_ai"
 
@@ -74,7 +80,7 @@ class PydanticAIAdapter:
 
     def agent(self, obj: Any, name: str) -> Agent:
         async def run_agent(query: str, context: dict[str, Any]) -> Any:
-            return await obj.run(query)
+            return await obj.run(query, message_history=CONVERSATION.get())  # the earlier messages, if any
 
         return Agent(run_agent, True, getattr(obj, "name", None) or name, self, obj)
 

@@ -69,6 +69,8 @@ class Case:
     skip: str | None = None
     xfail: str | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
+    reference: str | list[str] | None = None
+    """A reference answer (or facts) the ``judge`` compares the answer with."""
     agent: str | dict[str, Any] | None = None
     """``module:attr``, an HTTP agent's URL or ``{url, ...}`` from the file, or ``None`` for ``--agent`` / the
     ``agent`` fixture."""

@@ -8,10 +8,10 @@ from pytest_agent_eval.checks.base import (
     CheckContext,
     CheckError,
     CheckRegistry,
-    CheckResult,
     CheckSpec,
     evaluate,
 )
+from pytest_agent_eval.run.results import CheckResult
 
 __all__ = [
     "Check",

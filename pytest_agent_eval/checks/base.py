@@ -1,44 +1,20 @@
-"""The check protocol, check results and the registry that maps ``expect:`` keys to checks."""
+"""The check protocol and the registry that maps ``expect:`` keys to checks (a check's result, ``CheckResult``, is
+with the other results in ``run.results``); how a per-turn result is named."""
 
 from __future__ import annotations
 
+import math
+import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from pytest_agent_eval.faults import describe
-from pytest_agent_eval.record import RunRecord
+from pytest_agent_eval.run.results import CheckResult, RunRecord
 from pytest_agent_eval.traffic.clients import infrastructure_error
 
 if TYPE_CHECKING:
     from pytest_agent_eval.cases.model import Case
-
-
-@dataclass
-class CheckResult:
-    """The verdict of one check on one run."""
-
-    name: str
-    passed: bool
-    score: float = 1.0
-    expected: Any = None
-    actual: Any = None
-    message: str = ""
-    detail: list[str] = field(default_factory=list)
-    """Extra lines for the failure output (an aligned trajectory, an excerpt, ...)."""
-    scored: bool = True
-    """False for a check that could not be scored (e.g. no LLM): left out of the mean."""
-    error: bool = False
-    """The check could not reach a verdict (an unreadable judge reply, an LLM call that failed, a check that
-    raised): never a pass, whatever the score says; ``message`` says why."""
-    infra_error: str | None = None
-    """The check's own LLM request failed on infrastructure (a known client's exception, naming the request): not
-    the agent's failure, the case errors (SPEC §14)."""
-
-    @classmethod
-    def of(cls, name: str, passed: bool, **kw: Any) -> CheckResult:
-        kw.setdefault("score", 1.0 if passed else 0.0)
-        return cls(name=name, passed=passed, **kw)
 
 
 @dataclass
@@ -149,7 +125,10 @@ def evaluate(run: RunRecord, expect: dict[str, Any], ctx: CheckContext, registry
     results = []
     for name, spec in expect.items():
         try:
-            results.append(registry[name].func(run, spec, ctx))
+            result = registry[name].func(run, spec, ctx)
+            if not _finite(result.score):
+                raise CheckError(f"the check's score {result.score!r} is not a finite number")
+            results.append(result)
         except Exception as exc:
             why = str(exc) if isinstance(exc, CheckError) else f"check raised {describe(exc)}"
             infra = infrastructure_error(exc)
@@ -159,6 +138,30 @@ def evaluate(run: RunRecord, expect: dict[str, Any], ctx: CheckContext, registry
                 )
             )
     return results
+
+
+_TURN = re.compile(r"^turn \d+: ")
+
+TOOL_SELECTION_CHECKS = frozenset(
+    {"tools_called", "tools_not_called", "tools_exactly", "tool_sequence", "tools_in_order", "tool_selection",
+     "tool_usage"}
+)  # fmt: skip
+"""The checks that judge which tools the agent chose; their mean score is the tool-selection accuracy."""
+
+
+def in_turn(n: int, name: str) -> str:
+    """The name of check ``name``'s result on turn ``n`` of a scripted conversation: ``turn N: name``."""
+    return f"turn {n}: {name}"
+
+
+def check_name(result_name: str) -> str:
+    """The check a result's name is of: the name without its ``turn N: `` prefix (``in_turn``)."""
+    return _TURN.sub("", result_name, count=1)
+
+
+def _finite(score: object) -> bool:
+    """Whether ``score`` is a real number that is not NaN or infinite (anything else has no verdict)."""
+    return isinstance(score, (int, float)) and not isinstance(score, bool) and math.isfinite(score)
 
 
 def first_infra_error(results: Iterable[CheckResult]) -> str | None:

@@ -12,10 +12,10 @@ import re
 from pathlib import Path
 from typing import Any
 
-from pytest_agent_eval.checks.base import CheckContext, CheckError, CheckRegistry, CheckResult
+from pytest_agent_eval.checks.base import CheckContext, CheckError, CheckRegistry
 from pytest_agent_eval.imports import import_object
 from pytest_agent_eval.llm import ask, prompt_json
-from pytest_agent_eval.record import RunRecord
+from pytest_agent_eval.run.results import CheckResult, RunRecord
 
 NO_LLM = (
     "no LLM configured for the judge: set AGENT_EVAL_LLM_MODEL (with OPENAI_API_KEY / OPENAI_BASE_URL and the "
@@ -26,9 +26,13 @@ PROMPT = """You grade an AI agent's answer against a rubric.
 Rubric: {rubric}
 User input: {input}
 Tool calls the agent made: {tool_calls}
-{transcript}Agent answer: {output}
+{transcript}{reference}Agent answer: {output}
 """ + REPLY_FORMAT.replace("{", "{{").replace("}", "}}")
-FIELDS = ("rubric", "input", "output", "tool_calls", "transcript")
+FIELDS = ("rubric", "input", "output", "tool_calls", "transcript", "reference")
+REFERENCE_RUBRIC = (
+    "The answer agrees with the reference: it states what the reference states and contradicts none of it."
+)
+"""The rubric of a judge given only a reference."""
 """The fields of a prompt template (``prompt: path``); a literal brace is written ``{{`` / ``}}``."""
 JSON_OPTIONS: dict[str, Any] = {"response_format": {"type": "json_object"}}
 SAMPLE_TEMPERATURE = 1.0
@@ -144,8 +148,21 @@ def ask_score(ctx: CheckContext, prompt: str, samples: int = 1) -> tuple[float, 
     return score, f"mean of {samples} samples ({reasons})"
 
 
-def prompt_fields(run: RunRecord, ctx: CheckContext, rubric: str) -> dict[str, str]:
-    """What the judge is shown: the rubric, the input, the answer, the tool calls and (conversations) the turns."""
+def reference_text(reference: str | list[str] | None) -> str:
+    """The prompt's lines for a reference answer, or for facts (a list), that the answer is compared with."""
+    if reference is None:
+        return ""
+    if isinstance(reference, str):
+        return f"Reference answer (the answer is correct when it agrees with it): {reference}\n"
+    facts = "\n".join(f"  - {fact}" for fact in reference)
+    return f"Facts the answer must agree with:\n{facts}\n"
+
+
+def prompt_fields(
+    run: RunRecord, ctx: CheckContext, rubric: str, reference: str | list[str] | None = None
+) -> dict[str, str]:
+    """What the judge is shown: the rubric, the input, the answer, the tool calls, (conversations) the turns and
+    the reference answer or facts when there are some."""
     calls = [{"tool": c.name, "args": c.args} for c in run.tool_calls]
     turns = "\n".join(f"  {m.get('role', '?')}: {m.get('content', '')}" for m in run.history)
     return {
@@ -154,6 +171,7 @@ def prompt_fields(run: RunRecord, ctx: CheckContext, rubric: str) -> dict[str, s
         "output": run.output,
         "tool_calls": prompt_json(calls) if calls else "(none)",
         "transcript": f"Conversation:\n{turns}\n" if turns else "",
+        "reference": reference_text(reference),
     }
 
 
@@ -178,22 +196,29 @@ def _own_prompt(ref: str, fields: dict[str, str], run: RunRecord, ctx: CheckCont
 
 
 def judge(run: RunRecord, spec: Any, ctx: CheckContext) -> CheckResult:
-    """An LLM judge scores the answer against the rubric at least ``min_score`` (default 0.7)."""
-    rubric = spec if isinstance(spec, str) else spec["rubric"]
+    """An LLM judge scores the answer against the rubric at least ``min_score`` (default 0.7); with a reference
+    (the judge's ``reference``, else the case's ``reference:``), the judge compares the answer with it."""
     options = spec if isinstance(spec, dict) else {}
+    reference = options.get("reference", ctx.case.reference)
+    rubric = spec if isinstance(spec, str) else spec.get("rubric", REFERENCE_RUBRIC)
     threshold = float(options.get("min_score", 0.7))
     if ctx.llm is None:
         return CheckResult("judge", True, 0.0, rubric, "not judged", f"not scored: {NO_LLM}", scored=False)
-    fields = prompt_fields(run, ctx, rubric)
+    fields = prompt_fields(run, ctx, rubric, reference)
     own = options.get("prompt")
     prompt = PROMPT.format_map(fields) if own is None else _own_prompt(own, fields, run, ctx)
     score, reason = ask_score(ctx, prompt, int(options.get("samples", 1)))
     ok = score >= threshold
+    against = (
+        ""
+        if reference is None
+        else f" (reference: {excerpt(str(reference) if isinstance(reference, str) else '; '.join(reference), 80)})"
+    )
     return CheckResult.of(
         "judge",
         ok,
         score=score,
-        expected=f"score >= {threshold:g}: {rubric}",
+        expected=f"score >= {threshold:g}: {rubric}{against}",
         actual=f"{score:.2f}: {reason}",
         message="" if ok else f"judge scored {score:.2f} < {threshold:g}: {reason}",
     )
@@ -206,8 +231,12 @@ SCHEMA = {  # a rubric, or {rubric, min_score, prompt, samples}
         "min_score": {"type": "number", "minimum": 0, "maximum": 1},
         "prompt": {"type": "string", "minLength": 1},
         "samples": {"type": "integer", "minimum": 1},
+        "reference": {
+            "anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}],
+            "description": "a reference answer, or facts, to compare the answer with (else the case's `reference`)",
+        },
     },
-    "required": ["rubric"],
+    "anyOf": [{"required": ["rubric"]}, {"required": ["reference"]}],
     "additionalProperties": False,
 }
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from pytest_agent_eval.checks.base import CheckContext, CheckRegistry, CheckResult
-from pytest_agent_eval.record import RunRecord
+from pytest_agent_eval.checks.base import CheckContext, CheckRegistry
+from pytest_agent_eval.run.results import CheckResult, RunRecord
 
 SUCCESS_WORDS = (
     "success", "successful", "successfully", "succeeded", "completed", "complete", "done", "confirmed",

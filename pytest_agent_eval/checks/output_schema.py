@@ -9,8 +9,8 @@ import json
 import re
 from typing import Any, NamedTuple, NoReturn
 
-from pytest_agent_eval.checks.base import CheckContext, CheckRegistry, CheckResult
-from pytest_agent_eval.record import RunRecord
+from pytest_agent_eval.checks.base import CheckContext, CheckRegistry
+from pytest_agent_eval.run.results import CheckResult, RunRecord
 
 
 class Fence(NamedTuple):

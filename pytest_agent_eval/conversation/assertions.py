@@ -6,10 +6,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from pytest_agent_eval.checks.base import CheckContext, CheckRegistry, CheckResult, evaluate
+from pytest_agent_eval.checks.base import CheckContext, CheckRegistry, evaluate
 from pytest_agent_eval.conversation.neo4j import Connection, NotConfigured
 from pytest_agent_eval.conversation.spec import Assertion
-from pytest_agent_eval.record import RunRecord
+from pytest_agent_eval.run.results import CheckResult, RunRecord
 
 ExpressionHook = Callable[..., Any]
 """``(assertion, run, case) -> bool | float | CheckResult | None`` (the hook, firstresult)."""

@@ -12,9 +12,9 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from pytest_agent_eval.checks.base import CheckResult
 from pytest_agent_eval.conversation.spec import SimulatedUser
 from pytest_agent_eval.llm import LLM, ask
+from pytest_agent_eval.run.results import CheckResult
 from pytest_agent_eval.traffic.clients import infrastructure_error
 
 REPLY_SHAPE = '{"tone": <0..1>, "tasks": [{"scored": "<the task text>", "score": <0..1>}, ...]}'
@@ -68,7 +68,13 @@ def read_task_scores(reply: str, user: SimulatedUser) -> tuple[list[float], floa
     entries = data["tasks"]
     if not all(isinstance(e, dict) and _number(e.get("score")) is not None for e in entries):
         raise ScorerReplyError(f"{bad} (every task needs a score from 0 to 1)")
-    by_text = {str(e.get("scored", "")).strip().lower(): float(e["score"]) for e in entries}
+    by_text: dict[str, float] = {}
+    for entry in entries:
+        key, score = str(entry.get("scored", "")).strip().lower(), float(entry["score"])
+        if by_text.setdefault(key, score) != score:
+            number = next((n for n, t in enumerate(user.tasks, 1) if t.task.strip().lower() == key), None)
+            named = f"task {number}" if number is not None else repr(entry.get("scored"))
+            raise ScorerReplyError(f"{bad} (two different scores for {named})")
     scores: list[float] = []
     for n, task in enumerate(user.tasks):
         key = task.task.strip().lower()

@@ -14,11 +14,12 @@ from typing import Any
 
 from pytest_agent_eval.conversation.spec import SimulatedUser
 from pytest_agent_eval.llm import LLM, ask
-from pytest_agent_eval.record import RunRecord
+from pytest_agent_eval.run.results import RunRecord
 from pytest_agent_eval.traffic.clients import infrastructure_error
 
-AgentCall = Callable[[str, dict[str, Any]], Awaitable[RunRecord]]
-"""One agent call: ``(message, context) -> run record`` (timed, bounded by the timeout and the concurrency)."""
+AgentCall = Callable[[str, dict[str, Any], Any], Awaitable[RunRecord]]
+"""One agent call: ``(message, context, conversation) -> run record`` (timed, bounded by the timeout and the
+concurrency); ``conversation``: the previous call's ``RunRecord.conversation``, for the adapter to continue."""
 Offload = Callable[..., Awaitable[Any]]
 """Runs a blocking call (the LLM) off the event loop: ``await offload(func, *args)``."""
 
@@ -89,16 +90,14 @@ async def converse(
         seen = [{"role": m["role"], "content": m["content"]} for m in history[:-1]]
         attempts = 1 + user.retries
         for attempt in range(1, attempts + 1):
-            run = await call(message, {**context, "history": seen})
+            run = await call(message, {**context, "history": seen}, whole.conversation)
             if not run.error:
                 break
             talk.failures += 1
             if attempt < attempts:
                 talk.notes.append(f"agent call failed, retried ({attempt}/{user.retries}): {run.error}")
-        whole.latency_s += run.latency_s
-        whole.tool_calls.extend(run.tool_calls)
+        whole.add_turn(run)
         history.append({"role": "assistant", "content": run.output, "latency_s": run.latency_s})
-        whole.output, whole.reasoning = run.output, run.reasoning
         if run.error:
             tries = f" (after {attempts} attempts)" if attempts > 1 else ""
             whole.error = f"message {len(history)}: {run.error}{tries}"

@@ -15,16 +15,23 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import threading
-from collections.abc import Iterator
-from typing import TYPE_CHECKING, Final
+from collections.abc import Awaitable, Callable, Iterator
+from typing import Any, Final, Protocol
 
 from pytest_agent_eval.mocks.errors import UnmockedToolError
 
-if TYPE_CHECKING:
-    from pytest_agent_eval.mocks.recording import Recording
+
+class Answering(Protocol):
+    """What a stand-in asks of the running trial's recording (``mocks.recording.Recording``): answer a call of
+    tool ``name`` with ``args`` and record it; ``real`` runs the real tool when the call passes through."""
+
+    def handle(self, name: str, args: dict[str, Any], real: Callable[[], Any]) -> Any: ...
+
+    async def ahandle(self, name: str, args: dict[str, Any], real: Callable[[], Awaitable[Any]]) -> Any: ...
+
 
 _PASSTHROUGH: Final = "passthrough"
-_CURRENT: contextvars.ContextVar[Recording | str | None] = contextvars.ContextVar("agent_eval_recording", default=None)
+_CURRENT: contextvars.ContextVar[Answering | str | None] = contextvars.ContextVar("agent_eval_recording", default=None)
 
 
 class _Active:
@@ -32,17 +39,17 @@ class _Active:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._recordings: list[Recording] = []
+        self._recordings: list[Answering] = []
 
-    def add(self, recording: Recording) -> None:
+    def add(self, recording: Answering) -> None:
         with self._lock:
             self._recordings.append(recording)
 
-    def remove(self, recording: Recording) -> None:
+    def remove(self, recording: Answering) -> None:
         with self._lock:
             self._recordings.remove(recording)
 
-    def snapshot(self) -> list[Recording]:
+    def snapshot(self) -> list[Answering]:
         with self._lock:
             return list(self._recordings)
 
@@ -51,7 +58,7 @@ _ACTIVE = _Active()
 
 
 @contextlib.contextmanager
-def current(recording: Recording) -> Iterator[None]:
+def current(recording: Answering) -> Iterator[None]:
     """``recording`` is current for the code run inside the block (one trial)."""
     token = _CURRENT.set(recording)
     _ACTIVE.add(recording)
@@ -72,7 +79,7 @@ def passing_through() -> Iterator[None]:
         _CURRENT.reset(token)
 
 
-def current_recording(tool: str = "a tool") -> Recording | None:
+def current_recording(tool: str = "a tool") -> Answering | None:
     """The recording of the trial this code runs for; ``None`` outside a running case (the real tool runs).
 
     Code that lost the context (a thread started without copying it) gets the one recording in progress; with

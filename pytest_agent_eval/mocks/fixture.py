@@ -11,7 +11,7 @@ from pytest_agent_eval.mocks.errors import MockConfigError
 from pytest_agent_eval.mocks.patching import Key, install, uninstall
 from pytest_agent_eval.mocks.recording import MockPlan, Recording
 from pytest_agent_eval.mocks.standins import check_dispatcher, dispatcher, wrap
-from pytest_agent_eval.record import ToolCall
+from pytest_agent_eval.run.results import ToolCall
 
 if TYPE_CHECKING:
     from pytest_agent_eval.adapters import AdapterRegistry

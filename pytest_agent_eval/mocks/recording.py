@@ -20,7 +20,7 @@ from pytest_agent_eval.mocks.errors import MockConfigError, UnmockedToolError
 from pytest_agent_eval.mocks.patching import Holder, patched_dispatchers, unreached
 from pytest_agent_eval.mocks.responses import Call, Raise, Response, Sequence, Value, When, compile_response, produce
 from pytest_agent_eval.mocks.standins import live_tools
-from pytest_agent_eval.record import ToolCall
+from pytest_agent_eval.run.results import ToolCall
 from pytest_agent_eval.subset import mismatches
 
 if TYPE_CHECKING:
@@ -48,7 +48,9 @@ class MockPlan:
         mode = case.unmocked_tools or unmocked or "strict"
         if mode not in UNMOCKED_MODES:
             raise MockConfigError(f"{case.location}: unmocked_tools {mode!r}: use one of {', '.join(UNMOCKED_MODES)}")
-        unwanted = _unwanted(case)
+        from pytest_agent_eval.checks.tools import forbidden_tools  # with the first case that has mocks
+
+        unwanted = forbidden_tools(case)
         must = [n for n in own if n not in case.inherited_mocks and not unwanted(n)] if mode != "passthrough" else []
         return cls({**(base or {}), **own}, mode, case.id, case.location, tuple(own), tuple(must))
 
@@ -159,20 +161,6 @@ def _unpatched(plan: MockPlan, dispatched: bool, others: bool) -> list[str]:
     ]
 
 
-def _unwanted(case: Case) -> Callable[[str], bool]:
-    """Whether the case's checks say a tool must not be called (a mock of it is a safety net, not a typo)."""
-    banned: set[str] = set()
-    allowed: list[set[str]] = []
-    for expect in (case.expect, *(turn.expect for turn in case.turns)):
-        if expect.get("max_tool_calls") == 0:
-            return lambda name: True
-        if isinstance(expect.get("tools_not_called"), list):
-            banned.update(map(str, expect["tools_not_called"]))
-        if isinstance(expect.get("tools_exactly"), list):
-            allowed.append(set(map(str, expect["tools_exactly"])))
-    return lambda name: name in banned or any(name not in names for names in allowed)
-
-
 @dataclass
 class Recording:
     """The tool calls of one trial, in call order, answered from its plan."""
@@ -242,12 +230,13 @@ class Recording:
             if spec is None
             else picked
         )
-        self.violations.append(
+        violation = (
             f"unmocked tool call {call.describe()} in case {self.plan.case_id} ({self.plan.location}): {why}; "
             f"add a response under `tool_mocks:` (in the case or the file's `defaults:`), or set "
             "`unmocked_tools: default` (canned answer) or `passthrough` (the real tool runs)"
         )
-        raise UnmockedToolError(f"no mock response for tool {call.name!r} in this eval case ({why})")
+        self.violations.append(violation)
+        raise UnmockedToolError(f"no mock response for tool {call.name!r} in this eval case ({why})", violation)
 
     def _pick(self, spec: Response, args: dict[str, Any]) -> Value | Raise | Call | str:
         """The leaf response for ``args``, or why there is none. Sequences advance (call under the lock)."""

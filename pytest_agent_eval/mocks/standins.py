@@ -86,11 +86,14 @@ _STANDINS = _StandIns()
 
 def live_tools(names: tuple[str, ...]) -> tuple[list[str], list[str]]:
     """``(names of all live stand-ins, those of `names` without one)``; collects garbage before saying "missing"
-    (stand-ins left in reference cycles must not count)."""
+    (stand-ins left in reference cycles must not count). A collection can release more cycles (an agent's copy
+    with stand-ins goes with its agent object, through a weak reference's callback), so it collects again while
+    one freed something, a few times at most."""
     known = _STANDINS.names()
     missing = [name for name in names if name not in known]
-    if missing:
-        gc.collect()
+    for _ in range(3):
+        if not missing or not gc.collect():
+            break
         known = _STANDINS.names()
         missing = [name for name in names if name not in known]
     return known, missing

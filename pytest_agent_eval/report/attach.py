@@ -7,19 +7,21 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from pytest_agent_eval.report.case_input import case_input, content_hash
 from pytest_agent_eval.report.collector import ATTRIBUTE
 from pytest_agent_eval.report.jsonable import jsonable
 from pytest_agent_eval.report.record import CaseRecord, crash_message, from_result, outcome
+from pytest_agent_eval.secrets import scrub_strings
 
 if TYPE_CHECKING:
-    from pytest_agent_eval.runner import CaseResult
+    from pytest_agent_eval.run.results import CaseResult
 
 _RECORD = pytest.StashKey[CaseRecord]()
 
 
 def note_result(item: pytest.Item, result: CaseResult) -> None:
     """Record the case's result for its report, and add its ``--junitxml`` properties (taken from the record)."""
-    record = from_result(item.nodeid, item.location[0], result)
+    record = from_result(item.nodeid, item.location[0], result, item.config.getoption("agent_eval_k", None))
     item.stash[_RECORD] = record
     item.user_properties.extend(record.junit_properties())
 
@@ -40,7 +42,7 @@ def attach(item: pytest.Item, report: pytest.TestReport) -> None:
         record.reason = getattr(report, "wasxfail", None) or message
     elif record.outcome in ("failed", "error") and not record.ran:
         record.error = message
-    setattr(report, ATTRIBUTE, record.to_dict())
+    setattr(report, ATTRIBUTE, scrub_strings(record.to_dict()))  # no secret the run knows leaves the item
 
 
 def _not_run(item: pytest.Item, report: pytest.TestReport) -> CaseRecord:
@@ -62,4 +64,6 @@ def _not_run(item: pytest.Item, report: pytest.TestReport) -> CaseRecord:
         min_score=case.min_score,
         min_pass_rate=case.min_pass_rate,
         agent=case.agent_name,
+        input=case_input(case),
+        content_hash=content_hash(case),
     )

@@ -41,8 +41,31 @@ class Records:
         run keeps one copy of each, not two, for the cyclic GC to go over."""
         self._built: list[CaseRecord] | None = None
         self._started: dict[str, tuple[str, int | None]] = {}
+        self._collected: list[str] = []
         self.is_eval_file = is_eval_file
         """Whether a file (relative to the rootdir) holds eval items: tells a crashed worker's eval item."""
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        self._note_collected([item.nodeid for item in session.items])
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node: object, ids: list[str]) -> None:
+        if not self._collected:  # every worker collects the same items (xdist checks it)
+            self._note_collected(ids)
+
+    def _note_collected(self, nodeids: list[str]) -> None:
+        files = {nodeid.split("::")[0] for nodeid in nodeids}
+        evals = {file for file in files if self.is_eval_file(file)}
+        self._collected = [nodeid for nodeid in nodeids if nodeid.split("::")[0] in evals]
+
+    def not_finished(self) -> list[str]:
+        """The eval items collected that have no record (an interrupted run's cases that did not run or finish)."""
+        return [nodeid for nodeid in self._collected if nodeid not in self._records]
+
+    @property
+    def collected(self) -> int:
+        """How many eval items were collected (0 when not known)."""
+        return len(self._collected)
 
     def pytest_runtest_logstart(self, nodeid: str, location: tuple[str, int | None, str]) -> None:
         self._started[nodeid] = location[:2]  # what is known of an item whose worker may crash running it

@@ -1,12 +1,15 @@
 """``--agent-eval-baseline PATH``: this run against an earlier report, shown after the summary and, with
-``--agent-eval-fail-on-regression`` or ``--agent-eval-gate regressions``, deciding the exit status.
+``--agent-eval-fail-on-regression`` or ``--agent-eval-gate regressions``, deciding the exit status; with
+``--agent-eval-gate suite`` the suite-level test alone decides it (SPEC §20).
 
 A baseline that cannot be used (not JSON, another schema version, not a report) is one line in the summary; the
-run runs and reports as without a baseline, its exit status its own."""
+run runs and reports as without a baseline, its exit status its own. A baseline that shares no case with the run is
+"not compared" and fails a gate: every case new or missing must not pass as "0 regressions"."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -48,15 +51,24 @@ class BaselineCompare:
             self.comparison = compare(self.baseline, self.collector.records, self.tolerance, self.significance)
         return self.comparison
 
+    def to_dict(self) -> dict[str, Any]:
+        """What the JSON report keeps of the comparison: the baseline's path and the comparison, or why the baseline
+        was not used."""
+        if self.error is not None:
+            return {"path": str(self.path), "error": self.error}
+        comparison = self.compared()
+        return {"path": str(self.path), **(comparison.to_dict() if comparison is not None else {})}
+
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         comparison = self.compared()
         if exitstatus not in DECIDED or not self.collector.records or comparison is None:
             return
-        regressed = bool(comparison.regressions)
         if self.gate == "regressions":
-            session.exitstatus = pytest.ExitCode.TESTS_FAILED if regressed else pytest.ExitCode.OK
-        elif self.fail_on_regression and regressed:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED if comparison.failed else pytest.ExitCode.OK
+        elif self.gate == "suite":
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED if comparison.suite_dropped() else pytest.ExitCode.OK
+        elif self.fail_on_regression and comparison.failed:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
     @pytest.hookimpl(trylast=True)
@@ -75,5 +87,15 @@ class BaselineCompare:
         terminalreporter.write_sep("-", f"baseline {self.path}")
         for line in lines:
             terminalreporter.write_line(line)
-        if comparison.regressions and self.fail_on_regression:
+        if self.gate == "suite":
+            if comparison.not_compared is not None:
+                terminalreporter.write_line("the run fails: the baseline was not compared with it", red=True)
+            elif comparison.suite is None:
+                terminalreporter.write_line("the run fails: no case was decided in both runs", red=True)
+            elif comparison.suite_dropped():
+                why = f"the suite's pass rate dropped (McNemar p < {comparison.significance:g})"
+                terminalreporter.write_line(f"the run fails: {why}", red=True)
+        elif comparison.not_compared is not None and self.fail_on_regression:
+            terminalreporter.write_line("the run fails: the baseline was not compared with it", red=True)
+        elif comparison.regressions and self.fail_on_regression:
             terminalreporter.write_line("the run fails: regressions against the baseline", red=True)

@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from pytest_agent_eval.checks.tools import calls_table
-from pytest_agent_eval.report.render import bounded_repr, bounded_text
+from pytest_agent_eval.text import bounded_repr, bounded_text
 
 if TYPE_CHECKING:
-    from pytest_agent_eval.runner import CaseResult, TrialResult
+    from pytest_agent_eval.run.results import CaseResult, TrialResult
 
 _INDENT = "    "
 

@@ -1,8 +1,9 @@
 """The report formats, each a plugin object registered on the controller only (not on xdist workers), as
 pytest's own junitxml is; all of them read the records that ``Records`` gathers from the test reports.
 
-A format is one module (its plugin object) and one registration line, :func:`add_format`, in ``pytest_configure``:
-here for the built-in ones, in a ``conftest.py`` or plugin for anyone else's (see README, "Extending").
+A format is one module (its plugin object) and one registration line, :func:`add_format`, in the
+``pytest_agent_eval_register_formats`` hook: here for the built-in ones (:func:`builtin_formats`), in a
+``conftest.py`` or plugin for anyone else's (see README, "Extending"), as checks, dialects and adapters are.
 """
 
 from __future__ import annotations
@@ -13,11 +14,11 @@ from functools import partial
 import pytest
 
 from pytest_agent_eval.cases.files import is_eval_file
-from pytest_agent_eval.options import ReportOptions
+from pytest_agent_eval.plugin.state import STATE
 from pytest_agent_eval.report.collector import COLLECTOR, Records, is_worker
+from pytest_agent_eval.report.options import ReportOptions, rootdir_moved_by
 from pytest_agent_eval.report.summary import Summary
 from pytest_agent_eval.report.thresholds import SuiteThresholds, Thresholds
-from pytest_agent_eval.state import STATE
 
 MakeFormat = Callable[[pytest.Config, Records], object]
 """``make(config, records) -> plugin object``: a format from the run's options and its records (read them when
@@ -28,8 +29,9 @@ def add_format(config: pytest.Config, name: str, make: MakeFormat, option: str |
     """Register the report format ``name``: the plugin object ``make(config, records)``, on the xdist controller
     (or the only process) and only when ``option`` (an option's ``dest``; ``None``: always) is set.
 
-    Call it from ``pytest_configure``. Workers register nothing: their reports, each with its case's record,
-    reach the controller, so a format reads the same with and without ``-n``.
+    Call it from ``pytest_agent_eval_register_formats`` (or ``pytest_configure``). Workers register nothing:
+    their reports, each with its case's record, reach the controller, so a format reads the same with and without
+    ``-n``.
     """
     if is_worker(config) or (option is not None and not config.getoption(option, None)):
         return
@@ -56,12 +58,26 @@ def configure(config: pytest.Config) -> None:
     """Register the record collector and the terminal summary (and the formats asked for) on the controller."""
     if is_worker(config):
         return
+    for flag, value in rootdir_moved_by(config):
+        config.issue_config_time_warning(
+            pytest.PytestConfigWarning(
+                f"pytest chose the rootdir {config.rootpath} with {value} ({flag}) as a test path; write "
+                f"{flag}={value}: pytest reads a plugin's options after it chooses the rootdir, and node ids (which "
+                "a baseline is compared by) and the ini file read depend on it"
+            ),
+            stacklevel=2,
+        )
     collector = run_records(config)
     config.pluginmanager.register(Summary(collector, config.get_verbosity), "agent_eval_summary")
     options = _options(config)
     thresholds = Thresholds(options.min_pass_rate, options.max_cost, options.max_p95_latency_s)
-    if thresholds:  # registered before the baseline comparison: its exit status is decided first, this one last
+    if thresholds:  # its exit status is decided after the baseline gate's (a hook wrapper)
         config.pluginmanager.register(SuiteThresholds(thresholds, collector), "agent_eval_thresholds")
+    config.hook.pytest_agent_eval_register_formats(config=config)
+
+
+def builtin_formats(config: pytest.Config) -> None:
+    """The built-in report formats, each registered when its option is set."""
     add_format(config, "agent_eval_json_report", _json_report, option="agent_eval_report")
     add_format(config, "agent_eval_junit_errors", _junit_errors, option="xmlpath")
     add_format(config, "agent_eval_baseline", _baseline, option="agent_eval_baseline")

@@ -11,15 +11,16 @@ from __future__ import annotations
 
 import html
 import json
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pytest_agent_eval.report.atomic import write_text_atomically
-from pytest_agent_eval.report.baseline import Change, compare
+from pytest_agent_eval.report.atomic import write_report, write_text_atomically
+from pytest_agent_eval.report.baseline import Change, Comparison
 from pytest_agent_eval.report.record import CaseRecord
 from pytest_agent_eval.report.stats import Stats, by_file_and_tag, percentile
-from pytest_agent_eval.report.summary import summary_rows
+from pytest_agent_eval.report.summary import cost_notes, pass_k_notes, summary_rows
 
 if TYPE_CHECKING:
     import pytest
@@ -122,8 +123,11 @@ def _charts(records: list[CaseRecord]) -> str:
     )
 
 
-def _side(record: CaseRecord | None) -> str:
-    """One side of a changed case: outcome, score, pass count, the failed checks and the output."""
+def _side(record: CaseRecord | None, unknown: bool = False) -> str:
+    """One side of a changed case: outcome, score, pass count, the failed checks and the output; ``unknown``: the
+    records of that side are not at hand."""
+    if unknown:
+        return "<td>not in this report (give the baseline's report to see it)</td>"
     if record is None:
         return "<td>—</td>"
     failed = [c for c in record.checks if not c.passed]
@@ -141,14 +145,28 @@ def _side(record: CaseRecord | None) -> str:
     return "<td>" + "<br>".join(lines) + "</td>"
 
 
-def _baseline_section(records: list[CaseRecord], baseline: list[CaseRecord], name: str) -> str:
-    comparison = compare(baseline, records)
-    before = {r.nodeid: r for r in baseline}
+@dataclass(frozen=True)
+class Baseline:
+    """The run's comparison with an earlier report (made once, with the run's tolerance and significance), the
+    earlier report's records (shown side by side) and its name."""
+
+    comparison: Comparison
+    records: list[CaseRecord] | None
+    """``None``: not at hand (the comparison a report kept, shown without the baseline's side)."""
+    name: str
+
+
+def _baseline_section(records: list[CaseRecord], baseline: Baseline) -> str:
+    comparison = baseline.comparison
+    before = {r.nodeid: r for r in baseline.records or []}
     after = {r.nodeid: r for r in records}
     out = [
         '<section id="baseline"><h2>Compared with the baseline</h2>',
-        f"<p>{esc(name)}: <b>{esc(comparison.counts())}</b></p>",
+        f"<p>{esc(baseline.name)}: <b>{esc(comparison.counts())}</b></p>",
     ]
+    out += [f'<p class="suite">{esc(line)}</p>' for line in comparison.suite_lines()]
+    if comparison.matched:
+        out.append(f"<p>{esc(comparison.matched)}</p>")
     for title, changes in comparison.groups():
         if not changes:
             continue
@@ -157,9 +175,10 @@ def _baseline_section(records: list[CaseRecord], baseline: list[CaseRecord], nam
         out.append("</tr></thead><tbody>")
         change: Change
         for change in changes:
+            was = _side(before.get(change.in_baseline), unknown=baseline.records is None)
             out.append(
                 f"<tr><td><code>{esc(change.nodeid)}</code></td><td>{esc(change.detail)}</td>"
-                f"{_side(before.get(change.nodeid))}{_side(after.get(change.nodeid))}</tr>"
+                f"{was}{_side(after.get(change.nodeid))}</tr>"
             )
         out.append("</tbody></table>")
     out.append("</section>")
@@ -187,11 +206,12 @@ def _run_header(run: dict[str, Any]) -> str:
     return f'<dl class="run">{items}</dl>{banner}'
 
 
-def render(document: dict[str, Any], baseline: list[CaseRecord] | None = None, baseline_name: str = "") -> str:
-    """The page for a JSON report's ``document``; with ``baseline`` (an earlier report's records), the comparison
-    first."""
+def render(document: dict[str, Any], baseline: Baseline | None = None) -> str:
+    """The page for a JSON report's ``document``; with ``baseline``, the comparison first."""
     records = [CaseRecord.from_dict(c) for c in document.get("cases", [])]
     summary = _table(summary_rows(records), "summary") if records else "<p>No eval cases ran.</p>"
+    summary += "".join(f'<p class="pass-k">{esc(line)}</p>' for line in pass_k_notes(records))
+    summary += "".join(f'<p class="partial-cost">{esc(line)}</p>' for line in cost_notes(records))
     stats = Stats.of(records)
     parts = [
         "<!DOCTYPE html>",
@@ -205,7 +225,7 @@ def render(document: dict[str, Any], baseline: list[CaseRecord] | None = None, b
         "</header>",
     ]
     if baseline is not None:  # what changed comes first
-        parts.append(_baseline_section(records, baseline, baseline_name))
+        parts.append(_baseline_section(records, baseline))
     parts.append(f'<section id="summary"><h2>Summary</h2>{_counts(records)}{summary}</section>')
     parts.append(_charts(records))
     parts += [
@@ -238,11 +258,9 @@ def _asset(name: str) -> str:
     return resources.files("pytest_agent_eval.report").joinpath(name).read_text(encoding="utf-8")
 
 
-def write_html(
-    path: Path, document: dict[str, Any], baseline: list[CaseRecord] | None = None, baseline_name: str = ""
-) -> None:
+def write_html(path: Path, document: dict[str, Any], baseline: Baseline | None = None) -> None:
     """Render the page and write it atomically."""
-    write_text_atomically(path, render(document, baseline, baseline_name))
+    write_text_atomically(path, render(document, baseline))
 
 
 class HtmlReport:
@@ -256,17 +274,19 @@ class HtmlReport:
         self.source = JsonReport(config, path, collector)  # the same document as --agent-eval-report's
         self.written = False
 
-    def baseline(self) -> tuple[list[CaseRecord] | None, str]:
-        """``--agent-eval-baseline``'s records and file, when it was given and could be read."""
+    def baseline(self) -> Baseline | None:
+        """``--agent-eval-baseline``'s comparison (the one the terminal shows), when it was given and could be read."""
         compared = self.config.pluginmanager.get_plugin("agent_eval_baseline")
-        if compared is None or compared.baseline is None:
-            return None, ""
-        return compared.baseline, str(compared.path)
+        comparison = None if compared is None else compared.compared()
+        if compared is None or comparison is None:
+            return None
+        return Baseline(comparison, compared.baseline, str(compared.path))
 
     def write(self, exit_status: int | None, stopped: bool = False) -> None:
-        baseline, name = self.baseline()
-        write_html(self.path, self.source.document(exit_status, stopped), baseline, name)
         self.written = True
+        document, baseline = self.source.document(exit_status, stopped), self.baseline()
+        path = self.path
+        write_report(self.config, "agent eval html report", path, lambda: write_html(path, document, baseline))
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         self.write(exitstatus, stopped=bool(session.shouldfail or session.shouldstop))

@@ -16,10 +16,11 @@ from typing import Any
 import pytest
 
 import pytest_agent_eval
-from pytest_agent_eval.report.atomic import write_text_atomically
+from pytest_agent_eval.report.atomic import write_report, write_text_atomically
 from pytest_agent_eval.report.collector import Records
 from pytest_agent_eval.report.schema import SCHEMA_VERSION
 from pytest_agent_eval.report.stats import agent_figures
+from pytest_agent_eval.secrets import scrub_text
 
 _SECRET = re.compile(r"(key|token|secret|password|passwd|auth|credential|cookie)", re.IGNORECASE)
 _NOT_FINISHED = (pytest.ExitCode.INTERRUPTED, pytest.ExitCode.INTERNAL_ERROR, pytest.ExitCode.USAGE_ERROR)
@@ -30,7 +31,7 @@ def redacted(args: list[str]) -> list[str]:
     ``--token x``) replaced by ``***``."""
     out: list[str] = []
     hide_next = False
-    for arg in args:
+    for arg in map(scrub_text, args):  # a URL's userinfo (redis://:password@host), a secret the run knows
         if hide_next:
             out.append("***")
             hide_next = False
@@ -104,12 +105,16 @@ class JsonReport:
         agents = agent_figures(self.collector.records)
         if agents:  # a matrix: its agents side by side
             document["agents"] = agents
+        compared = self.config.pluginmanager.get_plugin("agent_eval_baseline")
+        if compared is not None:  # the run's one comparison, as the terminal and every report show it
+            document["baseline"] = compared.to_dict()
         document["cases"] = self.collector.record_data  # as the reports carried them: no round trip
         return document
 
     def write(self, exit_status: int | None, stopped: bool = False) -> None:
-        write_atomically(self.path, self.document(exit_status, stopped))
         self.written = True
+        document = self.document(exit_status, stopped)
+        write_report(self.config, "agent eval report", self.path, lambda: write_atomically(self.path, document))
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+import re
 from typing import Any
 
 TEXT_LIMIT = 4000
@@ -15,8 +17,28 @@ JSON = Any
 """A value made of dict (str keys), list, str, int, float, bool and None only."""
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def encodable(text: str) -> str:
+    """``text`` with each lone surrogate (an LLM reply cut inside an emoji) as U+FFFD: writable as UTF-8."""
+    return text if text.isascii() else _SURROGATE.sub("\ufffd", text)
+
+
+def finite(value: Any) -> float | None:
+    """``value`` as a float when it is a finite number (not a bool), else ``None`` (unknown)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    try:
+        number = float(value)
+    except OverflowError:  # an int too large for a float
+        return None
+    return number if math.isfinite(number) else None
+
+
 def cut(text: str, limit: int = TEXT_LIMIT) -> str:
-    """``text`` as it is, or its first ``limit`` characters with a note of the full length."""
+    """``text`` as it is, or its first ``limit`` characters with a note of the full length (UTF-8 writable)."""
+    text = encodable(text)
     return text if len(text) <= limit else f"{text[:limit]}... (cut at {limit:,} of {len(text):,} characters)"
 
 
@@ -37,7 +59,7 @@ def jsonable(value: Any, limit: int = TEXT_LIMIT, depth: int = DEPTH_LIMIT) -> J
             if n == ITEMS_LIMIT:
                 out["..."] = f"{len(value) - ITEMS_LIMIT} more entries cut"
                 break
-            out[key if isinstance(key, str) else repr(key)] = jsonable(item, limit, depth - 1)
+            out[encodable(key) if isinstance(key, str) else cut(repr(key))] = jsonable(item, limit, depth - 1)
         return out
     if isinstance(value, (list, tuple)):
         items = [jsonable(item, limit, depth - 1) for item in value[:ITEMS_LIMIT]]

@@ -1,6 +1,7 @@
 """``--agent-eval-markdown PATH``: the run as GitHub markdown, appended in one write when the session ends (for
 ``$GITHUB_STEP_SUMMARY``): the summary table, the failures with a one-line reason and ``path:line``, and the
-regressions and fixes when ``--agent-eval-baseline`` is given."""
+regressions and fixes when ``--agent-eval-baseline`` is given. A run that ended before every case finished (Ctrl-C,
+``-x``) says so first, with the cases that did not finish."""
 
 from __future__ import annotations
 
@@ -8,13 +9,15 @@ from pathlib import Path
 
 import pytest
 
+from pytest_agent_eval.report.atomic import append_text, write_report
 from pytest_agent_eval.report.baseline import Comparison, md_cell, md_code
 from pytest_agent_eval.report.collector import Records
 from pytest_agent_eval.report.record import CaseRecord
-from pytest_agent_eval.report.summary import TITLE, summary_rows
+from pytest_agent_eval.report.summary import TITLE, cost_notes, pass_k_notes, summary_rows
 
 _FAILED = ("failed", "error", "xpassed")
 _REASON_LIMIT = 200
+_NOT_FINISHED_SHOWN = 20
 
 
 def reason(record: CaseRecord) -> str:
@@ -38,14 +41,34 @@ def reason(record: CaseRecord) -> str:
     return line if len(line) <= _REASON_LIMIT else line[: _REASON_LIMIT - 1] + "…"
 
 
-def markdown_lines(records: list[CaseRecord], comparison: Comparison | None) -> list[str]:
-    """The markdown: a heading, the summary table, the failures, then the comparison (when there is one)."""
+def stopped_line(how: str, finished: int, not_finished: list[str], collected: int) -> str:
+    """The line that says a run ended before every case finished (``how``: ``was interrupted``, ``stopped early
+    (…)``) and which cases did not."""
+    line = f"**The run {how}:** "
+    if not collected:  # not known (no collection reached this process)
+        return line + f"the figures are of the {finished} eval cases that finished; the others are not listed"
+    line += f"{finished} of {collected} eval cases finished"
+    if not_finished:
+        shown = ", ".join(md_code(n) for n in not_finished[:_NOT_FINISHED_SHOWN])
+        more = len(not_finished) - _NOT_FINISHED_SHOWN
+        line += f"; these did not: {shown}" + (f" and {more} more" if more > 0 else "")
+    return line
+
+
+def markdown_lines(records: list[CaseRecord], comparison: Comparison | None, stopped: str | None = None) -> list[str]:
+    """The markdown: a heading, the line saying the run ended early (``stopped``), the summary table, the failures,
+    then the comparison (when there is one)."""
     rows = summary_rows(records)
     header, body = rows[0], rows[1:]
     out = [f"## {TITLE}", ""]
+    if stopped:
+        out += [stopped, ""]
     out.append("| " + " | ".join(md_cell(h) for h in header) + " |")
     out.append("|" + "|".join("---" if i == 0 else "---:" for i in range(len(header))) + "|")
     out += ["| " + " | ".join(md_cell(c) for c in row) + " |" for row in body]
+    notes = pass_k_notes(records) + cost_notes(records)  # pass@k of repeated cases; a partial cost's models
+    if notes:
+        out += ["", *notes]
     failures = [r for r in records if r.outcome in _FAILED]
     if failures:
         out += ["", f"**Failures ({len(failures)})**", "", "| case | outcome | reason | location |"]
@@ -57,13 +80,6 @@ def markdown_lines(records: list[CaseRecord], comparison: Comparison | None) -> 
     if comparison is not None:
         out += ["", *comparison.markdown()]
     return out
-
-
-def append_text(path: Path, text: str) -> None:
-    """Append ``text`` to ``path`` in one write (a CI job summary file may be shared with other steps)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a", encoding="utf-8") as f:
-        f.write(text)
 
 
 class MarkdownReport:
@@ -79,16 +95,29 @@ class MarkdownReport:
         baseline = self.config.pluginmanager.get_plugin("agent_eval_baseline")
         return None if baseline is None else baseline.compared()
 
-    def write(self) -> None:
+    def write(self, how: str | None) -> None:
+        """Append the run; ``how`` it ended before every case finished, ``None`` when it did not."""
         self.written = True
         records = self.collector.records
-        if records:
-            append_text(self.path, "\n".join(markdown_lines(records, self.comparison())) + "\n\n")
+        if not records and how is None:
+            return
+        stopped = None
+        if how is not None:
+            stopped = stopped_line(how, len(records), self.collector.not_finished(), self.collector.collected)
+        text = "\n".join(markdown_lines(records, self.comparison(), stopped)) + "\n\n"
+        write_report(self.config, "agent eval markdown summary", self.path, lambda: append_text(self.path, text))
 
     @pytest.hookimpl(trylast=True)
-    def pytest_sessionfinish(self) -> None:
-        self.write()
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        how = None
+        if exitstatus == pytest.ExitCode.INTERRUPTED:
+            how = "was interrupted"
+        elif exitstatus == pytest.ExitCode.INTERNAL_ERROR:
+            how = "ended with an internal error"
+        elif session.shouldfail or session.shouldstop:
+            how = f"stopped early ({session.shouldfail or session.shouldstop})"
+        self.write(how)
 
     def pytest_unconfigure(self) -> None:
         if not self.written:  # the session ended before pytest_sessionfinish
-            self.write()
+            self.write("was interrupted")

@@ -10,20 +10,20 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from pytest_agent_eval.report.jsonable import JSON, cut, jsonable
+from pytest_agent_eval.report.case_input import case_input, content_hash
+from pytest_agent_eval.report.jsonable import JSON, cut, encodable, finite, jsonable
 
 if TYPE_CHECKING:
     import pytest
 
-    from pytest_agent_eval.checks import CheckResult
-    from pytest_agent_eval.record import RunRecord, ToolCall
-    from pytest_agent_eval.runner import CaseResult, TrialResult
+    from pytest_agent_eval.run.results import CaseResult, CheckResult, RunRecord, ToolCall, TrialResult
 
-OUTCOMES = ("passed", "failed", "skipped", "error", "xfailed", "xpassed")
 OUTPUT_LIMIT = 20_000
 """Characters of the agent's output and of each transcript message kept in a record."""
 _INPUT_TOKENS = ("input_tokens", "prompt_tokens")
 _OUTPUT_TOKENS = ("output_tokens", "completion_tokens")
+_CACHE_TOKENS = (("cache_read", "cache_read_tokens"), ("cache_write", "cache_write_tokens"))
+"""The record's names of the cache token counts, and the run usage's."""
 
 
 @dataclass
@@ -63,7 +63,7 @@ class ToolCallRecord:
 
     @classmethod
     def of(cls, call: ToolCall) -> ToolCallRecord:
-        return cls(call.name, jsonable(call.args), jsonable(call.result), call.error)
+        return cls(encodable(call.name), jsonable(call.args), jsonable(call.result), _text(call.error))
 
 
 @dataclass
@@ -86,7 +86,7 @@ class TrialRecord:
             passed=trial.passed,
             score=trial.score if trial.scored else None,
             latency_s=trial.run.latency_s,
-            error=trial.run.error,
+            error=None if trial.run.error is None else encodable(trial.run.error),
             tokens=tokens,
             cost=cost,
             checks=[CheckRecord.of(c, detail=False) for c in trial.checks],
@@ -121,9 +121,12 @@ class CaseRecord:
     transcript: list[JSON] = field(default_factory=list)
     latency_s: float | None = None
     tokens: dict[str, int] | None = None
-    """``{"input", "output", "total"}`` summed over trials, when the agent reported usage."""
+    """``{"input", "output", "total"}`` summed over trials, when the agent reported usage; with ``cache_read``
+    and ``cache_write`` (input tokens read from and written to the prompt cache, part of ``input``) when reported."""
     cost: float | None = None
-    """Summed over trials, when the agent reported a cost (``usage["cost"]``)."""
+    """Summed over trials, when the agent reported a cost (``usage["cost"]``); ``None`` when a model had no price."""
+    unpriced_models: list[str] = field(default_factory=list)
+    """The models the traffic hook found no price for (``usage["unpriced_models"]``): the case's cost is unknown."""
     error: str | None = None
     """Why the case errored or failed outside its checks: the agent's error, a strict-mode violation, or the
     failure of an item whose case never ran (no agent, an invalid case, a fixture error)."""
@@ -136,6 +139,16 @@ class CaseRecord:
     conversation: dict[str, str] | None = None
     """A simulated-user conversation's score parts (``timing``, ``tasks``, ``assertions``, ``penalty``, ``ended``)
     of the trial shown; ``None`` for other cases."""
+    input: JSON = None
+    """What the case gives the agent (``query`` or ``turns`` or ``simulated_user``, and ``context``); ``None`` for
+    an item without a case (a file that cannot be read)."""
+    content_hash: str | None = None
+    """16 hex digits of a hash of the case's content: the same from run to run until the case is edited."""
+    k: int | None = None
+    pass_at_k: float | None = None
+    pass_hat_k: float | None = None
+    """Of a repeated case (``repeat`` > 1): the chance that at least one (pass@k) / every one (pass^k) of ``k``
+    trials passes, unbiased from its trials and passes (SPEC §20); ``None`` when ``k`` exceeds its trials."""
 
     def to_dict(self) -> dict[str, JSON]:
         """As ``dataclasses.asdict``, without its deep copy (values are JSON-able already and not changed after):
@@ -187,17 +200,35 @@ def usage(run: RunRecord) -> tuple[dict[str, int] | None, float | None]:
     if not isinstance(total, int):
         total = (inp or 0) + (out or 0) if inp is not None or out is not None else None
     tokens = {"input": inp or 0, "output": out or 0, "total": total} if total is not None else None
-    cost = found.get("cost")
-    return tokens, float(cost) if isinstance(cost, (int, float)) and not isinstance(cost, bool) else None
+    if tokens is not None:
+        tokens.update((name, found[key]) for name, key in _CACHE_TOKENS if isinstance(found.get(key), int))
+    return tokens, finite(found.get("cost"))  # NaN or inf is not a cost: unknown
 
 
-def from_result(nodeid: str, file: str, result: CaseResult) -> CaseRecord:
-    """The record of a case that ran (its outcome is set later, from the test report)."""
+def _text(text: str | None) -> str | None:
+    return None if text is None else encodable(text)
+
+
+def _summed(parts: list[dict[str, int]]) -> dict[str, int] | None:
+    """Token counts summed over trials: each count any trial has (``cache_read`` only where reported)."""
+    if not parts:
+        return None
+    return {key: sum(part.get(key, 0) for part in parts) for key in dict.fromkeys(k for part in parts for k in part)}
+
+
+def _listed(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def from_result(nodeid: str, file: str, result: CaseResult, k: int | None = None) -> CaseRecord:
+    """The record of a case that ran (its outcome is set later, from the test report); ``k``: of pass@k and
+    pass^k (``--agent-eval-k``; default: the case's trials)."""
     case = result.case
     shown = result.first
     trials = [TrialRecord.of(t) for t in result.trials]
     token_parts = [t.tokens for t in trials if t.tokens is not None]
     costs = [t.cost for t in trials if t.cost is not None]
+    unpriced = sorted({str(m) for t in result.trials for m in _listed(t.run.usage.get("unpriced_models"))})
     return CaseRecord(
         nodeid=nodeid,
         case_id=case.id,
@@ -217,12 +248,26 @@ def from_result(nodeid: str, file: str, result: CaseResult) -> CaseRecord:
         output=cut(shown.run.output, OUTPUT_LIMIT),
         transcript=[jsonable(m, OUTPUT_LIMIT) for m in shown.run.history],
         latency_s=shown.run.latency_s,
-        tokens={k: sum(t[k] for t in token_parts) for k in ("input", "output", "total")} if token_parts else None,
-        cost=sum(costs) if costs else None,
-        error=shown.run.error or (shown.violations[0] if shown.violations else None),
+        tokens=_summed(token_parts),
+        cost=sum(costs) if costs and not unpriced else None,
+        unpriced_models=unpriced,
+        error=_text(shown.run.error or (shown.violations[0] if shown.violations else None)),
         conversation=dict(shown.parts) or None,
         agent=case.agent_name,
+        input=case_input(case),
+        content_hash=content_hash(case),
+        **_pass_k(len(trials), result.passes, k),
     )
+
+
+def _pass_k(n: int, c: int, k: int | None) -> dict[str, Any]:
+    """The record's ``k``, ``pass_at_k`` and ``pass_hat_k`` for ``n`` trials with ``c`` passes (none for one)."""
+    if n < 2:
+        return {}
+    from pytest_agent_eval.report.significance import pass_at_k, pass_hat_k
+
+    k = n if k is None else k
+    return {"k": k, "pass_at_k": pass_at_k(n, c, k), "pass_hat_k": pass_hat_k(n, c, k)}
 
 
 def outcome(report: pytest.TestReport) -> str:

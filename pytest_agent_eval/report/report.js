@@ -5,6 +5,7 @@
     (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]);
   const json = (v) => esc(JSON.stringify(v, null, 1));
   const num = (v, d) => (v === null || v === undefined ? "" : Number(v).toFixed(d));
+  const unpriced = (c) => (c.unpriced_models || []).length > 0;
   const body = document.querySelector("#case-table tbody");
   const f = { outcome: document.getElementById("f-outcome"), file: document.getElementById("f-file"),
               tag: document.getElementById("f-tag"), text: document.getElementById("f-text") };
@@ -27,7 +28,7 @@
     return `<tr class="case" data-i="${i}"><td><code>${esc(c.nodeid)}</code></td>` +
       `<td class="o-${esc(c.outcome)}">${esc(c.outcome)}</td><td>${num(c.score, 2)}</td>` +
       `<td>${c.latency_s === null || c.latency_s === undefined ? "" : num(c.latency_s, 3) + " s"}</td>` +
-      `<td>${num(c.cost, 4)}</td><td>${esc((c.tags || []).join(", "))}</td></tr>` +
+      `<td>${unpriced(c) ? "unpriced" : num(c.cost, 4)}</td><td>${esc((c.tags || []).join(", "))}</td></tr>` +
       (open.has(i) ? `<tr class="detail"><td colspan="6">${detail(c)}</td></tr>` : "");
   }
 
@@ -40,9 +41,20 @@
       `</div>`).join("");
   }
 
+  function input(given) {
+    if (!given) return "";
+    const out = [];
+    if (typeof given.query === "string") out.push(`<pre class="query">${esc(given.query)}</pre>`);
+    if (given.turns) out.push(`<ol class="turns">` + given.turns.map((t) => `<li>${esc(t)}</li>`).join("") + `</ol>`);
+    if (given.simulated_user) out.push(`simulated user: <code>${json(given.simulated_user)}</code>`);
+    if (given.context) out.push(`context: <code>${json(given.context)}</code>`);
+    return `<h4>Input</h4><div class="input">${out.join("")}</div>`;
+  }
+
   function detail(c) {
     const parts = [`<p><code>${esc(c.file)}:${esc(c.line)}</code>${c.description ? " — " + esc(c.description) : ""}` +
-      `${c.agent ? " — agent " + esc(c.agent) : ""}</p>`];
+      `${c.agent ? " — agent " + esc(c.agent) : ""}` +
+      `${c.content_hash ? " — content hash <code>" + esc(c.content_hash) + "</code>" : ""}</p>`, input(c.input)];
     if (c.error) parts.push(`<h4>Error</h4><pre>${esc(c.error)}</pre>`);
     if (c.reason) parts.push(`<h4>Reason</h4><pre>${esc(c.reason)}</pre>`);
     if (c.checks && c.checks.length) parts.push(`<h4>Checks</h4>${checks(c.checks)}`);
@@ -67,6 +79,9 @@
     if (c.conversation) parts.push(`<h4>Conversation scores</h4><code>${json(c.conversation)}</code>`);
     if (c.tokens || c.cost !== null && c.cost !== undefined) {
       parts.push(`<h4>Usage</h4><code>${json({ tokens: c.tokens, cost: c.cost })}</code>`);
+    }
+    if (unpriced(c)) {
+      parts.push(`<p>Cost unknown: no price for ${esc(c.unpriced_models.join(", "))} (give it in agent_eval_prices)</p>`);
     }
     if (c.metadata && Object.keys(c.metadata).length) parts.push(`<h4>Metadata</h4><pre>${json(c.metadata)}</pre>`);
     return parts.join("");

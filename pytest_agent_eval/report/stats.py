@@ -7,13 +7,8 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from pytest_agent_eval.checks.base import TOOL_SELECTION_CHECKS, check_name
 from pytest_agent_eval.report.record import CaseRecord
-
-TOOL_SELECTION_CHECKS = frozenset(
-    {"tools_called", "tools_not_called", "tools_exactly", "tool_sequence", "tools_in_order", "tool_selection",
-     "tool_usage"}
-)  # fmt: skip
-"""The checks that judge which tools the agent chose; their mean score is the tool-selection accuracy."""
 
 
 def percentile(values: list[float], p: float) -> float:
@@ -42,6 +37,43 @@ class Stats:
     """The mean score of the tool-selection checks that were scored, over every trial."""
     tokens: int | None
     cost: float | None
+    """Summed over the cases with a cost: partial when ``unpriced_cases``."""
+    pass_at_k: float | None = None
+    pass_hat_k: float | None = None
+    """Means over the repeated cases that have them (SPEC §20)."""
+    ks: tuple[int, ...] = ()
+    """The k of those cases (one value unless cases ran different numbers of trials)."""
+    pass_k_cases: int = 0
+    unpriced_cases: int = 0
+    """Cases whose cost is unknown because a model had no price."""
+    unpriced_models: tuple[str, ...] = ()
+
+    @property
+    def partial_cost(self) -> str | None:
+        """``"1 case with unpriced models: foo-model"`` when the cost leaves out cases whose models had no price."""
+        if not self.unpriced_cases:
+            return None
+        cases = f"{self.unpriced_cases} case{'s' if self.unpriced_cases != 1 else ''}"
+        return f"{cases} with unpriced models: {', '.join(self.unpriced_models)}"
+
+    def pass_k_line(self) -> str | None:
+        """``repeated cases (2): pass@3 0.96, pass^3 0.42 (means)``, with each case's k when they differ; ``None``
+        without a repeated case that has them."""
+        if self.pass_at_k is None or self.pass_hat_k is None:
+            return None
+        k = str(self.ks[0]) if len(self.ks) == 1 else "k"
+        note = "means" if len(self.ks) == 1 else f"means; k = each case's trials: {', '.join(map(str, self.ks))}"
+        return (
+            f"repeated cases ({self.pass_k_cases}): pass@{k} {self.pass_at_k:.2f}, pass^{k} {self.pass_hat_k:.2f}"
+            f" ({note})"
+        )
+
+    def cost_line(self) -> str | None:
+        """``cost $0.0123 (partial: 2 cases with unpriced models: foo-model)``, when the cost is partial."""
+        partial = self.partial_cost
+        if partial is None:
+            return None
+        return f"cost unknown ({partial})" if self.cost is None else f"cost ${self.cost:.4f} (partial: {partial})"
 
     @classmethod
     def of(cls, records: Iterable[CaseRecord]) -> Stats:
@@ -55,10 +87,12 @@ class Stats:
             for r in group
             for t in r.trials
             for c in t.checks
-            if c.scored and c.score is not None and c.name.rpartition(": ")[2] in TOOL_SELECTION_CHECKS
+            if c.scored and c.score is not None and check_name(c.name) in TOOL_SELECTION_CHECKS
         ]
         tokens = [r.tokens["total"] for r in group if r.tokens is not None]
         costs = [r.cost for r in group if r.cost is not None]
+        unpriced = [r.unpriced_models for r in group if r.unpriced_models]
+        at_k = [r for r in group if r.pass_at_k is not None and r.pass_hat_k is not None]
         return cls(
             total=len(group),
             passed=sum(o in ("passed", "xpassed") for o in outcomes),
@@ -75,6 +109,12 @@ class Stats:
             tool_accuracy=sum(tool_scores) / len(tool_scores) if tool_scores else None,
             tokens=sum(tokens) if tokens else None,
             cost=sum(costs) if costs else None,
+            pass_at_k=sum(r.pass_at_k or 0.0 for r in at_k) / len(at_k) if at_k else None,
+            pass_hat_k=sum(r.pass_hat_k or 0.0 for r in at_k) / len(at_k) if at_k else None,
+            ks=tuple(sorted({r.k for r in at_k if r.k is not None})),
+            pass_k_cases=len(at_k),
+            unpriced_cases=len(unpriced),
+            unpriced_models=tuple(sorted({m for models in unpriced for m in models})),
         )
 
 
@@ -98,9 +138,10 @@ def by_agent(records: Iterable[CaseRecord]) -> dict[str, list[CaseRecord]]:
     return dict(sorted(groups.items())) if len(groups) > 1 else {}
 
 
-def agent_figures(records: Iterable[CaseRecord]) -> dict[str, dict[str, float | int | None]]:
-    """Per matrix agent: passed, total, mean score, latency p50/p95 and cost, for the JSON report."""
-    out: dict[str, dict[str, float | int | None]] = {}
+def agent_figures(records: Iterable[CaseRecord]) -> dict[str, dict[str, float | int | list[str] | None]]:
+    """Per matrix agent: passed, total, mean score, latency p50/p95, cost and the models without a price, for the
+    JSON report."""
+    out: dict[str, dict[str, float | int | list[str] | None]] = {}
     for name, group in by_agent(records).items():
         stats = Stats.of(group)
         out[name] = {
@@ -112,6 +153,7 @@ def agent_figures(records: Iterable[CaseRecord]) -> dict[str, dict[str, float | 
             "latency_p95_s": stats.latency_p95,
             "tokens": stats.tokens,
             "cost": stats.cost,
+            "unpriced_models": list(stats.unpriced_models),
         }
     return out
 

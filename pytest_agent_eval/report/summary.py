@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from pytest_agent_eval.report.render import text_table
+from pytest_agent_eval.text import text_table
 
 # The record and the figures load with the first summary written: a run without eval files pays nothing for them.
 if TYPE_CHECKING:  # the table is also the HTML page's, which the command-line tool writes without pytest
@@ -40,7 +40,10 @@ def _row(name: str, stats: Stats, usage: bool) -> tuple[str, ...]:
         _percent(stats.tool_accuracy),
     )
     if usage:
-        row += (_num(stats.tokens, ","), _num(stats.cost, ".4f"))
+        cost = _num(stats.cost, ".4f")
+        if stats.unpriced_cases:  # a model had no price: the sum leaves its cases out
+            cost = "unpriced" if stats.cost is None else f"{cost} (partial)"
+        row += (_num(stats.tokens, ","), cost)
     return row
 
 
@@ -64,6 +67,8 @@ def summary_lines(records: list[CaseRecord]) -> list[str]:
     from pytest_agent_eval.report.stats import partial_passes
 
     lines = text_table(summary_rows(records))
+    lines += pass_k_notes(records)
+    lines += cost_notes(records)
     partial = partial_passes(records)
     if partial:
         lines.append("")
@@ -72,6 +77,22 @@ def summary_lines(records: list[CaseRecord]) -> list[str]:
             lines.append(f"  {record.nodeid} (score {_num(record.score, '.2f')})")
             lines += [f"    {line}" for line in what]
     return lines
+
+
+def pass_k_notes(records: list[CaseRecord]) -> list[str]:
+    """The line with the repeated cases' mean pass@k and pass^k; none without repeated cases."""
+    from pytest_agent_eval.report.stats import Stats
+
+    line = Stats.of(records).pass_k_line()
+    return [] if line is None else [line]
+
+
+def cost_notes(records: list[CaseRecord]) -> list[str]:
+    """The line saying the run's cost is partial (or unknown) and which models had no price; none when it is whole."""
+    from pytest_agent_eval.report.stats import Stats
+
+    line = Stats.of(records).cost_line()
+    return [] if line is None else [line]
 
 
 def one_line(records: list[CaseRecord]) -> str:
@@ -87,6 +108,9 @@ def one_line(records: list[CaseRecord]) -> str:
     partial = len(partial_passes(records))
     if partial:
         parts.append(f"{partial} passed partially")
+    cost = stats.cost_line()
+    if cost is not None:
+        parts.append(cost)
     return ", ".join(parts)
 
 

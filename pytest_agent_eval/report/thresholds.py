@@ -1,11 +1,13 @@
 """Suite thresholds (SPEC §10): a run whose pass rate, cost or p95 latency misses one fails, with one line each.
 
 A threshold that cannot be told (no cost reported, no latency measured) is not checked and says so: it never
-fails or passes a run on a made-up figure.
+fails or passes a run on a made-up figure. A cost that leaves out cases whose models have no price is a lower
+bound: over the limit it fails the run; within it, the limit is not checked, and the line names those models.
 """
 
 from __future__ import annotations
 
+from collections.abc import Generator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -44,10 +46,20 @@ class Thresholds:
             else:
                 unknown.append("agent_eval_min_pass_rate: no case passed or failed")
         if self.max_cost is not None:
-            if stats.cost is None:
+            partial = stats.partial_cost
+            fix = "give their prices in agent_eval_prices"
+            if stats.cost is None and partial is not None:
+                unknown.append(f"agent_eval_max_cost: no cost known ({partial}; {fix})")
+            elif stats.cost is None:
                 unknown.append("agent_eval_max_cost: no cost reported (turn on the traffic hook or report usage)")
-            elif stats.cost > self.max_cost:
-                missed.append(f"cost {stats.cost:.4f} > agent_eval_max_cost {self.max_cost:g}")
+            elif stats.cost > self.max_cost:  # a partial sum over the limit: the whole one is over it too
+                shown = f"{stats.cost:.4f}" + (f" (partial: {partial})" if partial is not None else "")
+                missed.append(f"cost {shown} > agent_eval_max_cost {self.max_cost:g}")
+            elif partial is not None:
+                unknown.append(
+                    f"agent_eval_max_cost: the known cost {stats.cost:.4f} is within {self.max_cost:g}, but it leaves "
+                    f"out {partial} ({fix})"
+                )
         if self.max_p95_latency_s is not None:
             if stats.latency_p95 is None:
                 unknown.append("agent_eval_max_p95_latency_s: no agent latency measured")
@@ -67,8 +79,11 @@ class SuiteThresholds:
         self.missed: list[str] = []
         self.unknown: list[str] = []
 
-    @pytest.hookimpl(trylast=True)
-    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+    @pytest.hookimpl(wrapper=True, trylast=True)
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> Generator[None]:
+        """After every other ``pytest_sessionfinish`` (the baseline gate's, which may set the status to 0): a missed
+        threshold fails the run under every gate. The innermost wrapper: done before the terminal summary."""
+        yield
         if exitstatus not in DECIDED or not self.collector.records:
             return
         from pytest_agent_eval.report.stats import Stats

@@ -2,13 +2,16 @@
 
 ``interactions`` holds ``{request: {method, uri, body, headers}, response: {status: {code, message}, headers,
 body: {string}}}`` in the order the trials made them (each also names its ``trial``), so vcrpy's tooling reads
-them. Secrets are never written: only the ``content-type`` header is kept, ``api_key``-like query parameters and
-JSON fields are replaced. A request matches a recorded one on method, URL and body (JSON compared as data, the
-fields named in ``ignore`` left out at any depth).
+them. Secrets are never written: only the ``content-type`` header is kept, URL userinfo, ``api_key``-like query
+parameters and JSON fields, and every secret value the run knows are replaced (``pytest_agent_eval.secrets``).
+A request matches a recorded one on method, URL and body (JSON compared as data, the fields named in ``ignore``
+left out at any depth).
 """
 
 from __future__ import annotations
 
+import glob
+import hashlib
 import json
 import os
 import re
@@ -17,32 +20,15 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import yaml
 
-SCRUBBED = "<scrubbed>"
-_SECRET = re.compile(r"(api[-_]?key|token|secret|password|auth|signature|^key$|^sig$)", re.IGNORECASE)
+from pytest_agent_eval.secrets import SCRUBBED, scrub_data, scrub_text, scrub_url
+
+__all__ = ["SCRUBBED", "scrub_url"]  # the traffic layer's names for them
+
 _KEPT_HEADERS = ("content-type",)
-
-
-def scrub_url(url: str) -> str:
-    """The URL with secret-looking query parameters (``api_key``, ``key``, ``token`` ...) replaced."""
-    parts = urlsplit(url)
-    if not parts.query:
-        return url
-    query = [(k, SCRUBBED if _SECRET.search(k) else v) for k, v in parse_qsl(parts.query, keep_blank_values=True)]
-    return urlunsplit(parts._replace(query=urlencode(query, safe="<>")))
-
-
-def _scrub_data(data: Any) -> Any:
-    if isinstance(data, dict):
-        return {
-            k: SCRUBBED if _SECRET.search(str(k)) and isinstance(v, str) else _scrub_data(v) for k, v in data.items()
-        }
-    if isinstance(data, list):
-        return [_scrub_data(v) for v in data]
-    return data
+_scrub_data = scrub_data
 
 
 def _without(data: Any, ignore: frozenset[str]) -> Any:
@@ -64,7 +50,7 @@ def body_text(body: bytes) -> str | bytes:
         scrubbed = _scrub_data(data)
         if scrubbed != data:
             return json.dumps(scrubbed, ensure_ascii=False)
-    return text
+    return scrub_text(text)
 
 
 def _json(text: str) -> Any:
@@ -117,16 +103,20 @@ class Interaction:
 
     @classmethod
     def from_vcr(cls, data: dict[str, Any]) -> Interaction:
+        """One recorded interaction; ``TypeError``/``KeyError``/``ValueError`` when it is not of the shape written."""
         request, response = data["request"], data["response"]
+        request_body, response_body = request.get("body"), response.get("body", {}).get("string", "")
+        if not isinstance(request_body, (str, bytes, type(None))) or not isinstance(response_body, (str, bytes)):
+            raise TypeError("a request body is text, bytes or null, a response body text or bytes")
         return cls(
             method=str(request["method"]),
             uri=str(request["uri"]),
-            request_body=request.get("body"),
+            request_body=request_body,
             request_type=_header(request.get("headers")),
             status=int(response["status"]["code"]),
             reason=str(response["status"].get("message", "")),
             response_type=_header(response.get("headers")),
-            response_body=response.get("body", {}).get("string", ""),
+            response_body=response_body,
             trial=int(data.get("trial", 1)),
         )
 
@@ -138,7 +128,7 @@ class Interaction:
 
 def _header(headers: Any) -> str | None:
     for name, values in (headers or {}).items():
-        if str(name).lower() in _KEPT_HEADERS:
+        if str(name).lower() in _KEPT_HEADERS and values not in ([], None):
             return str(values[0] if isinstance(values, list) else values)
     return None
 
@@ -150,16 +140,17 @@ class CassetteError(Exception):
 class Cassette:
     """One case's recorded interactions; ``take`` hands out matches in order (a match again once all are used)."""
 
-    def __init__(self, path: Path, ignore: frozenset[str], load: bool = True) -> None:
+    def __init__(self, path: Path, ignore: frozenset[str], load: bool = True, old: Path | None = None) -> None:
         self.path = path
         self.ignore = ignore
         self.interactions: list[Interaction] = []
         self.new: list[Interaction] = []
         self._used: set[int] = set()
         self._lock = threading.Lock()
-        self.exists = load and path.is_file()
+        source = path if path.is_file() or old is None or not old.is_file() else old  # a cassette of the old shape
+        self.exists = load and source.is_file()
         if self.exists:
-            self.interactions = _read(path)
+            self.interactions = _read(source)
         self._keys = [self.key(i) for i in self.interactions]
 
     def key(self, interaction: Interaction) -> tuple[str, str, str]:
@@ -195,23 +186,65 @@ class Cassette:
             width=120,
         )
         fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=f".{self.path.name}.", suffix=".tmp")
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            out.write(text)
-        os.replace(tmp, self.path)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8", errors="replace") as out:
+                out.write(text)
+            os.replace(tmp, self.path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
 
 
 def _read(path: Path) -> list[Interaction]:
     try:
         data = yaml.load(path.read_text(encoding="utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
         return [Interaction.from_vcr(i) for i in (data or {}).get("interactions") or []]
-    except (OSError, yaml.YAMLError, KeyError, TypeError, ValueError, AttributeError) as exc:
+    except (
+        OSError,
+        yaml.YAMLError,
+        KeyError,
+        IndexError,
+        TypeError,
+        ValueError,
+        AttributeError,
+        RecursionError,
+    ) as exc:
         raise CassetteError(
             f"{path}: not a readable cassette ({type(exc).__name__}: {exc}); delete it and record "
             "again with --agent-eval-record"
         ) from None
 
 
-def cassette_path(folder: Path, eval_file: Path, case_id: str) -> Path:
-    """``<folder>/<eval file stem>/<case id>.yaml``, the case id made safe as a file name."""
+def cassette_path(folder: Path, eval_file: Path, case_id: str, root: Path | None = None) -> Path:
+    """The case's cassette, always inside ``folder``: ``<folder>/<eval file>/<case id>.yaml`` for the folder beside
+    the eval file (``root`` None), ``<folder>/<eval file's folders below root>/<eval file>/<case id>.yaml`` for a
+    folder shared by many eval files. ``<eval file>`` is its stem for a ``.yaml`` file, ``<stem>@<suffix>`` for
+    another (``eval_x@json``). Each part is made safe as a name; one that had to change gets a hash of what it was
+    (two files or case ids never share a cassette)."""
+    folders: list[str] = []
+    if root is not None:
+        try:
+            folders = list(eval_file.parent.relative_to(root).parts)
+        except ValueError:  # an eval file outside the rootdir: its whole path, under a folder of its own
+            folders = ["_outside_rootdir", *eval_file.parent.parts[1:]]
+    stem, suffix = _safe(eval_file.stem), eval_file.suffix
+    name = stem if suffix == ".yaml" else f"{stem}@{_safe(suffix[1:])}"
+    return folder.joinpath(*(_safe(p) for p in folders), name, _safe(case_id) + ".yaml")
+
+
+def old_cassette_path(folder: Path, eval_file: Path, case_id: str) -> Path | None:
+    """Where earlier versions wrote the case's cassette in the folder beside the eval file, ``<folder>/<eval file
+    stem>/<case id>.yaml``, when that is not where it is written now, that place was the file's alone (no other
+    file of the same stem beside it) and it is inside ``folder``; else ``None``."""
     name = re.sub(r"[^A-Za-z0-9._-]+", "_", case_id).strip(".") or "case"
-    return folder / eval_file.stem / f"{name}.yaml"
+    stem = eval_file.stem
+    if stem != _safe(stem) or any(p != eval_file for p in eval_file.parent.glob(f"{glob.escape(stem)}.*")):
+        return None
+    old = folder / stem / f"{name}.yaml"
+    return None if old == cassette_path(folder, eval_file, case_id) else old
+
+
+def _safe(name: str) -> str:
+    """``name`` as a file name of letters, digits, ``.``, ``_`` and ``-``, never hidden, ``.`` or ``..``."""
+    safe = re.sub(r"[^A-Za-z0-9._-]+", "_", name).lstrip(".") or "_"
+    return safe if safe == name else f"{safe}-{hashlib.sha256(name.encode()).hexdigest()[:8]}"

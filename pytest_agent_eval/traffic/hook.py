@@ -8,37 +8,48 @@ through untouched. The response the agent gets is read whole first (a streamed a
 from __future__ import annotations
 
 import asyncio
-import email.utils
+import contextlib
 import hashlib
 import importlib
-import json
-import random
+import os
 import sys
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pytest_agent_eval.adapters.base import TRIAL
-from pytest_agent_eval.traffic.cassette import Cassette, Interaction, body_text, cassette_path, match_key, scrub_url
+from pytest_agent_eval.secrets import CREDENTIAL_HEADERS, remember
+from pytest_agent_eval.traffic.cassette import (
+    Cassette,
+    CassetteError,
+    Interaction,
+    body_text,
+    cassette_path,
+    match_key,
+    old_cassette_path,
+    scrub_url,
+)
 from pytest_agent_eval.traffic.pace import Pace
+from pytest_agent_eval.traffic.retry import MAX_RETRY_WAIT_S, asked_wait, backoff, quota_spent
 from pytest_agent_eval.traffic.scope import CURRENT, CaseTraffic, TrialTraffic, shown
-from pytest_agent_eval.traffic.usage import DEFAULT_PRICES, read_usage
+from pytest_agent_eval.traffic.usage import Prices, read_usage
 
 if TYPE_CHECKING:
     from pytest_agent_eval.cases.model import Case
-    from pytest_agent_eval.runner import TrialResult
 
-MODES = ("record", "new", "replay")
-"""``--agent-eval-record`` (everything anew), ``--agent-eval-record=new`` (only what is missing), replay."""
+T = TypeVar("T")
 _DROPPED = frozenset({"content-encoding", "transfer-encoding", "content-length"})
 VOLATILE = "agent_eval_volatile"
 """A request extension set by the plugin's own senders (the HTTP agent: ``adapters.http.VOLATILE``): ``{bytes:
 placeholder}`` of run-dependent text in the body (a session id), recorded and matched as the placeholder, so that
 a replay, whose ids are new, matches the recording."""
-MAX_RETRY_WAIT_S = 60.0
-"""A server that asks to wait longer is not retried: the request fails at once, saying so."""
+PACED = (
+    "the run's rate limits (--agent-eval-rate-limit / --agent-eval-token-limit, the provider's announced rate, "
+    "a 429's cool-down)"
+)
+"""What a request held up by the run's pace waits for, as a case's timeout names it."""
 
 
 @dataclass
@@ -53,7 +64,7 @@ class TrafficSettings:
     ignore: frozenset[str] = frozenset()
     """JSON fields left out when requests are matched."""
     retries: int = 3
-    prices: dict[str, dict[str, float]] = field(default_factory=lambda: dict(DEFAULT_PRICES))
+    prices: Prices = field(default_factory=Prices)
     pace: Pace | None = None
     """The run's pace (written budgets, cool-downs, the provider's announced rate); ``None``: not paced."""
     watch: bool = True
@@ -71,37 +82,50 @@ class Traffic:
     # -- cases and trials ------------------------------------------------------------------------------------
 
     def case(self, case: Case) -> CaseTraffic:
+        """The case's traffic scope; ``CassetteError`` when its cassette cannot be read."""
         if self.settings.mode is None:
             return CaseTraffic(case.id, None)
-        folder = self.settings.cassettes or case.path.parent / "cassettes"
-        path = cassette_path(folder, case.path, case.id)
-        cassette = Cassette(path, self.settings.ignore, load=self.settings.mode != "record")
+        if self.settings.cassettes is None:
+            folder = case.path.parent / "cassettes"
+            path, old = cassette_path(folder, case.path, case.id), old_cassette_path(folder, case.path, case.id)
+        else:
+            path, old = cassette_path(self.settings.cassettes, case.path, case.id, self.settings.root), None
+        cassette = Cassette(path, self.settings.ignore, load=self.settings.mode != "record", old=old)
         return CaseTraffic(case.id, cassette, shown(path, self.settings.root))
 
     async def run_trials(
-        self, case: Case, repeat: int, run: Callable[[int], Awaitable[TrialResult]]
-    ) -> list[TrialResult]:
-        """The case's trials, each with its own traffic scope; then the cassette is written when recording. The
-        pace alone needs no scope: the runner's trial id tells a case's requests."""
+        self, case: Case, repeat: int, run: Callable[[int], Awaitable[T]], fail: Callable[[T | None, str], T]
+    ) -> list[T]:
+        """The case's trials, each with its own traffic scope; then the cassette is written when recording. A
+        cassette that cannot be read or written is an infrastructure error of the case, which the runner's ``fail``
+        makes of a trial (or of none: the agent is not run when the cassette cannot be read). The pace alone needs
+        no scope: the runner's trial id tells a case's requests."""
         if not self.settings.watch:
             adopt()
             if repeat == 1:
                 return [await run(0)]
             return list(await asyncio.gather(*(run(n) for n in range(repeat))))
-        traffic = self.case(case)
+        try:
+            traffic = self.case(case)
+        except CassetteError as exc:
+            return [fail(None, shown_error(exc, self.settings))]
 
-        async def one(n: int) -> TrialResult:
+        async def one(n: int) -> T:
             trial = traffic.trial()
             token = CURRENT.set(trial)
             try:
-                return settle(trial, await run(n))
+                return await run(n)  # the runner reads the trial's usage and infrastructure error (CURRENT)
             finally:
                 CURRENT.reset(token)
 
         # one trial in this task, without a gather: a sync agent's trial then needs no loop (``eager``)
         trials = [await one(0)] if repeat == 1 else list(await asyncio.gather(*(one(n) for n in range(repeat))))
         if self.settings.mode in ("record", "new") and traffic.cassette is not None and not traffic.failed:
-            traffic.cassette.save(keep_old=self.settings.mode == "new")
+            try:
+                traffic.cassette.save(keep_old=self.settings.mode == "new")
+            except OSError as exc:
+                why = f"cassette {traffic.cassette_name} not written: {exc.strerror or exc}"
+                trials = [fail(t, why) for t in trials]
         return trials
 
     # -- one request -----------------------------------------------------------------------------------------
@@ -220,6 +244,7 @@ class Traffic:
 
     def handle(self, module: Any, request: Any, send: Callable[[Any], Any], trial: TrialTraffic | None) -> Any:
         request.read()
+        remember_credentials(request)
         replayed = self._replayed(module, request, trial) if trial is not None else None
         if replayed is not None:
             return replayed
@@ -227,7 +252,8 @@ class Traffic:
         host = _host(request)
         attempt = 0
         while True:
-            first = pace.wait(host) if pace is not None else False
+            with _waiting(trial, _paced(request, attempt)):
+                first = pace.wait(host) if pace is not None else False
             try:
                 try:
                     response = send(request)
@@ -239,15 +265,20 @@ class Traffic:
                 if first and pace is not None:  # the others may go: at the headers, not the whole body
                     pace.open(host)
             try:
-                response.read()
-            finally:
-                response.close()
+                try:
+                    response.read()
+                finally:
+                    response.close()
+            except Exception as exc:  # the body was cut mid-way (reset, a timeout): infrastructure
+                self._connect_failed(request, exc, trial)
+                raise
             self._spent(host, response)
             wait, failure = self._verdict(response, attempt)
             if wait is None:
                 break
             if pace is None or response.status_code != 429:  # a 429's wait is the run's cool-down, in the pace
-                time.sleep(wait)
+                with _waiting(trial, f"a retry of {request.method} {scrub_url(str(request.url))} ({wait:.3g} s)"):
+                    time.sleep(wait)
             attempt += 1
         return self._answer(module, request, response, failure, trial)
 
@@ -255,6 +286,7 @@ class Traffic:
         self, module: Any, request: Any, send: Callable[[Any], Awaitable[Any]], trial: TrialTraffic | None
     ) -> Any:
         await request.aread()
+        remember_credentials(request)
         replayed = self._replayed(module, request, trial) if trial is not None else None
         if replayed is not None:
             return replayed
@@ -262,7 +294,8 @@ class Traffic:
         host = _host(request)
         attempt = 0
         while True:
-            first = await pace.wait_async(host) if pace is not None else False
+            with _waiting(trial, _paced(request, attempt)):
+                first = await pace.wait_async(host) if pace is not None else False
             try:
                 try:
                     response = await send(request)
@@ -274,17 +307,32 @@ class Traffic:
                 if first and pace is not None:
                     pace.open(host)
             try:
-                await response.aread()
-            finally:
-                await response.aclose()
+                try:
+                    await response.aread()
+                finally:
+                    await response.aclose()
+            except Exception as exc:  # the body was cut mid-way (reset, a timeout): infrastructure
+                self._connect_failed(request, exc, trial)
+                raise
             self._spent(host, response)
             wait, failure = self._verdict(response, attempt)
             if wait is None:
                 break
             if pace is None or response.status_code != 429:
-                await asyncio.sleep(wait)
+                with _waiting(trial, f"a retry of {request.method} {scrub_url(str(request.url))} ({wait:.3g} s)"):
+                    await asyncio.sleep(wait)
             attempt += 1
         return self._answer(module, request, response, failure, trial)
+
+
+def _waiting(trial: TrialTraffic | None, what: str) -> contextlib.AbstractContextManager[None]:
+    """``trial.waiting(what)``; nothing for the pace alone (no trial scope)."""
+    return trial.waiting(what) if trial is not None else contextlib.nullcontext()
+
+
+def _paced(request: Any, attempt: int) -> str:
+    """What a request held by the pace waits for: a retry's (after a 429, the run's cool-down), or its budgets."""
+    return f"a retry of {request.method} {scrub_url(str(request.url))} (the run's pace)" if attempt else PACED
 
 
 def _host(request: Any) -> str:
@@ -298,15 +346,11 @@ def _key(request: Any) -> str:
     return f"{request.method} {request.url} {digest.hexdigest()}"
 
 
-def quota_spent(body: bytes) -> bool:
-    """A 429 whose body says the account's quota is spent (OpenAI's ``insufficient_quota``): waiting cannot help."""
-    if b"insufficient_quota" not in body:
-        return False
-    try:
-        error = json.loads(body).get("error") or {}
-    except (ValueError, AttributeError):
-        return False
-    return isinstance(error, dict) and "insufficient_quota" in (error.get("code"), error.get("type"))
+def remember_credentials(request: Any) -> None:
+    """The request's credential headers' values are secrets: never written, whatever echoes them."""
+    for name, value in request.headers.items():
+        if name.lower() in CREDENTIAL_HEADERS:
+            remember(value)
 
 
 def stable_body(request: Any) -> bytes:
@@ -322,48 +366,11 @@ def _tokens(response: Any) -> int:
     return call.input_tokens + call.output_tokens if call is not None else 0
 
 
-def settle(trial: TrialTraffic, result: TrialResult) -> TrialResult:
-    """The trial's usage into its run record; an infrastructure failure makes the trial an error, whatever the
-    agent made of it."""
-    run = result.run
-    if trial.usage.requests:
-        run.usage = {**run.usage, **trial.usage.as_dict()} if trial.usage.measured else {**run.usage}
-        run.usage["requests"] = trial.usage.requests
-    if trial.infra_error is not None:
-        run.infra_error = trial.infra_error
-        run.error = f"infrastructure error (not the agent's): {trial.infra_error}"
-        result.passed = False
-        result.reasons = [run.error]
-    return result
-
-
-def asked_wait(headers: Any) -> float | None:
-    """The wait the server asks for: ``retry-after-ms``, or ``Retry-After`` in seconds or as a date."""
-    try:
-        if headers.get("retry-after-ms"):
-            return max(float(headers["retry-after-ms"]) / 1000.0, 0.0)
-        after = headers.get("retry-after")
-        if after:
-            try:
-                seconds = float(after)
-            except ValueError:
-                seconds = email.utils.parsedate_to_datetime(after).timestamp() - time.time()
-            return max(seconds, 0.0)
-    except (TypeError, ValueError, OverflowError):
-        pass
-    return None
-
-
-def backoff(attempt: int) -> float:
-    """Exponential backoff with jitter, as the official SDKs: 0.5 s doubling up to 8 s, less a quarter at random."""
-    delay: float = min(0.5 * 2.0**attempt, 8.0)
-    return delay * random.uniform(0.75, 1.0)
-
-
-def retry_delay(headers: Any, attempt: int) -> float:
-    """The server's ``retry-after-ms`` / ``Retry-After`` (at most ``MAX_RETRY_WAIT_S``), else ``backoff``."""
-    asked = asked_wait(headers)
-    return min(asked, MAX_RETRY_WAIT_S) if asked is not None else backoff(attempt)
+def shown_error(exc: CassetteError, settings: TrafficSettings) -> str:
+    """A cassette's error with its path relative to the rootdir."""
+    text = str(exc)
+    root = f"{settings.root}{os.sep}"
+    return text[len(root) :] if text.startswith(root) else text
 
 
 # -- installing the hook -------------------------------------------------------------------------------------

@@ -6,13 +6,19 @@ it under any concurrency.
 
 from __future__ import annotations
 
+import contextlib
 import threading
+from collections.abc import Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pytest_agent_eval.traffic.cassette import Cassette
-from pytest_agent_eval.traffic.usage import CallUsage, Usage
+from pytest_agent_eval.traffic.usage import CallUsage, Prices, Usage
+
+if TYPE_CHECKING:
+    from pytest_agent_eval.run.results import RunRecord
 
 
 @dataclass
@@ -45,12 +51,22 @@ class TrialTraffic:
     number: int
     usage: Usage = field(default_factory=Usage)
     _failures: list[tuple[str | None, str]] = field(default_factory=list)
+    waiting_for: str | None = None
+    """What the trial's request is waiting for (the run's rate limit, a 429's ``Retry-After``); still set when the
+    wait did not end by itself (the case's timeout cancelled it): the timeout is then infrastructure's."""
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     @property
     def infra_error(self) -> str | None:
         """The first infrastructure failure the agent did not get past (the one reported)."""
         return self._failures[0][1] if self._failures else None
+
+    @contextlib.contextmanager
+    def waiting(self, what: str) -> Iterator[None]:
+        """Note that the trial waits for ``what`` while the block runs (kept when the block is cancelled)."""
+        self.waiting_for = what
+        yield
+        self.waiting_for = None
 
     def fail(self, message: str, key: str | None = None) -> None:
         """Note an infrastructure failure; one with a ``key`` (the request) is forgotten when the same request is
@@ -63,12 +79,25 @@ class TrialTraffic:
             if self._failures:
                 self._failures = [(k, m) for k, m in self._failures if k is None or k != key]
 
-    def count(self, call: CallUsage | None, prices: dict[str, dict[str, float]]) -> None:
+    def report(self, run: RunRecord) -> str | None:
+        """The trial's usage into its run record (requests; tokens and cost when every response reported them);
+        the infrastructure failure under it, if any: the runner decides what it makes of the trial."""
+        if self.usage.requests:
+            run.usage = {**run.usage, **self.usage.as_dict()} if self.usage.measured else {**run.usage}
+            run.usage["requests"] = self.usage.requests
+        if self.infra_error is None and self.waiting_for is not None and (run.error or "").startswith(TIMED_OUT):
+            return f"{run.error} while waiting for {self.waiting_for}"  # the budget or a Retry-After held it up
+        return self.infra_error
+
+    def count(self, call: CallUsage | None, prices: Prices) -> None:
         with self._lock:
             self.usage.requests += 1
             if call is not None:
                 self.usage.add(call, prices)
 
+
+TIMED_OUT = "agent did not answer within"
+"""How a case's timeout starts its error (``run.call``): while waiting on traffic, infrastructure's."""
 
 CURRENT: ContextVar[TrialTraffic | None] = ContextVar("agent_eval_trial", default=None)
 

@@ -10,17 +10,15 @@ from pytest_agent_eval.traffic.hook import Traffic, TrafficSettings, install, un
 from pytest_agent_eval.traffic.limits import Budget
 from pytest_agent_eval.traffic.pace import Pace
 from pytest_agent_eval.traffic.store import open_store
-from pytest_agent_eval.traffic.usage import DEFAULT_PRICES, parse_prices
+from pytest_agent_eval.traffic.usage import Prices, parse_prices
 
 if TYPE_CHECKING:
-    from pytest_agent_eval.options import TrafficOptions
+    from pytest_agent_eval.plugin.options import TrafficOptions
 
 
 def start(options: TrafficOptions, root: Path, limits_folder: Path) -> Traffic:
     """The session's hook, installed. ValueError / ImportError say which option is wrong or what to install."""
-    prices = dict(DEFAULT_PRICES)
-    if options.prices:
-        prices.update(load_prices(options.prices, root))
+    prices = Prices(load_prices(options.prices, root) if options.prices else None)
     requests = Budget.parse(options.rate_limit, "--agent-eval-rate-limit") if options.rate_limit else None
     tokens = Budget.parse(options.token_limit, "--agent-eval-token-limit") if options.token_limit else None
     pace = None

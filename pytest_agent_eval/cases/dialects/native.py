@@ -97,6 +97,9 @@ def _flag(value: Any, what: str) -> str | None:
 
 _NONE: dict[str, Any] = {}  # never mutated: shared by every case that lacks a mapping field
 
+_OPTIONS = ("case_sensitive", "failed_calls")
+"""``expect:`` keys that tune checks (the registry's modifiers), kept apart from the checks."""
+
 
 def _build(
     doc: Document, raw: dict[str, Any], key: PathKey, case_id: str, defaults: dict[str, Any], file_tags: tuple[str, ...]
@@ -114,9 +117,9 @@ def _build(
         query = raw_input
     expect = get("expect") or _NONE
     options = _NONE
-    if "case_sensitive" in expect:  # tunes checks, is not one
+    if any(name in expect for name in _OPTIONS):  # they tune checks, are not ones
         expect = dict(expect)
-        options = {"case_sensitive": expect.pop("case_sensitive")}
+        options = {name: expect.pop(name) for name in _OPTIONS if name in expect}
     turns = tuple(
         Turn(t, {}, doc.line((*key, "turns", i)))
         if isinstance(t, str)
@@ -158,6 +161,7 @@ def _build(
         skip=_flag(get("skip"), "skipped in the eval file"),
         xfail=_flag(get("xfail"), "expected to fail (eval file)"),
         metadata=get("metadata") or _NONE,
+        reference=get("reference"),
     )
 
 

@@ -19,6 +19,10 @@ SCHEMA_ID = "https://pytest-agent-eval.readthedocs.io/schema/native.json"
 UNMOCKED = {"enum": list(UNMOCKED_MODES)}
 _STR_LIST = {"type": "array", "items": {"type": "string"}}
 _INPUTS = [{"required": ["input"]}, {"required": ["turns"]}, {"required": ["simulated_user"]}]
+REFERENCE = {
+    "anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}],
+    "description": "a reference answer, or facts, that the judge compares the answer with",
+}
 _TAGS = {"type": "array", "items": {"type": "string", "pattern": TAG_PATTERN}}
 
 
@@ -96,6 +100,7 @@ def case_properties(registry: CheckRegistry) -> dict[str, Any]:
         "skip": {"type": ["string", "boolean"]},
         "xfail": {"type": ["string", "boolean"]},
         "metadata": {"type": "object"},
+        "reference": REFERENCE,
     }
 
 

@@ -2,38 +2,22 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-from contextlib import AbstractContextManager
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from pytest_agent_eval.blocking import in_thread, outside_loop
-from pytest_agent_eval.checks.base import CheckContext, CheckResult, first_infra_error
+from pytest_agent_eval.checks.base import CheckContext, first_infra_error
 from pytest_agent_eval.conversation.assertions import assertion_part, evaluate_assertions
 from pytest_agent_eval.conversation.neo4j import Connection, NotConfigured
 from pytest_agent_eval.conversation.scoring import Composite, penalty, score_tasks, timing_score
 from pytest_agent_eval.conversation.simulate import Conversation, converse
 from pytest_agent_eval.conversation.spec import DEFAULT_MIN_SCORE, SimulatedUser
-from pytest_agent_eval.record import RunRecord
+from pytest_agent_eval.run.blocking import in_thread, outside_loop
+from pytest_agent_eval.run.call import INFRA, call_agent, checked, no_recording, recorded
+from pytest_agent_eval.run.results import CheckResult, RunRecord, TrialResult
 
 if TYPE_CHECKING:
     from pytest_agent_eval.adapters import Agent
     from pytest_agent_eval.cases.model import Case
-    from pytest_agent_eval.runner import RunSettings, TrialResult
-
-
-@dataclass(frozen=True)
-class RunnerParts:
-    """What a conversation trial uses of the runner, handed in by the runner (which this package does not import)."""
-
-    call: Callable[[Case, Agent, str, dict[str, Any], RunSettings], Awaitable[RunRecord]]
-    """One agent call, bounded by the concurrency limit and the timeout, timed, normalised."""
-    checked: Callable[[RunRecord, dict[str, Any], CheckContext, RunSettings], Awaitable[list[CheckResult]]]
-    """The case's ``expect:`` checks on the run (off the loop when one may block)."""
-    no_recording: Callable[[Case], AbstractContextManager[Any]]
-    """The recorder of a case without tool mocks."""
-    trial_result: Callable[..., TrialResult]
-    """Makes the trial's result (``TrialResult``)."""
+    from pytest_agent_eval.run.settings import RunSettings
 
 
 NO_LLM = (
@@ -42,9 +26,7 @@ NO_LLM = (
 )
 
 
-async def run_conversation_trial(
-    case: Case, agent: Agent, settings: RunSettings, trial: int, runner: RunnerParts
-) -> TrialResult:
+async def run_conversation_trial(case: Case, agent: Agent, settings: RunSettings, trial: int) -> TrialResult:
     """Converse with the agent as the case's simulated user, then score the conversation (SPEC §9)."""
     user = case.simulated_user
     assert user is not None
@@ -54,46 +36,42 @@ async def run_conversation_trial(
         require = settings.require_llm
         message = f"needs an LLM (--agent-eval-require-llm): {NO_LLM}" if require else f"not scored: {NO_LLM}"
         check = CheckResult("simulated_user", not require, 0.0, None, "not run", message, scored=require)
-        return runner.trial_result(RunRecord(), [check], not require, 0.0, [message])
+        return TrialResult(RunRecord(), [check], not require, 0.0, [message])
 
     async def offload(func: Any, *args: Any) -> Any:
         return outside_loop(func, *args) if settings.inline else await in_thread(func, *args)
 
-    async def call(message: str, context: dict[str, Any]) -> RunRecord:
-        return await runner.call(case, agent, message, context, settings)
+    async def call(message: str, context: dict[str, Any], conversation: Any) -> RunRecord:
+        return await call_agent(case, agent, message, context, settings, conversation)
 
     connection = Connection(settings.neo4j)
     try:
         setup_error = await offload(_setups, user, connection)
-        recorder = settings.recorder(case) if settings.recorder else runner.no_recording(case)
+        recorder = settings.recorder(case) if settings.recorder else no_recording(case)
         with recorder as recording:
             if setup_error:
                 talk = Conversation(RunRecord(error=setup_error), ended="error")
             else:
                 talk = await converse(case.id, dict(case.context), user, llm, call, offload, trial)
         run = talk.run
-        violations: list[str] = []
-        if recording is not None:
-            if recording.calls or not run.tool_calls:
-                run.tool_calls = list(recording.calls)
-            violations.extend(recording.violations)
+        violations = recorded(run, recording, unused=False)  # a conversation need not use every mock
         if run.error:  # the agent (after its retries), the simulated user or a setup failed: nothing to score
             why = [run.error, *talk.notes, *violations]
             stopped = "the conversation stopped at an error, nothing was scored"
-            return runner.trial_result(run, [], False, 0.0, why, violations, summary=stopped)
+            return TrialResult(run, [], False, 0.0, why, violations, summary=stopped)
         tasks = await offload(score_tasks, llm, user, run.history)
         checks = await offload(
             evaluate_assertions, user.assertions, run, ctx, settings.checks, settings.assertion_hook, connection
         )
     finally:
         await offload(connection.close)
-    expect = await runner.checked(run, case.expect, ctx, settings)
+    expect = await checked(run, case.expect, ctx, settings)
     infra = first_infra_error([*tasks, *checks, *expect])
     if infra is not None:  # the scorer's or a check's own LLM request failed on infrastructure: not the agent's
         run.infra_error = infra
-        run.error = f"infrastructure error (not the agent's): {infra}"
-        return runner.trial_result(run, [*tasks, *checks, *expect], False, 0.0, [run.error, *violations], violations)
-    return _verdict(case, user, talk, tasks, checks, expect, violations, runner.trial_result)
+        run.error = f"{INFRA}{infra}"
+        return TrialResult(run, [*tasks, *checks, *expect], False, 0.0, [run.error, *violations], violations)
+    return _verdict(case, user, talk, tasks, checks, expect, violations)
 
 
 def _setups(user: SimulatedUser, connection: Connection) -> str | None:
@@ -116,7 +94,6 @@ def _verdict(
     assertions: list[CheckResult],
     expect: list[CheckResult],
     violations: list[str],
-    trial_result: Callable[..., TrialResult],
 ) -> TrialResult:
     latencies = talk.agent_latencies
     timing = timing_score(latencies, user.aspirational_latency_s)
@@ -187,6 +164,6 @@ def _verdict(
         if part is not None
     }
     parts.update(penalty=f"{composite.penalty:.3f}", ended=talk.ended)
-    result = trial_result(talk.run, checks, passed, value or 0.0, [*reasons, *violations], violations, summary=summary)
+    result = TrialResult(talk.run, checks, passed, value or 0.0, [*reasons, *violations], violations, summary=summary)
     result.parts = parts
     return result

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import pytest
 
 from pytest_agent_eval.cases.files import DEFAULT_FILES, is_eval_file
 from pytest_agent_eval.cases.model import AGENT_NAME_PATTERN, UNMOCKED_MODES
+from pytest_agent_eval.report.options import ReportOptions
 
 __all__ = ["Settings", "add_options", "is_eval_file"]
 
@@ -108,7 +109,16 @@ def add_options(parser: pytest.Parser) -> None:
         metavar="P",
         type=float,
         default=0.05,
-        help="a repeated case's pass-rate drop is a regression when Fisher's exact test gives p < P (default 0.05)",
+        help="a repeated case's pass-rate drop is a regression when Fisher's exact test gives p < P, and the suite "
+        "gate fails when McNemar's test does (default 0.05)",
+    )
+    group.addoption(
+        "--agent-eval-k",
+        dest="agent_eval_k",
+        metavar="K",
+        type=int,
+        default=None,
+        help="k of pass@k and pass^k of repeated cases (default: each case's trials)",
     )
     group.addoption(
         "--agent-eval-fail-on-regression",
@@ -120,9 +130,10 @@ def add_options(parser: pytest.Parser) -> None:
     group.addoption(
         "--agent-eval-gate",
         dest="agent_eval_gate",
-        choices=["regressions"],
+        choices=["regressions", "suite"],
         default=None,
-        help="regressions: the exit status depends on regressions against the baseline alone",
+        help="regressions: the exit status depends on regressions against the baseline alone; suite: on the "
+        "suite-level test alone (the pass rate dropped with McNemar p < --agent-eval-significance)",
     )
     for name, ini, what in (
         ("--agent-eval-min-pass-rate", "agent_eval_min_pass_rate", "share of decided cases that must pass (0..1)"),
@@ -248,58 +259,6 @@ def _add_traffic_options(group: pytest.OptionGroup, parser: pytest.Parser) -> No
 
 
 @dataclass(frozen=True)
-class ReportOptions:
-    """The report options (SPEC §10): the files to write, the baseline to compare with, the suite thresholds."""
-
-    json: Path | None = None
-    markdown: Path | None = None
-    html: Path | None = None
-    baseline: Path | None = None
-    tolerance: float = 0.05
-    significance: float = 0.05
-    fail_on_regression: bool = False
-    gate: str | None = None
-    min_pass_rate: float | None = None
-    max_cost: float | None = None
-    max_p95_latency_s: float | None = None
-
-    @classmethod
-    def from_config(cls, config: pytest.Config) -> ReportOptions:
-        def path(option: str) -> Path | None:
-            value = config.getoption(option, None)
-            return Path(value) if value else None
-
-        def threshold(name: str) -> float | None:
-            given = config.getoption(name, None)
-            if given is not None:
-                return float(given)
-            text = str(config.getini(name)).strip()
-            try:
-                return float(text) if text else None
-            except ValueError:
-                raise pytest.UsageError(f"ini {name} = {text!r}: give a number") from None
-
-        options = cls(
-            json=path("agent_eval_report"),
-            markdown=path("agent_eval_markdown"),
-            html=path("agent_eval_html"),
-            baseline=path("agent_eval_baseline"),
-            tolerance=config.getoption("agent_eval_tolerance"),
-            significance=config.getoption("agent_eval_significance"),
-            fail_on_regression=bool(config.getoption("agent_eval_fail_on_regression")),
-            gate=config.getoption("agent_eval_gate"),
-            min_pass_rate=threshold("agent_eval_min_pass_rate"),
-            max_cost=threshold("agent_eval_max_cost"),
-            max_p95_latency_s=threshold("agent_eval_max_p95_latency_s"),
-        )
-        if options.baseline is None and (options.gate or options.fail_on_regression):
-            raise pytest.UsageError(
-                "--agent-eval-gate and --agent-eval-fail-on-regression need --agent-eval-baseline PATH"
-            )
-        return options
-
-
-@dataclass(frozen=True)
 class TrafficOptions:
     """The options of the HTTP traffic hook; ``on`` when any of them needs it."""
 
@@ -364,7 +323,6 @@ class Settings:
     agent: str | None
     file_patterns: tuple[str, ...]
     timeout: float | None
-    verbose: int
     tool_dispatch: str | None = None
     unmocked_tools: str = "strict"
     tool_responses: Path | None = None
@@ -374,7 +332,7 @@ class Settings:
     traffic: TrafficOptions = TrafficOptions()
     matrix: tuple[tuple[str, str], ...] = ()
     """``--agent-eval-agent NAME=MODULE:ATTR``, in order."""
-    report: ReportOptions = ReportOptions()
+    report: ReportOptions = field(default_factory=ReportOptions)
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> Settings:
@@ -403,7 +361,6 @@ class Settings:
             matrix=matrix,
             file_patterns=tuple(config.getini("agent_eval_files")),
             timeout=timeout,
-            verbose=config.get_verbosity(),
             tool_dispatch=str(config.getini("agent_eval_tool_dispatch")).strip() or None,
             unmocked_tools=unmocked,
             tool_responses=config.rootpath / responses if responses else None,

@@ -7,6 +7,7 @@ item and leaves the case to its item's turn when anything is missing.
 
 from __future__ import annotations
 
+import contextlib
 import weakref
 from collections.abc import Callable, Coroutine, Mapping
 from types import TracebackType
@@ -16,18 +17,19 @@ import pytest
 
 from pytest_agent_eval import compat
 from pytest_agent_eval.adapters import Agent
-from pytest_agent_eval.agents import resolve
 from pytest_agent_eval.cases.model import Case
 from pytest_agent_eval.imports import ImportRefError
 from pytest_agent_eval.mocks import MockConfigError, MockPlan, Response, ToolMocks, load_responses, wrap
-from pytest_agent_eval.options import Settings
-from pytest_agent_eval.runner import CaseResult, RecorderFactory, run_case
-from pytest_agent_eval.state import EvalSession, get_state
+from pytest_agent_eval.plugin.options import Settings
+from pytest_agent_eval.plugin.state import EvalSession, get_state
+from pytest_agent_eval.run.agents import resolve
+from pytest_agent_eval.run.results import CaseResult
+from pytest_agent_eval.run.runner import run_case
+from pytest_agent_eval.run.settings import RecorderFactory
 
 if TYPE_CHECKING:
-    from pytest_agent_eval.collect import EvalItem
     from pytest_agent_eval.llm import LLM
-    from pytest_agent_eval.scheduler import Scheduler
+    from pytest_agent_eval.plugin.scheduler import Scheduler
 
 _PLUMBING = ("_pytest.", "pluggy.", "pytest_agent_eval.")
 """Modules whose frames a user's fixture error is shown without."""
@@ -85,12 +87,16 @@ def with_mocked_tools(agent: Agent, case: Case, state: EvalSession) -> Agent:
         return entry[1]
     copy = agent.adapter.mock_tools(agent.source, lambda tool: wrap(tool, state.adapters))
     mocked = agent if copy is None else agent.adapter.agent(copy, agent.name)
-    try:  # kept while the agent object lives (a function-scoped fixture's goes with its test) and the session lasts
-        for gone in [k for k, (ref, _) in made.items() if ref() is None]:
-            del made[gone]
-        made[key] = (weakref.ref(agent.source), mocked)
-    except TypeError:  # no weak references to it: made again for each case
-        pass
+
+    def forget(ref: weakref.ref[Any]) -> None:  # the agent object is gone: so is its copy, and the stand-ins in it
+        entry = made.get(key)
+        if entry is not None and entry[0] is ref:
+            made.pop(key, None)
+
+    # kept while the agent object lives (a function-scoped fixture's goes with its test) and the session lasts;
+    # an object without weak references gets its copy made again for each case
+    with contextlib.suppress(TypeError):
+        made[key] = (weakref.ref(agent.source, forget), mocked)
     return mocked
 
 
@@ -116,43 +122,48 @@ def _agent_fixture(item: pytest.Item) -> Any:
 # -- the item's own run ------------------------------------------------------------------------------------
 
 
+class CaseCannotRun(Exception):
+    """The case cannot run (its agent cannot be had, its tool mocks do not fit): the message the item fails with."""
+
+
 def prepare_item(
-    item: EvalItem, request: pytest.FixtureRequest, scheduler: Scheduler | None
+    item: pytest.Item, case: Case, request: pytest.FixtureRequest, scheduler: Scheduler | None
 ) -> Coroutine[Any, Any, CaseResult]:
-    """The case's run, with its agent, LLM and tool mocks from the item's fixtures."""
+    """The case's run, with its agent, LLM and tool mocks from the item's fixtures; ``CaseCannotRun`` when one of
+    them cannot be had."""
     __tracebackhide__ = user_error
     state = get_state(item.config)
-    agent = item_agent(item, request)
-    mocked = with_mocked_tools(agent, item.case, state)  # before the check that every mocked tool is patched
+    agent = item_agent(item, case, request)
+    mocked = with_mocked_tools(agent, case, state)  # before the check that every mocked tool is patched
     llm = None
-    if state.checks.case_uses_llm(item.case):
+    if state.checks.case_uses_llm(case):
         llm = _fixture(request, "agent_eval_llm")
         if scheduler is not None:
             scheduler.llm = llm
     try:  # after the agent and its fixtures: a mocked tool that nothing has patched by now fails the case here
-        recorder: RecorderFactory | MockConfigError = item_recorder(request, item.case)
+        recorder: RecorderFactory | MockConfigError = item_recorder(request, case)
     except MockConfigError as exc:
         recorder = exc
     if isinstance(recorder, MockConfigError):  # failed outside `except`: no "During handling..." in the report
-        item.fail(str(recorder))
-    if scheduler is not None and not agent_ref(item.case, state.settings):
+        raise CaseCannotRun(str(recorder))
+    if scheduler is not None and not agent_ref(case, state.settings):
         scheduler.early.remember_agent(item, agent)
-    settings = state.run_settings(item.case, llm, recorder)
-    user = item.case.simulated_user
+    settings = state.run_settings(case, llm, recorder)
+    user = case.simulated_user
     if user is not None and user.uses_neo4j:
         settings.neo4j = request.getfixturevalue("agent_eval_neo4j")
-    return run_case(item.case, mocked, settings)
+    return run_case(case, mocked, settings)
 
 
-def item_agent(item: EvalItem, request: pytest.FixtureRequest) -> Agent:
+def item_agent(item: pytest.Item, case: Case, request: pytest.FixtureRequest) -> Agent:
     """The agent: ``--agent``, else the case's (its own ``agent:``, its matrix agent, the file's ``agent:``),
     else the ``agent`` fixture.
 
-    Each failure is raised outside the ``except`` that caught its cause: one message, no exception chain.
+    Each failure (``CaseCannotRun``) is raised outside the ``except`` that caught its cause: one message, no
+    exception chain.
     """
     __tracebackhide__ = user_error
     state = get_state(item.config)
-    case = item.case
     ref = agent_ref(case, state.settings)
     problem: str
     if ref:
@@ -168,7 +179,7 @@ def item_agent(item: EvalItem, request: pytest.FixtureRequest) -> Agent:
             named = f" ({case.agent_name})" if case.agent_name and case.agent_line is not None else ""
             shown = ref if isinstance(ref, str) else ref.get("url")  # never a header: it may hold a secret
             problem = f"{source}: agent{named} {shown!r}: {exc}"
-        item.fail(problem)
+        raise CaseCannotRun(problem)
     try:
         value = _fixture(request, "agent")
     except pytest.FixtureLookupError as exc:
@@ -183,7 +194,7 @@ def item_agent(item: EvalItem, request: pytest.FixtureRequest) -> Agent:
             return state.adapters.as_agent(value, "agent fixture")
         except TypeError as exc:
             problem = f"{case.location}: the `agent` fixture: {exc}"
-    item.fail(problem)
+    raise CaseCannotRun(problem)
 
 
 def item_recorder(request: pytest.FixtureRequest, case: Case) -> RecorderFactory:
@@ -296,7 +307,7 @@ class EarlyStart:
 def register_scheduler(config: pytest.Config) -> None:
     """At concurrency > 1, the scheduler as a plugin object (``agent_eval_scheduler``), handed its collaborators.
     At concurrency 1 nothing of it is made, imported or called."""
-    from pytest_agent_eval.scheduler import Scheduler
+    from pytest_agent_eval.plugin.scheduler import Scheduler
 
     state = get_state(config)
     inflight = state.inflight
@@ -306,8 +317,9 @@ def register_scheduler(config: pytest.Config) -> None:
         start=state.start,
         suspects=state.suspects,
         note=None if inflight is None else inflight.around,
-        blocked=state.blocked,
+        blocked=state.loops.blocked,
         uses_llm=lambda case: state.checks.case_uses_llm(case),  # the checks load with the first case
     )
     state.scheduler = scheduler
+    state.loops.on_leave = scheduler.forget  # the cases it started early were on the loop left behind
     config.pluginmanager.register(scheduler, "agent_eval_scheduler")

@@ -11,8 +11,7 @@ if TYPE_CHECKING:
     from pytest_agent_eval.cases.dialects import DialectRegistry
     from pytest_agent_eval.cases.model import Case
     from pytest_agent_eval.checks import CheckRegistry
-    from pytest_agent_eval.record import RunRecord
-    from pytest_agent_eval.runner import CaseResult
+    from pytest_agent_eval.run.results import CaseResult, RunRecord
 
 
 @pytest.hookspec(historic=True)
@@ -47,6 +46,17 @@ def pytest_agent_eval_register_adapters(registry: AdapterRegistry) -> None:
 
     :param registry: the session's adapters; ``register(adapter)`` with ``name``, ``recognises``, ``agent``,
         ``normalise``, ``wrap_tool`` and ``mock_tools`` (see ``pytest_agent_eval.adapters.base``).
+    """
+
+
+def pytest_agent_eval_register_formats(config: pytest.Config) -> None:
+    """Add report formats with ``add_format(config, name, make, option=)`` (``pytest_agent_eval.report.formats``):
+    ``make(config, records)`` makes the format's plugin object, registered only when ``option`` is set.
+
+    Called once, in ``pytest_configure``, on the xdist controller (or the only process): workers write no report,
+    their records reach the controller. The built-in formats are added first (the plugin's own implementation).
+
+    :param config: the run's config; a format reads its options from it.
     """
 
 

@@ -8,11 +8,10 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import pytest
 
-from pytest_agent_eval.options import Settings
+from pytest_agent_eval.plugin.options import Settings
 
 # The engine (formats, checks, the runner) loads with the first eval file: a session without any pays nothing.
 if TYPE_CHECKING:
-    import asyncio
     import concurrent.futures
 
     from pytest_agent_eval.adapters import AdapterRegistry
@@ -20,11 +19,11 @@ if TYPE_CHECKING:
     from pytest_agent_eval.cases.dialects import DialectRegistry
     from pytest_agent_eval.cases.model import Case
     from pytest_agent_eval.checks import CheckRegistry
-    from pytest_agent_eval.crashes import InFlight
     from pytest_agent_eval.llm import LLM
-    from pytest_agent_eval.runner import CaseResult, InlineLoop, LoopThread, RecorderFactory, RunSettings
-    from pytest_agent_eval.scheduler import Scheduler
-    from pytest_agent_eval.stalls import Stall
+    from pytest_agent_eval.plugin.crashes import InFlight
+    from pytest_agent_eval.plugin.scheduler import Scheduler
+    from pytest_agent_eval.run.loops import Loops
+    from pytest_agent_eval.run.settings import RecorderFactory, RunSettings
     from pytest_agent_eval.traffic.hook import Traffic
 
 
@@ -42,16 +41,13 @@ class EvalSession:
         self._checks: CheckRegistry | None = None
         self._dialects: DialectRegistry | None = None
         self._adapters: AdapterRegistry | None = None
-        self._loop: LoopThread | None = None
-        self._runner: InlineLoop | LoopThread | None = None
+        self._loops: Loops | None = None
         self._marks: dict[str, pytest.MarkDecorator] = {}
         self._parse_cache: ParseCache | None = None
-        self._limit: asyncio.Semaphore | None = None
+        self._no_parse_cache = False
         self.scheduler: Scheduler | None = None
         """Starts upcoming cases early: registered at concurrency > 1 only (``prepare.register_scheduler``)."""
         self._inflight: Any = _UNSET
-        self.blocked: dict[int, CaseResult] = {}
-        """Cases whose agent blocked the background loop, by ``id(case)``: failed so, and never started again."""
         self.eval_items = 0
         """How many items the eval files collected so far made (the GC policy depends on it)."""
         self.traffic: Traffic | None = self._start_traffic() if self.settings.traffic.on else None
@@ -67,9 +63,11 @@ class EvalSession:
         from pytest_agent_eval.traffic.session import start
 
         cache = getattr(self.config, "cache", None)
-        if cache is not None:  # the run's cache directory, shared by every xdist worker
-            folder = cache.mkdir("agent_eval_limits")
-        else:
+        try:  # the run's cache directory, shared by every xdist worker
+            folder = cache.mkdir("agent_eval_limits") if cache is not None else None
+        except OSError:  # not writable: the folder below, as without a cache
+            folder = None
+        if folder is None:
             digest = hashlib.sha256(str(self.config.rootpath).encode()).hexdigest()[:12]
             folder = Path(tempfile.gettempdir()) / f"pytest-agent-eval-limits-{digest}"
         try:
@@ -109,10 +107,13 @@ class EvalSession:
     @property
     def parse_cache(self) -> ParseCache | None:
         """The YAML parse cache in pytest's cache directory (none under ``-p no:cacheprovider``)."""
-        if self._parse_cache is None and getattr(self.config, "cache", None) is not None:
+        if self._parse_cache is None and not self._no_parse_cache and getattr(self.config, "cache", None) is not None:
             from pytest_agent_eval.cases.cache import ParseCache
 
-            self._parse_cache = ParseCache(self.config.cache.mkdir("agent_eval_parsed"))
+            try:
+                self._parse_cache = ParseCache(self.config.cache.mkdir("agent_eval_parsed"))
+            except OSError:  # a cache directory that cannot be written only costs speed: files are parsed each time
+                self._no_parse_cache = True
         return self._parse_cache
 
     @property
@@ -120,7 +121,7 @@ class EvalSession:
         """On an xdist worker, where the cases in flight are noted for the controller (crashes)."""
         if self._inflight is _UNSET:
             from pytest_agent_eval import compat
-            from pytest_agent_eval.crashes import KEY, InFlight
+            from pytest_agent_eval.plugin.crashes import KEY, InFlight
 
             shared = (compat.worker_input(self.config) or {}).get(KEY)
             worker = (compat.worker_input(self.config) or {}).get("workerid", "worker")
@@ -128,44 +129,13 @@ class EvalSession:
         return self._inflight  # type: ignore[no-any-return]
 
     @property
-    def loop(self) -> LoopThread:
-        if self._loop is None:
-            from pytest_agent_eval.runner import LoopThread
+    def loops(self) -> Loops:
+        """Where the cases run, and what a blocked background loop means (``run.loops.Loops``)."""
+        if self._loops is None:
+            from pytest_agent_eval.run.loops import Loops
 
-            self._loop = LoopThread()
-        return self._loop
-
-    @property
-    def runner(self) -> InlineLoop | LoopThread:
-        """Where a case runs when its item's turn comes: in this thread at concurrency 1 (unless an event loop
-        already runs here), else on the background loop, beside the cases started early."""
-        if self._runner is None:
-            import asyncio
-
-            from pytest_agent_eval import compat
-            from pytest_agent_eval.runner import InlineLoop
-
-            if self.settings.concurrency == 1 and compat.running_loop() is None:
-                self._runner, self._limit = InlineLoop(), asyncio.Semaphore(1)
-            else:
-                self._runner, self._limit = self.loop, self.loop.semaphore(self.settings.concurrency)
-        return self._runner
-
-    def leave_blocked_loop(self, stall: Stall) -> None:
-        """The background loop is blocked: its culprit fails; upcoming cases start afresh on a new loop."""
-        from pytest_agent_eval.runner import blocked_result
-
-        culprit = stall.culprit
-        if culprit is not None:
-            limit = culprit.timeout if culprit.timeout is not None else self.settings.timeout
-            self.blocked[id(culprit)] = blocked_result(culprit, stall, limit)
-        if self.scheduler is not None:
-            self.scheduler.forget()
-        if self._loop is not None:
-            self._loop.abandon()
-            if self._runner is self._loop:
-                self._runner = None  # made again, with its concurrency limit, on the new loop
-            self._loop = None
+            self._loops = Loops(self.settings.concurrency, self.settings.timeout)
+        return self._loops
 
     def marker(self, name: str) -> pytest.MarkDecorator:
         """The mark for tag ``name``, registered first (so ``--strict-markers`` accepts tags)."""
@@ -179,13 +149,12 @@ class EvalSession:
 
     def run_settings(self, case: Case, llm: LLM | None, recorder: RecorderFactory | None) -> RunSettings:
         """What running ``case`` needs: checks, timeout, the LLM, tool-mock recorder and the concurrency limit."""
-        from pytest_agent_eval.runner import RunSettings
+        from pytest_agent_eval.run.settings import RunSettings
 
-        runner = self.runner
         if self._pace_pending:
             self._pace_pending = False
             self.traffic = self._start_traffic()
-        inline = runner is not self._loop
+        inline = self.loops.inline
         # In this thread one case runs at a time: with one trial, there is nothing for the limit to hold back.
         alone = inline and (self.settings.repeat or case.repeat) == 1
         return RunSettings(
@@ -193,7 +162,7 @@ class EvalSession:
             default_timeout=self.settings.timeout,
             llm=llm,
             recorder=recorder,
-            limit=None if alone else self._limit,
+            limit=None if alone else self.loops.limit,
             repeat=self.settings.repeat,
             require_llm=self.settings.require_llm,
             inline=inline,
@@ -203,7 +172,7 @@ class EvalSession:
 
     def start(self, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
         """Run ``coro`` on the background loop (a new one once a blocked one was left behind)."""
-        return self.loop.submit(coro)
+        return self.loops.submit(coro)
 
     def suspects(self) -> Collection[str]:
         """The node ids that run alone: they were in flight when an xdist worker crashed."""
@@ -226,12 +195,9 @@ class EvalSession:
         if self.scheduler is not None:
             self.scheduler.close()
             self.scheduler = None
-        if self._runner is not None and self._runner is not self._loop:  # the inline loop
-            self._runner.close()
-        self._runner = None
-        if self._loop is not None:
-            self._loop.close()
-            self._loop = None
+        if self._loops is not None:
+            self._loops.close()
+            self._loops = None
         self.agent_instances.clear()  # the session's agents (and their copies with mocked tools) go with it
 
 

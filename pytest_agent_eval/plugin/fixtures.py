@@ -47,7 +47,7 @@ def tool_mocks(request: pytest.FixtureRequest) -> Iterator[ToolMocks]:
     undone when the test ends.
     """
     from pytest_agent_eval.mocks import ToolMocks  # the mock machinery loads when first used
-    from pytest_agent_eval.state import get_state
+    from pytest_agent_eval.plugin.state import get_state
 
     mocks = ToolMocks(adapters=get_state(request.config).adapters)
     yield mocks

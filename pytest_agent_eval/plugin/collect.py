@@ -11,9 +11,10 @@ import pytest
 
 from pytest_agent_eval import compat, gc_policy
 from pytest_agent_eval.cases.model import TAG_RE, Case, LoadedFile
-from pytest_agent_eval.report.render import printable
-from pytest_agent_eval.state import EVAL_ITEM, get_state
-from pytest_agent_eval.stopping import STOPS
+from pytest_agent_eval.plugin.skipping import fail_item, relative
+from pytest_agent_eval.plugin.state import EVAL_ITEM, get_state
+from pytest_agent_eval.plugin.stopping import STOPS
+from pytest_agent_eval.text import printable
 
 if TYPE_CHECKING:
     from pytest_agent_eval.cases.errors import EvalFileError
@@ -94,21 +95,16 @@ class FileProblem(pytest.Item):
     def setup(self) -> None:
         message = "\n".join(e.format() for e in self.errors)
         # raised `from None`: called while handling the cause, whose own traceback would only add noise
-        raise pytest.fail.Exception(_relative(message, self.config), pytrace=False) from None
+        raise pytest.fail.Exception(relative(message, self.config), pytrace=False) from None
 
     def runtest(self) -> None:  # never reached: setup fails
         raise AssertionError("unreachable")
 
 
-def _relative(message: str, config: pytest.Config) -> str:
-    """Messages name files relative to the rootdir, as pytest does."""
-    return message.replace(f"{config.rootpath}/", "")
-
-
 def agent_eval_case(request: pytest.FixtureRequest) -> None:
     """Runs one eval case: the test function behind every eval item when pytest keeps no request on the item
     (:func:`compat.item_keeps_request`); else :meth:`EvalItem.run_case` is."""
-    from pytest_agent_eval.prepare import user_error
+    from pytest_agent_eval.plugin.prepare import user_error
 
     __tracebackhide__ = user_error
     item = request.node
@@ -144,11 +140,11 @@ class EvalItem(pytest.Function):
     def run_case(self, request: pytest.FixtureRequest | None = None) -> None:
         """Runs the eval case: the test function behind the item (pytest passes no argument: a parameter with a
         default is no fixture), with the request pytest keeps on the item unless ``request`` is given."""
-        from pytest_agent_eval.execute import run_item  # the runner loads with the first case run
-        from pytest_agent_eval.prepare import user_error
+        from pytest_agent_eval.plugin.execute import run_item  # the runner loads with the first case run
+        from pytest_agent_eval.plugin.prepare import user_error
 
         __tracebackhide__ = user_error
-        run_item(self, request or compat.item_request(self))
+        run_item(self, self.case, request or compat.item_request(self))
 
     def reportinfo(self) -> tuple[Path, int, str]:
         return (
@@ -163,6 +159,5 @@ class EvalItem(pytest.Function):
         super().setup()
 
     def fail(self, message: str) -> NoReturn:
-        """Fail with ``message`` alone: no traceback into the plugin (nor the error being handled, if any), and no
-        control character from the agent or the file reaching the terminal raw."""
-        raise pytest.fail.Exception(printable(_relative(message, self.config)), pytrace=False) from None
+        """Fail with ``message`` alone (``skipping.fail_item``)."""
+        fail_item(self, message)

@@ -1,4 +1,5 @@
-"""pytest hooks of pytest-agent-eval. Hooks only: each delegates to the module of its concern."""
+"""The pytest layer of pytest-agent-eval (the ``pytest11`` entry point): this module holds the hooks only, each
+delegating to the module of its concern beside it (collect, execute, prepare, options, state, scheduler, ...)."""
 
 from __future__ import annotations
 
@@ -8,19 +9,20 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from pytest_agent_eval import compat, hookspecs, imports, options, skipping, stopping
-from pytest_agent_eval.fixtures import (  # noqa: F401 - the plugin's fixtures
+from pytest_agent_eval import compat, imports
+from pytest_agent_eval.plugin import hookspecs, options, signals, skipping, stopping
+from pytest_agent_eval.plugin.fixtures import (  # noqa: F401 - the plugin's fixtures
     agent_eval_case,
     agent_eval_llm,
     agent_eval_neo4j,
     tool_mocks,
 )
+from pytest_agent_eval.plugin.state import EVAL_ITEM, STATE, EvalSession, get_state
 from pytest_agent_eval.report import formats
-from pytest_agent_eval.state import EVAL_ITEM, STATE, EvalSession, get_state
 
 if TYPE_CHECKING:
-    from pytest_agent_eval.collect import EvalFile
-    from pytest_agent_eval.runner import CaseResult
+    from pytest_agent_eval.plugin.collect import EvalFile
+    from pytest_agent_eval.run.results import CaseResult
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
@@ -38,17 +40,24 @@ def pytest_configure(config: pytest.Config) -> None:
     config.add_cleanup(state.thaw)
     imports.add_root(config.rootpath)
     if state.settings.concurrency > 1:  # as xdist registers its DSession only with -n: concurrency 1 pays nothing
-        from pytest_agent_eval.prepare import register_scheduler
+        from pytest_agent_eval.plugin.prepare import register_scheduler
 
         register_scheduler(config)
     formats.configure(config)
+    signals.install()
     if config.pluginmanager.hasplugin("xdist") and compat.worker_input(config) is None:
-        from pytest_agent_eval.crashes import CrashReporter
+        from pytest_agent_eval.plugin.crashes import CrashReporter
 
         config.pluginmanager.register(CrashReporter(), "agent_eval_crashes")  # names the cases a crash hit
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_agent_eval_register_formats(config: pytest.Config) -> None:
+    formats.builtin_formats(config)
+
+
 def pytest_unconfigure(config: pytest.Config) -> None:
+    signals.restore()
     imports.remove_root(config.rootpath)
     if STATE in config.stash:
         config.stash[STATE].close()
@@ -57,7 +66,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> EvalFile | None:
     settings = get_state(parent.config).settings
     if options.is_eval_file(file_path, settings.file_patterns, parent.session.isinitpath(file_path)):
-        from pytest_agent_eval.collect import EvalFile  # the engine loads with the first eval file
+        from pytest_agent_eval.plugin.collect import EvalFile  # the engine loads with the first eval file
 
         return EvalFile.from_parent(parent, path=file_path)
     return None
@@ -86,7 +95,7 @@ def pytest_runtest_makereport(
     report = yield
     eval_item = item.stash.get(EVAL_ITEM, False)
     if eval_item and call.excinfo is not None:
-        from pytest_agent_eval.execute import InfrastructureError  # loaded by the eval item's run
+        from pytest_agent_eval.plugin.execute import InfrastructureError  # loaded by the eval item's run
 
         if isinstance(call.excinfo.value, InfrastructureError):  # the plugin's own class, not one of that name
             report.agent_eval_infra = True  # type: ignore[attr-defined]  # carried to the xdist controller

@@ -23,7 +23,7 @@ from pytest_agent_eval.cases.model import Case
 if TYPE_CHECKING:
     from pytest_agent_eval.adapters import Agent
     from pytest_agent_eval.llm import LLM
-    from pytest_agent_eval.runner import CaseResult
+    from pytest_agent_eval.run.results import CaseResult
 
 _UNSET: Any = object()
 Run = Coroutine[Any, Any, "CaseResult"]

@@ -6,34 +6,40 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from pytest_agent_eval.prepare import prepare_item, user_error
+from pytest_agent_eval.plugin.prepare import CaseCannotRun, prepare_item, user_error
+from pytest_agent_eval.plugin.skipping import fail_item, skip_at_item
+from pytest_agent_eval.plugin.state import get_state
 from pytest_agent_eval.report.attach import note_result
 from pytest_agent_eval.report.failure import details
-from pytest_agent_eval.report.render import printable
-from pytest_agent_eval.runner import CaseResult, blocked_result
-from pytest_agent_eval.skipping import skip_at_item
-from pytest_agent_eval.state import get_state
+from pytest_agent_eval.run.results import CaseResult
+from pytest_agent_eval.secrets import scrub_text
+from pytest_agent_eval.text import printable
 
 if TYPE_CHECKING:
-    from pytest_agent_eval.collect import EvalItem
-    from pytest_agent_eval.scheduler import Scheduler
+    from pytest_agent_eval.cases.model import Case
+    from pytest_agent_eval.plugin.scheduler import Scheduler
 
 
-def run_item(item: EvalItem, request: pytest.FixtureRequest) -> None:
-    """Run the item's case (or wait for it, if it started early) and pass, skip or fail the item."""
+def run_item(item: pytest.Item, case: Case, request: pytest.FixtureRequest) -> None:
+    """Run the item's case (or wait for it, if it started early) and pass, skip or fail the item; a case that
+    cannot run (``prepare.CaseCannotRun``) fails it with the reason."""
     __tracebackhide__ = user_error
     state = get_state(item.config)
     scheduler = state.scheduler
-    if scheduler is None:
-        result = state.runner.run(prepare_item(item, request, None))
-    else:
-        result = _run_concurrently(item, request, scheduler)
+    try:
+        if scheduler is None:
+            result = state.loops.runner.run(prepare_item(item, case, request, None))
+        else:
+            result = _run_concurrently(item, case, request, scheduler)
+    except CaseCannotRun as exc:
+        fail_item(item, str(exc))
     note_result(item, result)
     item.ihook.pytest_agent_eval_case_result(item=item, result=result)
     infra = next((t.run.infra_error for t in result.trials if t.run.infra_error), None)
     if infra is not None:
-        where = f"{item.location[0]}:{item.case.line}"
-        raise InfrastructureError(f"{where}: case {item.case.id}: infrastructure error, not the agent's: {infra}")
+        where = f"{item.location[0]}:{case.line}"
+        message = f"{where}: case {case.id}: infrastructure error, not the agent's: {infra}"
+        raise InfrastructureError(printable(scrub_text(message)))
     if result.passed and result.unscored:  # a pass with nothing scored would be a made-up verdict
         names = ", ".join(dict.fromkeys(c.name for c in result.unscored))
         reason = f"nothing scored ({names}): {result.unscored[0].message}"
@@ -44,28 +50,27 @@ def run_item(item: EvalItem, request: pytest.FixtureRequest) -> None:
             for title, text in details(result):
                 item.add_report_section("call", title, printable(text))  # no control character reaches the terminal
         lines = item.ihook.pytest_agent_eval_failure_lines(item=item, result=result, verbose=verbose)
-        item.fail("\n".join(lines or [f"case {item.case.id} failed"]))
+        fail_item(item, "\n".join(lines or [f"case {case.id} failed"]))
 
 
-def _run_concurrently(item: EvalItem, request: pytest.FixtureRequest, scheduler: Scheduler) -> CaseResult:
+def _run_concurrently(
+    item: pytest.Item, case: Case, request: pytest.FixtureRequest, scheduler: Scheduler
+) -> CaseResult:
     """The case on the background loop. When an agent blocks that loop past this case's timeout, the culprit
     fails, the loop is left behind, and this case (if it is not the culprit) runs once more on a fresh loop."""
-    state = get_state(item.config)
+    loops = get_state(item.config).loops
     for attempt in range(2):
-        blocked = state.blocked.get(id(item.case))
+        blocked = loops.blocked.get(id(case))
         if blocked is not None:
             return blocked
         # started early, or now from this item's own fixtures; then the next cases start while this one runs
         alone = scheduler.alone(item)
-        future = scheduler.take(item) or scheduler.submit(item, prepare_item(item, request, scheduler))
+        future = scheduler.take(item) or scheduler.submit(item, prepare_item(item, case, request, scheduler))
         if not alone:
             scheduler.prefetch(item)
-        outcome = state.loop.wait_case(future, item.case, state.settings.timeout)
-        if isinstance(outcome, CaseResult):
-            return outcome
-        state.leave_blocked_loop(outcome)
-        if outcome.culprit is None or attempt:  # blocked by something else, or again: it cannot be told apart
-            return blocked_result(item.case, outcome, item.case.timeout or state.settings.timeout)
+        result = loops.wait(future, case, retried=attempt > 0)
+        if result is not None:
+            return result
     raise AssertionError("unreachable")
 
 

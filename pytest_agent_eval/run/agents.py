@@ -10,11 +10,11 @@ import traceback
 from typing import Any
 
 from pytest_agent_eval.adapters import AdapterRegistry, Agent, builtin_adapters
-from pytest_agent_eval.blocking import in_thread, outside_loop
-from pytest_agent_eval.eager import needs_loop
 from pytest_agent_eval.faults import describe, escape, interrupt
 from pytest_agent_eval.imports import ImportRefError, import_object
-from pytest_agent_eval.stalls import timed_steps
+from pytest_agent_eval.run.blocking import in_thread, outside_loop
+from pytest_agent_eval.run.eager import needs_loop
+from pytest_agent_eval.run.stalls import timed_steps
 
 
 def as_agent(obj: Any, name: str | None = None, adapters: AdapterRegistry | None = None) -> Agent:

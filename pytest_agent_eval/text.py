@@ -92,10 +92,11 @@ def text_table(rows: list[tuple[str, ...]], align_left: int = 1) -> list[str]:
 
 
 # C0 and C1 control characters but newline and tab, and the bidirectional overrides (they reorder what is shown)
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
 
 
 def printable(text: str) -> str:
     """``text`` safe to print on a terminal: control characters (an escape sequence that retitles the terminal or
-    moves the cursor, a carriage return) are shown escaped, as ``\\x1b``; newlines and tabs stay."""
+    moves the cursor, a carriage return) and lone surrogates (which no terminal or report can encode) are shown
+    escaped, as ``\\x1b``, ``\\ud83d``; newlines and tabs stay."""
     return _CONTROL.sub(lambda m: repr(m.group())[1:-1], text)

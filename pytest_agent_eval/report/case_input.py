@@ -1,0 +1,57 @@
+"""What a record keeps of the case itself (SPEC §17): the input the agent is given, and a hash of the case's content
+that stays the same from run to run and changes when the case (or a file default it takes) is edited."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pytest_agent_eval.report.jsonable import JSON, jsonable
+
+if TYPE_CHECKING:
+    from pytest_agent_eval.cases.model import Case
+
+_PLACE = frozenset({"path", "line", "agent_line", "agent_name"})
+"""Fields that say where a case is or which matrix variant runs it, not what it is: left out of the hash, so a case
+moved down its file keeps its hash."""
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
+
+
+def case_input(case: Case) -> JSON:
+    """What the case gives the agent: ``query`` (or the scripted ``turns``, or the ``simulated_user``) and the
+    ``context``, bounded as every value in a report is."""
+    out: dict[str, Any] = {}
+    if case.turns:
+        out["turns"] = [turn.message for turn in case.turns]
+    elif case.simulated_user is not None:
+        out["simulated_user"] = _canonical(case.simulated_user)
+    else:
+        out["query"] = case.query
+    if case.context:
+        out["context"] = case.context
+    return jsonable(out)
+
+
+def content_hash(case: Case) -> str:
+    """16 hex digits of the SHA-256 of the case's content (every field but where it is), in a canonical form."""
+    text = json.dumps(_canonical(case), sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+def _canonical(value: Any) -> Any:
+    """``value`` as plain data for the hash: dataclasses as their fields (without ``_PLACE``), no object addresses."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _canonical(getattr(value, f.name)) for f in dataclasses.fields(value) if f.name not in _PLACE}
+    if isinstance(value, dict):
+        return {str(key): _canonical(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_canonical(item) for item in value]
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    if isinstance(value, Path):
+        return value.as_posix()
+    return _ADDRESS.sub("", repr(value))

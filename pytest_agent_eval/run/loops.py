@@ -1,0 +1,256 @@
+"""The event loops cases run on: inline in the main thread (one case at a time) or in a background thread, how a
+blocked loop is seen and what a case that blocked it gets. Pure asyncio, no pytest."""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import threading
+import time
+from collections.abc import Callable, Coroutine
+from typing import Any, TypeVar
+
+from pytest_agent_eval.cases.model import Case
+from pytest_agent_eval.run import eager
+from pytest_agent_eval.run.results import CaseResult, RunRecord, TrialResult
+from pytest_agent_eval.run.stalls import Stall, blocked_message, running_step
+
+T = TypeVar("T")
+
+
+class InlineLoop:
+    """An event loop in the calling (main) thread that runs one case at a time: no hand-off between threads.
+
+    For concurrency 1. A signal (Ctrl-C, pytest-timeout) lands in the running case itself. A case starts outside
+    the loop and goes on as a task on it only where it needs it (``eager``): most never do.
+    """
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+
+    def run(self, coro: Coroutine[Any, Any, T]) -> T:
+        started = eager.start(coro)  # a case that never waits ends here, without a turn of the loop
+        if isinstance(started, eager.Finished):
+            return started.value
+        task = self.loop.create_task(started.rest())
+        try:
+            return self.loop.run_until_complete(task)
+        except BaseException:
+            if not task.done():  # interrupted while the case was waiting: stop it before going on
+                task.cancel()
+                with contextlib.suppress(BaseException):
+                    self.loop.run_until_complete(task)
+            with contextlib.suppress(BaseException):  # stopped before the task's first step, the run never resumed:
+                started.context.run(started.coro.close)  # its cleanups (a tool-mock recording) run in its context
+            raise
+
+    def close(self) -> None:
+        with contextlib.suppress(RuntimeError):
+            self.loop.run_until_complete(_cancel_pending())
+        self.loop.close()
+
+
+class LoopThread:
+    """A background event loop that runs case coroutines while pytest runs items in the main thread."""
+
+    BEAT = 0.05
+    """Seconds between the loop's heartbeats: a loop that misses them is blocked."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self._beat = time.monotonic()
+        self._thread = threading.Thread(target=self.loop.run_forever, name="agent-eval-loop", daemon=True)
+        self._thread.start()
+        self.loop.call_soon_threadsafe(self._heartbeat)
+
+    def _heartbeat(self) -> None:
+        self._beat = time.monotonic()
+        self.loop.call_later(self.BEAT, self._heartbeat)
+
+    def blocked(self) -> Stall:
+        """How long the loop has not turned, and the case whose agent holds it (if an agent does)."""
+        now = time.monotonic()
+        step = running_step(self._thread)
+        if step is not None:  # an agent's step runs on the loop now: it holds the loop
+            return Stall(now - step.started, step.case)
+        return Stall(max(0.0, now - self._beat - self.BEAT), None)
+
+    def wait_case(
+        self, future: concurrent.futures.Future[CaseResult], case: Case, timeout: float | None
+    ) -> CaseResult | Stall:
+        """The case's result; or what blocks the loop, when an agent holds it for longer than its own case's timeout
+        (``timeout`` if that case sets none), or something else for longer than this case's: no timeout on the loop
+        can fire meanwhile. This case is cancelled then.
+
+        Looked at also while waiting for a case without a timeout: another case's agent may block the loop then,
+        and the timeouts of every case in flight would run out behind it."""
+        own = case.timeout if case.timeout is not None else timeout
+        while True:
+            try:
+                return future.result(timeout=0.1 if own is None else min(own, 0.1))
+            except concurrent.futures.TimeoutError:
+                pass
+            except BaseException:
+                future.cancel()
+                raise
+            stall = self.blocked()
+            culprit = stall.culprit
+            # an agent holds the loop: its own case's limit, whichever case is waited for; else this case's
+            allowed = own if culprit is None else culprit.timeout if culprit.timeout is not None else timeout
+            if allowed is not None and stall.seconds > allowed:
+                future.cancel()  # its task is cancelled if the loop turns again
+                return stall
+
+    def abandon(self) -> None:
+        """Leave this (blocked) loop: what runs on it is cancelled and it stops if it ever turns again; its thread,
+        a daemon, cannot be stopped from outside."""
+        with contextlib.suppress(RuntimeError):
+            self.submit(_cancel_pending_then_stop())
+
+    def submit(self, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
+        return asyncio.run_coroutine_threadsafe(coro, self.loop)
+
+    def run(self, coro: Coroutine[Any, Any, T]) -> T:
+        """Run ``coro`` on the loop and wait for it here."""
+        return wait(self.submit(coro))
+
+    def semaphore(self, limit: int) -> asyncio.Semaphore:
+        """A semaphore bound to this loop."""
+        return self.submit(_make_semaphore(limit)).result()
+
+    def close(self) -> None:
+        """Cancel what is still running (cases started early and never needed), then stop the loop."""
+        with contextlib.suppress(concurrent.futures.TimeoutError, RuntimeError):
+            self.submit(_cancel_pending()).result(timeout=5)
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self._thread.join(timeout=5)
+        if not self._thread.is_alive():
+            self.loop.close()
+
+
+class Loops:
+    """Where a session's cases run, and the one owner of what a blocked loop means: the loop in this thread
+    (concurrency 1) or the background loop, the concurrency limit on it, the cases whose agent blocked the
+    background loop (failed so, never started again) and replacing that loop."""
+
+    def __init__(self, concurrency: int, timeout: float | None) -> None:
+        self.concurrency = concurrency
+        self.timeout = timeout
+        """The session's default case timeout (``--agent-eval-timeout``)."""
+        self.blocked: dict[int, CaseResult] = {}
+        """Cases whose agent blocked the background loop, by ``id(case)``: failed so, and never started again."""
+        self._background: LoopThread | None = None
+        self._runner: InlineLoop | LoopThread | None = None
+        self._limit: asyncio.Semaphore | None = None
+        self.on_leave: Callable[[], None] | None = None
+        """Called when a blocked loop is left behind, before it is (the scheduler drops the cases it started)."""
+
+    @property
+    def background(self) -> LoopThread:
+        """The background loop (a new one once a blocked one was left behind)."""
+        if self._background is None:
+            self._background = LoopThread()
+        return self._background
+
+    @property
+    def runner(self) -> InlineLoop | LoopThread:
+        """Where a case runs when its item's turn comes: in this thread at concurrency 1 (unless an event loop
+        already runs here), else on the background loop, beside the cases started early."""
+        if self._runner is None:
+            from pytest_agent_eval import compat
+
+            if self.concurrency == 1 and compat.running_loop() is None:
+                self._runner, self._limit = InlineLoop(), asyncio.Semaphore(1)
+            else:
+                self._runner, self._limit = self.background, self.background.semaphore(self.concurrency)
+        return self._runner
+
+    @property
+    def inline(self) -> bool:
+        """Whether cases run in this thread, one at a time (``InlineLoop``)."""
+        return self.runner is not self._background
+
+    @property
+    def limit(self) -> asyncio.Semaphore:
+        """Bounds agent calls in flight across cases and trials, on the runner's loop."""
+        self.runner  # noqa: B018 - made with the runner
+        assert self._limit is not None
+        return self._limit
+
+    def submit(self, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
+        """Run ``coro`` on the background loop."""
+        return self.background.submit(coro)
+
+    def wait(self, future: concurrent.futures.Future[CaseResult], case: Case, retried: bool) -> CaseResult | None:
+        """``case``'s result from the background loop. When an agent blocks that loop past its case's timeout,
+        the culprit fails and the loop is left behind; ``case``, if it is not the culprit, gets ``None``: run it
+        once more on a fresh loop. Blocked by something other than an agent, or ``retried``, it fails as blocked
+        (it cannot be told apart from the culprit)."""
+        outcome = self.background.wait_case(future, case, self.timeout)
+        if isinstance(outcome, CaseResult):
+            return outcome
+        self.leave_blocked(outcome)
+        if outcome.culprit is None or retried:
+            return blocked_result(case, outcome, case.timeout or self.timeout)
+        return None
+
+    def leave_blocked(self, stall: Stall) -> None:
+        """The background loop is blocked: its culprit fails (and never starts again); the loop is left behind
+        and upcoming cases start afresh on a new one."""
+        culprit = stall.culprit
+        if self.on_leave is not None:
+            self.on_leave()
+        if culprit is not None:
+            limit = culprit.timeout if culprit.timeout is not None else self.timeout
+            self.blocked[id(culprit)] = blocked_result(culprit, stall, limit)
+        if self._background is not None:
+            self._background.abandon()
+            if self._runner is self._background:
+                self._runner = None  # made again, with its concurrency limit, on the new loop
+            self._background = None
+
+    def close(self) -> None:
+        if self._runner is not None and self._runner is not self._background:  # the inline loop
+            self._runner.close()
+        self._runner = None
+        if self._background is not None:
+            self._background.close()
+            self._background = None
+
+
+def blocked_result(case: Case, stall: Stall, limit: float | None) -> CaseResult:
+    """The failure of a case that blocked the event loop (``stall.culprit``), or that could not answer while
+    something other than an agent blocked it."""
+    if stall.culprit is case:
+        error = blocked_message(case, stall.seconds, limit, ongoing=True)
+    else:
+        error = f"agent did not answer within {limit:g} s: the event loop was blocked for {stall.seconds:.1f} s"
+    trial = TrialResult(RunRecord(latency_s=stall.seconds, error=error), [], False, 0.0, [error])
+    return CaseResult(case, [trial], False, 0.0)
+
+
+def wait(future: concurrent.futures.Future[T]) -> T:
+    """The future's result; when the wait is interrupted (Ctrl-C, pytest-timeout), its case is stopped too."""
+    try:
+        return future.result()
+    except BaseException:
+        future.cancel()
+        raise
+
+
+async def _cancel_pending() -> None:
+    tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
+
+
+async def _cancel_pending_then_stop() -> None:
+    """Cancel what runs on this loop, let it finish (its context managers exit in their own tasks), then stop."""
+    await _cancel_pending()
+    asyncio.get_running_loop().stop()
+
+
+async def _make_semaphore(limit: int) -> asyncio.Semaphore:
+    return asyncio.Semaphore(limit)

@@ -1,0 +1,161 @@
+"""Run one case: its trials (scripted turns, or a simulated user's conversation), the checks and the verdict,
+also when infrastructure failed under it. Pure asyncio, no pytest."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from pytest_agent_eval.adapters import Agent, is_builtin
+from pytest_agent_eval.adapters.base import TRIAL
+from pytest_agent_eval.cases.model import Case
+from pytest_agent_eval.checks import CheckContext, CheckRegistry
+from pytest_agent_eval.checks.answers import answered
+from pytest_agent_eval.checks.base import check_name, first_infra_error, in_turn
+from pytest_agent_eval.run import eager
+from pytest_agent_eval.run.call import INFRA, call_agent, checked, no_recording, recorded
+from pytest_agent_eval.run.results import CaseResult, CheckResult, RunRecord, TrialResult
+from pytest_agent_eval.run.settings import RunSettings
+from pytest_agent_eval.run.stalls import CALL
+
+
+def weighted_score(results: list[CheckResult], weights: dict[str, float], violations: int = 0) -> float:
+    """The weighted mean score of the scored checks; each violation counts as a failed item of weight 1."""
+    scored = [(r.score, weights.get(r.name, 1.0)) for r in results if r.scored] + [(0.0, 1.0)] * violations
+    total = sum(w for _, w in scored)
+    return sum(s * w for s, w in scored) / total if total else 1.0
+
+
+def _require_llm(results: list[CheckResult], checks: CheckRegistry) -> None:
+    """Turn the LLM checks left unscored for want of an LLM into failures (``--agent-eval-require-llm``)."""
+    for result in results:
+        if not result.scored and checks.uses_llm([check_name(result.name)]):
+            result.passed, result.scored = False, True
+            result.message = f"needs an LLM (--agent-eval-require-llm): {result.message}"
+
+
+async def run_trial(case: Case, agent: Agent, settings: RunSettings, trial: int = 0) -> TrialResult:
+    """One independent run of the case (all its turns), checked."""
+    TRIAL.set((case.id, trial))  # this trial's task only: gather runs each trial in its own context
+    if case.simulated_user is not None:  # a simulated user converses instead of scripted turns (conversation/)
+        from pytest_agent_eval.run.conversation import run_conversation_trial
+
+        return await run_conversation_trial(case, agent, settings, trial)
+    ctx = CheckContext(case=case, options=case.expect_options, llm=settings.llm)
+    recorder = settings.recorder(case) if settings.recorder else no_recording(case)
+    turn_results: list[CheckResult] = []
+    with recorder as recording:
+        if case.turns:
+            run = await _conversation(case, agent, settings, ctx, turn_results)
+        else:
+            run = await call_agent(case, agent, case.query, dict(case.context), settings)
+    violations = recorded(run, recording)
+    reasons = list(violations)
+    if run.error:
+        return TrialResult(run, turn_results, False, 0.0, [run.error, *reasons], violations)
+    results = turn_results + await checked(run, case.expect, ctx, settings)
+    infra = first_infra_error(results)
+    if infra is not None:  # a check's own LLM request failed on infrastructure: no verdict, and not the agent's
+        result = _infrastructure(TrialResult(run, results, False, 0.0, [], violations), infra)
+        result.reasons += reasons
+        return result
+    if settings.require_llm and settings.llm is None:
+        _require_llm(results, settings.checks)
+    if not case.expect and not any(turn.expect for turn in case.turns):  # nothing to check: that it answered
+        results.append(answered(run, True, ctx))
+    score = weighted_score(results, case.weights, len(violations))
+    if case.min_score is not None:
+        passed = score >= case.min_score
+        if not passed:
+            reasons.append(f"score {score:.2f} below min_score {case.min_score:g}")
+    else:
+        failed = [r for r in results if not r.passed]
+        passed = not failed
+        reasons.extend(f"{r.name}: {r.message or 'failed'}" for r in failed)
+    errors = [r for r in results if r.error]
+    if case.min_score is not None and errors:  # a check without a verdict is never a pass, whatever the score
+        passed = False
+        reasons.extend(f"{r.name}: {r.message}" for r in errors)
+    return TrialResult(run, results, passed and not violations, score, reasons, violations)
+
+
+async def _conversation(
+    case: Case, agent: Agent, settings: RunSettings, ctx: CheckContext, turn_results: list[CheckResult]
+) -> RunRecord:
+    """Scripted turns: each user message with the history so far; per-turn checks are named ``turn N: check``."""
+    history: list[dict[str, Any]] = []
+    whole = RunRecord()
+    for n, turn in enumerate(case.turns, 1):
+        context = {**case.context, "history": list(history)}
+        run = await call_agent(case, agent, turn.message, context, settings, whole.conversation)
+        whole.add_turn(run)
+        history += [{"role": "user", "content": turn.message}, {"role": "assistant", "content": run.output}]
+        if run.error:
+            whole.error = f"turn {n}: {run.error}"
+            whole.traceback = run.traceback
+            whole.infra_error = run.infra_error
+            break
+        for result in await checked(run, turn.expect, ctx, settings):
+            result.name = in_turn(n, result.name)
+            turn_results.append(result)
+    whole.history = history
+    return whole
+
+
+async def run_case(case: Case, agent: Agent, settings: RunSettings) -> CaseResult:
+    """All trials of the case (``repeat``), concurrently within the limit; the pass rate decides."""
+    repeat = settings.repeat or case.repeat
+    timeout = case.timeout if case.timeout is not None else settings.default_timeout
+    CALL.set((case, timeout))
+    if not (repeat == 1 and timeout is None and _loop_free(case, agent, settings)):
+        await eager.needs_loop()  # when started outside the loop (InlineLoop): the rest of the run goes on on it
+    if settings.traffic is not None:
+        trials = await settings.traffic.run_trials(
+            case, repeat, lambda n: _with_traffic(case, agent, settings, n), _infrastructure
+        )
+    elif repeat == 1:  # in this task: no task, future and loop turns of a gather per case
+        trials = [await run_trial(case, agent, settings)]
+    else:
+        trials = list(await asyncio.gather(*(run_trial(case, agent, settings, n) for n in range(repeat))))
+    rate = sum(t.passed for t in trials) / len(trials)
+    score = sum(t.score for t in trials) / len(trials)
+    return CaseResult(case, trials, rate >= case.min_pass_rate, score)
+
+
+async def _with_traffic(case: Case, agent: Agent, settings: RunSettings, trial: int) -> TrialResult:
+    """A trial under the traffic layer: the usage of its requests into its run record; when infrastructure failed
+    under it (refused, 429/5xx after retries, a replay miss), the trial is that error, whatever the agent made of
+    it."""
+    from pytest_agent_eval.traffic.scope import CURRENT
+
+    result = await run_trial(case, agent, settings, trial)
+    traffic = CURRENT.get()
+    infra = traffic.report(result.run) if traffic is not None else None
+    return result if infra is None else _infrastructure(result, infra)
+
+
+def _infrastructure(result: TrialResult | None, message: str) -> TrialResult:
+    """``result`` (a trial that never ran when None) made an infrastructure error saying ``message``, whatever the
+    agent made of it."""
+    result = result or TrialResult(RunRecord(), [], False, 0.0)
+    result.run.infra_error = message
+    result.run.error = f"{INFRA}{message}"
+    result.passed = False
+    result.reasons = [result.run.error]
+    return result
+
+
+def _loop_free(case: Case, agent: Agent, settings: RunSettings) -> bool:
+    """Whether a trial of the case never waits on the loop and runs the same without one: a sync agent called in
+    this thread (its HTTP requests through the traffic layer's sync path) and read by a built-in adapter, checks
+    that are built-in or run off the loop anyway, and no concurrency limit or simulated user."""
+    checks = settings.checks
+    return (
+        settings.inline
+        and not agent.is_async
+        and settings.limit is None
+        and case.simulated_user is None
+        and is_builtin(agent.adapter)
+        and checks.need_no_loop(case.expect)
+        and all(checks.need_no_loop(turn.expect) for turn in case.turns)
+    )

@@ -1,0 +1,53 @@
+"""What every case run needs besides the case and the agent, and what tool mocks hand back for one trial."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+from pytest_agent_eval.cases.model import Case
+
+if TYPE_CHECKING:
+    from pytest_agent_eval.checks import CheckRegistry
+    from pytest_agent_eval.run.results import ToolCall
+    from pytest_agent_eval.traffic.hook import Traffic
+
+
+class TrialRecording(Protocol):
+    """What tool mocks recorded during one trial."""
+
+    calls: list[ToolCall]
+    violations: list[str]
+    """Problems that fail the trial whatever the agent did with them (e.g. an unmocked tool in strict mode)."""
+    unused: list[str]
+    """Declared mocks that no call used: a problem only when the agent answered."""
+
+
+RecorderFactory = Callable[[Case], AbstractContextManager[TrialRecording]]
+
+
+@dataclass
+class RunSettings:
+    """What every case run needs besides the case and the agent."""
+
+    checks: CheckRegistry
+    default_timeout: float | None = None
+    llm: Callable[..., str] | None = None
+    recorder: RecorderFactory | None = None
+    limit: asyncio.Semaphore | None = None
+    """Bounds agent calls in flight across cases and trials (created on the runner's loop)."""
+    repeat: int | None = None
+    """Trials per case for every case (``--agent-eval-repeat``), instead of each case's ``repeat``."""
+    require_llm: bool = False
+    """``--agent-eval-require-llm``: a check that needs an LLM fails when there is none, instead of 'not scored'."""
+    inline: bool = False
+    """Blocking calls without a timeout run in the loop's own thread: set when the loop runs one case at a time."""
+    traffic: Traffic | None = None
+    """The HTTP traffic hook's session (usage, cassettes, rate limits, retries), when an option turned it on."""
+    assertion_hook: Callable[..., Any] | None = None
+    """Conversations: ``pytest_agent_eval_evaluate_assertion(assertion, run, case)`` for ``expression`` assertions."""
+    neo4j: Any = None
+    """Conversations: the ``agent_eval_neo4j`` fixture's driver for Cypher (``None``: from the environment)."""

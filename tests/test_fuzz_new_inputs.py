@@ -1,0 +1,269 @@
+"""A standing guard on the inputs added since the loader's (issue 27): saved reports fed to ``agent-eval compare``
+and ``html``, baselines, cassettes, and provider responses through the traffic hook. Mutated inputs give the
+plugin's own clean error (exit 2, ``BaselineError``, ``CassetteError``, a transport error), never another
+exception."""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import io
+import json
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from pytest_agent_eval.cli import main
+from pytest_agent_eval.report.baseline import BaselineError, Comparison, compare, load_records
+from pytest_agent_eval.report.record import CaseRecord, CheckRecord, ToolCallRecord, TrialRecord
+from pytest_agent_eval.traffic.cassette import Cassette, CassetteError, match_key
+
+EXAMPLES = 300
+FUZZ = settings(max_examples=EXAMPLES, derandomize=True, deadline=None, suppress_health_check=list(HealthCheck))
+
+
+def _record(nodeid: str, outcome: str, passes: int, trials: int) -> dict[str, Any]:
+    check = CheckRecord("contains", passes > 0, 1.0 if passes else 0.0, "lacks 'x'", ["x"], "out")
+    return CaseRecord(
+        nodeid=nodeid,
+        case_id=nodeid.rpartition("::")[2],
+        file=nodeid.partition("::")[0],
+        line=3,
+        outcome=outcome,
+        tags=["kb"],
+        description="a case",
+        metadata={"owner": "me"},
+        score=passes / trials,
+        min_score=0.5,
+        passes=passes,
+        trials=[TrialRecord(n < passes, 1.0 if n < passes else 0.0, 0.25, tokens={"input": 3}) for n in range(trials)],
+        checks=[check],
+        tool_calls=[ToolCallRecord("search", {"q": "x"}, "found")],
+        output="the answer",
+        transcript=[{"role": "user", "content": "hi"}],
+        latency_s=0.25,
+        tokens={"input": 3, "output": 4, "total": 7},
+        cost=0.01,
+        unpriced_models=[],
+        agent="a",
+        conversation={"timing": "1.0"},
+        input={"query": "hi"},
+        content_hash="0123456789abcdef",
+    ).to_dict()
+
+
+REPORT: dict[str, Any] = {
+    "schema_version": 1,
+    "run": {"started": "2026-01-01T00:00:00+00:00", "duration_s": 1.5, "finished": True, "exit_status": 1,
+            "args": ["-q"], "git_commit": None, "plugin_version": "0", "pytest_version": "9", "python_version": "3"},
+    "agents": {"a": {"passed": 1, "total": 2, "pass_rate": 0.5, "mean_score": 0.5, "latency_p50_s": 0.2,
+                     "latency_p95_s": 0.3, "tokens": 7, "cost": 0.01}},
+    "baseline": {**Comparison(tolerance=0.05).to_dict(), "path": "base.json"},
+    "cases": [_record("eval_a.yaml::one", "passed", 1, 1), _record("eval_a.yaml::two", "failed", 1, 3)],
+}  # fmt: skip
+ODD = st.sampled_from(
+    [None, True, False, 0, -1, 1.5, 1e308, 10**30, "", "x", "\ud83d", "<script>", "a|b", [], {}, [None], {"": 1},
+     {"x": [1]}, "NaN", [[[[[]]]]], "passed", "error", "eval_a.yaml::one"]
+)  # fmt: skip
+KEYS = st.sampled_from(["", "x", "nodeid", "trials", "cases", "score", "baseline", "__class__", "regressions"])
+
+
+def _paths(data: Any, key: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    out = [key]
+    if isinstance(data, dict):
+        for k, v in data.items():
+            out.extend(_paths(v, (*key, k)))
+    elif isinstance(data, list):
+        for i, v in enumerate(data):
+            out.extend(_paths(v, (*key, i)))
+    return out
+
+
+def _mutated(draw: st.DrawFn, seed: Any) -> Any:
+    """``seed`` with one to three of its values replaced, keys added or entries deleted."""
+    data = json.loads(json.dumps(seed))
+    for _ in range(draw(st.integers(1, 3))):
+        paths = [p for p in _paths(data) if p]
+        if not paths:
+            break
+        target = draw(st.sampled_from(paths))
+        parent = data
+        for part in target[:-1]:
+            parent = parent[part]
+        kind = draw(st.sampled_from(["value", "key", "delete"]))
+        odd = copy.deepcopy(draw(ODD))  # a value of its own: mutated later, the sampled one stays as it is
+        if kind == "value":
+            parent[target[-1]] = odd
+        elif kind == "delete":
+            del parent[target[-1]]
+        elif isinstance(parent, dict):
+            parent[draw(KEYS)] = odd
+        else:
+            parent.append(odd)
+    return data
+
+
+@st.composite
+def reports(draw: st.DrawFn) -> str:
+    """A saved report with values changed, or its text cut or with a byte flipped."""
+    text = json.dumps(_mutated(draw, REPORT), ensure_ascii=False)
+    op = draw(st.sampled_from(["as is", "cut", "flip", "constant"]))
+    if op == "cut":
+        text = text[: draw(st.integers(0, len(text)))]
+    elif op == "flip":
+        i = draw(st.integers(0, len(text) - 1))
+        text = text[:i] + draw(st.sampled_from(list('{}[]:,"\\0 \ufeff'))) + text[i + 1 :]
+    elif op == "constant":
+        text = text.replace("1.5", draw(st.sampled_from(["NaN", "Infinity", "-Infinity", "1e999"])), 1)
+    return text
+
+
+def _write(folder: Path, name: str, text: str) -> Path:
+    path = folder / name
+    path.write_bytes(text.encode("utf-8", "surrogatepass"))
+    return path
+
+
+@FUZZ
+@given(reports())
+def test_mutated_saved_reports_give_a_clean_error_in_compare_and_html(text: str) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        good = _write(folder, "good.json", json.dumps(REPORT))
+        bad = _write(folder, "bad.json", text)
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+            for argv in (
+                ["compare", str(good), str(bad)],
+                ["compare", str(bad), str(good), "--markdown"],
+                ["html", str(bad), "-o", str(folder / "page.html")],
+                ["html", str(good), str(bad), "-o", str(folder / "page2.html")],
+            ):
+                assert main(argv) in (0, 1, 2), argv
+        assert "Traceback" not in out.getvalue()
+
+
+@FUZZ
+@given(reports())
+def test_mutated_baselines_load_as_records_or_give_a_baseline_error(text: str) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        path = _write(Path(tmp), "base.json", text)
+        try:
+            records = load_records(path)
+        except BaselineError as exc:
+            assert str(exc).startswith(str(path))
+            return
+        mine = load_records(_write(Path(tmp), "run.json", json.dumps(REPORT)))
+        for result in (compare(records, mine), compare(mine, records)):
+            result.lines(), result.table(), result.markdown(), result.to_dict()
+
+
+CASSETTE = {
+    "interactions": [
+        {
+            "request": {"body": '{"model": "m", "messages": []}', "headers": {"Content-Type": ["application/json"]},
+                        "method": "POST", "uri": "http://127.0.0.1:1/v1/chat/completions"},
+            "response": {"status": {"code": 200, "message": "OK"},
+                         "headers": {"Content-Type": ["application/json"]},
+                         "body": {"string": '{"usage": {"prompt_tokens": 1}}'}},
+            "trial": 1,
+        }
+    ],
+    "version": 1,
+}  # fmt: skip
+
+
+@st.composite
+def cassettes(draw: st.DrawFn) -> str:
+    text = yaml.safe_dump(_mutated(draw, CASSETTE), allow_unicode=True)
+    if draw(st.booleans()):
+        lines = text.splitlines(keepends=True)
+        i = draw(st.integers(0, len(lines) - 1))
+        lines.insert(i, draw(st.sampled_from(["&a [*a]\n", "x: *a\n", "- !!binary AAA\n", "{\n", "\t\n", "? [a]\n"])))
+        text = "".join(lines)
+    return text
+
+
+@FUZZ
+@given(cassettes())
+def test_mutated_cassettes_load_or_give_a_cassette_error(text: str) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        path = _write(Path(tmp), "case.yaml", text)
+        try:
+            cassette = Cassette(path, frozenset({"model"}))
+        except CassetteError as exc:
+            assert str(path) in str(exc)
+            return
+        for interaction in cassette.interactions:
+            hit = cassette.take(cassette.key(interaction))
+            assert hit is not None
+            hit.response_bytes  # noqa: B018 - what a replay hands the client
+        cassette.take(match_key("POST", "http://127.0.0.1:1/x", b"{}", frozenset()))
+
+
+# -- provider responses through the traffic hook -----------------------------------------------------------------
+
+httpx = pytest.importorskip("httpx")
+
+USAGES = st.one_of(
+    ODD,
+    st.fixed_dictionaries(
+        {},
+        optional={
+            "prompt_tokens": ODD, "completion_tokens": ODD, "total_tokens": ODD, "input_tokens": ODD,
+            "output_tokens": ODD, "prompt_tokens_details": st.one_of(ODD, st.fixed_dictionaries(
+                {}, optional={"cached_tokens": ODD})), "cache_read_input_tokens": ODD,
+        },
+    ),
+)  # fmt: skip
+
+
+@st.composite
+def responses(draw: st.DrawFn) -> tuple[int, list[tuple[str, str]], bytes]:
+    status = draw(st.sampled_from([200, 201, 204, 301, 400, 401, 404, 418, 429, 500, 503, 599]))
+    content_type = draw(st.sampled_from(["application/json", "text/event-stream", "text/html", "", "application/x"]))
+    headers = [("content-type", content_type)] if content_type else []
+    for name in draw(st.lists(st.sampled_from(["retry-after", "x-ratelimit-remaining", "content-encoding"]))):
+        headers.append((name, draw(st.sampled_from(["", "1", "-1", "abc", "Wed, 21 Oct 2015 07:28:00 GMT", "nan"]))))
+    body = {"id": "x", "model": draw(st.sampled_from(["m", "", None, 5, "gpt-4o"])), "usage": draw(USAGES)}
+    text = json.dumps(body, ensure_ascii=False)
+    shape = draw(st.sampled_from(["json", "stream", "cut", "bytes"]))
+    if shape == "stream":
+        text = f"data: {text}\n\ndata: [DONE]\n\n"
+    elif shape == "cut":
+        text = text[: draw(st.integers(0, len(text)))]
+    raw = text.encode("utf-8", "surrogatepass")
+    if shape == "bytes":
+        raw = draw(st.binary(max_size=64))
+    return status, headers, raw
+
+
+@FUZZ
+@given(responses())
+def test_provider_responses_through_the_traffic_hook_are_counted_or_fail_cleanly(
+    response: tuple[int, list[tuple[str, str]], bytes],
+) -> None:
+    from pytest_agent_eval.traffic.hook import Traffic, TrafficSettings
+    from pytest_agent_eval.traffic.scope import CaseTraffic
+
+    status, headers, raw = response
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        for mode in (None, "record"):
+            cassette = Cassette(folder / "c.yaml", frozenset(), load=False) if mode else None
+            traffic = Traffic(TrafficSettings(root=folder, mode=mode, retries=0))
+            trial = CaseTraffic("c", cassette).trial()
+            request = httpx.Request("POST", "http://127.0.0.1:1/v1/chat/completions", json={"model": "m"})
+            answer = traffic.handle(
+                httpx, request, lambda r: httpx.Response(status, headers=headers, content=raw), trial
+            )
+            assert answer.status_code == status and answer.content == raw
+            trial.usage.as_dict()
+            if cassette is not None:
+                cassette.save(keep_old=False)
+                Cassette(folder / "c.yaml", frozenset())  # what was written reads back
