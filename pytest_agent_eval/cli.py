@@ -274,6 +274,13 @@ def _command(argv: list[str] | None) -> int:
     schema = sub.add_parser("schema", help="print the JSON Schema of the native eval file format")
     schema.add_argument("-p", dest="plugins", action="append", default=[], metavar="PLUGIN", help=plugin_help)
     schema.add_argument("--report", action="store_true", help="print the schema of --agent-eval-report files instead")
+    schema.add_argument(
+        "--format",
+        choices=("native", "promptfoo", "sidecar"),
+        default="native",
+        help="the eval file format: native (default), promptfoo (the config subset it runs), sidecar (a dataset's "
+        "<stem>.expect.yaml)",
+    )
     cmp = sub.add_parser("compare", help="compare two --agent-eval-report files: regressions, fixes, new, missing")
     cmp.add_argument("base", metavar="BASE", help="the earlier report")
     cmp.add_argument("cand", metavar="CAND", help="the report to judge")
@@ -299,7 +306,17 @@ def _command(argv: list[str] | None) -> int:
     if args.report:
         print(json.dumps(report_schema(), indent=2))
         return 0
+    if args.format == "promptfoo":
+        from pytest_agent_eval.cases.dialects.promptfoo import config_schema
+
+        print(json.dumps(config_schema(), indent=2))
+        return 0
     checks = registries(args.plugins, ["."]).checks
+    if args.format == "sidecar":
+        from pytest_agent_eval.cases.dialects.dataset_rows import sidecar_schema
+
+        print(json.dumps(sidecar_schema(checks), indent=2))
+        return 0
     print(json.dumps(native_schema(checks), indent=2))
     return 0
 

@@ -52,10 +52,10 @@ def _run(agent: Agent, query: str) -> RunRecord:
 
 def test_a_registered_adapter_is_tried_before_the_built_in_ones() -> None:
     registry = builtin_adapters()
-    assert registry.names() == ["openai_agents", "pydantic_ai", "langchain", "http", "plain"]
+    assert registry.names() == ["openai_agents", "pydantic_ai", "langchain", "promptfoo", "http", "plain"]
     assert _run(registry.as_agent(Shouter()), "you").output == "plain"
     registry.register(Upper())
-    assert registry.names() == ["upper", "openai_agents", "pydantic_ai", "langchain", "http", "plain"]
+    assert registry.names() == ["upper", "openai_agents", "pydantic_ai", "langchain", "promptfoo", "http", "plain"]
     agent = registry.as_agent(Shouter(), "shouter")
     assert (agent.adapter.name, agent.name) == ("upper", "shouter")
     assert _run(agent, "you").output == "HEY YOU"

@@ -333,7 +333,7 @@ def test_only_pure_built_in_checks_run_on_the_event_loop() -> None:
 
     registry = builtin_registry()
     off_loop = {spec.name for spec in registry if spec.blocking}
-    assert off_loop == {"custom", "judge", "grounding", "reasoning", "behavior", "regex", "not_regex"}
+    assert off_loop == {"custom", "judge", "grounding", "reasoning", "behavior", "regex", "not_regex", "promptfoo"}
     registry.register("plugin_check", lambda run, spec, ctx: None, {})  # type: ignore[arg-type,return-value]
     assert registry.blocking(["contains", "plugin_check"]) and not registry.blocking(["contains", "tools_called"])
 

@@ -141,7 +141,7 @@ def test_the_example_case_list_answers_from_its_canned_responses(pytester: pytes
         "-o",
         f"agent_eval_tool_responses={examples / 'tool_responses.json'}",
     )
-    result.assert_outcomes(passed=15)
+    result.assert_outcomes(passed=22)  # 15, and the promptfoo config and dataset of SPEC §19 (5 + 2)
     result.stdout.fnmatch_lines_random(
         [
             "*OUT From the knowledge base: Result 1 (r/python, summary): type hints make code easier to read.",

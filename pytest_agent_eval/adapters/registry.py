@@ -11,6 +11,7 @@ from pytest_agent_eval.adapters.http import ADAPTER as HTTP
 from pytest_agent_eval.adapters.langchain import ADAPTER as LANGCHAIN
 from pytest_agent_eval.adapters.openai_agents import ADAPTER as OPENAI_AGENTS
 from pytest_agent_eval.adapters.plain import ADAPTER as PLAIN
+from pytest_agent_eval.adapters.promptfoo import ADAPTER as PROMPTFOO
 from pytest_agent_eval.adapters.pydantic_ai import ADAPTER as PYDANTIC_AI
 
 
@@ -68,7 +69,7 @@ class AdapterRegistry:
 _METHODS = ("recognises", "agent", "normalise", "wrap_tool", "mock_tools")
 
 
-BUILTIN: tuple[Adapter, ...] = (OPENAI_AGENTS, PYDANTIC_AI, LANGCHAIN, HTTP, PLAIN)
+BUILTIN: tuple[Adapter, ...] = (OPENAI_AGENTS, PYDANTIC_AI, LANGCHAIN, PROMPTFOO, HTTP, PLAIN)
 
 
 def builtin_adapters() -> AdapterRegistry:

@@ -14,7 +14,8 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from pytest_agent_eval.cases.errors import EvalFileError, EvalFileErrors
-from pytest_agent_eval.cases.files import JSON_SUFFIXES
+from pytest_agent_eval.cases.files import JSON_SUFFIXES, JSONL_SUFFIXES
+from pytest_agent_eval.cases.jsonl import read_jsonl
 
 if TYPE_CHECKING:
     import yaml
@@ -70,7 +71,7 @@ class Document:
 
 
 def read_document(path: Path, text: str | None = None, cache: ParseCache | None = None) -> Document:
-    """Parse ``path`` (YAML or JSON by suffix); raise :class:`EvalFileError` on syntax errors.
+    """Parse ``path`` (YAML, JSON or JSON Lines by suffix); raise :class:`EvalFileError` on syntax errors.
 
     YAML documents are read from / stored in ``cache`` when one is given.
     """
@@ -80,8 +81,9 @@ def read_document(path: Path, text: str | None = None, cache: ParseCache | None 
         except (OSError, UnicodeDecodeError) as exc:
             raise EvalFileError(path, 1, f"cannot read file: {exc}") from exc
     text = text.removeprefix("\ufeff")  # a UTF-8 byte-order mark (editors on Windows write one)
-    if path.suffix.lower() in JSON_SUFFIXES:
-        doc = _read_json(path, text)
+    suffix = path.suffix.lower()
+    if suffix in JSON_SUFFIXES + JSONL_SUFFIXES:
+        doc = _read_json(path, text) if suffix in JSON_SUFFIXES else Document(path, *read_jsonl(path, text))
         _check_shape(doc, None)
         return doc
     cached = cache.get(text) if cache is not None else None

@@ -8,9 +8,11 @@ from pytest_agent_eval.cases.cache import ParseCache
 from pytest_agent_eval.cases.dialects import (
     category_json,
     conversation_job,
+    dataset_rows,
     golden_set,
     native,
     neon_suite,
+    promptfoo,
     tool_routing,
 )
 from pytest_agent_eval.cases.dialects.base import Dialect, DialectRegistry
@@ -23,9 +25,18 @@ __all__ = ["Dialect", "DialectRegistry", "builtin_dialects", "detect", "load_fil
 
 
 def builtin_dialects() -> DialectRegistry:
-    """The native format and the formats of existing eval setups (SPEC §12)."""
+    """The native format, the formats of existing eval setups (SPEC §12) and those users migrate with (§19)."""
     registry = DialectRegistry()
-    for module in (native, neon_suite, golden_set, category_json, tool_routing, conversation_job):
+    for module in (
+        native,
+        neon_suite,
+        golden_set,
+        category_json,
+        tool_routing,
+        conversation_job,
+        promptfoo,
+        dataset_rows,
+    ):
         registry.register(module.DIALECT)
     return registry
 
@@ -37,6 +48,9 @@ def detect(doc: Document, dialects: DialectRegistry) -> Dialect:
     for dialect in dialects:
         ok, need = dialect.detect(doc.data)
         (fits if ok else needs).append((dialect, need))
+    claimed = [d for d, _ in fits if d.claims is not None and d.claims(doc.path)]
+    if len(claimed) == 1:
+        return claimed[0]
     if len(fits) > 1 and not all(d.fallback for d, _ in fits):
         fits = [(d, need) for d, need in fits if not d.fallback]
     if len(fits) == 1:

@@ -2,7 +2,18 @@
 
 from __future__ import annotations
 
-from pytest_agent_eval.checks import answers, custom, judge, latency, outcome, output, output_schema, scorers, tools
+from pytest_agent_eval.checks import (
+    answers,
+    custom,
+    judge,
+    latency,
+    outcome,
+    output,
+    output_schema,
+    promptfoo,
+    scorers,
+    tools,
+)
 from pytest_agent_eval.checks.base import (
     Check,
     CheckContext,
@@ -28,7 +39,7 @@ __all__ = [
 def builtin_registry() -> CheckRegistry:
     """A registry holding every built-in check."""
     registry = CheckRegistry()
-    for family in (output, tools, outcome, latency, output_schema, judge, custom, answers, scorers):
+    for family in (output, tools, outcome, latency, output_schema, judge, custom, answers, scorers, promptfoo):
         family.register(registry)
     registry.mark_builtin()
     return registry

@@ -1,4 +1,5 @@
-"""Readings of the answer from existing eval formats: ``answer``, ``answered``, ``allocation_valid``."""
+"""Readings of the answer from existing eval formats: ``answer``, ``answered``, ``allocation_valid``,
+``matches_reference`` (a dataset row's reference answer)."""
 
 from __future__ import annotations
 
@@ -130,7 +131,45 @@ def allocation_valid(run: RunRecord, spec: Any, ctx: CheckContext) -> CheckResul
     )
 
 
+def matches_reference(run: RunRecord, spec: Any, ctx: CheckContext) -> CheckResult:
+    """The output equals (stripped) or contains the case's reference answer (a dataset row's; a list of facts: equals
+    one, or contains every one), case-insensitively unless ``case_sensitive: true``; "not scored" for a case
+    without one."""
+    reference = ctx.case.reference
+    if reference is None:
+        return CheckResult(
+            "matches_reference",
+            True,
+            0.0,
+            spec,
+            "no reference",
+            "not scored: the case has no reference answer (a dataset row's expected output)",
+            scored=False,
+        )
+    fold = (lambda t: t) if ctx.options.get("case_sensitive") else str.casefold
+    output = fold(run.output.strip())
+    facts = [fold(str(fact).strip()) for fact in ([reference] if isinstance(reference, str) else reference)]
+    # a list of facts (a case's ``reference:``): the output equals one of them, or contains every one
+    ok = output in facts if spec == "equals" else all(fact in output for fact in facts)
+    what = "equal" if spec == "equals" else "contain"
+    return CheckResult.of(
+        "matches_reference",
+        ok,
+        expected=f"output {what}s {reference!r}",
+        actual=run.output,
+        message="" if ok else f"output does not {what} the reference answer {reference!r}",
+        detail=[] if ok or spec == "equals" or not isinstance(reference, str) else excerpt(run.output, reference),
+    )
+
+
 def register(registry: CheckRegistry) -> None:
+    registry.register(
+        "matches_reference",
+        matches_reference,
+        {"enum": ["equals", "contains"]},
+        "the output equals / contains the case's reference answer (a dataset row's expected output)",
+        blocking=False,
+    )
     registry.register(
         "answer",
         answer,

@@ -29,11 +29,11 @@ Tool calls the agent made: {tool_calls}
 {transcript}{reference}Agent answer: {output}
 """ + REPLY_FORMAT.replace("{", "{{").replace("}", "}}")
 FIELDS = ("rubric", "input", "output", "tool_calls", "transcript", "reference")
+"""The fields of a prompt template (``prompt: path``); a literal brace is written ``{{`` / ``}}``."""
 REFERENCE_RUBRIC = (
     "The answer agrees with the reference: it states what the reference states and contradicts none of it."
 )
 """The rubric of a judge given only a reference."""
-"""The fields of a prompt template (``prompt: path``); a literal brace is written ``{{`` / ``}}``."""
 JSON_OPTIONS: dict[str, Any] = {"response_format": {"type": "json_object"}}
 SAMPLE_TEMPERATURE = 1.0
 """The temperature of each sample when ``samples`` > 1 (at the default 0 every sample would be the same)."""

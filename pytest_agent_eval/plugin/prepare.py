@@ -177,7 +177,8 @@ def item_agent(item: pytest.Item, case: Case, request: pytest.FixtureRequest) ->
             else:
                 source = f"{case.path}:{case.agent_line}"
             named = f" ({case.agent_name})" if case.agent_name and case.agent_line is not None else ""
-            shown = ref if isinstance(ref, str) else ref.get("url")  # never a header: it may hold a secret
+            # never a header: it may hold a secret; a promptfoo provider by its id
+            shown = ref if isinstance(ref, str) else ref.get("url") or ref.get("promptfoo_provider", {}).get("id")
             problem = f"{source}: agent{named} {shown!r}: {exc}"
         raise CaseCannotRun(problem)
     try:

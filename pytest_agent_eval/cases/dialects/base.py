@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -31,6 +32,9 @@ class Dialect:
     detect: Detect
     load: Load
     fallback: bool = False
+    claims: Callable[[Path], bool] | None = None
+    """Whether the file's name (or a file beside it) marks it as this format: among several formats that fit
+    its shape, the one that claims the file wins (``promptfooconfig.yaml``, a dataset with its sidecar)."""
 
 
 class DialectRegistry:

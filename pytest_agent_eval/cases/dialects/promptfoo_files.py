@@ -1,0 +1,246 @@
+"""Reading a promptfoo config's parts: prompts (inline or ``file://``, split at ``---``) rendered through Jinja2,
+tests (inline, or ``file://`` CSV/JSON/JSONL/YAML files, CSV ``__expected`` columns in promptfoo's assertion string
+syntax), ``defaultTest`` and ``file://`` vars; each test with where it came from, for messages."""
+
+from __future__ import annotations
+
+import csv
+import functools
+import io
+import itertools
+import json
+import re
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from pytest_agent_eval.cases.document import Document, PathKey, read_document
+from pytest_agent_eval.cases.errors import EvalFileError
+from pytest_agent_eval.checks.promptfoo import SUPPORTED
+
+_CSV_TYPES = sorted(SUPPORTED | {"javascript", "grade", "fn"}, key=len, reverse=True)
+
+
+_TYPED = re.compile(r"^(not-)?([a-z][a-z0-9:-]*?)(?:\((\d+(?:\.\d+)?)\))?(?::(.*))?$", re.DOTALL)
+
+
+class Source:
+    """Where a test came from: the config or a tests file, at a line (and the key of the test in ``doc``, whose
+    parts have lines of their own), for messages."""
+
+    def __init__(self, path: Path, line: int, doc: Document | None = None, key: PathKey = ()) -> None:
+        self.path, self.line, self.doc, self.key = path, line, doc, key
+
+    def at(self, *sub: str | int) -> Source:
+        """The source of a part of the test (an assertion): its own line where known."""
+        if self.doc is None:
+            return self
+        return Source(self.path, self.doc.line((*self.key, *sub)), self.doc, (*self.key, *sub))
+
+    def error(self, message: str) -> str:
+        return f"{self.path}:{self.line}: {message}"
+
+
+def prompts_of(doc: Document, base: Path) -> list[tuple[str, str | None, str | None]]:
+    """(label, raw text, problem) per prompt; no ``prompts`` is promptfoo's ``{{prompt}}``."""
+    raw = doc.data.get("prompts", ["{{prompt}}"])
+    items = raw if isinstance(raw, list) else [raw]
+    out: list[tuple[str, str | None, str | None]] = []
+    for i, item in enumerate(items):
+        where = f"{doc.path}:{doc.line(('prompts', i) if isinstance(raw, list) else ('prompts',))}"
+        label = f"prompt{i + 1}"
+        if isinstance(item, dict):
+            label = str(item.get("label") or label)
+            item = item.get("raw", item.get("id"))
+        if not isinstance(item, str):
+            out.append((label, None, f"{where}: a prompt is a string, `file://path` or {{raw|id, label}}"))
+            continue
+        if item.startswith("file://"):
+            ref = item[len("file://") :]
+            path = base / ref
+            if path.suffix in (".py", ".js", ".ts", ".mjs", ".cjs") or "*" in ref:
+                out.append((label, None, f"{where}: not supported: prompt {item} (prompt functions and globs)"))
+                continue
+            try:
+                text = path.read_text(encoding="utf-8")
+            except OSError as exc:
+                out.append((label, None, f"{where}: cannot read prompt {item}: {exc.strerror or exc}"))
+                continue
+            parts = re.split(r"\n-{3,}\n", text) if path.suffix in (".txt", ".md", "") else [text]
+            for n, part in enumerate(parts):
+                out.append((label if len(parts) == 1 else f"{label}-{n + 1}", part.strip("\n"), None))
+            continue
+        out.append((label, item, None))
+    return out
+
+
+@functools.cache
+def _jinja() -> ModuleType:
+    import jinja2
+
+    return jinja2
+
+
+def render(template: str, variables: dict[str, Any]) -> str:
+    """A Nunjucks-style template (``{{ var }}``, filters, ``{% for %}``) rendered with ``variables`` via Jinja2."""
+    if "{{" not in template and "{%" not in template:
+        return template
+    try:
+        jinja2 = _jinja()
+    except ImportError:
+        raise ValueError(
+            "rendering promptfoo templates needs Jinja2: pip install 'pytest-agent-evalset[promptfoo]'"
+        ) from None
+    env = jinja2.Environment(undefined=jinja2.ChainableUndefined, autoescape=False, keep_trailing_newline=True)
+    env.filters["load"] = json.loads  # promptfoo's own filters: JSON.parse / JSON.stringify
+    env.filters["dump"] = json.dumps
+    try:
+        return str(env.from_string(template).render(**variables))
+    except jinja2.TemplateError as exc:
+        raise ValueError(f"template error: {exc}") from None
+
+
+def default_test(doc: Document, base: Path) -> tuple[dict[str, Any], Source]:
+    raw = doc.data.get("defaultTest") or {}
+    source = Source(doc.path, doc.line(("defaultTest",)), doc, ("defaultTest",))
+    if isinstance(raw, str) and raw.startswith("file://"):
+        loaded = list(_file_tests(raw, base, source))
+        if len(loaded) != 1:
+            raise EvalFileError(doc.path, source.line, f"defaultTest {raw}: expected one test, got {len(loaded)}")
+        return loaded[0][0], loaded[0][1]
+    if not isinstance(raw, dict):
+        raise EvalFileError(doc.path, source.line, "defaultTest: expected a mapping of test fields")
+    return raw, source
+
+
+def tests_of(doc: Document, base: Path) -> list[tuple[Any, Source, PathKey]]:
+    """Every test with where it came from: inline, or each row of a ``file://`` tests file."""
+    raw = doc.data.get("tests", [{}])
+    items = raw if isinstance(raw, list) else [raw]
+    out: list[tuple[Any, Source, PathKey]] = []
+    for i, item in enumerate(items):
+        key: PathKey = ("tests", i) if isinstance(raw, list) else ("tests",)
+        source = Source(doc.path, doc.line(key), doc, key)
+        if isinstance(item, str):
+            try:
+                out.extend((test, where, key) for test, where in _file_tests(item, base, source))
+            except EvalFileError as exc:
+                out.append((exc, source, key))
+        else:
+            out.append((item, source, key))
+    return out
+
+
+def _file_tests(ref: str, base: Path, source: Source) -> list[tuple[Any, Source]]:
+    if not ref.startswith("file://"):
+        raise EvalFileError(source.path, source.line, f"tests entry {ref!r}: not supported (use `file://path`)")
+    paths = sorted(base.glob(ref[len("file://") :])) if "*" in ref else [base / ref[len("file://") :]]
+    out: list[tuple[Any, Source]] = []
+    for path in paths:
+        suffix = path.suffix.lower()
+        if suffix == ".csv":
+            out.extend(_csv_tests(path, source))
+        elif suffix == ".jsonl":
+            try:
+                lines = path.read_text(encoding="utf-8").splitlines()
+            except OSError as exc:
+                raise EvalFileError(source.path, source.line, f"cannot read {path}: {exc.strerror or exc}") from None
+            for n, text in enumerate(lines, 1):
+                if text.strip():
+                    try:
+                        out.append((json.loads(text), Source(path, n)))
+                    except ValueError as exc:
+                        out.append((EvalFileError(path, n, f"not JSON: {exc}"), Source(path, n)))
+        elif suffix in (".yaml", ".yml", ".json"):
+            try:
+                tests = read_document(path)
+            except OSError as exc:
+                raise EvalFileError(source.path, source.line, f"cannot read {path}: {exc}") from None
+            items = tests.data if isinstance(tests.data, list) else [tests.data]
+            for n, item in enumerate(items):
+                key = (n,) if isinstance(tests.data, list) else ()
+                out.append((item, Source(path, tests.line(key), tests, key)))
+        else:
+            raise EvalFileError(source.path, source.line, f"not supported: tests file {ref} (CSV, JSON, JSONL, YAML)")
+    if not paths:
+        raise EvalFileError(source.path, source.line, f"tests {ref}: no such file")
+    return out
+
+
+def _csv_tests(path: Path, source: Source) -> list[tuple[Any, Source]]:
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except OSError as exc:
+        raise EvalFileError(source.path, source.line, f"cannot read {path}: {exc.strerror or exc}") from None
+    reader = csv.reader(io.StringIO(text))
+    header = next(reader, [])
+    out: list[tuple[Any, Source]] = []
+    line = reader.line_num
+    for cells in reader:
+        where = Source(path, line + 1)
+        line = reader.line_num
+        if not any(cells):
+            continue
+        test: dict[str, Any] = {"vars": {}, "assert": []}
+        if len(cells) > len(header):
+            out.append(({"__error": "a row has more cells than the header has columns"}, where))
+            continue
+        for column, value in itertools.zip_longest(header, cells, fillvalue=""):
+            if re.fullmatch(r"__expected\d*", column):
+                if value:
+                    test["assert"].append(value)
+            elif column == "__description":
+                test["description"] = value
+            elif column == "__threshold":
+                test["threshold"] = float(value) if value else None
+            elif column.startswith("__metadata:"):
+                test.setdefault("metadata", {})[column[len("__metadata:") :]] = value
+            elif column.startswith("__"):
+                test = {"__error": f"not supported: CSV column {column}"}
+                break
+            else:
+                test["vars"][column] = value
+        out.append((test, where))
+    return out
+
+
+def assertion_of_string(text: str) -> dict[str, Any]:
+    """promptfoo's assertion string syntax (CSV ``__expected``): ``type:value``, ``type(threshold):value``,
+    ``not-type:value``; ``grade:`` is ``llm-rubric``; anything else is ``equals``."""
+    if text.startswith("file://"):
+        return {"type": "javascript" if not text.endswith(".py") else "python", "value": text}
+    match = _TYPED.match(text)
+    if match:
+        negated, kind, threshold, value = match.groups()
+        kind = {"grade": "llm-rubric", "fn": "javascript"}.get(kind, kind)
+        if kind in _CSV_TYPES or kind in SUPPORTED:
+            out: dict[str, Any] = {"type": f"{negated or ''}{kind}"}
+            if value is not None:
+                out["value"] = value
+            if threshold is not None:
+                out["threshold"] = float(threshold)
+            if value is not None or kind in ("is-json", "contains-json"):
+                return out
+    return {"type": "equals", "value": text}
+
+
+def read_var(value: Any, base: Path, source: Source, problems: list[str]) -> Any:
+    """A var's value; ``file://`` reads the file (text; JSON and YAML parsed), as promptfoo does."""
+    if not isinstance(value, str) or not value.startswith("file://"):
+        return value
+    path = base / value[len("file://") :]
+    if path.suffix in (".py", ".js", ".ts", ".mjs", ".cjs"):
+        problems.append(source.error(f"not supported: var {value} (script vars)"))
+        return value
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        problems.append(source.error(f"cannot read var {value}: {exc.strerror or exc}"))
+        return value
+    if path.suffix == ".json":
+        return json.loads(text)
+    if path.suffix in (".yaml", ".yml"):
+        import yaml
+
+        return yaml.safe_load(text)
+    return text
