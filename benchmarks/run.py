@@ -371,9 +371,13 @@ def concurrency_supported(runner: Runner) -> bool:
 
 
 def plugin_location(runner: Runner) -> str:
-    """Where the measured plugin was imported from, as pytest reports it."""
-    found = re.search(r"pytest-agent-eval-\S+ at (\S+)", runner.probe(["--version", "--version"]))
-    return found.group(1) if found else "not loaded"
+    """Where the measured plugin was imported from, as pytest reports it: relative to this checkout, or "installed"
+    (no machine's own path is written into the results)."""
+    found = re.search(r"pytest-agent-evalset?-\S+ at (\S+)", runner.probe(["--version", "--version"]))
+    if not found:
+        return "not loaded"
+    path = Path(found.group(1)).resolve()
+    return f"this checkout's {path.relative_to(REPO)}" if path.is_relative_to(REPO) else "an installed copy"
 
 
 # --- the measurements ----------------------------------------------------------------------------------------
@@ -949,7 +953,7 @@ def machine_line(setting: Setting) -> str:
     return (
         f"Machine: {os.cpu_count()} cores, {platform.system()} {platform.machine()}, "
         f"Python {platform.python_version()}, pytest {version('pytest')}, pytest-xdist {version('pytest-xdist')}, "
-        f"pytest-agent-eval {version('pytest-agent-eval')} (git {git_revision()}, {setting.plugin}); "
+        f"pytest-agent-evalset {version('pytest-agent-evalset')} (git {git_revision()}, {setting.plugin}); "
         f"load average at start {setting.load}."
     )
 

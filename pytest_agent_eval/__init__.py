@@ -1,6 +1,6 @@
 """pytest-agent-eval: golden-set files of LLM-agent eval cases as pytest items that run the real agent.
 
-The public API is ``__all__``: what the README tells users to import, for agents (``AgentResult``,
+The public API is ``__all__``: what the documentation tells users to import, for agents (``AgentResult``,
 ``ToolCall``), checks (``Check``, ``CheckContext``, ``CheckError``, ``CheckRegistry``, ``CheckResult``,
 ``RunRecord``), file formats (``Dialect``, ``DialectRegistry``, ``LoadedFile``), framework adapters (``Adapter``,
 ``AdapterRegistry``), tool mocks (``ToolMocks``, ``wrap``) and results (``Case``, ``CaseResult``). Nothing else is

@@ -1,5 +1,5 @@
-"""The ``agent-eval`` command: ``validate`` eval files, print the native ``schema``, ``compare`` two reports and
-write a report's ``html`` page."""
+"""The ``agent-eval`` command: ``init`` a project, ``validate`` eval files, print the native ``schema``, ``compare``
+reports and write their ``html`` page."""
 
 from __future__ import annotations
 
@@ -242,6 +242,28 @@ def html_page(
     return 0
 
 
+def init_project(folder: str, out: TextIO) -> int:
+    """Write the starting project into ``folder`` (:mod:`pytest_agent_eval.cases.scaffold`); 1 when a file exists."""
+    from pytest_agent_eval.cases import scaffold
+
+    try:
+        written, note = scaffold.write(Path(folder), native_schema(builtin_registry()))
+    except scaffold.InitError as exc:
+        for line in exc.lines:
+            print(f"agent-eval init: {line}", file=sys.stderr)
+        return 1
+    for path in written:
+        print(f"wrote {path}", file=out)
+    if note:
+        print(f"\n{note}", file=out)
+    target = "" if folder in (".", "") else f" {folder}"
+    print(
+        f"\nnext: pytest{target}   (the example agent is in {Path(folder) / scaffold.CONFTEST}: replace it with yours)",
+        file=out,
+    )
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     """The command; a reader that went away (``agent-eval compare … | head``) ends it quietly, as Unix tools end."""
     try:
@@ -265,8 +287,10 @@ def _silence_stdout() -> None:
 
 
 def _command(argv: list[str] | None) -> int:
-    parser = argparse.ArgumentParser(prog="agent-eval", description="pytest-agent-eval tools")
+    parser = argparse.ArgumentParser(prog="agent-eval", description="pytest-agent-evalset tools")
     sub = parser.add_subparsers(dest="command", required=True)
+    start = sub.add_parser("init", help="write a starting project: an eval file, conftest.py, ini block, CI workflow")
+    start.add_argument("folder", nargs="?", default=".", metavar="DIR", help="where to write it (default: here)")
     plugin_help = "a module or .py file (e.g. conftest.py) whose pytest_agent_eval_register_* hooks add checks/formats"
     check = sub.add_parser("validate", help="check eval files: syntax, format, schema; print path:line: problem")
     check.add_argument("paths", nargs="+", metavar="PATH", help="eval files, or directories to search")
@@ -295,6 +319,8 @@ def _command(argv: list[str] | None) -> int:
     page.add_argument("--tolerance", type=float, default=DEFAULT_TOLERANCE, help="score drop that regresses")
     page.add_argument("--significance", type=float, default=DEFAULT_SIGNIFICANCE, help="Fisher p that regresses")
     args = parser.parse_args(argv)
+    if args.command == "init":
+        return init_project(args.folder, sys.stdout)
     if args.command == "html":
         return html_page(args.report, args.base, args.output, args.tolerance, args.significance)
     if args.command == "validate":

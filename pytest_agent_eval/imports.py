@@ -80,7 +80,7 @@ def import_object(ref: str) -> Any:
     except Exception as exc:
         extra = FRAMEWORK_EXTRAS.get(getattr(exc, "name", None) or "") if isinstance(exc, ImportError) else None
         advice = (
-            f"the agent's framework is not installed: pip install 'pytest-agent-eval[{extra}]'"
+            f"the agent's framework is not installed: pip install 'pytest-agent-evalset[{extra}]'"
             if extra
             else "check the module path and that it is importable from the rootdir or sys.path"
         )

@@ -58,7 +58,8 @@ def default_llm() -> LLM | None:
         import openai
     except ImportError as exc:
         raise RuntimeError(
-            "AGENT_EVAL_LLM_MODEL is set but the `openai` package is missing: pip install 'pytest-agent-eval[openai]'"
+            "AGENT_EVAL_LLM_MODEL is set but the `openai` package is missing: "
+            "pip install 'pytest-agent-evalset[openai]'"
         ) from exc
     client = openai.OpenAI()  # reads OPENAI_API_KEY and OPENAI_BASE_URL
     json_mode = [True]  # cleared when the endpoint rejects response_format

@@ -39,6 +39,7 @@ AGENTS = {
     "sdk_handoff": "travel_desk:SDK_HANDOFF",
     "pydantic_ai": "travel_desk:PYDANTIC_AI",
     "lg_react": "travel_desk:LG_REACT",
+    "lg_graph": "travel_desk:LG_GRAPH",
     "lc_agent": "travel_desk:LC_AGENT",
     "http": "{http}",
 }
@@ -49,10 +50,11 @@ NEEDS = {
     "sdk_handoff": "agents",
     "pydantic_ai": "pydantic_ai",
     "lg_react": "langgraph.prebuilt",
+    "lg_graph": "langgraph.graph",
     "lc_agent": "langchain.agents",
 }
 """The module a kind's framework needs (pydantic-ai is not installed on Python 3.10)."""
-RAISES_TOOL_ERRORS = frozenset({"pydantic_ai", "lg_react", "lc_agent"})
+RAISES_TOOL_ERRORS = frozenset({"pydantic_ai", "lg_react", "lg_graph", "lc_agent"})
 """Kinds whose framework lets an exception a tool raises end the run (pydantic-ai; LangGraph's ``ToolNode`` handles
 only argument errors); the others hand it to the model as the tool's result (the plain loop, the Agents SDK's
 ``failure_error_function``)."""

@@ -151,5 +151,5 @@ def test_an_agent_whose_framework_is_missing_names_the_extra(tmp_path: Path, mon
     monkeypatch.setitem(FRAMEWORK_EXTRAS, "not_installed_framework_xyz", "some-extra")
     with pytest.raises(ImportRefError) as raised:
         import_object("fw_agent:AGENT")
-    assert "the agent's framework is not installed: pip install 'pytest-agent-eval[some-extra]'" in str(raised.value)
+    assert "the agent's framework is not installed: pip install 'pytest-agent-evalset[some-extra]'" in str(raised.value)
     assert FRAMEWORK_EXTRAS["agents"] == "openai-agents" and FRAMEWORK_EXTRAS["pydantic_ai"] == "pydantic-ai"

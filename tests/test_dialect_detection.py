@@ -48,7 +48,8 @@ def test_a_file_of_no_known_shape_names_every_format_and_what_was_missing(pytest
             "  category_json: a mapping of category name to a list of *",
             "  tool_routing: a list of {name, prompt, expected_tools} (items have no `prompt`)",
             "  conversation_job: a mapping with `evaluator:` *",
-            "rename it so it does not match `agent_eval_files`, or give it one of these shapes (see the README)",
+            "rename it so it does not match `agent_eval_files`, or give it one of these shapes "
+            "(see docs/reference/formats.md)",
         ]
     )
 

@@ -256,3 +256,58 @@ cases:
             ("transfer_to_billing", {}, "handed off to billing"),
             ("refund_order", {"order_id": "42"}, "refund 42: done"),
         ], case_id
+
+
+def test_the_report_keeps_the_handoff_metadata_the_sdk_reported(
+    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The JSON report's case metadata has the run's ``handoffs`` / ``last_agent`` beside the case's own
+    metadata; a conversation's joins its turns'."""
+    project.makefile(
+        ".yaml",
+        eval_refund="""
+agent: fw_agents:TRIAGE
+defaults:
+  tool_mocks: {lookup_order: "order 42: delivered", refund_order: "refund 42: done"}
+  metadata: {team: billing-desk}
+cases:
+  - id: refund
+    input: Please refund order 42
+  - id: refund_later
+    turns: [Hello, Please refund order 42]
+""",
+    )
+    with ChatServer(route, answer=handoff_script, max_requests=100) as server:
+        monkeypatch.setenv("LOOPBACK_URL", server.base_url)
+        result, cases = _run(project)
+    result.assert_outcomes(passed=2)
+    assert cases["refund"]["metadata"] == {"team": "billing-desk", "handoffs": ["billing"], "last_agent": "billing"}
+    assert cases["refund_later"]["metadata"] == cases["refund"]["metadata"]
+
+
+def test_a_raising_tool_mock_in_the_sdk_is_handed_to_the_model_as_a_raising_tool_is(
+    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A ``{raise: …}`` mock of an Agents SDK function tool does what the real tool raising does: the SDK's
+    ``failure_error_function`` answers the model with its message and the run goes on; the record keeps the error."""
+    project.makefile(
+        ".yaml",
+        eval_refund="""
+agent: fw_agents:TRIAGE
+cases:
+  - id: refund
+    input: Please refund order 42
+    tool_mocks:
+      lookup_order: {raise: "RuntimeError: order system down"}
+      refund_order: "refund 42: done"
+    expect: {tool_sequence: [lookup_order, transfer_to_billing, refund_order], contains: ["refund 42: done"]}
+""",
+    )
+    with ChatServer(route, answer=handoff_script, max_requests=100) as server:
+        monkeypatch.setenv("LOOPBACK_URL", server.base_url)
+        result, cases = _run(project)
+    result.assert_outcomes(passed=1)
+    lookup = cases["refund"]["tool_calls"][0]
+    assert lookup["name"] == "lookup_order" and "order system down" in str(lookup["error"]), lookup
+    told = [m for body in server.requests for m in body["messages"] if m.get("role") == "tool"]
+    assert told[0]["content"] == "An error occurred while running the tool. Please try again."  # the SDK's default

@@ -269,7 +269,7 @@ def test_without_httpx_a_traffic_option_says_what_to_install(pytester: pytest.Py
     result.stdout.fnmatch_lines(
         [
             "  ✗ agent raised HttpAgentError: the HTTP agent's calls are recorded and replayed through httpx, "
-            "which is not installed: pip install 'pytest-agent-eval[[]traffic]'"  # [[] : a literal [ for fnmatch
+            "which is not installed: pip install 'pytest-agent-evalset[[]traffic]'"  # [[] : a literal [ for fnmatch
         ]
     )
     assert len(service.log) == 1

@@ -209,3 +209,33 @@ cases:
         ]
     )
     assert _outcome(pytester)[0] == "error"
+
+
+def test_an_http_agent_refused_inside_a_simulated_conversation_is_an_error(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The agent's service refusing the connection at its first reply of a simulated-user conversation: the case
+    errors (infrastructure, not the agent), in the terminal and in the report."""
+    with ChatServer(lambda prompt: None) as closed:
+        refused = f"{closed.base_url}/chat"  # the server is stopped below: its port refuses
+    pytester.makefile(
+        ".yaml",
+        eval_talk=f"""\
+agent: {refused}
+cases:
+  - id: talk
+    simulated_user:
+      persona: {{name: Ann}}
+      tasks: [Ask where your order is]
+      signoff: Bye now
+""",
+    )
+    with ChatServer(lambda prompt: None) as chat:
+        _point_at(monkeypatch, chat.base_url)
+        monkeypatch.setenv("AGENT_EVAL_LLM_MODEL", "loopback-model")
+        result = pytester.runpytest(*RUN)
+    result.assert_outcomes(errors=1)
+    said = f"eval_talk.yaml:3: case talk: infrastructure error, not the agent's: POST {refused}*"
+    result.stdout.fnmatch_lines([said])
+    outcome, error = _outcome(pytester)
+    assert outcome == "error" and f"POST {refused}" in error

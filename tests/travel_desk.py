@@ -7,7 +7,8 @@ composition suite (``tests/test_composition.py``, SPEC §17). Each talks to the 
   (the eval files' ``tool_dispatch:``); they report their tool calls and the usage the server reported;
 * ``SDK_CHAT``, ``SDK_RESPONSES``, ``SDK_HANDOFF``: OpenAI Agents SDK agents (chat completions model, Responses API
   model, and a triage agent that searches and hands booking off to a booking agent);
-* ``PYDANTIC_AI``: a pydantic-ai agent; ``LG_REACT``: LangGraph's ``create_react_agent``; ``LC_AGENT``:
+* ``PYDANTIC_AI``: a pydantic-ai agent; ``LG_REACT``: LangGraph's ``create_react_agent``; ``LG_GRAPH``: a LangGraph
+  ``StateGraph`` built by hand (model node, ``ToolNode``); ``LC_AGENT``:
   ``langchain.agents.create_agent``;
 * ``serve_chat``: the same tool loop behind an HTTP agent service (``POST {message, session_id}``), which keeps each
   session's conversation (run by the test, in its own process).
@@ -157,6 +158,10 @@ class TravelDesk:
         return converse(_messages(query, context), self.model)
 
 
+def _tool_error(ctx: Any, error: Exception) -> str:
+    return f"The tool failed: {error}"
+
+
 def _sdk(kind: str) -> Any:
     from agents import Agent, OpenAIChatCompletionsModel, OpenAIResponsesModel, function_tool
     from openai import AsyncOpenAI
@@ -164,7 +169,9 @@ def _sdk(kind: str) -> Any:
     client = AsyncOpenAI(base_url=_url(), api_key="unused", max_retries=0)
     model_class = OpenAIResponsesModel if kind == "sdk_responses" else OpenAIChatCompletionsModel
     model = model_class(model="travel-" + kind.replace("_", "-"), openai_client=client)
-    search, book = function_tool(search_flights), function_tool(book_flight)
+    # the model is told what the tool raised (the SDK's default tells it only that an error occurred)
+    search = function_tool(search_flights, failure_error_function=_tool_error)
+    book = function_tool(book_flight, failure_error_function=_tool_error)
     if kind != "sdk_handoff":
         return Agent(name="travel_desk", instructions=INSTRUCTIONS, model=model, tools=[search, book])
     booking = Agent(name="booking", instructions=BOOKING_INSTRUCTIONS, model=model, tools=[book])
@@ -197,6 +204,29 @@ def _lg_react() -> Any:
         return create_react_agent(_chat_model("lg_react"), [tool(search_flights), tool(book_flight)])
 
 
+def _lg_graph() -> Any:
+    """A LangGraph ``StateGraph`` built by hand: the model node with the tools bound, a ``ToolNode``, and the loop
+    between them while the model calls tools."""
+    from langchain_core.messages import SystemMessage
+    from langchain_core.tools import tool
+    from langgraph.graph import START, MessagesState, StateGraph
+    from langgraph.prebuilt import ToolNode, tools_condition
+
+    tools = [tool(search_flights), tool(book_flight)]
+    model = _chat_model("lg_graph").bind_tools(tools)
+
+    def call_model(state: MessagesState) -> dict[str, Any]:
+        return {"messages": [model.invoke([SystemMessage(INSTRUCTIONS), *state["messages"]])]}
+
+    graph = StateGraph(MessagesState)
+    graph.add_node("model", call_model)
+    graph.add_node("tools", ToolNode(tools))
+    graph.add_edge(START, "model")
+    graph.add_conditional_edges("model", tools_condition)
+    graph.add_edge("tools", "model")
+    return graph.compile()
+
+
 def _lc_agent() -> Any:
     from langchain.agents import create_agent
     from langchain_core.tools import tool
@@ -210,6 +240,7 @@ _BUILDERS = {
     "SDK_HANDOFF": lambda: _sdk("sdk_handoff"),
     "PYDANTIC_AI": _pydantic_ai,
     "LG_REACT": _lg_react,
+    "LG_GRAPH": _lg_graph,
     "LC_AGENT": _lc_agent,
 }
 _MISSING: dict[str, ImportError] = {}

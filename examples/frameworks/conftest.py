@@ -29,7 +29,7 @@ def _unavailable() -> dict[str, str]:
         try:
             importlib.import_module(module)
         except ImportError as exc:
-            missing[name] = f"{exc}; pip install 'pytest-agent-eval[{extra}]'"
+            missing[name] = f"{exc}; pip install 'pytest-agent-evalset[{extra}]'"
     return missing
 
 

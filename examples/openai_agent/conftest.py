@@ -16,7 +16,7 @@ def agent() -> Callable[..., Any]:
             "the OpenAI example runs a live LLM: set OPENAI_API_KEY (and OPENAI_BASE_URL for another "
             "OpenAI-compatible endpoint, OPENAI_MODEL for the model)"
         )
-    pytest.importorskip("openai", reason="the OpenAI example needs `pip install 'pytest-agent-eval[openai]'`")
+    pytest.importorskip("openai", reason="the OpenAI example needs `pip install 'pytest-agent-evalset[openai]'`")
     from examples.openai_agent.agent import run_agent
 
     return run_agent

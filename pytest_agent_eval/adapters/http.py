@@ -44,7 +44,7 @@ run-dependent text in the body (the session id), recorded and matched as the pla
 SESSION_PLACEHOLDER = b"<session>"
 NO_HTTPX = (
     "the HTTP agent's calls are recorded and replayed through httpx, which is not installed: "
-    "pip install 'pytest-agent-eval[traffic]'"
+    "pip install 'pytest-agent-evalset[traffic]'"
 )
 
 

@@ -18,7 +18,7 @@ from pytest_agent_eval.adapters.base import CONVERSATION, Agent, StandIn
 from pytest_agent_eval.adapters.plain import normalise as read_plain
 from pytest_agent_eval.run.results import RunRecord, ToolCall
 
-EXTRA = "pip install 'pytest-agent-eval[openai-agents]'"
+EXTRA = "pip install 'pytest-agent-evalset[openai-agents]'"
 
 
 def _is_sdk(obj: Any, class_name: str) -> bool:
@@ -137,14 +137,33 @@ class OpenAIAgentsAdapter:
         mocked = standin(original, tool.name, args_of)
 
         async def on_invoke_tool(ctx: Any, json_args: str) -> Any:
-            value = mocked(ctx, json_args)
-            return await value if inspect.isawaitable(value) else value
+            try:
+                value = mocked(ctx, json_args)
+                return await value if inspect.isawaitable(value) else value
+            except Exception as exc:  # a {raise: …} mock: what the SDK does when the real tool raises
+                return await _tool_failure(copy, ctx, exc)
 
-        return dataclasses.replace(tool, on_invoke_tool=on_invoke_tool)
+        copy = dataclasses.replace(tool, on_invoke_tool=on_invoke_tool)
+        return copy
 
     def mock_tools(self, obj: Any, wrap: Callable[[Any], Any]) -> Any:
         """A clone of the agent (and of the agents it hands off to) whose function tools are ``wrap(tool)``."""
         return _cloned(obj, wrap, {})
+
+
+async def _tool_failure(tool: Any, ctx: Any, exc: Exception) -> Any:
+    """What the model gets when ``tool`` raised ``exc``: the tool's ``failure_error_function`` answer (the SDK's
+    default one's message unless the tool set its own); ``exc`` raised on when the tool has none (``None``)."""
+    from agents.tool import maybe_invoke_function_tool_failure_error_function
+
+    from pytest_agent_eval.mocks.errors import unmocked_stop  # here: the mocks package imports the adapters
+
+    if unmocked_stop(exc) is not None:  # no tool error: the case stops on it
+        raise exc
+    answer = await maybe_invoke_function_tool_failure_error_function(function_tool=tool, context=ctx, error=exc)
+    if answer is None:
+        raise exc
+    return answer
 
 
 def _cloned(agent: Any, wrap: Callable[[Any], Any], done: dict[int, Any]) -> Any:

@@ -18,7 +18,7 @@ from pytest_agent_eval.adapters.base import CONVERSATION, Agent, StandIn
 from pytest_agent_eval.adapters.plain import normalise as read_plain
 from pytest_agent_eval.run.results import RunRecord, ToolCall
 
-EXTRA = "pip install 'pytest-agent-eval[pydantic-ai]'"
+EXTRA = "pip install 'pytest-agent-evalset[pydantic-ai]'"
 
 
 def _is(obj: Any, class_name: str) -> bool:

@@ -27,7 +27,7 @@ class AdapterRegistry:
         """Try ``adapter`` before the built-in adapters (and after those registered before it)."""
         if not isinstance(adapter, Adapter):
             missing = [m for m in ("name", *_METHODS) if not hasattr(adapter, m)]
-            raise TypeError(f"{adapter!r} is not an adapter: it lacks {', '.join(missing)} (see README, Extending)")
+            raise TypeError(f"{adapter!r} is not an adapter: it lacks {', '.join(missing)} (see docs/extending.md)")
         self._added.append(adapter)
 
     def __iter__(self) -> Iterator[Adapter]:

@@ -61,7 +61,8 @@ def detect(doc: Document, dialects: DialectRegistry) -> Dialect:
             doc.path,
             1,
             f"not an eval file of any known format; compared with:{wanted}\n"
-            "rename it so it does not match `agent_eval_files`, or give it one of these shapes (see the README)",
+            "rename it so it does not match `agent_eval_files`, or give it one of these shapes "
+            "(see docs/reference/formats.md)",
         )
     names = ", ".join(d.name for d, _ in fits)
     raise EvalFileError(doc.path, 1, f"file fits several formats ({names}); make its shape unambiguous")

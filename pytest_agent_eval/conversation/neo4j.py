@@ -12,7 +12,7 @@ ENV_USER = ("NEO4J_USERNAME", "NEO_USERNAME")
 ENV_PASSWORD = ("NEO4J_PASSWORD", "NEO_PASSWORD")
 HOW = (
     "set NEO4J_URI (or NEO_URI), NEO4J_USERNAME, NEO4J_PASSWORD and install the `neo4j` extra "
-    "(pip install 'pytest-agent-eval[neo4j]'), or define an `agent_eval_neo4j` fixture that returns a driver"
+    "(pip install 'pytest-agent-evalset[neo4j]'), or define an `agent_eval_neo4j` fixture that returns a driver"
 )
 
 

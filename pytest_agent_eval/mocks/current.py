@@ -29,6 +29,10 @@ class Answering(Protocol):
 
     async def ahandle(self, name: str, args: dict[str, Any], real: Callable[[], Awaitable[Any]]) -> Any: ...
 
+    def patched(self, target: str) -> bool:
+        """Whether the trial's case patched ``target`` (``module:attr``): its stand-in answers it."""
+        ...
+
 
 _PASSTHROUGH: Final = "passthrough"
 _CURRENT: contextvars.ContextVar[Answering | str | None] = contextvars.ContextVar("agent_eval_recording", default=None)

@@ -8,7 +8,7 @@ from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from pytest_agent_eval.mocks.errors import MockConfigError
-from pytest_agent_eval.mocks.patching import Key, install, uninstall
+from pytest_agent_eval.mocks.patching import Key, install, key_of, patched_target, uninstall
 from pytest_agent_eval.mocks.recording import MockPlan, Recording
 from pytest_agent_eval.mocks.standins import check_dispatcher, dispatcher, wrap
 from pytest_agent_eval.run.results import ToolCall
@@ -73,12 +73,17 @@ class ToolMocks:
         """The calls recorded for the current test's case so far: every trial, trial by trial, in call order."""
         return [call for recording in self._recordings for call in recording.calls]
 
-    def recorder(self, plan: MockPlan) -> Callable[[Any], AbstractContextManager[Recording]]:
-        """The runner's per-trial recorder for ``plan``; its recordings feed :attr:`calls`."""
+    def recorder(
+        self, plan: MockPlan, dispatch: str | None = None
+    ) -> Callable[[Any], AbstractContextManager[Recording]]:
+        """The runner's per-trial recorder for ``plan``; its recordings feed :attr:`calls`. The case's patches:
+        this object's (the test's), or of patches held for the session, only ``dispatch`` (the case's own)."""
+        keys = ([key_of(dispatch)] if dispatch else []) if self._held else self._patches
+        patches = frozenset(patched_target(key) for key in keys)
 
         @contextlib.contextmanager
         def record(case: Any) -> Iterator[Recording]:
-            with plan.record() as recording:
+            with plan.record(patches) as recording:
                 self._recordings.append(recording)
                 yield recording
 

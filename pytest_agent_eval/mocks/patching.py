@@ -69,7 +69,7 @@ def install(target: str, make: Callable[[Any], Any], dispatcher: bool, held: boo
     """Install ``make(original)`` at ``target`` (ref-counted: overlapping patches share one stand-in); the key to
     :func:`uninstall` it with, and the stand-in. ``held``: for the session (cases started early)."""
     owner, name = _owner(target)
-    key = (id(owner), name)
+    key: Key = (id(owner), name)
     with _LOCK:
         patch = _PATCHES.get(key)
         if patch is not None:
@@ -85,6 +85,18 @@ def install(target: str, make: Callable[[Any], Any], dispatcher: bool, held: boo
             setattr(place, attr, standin)
         _PATCHES[key] = _Patch(target, places, original, standin, dispatcher, held=int(held))
         return key, standin
+
+
+def key_of(target: str) -> Key:
+    """The key of the attribute ``module:attr`` names."""
+    owner, name = _owner(target)
+    return id(owner), name
+
+
+def patched_target(key: Key) -> str:
+    """The ``module:attr`` the stand-in at ``key`` was installed for (its first patch's)."""
+    with _LOCK:
+        return _PATCHES[key].target
 
 
 def patched_dispatchers() -> int:

@@ -79,13 +79,15 @@ class MockPlan:
         ]
 
     def recorder(self, case: Any) -> AbstractContextManager[Recording]:
-        """:meth:`record`, as the runner's per-trial recorder (which is handed the case)."""
-        return self.record()
+        """:meth:`record`, as the runner's per-trial recorder (which is handed the case) of a case that patched
+        nothing: a patch another case holds meanwhile is not its own."""
+        return self.record(frozenset())
 
     @contextlib.contextmanager
-    def record(self) -> Iterator[Recording]:
-        """Make a fresh recording current for the code run inside the block (one trial)."""
-        recording = Recording(self)
+    def record(self, patches: frozenset[str] | None = None) -> Iterator[Recording]:
+        """Make a fresh recording current for the code run inside the block (one trial); ``patches``: the
+        ``module:attr`` patches of the case (``None``: every patch in force)."""
+        recording = Recording(self, patches=patches)
         try:
             with current(recording):
                 yield recording
@@ -166,6 +168,8 @@ class Recording:
     """The tool calls of one trial, in call order, answered from its plan."""
 
     plan: MockPlan
+    patches: frozenset[str] | None = None
+    """The ``module:attr`` patches of the trial's case; ``None``: every patch in force is the case's."""
     calls: list[ToolCall] = field(default_factory=list)
     violations: list[str] = field(default_factory=list)
     """Problems that fail the trial whatever the agent did with them: unmocked calls in strict mode."""
@@ -173,6 +177,10 @@ class Recording:
     """The case's own mocks that no call used: a failure only when the agent answered (else it is noise)."""
     _served: dict[int, int] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def patched(self, target: str) -> bool:
+        """Whether the case patched ``target``: a patch another case holds meanwhile does not answer it."""
+        return self.patches is None or target in self.patches
 
     def handle(self, name: str, args: dict[str, Any], real: Callable[[], Any]) -> Any:
         """Answer a sync call and record it; ``real`` runs the real tool (passthrough)."""

@@ -21,7 +21,7 @@ from typing import Any, TypeVar, cast
 
 from pytest_agent_eval.adapters import AdapterRegistry, ArgsOf, builtin_adapters
 from pytest_agent_eval.adapters.messages import decode_args
-from pytest_agent_eval.mocks.current import current_recording
+from pytest_agent_eval.mocks.current import Answering, current_recording
 from pytest_agent_eval.mocks.errors import MockConfigError
 
 T = TypeVar("T")
@@ -148,13 +148,24 @@ def _standin(
     name_of: Callable[[tuple[Any, ...], dict[str, Any]], str],
     args_of: ArgsOf,
     label: str,
+    patched_as: str | None = None,
 ) -> Callable[..., Any]:
-    """A function with ``func``'s metadata that answers from the current recording, or calls ``func`` outside one."""
+    """A function with ``func``'s metadata that answers from the current recording, or calls ``func`` outside one.
+
+    ``patched_as``: the ``module:attr`` patch this stand-in was installed by; a running case that did not patch
+    it (another file's, in flight at the same time) gets ``func``, as it would without that patch."""
+
+    def recording_for() -> Answering | None:
+        recording = current_recording(label)
+        if recording is None or (patched_as is not None and not recording.patched(patched_as)):
+            return None
+        return recording
+
     if inspect.iscoroutinefunction(func):
 
         @functools.wraps(func)
         async def async_standin(*a: Any, **kw: Any) -> Any:
-            recording = current_recording(label)
+            recording = recording_for()
             if recording is None:
                 return await func(*a, **kw)
             return await recording.ahandle(name_of(a, kw), args_of(a, kw), lambda: func(*a, **kw))
@@ -163,7 +174,7 @@ def _standin(
 
     @functools.wraps(func)
     def standin(*a: Any, **kw: Any) -> Any:
-        recording = current_recording(label)
+        recording = recording_for()
         if recording is None:
             return func(*a, **kw)
         return recording.handle(name_of(a, kw), args_of(a, kw), lambda: func(*a, **kw))
@@ -207,7 +218,7 @@ def dispatcher(original: Callable[..., Any], target: str) -> Callable[..., Any]:
         values = list(read(a, kw).values())
         return decode_args(values[1]) if len(values) > 1 else {}  # a JSON string too, as OpenAI sends it
 
-    standin = _standin(original, name_of, args_of, f"the dispatcher {target}")
+    standin = _standin(original, name_of, args_of, f"the dispatcher {target}", patched_as=target)
     _mark(standin, "*")
     return standin
 

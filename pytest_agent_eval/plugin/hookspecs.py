@@ -19,7 +19,7 @@ def pytest_agent_eval_register_checks(registry: CheckRegistry) -> None:
     """Add checks usable under ``expect:`` with ``registry.register(name, func, schema)``.
 
     Called before the first eval file is read; a ``conftest.py`` that loads later (a sub-directory's) is called
-    when it loads, before the files below it are read. ``agent-eval validate`` calls it too (see README).
+    when it loads, before the files below it are read. ``agent-eval validate`` calls it too (docs/reference/hooks.md).
 
     :param registry: the session's checks; ``register(name, func, schema, description, uses_llm=, blocking=)``.
     """
@@ -30,7 +30,7 @@ def pytest_agent_eval_register_dialects(registry: DialectRegistry) -> None:
     """Add file formats with ``registry.register(Dialect(name, detect, load))`` (``pytest_agent_eval.Dialect``).
 
     Called before the first eval file is read; a ``conftest.py`` that loads later (a sub-directory's) is called
-    when it loads, before the files below it are read. ``agent-eval validate`` calls it too (see README).
+    when it loads, before the files below it are read. ``agent-eval validate`` calls it too (docs/reference/hooks.md).
 
     :param registry: the session's file formats, tried in order by each one's ``detect``.
     """
@@ -42,7 +42,7 @@ def pytest_agent_eval_register_adapters(registry: AdapterRegistry) -> None:
 
     Called when the first agent is resolved; a ``conftest.py`` that loads later is called when it loads. Adapters
     registered here are tried in registration order, before the built-in ones (``plain`` callables last).
-    ``agent-eval validate`` calls it too (see README).
+    ``agent-eval validate`` calls it too (see docs/reference/hooks.md).
 
     :param registry: the session's adapters; ``register(adapter)`` with ``name``, ``recognises``, ``agent``,
         ``normalise``, ``wrap_tool`` and ``mock_tools`` (see ``pytest_agent_eval.adapters.base``).

@@ -71,7 +71,7 @@ def tool_recorder(
         except MockConfigError as exc:
             raise MockConfigError(f"{case.location}: {source} {dispatch!r}: {exc}") from None
     plan.require_patched(dispatched=bool(dispatch), others=others)
-    return patcher.recorder(plan)
+    return patcher.recorder(plan, dispatch)
 
 
 def with_mocked_tools(agent: Agent, case: Case, state: EvalSession) -> Agent:

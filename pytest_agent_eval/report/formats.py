@@ -3,7 +3,7 @@ pytest's own junitxml is; all of them read the records that ``Records`` gathers 
 
 A format is one module (its plugin object) and one registration line, :func:`add_format`, in the
 ``pytest_agent_eval_register_formats`` hook: here for the built-in ones (:func:`builtin_formats`), in a
-``conftest.py`` or plugin for anyone else's (see README, "Extending"), as checks, dialects and adapters are.
+``conftest.py`` or plugin for anyone else's (see docs/extending.md), as checks, dialects and adapters are.
 """
 
 from __future__ import annotations

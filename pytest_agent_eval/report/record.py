@@ -110,6 +110,8 @@ class CaseRecord:
     tags: list[str] = field(default_factory=list)
     description: str | None = None
     metadata: JSON = field(default_factory=dict)
+    """The case's ``metadata``, and beside it what the run reported (an adapter's ``handoffs``, ``last_agent``;
+    a conversation's joined over its messages); the run's value wins a key both have."""
     score: float | None = None
     min_score: float | None = None
     min_pass_rate: float = 1.0
@@ -237,7 +239,7 @@ def from_result(nodeid: str, file: str, result: CaseResult, k: int | None = None
         outcome="passed" if result.passed else "failed",
         tags=list(case.tags),
         description=case.description,
-        metadata=jsonable(case.metadata),
+        metadata=jsonable({**case.metadata, **shown.run.metadata}),
         score=result.score if all(t.scored for t in result.trials) else None,
         min_score=case.min_score,
         min_pass_rate=case.min_pass_rate,

@@ -224,7 +224,7 @@ def open_store(folder: Path, url: str | None, name: str) -> Store:
             import redis  # noqa: F401
         except ImportError:
             raise ImportError(
-                "the rate limit's Redis store needs redis: pip install 'pytest-agent-eval[redis]' "
+                "the rate limit's Redis store needs redis: pip install 'pytest-agent-evalset[redis]' "
                 "(or pip install redis)"
             ) from None
         return RedisStore(url, f"agent_eval:{name}")

@@ -1,5 +1,5 @@
-"""The README's "Extending" examples, run as written: each subsection's files go into a fresh directory, and a
-user's run there shows what the README says it does."""
+"""The "Extending" page's examples (docs/extending.md), run as written: each section's files go into a fresh
+directory, and a user's run there shows what the page says it does."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-README = Path(__file__).parent.parent / "README.md"
+PAGE = Path(__file__).parent.parent / "docs" / "extending.md"
 AGENT = '''
 def run(query):
     """Answers the quiz; otherwise repeats the request."""
@@ -19,10 +19,9 @@ def run(query):
 
 
 def _section(title: str) -> str:
-    """The text of the README's ``### title`` under ``## Extending``."""
-    text = README.read_text(encoding="utf-8")
-    extending = text.split("\n## Extending\n", 1)[1].split("\n## ", 1)[0]
-    parts = {p.split("\n", 1)[0].strip(): p for p in extending.split("\n### ")[1:]}
+    """The text of the page's ``## title`` section."""
+    text = PAGE.read_text(encoding="utf-8")
+    parts = {p.split("\n", 1)[0].strip(): p for p in text.split("\n## ")[1:]}
     return parts[title]
 
 

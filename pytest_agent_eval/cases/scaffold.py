@@ -1,0 +1,254 @@
+"""``agent-eval init [DIR]``: a starting project — an eval file with its schema, a ``conftest.py`` with an
+offline ``agent`` fixture, the ini block and a GitHub Actions workflow — that passes under ``pytest DIR``.
+
+Plain Python: never imports pytest. Existing files are never overwritten."""
+
+from __future__ import annotations
+
+import configparser
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+EVAL_FILE = "evals/eval_example.yaml"
+SCHEMA_FILE = "evals/agent-eval.schema.json"
+CONFTEST = "evals/conftest.py"
+INI_FILE = "pytest.ini"
+WORKFLOW = ".github/workflows/agent-evals.yml"
+
+DOCS = "https://github.com/pytest-agent-evalset/pytest-agent-evalset/blob/main/docs"
+
+EVAL_TEXT = """\
+# yaml-language-server: $schema=agent-eval.schema.json
+# Eval cases of your agent: each case is one pytest item (`pytest evals/`, `pytest evals/ -k order`).
+# Editors with the YAML language server complete and check this file against agent-eval.schema.json;
+# after adding checks of your own, regenerate it: agent-eval schema > evals/agent-eval.schema.json
+# The format: {docs}/guide/writing-cases.md
+tags: [example]
+defaults:
+  timeout: 30                       # seconds per agent call
+cases:
+  - id: greeting
+    input: Hello!
+    expect:
+      contains: [help]
+      tools_not_called: [lookup_order]
+  - id: order_status
+    description: An order's status comes from the lookup tool
+    input: Where is my order 1234?
+    expect:
+      tool_sequence: [lookup_order]
+      tool_args: {{lookup_order: {{order_id: "1234"}}}}
+      contains: [shipped]
+      outcome: success
+  - id: unknown_order
+    input: What about order 9999?
+    expect:
+      tools_called: [lookup_order]
+      outcome: failure              # the answer reads as a failure ("not found")
+"""
+
+CONFTEST_TEXT = '''\
+"""The agent the eval cases in this folder run (written by `agent-eval init`).
+
+`support_agent` is a stand-in, deterministic and offline, so the cases pass with no API key. Return your own
+agent from the `agent` fixture instead: any callable `(query, context) -> str | dict`, an `async def`, an object
+with `ainvoke`/`invoke`/`run`, or an agent as its framework builds it (OpenAI Agents SDK, pydantic-ai, LangGraph).
+See {docs}/guide/agents.md
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+
+ORDERS = {{"1234": "shipped on Monday", "5678": "being packed"}}
+
+
+def lookup_order(order_id: str) -> str:
+    """A tool: the status of an order."""
+    return ORDERS.get(order_id, "not found")
+
+
+def support_agent(query: str, context: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Looks an order up when the query names one; greets otherwise. Returns the answer and the tools called."""
+    number = re.search(r"\\b\\d{{4}}\\b", query)
+    if number is None:
+        return {{"output": "Hello! How can I help you with your order?", "tools_called": []}}
+    order_id = number.group()
+    status = lookup_order(order_id)
+    answer = f"Order {{order_id}} was not found." if status == "not found" else f"Found order {{order_id}}: {{status}}."
+    return {{"output": answer, "tools_called": [{{"name": "lookup_order", "args": {{"order_id": order_id}}}}]}}
+
+
+@pytest.fixture(scope="session")
+def agent() -> Any:
+    return support_agent
+'''
+
+# The ini block: (key, value, comment). Values are strings, as pytest reads them from any configuration file.
+INI_KEYS = (
+    ("agent_eval_timeout", "60", "seconds per agent call, for cases without `timeout:`"),
+    ("agent_eval_concurrency", "4", "agent calls in flight at once in each pytest process"),
+)
+
+WORKFLOW_TEXT = """\
+# Agent evals (written by `agent-eval init`; {docs}/how-to/ci.md).
+# Pull requests: the cases replay the LLM traffic recorded in the cassettes next to the eval files (no key, no
+# network, deterministic); the summary lands on the job page, the JSON and HTML reports are artifacts.
+# Nightly: every case runs against the live model with the secret key and records its cassettes anew; review the
+# `cassettes` artifact and commit it, so that pull requests replay what the model answers today.
+# GitHub reads workflows only from the repository root's .github/workflows/.
+name: agent evals
+
+on:
+  pull_request:
+  schedule:
+    - cron: "17 3 * * *"
+  workflow_dispatch:
+
+jobs:
+  replay:
+    if: github.event_name == 'pull_request'
+    runs-on: ubuntu-latest
+    steps:
+      - uses: actions/checkout@v4
+      - uses: actions/setup-python@v5
+        with:
+          python-version: "3.12"
+      - name: install
+        run: pip install 'pytest-agent-evalset[traffic]'   # and your agent's own dependencies
+      - name: evals (replayed)
+        run: >-
+          pytest {evals} --agent-eval-replay
+          --agent-eval-report report.json --agent-eval-html report.html
+          --agent-eval-markdown "$GITHUB_STEP_SUMMARY"
+      - uses: actions/upload-artifact@v4
+        if: always()
+        with:
+          name: agent-eval-report
+          path: |
+            report.json
+            report.html
+
+  record:
+    if: github.event_name == 'schedule' || github.event_name == 'workflow_dispatch'
+    runs-on: ubuntu-latest
+    steps:
+      - uses: actions/checkout@v4
+      - uses: actions/setup-python@v5
+        with:
+          python-version: "3.12"
+      - name: install
+        run: pip install 'pytest-agent-evalset[traffic]'   # and your agent's own dependencies
+      - name: evals (live, recorded)
+        env:
+          # the key your agent reads; add it under the repository's Settings > Secrets and variables > Actions
+          OPENAI_API_KEY: ${{{{ secrets.OPENAI_API_KEY }}}}
+        run: >-
+          pytest {evals} --agent-eval-record --agent-eval-rate-limit 300/min
+          --agent-eval-report report.json --agent-eval-html report.html
+          --agent-eval-markdown "$GITHUB_STEP_SUMMARY"
+      - uses: actions/upload-artifact@v4
+        if: always()
+        with:
+          name: agent-eval-nightly
+          path: |
+            report.json
+            report.html
+      - uses: actions/upload-artifact@v4
+        with:
+          name: cassettes
+          path: {evals}/cassettes
+"""
+
+
+class InitError(Exception):
+    """``agent-eval init`` cannot go on; nothing was written. ``args[0]``: the lines that say why."""
+
+    def __init__(self, lines: list[str]) -> None:
+        super().__init__(lines)
+        self.lines = lines
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What ``init`` writes (paths relative to the target folder) and the ini block it prints instead of writing."""
+
+    files: dict[str, str]
+    ini_note: str
+
+
+def pytest_config(folder: Path) -> tuple[str, str] | None:
+    """``(file, section)`` of the pytest configuration already in ``folder``, as pytest looks for it; else ``None``."""
+    for name, section in (("pytest.ini", "pytest"), (".pytest.ini", "pytest")):
+        if (folder / name).is_file():
+            return name, section
+    pyproject = folder / "pyproject.toml"
+    if pyproject.is_file():  # a table header is enough to tell (and needs no TOML parser on Python 3.10)
+        found = re.search(r"^\s*\[tool\.pytest(\.ini_options)?\]", pyproject.read_text(errors="replace"), re.M)
+        if found:
+            return "pyproject.toml", found.group().strip().strip("[]")
+    for name, section in (("tox.ini", "pytest"), ("setup.cfg", "tool:pytest")):
+        if (folder / name).is_file():
+            parser = configparser.ConfigParser(interpolation=None)
+            try:
+                parser.read(folder / name, encoding="utf-8")
+            except (configparser.Error, UnicodeDecodeError):
+                continue
+            if parser.has_section(section):
+                return name, section
+    return None
+
+
+def ini_block(toml: bool) -> str:
+    """The plugin's ini keys, as lines of a ``pytest.ini`` section or of ``[tool.pytest.ini_options]``."""
+    quote = '"' if toml else ""
+    return "".join(f"# {comment}\n{key} = {quote}{value}{quote}\n" for key, value, comment in INI_KEYS)
+
+
+def plan(folder: Path, schema: dict[str, Any]) -> Plan:
+    """The files to write into ``folder``; the ini block goes into a new ``pytest.ini`` unless pytest is configured
+    there already, in which case it is only printed (a new ``pytest.ini`` would take over from that file)."""
+    files = {
+        EVAL_FILE: EVAL_TEXT.format(docs=DOCS),
+        SCHEMA_FILE: json.dumps(schema, indent=2) + "\n",
+        CONFTEST: CONFTEST_TEXT.format(docs=DOCS),
+    }
+    note = ""
+    existing = pytest_config(folder)
+    if existing is None:
+        files[INI_FILE] = "[pytest]\n" + ini_block(toml=False)
+    else:
+        name, section = existing
+        note = f"pytest is configured in {name}: add these lines under [{section}]:\n\n" + ini_block(
+            toml=name == "pyproject.toml"
+        )
+    files[WORKFLOW] = WORKFLOW_TEXT.format(docs=DOCS, evals="evals")
+    return Plan(files, note)
+
+
+def write(folder: Path, schema: dict[str, Any]) -> tuple[list[Path], str]:
+    """Write the starting project into ``folder``; ``(the files written, the ini note)``.
+
+    Raises :class:`InitError`, having written nothing, when any of the files exists."""
+    if folder.exists() and not folder.is_dir():
+        raise InitError([f"{folder} is a file, not a folder: name a folder (it is created when missing)"])
+    todo = plan(folder, schema)
+    there = [name for name in todo.files if (folder / name).exists()]
+    if there:
+        lines = [f"{folder / name} already exists" for name in there]
+        raise InitError(
+            [*lines, "nothing was written: move those files away, or name another folder (agent-eval init DIR)"]
+        )
+    written = []
+    for name, text in todo.files.items():
+        path = folder / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+        written.append(path)
+    return written, todo.ini_note
