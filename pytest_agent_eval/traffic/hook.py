@@ -244,7 +244,8 @@ class Traffic:
 
     def handle(self, module: Any, request: Any, send: Callable[[Any], Any], trial: TrialTraffic | None) -> Any:
         request.read()
-        remember_credentials(request)
+        if trial is not None:  # watched (the pace alone, as no hook before it, learns no secrets)
+            remember_credentials(request)
         replayed = self._replayed(module, request, trial) if trial is not None else None
         if replayed is not None:
             return replayed
@@ -286,7 +287,8 @@ class Traffic:
         self, module: Any, request: Any, send: Callable[[Any], Awaitable[Any]], trial: TrialTraffic | None
     ) -> Any:
         await request.aread()
-        remember_credentials(request)
+        if trial is not None:  # watched (the pace alone, as no hook before it, learns no secrets)
+            remember_credentials(request)
         replayed = self._replayed(module, request, trial) if trial is not None else None
         if replayed is not None:
             return replayed
