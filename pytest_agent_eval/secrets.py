@@ -59,6 +59,14 @@ def remember(value: str) -> None:
                 _ordered.sort(key=len, reverse=True)  # a longer secret before one it contains
 
 
+def forget() -> None:
+    """Forget every remembered secret: a session's secrets are its own (``pytest.main`` run again in one process,
+    pytester's in-process runs)."""
+    with _lock:
+        _known.clear()
+        _ordered.clear()
+
+
 def remember_url(url: str) -> None:
     """Remember the password (and user) of ``url``'s userinfo."""
     for match in _USERINFO.finditer(url):

@@ -265,3 +265,16 @@ def test_item19_a_task_scorer_reply_with_two_scores_for_one_task_is_unreadable()
     )
     with pytest.raises(ScorerReplyError, match=r"task scorer reply unreadable.*two different scores for task 1"):
         read_task_scores(reply, user)
+
+
+def test_a_sessions_secrets_are_forgotten_when_it_ends(pytester: pytest.Pytester) -> None:
+    """Secrets scrubbed by value are the session's own: a later session in the same process (pytest.main again,
+    pytester's in-process runs) shows its own text whole, such as a case id that equals an earlier run's key."""
+    from pytest_agent_eval.secrets import scrub_text
+
+    pytester.makeconftest(
+        "from pytest_agent_eval import secrets\n\ndef pytest_configure(config):\n    secrets.remember('unused')\n"
+    )
+    pytester.makepyfile(test_one="def test_one():\n    pass\n")
+    pytester.runpytest_inprocess("-p", "no:cacheprovider").assert_outcomes(passed=1)
+    assert scrub_text("case own_unused") == "case own_unused"

@@ -85,7 +85,7 @@ def test_the_wheel_carries_the_license_and_metadata_under_the_new_name(wheel: zi
     urls = dict(u.split(", ", 1) for u in info.get_all("Project-URL"))
     assert {"Documentation", "Source", "Issues", "Changelog"} <= set(urls)
     # the import package and the pytest plugin keep their names
-    assert "pytest_agent_eval/plugin.py" in names
+    assert "pytest_agent_eval/plugin/__init__.py" in names
     (entry_points,) = [n for n in names if n.endswith(".dist-info/entry_points.txt")]
     assert "agent_eval = pytest_agent_eval.plugin" in wheel.read(entry_points).decode()
 

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from pytest_agent_eval import compat, imports
+from pytest_agent_eval import compat, imports, secrets
 from pytest_agent_eval.plugin import hookspecs, options, signals, skipping, stopping
 from pytest_agent_eval.plugin.fixtures import (  # noqa: F401 - the plugin's fixtures
     agent_eval_case,
@@ -58,6 +58,7 @@ def pytest_agent_eval_register_formats(config: pytest.Config) -> None:
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     signals.restore()
+    secrets.forget()  # a session's secrets are its own
     imports.remove_root(config.rootpath)
     if STATE in config.stash:
         config.stash[STATE].close()
