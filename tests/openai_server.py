@@ -14,6 +14,12 @@ such a request is read as the chat-completions request it amounts to (``requests
 "responses"``), answered the same way, and its answer written back as a Responses API object; and Anthropic's
 messages (``/v1/messages``) with text only. A subclass may override ``respond`` to answer from the whole request
 (the conversation so far and the tools offered).
+
+As a rate-limited provider: ``rate`` allows that many requests a second (a bucket of ``rate``, refilled
+continuously) and answers 429 beyond, with ``retry-after-ms`` and OpenAI's ``x-ratelimit-*`` headers (on every
+answer); ``retry_after_ms`` (with ``failures``) is the cool-down a failure asks for, and every request arriving
+within it is answered 429 as well; ``quota_spent`` makes the failures OpenAI's ``insufficient_quota``. ``limited``
+counts the requests answered 429.
 """
 
 from __future__ import annotations
@@ -53,6 +59,9 @@ class ChatServer:
         retry_after: str | None = "0",
         delay_s: float = 0.0,
         port: int = 0,
+        rate: int | None = None,
+        retry_after_ms: int | None = None,
+        quota_spent: bool = False,
         usage: dict[str, Any] | None = None,
     ) -> None:
         self.route = route
@@ -62,6 +71,13 @@ class ChatServer:
         self.failure_status = failure_status
         self.retry_after = retry_after
         self.delay_s = delay_s
+        self.rate = rate
+        self.retry_after_ms = retry_after_ms
+        self.quota_spent = quota_spent
+        self.limited = 0
+        self._level = float(rate or 0)
+        self._stamp = time.monotonic()
+        self._closed_until = 0.0
         self.usage = usage
         self.log: list[float] = []
         self.requests: list[dict[str, Any]] = []
@@ -97,9 +113,26 @@ class ChatServer:
         """The status and JSON reply to one chat-completions (or Responses, or Anthropic messages) request."""
         with self._lock:
             self.log.append(time.time())
+            now = time.monotonic()
+            if now < self._closed_until:  # within the cool-down it asked for
+                self.limited += 1
+                return 429, {"error": {"message": "loopback server: within the retry-after"}}
             if self.failures > 0:
                 self.failures -= 1
+                self.limited += self.failure_status == 429
+                if self.retry_after_ms:
+                    self._closed_until = now + self.retry_after_ms / 1000
+                if self.quota_spent:
+                    error = {"message": "You exceeded your current quota", "type": "insufficient_quota"}
+                    return self.failure_status, {"error": {**error, "code": "insufficient_quota"}}
                 return self.failure_status, {"error": {"message": f"loopback server: {self.failure_status} on purpose"}}
+            if self.rate:
+                self._level = min(self.rate, self._level + (now - self._stamp) * self.rate)
+                self._stamp = now
+                if self._level < 1.0:
+                    self.limited += 1
+                    return 429, {"error": {"message": "loopback server: rate limit reached"}}
+                self._level -= 1.0
             self.requests.append(body)
             n = len(self.requests)
         if n > self.max_requests:
@@ -143,6 +176,21 @@ class ChatServer:
         if self.usage is not None:
             reply["usage"] = self.usage
         return reply
+
+    def limit_headers(self, status: int) -> dict[str, str]:
+        """The rate-limit headers of an answer: ``retry-after-ms`` on a 429, ``x-ratelimit-*`` when ``rate``."""
+        headers = {}
+        with self._lock:
+            if status == 429 and self.retry_after_ms:
+                headers["retry-after-ms"] = str(self.retry_after_ms)
+            if self.rate:
+                level = self._level
+                headers["x-ratelimit-limit-requests"] = str(self.rate)
+                headers["x-ratelimit-remaining-requests"] = str(int(level))
+                headers["x-ratelimit-reset-requests"] = f"{(self.rate - level) / self.rate * 1000:.0f}ms"
+                if status == 429:
+                    headers["retry-after-ms"] = f"{(1.0 - level) / self.rate * 1000:.0f}"
+        return headers
 
 
 def _completion(n: int, body: dict[str, Any], message: dict[str, Any]) -> dict[str, Any]:
@@ -268,6 +316,8 @@ def _handler(server: ChatServer) -> type[BaseHTTPRequestHandler]:
             self.send_response(status)
             if status == server.failure_status and server.retry_after is not None:
                 self.send_header("Retry-After", server.retry_after)
+            for name, value in server.limit_headers(status).items():
+                self.send_header(name, value)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()

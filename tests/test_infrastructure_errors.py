@@ -131,6 +131,86 @@ cases:
     assert _outcome(pytester)[0] == "error"
 
 
+@pytest.mark.parametrize("server", ["always 429", "closed port"])
+def test_the_judges_llm_failing_on_infrastructure_is_an_error(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, server: str
+) -> None:
+    """The judge's own LLM call (the default `agent_eval_llm`) failing on infrastructure, no traffic option: the case
+    errors naming the request, not "no verdict" failing it."""
+    pytester.makepyfile(plain_agent="def run(query):\n    return 'Paris is the capital of France.'\n")
+    pytester.syspathinsert()
+    pytester.makefile(
+        ".yaml",
+        eval_judged="agent: plain_agent:run\ncases:\n  - id: capital\n    input: Capital?\n"
+        "    expect:\n      judge: names Paris\n",
+    )
+    monkeypatch.setenv("AGENT_EVAL_LLM_MODEL", "loopback-model")
+    monkeypatch.setenv("OPENAI_MAX_RETRIES", "0")
+    with ChatServer(lambda prompt: None, failures=1000, failure_status=429) as chat:
+        url = chat.base_url
+        _point_at(monkeypatch, url)
+        if server == "always 429":
+            result = pytester.runpytest(*RUN)
+    if server == "closed port":
+        result = pytester.runpytest(*RUN)
+    result.assert_outcomes(errors=1)
+    said = "answered 429 Too Many Requests (openai.RateLimitError)" if server == "always 429" else "failed: *"
+    result.stdout.fnmatch_lines(
+        [f"eval_judged.yaml:3: case capital: infrastructure error, not the agent's: POST {url}/chat/completions {said}"]
+    )
+    assert _outcome(pytester)[0] == "error"
+
+
+def test_the_task_scorers_llm_failing_on_infrastructure_is_an_error(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A conversation's task scorer (the user's `agent_eval_llm`, an openai client) answered 429: the case errors."""
+    pytester.makepyfile(support="def run(query, context):\n    return 'Your order ships today.'\n")
+    pytester.makeconftest(
+        """
+import openai
+import pytest
+
+
+@pytest.fixture(scope="session")
+def agent_eval_llm():
+    client = openai.OpenAI(max_retries=0)
+
+    def llm(messages, **options):
+        if "response_format" not in options:  # the simulated user: done at once
+            return "Thanks. Bye now"
+        reply = client.chat.completions.create(model="loopback-model", messages=messages, **options)
+        return reply.choices[0].message.content
+
+    return llm
+"""
+    )
+    pytester.syspathinsert()
+    pytester.makefile(
+        ".yaml",
+        eval_talk="""\
+agent: support:run
+cases:
+  - id: talk
+    simulated_user:
+      persona: {name: Ann}
+      tasks: [Ask where your order is]
+      signoff: Bye now
+""",
+    )
+    with ChatServer(lambda prompt: None, failures=1000, failure_status=429) as chat:
+        _point_at(monkeypatch, chat.base_url)
+        result = pytester.runpytest(*RUN)
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(
+        [
+            "eval_talk.yaml:3: case talk: infrastructure error, not the agent's: "
+            f"POST {chat.base_url}/chat/completions answered 429 Too Many Requests (openai.RateLimitError)"
+        ]
+    )
+    assert _outcome(pytester)[0] == "error"
+
+
 def test_an_http_agent_refused_inside_a_simulated_conversation_is_an_error(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -167,12 +167,15 @@ def test_a_model_without_a_price_has_no_cost(project: pytest.Pytester, server: C
     assert use["usage"]["input_tokens"] == 10
 
 
-def test_without_a_traffic_option_nothing_is_hooked(project: pytest.Pytester, server: ChatServer) -> None:
+@pytest.mark.parametrize("pace", ["on", "off"])
+def test_without_a_traffic_option_nothing_is_counted_and_only_the_pace_hooks(
+    project: pytest.Pytester, server: ChatServer, pace: str
+) -> None:
     project.makeini("[pytest]\n")
     project.makefile(".yaml", eval_usage=evals_file("sync_agent", cases=1))
-    project.runpytest(*RUN).assert_outcomes(passed=1)
+    project.runpytest(*RUN, "--agent-eval-pace", pace).assert_outcomes(passed=1)
     (use,) = usages(project)
-    assert use["usage"] == {} and not use["hooked"]
+    assert use["usage"] == {} and use["hooked"] == (pace == "on")
 
 
 def test_a_langgraph_agent_is_counted(

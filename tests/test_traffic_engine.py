@@ -10,8 +10,8 @@ import pytest
 import yaml
 
 from pytest_agent_eval.traffic.cassette import Cassette, Interaction, body_text, cassette_path, match_key, scrub_url
-from pytest_agent_eval.traffic.hook import retry_delay
 from pytest_agent_eval.traffic.limits import Budget
+from pytest_agent_eval.traffic.retry import retry_delay
 from pytest_agent_eval.traffic.usage import CallUsage, Prices, Usage, parse_prices, read_usage
 
 

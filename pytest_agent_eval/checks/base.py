@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from pytest_agent_eval.faults import describe
 from pytest_agent_eval.run.results import CheckResult, RunRecord
+from pytest_agent_eval.traffic.clients import infrastructure_error
 
 if TYPE_CHECKING:
     from pytest_agent_eval.cases.model import Case
@@ -130,7 +131,12 @@ def evaluate(run: RunRecord, expect: dict[str, Any], ctx: CheckContext, registry
             results.append(result)
         except Exception as exc:
             why = str(exc) if isinstance(exc, CheckError) else f"check raised {describe(exc)}"
-            results.append(CheckResult(name, False, 0.0, spec, f"no verdict: {why}", why, scored=False, error=True))
+            infra = infrastructure_error(exc)
+            results.append(
+                CheckResult(
+                    name, False, 0.0, spec, f"no verdict: {why}", why, scored=False, error=True, infra_error=infra
+                )
+            )
     return results
 
 
@@ -156,3 +162,8 @@ def check_name(result_name: str) -> str:
 def _finite(score: object) -> bool:
     """Whether ``score`` is a real number that is not NaN or infinite (anything else has no verdict)."""
     return isinstance(score, (int, float)) and not isinstance(score, bool) and math.isfinite(score)
+
+
+def first_infra_error(results: Iterable[CheckResult]) -> str | None:
+    """The first infrastructure failure of the checks' own LLM requests, if any."""
+    return next((r.infra_error for r in results if r.infra_error), None)

@@ -15,6 +15,7 @@ from typing import Any
 from pytest_agent_eval.conversation.spec import SimulatedUser
 from pytest_agent_eval.llm import LLM, ask
 from pytest_agent_eval.run.results import CheckResult
+from pytest_agent_eval.traffic.clients import infrastructure_error
 
 REPLY_SHAPE = '{"tone": <0..1>, "tasks": [{"scored": "<the task text>", "score": <0..1>}, ...]}'
 SCORER_PROMPT = """You score a conversation between a user and an AI assistant.
@@ -106,7 +107,12 @@ def score_tasks(llm: LLM, user: SimulatedUser, history: list[dict[str, Any]]) ->
         why = str(exc) if isinstance(exc, ScorerReplyError) else f"task scorer LLM call failed: {type(exc).__name__}"
         if not isinstance(exc, ScorerReplyError) and str(exc):
             why += f": {exc}"
-        return [CheckResult("tasks", False, 0.0, REPLY_SHAPE, f"no verdict: {why}", why, scored=False, error=True)]
+        infra = infrastructure_error(exc)
+        return [
+            CheckResult(
+                "tasks", False, 0.0, REPLY_SHAPE, f"no verdict: {why}", why, scored=False, error=True, infra_error=infra
+            )
+        ]
     results = [
         CheckResult.of(
             name,

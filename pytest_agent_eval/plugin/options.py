@@ -225,7 +225,16 @@ def _add_traffic_options(group: pytest.OptionGroup, parser: pytest.Parser) -> No
         default=None,
         help="keep the budgets in Redis, shared across machines (ini: agent_eval_rate_limit_url; extra 'redis')",
     )
+    group.addoption(
+        "--agent-eval-pace",
+        dest="agent_eval_pace",
+        choices=("on", "off"),
+        default=None,
+        help="one pace for the run's LLM requests: a 429's cool-down and the rate the provider announces slow every "
+        "worker together, so that no case is lost to a rate limit (ini: agent_eval_pace; default on)",
+    )
     parser.addini("agent_eval_traffic", "watch each case's HTTP traffic: usage, cost, retries", type="bool")
+    parser.addini("agent_eval_pace", "one pace for the run's LLM requests: on (default) or off", default="on")
     parser.addini("agent_eval_retries", "retries of an LLM request answered 429 or 5xx", default="3")
     parser.addini("agent_eval_rate_limit", "request budget for the whole run (N/s, N/min, N/h)", default="")
     parser.addini("agent_eval_token_limit", "token budget for the whole run (N/s, N/min, N/h)", default="")
@@ -263,6 +272,8 @@ class TrafficOptions:
     cassettes: Path | None = None
     match_ignore: tuple[str, ...] = ()
     prices: str = ""
+    pace: bool = True
+    """One pace for the run's requests to LLM providers (SPEC §14), on unless ``--agent-eval-pace off``."""
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> TrafficOptions:
@@ -290,6 +301,8 @@ class TrafficOptions:
             cassettes=config.rootpath / cassettes if cassettes else None,
             match_ignore=tuple(config.getini("agent_eval_match_ignore")),
             prices=str(config.getini("agent_eval_prices")).strip(),
+            pace=(config.getoption("agent_eval_pace") or str(config.getini("agent_eval_pace")).strip() or "on")
+            != "off",
         )
         wanted = (
             config.getoption("agent_eval_traffic")

@@ -51,7 +51,9 @@ class EvalSession:
         self.eval_items = 0
         """How many items the eval files collected so far made (the GC policy depends on it)."""
         self.traffic: Traffic | None = self._start_traffic() if self.settings.traffic.on else None
-        """The HTTP traffic hook (SPEC §14), installed only when an option needs it."""
+        """The HTTP traffic hook (SPEC §14), installed only when an option needs it, or for the run's pace alone
+        (on by default) at the first case (a run without eval cases loads none of it)."""
+        self._pace_pending = not self.settings.traffic.on and self.settings.traffic.pace
 
     def _start_traffic(self) -> Traffic:
         import hashlib
@@ -149,6 +151,9 @@ class EvalSession:
         """What running ``case`` needs: checks, timeout, the LLM, tool-mock recorder and the concurrency limit."""
         from pytest_agent_eval.run.settings import RunSettings
 
+        if self._pace_pending:
+            self._pace_pending = False
+            self.traffic = self._start_traffic()
         inline = self.loops.inline
         # In this thread one case runs at a time: with one trial, there is nothing for the limit to hold back.
         alone = inline and (self.settings.repeat or case.repeat) == 1

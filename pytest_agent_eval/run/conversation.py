@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from pytest_agent_eval.checks.base import CheckContext
+from pytest_agent_eval.checks.base import CheckContext, first_infra_error
 from pytest_agent_eval.conversation.assertions import assertion_part, evaluate_assertions
 from pytest_agent_eval.conversation.neo4j import Connection, NotConfigured
 from pytest_agent_eval.conversation.scoring import Composite, penalty, score_tasks, timing_score
 from pytest_agent_eval.conversation.simulate import Conversation, converse
 from pytest_agent_eval.conversation.spec import DEFAULT_MIN_SCORE, SimulatedUser
 from pytest_agent_eval.run.blocking import in_thread, outside_loop
-from pytest_agent_eval.run.call import call_agent, checked, no_recording, recorded
+from pytest_agent_eval.run.call import INFRA, call_agent, checked, no_recording, recorded
 from pytest_agent_eval.run.results import CheckResult, RunRecord, TrialResult
 
 if TYPE_CHECKING:
@@ -66,6 +66,11 @@ async def run_conversation_trial(case: Case, agent: Agent, settings: RunSettings
     finally:
         await offload(connection.close)
     expect = await checked(run, case.expect, ctx, settings)
+    infra = first_infra_error([*tasks, *checks, *expect])
+    if infra is not None:  # the scorer's or a check's own LLM request failed on infrastructure: not the agent's
+        run.infra_error = infra
+        run.error = f"{INFRA}{infra}"
+        return TrialResult(run, [*tasks, *checks, *expect], False, 0.0, [run.error, *violations], violations)
     return _verdict(case, user, talk, tasks, checks, expect, violations)
 
 

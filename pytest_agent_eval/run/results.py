@@ -134,6 +134,9 @@ class CheckResult:
     error: bool = False
     """The check could not reach a verdict (an unreadable judge reply, an LLM call that failed, a check that
     raised): never a pass, whatever the score says; ``message`` says why."""
+    infra_error: str | None = None
+    """The check's own LLM request failed on infrastructure (a known client's exception, naming the request): not
+    the agent's failure, the case errors (SPEC §14)."""
 
     @classmethod
     def of(cls, name: str, passed: bool, **kw: Any) -> CheckResult:

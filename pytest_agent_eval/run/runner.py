@@ -11,7 +11,7 @@ from pytest_agent_eval.adapters.base import TRIAL
 from pytest_agent_eval.cases.model import Case
 from pytest_agent_eval.checks import CheckContext, CheckRegistry
 from pytest_agent_eval.checks.answers import answered
-from pytest_agent_eval.checks.base import check_name, in_turn
+from pytest_agent_eval.checks.base import check_name, first_infra_error, in_turn
 from pytest_agent_eval.run import eager
 from pytest_agent_eval.run.call import INFRA, call_agent, checked, no_recording, recorded
 from pytest_agent_eval.run.results import CaseResult, CheckResult, RunRecord, TrialResult
@@ -54,6 +54,11 @@ async def run_trial(case: Case, agent: Agent, settings: RunSettings, trial: int 
     if run.error:
         return TrialResult(run, turn_results, False, 0.0, [run.error, *reasons], violations)
     results = turn_results + await checked(run, case.expect, ctx, settings)
+    infra = first_infra_error(results)
+    if infra is not None:  # a check's own LLM request failed on infrastructure: no verdict, and not the agent's
+        result = _infrastructure(TrialResult(run, results, False, 0.0, [], violations), infra)
+        result.reasons += reasons
+        return result
     if settings.require_llm and settings.llm is None:
         _require_llm(results, settings.checks)
     if not case.expect and not any(turn.expect for turn in case.turns):  # nothing to check: that it answered

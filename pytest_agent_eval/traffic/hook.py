@@ -8,16 +8,18 @@ through untouched. The response the agent gets is read whole first (a streamed a
 from __future__ import annotations
 
 import asyncio
-import email.utils
+import contextlib
+import hashlib
 import importlib
 import os
-import random
+import sys
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from pytest_agent_eval.adapters.base import TRIAL
 from pytest_agent_eval.secrets import CREDENTIAL_HEADERS, remember
 from pytest_agent_eval.traffic.cassette import (
     Cassette,
@@ -29,7 +31,8 @@ from pytest_agent_eval.traffic.cassette import (
     old_cassette_path,
     scrub_url,
 )
-from pytest_agent_eval.traffic.limits import Limits
+from pytest_agent_eval.traffic.pace import Pace
+from pytest_agent_eval.traffic.retry import MAX_RETRY_WAIT_S, asked_wait, backoff, quota_spent
 from pytest_agent_eval.traffic.scope import CURRENT, CaseTraffic, TrialTraffic, shown
 from pytest_agent_eval.traffic.usage import Prices, read_usage
 
@@ -42,8 +45,11 @@ VOLATILE = "agent_eval_volatile"
 """A request extension set by the plugin's own senders (the HTTP agent: ``adapters.http.VOLATILE``): ``{bytes:
 placeholder}`` of run-dependent text in the body (a session id), recorded and matched as the placeholder, so that
 a replay, whose ids are new, matches the recording."""
-MAX_RETRY_WAIT_S = 60.0
-"""How the runner's message of a case's timeout begins."""
+PACED = (
+    "the run's rate limits (--agent-eval-rate-limit / --agent-eval-token-limit, the provider's announced rate, "
+    "a 429's cool-down)"
+)
+"""What a request held up by the run's pace waits for, as a case's timeout names it."""
 
 
 @dataclass
@@ -59,7 +65,11 @@ class TrafficSettings:
     """JSON fields left out when requests are matched."""
     retries: int = 3
     prices: Prices = field(default_factory=Prices)
-    limits: Limits | None = None
+    pace: Pace | None = None
+    """The run's pace (written budgets, cool-downs, the provider's announced rate); ``None``: not paced."""
+    watch: bool = True
+    """``False``: the run's pace only (no traffic option): requests made inside a case are paced and their 429s
+    retried; nothing is counted, recorded or marked."""
 
 
 class Traffic:
@@ -88,7 +98,13 @@ class Traffic:
     ) -> list[T]:
         """The case's trials, each with its own traffic scope; then the cassette is written when recording. A
         cassette that cannot be read or written is an infrastructure error of the case, which the runner's ``fail``
-        makes of a trial (or of none: the agent is not run when the cassette cannot be read)."""
+        makes of a trial (or of none: the agent is not run when the cassette cannot be read). The pace alone needs
+        no scope: the runner's trial id tells a case's requests."""
+        if not self.settings.watch:
+            adopt()
+            if repeat == 1:
+                return [await run(0)]
+            return list(await asyncio.gather(*(run(n) for n in range(repeat))))
         try:
             traffic = self.case(case)
         except CassetteError as exc:
@@ -147,20 +163,45 @@ class Traffic:
         error: Any = self._error(module)
         raise error(message, request=request)
 
-    def _retry_in(self, response: Any, attempt: int) -> float | None:
-        """Seconds to wait before trying again, or ``None`` when the answer is final."""
-        if not (response.status_code == 429 or response.status_code >= 500) or attempt >= self.settings.retries:
-            return None
-        return retry_delay(response.headers, attempt)
+    def _verdict(self, response: Any, attempt: int) -> tuple[float | None, str | None]:
+        """``(seconds to wait before trying again, None)``, or ``(None, why the answer is a failure)``, or
+        ``(None, None)`` for an answer to hand over as it is; as the official SDKs decide (``x-should-retry``,
+        408/409/429/5xx), but a spent quota and a wait beyond the cap fail at once."""
+        status = response.status_code
+        if status < 400 or (not self.settings.watch and status != 429):  # the pace alone: only its 429s
+            return None, None
+        told = response.headers.get("x-should-retry")
+        transient = status in (408, 409, 429) or status >= 500
+        retriable = told == "true" if told in ("true", "false") else transient
+        if status == 429 and quota_spent(response.content):
+            return None, "the quota is spent (insufficient_quota): not retried"
+        if not retriable:
+            return None, ("not retried (x-should-retry: false)" if transient and self.settings.watch else None)
+        asked = asked_wait(response.headers)
+        if asked is not None and asked > MAX_RETRY_WAIT_S:
+            return None, f"the server asks to wait {asked:g} s, more than {MAX_RETRY_WAIT_S:g} s: not retried"
+        if attempt >= self.settings.retries:
+            return None, f"after {attempt} retr{'y' if attempt == 1 else 'ies'}" if attempt else ""
+        return (asked if asked is not None else backoff(attempt)), None
 
-    def _answer(self, module: Any, request: Any, response: Any, attempt: int, trial: TrialTraffic) -> Any:
-        """The response the agent gets (already read), after counting and recording it."""
+    def _answer(self, module: Any, request: Any, response: Any, failure: str | None, trial: TrialTraffic | None) -> Any:
+        """The response the agent gets (already read), after counting and recording it. A failure is marked on the
+        trial (forgotten if the client's own retry of the same request is answered) and told to the client with
+        ``x-should-retry: false``, so that its retries do not stack on the hook's."""
         body = response.content
-        described = f"{request.method} {scrub_url(str(request.url))}"
-        if response.status_code == 429 or response.status_code >= 500:
-            retried = f" after {attempt} retr{'y' if attempt == 1 else 'ies'}" if attempt else ""
-            trial.fail(f"{described} answered {response.status_code} {response.reason_phrase}{retried}")
-        else:
+        headers = [(k, v) for k, v in response.headers.multi_items() if k.lower() not in _DROPPED]
+        if failure is not None:
+            headers = [(k, v) for k, v in headers if k.lower() != "x-should-retry"] + [("x-should-retry", "false")]
+            if trial is not None:
+                described = f"{request.method} {scrub_url(str(request.url))}"
+                text = f"{described} answered {response.status_code} {response.reason_phrase}"
+                trial.fail(
+                    text + (f" {failure}" if failure.startswith("after") else f": {failure}" if failure else ""),
+                    _key(request),
+                )
+        elif trial is not None:
+            if response.status_code < 400 and trial.infra_error is not None:
+                trial.answered(_key(request))
             trial.count(read_usage(body, response.headers.get("content-type", "")), self.settings.prices)
             cassette = trial.case.cassette
             if cassette is not None and self.settings.mode in ("record", "new"):
@@ -177,78 +218,134 @@ class Traffic:
                         trial=trial.number,
                     )
                 )
-        headers = [(k, v) for k, v in response.headers.multi_items() if k.lower() not in _DROPPED]
         return module.Response(response.status_code, headers=headers, content=body, extensions=response.extensions)
 
-    def _connect_failed(self, request: Any, exc: Exception, trial: TrialTraffic) -> None:
-        text = str(exc) or type(exc).__name__
-        trial.fail(f"{request.method} {scrub_url(str(request.url))} failed: {type(exc).__name__}: {text}")
+    def _connect_failed(self, request: Any, exc: Exception, trial: TrialTraffic | None) -> None:
+        if trial is not None:
+            text = str(exc) or type(exc).__name__
+            message = f"{request.method} {scrub_url(str(request.url))} failed: {type(exc).__name__}: {text}"
+            trial.fail(message, _key(request))
 
-    def handle(self, module: Any, request: Any, send: Callable[[Any], Any], trial: TrialTraffic) -> Any:
+    def _heard(self, host: str, response: Any, attempt: int) -> None:
+        """Tell the run's pace what an answer's status and headers say (a 429's cool-down: the wait it asks for)."""
+        pace = self.settings.pace
+        if pace is not None:
+            status = response.status_code
+            cool = None
+            if status == 429:
+                asked = asked_wait(response.headers)
+                cool = min(asked, MAX_RETRY_WAIT_S) if asked is not None else backoff(attempt)
+            pace.heard(host, status, response.headers, cool)
+
+    def _spent(self, host: str, response: Any) -> None:
+        pace = self.settings.pace
+        if pace is not None and response.status_code < 400:
+            pace.spent(host, _tokens(response))
+
+    def handle(self, module: Any, request: Any, send: Callable[[Any], Any], trial: TrialTraffic | None) -> Any:
         request.read()
-        remember_credentials(request)
-        replayed = self._replayed(module, request, trial)
+        if trial is not None:  # watched (the pace alone, as no hook before it, learns no secrets)
+            remember_credentials(request)
+        replayed = self._replayed(module, request, trial) if trial is not None else None
         if replayed is not None:
             return replayed
-        limits = self.settings.limits
+        pace = self.settings.pace
+        host = _host(request)
         attempt = 0
         while True:
-            if limits is not None:
-                with trial.waiting("the run's rate limit (--agent-eval-rate-limit / --agent-eval-token-limit)"):
-                    limits.request()
+            with _waiting(trial, _paced(request, attempt)):
+                first = pace.wait(host) if pace is not None else False
             try:
-                response = send(request)
+                try:
+                    response = send(request)
+                except Exception as exc:  # the transport failed (refused, reset, a timeout): infrastructure
+                    self._connect_failed(request, exc, trial)
+                    raise
+                self._heard(host, response, attempt)
+            finally:
+                if first and pace is not None:  # the others may go: at the headers, not the whole body
+                    pace.open(host)
+            try:
                 try:
                     response.read()
                 finally:
                     response.close()
-            except Exception as exc:  # the transport failed (refused, reset, cut mid-body, a timeout): infrastructure
+            except Exception as exc:  # the body was cut mid-way (reset, a timeout): infrastructure
                 self._connect_failed(request, exc, trial)
                 raise
-            wait = self._retry_in(response, attempt)
+            self._spent(host, response)
+            wait, failure = self._verdict(response, attempt)
             if wait is None:
                 break
-            with trial.waiting(f"a retry of {request.method} {scrub_url(str(request.url))} ({wait:.3g} s)"):
-                time.sleep(wait)
+            if pace is None or response.status_code != 429:  # a 429's wait is the run's cool-down, in the pace
+                with _waiting(trial, f"a retry of {request.method} {scrub_url(str(request.url))} ({wait:.3g} s)"):
+                    time.sleep(wait)
             attempt += 1
-        answer = self._answer(module, request, response, attempt, trial)
-        if limits is not None:
-            limits.spend(_tokens(answer))
-        return answer
+        return self._answer(module, request, response, failure, trial)
 
     async def handle_async(
-        self, module: Any, request: Any, send: Callable[[Any], Awaitable[Any]], trial: TrialTraffic
+        self, module: Any, request: Any, send: Callable[[Any], Awaitable[Any]], trial: TrialTraffic | None
     ) -> Any:
         await request.aread()
-        remember_credentials(request)
-        replayed = self._replayed(module, request, trial)
+        if trial is not None:  # watched (the pace alone, as no hook before it, learns no secrets)
+            remember_credentials(request)
+        replayed = self._replayed(module, request, trial) if trial is not None else None
         if replayed is not None:
             return replayed
-        limits = self.settings.limits
+        pace = self.settings.pace
+        host = _host(request)
         attempt = 0
         while True:
-            if limits is not None:
-                with trial.waiting("the run's rate limit (--agent-eval-rate-limit / --agent-eval-token-limit)"):
-                    await limits.request_async()
+            with _waiting(trial, _paced(request, attempt)):
+                first = await pace.wait_async(host) if pace is not None else False
             try:
-                response = await send(request)
+                try:
+                    response = await send(request)
+                except Exception as exc:  # the transport failed (refused, reset, a timeout): infrastructure
+                    self._connect_failed(request, exc, trial)
+                    raise
+                self._heard(host, response, attempt)
+            finally:
+                if first and pace is not None:
+                    pace.open(host)
+            try:
                 try:
                     await response.aread()
                 finally:
                     await response.aclose()
-            except Exception as exc:  # the transport failed (refused, reset, cut mid-body, a timeout): infrastructure
+            except Exception as exc:  # the body was cut mid-way (reset, a timeout): infrastructure
                 self._connect_failed(request, exc, trial)
                 raise
-            wait = self._retry_in(response, attempt)
+            self._spent(host, response)
+            wait, failure = self._verdict(response, attempt)
             if wait is None:
                 break
-            with trial.waiting(f"a retry of {request.method} {scrub_url(str(request.url))} ({wait:.3g} s)"):
-                await asyncio.sleep(wait)
+            if pace is None or response.status_code != 429:
+                with _waiting(trial, f"a retry of {request.method} {scrub_url(str(request.url))} ({wait:.3g} s)"):
+                    await asyncio.sleep(wait)
             attempt += 1
-        answer = self._answer(module, request, response, attempt, trial)
-        if limits is not None:
-            await limits.spend_async(_tokens(answer))
-        return answer
+        return self._answer(module, request, response, failure, trial)
+
+
+def _waiting(trial: TrialTraffic | None, what: str) -> contextlib.AbstractContextManager[None]:
+    """``trial.waiting(what)``; nothing for the pace alone (no trial scope)."""
+    return trial.waiting(what) if trial is not None else contextlib.nullcontext()
+
+
+def _paced(request: Any, attempt: int) -> str:
+    """What a request held by the pace waits for: a retry's (after a 429, the run's cool-down), or its budgets."""
+    return f"a retry of {request.method} {scrub_url(str(request.url))} (the run's pace)" if attempt else PACED
+
+
+def _host(request: Any) -> str:
+    url = request.url
+    return f"{url.host}:{url.port}" if url.port else str(url.host)
+
+
+def _key(request: Any) -> str:
+    """The request as its client's own retry sends it again: method, URL and body."""
+    digest = hashlib.sha256(request.content or b"")
+    return f"{request.method} {request.url} {digest.hexdigest()}"
 
 
 def remember_credentials(request: Any) -> None:
@@ -278,45 +375,33 @@ def shown_error(exc: CassetteError, settings: TrafficSettings) -> str:
     return text[len(root) :] if text.startswith(root) else text
 
 
-def retry_delay(headers: Any, attempt: int) -> float:
-    """The server's ``retry-after-ms`` / ``Retry-After`` (seconds or a date), else exponential backoff with jitter."""
-    try:
-        if headers.get("retry-after-ms"):
-            return min(float(headers["retry-after-ms"]) / 1000.0, MAX_RETRY_WAIT_S)
-        after = headers.get("retry-after")
-        if after:
-            try:
-                seconds = float(after)
-            except ValueError:
-                when = email.utils.parsedate_to_datetime(after)
-                seconds = when.timestamp() - time.time()
-            return min(max(seconds, 0.0), MAX_RETRY_WAIT_S)
-    except (TypeError, ValueError, OverflowError):
-        pass
-    backoff: float = min(0.5 * 2.0**attempt, 8.0)
-    return backoff * random.uniform(0.5, 1.0)
-
-
 # -- installing the hook -------------------------------------------------------------------------------------
 
 _ACTIVE: list[Traffic] = []
 _PATCHED: list[tuple[type, str, Any]] = []
+_HOOKED: set[int] = set()
 
 
 def install(traffic: Traffic) -> None:
-    """Route every ``httpx``/``httpx2`` transport request through ``traffic`` (until ``uninstall``)."""
+    """Route every ``httpx``/``httpx2`` transport request through ``traffic`` (until ``uninstall``). The pace alone
+    (no traffic option) imports neither: it hooks those the agents load (``adopt``, at each case)."""
     _ACTIVE[:] = [traffic]
-    if _PATCHED:
-        return
-    seen: set[int] = set()
     for name in ("httpx", "httpx2"):
-        try:
-            module = importlib.import_module(name)
-        except ImportError:
+        if traffic.settings.watch:
+            try:
+                importlib.import_module(name)
+            except ImportError:
+                continue
+    adopt()
+
+
+def adopt() -> None:
+    """Hook ``httpx``/``httpx2`` where loaded and not hooked yet (httpx2's ``alias_httpx()`` makes both one)."""
+    for name in ("httpx", "httpx2"):
+        module = sys.modules.get(name)
+        if module is None or id(module) in _HOOKED:
             continue
-        if id(module) in seen:  # httpx2's alias_httpx() makes both names one module
-            continue
-        seen.add(id(module))
+        _HOOKED.add(id(module))
         _patch(module.HTTPTransport, "handle_request", _sync_hook(module, module.HTTPTransport.handle_request))
         _patch(
             module.AsyncHTTPTransport,
@@ -329,6 +414,7 @@ def uninstall() -> None:
     while _PATCHED:
         cls, name, original = _PATCHED.pop()
         setattr(cls, name, original)
+    _HOOKED.clear()
     _ACTIVE.clear()
 
 
@@ -340,8 +426,8 @@ def _patch(cls: type, name: str, replacement: Any) -> None:
 def _sync_hook(module: Any, original: Callable[..., Any]) -> Callable[..., Any]:
     def handle_request(self: Any, request: Any) -> Any:
         trial = CURRENT.get()
-        if trial is None or not _ACTIVE:
-            return original(self, request)
+        if not _ACTIVE or (trial is None and (_ACTIVE[0].settings.watch or TRIAL.get() is None)):
+            return original(self, request)  # outside a case (or the hook's case scope): untouched
         return _ACTIVE[0].handle(module, request, lambda r: original(self, r), trial)
 
     return handle_request
@@ -350,7 +436,7 @@ def _sync_hook(module: Any, original: Callable[..., Any]) -> Callable[..., Any]:
 def _async_hook(module: Any, original: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
     async def handle_async_request(self: Any, request: Any) -> Any:
         trial = CURRENT.get()
-        if trial is None or not _ACTIVE:
+        if not _ACTIVE or (trial is None and (_ACTIVE[0].settings.watch or TRIAL.get() is None)):
             return await original(self, request)
         return await _ACTIVE[0].handle_async(module, request, lambda r: original(self, r), trial)
 

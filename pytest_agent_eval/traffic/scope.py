@@ -45,16 +45,21 @@ class CaseTraffic:
 
 @dataclass
 class TrialTraffic:
-    """What one trial's requests cost, and the first infrastructure failure among them."""
+    """What one trial's requests cost, and its infrastructure failures."""
 
     case: CaseTraffic
     number: int
     usage: Usage = field(default_factory=Usage)
-    infra_error: str | None = None
+    _failures: list[tuple[str | None, str]] = field(default_factory=list)
     waiting_for: str | None = None
     """What the trial's request is waiting for (the run's rate limit, a 429's ``Retry-After``); still set when the
     wait did not end by itself (the case's timeout cancelled it): the timeout is then infrastructure's."""
     _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @property
+    def infra_error(self) -> str | None:
+        """The first infrastructure failure the agent did not get past (the one reported)."""
+        return self._failures[0][1] if self._failures else None
 
     @contextlib.contextmanager
     def waiting(self, what: str) -> Iterator[None]:
@@ -63,11 +68,16 @@ class TrialTraffic:
         yield
         self.waiting_for = None
 
-    def fail(self, message: str) -> None:
-        """Note an infrastructure failure (the first one is the one reported)."""
+    def fail(self, message: str, key: str | None = None) -> None:
+        """Note an infrastructure failure; one with a ``key`` (the request) is forgotten when the same request is
+        later answered (``answered``): the client's own retry got the agent its answer."""
         with self._lock:
-            if self.infra_error is None:
-                self.infra_error = message
+            self._failures.append((key, message))
+
+    def answered(self, key: str) -> None:
+        with self._lock:
+            if self._failures:
+                self._failures = [(k, m) for k, m in self._failures if k is None or k != key]
 
     def report(self, run: RunRecord) -> str | None:
         """The trial's usage into its run record (requests; tokens and cost when every response reported them);

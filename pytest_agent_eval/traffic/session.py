@@ -7,7 +7,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pytest_agent_eval.traffic.hook import Traffic, TrafficSettings, install, uninstall
-from pytest_agent_eval.traffic.limits import Budget, Limits
+from pytest_agent_eval.traffic.limits import Budget
+from pytest_agent_eval.traffic.pace import Pace
+from pytest_agent_eval.traffic.store import open_store
 from pytest_agent_eval.traffic.usage import Prices, parse_prices
 
 if TYPE_CHECKING:
@@ -17,11 +19,12 @@ if TYPE_CHECKING:
 def start(options: TrafficOptions, root: Path, limits_folder: Path) -> Traffic:
     """The session's hook, installed. ValueError / ImportError say which option is wrong or what to install."""
     prices = Prices(load_prices(options.prices, root) if options.prices else None)
-    limits = None
-    if options.rate_limit or options.token_limit:
-        requests = Budget.parse(options.rate_limit, "--agent-eval-rate-limit") if options.rate_limit else None
-        tokens = Budget.parse(options.token_limit, "--agent-eval-token-limit") if options.token_limit else None
-        limits = Limits(requests, tokens, limits_folder, options.rate_limit_url)
+    requests = Budget.parse(options.rate_limit, "--agent-eval-rate-limit") if options.rate_limit else None
+    tokens = Budget.parse(options.token_limit, "--agent-eval-token-limit") if options.token_limit else None
+    pace = None
+    if options.pace or requests or tokens:
+        name = "_".join(["pace", *(f"{kind}_{b.key}" for kind, b in (("requests", requests), ("tokens", tokens)) if b)])
+        pace = Pace(open_store(limits_folder, options.rate_limit_url, name), requests, tokens)
     traffic = Traffic(
         TrafficSettings(
             root=root,
@@ -30,7 +33,8 @@ def start(options: TrafficOptions, root: Path, limits_folder: Path) -> Traffic:
             ignore=frozenset(options.match_ignore),
             retries=options.retries,
             prices=prices,
-            limits=limits,
+            pace=pace,
+            watch=options.on,
         )
     )
     install(traffic)
@@ -39,8 +43,8 @@ def start(options: TrafficOptions, root: Path, limits_folder: Path) -> Traffic:
 
 def stop(traffic: Traffic) -> None:
     uninstall()
-    if traffic.settings.limits is not None:
-        traffic.settings.limits.close()
+    if traffic.settings.pace is not None:
+        traffic.settings.pace.close()
 
 
 def load_prices(text: str, root: Path) -> dict[str, dict[str, float]]:

@@ -1,0 +1,231 @@
+"""Where the run's pace lives, shared by every thread, event loop and xdist worker: a JSON file under a file lock in
+the run's cache directory (one machine), or a Redis hash (across machines).
+
+The state is a flat map of numbers, read and written in one atomic step. ``reserve`` hands out the next permit
+(virtual scheduling, GCRA with no burst: each request gets its own slot ``step`` seconds after the previous one, so
+the budget is reached and never exceeded, and no waiter polls) and ``update`` applies a few operations (a cool-down
+from a 429, a pace learned from headers, a token debit). Times are the store's own clock: the machine's for the file,
+Redis's ``TIME`` for Redis, so that a machine whose clock is off stamps its permits like every other; a caller only
+ever gets back how long to wait.
+
+Fields: ``tat``/``step`` the written request budget (next free slot, seconds per request); ``ttat``/``tstep`` the
+written token budget (seconds per token); per host ``h`` the found pace ``tat:h``/``step:h`` (requests) and
+``ttat:h``/``tstep:h`` (tokens), ``cool:h`` no request before this time, ``gap:h`` the recent mean gap between
+permits (what the run sent when a 429 came, for the multiplicative decrease); ``est`` tokens per request (a moving
+mean).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Protocol
+
+FORGET_S = 600.0
+"""A pace left untouched this long is forgotten (Redis: the key expires), so a later run learns its own."""
+
+Op = tuple[str, str, float]
+"""``(operation, field, value)``: ``cool`` (field = max(field, now + value)), ``set``, ``add``, ``slower`` (a found
+step multiplied by value, or the recent gap times value when none is known yet), ``faster`` (rate + value / rate)."""
+
+
+class Store(Protocol):
+    def reserve(self, host: str, tokens: float, sent: int = 1) -> float:
+        """Take the next permit for a request to ``host`` (with ``tokens`` expected); seconds to wait for it, or
+        -1 when nothing paces the host (no budget, no known rate, no cool-down): the caller may go on without
+        permits for a moment. ``sent``: the requests to ``host`` since this process's last permit, this one
+        included (for the recent gap)."""
+        ...
+
+    def update(self, ops: Sequence[Op]) -> None: ...
+
+    def close(self) -> None: ...
+
+
+def reserve_state(state: dict[str, float], now: float, host: str, tokens: float, sent: int = 1) -> float:
+    """The permit's slot (``reserve`` of the file store; ``_RESERVE`` is the same in Lua for Redis)."""
+
+    def get(name: str) -> float:
+        return state.get(name, 0.0)
+
+    slot = max(now, get("tat"), get("ttat"), get(f"cool:{host}"), get(f"tat:{host}"), get(f"ttat:{host}"))
+    if get("step") > 0:
+        state["tat"] = slot + get("step")
+    if get("tstep") > 0:
+        state["ttat"] = slot + tokens * get("tstep")
+    if get(f"step:{host}") > 0:
+        state[f"tat:{host}"] = slot + get(f"step:{host}")
+    if get(f"tstep:{host}") > 0:
+        state[f"ttat:{host}"] = slot + tokens * get(f"tstep:{host}")
+    last = get(f"last:{host}")
+    if last > 0:
+        state[f"gap:{host}"] = 0.8 * get(f"gap:{host}") + 0.2 * max(slot - last, 0.0) / sent
+    state[f"last:{host}"] = slot
+    paced = any(get(name) > 0 for name in ("step", "tstep", f"step:{host}", f"tstep:{host}"))
+    return slot - now if paced or get(f"cool:{host}") > now else -1.0
+
+
+def update_state(state: dict[str, float], now: float, ops: Sequence[Op]) -> None:
+    """``update`` of the file store (``_UPDATE`` in Lua for Redis)."""
+    for op, name, value in ops:
+        current = state.get(name, 0.0)
+        if op == "cool":
+            state[name] = max(current, now + value)
+        elif op == "set":
+            state[name] = value
+        elif op == "add":
+            state[name] = current + value
+        elif op == "slower":  # name is step:<host>; its gap is gap:<host>
+            gap = state.get("gap:" + name.partition(":")[2], 0.0)
+            state[name] = current * value if current > 0 else max(gap, 0.001) * value
+        elif op == "faster" and current > 0:
+            rate = 1.0 / current
+            state[name] = 1.0 / (rate + value / rate)
+
+
+_RESERVE = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
+local key, host, tokens, sent = KEYS[1], ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
+local function get(name) return tonumber(redis.call('HGET', key, name) or '0') or 0 end
+local slot = math.max(now, get('tat'), get('ttat'), get('cool:' .. host), get('tat:' .. host), get('ttat:' .. host))
+local function put(name, value) redis.call('HSET', key, name, string.format('%.6f', value)) end
+if get('step') > 0 then put('tat', slot + get('step')) end
+if get('tstep') > 0 then put('ttat', slot + tokens * get('tstep')) end
+if get('step:' .. host) > 0 then put('tat:' .. host, slot + get('step:' .. host)) end
+if get('tstep:' .. host) > 0 then put('ttat:' .. host, slot + tokens * get('tstep:' .. host)) end
+local last = get('last:' .. host)
+if last > 0 then put('gap:' .. host, 0.8 * get('gap:' .. host) + 0.2 * math.max(slot - last, 0) / sent) end
+put('last:' .. host, slot)
+redis.call('EXPIRE', key, 600)
+local paced = get('step') > 0 or get('tstep') > 0 or get('step:' .. host) > 0 or get('tstep:' .. host) > 0
+if paced or get('cool:' .. host) > now then return string.format('%.6f', slot - now) end
+return '-1'
+
+"""
+
+_UPDATE = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
+local key = KEYS[1]
+local function get(name) return tonumber(redis.call('HGET', key, name) or '0') or 0 end
+local function put(name, value) redis.call('HSET', key, name, string.format('%.6f', value)) end
+for i = 1, #ARGV, 3 do
+  local op, name, value = ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 2])
+  local current = get(name)
+  if op == 'cool' then put(name, math.max(current, now + value))
+  elseif op == 'set' then put(name, value)
+  elseif op == 'add' then put(name, current + value)
+  elseif op == 'slower' then
+    if current > 0 then put(name, current * value)
+    else put(name, math.max(get('gap:' .. string.sub(name, 6)), 0.001) * value) end
+  elseif op == 'faster' and current > 0 then
+    local rate = 1 / current
+    put(name, 1 / (rate + value / rate))
+  end
+end
+redis.call('EXPIRE', key, 600)
+return 0
+"""
+
+
+class RedisStore:
+    """The pace in a Redis hash, stamped with Redis's own clock (``TIME`` inside the scripts)."""
+
+    def __init__(self, url: str, key: str) -> None:
+        from redis import Redis
+
+        self._client: Any = Redis.from_url(url)
+        self._key = key
+        self._reserve = self._client.register_script(_RESERVE)
+        self._update = self._client.register_script(_UPDATE)
+
+    def reserve(self, host: str, tokens: float, sent: int = 1) -> float:
+        return float(self._reserve(keys=[self._key], args=[host, f"{tokens:.3f}", str(sent)]))
+
+    def update(self, ops: Sequence[Op]) -> None:
+        if ops:
+            self._update(keys=[self._key], args=[str(part) for op in ops for part in op])
+
+    def close(self) -> None:
+        self._client.close()
+
+
+class FileStore:
+    """The pace in a JSON file, read and written under an exclusive lock (``fcntl``; ``filelock`` where there is
+    none), on the machine's clock."""
+
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._path = path
+        self._threads = threading.Lock()  # flock is per open file: threads of one process take turns first
+
+    @contextmanager
+    def _state(self) -> Iterator[tuple[dict[str, float], float]]:
+        with self._threads, _locked(self._path) as handle:
+            handle.seek(0)
+            text = handle.read()
+            try:
+                state: dict[str, float] = json.loads(text) if text else {}
+            except ValueError:  # a run killed mid-write: start afresh
+                state = {}
+            now = time.time()
+            if state.get("at", 0.0) < now - FORGET_S:  # an earlier run's pace: learned anew
+                state = {}
+            state["at"] = now
+            yield state, now
+            handle.seek(0)
+            handle.truncate()
+            handle.write(json.dumps(state))
+            handle.flush()
+
+    def reserve(self, host: str, tokens: float, sent: int = 1) -> float:
+        with self._state() as (state, now):
+            return reserve_state(state, now, host, tokens, sent)
+
+    def update(self, ops: Sequence[Op]) -> None:
+        if ops:
+            with self._state() as (state, now):
+                update_state(state, now, ops)
+
+    def close(self) -> None:
+        pass
+
+
+@contextmanager
+def _locked(path: Path) -> Iterator[Any]:
+    handle = open(path, "a+", encoding="utf-8")  # noqa: SIM115 (closed below, after the lock is released)
+    try:
+        try:
+            import fcntl
+        except ImportError:  # Windows: filelock's lock file beside the state
+            from filelock import FileLock
+
+            with FileLock(str(path) + ".lock"):
+                yield handle
+        else:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+            try:
+                yield handle
+            finally:
+                fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+    finally:
+        handle.close()
+
+
+def open_store(folder: Path, url: str | None, name: str) -> Store:
+    """Redis when a URL is given, else the file ``folder/name.json``."""
+    if url:
+        try:
+            import redis  # noqa: F401
+        except ImportError:
+            raise ImportError(
+                "the rate limit's Redis store needs redis: pip install 'pytest-agent-evalset[redis]' "
+                "(or pip install redis)"
+            ) from None
+        return RedisStore(url, f"agent_eval:{name}")
+    return FileStore(folder / f"{name}.json")

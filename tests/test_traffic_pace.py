@@ -1,0 +1,190 @@
+"""The provider's budget (SPEC §14, issue 26) as users run it: the official `openai` client against the loopback
+provider answering 429s — one pace for the whole run (a 429's cool-down shared by every thread, the rate the provider
+announces kept), on with no option at all; a spent quota not retried; a case judged on what the agent got when its
+own retry succeeded; the written budget stamped with Redis's clock."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+from openai_server import ChatServer
+from test_traffic import busiest_second, point_at, redis_url  # noqa: F401 (a fixture)
+
+from pytest_agent_eval.traffic.pace import announced
+
+pytest.importorskip("openai")
+
+AGENTS = """
+import httpx
+import openai
+
+
+def no_retries(query):
+    client = openai.OpenAI(max_retries=0)
+    reply = client.chat.completions.create(model="loopback-model", messages=[{"role": "user", "content": query}])
+    return reply.choices[0].message.content
+
+
+def sdk_retries(query):
+    client = openai.OpenAI()  # its default: 2 retries
+    reply = client.chat.completions.create(model="loopback-model", messages=[{"role": "user", "content": query}])
+    return reply.choices[0].message.content
+
+
+def own_retries(query):
+    import os
+
+    url = os.environ["OPENAI_BASE_URL"] + "/chat/completions"
+    body = {"model": "loopback-model", "messages": [{"role": "user", "content": query}]}
+    with httpx.Client() as client:
+        for _ in range(3):  # the agent's own retry loop, after the hook's
+            reply = client.post(url, json=body)
+            if reply.status_code == 200:
+                return reply.json()["choices"][0]["message"]["content"]
+    return f"gave up: {reply.status_code}"
+"""
+
+RUN = ("-p", "no:cacheprovider", "-p", "no:randomly")
+
+
+def evals(agent: str, cases: int) -> str:
+    lines = [f"agent: pace_agents:{agent}", "cases:"]
+    for n in range(cases):
+        lines += [f"  - id: case_{n}", f"    input: Question {n}", "    expect:", "      contains: [without tools]"]
+    return "\n".join(lines) + "\n"
+
+
+@pytest.fixture
+def project(pytester: pytest.Pytester) -> pytest.Pytester:
+    pytester.makepyfile(pace_agents=AGENTS)
+    pytester.makeini("[pytest]\n")
+    pytester.syspathinsert()
+    return pytester
+
+
+def test_a_429s_cool_down_holds_back_every_thread_with_no_option(
+    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first answer is a 429 asking for 1 s, and the provider answers 429 to anything within that second: six
+    cases at concurrency 6 whose client does not retry all pass, the provider answering one 429 in all."""
+    project.makefile(".yaml", eval_cool=evals("no_retries", 6))
+    with ChatServer(lambda prompt: None, failures=1, retry_after="1", retry_after_ms=1000) as chat:
+        point_at(monkeypatch, chat.base_url)
+        result = project.runpytest(*RUN, "--agent-eval-concurrency", "6")
+    result.assert_outcomes(passed=6)
+    assert chat.limited == 1
+
+
+def test_the_rate_the_provider_announces_is_kept(project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A provider of 5 requests/s announcing it in OpenAI's `x-ratelimit-*` headers: 20 cases at concurrency 20 and no
+    option pass, with at most one request answered 429."""
+    project.makefile(".yaml", eval_rate=evals("no_retries", 20))
+    with ChatServer(lambda prompt: None, rate=5) as chat:
+        point_at(monkeypatch, chat.base_url)
+        result = project.runpytest(*RUN, "--agent-eval-concurrency", "20")
+    result.assert_outcomes(passed=20)
+    assert chat.limited <= 1
+
+
+def test_openai_and_anthropic_rate_limit_headers_are_read() -> None:
+    openai_headers = {
+        "x-ratelimit-limit-requests": "10000",
+        "x-ratelimit-remaining-requests": "9999",
+        "x-ratelimit-reset-requests": "6ms",
+        "x-ratelimit-limit-tokens": "200000",
+        "x-ratelimit-remaining-tokens": "150000",
+        "x-ratelimit-reset-tokens": "15s",
+    }
+    rates = announced(openai_headers)
+    assert rates.requests == pytest.approx(1 / 0.006) and rates.tokens == pytest.approx(50000 / 15)
+    anthropic_headers = {
+        "anthropic-ratelimit-requests-limit": "50",
+        "anthropic-ratelimit-requests-remaining": "20",
+        "anthropic-ratelimit-requests-reset": "2100-01-01T00:00:00Z",
+    }
+    rates = announced(anthropic_headers)
+    assert rates.requests is not None and 0 < rates.requests < 1e-6 and rates.tokens is None  # 30 over ~74 years
+    assert announced({"x-ratelimit-limit-requests": "10"}) == announced({})  # nothing said: nothing learned
+
+
+def test_a_spent_quota_is_not_retried_and_errors_at_once(
+    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`insufficient_quota`: neither the hook nor the client (told `x-should-retry: false`) tries again."""
+    project.makefile(".yaml", eval_quota=evals("sdk_retries", 1))
+    with ChatServer(lambda prompt: None, failures=100, quota_spent=True) as chat:
+        point_at(monkeypatch, chat.base_url)
+        result = project.runpytest(*RUN, "--agent-eval-traffic")
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(
+        [
+            "eval_quota.yaml:3: case case_0: infrastructure error, not the agent's: POST "
+            f"{chat.base_url}/chat/completions answered 429 Too Many Requests: the quota is spent "
+            "(insufficient_quota): not retried"
+        ]
+    )
+    assert len(chat.log) == 1
+
+
+def test_a_wait_beyond_the_cap_is_not_retried_and_says_so(
+    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    project.makefile(".yaml", eval_long=evals("no_retries", 1))
+    with ChatServer(lambda prompt: None, failures=100, retry_after="3600") as chat:
+        point_at(monkeypatch, chat.base_url)
+        result = project.runpytest(*RUN, "--agent-eval-traffic")
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["*answered 429 Too Many Requests: the server asks to wait 3600 s, more than 60 s*"])
+    assert len(chat.log) == 1
+
+
+def test_the_agents_own_retry_that_succeeds_is_judged_not_an_error(
+    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The hook gives up (one retry) twice, the agent's own loop sends the request a third time and gets its answer:
+    the case is judged on that answer."""
+    project.makefile(".yaml", eval_own=evals("own_retries", 1))
+    with ChatServer(lambda prompt: None, failures=4, retry_after="0") as chat:
+        point_at(monkeypatch, chat.base_url)
+        result = project.runpytest(*RUN, "--agent-eval-traffic", "--agent-eval-retries", "1")
+    result.assert_outcomes(passed=1)
+    assert len(chat.log) == 5
+
+
+SKEW = """
+import time
+
+_time, _time_ns = time.time, time.time_ns
+time.time = lambda: _time() + 2.0  # this machine's clock is 2 s ahead
+time.time_ns = lambda: _time_ns() + 2_000_000_000
+"""
+
+
+@pytest.mark.slow
+def test_a_redis_budget_is_stamped_with_redis_clock(
+    project: pytest.Pytester,
+    monkeypatch: pytest.MonkeyPatch,
+    redis_url: str,  # noqa: F811
+) -> None:
+    """Two pytest processes share a 4/s budget in Redis, one with its clock 2 s ahead: the provider never sees more
+    than the budget in a second (one more for the edges of the window)."""
+    project.makepyfile(skewed_clock=SKEW)
+    project.makefile(".yaml", eval_a=evals("no_retries", 10).replace("case_", "a_"))
+    project.makefile(".yaml", eval_b=evals("no_retries", 10).replace("case_", "b_"))
+    with ChatServer(lambda prompt: None, max_requests=100) as chat:
+        point_at(monkeypatch, chat.base_url)
+        monkeypatch.setenv("PYTHONPATH", str(project.path))
+        common = [sys.executable, "-m", "pytest", *RUN, "--agent-eval-concurrency", "10"]
+        common += ["--agent-eval-rate-limit", "4/s", "--agent-eval-rate-limit-url", redis_url]
+        runs = [
+            subprocess.Popen([*common, "eval_a.yaml"], cwd=project.path, stdout=subprocess.PIPE, text=True),
+            subprocess.Popen(
+                [*common, "-p", "skewed_clock", "eval_b.yaml"], cwd=project.path, stdout=subprocess.PIPE, text=True
+            ),
+        ]
+        outputs = [run.communicate(timeout=120)[0] for run in runs]
+    assert all("10 passed" in out for out in outputs), outputs
+    assert len(chat.log) == 20
+    assert busiest_second(chat.log) <= 4 + 1
