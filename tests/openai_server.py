@@ -63,6 +63,7 @@ class ChatServer:
         retry_after_ms: int | None = None,
         quota_spent: bool = False,
         usage: dict[str, Any] | None = None,
+        announce: bool = True,
     ) -> None:
         self.route = route
         self.answer = answer
@@ -74,6 +75,8 @@ class ChatServer:
         self.rate = rate
         self.retry_after_ms = retry_after_ms
         self.quota_spent = quota_spent
+        self.announce = announce
+        """Whether ``rate`` is told in the headers (``False``: a provider that answers bare 429s)."""
         self.limited = 0
         self._level = float(rate or 0)
         self._stamp = time.monotonic()
@@ -183,7 +186,7 @@ class ChatServer:
         with self._lock:
             if status == 429 and self.retry_after_ms:
                 headers["retry-after-ms"] = str(self.retry_after_ms)
-            if self.rate:
+            if self.rate and self.announce:
                 level = self._level
                 headers["x-ratelimit-limit-requests"] = str(self.rate)
                 headers["x-ratelimit-remaining-requests"] = str(int(level))

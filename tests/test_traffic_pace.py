@@ -13,6 +13,7 @@ from openai_server import ChatServer
 from test_traffic import busiest_second, point_at, redis_url  # noqa: F401 (a fixture)
 
 from pytest_agent_eval.traffic.pace import announced
+from pytest_agent_eval.traffic.store import update_state
 
 pytest.importorskip("openai")
 
@@ -86,6 +87,31 @@ def test_the_rate_the_provider_announces_is_kept(project: pytest.Pytester, monke
         result = project.runpytest(*RUN, "--agent-eval-concurrency", "20")
     result.assert_outcomes(passed=20)
     assert chat.limited <= 1
+
+
+def test_a_provider_that_announces_no_rate_is_paced_by_its_429s(
+    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A provider of 5 requests/s that sends no rate-limit header, only bare 429s beyond it: 20 cases at concurrency
+    20 whose client does not retry and no option all pass; each 429 slows the run's pace (AIMD), so fewer requests
+    are answered 429 than there are cases."""
+    project.makefile(".yaml", eval_bare=evals("no_retries", 20))
+    with ChatServer(lambda prompt: None, rate=5, announce=False, retry_after=None) as chat:
+        point_at(monkeypatch, chat.base_url)
+        result = project.runpytest(*RUN, "--agent-eval-concurrency", "20")
+    result.assert_outcomes(passed=20)
+
+
+def test_a_burst_of_429s_halves_the_pace_once() -> None:
+    """Twenty requests sent together all answered 429: the pace halves once, not twenty times (2^20 times slower
+    was a run that stood still); a 429 to a request sent after that halving halves it again."""
+    state: dict[str, float] = {"gap:api": 0.01}
+    update_state(state, 100.0, [("slower", "step:api", 0.05)] * 20)
+    assert state["step:api"] == pytest.approx(0.02)
+    update_state(state, 100.5, [("slower", "step:api", 0.6)])  # sent before the halving at 100.0: old news
+    assert state["step:api"] == pytest.approx(0.02)
+    update_state(state, 100.5, [("slower", "step:api", 0.2)])  # sent at 100.3, paced at the halved rate
+    assert state["step:api"] == pytest.approx(0.04)
 
 
 def test_openai_and_anthropic_rate_limit_headers_are_read() -> None:

@@ -226,7 +226,7 @@ class Traffic:
             message = f"{request.method} {scrub_url(str(request.url))} failed: {type(exc).__name__}: {text}"
             trial.fail(message, _key(request))
 
-    def _heard(self, host: str, response: Any, attempt: int) -> None:
+    def _heard(self, host: str, response: Any, attempt: int, sent: float) -> None:
         """Tell the run's pace what an answer's status and headers say (a 429's cool-down: the wait it asks for)."""
         pace = self.settings.pace
         if pace is not None:
@@ -235,7 +235,7 @@ class Traffic:
             if status == 429:
                 asked = asked_wait(response.headers)
                 cool = min(asked, MAX_RETRY_WAIT_S) if asked is not None else backoff(attempt)
-            pace.heard(host, status, response.headers, cool)
+            pace.heard(host, status, response.headers, cool, time.monotonic() - sent)
 
     def _spent(self, host: str, response: Any) -> None:
         pace = self.settings.pace
@@ -255,13 +255,14 @@ class Traffic:
         while True:
             with _waiting(trial, _paced(request, attempt)):
                 first = pace.wait(host) if pace is not None else False
+            sent = time.monotonic()
             try:
                 try:
                     response = send(request)
                 except Exception as exc:  # the transport failed (refused, reset, a timeout): infrastructure
                     self._connect_failed(request, exc, trial)
                     raise
-                self._heard(host, response, attempt)
+                self._heard(host, response, attempt, sent)
             finally:
                 if first and pace is not None:  # the others may go: at the headers, not the whole body
                     pace.open(host)
@@ -298,13 +299,14 @@ class Traffic:
         while True:
             with _waiting(trial, _paced(request, attempt)):
                 first = await pace.wait_async(host) if pace is not None else False
+            sent = time.monotonic()
             try:
                 try:
                     response = await send(request)
                 except Exception as exc:  # the transport failed (refused, reset, a timeout): infrastructure
                     self._connect_failed(request, exc, trial)
                     raise
-                self._heard(host, response, attempt)
+                self._heard(host, response, attempt, sent)
             finally:
                 if first and pace is not None:
                     pace.open(host)

@@ -4,8 +4,9 @@ thread, loop and xdist worker, and, with no budget written, the pace the provide
 
 Until a host's first answer, a process sends it one request at a time (the others wait on a future, costing no CPU):
 that answer's ``x-ratelimit-*`` / ``anthropic-ratelimit-*`` headers give its rate before a burst can overrun it.
-A host that announces no rate is paced by its 429s alone: each halves the pace (from what the run was sending), each
-answer after it raises the pace a little (AIMD).
+A host that announces no rate is paced by its 429s alone: a 429 halves the pace (from what the run was sending) unless
+its request was sent before the last halving (a burst of 429s halves it once), each answer after it raises the pace a
+little (AIMD).
 """
 
 from __future__ import annotations
@@ -166,8 +167,9 @@ class Pace:
             with contextlib.suppress(InvalidStateError):  # set by another thread meanwhile
                 gate.set_result(None)
 
-    def heard(self, host: str, status: int, headers: Any, cool_s: float | None) -> None:
-        """Learn from an answer's status and headers (before its body): the announced rates, a 429's cool-down."""
+    def heard(self, host: str, status: int, headers: Any, cool_s: float | None, age_s: float = 0.0) -> None:
+        """Learn from an answer's status and headers (before its body): the announced rates, a 429's cool-down.
+        ``age_s``: how long ago its request was sent (a 429 to a request sent before the last slow-down is old news)."""
         ops: list[Op] = []
         rates = announced(headers)
         if status == 429 or rates.requests or rates.tokens:
@@ -183,7 +185,7 @@ class Pace:
             if cool_s:
                 ops.append(("cool", f"cool:{host}", cool_s))
             if not rates.requests:  # the rate it announced (if any) was too fast for it: slower
-                ops.append(("slower", f"step:{host}", 2.0))
+                ops.append(("slower", f"step:{host}", age_s))
                 self._slowed.add(host)
         elif status < 400 and host in self._slowed and host not in self._announcing:
             ops.append(("faster", f"step:{host}", 1.0))

@@ -29,8 +29,10 @@ FORGET_S = 600.0
 """A pace left untouched this long is forgotten (Redis: the key expires), so a later run learns its own."""
 
 Op = tuple[str, str, float]
-"""``(operation, field, value)``: ``cool`` (field = max(field, now + value)), ``set``, ``add``, ``slower`` (a found
-step multiplied by value, or the recent gap times value when none is known yet), ``faster`` (rate + value / rate)."""
+"""``(operation, field, value)``: ``cool`` (field = max(field, now + value)), ``set``, ``add``, ``slower`` (the
+step doubled, or the recent gap doubled when none is known yet; value is the age of the request that got the 429: a
+request sent before the last slow-down says nothing new, so a burst of 429s halves the pace once, not once each),
+``faster`` (rate + value / rate)."""
 
 
 class Store(Protocol):
@@ -79,9 +81,11 @@ def update_state(state: dict[str, float], now: float, ops: Sequence[Op]) -> None
             state[name] = value
         elif op == "add":
             state[name] = current + value
-        elif op == "slower":  # name is step:<host>; its gap is gap:<host>
-            gap = state.get("gap:" + name.partition(":")[2], 0.0)
-            state[name] = current * value if current > 0 else max(gap, 0.001) * value
+        elif op == "slower":  # name is step:<host>; its gap is gap:<host>, its last slow-down slowed:<host>
+            host = name.partition(":")[2]
+            if now - value >= state.get("slowed:" + host, 0.0):
+                state[name] = current * 2.0 if current > 0 else max(state.get("gap:" + host, 0.0), 0.001) * 2.0
+                state["slowed:" + host] = now
         elif op == "faster" and current > 0:
             rate = 1.0 / current
             state[name] = 1.0 / (rate + value / rate)
@@ -121,8 +125,12 @@ for i = 1, #ARGV, 3 do
   elseif op == 'set' then put(name, value)
   elseif op == 'add' then put(name, current + value)
   elseif op == 'slower' then
-    if current > 0 then put(name, current * value)
-    else put(name, math.max(get('gap:' .. string.sub(name, 6)), 0.001) * value) end
+    local host = string.sub(name, 6)
+    if now - value >= get('slowed:' .. host) then
+      if current > 0 then put(name, current * 2)
+      else put(name, math.max(get('gap:' .. host), 0.001) * 2) end
+      put('slowed:' .. host, now)
+    end
   elseif op == 'faster' and current > 0 then
     local rate = 1 / current
     put(name, 1 / (rate + value / rate))
