@@ -13,7 +13,7 @@ from openai_server import ChatServer
 from test_traffic import busiest_second, point_at, redis_url  # noqa: F401 (a fixture)
 
 from pytest_agent_eval.traffic.pace import announced
-from pytest_agent_eval.traffic.store import update_state
+from pytest_agent_eval.traffic.store import RedisStore, update_state
 
 pytest.importorskip("openai")
 
@@ -112,6 +112,20 @@ def test_a_burst_of_429s_halves_the_pace_once() -> None:
     assert state["step:api"] == pytest.approx(0.02)
     update_state(state, 100.5, [("slower", "step:api", 0.2)])  # sent at 100.3, paced at the halved rate
     assert state["step:api"] == pytest.approx(0.04)
+
+
+def test_redis_halves_the_pace_once_for_a_burst_of_429s(redis_url: str) -> None:  # noqa: F811 (a fixture)
+    """The same rule in the store's Lua script (Redis holds the pace across machines)."""
+    import redis
+
+    store = RedisStore(redis_url, "agent-eval:test-burst")
+    client = redis.Redis.from_url(redis_url)
+    client.hset("agent-eval:test-burst", "gap:api", "0.01")
+    store.update([("slower", "step:api", 0.05)] * 20)
+    assert float(client.hget("agent-eval:test-burst", "step:api") or 0) == pytest.approx(0.02)
+    store.update([("slower", "step:api", 0.0)])  # sent now, after the halving
+    assert float(client.hget("agent-eval:test-burst", "step:api") or 0) == pytest.approx(0.04)
+    store.close()
 
 
 def test_openai_and_anthropic_rate_limit_headers_are_read() -> None:
