@@ -96,47 +96,47 @@ def _key(config: dict[str, Any], default_env: str) -> str:
     return os.environ.get(str(config.get("apiKeyEnvar") or default_env), "") or "unused"
 
 
-def _openai(provider: dict[str, Any]) -> Callable[[str, dict[str, Any]], Any]:
+def _client(provider: dict[str, Any], package: str, env: str) -> tuple[Callable[[], Any], dict[str, Any]]:
+    """The official client of ``package`` (``openai``/``anthropic``), made at the first call (so a missing package
+    fails the case, not the collection), and the provider's options for its requests."""
     config = dict(provider.get("config") or {})
     state: dict[str, Any] = {}
 
-    def call(prompt: str, context: dict[str, Any]) -> Any:
-        client = state.get("client")
-        if client is None:
+    def client() -> Any:
+        if "client" not in state:
             try:
-                import openai
+                module = importlib.import_module(package)
             except ImportError:
-                raise TypeError("the openai: provider needs the official client: pip install openai") from None
-            base_url = config.get("apiBaseUrl") or os.environ.get("OPENAI_BASE_URL") or None
-            client = state["client"] = openai.OpenAI(api_key=_key(config, "OPENAI_API_KEY"), base_url=base_url)
-        options = {k: v for k, v in config.items() if k not in ("apiBaseUrl", "apiKey", "apiKeyEnvar")}
+                raise TypeError(f"the {package}: provider needs the official client: pip install {package}") from None
+            base_url = config.get("apiBaseUrl") or os.environ.get(f"{env}_BASE_URL") or None
+            make = module.OpenAI if package == "openai" else module.Anthropic
+            state["client"] = make(api_key=_key(config, f"{env}_API_KEY"), base_url=base_url)
+        return state["client"]
+
+    return client, {k: v for k, v in config.items() if k not in ("apiBaseUrl", "apiKey", "apiKeyEnvar")}
+
+
+def _openai(provider: dict[str, Any]) -> Callable[[str, dict[str, Any]], Any]:
+    client, options = _client(provider, "openai", "OPENAI")
+
+    def call(prompt: str, context: dict[str, Any]) -> Any:
         messages: Any = messages_of(prompt)
-        return client.chat.completions.create(model=provider["model"], messages=messages, **options)
+        return client().chat.completions.create(model=provider["model"], messages=messages, **options)
 
     return call
 
 
 def _anthropic(provider: dict[str, Any]) -> Callable[[str, dict[str, Any]], Any]:
-    config = dict(provider.get("config") or {})
-    state: dict[str, Any] = {}
+    client, config = _client(provider, "anthropic", "ANTHROPIC")
 
     def call(prompt: str, context: dict[str, Any]) -> Any:
-        client = state.get("client")
-        if client is None:
-            try:
-                import anthropic
-            except ImportError:
-                raise TypeError("the anthropic: provider needs the official client: pip install anthropic") from None
-            base_url = config.get("apiBaseUrl") or os.environ.get("ANTHROPIC_BASE_URL") or None
-            client = state["client"] = anthropic.Anthropic(api_key=_key(config, "ANTHROPIC_API_KEY"), base_url=base_url)
-        options = {k: v for k, v in config.items() if k not in ("apiBaseUrl", "apiKey", "apiKeyEnvar")}
-        options.setdefault("max_tokens", 1024)
+        options = {"max_tokens": 1024, **config}
         messages = messages_of(prompt)
         system = "\n".join(str(m["content"]) for m in messages if m["role"] == "system")
         if system:
             options["system"] = system
         chat: Any = [m for m in messages if m["role"] != "system"]
-        return client.messages.create(model=provider["model"], messages=chat, **options)
+        return client().messages.create(model=provider["model"], messages=chat, **options)
 
     return call
 
