@@ -101,6 +101,10 @@ class JsonReport:
             "args": redacted([str(a) for a in self.config.invocation_params.args]),
             "llm_model": os.environ.get("AGENT_EVAL_LLM_MODEL") or None,
         }
+        for name, key in (("agent_eval_shard", "shard"), ("agent_eval_resume", "resumed_from")):
+            plugin = self.config.pluginmanager.get_plugin(name)
+            if plugin is not None:  # --agent-eval-shard, --agent-eval-resume
+                run[key] = plugin.to_dict()
         document: dict[str, Any] = {"schema_version": SCHEMA_VERSION, "run": run}
         agents = agent_figures(self.collector.records)
         if agents:  # a matrix: its agents side by side
