@@ -22,7 +22,7 @@ import os
 
 def run(query, context):
     if context.get("flip") and os.environ.get("FLIP"):
-        return "broken"
+        return "nope"
     return context.get("say", "ok")
 """
 CASES = "agent: shard_agent:run\ncases:\n" + "".join(
@@ -156,7 +156,7 @@ def test_merge_refuses_a_case_present_twice(project: pytest.Pytester, capsys: py
     paths = _shards(project)
     copy = project.path / "again.json"
     copy.write_text(paths[1].read_text())
-    code, out, err = _cli(capsys, "merge", *map(str, paths), str(copy), "-o", str(project.path / "all.json"))
+    code, _, err = _cli(capsys, "merge", *map(str, paths), str(copy), "-o", str(project.path / "all.json"))
     assert code == 2
     assert str(paths[1]) in err and str(copy) in err and "eval_cases.yaml::c" in err
     assert not (project.path / "all.json").exists()
@@ -167,7 +167,7 @@ def test_merge_names_the_missing_shard_and_marks_the_report_incomplete(
 ) -> None:
     paths = _shards(project)
     merged = project.path / "part.json"
-    code, out, err = _cli(capsys, "merge", str(paths[0]), str(paths[2]), "-o", str(merged))
+    code, _, err = _cli(capsys, "merge", str(paths[0]), str(paths[2]), "-o", str(merged))
     assert code == 0
     assert "shard 2/3 is missing" in err
     run = _load(merged)["run"]
@@ -182,9 +182,11 @@ def test_merge_says_when_shards_of_different_runs_are_joined(
     project.runpytest(*RUN, "--agent-eval-shard", "1/2", "--agent-eval-report", str(one))
     paths = _shards(project)
     merged = project.path / "mixed.json"
-    code, out, err = _cli(capsys, "merge", str(one), str(paths[1]), str(paths[2]), "-o", str(merged))
-    assert code in (0, 2)
-    assert "1/2" in err and "/3" in err
+    code, _, err = _cli(capsys, "merge", str(one), str(paths[1]), str(paths[2]), "-o", str(merged))
+    assert code == 2
+    assert "the shards are not of one run" in err
+    assert f"{one} is shard 1/2 of 13 items" in err and f"{paths[1]} is shard 2/3 of 13 items" in err
+    assert not merged.exists()
 
 
 # -- 3. gate -----------------------------------------------------------------------------------------------------
@@ -262,7 +264,7 @@ def test_a_report_with_cases_not_run_fails_the_gate(
     data = json.loads(report.read_text())
     data["not_run"] = [{"nodeid": "eval_cases.yaml::c05", "file": "eval_cases.yaml", "line": 7, "reason": "crash"}]
     report.write_text(json.dumps(data))
-    code, out, err = _cli(capsys, "gate", str(report))
+    code, out, _ = _cli(capsys, "gate", str(report))
     assert code == 1
     assert "1 case not run" in out and "eval_cases.yaml::c05" in out
 
@@ -274,7 +276,7 @@ def test_gate_exits_2_on_an_unusable_report(tmp_path: Path, capsys: pytest.Captu
         path.write_text("{nope")
     elif kind == "wrong schema":
         path.write_text(json.dumps({"schema_version": 99, "cases": []}))
-    code, out, err = _cli(capsys, "gate", str(path))
+    code, _, err = _cli(capsys, "gate", str(path))
     assert code == 2
     assert len(err.splitlines()) == 1 and err.startswith(f"agent-eval gate: {path}")
 

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-from typing import Any, NamedTuple
+from dataclasses import dataclass
+from typing import Any
 
 import pytest
 
@@ -23,7 +24,10 @@ _OUTPUT = "agent_eval_shard"
 """The ``workeroutput`` key with which an xdist worker tells the controller how many items it sharded."""
 
 
-class ShardSpec(NamedTuple):
+@dataclass(frozen=True)
+class ShardSpec:
+    """Shard ``index`` of ``count`` (1-based)."""
+
     index: int
     count: int
 
@@ -83,7 +87,12 @@ class Shard:
 
     def to_dict(self) -> dict[str, int | None]:
         """``run.shard`` of the JSON report (a count is ``None`` when no process told it: every worker crashed)."""
-        return {"index": self.spec.index, "count": self.spec.count, "collected": self.collected, "selected": self.selected}
+        return {
+            "index": self.spec.index,
+            "count": self.spec.count,
+            "collected": self.collected,
+            "selected": self.selected,
+        }
 
 
 def configure(config: pytest.Config) -> None:

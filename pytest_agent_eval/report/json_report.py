@@ -4,7 +4,6 @@ session ends, also when it is interrupted (then with what finished)."""
 from __future__ import annotations
 
 import datetime
-import json
 import os
 import platform
 import re
@@ -18,7 +17,7 @@ import pytest
 import pytest_agent_eval
 from pytest_agent_eval.report.atomic import write_report, write_text_atomically
 from pytest_agent_eval.report.collector import Records
-from pytest_agent_eval.report.schema import SCHEMA_VERSION
+from pytest_agent_eval.report.schema import SCHEMA_VERSION, report_text
 from pytest_agent_eval.report.stats import agent_figures
 from pytest_agent_eval.secrets import scrub_text
 
@@ -53,21 +52,6 @@ def git_commit(directory: Path) -> str | None:
         return None
     commit = done.stdout.strip()
     return commit if done.returncode == 0 and re.fullmatch(r"[0-9a-f]{40,64}", commit) else None
-
-
-def report_text(document: dict[str, Any]) -> str:
-    """The report as JSON text: a line per top-level key and a line per case (readable, and a diff shows the cases
-    that changed). Each line comes from the C encoder; ``indent`` would take the pure-Python one (0.4 s of a
-    10,000-case report)."""
-    parts = []
-    for key, value in document.items():
-        name = json.dumps(key)
-        if key == "cases" and value:
-            cases = ",\n  ".join(json.dumps(case, ensure_ascii=False) for case in value)
-            parts.append(f" {name}: [\n  {cases}\n ]")
-        else:
-            parts.append(f" {name}: {json.dumps(value, ensure_ascii=False)}")
-    return "{\n" + ",\n".join(parts) + "\n}\n"
 
 
 def write_atomically(path: Path, document: dict[str, Any]) -> None:
