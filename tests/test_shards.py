@@ -173,6 +173,8 @@ def test_merge_names_the_missing_shard_and_marks_the_report_incomplete(
     run = _load(merged)["run"]
     left_out = _load(paths[1])["run"]["shard"]["selected"]
     assert run["finished"] is False and run["missing_shards"] == [2] and run["missing_items"] == left_out
+    assert _cli(capsys, "html", str(merged), "-o", str(project.path / "part.html"))[0] == 0
+    assert "This report does not hold the whole run: shard 2/3 is missing" in (project.path / "part.html").read_text()
 
 
 def test_merge_says_when_shards_of_different_runs_are_joined(
@@ -312,6 +314,7 @@ def test_resume_with_nothing_left_says_so(project: pytest.Pytester) -> None:
     project.runpytest(*RUN, "--agent-eval-report", str(report))
     result = project.runpytest(*RUN, "--agent-eval-resume", str(report))
     assert _ran(result) == set()
+    assert result.ret == pytest.ExitCode.OK  # not "no tests collected": the report is whole
     result.stdout.fnmatch_lines(["*agent eval resume: every case of r.json has a final record: nothing to run*"])
 
 
@@ -322,3 +325,41 @@ def test_an_unreadable_resume_report_is_a_usage_error(project: pytest.Pytester, 
     result = project.runpytest(*RUN, "--agent-eval-resume", "r.json")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert any("--agent-eval-resume" in line and "r.json" in line for line in result.errlines)
+
+
+def test_resume_under_xdist_sends_the_workers_what_to_leave_out(project: pytest.Pytester) -> None:
+    report = project.path / "r.json"
+    project.runpytest(*RUN, "--agent-eval-report", str(report))
+    data = json.loads(report.read_text())
+    data["cases"] = [c for c in data["cases"] if c["case_id"] not in ("c02", "c10")]
+    report.write_text(json.dumps(data))
+    out = project.path / "out.json"
+    result = project.runpytest_subprocess(
+        *RUN, "-n", "2", "--agent-eval-resume", str(report), "--agent-eval-report", str(out)
+    )
+    assert _ran(result) == {"eval_cases.yaml::c02", "eval_cases.yaml::c10"}
+    assert _ids(_load(out)) == [f"eval_cases.yaml::c{i:02d}" for i in range(12)]
+    result.stdout.fnmatch_lines(["*agent eval resume: ran 2 cases r.json has no final record of; kept its 10*"])
+
+
+def test_a_shards_report_resumes_with_its_own_shard(project: pytest.Pytester) -> None:
+    report = project.path / "s2.json"
+    project.runpytest(*RUN, "--agent-eval-shard", "2/3", "--agent-eval-report", str(report))
+    result = project.runpytest(*RUN, "--agent-eval-resume", str(report))
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"*{report} is the report of shard 2/3: resume it with --agent-eval-shard 2/3*"])
+    result = project.runpytest(*RUN, "--agent-eval-resume", str(report), "--agent-eval-shard", "2/3")
+    assert result.ret == 0
+    result.stdout.fnmatch_lines(["*nothing to run*"])
+
+
+def test_merge_and_gate_import_no_pytest(project: pytest.Pytester) -> None:
+    paths = _shards(project)
+    script = (
+        "import sys\nfrom pytest_agent_eval.cli import main\n"
+        f"codes = [main(['merge', *{[str(p) for p in paths]!r}, '-o', 'all.json']),"
+        " main(['gate', 'all.json', '--baseline', 'all.json', '--min-pass-rate', '0.5', '--markdown', 'x.md'])]\n"
+        "print('codes', codes, 'pytest imported:', 'pytest' in sys.modules or '_pytest' in sys.modules)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], cwd=project.path, capture_output=True, text=True)
+    assert "codes [0, 0] pytest imported: False" in done.stdout, done.stdout + done.stderr

@@ -78,6 +78,10 @@ class Resume:
     def pytest_xdist_node_collection_finished(self, node: object, ids: list[str]) -> None:
         self.left = len(ids)  # on the controller, which collects nothing
 
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        if self.left == 0 and session.exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED:
+            session.exitstatus = pytest.ExitCode.OK  # nothing was left to run: the report is whole, not empty
+
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
         if self.left == 0:
             terminalreporter.write_line(
