@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from pytest_agent_eval import compat
+from pytest_agent_eval.plugin.shards import deselect
 from pytest_agent_eval.plugin.state import EVAL_ITEM
 from pytest_agent_eval.report.baseline import BaselineError, load_report
 from pytest_agent_eval.report.formats import run_records
@@ -67,12 +68,11 @@ class Resume:
     @pytest.hookimpl(wrapper=True)
     def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> Generator[None]:
         yield  # after every other deselection (-k, -m, the shard): the cases REPORT's run would have run
-        keep = [item for item in items if item.stash.get(EVAL_ITEM, False) and item.nodeid not in self.done]
-        dropped = [item for item in items if not item.stash.get(EVAL_ITEM, False) or item.nodeid in self.done]
-        self.left = len(keep)
-        if dropped:
-            config.hook.pytest_deselected(items=dropped)
-            items[:] = keep
+        self.left = deselect(config, items, self._left)
+
+    def _left(self, item: pytest.Item) -> bool:
+        """Whether ``item`` is a case without a final record (plain tests are not in the report: left out)."""
+        return item.stash.get(EVAL_ITEM, False) and item.nodeid not in self.done
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_node_collection_finished(self, node: object, ids: list[str]) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -56,6 +57,15 @@ def shard_items(nodeids: list[str], spec: ShardSpec) -> set[str]:
     return {nodeid for k, nodeid in enumerate(ordered) if k % spec.count == spec.index - 1}
 
 
+def deselect(config: pytest.Config, items: list[pytest.Item], keep: Callable[[pytest.Item], bool]) -> int:
+    """Deselect the items ``keep`` refuses, as ``-k`` does (``pytest_deselected``); how many are left."""
+    kept = [item for item in items if keep(item)]
+    if len(kept) < len(items):
+        config.hook.pytest_deselected(items=[item for item in items if not keep(item)])
+        items[:] = kept
+    return len(kept)
+
+
 class Shard:
     """A plugin object (every process): deselects the other shards' items after every other deselection."""
 
@@ -67,12 +77,8 @@ class Shard:
     @pytest.hookimpl(trylast=True)
     def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> None:
         mine = shard_items([item.nodeid for item in items], self.spec)
-        keep = [item for item in items if item.nodeid in mine]
-        dropped = [item for item in items if item.nodeid not in mine]
-        self.collected, self.selected = len(items), len(keep)
-        if dropped:
-            config.hook.pytest_deselected(items=dropped)
-            items[:] = keep
+        self.collected = len(items)
+        self.selected = deselect(config, items, lambda item: item.nodeid in mine)
         output = compat.worker_output(config)
         if output is not None:
             output[_OUTPUT] = [self.collected, self.selected]
