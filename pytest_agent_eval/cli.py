@@ -1,5 +1,5 @@
 """The ``agent-eval`` command: ``init`` a project, ``validate`` eval files, print the native ``schema``, ``compare``
-reports and write their ``html`` page."""
+reports, write their ``html`` page, ``merge`` shards' reports and ``gate`` a report."""
 
 from __future__ import annotations
 
@@ -264,6 +264,21 @@ def init_project(folder: str, out: TextIO) -> int:
     return 0
 
 
+def _report_command(args: argparse.Namespace) -> int:
+    """``agent-eval merge`` and ``agent-eval gate`` (SPEC §18), run by their report modules."""
+    if args.command == "merge":
+        from pytest_agent_eval.report.merge import merge_command
+
+        return merge_command(args.reports, args.output, sys.stdout, sys.stderr)
+    from pytest_agent_eval.report.gate import gate
+    from pytest_agent_eval.report.limits import Thresholds
+
+    limits = Thresholds(args.min_pass_rate, args.max_cost, args.max_p95_latency)
+    return gate(
+        args.report, args.baseline, limits, args.tolerance, args.significance, args.markdown, sys.stdout, sys.stderr
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     """The command; a reader that went away (``agent-eval compare … | head``) ends it quietly, as Unix tools end."""
     try:
@@ -318,7 +333,21 @@ def _command(argv: list[str] | None) -> int:
     page.add_argument("-o", "--output", required=True, metavar="PATH", help="the HTML file to write")
     page.add_argument("--tolerance", type=float, default=DEFAULT_TOLERANCE, help="score drop that regresses")
     page.add_argument("--significance", type=float, default=DEFAULT_SIGNIFICANCE, help="Fisher p that regresses")
+    join = sub.add_parser("merge", help="join --agent-eval-report files (a run's shards) into one report")
+    join.add_argument("reports", nargs="+", metavar="REPORT", help="the reports to join")
+    join.add_argument("-o", "--output", required=True, metavar="PATH", help="the merged report to write")
+    judge = sub.add_parser("gate", help="judge a saved or merged report: regressions, thresholds, completeness")
+    judge.add_argument("report", metavar="REPORT", help="the report to judge")
+    judge.add_argument("--baseline", metavar="BASE", help="an earlier report: a regression against it fails")
+    judge.add_argument("--min-pass-rate", type=float, metavar="X", help="share of decided cases that must pass")
+    judge.add_argument("--max-cost", type=float, metavar="X", help="the report's total LLM cost may not exceed this")
+    judge.add_argument("--max-p95-latency", type=float, metavar="S", help="p95 agent latency in seconds may not exceed")
+    judge.add_argument("--markdown", metavar="PATH", help="append the markdown summary (e.g. $GITHUB_STEP_SUMMARY)")
+    judge.add_argument("--tolerance", type=float, default=DEFAULT_TOLERANCE, help="score drop that regresses")
+    judge.add_argument("--significance", type=float, default=DEFAULT_SIGNIFICANCE, help="Fisher p that regresses")
     args = parser.parse_args(argv)
+    if args.command in ("merge", "gate"):
+        return _report_command(args)
     if args.command == "init":
         return init_project(args.folder, sys.stdout)
     if args.command == "html":

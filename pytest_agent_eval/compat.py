@@ -140,6 +140,20 @@ def worker_input(config: pytest.Config) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
+def worker_output(config: pytest.Config) -> dict[str, Any] | None:
+    """On an xdist worker, what it sends the controller when it finishes (``config.workeroutput``); ``None``
+    elsewhere."""
+    value = getattr(config, "workeroutput", None)
+    return value if isinstance(value, dict) else None
+
+
+def node_output(node: object) -> dict[str, Any]:
+    """On the xdist controller, what a finished worker sent (``node.workeroutput``); empty when it sent nothing (it
+    crashed)."""
+    value = getattr(node, "workeroutput", None)
+    return value if isinstance(value, dict) else {}
+
+
 def crashed_worker(report: pytest.TestReport) -> str | None:
     """The id (``gw0``) of the worker an xdist crash report is about, or ``None`` when it cannot be told."""
     node = getattr(report, "node", None)  # set by xdist's DSession.handle_crashitem

@@ -1,7 +1,7 @@
-"""A standing guard on the inputs added since the loader's (issue 27): saved reports fed to ``agent-eval compare``
-and ``html``, baselines, cassettes, and provider responses through the traffic hook. Mutated inputs give the
-plugin's own clean error (exit 2, ``BaselineError``, ``CassetteError``, a transport error), never another
-exception."""
+"""A standing guard on the inputs added since the loader's (issue 27): saved reports fed to ``agent-eval compare``,
+``html``, ``merge`` and ``gate`` (issue 28), baselines, cassettes, and provider responses through the traffic hook.
+Mutated inputs give the plugin's own clean error (exit 2, ``BaselineError``, ``CassetteError``, a transport error),
+never another exception."""
 
 from __future__ import annotations
 
@@ -60,12 +60,20 @@ def _record(nodeid: str, outcome: str, passes: int, trials: int) -> dict[str, An
 REPORT: dict[str, Any] = {
     "schema_version": 1,
     "run": {"started": "2026-01-01T00:00:00+00:00", "duration_s": 1.5, "finished": True, "exit_status": 1,
-            "args": ["-q"], "git_commit": None, "plugin_version": "0", "pytest_version": "9", "python_version": "3"},
+            "args": ["-q"], "git_commit": None, "plugin_version": "0", "pytest_version": "9", "python_version": "3",
+            "shard": {"index": 1, "count": 2, "collected": 4, "selected": 2}},
     "agents": {"a": {"passed": 1, "total": 2, "pass_rate": 0.5, "mean_score": 0.5, "latency_p50_s": 0.2,
                      "latency_p95_s": 0.3, "tokens": 7, "cost": 0.01}},
     "baseline": {**Comparison(tolerance=0.05).to_dict(), "path": "base.json"},
     "cases": [_record("eval_a.yaml::one", "passed", 1, 1), _record("eval_a.yaml::two", "failed", 1, 3)],
+    "not_run": [{"nodeid": "eval_a.yaml::three", "file": "eval_a.yaml", "line": 9, "reason": "worker crashed"}],
 }  # fmt: skip
+OTHER_SHARD: dict[str, Any] = {
+    **REPORT,
+    "run": {**REPORT["run"], "shard": {"index": 2, "count": 2, "collected": 4, "selected": 2}},
+    "cases": [_record("eval_a.yaml::four", "passed", 1, 1)],
+    "not_run": [],
+}
 ODD = st.sampled_from(
     [None, True, False, 0, -1, 1.5, 1e308, 10**30, "", "x", "\ud83d", "<script>", "a|b", [], {}, [None], {"": 1},
      {"x": [1]}, "NaN", [[[[[]]]]], "passed", "error", "eval_a.yaml::one"]
@@ -131,10 +139,11 @@ def _write(folder: Path, name: str, text: str) -> Path:
 
 @FUZZ
 @given(reports())
-def test_mutated_saved_reports_give_a_clean_error_in_compare_and_html(text: str) -> None:
+def test_mutated_saved_reports_give_a_clean_error_in_compare_html_merge_and_gate(text: str) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         good = _write(folder, "good.json", json.dumps(REPORT))
+        other = _write(folder, "other.json", json.dumps(OTHER_SHARD))
         bad = _write(folder, "bad.json", text)
         out = io.StringIO()
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
@@ -143,6 +152,10 @@ def test_mutated_saved_reports_give_a_clean_error_in_compare_and_html(text: str)
                 ["compare", str(bad), str(good), "--markdown"],
                 ["html", str(bad), "-o", str(folder / "page.html")],
                 ["html", str(good), str(bad), "-o", str(folder / "page2.html")],
+                ["merge", str(other), str(bad), "-o", str(folder / "merged.json")],
+                ["merge", str(bad), "-o", str(folder / "alone.json")],
+                ["gate", str(bad), "--min-pass-rate", "0.5", "--max-cost", "1", "--max-p95-latency", "1"],
+                ["gate", str(good), "--baseline", str(bad), "--markdown", str(folder / "summary.md")],
             ):
                 assert main(argv) in (0, 1, 2), argv
         assert "Traceback" not in out.getvalue()

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from pytest_agent_eval import compat, imports, secrets
-from pytest_agent_eval.plugin import hookspecs, options, signals, skipping, stopping
+from pytest_agent_eval.plugin import hookspecs, options, shards, signals, skipping, stopping
 from pytest_agent_eval.plugin.fixtures import (  # noqa: F401 - the plugin's fixtures
     agent_eval_case,
     agent_eval_llm,
@@ -44,6 +44,11 @@ def pytest_configure(config: pytest.Config) -> None:
 
         register_scheduler(config)
     formats.configure(config)
+    shards.configure(config)
+    if config.getoption("agent_eval_resume", None):
+        from pytest_agent_eval.plugin import resume
+
+        resume.configure(config)
     signals.install()
     if config.pluginmanager.hasplugin("xdist") and compat.worker_input(config) is None:
         from pytest_agent_eval.plugin.crashes import CrashReporter

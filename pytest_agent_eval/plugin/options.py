@@ -10,6 +10,7 @@ import pytest
 
 from pytest_agent_eval.cases.files import DEFAULT_FILES, is_eval_file
 from pytest_agent_eval.cases.model import AGENT_NAME_PATTERN, UNMOCKED_MODES
+from pytest_agent_eval.plugin.shards import parse_shard
 from pytest_agent_eval.report.options import ReportOptions
 
 __all__ = ["Settings", "add_options", "is_eval_file"]
@@ -144,6 +145,21 @@ def add_options(parser: pytest.Parser) -> None:
             name, dest=ini, metavar="X", type=float, default=None, help=f"fail the run: {what} (ini: {ini})"
         )
         parser.addini(ini, f"suite threshold: {what}", default="")
+    group.addoption(
+        "--agent-eval-shard",
+        dest="agent_eval_shard",
+        metavar="I/N",
+        type=parse_shard,
+        default=None,
+        help="run shard I of N: a deterministic 1/N of the items (by node id), the others deselected",
+    )
+    group.addoption(
+        "--agent-eval-resume",
+        dest="agent_eval_resume",
+        metavar="REPORT",
+        default=None,
+        help="run only the eval cases REPORT has no final record of; the report holds REPORT's records and the new",
+    )
     _add_traffic_options(group, parser)
     parser.addini("agent_eval_require_llm", "fail LLM checks when no LLM is configured", type="bool", default=False)
     parser.addini("agent_eval_concurrency", "agent calls in flight at once in one pytest process", default="1")

@@ -80,6 +80,11 @@ class Records:
         elif report.when == "teardown" and report.failed and report.nodeid in self._records:
             self._keep(report.nodeid, {**self._records[report.nodeid], "outcome": "error"})  # as pytest counts it
 
+    def carry(self, records: dict[str, dict[str, Any]]) -> None:
+        """Start from an earlier report's records, by node id (``--agent-eval-resume``): this run's replace them."""
+        for nodeid, data in records.items():
+            self._keep(nodeid, data)
+
     def _keep(self, nodeid: str, data: dict[str, Any]) -> None:
         self._records[nodeid] = data
         self._built = None

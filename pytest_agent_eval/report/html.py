@@ -197,8 +197,17 @@ def _run_header(run: dict[str, Any]) -> str:
         ("arguments", " ".join(run.get("args") or [])),
     ]
     items = "".join(f"<dt>{esc(k)}</dt><dd>{esc(v)}</dd>" for k, v in facts if v)
+    shard = run.get("shard")
+    if isinstance(shard, dict):  # --agent-eval-shard
+        facts.insert(2, ("shard", f"{shard.get('index')}/{shard.get('count')} of {shard.get('collected')} items"))
     banner = ""
-    if not run.get("finished", True):
+    incomplete = run.get("incomplete")
+    if isinstance(incomplete, list) and incomplete:  # agent-eval merge: a shard missing, a shard that stopped
+        banner = (
+            '<p class="interrupted" id="interrupted">This report does not hold the whole run: '
+            f"{esc('; '.join(map(str, incomplete)))}.</p>"
+        )
+    elif not run.get("finished", True):
         banner = (
             '<p class="interrupted" id="interrupted">This run was interrupted: the page shows the cases that '
             "finished.</p>"

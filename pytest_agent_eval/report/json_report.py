@@ -4,7 +4,6 @@ session ends, also when it is interrupted (then with what finished)."""
 from __future__ import annotations
 
 import datetime
-import json
 import os
 import platform
 import re
@@ -18,7 +17,7 @@ import pytest
 import pytest_agent_eval
 from pytest_agent_eval.report.atomic import write_report, write_text_atomically
 from pytest_agent_eval.report.collector import Records
-from pytest_agent_eval.report.schema import SCHEMA_VERSION
+from pytest_agent_eval.report.schema import SCHEMA_VERSION, report_text
 from pytest_agent_eval.report.stats import agent_figures
 from pytest_agent_eval.secrets import scrub_text
 
@@ -55,21 +54,6 @@ def git_commit(directory: Path) -> str | None:
     return commit if done.returncode == 0 and re.fullmatch(r"[0-9a-f]{40,64}", commit) else None
 
 
-def report_text(document: dict[str, Any]) -> str:
-    """The report as JSON text: a line per top-level key and a line per case (readable, and a diff shows the cases
-    that changed). Each line comes from the C encoder; ``indent`` would take the pure-Python one (0.4 s of a
-    10,000-case report)."""
-    parts = []
-    for key, value in document.items():
-        name = json.dumps(key)
-        if key == "cases" and value:
-            cases = ",\n  ".join(json.dumps(case, ensure_ascii=False) for case in value)
-            parts.append(f" {name}: [\n  {cases}\n ]")
-        else:
-            parts.append(f" {name}: {json.dumps(value, ensure_ascii=False)}")
-    return "{\n" + ",\n".join(parts) + "\n}\n"
-
-
 def write_atomically(path: Path, document: dict[str, Any]) -> None:
     """Write the report to a temporary file beside ``path``, then rename it over ``path``."""
     write_text_atomically(path, report_text(document))
@@ -101,6 +85,10 @@ class JsonReport:
             "args": redacted([str(a) for a in self.config.invocation_params.args]),
             "llm_model": os.environ.get("AGENT_EVAL_LLM_MODEL") or None,
         }
+        for name, key in (("agent_eval_shard", "shard"), ("agent_eval_resume", "resumed_from")):
+            plugin = self.config.pluginmanager.get_plugin(name)
+            if plugin is not None:  # --agent-eval-shard, --agent-eval-resume
+                run[key] = plugin.to_dict()
         document: dict[str, Any] = {"schema_version": SCHEMA_VERSION, "run": run}
         agents = agent_figures(self.collector.records)
         if agents:  # a matrix: its agents side by side
