@@ -14,7 +14,10 @@ agrees with pytest and with the others. All problems of a run are listed togethe
 from __future__ import annotations
 
 import importlib.util
+import json
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -89,16 +92,24 @@ def _run(pytester: pytest.Pytester, mode: str, prefix: str, *args: str) -> RunOu
     return RunOutput(int(result.ret), stdout, pytester.path, prefix)
 
 
-@pytest.mark.parametrize(("mode", "traffic"), GROUPS, ids=[f"{m}-{t}" for m, t in GROUPS])
-def test_features_compose(pytester: pytest.Pytester, travel: Any, mode: str, traffic: str) -> None:
-    llm, service = travel
-    group = GROUPS.index((mode, traffic))
-    rows = [row for row in ROWS if (row.mode, row.traffic) == (mode, traffic)]
+def _write(
+    pytester: pytest.Pytester, service: TravelService, group: int
+) -> tuple[list[Row], tuple[str, str], list[str]]:
+    """The eval files of a (run mode, traffic) run: its rows, its matrix's two agents and the options naming them."""
+    rows = [row for row in ROWS if (row.mode, row.traffic) == GROUPS[group]]
     pair = matrix_agents(KINDS, group)
     in_file = group % 2 == 0
     pytester.path.joinpath(MAIN).write_text(eval_file(rows, service.url, f"W{group:02d}"), encoding="utf-8")
     pytester.path.joinpath(MATRIX).write_text(matrix_file(pair, service.url, f"M{group:02d}", in_file), "utf-8")
     matrix = [] if in_file else [f"--agent-eval-agent={k}={AGENTS[k].format(http=service.url)}" for k in pair]
+    return rows, pair, matrix
+
+
+@pytest.mark.parametrize(("mode", "traffic"), GROUPS, ids=[f"{m}-{t}" for m, t in GROUPS])
+def test_features_compose(pytester: pytest.Pytester, travel: Any, mode: str, traffic: str) -> None:
+    llm, service = travel
+    group = GROUPS.index((mode, traffic))
+    rows, pair, matrix = _write(pytester, service, group)
     findings = Findings()
     if traffic == "replay":
         live = _run(pytester, mode, "record", *matrix, "--agent-eval-record")
@@ -129,6 +140,57 @@ def test_features_compose(pytester: pytest.Pytester, travel: Any, mode: str, tra
     for run in runs:
         _reports_agree(findings, f"{mode} × traffic {traffic} ({run.prefix})", run)
     findings.assert_none("\n\n".join(f"--- {run.prefix} (exit {run.ret})\n{run.stdout}" for run in runs))
+
+
+SHARDED = ("xdist_concurrency", "hook") if ("xdist_concurrency", "hook") in GROUPS else GROUPS[-1]
+
+
+def test_shards_merge_gate_and_resume_compose(pytester: pytest.Pytester, travel: Any) -> None:
+    """Shards and resume (SPEC §18) with every agent kind and case kind: one (run mode, traffic) run's cases split
+    in two shards and merged by `agent-eval merge`, and a run resumed from a report that lost half its cases, give
+    each case the outcome, tool calls, score and tokens of the whole run; `agent-eval gate` passes the merged report
+    against the whole run as its baseline, and fails it on the threshold the whole run missed."""
+    _, service = travel
+    mode, traffic = SHARDED
+    _, _, matrix = _write(pytester, service, GROUPS.index(SHARDED))
+    args = [*matrix, *(["--agent-eval-traffic"] if traffic == "hook" else [])]
+    whole = _run(pytester, mode, "whole", *args)
+    for i in (1, 2):
+        _run(pytester, mode, f"shard{i}", *args, f"--agent-eval-shard={i}/2")
+    findings = Findings()
+
+    def same(where: str, got: dict[str, dict[str, Any]], ran: dict[str, str] | None = None) -> None:
+        want = whole.records()
+        findings.check(sorted(got) == sorted(want), where, f"cases {sorted(set(want) ^ set(got))} differ")
+        for nodeid in sorted(set(want) & set(got)):
+            for key in ("outcome", "score", "tokens"):
+                a, b = want[nodeid].get(key), got[nodeid].get(key)
+                findings.check(a == b, f"{where} {nodeid}", f"{key} {b!r}, the whole run had {a!r}")
+            findings.check(tool_calls(got[nodeid]) == tool_calls(want[nodeid]), f"{where} {nodeid}", "tool calls")
+            if ran is not None and nodeid in ran:
+                findings.check(ran[nodeid] == want[nodeid]["outcome"], f"{where} {nodeid}", f"pytest: {ran[nodeid]}")
+
+    def cli(*argv: str) -> subprocess.CompletedProcess[str]:
+        command = [sys.executable, "-m", "pytest_agent_eval.cli", *argv]
+        return subprocess.run(command, cwd=pytester.path, capture_output=True, text=True, timeout=120, check=False)
+
+    merged = cli("merge", "shard1.json", "shard2.json", "-o", "merged.json")
+    findings.check(merged.returncode == 0, "merge", f"exit {merged.returncode}: {merged.stderr}")
+    same("merged", RunOutput(0, "", pytester.path, "merged").records())
+    gate = cli("gate", "merged.json", "--baseline", "whole.json")
+    findings.check(gate.returncode == 0, "gate", f"exit {gate.returncode}: {gate.stdout}{gate.stderr}")
+    strict = cli("gate", "merged.json", "--baseline", "whole.json", "--min-pass-rate", "1.0")
+    findings.check(strict.returncode == whole.ret == 1, "gate --min-pass-rate 1.0", f"exit {strict.returncode}")
+
+    report = whole.report()
+    lost = {case["nodeid"] for case in report["cases"][::2]}
+    report["cases"] = [case for case in report["cases"] if case["nodeid"] not in lost]
+    (pytester.path / "partial.json").write_text(json.dumps(report), encoding="utf-8")
+    resumed = _run(pytester, mode, "resumed", *args, "--agent-eval-resume=partial.json")
+    ran = {k: v for k, v in resumed.pytest_outcomes().items() if k.startswith("eval_")}
+    findings.check(set(ran) == lost, "resume", f"ran {sorted(ran)}, the report had lost {sorted(lost)}")
+    same("resumed", resumed.records(), ran)
+    findings.assert_none(f"--- whole (exit {whole.ret})\n{whole.stdout}\n--- resumed\n{resumed.stdout}")
 
 
 def _combination(findings: Findings, row: Row, run: RunOutput, llm: TravelLLM, hooked: bool) -> None:
