@@ -118,14 +118,15 @@ class EvalSession:
 
     @property
     def inflight(self) -> InFlight | None:
-        """On an xdist worker, where the cases in flight are noted for the controller (crashes)."""
+        """On an xdist worker, where the cases in flight are noted for the controller (crashes); ``None`` where the
+        controller's folder for them is not (a worker on another machine)."""
         if self._inflight is _UNSET:
             from pytest_agent_eval import compat
             from pytest_agent_eval.plugin.crashes import KEY, InFlight
 
             shared = (compat.worker_input(self.config) or {}).get(KEY)
             worker = (compat.worker_input(self.config) or {}).get("workerid", "worker")
-            self._inflight = InFlight(Path(shared), str(worker)) if shared else None
+            self._inflight = InFlight.open(Path(shared), str(worker)) if shared else None
         return self._inflight  # type: ignore[no-any-return]
 
     @property
