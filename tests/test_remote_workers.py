@@ -9,9 +9,15 @@ checkout on another machine would.
 from __future__ import annotations
 
 import json
+import os
+import re
+import shutil
 from pathlib import Path
 
 import pytest
+import yaml
+from openai_server import ChatServer
+from remote_support import copy_project, socket_servers, tx_args
 from report_support import USAGE_AGENT
 
 MISSING_CRASH_DIR = """
@@ -37,3 +43,158 @@ def test_a_worker_without_the_controllers_crash_folder_runs_its_cases(pytester: 
     report = json.loads((pytester.path / "r.json").read_text())
     assert sorted(c["nodeid"] for c in report["cases"]) == [f"eval_w.yaml::ok{n}" for n in range(4)]
     assert not list(Path("/nonexistent").glob("*"))
+
+
+# -- two socket-server workers, each in its own checkout: record, then replay ---------------------------------
+
+REMOTE_AGENTS = """
+import openai
+
+MODEL = "loopback-model"
+
+
+def sync_agent(query):
+    client = openai.OpenAI(max_retries=0)
+    reply = client.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": query}])
+    return reply.choices[0].message.content
+
+
+async def async_agent(query):
+    async with openai.AsyncOpenAI(max_retries=0) as client:
+        reply = await client.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": query}])
+    return reply.choices[0].message.content
+"""
+
+
+def point_at(monkeypatch: pytest.MonkeyPatch, base_url: str) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-loopback-secret-key")
+    monkeypatch.setenv("OPENAI_BASE_URL", base_url)
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+
+
+def remote_evals(agent: str, cases: int, repeat: int = 1) -> str:
+    lines = [f"agent: remote_agents:{agent}", "cases:"]
+    for n in range(cases):
+        lines += [f"  - id: case_{n}", f"    input: Question {n}", f"    repeat: {repeat}"]
+        lines += ["    expect:", "      contains: [without tools]"]
+    return "\n".join(lines) + "\n"
+
+
+@pytest.fixture
+def remote_project(pytester: pytest.Pytester) -> pytest.Pytester:
+    pytest.importorskip("openai")
+    pytest.importorskip("execnet")
+    pytester.makepyfile(remote_agents=REMOTE_AGENTS)
+    pytester.makeini("[pytest]\n")
+    pytester.makefile(".yaml", eval_async=remote_evals("async_agent", 6, repeat=2))
+    pytester.makefile(".yaml", eval_sync=remote_evals("sync_agent", 4))
+    return pytester
+
+
+def cassettes_in(root: Path) -> dict[str, str]:
+    return {p.relative_to(root).as_posix(): p.read_text() for p in sorted(root.glob("cassettes/**/*.yaml"))}
+
+
+def verdicts(result: pytest.RunResult) -> dict[str, tuple[str, str]]:
+    """``{node id: (worker, outcome)}`` from ``-v`` lines such as ``[gw1] [ 50%] PASSED eval_sync.yaml::case_0``."""
+    found = {}
+    for line in result.outlines:
+        match = re.match(r"\[(gw\d+)\] \[\s*\d+%\] (PASSED|FAILED|ERROR) (\S+)", line)
+        if match:
+            found[match.group(3)] = (match.group(1), match.group(2))
+    return found
+
+
+ALL_CASES = sorted(
+    [*(f"eval_async.yaml::case_{n}" for n in range(6)), *(f"eval_sync.yaml::case_{n}" for n in range(4))]
+)
+
+
+def test_two_socket_workers_in_their_own_checkouts_record_then_replay(
+    remote_project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """The issue's done-when: two execnet socket-server workers on loopback, each in a working directory holding a
+    copy of the project, at concurrency 4. Recording against the loopback LLM writes every cassette on the
+    controller's project (none on the machines); with those cassettes in each checkout, replay with the LLM stopped
+    passes every case, in one JSON report on the controller. A checkout without the cassettes fails its cases,
+    naming the missing cassette."""
+    project = remote_project.path
+    machines = [copy_project(project, tmp_path_factory.mktemp("machine") / "checkout") for _ in range(2)]
+    run = ("-p", "no:cacheprovider", "-v", "--agent-eval-concurrency", "4")
+    with ChatServer(lambda prompt: None, max_requests=100) as chat:
+        point_at(monkeypatch, chat.base_url)
+        with socket_servers(machines, dict(os.environ)) as servers:
+            recorded = remote_project.runpytest(
+                *run, *tx_args(servers), "--agent-eval-record", "--agent-eval-report=r.json"
+            )
+        recorded.assert_outcomes(passed=10)
+        assert len(chat.requests) == 6 * 2 + 4
+    assert {worker for worker, _ in verdicts(recorded).values()} == {"gw0", "gw1"}  # both machines ran cases
+    cassettes = cassettes_in(project)
+    assert sorted(cassettes) == sorted(f"cassettes/{n.replace('.yaml::', '/')}.yaml" for n in ALL_CASES)
+    assert all(cassettes_in(machine) == {} for machine in machines)  # written once, by the controller
+    async_case = yaml.safe_load(cassettes["cassettes/eval_async/case_0.yaml"])
+    assert [i["trial"] for i in async_case["interactions"]] == [1, 2]
+    assert all("sk-loopback" not in text for text in cassettes.values())
+
+    for machine in machines:  # a commit and a checkout on each machine
+        shutil.copytree(project / "cassettes", machine / "cassettes")
+    with socket_servers(machines, dict(os.environ)) as servers:  # the LLM is stopped: replay only
+        replayed = remote_project.runpytest(
+            *run, *tx_args(servers), "--agent-eval-replay", "--agent-eval-report=r.json"
+        )
+    replayed.assert_outcomes(passed=10)
+    report = json.loads((project / "r.json").read_text())
+    assert sorted(c["nodeid"] for c in report["cases"]) == ALL_CASES
+    assert {c["outcome"] for c in report["cases"]} == {"passed"}
+    assert cassettes_in(project) == cassettes  # replay writes nothing
+
+    shutil.rmtree(machines[1] / "cassettes")  # the second machine's checkout has no cassettes
+    with socket_servers(machines, dict(os.environ)) as servers:
+        missing = remote_project.runpytest(*run, *tx_args(servers), "--agent-eval-replay", "--agent-eval-report=r.json")
+    outcomes = verdicts(missing)
+    assert sorted(outcomes) == ALL_CASES
+    assert {outcome for worker, outcome in outcomes.values() if worker == "gw0"} <= {"PASSED"}
+    on_second = [nodeid for nodeid, (worker, _) in outcomes.items() if worker == "gw1"]
+    assert on_second and all(outcomes[nodeid][1] == "ERROR" for nodeid in on_second)
+    for nodeid in on_second:
+        cassette = f"cassettes/{nodeid.replace('.yaml::', '/')}.yaml"
+        missing.stdout.fnmatch_lines(
+            [f"*case {nodeid.rpartition(':')[2]}: infrastructure error*no cassette {cassette};*"]
+        )
+    report = json.loads((project / "r.json").read_text())
+    assert sorted(c["nodeid"] for c in report["cases"]) == ALL_CASES
+
+
+@pytest.mark.parametrize("folder", ["", "recorded"], ids=["beside-each-file", "ini-folder"])
+def test_local_workers_record_the_same_cassettes_as_a_serial_run(
+    remote_project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, folder: str
+) -> None:
+    """Under ``-n`` the controller writes what the workers recorded: the same files, in the same place, as serially
+    (beside each eval file, or ini ``agent_eval_cassettes``); ``=new`` keeps what is recorded."""
+    if folder:
+        remote_project.makeini(f"[pytest]\nagent_eval_cassettes = {folder}\n")
+    root = remote_project.path / folder if folder else remote_project.path
+    run = ("-p", "no:cacheprovider", "--agent-eval-concurrency", "2")
+    with ChatServer(lambda prompt: None, max_requests=100) as chat:
+        point_at(monkeypatch, chat.base_url)
+        remote_project.runpytest(*run, "--agent-eval-record").assert_outcomes(passed=10)
+        serial = cassettes_in(root) if not folder else _texts(root)
+        shutil.rmtree(root if folder else root / "cassettes")
+        remote_project.runpytest(*run, "-n", "2", "--agent-eval-record").assert_outcomes(passed=10)
+        xdist = cassettes_in(root) if not folder else _texts(root)
+        (root / ("eval_sync/case_0.yaml" if folder else "cassettes/eval_sync/case_0.yaml")).unlink()
+        requests = len(chat.requests)
+        remote_project.runpytest(*run, "-n", "2", "--agent-eval-record=new").assert_outcomes(passed=10)
+        assert len(chat.requests) == requests + 1  # only the missing one went to the LLM
+        again = cassettes_in(root) if not folder else _texts(root)
+    assert len(serial) == 10 and _no_host(xdist) == _no_host(serial) and _no_host(again) == _no_host(serial)
+
+
+def _texts(folder: Path) -> dict[str, str]:
+    return {p.relative_to(folder).as_posix(): p.read_text() for p in sorted(folder.rglob("*.yaml"))}
+
+
+def _no_host(texts: dict[str, str]) -> dict[str, str]:
+    """The cassettes without the answers' ids (the loopback server counts its requests: the order differs)."""
+    return {k: re.sub(r"chatcmpl-\d+", "", v) for k, v in texts.items()}

@@ -49,6 +49,12 @@ def pytest_configure(config: pytest.Config) -> None:
         from pytest_agent_eval.plugin.crashes import CrashReporter
 
         config.pluginmanager.register(CrashReporter(), "agent_eval_crashes")  # names the cases a crash hit
+        if state.settings.traffic.record in ("record", "new"):  # the workers' cassettes are written here
+            from pytest_agent_eval.plugin.cassettes import ReturnedCassettes
+
+            config.pluginmanager.register(
+                ReturnedCassettes(config, state.settings.traffic.cassettes), "agent_eval_cassettes"
+            )
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -71,7 +71,10 @@ class EvalSession:
             digest = hashlib.sha256(str(self.config.rootpath).encode()).hexdigest()[:12]
             folder = Path(tempfile.gettempdir()) / f"pytest-agent-eval-limits-{digest}"
         try:
-            return start(self.settings.traffic, self.config.rootpath, folder)
+            from pytest_agent_eval import compat
+
+            worker = compat.worker_input(self.config) is not None  # its recorded cassettes go to the controller
+            return start(self.settings.traffic, self.config.rootpath, folder, send_back=worker)
         except (ValueError, ImportError) as exc:
             raise pytest.UsageError(str(exc)) from None
 

@@ -17,6 +17,8 @@ COLLECTOR = pytest.StashKey["Records"]()
 
 ATTRIBUTE = "agent_eval"
 """The test report attribute that carries the record (a dict) from the worker to the controller."""
+CASSETTE = "agent_eval_cassette"
+"""The test report attribute that carries a cassette recorded on a worker to the controller (``plugin.cassettes``)."""
 
 DECIDED = (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED)
 """Exit statuses a report's verdict (a threshold, the baseline gate) may change; an interrupt, internal or usage
