@@ -140,6 +140,24 @@ def worker_input(config: pytest.Config) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
+def remote_workers(config: pytest.Config) -> list[str]:
+    """The ``--tx`` specs of the run's xdist workers that run elsewhere than this machine's processes: ``socket=``,
+    ``ssh=``, anything through a proxy (``via=``); not ``popen`` (``-n``). Read from the options xdist leaves set
+    (``tx``, ``dist``); empty without xdist, without distribution (``--dist no``), or when they cannot be read."""
+    try:
+        specs = [str(spec) for spec in config.getoption("tx", None) or []]
+        distributed = config.getoption("dist", "no") != "no"
+    except (ValueError, TypeError):
+        return []
+    remote = []
+    for spec in specs if distributed else []:
+        spec = spec.partition("*")[2] if spec.partition("*")[0].isdigit() else spec  # "2*socket=…": two workers
+        keys = {part.partition("=")[0].strip() for part in spec.split("//")}
+        if "popen" not in keys or "via" in keys:
+            remote.append(spec)
+    return remote
+
+
 def crashed_worker(report: pytest.TestReport) -> str | None:
     """The id (``gw0``) of the worker an xdist crash report is about, or ``None`` when it cannot be told."""
     node = getattr(report, "node", None)  # set by xdist's DSession.handle_crashitem

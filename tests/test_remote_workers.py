@@ -19,6 +19,7 @@ import yaml
 from openai_server import ChatServer
 from remote_support import copy_project, socket_servers, tx_args
 from report_support import USAGE_AGENT
+from test_traffic import redis_url  # noqa: F401 (a fixture: a redis-server on loopback)
 
 MISSING_CRASH_DIR = """
 import pytest
@@ -198,3 +199,58 @@ def _texts(folder: Path) -> dict[str, str]:
 def _no_host(texts: dict[str, str]) -> dict[str, str]:
     """The cassettes without the answers' ids (the loopback server counts its requests: the order differs)."""
     return {k: re.sub(r"chatcmpl-\d+", "", v) for k, v in texts.items()}
+
+
+# -- a budget kept per machine --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("options", "warned"),
+    [
+        (["--agent-eval-rate-limit", "100/min"], "--agent-eval-rate-limit 100/min without a shared store while *"),
+        (["--agent-eval-token-limit", "9000/min"], "--agent-eval-token-limit 9000/min without a shared store while *"),
+        ([], "the run's pace (--agent-eval-pace, on by default) has no shared store while *"),
+        (["--agent-eval-rate-limit", "100/min", "--agent-eval-rate-limit-url", "REDIS"], None),
+        (["--agent-eval-pace", "off"], None),
+    ],
+    ids=["rate-limit", "token-limit", "default-pace", "redis", "pace-off"],
+)
+def test_a_pace_without_a_shared_store_is_warned_about_while_workers_are_remote(
+    pytester: pytest.Pytester,
+    tmp_path_factory: pytest.TempPathFactory,
+    request: pytest.FixtureRequest,
+    options: list[str],
+    warned: str | None,
+) -> None:
+    """Each machine keeps its own file store: a budget without Redis is spent once per machine. One warning names
+    the option and what to do; none with Redis or with the pace off."""
+    pytest.importorskip("execnet")
+    if "REDIS" in options:
+        options = [request.getfixturevalue("redis_url") if o == "REDIS" else o for o in options]
+    pytester.makepyfile(usage_agent=USAGE_AGENT)
+    pytester.makeini("[pytest]\n")
+    pytester.makefile(".yaml", eval_w="agent: usage_agent:run\ncases:\n  - {id: ok, input: hi, context: {say: hi}}\n")
+    machine = copy_project(pytester.path, tmp_path_factory.mktemp("machine") / "checkout")
+    with socket_servers([machine], dict(os.environ)) as servers:
+        result = pytester.runpytest("-p", "no:cacheprovider", *tx_args(servers), *options)
+    result.assert_outcomes(passed=1)
+    lines = [line for line in result.outlines if "shared store while" in line]
+    if warned is None:
+        assert lines == []
+        return
+    assert len(lines) == 1
+    result.stdout.fnmatch_lines(
+        [
+            f"*PytestConfigWarning: {warned}workers run on other machines (--tx socket=127.0.0.1:*//chdir=*): each "
+            "machine *; give --agent-eval-rate-limit-url redis://HOST:6379/0 (a Redis server every machine reaches, "
+            "extra 'redis') to share it*"
+        ]
+    )
+
+
+def test_local_workers_share_the_machines_store_without_a_warning(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(usage_agent=USAGE_AGENT)
+    pytester.makefile(".yaml", eval_w="agent: usage_agent:run\ncases:\n  - {id: ok, input: hi, context: {say: hi}}\n")
+    result = pytester.runpytest("-p", "no:cacheprovider", "-n", "2", "--agent-eval-rate-limit", "100/min")
+    result.assert_outcomes(passed=1)
+    assert "shared store" not in result.stdout.str()
