@@ -166,6 +166,30 @@ def crashed_worker(report: pytest.TestReport) -> str | None:
     return worker if isinstance(worker, str) else None
 
 
+def worker_id(node: Any) -> str:
+    """The id (``gw0``) of an xdist worker controller (``node.gateway.id``); ``""`` when it cannot be told."""
+    worker = getattr(getattr(node, "gateway", None), "id", None)
+    return worker if isinstance(worker, str) else ""
+
+
+def pending_on(node: Any) -> list[str]:
+    """The node ids an xdist worker that went down had been sent and not finished, read from the controller's
+    scheduler (``DSession.sched``: ``node2pending`` indices into ``collection`` for the load schedulers,
+    ``assigned_work`` for the scope ones) before xdist hands them to other workers; empty when it cannot be told."""
+    try:
+        sched: Any = getattr(node.config.pluginmanager.get_plugin("dsession"), "sched", None)
+        pending = getattr(sched, "node2pending", None)
+        if isinstance(pending, dict) and node in pending:
+            collection = getattr(sched, "collection", None) or sched.node2collection[node]
+            return [str(collection[i]) for i in pending[node]]
+        assigned = getattr(sched, "assigned_work", None)
+        if isinstance(assigned, dict) and node in assigned:
+            return [str(nodeid) for scope in assigned[node].values() for nodeid, done in scope.items() if not done]
+    except Exception:
+        return []
+    return []
+
+
 def run_again(sched: Any, nodeid: str) -> bool:
     """Send a crashed item to run again (``sched.mark_test_pending``, xdist >= 2.2.1); False when the
     scheduler cannot."""

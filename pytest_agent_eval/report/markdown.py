@@ -13,7 +13,7 @@ from pytest_agent_eval.report.atomic import append_text, write_report
 from pytest_agent_eval.report.baseline import Comparison, md_cell, md_code
 from pytest_agent_eval.report.collector import Records
 from pytest_agent_eval.report.record import CaseRecord
-from pytest_agent_eval.report.summary import TITLE, cost_notes, pass_k_notes, summary_rows
+from pytest_agent_eval.report.summary import TITLE, cost_notes, not_run_parts, pass_k_notes, summary_rows
 
 _FAILED = ("failed", "error", "xpassed")
 _REASON_LIMIT = 200
@@ -99,11 +99,16 @@ class MarkdownReport:
         """Append the run; ``how`` it ended before every case finished, ``None`` when it did not."""
         self.written = True
         records = self.collector.records
-        if not records and how is None:
+        not_run = self.collector.not_run()  # with the cases a worker's crash left as errors
+        if not records and how is None and not not_run:
             return
         stopped = None
         if how is not None:
-            stopped = stopped_line(how, len(records), self.collector.not_finished(), self.collector.collected)
+            finished = len(records) - (len(not_run) - len(self.collector.not_finished()))
+            stopped = stopped_line(how, finished, [e["nodeid"] for e in not_run], self.collector.collected)
+        elif not_run:  # the run went on after a worker died: its cases did not finish
+            count, named = not_run_parts(not_run, self.collector.collected, _NOT_FINISHED_SHOWN, md_code, md_cell)
+            stopped = f"**Not run:** {count} did not finish: {named}"
         text = "\n".join(markdown_lines(records, self.comparison(), stopped)) + "\n\n"
         write_report(self.config, "agent eval markdown summary", self.path, lambda: append_text(self.path, text))
 
