@@ -201,6 +201,35 @@ def _no_host(texts: dict[str, str]) -> dict[str, str]:
     return {k: re.sub(r"chatcmpl-\d+", "", v) for k, v in texts.items()}
 
 
+ESCAPING_CASSETTE = """
+import pytest
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_logreport(report):
+    sent = getattr(report, "agent_eval_cassette", None)
+    if sent is not None and report.nodeid.endswith("case_0"):
+        sent["path"] = "../../escaped.yaml"  # what a worker must not make the controller write
+    return (yield)
+"""
+
+
+def test_a_cassette_sent_outside_the_cassette_folder_is_not_written(
+    remote_project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The controller writes a worker's cassette only inside its cassette folder: a path that leaves it is named
+    on the terminal and not written; the other cassettes are."""
+    remote_project.makeconftest(ESCAPING_CASSETTE)
+    with ChatServer(lambda prompt: None, max_requests=100) as chat:
+        point_at(monkeypatch, chat.base_url)
+        result = remote_project.runpytest("-p", "no:cacheprovider", "-n", "1", "--agent-eval-record")
+    result.assert_outcomes(passed=10)
+    result.stdout.fnmatch_lines(
+        ["*eval_*.yaml::case_0: its worker sent a cassette outside the cassette folder: ../../escaped.yaml"]
+    )
+    assert not list(remote_project.path.parent.rglob("escaped.yaml"))
+    assert len(cassettes_in(remote_project.path)) == 8  # each file's case_0 is left out
+
+
 # -- a budget kept per machine --------------------------------------------------------------------------------
 
 

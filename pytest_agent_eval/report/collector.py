@@ -92,18 +92,20 @@ class Records:
     def not_run(self, ended: str | None = None) -> list[dict[str, Any]]:
         """The JSON report's ``not_run``: ``{nodeid, file, line, reason}`` for each eval item collected without a
         final record (``ended``: how the run ended, e.g. ``the run was interrupted``) and each whose record is a
-        worker crash's error; in collection order (by node id for crashes of items not known to be collected)."""
+        worker crash's error; in collection order (then by node id, crashes of items not known to be collected)."""
         missing = self.not_finished()
-        crashed = [nodeid for nodeid in self._died if nodeid in self._records and nodeid not in missing]
+        crashed = {nodeid for nodeid in self._died if nodeid in self._records}
         if not missing and not crashed:
             return []
         ended = ended or self.ended
-        lines = self._lines([*missing, *crashed])
         dead = sorted({*self._died.values(), *self._lost.values()} - {""})
         if dead and missing:
             ended += f" after {'the worker' if len(dead) == 1 else 'the workers'} {', '.join(dead)} died"
+        order = [n for n in self._collected if n in crashed or n not in self._records]  # collection order
+        order += sorted(crashed - set(order))
+        lines = self._lines(order)
         entries = []
-        for nodeid in [*missing, *sorted(crashed)]:
+        for nodeid in order:
             if nodeid in self._died:
                 reason = f"{_worker(self._died[nodeid])} died while it ran the case; its record is that error"
             elif nodeid in self._lost:
