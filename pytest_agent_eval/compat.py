@@ -154,12 +154,54 @@ def node_output(node: object) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
+def remote_workers(config: pytest.Config) -> list[str]:
+    """The ``--tx`` specs of the run's xdist workers that run elsewhere than this machine's processes: ``socket=``,
+    ``ssh=``, anything through a proxy (``via=``); not ``popen`` (``-n``). Read from the options xdist leaves set
+    (``tx``, ``dist``); empty without xdist, without distribution (``--dist no``), or when they cannot be read."""
+    try:
+        specs = [str(spec) for spec in config.getoption("tx", None) or []]
+        distributed = config.getoption("dist", "no") != "no"
+    except (ValueError, TypeError):
+        return []
+    remote = []
+    for spec in specs if distributed else []:
+        spec = spec.partition("*")[2] if spec.partition("*")[0].isdigit() else spec  # "2*socket=…": two workers
+        keys = {part.partition("=")[0].strip() for part in spec.split("//")}
+        if "popen" not in keys or "via" in keys:
+            remote.append(spec)
+    return remote
+
+
 def crashed_worker(report: pytest.TestReport) -> str | None:
     """The id (``gw0``) of the worker an xdist crash report is about, or ``None`` when it cannot be told."""
     node = getattr(report, "node", None)  # set by xdist's DSession.handle_crashitem
     gateway = getattr(node, "gateway", None)
     worker = getattr(gateway, "id", None)
     return worker if isinstance(worker, str) else None
+
+
+def worker_id(node: Any) -> str:
+    """The id (``gw0``) of an xdist worker controller (``node.gateway.id``); ``""`` when it cannot be told."""
+    worker = getattr(getattr(node, "gateway", None), "id", None)
+    return worker if isinstance(worker, str) else ""
+
+
+def pending_on(node: Any) -> list[str]:
+    """The node ids an xdist worker that went down had been sent and not finished, read from the controller's
+    scheduler (``DSession.sched``: ``node2pending`` indices into ``collection`` for the load schedulers,
+    ``assigned_work`` for the scope ones) before xdist hands them to other workers; empty when it cannot be told."""
+    try:
+        sched: Any = getattr(node.config.pluginmanager.get_plugin("dsession"), "sched", None)
+        pending = getattr(sched, "node2pending", None)
+        if isinstance(pending, dict) and node in pending:
+            collection = getattr(sched, "collection", None) or sched.node2collection[node]
+            return [str(collection[i]) for i in pending[node]]
+        assigned = getattr(sched, "assigned_work", None)
+        if isinstance(assigned, dict) and node in assigned:
+            return [str(nodeid) for scope in assigned[node].values() for nodeid, done in scope.items() if not done]
+    except Exception:
+        return []
+    return []
 
 
 def run_again(sched: Any, nodeid: str) -> bool:

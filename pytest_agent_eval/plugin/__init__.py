@@ -51,9 +51,9 @@ def pytest_configure(config: pytest.Config) -> None:
         resume.configure(config)
     signals.install()
     if config.pluginmanager.hasplugin("xdist") and compat.worker_input(config) is None:
-        from pytest_agent_eval.plugin.crashes import CrashReporter
+        from pytest_agent_eval.plugin.remote import configure_controller
 
-        config.pluginmanager.register(CrashReporter(), "agent_eval_crashes")  # names the cases a crash hit
+        configure_controller(config, state.settings.traffic)  # crashes, the workers' cassettes, an unshared pace
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -5,6 +5,9 @@ ended the process. So each worker notes, in a small file of a directory the cont
 starts and finishes. After a crash the controller reads which were in flight: when that was one case, it is
 the culprit and fails; otherwise the item xdist blames is not failed but sent to run again, and every case
 that was in flight becomes a suspect, which workers then run alone, so that a second crash names its culprit.
+
+The directory is the controller's: a worker on another machine (``--tx socket=…``/``ssh=…``) does not have it, and
+runs without this triage (:meth:`InFlight.open` gives ``None``); a crash there is reported as xdist reports it.
 """
 
 from __future__ import annotations
@@ -34,6 +37,14 @@ class InFlight:
         self._suspects_file = directory / _SUSPECTS
         self._log = os.open(directory / f"{worker}.log", os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o600)
         self._seen: tuple[float, set[str]] = (-1.0, set())
+
+    @classmethod
+    def open(cls, directory: Path, worker: str) -> InFlight | None:
+        """The worker's notes in ``directory``; ``None`` when it cannot be written here (not on this machine)."""
+        try:
+            return cls(directory, worker)
+        except OSError:
+            return None
 
     async def around(self, nodeid: str, coro: Coroutine[Any, Any, T]) -> T:
         """Run ``coro`` (the case of ``nodeid``), noted as in flight meanwhile."""

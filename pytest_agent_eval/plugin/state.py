@@ -71,7 +71,10 @@ class EvalSession:
             digest = hashlib.sha256(str(self.config.rootpath).encode()).hexdigest()[:12]
             folder = Path(tempfile.gettempdir()) / f"pytest-agent-eval-limits-{digest}"
         try:
-            return start(self.settings.traffic, self.config.rootpath, folder)
+            from pytest_agent_eval import compat
+
+            worker = compat.worker_input(self.config) is not None  # its recorded cassettes go to the controller
+            return start(self.settings.traffic, self.config.rootpath, folder, send_back=worker)
         except (ValueError, ImportError) as exc:
             raise pytest.UsageError(str(exc)) from None
 
@@ -118,14 +121,15 @@ class EvalSession:
 
     @property
     def inflight(self) -> InFlight | None:
-        """On an xdist worker, where the cases in flight are noted for the controller (crashes)."""
+        """On an xdist worker, where the cases in flight are noted for the controller (crashes); ``None`` where the
+        controller's folder for them is not (a worker on another machine)."""
         if self._inflight is _UNSET:
             from pytest_agent_eval import compat
             from pytest_agent_eval.plugin.crashes import KEY, InFlight
 
             shared = (compat.worker_input(self.config) or {}).get(KEY)
             worker = (compat.worker_input(self.config) or {}).get("workerid", "worker")
-            self._inflight = InFlight(Path(shared), str(worker)) if shared else None
+            self._inflight = InFlight.open(Path(shared), str(worker)) if shared else None
         return self._inflight  # type: ignore[no-any-return]
 
     @property

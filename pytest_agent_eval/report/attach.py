@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from pytest_agent_eval.report.case_input import case_input, content_hash
-from pytest_agent_eval.report.collector import ATTRIBUTE
+from pytest_agent_eval.report.collector import ATTRIBUTE, CASSETTE
 from pytest_agent_eval.report.jsonable import jsonable
 from pytest_agent_eval.report.record import CaseRecord, crash_message, from_result, outcome
 from pytest_agent_eval.secrets import scrub_strings
@@ -17,12 +17,15 @@ if TYPE_CHECKING:
     from pytest_agent_eval.run.results import CaseResult
 
 _RECORD = pytest.StashKey[CaseRecord]()
+_CASSETTE = pytest.StashKey[tuple[str, str]]()
 
 
 def note_result(item: pytest.Item, result: CaseResult) -> None:
     """Record the case's result for its report, and add its ``--junitxml`` properties (taken from the record)."""
     record = from_result(item.nodeid, item.location[0], result, item.config.getoption("agent_eval_k", None))
     item.stash[_RECORD] = record
+    if result.cassette is not None:  # recorded on an xdist worker: the controller writes it (``plugin.cassettes``)
+        item.stash[_CASSETTE] = result.cassette
     item.user_properties.extend(record.junit_properties())
 
 
@@ -35,6 +38,10 @@ def attach(item: pytest.Item, report: pytest.TestReport) -> None:
     record = item.stash.get(_RECORD, None) or _not_run(item, report)
     if _RECORD in item.stash:
         del item.stash[_RECORD]  # the report carries it from here: the item need not keep it for the session
+    cassette = item.stash.get(_CASSETTE, None)
+    if cassette is not None:
+        del item.stash[_CASSETTE]
+        setattr(report, CASSETTE, {"path": cassette[0], "text": cassette[1]})
     record.outcome = outcome(report)
     record.duration_s = report.duration
     message = crash_message(report)

@@ -42,7 +42,7 @@ def run_records(config: pytest.Config) -> Records:
     """The run's records, gathered by the ``Records`` plugin object (registered with the first format)."""
     collector = config.stash.get(COLLECTOR, None)
     if collector is None:
-        collector = config.stash[COLLECTOR] = Records(partial(_is_eval_file, config))
+        collector = config.stash[COLLECTOR] = Records(partial(_is_eval_file, config), partial(_case_lines, config))
         config.pluginmanager.register(collector, "agent_eval_records")
     return collector
 
@@ -52,6 +52,19 @@ def _is_eval_file(config: pytest.Config, file: str) -> bool:
     path = config.rootpath / file
     explicit = any((config.invocation_params.dir / arg.split("::")[0]).resolve() == path for arg in config.args)
     return is_eval_file(path, tuple(config.getini("agent_eval_files")), explicit)
+
+
+def _case_lines(config: pytest.Config, file: str) -> dict[str, int]:
+    """The line of each case id of the eval file ``file`` (relative to the rootdir), read again on the controller for
+    the cases an xdist worker never started; empty when it cannot be read (a line is then not told, never made up)."""
+    from pytest_agent_eval.cases.load import load_file
+
+    state = config.stash[STATE]
+    try:
+        loaded = load_file(config.rootpath / file, state.checks, state.dialects, cache=state.parse_cache)
+    except Exception:  # an unreadable file, an error of a dialect plugin: the report is written all the same
+        return {}
+    return {case.id: case.line for case in loaded.cases}
 
 
 def configure(config: pytest.Config) -> None:

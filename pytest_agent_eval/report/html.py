@@ -215,6 +215,23 @@ def _run_header(run: dict[str, Any]) -> str:
     return f'<dl class="run">{items}</dl>{banner}'
 
 
+def _not_run_section(entries: list[dict[str, Any]]) -> str:
+    """The cases that did not run or finish (a dead worker, an interrupt), each with where it is and why."""
+    if not entries:
+        return ""
+    rows = "".join(
+        f"<tr><td><code>{esc(e.get('nodeid'))}</code></td>"
+        f"<td>{esc(e.get('file'))}{'' if e.get('line') is None else ':' + esc(e.get('line'))}</td>"
+        f"<td>{esc(e.get('reason'))}</td></tr>"
+        for e in entries
+    )
+    return (
+        f'<section id="not-run"><h2>Not run ({len(entries)})</h2><p>These cases did not run or finish; the figures '
+        "above leave them out (those a dead worker was running are counted as errors).</p>"
+        f"<table><thead><tr><th>case</th><th>where</th><th>why</th></tr></thead><tbody>{rows}</tbody></table></section>"
+    )
+
+
 def render(document: dict[str, Any], baseline: Baseline | None = None) -> str:
     """The page for a JSON report's ``document``; with ``baseline``, the comparison first."""
     records = [CaseRecord.from_dict(c) for c in document.get("cases", [])]
@@ -236,6 +253,7 @@ def render(document: dict[str, Any], baseline: Baseline | None = None) -> str:
     if baseline is not None:  # what changed comes first
         parts.append(_baseline_section(records, baseline))
     parts.append(f'<section id="summary"><h2>Summary</h2>{_counts(records)}{summary}</section>')
+    parts.append(_not_run_section(document.get("not_run") or []))
     parts.append(_charts(records))
     parts += [
         '<section id="cases"><h2>Cases</h2>',

@@ -16,7 +16,7 @@ import pytest
 
 import pytest_agent_eval
 from pytest_agent_eval.report.atomic import write_report, write_text_atomically
-from pytest_agent_eval.report.collector import Records
+from pytest_agent_eval.report.collector import Records, how_it_ended
 from pytest_agent_eval.report.schema import SCHEMA_VERSION, report_text
 from pytest_agent_eval.report.stats import agent_figures
 from pytest_agent_eval.secrets import scrub_text
@@ -97,6 +97,8 @@ class JsonReport:
         if compared is not None:  # the run's one comparison, as the terminal and every report show it
             document["baseline"] = compared.to_dict()
         document["cases"] = self.collector.record_data  # as the reports carried them: no round trip
+        # the cases a dead worker, an interrupt or a stop left without a final record (what a resumed run runs)
+        document["not_run"] = self.collector.not_run(how_it_ended(exit_status, stopped))
         return document
 
     def write(self, exit_status: int | None, stopped: bool = False) -> None:

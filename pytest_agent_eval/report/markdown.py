@@ -10,9 +10,10 @@ from pathlib import Path
 import pytest
 
 from pytest_agent_eval.report.atomic import append_text, write_report
-from pytest_agent_eval.report.baseline import Comparison
+from pytest_agent_eval.report.baseline import Comparison, md_cell, md_code
 from pytest_agent_eval.report.collector import Records
-from pytest_agent_eval.report.markdown_text import markdown_lines, reason, stopped_line
+from pytest_agent_eval.report.markdown_text import NOT_FINISHED_SHOWN, markdown_lines, reason, stopped_line
+from pytest_agent_eval.report.summary import not_run_parts
 
 __all__ = ["MarkdownReport", "markdown_lines", "reason", "stopped_line"]
 
@@ -34,11 +35,16 @@ class MarkdownReport:
         """Append the run; ``how`` it ended before every case finished, ``None`` when it did not."""
         self.written = True
         records = self.collector.records
-        if not records and how is None:
+        not_run = self.collector.not_run()  # with the cases a worker's crash left as errors
+        if not records and how is None and not not_run:
             return
         stopped = None
         if how is not None:
-            stopped = stopped_line(how, len(records), self.collector.not_finished(), self.collector.collected)
+            finished = len(records) - (len(not_run) - len(self.collector.not_finished()))
+            stopped = stopped_line(how, finished, [e["nodeid"] for e in not_run], self.collector.collected)
+        elif not_run:  # the run went on after a worker died: its cases did not finish
+            count, named = not_run_parts(not_run, self.collector.collected, NOT_FINISHED_SHOWN, md_code, md_cell)
+            stopped = f"**Not run:** {count} did not finish: {named}"
         text = "\n".join(markdown_lines(records, self.comparison(), stopped)) + "\n\n"
         write_report(self.config, "agent eval markdown summary", self.path, lambda: append_text(self.path, text))
 

@@ -10,7 +10,7 @@ from pytest_agent_eval.report.summary import TITLE, cost_notes, pass_k_notes, su
 
 _FAILED = ("failed", "error", "xpassed")
 _REASON_LIMIT = 200
-_NOT_FINISHED_SHOWN = 20
+NOT_FINISHED_SHOWN = 20
 
 
 def reason(record: CaseRecord) -> str:
@@ -42,8 +42,8 @@ def stopped_line(how: str, finished: int, not_finished: list[str], collected: in
         return line + f"the figures are of the {finished} eval cases that finished; the others are not listed"
     line += f"{finished} of {collected} eval cases finished"
     if not_finished:
-        shown = ", ".join(md_code(n) for n in not_finished[:_NOT_FINISHED_SHOWN])
-        more = len(not_finished) - _NOT_FINISHED_SHOWN
+        shown = ", ".join(md_code(n) for n in not_finished[:NOT_FINISHED_SHOWN])
+        more = len(not_finished) - NOT_FINISHED_SHOWN
         line += f"; these did not: {shown}" + (f" and {more} more" if more > 0 else "")
     return line
 

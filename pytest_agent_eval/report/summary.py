@@ -4,7 +4,7 @@ partially. A plugin object on the controller, built from the records, so it read
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pytest_agent_eval.text import text_table
 
@@ -17,6 +17,7 @@ if TYPE_CHECKING:  # the table is also the HTML page's, which the command-line t
     from pytest_agent_eval.report.stats import Stats
 
 TITLE = "agent eval summary"
+_NOT_RUN_SHOWN = 3
 _HEADER = ("", "passed", "score mean", "score min", "repeat pass", "latency p50", "latency p95", "tool acc")
 
 
@@ -95,6 +96,29 @@ def cost_notes(records: list[CaseRecord]) -> list[str]:
     return [] if line is None else [line]
 
 
+def not_run_parts(
+    entries: list[dict[str, Any]],
+    collected: int,
+    shown: int,
+    code: Callable[[str], str] = str,
+    text: Callable[[str], str] = str,
+) -> tuple[str, str]:
+    """The cases not run (the JSON report's ``not_run``) as ``("N of M eval cases", "id (why), … and K more")``, the
+    first ``shown`` named (``code`` formats a node id, ``text`` a reason)."""
+    count = f"{len(entries)} of {collected} eval cases" if collected else f"{len(entries)} eval cases"
+    named = ", ".join(f"{code(entry['nodeid'])} ({text(entry['reason'])})" for entry in entries[:shown])
+    more = len(entries) - shown
+    return count, named + (f" and {more} more" if more > 0 else "")
+
+
+def not_run_lines(entries: list[dict[str, Any]], collected: int) -> list[str]:
+    """The terminal's line naming the cases that did not run or finish (the first few); none when every case did."""
+    if not entries:
+        return []
+    count, named = not_run_parts(entries, collected, _NOT_RUN_SHOWN)
+    return ["", f"not run: {count}: {named}"]
+
+
 def one_line(records: list[CaseRecord]) -> str:
     """The section in one line, for ``-q -q``."""
     from pytest_agent_eval.report.stats import Stats, partial_passes
@@ -123,11 +147,22 @@ class Summary:
 
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
         records = self.collector.records
-        if not records:
+        not_run = self.collector.not_run()
+        if not records and not not_run:
             return
         if self.verbosity() <= -2:
-            terminalreporter.write_line(one_line(records))
+            terminalreporter.write_line(one_line(records) + (f", {len(not_run)} not run" if not_run else ""))
             return
         terminalreporter.write_sep("=", TITLE)
-        for line in summary_lines(records):
+        for line in (summary_lines(records) if records else []) + not_run_lines(not_run, self.collector.collected):
             terminalreporter.write_line(line)
+
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        """After an internal error (xdist ending the run when a worker's machine is gone) pytest writes no summary:
+        the cases not run are named all the same."""
+        import pytest
+
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        if exitstatus == pytest.ExitCode.INTERNAL_ERROR and reporter is not None:
+            for line in not_run_lines(self.collector.not_run(), self.collector.collected):
+                reporter.write_line(line, yellow=True, bold=True)

@@ -177,6 +177,8 @@ class CaseResult:
     trials: list[TrialResult]
     passed: bool
     score: float
+    cassette: tuple[str, str] | None = None
+    """The cassette recorded on an xdist worker, for its controller to write: (its path in its folder, its text)."""
 
     @property
     def first(self) -> TrialResult:

@@ -105,6 +105,7 @@ async def _conversation(
 async def run_case(case: Case, agent: Agent, settings: RunSettings) -> CaseResult:
     """All trials of the case (``repeat``), concurrently within the limit; the pass rate decides."""
     repeat = settings.repeat or case.repeat
+    cassette = None
     timeout = case.timeout if case.timeout is not None else settings.default_timeout
     CALL.set((case, timeout))
     if not (repeat == 1 and timeout is None and _loop_free(case, agent, settings)):
@@ -113,13 +114,14 @@ async def run_case(case: Case, agent: Agent, settings: RunSettings) -> CaseResul
         trials = await settings.traffic.run_trials(
             case, repeat, lambda n: _with_traffic(case, agent, settings, n), _infrastructure
         )
+        cassette = settings.traffic.outbox.pop(id(case), None) if settings.traffic.outbox is not None else None
     elif repeat == 1:  # in this task: no task, future and loop turns of a gather per case
         trials = [await run_trial(case, agent, settings)]
     else:
         trials = list(await asyncio.gather(*(run_trial(case, agent, settings, n) for n in range(repeat))))
     rate = sum(t.passed for t in trials) / len(trials)
     score = sum(t.score for t in trials) / len(trials)
-    return CaseResult(case, trials, rate >= case.min_pass_rate, score)
+    return CaseResult(case, trials, rate >= case.min_pass_rate, score, cassette)
 
 
 async def _with_traffic(case: Case, agent: Agent, settings: RunSettings, trial: int) -> TrialResult:

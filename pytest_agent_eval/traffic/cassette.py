@@ -140,8 +140,12 @@ class CassetteError(Exception):
 class Cassette:
     """One case's recorded interactions; ``take`` hands out matches in order (a match again once all are used)."""
 
-    def __init__(self, path: Path, ignore: frozenset[str], load: bool = True, old: Path | None = None) -> None:
+    def __init__(
+        self, path: Path, ignore: frozenset[str], load: bool = True, old: Path | None = None, folder: Path | None = None
+    ) -> None:
         self.path = path
+        self.folder = folder
+        """The cassette folder ``path`` is in (the one beside the eval file, or ``agent_eval_cassettes``)."""
         self.ignore = ignore
         self.interactions: list[Interaction] = []
         self.new: list[Interaction] = []
@@ -171,13 +175,14 @@ class Cassette:
         with self._lock:
             self.new.append(interaction)
 
-    def save(self, keep_old: bool) -> None:
-        """Write the cassette (atomically): the new interactions in trial order, after the old ones if kept."""
+    def save(self, keep_old: bool, send: bool = False) -> tuple[str, str] | None:
+        """Write the cassette (atomically): the new interactions in trial order, after the old ones if kept. With
+        ``send`` (an xdist worker: its controller writes it) nothing is written here: ``(its path relative to its
+        folder, its text)`` is returned instead. ``None``: nothing to write."""
         new = sorted(self.new, key=lambda i: i.trial)  # stable: each trial's requests stay in order
         interactions = (self.interactions if keep_old else []) + new
         if not new and (keep_old or not interactions):
-            return
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+            return None
         text = yaml.dump(
             {"interactions": [i.to_vcr() for i in interactions], "version": 1},
             Dumper=getattr(yaml, "CSafeDumper", yaml.SafeDumper),  # libyaml's, several times faster, where present
@@ -185,14 +190,35 @@ class Cassette:
             allow_unicode=True,
             width=120,
         )
-        fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=f".{self.path.name}.", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8", errors="replace") as out:
-                out.write(text)
-            os.replace(tmp, self.path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        if send:
+            folder = self.folder if self.folder is not None else self.path.parent
+            return self.path.relative_to(folder).as_posix(), text
+        write_cassette(self.path, text)
+        return None
+
+
+def write_cassette(path: Path, text: str) -> None:
+    """Write a cassette's text to ``path`` atomically (a temporary file beside it, renamed over it)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", errors="replace") as out:
+            out.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def sent_cassette_path(folder: Path, relative: str) -> Path | None:
+    """Where a cassette a worker sent (``relative``: its path in its cassette folder) goes in ``folder`` on the
+    controller; ``None`` when ``relative`` would leave the folder (absolute, ``..``) or is not a ``.yaml`` file."""
+    parts = relative.split("/")
+    if not relative.endswith(".yaml") or relative.startswith("/") or any(p in ("", ".", "..") for p in parts):
+        return None
+    if any("\\" in p or ":" in p for p in parts):  # a Windows drive or separator
+        return None
+    return folder.joinpath(*parts)
 
 
 def _read(path: Path) -> list[Interaction]:

@@ -11,7 +11,6 @@ import asyncio
 import contextlib
 import hashlib
 import importlib
-import os
 import sys
 import time
 from collections.abc import Awaitable, Callable
@@ -33,7 +32,7 @@ from pytest_agent_eval.traffic.cassette import (
 )
 from pytest_agent_eval.traffic.pace import Pace
 from pytest_agent_eval.traffic.retry import MAX_RETRY_WAIT_S, asked_wait, backoff, quota_spent
-from pytest_agent_eval.traffic.scope import CURRENT, CaseTraffic, TrialTraffic, shown
+from pytest_agent_eval.traffic.scope import CURRENT, CaseTraffic, TrialTraffic, shown, shown_error
 from pytest_agent_eval.traffic.usage import Prices, read_usage
 
 if TYPE_CHECKING:
@@ -78,6 +77,7 @@ class Traffic:
     def __init__(self, settings: TrafficSettings) -> None:
         self.settings = settings
         self._errors: dict[str, type[Exception]] = {}
+        self.outbox: dict[int, tuple[str, str]] | None = None  # a worker's recorded cassettes for its controller
 
     # -- cases and trials ------------------------------------------------------------------------------------
 
@@ -85,12 +85,10 @@ class Traffic:
         """The case's traffic scope; ``CassetteError`` when its cassette cannot be read."""
         if self.settings.mode is None:
             return CaseTraffic(case.id, None)
-        if self.settings.cassettes is None:
-            folder = case.path.parent / "cassettes"
-            path, old = cassette_path(folder, case.path, case.id), old_cassette_path(folder, case.path, case.id)
-        else:
-            path, old = cassette_path(self.settings.cassettes, case.path, case.id, self.settings.root), None
-        cassette = Cassette(path, self.settings.ignore, load=self.settings.mode != "record", old=old)
+        beside, folder = self.settings.cassettes is None, self.settings.cassettes or case.path.parent / "cassettes"
+        path = cassette_path(folder, case.path, case.id, None if beside else self.settings.root)
+        old = old_cassette_path(folder, case.path, case.id) if beside else None
+        cassette = Cassette(path, self.settings.ignore, load=self.settings.mode != "record", old=old, folder=folder)
         return CaseTraffic(case.id, cassette, shown(path, self.settings.root))
 
     async def run_trials(
@@ -108,7 +106,7 @@ class Traffic:
         try:
             traffic = self.case(case)
         except CassetteError as exc:
-            return [fail(None, shown_error(exc, self.settings))]
+            return [fail(None, shown_error(exc, self.settings.root))]
 
         async def one(n: int) -> T:
             trial = traffic.trial()
@@ -122,7 +120,9 @@ class Traffic:
         trials = [await one(0)] if repeat == 1 else list(await asyncio.gather(*(one(n) for n in range(repeat))))
         if self.settings.mode in ("record", "new") and traffic.cassette is not None and not traffic.failed:
             try:
-                traffic.cassette.save(keep_old=self.settings.mode == "new")
+                sent = traffic.cassette.save(keep_old=self.settings.mode == "new", send=self.outbox is not None)
+                if sent is not None and self.outbox is not None:  # by id(case), for the runner: (path, text)
+                    self.outbox[id(case)] = sent
             except OSError as exc:
                 why = f"cassette {traffic.cassette_name} not written: {exc.strerror or exc}"
                 trials = [fail(t, why) for t in trials]
@@ -368,13 +368,6 @@ def stable_body(request: Any) -> bytes:
 def _tokens(response: Any) -> int:
     call = read_usage(response.content, response.headers.get("content-type", ""))
     return call.input_tokens + call.output_tokens if call is not None else 0
-
-
-def shown_error(exc: CassetteError, settings: TrafficSettings) -> str:
-    """A cassette's error with its path relative to the rootdir."""
-    text = str(exc)
-    root = f"{settings.root}{os.sep}"
-    return text[len(root) :] if text.startswith(root) else text
 
 
 # -- installing the hook -------------------------------------------------------------------------------------

@@ -7,6 +7,7 @@ it under any concurrency.
 from __future__ import annotations
 
 import contextlib
+import os
 import threading
 from collections.abc import Iterator
 from contextvars import ContextVar
@@ -14,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pytest_agent_eval.traffic.cassette import Cassette
+from pytest_agent_eval.traffic.cassette import Cassette, CassetteError
 from pytest_agent_eval.traffic.usage import CallUsage, Prices, Usage
 
 if TYPE_CHECKING:
@@ -108,3 +109,10 @@ def shown(path: Path, root: Path) -> str:
         return str(path.relative_to(root))
     except ValueError:
         return str(path)
+
+
+def shown_error(exc: CassetteError, root: Path) -> str:
+    """A cassette's error with its path relative to the rootdir ``root``."""
+    text = str(exc)
+    prefix = f"{root}{os.sep}"
+    return text[len(prefix) :] if text.startswith(prefix) else text

@@ -16,8 +16,9 @@ if TYPE_CHECKING:
     from pytest_agent_eval.plugin.options import TrafficOptions
 
 
-def start(options: TrafficOptions, root: Path, limits_folder: Path) -> Traffic:
-    """The session's hook, installed. ValueError / ImportError say which option is wrong or what to install."""
+def start(options: TrafficOptions, root: Path, limits_folder: Path, send_back: bool = False) -> Traffic:
+    """The session's hook, installed. ValueError / ImportError say which option is wrong or what to install.
+    ``send_back`` (an xdist worker): recorded cassettes go to the controller, which writes them (``Traffic.outbox``)."""
     prices = Prices(load_prices(options.prices, root) if options.prices else None)
     requests = Budget.parse(options.rate_limit, "--agent-eval-rate-limit") if options.rate_limit else None
     tokens = Budget.parse(options.token_limit, "--agent-eval-token-limit") if options.token_limit else None
@@ -37,6 +38,8 @@ def start(options: TrafficOptions, root: Path, limits_folder: Path) -> Traffic:
             watch=options.on,
         )
     )
+    if send_back:
+        traffic.outbox = {}
     install(traffic)
     return traffic
 
