@@ -136,3 +136,15 @@ def test_a_machine_that_dies_mid_run_leaves_every_case_it_had_named(
     assert all(f"`{nodeid}`" in markdown for nodeid in not_run)
     page = (pytester.path / "r.html").read_text().split('id="not-run"')[1].split("</section>")[0]
     assert all(nodeid in page for nodeid in not_run)
+
+    # the recovery: resume runs exactly the cases not run (here on this machine) and writes one whole report
+    resumed = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-rA", "--agent-eval-resume=r.json",
+         "--agent-eval-report=r.json"],
+        cwd=pytester.path, env=env, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    ran = {line.split()[1] for line in resumed.stdout.splitlines() if line.startswith("PASSED ")}
+    assert resumed.returncode == 0 and ran == set(not_run), resumed.stdout
+    whole = _load(pytester.path / "r.json")
+    assert {c["nodeid"]: c["outcome"] for c in whole["cases"]} == dict.fromkeys(sorted(collected), "passed")
+    assert whole["not_run"] == [] and whole["run"]["finished"] is True
