@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import email.utils
+import math
 import re
 import threading
 import time
@@ -40,9 +41,11 @@ def seconds_until(text: str) -> float | None:
     """OpenAI's ``6m0s`` / ``20ms`` / ``1.5s``, Anthropic's RFC 3339 time, or plain seconds; ``None`` if unreadable."""
     text = text.strip()
     try:
-        return max(float(text), 0.0)
+        seconds = float(text)
     except ValueError:
         pass
+    else:
+        return max(seconds, 0.0) if math.isfinite(seconds) else None
     parts = _DURATION.findall(text)
     if parts and "".join(n + u for n, u in parts) == text:
         scale = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
@@ -54,9 +57,12 @@ def seconds_until(text: str) -> float | None:
     except ValueError:
         try:
             when = email.utils.parsedate_to_datetime(text)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, IndexError, OverflowError):
             return None
-    return max(when.timestamp() - time.time(), 0.0)
+    try:
+        return max(when.timestamp() - time.time(), 0.0)
+    except (OverflowError, ValueError, OSError):  # a date no clock reaches
+        return None
 
 
 def _rate(headers: Any, limit: str, remaining: str, reset: str) -> float | None:
@@ -66,9 +72,10 @@ def _rate(headers: Any, limit: str, remaining: str, reset: str) -> float | None:
     except (KeyError, TypeError, ValueError):
         return None
     refill = seconds_until(str(headers.get(reset) or ""))
-    if refill is None or refill <= 0 or left >= cap:
+    if refill is None or refill <= 0 or not (math.isfinite(cap) and math.isfinite(left)) or left >= cap:
         return None
-    return (cap - left) / refill
+    rate = (cap - left) / refill
+    return rate if math.isfinite(rate) and rate > 0 else None
 
 
 def announced(headers: Any) -> Announced:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import email.utils
 import json
+import math
 import random
 import time
 from typing import Any
@@ -25,20 +26,25 @@ def quota_spent(body: bytes) -> bool:
 
 
 def asked_wait(headers: Any) -> float | None:
-    """The wait the server asks for: ``retry-after-ms``, or ``Retry-After`` in seconds or as a date."""
+    """The wait the server asks for: ``retry-after-ms``, or ``Retry-After`` in seconds or as an HTTP date (one in
+    the past: at once). A value that cannot be used (NaN, infinite, negative, neither a number nor a date) is as if
+    absent: ``None``, and the usual backoff applies."""
     try:
         if headers.get("retry-after-ms"):
-            return max(float(headers["retry-after-ms"]) / 1000.0, 0.0)
+            return _usable(float(headers["retry-after-ms"]) / 1000.0)
         after = headers.get("retry-after")
         if after:
             try:
-                seconds = float(after)
+                return _usable(float(after))
             except ValueError:
-                seconds = email.utils.parsedate_to_datetime(after).timestamp() - time.time()
-            return max(seconds, 0.0)
-    except (TypeError, ValueError, OverflowError):
+                return max(email.utils.parsedate_to_datetime(after).timestamp() - time.time(), 0.0)
+    except (TypeError, ValueError, OverflowError, IndexError):
         pass
     return None
+
+
+def _usable(seconds: float) -> float | None:
+    return seconds if math.isfinite(seconds) and seconds >= 0 else None
 
 
 def backoff(attempt: int) -> float:
