@@ -58,6 +58,7 @@ class EvalSession:
     def _start_traffic(self) -> Traffic:
         import hashlib
         import tempfile
+        import warnings
         from pathlib import Path
 
         from pytest_agent_eval.traffic.session import start
@@ -70,10 +71,17 @@ class EvalSession:
         if folder is None:
             digest = hashlib.sha256(str(self.config.rootpath).encode()).hexdigest()[:12]
             folder = Path(tempfile.gettempdir()) / f"pytest-agent-eval-limits-{digest}"
+        from pytest_agent_eval.traffic.store import StoreError, StoreWarning
+
         try:
-            return start(self.settings.traffic, self.config.rootpath, folder)
-        except (ValueError, ImportError) as exc:
+            with warnings.catch_warnings(record=True) as caught:  # at configure time pytest shows only those given it
+                warnings.simplefilter("always", StoreWarning)
+                traffic = start(self.settings.traffic, self.config.rootpath, folder)
+        except (ValueError, ImportError, StoreError) as exc:  # the store's: one message at start, what to do
             raise pytest.UsageError(str(exc)) from None
+        for warning in caught:
+            self.config.issue_config_time_warning(warning.message, stacklevel=2)  # type: ignore[arg-type]
+        return traffic
 
     @property
     def checks(self) -> CheckRegistry:
