@@ -186,7 +186,9 @@ def test_item11_a_lock_held_by_a_stopped_process_mid_run_makes_the_rest_infrastr
 # -- item 12: Redis ------------------------------------------------------------------------------------------
 
 
-def test_item12_an_unreachable_redis_is_one_clear_message_at_start(project: pytest.Pytester, server: ChatServer) -> None:
+def test_item12_an_unreachable_redis_is_one_clear_message_at_start(
+    project: pytest.Pytester, server: ChatServer
+) -> None:
     pytest.importorskip("redis")
     project.makefile(".yaml", eval_limited=evals_file("sync_agent", cases=2))
     url = "redis://:hunter2-secret@127.0.0.1:9/0"
@@ -217,10 +219,10 @@ def test_item12_a_wrong_redis_password_is_one_clear_message_at_start(
     assert server.log == []
 
 
-def _redis_pid(redis_url: str) -> int:
+def _redis_pid(url: str) -> int:
     import redis
 
-    return int(redis.Redis.from_url(redis_url).info("server")["process_id"])
+    return int(redis.Redis.from_url(url).info("server")["process_id"])
 
 
 @pytest.mark.slow
