@@ -204,7 +204,9 @@ def test_item12_an_unreachable_redis_is_one_clear_message_at_start(
 
 @pytest.mark.slow
 def test_item12_a_wrong_redis_password_is_one_clear_message_at_start(
-    project: pytest.Pytester, server: ChatServer, redis_url: str  # noqa: F811
+    project: pytest.Pytester,
+    server: ChatServer,
+    redis_url: str,  # noqa: F811
 ) -> None:
     import redis
 
@@ -228,7 +230,10 @@ def _redis_pid(url: str) -> int:
 @pytest.mark.slow
 @pytest.mark.parametrize("fault", ["killed", "frozen"])
 def test_item12_redis_failing_mid_run_makes_the_rest_infrastructure_errors(
-    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, redis_url: str, fault: str  # noqa: F811
+    project: pytest.Pytester,
+    monkeypatch: pytest.MonkeyPatch,
+    fault: str,
+    redis_url: str,  # noqa: F811
 ) -> None:
     """Redis is killed (or frozen: SIGSTOP) while the first case's request is answered: the run ends (within the
     store's timeouts), every case after it an error naming the store, none the agent's failure."""
