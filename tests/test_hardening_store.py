@@ -114,6 +114,19 @@ def test_item11_a_directory_in_place_of_the_store_file_is_one_clear_error(
     assert server.log == []
 
 
+def test_item11_a_broken_store_of_the_default_pace_leaves_the_run_unpaced_with_a_warning(
+    project: pytest.Pytester, server: ChatServer
+) -> None:
+    """With no rate-limit option, the pace is on by default: its store failing (a directory in its place) is a
+    warning, and every case still runs and is judged."""
+    state = project.path / STATE.with_name("pace.json")
+    state.mkdir(parents=True)
+    project.makefile(".yaml", eval_paced=evals_file("sync_agent", cases=2))
+    result = project.runpytest(*RUN)
+    result.assert_outcomes(passed=2, warnings=1)
+    result.stdout.fnmatch_lines(["*pace.json is a directory, not a file: remove it; the run is not paced*"])
+
+
 LOCKER = """
 import fcntl, os, signal, sys
 handle = open(sys.argv[1], "a+")

@@ -161,7 +161,16 @@ class EvalSession:
 
         if self._pace_pending:
             self._pace_pending = False
-            self.traffic = self._start_traffic()
+            try:
+                self.traffic = self._start_traffic()
+            except pytest.UsageError as exc:  # the default pace's store failed: the run goes on unpaced, saying why
+                import warnings
+
+                from pytest_agent_eval.traffic.store import StoreWarning
+
+                warnings.warn(
+                    StoreWarning(f"{exc}; the run is not paced (--agent-eval-pace off: not tried)"), stacklevel=1
+                )
         inline = self.loops.inline
         # In this thread one case runs at a time: with one trial, there is nothing for the limit to hold back.
         alone = inline and (self.settings.repeat or case.repeat) == 1

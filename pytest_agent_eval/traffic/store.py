@@ -214,28 +214,37 @@ class FileStore:
 
     @contextmanager
     def _state(self) -> Iterator[tuple[dict[str, float], float]]:
-        with self._threads, _locked(self._path) as handle:
-            handle.seek(0)
-            text = handle.read()
-            state = read_state(text)
-            if state is None:  # a run killed mid-write, or another program's file: start afresh, saying so
-                warnings.warn(
-                    StoreWarning(
-                        f"the run's rate-limit state {self._path} was unreadable (not a JSON object of numbers: "
-                        f"{text[:40]!r}): started afresh"
-                    ),
-                    stacklevel=1,
-                )
-                state = {}
-            now = time.time()
-            if state.get("at", 0.0) < now - FORGET_S:  # an earlier run's pace: learned anew
-                state = {}
-            state["at"] = now
-            yield state, now
-            handle.seek(0)
-            handle.truncate()
-            handle.write(json.dumps(state))
-            handle.flush()
+        if not self._threads.acquire(timeout=WAIT_S):  # another thread waits for a lock that is not given back
+            raise _locked_error(self._path)
+        try:
+            with _locked(self._path) as handle:
+                yield from self._read_write(handle)
+        finally:
+            self._threads.release()
+
+    def _read_write(self, handle: Any) -> Iterator[tuple[dict[str, float], float]]:
+        """The state read (started afresh, with a warning, when unreadable), then written back whole."""
+        handle.seek(0)
+        text = handle.read()
+        state = read_state(text)
+        if state is None:  # a run killed mid-write, or another program's file: start afresh, saying so
+            warnings.warn(
+                StoreWarning(
+                    f"the run's rate-limit state {self._path} was unreadable (not a JSON object of numbers: "
+                    f"{text[:40]!r}): started afresh"
+                ),
+                stacklevel=1,
+            )
+            state = {}
+        now = time.time()
+        if state.get("at", 0.0) < now - FORGET_S:  # an earlier run's pace: learned anew
+            state = {}
+        state["at"] = now
+        yield state, now
+        handle.seek(0)
+        handle.truncate()
+        handle.write(json.dumps(state))
+        handle.flush()
 
     def reserve(self, host: str, tokens: float, sent: int = 1) -> float:
         with self._state() as (state, now):
