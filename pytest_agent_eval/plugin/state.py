@@ -133,7 +133,10 @@ class EvalSession:
 
             shared = (compat.worker_input(self.config) or {}).get(KEY)
             worker = (compat.worker_input(self.config) or {}).get("workerid", "worker")
-            self._inflight = InFlight(Path(shared), str(worker)) if shared else None
+            try:
+                self._inflight = InFlight(Path(shared), str(worker)) if shared else None
+            except OSError:  # the controller ended (Ctrl-C while the workers start) and removed the directory
+                self._inflight = None
         return self._inflight  # type: ignore[no-any-return]
 
     @property
