@@ -9,7 +9,10 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from openai_server import ChatServer
+from test_fuzz_new_inputs import FUZZ, USAGES
 from test_traffic import AGENTS, PRICES, RUN, USAGE_HOOK, evals_file, point_at, usages
 
 pytest.importorskip("openai")
@@ -172,3 +175,43 @@ def test_item17_an_absurd_count_with_nan_is_unknown(project: pytest.Pytester, us
     found = _run_with_usage(project, usage_server, usage_server.usage)
     assert found["usage"]["cost"] is None
     assert found["case"]["cost"] is None
+
+
+# -- the fuzz guard, on what the retry loop and the usage count read -----------------------------------------
+
+WAIT_TEXT = st.one_of(
+    st.text(st.characters(min_codepoint=32, max_codepoint=126), max_size=12),  # what a header can carry
+    st.sampled_from(["nan", "-nan", "inf", "-inf", "1e400", "-0", "0", "1e-400", "Wed, 21 Oct 2015 07:28:00 GMT"]),
+    st.floats().map(repr),
+    st.integers().map(str),
+)
+
+
+@FUZZ
+@given(st.dictionaries(st.sampled_from(["retry-after", "retry-after-ms"]), WAIT_TEXT), st.integers(0, 5))
+def test_item13_any_retry_after_gives_a_finite_wait_or_none(headers: dict[str, str], attempt: int) -> None:
+    import math
+
+    import httpx
+
+    from pytest_agent_eval.traffic.retry import asked_wait, verdict
+
+    asked = asked_wait(headers)
+    assert asked is None or (math.isfinite(asked) and asked >= 0)
+    response = httpx.Response(429, headers=headers)
+    wait, _ = verdict(response, attempt, retries=3)
+    assert wait is None or (math.isfinite(wait) and 0 <= wait <= 60)
+
+
+@FUZZ
+@given(USAGES, st.sampled_from(["application/json", "text/event-stream"]))
+def test_item17_any_usage_is_read_as_sane_counts_or_unreadable(usage: Any, content_type: str) -> None:
+    from pytest_agent_eval.traffic.usage import MAX_TOKENS, read_usage
+
+    text = json.dumps({"model": "m", "usage": usage})
+    body = (f"data: {text}\n\n" if "stream" in content_type else text).encode()
+    call = read_usage(body, content_type)
+    if call is not None and call.unreadable is None:
+        counts = (call.input_tokens, call.output_tokens, call.cache_read_tokens, call.cache_write_tokens)
+        assert all(isinstance(n, int) and 0 <= n < MAX_TOKENS for n in counts)
+        assert call.cache_read_tokens + call.cache_write_tokens <= call.input_tokens
