@@ -58,6 +58,7 @@ class EvalSession:
     def _start_traffic(self) -> Traffic:
         import hashlib
         import tempfile
+        import warnings
         from pathlib import Path
 
         from pytest_agent_eval.traffic.session import start
@@ -70,13 +71,20 @@ class EvalSession:
         if folder is None:
             digest = hashlib.sha256(str(self.config.rootpath).encode()).hexdigest()[:12]
             folder = Path(tempfile.gettempdir()) / f"pytest-agent-eval-limits-{digest}"
+        from pytest_agent_eval.traffic.store import StoreError, StoreWarning
+
         try:
             from pytest_agent_eval import compat
 
             worker = compat.worker_input(self.config) is not None  # its recorded cassettes go to the controller
-            return start(self.settings.traffic, self.config.rootpath, folder, send_back=worker)
-        except (ValueError, ImportError) as exc:
+            with warnings.catch_warnings(record=True) as caught:  # at configure time pytest shows only those given it
+                warnings.simplefilter("always", StoreWarning)
+                traffic = start(self.settings.traffic, self.config.rootpath, folder, send_back=worker)
+        except (ValueError, ImportError, StoreError) as exc:  # the store's: one message at start, what to do
             raise pytest.UsageError(str(exc)) from None
+        for warning in caught:
+            self.config.issue_config_time_warning(warning.message, stacklevel=2)  # type: ignore[arg-type]
+        return traffic
 
     @property
     def checks(self) -> CheckRegistry:
@@ -157,7 +165,16 @@ class EvalSession:
 
         if self._pace_pending:
             self._pace_pending = False
-            self.traffic = self._start_traffic()
+            try:
+                self.traffic = self._start_traffic()
+            except pytest.UsageError as exc:  # the default pace's store failed: the run goes on unpaced, saying why
+                import warnings
+
+                from pytest_agent_eval.traffic.store import StoreWarning
+
+                warnings.warn(
+                    StoreWarning(f"{exc}; the run is not paced (--agent-eval-pace off: not tried)"), stacklevel=1
+                )
         inline = self.loops.inline
         # In this thread one case runs at a time: with one trial, there is nothing for the limit to hold back.
         alone = inline and (self.settings.repeat or case.repeat) == 1

@@ -31,8 +31,9 @@ from pytest_agent_eval.traffic.cassette import (
     scrub_url,
 )
 from pytest_agent_eval.traffic.pace import Pace
-from pytest_agent_eval.traffic.retry import MAX_RETRY_WAIT_S, asked_wait, backoff, quota_spent
+from pytest_agent_eval.traffic.retry import MAX_RETRY_WAIT_S, asked_wait, backoff, verdict
 from pytest_agent_eval.traffic.scope import CURRENT, CaseTraffic, TrialTraffic, shown, shown_error
+from pytest_agent_eval.traffic.store import StoreError
 from pytest_agent_eval.traffic.usage import Prices, read_usage
 
 if TYPE_CHECKING:
@@ -130,12 +131,20 @@ class Traffic:
 
     # -- one request -----------------------------------------------------------------------------------------
 
-    def _error(self, module: Any) -> type[Exception]:
-        """The exception a replay miss raises: a transport error of the client's own httpx."""
-        cls = self._errors.get(module.__name__)
+    def _error(self, module: Any, name: str = "ReplayMiss") -> type[Exception]:
+        """The exception a replay miss (or the store's failure) raises: a transport error of the client's httpx."""
+        cls = self._errors.get(f"{module.__name__}.{name}")
         if cls is None:
-            cls = self._errors[module.__name__] = type("ReplayMiss", (module.TransportError,), {})
+            cls = self._errors[f"{module.__name__}.{name}"] = type(name, (module.TransportError,), {})
         return cls
+
+    def _store_failed(self, module: Any, request: Any, exc: StoreError, trial: TrialTraffic | None) -> Exception:
+        """The run's rate-limit store failed (``StoreError``): the request is infrastructure's failure, not sent."""
+        message = f"{request.method} {scrub_url(str(request.url))} not sent: {exc}"
+        if trial is not None:
+            trial.fail(message)
+        error: Any = self._error(module, "RateLimitStoreError")
+        return error(message, request=request)  # type: ignore[no-any-return]
 
     def _replayed(self, module: Any, request: Any, trial: TrialTraffic) -> Any:
         """The recorded answer, or ``None`` to go to the network; raises on a miss under replay."""
@@ -162,27 +171,6 @@ class Traffic:
         trial.fail(message)
         error: Any = self._error(module)
         raise error(message, request=request)
-
-    def _verdict(self, response: Any, attempt: int) -> tuple[float | None, str | None]:
-        """``(seconds to wait before trying again, None)``, or ``(None, why the answer is a failure)``, or
-        ``(None, None)`` for an answer to hand over as it is; as the official SDKs decide (``x-should-retry``,
-        408/409/429/5xx), but a spent quota and a wait beyond the cap fail at once."""
-        status = response.status_code
-        if status < 400 or (not self.settings.watch and status != 429):  # the pace alone: only its 429s
-            return None, None
-        told = response.headers.get("x-should-retry")
-        transient = status in (408, 409, 429) or status >= 500
-        retriable = told == "true" if told in ("true", "false") else transient
-        if status == 429 and quota_spent(response.content):
-            return None, "the quota is spent (insufficient_quota): not retried"
-        if not retriable:
-            return None, ("not retried (x-should-retry: false)" if transient and self.settings.watch else None)
-        asked = asked_wait(response.headers)
-        if asked is not None and asked > MAX_RETRY_WAIT_S:
-            return None, f"the server asks to wait {asked:g} s, more than {MAX_RETRY_WAIT_S:g} s: not retried"
-        if attempt >= self.settings.retries:
-            return None, f"after {attempt} retr{'y' if attempt == 1 else 'ies'}" if attempt else ""
-        return (asked if asked is not None else backoff(attempt)), None
 
     def _answer(self, module: Any, request: Any, response: Any, failure: str | None, trial: TrialTraffic | None) -> Any:
         """The response the agent gets (already read), after counting and recording it. A failure is marked on the
@@ -235,12 +223,14 @@ class Traffic:
             if status == 429:
                 asked = asked_wait(response.headers)
                 cool = min(asked, MAX_RETRY_WAIT_S) if asked is not None else backoff(attempt)
-            pace.heard(host, status, response.headers, cool, time.monotonic() - sent)
+            with contextlib.suppress(StoreError):  # the pace remembers it: the next request fails, saying why
+                pace.heard(host, status, response.headers, cool, time.monotonic() - sent)
 
     def _spent(self, host: str, response: Any) -> None:
         pace = self.settings.pace
         if pace is not None and response.status_code < 400:
-            pace.spent(host, _tokens(response))
+            with contextlib.suppress(StoreError):  # as in ``_heard``
+                pace.spent(host, _tokens(response))
 
     def handle(self, module: Any, request: Any, send: Callable[[Any], Any], trial: TrialTraffic | None) -> Any:
         request.read()
@@ -253,8 +243,11 @@ class Traffic:
         host = _host(request)
         attempt = 0
         while True:
-            with _waiting(trial, _paced(request, attempt)):
-                first = pace.wait(host) if pace is not None else False
+            try:
+                with _waiting(trial, _paced(request, attempt)):
+                    first = pace.wait(host) if pace is not None else False
+            except StoreError as exc:
+                raise self._store_failed(module, request, exc, trial) from None
             sent = time.monotonic()
             try:
                 try:
@@ -275,7 +268,7 @@ class Traffic:
                 self._connect_failed(request, exc, trial)
                 raise
             self._spent(host, response)
-            wait, failure = self._verdict(response, attempt)
+            wait, failure = verdict(response, attempt, self.settings.retries, self.settings.watch)
             if wait is None:
                 break
             if pace is None or response.status_code != 429:  # a 429's wait is the run's cool-down, in the pace
@@ -297,8 +290,11 @@ class Traffic:
         host = _host(request)
         attempt = 0
         while True:
-            with _waiting(trial, _paced(request, attempt)):
-                first = await pace.wait_async(host) if pace is not None else False
+            try:
+                with _waiting(trial, _paced(request, attempt)):
+                    first = await pace.wait_async(host) if pace is not None else False
+            except StoreError as exc:
+                raise self._store_failed(module, request, exc, trial) from None
             sent = time.monotonic()
             try:
                 try:
@@ -319,7 +315,7 @@ class Traffic:
                 self._connect_failed(request, exc, trial)
                 raise
             self._spent(host, response)
-            wait, failure = self._verdict(response, attempt)
+            wait, failure = verdict(response, attempt, self.settings.retries, self.settings.watch)
             if wait is None:
                 break
             if pace is None or response.status_code != 429:

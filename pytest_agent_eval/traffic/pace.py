@@ -14,16 +14,19 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import email.utils
+import math
 import re
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import Future, InvalidStateError
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from pytest_agent_eval.traffic.limits import Budget
-from pytest_agent_eval.traffic.store import Op, Store
+from pytest_agent_eval.traffic.store import Op, Store, StoreError
 
+T = TypeVar("T")
 FREE_S = 0.1
 """How long a host that nothing paces goes without asking the store (see ``Pace._permit``)."""
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
@@ -41,9 +44,11 @@ def seconds_until(text: str) -> float | None:
     """OpenAI's ``6m0s`` / ``20ms`` / ``1.5s``, Anthropic's RFC 3339 time, or plain seconds; ``None`` if unreadable."""
     text = text.strip()
     try:
-        return max(float(text), 0.0)
+        seconds = float(text)
     except ValueError:
         pass
+    else:
+        return max(seconds, 0.0) if math.isfinite(seconds) else None
     parts = _DURATION.findall(text)
     if parts and "".join(n + u for n, u in parts) == text:
         scale = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
@@ -55,9 +60,12 @@ def seconds_until(text: str) -> float | None:
     except ValueError:
         try:
             when = email.utils.parsedate_to_datetime(text)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, IndexError, OverflowError):
             return None
-    return max(when.timestamp() - time.time(), 0.0)
+    try:
+        return max(when.timestamp() - time.time(), 0.0)
+    except (OverflowError, ValueError, OSError):  # a date no clock reaches
+        return None
 
 
 def _rate(headers: Any, limit: str, remaining: str, reset: str) -> float | None:
@@ -67,9 +75,10 @@ def _rate(headers: Any, limit: str, remaining: str, reset: str) -> float | None:
     except (KeyError, TypeError, ValueError):
         return None
     refill = seconds_until(str(headers.get(reset) or ""))
-    if refill is None or refill <= 0 or left >= cap:
+    if refill is None or refill <= 0 or not (math.isfinite(cap) and math.isfinite(left)) or left >= cap:
         return None
-    return (cap - left) / refill
+    rate = (cap - left) / refill
+    return rate if math.isfinite(rate) and rate > 0 else None
 
 
 def announced(headers: Any) -> Announced:
@@ -98,9 +107,11 @@ class Pace:
 
     def __init__(self, store: Store, requests: Budget | None = None, tokens: Budget | None = None) -> None:
         self.store = store
-        self._tstep = tokens.interval_ms / 1000.0 / tokens.limit if tokens else 0.0
-        step = requests.interval_ms / 1000.0 / requests.limit if requests else 0.0
-        store.update([("set", "step", step), ("set", "tstep", self._tstep)])
+        self._tstep = tokens.step_s if tokens else 0.0
+        step = requests.step_s if requests else 0.0
+        store.update([("set", "step", step), ("set", "tstep", self._tstep)])  # StoreError: the run cannot start
+        self.failed: str | None = None
+        """Why the store failed mid-run (``StoreError``): every later request fails at once, saying so."""
         self._lock = threading.Lock()
         self._gates: dict[str, Future[None]] = {}
         self._host_tstep: dict[str, float] = {}
@@ -124,11 +135,12 @@ class Pace:
             return (None if gate.done() else gate), False
 
     def wait(self, host: str) -> bool:
-        """Wait (blocking) for this request's permit; whether it is the host's first request (see ``answered``)."""
+        """Wait (blocking) for this request's permit; whether it is the host's first request (see ``answered``).
+        ``StoreError`` when the store failed: the request is not sent."""
         gate, first = self._gate(host)
         if gate is not None:
             gate.result()
-        delay = self._permit(host)
+        delay = self._first_permit(host, first)
         if delay > 0:
             time.sleep(delay)
         return first
@@ -137,10 +149,29 @@ class Pace:
         gate, first = self._gate(host)
         if gate is not None:
             await asyncio.wrap_future(gate)
-        delay = self._permit(host)
+        delay = self._first_permit(host, first)
         if delay > 0:
             await asyncio.sleep(delay)
         return first
+
+    def _first_permit(self, host: str, first: bool) -> float:
+        """``_permit``; the host's first request whose permit failed lets the others go (to fail as it did)."""
+        try:
+            return self._permit(host)
+        except StoreError:
+            if first:
+                self.open(host)
+            raise
+
+    def _ask(self, call: Callable[[], T]) -> T:
+        """A store call; once one failed (``StoreError``), every later one fails at once with its reason."""
+        if self.failed is not None:
+            raise StoreError(self.failed)
+        try:
+            return call()
+        except StoreError as exc:
+            self.failed = str(exc)
+            raise
 
     def _permit(self, host: str) -> float:
         """Seconds to wait for this request's permit. A host nothing paces goes without the store for ``FREE_S``
@@ -151,7 +182,8 @@ class Pace:
             if time.monotonic() < self._free.get(host, 0.0):
                 return 0.0
             sent, self._sent[host] = self._sent[host], 0
-        delay = self.store.reserve(host, self._estimate, sent)
+        estimate = self._estimate
+        delay = self._ask(lambda: self.store.reserve(host, estimate, sent))
         if delay < 0:
             with self._lock:
                 self._free[host] = time.monotonic() + FREE_S
@@ -189,7 +221,8 @@ class Pace:
                 self._slowed.add(host)
         elif status < 400 and host in self._slowed and host not in self._announcing:
             ops.append(("faster", f"step:{host}", 1.0))
-        self.store.update(ops)
+        if ops:
+            self._ask(lambda: self.store.update(ops))
 
     def spent(self, host: str, tokens: int) -> None:
         """An answer's tokens: the permit reserved the estimate, the rest is debited (or the excess credited)."""
@@ -200,7 +233,8 @@ class Pace:
         if self._host_tstep.get(host):
             ops.append(("add", f"ttat:{host}", surprise * self._host_tstep[host]))
         self._estimate = tokens if not self._estimate else 0.8 * self._estimate + 0.2 * tokens
-        self.store.update(ops)
+        if ops:
+            self._ask(lambda: self.store.update(ops))
 
     def close(self) -> None:
         self.store.close()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import email.utils
 import json
+import math
 import random
 import time
 from typing import Any
@@ -25,20 +26,25 @@ def quota_spent(body: bytes) -> bool:
 
 
 def asked_wait(headers: Any) -> float | None:
-    """The wait the server asks for: ``retry-after-ms``, or ``Retry-After`` in seconds or as a date."""
+    """The wait the server asks for: ``retry-after-ms``, or ``Retry-After`` in seconds or as an HTTP date (one in
+    the past: at once). A value that cannot be used (NaN, infinite, negative, neither a number nor a date) is as if
+    absent: ``None``, and the usual backoff applies."""
     try:
         if headers.get("retry-after-ms"):
-            return max(float(headers["retry-after-ms"]) / 1000.0, 0.0)
+            return _usable(float(headers["retry-after-ms"]) / 1000.0)
         after = headers.get("retry-after")
         if after:
             try:
-                seconds = float(after)
+                return _usable(float(after))
             except ValueError:
-                seconds = email.utils.parsedate_to_datetime(after).timestamp() - time.time()
-            return max(seconds, 0.0)
-    except (TypeError, ValueError, OverflowError):
+                return max(email.utils.parsedate_to_datetime(after).timestamp() - time.time(), 0.0)
+    except (TypeError, ValueError, OverflowError, IndexError):
         pass
     return None
+
+
+def _usable(seconds: float) -> float | None:
+    return seconds if math.isfinite(seconds) and seconds >= 0 else None
 
 
 def backoff(attempt: int) -> float:
@@ -51,3 +57,25 @@ def retry_delay(headers: Any, attempt: int) -> float:
     """The server's ``retry-after-ms`` / ``Retry-After`` (at most ``MAX_RETRY_WAIT_S``), else ``backoff``."""
     asked = asked_wait(headers)
     return min(asked, MAX_RETRY_WAIT_S) if asked is not None else backoff(attempt)
+
+
+def verdict(response: Any, attempt: int, retries: int, watch: bool = True) -> tuple[float | None, str | None]:
+    """``(seconds to wait before trying again, None)``, or ``(None, why the answer is a failure)``, or ``(None, None)``
+    for an answer to hand over as it is; as the official SDKs decide (``x-should-retry``, 408/409/429/5xx), but a spent
+    quota and a wait beyond the cap fail at once. ``watch`` false: the pace alone, which retries only its 429s."""
+    status = response.status_code
+    if status < 400 or (not watch and status != 429):
+        return None, None
+    told = response.headers.get("x-should-retry")
+    transient = status in (408, 409, 429) or status >= 500
+    retriable = told == "true" if told in ("true", "false") else transient
+    if status == 429 and quota_spent(response.content):
+        return None, "the quota is spent (insufficient_quota): not retried"
+    if not retriable:
+        return None, ("not retried (x-should-retry: false)" if transient and watch else None)
+    asked = asked_wait(response.headers)
+    if asked is not None and asked > MAX_RETRY_WAIT_S:
+        return None, f"the server asks to wait {asked:g} s, more than {MAX_RETRY_WAIT_S:g} s: not retried"
+    if attempt >= retries:
+        return None, f"after {attempt} retr{'y' if attempt == 1 else 'ies'}" if attempt else ""
+    return (asked if asked is not None else backoff(attempt)), None

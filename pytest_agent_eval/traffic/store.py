@@ -18,15 +18,33 @@ mean).
 from __future__ import annotations
 
 import json
+import math
 import threading
 import time
-from collections.abc import Iterator, Sequence
+import warnings
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
+from pytest_agent_eval.secrets import scrub_text, scrub_url
+
+T = TypeVar("T")
 FORGET_S = 600.0
 """A pace left untouched this long is forgotten (Redis: the key expires), so a later run learns its own."""
+WAIT_S = 5.0
+"""The longest a store call may take: the file's lock (held by a live process for a read and a write, well under a
+millisecond) or a Redis call (connecting, answering). Past it, the store has failed (a holder stopped with Ctrl-Z or
+hung, Redis down or frozen) and says so; it never hangs the run."""
+
+
+class StoreError(Exception):
+    """The store cannot be used: the message names it (the file, the URL without its password) and what to do."""
+
+
+class StoreWarning(UserWarning):
+    """The file store's state could not be read and was started afresh."""
+
 
 Op = tuple[str, str, float]
 """``(operation, field, value)``: ``cool`` (field = max(field, now + value)), ``set``, ``add``, ``slower`` (the
@@ -142,22 +160,49 @@ return 0
 
 
 class RedisStore:
-    """The pace in a Redis hash, stamped with Redis's own clock (``TIME`` inside the scripts)."""
+    """The pace in a Redis hash, stamped with Redis's own clock (``TIME`` inside the scripts). Every call gives up
+    after ``WAIT_S`` (no retries: the next request asks again), raising ``StoreError``."""
 
     def __init__(self, url: str, key: str) -> None:
         from redis import Redis
+        from redis.backoff import NoBackoff
+        from redis.retry import Retry
 
-        self._client: Any = Redis.from_url(url)
+        self._url = scrub_url(url)
+        self._client: Any = Redis.from_url(
+            url, socket_timeout=WAIT_S, socket_connect_timeout=WAIT_S, retry=Retry(NoBackoff(), 0)
+        )
         self._key = key
         self._reserve = self._client.register_script(_RESERVE)
         self._update = self._client.register_script(_UPDATE)
 
+    def _call(self, call: Callable[[], T]) -> T:
+        from redis import AuthenticationError, RedisError, ResponseError
+
+        try:
+            return call()
+        except RedisError as exc:
+            text = scrub_text(str(exc) or type(exc).__name__)
+            where = "--agent-eval-rate-limit-url (ini agent_eval_rate_limit_url)"
+            if isinstance(exc, AuthenticationError) or (
+                isinstance(exc, ResponseError) and any(w in text for w in ("WRONGPASS", "NOAUTH", "NOPERM"))
+            ):
+                why = f"refused the password ({text}): fix the user and password in {where}"
+            else:
+                why = (
+                    f"cannot be reached ({type(exc).__name__}: {text}): start Redis there or fix {where}; without "
+                    "it, the budgets are kept on this machine"
+                )
+            raise StoreError(f"the rate-limit store {self._url} {why}") from None
+
     def reserve(self, host: str, tokens: float, sent: int = 1) -> float:
-        return float(self._reserve(keys=[self._key], args=[host, f"{tokens:.3f}", str(sent)]))
+        args = [host, f"{tokens:.3f}", str(sent)]
+        return float(self._call(lambda: self._reserve(keys=[self._key], args=args)))
 
     def update(self, ops: Sequence[Op]) -> None:
         if ops:
-            self._update(keys=[self._key], args=[str(part) for op in ops for part in op])
+            args = [str(part) for op in ops for part in op]
+            self._call(lambda: self._update(keys=[self._key], args=args))
 
     def close(self) -> None:
         self._client.close()
@@ -168,28 +213,46 @@ class FileStore:
     none), on the machine's clock."""
 
     def __init__(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StoreError(_cannot_open(path, exc)) from None
         self._path = path
         self._threads = threading.Lock()  # flock is per open file: threads of one process take turns first
 
     @contextmanager
     def _state(self) -> Iterator[tuple[dict[str, float], float]]:
-        with self._threads, _locked(self._path) as handle:
-            handle.seek(0)
-            text = handle.read()
-            try:
-                state: dict[str, float] = json.loads(text) if text else {}
-            except ValueError:  # a run killed mid-write: start afresh
-                state = {}
-            now = time.time()
-            if state.get("at", 0.0) < now - FORGET_S:  # an earlier run's pace: learned anew
-                state = {}
-            state["at"] = now
-            yield state, now
-            handle.seek(0)
-            handle.truncate()
-            handle.write(json.dumps(state))
-            handle.flush()
+        if not self._threads.acquire(timeout=WAIT_S):  # another thread waits for a lock that is not given back
+            raise _locked_error(self._path)
+        try:
+            with _locked(self._path) as handle:
+                yield from self._read_write(handle)
+        finally:
+            self._threads.release()
+
+    def _read_write(self, handle: Any) -> Iterator[tuple[dict[str, float], float]]:
+        """The state read (started afresh, with a warning, when unreadable), then written back whole."""
+        handle.seek(0)
+        text = handle.read()
+        state = read_state(text)
+        if state is None:  # a run killed mid-write, or another program's file: start afresh, saying so
+            warnings.warn(
+                StoreWarning(
+                    f"the run's rate-limit state {self._path} was unreadable (not a JSON object of numbers: "
+                    f"{text[:40]!r}): started afresh"
+                ),
+                stacklevel=1,
+            )
+            state = {}
+        now = time.time()
+        if state.get("at", 0.0) < now - FORGET_S:  # an earlier run's pace: learned anew
+            state = {}
+        state["at"] = now
+        yield state, now
+        handle.seek(0)
+        handle.truncate()
+        handle.write(json.dumps(state))
+        handle.flush()
 
     def reserve(self, host: str, tokens: float, sent: int = 1) -> float:
         with self._state() as (state, now):
@@ -204,25 +267,83 @@ class FileStore:
         pass
 
 
+def read_state(text: str) -> dict[str, float] | None:
+    """The state written in ``text`` (none yet when empty); ``None`` when it is not a JSON object of finite numbers
+    (truncated, garbage, wrong types)."""
+    if not text.strip():
+        return {}
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(data, dict):
+        return None
+    numbers = [v for v in data.values() if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    if len(numbers) != len(data) or not all(math.isfinite(v) for v in numbers):
+        return None
+    return {str(k): float(v) for k, v in data.items()}
+
+
+def _cannot_open(path: Path, exc: OSError) -> str:
+    if path.is_dir():
+        return f"the run's rate-limit state {path} is a directory, not a file: remove it"
+    return (
+        f"the run's rate-limit state {path} cannot be opened ({exc.strerror or exc}): make its folder writable, or "
+        "give pytest another cache directory (-o cache_dir=...)"
+    )
+
+
+def _locked_error(path: Path) -> StoreError:
+    return StoreError(
+        f"the run's rate-limit state {path} is locked by another process for more than {WAIT_S:g} s (a pytest "
+        "stopped with Ctrl-Z, or hung): end that process or resume it (fg), or delete the file if no run is left"
+    )
+
+
 @contextmanager
 def _locked(path: Path) -> Iterator[Any]:
-    handle = open(path, "a+", encoding="utf-8")  # noqa: SIM115 (closed below, after the lock is released)
+    """The state file, open and locked (``WAIT_S`` at most: ``StoreError`` past it, naming the file)."""
+    try:  # bytes that are not UTF-8 are read as such, and found unreadable
+        handle = open(path, "a+", encoding="utf-8", errors="replace")  # noqa: SIM115 (closed below)
+    except OSError as exc:
+        raise StoreError(_cannot_open(path, exc)) from None
     try:
         try:
             import fcntl
         except ImportError:  # Windows: filelock's lock file beside the state
-            from filelock import FileLock
+            from filelock import FileLock, Timeout
 
-            with FileLock(str(path) + ".lock"):
+            try:
+                lock = FileLock(str(path) + ".lock", timeout=WAIT_S)
+                lock.acquire()
+            except Timeout:
+                raise _locked_error(path) from None
+            try:
                 yield handle
+            finally:
+                lock.release()
         else:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+            _flock(handle, path, fcntl)
             try:
                 yield handle
             finally:
                 fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
     finally:
         handle.close()
+
+
+def _flock(handle: Any, path: Path, fcntl: Any) -> None:
+    """Take the file's lock, trying again (a millisecond, doubling to 50 ms) until ``WAIT_S`` has passed."""
+    deadline, pause = time.monotonic() + WAIT_S, 0.001
+    while True:
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                raise _locked_error(path) from None
+            time.sleep(pause)
+            pause = min(pause * 2, 0.05)
 
 
 def open_store(folder: Path, url: str | None, name: str) -> Store:

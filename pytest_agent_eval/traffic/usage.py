@@ -34,12 +34,23 @@ DEFAULT_PRICES: dict[str, dict[str, float]] = {
 }  # fmt: skip
 PRICE_KEYS = ("input", "output", "cached_input", "cache_write", "cache_write_1h")
 """The keys of a model's price: ``input`` and ``output`` are required."""
-_INPUT = ("prompt_tokens", "input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
-"""Input token counts, added up: Anthropic's ``input_tokens`` leaves out its cache reads and writes."""
-_OUTPUT = ("completion_tokens", "output_tokens")
-_CACHE_READ = ("cache_read_input_tokens",)
-_CACHE_WRITE = ("cache_creation_input_tokens",)
-_DETAILS = ("prompt_tokens_details", "input_tokens_details", "cache_creation")
+MAX_TOKENS = 10**12
+"""A count at or above this (a trillion tokens in one call) is not a count: the usage is unreadable."""
+_COUNTS = (
+    "prompt_tokens",
+    "completion_tokens",
+    "input_tokens",
+    "output_tokens",
+    "total_tokens",
+    "cache_creation_input_tokens",
+    "cache_read_input_tokens",
+)
+"""The counts read from a response's ``usage`` (each must be a whole number from 0 below ``MAX_TOKENS``)."""
+_DETAILS = {
+    "prompt_tokens_details": "cached_tokens",
+    "input_tokens_details": "cached_tokens",
+    "cache_creation": "ephemeral_1h_input_tokens",
+}
 """Nested counts: OpenAI's ``cached_tokens`` (part of ``prompt_tokens`` / ``input_tokens``), Anthropic's cache
 writes by lifetime (``ephemeral_1h_input_tokens``)."""
 
@@ -56,10 +67,18 @@ class CallUsage:
     cache_write_tokens: int = 0
     cache_write_1h_tokens: int = 0
     """Of ``cache_write_tokens``, those written for one hour (Anthropic), dearer than the five-minute ones."""
+    unreadable: str | None = None
+    """Why the counts cannot be used (a negative, fractional, NaN or absurd count): the call's tokens and cost are
+    unknown, never counted (the counts above are then 0)."""
 
 
 def read_usage(body: bytes, content_type: str) -> CallUsage | None:
-    """The usage a response body reports: a JSON answer's ``usage``, or a stream's (``text/event-stream``)."""
+    """The usage a response body reports: a JSON answer's ``usage``, or a stream's (``text/event-stream``).
+
+    Each count is read once under whichever name the API gives it: OpenAI's chat ``prompt_tokens`` /
+    ``completion_tokens`` (a proxy that adds the Responses API's ``input_tokens`` / ``output_tokens`` beside them
+    names the same tokens), else ``input_tokens`` / ``output_tokens`` with Anthropic's cache reads and writes
+    (which its ``input_tokens`` leaves out); of the details, only the cached and one-hour cache-write counts."""
     events: list[Any] = []
     if "event-stream" in content_type:
         for line in body.decode("utf-8", "replace").splitlines():
@@ -68,6 +87,7 @@ def read_usage(body: bytes, content_type: str) -> CallUsage | None:
     else:
         events.append(_json(body.decode("utf-8", "replace")) if body[:1] in (b"{", b" ", b"\n") else None)
     found: dict[str, int] = {}
+    bad: list[str] = []
     model: str | None = None
     for event in events:
         if not isinstance(event, dict):
@@ -79,26 +99,36 @@ def read_usage(body: bytes, content_type: str) -> CallUsage | None:
                 model = model or holder["model"]
             usage = holder.get("usage")
             if isinstance(usage, dict):
-                _counts(usage, found)
-                for details in _DETAILS:
+                _counts(usage, _COUNTS, found, bad)
+                for details, key in _DETAILS.items():
                     if isinstance(usage.get(details), dict):
-                        _counts(usage[details], found)
-    if not any(k in found for k in (*_INPUT, *_OUTPUT)):
+                        _counts(usage[details], (key,), found, bad)
+    if bad:
+        return CallUsage(model, 0, 0, unreadable=", ".join(dict.fromkeys(bad)))
+    if not any(k in found for k in ("prompt_tokens", "completion_tokens", "input_tokens", "output_tokens")):
         return None
-    return CallUsage(
-        model,
-        sum(found.get(k, 0) for k in _INPUT),
-        sum(found.get(k, 0) for k in _OUTPUT),
-        cache_read_tokens=sum(found.get(k, 0) for k in (*_CACHE_READ, "cached_tokens")),
-        cache_write_tokens=sum(found.get(k, 0) for k in _CACHE_WRITE),
-        cache_write_1h_tokens=found.get("ephemeral_1h_input_tokens", 0),
-    )
+    reads, writes = found.get("cache_read_input_tokens", 0), found.get("cache_creation_input_tokens", 0)
+    anthropic_inputs = found.get("input_tokens", 0) + reads + writes
+    inputs = found.get("prompt_tokens", anthropic_inputs)
+    outputs = found.get("completion_tokens", found.get("output_tokens", 0))
+    reads += found.get("cached_tokens", 0)
+    writes_1h = found.get("ephemeral_1h_input_tokens", 0)
+    if reads + writes > inputs or writes_1h > writes:
+        why = f"cached tokens ({reads} read, {writes} written) beyond the {inputs} input tokens"
+        return CallUsage(model, 0, 0, unreadable=why)
+    return CallUsage(model, inputs, outputs, reads, writes, writes_1h)
 
 
-def _counts(usage: dict[str, Any], found: dict[str, int]) -> None:
-    """The integer counts of ``usage`` into ``found``: streamed counts are cumulative, the largest is the total."""
-    for key, value in usage.items():
-        if isinstance(value, int) and not isinstance(value, bool):
+def _counts(usage: dict[str, Any], keys: tuple[str, ...], found: dict[str, int], bad: list[str]) -> None:
+    """The counts ``keys`` of ``usage`` into ``found`` (streamed counts are cumulative: the largest is the total);
+    one that is not a whole number from 0 below ``MAX_TOKENS`` into ``bad``, named with its value."""
+    for key in keys:
+        value = usage.get(key)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < MAX_TOKENS:
+            bad.append(f"{key} {value!r}"[:80])
+        else:
             found[key] = max(found.get(key, 0), value)
 
 
@@ -203,9 +233,18 @@ class Usage:
     cost: float | None = 0.0
     unpriced: list[str] = field(default_factory=list)
     """Models seen without a price: the cost is then unknown (``None``)."""
+    unreadable: bool = False
+    """A call's counts could not be used (``CallUsage.unreadable``): the tokens are unknown too."""
 
     def add(self, call: CallUsage, prices: Prices) -> None:
         self.measured += 1
+        if call.unreadable is not None:  # its tokens are unknown: so is the cost, named with the reason
+            name = f"{call.model or '(no model named)'} (usage unreadable: {call.unreadable})"
+            if name not in self.unpriced:
+                self.unpriced.append(name)
+            self.cost = None
+            self.unreadable = True
+            return
         self.input_tokens += call.input_tokens
         self.output_tokens += call.output_tokens
         self.cache_read_tokens += call.cache_read_tokens
@@ -220,14 +259,12 @@ class Usage:
 
     def as_dict(self) -> dict[str, Any]:
         """The run record's ``usage``: tokens (cache reads and writes when there were any), cost (``None`` when some
-        model had no price), requests."""
-        data: dict[str, Any] = {
-            "input_tokens": self.input_tokens,
-            "output_tokens": self.output_tokens,
-            "total_tokens": self.input_tokens + self.output_tokens,
-            "cost": self.cost,
-            "requests": self.requests,
-        }
+        model had no price), requests; no token counts when a call's were unreadable (unknown, not a part)."""
+        data: dict[str, Any] = {"cost": self.cost, "requests": self.requests}
+        if not self.unreadable:
+            data["input_tokens"] = self.input_tokens
+            data["output_tokens"] = self.output_tokens
+            data["total_tokens"] = self.input_tokens + self.output_tokens
         if self.cache_read_tokens:
             data["cache_read_tokens"] = self.cache_read_tokens
         if self.cache_write_tokens:
