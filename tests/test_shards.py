@@ -152,6 +152,22 @@ def test_merge_joins_the_shards_and_html_and_compare_take_the_merged_report(
     assert "new" in out
 
 
+def test_merge_reads_a_duration_no_float_holds_as_unknown(
+    project: pytest.Pytester, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A shard whose ``run.duration_s`` is an integer too large for a float (a hand-edited or damaged report) is
+    merged with that duration unknown, not a traceback."""
+    paths = _shards(project)
+    damaged = _load(paths[0])
+    damaged["run"]["duration_s"] = 10**400
+    paths[0].write_text(json.dumps(damaged))
+    merged = project.path / "all.json"
+    code, _, err = _cli(capsys, "merge", *map(str, paths), "-o", str(merged))
+    assert code == 0, err
+    durations = [_load(path)["run"]["duration_s"] for path in paths[1:]]
+    assert _load(merged)["run"]["duration_s"] == round(sum(durations), 3)
+
+
 def test_merge_refuses_a_case_present_twice(project: pytest.Pytester, capsys: pytest.CaptureFixture[str]) -> None:
     paths = _shards(project)
     copy = project.path / "again.json"

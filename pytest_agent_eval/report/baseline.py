@@ -324,11 +324,16 @@ def _rootdir_prefixes(base: list[str], cand: list[str]) -> tuple[str, str] | Non
 
 def load_records(path: Path) -> list[CaseRecord]:
     """The records of an ``--agent-eval-report`` file; ``BaselineError`` naming the file when it is not one."""
-    data = load_report(path)
+    return records_of(load_report(path)["cases"], path)
+
+
+def records_of(cases: list[Any], path: Path | None = None) -> list[CaseRecord]:
+    """A report's cases as records; ``BaselineError`` (naming ``path``, when given) when one is not a record."""
     try:
-        return [CaseRecord.from_dict(c) for c in data["cases"]]
+        return [CaseRecord.from_dict(c) for c in cases]
     except (TypeError, KeyError, AttributeError, ValueError) as exc:
-        raise BaselineError(f"{path}: a case record does not match the report schema: {exc}") from None
+        where = f"{path}: " if path is not None else ""
+        raise BaselineError(f"{where}a case record does not match the report schema: {exc}") from None
 
 
 def load_report(path: Path) -> dict[str, Any]:

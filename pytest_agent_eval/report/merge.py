@@ -19,13 +19,13 @@ with ``agent-eval gate --baseline`` or ``agent-eval compare``); a matrix run's p
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO, TypeGuard
+from typing import Any, TextIO
 
 from pytest_agent_eval.report.atomic import write_text_atomically
-from pytest_agent_eval.report.baseline import BaselineError, load_report
+from pytest_agent_eval.report.baseline import BaselineError, load_report, records_of
+from pytest_agent_eval.report.jsonable import finite
 from pytest_agent_eval.report.schema import SCHEMA_VERSION, report_text
 
 
@@ -158,7 +158,7 @@ def _run(parts: list[Part]) -> dict[str, Any]:
     known = [s for s in statuses if type(s) is int]
     run: dict[str, Any] = {
         "started": min(started) if started else "",
-        "duration_s": round(sum(max(d, 0.0) for d in durations if _number(d)), 3),
+        "duration_s": round(sum(max(d, 0.0) for d in map(finite, durations) if d is not None), 3),
         "finished": not problems,
         "exit_status": max(known) if known and len(known) == len(statuses) else None,
         "plugin_version": _joined(runs, "plugin_version"),
@@ -182,10 +182,6 @@ def _run(parts: list[Part]) -> dict[str, Any]:
     return run
 
 
-def _number(value: object) -> TypeGuard[float]:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-
-
 def _joined(runs: list[dict[str, Any]], key: str) -> str:
     values = sorted({r[key] for r in runs if isinstance(r.get(key), str)})
     return ", ".join(values)
@@ -198,14 +194,9 @@ def _shared(runs: list[dict[str, Any]], key: str) -> str | None:
 
 
 def _agents(cases: list[dict[str, Any]]) -> dict[str, Any]:
-    from pytest_agent_eval.report.record import CaseRecord
     from pytest_agent_eval.report.stats import agent_figures
 
-    try:
-        records = [CaseRecord.from_dict(case) for case in cases]
-    except (TypeError, KeyError, AttributeError, ValueError) as exc:  # as ``load_records`` reads a case
-        raise BaselineError(f"a case record does not match the report schema: {exc}") from None
-    return agent_figures(records)
+    return agent_figures(records_of(cases))
 
 
 def merge_command(paths: list[str], output: str, out: TextIO, err: TextIO) -> int:
