@@ -16,7 +16,15 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from pytest_agent_eval.report.atomic import append_text
-from pytest_agent_eval.report.baseline import BaselineError, Comparison, compare, load_records, load_report, md_cell
+from pytest_agent_eval.report.baseline import (
+    BaselineError,
+    Comparison,
+    compare,
+    load_records,
+    load_report,
+    md_cell,
+    records_of,
+)
 from pytest_agent_eval.report.limits import Thresholds
 from pytest_agent_eval.report.markdown_text import markdown_lines
 from pytest_agent_eval.report.merge import not_run_of, run_of
@@ -129,7 +137,7 @@ def gate(
     try:
         path = Path(report)
         document = load_report(path)
-        records = load_records(path)
+        records = records_of(document["cases"], path)
         baseline = load_records(Path(base)) if base else None
         verdict = judge(path, document, records, baseline, thresholds, tolerance, significance)
     except BaselineError as exc:
