@@ -49,6 +49,9 @@ OPTIONAL = (
 )
 """Modules (and packages: every module under them too) a run without options must not import."""
 
+CONTROLLER = ("pytest_agent_eval.report.formats", "pytest_agent_eval.report.summary", "pytest_agent_eval.report.stats")
+"""What only the xdist controller (or the only process) loads: an xdist worker starts without it."""
+
 ENGINE = ("pytest_agent_eval.cases", "pytest_agent_eval.checks", "pytest_agent_eval.run", "pytest_agent_eval.adapters")
 """The engine: a run with no eval file in sight loads none of it either."""
 
@@ -97,6 +100,8 @@ def test_a_run_without_options_imports_no_optional_feature(project: pytest.Pytes
         if process != "main" or not xdist:  # the cases ran here: the engine is loaded, the options' features not
             assert "pytest_agent_eval.run.runner" in names, process
         assert _matches(names, OPTIONAL) == [], process
+        if process != "main":  # the summary and the formats are the controller's
+            assert _matches(names, CONTROLLER) == [], process
 
 
 def test_a_plain_test_beside_eval_files_loads_no_engine(project: pytest.Pytester) -> None:

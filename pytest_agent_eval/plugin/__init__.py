@@ -20,7 +20,6 @@ from pytest_agent_eval.plugin.fixtures import (  # noqa: F401 - the plugin's fix
     tool_mocks,
 )
 from pytest_agent_eval.plugin.state import EVAL_ITEM, STATE, EvalSession, get_state
-from pytest_agent_eval.report import formats
 
 if TYPE_CHECKING:
     from pytest_agent_eval.core.results import CaseResult
@@ -54,9 +53,12 @@ def pytest_configure(config: pytest.Config) -> None:
         from pytest_agent_eval.plugin.prepare import register_scheduler
 
         register_scheduler(config)
-    case_lines: Callable[[str], dict[str, int]] = partial(_case_lines, config)
-    config.stash[formats.CASE_LINES] = case_lines
-    formats.configure(config)
+    if compat.worker_input(config) is None:  # the reports are the controller's: an xdist worker loads none of them
+        from pytest_agent_eval.report import formats
+
+        case_lines: Callable[[str], dict[str, int]] = partial(_case_lines, config)
+        config.stash[formats.CASE_LINES] = case_lines
+        formats.configure(config)
     if config.getoption("agent_eval_resume", None):
         from pytest_agent_eval.plugin import resume
 
@@ -83,6 +85,8 @@ def _case_lines(config: pytest.Config, file: str) -> dict[str, int]:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_agent_eval_register_formats(config: pytest.Config) -> None:
+    from pytest_agent_eval.report import formats
+
     formats.builtin_formats(config)
 
 
