@@ -53,7 +53,7 @@ def pytest_configure(config: pytest.Config) -> None:
         from pytest_agent_eval.plugin.prepare import register_scheduler
 
         register_scheduler(config)
-    if compat.worker_input(config) is None:  # the reports are the controller's: an xdist worker loads none of them
+    if not compat.is_worker(config):  # the reports are the controller's: an xdist worker loads none of them
         from pytest_agent_eval.report import formats
 
         case_lines: Callable[[str], dict[str, int]] = partial(_case_lines, config)
