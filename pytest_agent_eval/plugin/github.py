@@ -32,10 +32,10 @@ class GitHubRun:
         records = self.records.records
         if not records:
             return
-        from pytest_agent_eval.report.github import annotations
+        from pytest_agent_eval.report.github import error_commands
 
         workspace = os.environ.get("GITHUB_WORKSPACE") or None
-        for line in annotations(records, self.config.rootpath, workspace):
+        for line in error_commands(records, self.config.rootpath, workspace):
             terminalreporter.write_line(line)
 
 

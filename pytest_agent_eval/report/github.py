@@ -59,7 +59,7 @@ def message(record: CaseRecord) -> str:
     return "\n".join([first, *rest])
 
 
-def annotations(records: Iterable[CaseRecord], rootdir: Path, workspace: str | None) -> list[str]:
+def error_commands(records: Iterable[CaseRecord], rootdir: Path, workspace: str | None) -> list[str]:
     """One ``::error`` per failed or errored case (by node id: once per case), at its file and line."""
     out = []
     seen: set[str] = set()
