@@ -212,6 +212,9 @@ class FileStore:
     """The pace in a JSON file, read and written under an exclusive lock (``fcntl``; ``filelock`` where there is
     none), on the machine's clock."""
 
+    forget_s = FORGET_S
+    """A state untouched this long is an earlier run's, started afresh."""
+
     def __init__(self, path: Path) -> None:
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -245,7 +248,7 @@ class FileStore:
             )
             state = {}
         now = time.time()
-        if state.get("at", 0.0) < now - FORGET_S:  # an earlier run's pace: learned anew
+        if state.get("at", 0.0) < now - self.forget_s:  # an earlier run's pace: learned anew
             state = {}
         state["at"] = now
         yield state, now
