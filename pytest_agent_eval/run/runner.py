@@ -4,6 +4,8 @@ also when infrastructure failed under it. Pure asyncio, no pytest."""
 from __future__ import annotations
 
 import asyncio
+import math
+from collections.abc import Callable
 from typing import Any
 
 from pytest_agent_eval.adapters import Agent, is_builtin
@@ -12,7 +14,7 @@ from pytest_agent_eval.checks.answers import answered
 from pytest_agent_eval.checks.base import check_name, first_infra_error, in_turn
 from pytest_agent_eval.core.case import Case
 from pytest_agent_eval.core.results import CaseResult, CheckResult, RunRecord, TrialResult
-from pytest_agent_eval.core.trial import TRIAL
+from pytest_agent_eval.core.trial import TRIAL, in_waves
 from pytest_agent_eval.run import eager
 from pytest_agent_eval.run.call import INFRA, call_agent, checked, no_recording, recorded
 from pytest_agent_eval.run.settings import RunSettings
@@ -102,25 +104,57 @@ async def _conversation(
     return whole
 
 
+def passes_needed(trials: int, min_pass_rate: float) -> int:
+    """⌈``min_pass_rate`` · ``trials``⌉: the passing trials a case of ``trials`` trials needs (a rate a float cannot
+    hold exactly, 0.7 · 10 = 7.000000000000001, still needs 7)."""
+    return max(0, math.ceil(min_pass_rate * trials - 1e-9))
+
+
+def next_wave(passes: int, fails: int, trials: int, min_pass_rate: float) -> int:
+    """How many more trials an adaptive case starts at once: none when its verdict is decided (enough passes, or
+    too many failures for enough), else as many as must all come back before it can be (the fewer of the passes
+    still needed and the failures that would end it), so no trial runs that the verdict did not need."""
+    need = passes_needed(trials, min_pass_rate)
+    if passes + fails == 0:
+        return max(1, min(need, trials - need + 1))
+    allowed = trials - need  # failures the case can take and still pass
+    if passes >= need or fails > allowed:
+        return 0
+    return min(need - passes, allowed - fails + 1)
+
+
 async def run_case(case: Case, agent: Agent, settings: RunSettings) -> CaseResult:
-    """All trials of the case (``repeat``), concurrently within the limit; the pass rate decides."""
+    """All trials of the case (``repeat``), concurrently within the limit; the pass rate decides. An adaptive case
+    (``repeat: {max, stop: decided}``) runs them in waves until its verdict is the one all would give."""
     repeat = settings.repeat or case.repeat
+    more: Callable[[list[TrialResult]], int] | None = None
+    if case.stop_when_decided:
+
+        def more(done: list[TrialResult]) -> int:
+            passes = sum(t.passed for t in done)
+            return next_wave(passes, len(done) - passes, repeat, case.min_pass_rate)
+
     cassette = None
     timeout = case.timeout if case.timeout is not None else settings.default_timeout
     CALL.set((case, timeout))
-    if not (repeat == 1 and timeout is None and _loop_free(case, agent, settings)):
+    if not (repeat == 1 and more is None and timeout is None and _loop_free(case, agent, settings)):
         await eager.needs_loop()  # when started outside the loop (InlineLoop): the rest of the run goes on on it
     if settings.traffic is not None:
         trials = await settings.traffic.run_trials(
-            case, repeat, lambda n: _with_traffic(case, agent, settings, n), _infrastructure
+            case, repeat, lambda n: _with_traffic(case, agent, settings, n), _infrastructure, more
         )
         cassette = settings.traffic.outbox.pop(id(case), None) if settings.traffic.outbox is not None else None
+    elif more is not None:
+        trials = await in_waves(more, lambda n: run_trial(case, agent, settings, n))
     elif repeat == 1:  # in this task: no task, future and loop turns of a gather per case
         trials = [await run_trial(case, agent, settings)]
     else:
         trials = list(await asyncio.gather(*(run_trial(case, agent, settings, n) for n in range(repeat))))
-    rate = sum(t.passed for t in trials) / len(trials)
     score = sum(t.score for t in trials) / len(trials)
+    if more is not None:  # the verdict all ``repeat`` trials would give: enough of them pass
+        passed = sum(t.passed for t in trials) >= passes_needed(repeat, case.min_pass_rate)
+        return CaseResult(case, trials, passed, score, cassette, trials_max=repeat)
+    rate = sum(t.passed for t in trials) / len(trials)
     return CaseResult(case, trials, rate >= case.min_pass_rate, score, cassette)
 
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from pytest_agent_eval.core.trial import TRIAL
+from pytest_agent_eval.core.trial import TRIAL, in_waves
 from pytest_agent_eval.secrets import CREDENTIAL_HEADERS, remember
 from pytest_agent_eval.traffic.cassette import (
     Cassette,
@@ -93,14 +93,22 @@ class Traffic:
         return CaseTraffic(case.id, cassette, shown(path, self.settings.root))
 
     async def run_trials(
-        self, case: Case, repeat: int, run: Callable[[int], Awaitable[T]], fail: Callable[[T | None, str], T]
+        self,
+        case: Case,
+        repeat: int,
+        run: Callable[[int], Awaitable[T]],
+        fail: Callable[[T | None, str], T],
+        more: Callable[[list[T]], int] | None = None,
     ) -> list[T]:
         """The case's trials, each with its own traffic scope; then the cassette is written when recording. A
         cassette that cannot be read or written is an infrastructure error of the case, which the runner's ``fail``
         makes of a trial (or of none: the agent is not run when the cassette cannot be read). The pace alone needs
-        no scope: the runner's trial id tells a case's requests."""
+        no scope: the runner's trial id tells a case's requests. ``more``: an adaptive case's waves
+        (``core.trial.in_waves``) instead of ``repeat`` trials at once."""
         if not self.settings.watch:
             adopt()
+            if more is not None:
+                return await in_waves(more, run)
             if repeat == 1:
                 return [await run(0)]
             return list(await asyncio.gather(*(run(n) for n in range(repeat))))
@@ -118,7 +126,10 @@ class Traffic:
                 CURRENT.reset(token)
 
         # one trial in this task, without a gather: a sync agent's trial then needs no loop (``eager``)
-        trials = [await one(0)] if repeat == 1 else list(await asyncio.gather(*(one(n) for n in range(repeat))))
+        if more is not None:
+            trials = await in_waves(more, one)
+        else:
+            trials = [await one(0)] if repeat == 1 else list(await asyncio.gather(*(one(n) for n in range(repeat))))
         if self.settings.mode in ("record", "new") and traffic.cassette is not None and not traffic.failed:
             try:
                 sent = traffic.cassette.save(keep_old=self.settings.mode == "new", send=self.outbox is not None)
