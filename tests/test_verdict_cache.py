@@ -124,3 +124,93 @@ def test_a_corrupt_database_is_a_miss_and_says_so(tmp_path: Path) -> None:
     assert cache.get("k1") is None
     cache.put("k1", "e.yaml::a", {"outcome": "passed"}, 1.0)
     assert cache.problem is not None and "cache.db" in cache.problem
+
+
+CACHE_AGENT = '''
+import pathlib
+import cache_helper
+
+def run(query, context):
+    """Counts its calls in calls.txt; answers `say`."""
+    with open("calls.txt", "a") as f:
+        f.write(context["case"] + "\\n")
+    return cache_helper.answer(context["say"])
+'''
+CACHE_CASES = """\
+agent: cache_agent:run
+cases:
+  - {id: good, input: hi, context: {case: good, say: ok}, expect: {contains: [ok]}}
+  - {id: bad, input: hi, context: {case: bad, say: nope}, expect: {contains: [ok]}}
+  - {id: other, input: hi, context: {case: other, say: ok}, expect: {contains: [ok]}}
+"""
+
+
+@pytest.fixture
+def cached(pytester: pytest.Pytester) -> pytest.Pytester:
+    pytester.makepyfile(cache_agent=CACHE_AGENT, cache_helper="def answer(text):\n    return text\n")
+    pytester.makefile(".yaml", eval_cached=CACHE_CASES)
+    pytester.syspathinsert()
+    return pytester
+
+
+def _calls(project: pytest.Pytester) -> list[str]:
+    path = project.path / "calls.txt"
+    calls = sorted(path.read_text().split()) if path.exists() else []
+    path.unlink(missing_ok=True)
+    return calls
+
+
+def _records(project: pytest.Pytester, name: str) -> dict[str, dict[str, object]]:
+    import json
+
+    return {c["case_id"]: c for c in json.loads((project.path / name).read_text())["cases"]}
+
+
+def test_a_rerun_reuses_every_verdict_and_an_edit_reruns_its_case(cached: pytest.Pytester) -> None:
+    first = cached.runpytest("-p", "no:cacheprovider", "--agent-eval-cache", "on", "--agent-eval-report", "r1.json")
+    first.assert_outcomes(passed=2, failed=1)
+    assert _calls(cached) == ["bad", "good", "other"]
+    assert not any(r["cached"] for r in _records(cached, "r1.json").values())
+    again = cached.runpytest("-p", "no:cacheprovider", "--agent-eval-changed", "--agent-eval-report", "r2.json")
+    again.assert_outcomes(passed=2, failed=1)  # the same verdicts
+    assert _calls(cached) == []  # and no agent call
+    records = _records(cached, "r2.json")
+    assert all(r["cached"] for r in records.values())
+    assert records["bad"]["outcome"] == "failed" and records["good"]["output"] == "ok"
+    again.stdout.fnmatch_lines(["verdict cache: 3 of 3 cases reported from it (not run again)"])
+    again.stdout.fnmatch_lines(["*case bad failed (from the verdict cache, not run again): contains: *"])
+    # one case edited: only it runs
+    cached.makefile(
+        ".yaml",
+        eval_cached=CACHE_CASES.replace(
+            "expect: {contains: [ok]}}\n  - {id: bad", "expect: {contains: [o]}}\n  - {id: bad"
+        ),
+    )
+    edited = cached.runpytest("-p", "no:cacheprovider", "--agent-eval-changed")
+    edited.assert_outcomes(passed=2, failed=1)
+    assert _calls(cached) == ["good"]
+    # the agent's own helper module edited: every case runs
+    (cached.path / "cache_helper.py").write_text("def answer(text):\n    return text  # edited\n")
+    cached.runpytest("-p", "no:cacheprovider", "--agent-eval-changed").assert_outcomes(passed=2, failed=1)
+    assert _calls(cached) == ["bad", "good", "other"]
+
+
+def test_read_only_writes_nothing_and_off_reads_nothing(cached: pytest.Pytester) -> None:
+    cached.runpytest("-p", "no:cacheprovider", "--agent-eval-cache", "read").assert_outcomes(passed=2, failed=1)
+    cached.runpytest("-p", "no:cacheprovider", "--agent-eval-cache", "read").assert_outcomes(passed=2, failed=1)
+    assert len(_calls(cached)) == 6
+    cached.runpytest("-p", "no:cacheprovider", "--agent-eval-cache", "write").assert_outcomes(passed=2, failed=1)
+    cached.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=2, failed=1)
+    assert len(_calls(cached)) == 6
+    cached.runpytest("-p", "no:cacheprovider", "--agent-eval-cache", "read").assert_outcomes(passed=2, failed=1)
+    assert _calls(cached) == []
+
+
+def test_the_cache_under_xdist(cached: pytest.Pytester) -> None:
+    cached.runpytest_subprocess("-p", "no:cacheprovider", "-n", "2", "--agent-eval-changed").assert_outcomes(
+        passed=2, failed=1
+    )
+    assert len(_calls(cached)) == 3
+    result = cached.runpytest_subprocess("-p", "no:cacheprovider", "-n", "2", "--agent-eval-changed")
+    result.assert_outcomes(passed=2, failed=1)
+    assert _calls(cached) == []

@@ -151,6 +151,8 @@ class CaseRecord:
     pass_hat_k: float | None = None
     """Of a repeated case (``repeat`` > 1): the chance that at least one (pass@k) / every one (pass^k) of ``k``
     trials passes, unbiased from its trials and passes (SPEC §20); ``None`` when ``k`` exceeds its trials."""
+    cached: bool = False
+    """Reported from the verdict cache (SPEC §25): the record of an earlier run, whose case was not run again."""
     trials_used: int | None = None
     trials_saved: int | None = None
     """Of an adaptive case (``repeat: {max, stop: decided}``, SPEC §25): the trials run, and those of its ``max``

@@ -70,6 +70,7 @@ def summary_lines(records: list[CaseRecord]) -> list[str]:
     lines = text_table(summary_rows(records))
     lines += pass_k_notes(records)
     lines += adaptive_notes(records)
+    lines += cache_notes(records)
     lines += cost_notes(records)
     partial = partial_passes(records)
     if partial:
@@ -100,6 +101,14 @@ def adaptive_notes(records: list[CaseRecord]) -> list[str]:
     cases = f"{len(adaptive)} case{'s' if len(adaptive) != 1 else ''}"
     share = f" ({100 * saved / (used + saved):.0f}%)" if used + saved else ""
     return [f"adaptive trials ({cases}): {used}/{used + saved} trials used, {saved} saved{share}"]
+
+
+def cache_notes(records: list[CaseRecord]) -> list[str]:
+    """``verdict cache: 3 of 5 cases reported from it (not run again)``; none when no record came from it."""
+    cached = sum(r.cached for r in records)
+    if not cached:
+        return []
+    return [f"verdict cache: {cached} of {len(records)} cases reported from it (not run again)"]
 
 
 def cost_notes(records: list[CaseRecord]) -> list[str]:
@@ -146,7 +155,7 @@ def one_line(records: list[CaseRecord]) -> str:
     partial = len(partial_passes(records))
     if partial:
         parts.append(f"{partial} passed partially")
-    parts += adaptive_notes(records)
+    parts += adaptive_notes(records) + cache_notes(records)
     cost = stats.cost_line()
     if cost is not None:
         parts.append(cost)
