@@ -11,8 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_agent_eval.core.trial import in_waves
-from pytest_agent_eval.run.runner import next_wave, passes_needed
+from pytest_agent_eval.run.runner import in_waves, next_wave, passes_needed
 
 AGENT = '''
 import pathlib

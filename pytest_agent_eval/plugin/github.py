@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from pytest_agent_eval import compat
 from pytest_agent_eval.plugin.options import option_group
 
 if TYPE_CHECKING:
@@ -51,7 +52,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    if hasattr(config, "workerinput"):  # an xdist worker: its records go to the controller, which annotates
+    if compat.is_worker(config):  # an xdist worker: its records go to the controller, which annotates
         return
     on = config.getoption("agent_eval_github", False) or os.environ.get("GITHUB_ACTIONS", "").lower() == "true"
     if not on:

@@ -162,7 +162,7 @@ class SpendCap:
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         if self._tally is not None:
             self._tally.close()
-        if compat.worker_input(config) is None:  # the controller, last to finish: the run's file goes
+        if not compat.is_worker(config):  # the controller, last to finish: the run's file goes
             from pytest_agent_eval.plugin.state import limits_folder
 
             (limits_folder(config) / f"spend_{self.key}.json").unlink(missing_ok=True)

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import math
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
 
 from pytest_agent_eval.adapters import Agent, is_builtin
 from pytest_agent_eval.checks import CheckContext, CheckRegistry
@@ -14,11 +14,13 @@ from pytest_agent_eval.checks.answers import answered
 from pytest_agent_eval.checks.base import check_name, first_infra_error, in_turn
 from pytest_agent_eval.core.case import Case
 from pytest_agent_eval.core.results import CaseResult, CheckResult, RunRecord, TrialResult
-from pytest_agent_eval.core.trial import TRIAL, in_waves
+from pytest_agent_eval.core.trial import TRIAL
 from pytest_agent_eval.run import eager
 from pytest_agent_eval.run.call import INFRA, call_agent, checked, no_recording, recorded
 from pytest_agent_eval.run.settings import RunSettings
 from pytest_agent_eval.run.stalls import CALL
+
+T = TypeVar("T")
 
 
 def weighted_score(results: list[CheckResult], weights: dict[str, float], violations: int = 0) -> float:
@@ -123,10 +125,22 @@ def next_wave(passes: int, fails: int, trials: int, min_pass_rate: float) -> int
     return min(need - passes, allowed - fails + 1)
 
 
+async def in_waves(more: Callable[[list[T]], int], run: Callable[[int], Awaitable[T]]) -> list[T]:
+    """Trials in waves, each wave's concurrently: ``more(done)`` says how many to start next (0: done)."""
+    done: list[T] = []
+    while (count := more(done)) > 0:
+        start = len(done)
+        done += await asyncio.gather(*(run(n) for n in range(start, start + count)))
+    return done
+
+
 async def run_case(case: Case, agent: Agent, settings: RunSettings) -> CaseResult:
     """All trials of the case (``repeat``), concurrently within the limit; the pass rate decides. An adaptive case
     (``repeat: {max, stop: decided}``) runs them in waves until its verdict is the one all would give."""
     repeat = settings.repeat or case.repeat
+    cassette = None
+    timeout = case.timeout if case.timeout is not None else settings.default_timeout
+    CALL.set((case, timeout))
     more: Callable[[list[TrialResult]], int] | None = None
     if case.stop_when_decided:
 
@@ -134,22 +148,12 @@ async def run_case(case: Case, agent: Agent, settings: RunSettings) -> CaseResul
             passes = sum(t.passed for t in done)
             return next_wave(passes, len(done) - passes, repeat, case.min_pass_rate)
 
-    cassette = None
-    timeout = case.timeout if case.timeout is not None else settings.default_timeout
-    CALL.set((case, timeout))
     if not (repeat == 1 and more is None and timeout is None and _loop_free(case, agent, settings)):
         await eager.needs_loop()  # when started outside the loop (InlineLoop): the rest of the run goes on on it
-    if settings.traffic is not None:
-        trials = await settings.traffic.run_trials(
-            case, repeat, lambda n: _with_traffic(case, agent, settings, n), _infrastructure, more
-        )
-        cassette = settings.traffic.outbox.pop(id(case), None) if settings.traffic.outbox is not None else None
-    elif more is not None:
-        trials = await in_waves(more, lambda n: run_trial(case, agent, settings, n))
-    elif repeat == 1:  # in this task: no task, future and loop turns of a gather per case
-        trials = [await run_trial(case, agent, settings)]
+    if settings.traffic is not None and settings.traffic.watching:
+        trials, cassette = await _trials_under_traffic(case, agent, settings, repeat, more)
     else:
-        trials = list(await asyncio.gather(*(run_trial(case, agent, settings, n) for n in range(repeat))))
+        trials = await _trials(repeat, lambda n: run_trial(case, agent, settings, n), more)
     score = sum(t.score for t in trials) / len(trials)
     if more is not None:  # the verdict all ``repeat`` trials would give: enough of them pass
         passed = sum(t.passed for t in trials) >= passes_needed(repeat, case.min_pass_rate)
@@ -158,16 +162,53 @@ async def run_case(case: Case, agent: Agent, settings: RunSettings) -> CaseResul
     return CaseResult(case, trials, rate >= case.min_pass_rate, score, cassette)
 
 
-async def _with_traffic(case: Case, agent: Agent, settings: RunSettings, trial: int) -> TrialResult:
-    """A trial under the traffic layer: the usage of its requests into its run record; when infrastructure failed
-    under it (refused, 429/5xx after retries, a replay miss), the trial is that error, whatever the agent made of
-    it."""
-    from pytest_agent_eval.traffic.scope import CURRENT
+async def _trials(
+    repeat: int,
+    trial: Callable[[int], Awaitable[TrialResult]],
+    more: Callable[[list[TrialResult]], int] | None = None,
+) -> list[TrialResult]:
+    """The case's trials, concurrently (an adaptive case's in waves, ``more``); one trial in this task (no task,
+    future and loop turns of a gather, so a sync agent's trial needs no loop: ``eager``)."""
+    if more is not None:
+        return await in_waves(more, trial)
+    if repeat == 1:
+        return [await trial(0)]
+    return list(await asyncio.gather(*(trial(n) for n in range(repeat))))
 
-    result = await run_trial(case, agent, settings, trial)
-    traffic = CURRENT.get()
-    infra = traffic.report(result.run) if traffic is not None else None
-    return result if infra is None else _infrastructure(result, infra)
+
+async def _trials_under_traffic(
+    case: Case,
+    agent: Agent,
+    settings: RunSettings,
+    repeat: int,
+    more: Callable[[list[TrialResult]], int] | None = None,
+) -> tuple[list[TrialResult], tuple[str, str] | None]:
+    """The case's trials, each in its own traffic scope, then its cassette written (or, on an xdist worker,
+    returned to be carried to the controller). A cassette that cannot be read or written, a request that failed
+    on infrastructure (refused, 429/5xx after retries, a replay miss): the trial is that error, whatever the
+    agent made of it."""
+    from pytest_agent_eval.traffic.cassette import CassetteError
+    from pytest_agent_eval.traffic.hook import CassetteNotWritten
+    from pytest_agent_eval.traffic.scope import cassette_error_text
+
+    traffic = settings.traffic
+    assert traffic is not None
+    try:
+        scope = traffic.case(case)
+    except CassetteError as exc:  # the agent is not run when its cassette cannot be read
+        return [_infrastructure(None, cassette_error_text(exc, traffic.settings.root))], None
+
+    async def one(n: int) -> TrialResult:
+        with traffic.trial(scope) as requests:
+            result = await run_trial(case, agent, settings, n)
+        infra = requests.report(result.run)
+        return result if infra is None else _infrastructure(result, infra)
+
+    trials = await _trials(repeat, one, more)
+    try:
+        return trials, traffic.finish(scope)
+    except CassetteNotWritten as exc:
+        return [_infrastructure(t, str(exc)) for t in trials], None
 
 
 def _infrastructure(result: TrialResult | None, message: str) -> TrialResult:
