@@ -214,3 +214,17 @@ def test_the_cache_under_xdist(cached: pytest.Pytester) -> None:
     result = cached.runpytest_subprocess("-p", "no:cacheprovider", "-n", "2", "--agent-eval-changed")
     result.assert_outcomes(passed=2, failed=1)
     assert _calls(cached) == []
+
+
+def test_a_replayed_cases_cassette_is_part_of_its_key(cached: pytest.Pytester) -> None:
+    run = ("-p", "no:cacheprovider", "--agent-eval-replay", "--agent-eval-changed", "--agent-eval-report", "r.json")
+    cached.runpytest(*run).assert_outcomes(passed=2, failed=1)
+    cached.runpytest(*run).assert_outcomes(passed=2, failed=1)
+    assert all(r["cached"] for r in _records(cached, "r.json").values())
+    assert len(_calls(cached)) == 3
+    cassette = cached.path / "cassettes" / "eval_cached" / "good.yaml"  # re-recorded: the case is answered anew
+    cassette.parent.mkdir(parents=True)
+    cassette.write_text("interactions: []\n")
+    cached.runpytest(*run)
+    records = _records(cached, "r.json")
+    assert {name for name, r in records.items() if not r["cached"]} == {"good"}

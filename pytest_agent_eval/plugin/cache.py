@@ -81,6 +81,8 @@ class Cache:
                 "repeat": settings.repeat,
                 "require_llm": bool(item.config.getini("agent_eval_require_llm")),
                 "agent_name": case.agent_name,
+                "traffic": settings.traffic.record,
+                "cassette": _cassette(item, case) if settings.traffic.record else None,
             },
             judge_model=os.environ.get("AGENT_EVAL_LLM_MODEL"),
             judge_prompt=PROMPT + REFERENCE_RUBRIC,
@@ -122,6 +124,24 @@ class Cache:
     def pytest_unconfigure(self) -> None:
         if self._store is not None:
             self._store.close()
+
+
+def _cassette(item: pytest.Item, case: Case) -> str | None:
+    """A hash of the case's cassette (what a replayed case is answered with); ``None`` when it has none."""
+    import hashlib
+
+    from pytest_agent_eval.plugin.state import get_state
+    from pytest_agent_eval.traffic.cassette import cassette_path
+
+    folder = get_state(item.config).settings.traffic.cassettes
+    beside = folder is None
+    path = cassette_path(
+        folder or case.path.parent / "cassettes", case.path, case.id, None if beside else item.config.rootpath
+    )
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return None
 
 
 def lookup(item: pytest.Item, case: Case) -> dict[str, Any] | None:
