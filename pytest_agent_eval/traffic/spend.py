@@ -9,7 +9,7 @@ import math
 from pathlib import Path
 from typing import Protocol
 
-from pytest_agent_eval.traffic.store import FileStore, RedisStore
+from pytest_agent_eval.traffic.store import FileStore, RedisStore, require_redis
 
 KEEP_S = 7 * 24 * 3600
 """How long Redis keeps a run's spend after its last change (a run never takes this long)."""
@@ -60,12 +60,6 @@ class RedisTally(RedisStore):
 def open_tally(folder: Path, url: str | None, key: str) -> Tally:
     """Redis when a URL is given (``redis`` is imported only then), else the file ``folder/spend_<key>.json``."""
     if url:
-        try:
-            import redis  # noqa: F401
-        except ImportError:
-            raise ImportError(
-                "the spend cap's Redis store needs redis: pip install 'pytest-agent-evalset[redis]' "
-                "(or pip install redis)"
-            ) from None
+        require_redis("the spend cap's Redis store")
         return RedisTally(url, f"agent_eval:spend:{key}")
     return FileTally(folder / f"spend_{key}.json")

@@ -350,15 +350,19 @@ def _flock(handle: Any, path: Path, fcntl: Any) -> None:
             pause = min(pause * 2, 0.005)
 
 
+def require_redis(what: str) -> None:
+    """``ImportError`` saying what to install when ``redis`` is not installed (``what`` needs it)."""
+    try:
+        import redis  # noqa: F401
+    except ImportError:
+        raise ImportError(
+            f"{what} needs redis: pip install 'pytest-agent-evalset[redis]' (or pip install redis)"
+        ) from None
+
+
 def open_store(folder: Path, url: str | None, name: str) -> Store:
     """Redis when a URL is given, else the file ``folder/name.json``."""
     if url:
-        try:
-            import redis  # noqa: F401
-        except ImportError:
-            raise ImportError(
-                "the rate limit's Redis store needs redis: pip install 'pytest-agent-evalset[redis]' "
-                "(or pip install redis)"
-            ) from None
+        require_redis("the rate limit's Redis store")
         return RedisStore(url, f"agent_eval:{name}")
     return FileStore(folder / f"{name}.json")
