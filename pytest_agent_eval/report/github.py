@@ -11,7 +11,7 @@ from pathlib import Path, PurePath
 from pytest_agent_eval.report.markdown_text import reason
 from pytest_agent_eval.report.record import CaseRecord
 
-ANNOTATED = ("failed", "error", "xpassed")
+ANNOTATED = ("failed", "error")
 """The outcomes that fail a run: each gets an annotation."""
 _DETAIL_LINES = 5
 
