@@ -17,10 +17,9 @@ from typing import NamedTuple, TextIO
 
 from pytest_agent_eval.adapters import AdapterRegistry, builtin_adapters
 from pytest_agent_eval.cases.dialects.native_schema import native_schema
-from pytest_agent_eval.cases.document import read_document
-from pytest_agent_eval.cases.errors import EvalFileError, EvalFileErrors
+from pytest_agent_eval.cases.errors import EvalFileError, EvalFileErrors, UnknownFormat
 from pytest_agent_eval.cases.files import DEFAULT_FILES, is_eval_file
-from pytest_agent_eval.cases.load import DialectRegistry, builtin_dialects, detect
+from pytest_agent_eval.cases.load import DialectRegistry, builtin_dialects, read_and_detect
 from pytest_agent_eval.checks import CheckRegistry, builtin_registry
 from pytest_agent_eval.report.baseline import (
     DEFAULT_SIGNIFICANCE,
@@ -155,11 +154,12 @@ def validate_file(path: Path, checks: CheckRegistry, dialects: DialectRegistry) 
         return "missing", [f"{path}: no such file"]
     what = "unreadable"
     try:
-        doc = read_document(path)  # a duplicate key, or a key that is not a string, is one problem each
-        what = "unknown format"
-        dialect = detect(doc, dialects)
+        # a duplicate key, or a key that is not a string, is one problem each
+        doc, dialect = read_and_detect(path, dialects)
         what = dialect.name
         loaded = dialect.load(doc, checks)
+    except UnknownFormat as exc:
+        return "unknown format", [exc.format()]
     except EvalFileError as exc:
         return what, [exc.format()]
     except EvalFileErrors as exc:

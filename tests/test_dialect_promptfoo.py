@@ -492,7 +492,8 @@ def test_validate_and_the_schema_know_promptfoo_configs(
 ) -> None:
     from pytest_agent_eval.cli import main
 
-    assert main(["validate", str(EXAMPLES)]) == 0
+    # simple_test has javascript and similar assertions, which the plugin does not run
+    assert main(["validate", str(EXAMPLES / "simple_csv"), str(EXAMPLES / "python_provider")]) == 0
     assert "promptfoo, 8 cases: ok" in capsys.readouterr().out
     path = config(
         pytester,
@@ -514,7 +515,9 @@ def test_validate_and_the_schema_know_promptfoo_configs(
     import jsonschema
     import yaml
 
-    for example in EXAMPLES.glob("*/promptfooconfig.yaml"):
+    for example in [*EXAMPLES.glob("*/promptfooconfig*.yaml")]:
+        if example.parent.name == "simple_test":
+            continue  # its javascript and similar assertions are not in what runs
         jsonschema.validate(yaml.safe_load(example.read_text()), schema)
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate({"providers": ["x"], "tests": [{"assert": [{"type": "javascript"}]}]}, schema)
@@ -667,3 +670,122 @@ def test_a_test_without_assertions_passes_with_score_1_as_in_promptfoo(pytester:
     assert outcomes(result) == {"test-1": "PASSED"}
     (case,) = json.loads((pytester.path / "report.json").read_text())["cases"]
     assert case["score"] == 1.0
+
+
+def pirate(body: dict[str, Any]) -> str:
+    """The loopback model behind promptfoo's simple-test example: a pirate (and the grader of its llm-rubric)."""
+    prompt = body["messages"][-1]["content"]
+    if "Rubric:" in prompt:
+        return json.dumps({"pass": True, "score": 1.0, "reason": "spoken like a pirate"})
+    said = prompt.rsplit(": ", 1)[1]
+    answers = {
+        "Yes": "Yarr",
+        "I'm hungry": "Arr, I be needin' some grub",
+        "Output the story of your life in JSON": '{"life": "at sea"}',
+        "Hello world": "Ahoy, world",
+        "The quick brown fox jumps over the lazy dog": "Arrr, the quick brown fox leaps o'er the lazy dog",
+    }
+    return answers.get(said, f"Arr? {said}")
+
+
+@pytest.fixture
+def simple_test(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> Iterator[ChatServer]:
+    """promptfoo's own ``examples/simple-test`` (``tests/promptfoo_examples/simple_test``) against the pirate."""
+    shutil.copytree(EXAMPLES / "simple_test", pytester.path, dirs_exist_ok=True)
+    with ChatServer(lambda prompt: None, answer=pirate) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "test")
+        monkeypatch.setenv("AGENT_EVAL_LLM_MODEL", "grader")
+        yield server
+
+
+def test_a_promptfoo_config_is_read_as_promptfoo_reads_yaml(pytester: pytest.Pytester, simple_test: ChatServer) -> None:
+    """js-yaml's YAML 1.2 core schema: ``body: Yes`` is the text "Yes" (PyYAML's YAML 1.1 made it ``True``)."""
+    result = run(pytester, "-k", "exact_match")
+    assert outcomes(result) == {
+        "check_for_exact_match-prompt1-1": "PASSED",
+        "check_for_exact_match-prompt1-2": "PASSED",
+    }
+    sent = [r["messages"][-1]["content"] for r in simple_test.requests]
+    assert "Rephrase this from English to Pirate: Yes" in sent
+    # a native file keeps YAML 1.1's reading, as before
+    (pytester.path / "eval_native.yaml").write_text("cases:\n  - id: yes-no\n    input: x\n    metadata: {ok: Yes}\n")
+    from pytest_agent_eval.cases.document import read_document
+
+    assert read_document(pytester.path / "eval_native.yaml").data["cases"][0]["metadata"] == {"ok": True}
+    core = read_document(pytester.path / "promptfooconfig.yaml", core=True)
+    assert core.data["tests"][0]["vars"] == {"body": "Yes"}
+    assert core.line(("tests", 0, "vars")) == 10  # lines kept
+
+
+def test_yaml_core_schema_scalars_as_js_yaml_reads_them(tmp_path: Path) -> None:
+    from pytest_agent_eval.cases.document import read_document
+
+    text = "a: Yes\nb: on\nc: 0755\nd: 2024-01-02\ne: true\nf: ~\ng: 1_000\nh: 0x1F\ni: 0o17\nj: NO\nk: 12:30\nl: 1e3\n"
+    data = read_document(tmp_path / "promptfooconfig.yaml", text, core=True).data
+    assert data == {
+        "a": "Yes", "b": "on", "c": 755, "d": "2024-01-02", "e": True, "f": None, "g": 1000, "h": 31, "i": 15,
+        "j": "NO", "k": "12:30", "l": 1000.0,
+    }  # fmt: skip
+
+
+def test_promptfoos_simple_test_example_runs_every_case_its_ref_resolved(
+    pytester: pytest.Pytester, simple_test: ChatServer
+) -> None:
+    """``$ref: '#/assertionTemplates/…'`` is a reference inside the config: the test that uses it runs it."""
+    result = run(pytester)
+    found = outcomes(result)
+    assert len(found) == 10  # 5 tests × the 2 prompts of prompts.txt
+    assert {k: v for k, v in found.items() if v != "PASSED"} == {
+        "check_for_semantic_similarity-prompt1-1": "ERROR",  # javascript and similar: what to write instead
+        "check_for_semantic_similarity-prompt1-2": "ERROR",
+    }
+    assert any("Rubric: Is spoken like a pirate" in r["messages"][-1]["content"] for r in simple_test.requests)
+
+
+def test_promptfoos_python_assert_example_gets_its_config(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """promptfoo's ``examples/python-assert``: ``config: {fruitList: …}`` reaches ``get_assert`` as
+    ``context["config"]``."""
+    shutil.copytree(EXAMPLES / "python_assert", pytester.path, dirs_exist_ok=True)
+    (pytester.path / "promptfooconfig-external.yaml").rename(pytester.path / "promptfooconfig.yaml")
+    with ChatServer(lambda prompt: None, answer=lambda body: "Passion fruit, banana, guava") as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "test")
+        result = run(pytester, "--agent-eval-report", "report.json")
+    assert outcomes(result) == {"test-1": "PASSED"}
+    (case,) = json.loads((pytester.path / "report.json").read_text())["cases"]
+    assert case["score"] == 1.0
+
+
+def test_a_ref_that_points_nowhere_errors_only_the_test_that_uses_it(pytester: pytest.Pytester) -> None:
+    path = config(
+        pytester,
+        """
+        prompts: ["{{kind}}"]
+        providers: [file://provider.py]
+        assertionTemplates:
+          greets: {type: contains, value: Hello}
+        tests:
+          - description: uses a template
+            vars: {kind: greeting}
+            assert: [{$ref: '#/assertionTemplates/greets'}]
+          - description: a typo in the reference
+            vars: {kind: greeting}
+            assert: [{$ref: '#/assertionTemplates/greet'}]
+          - description: another file
+            vars: {kind: greeting}
+            assert: [{$ref: 'templates.yaml#/greets'}]
+        """,
+        provider__py=PROVIDER,
+    )
+    result = run(pytester)
+    assert outcomes(result) == {
+        "uses_a_template": "PASSED",
+        "a_typo_in_the_reference": "ERROR",
+        "another_file": "ERROR",
+    }
+    text = result.stdout.str()
+    assert f"{path.name}:12: $ref '#/assertionTemplates/greet': the config has nothing at that path" in text
+    assert f"{path.name}:15: not supported: $ref 'templates.yaml#/greets' (only references inside" in text

@@ -9,6 +9,8 @@ from typing import Any
 
 from pytest_agent_eval.cases.dialects.common import is_number
 from pytest_agent_eval.cases.dialects.promptfoo_files import Source, assertion_of_string, read_var, render
+from pytest_agent_eval.cases.document import read_document
+from pytest_agent_eval.cases.errors import EvalFileError, EvalFileErrors
 from pytest_agent_eval.checks.promptfoo import MODEL_GRADED, SUPPORTED
 from pytest_agent_eval.checks.promptfoo_graded import python_path
 
@@ -70,6 +72,9 @@ def _assertion(
     if item.get("provider") is not None:
         problems.append(source.error(f"not supported: a grader `provider` on `{kind}` (the plugin's judge grades)"))
     out = {**_common(item, source, problems), "type": kind, "base": base_type, "inverse": inverse}
+    for name in ("config", "options"):  # `config` reaches a python assertion as context["config"]
+        if item.get(name) is not None:
+            out[name] = item[name]
     value = item.get("value")
     if base_type == "python" and isinstance(value, str) and value.startswith("file://"):
         path, function = python_path(value[len("file://") :], base)
@@ -81,10 +86,6 @@ def _assertion(
         out["value"] = _render_value(value, variables)
     except ValueError as exc:
         problems.append(source.error(str(exc)))
-    if item.get("config") is not None:
-        out["config"] = item["config"]
-    if item.get("options") is not None:
-        out["options"] = item["options"]
     _check_value(out, source, problems)
     return out
 
@@ -148,12 +149,11 @@ def _check_value(a: dict[str, Any], source: Source, problems: list[str]) -> None
         except re.error as exc:
             problems.append(source.error(f"regex: bad pattern {value!r}: {exc}"))
     if base in ("is-json", "contains-json") and isinstance(value, str) and value:
-        import yaml
-
         try:
-            a["value"] = yaml.safe_load(value)
-        except yaml.YAMLError as exc:
-            problems.append(source.error(f"{a['type']}: the schema is not YAML/JSON: {exc}"))
+            a["value"] = read_document(Path("schema.yaml"), value, core=True).data
+        except (EvalFileError, EvalFileErrors) as exc:
+            why = exc.message if isinstance(exc, EvalFileError) else exc
+            problems.append(source.error(f"{a['type']}: the schema is not YAML/JSON: {why}"))
     if base == "trajectory:step-count":
         kinds = value.get("type") if isinstance(value, dict) else None
         if not isinstance(value, dict) or ("min" not in value and "max" not in value):
