@@ -376,7 +376,9 @@ def test_several_providers_are_a_matrix(pytester: pytest.Pytester) -> None:
     assert outcomes(result) == {"greets[plain]": "PASSED", "greets[shouty]": "FAILED"}
 
 
-def test_what_the_plugin_cannot_honour_errors_its_case(pytester: pytest.Pytester) -> None:
+def test_what_the_plugin_cannot_honour_errors_its_case_saying_what_to_write_instead(
+    pytester: pytest.Pytester,
+) -> None:
     path = config(
         pytester,
         """
@@ -396,6 +398,17 @@ def test_what_the_plugin_cannot_honour_errors_its_case(pytester: pytest.Pytester
             assert:
               - {type: equals, value: Hello world}
           - file://more.csv
+          - description: tool args
+            vars: {kind: tools}
+            assert:
+              - {type: 'trajectory:tool-args-match', value: {name: get_weather, args: {city: Paris}}}
+          - description: goal
+            vars: {kind: greeting}
+            assert:
+              - {type: 'trajectory:goal-success', value: greets the user}
+          - description: transformed
+            vars: {kind: greeting}
+            assert: [{type: equals, value: HELLO WORLD, transform: output.toUpperCase()}]
         """,
         provider__py=PROVIDER,
         more__csv="kind,__expected\ngreeting,fn:output.length > 1\ngreeting,icontains:hello\n",
@@ -407,11 +420,66 @@ def test_what_the_plugin_cannot_honour_errors_its_case(pytester: pytest.Pytester
         "fine": "PASSED",
         "test-4": "ERROR",
         "test-5": "PASSED",
+        "tool_args": "ERROR",
+        "goal": "ERROR",
+        "transformed": "ERROR",
     }
-    text = result.stdout.str()
-    assert f"{path.name}:8: not supported: assertion `javascript` (write it as a `python` assertion)" in text
-    assert f"{path.name}:12: not supported: assertion `similar`" in text
-    assert "more.csv:2: not supported: assertion `javascript`" in text
+    text = " ".join(result.stdout.str().split())
+    docs = '(see docs/reference/formats.md, section "promptfoo assertions")'
+    assert (
+        f"{path.name}:8: not supported: assertion `javascript`; instead write a `python` assertion: the same "
+        "expression in Python (`output.startswith('Ahoy')`), a body that `return`s, or `file://x.py` with "
+        f"`get_assert(output, context)` {docs}"
+    ) in text
+    assert (
+        f"{path.name}:12: not supported: assertion `similar`; instead write `factuality` with the expected text "
+        "as its value, or an `llm-rubric` (`value: says the same as: <text>`)"
+    ) in text
+    assert "more.csv:2: not supported: assertion `javascript`; instead write a `python` assertion" in text
+    assert (
+        "not supported: assertion `trajectory:tool-args-match`; instead write a `python` assertion reading the "
+        "calls' arguments from the output (`json.loads(output)['tool_calls']`); in a native eval file, the "
+        "`tool_args` check"
+    ) in text
+    assert (
+        "not supported: assertion `trajectory:goal-success`; instead write an `llm-rubric` whose value states it"
+    ) in text
+    assert (
+        "not supported: assertion field transform (on `equals`); instead transform the output inside a `python` "
+        "assertion"
+    ) in text
+
+
+def test_an_assertion_type_typo_says_did_you_mean_and_points_to_the_docs(pytester: pytest.Pytester) -> None:
+    path = config(
+        pytester,
+        """
+        prompts: ["{{kind}}"]
+        providers: [file://provider.py]
+        tests:
+          - description: typo
+            vars: {kind: greeting}
+            assert: [{type: contains-alll, value: [Hello, world]}]
+          - description: negated typo
+            vars: {kind: greeting}
+            assert: [{type: not-icontain, value: bye}]
+          - description: nothing like it
+            vars: {kind: greeting}
+            assert: [{type: zebra, value: x}]
+        """,
+        provider__py=PROVIDER,
+    )
+    result = run(pytester)
+    assert outcomes(result) == {"typo": "ERROR", "negated_typo": "ERROR", "nothing_like_it": "ERROR"}
+    text = " ".join(result.stdout.str().split())
+    docs = 'docs/reference/formats.md, section "promptfoo assertions"'
+    assert f'{path.name}:7: unknown assertion type `contains-alll` (did you mean "contains-all"?); ' in text
+    assert f"promptfoo's types and what runs: {docs}" in text
+    assert 'unknown assertion type `not-icontain` (did you mean "not-icontains"?)' in text
+    assert "unknown assertion type `zebra`: not one of promptfoo's" in text
+    # the section named exists
+    page = (Path(__file__).parents[1] / "docs" / "reference" / "formats.md").read_text()
+    assert "\n### promptfoo assertions\n" in page
 
 
 def test_a_provider_it_cannot_call_errors_every_case_of_that_provider(pytester: pytest.Pytester) -> None:
@@ -507,7 +575,7 @@ def test_validate_and_the_schema_know_promptfoo_configs(
         provider__py=PROVIDER,
     )
     assert main(["validate", str(path)]) == 1
-    assert f"{path}:6: not supported: assertion `javascript` (write it as a `python` assertion) (case test-1)" in (
+    assert f"{path}:6: not supported: assertion `javascript`; instead write a `python` assertion" in (
         capsys.readouterr().out
     )
     assert main(["schema", "--format", "promptfoo"]) == 0
@@ -789,3 +857,39 @@ def test_a_ref_that_points_nowhere_errors_only_the_test_that_uses_it(pytester: p
     text = result.stdout.str()
     assert f"{path.name}:12: $ref '#/assertionTemplates/greet': the config has nothing at that path" in text
     assert f"{path.name}:15: not supported: $ref 'templates.yaml#/greets' (only references inside" in text
+
+
+def test_the_formats_page_lists_every_promptfoo_assertion_type_with_its_status() -> None:
+    """promptfoo's assertion types (its ``BaseAssertionTypesSchema`` and special types): each a row of the docs'
+    table, with whether it runs and, if not, what to write instead: the same words as the error."""
+    from pytest_agent_eval.checks.promptfoo import SUPPORTED
+    from pytest_agent_eval.checks.promptfoo_types import ALIASES, ALL_TYPES, INSTEAD
+
+    page = (Path(__file__).parents[1] / "docs" / "reference" / "formats.md").read_text()
+    section = page.split("\n### promptfoo assertions\n", 1)[1].split("\n### ", 1)[0]
+    rows = {}
+    for line in section.splitlines():
+        if line.startswith("| `"):
+            name, status, how = (cell.strip() for cell in line.strip("|").split(" | ", 2))
+            rows[name.strip("`")] = (status, how)
+    assert set(rows) == ALL_TYPES
+    promptfoos = {  # promptfoo's src/types/index.ts, BaseAssertionTypesSchema + SpecialAssertionTypesSchema
+        "answer-relevance", "bleu", "classifier", "contains", "contains-all", "contains-any", "contains-html",
+        "contains-json", "contains-sql", "contains-xml", "context-faithfulness", "context-recall",
+        "context-relevance", "conversation-relevance", "cost", "equals", "factuality", "finish-reason", "g-eval",
+        "gleu", "guardrails", "icontains", "icontains-all", "icontains-any", "is-html", "is-json", "is-refusal",
+        "is-sql", "is-valid-function-call", "is-valid-openai-function-call", "is-valid-openai-tools-call", "is-xml",
+        "javascript", "latency", "levenshtein", "llm-rubric", "pi", "meteor", "model-graded-closedqa",
+        "model-graded-factuality", "moderation", "perplexity", "perplexity-score", "python", "regex", "rouge-n",
+        "ruby", "similar", "similar:cosine", "similar:dot", "similar:euclidean", "starts-with", "tool-call-f1",
+        "skill-used", "trajectory:goal-success", "trajectory:tool-args-match", "trajectory:step-count",
+        "trajectory:tool-sequence", "trajectory:tool-used", "trace-error-spans", "trace-span-count",
+        "trace-span-duration", "search-rubric", "webhook", "word-count", "select-best", "human", "max-score",
+    }  # fmt: skip
+    assert promptfoos | {"assert-set", "promptfoo:redteam:*"} == ALL_TYPES
+    for name, (status, how) in rows.items():
+        runs = name in SUPPORTED or name in ALIASES or name == "assert-set"
+        assert status == ("runs" if runs else "not run: errors its case"), name
+        if not runs:
+            instead = INSTEAD[name].removeprefix("none: ")
+            assert how.replace("\\|", "|").lower().endswith(instead.lower()), name

@@ -70,9 +70,7 @@ class Document:
         return self.lines.get((), 1)
 
 
-def read_document(
-    path: Path, text: str | None = None, cache: ParseCache | None = None, core: bool = False
-) -> Document:
+def read_document(path: Path, text: str | None = None, cache: ParseCache | None = None, core: bool = False) -> Document:
     """Parse ``path`` (YAML, JSON or JSON Lines by suffix); raise :class:`EvalFileError` on syntax errors.
 
     YAML documents are read from / stored in ``cache`` when one is given. ``core`` reads YAML with the YAML 1.2

@@ -33,6 +33,7 @@ from pytest_agent_eval.cases.model import Case, LoadedFile, slugify
 from pytest_agent_eval.checks import CheckRegistry
 from pytest_agent_eval.checks.promptfoo import SUPPORTED
 from pytest_agent_eval.checks.promptfoo_graded import python_path
+from pytest_agent_eval.checks.promptfoo_types import TRANSFORM
 
 NAME = "promptfoo"
 NEED = "a promptfoo config: a mapping with `providers` (or `targets`) and `prompts` or `tests`"
@@ -290,7 +291,8 @@ def _cases(
     for options in (test.get("options"), default_test.get("options")):
         for name in options if isinstance(options, dict) else ():
             if name not in TEST_OPTIONS:
-                problems.append(source.error(f"not supported: test option `{name}` (options: provider, factuality)"))
+                why = f"not supported: test option `{name}` (options: provider, factuality)"
+                problems.append(source.error(why + (f"; instead {TRANSFORM}" if name == "transform" else "")))
     variables = {**_dict(default_test.get("vars")), **_dict(test.get("vars"))}
     variables = {k: read_var(v, base, source, problems) for k, v in variables.items()}
     threshold = test.get("threshold", default_test.get("threshold"))

@@ -13,6 +13,7 @@ from pytest_agent_eval.cases.document import read_document
 from pytest_agent_eval.cases.errors import EvalFileError, EvalFileErrors
 from pytest_agent_eval.checks.promptfoo import MODEL_GRADED, SUPPORTED
 from pytest_agent_eval.checks.promptfoo_graded import python_path
+from pytest_agent_eval.checks.promptfoo_types import ALIASES, TRANSFORM, unsupported
 
 ASSERT_KEYS = frozenset({"type", "value", "threshold", "weight", "metric", "config", "options", "provider"})
 
@@ -63,12 +64,14 @@ def _assertion(
         return {**_common(item, source, problems), "type": kind, "assert": [a for a in inner if a is not None]}
     inverse = kind.startswith("not-")
     base_type = kind[4:] if inverse else kind
+    base_type = ALIASES.get(base_type, base_type)
     if base_type not in SUPPORTED:
-        problems.append(source.error(f"not supported: assertion `{kind}`" + _why(base_type)))
+        problems.append(source.error(unsupported(kind)))
         return None
     extra = sorted(set(item) - ASSERT_KEYS)
     if extra:
-        problems.append(source.error(f"not supported: assertion field {', '.join(extra)} (on `{kind}`)"))
+        why = f"not supported: assertion field {', '.join(extra)} (on `{kind}`)"
+        problems.append(source.error(why + (f"; instead {TRANSFORM}" if "transform" in extra else "")))
     if item.get("provider") is not None:
         problems.append(source.error(f"not supported: a grader `provider` on `{kind}` (the plugin's judge grades)"))
     out = {**_common(item, source, problems), "type": kind, "base": base_type, "inverse": inverse}
@@ -88,12 +91,6 @@ def _assertion(
         problems.append(source.error(str(exc)))
     _check_value(out, source, problems)
     return out
-
-
-def _why(base_type: str) -> str:
-    if base_type in ("javascript", "ruby", "webhook"):
-        return " (write it as a `python` assertion)"
-    return " (see the README's promptfoo section for the supported assertions)"
 
 
 def _common(item: dict[str, Any], source: Source, problems: list[str]) -> dict[str, Any]:
