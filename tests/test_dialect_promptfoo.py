@@ -893,3 +893,50 @@ def test_the_formats_page_lists_every_promptfoo_assertion_type_with_its_status()
         if not runs:
             instead = INSTEAD[name].removeprefix("none: ")
             assert how.replace("\\|", "|").lower().endswith(instead.lower()), name
+
+
+def test_factuality_reads_promptfoos_category_and_an_unreadable_reply_is_no_verdict(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """promptfoo's own grader replies ``{"category": "A", "reason": …}``; ``choice`` is read too. A reply with
+    neither is no verdict (an error naming the reply), never a failure."""
+
+    def answer(body: dict[str, Any]) -> str:
+        prompt = body["messages"][-1]["content"]
+        if "Expert answer:" not in prompt:
+            return prompt
+        submitted = prompt.split("Submitted answer:")[1]
+        if "Lyon" in submitted:
+            return json.dumps({"category": "D", "reason": "disagrees"})
+        if "Nice" in submitted:
+            return "I think they are about the same."
+        return json.dumps({"category": "C", "reason": "same details"})
+
+    config(
+        pytester,
+        """
+        prompts: ["{{answer}}"]
+        providers: [openai:gpt-4.1-mini]
+        tests:
+          - description: agrees
+            vars: {answer: Paris is the capital of France}
+            assert: [{type: factuality, value: Paris is the capital of France}]
+          - description: disagrees
+            vars: {answer: Lyon is the capital of France}
+            assert: [{type: factuality, value: Paris is the capital of France}]
+          - description: unreadable grader
+            vars: {answer: Nice is the capital of France}
+            assert: [{type: factuality, value: Paris is the capital of France}]
+        """,
+    )
+    with ChatServer(lambda prompt: None, answer=answer) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "test")
+        monkeypatch.setenv("AGENT_EVAL_LLM_MODEL", "grader")
+        result = run(pytester)
+    assert outcomes(result) == {"agrees": "PASSED", "disagrees": "FAILED", "unreadable_grader": "FAILED"}
+    text = result.stdout.str()
+    # a check without a verdict is never a pass; it has no score and says so, as the plugin's judge does
+    assert "case unreadable_grader failed: 1 of 1 checks failed, 1 without a verdict (no score)" in text
+    assert "no verdict: factuality 'Paris is the capital of France' (line 13): judge reply unreadable" in text
+    assert "case disagrees failed: 1 of 1 checks failed (score 0.00)" in text  # a verdict: D scores 0
