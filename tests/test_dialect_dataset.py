@@ -47,6 +47,22 @@ LANGFUSE = [  # Langfuse dataset items (JSON): input, expectedOutput, status, ca
     },
     {"id": "sum", "status": "ACTIVE", "input": "2 + 2?", "expectedOutput": {"answer": "4"}, "datasetId": "ds-1"},
 ]
+LANGFUSE_SDK = [  # Langfuse dataset items as the Python SDK gives them (DatasetItem.dict()): snake_case
+    {
+        "id": "capital-fr",
+        "status": "ACTIVE",
+        "input": {"query": "What is the capital of France?"},
+        "expected_output": "Paris",
+        "metadata": None,
+        "source_trace_id": "trace-1",
+        "source_observation_id": None,
+        "dataset_id": "ds-1",
+        "dataset_name": "capitals",
+        "created_at": "2026-11-01T10:00:00Z",
+        "updated_at": "2026-11-01T10:00:00Z",
+    },
+    {"id": "sum", "status": "ACTIVE", "input": "2 + 2?", "expected_output": "4", "dataset_id": "ds-1"},
+]
 BRAINTRUST = [  # Braintrust dataset records (JSON): input, expected, tags, _xact_id
     {
         "id": "b1",
@@ -82,6 +98,7 @@ def write_rows(pytester: pytest.Pytester, name: str, rows: list[dict[str, Any]])
     [
         ("eval_langsmith.jsonl", LANGSMITH, [r["id"] for r in LANGSMITH]),
         ("eval_langfuse.json", LANGFUSE, ["capital-fr", "sum"]),
+        ("eval_langfuse_sdk.json", LANGFUSE_SDK, ["capital-fr", "sum"]),
         ("eval_braintrust.json", BRAINTRUST, ["b1", "b2"]),
         ("eval_inspect.jsonl", INSPECT, ["1", "2"]),
     ],
@@ -182,3 +199,26 @@ def test_validate_and_the_schema_know_datasets_and_sidecars(
     jsonschema.validate(yaml.safe_load(SIDECAR), schema)
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate({"expect": {"containz": ["x"]}}, schema)
+
+
+def test_an_inspect_list_target_is_right_when_any_one_of_its_answers_is(pytester: pytest.Pytester) -> None:
+    """inspect_ai's ``target: [...]``: for its ``includes``/``match`` scorers any one target counts; the judge is
+    told the answers are alternatives."""
+    answering(pytester, {"Refund window?": ["You have thirty days.", []], "Exchange window?": ["A week.", []]})
+    rows = [
+        {"id": "refund", "input": "Refund window?", "target": ["30 days", "thirty days"]},
+        {"id": "exchange", "input": "Exchange window?", "target": ["14 days", "two weeks"]},
+    ]
+    write_rows(pytester, "eval_inspect.jsonl", rows)
+    (pytester.path / "eval_inspect.expect.yaml").write_text(SIDECAR)
+    result = run_evals(pytester, "-rA")
+    result.assert_outcomes(passed=1, failed=1)
+    text = result.stdout.str()
+    assert "PASSED eval_inspect.jsonl::refund" in text
+    assert "output does not contain the reference answer '14 days' or 'two weeks'" in text
+    from pytest_agent_eval.checks.judge import reference_text
+
+    assert reference_text(["30 days", "thirty days"], any_of=True) == (
+        "Reference answers (the answer is correct when it agrees with any one of them):\n"
+        "  - 30 days\n  - thirty days\n"
+    )

@@ -71,6 +71,9 @@ class Case:
     metadata: dict[str, Any] = field(default_factory=dict)
     reference: str | list[str] | None = None
     """A reference answer (or facts) the ``judge`` compares the answer with."""
+    reference_any: bool = False
+    """Whether a list ``reference`` lists alternative answers, any one of which is right (inspect_ai's targets),
+    rather than facts the answer must all agree with."""
     agent: str | dict[str, Any] | None = None
     """``module:attr``, an HTTP agent's URL or ``{url, ...}`` from the file, or ``None`` for ``--agent`` / the
     ``agent`` fixture."""

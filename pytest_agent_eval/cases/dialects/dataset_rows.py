@@ -1,8 +1,8 @@
 """Dataset rows (SPEC §19): JSON or JSONL files of rows as LangSmith, Langfuse, Braintrust and inspect_ai export
 them, one case per row, with checks from the sidecar ``<stem>.expect.yaml``.
 
-A row: ``input`` (LangSmith: ``inputs``), the reference answer in ``expected`` (Braintrust), ``expected_output``,
-``expectedOutput`` (Langfuse), ``outputs`` (LangSmith) or ``target`` (inspect_ai), ``metadata`` and ``id``; the
+A row: ``input`` (LangSmith: ``inputs``), the reference answer in ``expected`` (Braintrust), ``expected_output``
+(Langfuse's Python SDK), ``expectedOutput`` (Langfuse's API), ``outputs`` (LangSmith) or ``target`` (inspect_ai), ``metadata`` and ``id``; the
 exports' bookkeeping fields (timestamps, dataset ids, …) are read and left aside. The sidecar is a native file
 without ``cases`` (SPEC §3): ``agent``, ``tool_dispatch``, ``tags``, ``defaults`` and ``expect`` (the checks of every
 row). The reference answer is the case's ``reference``: the ``matches_reference`` check and the judge read it.
@@ -32,9 +32,9 @@ BOOKKEEPING = frozenset(
     {
         # LangSmith
         "name", "created_at", "modified_at", "dataset_id", "source_run_id", "split", "attachment_urls",
-        # Langfuse
+        # Langfuse: the API's camelCase, and the Python SDK's snake_case (DatasetItem.dict())
         "datasetId", "status", "sourceTraceId", "sourceObservationId", "createdAt", "updatedAt", "datasetName",
-        "mediaReferences",
+        "mediaReferences", "source_trace_id", "source_observation_id", "dataset_name", "updated_at",
         # Braintrust
         "tags", "created", "_xact_id", "_pagination_key", "project_id", "span_id", "root_span_id", "is_root",
         "origin", "_object_delete",
@@ -102,8 +102,9 @@ def load(doc: Document, registry: CheckRegistry) -> LoadedFile:
     ids = Ids()
     rows: list[dict[str, Any]] = []
     row_lines: dict[PathKey, int] = {}
-    extra: dict[int, tuple[str | None, dict[str, Any]]] = {}
+    extra: dict[int, tuple[str | list[str] | None, dict[str, Any]]] = {}
     errors: list[tuple[int, Case]] = []
+    alternatives: dict[int, list[str]] = {}  # inspect_ai's list targets: any one is right
     for index, raw in enumerate(doc.data):
         key: PathKey = (index,)
         line = doc.line(key)
@@ -115,6 +116,8 @@ def load(doc: Document, registry: CheckRegistry) -> LoadedFile:
         problems.case_id = case_id
         query, context = _input(raw, problems, key)
         reference = _reference(raw)
+        if _reference_key(raw) == "target" and isinstance(raw["target"], list) and len(raw["target"]) > 1:
+            alternatives[index] = [str(t) for t in raw["target"]]
         if problems:
             errors.append((index, Case(case_id, doc.path, line, error=problems.text(), dialect=NAME)))
             continue
@@ -128,11 +131,16 @@ def load(doc: Document, registry: CheckRegistry) -> LoadedFile:
         if isinstance(tags, list) and all(isinstance(t, str) for t in tags) and tags:
             row["tags"] = tags
         row_lines[("cases", len(rows))] = line
-        extra[len(rows)] = (reference, raw)
+        extra[len(rows)] = (alternatives.get(index, reference), raw)
         rows.append(row)
     data = {**settings, "cases": rows}
     built = native.load(Document(doc.path, data, {**lines, **row_lines}), registry)
-    cases = [dataclasses.replace(case, dialect=NAME, reference=extra[i][0]) for i, case in enumerate(built.cases)]
+    cases = [
+        dataclasses.replace(
+            case, dialect=NAME, reference=extra[i][0], reference_any=isinstance(extra[i][0], list)
+        )
+        for i, case in enumerate(built.cases)
+    ]
     for index, case in errors:  # in row order
         cases.insert(index, case)
     return LoadedFile(doc.path, NAME, cases, name=built.name, description=built.description, agents=built.agents)
@@ -203,6 +211,11 @@ def _input(raw: dict[str, Any], problems: Problems, key: PathKey) -> tuple[str, 
         f"{{role, content}} with a user message), got {value!r}",
     )
     return "", {}
+
+
+def _reference_key(raw: dict[str, Any]) -> str | None:
+    """The field the row's reference answer is read from."""
+    return next((name for name in REFERENCE_KEYS if raw.get(name) is not None), None)
 
 
 def _reference(raw: dict[str, Any]) -> str | None:
