@@ -222,3 +222,46 @@ def test_an_inspect_list_target_is_right_when_any_one_of_its_answers_is(pytester
         "Reference answers (the answer is correct when it agrees with any one of them):\n"
         "  - 30 days\n  - thirty days\n"
     )
+
+
+def test_a_misnamed_sidecar_is_an_error_naming_the_dataset_it_may_have_meant(
+    pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``eval_refunds_rows.expect.yaml`` beside ``eval_refund_rows.jsonl``: its checks would never run; the rows
+    would pass unchecked. The sidecar errors, and the dataset warns that it has none."""
+    from pytest_agent_eval.cli import main
+
+    answering(pytester, ANSWERS)
+    write_rows(pytester, "eval_refund_rows.jsonl", LANGSMITH)
+    (pytester.path / "eval_refunds_rows.expect.yaml").write_text("expect:\n  contains: [nowhere]\n")
+    result = run_evals(pytester, "-rA")
+    result.assert_outcomes(passed=2, errors=1, warnings=1)
+    text = " ".join(result.stdout.str().split())
+    assert (
+        "eval_refunds_rows.expect.yaml:1: a dataset sidecar with no dataset eval_refunds_rows.jsonl or "
+        'eval_refunds_rows.json beside it (did you mean "eval_refund_rows.expect.yaml", the sidecar of '
+        "eval_refund_rows.jsonl?); rename it"
+    ) in text
+    assert (
+        "NoSidecarWarning: eval_refund_rows.jsonl: no sidecar eval_refund_rows.expect.yaml: its rows have no "
+        "checks, each only has to be answered; eval_refunds_rows.expect.yaml is beside it: rename it "
+        "eval_refund_rows.expect.yaml"
+    ) in text
+    assert main(["validate", str(pytester.path)]) == 1
+    out = capsys.readouterr().out
+    assert "eval_refunds_rows.expect.yaml: dataset sidecar: 1 problem" in out
+    assert "eval_refund_rows.jsonl: dataset_rows, 2 cases: ok\n  note: " in out
+    (pytester.path / "eval_refunds_rows.expect.yaml").rename(pytester.path / "eval_refund_rows.expect.yaml")
+    fixed = run_evals(pytester, "-rA")
+    fixed.assert_outcomes(failed=2)  # the checks run now
+    assert "NoSidecarWarning" not in fixed.stdout.str()
+
+
+def test_a_sidecar_without_any_dataset_near_it_says_what_to_do(pytester: pytest.Pytester) -> None:
+    (pytester.path / "eval_orphan.expect.yaml").write_text(SIDECAR)
+    result = run_evals(pytester, "-rA")
+    result.assert_outcomes(errors=1)
+    assert (
+        "eval_orphan.expect.yaml:1: a dataset sidecar with no dataset eval_orphan.jsonl or eval_orphan.json "
+        "beside it; put the dataset beside it as eval_orphan.jsonl or eval_orphan.json, or rename the sidecar"
+    ) in " ".join(result.stdout.str().split())

@@ -104,3 +104,6 @@ class LoadedFile:
     description: str | None = None
     agents: dict[str, tuple[str | dict[str, Any], int]] = field(default_factory=dict)
     """The file's matrix (``agents:``): name -> (``module:attr``, line)."""
+    notes: list[str] = field(default_factory=list)
+    """What a user may not expect but is no error (a dataset without its sidecar): a warning in pytest, a note in
+    ``agent-eval validate``."""

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from pytest_agent_eval.cases.files import DEFAULT_FILES, is_eval_file
+from pytest_agent_eval.cases.files import DEFAULT_FILES, is_eval_file, orphan_sidecar
 from pytest_agent_eval.cases.model import AGENT_NAME_PATTERN, UNMOCKED_MODES
 from pytest_agent_eval.plugin.shards import parse_shard
 from pytest_agent_eval.report.options import ReportOptions
 
-__all__ = ["Settings", "add_options", "is_eval_file"]
+__all__ = ["Settings", "add_options", "is_eval_file", "orphan_sidecar"]
 
 
 def add_options(parser: pytest.Parser) -> None:

@@ -2,15 +2,19 @@
 them, one case per row, with checks from the sidecar ``<stem>.expect.yaml``.
 
 A row: ``input`` (LangSmith: ``inputs``), the reference answer in ``expected`` (Braintrust), ``expected_output``
-(Langfuse's Python SDK), ``expectedOutput`` (Langfuse's API), ``outputs`` (LangSmith) or ``target`` (inspect_ai), ``metadata`` and ``id``; the
-exports' bookkeeping fields (timestamps, dataset ids, …) are read and left aside. The sidecar is a native file
-without ``cases`` (SPEC §3): ``agent``, ``tool_dispatch``, ``tags``, ``defaults`` and ``expect`` (the checks of every
-row). The reference answer is the case's ``reference``: the ``matches_reference`` check and the judge read it.
+(Langfuse's Python SDK), ``expectedOutput`` (Langfuse's API), ``outputs`` (LangSmith) or ``target`` (inspect_ai;
+a list lists alternatives, any one right), ``metadata`` and ``id``; the exports' bookkeeping fields (timestamps,
+dataset ids, …, camelCase or snake_case) are read and left aside. The sidecar is a native file without ``cases``
+(SPEC §3): ``agent``, ``tool_dispatch``, ``tags``, ``defaults`` and ``expect`` (the checks of every row). The
+reference answer is the case's ``reference``: the ``matches_reference`` check and the judge read it. A dataset
+without a sidecar is a warning (its rows have no checks); a sidecar without its dataset is an error naming the
+dataset it may have meant.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import json
 from pathlib import Path
 from typing import Any
@@ -20,7 +24,7 @@ from pytest_agent_eval.cases.dialects.base import Dialect
 from pytest_agent_eval.cases.dialects.common import Ids, Problems, explicit_id, pretty
 from pytest_agent_eval.cases.document import Document, PathKey, read_document
 from pytest_agent_eval.cases.errors import EvalFileError, EvalFileErrors
-from pytest_agent_eval.cases.files import SIDECAR_SUFFIXES
+from pytest_agent_eval.cases.files import SIDECAR_SUFFIXES, sidecar_stem
 from pytest_agent_eval.cases.model import Case, LoadedFile
 from pytest_agent_eval.checks import CheckRegistry
 
@@ -136,14 +140,48 @@ def load(doc: Document, registry: CheckRegistry) -> LoadedFile:
     data = {**settings, "cases": rows}
     built = native.load(Document(doc.path, data, {**lines, **row_lines}), registry)
     cases = [
-        dataclasses.replace(
-            case, dialect=NAME, reference=extra[i][0], reference_any=isinstance(extra[i][0], list)
-        )
+        dataclasses.replace(case, dialect=NAME, reference=extra[i][0], reference_any=isinstance(extra[i][0], list))
         for i, case in enumerate(built.cases)
     ]
     for index, case in errors:  # in row order
         cases.insert(index, case)
-    return LoadedFile(doc.path, NAME, cases, name=built.name, description=built.description, agents=built.agents)
+    notes = [] if sidecar_path is not None else [no_sidecar(doc.path)]
+    return LoadedFile(
+        doc.path, NAME, cases, name=built.name, description=built.description, agents=built.agents, notes=notes
+    )
+
+
+class NoSidecarWarning(UserWarning):
+    """A dataset with no sidecar: its rows run without checks (``filterwarnings`` can silence it)."""
+
+
+def no_sidecar(path: Path) -> str:
+    """The note for a dataset without a sidecar (a near miss beside it, if there is one, named)."""
+    want = path.stem + SIDECAR_SUFFIXES[0]
+    near = _near(path.stem, [p for p in path.parent.iterdir() if sidecar_stem(p) is not None], sidecar_stem)
+    hint = f"; {near.name} is beside it: rename it {want}" if near is not None else f" (write them in {want})"
+    return f"{path}: no sidecar {want}: its rows have no checks, each only has to be answered{hint}"
+
+
+def orphan_error(path: Path) -> EvalFileError:
+    """The error of a sidecar with no dataset beside it, naming the dataset it may have meant."""
+    stem = sidecar_stem(path) or path.stem
+    datasets = [
+        p for p in path.parent.iterdir()
+        if p.suffix.lower() in (".jsonl", ".json", ".yaml", ".yml") and sidecar_stem(p) is None
+    ]  # fmt: skip
+    near = _near(stem, datasets, lambda p: p.stem)
+    if near is not None:
+        hint = f' (did you mean "{near.stem}{path.name[len(stem) :]}", the sidecar of {near.name}?); rename it'
+    else:
+        hint = f"; put the dataset beside it as {stem}.jsonl or {stem}.json, or rename the sidecar"
+    return EvalFileError(path, 1, f"a dataset sidecar with no dataset {stem}.jsonl or {stem}.json beside it{hint}")
+
+
+def _near(stem: str, paths: list[Path], key: Any) -> Path | None:
+    names = {str(key(p)): p for p in paths}
+    close = difflib.get_close_matches(stem, list(names), n=1, cutoff=0.8)
+    return names[close[0]] if close else None
 
 
 def _sidecar(path: Path, registry: CheckRegistry) -> tuple[dict[str, Any], dict[PathKey, int]]:
