@@ -17,10 +17,10 @@ from typing import NamedTuple, TextIO
 
 from pytest_agent_eval.adapters import AdapterRegistry, builtin_adapters
 from pytest_agent_eval.cases.dialects.native_schema import native_schema
-from pytest_agent_eval.cases.errors import EvalFileError, EvalFileErrors, UnknownFormat
-from pytest_agent_eval.cases.files import DEFAULT_FILES, is_eval_file, orphan_sidecar, sidecar_stem
 from pytest_agent_eval.cases.load import DialectRegistry, builtin_dialects, read_and_detect
 from pytest_agent_eval.checks import CheckRegistry, builtin_registry
+from pytest_agent_eval.core.errors import EvalFileError, EvalFileErrors, UnknownFormat
+from pytest_agent_eval.core.files import DEFAULT_FILES, is_eval_file, orphan_sidecar, sidecar_stem
 from pytest_agent_eval.report.baseline import (
     DEFAULT_SIGNIFICANCE,
     DEFAULT_TOLERANCE,

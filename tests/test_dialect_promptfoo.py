@@ -778,7 +778,7 @@ def test_a_promptfoo_config_is_read_as_promptfoo_reads_yaml(pytester: pytest.Pyt
     assert "Rephrase this from English to Pirate: Yes" in sent
     # a native file keeps YAML 1.1's reading, as before
     (pytester.path / "eval_native.yaml").write_text("cases:\n  - id: yes-no\n    input: x\n    metadata: {ok: Yes}\n")
-    from pytest_agent_eval.cases.document import read_document
+    from pytest_agent_eval.core.document import read_document
 
     assert read_document(pytester.path / "eval_native.yaml").data["cases"][0]["metadata"] == {"ok": True}
     core = read_document(pytester.path / "promptfooconfig.yaml", core=True)
@@ -787,7 +787,7 @@ def test_a_promptfoo_config_is_read_as_promptfoo_reads_yaml(pytester: pytest.Pyt
 
 
 def test_yaml_core_schema_scalars_as_js_yaml_reads_them(tmp_path: Path) -> None:
-    from pytest_agent_eval.cases.document import read_document
+    from pytest_agent_eval.core.document import read_document
 
     text = "a: Yes\nb: on\nc: 0755\nd: 2024-01-02\ne: true\nf: ~\ng: 1_000\nh: 0x1F\ni: 0o17\nj: NO\nk: 12:30\nl: 1e3\n"
     data = read_document(tmp_path / "promptfooconfig.yaml", text, core=True).data

@@ -185,8 +185,8 @@ def test_gate_suite_fails_a_significant_drop_of_the_pass_rate(flaky: pytest.Pyte
     result.stdout.fnmatch_lines(
         [
             "compared with the baseline: 7 regressions, 0 fixes, 0 new, 0 missing",
-            f"suite: 8/8 -> 1/8 cases passed; McNemar 7 harmful, 0 beneficial, p = {p:.3g}; pass rate of trials -87.5 pp "
-            "(95% CI * to *, bootstrap over cases)",
+            f"suite: 8/8 -> 1/8 cases passed; McNemar 7 harmful, 0 beneficial, p = {p:.3g}; "
+            "pass rate of trials -87.5 pp (95% CI * to *, bootstrap over cases)",
             "the run fails: the suite's pass rate dropped (McNemar p < 0.05)",
         ]
     )

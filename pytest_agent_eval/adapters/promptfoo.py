@@ -20,8 +20,8 @@ from typing import Any
 
 from pytest_agent_eval.adapters.base import Agent, StandIn, calling
 from pytest_agent_eval.adapters.plain import normalise as plain_normalise
+from pytest_agent_eval.core.results import RunRecord, ToolCall
 from pytest_agent_eval.faults import describe
-from pytest_agent_eval.run.results import RunRecord, ToolCall
 
 KEY = "promptfoo_provider"
 _LOCK = threading.Lock()

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pytest_agent_eval.cases.cache import ParseCache
 from pytest_agent_eval.cases.dialects import (
     category_json,
     conversation_job,
@@ -16,11 +15,12 @@ from pytest_agent_eval.cases.dialects import (
     tool_routing,
 )
 from pytest_agent_eval.cases.dialects.base import Dialect, DialectRegistry
-from pytest_agent_eval.cases.document import Document, read_document
-from pytest_agent_eval.cases.errors import EvalFileError, EvalFileErrors, UnknownFormat
-from pytest_agent_eval.cases.files import JSON_SUFFIXES, JSONL_SUFFIXES
-from pytest_agent_eval.cases.model import LoadedFile
 from pytest_agent_eval.checks import CheckRegistry
+from pytest_agent_eval.core.case import LoadedFile
+from pytest_agent_eval.core.document import Document, read_document
+from pytest_agent_eval.core.errors import EvalFileError, EvalFileErrors, UnknownFormat
+from pytest_agent_eval.core.files import JSON_SUFFIXES, JSONL_SUFFIXES
+from pytest_agent_eval.core.parse_cache import ParseCache
 
 # Dialect: its old home
 __all__ = ["Dialect", "DialectRegistry", "builtin_dialects", "detect", "load_file", "read_and_detect"]

@@ -19,7 +19,7 @@ from pytest_agent_eval.checks.base import CheckContext, CheckError, CheckRegistr
 from pytest_agent_eval.checks.promptfoo_asserts import DETERMINISTIC, Verdict, cost_so_far
 from pytest_agent_eval.checks.promptfoo_graded import Judge, graded, python
 from pytest_agent_eval.checks.promptfoo_types import ALIASES, unsupported
-from pytest_agent_eval.run.results import CheckResult, RunRecord
+from pytest_agent_eval.core.results import CheckResult, RunRecord
 
 NAME = "promptfoo"
 

@@ -13,8 +13,8 @@ from typing import Any
 from pytest_agent_eval.checks.base import CheckContext, CheckError
 from pytest_agent_eval.checks.judge import NO_LLM, prompt_fields, read_score
 from pytest_agent_eval.checks.promptfoo_asserts import Verdict
+from pytest_agent_eval.core.results import RunRecord
 from pytest_agent_eval.llm import ask
-from pytest_agent_eval.run.results import RunRecord
 
 RUBRIC_PROMPT = """You grade an output against a rubric.
 Rubric: {rubric}

@@ -12,9 +12,9 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from pytest_agent_eval.conversation.spec import SimulatedUser
+from pytest_agent_eval.core.conversation import SimulatedUser
+from pytest_agent_eval.core.results import RunRecord
 from pytest_agent_eval.llm import LLM, ask
-from pytest_agent_eval.run.results import RunRecord
 from pytest_agent_eval.traffic.clients import infrastructure_error
 
 AgentCall = Callable[[str, dict[str, Any], Any], Awaitable[RunRecord]]

@@ -9,14 +9,14 @@ from pytest_agent_eval.conversation.assertions import assertion_part, evaluate_a
 from pytest_agent_eval.conversation.neo4j import Connection, NotConfigured
 from pytest_agent_eval.conversation.scoring import Composite, penalty, score_tasks, timing_score
 from pytest_agent_eval.conversation.simulate import Conversation, converse
-from pytest_agent_eval.conversation.spec import DEFAULT_MIN_SCORE, SimulatedUser
+from pytest_agent_eval.core.conversation import DEFAULT_MIN_SCORE, SimulatedUser
+from pytest_agent_eval.core.results import CheckResult, RunRecord, TrialResult
 from pytest_agent_eval.run.blocking import in_thread, outside_loop
 from pytest_agent_eval.run.call import INFRA, call_agent, checked, no_recording, recorded
-from pytest_agent_eval.run.results import CheckResult, RunRecord, TrialResult
 
 if TYPE_CHECKING:
     from pytest_agent_eval.adapters import Agent
-    from pytest_agent_eval.cases.model import Case
+    from pytest_agent_eval.core.case import Case
     from pytest_agent_eval.run.settings import RunSettings
 
 

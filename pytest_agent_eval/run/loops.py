@@ -11,9 +11,9 @@ import time
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
-from pytest_agent_eval.cases.model import Case
+from pytest_agent_eval.core.case import Case
+from pytest_agent_eval.core.results import CaseResult, RunRecord, TrialResult
 from pytest_agent_eval.run import eager
-from pytest_agent_eval.run.results import CaseResult, RunRecord, TrialResult
 from pytest_agent_eval.run.stalls import Stall, blocked_message, running_step
 
 T = TypeVar("T")

@@ -7,14 +7,14 @@ import asyncio
 from typing import Any
 
 from pytest_agent_eval.adapters import Agent, is_builtin
-from pytest_agent_eval.adapters.base import TRIAL
-from pytest_agent_eval.cases.model import Case
 from pytest_agent_eval.checks import CheckContext, CheckRegistry
 from pytest_agent_eval.checks.answers import answered
 from pytest_agent_eval.checks.base import check_name, first_infra_error, in_turn
+from pytest_agent_eval.core.case import Case
+from pytest_agent_eval.core.results import CaseResult, CheckResult, RunRecord, TrialResult
+from pytest_agent_eval.core.trial import TRIAL
 from pytest_agent_eval.run import eager
 from pytest_agent_eval.run.call import INFRA, call_agent, checked, no_recording, recorded
-from pytest_agent_eval.run.results import CaseResult, CheckResult, RunRecord, TrialResult
 from pytest_agent_eval.run.settings import RunSettings
 from pytest_agent_eval.run.stalls import CALL
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from pytest_agent_eval.adapters.base import TRIAL
+from pytest_agent_eval.core.trial import TRIAL
 from pytest_agent_eval.secrets import CREDENTIAL_HEADERS, remember
 from pytest_agent_eval.traffic.cassette import (
     Cassette,
@@ -37,7 +37,7 @@ from pytest_agent_eval.traffic.store import StoreError
 from pytest_agent_eval.traffic.usage import Prices, read_usage
 
 if TYPE_CHECKING:
-    from pytest_agent_eval.cases.model import Case
+    from pytest_agent_eval.core.case import Case
 
 T = TypeVar("T")
 _DROPPED = frozenset({"content-encoding", "transfer-encoding", "content-length"})

@@ -19,7 +19,7 @@ from pytest_agent_eval.traffic.cassette import Cassette, CassetteError
 from pytest_agent_eval.traffic.usage import CallUsage, Prices, Usage
 
 if TYPE_CHECKING:
-    from pytest_agent_eval.run.results import RunRecord
+    from pytest_agent_eval.core.results import RunRecord
 
 
 @dataclass

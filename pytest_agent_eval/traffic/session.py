@@ -13,7 +13,7 @@ from pytest_agent_eval.traffic.store import open_store
 from pytest_agent_eval.traffic.usage import Prices, parse_prices
 
 if TYPE_CHECKING:
-    from pytest_agent_eval.plugin.options import TrafficOptions
+    from pytest_agent_eval.traffic.options import TrafficOptions
 
 
 def start(options: TrafficOptions, root: Path, limits_folder: Path, send_back: bool = False) -> Traffic:

@@ -9,11 +9,11 @@ from typing import Any
 
 from pytest_agent_eval.cases.dialects.common import is_number
 from pytest_agent_eval.cases.dialects.promptfoo_files import Source, assertion_of_string, read_var, render
-from pytest_agent_eval.cases.document import read_document
-from pytest_agent_eval.cases.errors import EvalFileError, EvalFileErrors
 from pytest_agent_eval.checks.promptfoo import MODEL_GRADED, SUPPORTED
 from pytest_agent_eval.checks.promptfoo_graded import python_path
 from pytest_agent_eval.checks.promptfoo_types import ALIASES, TRANSFORM, unsupported
+from pytest_agent_eval.core.document import read_document
+from pytest_agent_eval.core.errors import EvalFileError, EvalFileErrors
 
 ASSERT_KEYS = frozenset({"type", "value", "threshold", "weight", "metric", "config", "options", "provider"})
 

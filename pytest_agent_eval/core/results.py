@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, TypeGuard
 from pytest_agent_eval.text import bounded_repr
 
 if TYPE_CHECKING:
-    from pytest_agent_eval.cases.model import Case
+    from pytest_agent_eval.core.case import Case
 
 
 @dataclass
