@@ -940,3 +940,25 @@ def test_factuality_reads_promptfoos_category_and_an_unreadable_reply_is_no_verd
     assert "case unreadable_grader failed: 1 of 1 checks failed, 1 without a verdict (no score)" in text
     assert "no verdict: factuality 'Paris is the capital of France' (line 13): judge reply unreadable" in text
     assert "case disagrees failed: 1 of 1 checks failed (score 0.00)" in text  # a verdict: D scores 0
+
+
+def test_vars_reach_the_prompt_as_promptfoo_reads_them(pytester: pytest.Pytester) -> None:
+    """``Yes``, ``on``, ``0755`` and a date, plain in the YAML: the prompt gets what js-yaml reads (text, 755, the
+    date as written), in the config and in a ``file://`` tests file alike."""
+    config(
+        pytester,
+        """
+        prompts: ["{{body}} {{flag}} {{mode}} {{day}}"]
+        providers: [file://provider.py]
+        tests:
+          - description: inline
+            vars: {body: Yes, flag: on, mode: 0755, day: 2024-01-02}
+            assert: [{type: equals, value: Yes on 755 2024-01-02}]
+          - file://more.yaml
+        """,
+        provider__py=PROVIDER,
+        more__yaml="- description: from a file\n  vars: {body: No, flag: off, mode: 010, day: 2024-01-02}\n"
+        "  assert: [{type: equals, value: No off 10 2024-01-02}]\n",
+    )
+    result = run(pytester)
+    assert outcomes(result) == {"inline": "PASSED", "from_a_file": "PASSED"}
