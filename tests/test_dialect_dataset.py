@@ -219,8 +219,7 @@ def test_an_inspect_list_target_is_right_when_any_one_of_its_answers_is(pytester
     from pytest_agent_eval.checks.judge import reference_text
 
     assert reference_text(["30 days", "thirty days"], any_of=True) == (
-        "Reference answers (the answer is correct when it agrees with any one of them):\n"
-        "  - 30 days\n  - thirty days\n"
+        "Reference answers (the answer is correct when it agrees with any one of them):\n  - 30 days\n  - thirty days\n"
     )
 
 
