@@ -962,3 +962,20 @@ def test_vars_reach_the_prompt_as_promptfoo_reads_them(pytester: pytest.Pytester
     )
     result = run(pytester)
     assert outcomes(result) == {"inline": "PASSED", "from_a_file": "PASSED"}
+
+
+def test_a_key_yaml_1_1_reads_as_a_boolean_is_text_in_a_promptfoo_config(pytester: pytest.Pytester) -> None:
+    """``on:`` and ``yes:`` as keys: under YAML 1.1 booleans (not a string key: an error), under promptfoo's
+    reading the text they are."""
+    config(
+        pytester,
+        """
+        prompts: ["{{on}} {{yes}}"]
+        providers: [file://provider.py]
+        tests:
+          - vars: {on: go, yes: sir}
+            assert: [{type: equals, value: go sir}]
+        """,
+        provider__py=PROVIDER,
+    )
+    assert outcomes(run(pytester)) == {"test-1": "PASSED"}
