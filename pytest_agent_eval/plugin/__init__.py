@@ -73,7 +73,10 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> EvalFile | None:
     settings = get_state(parent.config).settings
-    if options.is_eval_file(file_path, settings.file_patterns, parent.session.isinitpath(file_path)):
+    explicit = parent.session.isinitpath(file_path)
+    if options.is_eval_file(file_path, settings.file_patterns, explicit) or options.orphan_sidecar(
+        file_path, settings.file_patterns, explicit
+    ):
         from pytest_agent_eval.plugin.collect import EvalFile  # the engine loads with the first eval file
 
         return EvalFile.from_parent(parent, path=file_path)
