@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_agent_eval.report.github import error_commands as github_annotations
 from pytest_agent_eval.report.github import command, escape_data, escape_property
+from pytest_agent_eval.report.github import error_commands as github_annotations
 from pytest_agent_eval.report.record import CaseRecord, CheckRecord
 
 AGENT = """
