@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
+
+if TYPE_CHECKING:
+    from pytest_agent_eval.report.record import CaseRecord
 
 
 @dataclass(frozen=True)
@@ -89,3 +94,7 @@ def rootdir_moved_by(config: pytest.Config) -> list[tuple[str, str]]:
 
 REPORT_OPTIONS = pytest.StashKey[ReportOptions]()
 """The run's report options, read once by ``formats.configure``."""
+
+BASELINE_LOADER = pytest.StashKey[Callable[[], "list[CaseRecord]"]]()
+"""Set by a feature that reads the baseline from elsewhere than a report file (``store:BRANCH``, SPEC §24): the
+baseline's records, or ``BaselineError`` saying why it cannot be used."""
