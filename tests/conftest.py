@@ -19,6 +19,14 @@ import pytest_agent_eval.traffic.session  # noqa: F401 - with PyYAML, whose C lo
 # httpx (and httpx2) with the httpcore of their transports, which they import only when a client is made: an
 # httpcore loaded by an in-process run, then unloaded, would be loaded anew by the next, whose connection errors
 # the httpx loaded here would no longer map to its own (an HTTP agent's or an LLM client's refused connection).
+# The run store's SQLAlchemy and Alembic (every run is saved at its end, SPEC §24): loaded once here, not by each run.
+with contextlib.suppress(ImportError):
+    importlib.import_module("pytest_agent_eval.memory.store")
+    importlib.import_module("alembic.runtime.environment")
+    importlib.import_module("alembic.script")
+    importlib.import_module("alembic.config")
+    importlib.import_module("sqlalchemy.dialects.sqlite")
+
 for _name in ("httpx", "httpx2"):
     with contextlib.suppress(ImportError):
         importlib.import_module(_name).Client().close()
@@ -62,3 +70,17 @@ def _outside_ci(monkeypatch: pytest.MonkeyPatch) -> None:
     test starts read the same there as on a developer's machine."""
     monkeypatch.delenv("CI", raising=False)
     monkeypatch.delenv("BUILD_NUMBER", raising=False)
+
+
+@pytest.fixture(scope="session")
+def postgres_url() -> Iterator[str]:
+    """A private PostgreSQL server on a loopback port for the session (tests/postgres_support.py); skipped, saying
+    why, where the server cannot be installed."""
+    import postgres_support
+
+    why = postgres_support.unavailable()
+    if why is not None:
+        pytest.skip(why)
+    pytest.importorskip("psycopg", reason="the PostgreSQL store's tests need the [postgres] extra (psycopg 3)")
+    with postgres_support.postgres_server() as url:
+        yield url

@@ -64,7 +64,7 @@ def _markdown(document: dict[str, Any]) -> list[str]:
     return markdown_lines(records_of(document["cases"]), comparison, stopped)
 
 
-def _open_store(url: str | None, err: TextIO, command: str) -> Any:
+def open_store(url: str | None, err: TextIO, command: str) -> Any:
     """The store at ``url`` (default ``.agent-eval/runs.db`` here), opened; ``None`` (said on ``err``) when it
     cannot be."""
     if importlib.util.find_spec("sqlalchemy") is None:
@@ -90,7 +90,7 @@ def runs_command(url: str | None, branch: str | None, limit: int, out: TextIO, e
     from pytest_agent_eval.memory.store import StoreError
     from pytest_agent_eval.text import text_table
 
-    store = _open_store(url, err, "runs")
+    store = open_store(url, err, "runs")
     if store is None:
         return 2
     try:
@@ -129,7 +129,7 @@ def import_command(url: str | None, reports: list[str], branch: str | None, out:
     from pytest_agent_eval.memory.journal import is_journal, read_journal
     from pytest_agent_eval.memory.store import StoreError, imported_id, run_row
 
-    store = _open_store(url, err, "import")
+    store = open_store(url, err, "import")
     if store is None:
         return 2
     code = 0

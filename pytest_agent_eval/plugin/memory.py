@@ -149,7 +149,7 @@ class Memory:
         from pytest_agent_eval.report.json_report import JsonReport
 
         self._document = JsonReport(self.config, Path(), self.collector)  # the run as the JSON report has it
-        run = self._document.document(None)["run"]
+        run = self._document.run_data(None)
         self.journal.run = {k: v for k, v in run.items() if k not in ("duration_s", "finished", "exit_status")}
         if self.collector.record_data:  # a resumed run: its journal starts with the records kept
             self._open_journal()
