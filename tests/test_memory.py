@@ -35,8 +35,7 @@ def run(query, context):
 def _suite(quick: int, waiting: int) -> str:
     cases = [f"  - {{id: q{n}, input: hi, expect: {{contains: [hello]}}}}\n" for n in range(quick)]
     cases += [
-        f"  - {{id: w{n}, input: hi, context: {{wait: true}}, expect: {{contains: [hello]}}}}\n"
-        for n in range(waiting)
+        f"  - {{id: w{n}, input: hi, context: {{wait: true}}, expect: {{contains: [hello]}}}}\n" for n in range(waiting)
     ]
     return "agent: blocking_agent:run\ncases:\n" + "".join(cases)
 
@@ -53,7 +52,9 @@ def _journal_records(path: Path) -> list[dict[str, Any]]:
 
 
 @pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["one process", "xdist"])
-def test_a_killed_run_resumes_exactly_the_cases_its_journal_lacks(pytester: pytest.Pytester, workers: list[str]) -> None:
+def test_a_killed_run_resumes_exactly_the_cases_its_journal_lacks(
+    pytester: pytest.Pytester, workers: list[str]
+) -> None:
     """SIGKILL mid-run (the cases left block on a file): no report is written, the journal holds every case that
     finished; ``--agent-eval-resume JOURNAL`` runs exactly the others and writes one whole report, and
     ``agent-eval report JOURNAL`` rebuilds the killed run's reports."""
@@ -138,12 +139,12 @@ def _git(path: Path, *args: str) -> None:
     subprocess.run(["git", *args], cwd=path, env=env, check=True, capture_output=True)
 
 
-SAY_AGENT = '''
+SAY_AGENT = """
 import os
 
 def run(query, context):
     return os.environ.get("AGENT_SAYS", "hello")
-'''
+"""
 
 
 def _say_suite(pytester: pytest.Pytester) -> None:
@@ -173,7 +174,9 @@ def test_every_run_is_stored_and_store_branch_is_a_baseline(
     monkeypatch.setenv("AGENT_SAYS", "bye")
     second = pytester.runpytest("--agent-eval-baseline=store:main", "--agent-eval-fail-on-regression")
     assert second.ret == pytest.ExitCode.TESTS_FAILED
-    second.stdout.fnmatch_lines(["*1 regressions, 0 fixes, 0 new, 0 missing*", "*eval_s.yaml::greet: passed -> failed*"])
+    second.stdout.fnmatch_lines(
+        ["*1 regressions, 0 fixes, 0 new, 0 missing*", "*eval_s.yaml::greet: passed -> failed*"]
+    )
     second.stdout.fnmatch_lines(["flaky: 1 cases changed outcome*: eval_s.yaml::greet (passed failed)"])
     assert [row[1:] for row in _runs(db)] == [(2, 2, 0), (2, 1, 1)]
 
@@ -252,8 +255,11 @@ def test_two_processes_writing_one_store_lose_nothing(pytester: pytest.Pytester,
     runs = [
         subprocess.Popen(
             _pytest("-q", "-n", "1", f"--agent-eval-store={store}"),
-            cwd=pytester.path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-        )  # fmt: skip
+            cwd=pytester.path,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
         for _ in range(2)
     ]
     outputs = [run.communicate(timeout=180)[0] for run in runs]

@@ -63,8 +63,11 @@ def test_two_processes_migrate_and_write_one_new_postgresql_store(pytester: pyte
     runs = [
         subprocess.Popen(
             [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", f"--agent-eval-store={database}"],
-            cwd=pytester.path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-        )  # fmt: skip
+            cwd=pytester.path,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
         for _ in range(2)
     ]
     outputs = [run.communicate(timeout=180)[0] for run in runs]

@@ -103,7 +103,9 @@ def runs_command(url: str | None, branch: str | None, limit: int, out: TextIO, e
     if not runs:
         print(f"agent-eval runs: no run in {store}" + (f" on the branch {branch}" if branch else ""), file=out)
         return 0
-    rows = [("run", "started", "branch", "commit", "passed", "pass rate", "cost", "p95 s", "agents")]
+    rows: list[tuple[str, ...]] = [
+        ("run", "started", "branch", "commit", "passed", "pass rate", "cost", "p95 s", "agents")
+    ]
     for run in runs:
         commit = (run.git_commit or "-")[:8] + ("+" if run.git_dirty else "")
         rows.append(

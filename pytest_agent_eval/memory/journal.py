@@ -15,6 +15,7 @@ a 10,000-case run seconds on a slow disk).
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import json
 import os
@@ -119,10 +120,8 @@ class Journal:
             self._timer = None
             self._synced = time.monotonic()
             if self._file is not None:
-                try:
+                with contextlib.suppress(OSError, ValueError):  # closed meanwhile, or no fsync on this file system
                     os.fsync(self._file.fileno())
-                except (OSError, ValueError):  # closed meanwhile, or a file system without fsync
-                    pass
 
     def close(self) -> None:
         timer, self._timer = self._timer, None

@@ -162,9 +162,7 @@ class Viewer:
         }
         fields = "".join(
             f'<label>{name} <select name="{name}"><option value="">all</option>'
-            + "".join(
-                f'<option{" selected" if query.get(name) == v else ""}>{esc(v)}</option>' for v in values
-            )
+            + "".join(f"<option{' selected' if query.get(name) == v else ''}>{esc(v)}</option>" for v in values)
             + "</select></label> "
             for name, values in options.items()
         )
@@ -188,7 +186,9 @@ class Viewer:
             f'<select name="b">{picks}</select> <button>side by side</button></form>'
         )
         summary = f"<p>{len(runs)} runs of {esc(self.store)}{' on ' + esc(branch) if branch else ''}.</p>"
-        return _page("Runs over time", summary + filters + charts + compare + f'<table id="runs">{"".join(lines)}</table>')
+        return _page(
+            "Runs over time", summary + filters + charts + compare + f'<table id="runs">{"".join(lines)}</table>'
+        )
 
     def run(self, run_id: str) -> tuple[int, str]:
         run = self.store.run(run_id)
@@ -335,7 +335,7 @@ def serve(store: Store, host: str, port: int) -> ThreadingHTTPServer:
             self.end_headers()
             self.wfile.write(data)
 
-        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the name http.server gives
+        def log_message(self, format: str, *args: Any) -> None:
             return
 
     return ThreadingHTTPServer((host, port), Handler)
@@ -377,4 +377,3 @@ def background(store: Store, host: str = "127.0.0.1", port: int = 0) -> tuple[Th
         thread.join()
 
     return server, stop
-

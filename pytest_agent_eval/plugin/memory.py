@@ -235,9 +235,7 @@ def _git(directory: Path) -> dict[str, Any]:
 
 def _run_git(directory: Path, *args: str) -> str | None:
     try:
-        done = subprocess.run(
-            ["git", *args], cwd=directory, capture_output=True, text=True, timeout=10, check=False
-        )
+        done = subprocess.run(["git", *args], cwd=directory, capture_output=True, text=True, timeout=10, check=False)
     except (OSError, subprocess.SubprocessError):
         return None
     return done.stdout.strip() if done.returncode == 0 else None
