@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pytest
 
 pytest.importorskip("sqlalchemy", reason="the run store's tests need the [store] extra (SQLAlchemy, Alembic)")
@@ -172,13 +173,43 @@ def test_every_run_is_stored_and_store_branch_is_a_baseline(
     first.stdout.fnmatch_lines(["agent eval store: run * saved to */.agent-eval/runs.db"])
     db = pytester.path / ".agent-eval" / "runs.db"
     monkeypatch.setenv("AGENT_SAYS", "bye")
-    second = pytester.runpytest("--agent-eval-baseline=store:main", "--agent-eval-fail-on-regression")
+    second = pytester.runpytest(
+        "--agent-eval-baseline=store:main",
+        "--agent-eval-fail-on-regression",
+        "--agent-eval-report=r.json",
+        "--agent-eval-markdown=r.md",
+        "--agent-eval-html=r.html",
+    )
     assert second.ret == pytest.ExitCode.TESTS_FAILED
     second.stdout.fnmatch_lines(
         ["*1 regressions, 0 fixes, 0 new, 0 missing*", "*eval_s.yaml::greet: passed -> failed*"]
     )
     second.stdout.fnmatch_lines(["flaky: 1 cases changed outcome*: eval_s.yaml::greet (passed failed)"])
     assert [row[1:] for row in _runs(db)] == [(2, 2, 0), (2, 1, 1)]
+    report = json.loads((pytester.path / "r.json").read_text(encoding="utf-8"))
+    assert report["flaky"] == {"eval_s.yaml::greet": ["passed", "failed"]}
+    assert report["baseline"]["path"] == "store:main"
+    markdown = (pytester.path / "r.md").read_text(encoding="utf-8")
+    assert (
+        "**Flaky (1)**, passing and failing over the last runs with the case unchanged: `eval_s.yaml::greet` (passed failed)"
+        in markdown
+    )
+    page = (pytester.path / "r.html").read_text(encoding="utf-8").split('<section id="flaky">')[1]
+    assert "eval_s.yaml::greet" in page.split("</section>")[0]
+    from pytest_agent_eval.report.schema import report_schema
+
+    jsonschema.validate(report, report_schema())
+
+    # an edited case is not flaky: its content hash changed
+    pytester.path.joinpath("eval_s.yaml").write_text(
+        pytester.path.joinpath("eval_s.yaml")
+        .read_text()
+        .replace("input: hi, expect: {contains: [hello]}", "input: hey, expect: {contains: [hello]}")
+    )
+    monkeypatch.setenv("AGENT_SAYS", "hello")
+    third = pytester.runpytest("--agent-eval-report=r.json")
+    third.assert_outcomes(passed=2)
+    assert "flaky" not in json.loads((pytester.path / "r.json").read_text(encoding="utf-8"))
 
 
 def test_the_store_records_git_and_agent_eval_runs_lists_it(

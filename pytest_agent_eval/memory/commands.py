@@ -61,7 +61,7 @@ def _markdown(document: dict[str, Any]) -> list[str]:
     if not document["run"]["finished"]:
         names = ", ".join(md_code(e["nodeid"]) for e in document["not_run"][:10])
         stopped = "**The run did not finish** (rebuilt from its journal)" + (f": not run {names}" if names else "")
-    return markdown_lines(records_of(document["cases"]), comparison, stopped)
+    return markdown_lines(records_of(document["cases"]), comparison, stopped, document.get("flaky"))
 
 
 def open_store(url: str | None, err: TextIO, command: str) -> Any:

@@ -282,38 +282,44 @@ class Store:
         with self._reading() as conn:
             return [dict(row._mapping) for row in conn.execute(query)]
 
-    def flaky(self, last: int = 10, nodeids: list[str] | None = None) -> dict[str, list[str]]:
+    def flaky(
+        self, last: int = 10, nodeids: list[str] | None = None, newest: list[dict[str, Any]] | None = None
+    ) -> dict[str, list[str]]:
         """Cases whose outcome flipped between passing and failing over the last ``last`` runs while their content
-        hash stayed the same: node id -> the outcomes, oldest first (of ``nodeids`` only, when given)."""
+        hash stayed the same: node id -> the outcomes, oldest first (of ``nodeids`` only, when given). ``newest``:
+        the records of a run not stored yet, taken as the newest of the ``last``."""
+        if newest is not None:
+            last -= 1
         with self._reading() as conn:
             ids = [r for (r,) in conn.execute(sa.select(RUNS.c.id).order_by(RUNS.c.started.desc()).limit(last))]
-            if not ids:
-                return {}
             query = (
                 sa.select(CASES.c.nodeid, CASES.c.outcome, CASES.c.content_hash, RUNS.c.started)
                 .join(RUNS, RUNS.c.id == CASES.c.run_id)
                 .where(CASES.c.run_id.in_(ids))
                 .order_by(CASES.c.nodeid, RUNS.c.started)
             )
-            if nodeids is not None:
-                query = query.where(CASES.c.nodeid.in_(nodeids))
-            rows = list(conn.execute(query))
-        return flaky_of([(r.nodeid, r.outcome, r.content_hash) for r in rows])
+            rows = [(r.nodeid, r.outcome, r.content_hash) for r in conn.execute(query)] if ids else []
+        rows += [(c["nodeid"], c["outcome"], c.get("content_hash")) for c in newest or []]
+        if nodeids is not None:  # in Python: an IN list of 10,000 node ids is past some databases' limits
+            wanted = set(nodeids)
+            rows = [row for row in rows if row[0] in wanted]
+        return flaky_of(sorted(rows, key=lambda row: row[0]))  # stable: each case's runs stay oldest first
 
 
 def flaky_of(rows: list[tuple[str, str, str | None]]) -> dict[str, list[str]]:
-    """From ``(nodeid, outcome, content hash)`` oldest first: the cases with both a passing and a failing outcome
-    under one content hash, with their outcomes under the newest such hash."""
-    seen: dict[str, dict[str | None, list[str]]] = {}
+    """From ``(nodeid, outcome, content hash)``, each case's oldest first: the cases that both passed and failed
+    under their newest content hash (an edited case starts afresh), with their outcomes under it."""
+    newest: dict[str, tuple[str | None, list[str]]] = {}
     for nodeid, outcome, content in rows:
-        seen.setdefault(nodeid, {}).setdefault(content, []).append(outcome)
+        kept = newest.get(nodeid)
+        if kept is None or kept[0] != content:
+            kept = newest[nodeid] = (content, [])
+        kept[1].append(outcome)
     out = {}
-    for nodeid, by_hash in seen.items():
-        for content, outcomes in reversed(by_hash.items()):
-            decided = {"pass" if o in ("passed", "xpassed") else "fail" for o in outcomes if o in _DECIDED}
-            if content is not None and decided == {"pass", "fail"}:
-                out[nodeid] = outcomes
-                break
+    for nodeid, (content, outcomes) in newest.items():
+        decided = {"pass" if o in ("passed", "xpassed") else "fail" for o in outcomes if o in _DECIDED}
+        if content is not None and decided == {"pass", "fail"}:
+            out[nodeid] = outcomes
     return out
 
 

@@ -168,12 +168,34 @@ class Memory:
 
     @pytest.hookimpl(wrapper=True, trylast=True)  # inside the other wrappers: before the terminal summary
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> Generator[None]:
+        if self.url is not None and self.collector.record_data:
+            self._flaky()  # for the reports, written next
         yield  # the reports are written, the gates have decided the exit status
         if self.journal.opened:
             duration = round(time.perf_counter() - self._document.start, 3)
             self.journal.end(int(session.exitstatus), duration, self.collector.not_run())
         if self.url is not None and self.collector.record_data and self._document is not None:
             self._save(int(session.exitstatus), bool(session.shouldfail or session.shouldstop))
+
+    def _flaky(self) -> None:
+        """The run's flaky cases over the last runs in the store and this one, for the reports and the summary;
+        a store that cannot be read is the warning of the save that follows."""
+        from pytest_agent_eval.memory.store import StoreError
+        from pytest_agent_eval.report.options import FLAKY
+
+        data = self.collector.record_data
+        try:
+            store = self._store()
+        except Exception:  # said by the save
+            return
+        try:
+            self.flaky = store.flaky(nodeids=[d["nodeid"] for d in data], newest=data)
+        except (StoreError, OSError):
+            return
+        finally:
+            store.close()
+        if self.flaky:
+            self.config.stash[FLAKY] = self.flaky
 
     def _save(self, exit_status: int, stopped: bool) -> None:
         from pytest_agent_eval.memory.store import StoreError, run_row
@@ -188,7 +210,6 @@ class Memory:
             row = run_row(document, self.run_id, _git(self.config.rootpath), self._options())
             store.save(row, document["cases"])
             self.saved = str(store)
-            self.flaky = store.flaky(nodeids=[c["nodeid"] for c in document["cases"]])
         except (StoreError, OSError) as exc:
             self.warning = f"agent eval store: the run was not saved: {exc}"
         finally:

@@ -16,6 +16,7 @@ import pytest
 
 from pytest_agent_eval.report.atomic import write_report, write_text_atomically
 from pytest_agent_eval.report.collector import Records, how_it_ended
+from pytest_agent_eval.report.options import FLAKY
 from pytest_agent_eval.report.schema import SCHEMA_VERSION, report_text
 from pytest_agent_eval.report.stats import agent_figures
 from pytest_agent_eval.secrets import scrub_text
@@ -79,6 +80,9 @@ class JsonReport:
         compared = self.config.pluginmanager.get_plugin("agent_eval_baseline")
         if compared is not None:  # the run's one comparison, as the terminal and every report show it
             document["baseline"] = compared.to_dict()
+        flaky = self.config.stash.get(FLAKY, None)
+        if flaky:  # the run store's flaky cases (SPEC §24)
+            document["flaky"] = flaky
         document["cases"] = self.collector.record_data  # as the reports carried them: no round trip
         # the cases a dead worker, an interrupt or a stop left without a final record (what a resumed run runs)
         document["not_run"] = self.collector.not_run(how_it_ended(exit_status, stopped))

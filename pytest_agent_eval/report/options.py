@@ -98,3 +98,7 @@ REPORT_OPTIONS = pytest.StashKey[ReportOptions]()
 BASELINE_LOADER = pytest.StashKey[Callable[[], "list[CaseRecord]"]]()
 """Set by a feature that reads the baseline from elsewhere than a report file (``store:BRANCH``, SPEC §24): the
 baseline's records, or ``BaselineError`` saying why it cannot be used."""
+
+FLAKY = pytest.StashKey[dict[str, list[str]]]()
+"""Set by the run store before the reports are written (SPEC §24): the run's flaky cases, node id -> outcomes over
+the last runs (oldest first, this run's last); absent without a store."""
