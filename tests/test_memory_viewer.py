@@ -43,7 +43,8 @@ def viewer(request: pytest.FixtureRequest, pytester: pytest.Pytester, monkeypatc
     for says in ("hello", "bye", "hello"):
         monkeypatch.setenv("AGENT_SAYS", says)
         pytester.runpytest(f"--agent-eval-store={url}")
-    from pytest_agent_eval.memory.store import Store, store_url
+    from pytest_agent_eval.memory.location import store_url
+    from pytest_agent_eval.memory.store import Store
     from pytest_agent_eval.memory.viewer import background
 
     resolved = store_url(url, pytester.path)

@@ -70,7 +70,8 @@ def open_store(url: str | None, err: TextIO, command: str) -> Any:
     if importlib.util.find_spec("sqlalchemy") is None:
         print(f"agent-eval {command}: {_NO_LIBRARIES}", file=err)
         return None
-    from pytest_agent_eval.memory.store import Store, StoreError, store_url
+    from pytest_agent_eval.memory.location import store_url
+    from pytest_agent_eval.memory.store import Store, StoreError
 
     resolved = store_url(url, Path.cwd())
     if resolved is None:

@@ -60,6 +60,8 @@ class Journal:
         """The JSON report's ``run`` as far as it is known at the start (no duration, exit status)."""
         self._file: IO[str] | None = None
         self._written: dict[str, dict[str, Any]] = {}
+        self.texts: dict[str, str] = {}
+        """Node id -> the JSON text of its last line."""
         self._lock = threading.Lock()
         self._synced = time.monotonic()
         self._timer: threading.Timer | None = None
@@ -89,7 +91,11 @@ class Journal:
         """Append a case's record, unless this very record is its last line already."""
         if self._file is not None and self._written.get(data["nodeid"]) is not data:
             self._written[data["nodeid"]] = data
-            self._line(data)
+            self.texts[data["nodeid"]] = self._line(data)
+
+    def text_of(self, data: dict[str, Any]) -> str | None:
+        """The JSON text this journal wrote of the record ``data`` (the store keeps it as it is), if it did."""
+        return self.texts.get(data["nodeid"]) if self._written.get(data["nodeid"]) is data else None
 
     def end(self, exit_status: int, duration_s: float, not_run: list[dict[str, Any]]) -> None:
         """Append the run's end and close the journal."""
@@ -97,22 +103,24 @@ class Journal:
             self._line({"end": {"exit_status": exit_status, "duration_s": duration_s}, "not_run": not_run})
         self.close()
 
-    def _line(self, data: dict[str, Any]) -> None:
+    def _line(self, data: dict[str, Any]) -> str:
+        text = json.dumps(data)  # ASCII: the C encoder's faster path
         if self._file is None:
-            return
+            return text
         try:
-            self._file.write(json.dumps(data, ensure_ascii=False) + "\n")
+            self._file.write(text + "\n")
             self._file.flush()  # to the operating system: a killed process loses nothing
         except OSError as exc:
             self.error = f"{self.path}: {exc.strerror or exc}"
             self.close()
-            return
+            return text
         if time.monotonic() - self._synced >= SYNC_EVERY_S:
             self._sync()
         elif self._timer is None:
             self._timer = threading.Timer(SYNC_EVERY_S, self._sync)
             self._timer.daemon = True
             self._timer.start()
+        return text
 
     def _sync(self) -> None:
         """``fsync`` what was written (a power loss keeps it); by the timer's thread or the writer's."""

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,7 +30,6 @@ from pytest_agent_eval.report.stats import Stats
 HEAD = "0001"
 """The newest schema revision this release knows (``migrations/versions``)."""
 KNOWN = ("0001",)
-DEFAULT_PATH = Path(".agent-eval") / "runs.db"
 _LOCK_KEY = 0x61676576  # "agev": PostgreSQL's advisory lock around a migration
 _WAIT_S = 60
 
@@ -81,24 +80,12 @@ CASES = sa.Table(
 _VERSION = sa.Table("alembic_version", sa.MetaData(), sa.Column("version_num", sa.String(32)))
 
 
+def _none(data: dict[str, Any]) -> str | None:
+    return None
+
+
 class StoreError(Exception):
     """A store that cannot be used; the message names it (its password left out) and says what to do."""
-
-
-def store_url(value: str | None, rootdir: Path) -> str | None:
-    """The SQLAlchemy URL of ``--agent-eval-store`` / ini ``agent_eval_store``: ``None`` for ``off``; SQLite
-    ``.agent-eval/runs.db`` under the rootdir when not given; ``postgresql://`` through psycopg 3; a ``sqlite:``
-    URL as it is; anything else a SQLite file's path (relative to the rootdir)."""
-    text = (value or "").strip()
-    if text.lower() == "off":
-        return None
-    if not text:
-        return f"sqlite:///{rootdir / DEFAULT_PATH}"
-    if text.startswith(("postgresql://", "postgres://")):
-        return "postgresql+psycopg://" + text.split("://", 1)[1]
-    if text.startswith(("postgresql+", "sqlite:")):
-        return text
-    return f"sqlite:///{rootdir / text}"
 
 
 def shown(url: str) -> str:
@@ -151,7 +138,7 @@ class RunSummary:
 
 
 class Store:
-    """A run store at ``url`` (see :func:`store_url`)."""
+    """A run store at ``url`` (``memory.location.store_url``)."""
 
     def __init__(self, url: str) -> None:
         self.url = url
@@ -207,9 +194,12 @@ class Store:
             self._current(conn)
             return conn.execute(sa.select(RUNS.c.id).where(RUNS.c.id == run_id)).first() is not None
 
-    def save(self, row: dict[str, Any], cases: list[dict[str, Any]]) -> None:
-        """Save one run (``run_row``) and its cases' records, in one transaction."""
-        rows = [_case_row(row["id"], data) for data in cases]
+    def save(
+        self, row: dict[str, Any], cases: list[dict[str, Any]], text_of: Callable[[dict[str, Any]], str | None] = _none
+    ) -> None:
+        """Save one run (``run_row``) and its cases' records, in one transaction; ``text_of(record)``: its JSON
+        text when already made (the journal's line), else ``None``."""
+        rows = [_case_row(row["id"], data, text_of(data)) for data in cases]
         try:
             with self._writing() as conn:
                 conn.execute(sa.insert(RUNS), [row])
@@ -377,7 +367,7 @@ def _json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, sort_keys=True)
 
 
-def _case_row(run_id: str, data: dict[str, Any]) -> dict[str, Any]:
+def _case_row(run_id: str, data: dict[str, Any], text: str | None) -> dict[str, Any]:
     return {
         "run_id": run_id,
         "nodeid": data["nodeid"],
@@ -389,7 +379,7 @@ def _case_row(run_id: str, data: dict[str, Any]) -> dict[str, Any]:
         "score": data.get("score"),
         "cost": data.get("cost"),
         "latency_s": data.get("latency_s"),
-        "record": json.dumps(data, ensure_ascii=False),
+        "record": text if text is not None else json.dumps(data),
     }
 
 
@@ -399,11 +389,13 @@ def run_row(
     git: dict[str, Any] | None = None,
     options: dict[str, Any] | None = None,
     source: str | None = None,
+    records: list[CaseRecord] | None = None,
 ) -> dict[str, Any]:
-    """The ``runs`` row of a JSON report's document: its run, totals, cost and latency (over its cases)."""
+    """The ``runs`` row of a JSON report's document: its run, totals, cost and latency (over its cases, or
+    ``records``, the same cases made already)."""
     run = document.get("run") or {}
     git = git or {}
-    stats = Stats.of(records_of(document.get("cases") or []))
+    stats = Stats.of(records if records is not None else records_of(document.get("cases") or []))
     decided = stats.passed + stats.failed + stats.errors
     shard = run.get("shard") if isinstance(run.get("shard"), dict) else None
     cases = document.get("cases") or []

@@ -82,10 +82,12 @@ def _url(config: pytest.Config, given: str) -> str | None:
                 "pip install 'pytest-agent-evalset[store]' (and [postgres] for PostgreSQL)"
             )
         return None  # the default store without its libraries: said in the summary
-    from pytest_agent_eval.memory.store import Store, StoreError, shown, store_url
+    from pytest_agent_eval.memory.location import store_url
 
     url = store_url(given, config.rootpath)
-    if url is not None and not url.startswith("sqlite:"):
+    if url is not None and not url.startswith("sqlite:"):  # checked now: a usage error, not a lost run
+        from pytest_agent_eval.memory.store import Store, StoreError, shown
+
         try:
             store = Store(url)
             try:
@@ -207,8 +209,9 @@ class Memory:
             self.warning = f"agent eval store: the run was not saved: {exc}"
             return
         try:
-            row = run_row(document, self.run_id, _git(self.config.rootpath), self._options())
-            store.save(row, document["cases"])
+            git, options = _git(self.config.rootpath), self._options()
+            row = run_row(document, self.run_id, git, options, records=self.collector.records)
+            store.save(row, document["cases"], self.journal.text_of)
             self.saved = str(store)
         except (StoreError, OSError) as exc:
             self.warning = f"agent eval store: the run was not saved: {exc}"
