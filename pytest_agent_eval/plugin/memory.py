@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from pytest_agent_eval.compat import is_worker
 from pytest_agent_eval.plugin.options import option_group
 
 if TYPE_CHECKING:
@@ -50,7 +51,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 @pytest.hookimpl(tryfirst=True)  # before the report formats: the baseline may come from the store
 def pytest_configure(config: pytest.Config) -> None:
-    if hasattr(config, "workerinput"):  # an xdist worker: the controller keeps the run's memory
+    if is_worker(config):  # the controller keeps the run's memory
         return
     from pytest_agent_eval.memory.journal import journal_path, new_run_id
     from pytest_agent_eval.report.formats import run_records
