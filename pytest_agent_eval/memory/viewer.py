@@ -51,8 +51,9 @@ def _num(value: float | None, fmt: str) -> str:
     return "-" if value is None else format(value, fmt)
 
 
-def _chart(title: str, points: list[tuple[str, dict[str, float | None]]], fmt: str) -> str:
-    """A line chart as inline SVG: one line per series, a point per run (oldest left), each point a link to it."""
+def _chart(title: str, points: list[tuple[str, dict[str, float | None]]], fmt: str, scale: float = 0.0) -> str:
+    """A line chart as inline SVG: one line per series, a point per run (oldest left), each point a link to it;
+    the axis from 0 to ``scale`` (1 for a rate), or to the largest value."""
     width, height, pad = 420, 160, 30
     series = sorted({name for _, values in points for name in values})
     values = [v for _, vals in points for v in vals.values() if v is not None]
@@ -60,7 +61,7 @@ def _chart(title: str, points: list[tuple[str, dict[str, float | None]]], fmt: s
     if not values:
         text = f'<text x="{pad}" y="{height // 2}" font-size="12">no data in these runs</text>'
         return f"<figure><figcaption>{esc(title)}</figcaption>{svg}{text}</svg></figure>"
-    top = max(values) or 1.0
+    top = max(scale, *values) or 1.0
     step = (width - 2 * pad) / max(1, len(points) - 1)
     parts = [f'<text x="4" y="12" font-size="10">{esc(format(top, fmt))}</text>']
     parts.append(f'<line x1="{pad}" y1="{height - pad}" x2="{width - pad}" y2="{height - pad}" stroke="#999"/>')
@@ -148,7 +149,7 @@ class Viewer:
             table.append((run, len(cases), passed, figures))
         charts = (
             '<div class="charts">'
-            + _chart("pass rate", rate, ".0%")
+            + _chart("pass rate", rate, ".0%", scale=1.0)
             + _chart("cost (USD)", cost, ".4f")
             + _chart("latency p50 / p95 (s)", latency, ".2f")
             + "</div>"
