@@ -123,7 +123,15 @@ def test_a_journal_cut_short_mid_line_loses_only_that_line(pytester: pytest.Pyte
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["PASSED eval_k.yaml::q2*"])
 
+    from pytest_agent_eval.cli import main
+
+    html, markdown = pytester.path / "killed.html", pytester.path / "killed.md"
+    assert main(["report", str(journal), "--html", str(html), "--markdown", str(markdown)]) == 0
+    assert "**The run did not finish** (rebuilt from its journal)" in markdown.read_text(encoding="utf-8")
+    assert "eval_k.yaml::q1" in html.read_text(encoding="utf-8")
+
     journal.write_text(lines[0] + "\n{oops\n" + lines[1] + "\n", encoding="utf-8")
+    assert main(["report", str(journal), "-o", str(pytester.path / "x.json")]) == 2
     result = pytester.runpytest(f"--agent-eval-resume={journal}")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([f"*--agent-eval-resume: {journal}:2: not a JSON line*"])

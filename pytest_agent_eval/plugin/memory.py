@@ -61,7 +61,7 @@ def pytest_configure(config: pytest.Config) -> None:
     journal = journal_path(config.rootpath, Path(report) if report else None, run_id)
     given = config.getoption("agent_eval_store", None) or str(config.getini("agent_eval_store") or "")
     url = _url(config, given)
-    memory = Memory(config, run_records(config), run_id, journal, url, explicit=bool(given))
+    memory = Memory(config, run_records(config), run_id, journal, url)
     config.pluginmanager.register(memory, "agent_eval_run_memory")
     baseline = str(config.getoption("agent_eval_baseline", None) or "")
     if baseline.startswith(STORE_PREFIX):
@@ -107,16 +107,13 @@ def _url(config: pytest.Config, given: str) -> str | None:
 class Memory:
     """A plugin object on the controller: the run's journal, and its store."""
 
-    def __init__(
-        self, config: pytest.Config, collector: Records, run_id: str, journal: Path, url: str | None, explicit: bool
-    ) -> None:
+    def __init__(self, config: pytest.Config, collector: Records, run_id: str, journal: Path, url: str | None) -> None:
         from pytest_agent_eval.memory.journal import Journal
 
         self.config = config
         self.collector = collector
         self.run_id = run_id
         self.url = url
-        self.explicit = explicit
         self.journal: Journal = Journal(journal, run_id)
         self.saved: str | None = None
         self.warning: str | None = None
