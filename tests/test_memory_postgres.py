@@ -36,7 +36,7 @@ def test_runs_are_saved_listed_and_compared_on_postgresql(
     pytester: pytest.Pytester, database: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     _suite(pytester)
-    first = pytester.runpytest(f"--agent-eval-store={database}")
+    first = pytester.runpytest("-v", f"--agent-eval-store={database}")
     first.assert_outcomes(passed=2)
     shown = database.replace(PASSWORD, "***")
     first.stdout.fnmatch_lines([f"agent eval store: run * saved to {shown}"])

@@ -230,7 +230,7 @@ class Memory:
             terminalreporter.write_line(f"agent eval journal not written: {self.journal.error}", yellow=True)
         if self.warning is not None:
             terminalreporter.write_line(f"warning: {self.warning}", yellow=True)
-        elif self.saved is not None and self.config.get_verbosity() >= 0:
+        elif self.saved is not None and self.config.get_verbosity() >= 1:  # -v: where the run went
             terminalreporter.write_line(f"agent eval store: run {self.run_id} saved to {self.saved}")
         if self.flaky:
             terminalreporter.write_line(
