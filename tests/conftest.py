@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import shutil
 from collections.abc import Iterator
+from typing import Any
 
 import jsonschema  # noqa: F401
 import pytest
@@ -84,3 +86,22 @@ def postgres_url() -> Iterator[str]:
     pytest.importorskip("psycopg", reason="the PostgreSQL store's tests need the [postgres] extra (psycopg 3)")
     with postgres_support.postgres_server() as url:
         yield url
+
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+@pytest.fixture
+def browser() -> Iterator[Any]:
+    """Debian's headless Chromium driven by Playwright (no browser download); skipped, saying why, without it."""
+    if CHROMIUM is None:
+        pytest.skip("no chromium on this machine: apt-get install chromium (CI installs it)")
+    sync_api = pytest.importorskip("playwright.sync_api", reason="the dev extra installs playwright")
+    with sync_api.sync_playwright() as p:
+        launched = p.chromium.launch(
+            executable_path=CHROMIUM,
+            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                  "--disable-sync", "--no-first-run"],
+        )  # fmt: skip
+        yield launched
+        launched.close()

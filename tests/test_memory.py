@@ -15,6 +15,7 @@ from typing import Any
 
 import jsonschema
 import pytest
+from memory_support import SAY_AGENT, run_together
 
 pytest.importorskip("sqlalchemy", reason="the run store's tests need the [store] extra (SQLAlchemy, Alembic)")
 
@@ -146,14 +147,6 @@ def _git(path: Path, *args: str) -> None:
     env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
            "GIT_COMMITTER_EMAIL": "t@t"}  # fmt: skip
     subprocess.run(["git", *args], cwd=path, env=env, check=True, capture_output=True)
-
-
-SAY_AGENT = """
-import os
-
-def run(query, context):
-    return os.environ.get("AGENT_SAYS", "hello")
-"""
 
 
 def _say_suite(pytester: pytest.Pytester) -> None:
@@ -289,18 +282,8 @@ def test_two_processes_writing_one_store_lose_nothing(pytester: pytest.Pytester,
     many = "".join(f"  - {{id: c{n:03}, input: hi, expect: {{contains: [hello]}}}}\n" for n in range(150))
     pytester.makefile(".yaml", eval_many=f"agent: say_agent:run\ncases:\n{many}")
     store = tmp_path / "shared.db"
-    runs = [
-        subprocess.Popen(
-            _pytest("-q", "-n", "1", f"--agent-eval-store={store}"),
-            cwd=pytester.path,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
-        for _ in range(2)
-    ]
-    outputs = [run.communicate(timeout=180)[0] for run in runs]
-    assert [run.returncode for run in runs] == [0, 0], outputs
+    done = run_together(pytester.path, "-q", "-n", "1", f"--agent-eval-store={store}")
+    assert [code for code, _ in done] == [0, 0], done
     assert [row[1:] for row in _runs(store)] == [(152, 152, 0), (152, 152, 0)]
     with sqlite3.connect(store) as conn:
         assert conn.execute("SELECT count(*) FROM cases").fetchone() == (304,)

@@ -4,21 +4,13 @@ runs saved and listed, ``store:BRANCH``, two writers at once on a new database, 
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import uuid
 
 import pytest
+from memory_support import SAY_AGENT, run_together
 from postgres_support import PASSWORD, fresh_database
 
 pytest.importorskip("sqlalchemy", reason="the run store's tests need the [store] extra (SQLAlchemy, Alembic)")
-
-SAY_AGENT = """
-import os
-
-def run(query, context):
-    return os.environ.get("AGENT_SAYS", "hello")
-"""
 
 
 @pytest.fixture
@@ -60,18 +52,8 @@ def test_runs_are_saved_listed_and_compared_on_postgresql(
 
 def test_two_processes_migrate_and_write_one_new_postgresql_store(pytester: pytest.Pytester, database: str) -> None:
     _suite(pytester, cases=120)
-    runs = [
-        subprocess.Popen(
-            [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", f"--agent-eval-store={database}"],
-            cwd=pytester.path,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
-        for _ in range(2)
-    ]
-    outputs = [run.communicate(timeout=180)[0] for run in runs]
-    assert [run.returncode for run in runs] == [0, 0], outputs
+    done = run_together(pytester.path, "-q", f"--agent-eval-store={database}")
+    assert [code for code, _ in done] == [0, 0], done
     import psycopg
 
     with psycopg.connect(database) as conn:

@@ -5,7 +5,6 @@ leaves the loopback and the console stays clean."""
 from __future__ import annotations
 
 import re
-import shutil
 import urllib.request
 import uuid
 from collections.abc import Iterator
@@ -93,24 +92,6 @@ def test_filters_narrow_the_charts(viewer: str) -> None:
     smoke = _get(viewer + "/?tag=smoke")
     assert "<td>1/1</td>" in smoke and "<td>0/1</td>" in smoke  # greet alone: passed, failed, passed
     assert "<td>2/2</td>" in _get(viewer + "/?file=eval_v.yaml")
-
-
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-
-
-@pytest.fixture
-def browser() -> Iterator[Any]:
-    if CHROMIUM is None:
-        pytest.skip("no chromium on this machine: apt-get install chromium (CI installs it)")
-    sync_api = pytest.importorskip("playwright.sync_api", reason="the dev extra installs playwright")
-    with sync_api.sync_playwright() as p:
-        launched = p.chromium.launch(
-            executable_path=CHROMIUM,
-            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                  "--disable-sync", "--no-first-run"],
-        )  # fmt: skip
-        yield launched
-        launched.close()
 
 
 def test_a_person_browses_runs_a_run_a_case_and_a_comparison(viewer: str, browser: Any) -> None:
