@@ -140,7 +140,7 @@ def test_a_journal_cut_short_mid_line_loses_only_that_line(pytester: pytest.Pyte
 
 def _runs(db: Path) -> list[tuple[Any, ...]]:
     with sqlite3.connect(db) as conn:
-        return conn.execute("SELECT id, total, passed, failed FROM runs ORDER BY started, id").fetchall()
+        return conn.execute("SELECT id, total, passed, failed FROM runs ORDER BY started, saved").fetchall()
 
 
 def _git(path: Path, *args: str) -> None:

@@ -11,6 +11,7 @@ migration; a run is saved in one transaction, so two processes writing one store
 
 from __future__ import annotations
 
+import datetime
 import hashlib
 import json
 from collections.abc import Callable, Iterator
@@ -40,6 +41,7 @@ RUNS = sa.Table(
     sa.Column("id", sa.String(64), primary_key=True),
     sa.Column("started", sa.String(40)),
     sa.Column("ended", sa.String(40)),
+    sa.Column("saved", sa.String(40)),
     sa.Column("git_commit", sa.String(64)),
     sa.Column("git_branch", sa.String(255)),
     sa.Column("git_dirty", sa.Boolean),
@@ -213,7 +215,7 @@ class Store:
         query = sa.select(*(RUNS.c[name] for name in RunSummary.__dataclass_fields__))
         if branch is not None:
             query = query.where(RUNS.c.git_branch == branch)
-        query = query.order_by(RUNS.c.started.desc(), RUNS.c.id.desc()).limit(limit)
+        query = query.order_by(RUNS.c.started.desc(), RUNS.c.saved.desc()).limit(limit)
         with self._reading() as conn:
             return [_summary(dict(row._mapping)) for row in conn.execute(query)]
 
@@ -266,7 +268,7 @@ class Store:
             )
             .join(RUNS, RUNS.c.id == CASES.c.run_id)
             .where(CASES.c.nodeid == nodeid)
-            .order_by(RUNS.c.started.desc(), RUNS.c.id.desc())
+            .order_by(RUNS.c.started.desc(), RUNS.c.saved.desc())
             .limit(limit)
         )
         with self._reading() as conn:
@@ -281,12 +283,17 @@ class Store:
         if newest is not None:
             last -= 1
         with self._reading() as conn:
-            ids = [r for (r,) in conn.execute(sa.select(RUNS.c.id).order_by(RUNS.c.started.desc()).limit(last))]
+            ids = [
+                r
+                for (r,) in conn.execute(
+                    sa.select(RUNS.c.id).order_by(RUNS.c.started.desc(), RUNS.c.saved.desc()).limit(last)
+                )
+            ]
             query = (
                 sa.select(CASES.c.nodeid, CASES.c.outcome, CASES.c.content_hash, RUNS.c.started)
                 .join(RUNS, RUNS.c.id == CASES.c.run_id)
                 .where(CASES.c.run_id.in_(ids))
-                .order_by(CASES.c.nodeid, RUNS.c.started)
+                .order_by(CASES.c.nodeid, RUNS.c.started, RUNS.c.saved)
             )
             rows = [(r.nodeid, r.outcome, r.content_hash) for r in conn.execute(query)] if ids else []
         rows += [(c["nodeid"], c["outcome"], c.get("content_hash")) for c in newest or []]
@@ -404,7 +411,8 @@ def run_row(
     return {
         "id": run_id,
         "started": str(run.get("started") or ""),
-        "ended": run.get("ended"),
+        "ended": _ended(run),
+        "saved": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="microseconds"),
         "git_commit": run.get("git_commit"),
         "git_branch": git.get("branch", run.get("git_branch")),
         "git_dirty": git.get("dirty", run.get("git_dirty")),
@@ -431,3 +439,12 @@ def run_row(
 def imported_id(text: str) -> str:
     """The id of a run imported from a report: from its content, so importing it again finds it stored."""
     return "import-" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+def _ended(run: dict[str, Any]) -> str | None:
+    """When a report's run ended: its start plus its duration (``None`` when either is missing)."""
+    try:
+        started = datetime.datetime.fromisoformat(str(run.get("started")))
+        return (started + datetime.timedelta(seconds=float(run["duration_s"]))).isoformat(timespec="seconds")
+    except (KeyError, TypeError, ValueError, OverflowError):
+        return None

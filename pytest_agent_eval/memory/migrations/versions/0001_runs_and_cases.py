@@ -23,6 +23,7 @@ def upgrade() -> None:
         sa.Column("id", sa.String(64), primary_key=True),
         sa.Column("started", sa.String(40), nullable=False, index=True),
         sa.Column("ended", sa.String(40)),
+        sa.Column("saved", sa.String(40), nullable=False),
         sa.Column("git_commit", sa.String(64)),
         sa.Column("git_branch", sa.String(255), index=True),
         sa.Column("git_dirty", sa.Boolean),
