@@ -31,6 +31,7 @@ FEATURES = (
     "pytest_agent_eval.plugin.github",
     "pytest_agent_eval.plugin.spendcap",
     "pytest_agent_eval.plugin.cache",
+    "pytest_agent_eval.plugin.memory",
 )
 """One module per feature, each owning its options (``pytest_addoption``), its ``pytest_configure`` and its plugin
 objects, as pytest's ``junitxml`` and ``terminal`` do; registered here, in this order, before the options are

@@ -232,6 +232,22 @@ def _not_run_section(entries: list[dict[str, Any]]) -> str:
     )
 
 
+def _flaky_section(flaky: dict[str, list[str]]) -> str:
+    """The flaky cases (outcome flips over the last stored runs, the case unchanged); nothing without any."""
+    if not flaky:
+        return ""
+    rows = "".join(
+        f"<tr><td>{esc(nodeid)}</td><td>{esc(' '.join(outcomes))}</td></tr>"
+        for nodeid, outcomes in sorted(flaky.items())
+    )
+    return (
+        f'<section id="flaky"><h2>Flaky ({len(flaky)})</h2><p>These cases both passed and failed over the last runs '
+        "in the run store while their content stayed the same.</p>"
+        f"<table><thead><tr><th>case</th><th>outcomes, oldest first</th></tr></thead><tbody>{rows}</tbody></table>"
+        "</section>"
+    )
+
+
 def render(document: dict[str, Any], baseline: Baseline | None = None) -> str:
     """The page for a JSON report's ``document``; with ``baseline``, the comparison first."""
     records = [CaseRecord.from_dict(c) for c in document.get("cases", [])]
@@ -254,6 +270,7 @@ def render(document: dict[str, Any], baseline: Baseline | None = None) -> str:
         parts.append(_baseline_section(records, baseline))
     parts.append(f'<section id="summary"><h2>Summary</h2>{_counts(records)}{summary}</section>')
     parts.append(_not_run_section(document.get("not_run") or []))
+    parts.append(_flaky_section(document.get("flaky") or {}))
     parts.append(_charts(records))
     parts += [
         '<section id="cases"><h2>Cases</h2>',
