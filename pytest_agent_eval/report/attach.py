@@ -20,8 +20,9 @@ _RECORD = pytest.StashKey[CaseRecord]()
 _CASSETTE = pytest.StashKey[tuple[str, str]]()
 _CONTENT = pytest.StashKey[bool]()
 WRITTEN = ("agent_eval_report", "agent_eval_markdown", "agent_eval_html", "agent_eval_baseline", "agent_eval_resume")
-"""The options (``dest``) of the reports written from the records: with one, a record keeps the case's input and
-content hash (SPEC §17); without, neither is computed (the terminal summary and ``--junitxml`` show neither)."""
+"""The options (``dest``) of the reports written from the records: with one (or the run memory, whose journal keeps
+every record), a record keeps the case's input and content hash (SPEC §17); without, neither is computed (the
+terminal summary and ``--junitxml`` show neither)."""
 
 
 def wants_content(config: pytest.Config) -> bool:
@@ -30,8 +31,10 @@ def wants_content(config: pytest.Config) -> bool:
     wanted = config.stash.get(_CONTENT, None)
     if wanted is None:
         hook = config.hook.pytest_agent_eval_register_formats
-        wanted = any(config.getoption(name, None) for name in WRITTEN) or any(
-            not impl.function.__module__.startswith("pytest_agent_eval.") for impl in hook.get_hookimpls()
+        wanted = (
+            any(config.getoption(name, None) for name in WRITTEN)
+            or config.pluginmanager.hasplugin("agent_eval_memory")  # the run memory's journal keeps every record
+            or any(not impl.function.__module__.startswith("pytest_agent_eval.") for impl in hook.get_hookimpls())
         )
         config.stash[_CONTENT] = wanted
     return wanted
