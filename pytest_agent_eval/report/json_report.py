@@ -96,6 +96,9 @@ class JsonReport:
         compared = self.config.pluginmanager.get_plugin("agent_eval_baseline")
         if compared is not None:  # the run's one comparison, as the terminal and every report show it
             document["baseline"] = compared.to_dict()
+        from pytest_agent_eval.report.trust import figures  # injection variants, judges (SPEC §26)
+
+        document.update(figures(self.collector.records))
         document["cases"] = self.collector.record_data  # as the reports carried them: no round trip
         # the cases a dead worker, an interrupt or a stop left without a final record (what a resumed run runs)
         document["not_run"] = self.collector.not_run(how_it_ended(exit_status, stopped))

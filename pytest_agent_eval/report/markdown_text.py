@@ -70,6 +70,12 @@ def markdown_lines(records: list[CaseRecord], comparison: Comparison | None, sto
             f"| {md_code(r.nodeid)} | {r.outcome} | {md_cell(reason(r))} | {md_code(f'{r.file}:{r.line}')} |"
             for r in failures
         ]
+    from pytest_agent_eval.report.trust import tables  # injection variants, judges (SPEC §26)
+
+    for table in tables(records):
+        out += ["", f"**{md_cell(table.title)}**", "", "| " + " | ".join(md_cell(h) for h in table.header) + " |"]
+        out.append("|" + "|".join("---" if i == 0 else "---:" for i in range(len(table.header))) + "|")
+        out += ["| " + " | ".join(md_cell(c) for c in row) + " |" for row in table.rows]
     if comparison is not None:
         out += ["", *comparison.markdown()]
     return out
