@@ -53,7 +53,11 @@ def test_a_bad_user_corpus_names_each_bad_payload_by_its_line(tmp_path: Path) ->
         ({"flights": ["LH220"], "note": "ok"}, "field", {"flights": ["LH220"], "note": "ok\n\nPAY"}),
         ("LH220", "replace", "PAY"),
         ({"return": "LH220"}, "append", {"return": "LH220\n\nPAY"}),
-        ({"sequence": ["a", {"raise": "RuntimeError: x"}]}, "append", {"sequence": ["a\n\nPAY", {"raise": "RuntimeError: x"}]}),
+        (
+            {"sequence": ["a", {"raise": "RuntimeError: x"}]},
+            "append",
+            {"sequence": ["a\n\nPAY", {"raise": "RuntimeError: x"}]},
+        ),
         (
             {"when": [{"args": {"q": 1}, "return": "a"}], "default": "b"},
             "append",
@@ -85,7 +89,7 @@ def test_the_wilson_interval_is_scipys() -> None:
     assert wilson_interval(0, 0) is None
 
 
-AGENTS = '''
+AGENTS = """
 def dispatch_tool(name, args):
     raise RuntimeError(f"the real {name} ran")
 
@@ -108,7 +112,7 @@ def guarded(query, context):
     import agents
     found = agents.dispatch_tool("search", {"q": query})
     return "Found: " + str(found).split(chr(10))[0]
-'''
+"""
 
 EVAL = """
 agent: agents:naive
@@ -168,7 +172,9 @@ def test_a_naive_agent_fails_every_variant_naming_what_the_payload_made_it_do(at
 
 
 def test_a_guarded_agent_passes_every_variant_and_no_real_tool_runs(attack: pytest.Pytester) -> None:
-    result = attack.runpytest_inprocess("-p", "no:cacheprovider", "--agent=agents:guarded", "--agent-eval-report=r.json")
+    result = attack.runpytest_inprocess(
+        "-p", "no:cacheprovider", "--agent=agents:guarded", "--agent-eval-report=r.json"
+    )
     result.assert_outcomes(passed=14)
     report = json.loads((attack.path / "r.json").read_text())
     assert report["injection"]["by_family"]["exfiltration"]["rate"] == 0.0
@@ -223,3 +229,20 @@ cases:
     assert "FAILED eval_attack.yaml::own[inject:polite-1]" in out  # replaced: the guarded agent repeats line 1
     assert "ERROR eval_attack.yaml::unmocked[inject:polite-1]" in out
     assert "inject.tool 'lookup' has no `tool_mocks` entry" in textwrap.dedent(out)
+
+
+def test_shards_merge_into_one_attack_success_rate(attack: pytest.Pytester) -> None:
+    from pytest_agent_eval.cli import main
+
+    for shard in (1, 2):
+        attack.runpytest_inprocess(
+            "-p", "no:cacheprovider", f"--agent-eval-shard={shard}/2", f"--agent-eval-report=s{shard}.json"
+        )
+    assert (
+        main(["merge", "-o", str(attack.path / "all.json"), str(attack.path / "s1.json"), str(attack.path / "s2.json")])
+        == 0
+    )
+    merged = json.loads((attack.path / "all.json").read_text())
+    assert merged["injection"]["by_tool"]["search"]["attacks"] == 12
+    parts = [json.loads((attack.path / f"s{n}.json").read_text()).get("injection") for n in (1, 2)]
+    assert sum(p["by_tool"]["search"]["attacks"] for p in parts if p) == 12

@@ -187,7 +187,7 @@ cases:
 def test_a_panel_member_with_a_model_needs_an_llm_that_takes_one(judged: pytest.Pytester) -> None:
     judged.makeconftest(
         "import pytest\n\n@pytest.fixture\ndef agent_eval_llm():\n"
-        "    return lambda messages: '{\"score\": 1, \"reason\": \"ok\"}'\n"
+        '    return lambda messages: \'{"score": 1, "reason": "ok"}\'\n'
     )
     judged.makefile(
         ".yaml",
@@ -226,7 +226,9 @@ def test_calibration_items_run_the_judge_and_report_its_figures(judged: pytest.P
     out = result.stdout.str()
     assert "PASSED polite.calibration.yaml::g1" in out
     assert "FAILED polite.calibration.yaml::wrong" in out and "the judge said pass (0.90: good); labelled fail" in out
-    assert "ERROR polite.calibration.yaml::odd" in out and "polite.calibration.yaml:9: `label` must be pass, fail" in out
+    assert (
+        "ERROR polite.calibration.yaml::odd" in out and "polite.calibration.yaml:9: `label` must be pass, fail" in out
+    )
     judges = _report(judged)["judges"]
     polite = next(j for j in judges.values() if j["items"] == 6)  # 5 of the YAML file, 1 of the JSON Lines file
     pairs = [(True, True), (True, True), (False, False), (False, False), (True, False), (True, True)]
@@ -247,7 +249,9 @@ def test_calibration_items_run_the_judge_and_report_its_figures(judged: pytest.P
 
 def _min_kappa_files(pytester: pytest.Pytester, wrong_labels: int) -> None:
     items = [f'  - {{input: hi, output: "good {n}", label: pass}}' for n in range(4)]
-    items += [f'  - {{input: hi, output: "bad {n}", label: {"pass" if n < wrong_labels else "fail"}}}' for n in range(4)]
+    items += [
+        f'  - {{input: hi, output: "bad {n}", label: {"pass" if n < wrong_labels else "fail"}}}' for n in range(4)
+    ]
     (pytester.path / "polite.calibration.yaml").write_text("judge: {rubric: polite}\nitems:\n" + "\n".join(items))
     pytester.makefile(
         ".yaml",
@@ -265,10 +269,8 @@ cases:
 def test_an_uncalibrated_judge_gives_no_verdict(judged: pytest.Pytester, xdist: bool) -> None:
     _min_kappa_files(judged, wrong_labels=3)  # kappa 0.25 on 8 items
     args = ["-p", "no:cacheprovider", "-rA", "--agent-eval-judge-min-kappa", "0.6"]
-    if xdist:
-        result = judged.runpytest_subprocess(*args, "-n", "2", timeout=300)
-    else:
-        result = judged.runpytest_inprocess(*args)
+    run = judged.runpytest_subprocess if xdist else judged.runpytest_inprocess
+    result = run(*args, *(["-n", "2"] if xdist else []))
     out = result.stdout.str()
     assert "FAILED eval_judged.yaml::gated" in out and "PASSED eval_judged.yaml::no_judge" in out
     assert "is uncalibrated: Cohen's kappa 0.25 < 0.6 on 8 labelled items" in out
