@@ -265,17 +265,34 @@ cases:
     )
 
 
-@pytest.mark.parametrize("xdist", [False, True], ids=["serial", "xdist"])
-def test_an_uncalibrated_judge_gives_no_verdict(judged: pytest.Pytester, xdist: bool) -> None:
+@pytest.mark.parametrize("mode", ["serial", "concurrency", "xdist"])
+def test_an_uncalibrated_judge_gives_no_verdict(judged: pytest.Pytester, mode: str) -> None:
     _min_kappa_files(judged, wrong_labels=3)  # kappa 0.25 on 8 items
     args = ["-p", "no:cacheprovider", "-rA", "--agent-eval-judge-min-kappa", "0.6"]
-    run = judged.runpytest_subprocess if xdist else judged.runpytest_inprocess
-    result = run(*args, *(["-n", "2"] if xdist else []))
+    if mode == "xdist":
+        result = judged.runpytest_subprocess(*args, "-n", "2")
+    else:
+        extra = ["--agent-eval-concurrency", "4"] if mode == "concurrency" else []
+        result = judged.runpytest_inprocess(*args, *extra)
     out = result.stdout.str()
     assert "FAILED eval_judged.yaml::gated" in out and "PASSED eval_judged.yaml::no_judge" in out
     assert "is uncalibrated: Cohen's kappa 0.25 < 0.6 on 8 labelled items" in out
     assert "FAILED eval_judged.yaml::unlabelled" in out and "no calibration item of this run labels it" in out
     assert "PASSED eval_judged.yaml::gated" not in out
+
+
+def test_no_agent_runs_for_a_calibration_item_not_even_started_early(judged: pytest.Pytester) -> None:
+    _min_kappa_files(judged, wrong_labels=0)
+    judged.makepyfile(boom="def run(query, context):\n    open(f'ran_{query}', 'w').close()\n    return 'good'\n")
+    judged.makeconftest(  # the cases first, so that they start the items after them early
+        CONFTEST + "\n@pytest.hookimpl(trylast=True)\ndef pytest_collection_modifyitems(items):\n"
+        "    items.sort(key=lambda item: 'calibration' in item.nodeid)\n"
+    )
+    result = judged.runpytest_inprocess(
+        "-p", "no:cacheprovider", "--agent", "boom:run", "--agent-eval-concurrency", "4"
+    )
+    result.assert_outcomes(passed=11)
+    assert (judged.path / "ran_be nice").exists() and not (judged.path / "ran_hi").exists()
 
 
 def test_a_calibrated_judge_gives_its_verdicts(judged: pytest.Pytester) -> None:
