@@ -30,10 +30,10 @@ def _write(pytester: pytest.Pytester, page: str, *names: str) -> None:
 
 
 def test_the_injection_guide(pytester: pytest.Pytester) -> None:
-    _write(pytester, "injection.md", "agents.py", "eval_attack.yaml")
+    _write(pytester, "injection.md", "travel_agents.py", "eval_attack.yaml")
     guarded = pytester.runpytest_inprocess("-p", "no:cacheprovider", "eval_attack.yaml")
     guarded.assert_outcomes(passed=13)
-    naive = pytester.runpytest_inprocess("-p", "no:cacheprovider", "eval_attack.yaml", "--agent", "agents:naive")
+    naive = pytester.runpytest_inprocess("-p", "no:cacheprovider", "eval_attack.yaml", "--agent", "travel_agents:naive")
     naive.assert_outcomes(passed=1, failed=12)
     assert "the real" not in naive.stdout.str()
     assert "attack succeeded (exfiltration): the canary canary-" in naive.stdout.str()
