@@ -1,0 +1,195 @@
+"""MCP tools mocked per case (SPEC §28), against real MCP servers: a FastMCP server of the official SDK as a
+subprocess over stdio and over streamable HTTP on loopback, whose tools write a file when they really run; the
+agent is the SDK's own ``ClientSession`` (and each framework's MCP client) against the loopback LLM."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("mcp")
+pytest.importorskip("openai")
+
+import mcp.client.session  # noqa: E402, F401 - loaded before the runs, as an agent's module loads it
+from mcp_support import AGENT, SERVER, http_server, ran, route, server_command  # noqa: E402
+from openai_server import ChatServer  # noqa: E402
+
+import pytest_agent_eval.mocks.mcp  # noqa: E402, F401 - the engine, loaded once for pytester's in-process runs
+
+RUN = ("-p", "no:cacheprovider", "-p", "no:randomly")
+
+
+@pytest.fixture
+def chat(monkeypatch: pytest.MonkeyPatch) -> Iterator[ChatServer]:
+    with ChatServer(route) as server:
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-loopback")
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+        yield server
+
+
+@pytest.fixture
+def marker(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The file the server's tools write when they really run; the server script and the agent in place."""
+    pytester.makepyfile(mcp_server=SERVER, mcp_agent=AGENT)
+    path = pytester.path / "ran.txt"
+    monkeypatch.setenv("MCP_RAN", str(path))
+    monkeypatch.delenv("MCP_URL", raising=False)
+    monkeypatch.setenv("MCP_COMMAND", " ".join(server_command(pytester.path / "mcp_server.py")))
+    return path
+
+
+FORMS = """
+agent: mcp_agent:run_agent
+cases:
+  - id: literal
+    input: What is the weather in Paris?
+    tool_mocks:
+      weather.get_forecast: "sunny in Paris"
+    expect:
+      contains: ["sunny in Paris"]
+      tools_called: [get_forecast]
+      tool_args: {get_forecast: {city: Paris}}
+  - id: mapping_bare_name
+    input: Any alerts for north?
+    tool_mocks:
+      get_alerts: {region: north, alerts: [flood]}
+    expect:
+      contains: ['structured={"alerts": ["flood"], "region": "north"}']
+  - id: return_form
+    input: What is the weather in Oslo?
+    tool_mocks:
+      get_forecast: {return: "snow in Oslo"}
+    expect:
+      contains: ["snow in Oslo"]
+  - id: sequence_form
+    input: What is the weather in Rome?
+    tool_mocks:
+      weather.get_forecast: {sequence: ["hot in Rome"]}
+    expect:
+      contains: ["hot in Rome"]
+  - id: when_form
+    input: What is the weather in Lima?
+    tool_mocks:
+      get_forecast:
+        when:
+          - {args: {city: Lima}, return: "fog in Lima"}
+        default: "no idea"
+    expect:
+      contains: ["fog in Lima"]
+  - id: raise_form
+    input: What is the weather in Kyiv?
+    tool_mocks:
+      get_forecast: {raise: "TimeoutError: the weather service did not answer"}
+    expect:
+      contains: ["tool error: TimeoutError: the weather service did not answer"]
+  - id: call_form
+    input: What is the weather in Bern?
+    tool_mocks:
+      get_forecast: {call: "forecasts:forecast"}
+    expect:
+      contains: ["computed for Bern"]
+"""
+
+
+def test_every_mock_form_answers_an_mcp_tool_over_stdio_and_the_server_never_runs_it(
+    pytester: pytest.Pytester, chat: ChatServer, marker: Path
+) -> None:
+    pytester.makepyfile(forecasts="def forecast(city):\n    return f'computed for {city}'\n")
+    pytester.path.joinpath("eval_mcp.yaml").write_text(FORMS)
+    result = pytester.runpytest(*RUN, "-v")
+    result.assert_outcomes(passed=7)
+    assert ran(marker) == []  # no mocked call reached the real server
+    answers = [m["content"] for body in chat.requests for m in body["messages"] if m.get("role") == "tool"]
+    assert "sunny in Paris" in answers
+    assert "tool error: TimeoutError: the weather service did not answer" in answers
+    # the tools the agent offered the LLM came from the real server (listing is not mocked)
+    assert {t["function"]["name"] for t in chat.requests[0]["tools"]} == {"get_forecast", "get_alerts"}
+
+
+STRICT = """
+agent: mcp_agent:run_agent
+cases:
+  - id: unmocked
+    input: What is the weather in Oslo?
+    tool_mocks:
+      weather.get_alerts: "none"
+"""
+
+
+def test_strict_mode_fails_an_unmocked_mcp_call_naming_server_tool_arguments_and_line(
+    pytester: pytest.Pytester, chat: ChatServer, marker: Path
+) -> None:
+    pytester.path.joinpath("eval_mcp.yaml").write_text(STRICT)
+    result = pytester.runpytest(*RUN)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*unmocked tool call weather.get_forecast(city='Oslo') in case unmocked (eval_mcp.yaml:4): "
+            "`tool_mocks` has no response for 'weather.get_forecast'*",
+        ]
+    )
+    assert ran(marker) == []
+
+
+PASSTHROUGH = """
+agent: mcp_agent:run_agent
+cases:
+  - id: real
+    input: What is the weather in Oslo?
+    unmocked_tools: passthrough
+    expect:
+      contains: ["real forecast for Oslo: rain"]
+      tools_called: [get_forecast]
+  - id: mocked
+    input: Any alerts for south?
+    tool_mocks:
+      weather.get_alerts: "calm"
+    expect:
+      contains: ["calm"]
+"""
+
+
+def test_over_streamable_http_a_mocked_call_never_runs_and_an_unmocked_one_reaches_the_server(
+    pytester: pytest.Pytester, chat: ChatServer, marker: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytester.path.joinpath("eval_mcp.yaml").write_text(PASSTHROUGH)
+    with http_server(pytester.path / "mcp_server.py", {"MCP_RAN": str(marker)}) as url:
+        monkeypatch.setenv("MCP_URL", url)
+        result = pytester.runpytest(*RUN, "--agent-eval-report=report.json")
+    result.assert_outcomes(passed=2)
+    assert ran(marker) == ["get_forecast Oslo"]  # the passed-through call only
+    report = (pytester.path / "report.json").read_text()
+    assert re.search(r'"name": "get_forecast",\s*"args": \{"city": "Oslo"\}', report)
+
+
+TYPO = """
+agent: mcp_agent:run_agent
+cases:
+  - id: first
+    input: What is the weather in Oslo?
+    tool_mocks:
+      weather.get_forecast: "mild"
+  - id: typo
+    input: What is the weather in Oslo?
+    tool_mocks:
+      weather.get_forcast: "mild"
+"""
+
+
+def test_a_mock_naming_a_tool_the_server_lacks_is_an_error_with_a_did_you_mean(
+    pytester: pytest.Pytester, chat: ChatServer, marker: Path
+) -> None:
+    pytester.path.joinpath("eval_mcp.yaml").write_text(TYPO)
+    result = pytester.runpytest(*RUN, "-p", "no:randomly")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*eval_mcp.yaml:8: case typo: tool_mocks: 'weather.get_forcast': the MCP server 'weather' has no "
+            "tool 'get_forcast' (did you mean \"get_forecast\"?); its tools: get_forecast, get_alerts;*"
+        ]
+    )
+    assert ran(marker) == []
