@@ -157,3 +157,61 @@ def http_server(script: Path, env: dict[str, str]) -> Iterator[str]:
 def ran(path: Path) -> list[str]:
     """The lines the server's tools wrote: the calls that really ran."""
     return path.read_text().splitlines() if path.exists() else []
+
+
+SDK_AGENT = '''
+"""An OpenAI Agents SDK agent with its tools from an MCP server (MCPServerStdio, or MCPServerStreamableHttp at
+$MCP_URL) and its model on the loopback LLM."""
+import os
+import shlex
+
+from agents import Agent, OpenAIChatCompletionsModel, Runner, set_tracing_disabled
+from agents.mcp import MCPServerStdio, MCPServerStreamableHttp
+from openai import AsyncOpenAI
+
+set_tracing_disabled(True)
+
+
+def server():
+    if os.environ.get("MCP_URL"):
+        return MCPServerStreamableHttp(params={"url": os.environ["MCP_URL"]}, name="wx")
+    command, *args = shlex.split(os.environ["MCP_COMMAND"])
+    return MCPServerStdio(params={"command": command, "args": args, "env": dict(os.environ)}, name="wx")
+
+
+async def run_agent(query: str) -> str:
+    async with server() as mcp_server:
+        agent = Agent(
+            name="forecaster",
+            instructions="Answer weather questions with the tools.",
+            model=OpenAIChatCompletionsModel(model="loopback", openai_client=AsyncOpenAI(max_retries=0)),
+            mcp_servers=[mcp_server],
+        )
+        result = await Runner.run(agent, query)
+        return str(result.final_output)
+'''
+
+LANGCHAIN_AGENT = '''
+"""A LangChain agent with its tools from langchain-mcp-adapters' MultiServerMCPClient (stdio, or streamable HTTP
+at $MCP_URL) and its model on the loopback LLM."""
+import os
+import shlex
+
+from langchain.agents import create_agent
+from langchain_mcp_adapters.client import MultiServerMCPClient
+from langchain_openai import ChatOpenAI
+
+
+def connections():
+    if os.environ.get("MCP_URL"):
+        return {"wx": {"transport": "streamable_http", "url": os.environ["MCP_URL"]}}
+    command, *args = shlex.split(os.environ["MCP_COMMAND"])
+    return {"wx": {"transport": "stdio", "command": command, "args": args, "env": dict(os.environ)}}
+
+
+async def run_agent(query: str) -> str:
+    tools = await MultiServerMCPClient(connections()).get_tools()
+    agent = create_agent(ChatOpenAI(model="loopback", max_retries=0), tools)
+    state = await agent.ainvoke({"messages": [{"role": "user", "content": query}]})
+    return str(state["messages"][-1].content)
+'''
