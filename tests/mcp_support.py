@@ -49,7 +49,8 @@ if __name__ == "__main__":
 
 AGENT = '''
 """An agent on the mcp SDK's own ClientSession: the server's tools offered to the LLM, its calls sent to the
-server (stdio: the command in $MCP_COMMAND; else streamable HTTP at $MCP_URL)."""
+server (streamable HTTP at $AGENT_EVAL_MCP_WEATHER_URL or $MCP_URL; else stdio: the command in
+$AGENT_EVAL_MCP_WEATHER_COMMAND or $MCP_COMMAND)."""
 import contextlib
 import json
 import os
@@ -63,12 +64,13 @@ from openai import AsyncOpenAI
 
 @contextlib.asynccontextmanager
 async def connect():
-    if os.environ.get("MCP_URL"):
-        async with streamablehttp_client(os.environ["MCP_URL"]) as (read, write, _):
+    url = os.environ.get("AGENT_EVAL_MCP_WEATHER_URL") or os.environ.get("MCP_URL")
+    if url:
+        async with streamablehttp_client(url) as (read, write, _):
             async with ClientSession(read, write) as session:
                 yield session
         return
-    command, *args = shlex.split(os.environ["MCP_COMMAND"])
+    command, *args = shlex.split(os.environ.get("AGENT_EVAL_MCP_WEATHER_COMMAND") or os.environ["MCP_COMMAND"])
     params = StdioServerParameters(command=command, args=args, env=dict(os.environ))
     async with stdio_client(params) as (read, write):
         async with ClientSession(read, write) as session:

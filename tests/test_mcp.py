@@ -193,3 +193,128 @@ def test_a_mock_naming_a_tool_the_server_lacks_is_an_error_with_a_did_you_mean(
         ]
     )
     assert ran(marker) == []
+
+
+STANDIN = """
+agent: mcp_agent:run_agent
+mcp_servers:
+  weather:
+    transport: {transport}
+    tools:
+      get_forecast:
+        description: The forecast for a city.
+        input_schema: {{type: object, properties: {{city: {{type: string}}}}, required: [city]}}
+        response: "stand-in: cloudy"
+      get_alerts:
+        input_schema: {{type: object, properties: {{region: {{type: string}}}}}}
+        response: {{alerts: []}}
+cases:
+  - id: default_response
+    input: What is the weather in Paris?
+    expect:
+      contains: ["stand-in: cloudy"]
+      tools_called: [get_forecast]
+  - id: mapping_default
+    input: Any alerts for east?
+    expect:
+      contains: ['structured={{"alerts": []}}']
+  - id: overridden
+    input: What is the weather in Oslo?
+    tool_mocks:
+      weather.get_forecast: "mocked: snow"
+    expect:
+      contains: ["mocked: snow"]
+  - id: typo
+    input: What is the weather in Oslo?
+    tool_mocks:
+      weather.get_forcast: "mocked: snow"
+"""
+
+FIXTURE_CONFTEST = """
+import pytest
+
+import mcp_agent
+
+
+@pytest.fixture
+def agent(agent_eval_mcp_servers):
+    server = agent_eval_mcp_servers["weather"]
+    assert (server["url"] is None) == (server["command"] is not None), server
+    return mcp_agent.run_agent
+"""
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+def test_a_stand_in_server_from_yaml_answers_its_defaults_and_a_case_mock_overrides_them(
+    pytester: pytest.Pytester, chat: ChatServer, monkeypatch: pytest.MonkeyPatch, transport: str
+) -> None:
+    pytester.makepyfile(mcp_agent=AGENT)
+    monkeypatch.delenv("MCP_URL", raising=False)
+    monkeypatch.delenv("MCP_COMMAND", raising=False)
+    pytester.path.joinpath("eval_standin.yaml").write_text(STANDIN.format(transport=transport))
+    result = pytester.runpytest(*RUN)
+    result.assert_outcomes(passed=3, failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*eval_standin.yaml:30: case typo: tool_mocks: 'weather.get_forcast': the MCP server 'weather' has no "
+            "tool 'get_forcast' (did you mean \"get_forecast\"?)*"
+        ]
+    )
+    assert "AGENT_EVAL_MCP_WEATHER_URL" not in __import__("os").environ  # the run put its environment back
+
+
+def test_the_fixture_and_the_ini_file_give_the_stand_ins_address(
+    pytester: pytest.Pytester, chat: ChatServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytester.makepyfile(mcp_agent=AGENT, conftest=FIXTURE_CONFTEST)
+    monkeypatch.delenv("MCP_URL", raising=False)
+    monkeypatch.delenv("MCP_COMMAND", raising=False)
+    block = STANDIN.format(transport="http").split("cases:")[0].replace("agent: mcp_agent:run_agent\n", "")
+    pytester.path.joinpath("servers.yaml").write_text(block)
+    pytester.makeini("[pytest]\nagent_eval_mcp_servers = servers.yaml\n")
+    pytester.path.joinpath("eval_mcp.yaml").write_text(
+        "cases:\n  - id: default\n    input: What is the weather in Rome?\n"
+        "    expect: {contains: ['stand-in: cloudy']}\n"
+    )
+    result = pytester.runpytest(*RUN)
+    result.assert_outcomes(passed=1)
+
+
+def test_a_malformed_mcp_servers_block_is_a_validate_error_at_its_line(
+    pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from pytest_agent_eval.cli import main
+
+    path = pytester.path / "eval_bad.yaml"
+    path.write_text(
+        "agent: a:b\nmcp_servers:\n  weather:\n    transport: stdio\n    tools:\n      get_forecast:\n"
+        "        input_shema: {type: object}\ncases:\n  - input: hi\n"
+    )
+    assert main(["validate", str(path)]) == 1
+    out = capsys.readouterr().out
+    assert (
+        f"{path}:7: mcp_servers: tool 'get_forecast': unknown key 'input_shema' (did you mean \"input_schema\"?)" in out
+    )
+    result = pytester.runpytest(*RUN)
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["*eval_bad.yaml:7: mcp_servers: tool 'get_forecast': unknown key 'input_shema'*"])
+
+
+def test_a_stand_in_that_does_not_start_is_an_infrastructure_error_naming_its_command(
+    pytester: pytest.Pytester, chat: ChatServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytester.makepyfile(mcp_agent=AGENT)
+    broken = pytester.mkpydir("broken") / "mcp"
+    broken.mkdir()
+    broken.joinpath("__init__.py").write_text("raise ImportError('no MCP SDK here')\n")
+    monkeypatch.setenv("PYTHONPATH", str(broken.parent))  # the stand-in's process finds this `mcp`
+    pytester.path.joinpath("eval_standin.yaml").write_text(STANDIN.format(transport="http"))
+    result = pytester.runpytest(*RUN)
+    result.assert_outcomes(errors=4)
+    result.stdout.fnmatch_lines(
+        [
+            "*eval_standin.yaml:4: the stand-in MCP server 'weather' did not start (*"
+            "-m pytest_agent_eval.mocks.mcp_standin *weather.json --http *): it exited with code 1: *"
+            "ImportError: no MCP SDK here*"
+        ]
+    )

@@ -101,3 +101,5 @@ class LoadedFile:
     description: str | None = None
     agents: dict[str, tuple[str | dict[str, Any], int]] = field(default_factory=dict)
     """The file's matrix (``agents:``): name -> (``module:attr``, line)."""
+    mcp_servers: dict[str, Any] = field(default_factory=dict)
+    """The file's stand-in MCP servers (``mcp_servers:``): name -> ``mocks.mcp_standin.StandinServer``."""

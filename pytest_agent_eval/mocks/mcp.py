@@ -45,6 +45,7 @@ class ServerTools:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._tools: dict[str, dict[str, None]] = {}
+        self._standins: set[str | None] = set()
 
     def note(self, server: str, tools: Iterable[str]) -> None:
         with self._lock:
@@ -64,6 +65,17 @@ class ServerTools:
     def forget(self) -> None:
         with self._lock:
             self._tools.clear()
+            self._standins.clear()
+
+    def note_standin(self, server: str, tools: Iterable[str]) -> None:
+        """A stand-in server this run provides (its default responses answer calls no mock answers)."""
+        self.note(server, tools)
+        with self._lock:
+            self._standins.add(server)
+
+    def is_standin(self, server: str | None) -> bool:
+        with self._lock:
+            return server in self._standins
 
 
 TOOLS = ServerTools()
@@ -140,7 +152,7 @@ async def _answer(original: Callable[..., Any], session: Any, name: str, argumen
 
     args = dict(arguments) if isinstance(arguments, dict) else {}
     try:
-        value = await recording.ahandle(name, args, call_server, server=server)
+        value = await recording.ahandle(name, args, call_server, server=server, standin=TOOLS.is_standin(server))
     except UnmockedToolError:
         raise
     except Exception as exc:

@@ -207,13 +207,19 @@ class Recording:
         return result
 
     async def ahandle(
-        self, name: str, args: dict[str, Any], real: Callable[[], Awaitable[Any]], server: str | None = None
+        self,
+        name: str,
+        args: dict[str, Any],
+        real: Callable[[], Awaitable[Any]],
+        server: str | None = None,
+        standin: bool = False,
     ) -> Any:
         """Answer an async call and record it; ``real`` returns the real tool's awaitable (passthrough);
-        ``server``: the MCP server of the tool (a mock named ``server.name`` answers before one named ``name``)."""
+        ``server``: the MCP server of the tool (a mock named ``server.name`` answers before one named ``name``);
+        ``standin``: the server is a stand-in, whose default response answers a call no mock answers."""
         call = self._begin(name, args, server)
         try:
-            response = self._resolve(call)
+            response = self._resolve(call, standin)
             if response is None:
                 with passing_through():
                     result = await real()
@@ -233,8 +239,9 @@ class Recording:
             self.calls.append(call)
         return call
 
-    def _resolve(self, call: ToolCall) -> Value | Raise | Call | None:
-        """The response for this call; ``None`` runs the real tool; an unmocked call in strict mode raises."""
+    def _resolve(self, call: ToolCall, standin: bool = False) -> Value | Raise | Call | None:
+        """The response for this call; ``None`` runs the real tool (or the stand-in server's default, with
+        ``standin``); an unmocked call in strict mode raises."""
         spec = self.plan.responses.get(f"{call.server}.{call.name}") if call.server else None
         if spec is None:
             spec = self.plan.responses.get(call.name)
@@ -242,6 +249,8 @@ class Recording:
             picked = self._pick(spec, call.args) if spec is not None else "no response"
         if not isinstance(picked, str):
             return picked
+        if standin:
+            return None
         if self.plan.unmocked == "default":
             return Value(f"Mock response for {call.name}")
         if self.plan.unmocked == "passthrough":

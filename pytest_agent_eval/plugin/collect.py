@@ -55,6 +55,10 @@ class EvalFile(pytest.File):
             errors = exc.errors if isinstance(exc, EvalFileErrors) else [exc]
             yield FileProblem.from_parent(self, name=FileProblem.NAME, errors=errors)
             return
+        if loaded.mcp_servers:  # the stand-in MCP servers the file declares, started before its cases run
+            from pytest_agent_eval.plugin.mcp import declare
+
+            declare(self.config, loaded.mcp_servers)
         fixtureinfo = None
         for case in matrix_variants(loaded, state.settings.matrix):
             # Every case of a file runs the same function under the same node: one fixture closure serves all,
