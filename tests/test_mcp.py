@@ -13,11 +13,11 @@ import pytest
 pytest.importorskip("mcp")
 pytest.importorskip("openai")
 
-import mcp.client.session  # noqa: E402, F401 - loaded before the runs, as an agent's module loads it
-from mcp_support import AGENT, SERVER, http_server, ran, route, server_command  # noqa: E402
-from openai_server import ChatServer  # noqa: E402
+import mcp.client.session  # noqa: F401 - loaded before the runs, as an agent's module loads it
+from mcp_support import AGENT, SERVER, http_server, ran, route, server_command
+from openai_server import ChatServer
 
-import pytest_agent_eval.mocks.mcp  # noqa: E402, F401 - the engine, loaded once for pytester's in-process runs
+import pytest_agent_eval.mocks.mcp  # noqa: F401 - the engine, loaded once for pytester's in-process runs
 
 RUN = ("-p", "no:cacheprovider", "-p", "no:randomly")
 

@@ -10,17 +10,16 @@ langchain-mcp-adapters needs ``mcp<2``: the two cannot be installed together (th
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
 pytest.importorskip("mcp")
 
-import mcp.client.session  # noqa: E402, F401 - loaded before the runs, as an agent's module loads it
-from mcp_support import LANGCHAIN_AGENT, SDK_AGENT, SERVER, http_server, ran, route, server_command  # noqa: E402
-from openai_server import ChatServer  # noqa: E402
+import mcp.client.session  # noqa: F401 - loaded before the runs, as an agent's module loads it
+from mcp_support import LANGCHAIN_AGENT, SDK_AGENT, SERVER, http_server, ran, route, server_command
+from openai_server import ChatServer
 
-import pytest_agent_eval.mocks.mcp  # noqa: E402, F401 - the engine, loaded once for pytester's in-process runs
+import pytest_agent_eval.mocks.mcp  # noqa: F401 - the engine, loaded once for pytester's in-process runs
 
 RUN = ("-p", "no:cacheprovider", "-p", "no:randomly")
 
