@@ -318,3 +318,51 @@ def test_a_stand_in_that_does_not_start_is_an_infrastructure_error_naming_its_co
             "ImportError: no MCP SDK here*"
         ]
     )
+
+
+REPLAYED = """
+agent: mcp_agent:run_agent
+cases:
+  - id: real_call
+    input: What is the weather in Oslo?
+    unmocked_tools: passthrough
+    expect:
+      contains: ["real forecast for Oslo: rain"]
+  - id: mocked_call
+    input: Any alerts for south?
+    tool_mocks:
+      weather.get_alerts: "calm"
+    expect:
+      contains: ["calm"]
+"""
+
+
+def test_a_recorded_cassette_replays_the_mcp_traffic_with_no_mcp_server_running(
+    pytester: pytest.Pytester, chat: ChatServer, marker: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytester.path.joinpath("eval_mcp.yaml").write_text(REPLAYED)
+    with http_server(pytester.path / "mcp_server.py", {"MCP_RAN": str(marker)}) as url:
+        monkeypatch.setenv("MCP_URL", url)
+        recorded = pytester.runpytest(*RUN, "--agent-eval-record")
+    recorded.assert_outcomes(passed=2)
+    assert ran(marker) == ["get_forecast Oslo"]
+    cassette = (pytester.path / "cassettes" / "eval_mcp" / "real_call.yaml").read_text()
+    assert "uri: mcp://weather/tools/list" in cassette
+    assert "uri: mcp://weather/tools/call" in cassette
+    assert "real forecast for Oslo: rain" in cassette
+    # the server is gone: the replay's MCP session is answered from the cassettes alone
+    replayed = pytester.runpytest(*RUN, "--agent-eval-replay")
+    replayed.assert_outcomes(passed=2)
+    assert ran(marker) == ["get_forecast Oslo"]
+    # an MCP request the cassette lacks is the case's infrastructure error, named
+    path = pytester.path / "cassettes" / "eval_mcp" / "real_call.yaml"
+    path.write_text(cassette.replace("uri: mcp://weather/tools/call", "uri: mcp://weather/tools/other"))
+    missed = pytester.runpytest(*RUN, "--agent-eval-replay", "-k", "real_call")
+    missed.assert_outcomes(errors=1)
+    missed.stdout.fnmatch_lines(
+        [
+            '*infrastructure error*replay miss: MCP mcp://weather/tools/call {"arguments": {"city": "Oslo"}, '
+            '"name": "get_forecast"} (no recorded answer in cassettes*real_call.yaml; record it with '
+            "--agent-eval-record=new)*"
+        ]
+    )

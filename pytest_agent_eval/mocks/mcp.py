@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import functools
 import json
+import sys
 import threading
 import types
 from collections.abc import Callable, Iterable, Sequence
@@ -146,7 +147,12 @@ async def _answer(original: Callable[..., Any], session: Any, name: str, argumen
 
     async def call_server() -> Any:
         real.append(None)
-        result = await original(session, name, arguments, *a, **kw)
+        trial, uri = _trial(), f"mcp://{server}/tools/call"
+        body = json.dumps({"name": name, "arguments": arguments or {}}, sort_keys=True, default=str)
+        result = _replayed(trial, uri, body, "CallToolResult")
+        if result is None:
+            result = await original(session, name, arguments, *a, **kw)
+            _record(trial, uri, body, result)
         real[0] = result
         return plain(result)
 
@@ -160,6 +166,65 @@ async def _answer(original: Callable[..., Any], session: Any, name: str, argumen
             raise
         return as_result(describe(exc), error=True)  # a mocked error: as a server reports its tool's error
     return real[0] if real else as_result(value)
+
+
+class McpReplayMiss(RuntimeError):
+    """Under ``--agent-eval-replay``, an MCP request the case's cassette has no answer to."""
+
+
+def _trial() -> Any:
+    """The running trial's traffic scope when it records or replays a cassette (``traffic.scope``), else None."""
+    scope = sys.modules.get("pytest_agent_eval.traffic.scope")  # not loaded: no traffic option is on
+    trial = scope.CURRENT.get() if scope is not None else None
+    if trial is None or trial.case.cassette is None or trial.case.mode is None:
+        return None
+    return trial
+
+
+def _replayed(trial: Any, uri: str, body: str | None, kind: str) -> Any:
+    """The recorded answer (an ``mcp.types`` ``kind``) to an MCP request, or ``None`` to ask the server; under
+    replay a miss is the trial's infrastructure failure, raised as :class:`McpReplayMiss`."""
+    if trial is None or trial.case.mode == "record":
+        return None
+    from mcp import types as mcp_types
+
+    from pytest_agent_eval.traffic.cassette import match_key
+
+    cassette = trial.case.cassette
+    hit = cassette.take(match_key("MCP", uri, body, cassette.ignore))
+    if hit is not None:
+        return getattr(mcp_types, kind).model_validate_json(hit.response_bytes)
+    if trial.case.mode != "replay":
+        return None
+    where = "no recorded answer in" if cassette.exists else "no cassette"
+    message = (
+        f"replay miss: MCP {uri}{' ' + body if body else ''} ({where} {trial.case.cassette_name}; record it with "
+        "--agent-eval-record=new)"
+    )
+    trial.fail(message)
+    raise McpReplayMiss(message)
+
+
+def _record(trial: Any, uri: str, body: str | None, result: Any) -> None:
+    """Keep an MCP answer in the trial's cassette when recording (secrets scrubbed, as HTTP answers are)."""
+    if trial is None or trial.case.mode not in ("record", "new"):
+        return
+    from pytest_agent_eval.traffic.cassette import Interaction, body_text
+
+    answer = result.model_dump_json(by_alias=True, exclude_none=True).encode("utf-8")
+    trial.case.cassette.add(
+        Interaction(
+            method="MCP",
+            uri=uri,
+            request_body=body_text(body.encode("utf-8")) if body is not None else None,
+            request_type="application/json" if body is not None else None,
+            status=200,
+            reason="OK",
+            response_type="application/json",
+            response_body=body_text(answer),
+            trial=trial.number,
+        )
+    )
 
 
 _LOCK = threading.Lock()
@@ -184,13 +249,23 @@ def install(module: types.ModuleType) -> None:
         originals = {name: session.__dict__[name] for name in ("initialize", "list_tools", "call_tool")}
 
         async def initialize(self: Any, *a: Any, **kw: Any) -> Any:
-            result = await originals["initialize"](self, *a, **kw)
+            trial = _trial()
+            result = _replayed(trial, "mcp://initialize", None, "InitializeResult")
+            if result is None:
+                result = await originals["initialize"](self, *a, **kw)
+                _record(trial, "mcp://initialize", None, result)
+            elif hasattr(self, "_server_capabilities"):  # answered from the cassette: as the SDK keeps it
+                self._server_capabilities = result.capabilities
             setattr(self, _SERVER_ATTR, str(result.serverInfo.name))
             return result
 
         async def list_tools(self: Any, *a: Any, **kw: Any) -> Any:
-            result = await originals["list_tools"](self, *a, **kw)
             server = server_of(self)
+            trial, uri = _trial(), f"mcp://{server}/tools/list"
+            result = _replayed(trial, uri, None, "ListToolsResult")
+            if result is None:
+                result = await originals["list_tools"](self, *a, **kw)
+                _record(trial, uri, None, result)
             if server is not None:
                 TOOLS.note(server, [tool.name for tool in result.tools])
             return result

@@ -90,7 +90,7 @@ class Traffic:
         path = cassette_path(folder, case.path, case.id, None if beside else self.settings.root)
         old = old_cassette_path(folder, case.path, case.id) if beside else None
         cassette = Cassette(path, self.settings.ignore, load=self.settings.mode != "record", old=old, folder=folder)
-        return CaseTraffic(case.id, cassette, shown(path, self.settings.root))
+        return CaseTraffic(case.id, cassette, shown(path, self.settings.root), self.settings.mode)
 
     async def run_trials(
         self, case: Case, repeat: int, run: Callable[[int], Awaitable[T]], fail: Callable[[T | None, str], T]
