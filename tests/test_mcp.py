@@ -4,7 +4,7 @@ agent is the SDK's own ``ClientSession`` (and each framework's MCP client) again
 
 from __future__ import annotations
 
-import re
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -162,8 +162,20 @@ def test_over_streamable_http_a_mocked_call_never_runs_and_an_unmocked_one_reach
         result = pytester.runpytest(*RUN, "--agent-eval-report=report.json")
     result.assert_outcomes(passed=2)
     assert ran(marker) == ["get_forecast Oslo"]  # the passed-through call only
-    report = (pytester.path / "report.json").read_text()
-    assert re.search(r'"name": "get_forecast",\s*"args": \{"city": "Oslo"\}', report)
+    report = json.loads((pytester.path / "report.json").read_text())
+    calls = {case["case_id"]: case["tool_calls"] for case in report["cases"]}
+    assert calls["real"] == [
+        {
+            "name": "get_forecast",
+            "args": {"city": "Oslo"},
+            "result": {"result": "real forecast for Oslo: rain"},  # FastMCP's structured content of a `str`
+            "error": None,
+            "server": "weather",
+        }
+    ]
+    assert calls["mocked"] == [
+        {"name": "get_alerts", "args": {"region": "south"}, "result": "calm", "error": None, "server": "weather"}
+    ]
 
 
 TYPO = """
