@@ -378,3 +378,34 @@ def test_a_recorded_cassette_replays_the_mcp_traffic_with_no_mcp_server_running(
             "--agent-eval-record=new)*"
         ]
     )
+
+
+SEEN = """
+import sys
+
+
+def pytest_sessionfinish(session):
+    loaded = sorted(m for m in ("mcp", "pytest_agent_eval.mocks.mcp") if m in sys.modules)
+    print("loaded:", loaded or "nothing of MCP")
+"""
+
+
+def test_the_patch_installs_when_the_agent_imports_mcp_and_nothing_of_it_loads_otherwise(
+    pytester: pytest.Pytester, chat: ChatServer, marker: Path
+) -> None:
+    pytester.makeconftest(SEEN)
+    pytester.makepyfile(plain_agent="def run(query):\n    return 'no tools here'\n")
+    pytester.path.joinpath("eval_plain.yaml").write_text(
+        "agent: plain_agent:run\ncases:\n  - id: plain\n    input: hi\n    expect: {contains: [no tools]}\n"
+    )
+    plain = pytester.runpytest_subprocess(*RUN, "eval_plain.yaml", "-s")
+    plain.assert_outcomes(passed=1)
+    plain.stdout.fnmatch_lines(["*loaded: nothing of MCP"])
+    # a fresh process whose agent module imports the SDK after the plugin started: the import hook patches it
+    pytester.path.joinpath("eval_mcp.yaml").write_text(STRICT)
+    mcp_run = pytester.runpytest_subprocess(*RUN, "eval_mcp.yaml", "-s")
+    mcp_run.assert_outcomes(failed=1)
+    mcp_run.stdout.fnmatch_lines(
+        ["*loaded: [[]'mcp', *", "*unmocked tool call weather.get_forecast(city='Oslo') in case unmocked*"]
+    )
+    assert ran(marker) == []

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import inspect
+import sys
 import threading
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from contextlib import AbstractContextManager
@@ -17,7 +18,6 @@ from pytest_agent_eval.core.errors import did_you_mean
 from pytest_agent_eval.core.results import ToolCall
 from pytest_agent_eval.core.tool_errors import MockConfigError, UnmockedToolError
 from pytest_agent_eval.faults import describe
-from pytest_agent_eval.mocks import mcp as mcp_tools
 from pytest_agent_eval.mocks.current import current, passing_through
 from pytest_agent_eval.mocks.patching import Holder, patched_dispatchers, unreached
 from pytest_agent_eval.mocks.responses import Call, Raise, Response, Sequence, Value, When, compile_response, produce
@@ -153,7 +153,8 @@ def _unpatched(plan: MockPlan, dispatched: bool, others: bool) -> list[str]:
     if dispatched or not plan.declared or (others and patched_dispatchers()):
         return []
     where = f"{plan.location}: case {plan.case_id}"
-    if mcp_tools.installed():  # an MCP client is in use: its servers may serve any name (told after the trial)
+    mcp_tools = sys.modules.get("pytest_agent_eval.mocks.mcp")  # loaded with an MCP client only (SPEC §27)
+    if mcp_tools is not None and mcp_tools.installed():  # its servers may serve any name (told after the trial)
         return [f"{where}: {problem}; the agent was not called" for problem in mcp_tools.mock_problems(plan.declared)]
     known, missing = live_tools(plan.declared)
     if not known:
