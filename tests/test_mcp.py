@@ -256,15 +256,25 @@ def agent(agent_eval_mcp_servers):
 """
 
 
-@pytest.mark.parametrize("transport", ["stdio", "http"])
+@pytest.mark.parametrize(
+    ("transport", "mode"),
+    [
+        ("stdio", ()),
+        ("http", ()),
+        ("stdio", ("--agent-eval-concurrency", "4")),
+        ("http", ("-n", "2", "--agent-eval-concurrency", "2")),
+    ],
+    ids=["stdio", "http", "stdio-concurrency", "http-xdist-concurrency"],
+)
 def test_a_stand_in_server_from_yaml_answers_its_defaults_and_a_case_mock_overrides_them(
-    pytester: pytest.Pytester, chat: ChatServer, monkeypatch: pytest.MonkeyPatch, transport: str
+    pytester: pytest.Pytester, chat: ChatServer, monkeypatch: pytest.MonkeyPatch, transport: str, mode: tuple[str]
 ) -> None:
     pytester.makepyfile(mcp_agent=AGENT)
     monkeypatch.delenv("MCP_URL", raising=False)
     monkeypatch.delenv("MCP_COMMAND", raising=False)
     pytester.path.joinpath("eval_standin.yaml").write_text(STANDIN.format(transport=transport))
-    result = pytester.runpytest(*RUN)
+    run = pytester.runpytest_subprocess if "-n" in mode else pytester.runpytest
+    result = run(*RUN, *mode)
     result.assert_outcomes(passed=3, failed=1)
     result.stdout.fnmatch_lines(
         [
