@@ -115,6 +115,18 @@ def route(prompt: str) -> tuple[str, dict[str, Any]] | None:
     return None
 
 
+@contextlib.contextmanager
+def loopback_llm(monkeypatch: Any) -> Iterator[Any]:
+    """The scripted loopback LLM (``route``), the OpenAI client pointed at it through the environment."""
+    from openai_server import ChatServer
+
+    with ChatServer(route) as server:
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-loopback")
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+        yield server
+
+
 def server_command(path: Path) -> list[str]:
     """The command that runs the server script at ``path`` over stdio."""
     return [sys.executable, str(path)]

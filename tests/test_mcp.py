@@ -14,7 +14,7 @@ pytest.importorskip("mcp")
 pytest.importorskip("openai")
 
 import mcp.client.session  # noqa: F401 - loaded before the runs, as an agent's module loads it
-from mcp_support import AGENT, SERVER, http_server, ran, route, server_command
+from mcp_support import AGENT, SERVER, http_server, loopback_llm, ran, server_command
 from openai_server import ChatServer
 
 import pytest_agent_eval.mocks.mcp  # noqa: F401 - the engine, loaded once for pytester's in-process runs
@@ -24,10 +24,7 @@ RUN = ("-p", "no:cacheprovider", "-p", "no:randomly")
 
 @pytest.fixture
 def chat(monkeypatch: pytest.MonkeyPatch) -> Iterator[ChatServer]:
-    with ChatServer(route) as server:
-        monkeypatch.setenv("OPENAI_API_KEY", "sk-loopback")
-        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
-        monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+    with loopback_llm(monkeypatch) as server:
         yield server
 
 
