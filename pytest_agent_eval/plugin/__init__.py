@@ -62,7 +62,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
         resume.configure(config)
     signals.install()
-    if config.pluginmanager.hasplugin("xdist") and compat.worker_input(config) is None:
+    if config.pluginmanager.hasplugin("xdist") and not compat.is_worker(config):
         from pytest_agent_eval.plugin.remote import configure_controller
 
         configure_controller(config, state.settings.traffic)  # crashes, the workers' cassettes, an unshared pace
