@@ -1,23 +1,26 @@
-"""MCP tools mocked per case (SPEC §28): one patch at the ``mcp`` SDK's ``ClientSession``, which every MCP client
-built on it goes through (the OpenAI Agents SDK's ``MCPServerStdio``/``MCPServerStreamableHttp``,
-``langchain-mcp-adapters``, the SDK used directly).
+"""MCP tools mocked per case (SPEC §28): one patch at the ``mcp`` SDK's ``ClientSession``, which
+every MCP client built on it goes through (the OpenAI Agents SDK's
+``MCPServerStdio``/``MCPServerStreamableHttp``, ``langchain-mcp-adapters``, the SDK used directly).
 
-* ``ClientSession.initialize`` notes the server's name on the session: the ``serverInfo.name`` the server sends
-  in its initialize result. That is the only name every client sees the same way (a framework's own label for a
-  server, such as the OpenAI Agents SDK's ``name=`` or a ``MultiServerMCPClient`` key, never reaches the
-  session), so ``tool_mocks`` names an MCP tool ``<serverInfo.name>.<tool>``, or ``<tool>`` when it is unique.
-* ``ClientSession.list_tools`` notes each server's tools (a mock naming a tool its server lacks is an error with
-  a did-you-mean).
-* ``ClientSession.call_tool`` answers from the running trial's recording (``mocks.recording``): a mocked call
-  never reaches the server and comes back as the server would send it, a ``CallToolResult`` (text content; a
-  mapping as JSON text and ``structuredContent``; a ``raise`` as ``isError`` with the error's text); an unmocked
-  call follows ``unmocked_tools``. Outside a running case the real session answers.
+* ``ClientSession.initialize`` notes the server's name on the session: the ``serverInfo.name`` the
+  server sends in its initialize result. That is the only name every client sees the same way (a
+  framework's own label for a server, such as the OpenAI Agents SDK's ``name=`` or a
+  ``MultiServerMCPClient`` key, never reaches the session), so ``tool_mocks`` names an MCP tool
+  ``<serverInfo.name>.<tool>``, or ``<tool>`` when it is unique.
+* ``ClientSession.list_tools`` notes each server's tools (a mock naming a tool its server lacks is
+  an error with a did-you-mean).
+* ``ClientSession.call_tool`` answers from the running trial's recording (``mocks.recording``): a
+  mocked call never reaches the server and comes back as the server would send it, a
+  ``CallToolResult`` (text content; a mapping as JSON text and ``structuredContent``; a ``raise`` as
+  ``isError`` with the error's text); an unmocked call follows ``unmocked_tools``. Outside a running
+  case the real session answers.
 
-Nothing of ``mcp`` is imported here: ``plugin/mcp.py`` loads this module and calls :func:`install` once
-``mcp.client.session`` is loaded (by the agent's code). Floor: mocks (it uses ``mocks.current``).
+Nothing of ``mcp`` is imported here: ``plugin/mcp.py`` loads this module and calls :func:`install`
+once ``mcp.client.session`` is loaded (by the agent's code). Floor: mocks (it uses
+``mocks.current``).
 
-Process-wide state, as the patched class is process-wide: ``_PATCHED`` (the methods to restore) and ``TOOLS``
-(the tools each server listed, by server name).
+Process-wide state, as the patched class is process-wide: ``_PATCHED`` (the methods to restore) and
+``TOOLS`` (the tools each server listed, by server name).
 """
 
 from __future__ import annotations
@@ -41,7 +44,7 @@ _SERVER_ATTR = "_agent_eval_mcp_server"
 
 
 class ServerTools:
-    """The tools each MCP server listed in this process (a union: a server of that name listed them)."""
+    """The tools each MCP server listed in this process (by server name, a union over sessions)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -69,7 +72,7 @@ class ServerTools:
             self._standins.clear()
 
     def note_standin(self, server: str, tools: Iterable[str]) -> None:
-        """A stand-in server this run provides (its default responses answer calls no mock answers)."""
+        """A stand-in server this run provides: its defaults answer calls no mock answers."""
         self.note(server, tools)
         with self._lock:
             self._standins.add(server)
@@ -83,9 +86,9 @@ TOOLS = ServerTools()
 
 
 def mock_problems(names: Sequence[str]) -> list[str]:
-    """Problems of mocked tool names once MCP is in use: a ``server.tool`` whose server listed its tools without
-    ``tool`` (with a did-you-mean), a bare name that two servers serve. Any other name may be a tool of a server
-    not listed yet: whether it was called is told after the trial."""
+    """Problems of mocked tool names once MCP is in use: a ``server.tool`` whose server listed its
+    tools without ``tool`` (with a did-you-mean), a bare name that two servers serve. Any other name
+    may be a tool of a server not listed yet: whether it was called is told after the trial."""
     problems = []
     for name in names:
         server, dot, tool = name.partition(".")
@@ -105,14 +108,14 @@ def mock_problems(names: Sequence[str]) -> list[str]:
 
 
 def server_of(session: Any) -> str | None:
-    """The ``serverInfo.name`` a session's server sent at initialize (``None``: initialized before the patch)."""
+    """The ``serverInfo.name`` a session's server sent (``None``: initialized before the patch)."""
     name = getattr(session, _SERVER_ATTR, None)
     return name if isinstance(name, str) else None
 
 
 def plain(result: Any) -> Any:
-    """A ``CallToolResult`` as the record holds it: its structured content, else its text (blocks joined by a
-    newline), else the content blocks as data."""
+    """A ``CallToolResult`` as the record holds it: its structured content, else its text (blocks
+    joined by a newline), else the content blocks as data."""
     structured = getattr(result, "structuredContent", None)
     if structured is not None:
         return structured
@@ -124,8 +127,8 @@ def plain(result: Any) -> Any:
 
 
 def as_result(value: Any, error: bool = False) -> Any:
-    """A mock's value as the ``CallToolResult`` a server sends: a string as text; a mapping as JSON text and
-    ``structuredContent``; any other value as JSON text; a ``CallToolResult`` as it is."""
+    """A mock's value as the ``CallToolResult`` a server sends: a string as text; a mapping as JSON
+    text and ``structuredContent``; any other value as JSON text; a ``CallToolResult`` as it is."""
     from mcp.types import CallToolResult, TextContent
 
     if isinstance(value, CallToolResult):
@@ -138,7 +141,8 @@ def as_result(value: Any, error: bool = False) -> Any:
 
 
 async def _answer(original: Callable[..., Any], session: Any, name: str, arguments: Any, *a: Any, **kw: Any) -> Any:
-    """A ``call_tool`` of a running trial: answered by the recording (mocked) or the server (passed through)."""
+    """A ``call_tool`` of a running trial: answered by the recording (mocked) or the server (passed
+    through)."""
     recording = current_recording(f"MCP tool {name!r}")
     if recording is None:
         return await original(session, name, arguments, *a, **kw)
@@ -173,7 +177,8 @@ class McpReplayMiss(RuntimeError):
 
 
 def _trial() -> Any:
-    """The running trial's traffic scope when it records or replays a cassette (``traffic.scope``), else None."""
+    """The running trial's traffic scope when it records or replays a cassette (``traffic.scope``),
+    else None."""
     scope = sys.modules.get("pytest_agent_eval.traffic.scope")  # not loaded: no traffic option is on
     trial = scope.CURRENT.get() if scope is not None else None
     if trial is None or trial.case.cassette is None or trial.case.mode is None:
@@ -182,8 +187,9 @@ def _trial() -> Any:
 
 
 def _replayed(trial: Any, uri: str, body: str | None, kind: str) -> Any:
-    """The recorded answer (an ``mcp.types`` ``kind``) to an MCP request, or ``None`` to ask the server; under
-    replay a miss is the trial's infrastructure failure, raised as :class:`McpReplayMiss`."""
+    """The recorded answer (an ``mcp.types`` ``kind``) to an MCP request, or ``None`` to ask the
+    server; under replay a miss is the trial's infrastructure failure, raised as
+    :class:`McpReplayMiss`."""
     if trial is None or trial.case.mode == "record":
         return None
     from mcp import types as mcp_types
@@ -198,15 +204,16 @@ def _replayed(trial: Any, uri: str, body: str | None, kind: str) -> Any:
         return None
     where = "no recorded answer in" if cassette.exists else "no cassette"
     message = (
-        f"replay miss: MCP {uri}{' ' + body if body else ''} ({where} {trial.case.cassette_name}; record it with "
-        "--agent-eval-record=new)"
+        f"replay miss: MCP {uri}{' ' + body if body else ''} ({where} {trial.case.cassette_name}; "
+        "record it with --agent-eval-record=new)"
     )
     trial.fail(message)
     raise McpReplayMiss(message)
 
 
 def _record(trial: Any, uri: str, body: str | None, result: Any) -> None:
-    """Keep an MCP answer in the trial's cassette when recording (secrets scrubbed, as HTTP answers are)."""
+    """Keep an MCP answer in the trial's cassette when recording (secrets scrubbed, as HTTP answers
+    are)."""
     if trial is None or trial.case.mode not in ("record", "new"):
         return
     from pytest_agent_eval.traffic.cassette import Interaction, body_text
@@ -229,8 +236,8 @@ def _record(trial: Any, uri: str, body: str | None, result: Any) -> None:
 
 _LOCK = threading.Lock()
 _PATCHED: dict[int, tuple[type, dict[str, Any]]] = {}
-"""Each patched ``ClientSession`` class (a module loaded anew, as pytester's runs do, has its own) and the methods
-the patch replaced, to restore."""
+"""Each patched ``ClientSession`` class (a module loaded anew, as pytester's runs do, has its own)
+and the methods the patch replaced, to restore."""
 _MARK = "__agent_eval_mcp__"
 
 

@@ -1,10 +1,11 @@
-"""Stand-in MCP servers declared in YAML (SPEC §28): their tools, input schemas and default responses, served by
-the official SDK's FastMCP over stdio or loopback streamable HTTP, so a case needs no real server.
+"""Stand-in MCP servers declared in YAML (SPEC §28): their tools, input schemas and default
+responses, served by the official SDK's FastMCP over stdio or loopback streamable HTTP, so a case
+needs no real server.
 
 The block (an eval file's or the ini ``agent_eval_mcp_servers`` file's ``mcp_servers:``)::
 
     mcp_servers:
-      weather:                      # the server's name: its serverInfo.name, so mocks say weather.<tool>
+      weather:                      # its serverInfo.name: mocks say weather.<tool>
         transport: stdio            # or http (loopback streamable HTTP); stdio when left out
         tools:
           get_forecast:
@@ -13,8 +14,9 @@ The block (an eval file's or the ini ``agent_eval_mcp_servers`` file's ``mcp_ser
             response: "sunny"       # the default answer; a case's tool_mocks answer first
 
 :func:`parse_servers` checks a block (an error names ``path:line``); ``python -m
-pytest_agent_eval.mocks.mcp_standin SPEC.json [--http PORT]`` serves one server (:func:`main`). The data is never
-executed: a response is a value, a schema is read as JSON Schema. Floor: mocks (``mocks.mcp`` makes the results).
+pytest_agent_eval.mocks.mcp_standin SPEC.json [--http PORT]`` serves one server (:func:`main`). The
+data is never executed: a response is a value, a schema is read as JSON Schema. Floor: mocks
+(``mocks.mcp`` makes the results).
 """
 
 from __future__ import annotations
@@ -48,7 +50,8 @@ class StandinTool:
 
 @dataclass(frozen=True)
 class StandinServer:
-    """A stand-in server: its name (``serverInfo.name``), transport and tools; where it was declared."""
+    """A stand-in server: its name (``serverInfo.name``), transport and tools; where it was
+    declared."""
 
     name: str
     transport: str
@@ -61,7 +64,12 @@ class StandinServer:
         return {
             "name": self.name,
             "tools": [
-                {"name": t.name, "description": t.description, "input_schema": t.input_schema, "response": t.response}
+                {
+                    "name": t.name,
+                    "description": t.description,
+                    "input_schema": t.input_schema,
+                    "response": t.response,
+                }
                 for t in self.tools.values()
             ],
         }
@@ -72,8 +80,8 @@ class StandinServer:
 
 
 def parse_servers(doc: Document, key: tuple[Any, ...] = ("mcp_servers",)) -> dict[str, StandinServer]:
-    """The servers of the block at ``key`` in ``doc``; :class:`EvalFileError` at the ``path:line`` of the first
-    problem (what is wrong and what to write instead)."""
+    """The servers of the block at ``key`` in ``doc``; :class:`EvalFileError` at the ``path:line``
+    of the first problem (what is wrong and what to write instead)."""
     block = _at(doc.data, key)
 
     def error(at: tuple[Any, ...], message: str) -> EvalFileError:
@@ -90,14 +98,18 @@ def parse_servers(doc: Document, key: tuple[Any, ...] = ("mcp_servers",)) -> dic
             raise error(at, f"server {name!r}: give a mapping with `tools:` (and `transport: stdio|http`)")
         for unknown in [k for k in spec if k not in _SERVER_KEYS]:
             raise error(
-                (*at, unknown), f"server {name!r}: unknown key {unknown!r}{did_you_mean(str(unknown), _SERVER_KEYS)}"
+                (*at, unknown),
+                f"server {name!r}: unknown key {unknown!r}{did_you_mean(str(unknown), _SERVER_KEYS)}",
             )
         transport = spec.get("transport", "stdio")
         if transport not in TRANSPORTS:
             raise error((*at, "transport"), f"server {name!r}: transport {transport!r}: use stdio or http")
         tools = spec.get("tools")
         if not isinstance(tools, dict) or not tools:
-            raise error((*at, "tools"), f"server {name!r}: `tools:` must map each tool name to its description")
+            raise error(
+                (*at, "tools"),
+                f"server {name!r}: `tools:` must map each tool name to its description",
+            )
         servers[name] = StandinServer(
             name,
             transport,
@@ -115,7 +127,10 @@ def _tool(error: Any, at: tuple[Any, ...], name: Any, raw: Any) -> StandinTool:
     if not isinstance(raw, dict):
         raise error(at, f"tool {name!r}: give a mapping with description, input_schema, response")
     for unknown in [k for k in raw if k not in _TOOL_KEYS]:
-        raise error((*at, unknown), f"tool {name!r}: unknown key {unknown!r}{did_you_mean(str(unknown), _TOOL_KEYS)}")
+        raise error(
+            (*at, unknown),
+            f"tool {name!r}: unknown key {unknown!r}{did_you_mean(str(unknown), _TOOL_KEYS)}",
+        )
     description = raw.get("description", "")
     if not isinstance(description, str):
         raise error((*at, "description"), f"tool {name!r}: description must be a string")
@@ -156,9 +171,10 @@ def load_servers(path: Path) -> dict[str, StandinServer]:
 
 
 def serve(spec: dict[str, Any], port: int | None = None) -> None:
-    """Serve the stand-in ``spec`` (:meth:`StandinServer.to_json`) with FastMCP: over stdio, or over streamable
-    HTTP on ``127.0.0.1:port``. Its tools answer their default response; their arguments are checked against
-    their input schema first (a call that does not fit is an ``isError`` result, as a real server's)."""
+    """Serve the stand-in ``spec`` (:meth:`StandinServer.to_json`) with FastMCP: over stdio, or over
+    streamable HTTP on ``127.0.0.1:port``. Its tools answer their default response; their arguments
+    are checked against their input schema first (a call that does not fit is an ``isError`` result,
+    as a real server's)."""
     import jsonschema
     from mcp.server.fastmcp import FastMCP
     from mcp.types import Tool
@@ -197,7 +213,10 @@ def main(argv: list[str] | None = None) -> int:
         port = int(args[at + 1])
         del args[at : at + 2]
     if len(args) != 1:
-        print("usage: python -m pytest_agent_eval.mocks.mcp_standin SPEC.json [--http PORT]", file=sys.stderr)
+        print(
+            "usage: python -m pytest_agent_eval.mocks.mcp_standin SPEC.json [--http PORT]",
+            file=sys.stderr,
+        )
         return 2
     serve(json.loads(Path(args[0]).read_text(encoding="utf-8")), port)
     return 0

@@ -1,13 +1,15 @@
 """MCP tools mocked per case (SPEC §28): the pytest glue.
 
-* The patch at the ``mcp`` SDK's ``ClientSession`` (``mocks/mcp.py``) is installed only once an MCP client is in
-  use: at ``pytest_configure`` if ``mcp.client.session`` is loaded, else by an import hook when the agent's code
-  imports it. Until then nothing of ``mcp`` nor of the engine is imported (SPEC §27).
-* Stand-in servers (``mcp_servers:`` in an eval file, or in the YAML file the ini ``agent_eval_mcp_servers``
-  names): :class:`StandIns` starts them (a stdio one is a command the agent's client runs; an HTTP one a process
-  on a free loopback port) and tells the agent where they are: the ``agent_eval_mcp_servers`` fixture and the
-  ``AGENT_EVAL_MCP_<NAME>_COMMAND`` / ``_URL`` environment variables. A server that does not start is an
-  infrastructure error of each case, naming its command.
+* The patch at the ``mcp`` SDK's ``ClientSession`` (``mocks/mcp.py``) is installed only once an MCP
+  client is in use: at ``pytest_configure`` if ``mcp.client.session`` is loaded, else by an import
+  hook when the agent's code imports it. Until then nothing of ``mcp`` nor of the engine is imported
+  (SPEC §27).
+* Stand-in servers (``mcp_servers:`` in an eval file, or in the YAML file the ini
+  ``agent_eval_mcp_servers`` names): :class:`StandIns` starts them (a stdio one is a command the
+  agent's client runs; an HTTP one a process on a free loopback port) and tells the agent where they
+  are: the ``agent_eval_mcp_servers`` fixture and the ``AGENT_EVAL_MCP_<NAME>_COMMAND`` / ``_URL``
+  environment variables. A server that does not start is an infrastructure error of each case,
+  naming its command.
 """
 
 from __future__ import annotations
@@ -58,7 +60,7 @@ class _Loader(importlib.abc.Loader):
 
 
 class _ImportHook(importlib.abc.MetaPathFinder):
-    """Patches ``mcp.client.session`` when it is imported (one name compared per import until then)."""
+    """Patches ``mcp.client.session`` when it is imported (until then, one compare per import)."""
 
     def find_spec(
         self, fullname: str, path: Sequence[str] | None, target: types.ModuleType | None = None
@@ -84,7 +86,8 @@ _HOOK = _ImportHook()
 
 
 def watch() -> None:
-    """Patch ``ClientSession`` now if the ``mcp`` SDK is loaded, else when it is. Undone by :func:`unwatch`."""
+    """Patch ``ClientSession`` now if the ``mcp`` SDK is loaded, else when it is. Undone by
+    :func:`unwatch`."""
     with _LOCK:
         _USERS[0] += 1
         module = sys.modules.get(SESSION_MODULE)
@@ -95,7 +98,8 @@ def watch() -> None:
 
 
 def unwatch() -> None:
-    """Undo one :func:`watch`; the last one restores ``ClientSession`` and removes the import hook."""
+    """Undo one :func:`watch`; the last one restores ``ClientSession`` and removes the import
+    hook."""
     with _LOCK:
         _USERS[0] = max(0, _USERS[0] - 1)
         if _USERS[0]:
@@ -113,8 +117,8 @@ _START_S = 30.0
 
 
 class StandIns:
-    """The stand-in MCP servers of the run (this process): declared by the ini's file and the eval files,
-    started when collection ends, stopped at the session's end."""
+    """The stand-in MCP servers of the run (this process): declared by the ini's file and the eval
+    files, started when collection ends, stopped at the session's end."""
 
     def __init__(self) -> None:
         self.declared: dict[str, Any] = {}
@@ -134,8 +138,9 @@ class StandIns:
                 self.declared[name] = server
             elif known.to_json() != server.to_json() or known.transport != server.transport:
                 self.problems.append(
-                    f"{server.where}: the stand-in MCP server {name!r} is declared differently at {known.where}; "
-                    "a run has one server of each name: rename one, or declare it once (ini agent_eval_mcp_servers)"
+                    f"{server.where}: the stand-in MCP server {name!r} is declared differently at "
+                    f"{known.where}; a run has one server of each name: rename one, or declare it "
+                    "once (ini agent_eval_mcp_servers)"
                 )
 
     def start(self) -> None:
@@ -163,7 +168,8 @@ class StandIns:
                 self._setenv(server.env_name("URL"), url)
 
     def _serve_http(self, server: Any, command: list[str]) -> str | None:
-        """Start an HTTP stand-in on a free loopback port; its URL, or ``None`` with the problem noted."""
+        """Start an HTTP stand-in on a free loopback port; its URL, or ``None`` with the problem
+        noted."""
         with socket.socket() as sock:
             sock.bind(("127.0.0.1", 0))
             port = int(sock.getsockname()[1])
@@ -179,7 +185,10 @@ class StandIns:
         self._procs.append(proc)
         deadline = time.monotonic() + _START_S
         while proc.poll() is None and time.monotonic() < deadline:
-            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=0.5):
+            with (
+                contextlib.suppress(OSError),
+                socket.create_connection(("127.0.0.1", port), timeout=0.5),
+            ):
                 return f"http://127.0.0.1:{port}/mcp"
             time.sleep(0.05)
         said = log.read_text(errors="replace").strip().splitlines()[-5:]
@@ -236,7 +245,8 @@ def import_session() -> None:
 
 
 def standins(config: pytest.Config) -> StandIns:
-    """The run's stand-ins, registered as a plugin object (``agent_eval_mcp_standins``) with the first."""
+    """The run's stand-ins, registered as a plugin object (``agent_eval_mcp_standins``) with the
+    first."""
     found = config.stash.get(_STANDINS, None)
     if found is None:
         found = config.stash[_STANDINS] = StandIns()
@@ -252,8 +262,8 @@ def declare(config: pytest.Config, servers: dict[str, Any]) -> None:
 
 @pytest.fixture(scope="session")
 def agent_eval_mcp_servers(request: pytest.FixtureRequest) -> dict[str, dict[str, Any]]:
-    """The run's stand-in MCP servers: name -> ``{"command": [...] | None, "url": "http://127.0.0.1:…/mcp" |
-    None}`` (a stdio stand-in has a command, an HTTP one a URL)."""
+    """The run's stand-in MCP servers: name -> ``{"command": [...] | None, "url":
+    "http://127.0.0.1:…/mcp" | None}`` (a stdio stand-in has a command, an HTTP one a URL)."""
     found = request.config.stash.get(_STANDINS, None)
     if found is None:
         return {}
@@ -264,7 +274,7 @@ def agent_eval_mcp_servers(request: pytest.FixtureRequest) -> dict[str, dict[str
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini(
         "agent_eval_mcp_servers",
-        "a YAML file whose `mcp_servers:` declares stand-in MCP servers the run provides (SPEC §28)",
+        "a YAML file whose `mcp_servers:` declares stand-in MCP servers for the run (SPEC §28)",
         default="",
     )
 
