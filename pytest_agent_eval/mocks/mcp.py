@@ -77,6 +77,14 @@ class ServerTools:
         with self._lock:
             self._standins.add(server)
 
+    def drop_standins(self, servers: Iterable[str]) -> None:
+        """The run that provided these stand-ins ended: forget them (a later run's server of that
+        name is a real one)."""
+        with self._lock:
+            for server in servers:
+                self._standins.discard(server)
+                self._tools.pop(server, None)
+
     def is_standin(self, server: str | None) -> bool:
         with self._lock:
             return server in self._standins

@@ -207,6 +207,9 @@ class StandIns:
         os.environ[name] = value
 
     def stop(self) -> None:
+        engine = sys.modules.get("pytest_agent_eval.mocks.mcp")
+        if engine is not None:
+            engine.TOOLS.drop_standins(self.addresses)
         for proc in self._procs:
             proc.terminate()
         for proc in self._procs:
