@@ -209,7 +209,7 @@ class StandIns:
     def stop(self) -> None:
         engine = sys.modules.get("pytest_agent_eval.mocks.mcp")
         if engine is not None:
-            engine.TOOLS.drop_standins(self.addresses)
+            engine.TOOLS.drop_standins(self.declared)
         for proc in self._procs:
             proc.terminate()
         for proc in self._procs:
