@@ -59,6 +59,9 @@ class Case:
     tags: tuple[str, ...] = ()
     timeout: float | None = None
     repeat: int = 1
+    """Trials of the case; with ``stop_when_decided``, at most this many."""
+    stop_when_decided: bool = False
+    """``repeat: {max: n, stop: decided}``: the trials stop once the verdict of all ``repeat`` is known (SPEC §25)."""
     min_pass_rate: float = 1.0
     min_score: float | None = None
     weights: dict[str, float] = field(default_factory=dict)
@@ -71,6 +74,9 @@ class Case:
     metadata: dict[str, Any] = field(default_factory=dict)
     reference: str | list[str] | None = None
     """A reference answer (or facts) the ``judge`` compares the answer with."""
+    reference_any: bool = False
+    """Whether a list ``reference`` lists alternative answers, any one of which is right (inspect_ai's targets),
+    rather than facts the answer must all agree with."""
     agent: str | dict[str, Any] | None = None
     """``module:attr``, an HTTP agent's URL or ``{url, ...}`` from the file, or ``None`` for ``--agent`` / the
     ``agent`` fixture."""
@@ -101,5 +107,8 @@ class LoadedFile:
     description: str | None = None
     agents: dict[str, tuple[str | dict[str, Any], int]] = field(default_factory=dict)
     """The file's matrix (``agents:``): name -> (``module:attr``, line)."""
+    notes: list[str] = field(default_factory=list)
+    """What a user may not expect but is no error (a dataset without its sidecar): a warning in pytest, a note in
+    ``agent-eval validate``."""
     mcp_servers: dict[str, Any] = field(default_factory=dict)
     """The file's stand-in MCP servers (``mcp_servers:``): name -> ``mocks.mcp_standin.StandinServer``."""
