@@ -52,6 +52,18 @@ def _table(rows: list[tuple[str, ...]], cls: str = "") -> str:
     return "".join(out)
 
 
+def _trust_section(records: list[CaseRecord], document: dict[str, Any]) -> str:
+    """Attack success rates of injection variants, judges' calibration and panels' agreement (SPEC §26)."""
+    from pytest_agent_eval.report.trust import figures, tables
+
+    found = {k: document[k] for k in ("injection", "judges", "panels") if isinstance(document.get(k), dict)}
+    shown = tables(records, found or figures(records))
+    if not shown:
+        return ""
+    body = "".join(f"<h3>{esc(t.title)}</h3>{_table([t.header, *t.rows], 'trust')}" for t in shown)
+    return f'<section id="trust"><h2>Injection and judges</h2>{body}</section>'
+
+
 def _counts(records: list[CaseRecord]) -> str:
     found = {o: sum(r.outcome == o for r in records) for o in _OUTCOMES}
     parts = [f'<span class="o-{o}">{n} {o}</span>' for o, n in found.items() if n]
@@ -271,6 +283,7 @@ def render(document: dict[str, Any], baseline: Baseline | None = None) -> str:
     parts.append(f'<section id="summary"><h2>Summary</h2>{_counts(records)}{summary}</section>')
     parts.append(_not_run_section(document.get("not_run") or []))
     parts.append(_flaky_section(document.get("flaky") or {}))
+    parts.append(_trust_section(records, document))
     parts.append(_charts(records))
     parts += [
         '<section id="cases"><h2>Cases</h2>',

@@ -83,6 +83,9 @@ class JsonReport:
         flaky = self.config.stash.get(FLAKY, None)
         if flaky:  # the run store's flaky cases (SPEC §24)
             document["flaky"] = flaky
+        from pytest_agent_eval.report.trust import figures  # injection variants, judges (SPEC §26)
+
+        document.update(figures(self.collector.records))
         document["cases"] = self.collector.record_data  # as the reports carried them: no round trip
         # the cases a dead worker, an interrupt or a stop left without a final record (what a resumed run runs)
         document["not_run"] = self.collector.not_run(how_it_ended(exit_status, stopped))

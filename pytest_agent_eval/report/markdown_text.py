@@ -89,6 +89,12 @@ def markdown_lines(
             "",
             f"**Flaky ({len(flaky)})**, passing and failing over the last runs with the case unchanged: {named}",
         ]
+    from pytest_agent_eval.report.trust import tables  # injection variants, judges (SPEC §26)
+
+    for table in tables(records):
+        out += ["", f"**{md_cell(table.title)}**", "", "| " + " | ".join(md_cell(h) for h in table.header) + " |"]
+        out.append("|" + "|".join("---" if i == 0 else "---:" for i in range(len(table.header))) + "|")
+        out += ["| " + " | ".join(md_cell(c) for c in row) + " |" for row in table.rows]
     if comparison is not None:
         out += ["", *comparison.markdown()]
     return out
