@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from pytest_agent_eval.cases import trust
 from pytest_agent_eval.cases.cache import ParseCache
 from pytest_agent_eval.cases.dialects import (
     category_json,
@@ -18,7 +19,7 @@ from pytest_agent_eval.cases.dialects import (
 from pytest_agent_eval.cases.dialects.base import Dialect, DialectRegistry
 from pytest_agent_eval.cases.document import Document, read_document
 from pytest_agent_eval.cases.errors import EvalFileError
-from pytest_agent_eval.cases.model import LoadedFile
+from pytest_agent_eval.cases.model import Case, LoadedFile
 from pytest_agent_eval.checks import CheckRegistry
 
 __all__ = ["Dialect", "DialectRegistry", "builtin_dialects", "detect", "load_file"]  # Dialect: its old home
@@ -77,4 +78,24 @@ def load_file(
 ) -> LoadedFile:
     """Read ``path`` and build its cases. Raises EvalFileError(s) for problems with the file as a whole."""
     doc = read_document(path, text, cache)
-    return detect(doc, dialects).load(doc, checks)
+    return finish(doc, detect(doc, dialects).load(doc, checks))
+
+
+def finish(doc: Document, loaded: LoadedFile) -> LoadedFile:
+    """The dialect's cases, bounded (SPEC §22), with one error case per JSON Line that is not JSON."""
+    try:
+        trust.check_count(len(loaded.cases), "the file")
+    except trust.Refused as exc:
+        raise EvalFileError(doc.path, 1, str(exc)) from None
+    for error in doc.bad_lines:
+        case_id = f"line-{error.line}"
+        loaded.cases.append(
+            Case(
+                case_id,
+                doc.path,
+                error.line or 1,
+                error=f"{error.format()} (case {case_id})",
+                dialect=loaded.dialect,
+            )
+        )
+    return loaded

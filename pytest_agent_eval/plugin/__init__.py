@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from pytest_agent_eval import compat, imports, secrets
-from pytest_agent_eval.plugin import hookspecs, options, shards, signals, skipping, stopping
+from pytest_agent_eval.plugin import hookspecs, options, shards, signals, skipping, stopping, trust
 from pytest_agent_eval.plugin.fixtures import (  # noqa: F401 - the plugin's fixtures
     agent_eval_case,
     agent_eval_llm,
@@ -29,8 +29,10 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
     pluginmanager.add_hookspecs(hookspecs)
 
 
-def pytest_addoption(parser: pytest.Parser) -> None:
+def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginManager) -> None:
     options.add_options(parser)
+    if not pluginmanager.is_registered(trust):
+        pluginmanager.register(trust, "agent-eval-trust")  # its options, ini and configure (SPEC §22)
 
 
 def pytest_configure(config: pytest.Config) -> None:

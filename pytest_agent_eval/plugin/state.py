@@ -57,9 +57,7 @@ class EvalSession:
 
     def _start_traffic(self) -> Traffic:
         import hashlib
-        import tempfile
         import warnings
-        from pathlib import Path
 
         from pytest_agent_eval.traffic.session import start
 
@@ -68,9 +66,14 @@ class EvalSession:
             folder = cache.mkdir("agent_eval_limits") if cache is not None else None
         except OSError:  # not writable: the folder below, as without a cache
             folder = None
-        if folder is None:
+        if folder is None:  # the user's private folder (SPEC §22), never a shared predictable path
+            from pytest_agent_eval import private
+
             digest = hashlib.sha256(str(self.config.rootpath).encode()).hexdigest()[:12]
-            folder = Path(tempfile.gettempdir()) / f"pytest-agent-eval-limits-{digest}"
+            try:
+                folder = private.folder(f"limits-{digest}")
+            except private.PrivateDirError as exc:
+                raise pytest.UsageError(f"the run's rate-limit state: {exc}") from None
         from pytest_agent_eval.traffic.store import StoreError, StoreWarning
 
         try:

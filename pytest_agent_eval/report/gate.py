@@ -47,6 +47,8 @@ class Verdict:
     def reasons(self) -> list[str]:
         """Why the gate fails, one phrase each (none: it passes)."""
         out = []
+        if not self.records:
+            out.append("the report has no case (a -k, -m or path that matched nothing?)")
         if self.comparison is not None and self.comparison.not_compared is not None:
             out.append("the baseline was not compared with the report")
         elif self.comparison is not None and self.comparison.regressions:

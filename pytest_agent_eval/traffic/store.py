@@ -27,6 +27,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
+from pytest_agent_eval.private import open_private
 from pytest_agent_eval.secrets import scrub_text, scrub_url
 
 T = TypeVar("T")
@@ -285,6 +286,8 @@ def read_state(text: str) -> dict[str, float] | None:
 
 
 def _cannot_open(path: Path, exc: OSError) -> str:
+    if path.is_symlink():
+        return f"the run's rate-limit state {path} is a symlink, which is never followed: remove it"
     if path.is_dir():
         return f"the run's rate-limit state {path} is a directory, not a file: remove it"
     return (
@@ -303,8 +306,9 @@ def _locked_error(path: Path) -> StoreError:
 @contextmanager
 def _locked(path: Path) -> Iterator[Any]:
     """The state file, open and locked (``WAIT_S`` at most: ``StoreError`` past it, naming the file)."""
-    try:  # bytes that are not UTF-8 are read as such, and found unreadable
-        handle = open(path, "a+", encoding="utf-8", errors="replace")  # noqa: SIM115 (closed below)
+    try:  # never through a symlink (SPEC §22); bytes that are not UTF-8 are read as such, and found unreadable
+        fd = open_private(path)
+        handle = open(fd, "r+", encoding="utf-8", errors="replace")  # noqa: SIM115 (closed below)
     except OSError as exc:
         raise StoreError(_cannot_open(path, exc)) from None
     try:

@@ -81,6 +81,7 @@ def _assertion(
         out["value"] = _render_value(value, variables)
     except ValueError as exc:
         problems.append(source.error(str(exc)))
+        out["value"] = value  # unrendered: the case is an error already, its value needs no second message
     if item.get("config") is not None:
         out["config"] = item["config"]
     if item.get("options") is not None:

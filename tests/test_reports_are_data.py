@@ -1,0 +1,146 @@
+"""Saved reports read back are data (SPEC §22): every field checked by type and range wherever a report is read
+(``merge``, ``gate``, ``compare``, ``html``, ``--agent-eval-baseline``, ``--agent-eval-resume``), exit 2 with one
+line naming the field's JSON path, never a traceback; the gate fails an empty run and a baseline sharing no case.
+
+Reports are written by real pytest runs (``pytester``), then edited as a hostile pull request would.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_agent_eval.cli import main
+
+AGENT = "def run(query, context):\n    return 'Paris' if 'capital' in query else 'no idea'\n"
+SUITE = """\
+agent: agent:run
+cases:
+  - {id: capital, input: capital of France?, expect: {contains: [Paris]}}
+  - {id: river, input: longest river?, expect: {contains: [Nile]}}
+"""
+
+
+@pytest.fixture
+def report(pytester: pytest.Pytester) -> Path:
+    pytester.makepyfile(agent=AGENT)
+    pytester.syspathinsert()
+    (pytester.path / "eval_geo.yaml").write_text(SUITE)
+    path = pytester.path / "report.json"
+    pytester.runpytest("-p", "no:cacheprovider", f"--agent-eval-report={path}")
+    assert len(json.loads(path.read_text())["cases"]) == 2
+    return path
+
+
+def cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def edited(path: Path, name: str, change: Callable[[dict[str, Any]], None]) -> Path:
+    document = json.loads(path.read_text())
+    change(document)
+    target = path.with_name(name)
+    target.write_text(json.dumps(document))
+    return target
+
+
+# -- the gate fails what it cannot judge -----------------------------------------------------------------------
+
+
+def test_the_gate_fails_a_report_with_no_case_in_either_direction(
+    report: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    empty = edited(report, "empty.json", lambda d: d.update(cases=[]))
+    code, out, _ = cli(capsys, "gate", str(empty), "--baseline", str(report))
+    assert code == 1, out
+    assert "no case in common with this run (this run has no case)" in out
+    assert "the report has no case" in out
+    code, out, _ = cli(capsys, "gate", str(report), "--baseline", str(empty))
+    assert code == 1, out
+    code, out, _ = cli(capsys, "gate", str(empty))
+    assert code == 1, out
+    assert "gate failed: the report has no case" in out
+
+
+def test_the_gate_fails_a_baseline_sharing_no_case_in_either_direction(
+    report: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def rename(document: dict[str, Any]) -> None:
+        for case in document["cases"]:
+            case["nodeid"] = case["nodeid"].replace("eval_geo.yaml", "eval_other.yaml").replace("capital", "city")
+
+    other = edited(report, "other.json", rename)
+    for cand, base in ((report, other), (other, report)):
+        code, out, _ = cli(capsys, "gate", str(cand), "--baseline", str(base))
+        assert code == 1, out
+        assert "no case in common" in out
+
+
+# -- every field of its type and range -------------------------------------------------------------------------
+
+
+def _set(path: tuple[str | int, ...], value: Any) -> Callable[[dict[str, Any]], None]:
+    def change(document: dict[str, Any]) -> None:
+        node: Any = document
+        for part in path[:-1]:
+            node = node[part]
+        node[path[-1]] = value
+
+    return change
+
+
+BAD_FIELDS = [
+    (("cases", 0, "cost"), -0.5, "cases[0].cost: -0.5 is less than the minimum of 0"),
+    (("cases", 0, "cost"), 10**400, "cases[0].cost: an integer of 401 digits, larger than any float"),
+    (("cases", 0, "score"), -3, "cases[0].score: -3 is less than the minimum of 0"),
+    (("cases", 0, "score"), 1e308, "cases[0].score: 1e+308 is greater than the maximum of 1"),
+    (("cases", 1, "latency_s"), "fast", "cases[1].latency_s: 'fast' is not of type 'number', 'null'"),
+    (("run",), "yesterday", "run: 'yesterday' is not of type 'object'"),
+    (("run", "duration_s"), "long", "run.duration_s: 'long' is not of type 'number'"),
+    (("cases", 0, "trials", 0, "cost"), -1, "cases[0].trials[0].cost: -1 is less than the minimum of 0"),
+]
+
+
+@pytest.mark.parametrize(("where", "value", "message"), BAD_FIELDS, ids=[m.split(":")[0] for _, _, m in BAD_FIELDS])
+@pytest.mark.parametrize("command", ["gate", "compare", "html", "merge", "gate-baseline"])
+def test_a_field_of_the_wrong_type_or_range_is_exit_2_naming_its_path(
+    report: Path,
+    capsys: pytest.CaptureFixture[str],
+    command: str,
+    where: tuple[str | int, ...],
+    value: Any,
+    message: str,
+) -> None:
+    bad = edited(report, "bad.json", _set(where, value))
+    argv = {
+        "gate": ["gate", str(bad), "--max-cost", "1"],
+        "gate-baseline": ["gate", str(report), "--baseline", str(bad)],
+        "compare": ["compare", str(report), str(bad)],
+        "html": ["html", str(bad), "-o", str(report.with_name("page.html"))],
+        "merge": ["merge", str(report), str(bad), "-o", str(report.with_name("merged.json"))],
+    }[command]
+    code, _, err = cli(capsys, *argv)
+    assert code == 2
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and message in lines[0] and str(bad) in lines[0], err
+
+
+def test_a_bad_baseline_or_resume_report_is_one_line_naming_the_field(report: Path, pytester: pytest.Pytester) -> None:
+    bad = edited(report, "bad.json", _set(("cases", 0, "score"), -3))
+    for option in ("--agent-eval-baseline", "--agent-eval-resume"):
+        result = pytester.runpytest("-p", "no:cacheprovider", option, str(bad))
+        text = result.stdout.str() + result.stderr.str()
+        assert "cases[0].score: -3 is less than the minimum of 0" in text, text
+        assert "Traceback" not in text
+
+
+def test_a_report_the_run_wrote_reads_back_clean(report: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli(capsys, "html", str(report), "-o", str(report.with_name("page.html")))[0] == 0
+    assert cli(capsys, "compare", str(report), str(report))[0] == 0
+    assert cli(capsys, "gate", str(report), "--baseline", str(report))[0] == 0  # a known failure: no regression
