@@ -33,6 +33,7 @@ from pytest_agent_eval.report.baseline import (
     load_report,
 )
 from pytest_agent_eval.report.schema import report_schema
+from pytest_agent_eval.text import one_line
 
 
 def load_plugin(ref: str) -> ModuleType:
@@ -210,11 +211,11 @@ def compare_reports(
     try:
         before, after = load_records(Path(base)), load_records(Path(cand))
     except BaselineError as exc:
-        print(f"agent-eval compare: {exc}", file=sys.stderr)
+        print(one_line(f"agent-eval compare: {exc}"), file=sys.stderr)
         return 2
     result = compare(before, after, tolerance, significance)
     for line in result.markdown() if markdown else result.table():
-        print(line)
+        print(one_line(line))  # a report is data: an id's control characters are shown escaped
     return 1 if fail and result.failed else 0
 
 
@@ -234,7 +235,7 @@ def html_page(
         records = load_records(Path(report))
         before = load_records(Path(base)) if base else None
     except BaselineError as exc:
-        print(f"agent-eval html: {exc}", file=sys.stderr)
+        print(one_line(f"agent-eval html: {exc}"), file=sys.stderr)
         return 2
     baseline = None
     kept = document.get("baseline") or {}

@@ -14,6 +14,7 @@ import stat
 import sys
 import tempfile
 import textwrap
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -430,3 +431,87 @@ def test_a_planted_private_folder_or_state_symlink_is_never_followed(
     result = run(llm_project, "--agent-eval-rate-limit", "5/s")
     assert victim.read_text() == "precious"
     assert "is a symlink, which is never followed" in result.stdout.str() + result.stderr.str()
+
+
+# -- a provider that answers only 429 never stands the run still -----------------------------------------------
+
+
+def test_the_step_429s_set_is_capped() -> None:
+    from pytest_agent_eval.traffic.store import MAX_STEP_S, update_state
+
+    state: dict[str, float] = {}
+    for n in range(40):  # each 429 to a request sent after the last slow-down doubles the step
+        update_state(state, float(n), [("slower", "step:api", 0.0)])
+    assert state["step:api"] == MAX_STEP_S
+
+
+@pytest.mark.slow
+def test_a_provider_answering_only_429_ends_each_case_as_an_infrastructure_error(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``Retry-After: nan`` on every answer, and a pace already slowed to 8 s a request by earlier 429s: one more
+    429 doubles it to the cap, not past it, and every case ends as an error naming the 429."""
+    pytest.importorskip("openai")
+    from openai_server import ChatServer
+    from test_traffic import AGENTS, evals_file, point_at
+
+    from pytest_agent_eval.traffic.store import MAX_STEP_S
+
+    pytester.makepyfile(traffic_agents=AGENTS)
+    pytester.makeini("[pytest]\n")
+    pytester.syspathinsert()
+    (pytester.path / "eval_limited.yaml").write_text(evals_file("sync_agent", cases=2))
+    with ChatServer(lambda prompt: None, failures=100, retry_after="nan", max_requests=100) as chat:
+        point_at(monkeypatch, chat.base_url)
+        host = chat.base_url.split("//")[1].split("/")[0]
+        store = pytester.path / ".pytest_cache" / "d" / "agent_eval_limits" / "pace.json"
+        store.parent.mkdir(parents=True)
+        store.write_text(json.dumps({"at": time.time(), f"step:{host}": MAX_STEP_S * 0.8}))
+        result = pytester.runpytest("-rA", "--agent-eval-retries", "1")
+    assert "INTERNALERROR" not in result.stdout.str()
+    found = outcomes(result)
+    assert set(found) == {"case_0", "case_1"} and "PASSED" not in found.values(), found
+    result.stdout.fnmatch_lines(["*429*"])
+    state = json.loads(store.read_text())
+    assert 0 < state[f"step:{host}"] <= MAX_STEP_S
+
+
+# -- agent-eval init writes all or nothing, inside DIR, never through a symlink --------------------------------
+
+
+def _init(folder: Path) -> tuple[int, str]:
+    import contextlib
+    import io
+
+    from pytest_agent_eval.cli import main
+
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        code = main(["init", str(folder)])
+    return code, err.getvalue()
+
+
+def test_init_never_writes_through_a_dangling_symlink(tmp_path: Path) -> None:
+    project, outside = tmp_path / "project", tmp_path / "outside"
+    project.mkdir()
+    outside.mkdir()
+    (project / "evals").mkdir()
+    (project / "evals" / "conftest.py").symlink_to(outside / "planted.py")  # dangling: exists() says False
+    code, err = _init(project)
+    assert code == 1
+    assert "conftest.py is a symlink (never written through)" in err and "nothing was written" in err
+    assert list(outside.iterdir()) == []
+    assert sorted(p.name for p in project.rglob("*")) == ["conftest.py", "evals"]
+
+
+def test_init_checks_every_target_first_and_writes_nothing_when_one_is_blocked(tmp_path: Path) -> None:
+    (tmp_path / ".github").write_text("not a folder")
+    code, err = _init(tmp_path)
+    assert code == 1
+    assert ".github is a file, not a folder" in err
+    assert sorted(p.name for p in tmp_path.rglob("*")) == [".github"]  # nothing left half-way
+    (tmp_path / ".github").unlink()
+    (tmp_path / ".github").symlink_to(tmp_path.parent)
+    code, err = _init(tmp_path)
+    assert code == 1 and ".github is a symlink" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".github"]

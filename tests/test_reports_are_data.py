@@ -144,3 +144,68 @@ def test_a_report_the_run_wrote_reads_back_clean(report: Path, capsys: pytest.Ca
     assert cli(capsys, "html", str(report), "-o", str(report.with_name("page.html")))[0] == 0
     assert cli(capsys, "compare", str(report), str(report))[0] == 0
     assert cli(capsys, "gate", str(report), "--baseline", str(report))[0] == 0  # a known failure: no regression
+
+
+# -- what the terminal shows, what a collection writes ---------------------------------------------------------
+
+
+def test_control_characters_in_ids_are_shown_escaped(report: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    def plant(document: dict[str, Any]) -> None:
+        document["cases"][0]["nodeid"] += "\x1b]0;owned\x07\x1b[2J"
+        document["cases"][0]["outcome"] = "failed"
+
+    hostile = edited(report, "hostile.json", plant)
+    for argv in (["compare", str(hostile), str(report)], ["gate", str(report), "--baseline", str(hostile)]):
+        _, out, err = cli(capsys, *argv)
+        assert "\x1b" not in out + err and "\x07" not in out + err
+        assert "\\x1b]0;owned\\x07" in out
+
+
+def test_collect_only_writes_no_report_and_prints_no_eval_summary(report: Path, pytester: pytest.Pytester) -> None:
+    before = report.read_text()
+    html = report.with_name("page.html")
+    result = pytester.runpytest(
+        "-p", "no:cacheprovider", "--collect-only", "-q", f"--agent-eval-report={report}", f"--agent-eval-html={html}"
+    )
+    assert result.ret == 0
+    assert report.read_text() == before  # the last real run's report, which resume and the gate need
+    assert not html.exists()
+    assert "agent eval summary" not in result.stdout.str()
+    assert "not run" not in result.stdout.str()
+    result.stdout.fnmatch_lines(["eval_geo.yaml::capital", "eval_geo.yaml::river"])
+
+
+@pytest.mark.parametrize("k", ["0", "-1"])
+def test_agent_eval_k_below_1_is_a_usage_error(pytester: pytest.Pytester, k: str) -> None:
+    result = pytester.runpytest("-p", "no:cacheprovider", f"--agent-eval-k={k}")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"*--agent-eval-k must be at least 1, got {k}*"])
+
+
+def test_resume_refuses_the_report_of_another_suite(report: Path, pytester: pytest.Pytester) -> None:
+    def rename(document: dict[str, Any]) -> None:
+        for case in document["cases"]:
+            case["nodeid"] = case["nodeid"].replace("eval_geo.yaml", "eval_elsewhere.yaml")
+
+    foreign = edited(report, "foreign.json", rename)
+    result = pytester.runpytest(
+        "-p", "no:cacheprovider", f"--agent-eval-resume={foreign}", f"--agent-eval-report={report}"
+    )
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--agent-eval-resume: *foreign.json is the report of another suite*"])
+    assert "eval_elsewhere" not in report.read_text()
+    ours = pytester.runpytest("-p", "no:cacheprovider", f"--agent-eval-resume={report}")
+    assert ours.ret == 0  # every case has a final record: nothing to run
+
+
+def test_a_duplicate_promptfoo_description_says_to_change_the_description(pytester: pytest.Pytester) -> None:
+    (pytester.path / "provider.py").write_text(
+        "def call_api(prompt, options, context):\n    return {'output': prompt}\n"
+    )
+    (pytester.path / "promptfooconfig.yaml").write_text(
+        "prompts: ['{{ q }}']\nproviders: [file://provider.py]\n"
+        "tests:\n  - {description: same, vars: {q: a}}\n  - {description: same, vars: {q: b}}\n"
+    )
+    result = pytester.runpytest("-p", "no:cacheprovider", "-rA")
+    result.stdout.fnmatch_lines(["*duplicate case id 'same' (first at line 4); give each case a unique `description`*"])
+    assert "unique `id`" not in result.stdout.str()

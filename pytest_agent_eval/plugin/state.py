@@ -67,7 +67,7 @@ class EvalSession:
         except OSError:  # not writable: the folder below, as without a cache
             folder = None
         if folder is None:  # the user's private folder (SPEC §22), never a shared predictable path
-            from pytest_agent_eval import private
+            from pytest_agent_eval.traffic import private
 
             digest = hashlib.sha256(str(self.config.rootpath).encode()).hexdigest()[:12]
             try:

@@ -235,9 +235,9 @@ def compare(
     cand = {r.nodeid: r for r in candidate}
     out = Comparison(tolerance=tolerance, significance=significance)
     base_key, cand_key = _as_is, _as_is
-    if not cand or not base:  # in either direction: a gate that cannot compare fails (SPEC §17, §22)
-        empty = " and ".join(n for n, side in (("the baseline", base), ("this run", cand)) if not side)
-        out.not_compared = f"no case in common with this run ({empty} {'have' if ' and ' in empty else 'has'} no case)"
+    if bool(cand) != bool(base):  # in either direction: a gate that cannot compare fails (SPEC §17, §22)
+        empty = "the baseline" if not base else "this run"
+        out.not_compared = f"no case in common with this run ({empty} has no case)"
         return out
     if base and cand and base.keys().isdisjoint(cand.keys()):
         prefixes = _rootdir_prefixes(list(base), list(cand))

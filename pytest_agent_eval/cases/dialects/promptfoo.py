@@ -295,7 +295,7 @@ def _cases(
     description = test.get("description")
     own = Problems(doc)
     if description is not None:
-        case_id, original = explicit_id(description, line, ids, own, key)
+        case_id, original = explicit_id(description, line, ids, own, key, "description")
         original = original or str(description)
     else:
         case_id, original = ids.derive(f"test-{number}", line), None

@@ -3,7 +3,7 @@
 Never a predictable shared path another local user could plant a symlink or a file in: the folder is
 ``$XDG_RUNTIME_DIR/pytest-agent-eval`` (a per-user folder the system made) or ``<temp>/pytest-agent-eval-<uid>``,
 created mode 0700, checked with ``lstat`` (not a symlink, a folder, owned by this user, no access for others)
-before use; a file in it is opened without following a symlink (:func:`open_private`). A leaf module.
+before use; a file in it is opened without following a symlink (:func:`open_private`).
 """
 
 from __future__ import annotations
