@@ -14,19 +14,19 @@ import typing
 if typing.TYPE_CHECKING:
     from pytest_agent_eval.adapters import Adapter, AdapterRegistry
     from pytest_agent_eval.cases.dialects import Dialect, DialectRegistry
-    from pytest_agent_eval.cases.model import Case, LoadedFile
     from pytest_agent_eval.checks import Check, CheckContext, CheckError, CheckRegistry
+    from pytest_agent_eval.core.case import Case, LoadedFile
+    from pytest_agent_eval.core.results import AgentResult, CaseResult, CheckResult, RunRecord, ToolCall
     from pytest_agent_eval.mocks import ToolMocks, wrap
-    from pytest_agent_eval.run.results import AgentResult, CaseResult, CheckResult, RunRecord, ToolCall
 
-__version__ = "0.1.0"
+from pytest_agent_eval.version import __version__
 
 _LAZY = {
-    "AgentResult": "pytest_agent_eval.run.results",
-    "RunRecord": "pytest_agent_eval.run.results",
-    "ToolCall": "pytest_agent_eval.run.results",
-    "Case": "pytest_agent_eval.cases.model",
-    "LoadedFile": "pytest_agent_eval.cases.model",
+    "AgentResult": "pytest_agent_eval.core.results",
+    "RunRecord": "pytest_agent_eval.core.results",
+    "ToolCall": "pytest_agent_eval.core.results",
+    "Case": "pytest_agent_eval.core.case",
+    "LoadedFile": "pytest_agent_eval.core.case",
     "Check": "pytest_agent_eval.checks",
     "CheckContext": "pytest_agent_eval.checks",
     "CheckError": "pytest_agent_eval.checks",
@@ -34,7 +34,7 @@ _LAZY = {
     "CheckResult": "pytest_agent_eval.checks",
     "Adapter": "pytest_agent_eval.adapters",
     "AdapterRegistry": "pytest_agent_eval.adapters",
-    "CaseResult": "pytest_agent_eval.run.results",
+    "CaseResult": "pytest_agent_eval.core.results",
     "ToolMocks": "pytest_agent_eval.mocks",
     "wrap": "pytest_agent_eval.mocks",
     "Dialect": "pytest_agent_eval.cases.dialects",

@@ -18,11 +18,12 @@ from typing import NamedTuple, TextIO
 from pytest_agent_eval.adapters import AdapterRegistry, builtin_adapters
 from pytest_agent_eval.cases import trust
 from pytest_agent_eval.cases.dialects.native_schema import native_schema
-from pytest_agent_eval.cases.document import read_document
-from pytest_agent_eval.cases.errors import EvalFileError, EvalFileErrors
-from pytest_agent_eval.cases.files import DEFAULT_FILES, is_eval_file
 from pytest_agent_eval.cases.load import DialectRegistry, builtin_dialects, detect, finish
 from pytest_agent_eval.checks import CheckRegistry, builtin_registry
+from pytest_agent_eval.core.document import read_document
+from pytest_agent_eval.core.errors import EvalFileError, EvalFileErrors
+from pytest_agent_eval.core.files import DEFAULT_FILES, is_eval_file
+from pytest_agent_eval.imports import file_module
 from pytest_agent_eval.report.baseline import (
     DEFAULT_SIGNIFICANCE,
     DEFAULT_TOLERANCE,
@@ -40,18 +41,15 @@ def load_plugin(ref: str) -> ModuleType:
     """A module by import name, or a ``.py`` file (e.g. a ``conftest.py``) by path."""
     path = Path(ref)
     if ref.endswith(".py"):
-        spec = importlib.util.spec_from_file_location(f"_agent_eval_plugin_{path.stem}", path)
-        if spec is None or spec.loader is None or not path.is_file():
+        if not path.is_file():
             raise SystemExit(f"agent-eval: -p {ref}: no such file")
-        module = importlib.util.module_from_spec(spec)
         base = _package_root(path.resolve().parent)
         if str(base) not in sys.path:  # as pytest's default import mode does for a conftest.py
             sys.path.insert(0, str(base))
         try:
-            spec.loader.exec_module(module)
+            return file_module(path, f"_agent_eval_plugin_{path.stem}_")
         except Exception as exc:
             raise SystemExit(f"agent-eval: {ref}: {type(exc).__name__}: {exc}") from None
-        return module
     try:
         return importlib.import_module(ref)
     except ImportError as exc:

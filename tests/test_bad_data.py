@@ -19,9 +19,9 @@ from agent_sources import SCRIPTED_AGENT
 from shared_run import SharedRun, run_pytest, write_files
 from test_bad_input import GOOD
 
-from pytest_agent_eval.cases.cache import ParseCache
-from pytest_agent_eval.cases.document import read_document
-from pytest_agent_eval.cases.errors import EvalFileError, EvalFileErrors
+from pytest_agent_eval.core.document import read_document
+from pytest_agent_eval.core.errors import EvalFileError, EvalFileErrors
+from pytest_agent_eval.core.parse_cache import ParseCache
 from pytest_agent_eval.text import bounded_repr, bounded_text
 
 AGENT = "agent: scripted:run\n"

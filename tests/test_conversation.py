@@ -7,7 +7,7 @@ import socket
 import pytest
 
 from pytest_agent_eval.conversation.scoring import Composite, ScorerReplyError, read_task_scores, timing_score
-from pytest_agent_eval.conversation.spec import SimulatedUser, Task
+from pytest_agent_eval.core.conversation import SimulatedUser, Task
 
 AGENT = """
 def run(query, context):

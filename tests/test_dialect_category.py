@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 from dialect_support import answering, run_evals, seed_file
 
-from pytest_agent_eval.cases.model import Case
 from pytest_agent_eval.checks import CheckContext
 from pytest_agent_eval.checks.scorers import tool_usage
-from pytest_agent_eval.run.results import RunRecord, ToolCall
+from pytest_agent_eval.core.case import Case
+from pytest_agent_eval.core.results import RunRecord, ToolCall
 
 
 def categories(pytester: pytest.Pytester, data: dict[str, list[dict[str, Any]]]) -> None:

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from dialect_support import SEED_DATA, answering, run_evals
 
-from pytest_agent_eval.cases.errors import EvalFileError
 from pytest_agent_eval.cases.load import builtin_dialects, load_file
 from pytest_agent_eval.checks import builtin_registry
+from pytest_agent_eval.core.errors import EvalFileError
 
 SHAPES = [
     ("native", "cases:\n  - {id: a, input: hi, expect: {contains: [hi]}}\n"),

@@ -9,7 +9,7 @@ import pytest
 from dialect_support import answering, run_evals, seed_file
 
 from pytest_agent_eval.checks.answers import allocation_valid
-from pytest_agent_eval.run.results import RunRecord
+from pytest_agent_eval.core.results import RunRecord
 
 
 def golden(pytester: pytest.Pytester, items: list[dict[str, Any]], name: str = "eval_golden") -> None:

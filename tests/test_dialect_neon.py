@@ -9,10 +9,10 @@ import pytest
 from dialect_support import answering, run_evals, seed_file
 
 from pytest_agent_eval.cases.load import builtin_dialects, load_file
-from pytest_agent_eval.cases.model import Case
 from pytest_agent_eval.checks import CheckContext, builtin_registry
 from pytest_agent_eval.checks.scorers import efficiency, grounding, tool_selection
-from pytest_agent_eval.run.results import RunRecord, ToolCall
+from pytest_agent_eval.core.case import Case
+from pytest_agent_eval.core.results import RunRecord, ToolCall
 
 SUITE = """\
 name: demo

@@ -13,14 +13,14 @@ import pytest
 
 from pytest_agent_eval.adapters import Adapter, Agent
 from pytest_agent_eval.adapters.plain import PlainAdapter
-from pytest_agent_eval.cases.model import Case
 from pytest_agent_eval.checks import CheckRegistry, CheckResult, builtin_registry
+from pytest_agent_eval.core.case import Case
+from pytest_agent_eval.core.results import CaseResult, RunRecord
 from pytest_agent_eval.mocks import MockPlan
 from pytest_agent_eval.mocks.current import current_recording
 from pytest_agent_eval.run import eager
 from pytest_agent_eval.run.agents import as_agent
 from pytest_agent_eval.run.loops import InlineLoop
-from pytest_agent_eval.run.results import CaseResult, RunRecord
 from pytest_agent_eval.run.runner import run_case
 from pytest_agent_eval.run.settings import RunSettings
 from pytest_agent_eval.run.stalls import CALL

@@ -257,7 +257,7 @@ def test_item10_an_unwritable_cache_directory_costs_speed_only(pytester: pytest.
 
 def test_item19_a_task_scorer_reply_with_two_scores_for_one_task_is_unreadable() -> None:
     from pytest_agent_eval.conversation.scoring import ScorerReplyError, read_task_scores
-    from pytest_agent_eval.conversation.spec import SimulatedUser, Task
+    from pytest_agent_eval.core.conversation import SimulatedUser, Task
 
     user = SimulatedUser(tasks=(Task("Ask A", "a"), Task("Ask B", "b")))
     reply = json.dumps(

@@ -9,11 +9,11 @@ from typing import Any
 import pytest
 from openai_server import ChatServer
 
-from pytest_agent_eval.cases.model import Case
 from pytest_agent_eval.checks import CheckContext, CheckError, builtin_registry, evaluate
 from pytest_agent_eval.checks.judge import judge, read_score
+from pytest_agent_eval.core.case import Case
+from pytest_agent_eval.core.results import RunRecord, ToolCall
 from pytest_agent_eval.llm import default_llm
-from pytest_agent_eval.run.results import RunRecord, ToolCall
 
 
 @pytest.mark.parametrize(

@@ -11,9 +11,9 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pytest_agent_eval.cases.errors import EvalFileError, EvalFileErrors
 from pytest_agent_eval.cases.load import builtin_dialects, load_file
 from pytest_agent_eval.checks import builtin_registry
+from pytest_agent_eval.core.errors import EvalFileError, EvalFileErrors
 
 CHECKS = builtin_registry()
 DIALECTS = builtin_dialects()

@@ -14,8 +14,9 @@ from typing import Any
 
 import pytest
 
-from pytest_agent_eval.cases.model import Case
 from pytest_agent_eval.checks import builtin_registry
+from pytest_agent_eval.core.case import Case
+from pytest_agent_eval.core.results import ToolCall
 from pytest_agent_eval.mocks import (
     MockConfigError,
     MockPlan,
@@ -28,7 +29,6 @@ from pytest_agent_eval.mocks import (
     wrap,
 )
 from pytest_agent_eval.run.agents import as_agent
-from pytest_agent_eval.run.results import ToolCall
 from pytest_agent_eval.run.runner import run_case
 from pytest_agent_eval.run.settings import RunSettings
 

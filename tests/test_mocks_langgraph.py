@@ -21,7 +21,7 @@ from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool, Tool, tool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
-from pytest_agent_eval.cases.model import Case
+from pytest_agent_eval.core.case import Case
 from pytest_agent_eval.mocks import MockPlan, UnmockedToolError, wrap
 
 

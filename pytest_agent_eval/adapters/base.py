@@ -52,20 +52,15 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
-from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from pytest_agent_eval.core.trial import CONVERSATION, TRIAL
+
 if TYPE_CHECKING:
-    from pytest_agent_eval.run.results import RunRecord
+    from pytest_agent_eval.core.results import RunRecord
 
-TRIAL: ContextVar[tuple[str, int] | None] = ContextVar("agent_eval_trial_id", default=None)
-"""The running case's id and trial number, set by the runner for each trial: for adapters that keep state per
-case and trial (an HTTP agent's session id)."""
-
-CONVERSATION: ContextVar[Any] = ContextVar("agent_eval_conversation", default=None)
-"""During an agent call of a conversation: the ``RunRecord.conversation`` that ``normalise`` read from the previous
-call's result (a framework's own message list), to be continued; ``None`` for the first message and single calls."""
+__all__ = ["CONVERSATION", "TRIAL", "Adapter", "Agent", "ArgsOf", "StandIn", "UnreadableResult", "calling"]
 
 ArgsOf = Callable[[tuple[Any, ...], dict[str, Any]], dict[str, Any]]
 """``args_of(args, kwargs) -> {argument: value}``: a tool's arguments read from one call of its function."""

@@ -24,9 +24,10 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urljoin, urlsplit, urlunsplit
 
-from pytest_agent_eval.adapters.base import TRIAL, Agent, StandIn
+from pytest_agent_eval.adapters.base import Agent, StandIn
 from pytest_agent_eval.adapters.plain import normalise as plain_normalise
-from pytest_agent_eval.run.results import RunRecord
+from pytest_agent_eval.core.results import RunRecord
+from pytest_agent_eval.core.trial import TRIAL
 from pytest_agent_eval.secrets import remember, remember_url
 
 DEFAULT_BODY: dict[str, Any] = {"message": "{message}", "session_id": "{session}"}

@@ -12,10 +12,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from pytest_agent_eval.adapters.base import CONVERSATION, Agent, ArgsOf, StandIn
+from pytest_agent_eval.adapters.base import Agent, ArgsOf, StandIn
 from pytest_agent_eval.adapters.messages import from_messages
 from pytest_agent_eval.adapters.plain import normalise as read_plain
-from pytest_agent_eval.run.results import RunRecord
+from pytest_agent_eval.core.results import RunRecord
+from pytest_agent_eval.core.trial import CONVERSATION
 
 _FRAMEWORK_ARGS = frozenset({"run_manager", "callbacks", "config"})  # what LangChain adds to a tool's own args
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from pytest_agent_eval.run.results import RunRecord, ToolCall
+from pytest_agent_eval.core.results import RunRecord, ToolCall
 
 
 def text_of(content: Any) -> str:

@@ -14,9 +14,11 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from pytest_agent_eval.adapters.base import CONVERSATION, Agent, StandIn
+from pytest_agent_eval.adapters.base import Agent, StandIn
 from pytest_agent_eval.adapters.plain import normalise as read_plain
-from pytest_agent_eval.run.results import RunRecord, ToolCall
+from pytest_agent_eval.core.results import RunRecord, ToolCall
+from pytest_agent_eval.core.tool_errors import unmocked_stop
+from pytest_agent_eval.core.trial import CONVERSATION
 
 EXTRA = "pip install 'pytest-agent-evalset[openai-agents]'"
 
@@ -154,8 +156,6 @@ class OpenAIAgentsAdapter:
 async def _tool_failure(tool: Any, ctx: Any, exc: Exception) -> Any:
     """What the model gets when ``tool`` raised ``exc``: the tool's ``failure_error_function`` answer (the SDK's
     default one's message unless the tool set its own); ``exc`` raised on when the tool has none (``None``)."""
-    from pytest_agent_eval.mocks.errors import unmocked_stop  # here: the mocks package imports the adapters
-
     if unmocked_stop(exc) is not None:  # no tool error: the case stops on it
         raise exc
     try:

@@ -9,7 +9,7 @@ from typing import Any
 
 from pytest_agent_eval.adapters.base import Agent, StandIn, UnreadableResult, calling
 from pytest_agent_eval.adapters.messages import from_messages, text_of, tool_call
-from pytest_agent_eval.run.results import AgentResult, RunRecord
+from pytest_agent_eval.core.results import AgentResult, RunRecord
 
 OUTPUT_KEYS = ("output", "response", "answer", "final_message")
 _METHODS = ("ainvoke", "invoke", "run")

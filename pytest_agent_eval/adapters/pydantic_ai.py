@@ -14,9 +14,10 @@ from collections.abc import Callable
 from typing import Any
 
 from pytest_agent_eval import compat
-from pytest_agent_eval.adapters.base import CONVERSATION, Agent, StandIn
+from pytest_agent_eval.adapters.base import Agent, StandIn
 from pytest_agent_eval.adapters.plain import normalise as read_plain
-from pytest_agent_eval.run.results import RunRecord, ToolCall
+from pytest_agent_eval.core.results import RunRecord, ToolCall
+from pytest_agent_eval.core.trial import CONVERSATION
 
 EXTRA = "pip install 'pytest-agent-evalset[pydantic-ai]'"
 

@@ -1,1 +1,1 @@
-"""Reading eval files: documents with line positions, the case model, the schema and the dialects."""
+"""Reading eval files into cases: the loaders, the schema and the dialects (the case model is in ``core``)."""

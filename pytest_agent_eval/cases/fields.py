@@ -5,9 +5,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from pytest_agent_eval.cases.document import Document, PathKey
-from pytest_agent_eval.cases.errors import EvalFileError, did_you_mean
 from pytest_agent_eval.checks import CheckRegistry
+from pytest_agent_eval.core.document import Document, PathKey
+from pytest_agent_eval.core.errors import EvalFileError, did_you_mean
 
 _TURN_CHECK = re.compile(r"^turn \d+: (.+)$")  # how the runner names a conversation turn's checks
 
@@ -66,7 +66,7 @@ def _mock_problems(fields: dict[str, Any]) -> list[tuple[PathKey, str]]:
 def _conversation_problems(fields: dict[str, Any], defaults: Any, in_case: bool) -> list[tuple[PathKey, str]]:
     """``assertions`` of the right shape; in a case, ``assertions`` and ``score`` only with a ``simulated_user``
     of its own or from the file's ``defaults``; no ``turns`` beside it."""
-    from pytest_agent_eval.conversation.spec import assertion_problem
+    from pytest_agent_eval.core.conversation import assertion_problem
 
     out: list[tuple[PathKey, str]] = []
     assertions = fields.get("assertions")

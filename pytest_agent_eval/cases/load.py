@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from pytest_agent_eval.cases import trust
-from pytest_agent_eval.cases.cache import ParseCache
 from pytest_agent_eval.cases.dialects import (
     category_json,
     conversation_job,
@@ -17,10 +16,11 @@ from pytest_agent_eval.cases.dialects import (
     tool_routing,
 )
 from pytest_agent_eval.cases.dialects.base import Dialect, DialectRegistry
-from pytest_agent_eval.cases.document import Document, read_document
-from pytest_agent_eval.cases.errors import EvalFileError
-from pytest_agent_eval.cases.model import Case, LoadedFile
 from pytest_agent_eval.checks import CheckRegistry
+from pytest_agent_eval.core.case import Case, LoadedFile
+from pytest_agent_eval.core.document import Document, read_document
+from pytest_agent_eval.core.errors import EvalFileError
+from pytest_agent_eval.core.parse_cache import ParseCache
 
 __all__ = ["Dialect", "DialectRegistry", "builtin_dialects", "detect", "load_file"]  # Dialect: its old home
 

@@ -22,7 +22,7 @@ from pytest_agent_eval.checks.base import (
     CheckSpec,
     evaluate,
 )
-from pytest_agent_eval.run.results import CheckResult
+from pytest_agent_eval.core.results import CheckResult
 
 __all__ = [
     "Check",

@@ -10,7 +10,7 @@ from typing import Any
 from pytest_agent_eval.checks.base import CheckContext, CheckRegistry
 from pytest_agent_eval.checks.outcome import phrase_pattern, read_outcome
 from pytest_agent_eval.checks.output import excerpt
-from pytest_agent_eval.run.results import CheckResult, RunRecord
+from pytest_agent_eval.core.results import CheckResult, RunRecord
 
 ALLOCATION_SUCCESS = ("allocated", "booked", "scheduled", "found", "successfully", "available", "success")
 ALLOCATION_FAILURE = ("not found", "unavailable", "failed", "cannot", "no dynos", "invalid", "error", "required")

@@ -1,5 +1,7 @@
-"""The check protocol and the registry that maps ``expect:`` keys to checks (a check's result, ``CheckResult``, is
-with the other results in ``run.results``); how a per-turn result is named."""
+"""The check protocol and the registry that maps ``expect:`` keys to checks; how a per-turn result is named.
+
+A check's result, ``CheckResult``, is one of the shared words in ``core.results``.
+"""
 
 from __future__ import annotations
 
@@ -9,12 +11,12 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
+from pytest_agent_eval.core.results import CheckResult, RunRecord
 from pytest_agent_eval.faults import describe
-from pytest_agent_eval.run.results import CheckResult, RunRecord
 from pytest_agent_eval.traffic.clients import infrastructure_error
 
 if TYPE_CHECKING:
-    from pytest_agent_eval.cases.model import Case
+    from pytest_agent_eval.core.case import Case
 
 
 @dataclass

@@ -6,8 +6,8 @@ import inspect
 from typing import Any
 
 from pytest_agent_eval.checks.base import CheckContext, CheckRegistry
+from pytest_agent_eval.core.results import CheckResult, RunRecord
 from pytest_agent_eval.imports import import_object
-from pytest_agent_eval.run.results import CheckResult, RunRecord
 
 
 def _to_result(name: str, value: Any) -> CheckResult:

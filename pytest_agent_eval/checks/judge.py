@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from pytest_agent_eval.checks.base import CheckContext, CheckError, CheckRegistry
+from pytest_agent_eval.core.results import CheckResult, RunRecord
 from pytest_agent_eval.imports import import_object
 from pytest_agent_eval.llm import ask, prompt_json
-from pytest_agent_eval.run.results import CheckResult, RunRecord
 
 NO_LLM = (
     "no LLM configured for the judge: set AGENT_EVAL_LLM_MODEL (with OPENAI_API_KEY / OPENAI_BASE_URL and the "

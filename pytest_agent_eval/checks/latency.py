@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from pytest_agent_eval.checks.base import CheckContext, CheckRegistry
-from pytest_agent_eval.run.results import CheckResult, RunRecord
+from pytest_agent_eval.core.results import CheckResult, RunRecord
 
 
 def max_latency_s(run: RunRecord, spec: Any, ctx: CheckContext) -> CheckResult:

@@ -6,7 +6,7 @@ import re
 from typing import Any
 
 from pytest_agent_eval.checks.base import CheckContext, CheckRegistry
-from pytest_agent_eval.run.results import CheckResult, RunRecord
+from pytest_agent_eval.core.results import CheckResult, RunRecord
 
 SUCCESS_WORDS = (
     "success", "successful", "successfully", "succeeded", "completed", "complete", "done", "confirmed",

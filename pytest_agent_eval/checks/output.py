@@ -7,7 +7,7 @@ from typing import Any
 
 from pytest_agent_eval.checks.base import CheckContext, CheckRegistry
 from pytest_agent_eval.checks.patterns import DEFAULT_LIMIT, Found, PatternTimeout, search
-from pytest_agent_eval.run.results import CheckResult, RunRecord
+from pytest_agent_eval.core.results import CheckResult, RunRecord
 
 STRINGS = {"type": ["string", "array"], "items": {"type": "string"}}  # a string or a list of strings
 _EXCERPT = 60

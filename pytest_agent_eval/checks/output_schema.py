@@ -10,7 +10,7 @@ import re
 from typing import Any, NamedTuple, NoReturn
 
 from pytest_agent_eval.checks.base import CheckContext, CheckRegistry
-from pytest_agent_eval.run.results import CheckResult, RunRecord
+from pytest_agent_eval.core.results import CheckResult, RunRecord
 
 
 class Fence(NamedTuple):

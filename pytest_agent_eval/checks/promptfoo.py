@@ -18,7 +18,7 @@ from typing import Any
 from pytest_agent_eval.checks.base import CheckContext, CheckError, CheckRegistry
 from pytest_agent_eval.checks.promptfoo_asserts import DETERMINISTIC, Verdict, cost_so_far
 from pytest_agent_eval.checks.promptfoo_graded import Judge, graded, python
-from pytest_agent_eval.run.results import CheckResult, RunRecord
+from pytest_agent_eval.core.results import CheckResult, RunRecord
 
 NAME = "promptfoo"
 

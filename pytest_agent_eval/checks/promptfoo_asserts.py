@@ -12,7 +12,7 @@ from typing import Any
 
 from pytest_agent_eval.checks.base import CheckError
 from pytest_agent_eval.checks.patterns import DEFAULT_LIMIT, search
-from pytest_agent_eval.run.results import RunRecord
+from pytest_agent_eval.core.results import RunRecord
 
 
 @dataclass

@@ -3,7 +3,6 @@ through the plugin's judge (``agent_eval_llm``), and ``python`` (inline or a fil
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 from collections.abc import Callable
@@ -13,8 +12,9 @@ from typing import Any
 from pytest_agent_eval.checks.base import CheckContext, CheckError
 from pytest_agent_eval.checks.judge import NO_LLM, prompt_fields, read_score
 from pytest_agent_eval.checks.promptfoo_asserts import Verdict
+from pytest_agent_eval.core.results import RunRecord
+from pytest_agent_eval.imports import file_module
 from pytest_agent_eval.llm import ask
-from pytest_agent_eval.run.results import RunRecord
 
 RUBRIC_PROMPT = """You grade an output against a rubric.
 Rubric: {rubric}
@@ -143,18 +143,11 @@ def python(a: dict[str, Any], run: RunRecord, inverse: bool, cost: float | None,
     return Verdict.of(passed, score, reason or ("passed" if passed else "python assertion failed"))
 
 
-_MODULES: dict[str, Any] = {}
-
-
 def _python_file(path: str, function: str) -> Callable[..., Any]:
-    module = _MODULES.get(path)
-    if module is None:
-        spec = importlib.util.spec_from_file_location(f"_promptfoo_{len(_MODULES)}", path)
-        if spec is None or spec.loader is None:
-            raise CheckError(f"cannot load python assertion file {path}")
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        _MODULES[path] = module
+    try:
+        module = file_module(Path(path), "_promptfoo_")
+    except FileNotFoundError:
+        raise CheckError(f"cannot load python assertion file {path}") from None
     func = getattr(module, function, None)
     if not callable(func):
         raise CheckError(f"{path} has no function {function}(output, context)")

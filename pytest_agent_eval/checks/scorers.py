@@ -15,8 +15,8 @@ from pytest_agent_eval.checks.judge import NO_LLM, ask_score, judge
 from pytest_agent_eval.checks.output import excerpt
 from pytest_agent_eval.checks.patterns import search
 from pytest_agent_eval.checks.tools import align
+from pytest_agent_eval.core.results import CheckResult, RunRecord
 from pytest_agent_eval.llm import prompt_json
-from pytest_agent_eval.run.results import CheckResult, RunRecord
 
 DEFAULT_MIN_SCORE = 0.7
 """The pass threshold of a scorer when neither it nor its case sets ``min_score`` (Neon's default)."""

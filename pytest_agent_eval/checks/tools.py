@@ -10,12 +10,12 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from pytest_agent_eval.checks.base import CheckContext, CheckRegistry
-from pytest_agent_eval.run.results import CheckResult, RunRecord, ToolCall
+from pytest_agent_eval.core.results import CheckResult, RunRecord, ToolCall
 from pytest_agent_eval.subset import exact_mismatches, mismatches, without_paths
 from pytest_agent_eval.text import bounded_repr
 
 if TYPE_CHECKING:
-    from pytest_agent_eval.cases.model import Case
+    from pytest_agent_eval.core.case import Case
 
 NAMES = {"type": "array", "items": {"type": "string"}}
 ARGS_STEP = {

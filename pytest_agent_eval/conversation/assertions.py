@@ -8,8 +8,8 @@ from typing import Any
 
 from pytest_agent_eval.checks.base import CheckContext, CheckRegistry, evaluate
 from pytest_agent_eval.conversation.neo4j import Connection, NotConfigured
-from pytest_agent_eval.conversation.spec import Assertion
-from pytest_agent_eval.run.results import CheckResult, RunRecord
+from pytest_agent_eval.core.conversation import Assertion
+from pytest_agent_eval.core.results import CheckResult, RunRecord
 
 ExpressionHook = Callable[..., Any]
 """``(assertion, run, case) -> bool | float | CheckResult | None`` (the hook, firstresult)."""

@@ -12,9 +12,9 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from pytest_agent_eval.conversation.spec import SimulatedUser
+from pytest_agent_eval.core.conversation import SimulatedUser
+from pytest_agent_eval.core.results import CheckResult
 from pytest_agent_eval.llm import LLM, ask
-from pytest_agent_eval.run.results import CheckResult
 from pytest_agent_eval.traffic.clients import infrastructure_error
 
 REPLY_SHAPE = '{"tone": <0..1>, "tasks": [{"scored": "<the task text>", "score": <0..1>}, ...]}'

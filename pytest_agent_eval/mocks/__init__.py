@@ -19,7 +19,7 @@ Process-wide state, each documented where it lives: the current recording (``cur
 (``standins``) and the patched module attributes (``patching``).
 """
 
-from pytest_agent_eval.mocks.errors import MockConfigError, ToolMockError, UnmockedToolError
+from pytest_agent_eval.core.tool_errors import MockConfigError, ToolMockError, UnmockedToolError
 from pytest_agent_eval.mocks.fixture import ToolMocks
 from pytest_agent_eval.mocks.recording import MockPlan, Recording
 from pytest_agent_eval.mocks.responses import Response, Value, compile_response, load_responses

@@ -18,7 +18,7 @@ import threading
 from collections.abc import Awaitable, Callable, Iterator
 from typing import Any, Final, Protocol
 
-from pytest_agent_eval.mocks.errors import UnmockedToolError
+from pytest_agent_eval.core.tool_errors import UnmockedToolError
 
 
 class Answering(Protocol):

@@ -7,11 +7,11 @@ from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
-from pytest_agent_eval.mocks.errors import MockConfigError
+from pytest_agent_eval.core.results import ToolCall
+from pytest_agent_eval.core.tool_errors import MockConfigError
 from pytest_agent_eval.mocks.patching import Key, install, key_of, patched_target, uninstall
 from pytest_agent_eval.mocks.recording import MockPlan, Recording
 from pytest_agent_eval.mocks.standins import check_dispatcher, dispatcher, wrap
-from pytest_agent_eval.run.results import ToolCall
 
 if TYPE_CHECKING:
     from pytest_agent_eval.adapters import AdapterRegistry

@@ -17,9 +17,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
+from pytest_agent_eval.core.tool_errors import MockConfigError
 from pytest_agent_eval.faults import describe
 from pytest_agent_eval.imports import ImportRefError, import_module, import_object
-from pytest_agent_eval.mocks.errors import MockConfigError
 from pytest_agent_eval.mocks.standins import answers_for
 
 

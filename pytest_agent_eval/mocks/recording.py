@@ -12,19 +12,19 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from pytest_agent_eval.cases.errors import did_you_mean
-from pytest_agent_eval.cases.model import UNMOCKED_MODES
+from pytest_agent_eval.core.case import UNMOCKED_MODES
+from pytest_agent_eval.core.errors import did_you_mean
+from pytest_agent_eval.core.results import ToolCall
+from pytest_agent_eval.core.tool_errors import MockConfigError, UnmockedToolError
 from pytest_agent_eval.faults import describe
 from pytest_agent_eval.mocks.current import current, passing_through
-from pytest_agent_eval.mocks.errors import MockConfigError, UnmockedToolError
 from pytest_agent_eval.mocks.patching import Holder, patched_dispatchers, unreached
 from pytest_agent_eval.mocks.responses import Call, Raise, Response, Sequence, Value, When, compile_response, produce
 from pytest_agent_eval.mocks.standins import live_tools
-from pytest_agent_eval.run.results import ToolCall
 from pytest_agent_eval.subset import mismatches
 
 if TYPE_CHECKING:
-    from pytest_agent_eval.cases.model import Case
+    from pytest_agent_eval.core.case import Case
 
 
 @dataclass(frozen=True)

@@ -13,10 +13,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Union
 
-from pytest_agent_eval.cases.document import read_document
-from pytest_agent_eval.cases.errors import EvalFileError, did_you_mean
+from pytest_agent_eval.core.document import read_document
+from pytest_agent_eval.core.errors import EvalFileError, did_you_mean
+from pytest_agent_eval.core.tool_errors import MockConfigError, ToolMockError
 from pytest_agent_eval.imports import ImportRefError, import_object
-from pytest_agent_eval.mocks.errors import MockConfigError, ToolMockError
 
 _FORM_KEYS = frozenset({"return", "sequence", "raise", "when", "default", "call"})
 _RAISE_RE = re.compile(r"^\s*([A-Za-z_]\w*)\s*(?::\s*(.*))?$", re.DOTALL)

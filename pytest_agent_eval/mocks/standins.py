@@ -21,8 +21,8 @@ from typing import Any, TypeVar, cast
 
 from pytest_agent_eval.adapters import AdapterRegistry, ArgsOf, builtin_adapters
 from pytest_agent_eval.adapters.messages import decode_args
+from pytest_agent_eval.core.tool_errors import MockConfigError
 from pytest_agent_eval.mocks.current import Answering, current_recording
-from pytest_agent_eval.mocks.errors import MockConfigError
 
 T = TypeVar("T")
 _MARK = "__agent_eval_tool__"  # set on stand-in functions: the tool name they answer for ("*": a dispatcher)

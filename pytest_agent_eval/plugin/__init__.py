@@ -3,14 +3,16 @@ delegating to the module of its concern beside it (collect, execute, prepare, op
 
 from __future__ import annotations
 
-from collections.abc import Generator
+import importlib
+from collections.abc import Callable, Generator
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
 
 from pytest_agent_eval import compat, imports, secrets
-from pytest_agent_eval.plugin import hookspecs, options, shards, signals, skipping, stopping, trust
+from pytest_agent_eval.plugin import hookspecs, options, signals, skipping, stopping
 from pytest_agent_eval.plugin.fixtures import (  # noqa: F401 - the plugin's fixtures
     agent_eval_case,
     agent_eval_llm,
@@ -21,18 +23,25 @@ from pytest_agent_eval.plugin.state import EVAL_ITEM, STATE, EvalSession, get_st
 from pytest_agent_eval.report import formats
 
 if TYPE_CHECKING:
+    from pytest_agent_eval.core.results import CaseResult
     from pytest_agent_eval.plugin.collect import EvalFile
-    from pytest_agent_eval.run.results import CaseResult
+
+
+FEATURES = ("pytest_agent_eval.plugin.shards", "pytest_agent_eval.plugin.trust")
+"""One module per feature, each owning its options (``pytest_addoption``), its ``pytest_configure`` and its plugin
+objects, as pytest's ``junitxml`` and ``terminal`` do; registered here, in this order, before the options are
+read. A feature module imports only pytest and what its options need at the top: its engine loads in its
+``pytest_configure`` once an option asks for it (SPEC §27)."""
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
     pluginmanager.add_hookspecs(hookspecs)
+    for name in FEATURES:
+        pluginmanager.register(importlib.import_module(name), name.replace("pytest_agent_eval.plugin.", "agent_eval_"))
 
 
 def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginManager) -> None:
     options.add_options(parser)
-    if not pluginmanager.is_registered(trust):
-        pluginmanager.register(trust, "agent-eval-trust")  # its options, ini and configure (SPEC §22)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -45,17 +54,31 @@ def pytest_configure(config: pytest.Config) -> None:
         from pytest_agent_eval.plugin.prepare import register_scheduler
 
         register_scheduler(config)
+    case_lines: Callable[[str], dict[str, int]] = partial(_case_lines, config)
+    config.stash[formats.CASE_LINES] = case_lines
     formats.configure(config)
-    shards.configure(config)
     if config.getoption("agent_eval_resume", None):
         from pytest_agent_eval.plugin import resume
 
         resume.configure(config)
     signals.install()
-    if config.pluginmanager.hasplugin("xdist") and compat.worker_input(config) is None:
+    if config.pluginmanager.hasplugin("xdist") and not compat.is_worker(config):
         from pytest_agent_eval.plugin.remote import configure_controller
 
         configure_controller(config, state.settings.traffic)  # crashes, the workers' cassettes, an unshared pace
+
+
+def _case_lines(config: pytest.Config, file: str) -> dict[str, int]:
+    """The line of each case id of the eval file ``file`` (relative to the rootdir), for the reports; empty when
+    it cannot be read (a line is then not told, never made up)."""
+    from pytest_agent_eval.cases.load import load_file
+
+    state = config.stash[STATE]
+    try:
+        loaded = load_file(config.rootpath / file, state.checks, state.dialects, cache=state.parse_cache)
+    except Exception:  # an unreadable file, an error of a dialect plugin: the report is written all the same
+        return {}
+    return {case.id: case.line for case in loaded.cases}
 
 
 @pytest.hookimpl(tryfirst=True)

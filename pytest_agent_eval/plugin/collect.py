@@ -10,14 +10,14 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import pytest
 
 from pytest_agent_eval import compat, gc_policy
-from pytest_agent_eval.cases.model import TAG_RE, Case, LoadedFile
+from pytest_agent_eval.core.case import TAG_RE, Case, LoadedFile
 from pytest_agent_eval.plugin.skipping import fail_item, relative
 from pytest_agent_eval.plugin.state import EVAL_ITEM, get_state
 from pytest_agent_eval.plugin.stopping import STOPS
 from pytest_agent_eval.text import printable
 
 if TYPE_CHECKING:
-    from pytest_agent_eval.cases.errors import EvalFileError
+    from pytest_agent_eval.core.errors import EvalFileError
 
 # Tags with these names would change how a case runs if they became markers; they stay keywords (-k).
 RESERVED_TAGS = frozenset(
@@ -44,8 +44,8 @@ class EvalFile(pytest.File):
     def _items(self) -> Iterator[pytest.Item]:
         # The reader, dialects and checks load here: pytest makes an EvalFile for every eval file beside a test
         # file it was asked to run, and collects only the one asked for.
-        from pytest_agent_eval.cases.errors import EvalFileError, EvalFileErrors
         from pytest_agent_eval.cases.load import load_file
+        from pytest_agent_eval.core.errors import EvalFileError, EvalFileErrors
 
         state = get_state(self.config)
         try:

@@ -6,17 +6,17 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from pytest_agent_eval.core.results import CaseResult
 from pytest_agent_eval.plugin.prepare import CaseCannotRun, prepare_item, user_error
 from pytest_agent_eval.plugin.skipping import fail_item, skip_at_item
 from pytest_agent_eval.plugin.state import get_state
 from pytest_agent_eval.report.attach import note_result
 from pytest_agent_eval.report.failure import details
-from pytest_agent_eval.run.results import CaseResult
 from pytest_agent_eval.secrets import scrub_text
 from pytest_agent_eval.text import printable
 
 if TYPE_CHECKING:
-    from pytest_agent_eval.cases.model import Case
+    from pytest_agent_eval.core.case import Case
     from pytest_agent_eval.plugin.scheduler import Scheduler
 
 

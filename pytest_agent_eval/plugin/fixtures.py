@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:  # the engine loads with the first eval case that needs it
-    from pytest_agent_eval.cases.model import Case
+    from pytest_agent_eval.core.case import Case
     from pytest_agent_eval.llm import LLM
     from pytest_agent_eval.mocks import ToolMocks
 
@@ -16,7 +16,7 @@ if TYPE_CHECKING:  # the engine loads with the first eval case that needs it
 @pytest.fixture
 def agent_eval_case(request: pytest.FixtureRequest) -> Case:
     """The case the current eval item runs (for an ``agent`` fixture that adapts to the case)."""
-    from pytest_agent_eval.cases.model import Case
+    from pytest_agent_eval.core.case import Case
 
     case = getattr(request.node, "case", None)
     if not isinstance(case, Case):

@@ -9,9 +9,9 @@ import pytest
 if TYPE_CHECKING:
     from pytest_agent_eval.adapters import AdapterRegistry
     from pytest_agent_eval.cases.dialects import DialectRegistry
-    from pytest_agent_eval.cases.model import Case
     from pytest_agent_eval.checks import CheckRegistry
-    from pytest_agent_eval.run.results import CaseResult, RunRecord
+    from pytest_agent_eval.core.case import Case
+    from pytest_agent_eval.core.results import CaseResult, RunRecord
 
 
 @pytest.hookspec(historic=True)

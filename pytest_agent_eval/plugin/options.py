@@ -8,16 +8,20 @@ from pathlib import Path
 
 import pytest
 
-from pytest_agent_eval.cases.files import DEFAULT_FILES, is_eval_file
-from pytest_agent_eval.cases.model import AGENT_NAME_PATTERN, UNMOCKED_MODES
-from pytest_agent_eval.plugin.shards import parse_shard
-from pytest_agent_eval.report.options import ReportOptions
+from pytest_agent_eval.core.case import AGENT_NAME_PATTERN, UNMOCKED_MODES
+from pytest_agent_eval.core.files import DEFAULT_FILES, is_eval_file
+from pytest_agent_eval.traffic.options import TrafficOptions
 
-__all__ = ["Settings", "add_options", "is_eval_file"]
+__all__ = ["Settings", "add_options", "is_eval_file", "option_group"]
+
+
+def option_group(parser: pytest.Parser) -> pytest.OptionGroup:
+    """The plugin's group of options in ``pytest --help``, for every feature module's ``pytest_addoption``."""
+    return parser.getgroup("agent-eval", "pytest-agent-eval: LLM agent evals from YAML/JSON golden sets")
 
 
 def add_options(parser: pytest.Parser) -> None:
-    group = parser.getgroup("agent-eval", "pytest-agent-eval: LLM agent evals from YAML/JSON golden sets")
+    group = option_group(parser)
     group.addoption(
         "--agent",
         dest="agent_eval_agent",
@@ -146,14 +150,6 @@ def add_options(parser: pytest.Parser) -> None:
         )
         parser.addini(ini, f"suite threshold: {what}", default="")
     group.addoption(
-        "--agent-eval-shard",
-        dest="agent_eval_shard",
-        metavar="I/N",
-        type=parse_shard,
-        default=None,
-        help="run shard I of N: a deterministic 1/N of the items (by node id), the others deselected",
-    )
-    group.addoption(
         "--agent-eval-resume",
         dest="agent_eval_resume",
         metavar="REPORT",
@@ -274,62 +270,45 @@ def _add_traffic_options(group: pytest.OptionGroup, parser: pytest.Parser) -> No
     )
 
 
-@dataclass(frozen=True)
-class TrafficOptions:
-    """The options of the HTTP traffic hook; ``on`` when any of them needs it."""
+def read_traffic_options(config: pytest.Config) -> TrafficOptions:
+    """The traffic hook's options, from the command line and the ini file."""
 
-    on: bool = False
-    record: str | None = None
-    """``record`` (everything anew), ``new`` (only what is missing), ``replay``, or ``None``."""
-    retries: int = 3
-    rate_limit: str | None = None
-    token_limit: str | None = None
-    rate_limit_url: str | None = None
-    cassettes: Path | None = None
-    match_ignore: tuple[str, ...] = ()
-    prices: str = ""
-    pace: bool = True
-    """One pace for the run's requests to LLM providers (SPEC §14), on unless ``--agent-eval-pace off``."""
+    def value(name: str) -> str | None:
+        given = config.getoption(name)
+        return str(given) if given is not None else (str(config.getini(name)).strip() or None)
 
-    @classmethod
-    def from_config(cls, config: pytest.Config) -> TrafficOptions:
-        def value(name: str) -> str | None:
-            given = config.getoption(name)
-            return str(given) if given is not None else (str(config.getini(name)).strip() or None)
-
-        record = config.getoption("agent_eval_record")
-        if record is not None and config.getoption("agent_eval_replay"):
-            raise pytest.UsageError("--agent-eval-record and --agent-eval-replay: choose one")
-        replay = "replay" if config.getoption("agent_eval_replay") else None
-        mode = {"all": "record", "new": "new"}.get(record or "") or replay
-        retries = config.getoption("agent_eval_retries")
-        if retries is None:
-            retries = _positive_int(str(config.getini("agent_eval_retries")), "ini agent_eval_retries", minimum=0)
-        elif retries < 0:
-            raise pytest.UsageError(f"--agent-eval-retries must be at least 0, got {retries}")
-        cassettes = str(config.getini("agent_eval_cassettes")).strip()
-        options = cls(
-            record=mode,
-            retries=retries,
-            rate_limit=value("agent_eval_rate_limit"),
-            token_limit=value("agent_eval_token_limit"),
-            rate_limit_url=value("agent_eval_rate_limit_url"),
-            cassettes=config.rootpath / cassettes if cassettes else None,
-            match_ignore=tuple(config.getini("agent_eval_match_ignore")),
-            prices=str(config.getini("agent_eval_prices")).strip(),
-            pace=(config.getoption("agent_eval_pace") or str(config.getini("agent_eval_pace")).strip() or "on")
-            != "off",
-        )
-        wanted = (
-            config.getoption("agent_eval_traffic")
-            or config.getini("agent_eval_traffic")
-            or config.getoption("agent_eval_retries") is not None
-            or mode
-            or options.rate_limit
-            or options.token_limit
-            or options.prices
-        )
-        return replace(options, on=bool(wanted))
+    record = config.getoption("agent_eval_record")
+    if record is not None and config.getoption("agent_eval_replay"):
+        raise pytest.UsageError("--agent-eval-record and --agent-eval-replay: choose one")
+    replay = "replay" if config.getoption("agent_eval_replay") else None
+    mode = {"all": "record", "new": "new"}.get(record or "") or replay
+    retries = config.getoption("agent_eval_retries")
+    if retries is None:
+        retries = _positive_int(str(config.getini("agent_eval_retries")), "ini agent_eval_retries", minimum=0)
+    elif retries < 0:
+        raise pytest.UsageError(f"--agent-eval-retries must be at least 0, got {retries}")
+    cassettes = str(config.getini("agent_eval_cassettes")).strip()
+    options = TrafficOptions(
+        record=mode,
+        retries=retries,
+        rate_limit=value("agent_eval_rate_limit"),
+        token_limit=value("agent_eval_token_limit"),
+        rate_limit_url=value("agent_eval_rate_limit_url"),
+        cassettes=config.rootpath / cassettes if cassettes else None,
+        match_ignore=tuple(config.getini("agent_eval_match_ignore")),
+        prices=str(config.getini("agent_eval_prices")).strip(),
+        pace=(config.getoption("agent_eval_pace") or str(config.getini("agent_eval_pace")).strip() or "on") != "off",
+    )
+    wanted = (
+        config.getoption("agent_eval_traffic")
+        or config.getini("agent_eval_traffic")
+        or config.getoption("agent_eval_retries") is not None
+        or mode
+        or options.rate_limit
+        or options.token_limit
+        or options.prices
+    )
+    return replace(options, on=bool(wanted))
 
 
 @dataclass(frozen=True)
@@ -345,10 +324,9 @@ class Settings:
     concurrency: int = 1
     repeat: int | None = None
     require_llm: bool = False
-    traffic: TrafficOptions = TrafficOptions()
+    traffic: TrafficOptions = field(default_factory=TrafficOptions)
     matrix: tuple[tuple[str, str], ...] = ()
     """``--agent-eval-agent NAME=MODULE:ATTR``, in order."""
-    report: ReportOptions = field(default_factory=ReportOptions)
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> Settings:
@@ -388,8 +366,7 @@ class Settings:
             concurrency=concurrency,
             repeat=repeat,
             require_llm=bool(config.getoption("agent_eval_require_llm") or config.getini("agent_eval_require_llm")),
-            traffic=TrafficOptions.from_config(config),
-            report=ReportOptions.from_config(config),
+            traffic=read_traffic_options(config),
         )
 
 

@@ -17,13 +17,13 @@ import pytest
 
 from pytest_agent_eval import compat
 from pytest_agent_eval.adapters import Agent
-from pytest_agent_eval.cases.model import Case
+from pytest_agent_eval.core.case import Case
+from pytest_agent_eval.core.results import CaseResult
 from pytest_agent_eval.imports import ImportRefError
 from pytest_agent_eval.mocks import MockConfigError, MockPlan, Response, ToolMocks, load_responses, wrap
 from pytest_agent_eval.plugin.options import Settings
 from pytest_agent_eval.plugin.state import EvalSession, get_state
 from pytest_agent_eval.run.agents import resolve
-from pytest_agent_eval.run.results import CaseResult
 from pytest_agent_eval.run.runner import run_case
 from pytest_agent_eval.run.settings import RecorderFactory
 

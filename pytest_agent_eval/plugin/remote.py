@@ -15,7 +15,7 @@ from __future__ import annotations
 import pytest
 
 from pytest_agent_eval import compat
-from pytest_agent_eval.plugin.options import TrafficOptions
+from pytest_agent_eval.traffic.options import TrafficOptions
 
 _SHARE = "give --agent-eval-rate-limit-url redis://HOST:6379/0 (a Redis server every machine reaches, extra 'redis')"
 

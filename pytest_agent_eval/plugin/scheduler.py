@@ -18,12 +18,12 @@ from typing import TYPE_CHECKING, Any, Protocol
 import pytest
 
 from pytest_agent_eval import compat
-from pytest_agent_eval.cases.model import Case
+from pytest_agent_eval.core.case import Case
 
 if TYPE_CHECKING:
     from pytest_agent_eval.adapters import Agent
+    from pytest_agent_eval.core.results import CaseResult
     from pytest_agent_eval.llm import LLM
-    from pytest_agent_eval.run.results import CaseResult
 
 _UNSET: Any = object()
 Run = Coroutine[Any, Any, "CaseResult"]

@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from pytest_agent_eval import compat
+from pytest_agent_eval.plugin.options import option_group
 
 _OUTPUT = "agent_eval_shard"
 """The ``workeroutput`` key with which an xdist worker tells the controller how many items it sharded."""
@@ -101,7 +102,18 @@ class Shard:
         }
 
 
-def configure(config: pytest.Config) -> None:
+def pytest_addoption(parser: pytest.Parser) -> None:
+    option_group(parser).addoption(
+        "--agent-eval-shard",
+        dest="agent_eval_shard",
+        metavar="I/N",
+        type=parse_shard,
+        default=None,
+        help="run shard I of N: a deterministic 1/N of the items (by node id), the others deselected",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
     spec = config.getoption("agent_eval_shard", None)
     if isinstance(spec, ShardSpec):
         config.pluginmanager.register(Shard(spec), "agent_eval_shard")

@@ -15,10 +15,10 @@ if TYPE_CHECKING:
     import concurrent.futures
 
     from pytest_agent_eval.adapters import AdapterRegistry
-    from pytest_agent_eval.cases.cache import ParseCache
     from pytest_agent_eval.cases.dialects import DialectRegistry
-    from pytest_agent_eval.cases.model import Case
     from pytest_agent_eval.checks import CheckRegistry
+    from pytest_agent_eval.core.case import Case
+    from pytest_agent_eval.core.parse_cache import ParseCache
     from pytest_agent_eval.llm import LLM
     from pytest_agent_eval.plugin.crashes import InFlight
     from pytest_agent_eval.plugin.scheduler import Scheduler
@@ -79,7 +79,7 @@ class EvalSession:
         try:
             from pytest_agent_eval import compat
 
-            worker = compat.worker_input(self.config) is not None  # its recorded cassettes go to the controller
+            worker = compat.is_worker(self.config)  # its recorded cassettes go to the controller
             with warnings.catch_warnings(record=True) as caught:  # at configure time pytest shows only those given it
                 warnings.simplefilter("always", StoreWarning)
                 traffic = start(self.settings.traffic, self.config.rootpath, folder, send_back=worker)
@@ -122,7 +122,7 @@ class EvalSession:
     def parse_cache(self) -> ParseCache | None:
         """The YAML parse cache in pytest's cache directory (none under ``-p no:cacheprovider``)."""
         if self._parse_cache is None and not self._no_parse_cache and getattr(self.config, "cache", None) is not None:
-            from pytest_agent_eval.cases.cache import ParseCache
+            from pytest_agent_eval.core.parse_cache import ParseCache
 
             try:
                 self._parse_cache = ParseCache(self.config.cache.mkdir("agent_eval_parsed"))

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_agent_eval.cases import trust
+MAX_CASES_PER_FILE = 100_000
+"""The default of ``agent_eval_max_cases_per_file`` (``cases.trust`` holds the same: its engine loads at configure)."""
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -30,13 +31,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     parser.addini(
         "agent_eval_max_cases_per_file",
-        f"most cases one eval file may expand to (default {trust.MAX_CASES_PER_FILE})",
-        default=str(trust.MAX_CASES_PER_FILE),
+        f"most cases one eval file may expand to (default {MAX_CASES_PER_FILE})",
+        default=str(MAX_CASES_PER_FILE),
     )
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    text = str(config.getini("agent_eval_max_cases_per_file")).strip() or str(trust.MAX_CASES_PER_FILE)
+    from pytest_agent_eval.cases import trust
+
+    text = str(config.getini("agent_eval_max_cases_per_file")).strip() or str(MAX_CASES_PER_FILE)
     try:
         bound = int(text)
     except ValueError:
@@ -53,4 +56,8 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    trust.reset()
+    import sys
+
+    trust = sys.modules.get("pytest_agent_eval.cases.trust")
+    if trust is not None:
+        trust.reset()

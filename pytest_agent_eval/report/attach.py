@@ -14,7 +14,7 @@ from pytest_agent_eval.report.record import CaseRecord, crash_message, from_resu
 from pytest_agent_eval.secrets import scrub_strings
 
 if TYPE_CHECKING:
-    from pytest_agent_eval.run.results import CaseResult
+    from pytest_agent_eval.core.results import CaseResult
 
 _RECORD = pytest.StashKey[CaseRecord]()
 _CASSETTE = pytest.StashKey[tuple[str, str]]()

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from pytest_agent_eval.report.jsonable import JSON, jsonable
 
 if TYPE_CHECKING:
-    from pytest_agent_eval.cases.model import Case
+    from pytest_agent_eval.core.case import Case
 
 _PLACE = frozenset({"path", "line", "agent_line", "agent_name"})
 """Fields that say where a case is or which matrix variant runs it, not what it is: left out of the hash, so a case

@@ -8,7 +8,7 @@ from pytest_agent_eval.checks.tools import calls_table
 from pytest_agent_eval.text import bounded_repr, bounded_text
 
 if TYPE_CHECKING:
-    from pytest_agent_eval.run.results import CaseResult, TrialResult
+    from pytest_agent_eval.core.results import CaseResult, TrialResult
 
 _INDENT = "    "
 

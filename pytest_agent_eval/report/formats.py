@@ -13,10 +13,10 @@ from functools import partial
 
 import pytest
 
-from pytest_agent_eval.cases.files import is_eval_file
-from pytest_agent_eval.plugin.state import STATE
-from pytest_agent_eval.report.collector import COLLECTOR, Records, is_worker
-from pytest_agent_eval.report.options import ReportOptions, rootdir_moved_by
+from pytest_agent_eval.compat import is_worker
+from pytest_agent_eval.core.files import is_eval_file
+from pytest_agent_eval.report.collector import COLLECTOR, Records
+from pytest_agent_eval.report.options import REPORT_OPTIONS, ReportOptions, rootdir_moved_by
 from pytest_agent_eval.report.summary import Summary
 from pytest_agent_eval.report.thresholds import SuiteThresholds, Thresholds
 
@@ -68,17 +68,16 @@ def _is_eval_file(config: pytest.Config, file: str) -> bool:
     return is_eval_file(path, tuple(config.getini("agent_eval_files")), explicit)
 
 
-def _case_lines(config: pytest.Config, file: str) -> dict[str, int]:
-    """The line of each case id of the eval file ``file`` (relative to the rootdir), read again on the controller for
-    the cases an xdist worker never started; empty when it cannot be read (a line is then not told, never made up)."""
-    from pytest_agent_eval.cases.load import load_file
+CASE_LINES = pytest.StashKey[Callable[[str], dict[str, int]]]()
+"""Set by the plugin layer: ``case_lines(file)``, the line of each case id of the eval file ``file`` (relative to
+the rootdir), read again on the controller for the cases an xdist worker never started; empty when it cannot be
+read (a line is then not told, never made up)."""
 
-    state = config.stash[STATE]
-    try:
-        loaded = load_file(config.rootpath / file, state.checks, state.dialects, cache=state.parse_cache)
-    except Exception:  # an unreadable file, an error of a dialect plugin: the report is written all the same
-        return {}
-    return {case.id: case.line for case in loaded.cases}
+
+def _case_lines(config: pytest.Config, file: str) -> dict[str, int]:
+    """The lines of ``file``'s cases through the plugin's reader (:data:`CASE_LINES`); none without one."""
+    read = config.stash.get(CASE_LINES, None)
+    return read(file) if read is not None else {}
 
 
 def configure(config: pytest.Config) -> None:
@@ -96,6 +95,7 @@ def configure(config: pytest.Config) -> None:
             ),
             stacklevel=2,
         )
+    config.stash[REPORT_OPTIONS] = ReportOptions.from_config(config)
     collector = run_records(config)
     config.pluginmanager.register(Summary(collector, config.get_verbosity), "agent_eval_summary")
     options = _options(config)
@@ -115,8 +115,8 @@ def builtin_formats(config: pytest.Config) -> None:
 
 
 def _options(config: pytest.Config) -> ReportOptions:
-    """The run's report options, read once with the plugin's other settings."""
-    return config.stash[STATE].settings.report
+    """The run's report options, read once when the reports are configured."""
+    return config.stash[REPORT_OPTIONS]
 
 
 def _json_report(config: pytest.Config, records: Records) -> object:

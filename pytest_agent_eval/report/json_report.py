@@ -14,12 +14,12 @@ from typing import Any
 
 import pytest
 
-import pytest_agent_eval
 from pytest_agent_eval.report.atomic import write_report, write_text_atomically
 from pytest_agent_eval.report.collector import Records, how_it_ended
 from pytest_agent_eval.report.schema import SCHEMA_VERSION, report_text
 from pytest_agent_eval.report.stats import agent_figures
 from pytest_agent_eval.secrets import scrub_text
+from pytest_agent_eval.version import __version__
 
 _SECRET = re.compile(r"(key|token|secret|password|passwd|auth|credential|cookie)", re.IGNORECASE)
 _NOT_FINISHED = (pytest.ExitCode.INTERRUPTED, pytest.ExitCode.INTERNAL_ERROR, pytest.ExitCode.USAGE_ERROR)
@@ -78,7 +78,7 @@ class JsonReport:
             "duration_s": round(time.perf_counter() - self.start, 3),
             "finished": finished,
             "exit_status": None if exit_status is None else int(exit_status),
-            "plugin_version": pytest_agent_eval.__version__,
+            "plugin_version": __version__,
             "pytest_version": pytest.__version__,
             "python_version": platform.python_version(),
             "git_commit": git_commit(self.config.rootpath),

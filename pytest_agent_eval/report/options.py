@@ -85,3 +85,7 @@ def rootdir_moved_by(config: pytest.Config) -> list[tuple[str, str]]:
         except (OSError, ValueError):  # a name too long, a NUL: not a path pytest took either
             continue
     return moved
+
+
+REPORT_OPTIONS = pytest.StashKey[ReportOptions]()
+"""The run's report options, read once by ``formats.configure``."""

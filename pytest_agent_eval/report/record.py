@@ -16,7 +16,7 @@ from pytest_agent_eval.report.jsonable import JSON, cut, encodable, finite, json
 if TYPE_CHECKING:
     import pytest
 
-    from pytest_agent_eval.run.results import CaseResult, CheckResult, RunRecord, ToolCall, TrialResult
+    from pytest_agent_eval.core.results import CaseResult, CheckResult, RunRecord, ToolCall, TrialResult
 
 OUTPUT_LIMIT = 20_000
 """Characters of the agent's output and of each transcript message kept in a record."""

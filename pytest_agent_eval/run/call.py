@@ -14,14 +14,14 @@ from collections.abc import Iterator
 from typing import Any
 
 from pytest_agent_eval.adapters import Agent, UnreadableResult
-from pytest_agent_eval.adapters.base import CONVERSATION
-from pytest_agent_eval.cases.model import Case
 from pytest_agent_eval.checks import CheckContext, evaluate
+from pytest_agent_eval.core.case import Case
+from pytest_agent_eval.core.results import CheckResult, RunRecord, merged_calls
+from pytest_agent_eval.core.tool_errors import unmocked_stop
+from pytest_agent_eval.core.trial import CONVERSATION
 from pytest_agent_eval.faults import describe, original
-from pytest_agent_eval.mocks.errors import unmocked_stop
 from pytest_agent_eval.run.agents import invoke
 from pytest_agent_eval.run.blocking import in_thread, outside_loop
-from pytest_agent_eval.run.results import CheckResult, RunRecord, merged_calls
 from pytest_agent_eval.run.settings import RunSettings, TrialRecording
 from pytest_agent_eval.run.stalls import LoopBlocked
 
@@ -124,6 +124,7 @@ async def call_agent(
                 return RunRecord(
                     latency_s=time.perf_counter() - start,
                     error=f"agent did not answer within {timeout:g} s (timeout of case {case.id})",
+                    timed_out=True,
                 )
         latency = time.perf_counter() - start
     if exc is not None:

@@ -8,11 +8,11 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from pytest_agent_eval.cases.model import Case
+from pytest_agent_eval.core.case import Case
 
 if TYPE_CHECKING:
     from pytest_agent_eval.checks import CheckRegistry
-    from pytest_agent_eval.run.results import ToolCall
+    from pytest_agent_eval.core.results import ToolCall
     from pytest_agent_eval.traffic.hook import Traffic
 
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from pytest_agent_eval.cases.model import Case
+    from pytest_agent_eval.core.case import Case
 
 
 @dataclass(frozen=True)

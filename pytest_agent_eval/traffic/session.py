@@ -13,12 +13,12 @@ from pytest_agent_eval.traffic.store import open_store
 from pytest_agent_eval.traffic.usage import Prices, parse_prices
 
 if TYPE_CHECKING:
-    from pytest_agent_eval.plugin.options import TrafficOptions
+    from pytest_agent_eval.traffic.options import TrafficOptions
 
 
 def start(options: TrafficOptions, root: Path, limits_folder: Path, send_back: bool = False) -> Traffic:
     """The session's hook, installed. ValueError / ImportError say which option is wrong or what to install.
-    ``send_back`` (an xdist worker): recorded cassettes go to the controller, which writes them (``Traffic.outbox``)."""
+    ``send_back`` (an xdist worker): recorded cassettes go to the controller, which writes them (``Traffic.finish``)."""
     prices = Prices(load_prices(options.prices, root) if options.prices else None)
     requests = Budget.parse(options.rate_limit, "--agent-eval-rate-limit") if options.rate_limit else None
     tokens = Budget.parse(options.token_limit, "--agent-eval-token-limit") if options.token_limit else None
@@ -36,10 +36,9 @@ def start(options: TrafficOptions, root: Path, limits_folder: Path, send_back: b
             prices=prices,
             pace=pace,
             watch=options.on,
+            send_back=send_back,
         )
     )
-    if send_back:
-        traffic.outbox = {}
     install(traffic)
     return traffic
 

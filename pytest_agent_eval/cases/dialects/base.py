@@ -8,9 +8,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from pytest_agent_eval.cases.document import Document
-    from pytest_agent_eval.cases.model import LoadedFile
     from pytest_agent_eval.checks import CheckRegistry
+    from pytest_agent_eval.core.case import LoadedFile
+    from pytest_agent_eval.core.document import Document
 
 Detect = Callable[[Any], "tuple[bool, str]"]
 """``detect(data) -> (fits, need)``: whether the parsed data has the format's shape; if not, what it lacks

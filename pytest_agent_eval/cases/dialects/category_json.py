@@ -12,10 +12,10 @@ from typing import Any
 
 from pytest_agent_eval.cases.dialects.base import Dialect
 from pytest_agent_eval.cases.dialects.common import Ids, Problems, build_case, is_number, pretty, shorten
-from pytest_agent_eval.cases.document import Document, PathKey
-from pytest_agent_eval.cases.model import Case, LoadedFile, slugify
 from pytest_agent_eval.checks import CheckRegistry
 from pytest_agent_eval.checks.scorers import RESPONSE_TIME_BUDGET_S
+from pytest_agent_eval.core.case import Case, LoadedFile, slugify
+from pytest_agent_eval.core.document import Document, PathKey
 
 NAME = "category_json"
 ITEM_KEYS = ("input", "expected", "expected_behavior", "expected_tools", "tags", "timeout")

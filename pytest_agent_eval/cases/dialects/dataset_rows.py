@@ -18,11 +18,11 @@ from typing import Any
 from pytest_agent_eval.cases.dialects import native
 from pytest_agent_eval.cases.dialects.base import Dialect
 from pytest_agent_eval.cases.dialects.common import Ids, Problems, explicit_id, pretty
-from pytest_agent_eval.cases.document import Document, PathKey, read_document
-from pytest_agent_eval.cases.errors import EvalFileError, EvalFileErrors
-from pytest_agent_eval.cases.files import SIDECAR_SUFFIXES
-from pytest_agent_eval.cases.model import Case, LoadedFile
 from pytest_agent_eval.checks import CheckRegistry
+from pytest_agent_eval.core.case import Case, LoadedFile
+from pytest_agent_eval.core.document import Document, PathKey, read_document
+from pytest_agent_eval.core.errors import EvalFileError, EvalFileErrors
+from pytest_agent_eval.core.files import SIDECAR_SUFFIXES
 
 NAME = "dataset_rows"
 NEED = "a list (JSON or JSONL) of rows with `input` (or `inputs`) and a reference answer or `metadata`"

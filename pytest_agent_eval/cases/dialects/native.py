@@ -7,11 +7,11 @@ from typing import Any
 from pytest_agent_eval.cases.dialects.base import Dialect
 from pytest_agent_eval.cases.dialects.common import Ids, Problems
 from pytest_agent_eval.cases.dialects.native_schema import schema_errors
-from pytest_agent_eval.cases.document import Document, PathKey
-from pytest_agent_eval.cases.errors import EvalFileError, EvalFileErrors
 from pytest_agent_eval.cases.fields import field_errors
-from pytest_agent_eval.cases.model import ID_RE, Case, LoadedFile, Turn, slugify
 from pytest_agent_eval.checks import CheckRegistry
+from pytest_agent_eval.core.case import ID_RE, Case, LoadedFile, Turn, slugify
+from pytest_agent_eval.core.document import Document, PathKey
+from pytest_agent_eval.core.errors import EvalFileError, EvalFileErrors
 
 NAME = "native"
 # Mapping fields whose defaults merge key by key with the case's own; other fields are replaced.
@@ -129,7 +129,7 @@ def _build(
     user = get("simulated_user")
     simulated = None
     if user is not None:
-        from pytest_agent_eval.conversation.spec import from_native
+        from pytest_agent_eval.core.conversation import from_native
 
         assertions = get("assertions") or []
         lines = [doc.line((*key, "assertions", i)) for i in range(len(assertions))]

@@ -6,11 +6,11 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from pytest_agent_eval.cases import quickcheck
-from pytest_agent_eval.cases.document import Document, PathKey, pretty_path
-from pytest_agent_eval.cases.errors import EvalFileError, did_you_mean
-from pytest_agent_eval.cases.model import AGENT_NAME_PATTERN, ID_PATTERN, TAG_PATTERN, TAG_RULE, UNMOCKED_MODES
 from pytest_agent_eval.checks import CheckRegistry
-from pytest_agent_eval.conversation.spec import assertions_schema, score_schema, user_schema
+from pytest_agent_eval.core.case import AGENT_NAME_PATTERN, ID_PATTERN, TAG_PATTERN, TAG_RULE, UNMOCKED_MODES
+from pytest_agent_eval.core.conversation import assertions_schema, score_schema, user_schema
+from pytest_agent_eval.core.document import Document, PathKey, pretty_path
+from pytest_agent_eval.core.errors import EvalFileError, did_you_mean
 
 if TYPE_CHECKING:  # jsonschema is imported only to explain invalid data: the fast check answers the rest
     import jsonschema

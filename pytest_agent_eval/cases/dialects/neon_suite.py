@@ -10,11 +10,11 @@ from typing import Any
 
 from pytest_agent_eval.cases.dialects.base import Dialect
 from pytest_agent_eval.cases.dialects.common import Ids, Problems, build_case, is_str_list, pretty
-from pytest_agent_eval.cases.document import Document, PathKey
-from pytest_agent_eval.cases.errors import EvalFileErrors, did_you_mean
-from pytest_agent_eval.cases.model import Case, LoadedFile
 from pytest_agent_eval.checks import CheckRegistry
 from pytest_agent_eval.checks.scorers import DEFAULT_MIN_SCORE
+from pytest_agent_eval.core.case import Case, LoadedFile
+from pytest_agent_eval.core.document import Document, PathKey
+from pytest_agent_eval.core.errors import EvalFileErrors, did_you_mean
 
 NAME = "neon_suite"
 SUITE_KEYS = (

@@ -28,12 +28,12 @@ from pytest_agent_eval.cases.dialects.promptfoo_files import (
     render,
     tests_of,
 )
-from pytest_agent_eval.cases.document import Document, PathKey
-from pytest_agent_eval.cases.errors import EvalFileError
-from pytest_agent_eval.cases.model import Case, LoadedFile, slugify
 from pytest_agent_eval.checks import CheckRegistry
 from pytest_agent_eval.checks.promptfoo import SUPPORTED
 from pytest_agent_eval.checks.promptfoo_graded import python_path
+from pytest_agent_eval.core.case import Case, LoadedFile, slugify
+from pytest_agent_eval.core.document import Document, PathKey
+from pytest_agent_eval.core.errors import EvalFileError
 
 NAME = "promptfoo"
 NEED = "a promptfoo config: a mapping with `providers` (or `targets`) and `prompts` or `tests`"
@@ -163,7 +163,7 @@ def load(doc: Document, registry: CheckRegistry) -> LoadedFile:
 
 
 def _errors(problems: Problems) -> Exception:
-    from pytest_agent_eval.cases.errors import EvalFileErrors
+    from pytest_agent_eval.core.errors import EvalFileErrors
 
     return EvalFileErrors(problems.in_order())
 

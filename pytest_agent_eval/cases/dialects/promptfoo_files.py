@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from pytest_agent_eval.cases import trust
-from pytest_agent_eval.cases.document import Document, PathKey, read_document
-from pytest_agent_eval.cases.errors import EvalFileError, EvalFileErrors
 from pytest_agent_eval.checks.promptfoo import SUPPORTED
+from pytest_agent_eval.core.document import Document, PathKey, read_document
+from pytest_agent_eval.core.errors import EvalFileError, EvalFileErrors
 
 _CSV_TYPES = sorted(SUPPORTED | {"javascript", "grade", "fn"}, key=len, reverse=True)
 

@@ -11,9 +11,9 @@ from typing import Any
 
 from pytest_agent_eval.cases.dialects.base import Dialect
 from pytest_agent_eval.cases.dialects.common import Ids, Problems, build_case, item_keys, pretty
-from pytest_agent_eval.cases.document import Document, PathKey
-from pytest_agent_eval.cases.model import Case, LoadedFile
 from pytest_agent_eval.checks import CheckRegistry
+from pytest_agent_eval.core.case import Case, LoadedFile
+from pytest_agent_eval.core.document import Document, PathKey
 
 NAME = "tool_routing"
 ITEM_KEYS = ("name", "prompt", "expected_tools")

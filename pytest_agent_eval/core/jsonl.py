@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from pytest_agent_eval.cases.errors import EvalFileError
+from pytest_agent_eval.core.errors import EvalFileError
 
 
 def read_jsonl(path: Path, text: str) -> tuple[list[Any], dict[tuple[str | int, ...], int], list[EvalFileError]]:

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from pytest_agent_eval.conversation.spec import SimulatedUser
+    from pytest_agent_eval.core.conversation import SimulatedUser
 
 UNMOCKED_MODES = ("strict", "default", "passthrough")
 """What a case's ``unmocked_tools`` may be: what a call to a tool without a mocked response does."""

@@ -13,14 +13,14 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from pytest_agent_eval.cases.errors import EvalFileError, EvalFileErrors
-from pytest_agent_eval.cases.files import JSON_SUFFIXES, JSONL_SUFFIXES
-from pytest_agent_eval.cases.jsonl import read_jsonl
+from pytest_agent_eval.core.errors import EvalFileError, EvalFileErrors
+from pytest_agent_eval.core.files import JSON_SUFFIXES, JSONL_SUFFIXES
+from pytest_agent_eval.core.jsonl import read_jsonl
 
 if TYPE_CHECKING:
     import yaml
 
-    from pytest_agent_eval.cases.cache import ParseCache  # imports hashlib (OpenSSL): only with a cache
+    from pytest_agent_eval.core.parse_cache import ParseCache  # imports hashlib (OpenSSL): only with a cache
 
 
 @functools.cache
