@@ -81,18 +81,15 @@ def _validator() -> Any:
 
 def reading_schema(schema: dict[str, Any]) -> dict[str, Any]:
     """The report schema as a reader checks it: the ranges of :data:`UNIT` and :data:`NON_NEGATIVE` fields added;
-    only a case's own fields and the top level's required (an older report may lack the rest)."""
+    of a case only the fields a record cannot do without required, of the run, the baseline and the agents none
+    (an older report may lack some)."""
     out = copy.deepcopy(schema)
     nullable = out["$defs"]["number_or_null"]
     _add_ranges(out, nullable)
-    for name, definition in out["$defs"].items():
-        if name != "case":
-            _relax(definition)
-    case = out["$defs"]["case"]
-    case["required"] = _CASE_REQUIRED
-    for value in case["properties"].values():
-        _relax(value)
-    out["properties"]["run"] = {"$ref": "#/$defs/run"}
+    for name in ("run", "baseline"):  # read only as far as they are there (fields were added over time)
+        out["$defs"][name].pop("required", None)
+    out["properties"]["agents"].get("additionalProperties", {}).pop("required", None)
+    out["$defs"]["case"]["required"] = _CASE_REQUIRED
     out["required"] = ["schema_version", "cases"]
     return out
 
@@ -129,14 +126,3 @@ def _ranged(field: dict[str, Any], bound: dict[str, Any], nullable: dict[str, An
     if not {"number", "integer"} & set(kinds):
         return field
     return {**field, **bound}
-
-
-def _relax(node: Any) -> None:
-    """Drop ``required`` below ``node`` (a reader takes what is there; a missing field reads as unknown)."""
-    if isinstance(node, dict):
-        node.pop("required", None)
-        for value in node.values():
-            _relax(value)
-    elif isinstance(node, list):
-        for item in node:
-            _relax(item)
