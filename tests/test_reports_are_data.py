@@ -209,3 +209,51 @@ def test_a_duplicate_promptfoo_description_says_to_change_the_description(pytest
     result = pytester.runpytest("-p", "no:cacheprovider", "-rA")
     result.stdout.fnmatch_lines(["*duplicate case id 'same' (first at line 4); give each case a unique `description`*"])
     assert "unique `id`" not in result.stdout.str()
+
+
+# -- an interrupt under -n 2 keeps every finished case ---------------------------------------------------------
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["SIGINT", "SIGTERM"])
+def test_an_interrupt_of_the_whole_process_group_under_xdist_keeps_every_finished_case(
+    pytester: pytest.Pytester, name: str
+) -> None:
+    """Ctrl-C in a terminal signals the whole process group (controller and workers), as CI's cancel does."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    pytester.makepyfile(
+        agent="import time\n\ndef run(query, context):\n    time.sleep(context['sleep'])\n    return 'hi'\n"
+    )
+    pytester.makeconftest(
+        "def pytest_runtest_logreport(report):\n"
+        "    if report.when == 'call' and 'fast3' in report.nodeid and not hasattr(report, 'node'):\n"
+        "        open('fast-done', 'w').close()\n"
+    )
+    cases = "".join(f"  - {{id: fast{n}, input: hi, context: {{sleep: 0}}}}\n" for n in range(4))
+    cases += "".join(f"  - {{id: slow{n}, input: hi, context: {{sleep: 120}}}}\n" for n in range(3))
+    (pytester.path / "eval_run.yaml").write_text(f"agent: agent:run\ncases:\n{cases}")
+    args = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-n", "2", "--agent-eval-report", "r.json"]
+    env = {**os.environ, "PYTHONPATH": str(pytester.path)}
+    proc = subprocess.Popen(
+        args, cwd=pytester.path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, start_new_session=True
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while not (pytester.path / "fast-done").exists() and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.5)  # the last fast case's report reaches the controller
+        os.killpg(proc.pid, getattr(signal, name))
+        output = proc.communicate(timeout=90)[0].decode()
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert "INTERNALERROR" not in output, output
+    report = json.loads((pytester.path / "r.json").read_text())
+    assert {c["nodeid"] for c in report["cases"]} >= {f"eval_run.yaml::fast{n}" for n in range(4)}, output
+    assert report["run"]["finished"] is False
