@@ -182,19 +182,29 @@ def test_agent_eval_k_below_1_is_a_usage_error(pytester: pytest.Pytester, k: str
     result.stderr.fnmatch_lines([f"*--agent-eval-k must be at least 1, got {k}*"])
 
 
-def test_resume_refuses_the_report_of_another_suite(report: Path, pytester: pytest.Pytester) -> None:
+@pytest.mark.parametrize("mode", [[], ["-n", "2"]], ids=["inprocess", "xdist"])
+@pytest.mark.parametrize("renamed", ["ids", "files"])
+def test_resume_refuses_the_report_of_another_suite(
+    report: Path, pytester: pytest.Pytester, mode: list[str], renamed: str
+) -> None:
+    if mode and renamed == "ids":
+        pytest.skip("under xdist the controller collects nothing: it tells another suite by its files")
+
     def rename(document: dict[str, Any]) -> None:
         for case in document["cases"]:
             case["nodeid"] = case["nodeid"].replace("eval_geo.yaml", "eval_elsewhere.yaml")
+            if renamed == "files":
+                case["file"] = "eval_elsewhere.yaml"
 
     foreign = edited(report, "foreign.json", rename)
+    before = report.read_text()
     result = pytester.runpytest(
-        "-p", "no:cacheprovider", f"--agent-eval-resume={foreign}", f"--agent-eval-report={report}"
+        "-p", "no:cacheprovider", *mode, f"--agent-eval-resume={foreign}", f"--agent-eval-report={report}"
     )
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--agent-eval-resume: *foreign.json is the report of another suite*"])
-    assert "eval_elsewhere" not in report.read_text()
-    ours = pytester.runpytest("-p", "no:cacheprovider", f"--agent-eval-resume={report}")
+    assert report.read_text() == before  # no report written over the last real run's
+    ours = pytester.runpytest("-p", "no:cacheprovider", *mode, f"--agent-eval-resume={report}")
     assert ours.ret == 0  # every case has a final record: nothing to run
 
 

@@ -343,7 +343,7 @@ class Settings:
         if concurrency is None:
             concurrency = _positive_int(str(config.getini("agent_eval_concurrency")), "ini agent_eval_concurrency")
         repeat = config.getoption("agent_eval_repeat")
-        k = config.getoption("agent_eval_k", None)
+        k = config.getoption("agent_eval_k")
         for value, name in (
             (concurrency, "--agent-eval-concurrency"),
             (repeat, "--agent-eval-repeat"),

@@ -33,10 +33,12 @@ def final_records(document: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {case["nodeid"]: case for case in document["cases"] if case["nodeid"] not in not_run}
 
 
-def _read(config: pytest.Config, path: Path) -> tuple[dict[str, dict[str, Any]], set[str]]:
+def _read(config: pytest.Config, path: Path) -> tuple[dict[str, dict[str, Any]], set[str], set[str]]:
+    """REPORT's final records, every node id it names, and its files (relative to the rootdir)."""
     try:
         document = load_report(path)
     except BaselineError as exc:
+        withdraw(config)  # a usage error: no report written over the given one
         raise pytest.UsageError(f"--agent-eval-resume: {exc}") from None
     shard = (document.get("run") or {}).get("shard")
     spec = config.getoption("agent_eval_shard", None)
@@ -49,7 +51,8 @@ def _read(config: pytest.Config, path: Path) -> tuple[dict[str, dict[str, Any]],
                 f"--agent-eval-shard {wanted}" + (f" (not {given})" if given else "")
             )
     named = {str(entry.get("nodeid")) for entry in document.get("not_run") or [] if isinstance(entry, dict)}
-    return final_records(document), named | {str(case["nodeid"]) for case in document["cases"]}
+    files = {str(case["file"]) for case in document["cases"] if isinstance(case.get("file"), str)}
+    return final_records(document), named | {str(case["nodeid"]) for case in document["cases"]}, files
 
 
 class Resume:
@@ -67,7 +70,6 @@ class Resume:
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node: Any) -> None:
         node.workerinput[_INPUT] = sorted(self.done)
-        node.workerinput[_INPUT + "_known"] = sorted(self.known)
 
     @pytest.hookimpl(wrapper=True)
     def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> Generator[None]:
@@ -117,11 +119,16 @@ def configure(config: pytest.Config) -> None:
         return
     sent = compat.worker_input(config)
     if sent is not None:  # an xdist worker: the controller read REPORT
-        done = set(sent.get(_INPUT) or ())
-        known = set(sent.get(_INPUT + "_known") or ())
-        config.pluginmanager.register(Resume(Path(given), done, None, known), "agent_eval_resume")
+        done = set(sent.get(_INPUT) or ())  # the controller checked REPORT is this suite's (as far as it can)
+        config.pluginmanager.register(Resume(Path(given), done, None, set()), "agent_eval_resume")
         return
     path = Path(given)
-    final, known = _read(config, path)
+    final, known, files = _read(config, path)
+    if files and not any((config.rootpath / name).is_file() for name in files):
+        withdraw(config)  # no report written: the one given (often the same path) stays as it is
+        raise pytest.UsageError(
+            f"--agent-eval-resume: {path} is the report of another suite: none of its files ({sorted(files)[0]}, "
+            f"...) is under the rootdir {config.rootpath}; resume with the report of this suite's run"
+        )
     run_records(config).carry(final)
     config.pluginmanager.register(Resume(path, set(final), len(final), known), "agent_eval_resume")
