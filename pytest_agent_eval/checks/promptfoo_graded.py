@@ -90,9 +90,11 @@ def graded(a: dict[str, Any], run: RunRecord, inverse: bool, cost: float | None,
         passed = verdict and (threshold is None or score >= threshold)
     elif base == "factuality":
         data = judge.reply(FACTUALITY_PROMPT.format(input=fields["input"], reference=value, output=run.output))
-        choice = str(data.get("choice", "")).strip().upper()[:1]
+        # promptfoo's own grader replies `category`; the plugin's prompt asks for `choice`: either is read
+        picked = data.get("category", data.get("choice", ""))
+        choice = str(picked).strip().strip("()").upper()
         if choice not in FACTUALITY_SCORES:
-            raise CheckError(f"judge reply unreadable: no choice A-E in {data!r}")
+            raise CheckError(f"judge reply unreadable: no category A-E (`category` or `choice`) in {data!r}")
         options = a.get("options") or judge.spec.get("options") or {}
         scores = options.get("factuality") or {}
         score = float(scores.get(FACTUALITY_SCORES[choice], 0.0 if choice == "D" else 1.0))

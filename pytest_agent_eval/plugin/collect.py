@@ -46,9 +46,14 @@ class EvalFile(pytest.File):
         # file it was asked to run, and collects only the one asked for.
         from pytest_agent_eval.cases.load import load_file
         from pytest_agent_eval.core.errors import EvalFileError, EvalFileErrors
+        from pytest_agent_eval.core.files import sidecar_stem
 
         state = get_state(self.config)
         try:
+            if sidecar_stem(self.path) is not None:  # collected only when no dataset is beside it
+                from pytest_agent_eval.cases.dialects.dataset_rows import orphan_error
+
+                raise orphan_error(self.path)
             loaded = load_file(self.path, state.checks, state.dialects, cache=state.parse_cache)
         except (EvalFileError, EvalFileErrors) as exc:
             # Not a collection error: pytest would interrupt the whole run, and one bad file must not.
@@ -59,6 +64,11 @@ class EvalFile(pytest.File):
             why = f"cannot be read: {type(exc).__name__}: {exc} (please report this as a bug)"
             yield FileProblem.from_parent(self, name=FileProblem.NAME, errors=[EvalFileError(self.path, 1, why)])
             return
+        if loaded.notes:
+            from pytest_agent_eval.cases.dialects.dataset_rows import NoSidecarWarning
+
+            for note in loaded.notes:
+                self.warn(NoSidecarWarning(relative(note, self.config)))
         fixtureinfo = None
         for case in matrix_variants(loaded, state.settings.matrix):
             # Every case of a file runs the same function under the same node: one fixture closure serves all,
