@@ -515,3 +515,22 @@ def test_init_checks_every_target_first_and_writes_nothing_when_one_is_blocked(t
     code, err = _init(tmp_path)
     assert code == 1 and ".github is a symlink" in err
     assert sorted(p.name for p in tmp_path.iterdir()) == [".github"]
+
+
+def test_a_reference_bomb_is_an_error_of_its_test(pytester: pytest.Pytester) -> None:
+    """Eleven lines of ``$ref`` s to lists of ten ``$ref`` s would be 10^11 assertions: the references are bounded."""
+    templates = {f"t{i}": [{"$ref": f"#/assertionTemplates/t{i - 1}"}] * 10 for i in range(1, 12)}
+    templates["t0"] = {"type": "contains", "value": "x"}
+    config = {
+        "prompts": ["{{ q }}"],
+        "providers": ["file://provider.py"],
+        "assertionTemplates": templates,
+        "tests": [
+            {"description": "bomb", "vars": {"q": "x"}, "assert": [{"$ref": "#/assertionTemplates/t11"}]},
+            {"description": "fine", "vars": {"q": "x"}, "assert": [{"$ref": "#/assertionTemplates/t0"}]},
+        ],
+    }
+    write(pytester, provider__py=PROVIDER, promptfooconfig__yaml=json.dumps(config))
+    result = run(pytester)
+    assert outcomes(result) == {"bomb": "ERROR", "fine": "PASSED"}
+    result.stdout.fnmatch_lines(["*$refs expand to more than 100,000 values*"])

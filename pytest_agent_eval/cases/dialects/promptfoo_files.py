@@ -16,7 +16,7 @@ from typing import Any
 
 from pytest_agent_eval.cases import trust
 from pytest_agent_eval.checks.promptfoo import SUPPORTED
-from pytest_agent_eval.core.document import Document, PathKey, read_document
+from pytest_agent_eval.core.document import MAX_ALIASED, Document, PathKey, read_document
 from pytest_agent_eval.core.errors import EvalFileError, EvalFileErrors
 
 _CSV_TYPES = sorted(SUPPORTED | {"javascript", "grade", "fn"}, key=len, reverse=True)
@@ -287,16 +287,23 @@ MAX_REF_DEPTH = 20
 """References followed through at most this many others (a longer chain is almost surely a loop)."""
 
 
-def resolve_refs(value: Any, root: Any, depth: int = 0) -> Any:
+def resolve_refs(value: Any, root: Any, depth: int = 0, budget: list[int] | None = None) -> Any:
     """``value`` with each ``{$ref: '#/json/pointer', …}`` replaced by what the pointer names in the config
     (``root``), its other keys over it: promptfoo dereferences a config so (``assertionTemplates``). Raises
-    ``ValueError`` naming a reference that points nowhere, outside the config, or in a loop."""
+    ``ValueError`` naming a reference that points nowhere, outside the config, or in a loop, and when the
+    references make more than ``MAX_ALIASED`` values (a few lines of references to lists of references can mean
+    billions: SPEC §22)."""
+    if budget is None:
+        budget = [MAX_ALIASED]
+    budget[0] -= 1
+    if budget[0] < 0:
+        raise ValueError(f"$refs expand to more than {MAX_ALIASED:,} values (references to lists of references?)")
     if isinstance(value, list):
-        return [resolve_refs(v, root, depth) for v in value]
+        return [resolve_refs(v, root, depth, budget) for v in value]
     if not isinstance(value, dict):
         return value
     if "$ref" not in value:
-        return {k: resolve_refs(v, root, depth) for k, v in value.items()}
+        return {k: resolve_refs(v, root, depth, budget) for k, v in value.items()}
     ref = value["$ref"]
     if depth >= MAX_REF_DEPTH:
         raise ValueError(f"$ref {ref!r}: references nested deeper than {MAX_REF_DEPTH} (a loop?)")
@@ -314,8 +321,8 @@ def resolve_refs(value: Any, root: Any, depth: int = 0) -> Any:
             target = target[int(name)]
         else:
             raise ValueError(f"$ref {ref!r}: the config has nothing at that path ({name!r} not found)")
-    resolved = resolve_refs(target, root, depth + 1)
-    rest = {k: resolve_refs(v, root, depth) for k, v in value.items() if k != "$ref"}
+    resolved = resolve_refs(target, root, depth + 1, budget)
+    rest = {k: resolve_refs(v, root, depth, budget) for k, v in value.items() if k != "$ref"}
     if rest and isinstance(resolved, dict):
         return {**resolved, **rest}
     return resolved
