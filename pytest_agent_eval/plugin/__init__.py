@@ -25,7 +25,14 @@ if TYPE_CHECKING:
     from pytest_agent_eval.plugin.collect import EvalFile
 
 
-FEATURES = ("pytest_agent_eval.plugin.reports", "pytest_agent_eval.plugin.shards", "pytest_agent_eval.plugin.trust")
+FEATURES = (
+    "pytest_agent_eval.plugin.reports",
+    "pytest_agent_eval.plugin.shards",
+    "pytest_agent_eval.plugin.github",
+    "pytest_agent_eval.plugin.spendcap",
+    "pytest_agent_eval.plugin.cache",
+    "pytest_agent_eval.plugin.trust",
+)
 """One module per feature, each owning its options (``pytest_addoption``), its ``pytest_configure`` and its plugin
 objects, as pytest's ``junitxml`` and ``terminal`` do; registered here, in this order, before the options are
 read. A feature module imports only pytest and what its options need at the top: its engine loads in its

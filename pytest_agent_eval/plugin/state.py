@@ -56,24 +56,11 @@ class EvalSession:
         self._pace_pending = not self.settings.traffic.on and self.settings.traffic.pace
 
     def _start_traffic(self) -> Traffic:
-        import hashlib
         import warnings
 
         from pytest_agent_eval.traffic.session import start
 
-        cache = getattr(self.config, "cache", None)
-        try:  # the run's cache directory, shared by every xdist worker
-            folder = cache.mkdir("agent_eval_limits") if cache is not None else None
-        except OSError:  # not writable: the folder below, as without a cache
-            folder = None
-        if folder is None:  # the user's private folder (SPEC §22), never a shared predictable path
-            from pytest_agent_eval.traffic import private
-
-            digest = hashlib.sha256(str(self.config.rootpath).encode()).hexdigest()[:12]
-            try:
-                folder = private.folder(f"limits-{digest}")
-            except private.PrivateDirError as exc:
-                raise pytest.UsageError(f"the run's rate-limit state: {exc}") from None
+        folder = limits_folder(self.config)
         from pytest_agent_eval.traffic.store import StoreError, StoreWarning
 
         try:
@@ -228,6 +215,28 @@ class EvalSession:
 STATE = pytest.StashKey[EvalSession]()
 EVAL_ITEM = pytest.StashKey[bool]()
 """Set on the items eval files make (cases, and an unreadable file's ``@file``): cheaper to ask than a marker."""
+
+
+def limits_folder(config: pytest.Config) -> Path:
+    """Where the run's shared budgets live (the pace, the spend): the run's cache directory, shared by every xdist
+    worker; without a writable cache, a folder by rootdir in the user's private folder (SPEC §22: made 0700, checked
+    to be the user's, never a symlink), never a predictable shared path another local user could plant."""
+    import hashlib
+
+    from pytest_agent_eval.traffic import private
+
+    cache = getattr(config, "cache", None)
+    try:
+        folder = cache.mkdir("agent_eval_limits") if cache is not None else None
+    except OSError:  # not writable: the folder below, as without a cache
+        folder = None
+    if folder is None:
+        digest = hashlib.sha256(str(config.rootpath).encode()).hexdigest()[:12]
+        try:
+            folder = private.folder(f"limits-{digest}")
+        except private.PrivateDirError as exc:
+            raise pytest.UsageError(f"the run's rate-limit state: {exc}") from None
+    return folder
 
 
 def get_state(config: pytest.Config) -> EvalSession:
