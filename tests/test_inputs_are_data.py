@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from test_dialect_promptfoo import outcomes, run  # the promptfoo tests' run and its outcomes by id
 
 PROVIDER = """
 def call_api(prompt, options, context):
@@ -38,22 +39,6 @@ def write(pytester: pytest.Pytester, **files: str | bytes) -> None:
             path.write_bytes(content)
         else:
             path.write_text(textwrap.dedent(content))
-
-
-def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
-    result = pytester.runpytest("-p", "no:cacheprovider", "-rA", *args)
-    assert "INTERNALERROR" not in result.stdout.str(), result.stdout.str()
-    return result
-
-
-def outcomes(result: pytest.RunResult) -> dict[str, str]:
-    """``{case id: PASSED | FAILED | ERROR}`` from ``-rA``'s short summary."""
-    found: dict[str, str] = {}
-    for line in result.stdout.lines:
-        for word in ("PASSED", "FAILED", "ERROR", "SKIPPED"):
-            if line.startswith(word + " ") and "::" in line.split()[1]:
-                found[line.split()[1].split("::", 1)[1]] = word
-    return found
 
 
 def validate(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
