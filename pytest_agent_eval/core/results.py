@@ -20,11 +20,13 @@ class ToolCall:
     args: dict[str, Any] = field(default_factory=dict)
     result: Any = None
     error: str | None = None
+    server: str | None = None
+    """The MCP server that serves the tool (its ``serverInfo.name``); ``None`` for a function tool."""
 
     def describe(self) -> str:
-        """``name(a=1, b='x')`` for failure output."""
+        """``name(a=1, b='x')`` (``server.name(...)`` for an MCP tool) for failure output."""
         args = ", ".join(f"{k}={bounded_repr(v)}" for k, v in self.args.items())
-        return f"{self.name}({args})"
+        return f"{self.server + '.' if self.server else ''}{self.name}({args})"
 
 
 @dataclass

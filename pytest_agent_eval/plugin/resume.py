@@ -1,5 +1,5 @@
 """``--agent-eval-resume REPORT`` (SPEC §18): run exactly the eval cases REPORT has no final record of, and write one
-report of both runs.
+report of both runs. REPORT may be a run's journal (``*.jsonl``, SPEC §24): what a killed run left.
 
 A case has a final record when REPORT's ``cases`` hold it and its ``not_run`` list (the cases a dead worker had not
 finished) does not name it. Every other collected eval case runs; the finished ones and every plain test are
@@ -35,8 +35,10 @@ def final_records(document: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 def _read(config: pytest.Config, path: Path) -> tuple[dict[str, dict[str, Any]], set[str], set[str]]:
     """REPORT's final records, every node id it names, and its files (relative to the rootdir)."""
+    from pytest_agent_eval.memory.journal import is_journal, read_journal
+
     try:
-        document = load_report(path)
+        document = read_journal(path) if is_journal(path) else load_report(path)
     except BaselineError as exc:
         withdraw(config)  # a usage error: no report written over the given one
         raise pytest.UsageError(f"--agent-eval-resume: {exc}") from None

@@ -97,7 +97,7 @@ class Traffic:
         path = cassette_path(folder, case.path, case.id, None if beside else self.settings.root)
         old = old_cassette_path(folder, case.path, case.id) if beside else None
         cassette = Cassette(path, self.settings.ignore, load=self.settings.mode != "record", old=old, folder=folder)
-        return CaseTraffic(case.id, cassette, relative_path(path, self.settings.root))
+        return CaseTraffic(case.id, cassette, relative_path(path, self.settings.root), self.settings.mode)
 
     @property
     def watching(self) -> bool:
