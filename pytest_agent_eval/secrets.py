@@ -113,11 +113,17 @@ def any_known() -> bool:
 
 def scrub_strings(data: Any) -> Any:
     """JSON data with every string scrubbed of URL userinfo and remembered secrets (field names left as they are:
-    for the plugin's own records, whose names are not secrets)."""
+    for the plugin's own records, whose names are not secrets); ``data`` itself when there is nothing to scrub."""
+    if not _ordered and "@" not in repr(data):  # nothing to scrub: told by one pass in C (JSON data's repr)
+        return data
+    return _scrubbed(data)
+
+
+def _scrubbed(data: Any) -> Any:
     if isinstance(data, str):
         return scrub_text(data) if "@" in data or _ordered else data
     if isinstance(data, dict):
-        return {k: scrub_strings(v) for k, v in data.items()}
+        return {k: _scrubbed(v) for k, v in data.items()}
     if isinstance(data, list):
-        return [scrub_strings(v) for v in data]
+        return [_scrubbed(v) for v in data]
     return data

@@ -10,13 +10,14 @@ from typing import Any
 
 import jsonschema  # noqa: F401
 import pytest
+import yaml  # noqa: F401 - PyYAML, whose C loader cannot be imported twice (the plugin imports it lazily)
 from agent_sources import SCRIPTED_AGENT
 from shared_run import OTHER_PLUGINS_OFF
 
 # The plugin imports its runner and jsonschema lazily (start-up time). Imported here once, so that pytester's
 # in-process runs find them loaded instead of importing them anew for every run.
 import pytest_agent_eval.plugin.execute
-import pytest_agent_eval.traffic.session  # noqa: F401 - with PyYAML, whose C loader cannot be imported twice
+import pytest_agent_eval.traffic.session  # noqa: F401
 
 # httpx (and httpx2) with the httpcore of their transports, which they import only when a client is made: an
 # httpcore loaded by an in-process run, then unloaded, would be loaded anew by the next, whose connection errors

@@ -49,6 +49,8 @@ class MockPlan:
         mode = case.unmocked_tools or unmocked or "strict"
         if mode not in UNMOCKED_MODES:
             raise MockConfigError(f"{case.location}: unmocked_tools {mode!r}: use one of {', '.join(UNMOCKED_MODES)}")
+        if not own:  # nothing of its own to call: most cases, each of them (no forbidden tools to read)
+            return cls(base or {}, mode, case.id, case.location)
         from pytest_agent_eval.checks.tools import forbidden_tools  # with the first case that has mocks
 
         unwanted = forbidden_tools(case)

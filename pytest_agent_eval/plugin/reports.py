@@ -11,9 +11,10 @@ from functools import partial
 
 import pytest
 
+from pytest_agent_eval import compat
 from pytest_agent_eval.plugin.options import option_group
 from pytest_agent_eval.plugin.state import STATE
-from pytest_agent_eval.report import formats, options
+from pytest_agent_eval.report import options
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -21,6 +22,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    if compat.is_worker(config):  # the reports are the controller's: an xdist worker loads none of them
+        return
+    from pytest_agent_eval.report import formats
+
     case_lines: Callable[[str], dict[str, int]] = partial(_case_lines, config)
     config.stash[formats.CASE_LINES] = case_lines
     formats.configure(config)
@@ -28,6 +33,8 @@ def pytest_configure(config: pytest.Config) -> None:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_agent_eval_register_formats(config: pytest.Config) -> None:
+    from pytest_agent_eval.report import formats
+
     formats.builtin_formats(config)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Collection, Coroutine
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -52,7 +53,8 @@ class EvalSession:
         """How many items the eval files collected so far made (the GC policy depends on it)."""
         self.traffic: Traffic | None = self._start_traffic() if self.settings.traffic.on else None
         """The HTTP traffic hook (SPEC §14), installed only when an option needs it, or for the run's pace alone
-        (on by default) at the first case (a run without eval cases loads none of it)."""
+        (on by default) at the first case that starts with ``httpx`` or ``httpx2`` loaded: a run whose agents load
+        neither (nothing the pace could hook) loads none of it."""
         self._pace_pending = not self.settings.traffic.on and self.settings.traffic.pace
 
     def _start_traffic(self) -> Traffic:
@@ -153,7 +155,7 @@ class EvalSession:
         """What running ``case`` needs: checks, timeout, the LLM, tool-mock recorder and the concurrency limit."""
         from pytest_agent_eval.run.settings import RunSettings
 
-        if self._pace_pending:
+        if self._pace_pending and _http_client_loaded():  # the pace hooks httpx/httpx2 only: none, nothing to pace
             self._pace_pending = False
             try:
                 self.traffic = self._start_traffic()
@@ -241,3 +243,8 @@ def limits_folder(config: pytest.Config) -> Path:
 
 def get_state(config: pytest.Config) -> EvalSession:
     return config.stash[STATE]
+
+
+def _http_client_loaded() -> bool:
+    """Whether an HTTP client the pace hooks (``traffic.hook.adopt``) is loaded: one dict look-up per case."""
+    return "httpx" in sys.modules or "httpx2" in sys.modules

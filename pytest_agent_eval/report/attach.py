@@ -18,11 +18,32 @@ if TYPE_CHECKING:
 
 _RECORD = pytest.StashKey[CaseRecord]()
 _CASSETTE = pytest.StashKey[tuple[str, str]]()
+_CONTENT = pytest.StashKey[bool]()
+WRITTEN = ("agent_eval_report", "agent_eval_markdown", "agent_eval_html", "agent_eval_baseline", "agent_eval_resume")
+"""The options (``dest``) of the reports written from the records: with one (or the run memory, whose journal keeps
+every record), a record keeps the case's input and content hash (SPEC §17); without, neither is computed (the
+terminal summary and ``--junitxml`` show neither)."""
+
+
+def wants_content(config: pytest.Config) -> bool:
+    """Whether the records need the case's input and content hash: a written report is asked for, or a plugin
+    registers report formats of its own (which may read them). Decided once per process, workers alike."""
+    wanted = config.stash.get(_CONTENT, None)
+    if wanted is None:
+        hook = config.hook.pytest_agent_eval_register_formats
+        wanted = (
+            any(config.getoption(name, None) for name in WRITTEN)
+            or config.pluginmanager.hasplugin("agent_eval_memory")  # the run memory's journal keeps every record
+            or any(not impl.function.__module__.startswith("pytest_agent_eval.") for impl in hook.get_hookimpls())
+        )
+        config.stash[_CONTENT] = wanted
+    return wanted
 
 
 def note_result(item: pytest.Item, result: CaseResult) -> None:
     """Record the case's result for its report, and add its ``--junitxml`` properties (taken from the record)."""
-    record = from_result(item.nodeid, item.location[0], result, item.config.getoption("agent_eval_k", None))
+    k = item.config.getoption("agent_eval_k", None)
+    record = from_result(item.nodeid, item.location[0], result, k, wants_content(item.config))
     item.stash[_RECORD] = record
     if result.cassette is not None:  # recorded on an xdist worker: the controller writes it (``plugin.cassettes``)
         item.stash[_CASSETTE] = result.cassette
@@ -67,6 +88,7 @@ def _not_run(item: pytest.Item, report: pytest.TestReport) -> CaseRecord:
     file = item.location[0]
     if case is None:  # a file that cannot be read: `file::@file`
         return CaseRecord(item.nodeid, item.name, file, (line or 0) + 1, "error")
+    content = wants_content(item.config)
     return CaseRecord(
         nodeid=item.nodeid,
         case_id=case.id,
@@ -79,6 +101,6 @@ def _not_run(item: pytest.Item, report: pytest.TestReport) -> CaseRecord:
         min_score=case.min_score,
         min_pass_rate=case.min_pass_rate,
         agent=case.agent_name,
-        input=case_input(case),
-        content_hash=content_hash(case),
+        input=case_input(case) if content else None,
+        content_hash=content_hash(case) if content else None,
     )

@@ -237,9 +237,10 @@ def _listed(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
 
 
-def from_result(nodeid: str, file: str, result: CaseResult, k: int | None = None) -> CaseRecord:
+def from_result(nodeid: str, file: str, result: CaseResult, k: int | None = None, content: bool = True) -> CaseRecord:
     """The record of a case that ran (its outcome is set later, from the test report); ``k``: of pass@k and
-    pass^k (``--agent-eval-k``; default: the case's trials)."""
+    pass^k (``--agent-eval-k``; default: the case's trials). ``content``: with the case's input and content hash
+    (only a written report shows them: ``attach.wants_content``)."""
     case = result.case
     shown = result.first
     trials = [TrialRecord.of(t) for t in result.trials]
@@ -271,8 +272,8 @@ def from_result(nodeid: str, file: str, result: CaseResult, k: int | None = None
         error=_text(shown.run.error or (shown.violations[0] if shown.violations else None)),
         conversation=dict(shown.parts) or None,
         agent=case.agent_name,
-        input=case_input(case),
-        content_hash=content_hash(case),
+        input=case_input(case) if content else None,
+        content_hash=content_hash(case) if content else None,
         trials_used=len(trials) if result.trials_max is not None else None,
         trials_saved=result.trials_max - len(trials) if result.trials_max is not None else None,
         **_pass_k(len(trials), result.passes, k),

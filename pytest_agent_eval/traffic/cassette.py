@@ -21,8 +21,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from pytest_agent_eval.secrets import SCRUBBED, scrub_data, scrub_text, scrub_url
 
 __all__ = ["SCRUBBED", "scrub_url"]  # the traffic layer's names for them
@@ -183,6 +181,8 @@ class Cassette:
         interactions = (self.interactions if keep_old else []) + new
         if not new and (keep_old or not interactions):
             return None
+        import yaml  # with the first cassette written: the run's pace alone (no traffic option) never loads it
+
         text = yaml.dump(
             {"interactions": [i.to_vcr() for i in interactions], "version": 1},
             Dumper=getattr(yaml, "CSafeDumper", yaml.SafeDumper),  # libyaml's, several times faster, where present
@@ -222,6 +222,8 @@ def sent_cassette_path(folder: Path, relative: str) -> Path | None:
 
 
 def _read(path: Path) -> list[Interaction]:
+    import yaml  # with the first cassette read
+
     try:
         data = yaml.load(path.read_text(encoding="utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
         return [Interaction.from_vcr(i) for i in (data or {}).get("interactions") or []]

@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from pytest_agent_eval.traffic.cassette import scrub_url
+from pytest_agent_eval.secrets import scrub_url  # not the cassette's module: it imports PyYAML
 
 INFRASTRUCTURE: dict[str, tuple[str, ...]] = {
     "openai": ("APIConnectionError", "APITimeoutError", "RateLimitError", "InternalServerError"),
