@@ -12,6 +12,7 @@ from pytest_agent_eval.checks import (
     output_schema,
     promptfoo,
     scorers,
+    spans,
     tools,
 )
 from pytest_agent_eval.checks.base import (
@@ -39,7 +40,7 @@ __all__ = [
 def builtin_registry() -> CheckRegistry:
     """A registry holding every built-in check."""
     registry = CheckRegistry()
-    for family in (output, tools, outcome, latency, output_schema, judge, custom, answers, scorers, promptfoo):
+    for family in (output, tools, outcome, latency, output_schema, judge, custom, answers, scorers, promptfoo, spans):
         family.register(registry)
     registry.mark_builtin()
     return registry

@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import inspect
 import threading
+import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
@@ -187,15 +188,16 @@ class Recording:
         call = self._begin(name, args)
         try:
             response = self._resolve(call)
+            call.mocked = response is not None
             if response is None:
                 with passing_through():
                     result = real()
             else:
                 result = produce(response, call.args)
         except Exception as exc:
-            call.error = describe(exc)
+            call.error, call.end_ns = describe(exc), time.time_ns()
             raise
-        call.result = result
+        call.result, call.end_ns = result, time.time_ns()
         return result
 
     async def ahandle(self, name: str, args: dict[str, Any], real: Callable[[], Awaitable[Any]]) -> Any:
@@ -203,6 +205,7 @@ class Recording:
         call = self._begin(name, args)
         try:
             response = self._resolve(call)
+            call.mocked = response is not None
             if response is None:
                 with passing_through():
                     result = await real()
@@ -211,13 +214,13 @@ class Recording:
                 if inspect.isawaitable(result):
                     result = await result
         except Exception as exc:
-            call.error = describe(exc)
+            call.error, call.end_ns = describe(exc), time.time_ns()
             raise
-        call.result = result
+        call.result, call.end_ns = result, time.time_ns()
         return result
 
     def _begin(self, name: str, args: dict[str, Any]) -> ToolCall:
-        call = ToolCall(name, args)
+        call = ToolCall(name, args, start_ns=time.time_ns())
         with self._lock:
             self.calls.append(call)
         return call

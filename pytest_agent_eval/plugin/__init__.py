@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from pytest_agent_eval.plugin.collect import EvalFile
 
 
-FEATURES = ("pytest_agent_eval.plugin.shards",)
+FEATURES = ("pytest_agent_eval.plugin.shards", "pytest_agent_eval.plugin.traces")
 """One module per feature, each owning its options (``pytest_addoption``), its ``pytest_configure`` and its plugin
 objects, as pytest's ``junitxml`` and ``terminal`` do; registered here, in this order, before the options are
 read. A feature module imports only pytest and what its options need at the top: its engine loads in its

@@ -299,8 +299,12 @@ def read_traffic_options(config: pytest.Config) -> TrafficOptions:
         prices=str(config.getini("agent_eval_prices")).strip(),
         pace=(config.getoption("agent_eval_pace") or str(config.getini("agent_eval_pace")).strip() or "on") != "off",
     )
+    traced = (  # the trace options (plugin/traces.py) turn the hook on: a chat span for every LLM request
+        config.getoption("agent_eval_traces", None) is not None or config.getoption("agent_eval_otlp", None) is not None
+    )
     wanted = (
-        config.getoption("agent_eval_traffic")
+        traced
+        or config.getoption("agent_eval_traffic")
         or config.getini("agent_eval_traffic")
         or config.getoption("agent_eval_retries") is not None
         or mode
@@ -308,7 +312,7 @@ def read_traffic_options(config: pytest.Config) -> TrafficOptions:
         or options.token_limit
         or options.prices
     )
-    return replace(options, on=bool(wanted))
+    return replace(options, on=bool(wanted), keep_calls=traced)
 
 
 @dataclass(frozen=True)

@@ -78,6 +78,7 @@ class TrialRecord:
     tokens: dict[str, int] | None = None
     cost: float | None = None
     checks: list[CheckRecord] = field(default_factory=list)
+    trace_id: str | None = None
 
     @classmethod
     def of(cls, trial: TrialResult) -> TrialRecord:
@@ -90,6 +91,7 @@ class TrialRecord:
             tokens=tokens,
             cost=cost,
             checks=[CheckRecord.of(c, detail=False) for c in trial.checks],
+            trace_id=trial.run.trace_id,
         )
 
 
@@ -151,6 +153,12 @@ class CaseRecord:
     pass_hat_k: float | None = None
     """Of a repeated case (``repeat`` > 1): the chance that at least one (pass@k) / every one (pass^k) of ``k``
     trials passes, unbiased from its trials and passes (SPEC §20); ``None`` when ``k`` exceeds its trials."""
+    trace_id: str | None = None
+    """The trace of the trial shown, when the run traced (SPEC §23); each trial's is in ``trials``."""
+    trace_url: str | None = None
+    """Its link (``--agent-eval-trace-url``), set where the report is written."""
+    spans: list[JSON] | None = None
+    """The span tree of the trial shown (``RunRecord.spans``), when traced."""
 
     def to_dict(self) -> dict[str, JSON]:
         """As ``dataclasses.asdict``, without its deep copy (values are JSON-able already and not changed after):
@@ -190,6 +198,9 @@ class CaseRecord:
         if len(self.trials) > 1:
             props.append(("passes", f"{self.passes}/{len(self.trials)}"))
         props.extend((self.conversation or {}).items())
+        traces = [t.trace_id for t in self.trials if t.trace_id]
+        if traces:  # SPEC §23: each trial's trace
+            props.append(("trace_id", " ".join(traces)))
         return props
 
 
@@ -258,6 +269,8 @@ def from_result(nodeid: str, file: str, result: CaseResult, k: int | None = None
         agent=case.agent_name,
         input=case_input(case),
         content_hash=content_hash(case),
+        trace_id=shown.run.trace_id,
+        spans=None if shown.run.spans is None else [jsonable(s, OUTPUT_LIMIT) for s in shown.run.spans],
         **_pass_k(len(trials), result.passes, k),
     )
 
