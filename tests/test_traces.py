@@ -119,3 +119,145 @@ def test_every_trial_is_one_trace_with_chat_and_tool_spans_and_the_checks_verdic
         assert case["trace_id"] == by_trace[case_id] == case["trials"][0]["trace_id"]
         names = [s["name"] for s in case["spans"]]
         assert names[0] == "invoke_agent tracing_agent:agent" and "execute_tool lookup" in names
+
+
+INSTRUMENTED = '''
+import asyncio
+import json
+
+import openai
+from openinference.instrumentation.openai import OpenAIInstrumentor
+from opentelemetry import trace
+
+OpenAIInstrumentor().instrument()  # the global provider, whichever is set (a proxy until then)
+tracer = trace.get_tracer("weather-agent")
+
+
+def lookup(city):
+    """A tool the agent traces itself, with OpenInference's attributes (no adapter, no mocks)."""
+    attributes = {"openinference.span.kind": "TOOL", "tool.name": "lookup", "input.value": json.dumps({"city": city})}
+    with tracer.start_as_current_span("lookup", attributes=attributes) as span:
+        span.set_attribute("output.value", f"sunny in {city}")
+        return f"sunny in {city}"
+
+
+async def agent(query):
+    async with openai.AsyncOpenAI(max_retries=0) as client:
+        await asyncio.sleep(0.05)  # the cases are in flight together
+        reply = await client.chat.completions.create(
+            model="loopback-model", messages=[{"role": "user", "content": query}]
+        )
+        await asyncio.sleep(0.05)
+    return reply.choices[0].message.content + " / " + lookup(query)
+'''
+
+
+def _instrumented_suite(n: int) -> str:
+    cases = "".join(
+        f"""  - id: city{k}
+    input: City{k}
+    expect:
+      contains: [sunny in City{k}]
+      tool_sequence: [{{name: lookup, args: {{city: City{k}}}}}]
+      max_llm_calls: 1
+      no_error_spans: true
+      spans:
+        - {{name: ChatCompletion, attributes: {{openinference.span.kind: LLM}}, within: {{name: "invoke_agent *"}}}}
+        - {{name: lookup, attributes: {{input.value: {{regex: 'City{k}\\b'}}}}, max_count: 1}}
+"""
+        for k in range(n)
+    )
+    return f"agent: weather:agent\ncases:\n{cases}"
+
+
+@pytest.fixture
+def instrumented(pytester: pytest.Pytester, chat: ChatServer) -> pytest.Pytester:
+    pytest.importorskip("openinference.instrumentation.openai")
+    pytester.makepyfile(weather=INSTRUMENTED)
+    pytester.syspathinsert()
+    pytester.makefile(".yaml", eval_weather=_instrumented_suite(6))
+    return pytester
+
+
+@pytest.mark.parametrize(
+    "how",
+    [(), ("--agent-eval-concurrency", "4"), ("-n", "2"), ("--agent-eval-traces", "t.jsonl", "-n", "2")],
+    ids=["serial-no-option", "concurrency", "xdist", "xdist-traces"],
+)
+def test_the_agents_own_spans_are_children_of_their_trials_root(
+    instrumented: pytest.Pytester, how: tuple[str, ...]
+) -> None:
+    """OpenInference's OpenAI instrumentation and the agent's own tool spans: span checks and tool checks read
+    them, each case's spans its own under concurrency and -n; `expect: spans:` needs no trace option."""
+    result = instrumented.runpytest(*RUN, *how, "--agent-eval-report", "report.json")
+    result.assert_outcomes(passed=6)
+    for case in json.loads((instrumented.path / "report.json").read_text())["cases"]:
+        spans = case["spans"]
+        llm = [s for s in spans if s["attributes"].get("openinference.span.kind") == "LLM"]
+        assert len(llm) == 1, spans
+        asked = llm[0]["attributes"]["llm.input_messages.0.message.content"]
+        assert asked == case["input"]["query"], (case["case_id"], asked)  # its own trial's request
+        assert spans[llm[0]["parent"]]["name"] == "invoke_agent weather:agent"
+        assert [c["name"] for c in case["tool_calls"]] == ["lookup"]  # read from the agent's span
+    if "--agent-eval-traces" in how:
+        spans = read_traces(instrumented.path / "t.jsonl")
+        roots = {s["traceId"]: s["attrs"]["agent_eval.case.id"] for s in spans if s["name"].startswith("invoke_agent")}
+        assert len(roots) == 6 and len({s["resource"]["agent_eval.run.id"] for s in spans}) == 1
+        for span in spans:
+            if span["name"] == "ChatCompletion":
+                case = roots[span["traceId"]]
+                assert span["attrs"]["llm.input_messages.0.message.content"] == "City" + case.removeprefix("city")
+
+
+def test_a_failing_span_check_shows_the_closest_span_and_its_path(instrumented: pytest.Pytester) -> None:
+    instrumented.makefile(
+        ".yaml",
+        eval_weather="""
+agent: weather:agent
+cases:
+  - id: strict
+    input: Paris
+    expect:
+      max_llm_calls: 0
+      spans:
+        - {name: lookup, attributes: {tool.name: search}}
+""",
+    )
+    result = instrumented.runpytest(*RUN)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*max_llm_calls: 1 LLM calls, at most 0 allowed*",
+            "*invoke_agent weather:agent > ChatCompletion",
+            '*spans: 0 spans like {"name": "lookup", "attributes": {"tool.name": "search"}}, at least 1 expected*',
+            "*closest span: invoke_agent weather:agent > lookup: tool.name='lookup', not 'search'*",
+        ]
+    )
+
+
+USER_PROVIDER = '''
+from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+EXPORTER = InMemorySpanExporter()
+PROVIDER = TracerProvider()
+PROVIDER.add_span_processor(SimpleSpanProcessor(EXPORTER))
+trace.set_tracer_provider(PROVIDER)
+
+
+def pytest_sessionfinish(session):
+    names = sorted({span.name for span in EXPORTER.get_finished_spans()})
+    (session.config.rootpath / "user_spans.json").write_text(__import__("json").dumps(names))
+    assert trace.get_tracer_provider() is PROVIDER
+'''
+
+
+def test_a_tracer_provider_the_user_set_keeps_working(instrumented: pytest.Pytester) -> None:
+    instrumented.makeconftest(USER_PROVIDER)
+    result = instrumented.runpytest(*RUN, "--agent-eval-traces", "t.jsonl")
+    result.assert_outcomes(passed=6)
+    names = json.loads((instrumented.path / "user_spans.json").read_text())
+    assert {"ChatCompletion", "lookup", "invoke_agent weather:agent", "chat loopback-model"} <= set(names)
+    assert {s["name"] for s in read_traces(instrumented.path / "t.jsonl")} >= {"ChatCompletion", "lookup"}

@@ -105,7 +105,7 @@ def _same(got: Any, want: Any) -> bool:
 
 
 def _shown(matcher: dict[str, Any]) -> str:
-    return json.dumps(matcher, sort_keys=True, default=str)
+    return json.dumps(matcher, default=str)
 
 
 def spans(run: RunRecord, spec: Any, ctx: CheckContext) -> CheckResult:
