@@ -82,6 +82,15 @@ def read_traces(path: Path) -> list[dict[str, Any]]:
     return spans
 
 
+def _has_module(name: str) -> bool:
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec(name) is not None
+    except ImportError:
+        return False
+
+
 def _value(value: dict[str, Any]) -> Any:
     (kind, inner), = value.items()
     return int(inner) if kind == "intValue" else inner
@@ -261,3 +270,88 @@ def test_a_tracer_provider_the_user_set_keeps_working(instrumented: pytest.Pytes
     names = json.loads((instrumented.path / "user_spans.json").read_text())
     assert {"ChatCompletion", "lookup", "invoke_agent weather:agent", "chat loopback-model"} <= set(names)
     assert {s["name"] for s in read_traces(instrumented.path / "t.jsonl")} >= {"ChatCompletion", "lookup"}
+
+
+def test_a_span_matcher_with_a_typo_is_a_validate_error_at_its_line_with_did_you_mean(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from pytest_agent_eval.cli import main
+
+    (tmp_path / "eval_typo.yaml").write_text(
+        "agent: x:y\ncases:\n  - id: c\n    input: hi\n    expect:\n      spans:\n"
+        "        - {name: 'chat *', atributes: {a: 1}}\n        - {name: x, status: fine}\n"
+    )
+    assert main(["validate", str(tmp_path / "eval_typo.yaml")]) != 0
+    out = capsys.readouterr().out
+    assert (
+        "eval_typo.yaml:7: unknown key 'atributes' in cases[0].expect.spans[0] (did you mean \"attributes\"?) (case c)"
+        in out
+    ), out
+    assert "eval_typo.yaml:8: cases[0].expect.spans[1].status: 'fine' is not one of ['ok', 'error'] (case c)" in out
+
+
+def test_an_unreachable_otlp_endpoint_is_one_warning_and_the_run_goes_on(project: pytest.Pytester) -> None:
+    import socket
+
+    with socket.socket() as probe:  # a loopback port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    result = project.runpytest(*RUN, "--agent-eval-otlp", f"http://127.0.0.1:{port}/v1/traces", "-W", "default")
+    result.assert_outcomes(passed=2)
+    output = result.stdout.str()
+    assert output.count(f"spans not sent to http://127.0.0.1:{port}/v1/traces") == 2, output  # the warning, the summary
+    result.stdout.fnmatch_lines(["*TraceWarning*spans not sent*the run went on: 6 spans dropped*"])
+    result.stdout.fnmatch_lines(["agent eval traces over OTLP: 6 spans dropped (*unreachable or refused*"])
+
+
+def test_the_trace_id_is_in_the_junit_properties_and_linked_in_the_html_report(project: pytest.Pytester) -> None:
+    import xml.etree.ElementTree as ET
+
+    result = project.runpytest(
+        *RUN,
+        "--agent-eval-traces",
+        "t.jsonl",
+        "--junitxml",
+        "junit.xml",
+        "--agent-eval-html",
+        "report.html",
+        "--agent-eval-trace-url",
+        "http://127.0.0.1:6006/projects/agent-eval/traces/{trace_id}",
+    )
+    result.assert_outcomes(passed=2)
+    roots = {
+        s["attrs"]["agent_eval.case.id"]: s["traceId"]
+        for s in read_traces(project.path / "t.jsonl")
+        if s["name"].startswith("invoke_agent")
+    }
+    tree = ET.parse(project.path / "junit.xml")
+    for case in tree.iter("testcase"):
+        props = {p.get("name"): p.get("value") for p in case.iter("property")}
+        assert props["trace_id"] == roots[case.get("name")]
+    page = (project.path / "report.html").read_text()
+    for trace_id in roots.values():
+        assert f"http://127.0.0.1:6006/projects/agent-eval/traces/{trace_id}" in page
+
+
+def test_a_trace_url_without_the_placeholder_is_a_usage_error(project: pytest.Pytester) -> None:
+    result = project.runpytest(*RUN, "--agent-eval-trace-url", "http://127.0.0.1/traces")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--agent-eval-trace-url*put {trace_id} where the trace id goes*"])
+
+
+NO_OTEL = """
+import sys
+
+
+def pytest_sessionfinish(session):
+    loaded = sorted(m for m in sys.modules if m.startswith("opentelemetry") or m == "pytest_agent_eval.traces.engine")
+    (session.config.rootpath / "loaded.txt").write_text(" ".join(loaded))
+"""
+
+
+def test_nothing_of_opentelemetry_is_imported_when_no_option_asks_for_it(project: pytest.Pytester) -> None:
+    project.makeconftest(NO_OTEL)
+    # arize-phoenix's own pytest plugin (installed by the dev extra for the Phoenix test) imports OpenTelemetry
+    plugins = ("-p", "no:phoenix") if _has_module("phoenix.client.pytest") else ()
+    project.runpytest_subprocess(*RUN, *plugins).assert_outcomes(passed=2)
+    assert (project.path / "loaded.txt").read_text() == ""
