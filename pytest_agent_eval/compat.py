@@ -262,5 +262,5 @@ def unset_tracer_provider() -> None:
     from opentelemetry import trace
     from opentelemetry.util._once import Once
 
-    trace._TRACER_PROVIDER = None  # type: ignore[attr-defined]
-    trace._TRACER_PROVIDER_SET_ONCE = Once()  # type: ignore[attr-defined]
+    trace._TRACER_PROVIDER = None
+    trace._TRACER_PROVIDER_SET_ONCE = Once()

@@ -15,7 +15,7 @@ from test_traffic import RUN, point_at
 pytest.importorskip("openai")
 pytest.importorskip("opentelemetry.sdk")
 
-AGENT = '''
+AGENT = """
 import openai
 
 MODEL = "loopback-model"
@@ -33,7 +33,7 @@ def agent(query):
     except Exception as exc:
         found = f"lookup failed: {exc}"
     return reply.choices[0].message.content + " / " + str(found)
-'''
+"""
 
 SUITE = """
 agent: tracing_agent:agent
@@ -92,7 +92,7 @@ def _has_module(name: str) -> bool:
 
 
 def _value(value: dict[str, Any]) -> Any:
-    (kind, inner), = value.items()
+    ((kind, inner),) = value.items()
     return int(inner) if kind == "intValue" else inner
 
 
@@ -113,7 +113,8 @@ def test_every_trial_is_one_trace_with_chat_and_tool_spans_and_the_checks_verdic
         assert "gen_ai.usage.cache_read.input_tokens" in chat and chat["gen_ai.response.id"]
         tool = children["execute_tool lookup"]
         assert tool["attrs"]["agent_eval.tool.mocked"] is True
-        assert json.loads(tool["attrs"]["gen_ai.tool.call.arguments"]) == {"city": root["attrs"]["agent_eval.case.id"].title()}
+        city = root["attrs"]["agent_eval.case.id"].title()
+        assert json.loads(tool["attrs"]["gen_ai.tool.call.arguments"]) == {"city": city}
         events = {e["attributes"][0]["value"]["stringValue"]: e for e in root.get("events", [])}
         assert all(e["name"] == "gen_ai.evaluation.result" for e in root["events"])
         if root["attrs"]["agent_eval.case.id"] == "paris":
@@ -244,7 +245,7 @@ cases:
     )
 
 
-USER_PROVIDER = '''
+USER_PROVIDER = """
 from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
@@ -260,7 +261,7 @@ def pytest_sessionfinish(session):
     names = sorted({span.name for span in EXPORTER.get_finished_spans()})
     (session.config.rootpath / "user_spans.json").write_text(__import__("json").dumps(names))
     assert trace.get_tracer_provider() is PROVIDER
-'''
+"""
 
 
 def test_a_tracer_provider_the_user_set_keeps_working(instrumented: pytest.Pytester) -> None:
@@ -355,3 +356,190 @@ def test_nothing_of_opentelemetry_is_imported_when_no_option_asks_for_it(project
     plugins = ("-p", "no:phoenix") if _has_module("phoenix.client.pytest") else ()
     project.runpytest_subprocess(*RUN, *plugins).assert_outcomes(passed=2)
     assert (project.path / "loaded.txt").read_text() == ""
+
+
+def test_capture_makes_a_trace_a_case_that_validates_and_runs(
+    project: pytest.Pytester, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from pytest_agent_eval.cli import main
+
+    project.runpytest(*RUN, "--agent-eval-traces", "t.jsonl").assert_outcomes(passed=2)
+    roots = {
+        s["attrs"]["agent_eval.case.id"]: s["traceId"]
+        for s in read_traces(project.path / "t.jsonl")
+        if s["name"].startswith("invoke_agent")
+    }
+    traces = str(project.path / "t.jsonl")
+    assert main(["capture", traces]) == 2
+    assert "holds 2 traces: choose one with --trace-id" in capsys.readouterr().err
+    for case_id in ("paris", "oslo"):
+        out = project.path / f"eval_captured_{case_id}.yaml"
+        assert main(["capture", traces, "--trace-id", roots[case_id], "-o", str(out)]) == 0
+        import yaml
+
+        captured = yaml.safe_load(out.read_text())["cases"][0]
+        city = case_id.title()
+        assert captured["input"] == city and captured["reference"] == f"answer to {city} / " + (
+            "sunny in Paris" if case_id == "paris" else "lookup failed: upstream"
+        )
+        assert captured["expect"] == {"tool_sequence": [{"name": "lookup", "args": {"city": city}}]}
+        expected_mock = "sunny in Paris" if case_id == "paris" else {"raise": "TimeoutError: upstream"}
+        assert captured["tool_mocks"] == {"lookup": expected_mock}
+        assert main(["validate", str(out)]) == 0, capsys.readouterr().out
+    (project.path / "eval_trace.yaml").unlink()
+    project.makeini("[pytest]\nagent_eval_tool_dispatch = tracing_agent:dispatch_tool\n")
+    project.runpytest(*RUN, "--agent", "tracing_agent:agent").assert_outcomes(passed=2)
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("{not json", "t.json: not JSON"),
+        (
+            '{"resourceSpans": [{"scopeSpans": [{"spans": [{"traceId": "zz", "spanId": "00"}]}]}]}',
+            "t.json: resourceSpans[0].scopeSpans[0].spans[0].traceId: 'zz' is not a hex or base64 id",
+        ),
+        ('{"cases": []}', "t.json: not a trace export"),
+        ('{"resourceSpans": []}', "t.json: no spans in it"),
+    ],
+    ids=["not-json", "bad-id", "not-a-trace", "empty"],
+)
+def test_capture_names_what_is_wrong_with_a_malformed_trace_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str, message: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pytest_agent_eval.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    Path("t.json").write_text(text)
+    assert main(["capture", "t.json"]) == 2
+    assert message in capsys.readouterr().err
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@pytest.fixture
+def phoenix(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A real Arize Phoenix (``phoenix serve``) on loopback ports, its working directory a temporary one.
+
+    Phoenix runs from its own virtual environment (``AGENT_EVAL_PHOENIX``: its ``phoenix`` command; .ci/run makes
+    it), not the test venv: arize-phoenix brings arize-phoenix-client, whose pytest plugin (auto-loaded) hangs
+    every ``-n`` run of eval items."""
+    import os
+    import shutil
+    import signal
+    import subprocess
+    import time
+    import urllib.request
+
+    command = os.environ.get("AGENT_EVAL_PHOENIX") or shutil.which("phoenix")
+    if not command:
+        pytest.skip(
+            "no Arize Phoenix: set AGENT_EVAL_PHOENIX to the `phoenix` command of a venv with arize-phoenix "
+            "(python -m venv /tmp/phoenix && /tmp/phoenix/bin/pip install arize-phoenix; .ci/run does)"
+        )
+    port = _free_port()
+    folder = tmp_path_factory.mktemp("phoenix")
+    env = {
+        **os.environ,
+        "PHOENIX_PORT": str(port),
+        "PHOENIX_GRPC_PORT": str(_free_port()),
+        "PHOENIX_HOST": "127.0.0.1",
+        "PHOENIX_WORKING_DIR": str(folder),
+    }
+    log = (folder / "phoenix.log").open("wb")
+    server = subprocess.Popen(
+        [command, "serve"], env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 300  # it migrates its database first: slow on a loaded machine
+        while True:
+            try:
+                with urllib.request.urlopen(f"{url}/healthz", timeout=2) as answer:
+                    if answer.status == 200:
+                        break
+            except OSError:
+                pass
+            if server.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(f"phoenix serve did not start: {(folder / 'phoenix.log').read_text()[-2000:]}")
+            time.sleep(1)
+        yield url
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)
+        try:
+            server.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(server.pid, signal.SIGKILL)
+            server.wait()
+        log.close()
+
+
+def _phoenix_spans(url: str, want: set[str]) -> list[dict[str, Any]]:
+    """The spans of the project agent-eval through Phoenix's REST API, once every trace of ``want`` is in."""
+    import time
+    import urllib.error
+    import urllib.request
+
+    deadline = time.monotonic() + 60  # Phoenix ingests in the background
+    while True:
+        spans: list[dict[str, Any]] = []
+        cursor = ""
+        try:
+            while True:
+                page = f"{url}/v1/projects/agent-eval/spans?limit=1000" + (f"&cursor={cursor}" if cursor else "")
+                with urllib.request.urlopen(page, timeout=10) as answer:
+                    body = json.load(answer)
+                spans += body["data"]
+                cursor = body.get("next_cursor") or ""
+                if not cursor:
+                    break
+        except urllib.error.HTTPError as exc:  # 404 until the project's first span is in
+            if exc.code != 404:
+                raise
+        roots = {s["context"]["trace_id"] for s in spans if s["parent_id"] is None}
+        if want <= roots or time.monotonic() > deadline:
+            return spans
+        time.sleep(0.5)
+
+
+def test_a_run_sent_to_a_real_phoenix_is_found_through_its_api_and_captured_back(
+    instrumented: pytest.Pytester, phoenix: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from pytest_agent_eval.cli import main
+
+    result = instrumented.runpytest(
+        *RUN, "--agent-eval-otlp", f"{phoenix}/v1/traces", "--agent-eval-report", "report.json", "-n", "2"
+    )
+    result.assert_outcomes(passed=6)
+    result.stdout.fnmatch_lines(["agent eval traces over OTLP: sent"])
+    cases = json.loads((instrumented.path / "report.json").read_text())["cases"]
+    traces = {c["trace_id"]: c for c in cases}
+    spans = _phoenix_spans(phoenix, set(traces))
+    for trace_id, case in traces.items():
+        mine = {s["name"]: s for s in spans if s["context"]["trace_id"] == trace_id}
+        root = mine["invoke_agent weather:agent"]
+        assert root["parent_id"] is None and root["attributes"]["agent_eval.case.id"] == case["case_id"]
+        for child in ("ChatCompletion", "chat loopback-model", "lookup"):  # the agent's own spans and the plugin's
+            assert mine[child]["parent_id"] == root["context"]["span_id"], (child, mine[child])
+        verdicts = {e["attributes"]["gen_ai.evaluation.name"]: e["attributes"] for e in root["events"]}
+        assert set(verdicts) == {"contains", "tool_sequence", "max_llm_calls", "no_error_spans", "spans"}
+        assert all(v["gen_ai.evaluation.score.label"] == "pass" for v in verdicts.values())
+    export = instrumented.path / "phoenix.json"
+    chosen = next(iter(traces))
+    export.write_text(json.dumps({"data": [s for s in spans if s["context"]["trace_id"] == chosen]}))
+    out = instrumented.path / "eval_from_phoenix.yaml"
+    assert main(["capture", str(export), "-o", str(out)]) == 0
+    assert main(["validate", str(out)]) == 0, capsys.readouterr().out
+    import yaml
+
+    captured = yaml.safe_load(out.read_text())["cases"][0]
+    city = traces[chosen]["input"]["query"]
+    assert captured["input"] == city
+    assert captured["expect"]["tool_sequence"] == [{"name": "lookup", "args": {"city": city}}]
+    assert captured["tool_mocks"] == {"lookup": f"sunny in {city}"}

@@ -52,8 +52,11 @@ MATCHER = {
 def _spans(run: RunRecord, name: str) -> list[Span] | CheckResult:
     if run.spans is None:
         return CheckResult.of(
-            name, False, error=True, message="no spans were captured for this trial (the OpenTelemetry SDK: "
-            "pip install 'pytest-agent-evalset[otel]')"
+            name,
+            False,
+            error=True,
+            message="no spans were captured for this trial (the OpenTelemetry SDK: "
+            "pip install 'pytest-agent-evalset[otel]')",
         )
     return run.spans
 

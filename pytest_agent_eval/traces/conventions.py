@@ -56,7 +56,9 @@ SERVICE = "agent-eval"
 VCS_REVISION = "vcs.ref.head.revision"
 """The git commit the run ran at (semantic conventions' ``vcs`` namespace)."""
 
-# -- OpenInference (read only) -------------------------------------------------------------------------------
+# -- OpenInference ----------------------------------------------------------------------------------------
+OI_PROJECT_NAME = "openinference.project.name"
+"""A resource attribute: the Phoenix project the run's spans go to (``agent-eval``, on the run's own provider)."""
 OI_SPAN_KIND = "openinference.span.kind"
 OI_TOOL_NAME = "tool.name"
 OI_INPUT_VALUE = "input.value"

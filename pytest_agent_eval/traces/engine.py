@@ -71,7 +71,7 @@ def otlp_endpoint(given: str | None, environ: dict[str, str] | os._Environ[str] 
 def otlp_json(spans: Sequence[ReadableSpan]) -> dict[str, Any]:
     """``spans`` as one ``ExportTraceServiceRequest`` in OTLP's JSON encoding: protobuf's JSON mapping with the
     trace and span ids in hex (OTLP/JSON's one difference) and enums as integers."""
-    from google.protobuf.json_format import MessageToDict
+    from google.protobuf.json_format import MessageToDict  # type: ignore[import-untyped]
     from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 
     data: dict[str, Any] = MessageToDict(encode_spans(spans), use_integers_for_enums=True)
@@ -202,7 +202,7 @@ class Tracing:
             self.counted = Counted(OTLPSpanExporter(endpoint=options.endpoint, timeout=5), options.endpoint)
             exporters.append(BatchSpanProcessor(self.counted))
         self.collector = Collector(exporters)
-        resource = {cv.SERVICE_NAME: cv.SERVICE, cv.RUN_ID: options.run_id}
+        resource = {cv.SERVICE_NAME: cv.SERVICE, cv.RUN_ID: options.run_id, cv.OI_PROJECT_NAME: cv.SERVICE}
         if options.commit:
             resource[cv.VCS_REVISION] = options.commit
         self.resource = Resource.create(resource)
@@ -253,7 +253,9 @@ class Tracing:
             cv.INPUT_MESSAGES: _messages("user", query),
         }
         root = tracer.start_span(
-            f"{cv.OP_INVOKE_AGENT} {agent}", context=otel_context.Context(), kind=SpanKind.INTERNAL,
+            f"{cv.OP_INVOKE_AGENT} {agent}",
+            context=otel_context.Context(),
+            kind=SpanKind.INTERNAL,
             attributes=attributes,
         )
         context = root.get_span_context()
@@ -293,7 +295,10 @@ class Tracing:
             if call.cost is not None:
                 attributes[cv.COST] = call.cost
             span = tracer.start_span(
-                f"{cv.OP_CHAT} {model}", context=parent, kind=SpanKind.CLIENT, attributes=attributes,
+                f"{cv.OP_CHAT} {model}",
+                context=parent,
+                kind=SpanKind.CLIENT,
+                attributes=attributes,
                 start_time=call.start_ns,
             )
             if call.error:
@@ -313,7 +318,10 @@ class Tracing:
             if tool.result is not None:
                 attributes[cv.TOOL_CALL_RESULT] = _json(tool.result)
             span = tracer.start_span(
-                f"{cv.OP_EXECUTE_TOOL} {tool.name}", context=parent, kind=SpanKind.INTERNAL, attributes=attributes,
+                f"{cv.OP_EXECUTE_TOOL} {tool.name}",
+                context=parent,
+                kind=SpanKind.INTERNAL,
+                attributes=attributes,
                 start_time=tool.start_ns or now,
             )
             if tool.error is not None:

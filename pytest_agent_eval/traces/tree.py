@@ -49,9 +49,7 @@ def is_llm_call(span: Span) -> bool:
     """A model call: GenAI ``gen_ai.operation.name`` chat/text_completion/generate_content, or OpenInference's
     ``LLM`` kind."""
     attributes = span.get("attributes") or {}
-    return (
-        attributes.get(cv.OPERATION_NAME) in cv.LLM_OPERATIONS or attributes.get(cv.OI_SPAN_KIND) in cv.OI_LLM_KINDS
-    )
+    return attributes.get(cv.OPERATION_NAME) in cv.LLM_OPERATIONS or attributes.get(cv.OI_SPAN_KIND) in cv.OI_LLM_KINDS
 
 
 def is_tool_call(span: Span) -> bool:

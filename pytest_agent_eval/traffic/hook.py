@@ -197,7 +197,9 @@ class Traffic:
         elif trial is not None:
             if response.status_code < 400 and trial.infra_error is not None:
                 trial.answered(_key(request))
-            seen = _seen(request, body, response.status_code, start, time.time_ns()) if trial.calls is not None else None
+            seen = None
+            if trial.calls is not None:  # the run traces: the request's chat span
+                seen = _seen(request, body, response.status_code, start, time.time_ns())
             trial.count(read_usage(body, response.headers.get("content-type", "")), self.settings.prices, seen)
             cassette = trial.case.cassette
             if cassette is not None and self.settings.mode in ("record", "new"):
@@ -345,7 +347,8 @@ def _seen(request: Any, body: bytes, status: int, start: int, end: int) -> SeenC
             with contextlib.suppress(ValueError):
                 data = json.loads(line)
                 if isinstance(data, dict):
-                    inner = data.get("response") if isinstance(data.get("response"), dict) else data  # Responses
+                    response = data.get("response")  # the Responses API's stream events wrap it
+                    inner: dict[str, Any] = response if isinstance(response, dict) else data
                     found = {k: inner.get(k) for k in ("id", "model") if isinstance(inner.get(k), str)}
                     if found:
                         break
