@@ -59,6 +59,7 @@ def _source(name: str) -> str:
 
 def test_every_option_and_ini_key_is_documented() -> None:
     options = set(re.findall(r'"(--agent(?:-eval-[a-z-]+)?)"', _source("plugin/options.py")))
+    options |= set(re.findall(r'"(--agent-eval-[a-z-]+)"', _source("plugin/traces.py")))  # a feature module's
     inis = set(re.findall(r'addini\(\s*"(agent_eval_\w+)"', _source("plugin/options.py")))
     inis |= set(re.findall(r'\("(agent_eval_\w+)",', _source("plugin/options.py")))  # the thresholds' table
     text = page("reference/options.md")

@@ -299,8 +299,8 @@ def read_traffic_options(config: pytest.Config) -> TrafficOptions:
         prices=str(config.getini("agent_eval_prices")).strip(),
         pace=(config.getoption("agent_eval_pace") or str(config.getini("agent_eval_pace")).strip() or "on") != "off",
     )
-    traced = (  # the trace options (plugin/traces.py) turn the hook on: a chat span for every LLM request
-        config.getoption("agent_eval_traces", None) is not None or config.getoption("agent_eval_otlp", None) is not None
+    traced = any(  # the trace options (plugin/traces.py) turn the hook on: a chat span for every LLM request
+        config.getoption(f"agent_eval_{name}", None) is not None for name in ("traces", "otlp")
     )
     wanted = (
         traced
