@@ -51,7 +51,7 @@ def _validate_eval_file(text: str, suffix: str, example: Example) -> None:
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / name
         path.write_text(text, encoding="utf-8")
-        what, problems = validate_file(path, builtin_registry(), builtin_dialects())
+        what, problems, _ = validate_file(path, builtin_registry(), builtin_dialects())
     where = f"{example.path}:{example.line}"
     assert not problems, f"{where}: the example is not a valid eval file ({what}):\n" + "\n".join(problems)
     assert what not in {"unknown format", "unreadable"}, f"{where}: {what}"

@@ -17,11 +17,11 @@ from typing import NamedTuple, TextIO
 
 from pytest_agent_eval.adapters import AdapterRegistry, builtin_adapters
 from pytest_agent_eval.cases.dialects.native_schema import native_schema
-from pytest_agent_eval.cases.load import DialectRegistry, builtin_dialects, detect
+from pytest_agent_eval.cases.load import DialectRegistry, builtin_dialects, read_and_detect
 from pytest_agent_eval.checks import CheckRegistry, builtin_registry
-from pytest_agent_eval.core.document import read_document
-from pytest_agent_eval.core.errors import EvalFileError, EvalFileErrors
-from pytest_agent_eval.core.files import DEFAULT_FILES, is_eval_file
+from pytest_agent_eval.core.errors import EvalFileError, EvalFileErrors, UnknownFormat
+from pytest_agent_eval.core.files import DEFAULT_FILES, is_eval_file, orphan_sidecar, sidecar_stem
+from pytest_agent_eval.imports import file_module
 from pytest_agent_eval.report.baseline import (
     DEFAULT_SIGNIFICANCE,
     DEFAULT_TOLERANCE,
@@ -38,18 +38,15 @@ def load_plugin(ref: str) -> ModuleType:
     """A module by import name, or a ``.py`` file (e.g. a ``conftest.py``) by path."""
     path = Path(ref)
     if ref.endswith(".py"):
-        spec = importlib.util.spec_from_file_location(f"_agent_eval_plugin_{path.stem}", path)
-        if spec is None or spec.loader is None or not path.is_file():
+        if not path.is_file():
             raise SystemExit(f"agent-eval: -p {ref}: no such file")
-        module = importlib.util.module_from_spec(spec)
         base = _package_root(path.resolve().parent)
         if str(base) not in sys.path:  # as pytest's default import mode does for a conftest.py
             sys.path.insert(0, str(base))
         try:
-            spec.loader.exec_module(module)
+            return file_module(path, f"_agent_eval_plugin_{path.stem}_")
         except Exception as exc:
             raise SystemExit(f"agent-eval: {ref}: {type(exc).__name__}: {exc}") from None
-        return module
     try:
         return importlib.import_module(ref)
     except ImportError as exc:
@@ -144,28 +141,38 @@ def eval_files(paths: list[str]) -> Iterator[Path]:
     for name in paths:
         path = Path(name)
         if path.is_dir():
-            yield from sorted(p for p in path.rglob("*") if p.is_file() and is_eval_file(p, patterns, False))
+            yield from sorted(
+                p
+                for p in path.rglob("*")
+                if p.is_file() and (is_eval_file(p, patterns, False) or orphan_sidecar(p, patterns, False))
+            )
         else:
             yield path
 
 
-def validate_file(path: Path, checks: CheckRegistry, dialects: DialectRegistry) -> tuple[str, list[str]]:
-    """``(what the file is, problems as "path:line: message")`` for one file."""
+def validate_file(path: Path, checks: CheckRegistry, dialects: DialectRegistry) -> tuple[str, list[str], list[str]]:
+    """``(what the file is, problems as "path:line: message", notes)`` for one file (a note is no problem: a
+    dataset without its sidecar)."""
     if not path.is_file():
-        return "missing", [f"{path}: no such file"]
+        return "missing", [f"{path}: no such file"], []
     what = "unreadable"
+    if sidecar_stem(path) is not None and orphan_sidecar(path, (), True):
+        from pytest_agent_eval.cases.dialects.dataset_rows import orphan_error
+
+        return "dataset sidecar", [orphan_error(path).format()], []
     try:
-        doc = read_document(path)  # a duplicate key, or a key that is not a string, is one problem each
-        what = "unknown format"
-        dialect = detect(doc, dialects)
+        # a duplicate key, or a key that is not a string, is one problem each
+        doc, dialect = read_and_detect(path, dialects)
         what = dialect.name
         loaded = dialect.load(doc, checks)
+    except UnknownFormat as exc:
+        return "unknown format", [exc.format()], []
     except EvalFileError as exc:
-        return what, [exc.format()]
+        return what, [exc.format()], []
     except EvalFileErrors as exc:
-        return what, [e.format() for e in exc.errors]
+        return what, [e.format() for e in exc.errors], []
     problems = [line for case in loaded.cases if case.error for line in case.error.splitlines()]
-    return f"{dialect.name}, {_count(len(loaded.cases), 'case')}", problems
+    return f"{dialect.name}, {_count(len(loaded.cases), 'case')}", problems, loaded.notes
 
 
 def _count(n: int, noun: str) -> str:
@@ -181,9 +188,11 @@ def validate(paths: list[str], plugins: list[str], out: TextIO) -> int:
         return 1
     bad = total = 0
     for path in files:
-        what, problems = validate_file(path, checks, dialects)
+        what, problems, notes = validate_file(path, checks, dialects)
         verdict = _count(len(problems), "problem") if problems else "ok"
         print(f"{path}: {what}: {verdict}", file=out)
+        for note in notes:
+            print(f"  note: {note}", file=out)
         for line in problems:
             print(line, file=out)
         bad += bool(problems)

@@ -140,6 +140,11 @@ def worker_input(config: pytest.Config) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
+def is_worker(config: pytest.Config) -> bool:
+    """Whether this process is a pytest-xdist worker (its reports go to the controller, which reports)."""
+    return worker_input(config) is not None
+
+
 def worker_output(config: pytest.Config) -> dict[str, Any] | None:
     """On an xdist worker, what it sends the controller when it finishes (``config.workeroutput``); ``None``
     elsewhere."""

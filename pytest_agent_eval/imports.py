@@ -7,9 +7,11 @@ needed): ``agent: myproject.agents:run`` works under bare ``pytest``, as it does
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import sys
 import traceback
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 _ROOTS: list[Path] = []
@@ -94,3 +96,25 @@ def import_object(ref: str) -> Any:
             raise ImportRefError(f"module {module_name!r} has no attribute {attr!r} (from {ref!r})")
         obj = getattr(obj, part)
     return obj
+
+
+_FILE_MODULES: dict[tuple[str, Path], ModuleType] = {}
+
+
+def file_module(path: Path, prefix: str) -> ModuleType:
+    """The ``.py`` file ``path`` run as a module (once per path and ``prefix``; named ``<prefix><n>``).
+
+    What a user declared as code (a promptfoo ``python:`` provider or assertion, a ``-p x.py`` plugin): run only
+    when asked for. ``FileNotFoundError`` when there is no such file; the module's own error as raised.
+    """
+    key = (prefix, path.resolve())
+    module = _FILE_MODULES.get(key)
+    if module is None:
+        if not path.is_file():
+            raise FileNotFoundError(f"no such file: {path}")
+        spec = importlib.util.spec_from_file_location(f"{prefix}{len(_FILE_MODULES)}", path)
+        assert spec is not None and spec.loader is not None  # a path ending in .py always has a source loader
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        _FILE_MODULES[key] = module
+    return module

@@ -115,3 +115,35 @@ def test_tool_mocks_replace_the_function_tools_of_an_sdk_agent(
         if prop.get("name") == "tools_called"
     }
     assert tools == {"mocked": "lookup_order", "wrong": "lookup_order", "real": "lookup_order"}
+
+
+def test_a_mapping_tool_mock_reaches_the_model_as_json(
+    graph_project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A mock ``{order_id: "42", status: shipped}`` is what a tool returning JSON sends: the model gets
+    ``{"order_id": "42", "status": "shipped"}``, not Python's ``{'order_id': '42', ...}``; the record keeps the
+    mapping."""
+    graph_project.makefile(
+        ".yaml",
+        eval_orders="""
+agent: sdk_agent:AGENT
+cases:
+  - id: mapping
+    input: "Where is order 42?"
+    tool_mocks: {lookup_order: {order_id: "42", status: shipped}}
+    expect: {tools_called: [lookup_order]}
+""",
+    )
+    with ChatServer(route) as server:
+        monkeypatch.setenv("LOOPBACK_URL", server.base_url)
+        result = graph_project.runpytest("-p", "no:cacheprovider", "--agent-eval-report=r.json")
+    result.assert_outcomes(passed=1)
+    sent = [
+        message["content"]
+        for body in server.requests
+        for message in body.get("messages", [])
+        if message.get("role") == "tool"
+    ]
+    assert sent == ['{"order_id": "42", "status": "shipped"}']
+    (case,) = json.loads((graph_project.path / "r.json").read_text())["cases"]
+    assert case["tool_calls"][0]["result"] == {"order_id": "42", "status": "shipped"}

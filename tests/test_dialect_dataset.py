@@ -47,6 +47,22 @@ LANGFUSE = [  # Langfuse dataset items (JSON): input, expectedOutput, status, ca
     },
     {"id": "sum", "status": "ACTIVE", "input": "2 + 2?", "expectedOutput": {"answer": "4"}, "datasetId": "ds-1"},
 ]
+LANGFUSE_SDK = [  # Langfuse dataset items as the Python SDK gives them (DatasetItem.dict()): snake_case
+    {
+        "id": "capital-fr",
+        "status": "ACTIVE",
+        "input": {"query": "What is the capital of France?"},
+        "expected_output": "Paris",
+        "metadata": None,
+        "source_trace_id": "trace-1",
+        "source_observation_id": None,
+        "dataset_id": "ds-1",
+        "dataset_name": "capitals",
+        "created_at": "2026-11-01T10:00:00Z",
+        "updated_at": "2026-11-01T10:00:00Z",
+    },
+    {"id": "sum", "status": "ACTIVE", "input": "2 + 2?", "expected_output": "4", "dataset_id": "ds-1"},
+]
 BRAINTRUST = [  # Braintrust dataset records (JSON): input, expected, tags, _xact_id
     {
         "id": "b1",
@@ -82,6 +98,7 @@ def write_rows(pytester: pytest.Pytester, name: str, rows: list[dict[str, Any]])
     [
         ("eval_langsmith.jsonl", LANGSMITH, [r["id"] for r in LANGSMITH]),
         ("eval_langfuse.json", LANGFUSE, ["capital-fr", "sum"]),
+        ("eval_langfuse_sdk.json", LANGFUSE_SDK, ["capital-fr", "sum"]),
         ("eval_braintrust.json", BRAINTRUST, ["b1", "b2"]),
         ("eval_inspect.jsonl", INSPECT, ["1", "2"]),
     ],
@@ -182,3 +199,68 @@ def test_validate_and_the_schema_know_datasets_and_sidecars(
     jsonschema.validate(yaml.safe_load(SIDECAR), schema)
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate({"expect": {"containz": ["x"]}}, schema)
+
+
+def test_an_inspect_list_target_is_right_when_any_one_of_its_answers_is(pytester: pytest.Pytester) -> None:
+    """inspect_ai's ``target: [...]``: for its ``includes``/``match`` scorers any one target counts; the judge is
+    told the answers are alternatives."""
+    answering(pytester, {"Refund window?": ["You have thirty days.", []], "Exchange window?": ["A week.", []]})
+    rows = [
+        {"id": "refund", "input": "Refund window?", "target": ["30 days", "thirty days"]},
+        {"id": "exchange", "input": "Exchange window?", "target": ["14 days", "two weeks"]},
+    ]
+    write_rows(pytester, "eval_inspect.jsonl", rows)
+    (pytester.path / "eval_inspect.expect.yaml").write_text(SIDECAR)
+    result = run_evals(pytester, "-rA")
+    result.assert_outcomes(passed=1, failed=1)
+    text = result.stdout.str()
+    assert "PASSED eval_inspect.jsonl::refund" in text
+    assert "output does not contain the reference answer '14 days' or 'two weeks'" in text
+    from pytest_agent_eval.checks.judge import reference_text
+
+    assert reference_text(["30 days", "thirty days"], any_of=True) == (
+        "Reference answers (the answer is correct when it agrees with any one of them):\n  - 30 days\n  - thirty days\n"
+    )
+
+
+def test_a_misnamed_sidecar_is_an_error_naming_the_dataset_it_may_have_meant(
+    pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``eval_refunds_rows.expect.yaml`` beside ``eval_refund_rows.jsonl``: its checks would never run; the rows
+    would pass unchecked. The sidecar errors, and the dataset warns that it has none."""
+    from pytest_agent_eval.cli import main
+
+    answering(pytester, ANSWERS)
+    write_rows(pytester, "eval_refund_rows.jsonl", LANGSMITH)
+    (pytester.path / "eval_refunds_rows.expect.yaml").write_text("expect:\n  contains: [nowhere]\n")
+    result = run_evals(pytester, "-rA")
+    result.assert_outcomes(passed=2, errors=1, warnings=1)
+    text = " ".join(result.stdout.str().split())
+    assert (
+        "eval_refunds_rows.expect.yaml:1: a dataset sidecar with no dataset eval_refunds_rows.jsonl or "
+        'eval_refunds_rows.json beside it (did you mean "eval_refund_rows.expect.yaml", the sidecar of '
+        "eval_refund_rows.jsonl?); rename it"
+    ) in text
+    assert (
+        "NoSidecarWarning: eval_refund_rows.jsonl: no sidecar eval_refund_rows.expect.yaml: its rows have no "
+        "checks, each only has to be answered; eval_refunds_rows.expect.yaml is beside it: rename it "
+        "eval_refund_rows.expect.yaml"
+    ) in text
+    assert main(["validate", str(pytester.path)]) == 1
+    out = capsys.readouterr().out
+    assert "eval_refunds_rows.expect.yaml: dataset sidecar: 1 problem" in out
+    assert "eval_refund_rows.jsonl: dataset_rows, 2 cases: ok\n  note: " in out
+    (pytester.path / "eval_refunds_rows.expect.yaml").rename(pytester.path / "eval_refund_rows.expect.yaml")
+    fixed = run_evals(pytester, "-rA")
+    fixed.assert_outcomes(failed=2)  # the checks run now
+    assert "NoSidecarWarning" not in fixed.stdout.str()
+
+
+def test_a_sidecar_without_any_dataset_near_it_says_what_to_do(pytester: pytest.Pytester) -> None:
+    (pytester.path / "eval_orphan.expect.yaml").write_text(SIDECAR)
+    result = run_evals(pytester, "-rA")
+    result.assert_outcomes(errors=1)
+    assert (
+        "eval_orphan.expect.yaml:1: a dataset sidecar with no dataset eval_orphan.jsonl or eval_orphan.json "
+        "beside it; put the dataset beside it as eval_orphan.jsonl or eval_orphan.json, or rename the sidecar"
+    ) in " ".join(result.stdout.str().split())

@@ -376,7 +376,9 @@ def test_several_providers_are_a_matrix(pytester: pytest.Pytester) -> None:
     assert outcomes(result) == {"greets[plain]": "PASSED", "greets[shouty]": "FAILED"}
 
 
-def test_what_the_plugin_cannot_honour_errors_its_case(pytester: pytest.Pytester) -> None:
+def test_what_the_plugin_cannot_honour_errors_its_case_saying_what_to_write_instead(
+    pytester: pytest.Pytester,
+) -> None:
     path = config(
         pytester,
         """
@@ -396,6 +398,17 @@ def test_what_the_plugin_cannot_honour_errors_its_case(pytester: pytest.Pytester
             assert:
               - {type: equals, value: Hello world}
           - file://more.csv
+          - description: tool args
+            vars: {kind: tools}
+            assert:
+              - {type: 'trajectory:tool-args-match', value: {name: get_weather, args: {city: Paris}}}
+          - description: goal
+            vars: {kind: greeting}
+            assert:
+              - {type: 'trajectory:goal-success', value: greets the user}
+          - description: transformed
+            vars: {kind: greeting}
+            assert: [{type: equals, value: HELLO WORLD, transform: output.toUpperCase()}]
         """,
         provider__py=PROVIDER,
         more__csv="kind,__expected\ngreeting,fn:output.length > 1\ngreeting,icontains:hello\n",
@@ -407,11 +420,66 @@ def test_what_the_plugin_cannot_honour_errors_its_case(pytester: pytest.Pytester
         "fine": "PASSED",
         "test-4": "ERROR",
         "test-5": "PASSED",
+        "tool_args": "ERROR",
+        "goal": "ERROR",
+        "transformed": "ERROR",
     }
-    text = result.stdout.str()
-    assert f"{path.name}:8: not supported: assertion `javascript` (write it as a `python` assertion)" in text
-    assert f"{path.name}:12: not supported: assertion `similar`" in text
-    assert "more.csv:2: not supported: assertion `javascript`" in text
+    text = " ".join(result.stdout.str().split())
+    docs = '(see docs/reference/formats.md, section "promptfoo assertions")'
+    assert (
+        f"{path.name}:8: not supported: assertion `javascript`; instead write a `python` assertion: the same "
+        "expression in Python (`output.startswith('Ahoy')`), a body that `return`s, or `file://x.py` with "
+        f"`get_assert(output, context)` {docs}"
+    ) in text
+    assert (
+        f"{path.name}:12: not supported: assertion `similar`; instead write `factuality` with the expected text "
+        "as its value, or an `llm-rubric` (`value: says the same as: <text>`)"
+    ) in text
+    assert "more.csv:2: not supported: assertion `javascript`; instead write a `python` assertion" in text
+    assert (
+        "not supported: assertion `trajectory:tool-args-match`; instead write a `python` assertion reading the "
+        "calls' arguments from the output (`json.loads(output)['tool_calls']`); in a native eval file, the "
+        "`tool_args` check"
+    ) in text
+    assert (
+        "not supported: assertion `trajectory:goal-success`; instead write an `llm-rubric` whose value states it"
+    ) in text
+    assert (
+        "not supported: assertion field transform (on `equals`); instead transform the output inside a `python` "
+        "assertion"
+    ) in text
+
+
+def test_an_assertion_type_typo_says_did_you_mean_and_points_to_the_docs(pytester: pytest.Pytester) -> None:
+    path = config(
+        pytester,
+        """
+        prompts: ["{{kind}}"]
+        providers: [file://provider.py]
+        tests:
+          - description: typo
+            vars: {kind: greeting}
+            assert: [{type: contains-alll, value: [Hello, world]}]
+          - description: negated typo
+            vars: {kind: greeting}
+            assert: [{type: not-icontain, value: bye}]
+          - description: nothing like it
+            vars: {kind: greeting}
+            assert: [{type: zebra, value: x}]
+        """,
+        provider__py=PROVIDER,
+    )
+    result = run(pytester)
+    assert outcomes(result) == {"typo": "ERROR", "negated_typo": "ERROR", "nothing_like_it": "ERROR"}
+    text = " ".join(result.stdout.str().split())
+    docs = 'docs/reference/formats.md, section "promptfoo assertions"'
+    assert f'{path.name}:7: unknown assertion type `contains-alll` (did you mean "contains-all"?); ' in text
+    assert f"promptfoo's types and what runs: {docs}" in text
+    assert 'unknown assertion type `not-icontain` (did you mean "not-icontains"?)' in text
+    assert "unknown assertion type `zebra`: not one of promptfoo's" in text
+    # the section named exists
+    page = (Path(__file__).parents[1] / "docs" / "reference" / "formats.md").read_text()
+    assert "\n### promptfoo assertions\n" in page
 
 
 def test_a_provider_it_cannot_call_errors_every_case_of_that_provider(pytester: pytest.Pytester) -> None:
@@ -492,7 +560,8 @@ def test_validate_and_the_schema_know_promptfoo_configs(
 ) -> None:
     from pytest_agent_eval.cli import main
 
-    assert main(["validate", str(EXAMPLES)]) == 0
+    # simple_test has javascript and similar assertions, which the plugin does not run
+    assert main(["validate", str(EXAMPLES / "simple_csv"), str(EXAMPLES / "python_provider")]) == 0
     assert "promptfoo, 8 cases: ok" in capsys.readouterr().out
     path = config(
         pytester,
@@ -506,7 +575,7 @@ def test_validate_and_the_schema_know_promptfoo_configs(
         provider__py=PROVIDER,
     )
     assert main(["validate", str(path)]) == 1
-    assert f"{path}:6: not supported: assertion `javascript` (write it as a `python` assertion) (case test-1)" in (
+    assert f"{path}:6: not supported: assertion `javascript`; instead write a `python` assertion" in (
         capsys.readouterr().out
     )
     assert main(["schema", "--format", "promptfoo"]) == 0
@@ -514,7 +583,9 @@ def test_validate_and_the_schema_know_promptfoo_configs(
     import jsonschema
     import yaml
 
-    for example in EXAMPLES.glob("*/promptfooconfig.yaml"):
+    for example in [*EXAMPLES.glob("*/promptfooconfig*.yaml")]:
+        if example.parent.name == "simple_test":
+            continue  # its javascript and similar assertions are not in what runs
         jsonschema.validate(yaml.safe_load(example.read_text()), schema)
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate({"providers": ["x"], "tests": [{"assert": [{"type": "javascript"}]}]}, schema)
@@ -667,3 +738,244 @@ def test_a_test_without_assertions_passes_with_score_1_as_in_promptfoo(pytester:
     assert outcomes(result) == {"test-1": "PASSED"}
     (case,) = json.loads((pytester.path / "report.json").read_text())["cases"]
     assert case["score"] == 1.0
+
+
+def pirate(body: dict[str, Any]) -> str:
+    """The loopback model behind promptfoo's simple-test example: a pirate (and the grader of its llm-rubric)."""
+    prompt = body["messages"][-1]["content"]
+    if "Rubric:" in prompt:
+        return json.dumps({"pass": True, "score": 1.0, "reason": "spoken like a pirate"})
+    said = prompt.rsplit(": ", 1)[1]
+    answers = {
+        "Yes": "Yarr",
+        "I'm hungry": "Arr, I be needin' some grub",
+        "Output the story of your life in JSON": '{"life": "at sea"}',
+        "Hello world": "Ahoy, world",
+        "The quick brown fox jumps over the lazy dog": "Arrr, the quick brown fox leaps o'er the lazy dog",
+    }
+    return answers.get(said, f"Arr? {said}")
+
+
+@pytest.fixture
+def simple_test(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> Iterator[ChatServer]:
+    """promptfoo's own ``examples/simple-test`` (``tests/promptfoo_examples/simple_test``) against the pirate."""
+    shutil.copytree(EXAMPLES / "simple_test", pytester.path, dirs_exist_ok=True)
+    with ChatServer(lambda prompt: None, answer=pirate) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "test")
+        monkeypatch.setenv("AGENT_EVAL_LLM_MODEL", "grader")
+        yield server
+
+
+def test_a_promptfoo_config_is_read_as_promptfoo_reads_yaml(pytester: pytest.Pytester, simple_test: ChatServer) -> None:
+    """js-yaml's YAML 1.2 core schema: ``body: Yes`` is the text "Yes" (PyYAML's YAML 1.1 made it ``True``)."""
+    result = run(pytester, "-k", "exact_match")
+    assert outcomes(result) == {
+        "check_for_exact_match-prompt1-1": "PASSED",
+        "check_for_exact_match-prompt1-2": "PASSED",
+    }
+    sent = [r["messages"][-1]["content"] for r in simple_test.requests]
+    assert "Rephrase this from English to Pirate: Yes" in sent
+    # a native file keeps YAML 1.1's reading, as before
+    (pytester.path / "eval_native.yaml").write_text("cases:\n  - id: yes-no\n    input: x\n    metadata: {ok: Yes}\n")
+    from pytest_agent_eval.core.document import read_document
+
+    assert read_document(pytester.path / "eval_native.yaml").data["cases"][0]["metadata"] == {"ok": True}
+    core = read_document(pytester.path / "promptfooconfig.yaml", core=True)
+    assert core.data["tests"][0]["vars"] == {"body": "Yes"}
+    assert core.line(("tests", 0, "vars")) == 10  # lines kept
+
+
+def test_yaml_core_schema_scalars_as_js_yaml_reads_them(tmp_path: Path) -> None:
+    from pytest_agent_eval.core.document import read_document
+
+    text = "a: Yes\nb: on\nc: 0755\nd: 2024-01-02\ne: true\nf: ~\ng: 1_000\nh: 0x1F\ni: 0o17\nj: NO\nk: 12:30\nl: 1e3\n"
+    data = read_document(tmp_path / "promptfooconfig.yaml", text, core=True).data
+    assert data == {
+        "a": "Yes", "b": "on", "c": 755, "d": "2024-01-02", "e": True, "f": None, "g": 1000, "h": 31, "i": 15,
+        "j": "NO", "k": "12:30", "l": 1000.0,
+    }  # fmt: skip
+
+
+def test_promptfoos_simple_test_example_runs_every_case_its_ref_resolved(
+    pytester: pytest.Pytester, simple_test: ChatServer
+) -> None:
+    """``$ref: '#/assertionTemplates/…'`` is a reference inside the config: the test that uses it runs it."""
+    result = run(pytester)
+    found = outcomes(result)
+    assert len(found) == 10  # 5 tests × the 2 prompts of prompts.txt
+    assert {k: v for k, v in found.items() if v != "PASSED"} == {
+        "check_for_semantic_similarity-prompt1-1": "ERROR",  # javascript and similar: what to write instead
+        "check_for_semantic_similarity-prompt1-2": "ERROR",
+    }
+    assert any("Rubric: Is spoken like a pirate" in r["messages"][-1]["content"] for r in simple_test.requests)
+
+
+def test_promptfoos_python_assert_example_gets_its_config(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """promptfoo's ``examples/python-assert``: ``config: {fruitList: …}`` reaches ``get_assert`` as
+    ``context["config"]``."""
+    shutil.copytree(EXAMPLES / "python_assert", pytester.path, dirs_exist_ok=True)
+    (pytester.path / "promptfooconfig-external.yaml").rename(pytester.path / "promptfooconfig.yaml")
+    with ChatServer(lambda prompt: None, answer=lambda body: "Passion fruit, banana, guava") as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "test")
+        result = run(pytester, "--agent-eval-report", "report.json")
+    assert outcomes(result) == {"test-1": "PASSED"}
+    (case,) = json.loads((pytester.path / "report.json").read_text())["cases"]
+    assert case["score"] == 1.0
+
+
+def test_a_ref_that_points_nowhere_errors_only_the_test_that_uses_it(pytester: pytest.Pytester) -> None:
+    path = config(
+        pytester,
+        """
+        prompts: ["{{kind}}"]
+        providers: [file://provider.py]
+        assertionTemplates:
+          greets: {type: contains, value: Hello}
+        tests:
+          - description: uses a template
+            vars: {kind: greeting}
+            assert: [{$ref: '#/assertionTemplates/greets'}]
+          - description: a typo in the reference
+            vars: {kind: greeting}
+            assert: [{$ref: '#/assertionTemplates/greet'}]
+          - description: another file
+            vars: {kind: greeting}
+            assert: [{$ref: 'templates.yaml#/greets'}]
+        """,
+        provider__py=PROVIDER,
+    )
+    result = run(pytester)
+    assert outcomes(result) == {
+        "uses_a_template": "PASSED",
+        "a_typo_in_the_reference": "ERROR",
+        "another_file": "ERROR",
+    }
+    text = result.stdout.str()
+    assert f"{path.name}:12: $ref '#/assertionTemplates/greet': the config has nothing at that path" in text
+    assert f"{path.name}:15: not supported: $ref 'templates.yaml#/greets' (only references inside" in text
+
+
+def test_the_formats_page_lists_every_promptfoo_assertion_type_with_its_status() -> None:
+    """promptfoo's assertion types (its ``BaseAssertionTypesSchema`` and special types): each a row of the docs'
+    table, with whether it runs and, if not, what to write instead: the same words as the error."""
+    from pytest_agent_eval.checks.promptfoo import SUPPORTED
+    from pytest_agent_eval.checks.promptfoo_types import ALIASES, ALL_TYPES, INSTEAD
+
+    page = (Path(__file__).parents[1] / "docs" / "reference" / "formats.md").read_text()
+    section = page.split("\n### promptfoo assertions\n", 1)[1].split("\n### ", 1)[0]
+    rows = {}
+    for line in section.splitlines():
+        if line.startswith("| `"):
+            name, status, how = (cell.strip() for cell in line.strip("|").split(" | ", 2))
+            rows[name.strip("`")] = (status, how)
+    assert set(rows) == ALL_TYPES
+    promptfoos = {  # promptfoo's src/types/index.ts, BaseAssertionTypesSchema + SpecialAssertionTypesSchema
+        "answer-relevance", "bleu", "classifier", "contains", "contains-all", "contains-any", "contains-html",
+        "contains-json", "contains-sql", "contains-xml", "context-faithfulness", "context-recall",
+        "context-relevance", "conversation-relevance", "cost", "equals", "factuality", "finish-reason", "g-eval",
+        "gleu", "guardrails", "icontains", "icontains-all", "icontains-any", "is-html", "is-json", "is-refusal",
+        "is-sql", "is-valid-function-call", "is-valid-openai-function-call", "is-valid-openai-tools-call", "is-xml",
+        "javascript", "latency", "levenshtein", "llm-rubric", "pi", "meteor", "model-graded-closedqa",
+        "model-graded-factuality", "moderation", "perplexity", "perplexity-score", "python", "regex", "rouge-n",
+        "ruby", "similar", "similar:cosine", "similar:dot", "similar:euclidean", "starts-with", "tool-call-f1",
+        "skill-used", "trajectory:goal-success", "trajectory:tool-args-match", "trajectory:step-count",
+        "trajectory:tool-sequence", "trajectory:tool-used", "trace-error-spans", "trace-span-count",
+        "trace-span-duration", "search-rubric", "webhook", "word-count", "select-best", "human", "max-score",
+    }  # fmt: skip
+    assert promptfoos | {"assert-set", "promptfoo:redteam:*"} == ALL_TYPES
+    for name, (status, how) in rows.items():
+        runs = name in SUPPORTED or name in ALIASES or name == "assert-set"
+        assert status == ("runs" if runs else "not run: errors its case"), name
+        if not runs:
+            instead = INSTEAD[name].removeprefix("none: ")
+            assert how.replace("\\|", "|").lower().endswith(instead.lower()), name
+
+
+def test_factuality_reads_promptfoos_category_and_an_unreadable_reply_is_no_verdict(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """promptfoo's own grader replies ``{"category": "A", "reason": …}``; ``choice`` is read too. A reply with
+    neither is no verdict (an error naming the reply), never a failure."""
+
+    def answer(body: dict[str, Any]) -> str:
+        prompt = body["messages"][-1]["content"]
+        if "Expert answer:" not in prompt:
+            return prompt
+        submitted = prompt.split("Submitted answer:")[1]
+        if "Lyon" in submitted:
+            return json.dumps({"category": "D", "reason": "disagrees"})
+        if "Nice" in submitted:
+            return "I think they are about the same."
+        return json.dumps({"category": "C", "reason": "same details"})
+
+    config(
+        pytester,
+        """
+        prompts: ["{{answer}}"]
+        providers: [openai:gpt-4.1-mini]
+        tests:
+          - description: agrees
+            vars: {answer: Paris is the capital of France}
+            assert: [{type: factuality, value: Paris is the capital of France}]
+          - description: disagrees
+            vars: {answer: Lyon is the capital of France}
+            assert: [{type: factuality, value: Paris is the capital of France}]
+          - description: unreadable grader
+            vars: {answer: Nice is the capital of France}
+            assert: [{type: factuality, value: Paris is the capital of France}]
+        """,
+    )
+    with ChatServer(lambda prompt: None, answer=answer) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "test")
+        monkeypatch.setenv("AGENT_EVAL_LLM_MODEL", "grader")
+        result = run(pytester)
+    assert outcomes(result) == {"agrees": "PASSED", "disagrees": "FAILED", "unreadable_grader": "FAILED"}
+    text = result.stdout.str()
+    # a check without a verdict is never a pass; it has no score and says so, as the plugin's judge does
+    assert "case unreadable_grader failed: 1 of 1 checks failed, 1 without a verdict (no score)" in text
+    assert "no verdict: factuality 'Paris is the capital of France' (line 13): judge reply unreadable" in text
+    assert "case disagrees failed: 1 of 1 checks failed (score 0.00)" in text  # a verdict: D scores 0
+
+
+def test_vars_reach_the_prompt_as_promptfoo_reads_them(pytester: pytest.Pytester) -> None:
+    """``Yes``, ``on``, ``0755`` and a date, plain in the YAML: the prompt gets what js-yaml reads (text, 755, the
+    date as written), in the config and in a ``file://`` tests file alike."""
+    config(
+        pytester,
+        """
+        prompts: ["{{body}} {{flag}} {{mode}} {{day}}"]
+        providers: [file://provider.py]
+        tests:
+          - description: inline
+            vars: {body: Yes, flag: on, mode: 0755, day: 2024-01-02}
+            assert: [{type: equals, value: Yes on 755 2024-01-02}]
+          - file://more.yaml
+        """,
+        provider__py=PROVIDER,
+        more__yaml="- description: from a file\n  vars: {body: No, flag: off, mode: 010, day: 2024-01-02}\n"
+        "  assert: [{type: equals, value: No off 10 2024-01-02}]\n",
+    )
+    result = run(pytester)
+    assert outcomes(result) == {"inline": "PASSED", "from_a_file": "PASSED"}
+
+
+def test_a_key_yaml_1_1_reads_as_a_boolean_is_text_in_a_promptfoo_config(pytester: pytest.Pytester) -> None:
+    """``on:`` and ``yes:`` as keys: under YAML 1.1 booleans (not a string key: an error), under promptfoo's
+    reading the text they are."""
+    config(
+        pytester,
+        """
+        prompts: ["{{on}} {{yes}}"]
+        providers: [file://provider.py]
+        tests:
+          - vars: {on: go, yes: sir}
+            assert: [{type: equals, value: go sir}]
+        """,
+        provider__py=PROVIDER,
+    )
+    assert outcomes(run(pytester)) == {"test-1": "PASSED"}

@@ -91,6 +91,9 @@ def test_the_wheel_carries_the_license_and_metadata_under_the_new_name(wheel: zi
 
 
 def test_the_changelog_names_this_version() -> None:
-    version = re.search(r'^version = "(.+)"', (ROOT / "pyproject.toml").read_text(), re.M)
+    """The version is written once, in ``pytest_agent_eval/version.py`` (pyproject reads it), and the changelog
+    has its section."""
+    assert 'dynamic = ["version"]' in (ROOT / "pyproject.toml").read_text()
+    version = re.search(r'^__version__ = "(.+)"', (ROOT / "pytest_agent_eval" / "version.py").read_text(), re.M)
     assert version is not None
     assert f"## {version.group(1)}" in (ROOT / "CHANGELOG.md").read_text(encoding="utf-8")

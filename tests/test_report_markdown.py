@@ -52,7 +52,7 @@ def test_markdown_of_records_and_a_comparison() -> None:
         "",
         "**Compared with the baseline:** 1 regressions, 1 fixes, 0 new, 0 missing",
         "",
-        "suite: 1/2 -> 1/2 cases passed; McNemar 1 harmful, 1 beneficial, p = 1; pass rate +0.0 pp "
+        "suite: 1/2 -> 1/2 cases passed; McNemar 1 harmful, 1 beneficial, p = 1; pass rate of trials +0.0 pp "
         "(95% CI -100.0 pp to +100.0 pp, bootstrap over cases)",
         "",
         "| change | case | detail |",
@@ -108,7 +108,7 @@ def test_agent_eval_compare_markdown(runs: pytest.Pytester) -> None:
     assert result.outlines == [
         "**Compared with the baseline:** 1 regressions, 1 fixes, 1 new, 1 missing",
         "",
-        "suite: 2/3 -> 2/3 cases passed; McNemar 1 harmful, 1 beneficial, p = 1; pass rate +0.0 pp "
+        "suite: 2/3 -> 2/3 cases passed; McNemar 1 harmful, 1 beneficial, p = 1; pass rate of trials +0.0 pp "
         "(95% CI -100.0 pp to +100.0 pp, bootstrap over cases)",
         "",
         "| change | case | detail |",

@@ -185,8 +185,8 @@ def test_gate_suite_fails_a_significant_drop_of_the_pass_rate(flaky: pytest.Pyte
     result.stdout.fnmatch_lines(
         [
             "compared with the baseline: 7 regressions, 0 fixes, 0 new, 0 missing",
-            f"suite: 8/8 -> 1/8 cases passed; McNemar 7 harmful, 0 beneficial, p = {p:.3g}; pass rate -87.5 pp "
-            "(95% CI * to *, bootstrap over cases)",
+            f"suite: 8/8 -> 1/8 cases passed; McNemar 7 harmful, 0 beneficial, p = {p:.3g}; "
+            "pass rate of trials -87.5 pp (95% CI * to *, bootstrap over cases)",
             "the run fails: the suite's pass rate dropped (McNemar p < 0.05)",
         ]
     )
@@ -224,3 +224,16 @@ def test_gate_suite_fails_a_baseline_not_compared(flaky: pytest.Pytester) -> Non
     result.assert_outcomes(passed=8)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(["the run fails: the baseline was not compared with it"])
+
+
+def test_the_suite_line_says_which_figure_counts_cases_and_which_trials() -> None:
+    """Repeated cases: 8/8 -> 0/8 cases passed (each by its min_pass_rate) while 40/40 -> 4/40 trials passed; the
+    -90.0 pp is the trials' pass rate, and the line says so."""
+    from pytest_agent_eval.report.significance import SuiteTest
+
+    decided = [(True, False, ((5, 5), (1 if i < 4 else 0, 5))) for i in range(8)]
+    suite = SuiteTest.of(decided)
+    assert suite is not None
+    assert suite.line().startswith(
+        "suite: 8/8 -> 0/8 cases passed; McNemar 8 harmful, 0 beneficial, p = 0.00781; pass rate of trials -90.0 pp"
+    )

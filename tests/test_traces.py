@@ -453,9 +453,7 @@ def phoenix(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         "PHOENIX_WORKING_DIR": str(folder),
     }
     log = (folder / "phoenix.log").open("wb")
-    server = subprocess.Popen(
-        [command, "serve"], env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
-    )
+    server = subprocess.Popen([command, "serve"], env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 300  # it migrates its database first: slow on a loaded machine

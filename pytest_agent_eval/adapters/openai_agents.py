@@ -131,19 +131,29 @@ class OpenAIAgentsAdapter:
         if not is_function_tool(tool):
             return None
         original = tool.on_invoke_tool
+        real_calls: set[int] = set()  # the invocations (their tool contexts) the real tool answered
+
+        async def real(ctx: Any, json_args: str) -> Any:
+            real_calls.add(id(ctx))
+            return await original(ctx, json_args)
 
         def args_of(args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
             text = args[1] if len(args) > 1 else kwargs.get("input", "")
             return _arguments({"arguments": text})
 
-        mocked = standin(original, tool.name, args_of)
+        mocked = standin(real, tool.name, args_of)
 
         async def on_invoke_tool(ctx: Any, json_args: str) -> Any:
             try:
                 value = mocked(ctx, json_args)
-                return await value if inspect.isawaitable(value) else value
+                value = await value if inspect.isawaitable(value) else value
             except Exception as exc:  # a {raise: …} mock: what the SDK does when the real tool raises
+                real_calls.discard(id(ctx))
                 return await _tool_failure(copy, ctx, exc)
+            if id(ctx) in real_calls:  # the real tool's answer goes to the model as the SDK sends it
+                real_calls.discard(id(ctx))
+                return value
+            return mock_text(value)
 
         copy = dataclasses.replace(tool, on_invoke_tool=on_invoke_tool)
         return copy
@@ -151,6 +161,16 @@ class OpenAIAgentsAdapter:
     def mock_tools(self, obj: Any, wrap: Callable[[Any], Any]) -> Any:
         """A clone of the agent (and of the agents it hands off to) whose function tools are ``wrap(tool)``."""
         return _cloned(obj, wrap, {})
+
+
+def mock_text(value: Any) -> Any:
+    """What the model gets for a mocked answer: a mapping or a list as JSON, the text a tool returning JSON
+    sends (the SDK would send Python's repr of it); text and the SDK's own output objects as they are."""
+    if isinstance(value, dict) and "type" in value:  # maybe one of the SDK's structured outputs: its own
+        return value
+    if isinstance(value, (dict, list)):
+        return json.dumps(value, ensure_ascii=False, default=str)
+    return value
 
 
 async def _tool_failure(tool: Any, ctx: Any, exc: Exception) -> Any:

@@ -11,21 +11,22 @@
 
 from __future__ import annotations
 
-import importlib.util
+import importlib
 import json
 import os
 import threading
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from pytest_agent_eval.adapters.base import Agent, StandIn, calling
 from pytest_agent_eval.adapters.plain import normalise as plain_normalise
 from pytest_agent_eval.core.results import RunRecord, ToolCall
 from pytest_agent_eval.faults import describe
+from pytest_agent_eval.imports import file_module
 
 KEY = "promptfoo_provider"
 _LOCK = threading.Lock()
-_MODULES: dict[str, Any] = {}
 
 
 class ProviderError(RuntimeError):
@@ -34,18 +35,12 @@ class ProviderError(RuntimeError):
 
 def _module(path: str) -> Any:
     with _LOCK:
-        module = _MODULES.get(path)
-        if module is None:
-            spec = importlib.util.spec_from_file_location(f"_promptfoo_provider_{len(_MODULES)}", path)
-            if spec is None or spec.loader is None:
-                raise TypeError(f"cannot load the Python provider {path}")
-            module = importlib.util.module_from_spec(spec)
-            try:
-                spec.loader.exec_module(module)
-            except Exception as exc:  # the provider's own error, as one line naming the file
-                raise TypeError(f"the Python provider {path} could not be loaded: {describe(exc)}") from None
-            _MODULES[path] = module
-        return module
+        try:
+            return file_module(Path(path), "_promptfoo_provider_")
+        except FileNotFoundError:
+            raise TypeError(f"cannot load the Python provider {path}") from None
+        except Exception as exc:  # the provider's own error, as one line naming the file
+            raise TypeError(f"the Python provider {path} could not be loaded: {describe(exc)}") from None
 
 
 def _python(provider: dict[str, Any]) -> Callable[[str, dict[str, Any]], Any]:

@@ -18,10 +18,12 @@ from pytest_agent_eval.cases.dialects.base import Dialect, DialectRegistry
 from pytest_agent_eval.checks import CheckRegistry
 from pytest_agent_eval.core.case import LoadedFile
 from pytest_agent_eval.core.document import Document, read_document
-from pytest_agent_eval.core.errors import EvalFileError
+from pytest_agent_eval.core.errors import EvalFileError, EvalFileErrors, UnknownFormat
+from pytest_agent_eval.core.files import JSON_SUFFIXES, JSONL_SUFFIXES
 from pytest_agent_eval.core.parse_cache import ParseCache
 
-__all__ = ["Dialect", "DialectRegistry", "builtin_dialects", "detect", "load_file"]  # Dialect: its old home
+# Dialect: its old home
+__all__ = ["Dialect", "DialectRegistry", "builtin_dialects", "detect", "load_file", "read_and_detect"]
 
 
 def builtin_dialects() -> DialectRegistry:
@@ -57,7 +59,7 @@ def detect(doc: Document, dialects: DialectRegistry) -> Dialect:
         return fits[0][0]
     if not fits:
         wanted = "".join(f"\n  {d.name}: {need}" for d, need in needs)
-        raise EvalFileError(
+        raise UnknownFormat(
             doc.path,
             1,
             f"not an eval file of any known format; compared with:{wanted}\n"
@@ -65,7 +67,7 @@ def detect(doc: Document, dialects: DialectRegistry) -> Dialect:
             "(see docs/reference/formats.md)",
         )
     names = ", ".join(d.name for d, _ in fits)
-    raise EvalFileError(doc.path, 1, f"file fits several formats ({names}); make its shape unambiguous")
+    raise UnknownFormat(doc.path, 1, f"file fits several formats ({names}); make its shape unambiguous")
 
 
 def load_file(
@@ -76,5 +78,31 @@ def load_file(
     cache: ParseCache | None = None,
 ) -> LoadedFile:
     """Read ``path`` and build its cases. Raises EvalFileError(s) for problems with the file as a whole."""
-    doc = read_document(path, text, cache)
-    return detect(doc, dialects).load(doc, checks)
+    doc, dialect = read_and_detect(path, dialects, text, cache)
+    return dialect.load(doc, checks)
+
+
+def read_and_detect(
+    path: Path, dialects: DialectRegistry, text: str | None = None, cache: ParseCache | None = None
+) -> tuple[Document, Dialect]:
+    """The file's data and its format; a YAML file of a format whose tool reads YAML 1.2 (promptfoo) is read
+    again with the core schema, as that tool reads it (a key such as ``on:``, not a string under YAML 1.1, is
+    then text)."""
+    yaml = path.suffix.lower() not in JSON_SUFFIXES + JSONL_SUFFIXES
+    try:
+        doc = read_document(path, text, cache)
+    except EvalFileErrors:
+        if not yaml:
+            raise
+        try:
+            core = read_document(path, text, core=True)
+            dialect = detect(core, dialects)
+        except (EvalFileError, EvalFileErrors):
+            dialect = None
+        if dialect is None or not dialect.yaml_core:
+            raise
+        return core, dialect
+    dialect = detect(doc, dialects)
+    if yaml and dialect.yaml_core:
+        doc = read_document(path, text, core=True)
+    return doc, dialect

@@ -149,15 +149,22 @@ def matches_reference(run: RunRecord, spec: Any, ctx: CheckContext) -> CheckResu
     fold = (lambda t: t) if ctx.options.get("case_sensitive") else str.casefold
     output = fold(run.output.strip())
     facts = [fold(str(fact).strip()) for fact in ([reference] if isinstance(reference, str) else reference)]
-    # a list of facts (a case's ``reference:``): the output equals one of them, or contains every one
-    ok = output in facts if spec == "equals" else all(fact in output for fact in facts)
+    # a list of facts (a case's ``reference:``): the output equals one of them, or contains every one; a list of
+    # alternatives (inspect_ai's targets): the output equals or contains any one of them
+    if spec == "equals":
+        ok = output in facts
+    else:
+        ok = (any if ctx.case.reference_any else all)(fact in output for fact in facts)
     what = "equal" if spec == "equals" else "contain"
+    shown = repr(reference)
+    if ctx.case.reference_any and not isinstance(reference, str):
+        shown = " or ".join(repr(r) for r in reference)
     return CheckResult.of(
         "matches_reference",
         ok,
-        expected=f"output {what}s {reference!r}",
+        expected=f"output {what}s {shown}",
         actual=run.output,
-        message="" if ok else f"output does not {what} the reference answer {reference!r}",
+        message="" if ok else f"output does not {what} the reference answer {shown}",
         detail=[] if ok or spec == "equals" or not isinstance(reference, str) else excerpt(run.output, reference),
     )
 

@@ -148,12 +148,16 @@ def ask_score(ctx: CheckContext, prompt: str, samples: int = 1) -> tuple[float, 
     return score, f"mean of {samples} samples ({reasons})"
 
 
-def reference_text(reference: str | list[str] | None) -> str:
-    """The prompt's lines for a reference answer, or for facts (a list), that the answer is compared with."""
+def reference_text(reference: str | list[str] | None, any_of: bool = False) -> str:
+    """The prompt's lines for a reference answer, for alternative answers (``any_of``) or for facts (a list),
+    that the answer is compared with."""
     if reference is None:
         return ""
     if isinstance(reference, str):
         return f"Reference answer (the answer is correct when it agrees with it): {reference}\n"
+    if any_of:
+        answers = "\n".join(f"  - {answer}" for answer in reference)
+        return f"Reference answers (the answer is correct when it agrees with any one of them):\n{answers}\n"
     facts = "\n".join(f"  - {fact}" for fact in reference)
     return f"Facts the answer must agree with:\n{facts}\n"
 
@@ -171,7 +175,7 @@ def prompt_fields(
         "output": run.output,
         "tool_calls": prompt_json(calls) if calls else "(none)",
         "transcript": f"Conversation:\n{turns}\n" if turns else "",
-        "reference": reference_text(reference),
+        "reference": reference_text(reference, reference is ctx.case.reference and ctx.case.reference_any),
     }
 
 

@@ -18,6 +18,7 @@ from typing import Any
 from pytest_agent_eval.checks.base import CheckContext, CheckError, CheckRegistry
 from pytest_agent_eval.checks.promptfoo_asserts import DETERMINISTIC, Verdict, cost_so_far
 from pytest_agent_eval.checks.promptfoo_graded import Judge, graded, python
+from pytest_agent_eval.checks.promptfoo_types import ALIASES, unsupported
 from pytest_agent_eval.core.results import CheckResult, RunRecord
 
 NAME = "promptfoo"
@@ -151,11 +152,12 @@ def _one(assertion: dict[str, Any], run: RunRecord, cost: float | None, judge: J
     kind = str(assertion["type"])
     inverse = assertion.get("inverse", kind.startswith("not-"))
     base = assertion.get("base", kind[4:] if kind.startswith("not-") else kind)
+    base = ALIASES.get(base, base)
     if base not in _HANDLERS:
-        why = f"not supported: assertion `{kind}`"
+        why = unsupported(kind)
         return Verdict(False, 0.0, 0.0, why, error=why)
     try:
-        verdict = _HANDLERS[base](assertion, run, inverse, cost, judge)
+        verdict = _HANDLERS[base]({**assertion, "base": base}, run, inverse, cost, judge)
     except CheckError as exc:
         return Verdict(False, 0.0, 0.0, str(exc), error=str(exc))
     except Exception as exc:  # user code (a python assertion) or a bad value: no verdict, never a pass

@@ -3,7 +3,6 @@ through the plugin's judge (``agent_eval_llm``), and ``python`` (inline or a fil
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 from collections.abc import Callable
@@ -14,6 +13,7 @@ from pytest_agent_eval.checks.base import CheckContext, CheckError
 from pytest_agent_eval.checks.judge import NO_LLM, prompt_fields, read_score
 from pytest_agent_eval.checks.promptfoo_asserts import Verdict
 from pytest_agent_eval.core.results import RunRecord
+from pytest_agent_eval.imports import file_module
 from pytest_agent_eval.llm import ask
 
 RUBRIC_PROMPT = """You grade an output against a rubric.
@@ -90,9 +90,11 @@ def graded(a: dict[str, Any], run: RunRecord, inverse: bool, cost: float | None,
         passed = verdict and (threshold is None or score >= threshold)
     elif base == "factuality":
         data = judge.reply(FACTUALITY_PROMPT.format(input=fields["input"], reference=value, output=run.output))
-        choice = str(data.get("choice", "")).strip().upper()[:1]
+        # promptfoo's own grader replies `category`; the plugin's prompt asks for `choice`: either is read
+        picked = data.get("category", data.get("choice", ""))
+        choice = str(picked).strip().strip("()").upper()
         if choice not in FACTUALITY_SCORES:
-            raise CheckError(f"judge reply unreadable: no choice A-E in {data!r}")
+            raise CheckError(f"judge reply unreadable: no category A-E (`category` or `choice`) in {data!r}")
         options = a.get("options") or judge.spec.get("options") or {}
         scores = options.get("factuality") or {}
         score = float(scores.get(FACTUALITY_SCORES[choice], 0.0 if choice == "D" else 1.0))
@@ -143,18 +145,11 @@ def python(a: dict[str, Any], run: RunRecord, inverse: bool, cost: float | None,
     return Verdict.of(passed, score, reason or ("passed" if passed else "python assertion failed"))
 
 
-_MODULES: dict[str, Any] = {}
-
-
 def _python_file(path: str, function: str) -> Callable[..., Any]:
-    module = _MODULES.get(path)
-    if module is None:
-        spec = importlib.util.spec_from_file_location(f"_promptfoo_{len(_MODULES)}", path)
-        if spec is None or spec.loader is None:
-            raise CheckError(f"cannot load python assertion file {path}")
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        _MODULES[path] = module
+    try:
+        module = file_module(Path(path), "_promptfoo_")
+    except FileNotFoundError:
+        raise CheckError(f"cannot load python assertion file {path}") from None
     func = getattr(module, function, None)
     if not callable(func):
         raise CheckError(f"{path} has no function {function}(output, context)")

@@ -20,8 +20,8 @@ from pytest_agent_eval.traffic.clients import infrastructure_error
 AgentCall = Callable[[str, dict[str, Any], Any], Awaitable[RunRecord]]
 """One agent call: ``(message, context, conversation) -> run record`` (timed, bounded by the timeout and the
 concurrency); ``conversation``: the previous call's ``RunRecord.conversation``, for the adapter to continue."""
-Offload = Callable[..., Awaitable[Any]]
-"""Runs a blocking call (the LLM) off the event loop: ``await offload(func, *args)``."""
+OffLoop = Callable[..., Awaitable[Any]]
+"""Runs a blocking call (the LLM) off the event loop: ``await off_loop(func, *args)``."""
 
 SIMULATOR_PROMPT = """You are role-playing a human user who talks to an AI assistant, to test it. Stay in character.
 Your name: {name}.{voice}
@@ -79,7 +79,7 @@ def _next_message(llm: LLM, user: SimulatedUser, history: list[dict[str, Any]]) 
 
 
 async def converse(
-    case_id: str, context: dict[str, Any], user: SimulatedUser, llm: LLM, call: AgentCall, offload: Offload, trial: int
+    case_id: str, context: dict[str, Any], user: SimulatedUser, llm: LLM, call: AgentCall, off_loop: OffLoop, trial: int
 ) -> Conversation:
     """Run the conversation to its signoff, ``max_turns``, or an error."""
     whole = RunRecord()
@@ -115,7 +115,7 @@ async def converse(
     while len(history) < user.max_turns:
         start = time.perf_counter()
         try:
-            message = await offload(_next_message, llm, user, history)
+            message = await off_loop(_next_message, llm, user, history)
         except SimulatorError as exc:
             whole.error = f"message {len(history) + 1}: {exc}"
             whole.infra_error = infrastructure_error(exc)  # its LLM's client failed on the network: not the agent

@@ -71,6 +71,9 @@ class Case:
     metadata: dict[str, Any] = field(default_factory=dict)
     reference: str | list[str] | None = None
     """A reference answer (or facts) the ``judge`` compares the answer with."""
+    reference_any: bool = False
+    """Whether a list ``reference`` lists alternative answers, any one of which is right (inspect_ai's targets),
+    rather than facts the answer must all agree with."""
     agent: str | dict[str, Any] | None = None
     """``module:attr``, an HTTP agent's URL or ``{url, ...}`` from the file, or ``None`` for ``--agent`` / the
     ``agent`` fixture."""
@@ -101,3 +104,6 @@ class LoadedFile:
     description: str | None = None
     agents: dict[str, tuple[str | dict[str, Any], int]] = field(default_factory=dict)
     """The file's matrix (``agents:``): name -> (``module:attr``, line)."""
+    notes: list[str] = field(default_factory=list)
+    """What a user may not expect but is no error (a dataset without its sidecar): a warning in pytest, a note in
+    ``agent-eval validate``."""

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from pytest_agent_eval.core.errors import EvalFileError, EvalFileErrors
 from pytest_agent_eval.core.files import JSON_SUFFIXES, JSONL_SUFFIXES
@@ -70,10 +70,12 @@ class Document:
         return self.lines.get((), 1)
 
 
-def read_document(path: Path, text: str | None = None, cache: ParseCache | None = None) -> Document:
+def read_document(path: Path, text: str | None = None, cache: ParseCache | None = None, core: bool = False) -> Document:
     """Parse ``path`` (YAML, JSON or JSON Lines by suffix); raise :class:`EvalFileError` on syntax errors.
 
-    YAML documents are read from / stored in ``cache`` when one is given.
+    YAML documents are read from / stored in ``cache`` when one is given. ``core`` reads YAML with the YAML 1.2
+    core schema as js-yaml does (promptfoo's files: ``Yes``, ``on``, dates stay text; ``0755`` is 755), not
+    PyYAML's YAML 1.1 rules; such documents are not cached.
     """
     if text is None:
         try:
@@ -86,10 +88,12 @@ def read_document(path: Path, text: str | None = None, cache: ParseCache | None 
         doc = _read_json(path, text) if suffix in JSON_SUFFIXES else Document(path, *read_jsonl(path, text))
         _check_shape(doc, None)
         return doc
+    if core:
+        cache = None
     cached = cache.get(text) if cache is not None else None
     if cached is not None and len(cached) == 3:
         return _cached_document(path, *cached)
-    doc = _read_yaml(path, text)
+    doc = _read_yaml(path, text, core)
     _check_shape(doc, text if "*" in text else None)  # no alias without a `*`
     if cache is not None:
         shallow = {k: v for k, v in doc.lines.items() if len(k) <= _SHALLOW}
@@ -140,9 +144,45 @@ def _strict_loader() -> type:
     return StrictLoader
 
 
-def _read_yaml(path: Path, text: str) -> Document:
+@functools.cache
+def _core_loader() -> type:
+    """The strict loader with the YAML 1.2 core schema's plain scalars, as js-yaml reads them (promptfoo's files):
+    only ``true``/``false`` (three spellings each) are booleans, ``~``/``null`` and empty are null, ints are
+    decimal or ``0b``/``0o``/``0x`` (``0755`` is 755), ``_`` separators allowed; ``yes``, ``on``, dates and
+    sexagesimals stay text. js-yaml would make a date a JavaScript ``Date``; here it keeps the text written."""
+
+    class CoreLoader(_strict_loader()):  # type: ignore[misc]
+        yaml_implicit_resolvers: ClassVar[dict[Any, Any]] = {}  # none of YAML 1.1's: the core schema's only
+
+        def construct_yaml_int(self, node: Any) -> int:
+            value = str(self.construct_scalar(node)).replace("_", "")
+            sign = -1 if value.startswith("-") else 1
+            digits = value.lstrip("+-")
+            bases = {"0b": 2, "0o": 8, "0x": 16}
+            base = bases.get(digits[:2], 10)
+            return sign * int(digits[2:] if base != 10 else digits, base)
+
+    CoreLoader.add_constructor("tag:yaml.org,2002:int", CoreLoader.construct_yaml_int)
+    resolvers = [
+        ("tag:yaml.org,2002:merge", r"^(?:<<)$", "<"),
+        ("tag:yaml.org,2002:null", r"^(?:~|null|Null|NULL|)$", ["~", "n", "N", ""]),
+        ("tag:yaml.org,2002:bool", r"^(?:true|True|TRUE|false|False|FALSE)$", "tTfF"),
+        ("tag:yaml.org,2002:int", r"^[-+]?(?:0b[0-1_]+|0o[0-7_]+|0x[0-9a-fA-F_]+|[0-9][0-9_]*)$", "-+0123456789"),
+        (
+            "tag:yaml.org,2002:float",
+            r"^(?:[-+]?[0-9][0-9_]*(?:\.[0-9_]*)?(?:[eE][-+]?[0-9]+)?|\.[0-9_]+(?:[eE][-+]?[0-9]+)?"
+            r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$",
+            "-+0123456789.",
+        ),
+    ]
+    for tag, pattern, first in resolvers:
+        CoreLoader.add_implicit_resolver(tag, re.compile(pattern), list(first))
+    return CoreLoader
+
+
+def _read_yaml(path: Path, text: str, core: bool = False) -> Document:
     yaml = _pyyaml()
-    loader = _strict_loader()(text)
+    loader = (_core_loader() if core else _strict_loader())(text)
     loader.problems = []
     try:
         node = loader.get_single_node()

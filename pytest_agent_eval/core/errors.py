@@ -23,6 +23,10 @@ class EvalFileError(Exception):
         return f"{where}: {self.message}{case}"
 
 
+class UnknownFormat(EvalFileError):
+    """A file that fits no known format, or several."""
+
+
 class EvalFileErrors(Exception):
     """Several problems with one file, reported together."""
 

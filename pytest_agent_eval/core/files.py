@@ -26,3 +26,23 @@ def is_eval_file(path: Path, patterns: tuple[str, ...], explicit: bool) -> bool:
     if path.name.lower().endswith(SIDECAR_SUFFIXES):
         return False
     return explicit or any(fnmatch.fnmatch(path.name, p) for p in patterns)
+
+
+def sidecar_stem(path: Path) -> str | None:
+    """The dataset stem of a sidecar's name (``eval_rows.expect.yaml`` -> ``eval_rows``); ``None`` for another
+    file."""
+    name = path.name
+    suffix = next((s for s in SIDECAR_SUFFIXES if name.lower().endswith(s)), None)
+    return name[: -len(suffix)] if suffix is not None else None
+
+
+def orphan_sidecar(path: Path, patterns: tuple[str, ...], explicit: bool) -> bool:
+    """A sidecar with no dataset beside it, whose dataset would be an eval file (or that was named on the command
+    line): reported as an error, never ignored in silence (a misnamed sidecar would leave its rows unchecked)."""
+    stem = sidecar_stem(path)
+    if stem is None:
+        return False
+    datasets = [path.with_name(stem + suffix) for suffix in JSONL_SUFFIXES + JSON_SUFFIXES + YAML_SUFFIXES]
+    if any(dataset.is_file() for dataset in datasets):
+        return False
+    return explicit or any(fnmatch.fnmatch(d.name, p) for d in datasets for p in patterns)

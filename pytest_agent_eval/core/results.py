@@ -55,6 +55,8 @@ class RunRecord:
     latency_s: float = 0.0
     error: str | None = None
     """Set when the agent raised or timed out: a one-line description."""
+    timed_out: bool = False
+    """The case's timeout ended the call (``error`` says so): while a request waited on traffic, infrastructure's."""
     traceback: str | None = None
     history: list[dict[str, Any]] = field(default_factory=list)
     """Multi-turn cases: the conversation, ``{"role", "content"}`` per message."""
@@ -69,7 +71,7 @@ class RunRecord:
     start, duration_ms, parent}`` each, ``parent`` an index in this list."""
     conversation: Any = field(default=None, repr=False, compare=False)
     """The conversation after this call in the agent's own form (a framework's message list), which the next
-    message of a ``turns:`` or simulated-user case continues (``adapters.base.CONVERSATION``); never reported."""
+    message of a ``turns:`` or simulated-user case continues (``core.trial.CONVERSATION``); never reported."""
 
     @property
     def tool_names(self) -> list[str]:

@@ -4,8 +4,7 @@ delegating to the module of its concern beside it (collect, execute, prepare, op
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Generator
-from functools import partial
+from collections.abc import Generator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -20,14 +19,17 @@ from pytest_agent_eval.plugin.fixtures import (  # noqa: F401 - the plugin's fix
     tool_mocks,
 )
 from pytest_agent_eval.plugin.state import EVAL_ITEM, STATE, EvalSession, get_state
-from pytest_agent_eval.report import formats
 
 if TYPE_CHECKING:
     from pytest_agent_eval.core.results import CaseResult
     from pytest_agent_eval.plugin.collect import EvalFile
 
 
-FEATURES = ("pytest_agent_eval.plugin.shards", "pytest_agent_eval.plugin.traces")
+FEATURES = (
+    "pytest_agent_eval.plugin.reports",
+    "pytest_agent_eval.plugin.shards",
+    "pytest_agent_eval.plugin.traces",
+)
 """One module per feature, each owning its options (``pytest_addoption``), its ``pytest_configure`` and its plugin
 objects, as pytest's ``junitxml`` and ``terminal`` do; registered here, in this order, before the options are
 read. A feature module imports only pytest and what its options need at the top: its engine loads in its
@@ -54,36 +56,15 @@ def pytest_configure(config: pytest.Config) -> None:
         from pytest_agent_eval.plugin.prepare import register_scheduler
 
         register_scheduler(config)
-    case_lines: Callable[[str], dict[str, int]] = partial(_case_lines, config)
-    config.stash[formats.CASE_LINES] = case_lines
-    formats.configure(config)
     if config.getoption("agent_eval_resume", None):
         from pytest_agent_eval.plugin import resume
 
         resume.configure(config)
     signals.install()
-    if config.pluginmanager.hasplugin("xdist") and compat.worker_input(config) is None:
+    if config.pluginmanager.hasplugin("xdist") and not compat.is_worker(config):
         from pytest_agent_eval.plugin.remote import configure_controller
 
         configure_controller(config, state.settings.traffic)  # crashes, the workers' cassettes, an unshared pace
-
-
-def _case_lines(config: pytest.Config, file: str) -> dict[str, int]:
-    """The line of each case id of the eval file ``file`` (relative to the rootdir), for the reports; empty when
-    it cannot be read (a line is then not told, never made up)."""
-    from pytest_agent_eval.cases.load import load_file
-
-    state = config.stash[STATE]
-    try:
-        loaded = load_file(config.rootpath / file, state.checks, state.dialects, cache=state.parse_cache)
-    except Exception:  # an unreadable file, an error of a dialect plugin: the report is written all the same
-        return {}
-    return {case.id: case.line for case in loaded.cases}
-
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_agent_eval_register_formats(config: pytest.Config) -> None:
-    formats.builtin_formats(config)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -96,7 +77,10 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> EvalFile | None:
     settings = get_state(parent.config).settings
-    if options.is_eval_file(file_path, settings.file_patterns, parent.session.isinitpath(file_path)):
+    explicit = parent.session.isinitpath(file_path)
+    if options.is_eval_file(file_path, settings.file_patterns, explicit) or options.orphan_sidecar(
+        file_path, settings.file_patterns, explicit
+    ):
         from pytest_agent_eval.plugin.collect import EvalFile  # the engine loads with the first eval file
 
         return EvalFile.from_parent(parent, path=file_path)

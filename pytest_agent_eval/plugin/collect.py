@@ -46,15 +46,25 @@ class EvalFile(pytest.File):
         # file it was asked to run, and collects only the one asked for.
         from pytest_agent_eval.cases.load import load_file
         from pytest_agent_eval.core.errors import EvalFileError, EvalFileErrors
+        from pytest_agent_eval.core.files import sidecar_stem
 
         state = get_state(self.config)
         try:
+            if sidecar_stem(self.path) is not None:  # collected only when no dataset is beside it
+                from pytest_agent_eval.cases.dialects.dataset_rows import orphan_error
+
+                raise orphan_error(self.path)
             loaded = load_file(self.path, state.checks, state.dialects, cache=state.parse_cache)
         except (EvalFileError, EvalFileErrors) as exc:
             # Not a collection error: pytest would interrupt the whole run, and one bad file must not.
             errors = exc.errors if isinstance(exc, EvalFileErrors) else [exc]
             yield FileProblem.from_parent(self, name=FileProblem.NAME, errors=errors)
             return
+        if loaded.notes:
+            from pytest_agent_eval.cases.dialects.dataset_rows import NoSidecarWarning
+
+            for note in loaded.notes:
+                self.warn(NoSidecarWarning(relative(note, self.config)))
         fixtureinfo = None
         for case in matrix_variants(loaded, state.settings.matrix):
             # Every case of a file runs the same function under the same node: one fixture closure serves all,

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from pytest_agent_eval.core.case import AGENT_NAME_PATTERN, UNMOCKED_MODES
-from pytest_agent_eval.core.files import DEFAULT_FILES, is_eval_file
+from pytest_agent_eval.core.files import DEFAULT_FILES, is_eval_file, orphan_sidecar
 from pytest_agent_eval.traffic.options import TrafficOptions
 
-__all__ = ["Settings", "add_options", "is_eval_file", "option_group"]
+__all__ = ["Settings", "add_options", "is_eval_file", "option_group", "orphan_sidecar"]
 
 
 def option_group(parser: pytest.Parser) -> pytest.OptionGroup:
@@ -71,84 +71,6 @@ def add_options(parser: pytest.Parser) -> None:
         help="fail, instead of leaving 'not scored', a check that needs an LLM when none is configured "
         "(ini: agent_eval_require_llm)",
     )
-    group.addoption(
-        "--agent-eval-report",
-        dest="agent_eval_report",
-        metavar="PATH",
-        default=None,
-        help="write the run's metadata and every case's record as JSON to PATH (schema: agent-eval schema --report)",
-    )
-    group.addoption(
-        "--agent-eval-markdown",
-        dest="agent_eval_markdown",
-        metavar="PATH",
-        default=None,
-        help="append the summary, the failures and the baseline comparison as markdown to PATH "
-        "(e.g. $GITHUB_STEP_SUMMARY)",
-    )
-    group.addoption(
-        "--agent-eval-html",
-        dest="agent_eval_html",
-        metavar="PATH",
-        default=None,
-        help="write one self-contained HTML page of the run to PATH: summary, charts, every case, the baseline",
-    )
-    group.addoption(
-        "--agent-eval-baseline",
-        dest="agent_eval_baseline",
-        metavar="PATH",
-        default=None,
-        help="compare this run with an earlier --agent-eval-report file: regressions, fixes, new, missing",
-    )
-    group.addoption(
-        "--agent-eval-tolerance",
-        dest="agent_eval_tolerance",
-        metavar="X",
-        type=float,
-        default=0.05,
-        help="a score drop larger than X against the baseline is a regression (default 0.05)",
-    )
-    group.addoption(
-        "--agent-eval-significance",
-        dest="agent_eval_significance",
-        metavar="P",
-        type=float,
-        default=0.05,
-        help="a repeated case's pass-rate drop is a regression when Fisher's exact test gives p < P, and the suite "
-        "gate fails when McNemar's test does (default 0.05)",
-    )
-    group.addoption(
-        "--agent-eval-k",
-        dest="agent_eval_k",
-        metavar="K",
-        type=int,
-        default=None,
-        help="k of pass@k and pass^k of repeated cases (default: each case's trials)",
-    )
-    group.addoption(
-        "--agent-eval-fail-on-regression",
-        dest="agent_eval_fail_on_regression",
-        action="store_true",
-        default=False,
-        help="a regression against the baseline fails the run",
-    )
-    group.addoption(
-        "--agent-eval-gate",
-        dest="agent_eval_gate",
-        choices=["regressions", "suite"],
-        default=None,
-        help="regressions: the exit status depends on regressions against the baseline alone; suite: on the "
-        "suite-level test alone (the pass rate dropped with McNemar p < --agent-eval-significance)",
-    )
-    for name, ini, what in (
-        ("--agent-eval-min-pass-rate", "agent_eval_min_pass_rate", "share of decided cases that must pass (0..1)"),
-        ("--agent-eval-max-cost", "agent_eval_max_cost", "the run's total LLM cost may not exceed this"),
-        ("--agent-eval-max-p95-latency", "agent_eval_max_p95_latency_s", "p95 agent latency in seconds may not exceed"),
-    ):
-        group.addoption(
-            name, dest=ini, metavar="X", type=float, default=None, help=f"fail the run: {what} (ini: {ini})"
-        )
-        parser.addini(ini, f"suite threshold: {what}", default="")
     group.addoption(
         "--agent-eval-resume",
         dest="agent_eval_resume",

@@ -76,7 +76,7 @@ class EvalSession:
         try:
             from pytest_agent_eval import compat
 
-            worker = compat.worker_input(self.config) is not None  # its recorded cassettes go to the controller
+            worker = compat.is_worker(self.config)  # its recorded cassettes go to the controller
             with warnings.catch_warnings(record=True) as caught:  # at configure time pytest shows only those given it
                 warnings.simplefilter("always", StoreWarning)
                 traffic = start(self.settings.traffic, self.config.rootpath, folder, send_back=worker)

@@ -25,11 +25,6 @@ DECIDED = (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED)
 error is left as it is."""
 
 
-def is_worker(config: pytest.Config) -> bool:
-    """Whether this process is a pytest-xdist worker (its reports go to the controller, which reports)."""
-    return hasattr(config, "workerinput")
-
-
 class Records:
     """A plugin object, registered on the controller only: one record per eval item, by node id.
 

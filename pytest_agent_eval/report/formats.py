@@ -13,8 +13,9 @@ from functools import partial
 
 import pytest
 
+from pytest_agent_eval.compat import is_worker
 from pytest_agent_eval.core.files import is_eval_file
-from pytest_agent_eval.report.collector import COLLECTOR, Records, is_worker
+from pytest_agent_eval.report.collector import COLLECTOR, Records
 from pytest_agent_eval.report.options import REPORT_OPTIONS, ReportOptions, rootdir_moved_by
 from pytest_agent_eval.report.summary import Summary
 from pytest_agent_eval.report.thresholds import SuiteThresholds, Thresholds

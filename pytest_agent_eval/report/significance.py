@@ -121,11 +121,12 @@ class SuiteTest:
         return self.harmful > self.beneficial and self.p_value < significance
 
     def line(self) -> str:
-        """``suite: 8/10 -> 6/10 cases passed; McNemar 3 harmful, 1 beneficial, p = 0.625; pass rate -20.0 pp
-        (95% CI -45.0 to +5.0 pp, bootstrap over cases)``."""
+        """``suite: 8/10 -> 6/10 cases passed; McNemar 3 harmful, 1 beneficial, p = 0.625; pass rate of trials
+        -20.0 pp (95% CI -45.0 pp to +5.0 pp, bootstrap over cases)``: cases (a repeated case passes by its
+        ``min_pass_rate``) and trials (every run of every case) named as such, as they differ when cases repeat."""
         return (
             f"suite: {self.base_passed}/{self.cases} -> {self.passed}/{self.cases} cases passed; McNemar "
-            f"{self.harmful} harmful, {self.beneficial} beneficial, p = {self.p_value:.3g}; pass rate "
+            f"{self.harmful} harmful, {self.beneficial} beneficial, p = {self.p_value:.3g}; pass rate of trials "
             f"{_pp(self.change)} (95% CI {_pp(self.low)} to {_pp(self.high)}, bootstrap over cases)"
         )
 

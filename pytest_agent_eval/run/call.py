@@ -124,6 +124,7 @@ async def call_agent(
                 return RunRecord(
                     latency_s=time.perf_counter() - start,
                     error=f"agent did not answer within {timeout:g} s (timeout of case {case.id})",
+                    timed_out=True,
                 )
         latency = time.perf_counter() - start
     if exc is not None:

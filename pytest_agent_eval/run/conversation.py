@@ -38,7 +38,7 @@ async def run_conversation_trial(case: Case, agent: Agent, settings: RunSettings
         check = CheckResult("simulated_user", not require, 0.0, None, "not run", message, scored=require)
         return TrialResult(RunRecord(), [check], not require, 0.0, [message])
 
-    async def offload(func: Any, *args: Any) -> Any:
+    async def off_loop(func: Any, *args: Any) -> Any:
         return outside_loop(func, *args) if settings.inline else await in_thread(func, *args)
 
     async def call(message: str, context: dict[str, Any], conversation: Any) -> RunRecord:
@@ -46,25 +46,25 @@ async def run_conversation_trial(case: Case, agent: Agent, settings: RunSettings
 
     connection = Connection(settings.neo4j)
     try:
-        setup_error = await offload(_setups, user, connection)
+        setup_error = await off_loop(_setups, user, connection)
         recorder = settings.recorder(case) if settings.recorder else no_recording(case)
         with recorder as recording:
             if setup_error:
                 talk = Conversation(RunRecord(error=setup_error), ended="error")
             else:
-                talk = await converse(case.id, dict(case.context), user, llm, call, offload, trial)
+                talk = await converse(case.id, dict(case.context), user, llm, call, off_loop, trial)
         run = talk.run
         violations = recorded(run, recording, unused=False)  # a conversation need not use every mock
         if run.error:  # the agent (after its retries), the simulated user or a setup failed: nothing to score
             why = [run.error, *talk.notes, *violations]
             stopped = "the conversation stopped at an error, nothing was scored"
             return TrialResult(run, [], False, 0.0, why, violations, summary=stopped)
-        tasks = await offload(score_tasks, llm, user, run.history)
-        checks = await offload(
+        tasks = await off_loop(score_tasks, llm, user, run.history)
+        checks = await off_loop(
             evaluate_assertions, user.assertions, run, ctx, settings.checks, settings.assertion_hook, connection
         )
     finally:
-        await offload(connection.close)
+        await off_loop(connection.close)
     expect = await checked(run, case.expect, ctx, settings)
     infra = first_infra_error([*tasks, *checks, *expect])
     if infra is not None:  # the scorer's or a check's own LLM request failed on infrastructure: not the agent's

@@ -226,7 +226,8 @@ def blocked_result(case: Case, stall: Stall, limit: float | None) -> CaseResult:
         error = blocked_message(case, stall.seconds, limit, ongoing=True)
     else:
         error = f"agent did not answer within {limit:g} s: the event loop was blocked for {stall.seconds:.1f} s"
-    trial = TrialResult(RunRecord(latency_s=stall.seconds, error=error), [], False, 0.0, [error])
+    run = RunRecord(latency_s=stall.seconds, error=error, timed_out=True)
+    trial = TrialResult(run, [], False, 0.0, [error])
     return CaseResult(case, [trial], False, 0.0)
 
 

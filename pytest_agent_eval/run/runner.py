@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from pytest_agent_eval.adapters import Agent, is_builtin
@@ -163,30 +164,52 @@ async def run_case(case: Case, agent: Agent, settings: RunSettings) -> CaseResul
     CALL.set((case, timeout))
     if not (repeat == 1 and timeout is None and _loop_free(case, agent, settings)):
         await eager.needs_loop()  # when started outside the loop (InlineLoop): the rest of the run goes on on it
-    if settings.traffic is not None:
-        trials = await settings.traffic.run_trials(
-            case, repeat, lambda n: _with_traffic(case, agent, settings, n), _infrastructure
-        )
-        cassette = settings.traffic.outbox.pop(id(case), None) if settings.traffic.outbox is not None else None
-    elif repeat == 1:  # in this task: no task, future and loop turns of a gather per case
-        trials = [await run_trial(case, agent, settings)]
+    if settings.traffic is not None and settings.traffic.watching:
+        trials, cassette = await _trials_under_traffic(case, agent, settings, repeat)
     else:
-        trials = list(await asyncio.gather(*(run_trial(case, agent, settings, n) for n in range(repeat))))
+        trials = await _trials(repeat, lambda n: run_trial(case, agent, settings, n))
     rate = sum(t.passed for t in trials) / len(trials)
     score = sum(t.score for t in trials) / len(trials)
     return CaseResult(case, trials, rate >= case.min_pass_rate, score, cassette)
 
 
-async def _with_traffic(case: Case, agent: Agent, settings: RunSettings, trial: int) -> TrialResult:
-    """A trial under the traffic layer: the usage of its requests into its run record; when infrastructure failed
-    under it (refused, 429/5xx after retries, a replay miss), the trial is that error, whatever the agent made of
-    it."""
-    from pytest_agent_eval.traffic.scope import CURRENT
+async def _trials(repeat: int, trial: Callable[[int], Awaitable[TrialResult]]) -> list[TrialResult]:
+    """The case's trials, concurrently; one trial in this task (no task, future and loop turns of a gather, so a
+    sync agent's trial needs no loop: ``eager``)."""
+    if repeat == 1:
+        return [await trial(0)]
+    return list(await asyncio.gather(*(trial(n) for n in range(repeat))))
 
-    result = await run_trial(case, agent, settings, trial)
-    traffic = CURRENT.get()
-    infra = traffic.report(result.run) if traffic is not None else None
-    return result if infra is None else _infrastructure(result, infra)
+
+async def _trials_under_traffic(
+    case: Case, agent: Agent, settings: RunSettings, repeat: int
+) -> tuple[list[TrialResult], tuple[str, str] | None]:
+    """The case's trials, each in its own traffic scope, then its cassette written (or, on an xdist worker,
+    returned to be carried to the controller). A cassette that cannot be read or written, a request that failed
+    on infrastructure (refused, 429/5xx after retries, a replay miss): the trial is that error, whatever the
+    agent made of it."""
+    from pytest_agent_eval.traffic.cassette import CassetteError
+    from pytest_agent_eval.traffic.hook import CassetteNotWritten
+    from pytest_agent_eval.traffic.scope import cassette_error_text
+
+    traffic = settings.traffic
+    assert traffic is not None
+    try:
+        scope = traffic.case(case)
+    except CassetteError as exc:  # the agent is not run when its cassette cannot be read
+        return [_infrastructure(None, cassette_error_text(exc, traffic.settings.root))], None
+
+    async def one(n: int) -> TrialResult:
+        with traffic.trial(scope) as requests:
+            result = await run_trial(case, agent, settings, n)
+        infra = requests.report(result.run)
+        return result if infra is None else _infrastructure(result, infra)
+
+    trials = await _trials(repeat, one)
+    try:
+        return trials, traffic.finish(scope)
+    except CassetteNotWritten as exc:
+        return [_infrastructure(t, str(exc)) for t in trials], None
 
 
 def _infrastructure(result: TrialResult | None, message: str) -> TrialResult:

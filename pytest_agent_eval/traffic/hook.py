@@ -14,16 +14,15 @@ import importlib
 import json
 import sys
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Generator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from pytest_agent_eval.core.trial import TRIAL
 from pytest_agent_eval.secrets import CREDENTIAL_HEADERS, remember
 from pytest_agent_eval.traffic.cassette import (
     Cassette,
-    CassetteError,
     Interaction,
     body_text,
     cassette_path,
@@ -33,14 +32,17 @@ from pytest_agent_eval.traffic.cassette import (
 )
 from pytest_agent_eval.traffic.pace import Pace
 from pytest_agent_eval.traffic.retry import MAX_RETRY_WAIT_S, asked_wait, backoff, verdict
-from pytest_agent_eval.traffic.scope import CURRENT, CaseTraffic, SeenCall, TrialTraffic, shown, shown_error
+from pytest_agent_eval.traffic.scope import CURRENT, CaseTraffic, SeenCall, TrialTraffic, relative_path
 from pytest_agent_eval.traffic.store import StoreError
 from pytest_agent_eval.traffic.usage import Prices, read_usage
 
 if TYPE_CHECKING:
     from pytest_agent_eval.core.case import Case
 
-T = TypeVar("T")
+READ_REQUEST, WAIT_PACE, SEND, READ_RESPONSE, SLEEP = "read request", "wait pace", "send", "read response", "sleep"
+"""The steps of a request that wait on I/O, carried out by the sync or the async hook."""
+Step = tuple[str, Any]
+"""``(kind, argument)``: a request, a host, a response or seconds."""
 _DROPPED = frozenset({"content-encoding", "transfer-encoding", "content-length"})
 VOLATILE = "agent_eval_volatile"
 """A request extension set by the plugin's own senders (the HTTP agent: ``adapters.http.VOLATILE``): ``{bytes:
@@ -73,6 +75,12 @@ class TrafficSettings:
     watch: bool = True
     """``False``: the run's pace only (no traffic option): requests made inside a case are paced and their 429s
     retried; nothing is counted, recorded or marked."""
+    send_back: bool = False
+    """An xdist worker: recorded cassettes go to the controller, which writes them (:meth:`Traffic.finish`)."""
+
+
+class CassetteNotWritten(Exception):
+    """A recorded cassette that could not be written: an infrastructure error of its case's trials."""
 
 
 class Traffic:
@@ -81,7 +89,6 @@ class Traffic:
     def __init__(self, settings: TrafficSettings) -> None:
         self.settings = settings
         self._errors: dict[str, type[Exception]] = {}
-        self.outbox: dict[int, tuple[str, str]] | None = None  # a worker's recorded cassettes for its controller
 
     # -- cases and trials ------------------------------------------------------------------------------------
 
@@ -93,44 +100,37 @@ class Traffic:
         path = cassette_path(folder, case.path, case.id, None if beside else self.settings.root)
         old = old_cassette_path(folder, case.path, case.id) if beside else None
         cassette = Cassette(path, self.settings.ignore, load=self.settings.mode != "record", old=old, folder=folder)
-        return CaseTraffic(case.id, cassette, shown(path, self.settings.root), keep_calls=self.settings.keep_calls)
+        return CaseTraffic(
+            case.id, cassette, relative_path(path, self.settings.root), keep_calls=self.settings.keep_calls
+        )
 
-    async def run_trials(
-        self, case: Case, repeat: int, run: Callable[[int], Awaitable[T]], fail: Callable[[T | None, str], T]
-    ) -> list[T]:
-        """The case's trials, each with its own traffic scope; then the cassette is written when recording. A
-        cassette that cannot be read or written is an infrastructure error of the case, which the runner's ``fail``
-        makes of a trial (or of none: the agent is not run when the cassette cannot be read). The pace alone needs
-        no scope: the runner's trial id tells a case's requests."""
+    @property
+    def watching(self) -> bool:
+        """Whether cases get a traffic scope (usage, cassettes, infrastructure errors); else the pace alone."""
         if not self.settings.watch:
-            adopt()
-            if repeat == 1:
-                return [await run(0)]
-            return list(await asyncio.gather(*(run(n) for n in range(repeat))))
+            adopt()  # an httpx loaded since the session started is paced too
+        return self.settings.watch
+
+    @contextlib.contextmanager
+    def trial(self, traffic: CaseTraffic) -> Iterator[TrialTraffic]:
+        """One trial's scope: its requests are counted and their failures kept in the ``TrialTraffic`` given."""
+        trial = traffic.trial()
+        token = CURRENT.set(trial)
         try:
-            traffic = self.case(case)
-        except CassetteError as exc:
-            return [fail(None, shown_error(exc, self.settings.root))]
+            yield trial
+        finally:
+            CURRENT.reset(token)
 
-        async def one(n: int) -> T:
-            trial = traffic.trial()
-            token = CURRENT.set(trial)
-            try:
-                return await run(n)  # the runner reads the trial's usage and infrastructure error (CURRENT)
-            finally:
-                CURRENT.reset(token)
-
-        # one trial in this task, without a gather: a sync agent's trial then needs no loop (``eager``)
-        trials = [await one(0)] if repeat == 1 else list(await asyncio.gather(*(one(n) for n in range(repeat))))
-        if self.settings.mode in ("record", "new") and traffic.cassette is not None and not traffic.failed:
-            try:
-                sent = traffic.cassette.save(keep_old=self.settings.mode == "new", send=self.outbox is not None)
-                if sent is not None and self.outbox is not None:  # by id(case), for the runner: (path, text)
-                    self.outbox[id(case)] = sent
-            except OSError as exc:
-                why = f"cassette {traffic.cassette_name} not written: {exc.strerror or exc}"
-                trials = [fail(t, why) for t in trials]
-        return trials
+    def finish(self, traffic: CaseTraffic) -> tuple[str, str] | None:
+        """The case's trials are done: its cassette is written when recording (``CassetteNotWritten`` when it
+        cannot be). On an xdist worker (``send_back``) nothing is written: ``(path, text)`` is returned for the
+        runner to carry to the controller."""
+        if self.settings.mode not in ("record", "new") or traffic.cassette is None or traffic.failed:
+            return None
+        try:
+            return traffic.cassette.save(keep_old=self.settings.mode == "new", send=self.settings.send_back)
+        except OSError as exc:
+            raise CassetteNotWritten(f"cassette {traffic.cassette_name} not written: {exc.strerror or exc}") from exc
 
     # -- one request -----------------------------------------------------------------------------------------
 
@@ -224,7 +224,7 @@ class Traffic:
             message = f"{request.method} {scrub_url(str(request.url))} failed: {type(exc).__name__}: {text}"
             trial.fail(message, _key(request))
 
-    def _heard(self, host: str, response: Any, attempt: int, sent: float) -> None:
+    def _note_answer(self, host: str, response: Any, attempt: int, sent: float) -> None:
         """Tell the run's pace what an answer's status and headers say (a 429's cool-down: the wait it asks for)."""
         pace = self.settings.pace
         if pace is not None:
@@ -236,15 +236,17 @@ class Traffic:
             with contextlib.suppress(StoreError):  # the pace remembers it: the next request fails, saying why
                 pace.heard(host, status, response.headers, cool, time.monotonic() - sent)
 
-    def _spent(self, host: str, response: Any) -> None:
+    def _note_tokens(self, host: str, response: Any) -> None:
         pace = self.settings.pace
         if pace is not None and response.status_code < 400:
-            with contextlib.suppress(StoreError):  # as in ``_heard``
+            with contextlib.suppress(StoreError):  # as in ``_note_answer``
                 pace.spent(host, _tokens(response))
 
-    def handle(self, module: Any, request: Any, send: Callable[[Any], Any], trial: TrialTraffic | None) -> Any:
-        request.read()
-        start = time.time_ns()
+    def _exchange(self, module: Any, request: Any, trial: TrialTraffic | None) -> Generator[Step, Any, Any]:
+        """One request, replayed or sent, paced and retried: the loop of both hooks, sync and async. It yields
+        each step that waits on I/O (:data:`Step`) for the hook's driver to carry out, and returns the response."""
+        yield READ_REQUEST, request
+        start = time.time_ns()  # a chat span's start, when the run traces
         if trial is not None:  # watched (the pace alone, as no hook before it, learns no secrets)
             remember_credentials(request)
         replayed = self._replayed(module, request, trial) if trial is not None else None
@@ -256,85 +258,92 @@ class Traffic:
         while True:
             try:
                 with _waiting(trial, _paced(request, attempt)):
-                    first = pace.wait(host) if pace is not None else False
+                    opens_host = (yield WAIT_PACE, host) if pace is not None else False
             except StoreError as exc:
                 raise self._store_failed(module, request, exc, trial) from None
             sent = time.monotonic()
             try:
                 try:
-                    response = send(request)
+                    response = yield SEND, request
                 except Exception as exc:  # the transport failed (refused, reset, a timeout): infrastructure
                     self._connect_failed(request, exc, trial)
                     raise
-                self._heard(host, response, attempt, sent)
+                self._note_answer(host, response, attempt, sent)
             finally:
-                if first and pace is not None:  # the others may go: at the headers, not the whole body
+                if opens_host and pace is not None:  # the others may go: at the headers, not the whole body
                     pace.open(host)
             try:
-                try:
-                    response.read()
-                finally:
-                    response.close()
+                yield READ_RESPONSE, response
             except Exception as exc:  # the body was cut mid-way (reset, a timeout): infrastructure
                 self._connect_failed(request, exc, trial)
                 raise
-            self._spent(host, response)
+            self._note_tokens(host, response)
             wait, failure = verdict(response, attempt, self.settings.retries, self.settings.watch)
             if wait is None:
                 break
             if pace is None or response.status_code != 429:  # a 429's wait is the run's cool-down, in the pace
                 with _waiting(trial, f"a retry of {request.method} {scrub_url(str(request.url))} ({wait:.3g} s)"):
-                    time.sleep(wait)
+                    yield SLEEP, wait
             attempt += 1
         return self._answer(module, request, response, failure, trial, start)
+
+    def handle(self, module: Any, request: Any, send: Callable[[Any], Any], trial: TrialTraffic | None) -> Any:
+        """One request of a sync client: :meth:`_exchange`'s steps carried out in this thread."""
+        steps = self._exchange(module, request, trial)
+        value: Any = None
+        error: BaseException | None = None
+        while True:
+            try:
+                kind, arg = steps.throw(error) if error is not None else steps.send(value)
+            except StopIteration as done:
+                return done.value
+            value, error = None, None
+            try:
+                if kind == SEND:
+                    value = send(arg)
+                elif kind == WAIT_PACE:
+                    value = self.settings.pace.wait(arg) if self.settings.pace is not None else False
+                elif kind == READ_REQUEST:
+                    arg.read()
+                elif kind == READ_RESPONSE:
+                    try:
+                        arg.read()
+                    finally:
+                        arg.close()
+                else:
+                    time.sleep(arg)
+            except BaseException as exc:  # into the loop, which decides (and runs its clean-ups)
+                error = exc
 
     async def handle_async(
         self, module: Any, request: Any, send: Callable[[Any], Awaitable[Any]], trial: TrialTraffic | None
     ) -> Any:
-        await request.aread()
-        start = time.time_ns()
-        if trial is not None:  # watched (the pace alone, as no hook before it, learns no secrets)
-            remember_credentials(request)
-        replayed = self._replayed(module, request, trial) if trial is not None else None
-        if replayed is not None:
-            return replayed
-        pace = self.settings.pace
-        host = _host(request)
-        attempt = 0
+        """One request of an async client: :meth:`_exchange`'s steps awaited on the running loop."""
+        steps = self._exchange(module, request, trial)
+        value: Any = None
+        error: BaseException | None = None
         while True:
             try:
-                with _waiting(trial, _paced(request, attempt)):
-                    first = await pace.wait_async(host) if pace is not None else False
-            except StoreError as exc:
-                raise self._store_failed(module, request, exc, trial) from None
-            sent = time.monotonic()
+                kind, arg = steps.throw(error) if error is not None else steps.send(value)
+            except StopIteration as done:
+                return done.value
+            value, error = None, None
             try:
-                try:
-                    response = await send(request)
-                except Exception as exc:  # the transport failed (refused, reset, a timeout): infrastructure
-                    self._connect_failed(request, exc, trial)
-                    raise
-                self._heard(host, response, attempt, sent)
-            finally:
-                if first and pace is not None:
-                    pace.open(host)
-            try:
-                try:
-                    await response.aread()
-                finally:
-                    await response.aclose()
-            except Exception as exc:  # the body was cut mid-way (reset, a timeout): infrastructure
-                self._connect_failed(request, exc, trial)
-                raise
-            self._spent(host, response)
-            wait, failure = verdict(response, attempt, self.settings.retries, self.settings.watch)
-            if wait is None:
-                break
-            if pace is None or response.status_code != 429:
-                with _waiting(trial, f"a retry of {request.method} {scrub_url(str(request.url))} ({wait:.3g} s)"):
-                    await asyncio.sleep(wait)
-            attempt += 1
-        return self._answer(module, request, response, failure, trial, start)
+                if kind == SEND:
+                    value = await send(arg)
+                elif kind == WAIT_PACE:
+                    value = await self.settings.pace.wait_async(arg) if self.settings.pace is not None else False
+                elif kind == READ_REQUEST:
+                    await arg.aread()
+                elif kind == READ_RESPONSE:
+                    try:
+                        await arg.aread()
+                    finally:
+                        await arg.aclose()
+                else:
+                    await asyncio.sleep(arg)
+            except BaseException as exc:  # a cancellation too: the loop's clean-ups run, then it goes on up
+                error = exc
 
 
 def _seen(request: Any, body: bytes, status: int, start: int, end: int) -> SeenCall:

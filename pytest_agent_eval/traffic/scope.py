@@ -106,7 +106,7 @@ class TrialTraffic:
         if self.usage.requests:
             run.usage = {**run.usage, **self.usage.as_dict()} if self.usage.measured else {**run.usage}
             run.usage["requests"] = self.usage.requests
-        if self.infra_error is None and self.waiting_for is not None and (run.error or "").startswith(TIMED_OUT):
+        if self.infra_error is None and self.waiting_for is not None and run.timed_out:
             return f"{run.error} while waiting for {self.waiting_for}"  # the budget or a Retry-After held it up
         return self.infra_error
 
@@ -124,13 +124,10 @@ class TrialTraffic:
                 self.calls.append(seen)
 
 
-TIMED_OUT = "agent did not answer within"
-"""How a case's timeout starts its error (``run.call``): while waiting on traffic, infrastructure's."""
-
 CURRENT: ContextVar[TrialTraffic | None] = ContextVar("agent_eval_trial", default=None)
 
 
-def shown(path: Path, root: Path) -> str:
+def relative_path(path: Path, root: Path) -> str:
     """``path`` relative to ``root`` when it is below it."""
     try:
         return str(path.relative_to(root))
@@ -138,7 +135,7 @@ def shown(path: Path, root: Path) -> str:
         return str(path)
 
 
-def shown_error(exc: CassetteError, root: Path) -> str:
+def cassette_error_text(exc: CassetteError, root: Path) -> str:
     """A cassette's error with its path relative to the rootdir ``root``."""
     text = str(exc)
     prefix = f"{root}{os.sep}"

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
 def start(options: TrafficOptions, root: Path, limits_folder: Path, send_back: bool = False) -> Traffic:
     """The session's hook, installed. ValueError / ImportError say which option is wrong or what to install.
-    ``send_back`` (an xdist worker): recorded cassettes go to the controller, which writes them (``Traffic.outbox``)."""
+    ``send_back`` (an xdist worker): recorded cassettes go to the controller, which writes them (``Traffic.finish``)."""
     prices = Prices(load_prices(options.prices, root) if options.prices else None)
     requests = Budget.parse(options.rate_limit, "--agent-eval-rate-limit") if options.rate_limit else None
     tokens = Budget.parse(options.token_limit, "--agent-eval-token-limit") if options.token_limit else None
@@ -37,10 +37,9 @@ def start(options: TrafficOptions, root: Path, limits_folder: Path, send_back: b
             pace=pace,
             watch=options.on,
             keep_calls=options.keep_calls,
+            send_back=send_back,
         )
     )
-    if send_back:
-        traffic.outbox = {}
     install(traffic)
     return traffic
 

@@ -35,6 +35,9 @@ class Dialect:
     claims: Callable[[Path], bool] | None = None
     """Whether the file's name (or a file beside it) marks it as this format: among several formats that fit
     its shape, the one that claims the file wins (``promptfooconfig.yaml``, a dataset with its sidecar)."""
+    yaml_core: bool = False
+    """Whether the format's own tool reads YAML with the YAML 1.2 core schema (promptfoo: js-yaml): its YAML
+    files are then read that way (``Yes`` and ``on`` stay text), not with PyYAML's YAML 1.1 rules."""
 
 
 class DialectRegistry:

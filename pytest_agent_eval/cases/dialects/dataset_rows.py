@@ -1,16 +1,20 @@
 """Dataset rows (SPEC §19): JSON or JSONL files of rows as LangSmith, Langfuse, Braintrust and inspect_ai export
 them, one case per row, with checks from the sidecar ``<stem>.expect.yaml``.
 
-A row: ``input`` (LangSmith: ``inputs``), the reference answer in ``expected`` (Braintrust), ``expected_output``,
-``expectedOutput`` (Langfuse), ``outputs`` (LangSmith) or ``target`` (inspect_ai), ``metadata`` and ``id``; the
-exports' bookkeeping fields (timestamps, dataset ids, …) are read and left aside. The sidecar is a native file
-without ``cases`` (SPEC §3): ``agent``, ``tool_dispatch``, ``tags``, ``defaults`` and ``expect`` (the checks of every
-row). The reference answer is the case's ``reference``: the ``matches_reference`` check and the judge read it.
+A row: ``input`` (LangSmith: ``inputs``), the reference answer in ``expected`` (Braintrust), ``expected_output``
+(Langfuse's Python SDK), ``expectedOutput`` (Langfuse's API), ``outputs`` (LangSmith) or ``target`` (inspect_ai;
+a list lists alternatives, any one right), ``metadata`` and ``id``; the exports' bookkeeping fields (timestamps,
+dataset ids, …, camelCase or snake_case) are read and left aside. The sidecar is a native file without ``cases``
+(SPEC §3): ``agent``, ``tool_dispatch``, ``tags``, ``defaults`` and ``expect`` (the checks of every row). The
+reference answer is the case's ``reference``: the ``matches_reference`` check and the judge read it. A dataset
+without a sidecar is a warning (its rows have no checks); a sidecar without its dataset is an error naming the
+dataset it may have meant.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import json
 from pathlib import Path
 from typing import Any
@@ -22,7 +26,7 @@ from pytest_agent_eval.checks import CheckRegistry
 from pytest_agent_eval.core.case import Case, LoadedFile
 from pytest_agent_eval.core.document import Document, PathKey, read_document
 from pytest_agent_eval.core.errors import EvalFileError, EvalFileErrors
-from pytest_agent_eval.core.files import SIDECAR_SUFFIXES
+from pytest_agent_eval.core.files import SIDECAR_SUFFIXES, sidecar_stem
 
 NAME = "dataset_rows"
 NEED = "a list (JSON or JSONL) of rows with `input` (or `inputs`) and a reference answer or `metadata`"
@@ -32,9 +36,9 @@ BOOKKEEPING = frozenset(
     {
         # LangSmith
         "name", "created_at", "modified_at", "dataset_id", "source_run_id", "split", "attachment_urls",
-        # Langfuse
+        # Langfuse: the API's camelCase, and the Python SDK's snake_case (DatasetItem.dict())
         "datasetId", "status", "sourceTraceId", "sourceObservationId", "createdAt", "updatedAt", "datasetName",
-        "mediaReferences",
+        "mediaReferences", "source_trace_id", "source_observation_id", "dataset_name", "updated_at",
         # Braintrust
         "tags", "created", "_xact_id", "_pagination_key", "project_id", "span_id", "root_span_id", "is_root",
         "origin", "_object_delete",
@@ -102,8 +106,9 @@ def load(doc: Document, registry: CheckRegistry) -> LoadedFile:
     ids = Ids()
     rows: list[dict[str, Any]] = []
     row_lines: dict[PathKey, int] = {}
-    extra: dict[int, tuple[str | None, dict[str, Any]]] = {}
+    extra: dict[int, tuple[str | list[str] | None, dict[str, Any]]] = {}
     errors: list[tuple[int, Case]] = []
+    alternatives: dict[int, list[str]] = {}  # inspect_ai's list targets: any one is right
     for index, raw in enumerate(doc.data):
         key: PathKey = (index,)
         line = doc.line(key)
@@ -115,6 +120,8 @@ def load(doc: Document, registry: CheckRegistry) -> LoadedFile:
         problems.case_id = case_id
         query, context = _input(raw, problems, key)
         reference = _reference(raw)
+        if _reference_key(raw) == "target" and isinstance(raw["target"], list) and len(raw["target"]) > 1:
+            alternatives[index] = [str(t) for t in raw["target"]]
         if problems:
             errors.append((index, Case(case_id, doc.path, line, error=problems.text(), dialect=NAME)))
             continue
@@ -128,14 +135,53 @@ def load(doc: Document, registry: CheckRegistry) -> LoadedFile:
         if isinstance(tags, list) and all(isinstance(t, str) for t in tags) and tags:
             row["tags"] = tags
         row_lines[("cases", len(rows))] = line
-        extra[len(rows)] = (reference, raw)
+        extra[len(rows)] = (alternatives.get(index, reference), raw)
         rows.append(row)
     data = {**settings, "cases": rows}
     built = native.load(Document(doc.path, data, {**lines, **row_lines}), registry)
-    cases = [dataclasses.replace(case, dialect=NAME, reference=extra[i][0]) for i, case in enumerate(built.cases)]
+    cases = [
+        dataclasses.replace(case, dialect=NAME, reference=extra[i][0], reference_any=isinstance(extra[i][0], list))
+        for i, case in enumerate(built.cases)
+    ]
     for index, case in errors:  # in row order
         cases.insert(index, case)
-    return LoadedFile(doc.path, NAME, cases, name=built.name, description=built.description, agents=built.agents)
+    notes = [] if sidecar_path is not None else [no_sidecar(doc.path)]
+    return LoadedFile(
+        doc.path, NAME, cases, name=built.name, description=built.description, agents=built.agents, notes=notes
+    )
+
+
+class NoSidecarWarning(UserWarning):
+    """A dataset with no sidecar: its rows run without checks (``filterwarnings`` can silence it)."""
+
+
+def no_sidecar(path: Path) -> str:
+    """The note for a dataset without a sidecar (a near miss beside it, if there is one, named)."""
+    want = path.stem + SIDECAR_SUFFIXES[0]
+    near = _near(path.stem, [p for p in path.parent.iterdir() if sidecar_stem(p) is not None], sidecar_stem)
+    hint = f"; {near.name} is beside it: rename it {want}" if near is not None else f" (write them in {want})"
+    return f"{path}: no sidecar {want}: its rows have no checks, each only has to be answered{hint}"
+
+
+def orphan_error(path: Path) -> EvalFileError:
+    """The error of a sidecar with no dataset beside it, naming the dataset it may have meant."""
+    stem = sidecar_stem(path) or path.stem
+    datasets = [
+        p for p in path.parent.iterdir()
+        if p.suffix.lower() in (".jsonl", ".json", ".yaml", ".yml") and sidecar_stem(p) is None
+    ]  # fmt: skip
+    near = _near(stem, datasets, lambda p: p.stem)
+    if near is not None:
+        hint = f' (did you mean "{near.stem}{path.name[len(stem) :]}", the sidecar of {near.name}?); rename it'
+    else:
+        hint = f"; put the dataset beside it as {stem}.jsonl or {stem}.json, or rename the sidecar"
+    return EvalFileError(path, 1, f"a dataset sidecar with no dataset {stem}.jsonl or {stem}.json beside it{hint}")
+
+
+def _near(stem: str, paths: list[Path], key: Any) -> Path | None:
+    names = {str(key(p)): p for p in paths}
+    close = difflib.get_close_matches(stem, list(names), n=1, cutoff=0.8)
+    return names[close[0]] if close else None
 
 
 def _sidecar(path: Path, registry: CheckRegistry) -> tuple[dict[str, Any], dict[PathKey, int]]:
@@ -203,6 +249,11 @@ def _input(raw: dict[str, Any], problems: Problems, key: PathKey) -> tuple[str, 
         f"{{role, content}} with a user message), got {value!r}",
     )
     return "", {}
+
+
+def _reference_key(raw: dict[str, Any]) -> str | None:
+    """The field the row's reference answer is read from."""
+    return next((name for name in REFERENCE_KEYS if raw.get(name) is not None), None)
 
 
 def _reference(raw: dict[str, Any]) -> str | None:

@@ -24,11 +24,13 @@ from pytest_agent_eval.cases.dialects.promptfoo_files import (
     prompts_of,
     read_var,
     render,
+    resolve_refs,
     tests_of,
 )
 from pytest_agent_eval.checks import CheckRegistry
 from pytest_agent_eval.checks.promptfoo import SUPPORTED
 from pytest_agent_eval.checks.promptfoo_graded import python_path
+from pytest_agent_eval.checks.promptfoo_types import TRANSFORM
 from pytest_agent_eval.core.case import Case, LoadedFile, slugify
 from pytest_agent_eval.core.document import Document, PathKey
 from pytest_agent_eval.core.errors import EvalFileError
@@ -41,7 +43,9 @@ IGNORED = frozenset(
     {"description", "outputPath", "sharing", "writeLatestResults", "evaluateOptions", "tags", "metadata", "env"}
 )
 """Top-level keys that do not change a verdict (where results go, UI tags): read and left aside."""
-TOP = frozenset({"prompts", "providers", "targets", "tests", "defaultTest", *IGNORED})
+TEMPLATES = "assertionTemplates"
+"""Assertions tests use by ``$ref: '#/assertionTemplates/<name>'`` (any ``$ref`` inside the config resolves)."""
+TOP = frozenset({"prompts", "providers", "targets", "tests", "defaultTest", TEMPLATES, *IGNORED})
 TEST_KEYS = frozenset({"description", "vars", "assert", "threshold", "metadata", "options"})
 TEST_OPTIONS = frozenset({"provider", "factuality"})
 """Test ``options`` that change no verdict here (graders are the plugin's judge) or that it honours."""
@@ -90,12 +94,17 @@ def config_schema() -> dict[str, Any]:
         "required": ["type", "assert"],
         "additionalProperties": False,
     }
+    ref = {
+        "type": "object",
+        "properties": {"$ref": {"type": "string", "pattern": "^#"}},
+        "required": ["$ref"],
+    }
     test = {
         "type": "object",
         "properties": {
             "description": {"type": "string"},
             "vars": {"type": "object"},
-            "assert": {"type": "array", "items": {"anyOf": [assertion, assert_set]}},
+            "assert": {"type": "array", "items": {"anyOf": [assertion, assert_set, ref]}},
             "threshold": {"type": "number"},
             "metadata": {"type": "object"},
             "options": {"type": "object"},
@@ -114,6 +123,7 @@ def config_schema() -> dict[str, Any]:
         "type": "object",
         "properties": {
             **{key: {} for key in IGNORED},
+            TEMPLATES: {"type": "object", "additionalProperties": {"anyOf": [assertion, assert_set]}},
             "prompts": {"anyOf": [{"type": "string"}, {"type": "array"}]},
             "providers": {"anyOf": [provider, {"type": "array", "items": provider}]},
             "targets": {"anyOf": [provider, {"type": "array", "items": provider}]},
@@ -273,6 +283,7 @@ def _cases(
     elif "__error" in test:
         problems.append(source.error(test["__error"]))
         test = {}
+    test = _resolved(test, doc, source, problems)
     for name in test:
         if name not in TEST_KEYS:
             problems.append(source.error(f"not supported: test field `{name}`"))
@@ -280,7 +291,8 @@ def _cases(
     for options in (test.get("options"), default_test.get("options")):
         for name in options if isinstance(options, dict) else ():
             if name not in TEST_OPTIONS:
-                problems.append(source.error(f"not supported: test option `{name}` (options: provider, factuality)"))
+                why = f"not supported: test option `{name}` (options: provider, factuality)"
+                problems.append(source.error(why + (f"; instead {TRANSFORM}" if name == "transform" else "")))
     variables = {**_dict(default_test.get("vars")), **_dict(test.get("vars"))}
     variables = {k: read_var(v, base, source, problems) for k, v in variables.items()}
     threshold = test.get("threshold", default_test.get("threshold"))
@@ -343,6 +355,23 @@ def _cases(
     return cases
 
 
+def _resolved(test: dict[str, Any], doc: Document, source: Source, problems: list[str]) -> dict[str, Any]:
+    """The test with its ``$ref`` s resolved; one that cannot be is this test's problem (at its line), not the
+    other tests'."""
+    out: dict[str, Any] = {}
+    for name, value in test.items():
+        parts = list(enumerate(value)) if name == "assert" and isinstance(value, list) else [(None, value)]
+        kept = []
+        for i, part in parts:
+            try:
+                kept.append(resolve_refs(part, doc.data))
+            except ValueError as exc:
+                where = source.at(name, i) if i is not None else source.at(name)
+                problems.append(where.error(str(exc)))
+        out[name] = kept if name == "assert" and isinstance(value, list) else kept[0] if kept else None
+    return out
+
+
 def _dict(value: Any) -> dict[str, Any]:
     return dict(value) if isinstance(value, dict) else {}
 
@@ -356,4 +385,4 @@ def _expand(variables: dict[str, Any]) -> list[dict[str, Any]]:
     return [{**variables, **dict(zip(lists, values, strict=True))} for values in combos]
 
 
-DIALECT = Dialect(NAME, detect, load, claims=claims)
+DIALECT = Dialect(NAME, detect, load, claims=claims, yaml_core=True)

@@ -11,6 +11,9 @@ from pytest_agent_eval.cases.dialects.common import is_number
 from pytest_agent_eval.cases.dialects.promptfoo_files import Source, assertion_of_string, read_var, render
 from pytest_agent_eval.checks.promptfoo import MODEL_GRADED, SUPPORTED
 from pytest_agent_eval.checks.promptfoo_graded import python_path
+from pytest_agent_eval.checks.promptfoo_types import ALIASES, TRANSFORM, unsupported
+from pytest_agent_eval.core.document import read_document
+from pytest_agent_eval.core.errors import EvalFileError, EvalFileErrors
 
 ASSERT_KEYS = frozenset({"type", "value", "threshold", "weight", "metric", "config", "options", "provider"})
 
@@ -61,15 +64,20 @@ def _assertion(
         return {**_common(item, source, problems), "type": kind, "assert": [a for a in inner if a is not None]}
     inverse = kind.startswith("not-")
     base_type = kind[4:] if inverse else kind
+    base_type = ALIASES.get(base_type, base_type)
     if base_type not in SUPPORTED:
-        problems.append(source.error(f"not supported: assertion `{kind}`" + _why(base_type)))
+        problems.append(source.error(unsupported(kind)))
         return None
     extra = sorted(set(item) - ASSERT_KEYS)
     if extra:
-        problems.append(source.error(f"not supported: assertion field {', '.join(extra)} (on `{kind}`)"))
+        why = f"not supported: assertion field {', '.join(extra)} (on `{kind}`)"
+        problems.append(source.error(why + (f"; instead {TRANSFORM}" if "transform" in extra else "")))
     if item.get("provider") is not None:
         problems.append(source.error(f"not supported: a grader `provider` on `{kind}` (the plugin's judge grades)"))
     out = {**_common(item, source, problems), "type": kind, "base": base_type, "inverse": inverse}
+    for name in ("config", "options"):  # `config` reaches a python assertion as context["config"]
+        if item.get(name) is not None:
+            out[name] = item[name]
     value = item.get("value")
     if base_type == "python" and isinstance(value, str) and value.startswith("file://"):
         path, function = python_path(value[len("file://") :], base)
@@ -81,18 +89,8 @@ def _assertion(
         out["value"] = _render_value(value, variables)
     except ValueError as exc:
         problems.append(source.error(str(exc)))
-    if item.get("config") is not None:
-        out["config"] = item["config"]
-    if item.get("options") is not None:
-        out["options"] = item["options"]
     _check_value(out, source, problems)
     return out
-
-
-def _why(base_type: str) -> str:
-    if base_type in ("javascript", "ruby", "webhook"):
-        return " (write it as a `python` assertion)"
-    return " (see the README's promptfoo section for the supported assertions)"
 
 
 def _common(item: dict[str, Any], source: Source, problems: list[str]) -> dict[str, Any]:
@@ -148,12 +146,11 @@ def _check_value(a: dict[str, Any], source: Source, problems: list[str]) -> None
         except re.error as exc:
             problems.append(source.error(f"regex: bad pattern {value!r}: {exc}"))
     if base in ("is-json", "contains-json") and isinstance(value, str) and value:
-        import yaml
-
         try:
-            a["value"] = yaml.safe_load(value)
-        except yaml.YAMLError as exc:
-            problems.append(source.error(f"{a['type']}: the schema is not YAML/JSON: {exc}"))
+            a["value"] = read_document(Path("schema.yaml"), value, core=True).data
+        except (EvalFileError, EvalFileErrors) as exc:
+            why = exc.message if isinstance(exc, EvalFileError) else exc
+            problems.append(source.error(f"{a['type']}: the schema is not YAML/JSON: {why}"))
     if base == "trajectory:step-count":
         kinds = value.get("type") if isinstance(value, dict) else None
         if not isinstance(value, dict) or ("min" not in value and "max" not in value):

@@ -10,13 +10,14 @@ import io
 import itertools
 import json
 import re
+import urllib.parse
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 from pytest_agent_eval.checks.promptfoo import SUPPORTED
 from pytest_agent_eval.core.document import Document, PathKey, read_document
-from pytest_agent_eval.core.errors import EvalFileError
+from pytest_agent_eval.core.errors import EvalFileError, EvalFileErrors
 
 _CSV_TYPES = sorted(SUPPORTED | {"javascript", "grade", "fn"}, key=len, reverse=True)
 
@@ -103,6 +104,10 @@ def render(template: str, variables: dict[str, Any]) -> str:
 def default_test(doc: Document, base: Path) -> tuple[dict[str, Any], Source]:
     raw = doc.data.get("defaultTest") or {}
     source = Source(doc.path, doc.line(("defaultTest",)), doc, ("defaultTest",))
+    try:
+        raw = resolve_refs(raw, doc.data)
+    except ValueError as exc:  # every test uses the default: the file's problem
+        raise EvalFileError(doc.path, source.line, f"defaultTest: {exc}") from None
     if isinstance(raw, str) and raw.startswith("file://"):
         loaded = list(_file_tests(raw, base, source))
         if len(loaded) != 1:
@@ -153,7 +158,7 @@ def _file_tests(ref: str, base: Path, source: Source) -> list[tuple[Any, Source]
                         out.append((EvalFileError(path, n, f"not JSON: {exc}"), Source(path, n)))
         elif suffix in (".yaml", ".yml", ".json"):
             try:
-                tests = read_document(path)
+                tests = read_document(path, core=True)  # as promptfoo reads it: js-yaml, YAML 1.2
             except OSError as exc:
                 raise EvalFileError(source.path, source.line, f"cannot read {path}: {exc}") from None
             items = tests.data if isinstance(tests.data, list) else [tests.data]
@@ -240,7 +245,46 @@ def read_var(value: Any, base: Path, source: Source, problems: list[str]) -> Any
     if path.suffix == ".json":
         return json.loads(text)
     if path.suffix in (".yaml", ".yml"):
-        import yaml
-
-        return yaml.safe_load(text)
+        try:
+            return read_document(path, text, core=True).data
+        except (EvalFileError, EvalFileErrors) as exc:
+            problems.append(source.error(f"var {value}: {exc}"))
     return text
+
+
+MAX_REF_DEPTH = 20
+"""References followed through at most this many others (a longer chain is almost surely a loop)."""
+
+
+def resolve_refs(value: Any, root: Any, depth: int = 0) -> Any:
+    """``value`` with each ``{$ref: '#/json/pointer', …}`` replaced by what the pointer names in the config
+    (``root``), its other keys over it: promptfoo dereferences a config so (``assertionTemplates``). Raises
+    ``ValueError`` naming a reference that points nowhere, outside the config, or in a loop."""
+    if isinstance(value, list):
+        return [resolve_refs(v, root, depth) for v in value]
+    if not isinstance(value, dict):
+        return value
+    if "$ref" not in value:
+        return {k: resolve_refs(v, root, depth) for k, v in value.items()}
+    ref = value["$ref"]
+    if depth >= MAX_REF_DEPTH:
+        raise ValueError(f"$ref {ref!r}: references nested deeper than {MAX_REF_DEPTH} (a loop?)")
+    if not isinstance(ref, str) or not ref.startswith("#"):
+        raise ValueError(
+            f"not supported: $ref {ref!r} (only references inside the config, `#/path/to/it`, e.g. "
+            "`#/assertionTemplates/name`; copy what another file holds into the config)"
+        )
+    target = root
+    for part in ref[1:].split("/")[1:] if ref != "#" else []:
+        name = urllib.parse.unquote(part).replace("~1", "/").replace("~0", "~")
+        if isinstance(target, dict) and name in target:
+            target = target[name]
+        elif isinstance(target, list) and name.isdigit() and int(name) < len(target):
+            target = target[int(name)]
+        else:
+            raise ValueError(f"$ref {ref!r}: the config has nothing at that path ({name!r} not found)")
+    resolved = resolve_refs(target, root, depth + 1)
+    rest = {k: resolve_refs(v, root, depth) for k, v in value.items() if k != "$ref"}
+    if rest and isinstance(resolved, dict):
+        return {**resolved, **rest}
+    return resolved
