@@ -144,13 +144,16 @@ def _otlp(document: dict[str, Any], at: str) -> list[Found]:
 def _phoenix(span: Any, at: str) -> Found:
     if not isinstance(span, dict) or not isinstance(span.get("context"), dict):
         raise CaptureError(f"{at}: not a span of Phoenix's list (it has `context` with `trace_id`, `span_id`)")
+    attributes = dict(span.get("attributes") or {})
+    if isinstance(span.get("span_kind"), str):  # Phoenix keeps OpenInference's span kind beside the attributes
+        attributes.setdefault(cv.OI_SPAN_KIND, span["span_kind"])
     return Found(
         trace_id=_id(span["context"].get("trace_id"), 16, f"{at}.context.trace_id"),
         span_id=_id(span["context"].get("span_id"), 8, f"{at}.context.span_id"),
         parent_id=_id(span["parent_id"], 8, f"{at}.parent_id") if span.get("parent_id") else None,
         name=str(span.get("name", "")),
         start=_sortable(span.get("start_time")),
-        attributes=dict(span.get("attributes") or {}),
+        attributes=attributes,
         status="error" if span.get("status_code") == "ERROR" else "unset",
         status_message=str(span.get("status_message") or ""),
     )
