@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from openai_server import ChatServer
-from test_traffic import RUN, point_at
+from test_hardening_traffic import echo  # noqa: F401 - the loopback LLM, as a fixture
+from test_traffic import RUN
 
 pytest.importorskip("openai")
 pytest.importorskip("opentelemetry.sdk")
@@ -50,19 +50,9 @@ cases:
 """
 
 
-def _answer(body: dict[str, Any]) -> str:
-    return "answer to " + str(body["messages"][-1]["content"])
-
-
 @pytest.fixture
-def chat(monkeypatch: pytest.MonkeyPatch) -> Iterator[ChatServer]:
-    with ChatServer(lambda prompt: None, answer=_answer, max_requests=500) as server:
-        point_at(monkeypatch, server.base_url)
-        yield server
-
-
-@pytest.fixture
-def project(pytester: pytest.Pytester, chat: ChatServer) -> pytest.Pytester:
+def project(pytester: pytest.Pytester, request: pytest.FixtureRequest) -> pytest.Pytester:
+    request.getfixturevalue("echo")  # the loopback LLM
     pytester.makepyfile(tracing_agent=AGENT)
     pytester.syspathinsert()
     pytester.makefile(".yaml", eval_trace=SUITE)
@@ -181,7 +171,8 @@ def _instrumented_suite(n: int) -> str:
 
 
 @pytest.fixture
-def instrumented(pytester: pytest.Pytester, chat: ChatServer) -> pytest.Pytester:
+def instrumented(pytester: pytest.Pytester, request: pytest.FixtureRequest) -> pytest.Pytester:
+    request.getfixturevalue("echo")  # the loopback LLM
     pytest.importorskip("openinference.instrumentation.openai")
     pytester.makepyfile(weather=INSTRUMENTED)
     pytester.syspathinsert()
