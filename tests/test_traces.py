@@ -532,3 +532,27 @@ def test_a_run_sent_to_a_real_phoenix_is_found_through_its_api_and_captured_back
     assert captured["input"] == city
     assert captured["expect"]["tool_sequence"] == [{"name": "lookup", "args": {"city": city}}]
     assert captured["tool_mocks"] == {"lookup": f"sunny in {city}"}
+
+
+@pytest.mark.parametrize(
+    "given, environ, endpoint",
+    [
+        (
+            "http://127.0.0.1:6006/v1/traces",
+            {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://x"},
+            "http://127.0.0.1:6006/v1/traces",
+        ),
+        (
+            None,
+            {"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://t/api/otel", "OTEL_EXPORTER_OTLP_ENDPOINT": "http://x"},
+            "http://t/api/otel",
+        ),
+        (None, {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4318/"}, "http://collector:4318/v1/traces"),
+        (None, {}, "http://localhost:4318/v1/traces"),
+    ],
+    ids=["option", "traces-variable", "base-variable", "default"],
+)
+def test_the_otlp_endpoint_follows_the_conventions(given: str | None, environ: dict[str, str], endpoint: str) -> None:
+    from pytest_agent_eval.traces.engine import otlp_endpoint
+
+    assert otlp_endpoint(given, environ) == endpoint
