@@ -1,5 +1,6 @@
 """The ``agent-eval`` command: ``init`` a project, ``validate`` eval files, print the native ``schema``, ``compare``
-reports, write their ``html`` page, ``merge`` shards' reports and ``gate`` a report."""
+reports, write their ``html`` page, ``merge`` shards' reports, ``gate`` a report and print its pull-request
+``comment``."""
 
 from __future__ import annotations
 
@@ -274,7 +275,11 @@ def init_project(folder: str, out: TextIO) -> int:
 
 
 def _report_command(args: argparse.Namespace) -> int:
-    """``agent-eval merge`` and ``agent-eval gate`` (SPEC §18), run by their report modules."""
+    """``agent-eval merge``, ``gate`` (SPEC §18) and ``comment`` (SPEC §25), run by their report modules."""
+    if args.command == "comment":
+        from pytest_agent_eval.report.comment import comment
+
+        return comment(args.report, args.baseline, sys.stdout, sys.stderr, args.tolerance, args.significance)
     if args.command == "merge":
         from pytest_agent_eval.report.merge import merge_command
 
@@ -392,10 +397,15 @@ def _command(argv: list[str] | None) -> int:
     grab.add_argument("trace", metavar="TRACE", help="the trace export (OTLP JSON or JSON lines, Phoenix, Jaeger)")
     grab.add_argument("--trace-id", metavar="ID", help="which trace, when the file holds several")
     grab.add_argument("-o", "--output", metavar="FILE", help="the eval file to write (default: standard output)")
+    note = sub.add_parser("comment", help="print a report's pull-request comment (one sticky comment: a hidden marker)")
+    note.add_argument("report", metavar="REPORT", help="the report to comment on")
+    note.add_argument("--baseline", metavar="BASE", help="an earlier report: regressions, fixes and cost against it")
+    note.add_argument("--tolerance", type=float, default=DEFAULT_TOLERANCE, help="score drop that regresses")
+    note.add_argument("--significance", type=float, default=DEFAULT_SIGNIFICANCE, help="Fisher p that regresses")
     args = parser.parse_args(argv)
     if args.command == "capture":
         return capture(args.trace, args.trace_id, args.output)
-    if args.command in ("merge", "gate"):
+    if args.command in ("merge", "gate", "comment"):
         return _report_command(args)
     if args.command == "init":
         return init_project(args.folder, sys.stdout)

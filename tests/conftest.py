@@ -62,3 +62,5 @@ def _outside_ci(monkeypatch: pytest.MonkeyPatch) -> None:
     test starts read the same there as on a developer's machine."""
     monkeypatch.delenv("CI", raising=False)
     monkeypatch.delenv("BUILD_NUMBER", raising=False)
+    for name in ("GITHUB_ACTIONS", "GITHUB_STEP_SUMMARY", "GITHUB_WORKSPACE"):  # no annotations unless asked for
+        monkeypatch.delenv(name, raising=False)

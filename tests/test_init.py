@@ -4,6 +4,7 @@ user runs it — the command, then pytest, each in its own process."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -62,7 +63,8 @@ def test_the_workflow_replays_on_pull_requests_and_records_nightly(tmp_path: Pat
     triggers = workflow[True]  # YAML 1.1 reads the key `on` as true
     assert "pull_request" in triggers and triggers["schedule"][0]["cron"]
     replay = " ".join(step.get("run", "") for step in workflow["jobs"]["replay"]["steps"])
-    assert "--agent-eval-replay" in replay and '--agent-eval-markdown "$GITHUB_STEP_SUMMARY"' in replay
+    assert "--agent-eval-replay" in replay and "agent-eval comment report.json $base > comment.md" in replay
+    assert "<!-- agent-eval -->" in replay  # the sticky comment is found by its marker
     uploads = [s for s in workflow["jobs"]["replay"]["steps"] if "upload-artifact" in s.get("uses", "")]
     assert uploads and "report.json" in uploads[0]["with"]["path"] and "report.html" in uploads[0]["with"]["path"]
     record = workflow["jobs"]["record"]
@@ -71,15 +73,16 @@ def test_the_workflow_replays_on_pull_requests_and_records_nightly(tmp_path: Pat
     assert any("secrets." in str(step.get("env", "")) for step in record["steps"])
     # the pull-request command itself passes on the new project: a case that sends no request needs no cassette
     command = next(s["run"] for s in workflow["jobs"]["replay"]["steps"] if s.get("name") == "evals (replayed)")
+    # under GitHub Actions: the summary goes to $GITHUB_STEP_SUMMARY without an option
+    actions = {**os.environ, "GITHUB_ACTIONS": "true", "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md")}
     ran = subprocess.run(
-        ["bash", "-c", command.replace('"$GITHUB_STEP_SUMMARY"', "summary.md").replace("pytest", PYTEST, 1)],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
+        ["bash", "-c", command.replace("pytest", PYTEST, 1)], cwd=tmp_path, capture_output=True, text=True, env=actions
     )
     assert ran.returncode == 0, ran.stdout + ran.stderr
     assert (tmp_path / "report.json").is_file() and (tmp_path / "report.html").is_file()
     assert "## agent eval summary" in (tmp_path / "summary.md").read_text(encoding="utf-8")
+    commented = subprocess.run([AGENT_EVAL, "comment", "report.json"], cwd=tmp_path, capture_output=True, text=True)
+    assert commented.returncode == 0 and commented.stdout.startswith("<!-- agent-eval -->\n### ✅ agent eval: ")
 
 
 def test_existing_files_are_never_overwritten(tmp_path: Path) -> None:

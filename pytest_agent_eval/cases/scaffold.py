@@ -99,9 +99,13 @@ INI_KEYS = (
 WORKFLOW_TEXT = """\
 # Agent evals (written by `agent-eval init`; {docs}/how-to/ci.md).
 # Pull requests: the cases replay the LLM traffic recorded in the cassettes next to the eval files (no key, no
-# network, deterministic); the summary lands on the job page, the JSON and HTML reports are artifacts.
+# network, deterministic). Under GitHub Actions each failed case is annotated at its line in the diff and the
+# summary lands on the job page; one sticky comment on the pull request gives the regressions, fixes and cost
+# against the last nightly run; the JSON and HTML reports are artifacts. Cases whose verdict cannot have changed
+# (same case, agent source, models, judge, mocks, cassette) come from the verdict cache, kept by actions/cache.
 # Nightly: every case runs against the live model with the secret key and records its cassettes anew; review the
-# `cassettes` artifact and commit it, so that pull requests replay what the model answers today.
+# `cassettes` artifact and commit it, so that pull requests replay what the model answers today. Its spend stops
+# at --agent-eval-max-cost.
 # GitHub reads workflows only from the repository root's .github/workflows/.
 name: agent evals
 
@@ -115,6 +119,10 @@ jobs:
   replay:
     if: github.event_name == 'pull_request'
     runs-on: ubuntu-latest
+    permissions:
+      contents: read
+      actions: read
+      pull-requests: write
     steps:
       - uses: actions/checkout@v4
       - uses: actions/setup-python@v5
@@ -122,11 +130,15 @@ jobs:
           python-version: "3.12"
       - name: install
         run: pip install 'pytest-agent-evalset[traffic]'   # and your agent's own dependencies
+      - uses: actions/cache@v4   # the verdict cache: a case whose key did not change is reported, not run
+        with:
+          path: .agent-eval/cache.db
+          key: agent-eval-${{{{ github.sha }}}}
+          restore-keys: agent-eval-
       - name: evals (replayed)
         run: >-
-          pytest {evals} --agent-eval-replay
+          pytest {evals} --agent-eval-replay --agent-eval-changed
           --agent-eval-report report.json --agent-eval-html report.html
-          --agent-eval-markdown "$GITHUB_STEP_SUMMARY"
       - uses: actions/upload-artifact@v4
         if: always()
         with:
@@ -134,6 +146,28 @@ jobs:
           path: |
             report.json
             report.html
+      - name: baseline (the last nightly report)
+        if: always()
+        env:
+          GH_TOKEN: ${{{{ github.token }}}}
+        run: |
+          last=$(gh run list --workflow agent-evals.yml --event schedule --status success --limit 1 \\
+            --json databaseId --jq '.[0].databaseId' || true)
+          if [ -n "$last" ]; then gh run download "$last" --name agent-eval-nightly --dir baseline || true; fi
+      - name: pull-request comment (one, updated on every push)
+        if: >-
+          always() && hashFiles('report.json') != ''
+          && github.event.pull_request.head.repo.full_name == github.repository
+        env:
+          GH_TOKEN: ${{{{ github.token }}}}
+          PR: ${{{{ github.event.pull_request.number }}}}
+        run: |
+          if [ -f baseline/report.json ]; then base="--baseline baseline/report.json"; else base=""; fi
+          agent-eval comment report.json $base > comment.md
+          id=$(gh api "repos/$GITHUB_REPOSITORY/issues/$PR/comments" --paginate \\
+            --jq '.[] | select(.body | startswith("<!-- agent-eval -->")) | .id' | head -n 1)
+          if [ -n "$id" ]; then gh api -X PATCH "repos/$GITHUB_REPOSITORY/issues/comments/$id" -F body=@comment.md
+          else gh pr comment "$PR" --body-file comment.md; fi
 
   record:
     if: github.event_name == 'schedule' || github.event_name == 'workflow_dispatch'
@@ -150,9 +184,8 @@ jobs:
           # the key your agent reads; add it under the repository's Settings > Secrets and variables > Actions
           OPENAI_API_KEY: ${{{{ secrets.OPENAI_API_KEY }}}}
         run: >-
-          pytest {evals} --agent-eval-record --agent-eval-rate-limit 300/min
+          pytest {evals} --agent-eval-record --agent-eval-rate-limit 300/min --agent-eval-max-cost 5
           --agent-eval-report report.json --agent-eval-html report.html
-          --agent-eval-markdown "$GITHUB_STEP_SUMMARY"
       - uses: actions/upload-artifact@v4
         if: always()
         with:

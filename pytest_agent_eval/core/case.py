@@ -59,6 +59,9 @@ class Case:
     tags: tuple[str, ...] = ()
     timeout: float | None = None
     repeat: int = 1
+    """Trials of the case; with ``stop_when_decided``, at most this many."""
+    stop_when_decided: bool = False
+    """``repeat: {max: n, stop: decided}``: the trials stop once the verdict of all ``repeat`` is known (SPEC §25)."""
     min_pass_rate: float = 1.0
     min_score: float | None = None
     weights: dict[str, float] = field(default_factory=dict)

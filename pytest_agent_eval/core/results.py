@@ -191,6 +191,8 @@ class CaseResult:
     score: float
     cassette: tuple[str, str] | None = None
     """The cassette recorded on an xdist worker, for its controller to write: (its path in its folder, its text)."""
+    trials_max: int | None = None
+    """Of an adaptive case (``repeat: {max, stop: decided}``): its ``max``; ``None`` for the others."""
 
     @property
     def first(self) -> TrialResult:

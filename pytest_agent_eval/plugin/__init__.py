@@ -28,6 +28,9 @@ if TYPE_CHECKING:
 FEATURES = (
     "pytest_agent_eval.plugin.reports",
     "pytest_agent_eval.plugin.shards",
+    "pytest_agent_eval.plugin.github",
+    "pytest_agent_eval.plugin.spendcap",
+    "pytest_agent_eval.plugin.cache",
     "pytest_agent_eval.plugin.traces",
 )
 """One module per feature, each owning its options (``pytest_addoption``), its ``pytest_configure`` and its plugin

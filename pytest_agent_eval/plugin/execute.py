@@ -7,10 +7,11 @@ from typing import TYPE_CHECKING
 import pytest
 
 from pytest_agent_eval.core.results import CaseResult
+from pytest_agent_eval.plugin.cache import lookup
 from pytest_agent_eval.plugin.prepare import CaseCannotRun, prepare_item, user_error
 from pytest_agent_eval.plugin.skipping import fail_item, skip_at_item
 from pytest_agent_eval.plugin.state import get_state
-from pytest_agent_eval.report.attach import note_result
+from pytest_agent_eval.report.attach import note_cached, note_result
 from pytest_agent_eval.report.failure import details
 from pytest_agent_eval.secrets import scrub_text
 from pytest_agent_eval.text import printable
@@ -24,6 +25,14 @@ def run_item(item: pytest.Item, case: Case, request: pytest.FixtureRequest) -> N
     """Run the item's case (or wait for it, if it started early) and pass, skip or fail the item; a case that
     cannot run (``prepare.CaseCannotRun``) fails it with the reason."""
     __tracebackhide__ = user_error
+    cached = lookup(item, case)
+    if cached is not None:  # the verdict cache's record: the case is not run again
+        record = note_cached(item, cached)
+        if record.outcome == "failed":
+            from pytest_agent_eval.report.markdown_text import reason as failure_reason
+
+            fail_item(item, f"case {case.id} failed (from the verdict cache, not run again): {failure_reason(record)}")
+        return
     state = get_state(item.config)
     scheduler = state.scheduler
     try:

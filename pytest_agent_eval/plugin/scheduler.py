@@ -76,6 +76,8 @@ class Scheduler:
         self._positions: dict[str, int] = {}
         self._cursor = 0
         """In ``session.items``: the first upcoming item not yet looked at (each is looked at once)."""
+        self.may_start: Callable[[], bool] = lambda: True
+        """Whether a case may start now (the spend cap's, when one is set): no case starts early once it says no."""
 
     # -- hooks ------------------------------------------------------------------------------------------------
 
@@ -107,7 +109,7 @@ class Scheduler:
         started early wait for their items. A case that cannot start for now (its agent or LLM comes from a
         fixture not built yet) stops the look-ahead: it and those after it are looked at again after this item."""
         for index, upcoming in self._upcoming(item):
-            if len(self.futures) >= self.window:
+            if len(self.futures) >= self.window or not self.may_start():
                 break
             case = getattr(upcoming, "case", None)
             if isinstance(case, Case) and upcoming.nodeid not in self.futures and self._can_start(upcoming, case):

@@ -56,21 +56,11 @@ class EvalSession:
         self._pace_pending = not self.settings.traffic.on and self.settings.traffic.pace
 
     def _start_traffic(self) -> Traffic:
-        import hashlib
-        import tempfile
         import warnings
-        from pathlib import Path
 
         from pytest_agent_eval.traffic.session import start
 
-        cache = getattr(self.config, "cache", None)
-        try:  # the run's cache directory, shared by every xdist worker
-            folder = cache.mkdir("agent_eval_limits") if cache is not None else None
-        except OSError:  # not writable: the folder below, as without a cache
-            folder = None
-        if folder is None:
-            digest = hashlib.sha256(str(self.config.rootpath).encode()).hexdigest()[:12]
-            folder = Path(tempfile.gettempdir()) / f"pytest-agent-eval-limits-{digest}"
+        folder = limits_folder(self.config)
         from pytest_agent_eval.traffic.store import StoreError, StoreWarning
 
         try:
@@ -231,6 +221,23 @@ class EvalSession:
 STATE = pytest.StashKey[EvalSession]()
 EVAL_ITEM = pytest.StashKey[bool]()
 """Set on the items eval files make (cases, and an unreadable file's ``@file``): cheaper to ask than a marker."""
+
+
+def limits_folder(config: pytest.Config) -> Path:
+    """Where the run's shared budgets live (the pace, the spend): the run's cache directory, shared by every xdist
+    worker; a folder of the temporary directory, by rootdir, when there is no writable cache."""
+    import hashlib
+    import tempfile
+
+    cache = getattr(config, "cache", None)
+    try:
+        folder = cache.mkdir("agent_eval_limits") if cache is not None else None
+    except OSError:  # not writable: the folder below, as without a cache
+        folder = None
+    if folder is None:
+        digest = hashlib.sha256(str(config.rootpath).encode()).hexdigest()[:12]
+        folder = Path(tempfile.gettempdir()) / f"pytest-agent-eval-limits-{digest}"
+    return folder
 
 
 def get_state(config: pytest.Config) -> EvalSession:

@@ -3,7 +3,7 @@ then carried on the report as ``report.agent_eval`` (a JSON-able dict that pytes
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -27,6 +27,14 @@ def note_result(item: pytest.Item, result: CaseResult) -> None:
     if result.cassette is not None:  # recorded on an xdist worker: the controller writes it (``plugin.cassettes``)
         item.stash[_CASSETTE] = result.cassette
     item.user_properties.extend(record.junit_properties())
+
+
+def note_cached(item: pytest.Item, data: dict[str, Any]) -> CaseRecord:
+    """The record of a case reported from the verdict cache: the stored one, marked ``cached``, at this item."""
+    record = CaseRecord.from_dict({**data, "nodeid": item.nodeid, "file": item.location[0], "cached": True})
+    item.stash[_RECORD] = record
+    item.user_properties.extend([*record.junit_properties(), ("cached", "true")])
+    return record
 
 
 def attach(item: pytest.Item, report: pytest.TestReport) -> None:

@@ -54,6 +54,8 @@ class Records:
         """Node id -> the xdist worker that died with the case sent to it and not finished."""
         self.ended = how_it_ended(None)
         """How the run ended (``pytest_sessionfinish``), as the reasons of ``not_run`` say it."""
+        self.held: dict[str, str] = {}
+        """Node id -> why the run chose not to start the case (the spend cap): its reason in ``not_run``."""
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         self._items = session.items  # where the cases are (not a copy): read only for the cases not run
@@ -105,6 +107,8 @@ class Records:
                 reason = f"{_worker(self._died[nodeid])} died while it ran the case; its record is that error"
             elif nodeid in self._lost:
                 reason = f"{_worker(self._lost[nodeid])} died before it finished the case"
+            elif nodeid in self.held and nodeid not in self._started:
+                reason = self.held[nodeid]
             elif nodeid in self._started:
                 reason = f"it did not finish: {ended}"
             else:

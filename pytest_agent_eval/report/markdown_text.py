@@ -6,7 +6,14 @@ from __future__ import annotations
 
 from pytest_agent_eval.report.baseline import Comparison, md_cell, md_code
 from pytest_agent_eval.report.record import CaseRecord
-from pytest_agent_eval.report.summary import TITLE, cost_notes, pass_k_notes, summary_rows
+from pytest_agent_eval.report.summary import (
+    TITLE,
+    adaptive_notes,
+    cache_notes,
+    cost_notes,
+    pass_k_notes,
+    summary_rows,
+)
 
 _FAILED = ("failed", "error", "xpassed")
 _REASON_LIMIT = 200
@@ -59,7 +66,8 @@ def markdown_lines(records: list[CaseRecord], comparison: Comparison | None, sto
     out.append("| " + " | ".join(md_cell(h) for h in header) + " |")
     out.append("|" + "|".join("---" if i == 0 else "---:" for i in range(len(header))) + "|")
     out += ["| " + " | ".join(md_cell(c) for c in row) + " |" for row in body]
-    notes = pass_k_notes(records) + cost_notes(records)  # pass@k of repeated cases; a partial cost's models
+    # pass@k of repeated cases; what adaptive trials saved; a partial cost's models
+    notes = pass_k_notes(records) + adaptive_notes(records) + cache_notes(records) + cost_notes(records)
     if notes:
         out += ["", *notes]
     failures = [r for r in records if r.outcome in _FAILED]

@@ -83,7 +83,11 @@ def add_options(group: pytest.OptionGroup, parser: pytest.Parser) -> None:
     )
     for name, ini, what in (
         ("--agent-eval-min-pass-rate", "agent_eval_min_pass_rate", "share of decided cases that must pass (0..1)"),
-        ("--agent-eval-max-cost", "agent_eval_max_cost", "the run's total LLM cost may not exceed this"),
+        (
+            "--agent-eval-max-cost",
+            "agent_eval_max_cost",
+            "the run's total LLM cost may not exceed this (no case starts once the known spend reaches it)",
+        ),
         ("--agent-eval-max-p95-latency", "agent_eval_max_p95_latency_s", "p95 agent latency in seconds may not exceed"),
     ):
         group.addoption(

@@ -153,6 +153,12 @@ class CaseRecord:
     pass_hat_k: float | None = None
     """Of a repeated case (``repeat`` > 1): the chance that at least one (pass@k) / every one (pass^k) of ``k``
     trials passes, unbiased from its trials and passes (SPEC §20); ``None`` when ``k`` exceeds its trials."""
+    cached: bool = False
+    """Reported from the verdict cache (SPEC §25): the record of an earlier run, whose case was not run again."""
+    trials_used: int | None = None
+    trials_saved: int | None = None
+    """Of an adaptive case (``repeat: {max, stop: decided}``, SPEC §25): the trials run, and those of its ``max``
+    not run because the verdict was decided; ``None`` for the others."""
     trace_id: str | None = None
     """The trace of the trial shown, when the run traced (SPEC §23); each trial's is in ``trials``."""
     trace_url: str | None = None
@@ -269,6 +275,8 @@ def from_result(nodeid: str, file: str, result: CaseResult, k: int | None = None
         agent=case.agent_name,
         input=case_input(case),
         content_hash=content_hash(case),
+        trials_used=len(trials) if result.trials_max is not None else None,
+        trials_saved=result.trials_max - len(trials) if result.trials_max is not None else None,
         trace_id=shown.run.trace_id,
         spans=None if shown.run.spans is None else [jsonable(s, OUTPUT_LIMIT) for s in shown.run.spans],
         **_pass_k(len(trials), result.passes, k),

@@ -26,7 +26,8 @@
   function row(i) {
     const c = cases[i];
     return `<tr class="case" data-i="${i}"><td><code>${esc(c.nodeid)}</code></td>` +
-      `<td class="o-${esc(c.outcome)}">${esc(c.outcome)}</td><td>${num(c.score, 2)}</td>` +
+      `<td class="o-${esc(c.outcome)}">${esc(c.outcome)}${c.cached ? " (cached)" : ""}</td>` +
+      `<td>${num(c.score, 2)}</td>` +
       `<td>${c.latency_s === null || c.latency_s === undefined ? "" : num(c.latency_s, 3) + " s"}</td>` +
       `<td>${unpriced(c) ? "unpriced" : num(c.cost, 4)}</td><td>${esc((c.tags || []).join(", "))}</td></tr>` +
       (open.has(i) ? `<tr class="detail"><td colspan="6">${detail(c)}</td></tr>` : "");

@@ -69,6 +69,8 @@ def summary_lines(records: list[CaseRecord]) -> list[str]:
 
     lines = text_table(summary_rows(records))
     lines += pass_k_notes(records)
+    lines += adaptive_notes(records)
+    lines += cache_notes(records)
     lines += cost_notes(records)
     partial = partial_passes(records)
     if partial:
@@ -86,6 +88,27 @@ def pass_k_notes(records: list[CaseRecord]) -> list[str]:
 
     line = Stats.of(records).pass_k_line()
     return [] if line is None else [line]
+
+
+def adaptive_notes(records: list[CaseRecord]) -> list[str]:
+    """``adaptive trials (2 cases): 11/20 trials used, 9 saved (45%)``: what stopping once decided saved; none
+    without an adaptive case (``repeat: {max, stop: decided}``)."""
+    adaptive = [r for r in records if r.trials_used is not None and r.trials_saved is not None]
+    if not adaptive:
+        return []
+    used = sum(r.trials_used or 0 for r in adaptive)
+    saved = sum(r.trials_saved or 0 for r in adaptive)
+    cases = f"{len(adaptive)} case{'s' if len(adaptive) != 1 else ''}"
+    share = f" ({100 * saved / (used + saved):.0f}%)" if used + saved else ""
+    return [f"adaptive trials ({cases}): {used}/{used + saved} trials used, {saved} saved{share}"]
+
+
+def cache_notes(records: list[CaseRecord]) -> list[str]:
+    """``verdict cache: 3 of 5 cases reported from it (not run again)``; none when no record came from it."""
+    cached = sum(r.cached for r in records)
+    if not cached:
+        return []
+    return [f"verdict cache: {cached} of {len(records)} cases reported from it (not run again)"]
 
 
 def cost_notes(records: list[CaseRecord]) -> list[str]:
@@ -132,6 +155,7 @@ def one_line(records: list[CaseRecord]) -> str:
     partial = len(partial_passes(records))
     if partial:
         parts.append(f"{partial} passed partially")
+    parts += adaptive_notes(records) + cache_notes(records)
     cost = stats.cost_line()
     if cost is not None:
         parts.append(cost)

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pytest_agent_eval.adapters import Agent, is_builtin
 from pytest_agent_eval.checks import CheckContext, CheckRegistry
@@ -22,6 +23,8 @@ from pytest_agent_eval.run.stalls import CALL
 
 if TYPE_CHECKING:
     from pytest_agent_eval.traces.engine import Tracing, TrialTrace
+
+T = TypeVar("T")
 
 
 def weighted_score(results: list[CheckResult], weights: dict[str, float], violations: int = 0) -> float:
@@ -156,33 +159,82 @@ async def _conversation(
     return whole
 
 
+def passes_needed(trials: int, min_pass_rate: float) -> int:
+    """⌈``min_pass_rate`` · ``trials``⌉: the passing trials a case of ``trials`` trials needs (a rate a float cannot
+    hold exactly, 0.7 · 10 = 7.000000000000001, still needs 7)."""
+    return max(0, math.ceil(min_pass_rate * trials - 1e-9))
+
+
+def next_wave(passes: int, fails: int, trials: int, min_pass_rate: float) -> int:
+    """How many more trials an adaptive case starts at once: none when its verdict is decided (enough passes, or
+    too many failures for enough), else as many as must all come back before it can be (the fewer of the passes
+    still needed and the failures that would end it), so no trial runs that the verdict did not need."""
+    need = passes_needed(trials, min_pass_rate)
+    if passes + fails == 0:
+        return max(1, min(need, trials - need + 1))
+    allowed = trials - need  # failures the case can take and still pass
+    if passes >= need or fails > allowed:
+        return 0
+    return min(need - passes, allowed - fails + 1)
+
+
+async def in_waves(more: Callable[[list[T]], int], run: Callable[[int], Awaitable[T]]) -> list[T]:
+    """Trials in waves, each wave's concurrently: ``more(done)`` says how many to start next (0: done)."""
+    done: list[T] = []
+    while (count := more(done)) > 0:
+        start = len(done)
+        done += await asyncio.gather(*(run(n) for n in range(start, start + count)))
+    return done
+
+
 async def run_case(case: Case, agent: Agent, settings: RunSettings) -> CaseResult:
-    """All trials of the case (``repeat``), concurrently within the limit; the pass rate decides."""
+    """All trials of the case (``repeat``), concurrently within the limit; the pass rate decides. An adaptive case
+    (``repeat: {max, stop: decided}``) runs them in waves until its verdict is the one all would give."""
     repeat = settings.repeat or case.repeat
     cassette = None
     timeout = case.timeout if case.timeout is not None else settings.default_timeout
     CALL.set((case, timeout))
-    if not (repeat == 1 and timeout is None and _loop_free(case, agent, settings)):
+    more: Callable[[list[TrialResult]], int] | None = None
+    if case.stop_when_decided:
+
+        def more(done: list[TrialResult]) -> int:
+            passes = sum(t.passed for t in done)
+            return next_wave(passes, len(done) - passes, repeat, case.min_pass_rate)
+
+    if not (repeat == 1 and more is None and timeout is None and _loop_free(case, agent, settings)):
         await eager.needs_loop()  # when started outside the loop (InlineLoop): the rest of the run goes on on it
     if settings.traffic is not None and settings.traffic.watching:
-        trials, cassette = await _trials_under_traffic(case, agent, settings, repeat)
+        trials, cassette = await _trials_under_traffic(case, agent, settings, repeat, more)
     else:
-        trials = await _trials(repeat, lambda n: run_trial(case, agent, settings, n))
-    rate = sum(t.passed for t in trials) / len(trials)
+        trials = await _trials(repeat, lambda n: run_trial(case, agent, settings, n), more)
     score = sum(t.score for t in trials) / len(trials)
+    if more is not None:  # the verdict all ``repeat`` trials would give: enough of them pass
+        passed = sum(t.passed for t in trials) >= passes_needed(repeat, case.min_pass_rate)
+        return CaseResult(case, trials, passed, score, cassette, trials_max=repeat)
+    rate = sum(t.passed for t in trials) / len(trials)
     return CaseResult(case, trials, rate >= case.min_pass_rate, score, cassette)
 
 
-async def _trials(repeat: int, trial: Callable[[int], Awaitable[TrialResult]]) -> list[TrialResult]:
-    """The case's trials, concurrently; one trial in this task (no task, future and loop turns of a gather, so a
-    sync agent's trial needs no loop: ``eager``)."""
+async def _trials(
+    repeat: int,
+    trial: Callable[[int], Awaitable[TrialResult]],
+    more: Callable[[list[TrialResult]], int] | None = None,
+) -> list[TrialResult]:
+    """The case's trials, concurrently (an adaptive case's in waves, ``more``); one trial in this task (no task,
+    future and loop turns of a gather, so a sync agent's trial needs no loop: ``eager``)."""
+    if more is not None:
+        return await in_waves(more, trial)
     if repeat == 1:
         return [await trial(0)]
     return list(await asyncio.gather(*(trial(n) for n in range(repeat))))
 
 
 async def _trials_under_traffic(
-    case: Case, agent: Agent, settings: RunSettings, repeat: int
+    case: Case,
+    agent: Agent,
+    settings: RunSettings,
+    repeat: int,
+    more: Callable[[list[TrialResult]], int] | None = None,
 ) -> tuple[list[TrialResult], tuple[str, str] | None]:
     """The case's trials, each in its own traffic scope, then its cassette written (or, on an xdist worker,
     returned to be carried to the controller). A cassette that cannot be read or written, a request that failed
@@ -205,7 +257,7 @@ async def _trials_under_traffic(
         infra = requests.report(result.run)
         return result if infra is None else _infrastructure(result, infra)
 
-    trials = await _trials(repeat, one)
+    trials = await _trials(repeat, one, more)
     try:
         return trials, traffic.finish(scope)
     except CassetteNotWritten as exc:

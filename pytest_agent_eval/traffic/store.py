@@ -212,6 +212,9 @@ class FileStore:
     """The pace in a JSON file, read and written under an exclusive lock (``fcntl``; ``filelock`` where there is
     none), on the machine's clock."""
 
+    forget_s = FORGET_S
+    """A state untouched this long is an earlier run's, started afresh."""
+
     def __init__(self, path: Path) -> None:
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -245,7 +248,7 @@ class FileStore:
             )
             state = {}
         now = time.time()
-        if state.get("at", 0.0) < now - FORGET_S:  # an earlier run's pace: learned anew
+        if state.get("at", 0.0) < now - self.forget_s:  # an earlier run's pace: learned anew
             state = {}
         state["at"] = now
         yield state, now
@@ -347,15 +350,19 @@ def _flock(handle: Any, path: Path, fcntl: Any) -> None:
             pause = min(pause * 2, 0.005)
 
 
+def require_redis(what: str) -> None:
+    """``ImportError`` saying what to install when ``redis`` is not installed (``what`` needs it)."""
+    try:
+        import redis  # noqa: F401
+    except ImportError:
+        raise ImportError(
+            f"{what} needs redis: pip install 'pytest-agent-evalset[redis]' (or pip install redis)"
+        ) from None
+
+
 def open_store(folder: Path, url: str | None, name: str) -> Store:
     """Redis when a URL is given, else the file ``folder/name.json``."""
     if url:
-        try:
-            import redis  # noqa: F401
-        except ImportError:
-            raise ImportError(
-                "the rate limit's Redis store needs redis: pip install 'pytest-agent-evalset[redis]' "
-                "(or pip install redis)"
-            ) from None
+        require_redis("the rate limit's Redis store")
         return RedisStore(url, f"agent_eval:{name}")
     return FileStore(folder / f"{name}.json")

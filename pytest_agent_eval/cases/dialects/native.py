@@ -134,6 +134,7 @@ def _build(
         assertions = get("assertions") or []
         lines = [doc.line((*key, "assertions", i)) for i in range(len(assertions))]
         simulated = from_native(user, assertions, get("score") or {}, lines)
+    repeat = get("repeat", 1)  # a count, or {max, stop: decided} (the schema has checked it)
     own_mocks = raw.get("tool_mocks") or _NONE
     inherited = tuple(name for name in defaults.get("tool_mocks") or _NONE if name not in own_mocks)
     own_tags = raw.get("tags")
@@ -151,7 +152,8 @@ def _build(
         expect_options=options,
         tags=tags,
         timeout=get("timeout"),
-        repeat=get("repeat", 1),
+        repeat=repeat["max"] if isinstance(repeat, dict) else repeat,
+        stop_when_decided=isinstance(repeat, dict),
         min_pass_rate=get("min_pass_rate", 1.0),
         min_score=get("min_score"),
         weights=get("weights") or _NONE,

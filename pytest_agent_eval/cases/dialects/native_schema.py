@@ -91,7 +91,18 @@ def case_properties(registry: CheckRegistry) -> dict[str, Any]:
         "expect": expect,
         "tags": _TAGS,
         "timeout": {"type": "number", "exclusiveMinimum": 0},
-        "repeat": {"type": "integer", "minimum": 1},
+        "repeat": {
+            "oneOf": [
+                {"type": "integer", "minimum": 1},
+                {
+                    "type": "object",
+                    "description": "adaptive trials: at most `max`, stopped once the verdict of all `max` is known",
+                    "properties": {"max": {"type": "integer", "minimum": 1}, "stop": {"enum": ["decided"]}},
+                    "required": ["max", "stop"],
+                    "additionalProperties": False,
+                },
+            ]
+        },
         "min_pass_rate": {"type": "number", "minimum": 0, "maximum": 1},
         "min_score": {"type": "number", "minimum": 0, "maximum": 1},
         "weights": {"type": "object", "additionalProperties": {"type": "number", "minimum": 0}},

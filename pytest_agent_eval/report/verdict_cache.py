@@ -1,0 +1,208 @@
+"""The verdict cache's key and storage (SPEC §25 "Verdict cache"): a case's record may be reused without running its
+agent only while everything its verdict depends on is unchanged. Plain Python, no pytest.
+
+The key is a SHA-256 over, in a canonical JSON form:
+
+* the case's content hash (``case_input.content_hash``: every field of the case but where it is: its input, checks,
+  mocks, agent reference, repeat ...);
+* the agent's fingerprint: a declared ``agent_version``, else its reference and a hash of the source of its module
+  and of every module of the project (under the rootdir) that module imports, transitively
+  (:func:`agent_fingerprint`);
+* the models and parameters configured (what the caller passes: e.g. ``AGENT_EVAL_LLM_MODEL``, the repeat
+  override, the matrix agent);
+* the judge: its model and prompt template;
+* the mocks the session adds to the case's own (``agent_eval_tool_responses``);
+* the plugin's version.
+
+Storage: a table of an SQLite database through the standard library's ``sqlite3`` (``.agent-eval/cache.db``), a
+stand-in until the run store of SPEC §24 holds the cache. A row that cannot be read is a miss, never a verdict; a row
+written by another plugin version is never reused.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import json
+import sqlite3
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pytest_agent_eval.version import __version__
+
+_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS verdicts (key TEXT PRIMARY KEY, nodeid TEXT NOT NULL, version TEXT NOT NULL, "
+    "record TEXT NOT NULL, stored REAL NOT NULL)"
+)
+
+
+@dataclass(frozen=True)
+class KeyParts:
+    """Everything a case's verdict depends on; :meth:`key` is the cache key."""
+
+    content_hash: str
+    agent: str
+    """The agent's fingerprint (:func:`agent_fingerprint`)."""
+    settings: Mapping[str, Any] = field(default_factory=dict)
+    """The models and parameters configured (JSON-able)."""
+    judge_model: str | None = None
+    judge_prompt: str = ""
+    mocks: Mapping[str, Any] = field(default_factory=dict)
+    """Tool mocks from outside the case (the session's ``agent_eval_tool_responses``)."""
+    version: str = __version__
+
+    def key(self) -> str:
+        data = {
+            "case": self.content_hash,
+            "agent": self.agent,
+            "settings": dict(self.settings),
+            "judge": [self.judge_model, self.judge_prompt],
+            "mocks": dict(self.mocks),
+            "version": self.version,
+        }
+        text = json.dumps(data, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=repr)
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _module_file(name: str, root: Path) -> Path | None:
+    """The source file of module ``name`` when it is the project's own (found on ``sys.path`` under ``root``);
+    ``None`` otherwise (the standard library, an installed package: their version is not the project's to change).
+    Found on the file system: nothing is imported (``importlib.util.find_spec`` imports a dotted name's parents)."""
+    parts = name.split(".")
+    if not all(part.isidentifier() for part in parts):
+        return None
+    top = root.resolve()
+    for entry in [*sys.path, str(top)]:
+        try:
+            base = Path(entry or ".").resolve()
+            base.relative_to(top)
+        except (ValueError, OSError):
+            continue
+        if any(part in {"site-packages", "dist-packages"} for part in base.parts):  # a venv inside the project
+            continue
+        for path in (base.joinpath(*parts[:-1], parts[-1] + ".py"), base.joinpath(*parts, "__init__.py")):
+            if path.is_file():
+                return path
+    return None
+
+
+def _imported(source: str, package: str) -> list[str]:
+    """The modules ``source`` imports (``import a.b``, ``from a import b`` as ``a`` and ``a.b``, relative ones
+    resolved against ``package``)."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return []
+    names: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names += [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".") if package else []
+                parts = parts[: len(parts) - node.level + 1] if node.level > 1 else parts
+                base = ".".join([*parts, base] if base else parts)
+            if base:
+                names.append(base)
+                names += [f"{base}.{alias.name}" for alias in node.names if alias.name != "*"]
+    return names
+
+
+def project_sources(module: str, root: Path) -> dict[str, str]:
+    """``{module: sha256 of its source}`` of ``module`` and of every module of the project it imports,
+    transitively; the project's modules only (found under ``root``)."""
+    seen: dict[str, str] = {}
+    todo = [module]
+    while todo:
+        name = todo.pop()
+        if name in seen or name in sys.builtin_module_names:
+            continue
+        path = _module_file(name, root)
+        if path is None:
+            continue
+        try:
+            data = path.read_bytes()
+        except OSError:
+            seen[name] = "unreadable"
+            continue
+        seen[name] = hashlib.sha256(data).hexdigest()
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        todo += _imported(data.decode("utf-8", "replace"), package)
+    return seen
+
+
+def agent_fingerprint(ref: str | Mapping[str, Any] | None, root: Path, agent_version: str | None = None) -> str:
+    """The agent's part of the key: its declared ``agent_version``, else its reference and the hashes of its
+    module's source and of the project's modules it imports. An HTTP agent (a URL, ``{url, ...}``) or an agent
+    from a fixture is its reference alone: declare an ``agent_version`` to cache it safely."""
+    if agent_version:
+        return f"version:{agent_version}"
+    if isinstance(ref, str) and ":" in ref and "://" not in ref:
+        module = ref.partition(":")[0]
+        sources = project_sources(module, root)
+        text = json.dumps({"ref": ref, "sources": sources}, sort_keys=True)
+        return "source:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return "ref:" + json.dumps(ref, sort_keys=True, default=repr)
+
+
+class VerdictCache:
+    """The records stored by key in ``path`` (an SQLite file). Every failure to read is a miss; a failure to
+    write is told by :attr:`problem`, once, and the run goes on."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.problem: str | None = None
+        self._db: sqlite3.Connection | None = None
+
+    def _connect(self) -> sqlite3.Connection | None:
+        if self._db is None and self.problem is None:
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                db = sqlite3.connect(self.path, timeout=5.0, check_same_thread=False)
+                db.execute(_SCHEMA)
+                db.commit()
+            except (sqlite3.Error, OSError) as exc:
+                self.problem = f"the verdict cache {self.path} cannot be used ({exc}): every case runs"
+                return None
+            self._db = db
+        return self._db
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        """The record stored under ``key`` by this plugin version; ``None`` for a miss or a row that cannot be read."""
+        db = self._connect()
+        if db is None:
+            return None
+        try:
+            row = db.execute("SELECT version, record FROM verdicts WHERE key = ?", (key,)).fetchone()
+        except sqlite3.Error:
+            return None
+        if row is None or row[0] != __version__:
+            return None
+        try:
+            record = json.loads(row[1])
+        except (TypeError, ValueError, RecursionError):
+            return None
+        return record if isinstance(record, dict) and isinstance(record.get("outcome"), str) else None
+
+    def put(self, key: str, nodeid: str, record: Mapping[str, Any], stored: float) -> None:
+        db = self._connect()
+        if db is None:
+            return
+        try:
+            text = json.dumps(record, ensure_ascii=False, allow_nan=False)
+            db.execute(
+                "INSERT OR REPLACE INTO verdicts (key, nodeid, version, record, stored) VALUES (?, ?, ?, ?, ?)",
+                (key, nodeid, __version__, text, stored),
+            )
+            db.commit()
+        except (sqlite3.Error, ValueError) as exc:
+            self.problem = self.problem or f"the verdict cache {self.path} was not written ({exc})"
+
+    def close(self) -> None:
+        if self._db is not None:
+            self._db.close()
+            self._db = None
