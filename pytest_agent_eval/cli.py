@@ -1,6 +1,7 @@
 """The ``agent-eval`` command: ``init`` a project, ``validate`` eval files, print the native ``schema``, ``compare``
 reports, write their ``html`` page, ``merge`` shards' reports, ``gate`` a report and print its pull-request
-``comment``."""
+``comment``; rebuild a killed run's ``report`` from its journal, list the stored ``runs``, ``import`` reports
+into the store, ``view`` it."""
 
 from __future__ import annotations
 
@@ -293,6 +294,43 @@ def _report_command(args: argparse.Namespace) -> int:
     )
 
 
+def _memory_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """``report``, ``runs``, ``import`` and ``view`` (SPEC §24)."""
+    store_help = "the run store: a SQLite file (default .agent-eval/runs.db here) or postgresql://..."
+    rebuild = sub.add_parser("report", help="rebuild a run's reports from its journal (what a killed run left)")
+    rebuild.add_argument("journal", metavar="JOURNAL", help="the run's journal (*.journal.jsonl)")
+    rebuild.add_argument("-o", "--output", metavar="REPORT.json", help="the JSON report to write")
+    rebuild.add_argument("--html", metavar="PATH", help="the HTML page to write")
+    rebuild.add_argument("--markdown", metavar="PATH", help="the markdown summary to append")
+    runs = sub.add_parser("runs", help="list the runs in the run store, newest first")
+    runs.add_argument("--store", metavar="URL", help=store_help)
+    runs.add_argument("--branch", metavar="NAME", help="only the runs of this git branch")
+    runs.add_argument("-n", "--limit", type=int, default=20, metavar="N", help="at most N runs (default 20)")
+    put = sub.add_parser("import", help="save --agent-eval-report files (or journals) in the run store")
+    put.add_argument("reports", nargs="+", metavar="REPORT", help="the reports to store, each one run")
+    put.add_argument("--store", metavar="URL", help=store_help)
+    put.add_argument("--branch", metavar="NAME", help="the git branch the reports' runs were made on")
+    view = sub.add_parser("view", help="serve a read-only web view of the run store on 127.0.0.1")
+    view.add_argument("--store", metavar="URL", help=store_help)
+    view.add_argument("--port", type=int, default=8765, metavar="P", help="the port (default 8765; 0: any free)")
+    view.add_argument("--host", default="127.0.0.1", metavar="ADDR", help="the address (default 127.0.0.1)")
+
+
+def _memory_command(args: argparse.Namespace) -> int:
+    """The commands of the run's memory, run by their module."""
+    from pytest_agent_eval.memory import commands
+
+    if args.command == "report":
+        return commands.report_command(args.journal, args.output, args.html, args.markdown, sys.stdout, sys.stderr)
+    if args.command == "runs":
+        return commands.runs_command(args.store, args.branch, args.limit, sys.stdout, sys.stderr)
+    if args.command == "import":
+        return commands.import_command(args.store, args.reports, args.branch, sys.stdout, sys.stderr)
+    from pytest_agent_eval.memory.viewer import view_command
+
+    return view_command(args.store, args.host, args.port, sys.stdout, sys.stderr)
+
+
 def capture(trace: str, trace_id: str | None, output: str | None) -> int:
     """``agent-eval capture``: one trace made a native eval case (SPEC §23); 2 with a message on bad input."""
     import yaml
@@ -402,9 +440,12 @@ def _command(argv: list[str] | None) -> int:
     note.add_argument("--baseline", metavar="BASE", help="an earlier report: regressions, fixes and cost against it")
     note.add_argument("--tolerance", type=float, default=DEFAULT_TOLERANCE, help="score drop that regresses")
     note.add_argument("--significance", type=float, default=DEFAULT_SIGNIFICANCE, help="Fisher p that regresses")
+    _memory_parsers(sub)
     args = parser.parse_args(argv)
     if args.command == "capture":
         return capture(args.trace, args.trace_id, args.output)
+    if args.command in ("report", "runs", "import", "view"):
+        return _memory_command(args)
     if args.command in ("merge", "gate", "comment"):
         return _report_command(args)
     if args.command == "init":

@@ -65,18 +65,19 @@ def default_llm() -> LLM | None:
     json_mode = [True]  # cleared when the endpoint rejects response_format
 
     def call(messages: list[dict[str, str]], **options: Any) -> str:
-        """One chat completion; temperature 0 unless given; ``response_format`` dropped where unsupported."""
+        """One chat completion; temperature 0 unless given; ``response_format`` dropped where unsupported;
+        ``model`` (a judge panel member's own) instead of ``AGENT_EVAL_LLM_MODEL``."""
         sent: Any = messages  # the client's own message types: plain dicts are what it takes at run time
-        options = {"temperature": 0, **options}
+        options = {"temperature": 0, "model": model, **options}
         if not json_mode[0]:
             options.pop("response_format", None)
         try:
-            reply = client.chat.completions.create(model=model, messages=sent, **options)
+            reply = client.chat.completions.create(messages=sent, **options)
         except openai.BadRequestError:
             if "response_format" not in options:
                 raise
             options.pop("response_format")  # e.g. a local server without JSON mode: the judge reads the reply anyway
-            reply = client.chat.completions.create(model=model, messages=sent, **options)
+            reply = client.chat.completions.create(messages=sent, **options)
             json_mode[0] = False  # it was the response_format: not sent again
         return reply.choices[0].message.content or ""
 

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import shutil
 from collections.abc import Iterator
+from typing import Any
 
 import jsonschema  # noqa: F401
 import pytest
@@ -19,6 +21,14 @@ import pytest_agent_eval.traffic.session  # noqa: F401 - with PyYAML, whose C lo
 # httpx (and httpx2) with the httpcore of their transports, which they import only when a client is made: an
 # httpcore loaded by an in-process run, then unloaded, would be loaded anew by the next, whose connection errors
 # the httpx loaded here would no longer map to its own (an HTTP agent's or an LLM client's refused connection).
+# The run store's SQLAlchemy and Alembic (every run is saved at its end, SPEC §24): loaded once here, not by each run.
+with contextlib.suppress(ImportError):
+    importlib.import_module("pytest_agent_eval.memory.store")
+    importlib.import_module("alembic.runtime.environment")
+    importlib.import_module("alembic.script")
+    importlib.import_module("alembic.config")
+    importlib.import_module("sqlalchemy.dialects.sqlite")
+
 for _name in ("httpx", "httpx2"):
     with contextlib.suppress(ImportError):
         importlib.import_module(_name).Client().close()
@@ -64,3 +74,36 @@ def _outside_ci(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("BUILD_NUMBER", raising=False)
     for name in ("GITHUB_ACTIONS", "GITHUB_STEP_SUMMARY", "GITHUB_WORKSPACE"):  # no annotations unless asked for
         monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture(scope="session")
+def postgres_url() -> Iterator[str]:
+    """A private PostgreSQL server on a loopback port for the session (tests/postgres_support.py); skipped, saying
+    why, where the server cannot be installed."""
+    import postgres_support
+
+    why = postgres_support.unavailable()
+    if why is not None:
+        pytest.skip(why)
+    pytest.importorskip("psycopg", reason="the PostgreSQL store's tests need the [postgres] extra (psycopg 3)")
+    with postgres_support.postgres_server() as url:
+        yield url
+
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+@pytest.fixture
+def browser() -> Iterator[Any]:
+    """Debian's headless Chromium driven by Playwright (no browser download); skipped, saying why, without it."""
+    if CHROMIUM is None:
+        pytest.skip("no chromium on this machine: apt-get install chromium (CI installs it)")
+    sync_api = pytest.importorskip("playwright.sync_api", reason="the dev extra installs playwright")
+    with sync_api.sync_playwright() as p:
+        launched = p.chromium.launch(
+            executable_path=CHROMIUM,
+            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                  "--disable-sync", "--no-first-run"],
+        )  # fmt: skip
+        yield launched
+        launched.close()

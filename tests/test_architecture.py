@@ -27,6 +27,7 @@ ORDER = (
     "cases",  # reading eval files into cases: loaders, schema, dialects
     "run",  # one case without pytest: trials, turns, timeout -> a result
     "report",  # records, failure text and every report format
+    "memory",  # the journal, the run store across runs and its viewer (SPEC §24)
     "plugin",  # the pytest layer
     "cli",  # agent-eval's commands
     "__init__",  # the public API, re-exported

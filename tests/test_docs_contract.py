@@ -58,8 +58,11 @@ def _source(name: str) -> str:
 
 
 def test_every_option_and_ini_key_is_documented() -> None:
-    options = set(re.findall(r'"(--agent(?:-eval-[a-z-]+)?)"', _source("plugin/options.py")))
-    options |= set(re.findall(r'"(--agent-eval-[a-z-]+)"', _source("plugin/traces.py")))  # a feature module's
+    from pytest_agent_eval.plugin import FEATURES
+
+    sources = [_source("plugin/options.py")]  # the big table, and each feature module's own options
+    sources += [_source(name.removeprefix("pytest_agent_eval.").replace(".", "/") + ".py") for name in FEATURES]
+    options = {o for text in sources for o in re.findall(r'"(--agent(?:-eval-[a-z-]+)?)"', text)}
     inis = set(re.findall(r'addini\(\s*"(agent_eval_\w+)"', _source("plugin/options.py")))
     inis |= set(re.findall(r'\("(agent_eval_\w+)",', _source("plugin/options.py")))  # the thresholds' table
     text = page("reference/options.md")

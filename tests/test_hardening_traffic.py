@@ -46,7 +46,12 @@ def _json_suite(question: str) -> str:
 
 
 def _files(root: Path) -> set[str]:
-    return {str(p.relative_to(root)) for p in root.rglob("*") if p.is_file() and "__pycache__" not in p.parts}
+    """The files under ``root`` but caches and the run's memory (its journal and run store, SPEC §24)."""
+    return {
+        str(p.relative_to(root))
+        for p in root.rglob("*")
+        if p.is_file() and "__pycache__" not in p.parts and ".agent-eval" not in p.parts
+    }
 
 
 def test_item3_eval_files_differing_only_in_suffix_have_their_own_cassettes(

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import shutil
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -46,8 +44,6 @@ cases:
         expect: {contains: first}
       - input: second question
 """
-
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 
 def _report_run(pytester: pytest.Pytester, suite: str, *args: str) -> pytest.RunResult:
@@ -111,21 +107,6 @@ def test_agent_eval_html_builds_the_page_from_saved_reports(site: pytest.Pyteste
 
 
 # -- in the browser ----------------------------------------------------------------------------------------
-
-
-@pytest.fixture
-def browser() -> Iterator[Any]:
-    if CHROMIUM is None:
-        pytest.skip("no chromium on this machine: apt-get install chromium (CI installs it)")
-    sync_api = pytest.importorskip("playwright.sync_api", reason="the dev extra installs playwright")
-    with sync_api.sync_playwright() as p:
-        launched = p.chromium.launch(
-            executable_path=CHROMIUM,
-            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                  "--disable-sync", "--no-first-run"],
-        )  # fmt: skip
-        yield launched
-        launched.close()
 
 
 def _open(browser: Any, path: Path) -> tuple[Any, list[str]]:

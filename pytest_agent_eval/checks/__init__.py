@@ -5,6 +5,7 @@ from __future__ import annotations
 from pytest_agent_eval.checks import (
     answers,
     custom,
+    injection,
     judge,
     latency,
     outcome,
@@ -40,7 +41,21 @@ __all__ = [
 def builtin_registry() -> CheckRegistry:
     """A registry holding every built-in check."""
     registry = CheckRegistry()
-    for family in (output, tools, outcome, latency, output_schema, judge, custom, answers, scorers, promptfoo, spans):
+    families = (
+        output,
+        tools,
+        outcome,
+        latency,
+        output_schema,
+        judge,
+        custom,
+        answers,
+        scorers,
+        promptfoo,
+        injection,
+        spans,
+    )
+    for family in families:
         family.register(registry)
     registry.mark_builtin()
     return registry

@@ -7,15 +7,19 @@ else, a score outside [0, 1], or an LLM call that fails, is no verdict: the chec
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 import re
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from pytest_agent_eval.checks.base import CheckContext, CheckError, CheckRegistry
 from pytest_agent_eval.core.results import CheckResult, RunRecord
 from pytest_agent_eval.imports import import_object
-from pytest_agent_eval.llm import ask, prompt_json
+from pytest_agent_eval.llm import accepted, ask, prompt_json
 
 NO_LLM = (
     "no LLM configured for the judge: set AGENT_EVAL_LLM_MODEL (with OPENAI_API_KEY / OPENAI_BASE_URL and the "
@@ -127,10 +131,18 @@ def read_score(reply: str) -> tuple[float, str]:
     return _plain_score(text), excerpt(text)
 
 
-def ask_score(ctx: CheckContext, prompt: str, samples: int = 1) -> tuple[float, str]:
-    """The mean score of ``samples`` LLM replies to ``prompt`` and their reasons; :class:`CheckError` if one fails."""
+def ask_score(ctx: CheckContext, prompt: str, samples: int = 1, model: str | None = None) -> tuple[float, str]:
+    """The mean score of ``samples`` LLM replies to ``prompt`` and their reasons; :class:`CheckError` if one fails.
+    ``model``: asked of the LLM as its ``model`` option (a panel member's own model)."""
     assert ctx.llm is not None
     options = dict(JSON_OPTIONS)
+    if model is not None:
+        if "model" not in accepted(ctx.llm, {"model": model}):
+            raise CheckError(
+                f"the judge's model {model!r} cannot be asked: the agent_eval_llm callable takes no `model` option "
+                "(give it a `model` keyword or **options)"
+            )
+        options["model"] = model
     if samples > 1:
         options["temperature"] = SAMPLE_TEMPERATURE
     readings = []
@@ -199,20 +211,96 @@ def _own_prompt(ref: str, fields: dict[str, str], run: RunRecord, ctx: CheckCont
         ) from exc
 
 
+UNCALIBRATED: Callable[[str, CheckContext], str | None] | None = None
+"""Process-wide, set by ``--agent-eval-judge-min-kappa`` (``plugin.calibration``) for the session: given a judge's
+id, why it is uncalibrated in this run (its verdicts are then no verdict), or ``None``."""
+
+
+def judge_model(options: dict[str, Any]) -> str:
+    """The model a judge asks: its ``model``, else ``AGENT_EVAL_LLM_MODEL``, else the ``agent_eval_llm`` fixture's."""
+    return str(options.get("model") or os.environ.get("AGENT_EVAL_LLM_MODEL") or "agent_eval_llm")
+
+
+def judge_id(model: str, prompt: str, rubric: str) -> str:
+    """A judge's identity: 12 hex digits of a hash of its model, its prompt (template) and its rubric."""
+    text = json.dumps([model, prompt, rubric], ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
+
+
+def _prompt_identity(ref: str | None, base: Path) -> str:
+    """What identifies the prompt: the built-in template, a ``module:function``, or a template file's text."""
+    if ref is None:
+        return PROMPT
+    if re.fullmatch(r"[A-Za-z_][\w.]*:[A-Za-z_][\w.]*", ref):
+        return ref
+    path = Path(ref) if Path(ref).is_absolute() else base / ref
+    try:
+        return path.read_text(encoding="utf-8")
+    except OSError:
+        return ref  # reading it for the verdict says what is wrong
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One judge's verdict: its score, reason and pass at its threshold, and which judge it was."""
+
+    score: float
+    reason: str
+    passed: bool
+    threshold: float
+    rubric: str
+    judge: str
+    """:func:`judge_id`."""
+    model: str
+
+
+def judge_options(spec: Any) -> tuple[dict[str, Any], str]:
+    """A judge spec's options and its rubric (a string spec is the rubric)."""
+    options = spec if isinstance(spec, dict) else {}
+    rubric = spec if isinstance(spec, str) else spec.get("rubric", REFERENCE_RUBRIC)
+    return options, rubric
+
+
+def identity(spec: Any, base: Path) -> tuple[str, str]:
+    """The judge's id and model, without asking it."""
+    options, rubric = judge_options(spec)
+    model = judge_model(options)
+    return judge_id(model, _prompt_identity(options.get("prompt"), base), rubric), model
+
+
+def verdict(run: RunRecord, spec: Any, ctx: CheckContext, gated: bool = True) -> Verdict:
+    """The judge ``spec``'s verdict on ``run``; :class:`CheckError` when it has none (an unreadable reply, a
+    failed call, or, ``gated``, a judge uncalibrated in this run)."""
+    options, rubric = judge_options(spec)
+    reference = options.get("reference", ctx.case.reference)
+    threshold = float(options.get("min_score", 0.7))
+    model = judge_model(options)
+    own = options.get("prompt")
+    jid = judge_id(model, _prompt_identity(own, ctx.case.path.parent), rubric)
+    if gated and UNCALIBRATED is not None:
+        why = UNCALIBRATED(jid, ctx)
+        if why is not None:
+            raise CheckError(f"judge {jid} ({model}) is uncalibrated: {why}")
+    fields = prompt_fields(run, ctx, rubric, reference)
+    prompt = PROMPT.format_map(fields) if own is None else _own_prompt(own, fields, run, ctx)
+    score, reason = ask_score(ctx, prompt, int(options.get("samples", 1)), options.get("model"))
+    return Verdict(score, reason, score >= threshold, threshold, rubric, jid, model)
+
+
 def judge(run: RunRecord, spec: Any, ctx: CheckContext) -> CheckResult:
     """An LLM judge scores the answer against the rubric at least ``min_score`` (default 0.7); with a reference
-    (the judge's ``reference``, else the case's ``reference:``), the judge compares the answer with it."""
-    options = spec if isinstance(spec, dict) else {}
+    (the judge's ``reference``, else the case's ``reference:``), the judge compares the answer with it; with a
+    ``panel``, its members vote (``checks.panel``)."""
+    options, rubric = judge_options(spec)
+    if "panel" in options:
+        from pytest_agent_eval.checks.panel import panel
+
+        return panel(run, options, ctx)
     reference = options.get("reference", ctx.case.reference)
-    rubric = spec if isinstance(spec, str) else spec.get("rubric", REFERENCE_RUBRIC)
-    threshold = float(options.get("min_score", 0.7))
     if ctx.llm is None:
         return CheckResult("judge", True, 0.0, rubric, "not judged", f"not scored: {NO_LLM}", scored=False)
-    fields = prompt_fields(run, ctx, rubric, reference)
-    own = options.get("prompt")
-    prompt = PROMPT.format_map(fields) if own is None else _own_prompt(own, fields, run, ctx)
-    score, reason = ask_score(ctx, prompt, int(options.get("samples", 1)))
-    ok = score >= threshold
+    found = verdict(run, spec, ctx)
+    score, reason, ok, threshold = found.score, found.reason, found.passed, found.threshold
     against = (
         ""
         if reference is None
@@ -228,19 +316,31 @@ def judge(run: RunRecord, spec: Any, ctx: CheckContext) -> CheckResult:
     )
 
 
-SCHEMA = {  # a rubric, or {rubric, min_score, prompt, samples}
+_REFERENCE = {
+    "anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}],
+    "description": "a reference answer, or facts, to compare the answer with (else the case's `reference`)",
+}
+_ONE = {
+    "rubric": {"type": "string"},
+    "min_score": {"type": "number", "minimum": 0, "maximum": 1},
+    "prompt": {"type": "string", "minLength": 1},
+    "samples": {"type": "integer", "minimum": 1},
+    "reference": _REFERENCE,
+    "model": {"type": "string", "minLength": 1, "description": "the model the judge asks (the LLM's `model` option)"},
+}
+MEMBER = {  # a panel member: a rubric, or a judge of its own (what it leaves out, it takes from the panel)
+    "type": ["string", "object"],
+    "properties": _ONE,
+    "additionalProperties": False,
+}
+SCHEMA = {  # a rubric, or {rubric, min_score, prompt, samples, reference, model}, or a panel of such judges
     "type": ["string", "object"],
     "properties": {
-        "rubric": {"type": "string"},
-        "min_score": {"type": "number", "minimum": 0, "maximum": 1},
-        "prompt": {"type": "string", "minLength": 1},
-        "samples": {"type": "integer", "minimum": 1},
-        "reference": {
-            "anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}],
-            "description": "a reference answer, or facts, to compare the answer with (else the case's `reference`)",
-        },
+        **_ONE,
+        "panel": {"type": "array", "minItems": 2, "items": MEMBER, "description": "judges that vote"},
+        "vote": {"enum": ["majority", "all", "any"], "description": "how a panel decides (default majority)"},
     },
-    "anyOf": [{"required": ["rubric"]}, {"required": ["reference"]}],
+    "anyOf": [{"required": ["rubric"]}, {"required": ["reference"]}, {"required": ["panel"]}],
     "additionalProperties": False,
 }
 

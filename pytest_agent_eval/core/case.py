@@ -88,6 +88,11 @@ class Case:
     tool_dispatch: str | None = None
     dialect: str = "native"
     stop_on_failure: bool = False
+    inject: dict[str, Any] | None = None
+    """``inject: {tool, corpus, where, field, allowed_tools}``: the case runs once per payload of the corpus, each
+    variant with the payload in the tool's mocked output (SPEC §26)."""
+    expect_under_attack: dict[str, Any] | None = None
+    """The checks of an injection variant (default: the case's own ``expect``)."""
     error: str | None = None
     """Set when the case itself is invalid: the item reports this instead of running."""
 

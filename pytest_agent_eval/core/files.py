@@ -11,6 +11,8 @@ JSONL_SUFFIXES = (".jsonl",)
 """One JSON value a line: dataset exports (SPEC §19)."""
 SIDECAR_SUFFIXES = (".expect.yaml", ".expect.yml")
 """A dataset's checks (``<stem>.expect.yaml``): read with its dataset, never an eval file itself."""
+CALIBRATION_SUFFIXES = (".calibration.yaml", ".calibration.yml", ".calibration.json", ".calibration.jsonl")
+"""A judge's calibration set (SPEC §26): collected as calibration items (``plugin.calibration``), not cases."""
 
 DEFAULT_FILES = (
     "eval_*.yaml eval_*.yml eval_*.json eval_*.jsonl *.eval.yaml *.eval.yml *.eval.json *.eval.jsonl "
@@ -23,7 +25,7 @@ def is_eval_file(path: Path, patterns: tuple[str, ...], explicit: bool) -> bool:
     a dataset's sidecar (``<stem>.expect.yaml``) never is."""
     if path.suffix.lower() not in YAML_SUFFIXES + JSON_SUFFIXES + JSONL_SUFFIXES:
         return False
-    if path.name.lower().endswith(SIDECAR_SUFFIXES):
+    if path.name.lower().endswith(SIDECAR_SUFFIXES + CALIBRATION_SUFFIXES):
         return False
     return explicit or any(fnmatch.fnmatch(path.name, p) for p in patterns)
 

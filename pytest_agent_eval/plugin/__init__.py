@@ -31,6 +31,9 @@ FEATURES = (
     "pytest_agent_eval.plugin.github",
     "pytest_agent_eval.plugin.spendcap",
     "pytest_agent_eval.plugin.cache",
+    "pytest_agent_eval.plugin.memory",
+    "pytest_agent_eval.plugin.injection",
+    "pytest_agent_eval.plugin.calibration",
     "pytest_agent_eval.plugin.traces",
 )
 """One module per feature, each owning its options (``pytest_addoption``), its ``pytest_configure`` and its plugin

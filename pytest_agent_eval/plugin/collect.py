@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -11,6 +11,7 @@ import pytest
 
 from pytest_agent_eval import compat, gc_policy
 from pytest_agent_eval.core.case import TAG_RE, Case, LoadedFile
+from pytest_agent_eval.plugin import injection
 from pytest_agent_eval.plugin.skipping import fail_item, relative
 from pytest_agent_eval.plugin.state import EVAL_ITEM, get_state
 from pytest_agent_eval.plugin.stopping import STOPS
@@ -66,7 +67,10 @@ class EvalFile(pytest.File):
             for note in loaded.notes:
                 self.warn(NoSidecarWarning(relative(note, self.config)))
         fixtureinfo = None
-        for case in matrix_variants(loaded, state.settings.matrix):
+        cases: Iterable[Case] = matrix_variants(loaded, state.settings.matrix)
+        if injection.wanted(self.config, loaded.cases):  # a case's `inject:` or --agent-eval-inject
+            cases = injection.expand(self.config, cases)
+        for case in cases:
             # Every case of a file runs the same function under the same node: one fixture closure serves all,
             # as it does for a parametrized test.
             item = EvalItem.from_parent(self, name=case.id, case=case, fixtureinfo=fixtureinfo)

@@ -1,5 +1,5 @@
 """``--agent-eval-resume REPORT`` (SPEC §18): run exactly the eval cases REPORT has no final record of, and write one
-report of both runs.
+report of both runs. REPORT may be a run's journal (``*.jsonl``, SPEC §24): what a killed run left.
 
 A case has a final record when REPORT's ``cases`` hold it and its ``not_run`` list (the cases a dead worker had not
 finished) does not name it. Every other collected eval case runs; the finished ones and every plain test are
@@ -34,8 +34,10 @@ def final_records(document: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 
 def _read(config: pytest.Config, path: Path) -> dict[str, dict[str, Any]]:
+    from pytest_agent_eval.memory.journal import is_journal, read_journal
+
     try:
-        document = load_report(path)
+        document = read_journal(path) if is_journal(path) else load_report(path)
     except BaselineError as exc:
         raise pytest.UsageError(f"--agent-eval-resume: {exc}") from None
     shard = (document.get("run") or {}).get("shard")

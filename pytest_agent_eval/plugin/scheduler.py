@@ -143,6 +143,8 @@ class Scheduler:
     def _can_start(self, item: pytest.Item, case: Case) -> bool:
         if id(case) in self._blocked:  # its agent blocked the loop once: not started again
             return False
+        if getattr(item, "runs_no_agent", False):  # a calibration item: its judge alone, at its turn
+            return False
         if item.nodeid in self._suspects():  # runs alone, at its turn
             return False
         if case.error or case.skip or item.get_closest_marker("skip") or item.get_closest_marker("skipif"):

@@ -345,6 +345,12 @@ def load_report(path: Path) -> dict[str, Any]:
         raise BaselineError(f"{path}: cannot read the report: {exc.strerror or exc}") from None
     except (ValueError, RecursionError) as exc:  # UnicodeDecodeError is a ValueError
         raise BaselineError(f"{path}: not JSON: {exc}") from None
+    return check_report(data, path)
+
+
+def check_report(data: Any, path: Path) -> dict[str, Any]:
+    """``data`` (read from ``path``: a report, or one a journal was made into) when it is a report whose cases
+    match the report schema; ``BaselineError`` naming the file, and the case and field, when it is not."""
     if not isinstance(data, dict) or data.get("schema_version") != SCHEMA_VERSION or "cases" not in data:
         raise BaselineError(
             f"{path}: not an --agent-eval-report file of schema_version {SCHEMA_VERSION}; "

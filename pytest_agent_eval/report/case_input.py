@@ -16,6 +16,8 @@ if TYPE_CHECKING:
     from pytest_agent_eval.core.case import Case
 
 _PLACE = frozenset({"path", "line", "agent_line", "agent_name"})
+_UNSET_LEFT_OUT = frozenset({"inject", "expect_under_attack"})
+"""Fields added after hashes were first kept: left out while unset, so an unedited case keeps its hash."""
 """Fields that say where a case is or which matrix variant runs it, not what it is: left out of the hash, so a case
 moved down its file keeps its hash."""
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
@@ -45,7 +47,11 @@ def content_hash(case: Case) -> str:
 def _canonical(value: Any) -> Any:
     """``value`` as plain data for the hash: dataclasses as their fields (without ``_PLACE``), no object addresses."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: _canonical(getattr(value, f.name)) for f in dataclasses.fields(value) if f.name not in _PLACE}
+        return {
+            f.name: _canonical(getattr(value, f.name))
+            for f in dataclasses.fields(value)
+            if f.name not in _PLACE and not (f.name in _UNSET_LEFT_OUT and getattr(value, f.name) is None)
+        }
     if isinstance(value, dict):
         return {str(key): _canonical(item) for key, item in value.items()}
     if isinstance(value, (list, tuple)):

@@ -181,6 +181,11 @@ class Records:
         record = CaseRecord(report.nodeid, case_id, file, (line or 0) + 1, "error", error=crash_message(report))
         self._keep(report.nodeid, record.to_dict(), died=compat.crashed_worker(report) or "")
 
+    def final_record(self, nodeid: str) -> dict[str, Any] | None:
+        """The record of ``nodeid`` when it is final (not a crashed worker's error, which a resumed run runs
+        again); ``None`` when there is none yet."""
+        return None if nodeid in self._died else self._records.get(nodeid)
+
     @property
     def record_data(self) -> list[dict[str, Any]]:
         """Every record so far as plain data (``CaseRecord.to_dict``), by node id."""

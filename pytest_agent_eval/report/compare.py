@@ -8,6 +8,7 @@ run runs and reports as without a baseline, its exit status its own. A baseline 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -29,11 +30,12 @@ class BaselineCompare:
         significance: float,
         fail_on_regression: bool,
         gate: str | None,
+        load: Callable[[], list[CaseRecord]] | None = None,
     ) -> None:
         self.baseline: list[CaseRecord] | None = None
         self.error: str | None = None
         try:
-            self.baseline = load_records(path)
+            self.baseline = load() if load is not None else load_records(path)
         except BaselineError as exc:
             self.error = str(exc)
         self.path = path

@@ -16,7 +16,7 @@ import pytest
 from pytest_agent_eval.compat import is_worker
 from pytest_agent_eval.core.files import is_eval_file
 from pytest_agent_eval.report.collector import COLLECTOR, Records
-from pytest_agent_eval.report.options import REPORT_OPTIONS, ReportOptions, rootdir_moved_by
+from pytest_agent_eval.report.options import BASELINE_LOADER, REPORT_OPTIONS, ReportOptions, rootdir_moved_by
 from pytest_agent_eval.report.summary import Summary
 from pytest_agent_eval.report.thresholds import SuiteThresholds, Thresholds
 
@@ -145,4 +145,5 @@ def _baseline(config: pytest.Config, records: Records) -> object:
         significance=options.significance,
         fail_on_regression=options.fail_on_regression,
         gate=options.gate,
+        load=config.stash.get(BASELINE_LOADER, None),
     )

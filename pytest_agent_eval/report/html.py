@@ -52,6 +52,18 @@ def _table(rows: list[tuple[str, ...]], cls: str = "") -> str:
     return "".join(out)
 
 
+def _trust_section(records: list[CaseRecord], document: dict[str, Any]) -> str:
+    """Attack success rates of injection variants, judges' calibration and panels' agreement (SPEC §26)."""
+    from pytest_agent_eval.report.trust import figures, tables
+
+    found = {k: document[k] for k in ("injection", "judges", "panels") if isinstance(document.get(k), dict)}
+    shown = tables(records, found or figures(records))
+    if not shown:
+        return ""
+    body = "".join(f"<h3>{esc(t.title)}</h3>{_table([t.header, *t.rows], 'trust')}" for t in shown)
+    return f'<section id="trust"><h2>Injection and judges</h2>{body}</section>'
+
+
 def _counts(records: list[CaseRecord]) -> str:
     found = {o: sum(r.outcome == o for r in records) for o in _OUTCOMES}
     parts = [f'<span class="o-{o}">{n} {o}</span>' for o, n in found.items() if n]
@@ -232,6 +244,22 @@ def _not_run_section(entries: list[dict[str, Any]]) -> str:
     )
 
 
+def _flaky_section(flaky: dict[str, list[str]]) -> str:
+    """The flaky cases (outcome flips over the last stored runs, the case unchanged); nothing without any."""
+    if not flaky:
+        return ""
+    rows = "".join(
+        f"<tr><td>{esc(nodeid)}</td><td>{esc(' '.join(outcomes))}</td></tr>"
+        for nodeid, outcomes in sorted(flaky.items())
+    )
+    return (
+        f'<section id="flaky"><h2>Flaky ({len(flaky)})</h2><p>These cases both passed and failed over the last runs '
+        "in the run store while their content stayed the same.</p>"
+        f"<table><thead><tr><th>case</th><th>outcomes, oldest first</th></tr></thead><tbody>{rows}</tbody></table>"
+        "</section>"
+    )
+
+
 def render(document: dict[str, Any], baseline: Baseline | None = None) -> str:
     """The page for a JSON report's ``document``; with ``baseline``, the comparison first."""
     records = [CaseRecord.from_dict(c) for c in document.get("cases", [])]
@@ -254,6 +282,8 @@ def render(document: dict[str, Any], baseline: Baseline | None = None) -> str:
         parts.append(_baseline_section(records, baseline))
     parts.append(f'<section id="summary"><h2>Summary</h2>{_counts(records)}{summary}</section>')
     parts.append(_not_run_section(document.get("not_run") or []))
+    parts.append(_flaky_section(document.get("flaky") or {}))
+    parts.append(_trust_section(records, document))
     parts.append(_charts(records))
     parts += [
         '<section id="cases"><h2>Cases</h2>',

@@ -16,6 +16,7 @@ import pytest
 
 from pytest_agent_eval.report.atomic import write_report, write_text_atomically
 from pytest_agent_eval.report.collector import Records, how_it_ended
+from pytest_agent_eval.report.options import FLAKY
 from pytest_agent_eval.report.schema import SCHEMA_VERSION, report_text
 from pytest_agent_eval.report.stats import agent_figures
 from pytest_agent_eval.secrets import scrub_text
@@ -72,6 +73,26 @@ class JsonReport:
 
     def document(self, exit_status: int | None, stopped: bool = False) -> dict[str, Any]:
         """The report: run metadata and one record per finished item; ``stopped`` when the run stopped early."""
+        document: dict[str, Any] = {"schema_version": SCHEMA_VERSION, "run": self.run_data(exit_status, stopped)}
+        agents = agent_figures(self.collector.records)
+        if agents:  # a matrix: its agents side by side
+            document["agents"] = agents
+        compared = self.config.pluginmanager.get_plugin("agent_eval_baseline")
+        if compared is not None:  # the run's one comparison, as the terminal and every report show it
+            document["baseline"] = compared.to_dict()
+        flaky = self.config.stash.get(FLAKY, None)
+        if flaky:  # the run store's flaky cases (SPEC §24)
+            document["flaky"] = flaky
+        from pytest_agent_eval.report.trust import figures  # injection variants, judges (SPEC §26)
+
+        document.update(figures(self.collector.records))
+        document["cases"] = self.collector.record_data  # as the reports carried them: no round trip
+        # the cases a dead worker, an interrupt or a stop left without a final record (what a resumed run runs)
+        document["not_run"] = self.collector.not_run(how_it_ended(exit_status, stopped))
+        return document
+
+    def run_data(self, exit_status: int | None, stopped: bool = False) -> dict[str, Any]:
+        """The report's ``run``: when and how it ran, and how it ended."""
         finished = exit_status is not None and exit_status not in _NOT_FINISHED and not stopped
         run = {
             "started": self.started.isoformat(timespec="seconds"),
@@ -92,17 +113,7 @@ class JsonReport:
             plugin = self.config.pluginmanager.get_plugin(name)
             if plugin is not None:  # --agent-eval-shard, --agent-eval-resume
                 run[key] = plugin.to_dict()
-        document: dict[str, Any] = {"schema_version": SCHEMA_VERSION, "run": run}
-        agents = agent_figures(self.collector.records)
-        if agents:  # a matrix: its agents side by side
-            document["agents"] = agents
-        compared = self.config.pluginmanager.get_plugin("agent_eval_baseline")
-        if compared is not None:  # the run's one comparison, as the terminal and every report show it
-            document["baseline"] = compared.to_dict()
-        document["cases"] = self.collector.record_data  # as the reports carried them: no round trip
-        # the cases a dead worker, an interrupt or a stop left without a final record (what a resumed run runs)
-        document["not_run"] = self.collector.not_run(how_it_ended(exit_status, stopped))
-        return document
+        return run
 
     def write(self, exit_status: int | None, stopped: bool = False) -> None:
         self.written = True

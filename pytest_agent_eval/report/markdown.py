@@ -13,6 +13,7 @@ from pytest_agent_eval.report.atomic import append_text, write_report
 from pytest_agent_eval.report.baseline import Comparison, md_cell, md_code
 from pytest_agent_eval.report.collector import Records
 from pytest_agent_eval.report.markdown_text import NOT_FINISHED_SHOWN, markdown_lines, reason, stopped_line
+from pytest_agent_eval.report.options import FLAKY
 from pytest_agent_eval.report.summary import not_run_parts
 
 __all__ = ["MarkdownReport", "markdown_lines", "reason", "stopped_line"]
@@ -45,7 +46,8 @@ class MarkdownReport:
         elif not_run:  # the run went on after a worker died: its cases did not finish
             count, named = not_run_parts(not_run, self.collector.collected, NOT_FINISHED_SHOWN, md_code, md_cell)
             stopped = f"**Not run:** {count} did not finish: {named}"
-        text = "\n".join(markdown_lines(records, self.comparison(), stopped)) + "\n\n"
+        flaky = self.config.stash.get(FLAKY, None)
+        text = "\n".join(markdown_lines(records, self.comparison(), stopped, flaky)) + "\n\n"
         write_report(self.config, "agent eval markdown summary", self.path, lambda: append_text(self.path, text))
 
     @pytest.hookimpl(trylast=True)

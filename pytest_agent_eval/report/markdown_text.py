@@ -55,9 +55,14 @@ def stopped_line(how: str, finished: int, not_finished: list[str], collected: in
     return line
 
 
-def markdown_lines(records: list[CaseRecord], comparison: Comparison | None, stopped: str | None = None) -> list[str]:
+def markdown_lines(
+    records: list[CaseRecord],
+    comparison: Comparison | None,
+    stopped: str | None = None,
+    flaky: dict[str, list[str]] | None = None,
+) -> list[str]:
     """The markdown: a heading, the line saying the run ended early (``stopped``), the summary table, the failures,
-    then the comparison (when there is one)."""
+    the flaky cases (from the run store), then the comparison (when there is one)."""
     rows = summary_rows(records)
     header, body = rows[0], rows[1:]
     out = [f"## {TITLE}", ""]
@@ -78,6 +83,18 @@ def markdown_lines(records: list[CaseRecord], comparison: Comparison | None, sto
             f"| {md_code(r.nodeid)} | {r.outcome} | {md_cell(reason(r))} | {md_code(f'{r.file}:{r.line}')} |"
             for r in failures
         ]
+    if flaky:
+        named = ", ".join(f"{md_code(n)} ({' '.join(o)})" for n, o in sorted(flaky.items()))
+        out += [
+            "",
+            f"**Flaky ({len(flaky)})**, passing and failing over the last runs with the case unchanged: {named}",
+        ]
+    from pytest_agent_eval.report.trust import tables  # injection variants, judges (SPEC §26)
+
+    for table in tables(records):
+        out += ["", f"**{md_cell(table.title)}**", "", "| " + " | ".join(md_cell(h) for h in table.header) + " |"]
+        out.append("|" + "|".join("---" if i == 0 else "---:" for i in range(len(table.header))) + "|")
+        out += ["| " + " | ".join(md_cell(c) for c in row) + " |" for row in table.rows]
     if comparison is not None:
         out += ["", *comparison.markdown()]
     return out

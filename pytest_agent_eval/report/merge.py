@@ -104,6 +104,9 @@ def merge(paths: list[Path]) -> dict[str, Any]:
     agents = _agents(cases)
     if agents:
         document["agents"] = agents
+    from pytest_agent_eval.report.trust import figures  # injection variants, judges (SPEC §26): of every shard
+
+    document.update(figures(records_of(cases)))
     document["cases"] = cases
     if not_run:
         document["not_run"] = [not_run[nodeid] for nodeid in sorted(not_run)]

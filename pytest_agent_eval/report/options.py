@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
+
+if TYPE_CHECKING:
+    from pytest_agent_eval.report.record import CaseRecord
 
 
 def add_options(group: pytest.OptionGroup, parser: pytest.Parser) -> None:
@@ -177,3 +182,11 @@ def rootdir_moved_by(config: pytest.Config) -> list[tuple[str, str]]:
 
 REPORT_OPTIONS = pytest.StashKey[ReportOptions]()
 """The run's report options, read once by ``formats.configure``."""
+
+BASELINE_LOADER = pytest.StashKey[Callable[[], "list[CaseRecord]"]]()
+"""Set by a feature that reads the baseline from elsewhere than a report file (``store:BRANCH``, SPEC §24): the
+baseline's records, or ``BaselineError`` saying why it cannot be used."""
+
+FLAKY = pytest.StashKey[dict[str, list[str]]]()
+"""Set by the run store before the reports are written (SPEC §24): the run's flaky cases, node id -> outcomes over
+the last runs (oldest first, this run's last); absent without a store."""

@@ -140,3 +140,18 @@ class SuiteTest:
 
 def _pp(fraction: float) -> str:
     return f"{fraction * 100:+.1f} pp"
+
+
+Z95 = 1.959963984540054
+"""The 97.5th percentile of the standard normal distribution."""
+
+
+def wilson_interval(successes: int, trials: int, z: float = Z95) -> tuple[float, float] | None:
+    """The Wilson score interval (95% by default) of a proportion; ``None`` without trials."""
+    if trials <= 0:
+        return None
+    p = successes / trials
+    denominator = 1 + z * z / trials
+    centre = (p + z * z / (2 * trials)) / denominator
+    half = z * ((p * (1 - p) / trials + z * z / (4 * trials * trials)) ** 0.5) / denominator
+    return max(0.0, centre - half), min(1.0, centre + half)

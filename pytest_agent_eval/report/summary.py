@@ -79,6 +79,9 @@ def summary_lines(records: list[CaseRecord]) -> list[str]:
         for record, what in partial:
             lines.append(f"  {record.nodeid} (score {_num(record.score, '.2f')})")
             lines += [f"    {line}" for line in what]
+    from pytest_agent_eval.report.trust import tables, text_lines  # injection variants, judges (SPEC §26)
+
+    lines += text_lines(tables(records))
     return lines
 
 

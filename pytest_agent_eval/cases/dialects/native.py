@@ -164,6 +164,8 @@ def _build(
         xfail=_flag(get("xfail"), "expected to fail (eval file)"),
         metadata=get("metadata") or _NONE,
         reference=get("reference"),
+        inject=get("inject"),
+        expect_under_attack=get("expect_under_attack"),
     )
 
 

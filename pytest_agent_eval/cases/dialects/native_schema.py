@@ -23,6 +23,19 @@ REFERENCE = {
     "anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}],
     "description": "a reference answer, or facts, that the judge compares the answer with",
 }
+INJECT = {
+    "type": "object",
+    "description": "one variant per payload of the corpus, the payload in this tool's mocked output (SPEC §26)",
+    "properties": {
+        "tool": {"type": "string", "minLength": 1, "description": "the mocked tool whose output carries it"},
+        "corpus": {"type": "string", "minLength": 1, "description": "`builtin`, or a YAML file of payloads"},
+        "where": {"enum": ["append", "field", "replace"]},
+        "field": {"type": "string", "minLength": 1, "description": "with `where: field`: the dotted key"},
+        "allowed_tools": {"type": "array", "items": {"type": "string"}},
+    },
+    "required": ["tool"],
+    "additionalProperties": False,
+}
 _TAGS = {"type": "array", "items": {"type": "string", "pattern": TAG_PATTERN}}
 
 
@@ -112,6 +125,8 @@ def case_properties(registry: CheckRegistry) -> dict[str, Any]:
         "xfail": {"type": ["string", "boolean"]},
         "metadata": {"type": "object"},
         "reference": REFERENCE,
+        "inject": INJECT,
+        "expect_under_attack": {**expect, "description": "the checks of the case's injection variants"},
     }
 
 

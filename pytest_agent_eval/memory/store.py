@@ -1,0 +1,450 @@
+"""The run store (SPEC §24): every run and the JSON record of each of its cases, in SQLite (by default
+``.agent-eval/runs.db`` under the rootdir) or PostgreSQL, through SQLAlchemy Core; its schema is versioned by
+Alembic (the migrations in ``memory/migrations/versions``, run in code: no ``alembic.ini``).
+
+Opening a store reads its schema version (``alembic_version``) with SQLAlchemy alone; Alembic is imported only
+when the store is new or older than this release. A store of a newer version (an unknown revision) is refused
+with what to do. Writers serialise: SQLite's ``BEGIN IMMEDIATE`` takes the write lock at the start of a
+transaction (waiting up to 60 s for another writer), PostgreSQL's transaction-scoped advisory lock guards a
+migration; a run is saved in one transaction, so two processes writing one store lose nothing.
+"""
+
+from __future__ import annotations
+
+import datetime
+import hashlib
+import json
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection, Engine, make_url
+from sqlalchemy.exc import SQLAlchemyError
+
+from pytest_agent_eval.report.baseline import records_of
+from pytest_agent_eval.report.record import CaseRecord
+from pytest_agent_eval.report.stats import Stats
+
+HEAD = "0001"
+"""The newest schema revision this release knows (``migrations/versions``)."""
+KNOWN = ("0001",)
+_LOCK_KEY = 0x61676576  # "agev": PostgreSQL's advisory lock around a migration
+_WAIT_S = 60
+
+METADATA = sa.MetaData()
+RUNS = sa.Table(
+    "runs",
+    METADATA,
+    sa.Column("id", sa.String(64), primary_key=True),
+    sa.Column("started", sa.String(40)),
+    sa.Column("ended", sa.String(40)),
+    sa.Column("saved", sa.String(40)),
+    sa.Column("git_commit", sa.String(64)),
+    sa.Column("git_branch", sa.String(255)),
+    sa.Column("git_dirty", sa.Boolean),
+    sa.Column("agents", sa.Text),
+    sa.Column("models", sa.Text),
+    sa.Column("options", sa.Text),
+    sa.Column("shard", sa.String(32)),
+    sa.Column("finished", sa.Boolean),
+    sa.Column("exit_status", sa.Integer),
+    sa.Column("total", sa.Integer),
+    sa.Column("passed", sa.Integer),
+    sa.Column("failed", sa.Integer),
+    sa.Column("errors", sa.Integer),
+    sa.Column("skipped", sa.Integer),
+    sa.Column("pass_rate", sa.Float),
+    sa.Column("cost", sa.Float),
+    sa.Column("p50_latency_s", sa.Float),
+    sa.Column("p95_latency_s", sa.Float),
+    sa.Column("source", sa.Text),
+    sa.Column("run", sa.Text),
+)
+"""The tables as the queries use them; created by the migrations, never by ``create_all``."""
+CASES = sa.Table(
+    "cases",
+    METADATA,
+    sa.Column("run_id", sa.String(64), primary_key=True),
+    sa.Column("nodeid", sa.Text, primary_key=True),
+    sa.Column("file", sa.Text),
+    sa.Column("agent", sa.String(255)),
+    sa.Column("tags", sa.Text),
+    sa.Column("outcome", sa.String(16)),
+    sa.Column("content_hash", sa.String(64)),
+    sa.Column("score", sa.Float),
+    sa.Column("cost", sa.Float),
+    sa.Column("latency_s", sa.Float),
+    sa.Column("record", sa.Text),
+)
+_VERSION = sa.Table("alembic_version", sa.MetaData(), sa.Column("version_num", sa.String(32)))
+
+
+def _none(data: dict[str, Any]) -> str | None:
+    return None
+
+
+class StoreError(Exception):
+    """A store that cannot be used; the message names it (its password left out) and says what to do."""
+
+
+def shown(url: str) -> str:
+    """``url`` fit to show: its password as ``***``; a SQLite store as its file."""
+    try:
+        parsed = make_url(url)
+    except (SQLAlchemyError, ValueError):
+        return "<a store URL that cannot be read>"
+    if parsed.get_backend_name() == "sqlite":
+        return parsed.database or ":memory:"
+    return parsed.render_as_string(hide_password=True).replace("postgresql+psycopg://", "postgresql://")
+
+
+def _scrubbed(url: str, text: str) -> str:
+    try:
+        password = make_url(url).password
+    except (SQLAlchemyError, ValueError):
+        password = None
+    return text.replace(str(password), "***") if password else text
+
+
+def why(url: str, exc: BaseException) -> str:
+    """The reason a store failed, on one line, without its password or SQLAlchemy's link."""
+    origin = getattr(exc, "orig", None) or exc
+    text = " ".join(str(origin).split()) or type(origin).__name__
+    return _scrubbed(url, text)
+
+
+@dataclass
+class RunSummary:
+    """One row of ``agent-eval runs`` and of the viewer's runs."""
+
+    id: str
+    started: str
+    git_branch: str | None
+    git_commit: str | None
+    git_dirty: bool | None
+    agents: list[str]
+    total: int
+    passed: int
+    failed: int
+    errors: int
+    skipped: int
+    pass_rate: float | None
+    cost: float | None
+    p50_latency_s: float | None
+    p95_latency_s: float | None
+    shard: str | None
+    source: str | None
+
+
+class Store:
+    """A run store at ``url`` (``memory.location.store_url``)."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.sqlite = url.startswith("sqlite:")
+        if self.sqlite:
+            database = make_url(url).database
+            if database:
+                Path(database).parent.mkdir(parents=True, exist_ok=True)
+        self.engine = _engine(url, self.sqlite)
+        self._ready = False
+
+    def __str__(self) -> str:
+        return shown(self.url)
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    @contextmanager
+    def _writing(self) -> Iterator[Connection]:
+        """A transaction that holds the write lock (SQLite) with the schema made current."""
+        with self.engine.begin() as conn:
+            self._current(conn)
+            yield conn
+
+    def open(self) -> None:
+        """Check (and, new or older, migrate) the schema; ``StoreError`` when the store cannot be used."""
+        try:
+            with self.engine.begin() as conn:
+                self._current(conn)
+        except SQLAlchemyError as exc:
+            raise StoreError(f"{self}: {why(self.url, exc)}") from None
+
+    def _current(self, conn: Connection) -> None:
+        if self._ready:
+            return
+        version = _version(conn)
+        if version is not None and version not in KNOWN:
+            raise StoreError(
+                f"{self}: the store's schema version {version} is newer than this pytest-agent-evalset knows "
+                f"(up to {HEAD}): upgrade pytest-agent-evalset, or point --agent-eval-store (ini agent_eval_store) "
+                "at another store"
+            )
+        if version != HEAD:
+            if not self.sqlite:
+                conn.execute(sa.text("SELECT pg_advisory_xact_lock(:key)"), {"key": _LOCK_KEY})
+                version = _version(conn)  # another process may have migrated while this one waited
+            if version != HEAD:
+                _migrate(conn)
+        self._ready = True
+
+    def has_run(self, run_id: str) -> bool:
+        with self.engine.connect() as conn:
+            self._current(conn)
+            return conn.execute(sa.select(RUNS.c.id).where(RUNS.c.id == run_id)).first() is not None
+
+    def save(
+        self, row: dict[str, Any], cases: list[dict[str, Any]], text_of: Callable[[dict[str, Any]], str | None] = _none
+    ) -> None:
+        """Save one run (``run_row``) and its cases' records, in one transaction; ``text_of(record)``: its JSON
+        text when already made (the journal's line), else ``None``."""
+        rows = [_case_row(row["id"], data, text_of(data)) for data in cases]
+        try:
+            with self._writing() as conn:
+                conn.execute(sa.insert(RUNS), [row])
+                if rows:
+                    conn.execute(sa.insert(CASES), rows)
+        except SQLAlchemyError as exc:
+            raise StoreError(f"{self}: {why(self.url, exc)}") from None
+
+    def runs(self, branch: str | None = None, limit: int | None = None) -> list[RunSummary]:
+        """The runs, newest first (of ``branch`` when given)."""
+        query = sa.select(*(RUNS.c[name] for name in RunSummary.__dataclass_fields__))
+        if branch is not None:
+            query = query.where(RUNS.c.git_branch == branch)
+        query = query.order_by(RUNS.c.started.desc(), RUNS.c.saved.desc()).limit(limit)
+        with self._reading() as conn:
+            return [_summary(dict(row._mapping)) for row in conn.execute(query)]
+
+    @contextmanager
+    def _reading(self) -> Iterator[Connection]:
+        try:
+            with self.engine.connect() as conn:
+                self._current(conn)
+                yield conn
+        except SQLAlchemyError as exc:
+            raise StoreError(f"{self}: {why(self.url, exc)}") from None
+
+    def run(self, run_id: str) -> dict[str, Any] | None:
+        """One run's row with its ``run`` metadata read back; ``None`` when there is no such run."""
+        with self._reading() as conn:
+            row = conn.execute(sa.select(RUNS).where(RUNS.c.id == run_id)).first()
+        if row is None:
+            return None
+        out = dict(row._mapping)
+        for key in ("agents", "models", "options", "run"):
+            out[key] = json.loads(out[key])
+        return out
+
+    def cases(self, run_id: str) -> list[dict[str, Any]]:
+        """The records of a run's cases, by node id."""
+        query = sa.select(CASES.c.record).where(CASES.c.run_id == run_id).order_by(CASES.c.nodeid)
+        with self._reading() as conn:
+            return [json.loads(text) for (text,) in conn.execute(query)]
+
+    def newest(self, branch: str) -> tuple[str, list[CaseRecord]] | None:
+        """``(run id, records)`` of the newest run of ``branch``; ``None`` when it has none."""
+        found = self.runs(branch, limit=1)
+        if not found:
+            return None
+        return found[0].id, records_of(self.cases(found[0].id))
+
+    def history(self, nodeid: str, limit: int = 50) -> list[dict[str, Any]]:
+        """A case across runs, newest first: the run, its start and branch, and the case's figures."""
+        query = (
+            sa.select(
+                CASES.c.run_id,
+                RUNS.c.started,
+                RUNS.c.git_branch,
+                RUNS.c.git_commit,
+                CASES.c.outcome,
+                CASES.c.content_hash,
+                CASES.c.score,
+                CASES.c.cost,
+                CASES.c.latency_s,
+            )
+            .join(RUNS, RUNS.c.id == CASES.c.run_id)
+            .where(CASES.c.nodeid == nodeid)
+            .order_by(RUNS.c.started.desc(), RUNS.c.saved.desc())
+            .limit(limit)
+        )
+        with self._reading() as conn:
+            return [dict(row._mapping) for row in conn.execute(query)]
+
+    def flaky(
+        self, last: int = 10, nodeids: list[str] | None = None, newest: list[dict[str, Any]] | None = None
+    ) -> dict[str, list[str]]:
+        """Cases whose outcome flipped between passing and failing over the last ``last`` runs while their content
+        hash stayed the same: node id -> the outcomes, oldest first (of ``nodeids`` only, when given). ``newest``:
+        the records of a run not stored yet, taken as the newest of the ``last``."""
+        if newest is not None:
+            last -= 1
+        with self._reading() as conn:
+            ids = [
+                r
+                for (r,) in conn.execute(
+                    sa.select(RUNS.c.id).order_by(RUNS.c.started.desc(), RUNS.c.saved.desc()).limit(last)
+                )
+            ]
+            query = (
+                sa.select(CASES.c.nodeid, CASES.c.outcome, CASES.c.content_hash, RUNS.c.started)
+                .join(RUNS, RUNS.c.id == CASES.c.run_id)
+                .where(CASES.c.run_id.in_(ids))
+                .order_by(CASES.c.nodeid, RUNS.c.started, RUNS.c.saved)
+            )
+            rows = [(r.nodeid, r.outcome, r.content_hash) for r in conn.execute(query)] if ids else []
+        rows += [(c["nodeid"], c["outcome"], c.get("content_hash")) for c in newest or []]
+        if nodeids is not None:  # in Python: an IN list of 10,000 node ids is past some databases' limits
+            wanted = set(nodeids)
+            rows = [row for row in rows if row[0] in wanted]
+        return flaky_of(sorted(rows, key=lambda row: row[0]))  # stable: each case's runs stay oldest first
+
+
+def flaky_of(rows: list[tuple[str, str, str | None]]) -> dict[str, list[str]]:
+    """From ``(nodeid, outcome, content hash)``, each case's oldest first: the cases that both passed and failed
+    under their newest content hash (an edited case starts afresh), with their outcomes under it."""
+    newest: dict[str, tuple[str | None, list[str]]] = {}
+    for nodeid, outcome, content in rows:
+        kept = newest.get(nodeid)
+        if kept is None or kept[0] != content:
+            kept = newest[nodeid] = (content, [])
+        kept[1].append(outcome)
+    out = {}
+    for nodeid, (content, outcomes) in newest.items():
+        decided = {"pass" if o in ("passed", "xpassed") else "fail" for o in outcomes if o in _DECIDED}
+        if content is not None and decided == {"pass", "fail"}:
+            out[nodeid] = outcomes
+    return out
+
+
+_DECIDED = ("passed", "xpassed", "failed", "error")
+
+
+def _engine(url: str, sqlite: bool) -> Engine:
+    if not sqlite:
+        return sa.create_engine(url, connect_args={"connect_timeout": 10}, pool_pre_ping=False)
+    engine = sa.create_engine(url, connect_args={"timeout": _WAIT_S})
+
+    @sa.event.listens_for(engine, "connect")
+    def _no_implicit_transactions(dbapi_connection: Any, record: Any) -> None:
+        dbapi_connection.isolation_level = None  # SQLAlchemy's recipe: the BEGIN below is the only one
+        dbapi_connection.execute("PRAGMA foreign_keys = ON")
+
+    @sa.event.listens_for(engine, "begin")
+    def _begin(conn: Connection) -> None:
+        conn.exec_driver_sql("BEGIN IMMEDIATE")  # the write lock now: no two writers interleave
+
+    return engine
+
+
+def _version(conn: Connection) -> str | None:
+    if not sa.inspect(conn).has_table("alembic_version"):
+        return None
+    versions = [v for (v,) in conn.execute(sa.select(_VERSION.c.version_num))]
+    return versions[0] if versions else None
+
+
+def _migrate(conn: Connection) -> None:
+    """Upgrade the schema to ``HEAD`` with Alembic, in the caller's transaction."""
+    from alembic.config import Config
+    from alembic.runtime.environment import EnvironmentContext
+    from alembic.script import ScriptDirectory
+
+    config = Config()
+    config.set_main_option("script_location", str(Path(__file__).with_name("migrations")))
+    script = ScriptDirectory.from_config(config)
+
+    def upgrade(revision: Any, context: Any) -> Any:
+        return script._upgrade_revs(HEAD, revision)
+
+    with EnvironmentContext(config, script, fn=upgrade, destination_rev=HEAD) as env:
+        env.configure(connection=conn, target_metadata=None)
+        env.run_migrations()
+
+
+def _summary(row: dict[str, Any]) -> RunSummary:
+    row["agents"] = json.loads(row["agents"] or "[]")
+    return RunSummary(**row)
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, sort_keys=True)
+
+
+def _case_row(run_id: str, data: dict[str, Any], text: str | None) -> dict[str, Any]:
+    return {
+        "run_id": run_id,
+        "nodeid": data["nodeid"],
+        "file": data.get("file", data["nodeid"].split("::")[0]),
+        "agent": data.get("agent"),
+        "tags": _json(data.get("tags") or []),
+        "outcome": data["outcome"],
+        "content_hash": data.get("content_hash"),
+        "score": data.get("score"),
+        "cost": data.get("cost"),
+        "latency_s": data.get("latency_s"),
+        "record": text if text is not None else json.dumps(data),
+    }
+
+
+def run_row(
+    document: dict[str, Any],
+    run_id: str,
+    git: dict[str, Any] | None = None,
+    options: dict[str, Any] | None = None,
+    source: str | None = None,
+    records: list[CaseRecord] | None = None,
+) -> dict[str, Any]:
+    """The ``runs`` row of a JSON report's document: its run, totals, cost and latency (over its cases, or
+    ``records``, the same cases made already)."""
+    run = document.get("run") or {}
+    git = git or {}
+    stats = Stats.of(records if records is not None else records_of(document.get("cases") or []))
+    decided = stats.passed + stats.failed + stats.errors
+    shard = run.get("shard") if isinstance(run.get("shard"), dict) else None
+    cases = document.get("cases") or []
+    models = {run["llm_model"]} if run.get("llm_model") else set()
+    models |= {str(m) for c in cases for m in c.get("unpriced_models") or []}
+    return {
+        "id": run_id,
+        "started": str(run.get("started") or ""),
+        "ended": _ended(run),
+        "saved": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="microseconds"),
+        "git_commit": run.get("git_commit"),
+        "git_branch": git.get("branch", run.get("git_branch")),
+        "git_dirty": git.get("dirty", run.get("git_dirty")),
+        "agents": _json(sorted({c["agent"] for c in cases if c.get("agent")})),
+        "models": _json(sorted(models)),
+        "options": _json(options if options is not None else {"args": run.get("args") or []}),
+        "shard": f"{shard.get('index')}/{shard.get('count')}" if shard else None,
+        "finished": bool(run.get("finished")),
+        "exit_status": run.get("exit_status"),
+        "total": stats.total,
+        "passed": stats.passed,
+        "failed": stats.failed,
+        "errors": stats.errors,
+        "skipped": stats.skipped,
+        "pass_rate": stats.passed / decided if decided else None,
+        "cost": None if stats.unpriced_cases else stats.cost,
+        "p50_latency_s": stats.latency_p50,
+        "p95_latency_s": stats.latency_p95,
+        "source": source,
+        "run": _json(run),
+    }
+
+
+def imported_id(text: str) -> str:
+    """The id of a run imported from a report: from its content, so importing it again finds it stored."""
+    return "import-" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+def _ended(run: dict[str, Any]) -> str | None:
+    """When a report's run ended: its start plus its duration (``None`` when either is missing)."""
+    try:
+        started = datetime.datetime.fromisoformat(str(run.get("started")))
+        return (started + datetime.timedelta(seconds=float(run["duration_s"]))).isoformat(timespec="seconds")
+    except (KeyError, TypeError, ValueError, OverflowError):
+        return None
