@@ -116,9 +116,20 @@ class Counted(SpanExporter):
     def __init__(self, inner: SpanExporter, endpoint: str) -> None:
         self.inner = inner
         self.endpoint = endpoint
+        self.handed = 0
+        """Spans handed to the batch processor for this exporter (the collector counts them)."""
         self.sent = 0
-        self.dropped = 0
         self.why: str | None = None
+
+    @property
+    def dropped(self) -> int:
+        """Spans not sent: failed, dropped after a failure, or still queued when the run ended."""
+        return max(0, self.handed - self.sent)
+
+    def settle(self) -> None:
+        """At the run's end: spans left unsent without a failure seen (the endpoint did not answer in time)."""
+        if self.dropped and self.why is None:
+            self.why = f"--agent-eval-otlp: spans not sent to {self.endpoint} (it did not answer in time)"
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
         if self.why is None:
@@ -132,7 +143,6 @@ class Counted(SpanExporter):
                 self.sent += len(spans)
                 return result
             self.why = f"--agent-eval-otlp: spans not sent to {self.endpoint} (unreachable or refused{error})"
-        self.dropped += len(spans)
         return SpanExportResult.FAILURE
 
     def shutdown(self) -> None:
@@ -152,8 +162,9 @@ class TrialTrace:
 class Collector(SpanProcessor):
     """Keeps the spans of live trials' traces; at a root's end sends the trace to the exporters."""
 
-    def __init__(self, exporters: list[SpanProcessor]) -> None:
+    def __init__(self, exporters: list[SpanProcessor], counted: Counted | None = None) -> None:
         self.exporters = exporters
+        self.counted = counted
         self.live: dict[int, TrialTrace] = {}
         self._lock = threading.Lock()
 
@@ -173,6 +184,9 @@ class Collector(SpanProcessor):
             if done:
                 del self.live[context.trace_id]
         if done:
+            if self.counted is not None:
+                with self._lock:
+                    self.counted.handed += len(trial.spans)
             for exporter in self.exporters:
                 for one in trial.spans:
                     exporter.on_end(one)
@@ -201,7 +215,7 @@ class Tracing:
 
             self.counted = Counted(OTLPSpanExporter(endpoint=options.endpoint, timeout=5), options.endpoint)
             exporters.append(BatchSpanProcessor(self.counted))
-        self.collector = Collector(exporters)
+        self.collector = Collector(exporters, self.counted)
         resource = {cv.SERVICE_NAME: cv.SERVICE, cv.RUN_ID: options.run_id, cv.OI_PROJECT_NAME: cv.SERVICE}
         if options.commit:
             resource[cv.VCS_REVISION] = options.commit
@@ -357,6 +371,8 @@ class Tracing:
         """Send what is left; the run's own provider shut down and the global given back."""
         self.collector.force_flush()
         self.collector.shutdown()
+        if self.counted is not None:
+            self.counted.settle()
         if self.own is not None:
             self.own.shutdown()
             if trace.get_tracer_provider() is self.own:
