@@ -115,3 +115,5 @@ class LoadedFile:
     notes: list[str] = field(default_factory=list)
     """What a user may not expect but is no error (a dataset without its sidecar): a warning in pytest, a note in
     ``agent-eval validate``."""
+    mcp_servers: dict[str, Any] = field(default_factory=dict)
+    """The file's stand-in MCP servers (``mcp_servers:``): name -> ``mocks.mcp_standin.StandinServer``."""

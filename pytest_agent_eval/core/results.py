@@ -20,6 +20,8 @@ class ToolCall:
     args: dict[str, Any] = field(default_factory=dict)
     result: Any = None
     error: str | None = None
+    server: str | None = None
+    """The MCP server that serves the tool (its ``serverInfo.name``); ``None`` for a function tool."""
     mocked: bool | None = field(default=None, compare=False)
     """Answered by a tool mock (``True``) or the real tool (``False``); ``None``: not known (the agent reported it)."""
     start_ns: int | None = field(default=None, compare=False)
@@ -27,9 +29,9 @@ class ToolCall:
     """When the call began and ended (``time.time_ns``), where tool mocks saw it: its span's times (SPEC §23)."""
 
     def describe(self) -> str:
-        """``name(a=1, b='x')`` for failure output."""
+        """``name(a=1, b='x')`` (``server.name(...)`` for an MCP tool) for failure output."""
         args = ", ".join(f"{k}={bounded_repr(v)}" for k, v in self.args.items())
-        return f"{self.name}({args})"
+        return f"{self.server + '.' if self.server else ''}{self.name}({args})"
 
 
 @dataclass

@@ -27,7 +27,14 @@ class Answering(Protocol):
 
     def handle(self, name: str, args: dict[str, Any], real: Callable[[], Any]) -> Any: ...
 
-    async def ahandle(self, name: str, args: dict[str, Any], real: Callable[[], Awaitable[Any]]) -> Any: ...
+    async def ahandle(
+        self,
+        name: str,
+        args: dict[str, Any],
+        real: Callable[[], Awaitable[Any]],
+        server: str | None = None,
+        standin: bool = False,
+    ) -> Any: ...
 
     def patched(self, target: str) -> bool:
         """Whether the trial's case patched ``target`` (``module:attr``): its stand-in answers it."""

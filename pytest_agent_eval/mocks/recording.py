@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import inspect
+import sys
 import threading
 import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping
@@ -70,7 +71,7 @@ class MockPlan:
     def never_called(self, calls: list[ToolCall]) -> list[str]:
         """Violations for the case's own mocks that no call of the trial used, with the closest called tool, and
         the references to the real tool that its patch did not reach (a call through them is not seen)."""
-        called = list(dict.fromkeys(call.name for call in calls))
+        called = list(dict.fromkeys(name for call in calls for name in _names(call)))
         return [
             f"tool_mocks: {name!r} was mocked but never called{did_you_mean(name, called)}"
             f"{_why_not_called(name, called)} (case {self.case_id}, {self.location}); fix the name, remove the "
@@ -94,6 +95,11 @@ class MockPlan:
                 yield recording
         finally:
             recording.unused.extend(self.never_called(recording.calls))
+
+
+def _names(call: ToolCall) -> list[str]:
+    """The names a mock may give a call: ``server.tool`` and ``tool`` for an MCP tool, else its name."""
+    return [f"{call.server}.{call.name}", call.name] if call.server else [call.name]
 
 
 def _why_not_called(name: str, called: list[str]) -> str:
@@ -147,8 +153,11 @@ def _unpatched(plan: MockPlan, dispatched: bool, others: bool) -> list[str]:
     """
     if dispatched or not plan.declared or (others and patched_dispatchers()):
         return []
-    known, missing = live_tools(plan.declared)
     where = f"{plan.location}: case {plan.case_id}"
+    mcp_tools = sys.modules.get("pytest_agent_eval.mocks.mcp")  # loaded with an MCP client only (SPEC §27)
+    if mcp_tools is not None and mcp_tools.installed():  # its servers may serve any name (told after the trial)
+        return [f"{where}: {problem}; the agent was not called" for problem in mcp_tools.mock_problems(plan.declared)]
+    known, missing = live_tools(plan.declared)
     if not known:
         return [
             f"{where} has tool_mocks for {', '.join(plan.declared)} but no tool is patched, so the real tools "
@@ -200,11 +209,20 @@ class Recording:
         call.result, call.end_ns = result, time.time_ns()
         return result
 
-    async def ahandle(self, name: str, args: dict[str, Any], real: Callable[[], Awaitable[Any]]) -> Any:
-        """Answer an async call and record it; ``real`` returns the real tool's awaitable (passthrough)."""
-        call = self._begin(name, args)
+    async def ahandle(
+        self,
+        name: str,
+        args: dict[str, Any],
+        real: Callable[[], Awaitable[Any]],
+        server: str | None = None,
+        standin: bool = False,
+    ) -> Any:
+        """Answer an async call and record it; ``real`` returns the real tool's awaitable (passthrough);
+        ``server``: the MCP server of the tool (a mock named ``server.name`` answers before one named ``name``);
+        ``standin``: the server is a stand-in, whose default response answers a call no mock answers."""
+        call = self._begin(name, args, server)
         try:
-            response = self._resolve(call)
+            response = self._resolve(call, standin)
             call.mocked = response is not None
             if response is None:
                 with passing_through():
@@ -219,25 +237,31 @@ class Recording:
         call.result, call.end_ns = result, time.time_ns()
         return result
 
-    def _begin(self, name: str, args: dict[str, Any]) -> ToolCall:
-        call = ToolCall(name, args, start_ns=time.time_ns())
+    def _begin(self, name: str, args: dict[str, Any], server: str | None = None) -> ToolCall:
+        call = ToolCall(name, args, server=server, start_ns=time.time_ns())
         with self._lock:
             self.calls.append(call)
         return call
 
-    def _resolve(self, call: ToolCall) -> Value | Raise | Call | None:
-        """The response for this call; ``None`` runs the real tool; an unmocked call in strict mode raises."""
-        spec = self.plan.responses.get(call.name)
+    def _resolve(self, call: ToolCall, standin: bool = False) -> Value | Raise | Call | None:
+        """The response for this call; ``None`` runs the real tool (or the stand-in server's default, with
+        ``standin``); an unmocked call in strict mode raises."""
+        spec = self.plan.responses.get(f"{call.server}.{call.name}") if call.server else None
+        if spec is None:
+            spec = self.plan.responses.get(call.name)
         with self._lock:
             picked = self._pick(spec, call.args) if spec is not None else "no response"
         if not isinstance(picked, str):
             return picked
+        if standin:
+            return None
         if self.plan.unmocked == "default":
             return Value(f"Mock response for {call.name}")
         if self.plan.unmocked == "passthrough":
             return None
+        named = f"{call.server}.{call.name}" if call.server else call.name
         why = (
-            f"`tool_mocks` has no response for {call.name!r}{did_you_mean(call.name, self.plan.responses)}"
+            f"`tool_mocks` has no response for {named!r}{did_you_mean(named, self.plan.responses)}"
             if spec is None
             else picked
         )
@@ -247,7 +271,7 @@ class Recording:
             "`unmocked_tools: default` (canned answer) or `passthrough` (the real tool runs)"
         )
         self.violations.append(violation)
-        raise UnmockedToolError(f"no mock response for tool {call.name!r} in this eval case ({why})", violation)
+        raise UnmockedToolError(f"no mock response for tool {named!r} in this eval case ({why})", violation)
 
     def _pick(self, spec: Response, args: dict[str, Any]) -> Value | Raise | Call | str:
         """The leaf response for ``args``, or why there is none. Sequences advance (call under the lock)."""

@@ -34,6 +34,7 @@ FEATURES = (
     "pytest_agent_eval.plugin.memory",
     "pytest_agent_eval.plugin.injection",
     "pytest_agent_eval.plugin.calibration",
+    "pytest_agent_eval.plugin.mcp",
     "pytest_agent_eval.plugin.traces",
 )
 """One module per feature, each owning its options (``pytest_addoption``), its ``pytest_configure`` and its plugin

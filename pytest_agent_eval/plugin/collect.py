@@ -66,6 +66,10 @@ class EvalFile(pytest.File):
 
             for note in loaded.notes:
                 self.warn(NoSidecarWarning(relative(note, self.config)))
+        if loaded.mcp_servers:  # the stand-in MCP servers the file declares, started before its cases run
+            from pytest_agent_eval.plugin.mcp import declare
+
+            declare(self.config, loaded.mcp_servers)
         fixtureinfo = None
         cases: Iterable[Case] = matrix_variants(loaded, state.settings.matrix)
         if injection.wanted(self.config, loaded.cases):  # a case's `inject:` or --agent-eval-inject

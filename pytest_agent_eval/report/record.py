@@ -60,10 +60,19 @@ class ToolCallRecord:
     args: JSON = None
     result: JSON = None
     error: str | None = None
+    server: str | None = None
+    """An MCP tool's server (SPEC §28); left out of the report for a function tool."""
 
     @classmethod
     def of(cls, call: ToolCall) -> ToolCallRecord:
-        return cls(encodable(call.name), jsonable(call.args), jsonable(call.result), _text(call.error))
+        server = _text(call.server) if call.server else None
+        return cls(encodable(call.name), jsonable(call.args), jsonable(call.result), _text(call.error), server)
+
+    def to_dict(self) -> dict[str, Any]:
+        out = dict(self.__dict__)
+        if out["server"] is None:
+            del out["server"]
+        return out
 
 
 @dataclass
@@ -171,7 +180,7 @@ class CaseRecord:
         this runs once per item, on the item's report."""
         out: dict[str, Any] = dict(self.__dict__)
         out["checks"] = [dict(c.__dict__) for c in self.checks]
-        out["tool_calls"] = [dict(c.__dict__) for c in self.tool_calls]
+        out["tool_calls"] = [c.to_dict() for c in self.tool_calls]
         out["trials"] = [{**t.__dict__, "checks": [dict(c.__dict__) for c in t.checks]} for t in self.trials]
         return out
 

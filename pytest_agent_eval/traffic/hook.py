@@ -101,7 +101,11 @@ class Traffic:
         old = old_cassette_path(folder, case.path, case.id) if beside else None
         cassette = Cassette(path, self.settings.ignore, load=self.settings.mode != "record", old=old, folder=folder)
         return CaseTraffic(
-            case.id, cassette, relative_path(path, self.settings.root), keep_calls=self.settings.keep_calls
+            case.id,
+            cassette,
+            relative_path(path, self.settings.root),
+            self.settings.mode,
+            keep_calls=self.settings.keep_calls,
         )
 
     @property

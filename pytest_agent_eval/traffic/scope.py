@@ -46,6 +46,9 @@ class CaseTraffic:
     cassette: Cassette | None
     cassette_name: str = ""
     """The cassette's path as error messages show it."""
+    mode: str | None = None
+    """``record``, ``new`` or ``replay`` (``--agent-eval-record``/``--agent-eval-replay``): for traffic recorded
+    above HTTP (an MCP session's, ``mocks.mcp``)."""
     trials: list[TrialTraffic] = field(default_factory=list)
     keep_calls: bool = False
     """Keep each request of its trials (``TrialTraffic.calls``): the run traces."""

@@ -38,6 +38,11 @@ def load(doc: Document, registry: CheckRegistry) -> LoadedFile:
             file_errors.append(err)
     if file_errors:
         raise EvalFileErrors(file_errors)
+    servers = {}
+    if "mcp_servers" in data:  # stand-in MCP servers: their engine loads only for a file that declares some
+        from pytest_agent_eval.mocks.mcp_standin import parse_servers
+
+        servers = parse_servers(doc)
 
     defaults: dict[str, Any] = data.get("defaults") or {}
     file_tags = tuple(dict.fromkeys([*(data.get("tags") or ()), *(defaults.get("tags") or ())]))
@@ -70,7 +75,15 @@ def load(doc: Document, registry: CheckRegistry) -> LoadedFile:
             case.tool_dispatch = data.get("tool_dispatch")
         cases.append(case)
     agents = {name: (ref, doc.line(("agents", name))) for name, ref in (data.get("agents") or {}).items()}
-    return LoadedFile(doc.path, NAME, cases, name=data.get("name"), description=data.get("description"), agents=agents)
+    return LoadedFile(
+        doc.path,
+        NAME,
+        cases,
+        name=data.get("name"),
+        description=data.get("description"),
+        agents=agents,
+        mcp_servers=servers,
+    )
 
 
 def _derived_id(raw: Any, index: int) -> str:

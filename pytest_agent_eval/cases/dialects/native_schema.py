@@ -151,6 +151,11 @@ def native_schema(registry: CheckRegistry) -> dict[str, Any]:
                 "additionalProperties": _REF,
             },
             "tool_dispatch": {"type": "string", "pattern": r"^[\w.]+:[\w.]+$"},
+            "mcp_servers": {
+                "type": "object",
+                "description": "stand-in MCP servers the run provides: name -> {transport: stdio|http, tools: "
+                "{name: {description, input_schema, response}}} (SPEC §28)",
+            },
             "tags": _TAGS,
             "defaults": {
                 "type": "object",
