@@ -18,8 +18,9 @@ from types import ModuleType
 from typing import NamedTuple, TextIO
 
 from pytest_agent_eval.adapters import AdapterRegistry, builtin_adapters
+from pytest_agent_eval.cases import trust
 from pytest_agent_eval.cases.dialects.native_schema import native_schema
-from pytest_agent_eval.cases.load import DialectRegistry, builtin_dialects, read_and_detect
+from pytest_agent_eval.cases.load import DialectRegistry, builtin_dialects, finish, read_and_detect
 from pytest_agent_eval.checks import CheckRegistry, builtin_registry
 from pytest_agent_eval.core.errors import EvalFileError, EvalFileErrors, UnknownFormat
 from pytest_agent_eval.core.files import DEFAULT_FILES, is_eval_file, orphan_sidecar, sidecar_stem
@@ -34,6 +35,7 @@ from pytest_agent_eval.report.baseline import (
     load_report,
 )
 from pytest_agent_eval.report.schema import report_schema
+from pytest_agent_eval.text import one_line
 
 
 def load_plugin(ref: str) -> ModuleType:
@@ -166,13 +168,15 @@ def validate_file(path: Path, checks: CheckRegistry, dialects: DialectRegistry) 
         # a duplicate key, or a key that is not a string, is one problem each
         doc, dialect = read_and_detect(path, dialects)
         what = dialect.name
-        loaded = dialect.load(doc, checks)
+        loaded = finish(doc, dialect.load(doc, checks))
     except UnknownFormat as exc:
         return "unknown format", [exc.format()], []
     except EvalFileError as exc:
         return what, [exc.format()], []
     except EvalFileErrors as exc:
         return what, [e.format() for e in exc.errors], []
+    except Exception as exc:  # a file is data: whatever reading it raises is its problem
+        return what, [f"{path}:1: cannot be read: {type(exc).__name__}: {exc} (please report this as a bug)"], []
     problems = [line for case in loaded.cases if case.error for line in case.error.splitlines()]
     return f"{dialect.name}, {_count(len(loaded.cases), 'case')}", problems, loaded.notes
 
@@ -181,8 +185,15 @@ def _count(n: int, noun: str) -> str:
     return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
-def validate(paths: list[str], plugins: list[str], out: TextIO) -> int:
-    """Print each file's format and every problem; 1 when any file has a problem, else 0."""
+def validate(paths: list[str], plugins: list[str], out: TextIO, allow: Sequence[str] = ()) -> int:
+    """Print each file's format and every problem; 1 when any file has a problem, else 0. Files read what lies
+    under the working directory, the folders named (a file's own folder) and ``allow`` (SPEC §22)."""
+    roots = [Path.cwd(), *(Path(p) if Path(p).is_dir() else Path(p).parent for p in paths), *map(Path, allow)]
+    with trust.configured(roots):
+        return _validate(paths, plugins, out)
+
+
+def _validate(paths: list[str], plugins: list[str], out: TextIO) -> int:
     checks, dialects, _ = registries(plugins, paths)
     files = list(eval_files(paths))
     if not files:
@@ -211,11 +222,11 @@ def compare_reports(
     try:
         before, after = load_records(Path(base)), load_records(Path(cand))
     except BaselineError as exc:
-        print(f"agent-eval compare: {exc}", file=sys.stderr)
+        print(one_line(f"agent-eval compare: {exc}"), file=sys.stderr)
         return 2
     result = compare(before, after, tolerance, significance)
     for line in result.markdown() if markdown else result.table():
-        print(line)
+        print(one_line(line))  # a report is data: an id's control characters are shown escaped
     return 1 if fail and result.failed else 0
 
 
@@ -235,7 +246,7 @@ def html_page(
         records = load_records(Path(report))
         before = load_records(Path(base)) if base else None
     except BaselineError as exc:
-        print(f"agent-eval html: {exc}", file=sys.stderr)
+        print(one_line(f"agent-eval html: {exc}"), file=sys.stderr)
         return 2
     baseline = None
     kept = document.get("baseline") or {}
@@ -396,6 +407,14 @@ def _command(argv: list[str] | None) -> int:
     check = sub.add_parser("validate", help="check eval files: syntax, format, schema; print path:line: problem")
     check.add_argument("paths", nargs="+", metavar="PATH", help="eval files, or directories to search")
     check.add_argument("-p", dest="plugins", action="append", default=[], metavar="PLUGIN", help=plugin_help)
+    check.add_argument(
+        "--allow-path",
+        dest="allow",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="a folder outside the project that `file://` references may read (repeatable)",
+    )
     schema = sub.add_parser("schema", help="print the JSON Schema of the native eval file format")
     schema.add_argument("-p", dest="plugins", action="append", default=[], metavar="PLUGIN", help=plugin_help)
     schema.add_argument("--report", action="store_true", help="print the schema of --agent-eval-report files instead")
@@ -453,7 +472,7 @@ def _command(argv: list[str] | None) -> int:
     if args.command == "html":
         return html_page(args.report, args.base, args.output, args.tolerance, args.significance)
     if args.command == "validate":
-        return validate(args.paths, args.plugins, sys.stdout)
+        return validate(args.paths, args.plugins, sys.stdout, args.allow)
     if args.command == "compare":
         return compare_reports(
             args.base, args.cand, args.tolerance, args.significance, args.fail_on_regression, args.markdown

@@ -100,3 +100,8 @@ def printable(text: str) -> str:
     moves the cursor, a carriage return) and lone surrogates (which no terminal or report can encode) are shown
     escaped, as ``\\x1b``, ``\\ud83d``; newlines and tabs stay."""
     return _CONTROL.sub(lambda m: repr(m.group())[1:-1], text)
+
+
+def one_line(text: str) -> str:
+    """:func:`printable`, newlines and tabs escaped too: a line of terminal output from data (a report's node id)."""
+    return printable(text).replace("\n", "\\n").replace("\r", "\\r").replace("\t", "\\t")

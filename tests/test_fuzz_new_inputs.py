@@ -280,3 +280,141 @@ def test_provider_responses_through_the_traffic_hook_are_counted_or_fail_cleanly
             if cassette is not None:
                 cassette.save(keep_old=False)
                 Cassette(folder / "c.yaml", frozenset())  # what was written reads back
+
+
+# -- SPEC §22: promptfoo configs, tests CSVs, dataset rows and every report reader -----------------------------
+
+HOSTILE = st.sampled_from(
+    ["{{ 1/0 }}", "{{ cycler.__init__.__globals__.os }}", "{{ x.__class__.__mro__ }}", "{% for %}", "{{ 'a' * 10**9 }}",
+     "{{ 9 ** 9999999 }}", "{{ range(10**9) | list }}", "{{ v | load }}", "{{", "file://../../etc/hostname",
+     "file:///etc/hostname", "file://*.csv", "file://../**/*.csv", "file:///*", "file://missing.json",
+     "file://rows.csv", "file://vars.json", "file://broken.yaml", "file://.", "not-contains:", "similar(2):x",
+     "javascript:1", "python:x.py", "file://x.py", "__threshold", "__expected", "__metadata:a", "__nope", "\x00", "é"]
+)  # fmt: skip
+VALUES = st.one_of(ODD, HOSTILE, st.lists(st.one_of(ODD, HOSTILE), max_size=4))
+PROMPTFOO: dict[str, Any] = {
+    "description": "fuzzed",
+    "prompts": ["Hi {{ name }}", {"raw": "{{ v }} and {{ name }}", "label": "two"}],
+    "providers": ["openai:gpt-4o-mini", {"id": "file://provider.py", "label": "py"}],
+    "defaultTest": {"vars": {"name": "Ann"}, "assert": [{"type": "contains", "value": "{{ name }}"}]},
+    "tests": [
+        {"description": "one", "vars": {"v": ["a", "b"]}, "assert": [{"type": "icontains", "value": "a"}]},
+        {"vars": {"v": "file://vars.json"}, "threshold": 0.5, "assert": [{"type": "equals", "value": "x"}]},
+        "file://rows.csv",
+    ],
+}
+CHECK_SETTINGS = settings(max_examples=120, derandomize=True, deadline=None, suppress_health_check=list(HealthCheck))
+
+
+def _mutated_with(draw: st.DrawFn, seed: Any) -> Any:
+    """``seed`` with one to three values replaced by odd or hostile ones (templates, paths out, bad types)."""
+    data = json.loads(json.dumps(seed))
+    for _ in range(draw(st.integers(1, 3))):
+        paths = [p for p in _paths(data) if p]
+        target = draw(st.sampled_from(paths))
+        parent = data
+        for part in target[:-1]:
+            parent = parent[part]
+        parent[target[-1]] = copy.deepcopy(draw(VALUES))
+    return data
+
+
+@st.composite
+def csv_texts(draw: st.DrawFn) -> bytes:
+    cells = st.one_of(HOSTILE, st.text(max_size=8), st.just('"'), st.just("x" * 200_000))
+    header = draw(st.lists(st.sampled_from(["name", "v", "__expected", "__threshold", "__description", "__x"]),
+                           min_size=1, max_size=4))  # fmt: skip
+    rows = draw(st.lists(st.lists(cells, max_size=5), max_size=4))
+    text = "\n".join(",".join(row) for row in [header, *rows])
+    data = text.encode("utf-8", "surrogatepass")
+    if draw(st.booleans()):
+        data += draw(st.sampled_from([b"\xe9", b"\xff\xfe", b"\x00", b'"']))
+    return data
+
+
+def _loads_cleanly(folder: Path, path: Path) -> None:
+    """The file through ``validate`` (problems as lines) and through collection's loader (its own errors only)."""
+    from pytest_agent_eval.cases import trust
+    from pytest_agent_eval.cases.load import builtin_dialects, load_file
+    from pytest_agent_eval.checks import builtin_registry
+    from pytest_agent_eval.cli import validate_file
+    from pytest_agent_eval.core.errors import EvalFileError, EvalFileErrors
+
+    checks, dialects = builtin_registry(), builtin_dialects()
+    with trust.configured([folder], max_cases=500):
+        _, problems, _ = validate_file(path, checks, dialects)
+        assert all(isinstance(line, str) and "Traceback" not in line for line in problems)
+        assert not any("please report this as a bug" in line for line in problems), problems
+        with contextlib.suppress(EvalFileError, EvalFileErrors):
+            load_file(path, checks, dialects)
+
+
+@st.composite
+def promptfoo_configs(draw: st.DrawFn) -> dict[str, Any]:
+    return _mutated_with(draw, PROMPTFOO)  # type: ignore[no-any-return]
+
+
+@CHECK_SETTINGS
+@given(promptfoo_configs(), csv_texts())
+def test_mutated_promptfoo_configs_and_csvs_load_as_cases_or_errors(config: dict[str, Any], rows: bytes) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        (folder / "provider.py").write_text("def call_api(prompt, options, context):\n    return {'output': prompt}\n")
+        (folder / "vars.json").write_text('{"a": [1, 2]}')
+        (folder / "broken.yaml").write_text("a: [1,\n")
+        (folder / "rows.csv").write_bytes(rows)
+        path = folder / "promptfooconfig.yaml"
+        path.write_text(yaml.safe_dump(config, allow_unicode=True))
+        _loads_cleanly(folder, path)
+        assert not (folder.parent / "PWNED").exists()
+
+
+ROW = {"id": "r1", "input": {"question": "capital?"}, "expected": "Paris", "metadata": {"k": 1}}
+
+
+@st.composite
+def jsonl_rows(draw: st.DrawFn) -> bytes:
+    lines = []
+    for _ in range(draw(st.integers(1, 4))):
+        kind = draw(st.sampled_from(["row", "mutated", "broken", "bytes"]))
+        if kind == "row":
+            lines.append(json.dumps(ROW).encode())
+        elif kind == "mutated":
+            lines.append(json.dumps(_mutated_with(draw, ROW), ensure_ascii=False).encode("utf-8", "surrogatepass"))
+        elif kind == "broken":
+            lines.append(json.dumps(ROW)[: draw(st.integers(0, 20))].encode())
+        else:
+            lines.append(draw(st.binary(max_size=12)).replace(b"\n", b""))
+    return b"\n".join(lines) + b"\n"
+
+
+@CHECK_SETTINGS
+@given(jsonl_rows())
+def test_mutated_dataset_rows_load_as_cases_or_errors(text: bytes) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        path = folder / "eval_rows.jsonl"
+        path.write_bytes(text)
+        (folder / "eval_rows.expect.yaml").write_text("expect:\n  matches_reference: contains\n")
+        _loads_cleanly(folder, path)
+
+
+@FUZZ
+@given(reports())
+def test_every_report_reader_reads_a_mutated_report_or_says_which_field(text: str) -> None:
+    """``load_report`` is every reader's door (merge, gate, compare, html, baseline, resume): past it, each
+    reader's own use of the document (records, the resume's final records) raises nothing."""
+    from pytest_agent_eval.plugin.resume import final_records
+    from pytest_agent_eval.report.baseline import load_report, records_of
+    from pytest_agent_eval.report.html import render
+
+    with tempfile.TemporaryDirectory() as tmp:
+        bad = _write(Path(tmp), "bad.json", text)
+        try:
+            document = load_report(bad)
+        except BaselineError as exc:
+            assert "\n" not in str(exc) and str(bad) in str(exc)
+            return
+        records_of(document["cases"], bad)
+        final_records(document)
+        render(document)

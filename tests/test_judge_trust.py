@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import random
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -243,8 +244,17 @@ def test_calibration_items_run_the_judge_and_report_its_figures(judged: pytest.P
     assert "judge calibration (95% bootstrap intervals)" in out
     assert "**judge calibration (95% bootstrap intervals)**" in (judged.path / "r.md").read_text()
     assert "false-pass rate" in (judged.path / "r.html").read_text()
+    stored = _stored_run(judged.path / ".agent-eval" / "runs.db")  # the run store keeps them with the run
+    assert stored["judges"] == judges
     result = judged.runpytest_inprocess("-p", "no:cacheprovider", "--co", "-q", "-m", "calibration")
     assert sum(line.endswith((".yaml::g1", ".jsonl::item-1")) for line in result.stdout.lines) == 2
+
+
+def _stored_run(db: Path) -> dict[str, Any]:
+    """The ``run`` metadata of the newest run in the SQLite run store ``db``."""
+    with sqlite3.connect(db) as conn:
+        (text,) = conn.execute("SELECT run FROM runs ORDER BY saved DESC LIMIT 1").fetchone()
+    return json.loads(text)  # type: ignore[no-any-return]
 
 
 def _min_kappa_files(pytester: pytest.Pytester, wrong_labels: int) -> None:

@@ -152,20 +152,21 @@ def test_merge_joins_the_shards_and_html_and_compare_take_the_merged_report(
     assert "new" in out
 
 
-def test_merge_reads_a_duration_no_float_holds_as_unknown(
+def test_merge_refuses_a_duration_no_float_holds_naming_the_field(
     project: pytest.Pytester, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """A shard whose ``run.duration_s`` is an integer too large for a float (a hand-edited or damaged report) is
-    merged with that duration unknown, not a traceback."""
+    exit 2 with one line naming the field (SPEC §22: every field of a report read back of its type and range),
+    not a traceback, and no merged report."""
     paths = _shards(project)
     damaged = _load(paths[0])
     damaged["run"]["duration_s"] = 10**400
     paths[0].write_text(json.dumps(damaged))
     merged = project.path / "all.json"
     code, _, err = _cli(capsys, "merge", *map(str, paths), "-o", str(merged))
-    assert code == 0, err
-    durations = [_load(path)["run"]["duration_s"] for path in paths[1:]]
-    assert _load(merged)["run"]["duration_s"] == round(sum(durations), 3)
+    assert code == 2
+    assert err.count("\n") == 1 and f"{paths[0]}" in err and "run.duration_s: an integer of 401 digits" in err
+    assert not merged.exists()
 
 
 def test_merge_refuses_a_case_present_twice(project: pytest.Pytester, capsys: pytest.CaptureFixture[str]) -> None:

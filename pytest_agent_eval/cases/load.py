@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from pytest_agent_eval.cases import trust
 from pytest_agent_eval.cases.dialects import (
     category_json,
     conversation_job,
@@ -16,7 +17,7 @@ from pytest_agent_eval.cases.dialects import (
 )
 from pytest_agent_eval.cases.dialects.base import Dialect, DialectRegistry
 from pytest_agent_eval.checks import CheckRegistry
-from pytest_agent_eval.core.case import LoadedFile
+from pytest_agent_eval.core.case import Case, LoadedFile
 from pytest_agent_eval.core.document import Document, read_document
 from pytest_agent_eval.core.errors import EvalFileError, EvalFileErrors, UnknownFormat
 from pytest_agent_eval.core.files import JSON_SUFFIXES, JSONL_SUFFIXES
@@ -79,7 +80,7 @@ def load_file(
 ) -> LoadedFile:
     """Read ``path`` and build its cases. Raises EvalFileError(s) for problems with the file as a whole."""
     doc, dialect = read_and_detect(path, dialects, text, cache)
-    return dialect.load(doc, checks)
+    return finish(doc, dialect.load(doc, checks))
 
 
 def read_and_detect(
@@ -106,3 +107,23 @@ def read_and_detect(
     if yaml and dialect.yaml_core:
         doc = read_document(path, text, core=True)
     return doc, dialect
+
+
+def finish(doc: Document, loaded: LoadedFile) -> LoadedFile:
+    """The dialect's cases, bounded (SPEC §22), with one error case per JSON Line that is not JSON."""
+    try:
+        trust.check_count(len(loaded.cases), "the file")
+    except trust.Refused as exc:
+        raise EvalFileError(doc.path, 1, str(exc)) from None
+    for error in doc.bad_lines:
+        case_id = f"line-{error.line}"
+        loaded.cases.append(
+            Case(
+                case_id,
+                doc.path,
+                error.line or 1,
+                error=f"{error.format()} (case {case_id})",
+                dialect=loaded.dialect,
+            )
+        )
+    return loaded

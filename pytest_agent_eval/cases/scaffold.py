@@ -6,7 +6,9 @@ Plain Python: never imports pytest. Existing files are never overwritten."""
 from __future__ import annotations
 
 import configparser
+import contextlib
 import json
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -265,6 +267,23 @@ def plan(folder: Path, schema: dict[str, Any]) -> Plan:
     return Plan(files, note)
 
 
+def _blocked(folder: Path, name: str) -> list[str]:
+    """Why ``folder/name`` cannot be written as a new file: it exists (a dangling symlink too), or a folder on the
+    way is a file or a symlink (never written through: it could lead outside ``folder``)."""
+    path = folder / name
+    for parent in reversed(path.relative_to(folder).parents[:-1]):
+        step = folder / parent
+        if step.is_symlink():
+            return [f"{step} is a symlink (never written through)"]
+        if os.path.lexists(step) and not step.is_dir():
+            return [f"{step} is a file, not a folder"]
+    if path.is_symlink():
+        return [f"{path} is a symlink (never written through)"]
+    if os.path.lexists(path):
+        return [f"{path} already exists"]
+    return []
+
+
 def write(folder: Path, schema: dict[str, Any]) -> tuple[list[Path], str]:
     """Write the starting project into ``folder``; ``(the files written, the ini note)``.
 
@@ -272,16 +291,33 @@ def write(folder: Path, schema: dict[str, Any]) -> tuple[list[Path], str]:
     if folder.exists() and not folder.is_dir():
         raise InitError([f"{folder} is a file, not a folder: name a folder (it is created when missing)"])
     todo = plan(folder, schema)
-    there = [name for name in todo.files if (folder / name).exists()]
-    if there:
-        lines = [f"{folder / name} already exists" for name in there]
+    problems = [line for name in todo.files for line in _blocked(folder, name)]
+    if problems:
+        lines = list(dict.fromkeys(problems))
         raise InitError(
             [*lines, "nothing was written: move those files away, or name another folder (agent-eval init DIR)"]
         )
-    written = []
-    for name, text in todo.files.items():
-        path = folder / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-        written.append(path)
+    written: list[Path] = []
+    made: list[Path] = []
+    try:
+        if not folder.is_dir():
+            folder.mkdir(parents=True)
+            made.append(folder)
+        for name, text in todo.files.items():
+            path = folder / name
+            for parent in reversed(path.relative_to(folder).parents[:-1]):
+                if not (folder / parent).is_dir():
+                    os.mkdir(folder / parent)
+                    made.append(folder / parent)
+            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+            with os.fdopen(os.open(path, flags, 0o644), "w", encoding="utf-8") as out:
+                written.append(path)
+                out.write(text)
+    except OSError as exc:  # a file that appeared meanwhile, a full disk: what was written is removed
+        for path in reversed(written):
+            path.unlink(missing_ok=True)
+        for folder_made in reversed(made):
+            with contextlib.suppress(OSError):
+                folder_made.rmdir()
+        raise InitError([f"{exc.filename or folder}: {exc.strerror or exc}", "nothing was written"]) from None
     return written, todo.ini_note

@@ -57,6 +57,8 @@ class Document:
     lines: dict[PathKey, int] = field(default_factory=dict)
     locate: Callable[[PathKey], None] | None = field(default=None, repr=False)
     """Fills ``lines`` below a key on demand (JSON decodes cases wholesale and locates their keys lazily)."""
+    bad_lines: list[EvalFileError] = field(default_factory=list)
+    """JSON Lines that are not JSON: each one error case of the file, beside the cases of the good lines."""
 
     def line(self, key: PathKey) -> int:
         """The line of ``key``, or of its nearest located ancestor."""
@@ -85,7 +87,11 @@ def read_document(path: Path, text: str | None = None, cache: ParseCache | None 
     text = text.removeprefix("\ufeff")  # a UTF-8 byte-order mark (editors on Windows write one)
     suffix = path.suffix.lower()
     if suffix in JSON_SUFFIXES + JSONL_SUFFIXES:
-        doc = _read_json(path, text) if suffix in JSON_SUFFIXES else Document(path, *read_jsonl(path, text))
+        if suffix in JSON_SUFFIXES:
+            doc = _read_json(path, text)
+        else:
+            data, lines, bad = read_jsonl(path, text)
+            doc = Document(path, data, lines, bad_lines=bad)
         _check_shape(doc, None)
         return doc
     if core:

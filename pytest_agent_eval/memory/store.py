@@ -31,6 +31,8 @@ from pytest_agent_eval.report.stats import Stats
 HEAD = "0001"
 """The newest schema revision this release knows (``migrations/versions``)."""
 KNOWN = ("0001",)
+TRUST_FIGURES = ("judges", "injection")
+"""A report's run-level figures of SPEC §26 (judge calibration, attack success rates), kept in a run's ``run``."""
 _LOCK_KEY = 0x61676576  # "agev": PostgreSQL's advisory lock around a migration
 _WAIT_S = 60
 
@@ -432,7 +434,7 @@ def run_row(
         "p50_latency_s": stats.latency_p50,
         "p95_latency_s": stats.latency_p95,
         "source": source,
-        "run": _json(run),
+        "run": _json({**run, **{key: document[key] for key in TRUST_FIGURES if document.get(key)}}),
     }
 
 

@@ -35,6 +35,7 @@ FEATURES = (
     "pytest_agent_eval.plugin.injection",
     "pytest_agent_eval.plugin.calibration",
     "pytest_agent_eval.plugin.mcp",
+    "pytest_agent_eval.plugin.trust",
     "pytest_agent_eval.plugin.traces",
 )
 """One module per feature, each owning its options (``pytest_addoption``), its ``pytest_configure`` and its plugin
@@ -49,7 +50,7 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
         pluginmanager.register(importlib.import_module(name), name.replace("pytest_agent_eval.plugin.", "agent_eval_"))
 
 
-def pytest_addoption(parser: pytest.Parser) -> None:
+def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginManager) -> None:
     options.add_options(parser)
 
 

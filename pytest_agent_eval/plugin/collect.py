@@ -61,6 +61,10 @@ class EvalFile(pytest.File):
             errors = exc.errors if isinstance(exc, EvalFileErrors) else [exc]
             yield FileProblem.from_parent(self, name=FileProblem.NAME, errors=errors)
             return
+        except Exception as exc:  # a file is data (SPEC §22): what reading it raises is its error, not the run's
+            why = f"cannot be read: {type(exc).__name__}: {exc} (please report this as a bug)"
+            yield FileProblem.from_parent(self, name=FileProblem.NAME, errors=[EvalFileError(self.path, 1, why)])
+            return
         if loaded.notes:
             from pytest_agent_eval.cases.dialects.dataset_rows import NoSidecarWarning
 

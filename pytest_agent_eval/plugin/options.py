@@ -269,7 +269,12 @@ class Settings:
         if concurrency is None:
             concurrency = _positive_int(str(config.getini("agent_eval_concurrency")), "ini agent_eval_concurrency")
         repeat = config.getoption("agent_eval_repeat")
-        for value, name in ((concurrency, "--agent-eval-concurrency"), (repeat, "--agent-eval-repeat")):
+        k = config.getoption("agent_eval_k")
+        for value, name in (
+            (concurrency, "--agent-eval-concurrency"),
+            (repeat, "--agent-eval-repeat"),
+            (k, "--agent-eval-k"),
+        ):
             if value is not None and value < 1:
                 raise pytest.UsageError(f"{name} must be at least 1, got {value}")
         agent = config.getoption("agent_eval_agent")

@@ -21,7 +21,7 @@ from pytest_agent_eval import compat
 from pytest_agent_eval.plugin.shards import deselect
 from pytest_agent_eval.plugin.state import EVAL_ITEM
 from pytest_agent_eval.report.baseline import BaselineError, load_report
-from pytest_agent_eval.report.formats import run_records
+from pytest_agent_eval.report.formats import run_records, withdraw
 
 _INPUT = "agent_eval_resume"
 """The ``workerinput`` key of the node ids that have a final record."""
@@ -33,12 +33,14 @@ def final_records(document: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {case["nodeid"]: case for case in document["cases"] if case["nodeid"] not in not_run}
 
 
-def _read(config: pytest.Config, path: Path) -> dict[str, dict[str, Any]]:
+def _read(config: pytest.Config, path: Path) -> tuple[dict[str, dict[str, Any]], set[str], set[str]]:
+    """REPORT's final records, every node id it names, and its files (relative to the rootdir)."""
     from pytest_agent_eval.memory.journal import is_journal, read_journal
 
     try:
         document = read_journal(path) if is_journal(path) else load_report(path)
     except BaselineError as exc:
+        withdraw(config)  # a usage error: no report written over the given one
         raise pytest.UsageError(f"--agent-eval-resume: {exc}") from None
     shard = (document.get("run") or {}).get("shard")
     spec = config.getoption("agent_eval_shard", None)
@@ -50,17 +52,21 @@ def _read(config: pytest.Config, path: Path) -> dict[str, dict[str, Any]]:
                 f"--agent-eval-resume: {path} is the report of shard {wanted}: resume it with "
                 f"--agent-eval-shard {wanted}" + (f" (not {given})" if given else "")
             )
-    return final_records(document)
+    named = {str(entry.get("nodeid")) for entry in document.get("not_run") or [] if isinstance(entry, dict)}
+    files = {str(case["file"]) for case in document["cases"] if isinstance(case.get("file"), str)}
+    return final_records(document), named | {str(case["nodeid"]) for case in document["cases"]}, files
 
 
 class Resume:
     """A plugin object (every process): deselects what REPORT finished; on the controller, starts the run's records
     from REPORT's final ones."""
 
-    def __init__(self, path: Path, done: set[str], kept: int | None) -> None:
+    def __init__(self, path: Path, done: set[str], kept: int | None, known: set[str] | None = None) -> None:
         self.path = path
         self.done = done
         self.kept = kept
+        self.known = known if known is not None else done
+        """Every node id REPORT names (its cases and ``not_run``): one must be collected, or it is another suite's."""
         self.left: int | None = None
 
     @pytest.hookimpl(optionalhook=True)
@@ -69,6 +75,14 @@ class Resume:
 
     @pytest.hookimpl(wrapper=True)
     def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> Generator[None]:
+        evals = [item.nodeid for item in items if item.stash.get(EVAL_ITEM, False)]
+        if self.known and evals and self.known.isdisjoint(evals):  # before -k, -m and the shard deselect
+            some = ", ".join(sorted(self.known)[:2])
+            withdraw(config)  # no report written: the one given (often the same path) stays as it is
+            raise pytest.UsageError(
+                f"--agent-eval-resume: {self.path} is the report of another suite: none of its cases ({some}, ...) "
+                "is collected here; resume with the report of this suite's run"
+            )
         yield  # after every other deselection (-k, -m, the shard): the cases REPORT's run would have run
         self.left = deselect(config, items, self._left)
 
@@ -107,9 +121,16 @@ def configure(config: pytest.Config) -> None:
         return
     sent = compat.worker_input(config)
     if sent is not None:  # an xdist worker: the controller read REPORT
-        config.pluginmanager.register(Resume(Path(given), set(sent.get(_INPUT) or ()), None), "agent_eval_resume")
+        done = set(sent.get(_INPUT) or ())  # the controller checked REPORT is this suite's (as far as it can)
+        config.pluginmanager.register(Resume(Path(given), done, None, set()), "agent_eval_resume")
         return
     path = Path(given)
-    final = _read(config, path)
+    final, known, files = _read(config, path)
+    if files and not any((config.rootpath / name).is_file() for name in files):
+        withdraw(config)  # no report written: the one given (often the same path) stays as it is
+        raise pytest.UsageError(
+            f"--agent-eval-resume: {path} is the report of another suite: none of its files ({sorted(files)[0]}, "
+            f"...) is under the rootdir {config.rootpath}; resume with the report of this suite's run"
+        )
     run_records(config).carry(final)
-    config.pluginmanager.register(Resume(path, set(final), len(final)), "agent_eval_resume")
+    config.pluginmanager.register(Resume(path, set(final), len(final), known), "agent_eval_resume")

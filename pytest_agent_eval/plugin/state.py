@@ -225,9 +225,11 @@ EVAL_ITEM = pytest.StashKey[bool]()
 
 def limits_folder(config: pytest.Config) -> Path:
     """Where the run's shared budgets live (the pace, the spend): the run's cache directory, shared by every xdist
-    worker; a folder of the temporary directory, by rootdir, when there is no writable cache."""
+    worker; without a writable cache, a folder by rootdir in the user's private folder (SPEC §22: made 0700, checked
+    to be the user's, never a symlink), never a predictable shared path another local user could plant."""
     import hashlib
-    import tempfile
+
+    from pytest_agent_eval.traffic import private
 
     cache = getattr(config, "cache", None)
     try:
@@ -236,7 +238,10 @@ def limits_folder(config: pytest.Config) -> Path:
         folder = None
     if folder is None:
         digest = hashlib.sha256(str(config.rootpath).encode()).hexdigest()[:12]
-        folder = Path(tempfile.gettempdir()) / f"pytest-agent-eval-limits-{digest}"
+        try:
+            folder = private.folder(f"limits-{digest}")
+        except private.PrivateDirError as exc:
+            raise pytest.UsageError(f"the run's rate-limit state: {exc}") from None
     return folder
 
 

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_agent_eval.report.record import CaseRecord
-from pytest_agent_eval.report.schema import SCHEMA_VERSION, report_schema
+from pytest_agent_eval.report.schema import SCHEMA_VERSION
 from pytest_agent_eval.report.significance import Pair, SuiteTest
 from pytest_agent_eval.text import text_table
 
@@ -235,8 +235,9 @@ def compare(
     cand = {r.nodeid: r for r in candidate}
     out = Comparison(tolerance=tolerance, significance=significance)
     base_key, cand_key = _as_is, _as_is
-    if cand and not base:
-        out.not_compared = "no case in common with this run (the baseline has no case)"
+    if bool(cand) != bool(base):  # in either direction: a gate that cannot compare fails (SPEC §17, §22)
+        empty = "the baseline" if not base else "this run"
+        out.not_compared = f"no case in common with this run ({empty} has no case)"
         return out
     if base and cand and base.keys().isdisjoint(cand.keys()):
         prefixes = _rootdir_prefixes(list(base), list(cand))
@@ -356,38 +357,14 @@ def check_report(data: Any, path: Path) -> dict[str, Any]:
             f"{path}: not an --agent-eval-report file of schema_version {SCHEMA_VERSION}; "
             "write one with pytest --agent-eval-report PATH"
         )
-    error = next(iter(_case_validator().iter_errors(data["cases"])), None)
-    if error is not None:
-        where = "cases" + "".join(f"[{p!r}]" for p in error.absolute_path)
-        raise BaselineError(
-            f"{path}: a case record does not match the report schema: {where}: {cut_message(error.message)}"
-        )
-    baseline = data.get("baseline")
-    if baseline is not None and not isinstance(baseline, dict):
-        raise BaselineError(f"{path}: baseline does not match the report schema: not an object")
+    from pytest_agent_eval.report.reading import problem
+
+    found = problem(data)  # every field of its type and range (SPEC §22): one line naming the first that is not
+    if found is not None:
+        what = "a case record" if found.startswith("cases[") else "the report"
+        raise BaselineError(f"{path}: {what} does not match the report schema: {found}")
     return data
 
 
 def _no_constant(name: str) -> None:
     raise ValueError(f"{name} is not a JSON number")
-
-
-def cut_message(text: str, limit: int = 200) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-_VALIDATOR: list[Any] = []
-
-
-def _case_validator() -> Any:
-    """A validator of the report's ``cases``: the shipped schema's case, with only the fields a record cannot do
-    without required (an older report may lack the others)."""
-    if not _VALIDATOR:
-        import jsonschema  # a core dependency, loaded only when a report is read
-
-        schema = report_schema()
-        defs = dict(schema["$defs"])
-        defs["case"] = {**defs["case"], "required": ["nodeid", "case_id", "file", "line", "outcome"]}
-        cases = {"type": "array", "items": {"$ref": "#/$defs/case"}, "$defs": defs}
-        _VALIDATOR.append(jsonschema.Draft202012Validator(cases))
-    return _VALIDATOR[0]

@@ -36,6 +36,20 @@ def add_format(config: pytest.Config, name: str, make: MakeFormat, option: str |
     if is_worker(config) or (option is not None and not config.getoption(option, None)):
         return
     config.pluginmanager.register(make(config, run_records(config)), name)
+    config.stash.setdefault(_REGISTERED, []).append(name)
+
+
+_REGISTERED = pytest.StashKey[list[str]]()
+
+
+def withdraw(config: pytest.Config) -> None:
+    """Unregister every format and the summary: the session turned out to be no run (a usage error found at
+    collection), and the reports of the last real run stay as they are."""
+    for name in [*config.stash.get(_REGISTERED, []), "agent_eval_summary", "agent_eval_thresholds"]:
+        plugin = config.pluginmanager.get_plugin(name)
+        if plugin is not None:
+            config.pluginmanager.unregister(plugin, name)
+    config.stash[_REGISTERED] = []
 
 
 def run_records(config: pytest.Config) -> Records:
@@ -67,8 +81,10 @@ def _case_lines(config: pytest.Config, file: str) -> dict[str, int]:
 
 
 def configure(config: pytest.Config) -> None:
-    """Register the record collector and the terminal summary (and the formats asked for) on the controller."""
-    if is_worker(config):
+    """Register the record collector and the terminal summary (and the formats asked for) on the controller; none
+    under ``--collect-only`` (an IDE's background discovery): it writes no report and prints no eval summary, and
+    the last real run's reports stay as they are (SPEC §22)."""
+    if is_worker(config) or config.option.collectonly:
         return
     for flag, value in rootdir_moved_by(config):
         config.issue_config_time_warning(

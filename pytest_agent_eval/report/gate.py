@@ -29,6 +29,7 @@ from pytest_agent_eval.report.limits import Thresholds
 from pytest_agent_eval.report.markdown_text import markdown_lines
 from pytest_agent_eval.report.merge import not_run_of, run_of
 from pytest_agent_eval.report.record import CaseRecord
+from pytest_agent_eval.text import one_line
 
 _SHOWN = 20
 
@@ -47,6 +48,8 @@ class Verdict:
     def reasons(self) -> list[str]:
         """Why the gate fails, one phrase each (none: it passes)."""
         out = []
+        if not self.records:
+            out.append("the report has no case (a -k, -m or path that matched nothing?)")
         if self.comparison is not None and self.comparison.not_compared is not None:
             out.append("the baseline was not compared with the report")
         elif self.comparison is not None and self.comparison.regressions:
@@ -141,11 +144,11 @@ def gate(
         baseline = load_records(Path(base)) if base else None
         verdict = judge(path, document, records, baseline, thresholds, tolerance, significance)
     except BaselineError as exc:
-        print(f"agent-eval gate: {exc}", file=err)
+        print(one_line(f"agent-eval gate: {exc}"), file=err)
         return 2
-    print(f"agent-eval gate: {report}: {len(records)} cases", file=out)
+    print(one_line(f"agent-eval gate: {report}: {len(records)} cases"), file=out)
     for line in verdict.lines():
-        print(line, file=out)
+        print(one_line(line), file=out)  # a report is data: an id's control characters are shown escaped
     if markdown:
         try:
             append_text(Path(markdown), "\n".join(verdict.markdown()) + "\n\n")

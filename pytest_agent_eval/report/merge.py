@@ -27,6 +27,7 @@ from pytest_agent_eval.report.atomic import write_text_atomically
 from pytest_agent_eval.report.baseline import BaselineError, load_report, records_of
 from pytest_agent_eval.report.jsonable import finite
 from pytest_agent_eval.report.schema import SCHEMA_VERSION, report_text
+from pytest_agent_eval.text import one_line
 
 
 class MergeError(Exception):
@@ -208,7 +209,7 @@ def merge_command(paths: list[str], output: str, out: TextIO, err: TextIO) -> in
     try:
         document = merge([Path(p) for p in paths])
     except (BaselineError, MergeError) as exc:
-        print(f"agent-eval merge: {exc}", file=err)
+        print(one_line(f"agent-eval merge: {exc}"), file=err)
         return 2
     try:
         write_text_atomically(Path(output), report_text(document))
@@ -216,6 +217,6 @@ def merge_command(paths: list[str], output: str, out: TextIO, err: TextIO) -> in
         print(f"agent-eval merge: {output} not written: {exc.strerror or exc}", file=err)
         return 2
     for line in document["run"].get("incomplete", []):
-        print(f"agent-eval merge: incomplete: {line}", file=err)
+        print(one_line(f"agent-eval merge: incomplete: {line}"), file=err)
     print(f"agent-eval merge: wrote {output} ({len(document['cases'])} cases from {len(paths)} reports)", file=out)
     return 0

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 from pytest_agent_eval.secrets import scrub_text, scrub_url
+from pytest_agent_eval.traffic.private import open_private
 
 T = TypeVar("T")
 FORGET_S = 600.0
@@ -36,6 +37,10 @@ WAIT_S = 5.0
 """The longest a store call may take: the file's lock (held by a live process for a read and a write, well under a
 millisecond) or a Redis call (connecting, answering). Past it, the store has failed (a holder stopped with Ctrl-Z or
 hung, Redis down or frozen) and says so; it never hangs the run."""
+MAX_STEP_S = 10.0
+"""The slowest pace 429s alone can set for a host (a request every 10 s): each 429 doubles the step, and without a
+cap a provider that answers only 429 would stand the run still (16 s, 33 s, 66 s, 131 s between requests); with it
+the case's retries end and the case is an infrastructure error in a bounded time."""
 
 
 class StoreError(Exception):
@@ -102,7 +107,8 @@ def update_state(state: dict[str, float], now: float, ops: Sequence[Op]) -> None
         elif op == "slower":  # name is step:<host>; its gap is gap:<host>, its last slow-down slowed:<host>
             host = name.partition(":")[2]
             if now - value >= state.get("slowed:" + host, 0.0):
-                state[name] = current * 2.0 if current > 0 else max(state.get("gap:" + host, 0.0), 0.001) * 2.0
+                slower = current * 2.0 if current > 0 else max(state.get("gap:" + host, 0.0), 0.001) * 2.0
+                state[name] = min(slower, MAX_STEP_S)
                 state["slowed:" + host] = now
         elif op == "faster" and current > 0:
             rate = 1.0 / current
@@ -130,7 +136,8 @@ return '-1'
 
 """
 
-_UPDATE = """
+_UPDATE = f"""
+local MAX_STEP_S = {MAX_STEP_S}
 local t = redis.call('TIME')
 local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
 local key = KEYS[1]
@@ -145,8 +152,8 @@ for i = 1, #ARGV, 3 do
   elseif op == 'slower' then
     local host = string.sub(name, 6)
     if now - value >= get('slowed:' .. host) then
-      if current > 0 then put(name, current * 2)
-      else put(name, math.max(get('gap:' .. host), 0.001) * 2) end
+      if current > 0 then put(name, math.min(current * 2, MAX_STEP_S))
+      else put(name, math.min(math.max(get('gap:' .. host), 0.001) * 2, MAX_STEP_S)) end
       put('slowed:' .. host, now)
     end
   elseif op == 'faster' and current > 0 then
@@ -288,6 +295,8 @@ def read_state(text: str) -> dict[str, float] | None:
 
 
 def _cannot_open(path: Path, exc: OSError) -> str:
+    if path.is_symlink():
+        return f"the run's rate-limit state {path} is a symlink, which is never followed: remove it"
     if path.is_dir():
         return f"the run's rate-limit state {path} is a directory, not a file: remove it"
     return (
@@ -306,8 +315,9 @@ def _locked_error(path: Path) -> StoreError:
 @contextmanager
 def _locked(path: Path) -> Iterator[Any]:
     """The state file, open and locked (``WAIT_S`` at most: ``StoreError`` past it, naming the file)."""
-    try:  # bytes that are not UTF-8 are read as such, and found unreadable
-        handle = open(path, "a+", encoding="utf-8", errors="replace")  # noqa: SIM115 (closed below)
+    try:  # never through a symlink (SPEC §22); bytes that are not UTF-8 are read as such, and found unreadable
+        fd = open_private(path)
+        handle = open(fd, "r+", encoding="utf-8", errors="replace")  # noqa: SIM115 (closed below)
     except OSError as exc:
         raise StoreError(_cannot_open(path, exc)) from None
     try:

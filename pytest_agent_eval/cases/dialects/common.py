@@ -159,26 +159,30 @@ class Ids:
             )
         self.names.setdefault(name, line)
 
-    def claim(self, case_id: str, line: int, problems: Problems, key: PathKey) -> str:
-        """Record a file's own ``case_id``; a duplicate gets a problem and a unique stand-in id."""
+    def claim(self, case_id: str, line: int, problems: Problems, key: PathKey, field: str = "id") -> str:
+        """Record a file's own ``case_id`` (from its ``field``); a duplicate gets a problem and a unique stand-in
+        id."""
         if case_id in self.seen:
             first = self.seen[case_id]
             stand_in = f"{case_id}-line{line}"
-            message = f"duplicate case id {case_id!r} (first at line {first}); give each case a unique `id`"
+            message = f"duplicate case id {case_id!r} (first at line {first}); give each case a unique `{field}`"
             problems.add(key, message, stand_in)
             case_id = stand_in
         self.seen[case_id] = line
         return case_id
 
 
-def explicit_id(value: Any, line: int, ids: Ids, problems: Problems, key: PathKey) -> tuple[str, str | None]:
-    """A file's own id as the case id (a duplicate is a problem); one that is not ``[A-Za-z0-9_-]+`` is slugified.
+def explicit_id(
+    value: Any, line: int, ids: Ids, problems: Problems, key: PathKey, field: str = "id"
+) -> tuple[str, str | None]:
+    """A file's own id (its ``field``: ``id``, a promptfoo test's ``description``) as the case id (a duplicate is a
+    problem naming the field); one that is not ``[A-Za-z0-9_-]+`` is slugified.
 
     Returns the case id and, when slugified, the original to keep as the description.
     """
     text = str(value)
     if ID_RE.match(text):
-        return ids.claim(text, line, problems, key), None
+        return ids.claim(text, line, problems, key, field), None
     return ids.derive(text, line), text
 
 

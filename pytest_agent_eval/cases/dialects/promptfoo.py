@@ -11,10 +11,12 @@ plugin cannot honour errors its case with ``path:line: not supported: …``; not
 from __future__ import annotations
 
 import itertools
+import math
 import re
 from pathlib import Path
 from typing import Any
 
+from pytest_agent_eval.cases import trust
 from pytest_agent_eval.cases.dialects.base import Dialect
 from pytest_agent_eval.cases.dialects.common import Ids, Problems, explicit_id, is_number
 from pytest_agent_eval.cases.dialects.promptfoo_asserts import assertions_of
@@ -166,7 +168,7 @@ def load(doc: Document, registry: CheckRegistry) -> LoadedFile:
     ids = Ids()
     cases: list[Case] = []
     for number, (test, source, key) in enumerate(tests_of(doc, base), 1):
-        cases.extend(_cases(doc, test, source, key, default, prompts, providers, ids, base, number))
+        cases.extend(_cases(doc, test, source, key, default, prompts, providers, ids, base, number, len(cases)))
     return LoadedFile(doc.path, NAME, cases, description=data.get("description"))
 
 
@@ -271,7 +273,9 @@ def _cases(
     ids: Ids,
     base: Path,
     number: int,
+    made: int,
 ) -> list[Case]:
+    """The cases of one test; ``made``: how many the file's tests before it made (the file's bound counts all)."""
     line = doc.line(key)
     problems: list[str] = []
     if isinstance(test, EvalFileError):
@@ -303,13 +307,18 @@ def _cases(
     description = test.get("description")
     own = Problems(doc)
     if description is not None:
-        case_id, original = explicit_id(description, line, ids, own, key)
+        case_id, original = explicit_id(description, line, ids, own, key, "description")
         original = original or str(description)
     else:
         case_id, original = ids.derive(f"test-{number}", line), None
     problems.extend(e.format() for e in own.errors)
     metadata = {**_dict(default_test.get("metadata")), **_dict(test.get("metadata"))}
     options = {**_dict(default_test.get("options")), **_dict(test.get("options"))}
+    lists = [len(v) for v in variables.values() if isinstance(v, list)]
+    try:
+        trust.check_count(made + math.prod(lists) * len(prompts) * len(providers), "the config")
+    except trust.Refused as exc:
+        raise EvalFileError(doc.path, line, str(exc)) from None
     combos = _expand(variables)
     cases: list[Case] = []
     for n, combo in enumerate(combos):

@@ -89,6 +89,7 @@ def _assertion(
         out["value"] = _render_value(value, variables)
     except ValueError as exc:
         problems.append(source.error(str(exc)))
+        out["value"] = value  # unrendered: the case is an error already, its value needs no second message
     _check_value(out, source, problems)
     return out
 

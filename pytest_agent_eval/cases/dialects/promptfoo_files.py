@@ -12,11 +12,11 @@ import json
 import re
 import urllib.parse
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
+from pytest_agent_eval.cases import trust
 from pytest_agent_eval.checks.promptfoo import SUPPORTED
-from pytest_agent_eval.core.document import Document, PathKey, read_document
+from pytest_agent_eval.core.document import MAX_ALIASED, Document, PathKey, read_document
 from pytest_agent_eval.core.errors import EvalFileError, EvalFileErrors
 
 _CSV_TYPES = sorted(SUPPORTED | {"javascript", "grade", "fn"}, key=len, reverse=True)
@@ -63,9 +63,9 @@ def prompts_of(doc: Document, base: Path) -> list[tuple[str, str | None, str | N
                 out.append((label, None, f"{where}: not supported: prompt {item} (prompt functions and globs)"))
                 continue
             try:
-                text = path.read_text(encoding="utf-8")
-            except OSError as exc:
-                out.append((label, None, f"{where}: cannot read prompt {item}: {exc.strerror or exc}"))
+                text = trust.read_text(path, f"prompt {item}")
+            except trust.Refused as exc:
+                out.append((label, None, f"{where}: {exc}"))
                 continue
             parts = re.split(r"\n-{3,}\n", text) if path.suffix in (".txt", ".md", "") else [text]
             for n, part in enumerate(parts):
@@ -76,29 +76,32 @@ def prompts_of(doc: Document, base: Path) -> list[tuple[str, str | None, str | N
 
 
 @functools.cache
-def _jinja() -> ModuleType:
-    import jinja2
-
-    return jinja2
+def _environment() -> Any:
+    env = trust.sandbox()
+    env.filters["load"] = json.loads  # promptfoo's own filters: JSON.parse / JSON.stringify
+    env.filters["dump"] = json.dumps
+    return env
 
 
 def render(template: str, variables: dict[str, Any]) -> str:
-    """A Nunjucks-style template (``{{ var }}``, filters, ``{% for %}``) rendered with ``variables`` via Jinja2."""
-    if "{{" not in template and "{%" not in template:
+    """A Nunjucks-style template (``{{ var }}``, filters, ``{% for %}``) rendered with ``variables`` in Jinja2's
+    sandbox (SPEC §22): an attribute of an internal, a failing expression (``{{ 1/0 }}``) or a huge value is a
+    :class:`ValueError` the caller makes its case's error, never code run."""
+    if "{{" not in template and "{%" not in template and "{#" not in template:
         return template
     try:
-        jinja2 = _jinja()
+        env = _environment()
     except ImportError:
         raise ValueError(
             "rendering promptfoo templates needs Jinja2: pip install 'pytest-agent-evalset[promptfoo]'"
         ) from None
-    env = jinja2.Environment(undefined=jinja2.ChainableUndefined, autoescape=False, keep_trailing_newline=True)
-    env.filters["load"] = json.loads  # promptfoo's own filters: JSON.parse / JSON.stringify
-    env.filters["dump"] = json.dumps
     try:
         return str(env.from_string(template).render(**variables))
-    except jinja2.TemplateError as exc:
-        raise ValueError(f"template error: {exc}") from None
+    except RecursionError:
+        raise ValueError("template error: nested too deeply") from None
+    except Exception as exc:  # the template is data: whatever it raises is its case's error
+        kind = "" if type(exc).__module__.startswith("jinja2") else f"{type(exc).__name__}: "
+        raise ValueError(f"template error: {kind}{exc}") from None
 
 
 def default_test(doc: Document, base: Path) -> tuple[dict[str, Any], Source]:
@@ -137,76 +140,98 @@ def tests_of(doc: Document, base: Path) -> list[tuple[Any, Source, PathKey]]:
 
 
 def _file_tests(ref: str, base: Path, source: Source) -> list[tuple[Any, Source]]:
+    """The tests of a ``file://`` tests entry (a glob: every match); a file the entry may not read, or cannot, is
+    one error of that entry."""
     if not ref.startswith("file://"):
         raise EvalFileError(source.path, source.line, f"tests entry {ref!r}: not supported (use `file://path`)")
-    paths = sorted(base.glob(ref[len("file://") :])) if "*" in ref else [base / ref[len("file://") :]]
+    pattern = ref[len("file://") :]
+    try:
+        paths = trust.glob(base, pattern, f"tests {ref}") if "*" in pattern else [base / pattern]
+    except trust.Refused as exc:
+        raise EvalFileError(source.path, source.line, str(exc)) from None
     out: list[tuple[Any, Source]] = []
     for path in paths:
         suffix = path.suffix.lower()
+        if suffix not in (".csv", ".jsonl", ".yaml", ".yml", ".json"):
+            raise EvalFileError(source.path, source.line, f"not supported: tests file {ref} (CSV, JSON, JSONL, YAML)")
+        try:
+            text = trust.read_text(path, f"tests file {path}", "utf-8-sig" if suffix == ".csv" else "utf-8")
+        except trust.Refused as exc:
+            raise EvalFileError(source.path, source.line, str(exc)) from None
         if suffix == ".csv":
-            out.extend(_csv_tests(path, source))
+            out.extend(_csv_tests(path, text))
         elif suffix == ".jsonl":
-            try:
-                lines = path.read_text(encoding="utf-8").splitlines()
-            except OSError as exc:
-                raise EvalFileError(source.path, source.line, f"cannot read {path}: {exc.strerror or exc}") from None
-            for n, text in enumerate(lines, 1):
-                if text.strip():
+            for n, line in enumerate(text.splitlines(), 1):
+                if line.strip():
                     try:
-                        out.append((json.loads(text), Source(path, n)))
-                    except ValueError as exc:
+                        out.append((json.loads(line), Source(path, n)))
+                    except (ValueError, RecursionError) as exc:
                         out.append((EvalFileError(path, n, f"not JSON: {exc}"), Source(path, n)))
-        elif suffix in (".yaml", ".yml", ".json"):
-            try:
-                tests = read_document(path, core=True)  # as promptfoo reads it: js-yaml, YAML 1.2
-            except OSError as exc:
-                raise EvalFileError(source.path, source.line, f"cannot read {path}: {exc}") from None
+        else:
+            tests = read_document(path, text, core=True)  # as promptfoo reads it: js-yaml, YAML 1.2
             items = tests.data if isinstance(tests.data, list) else [tests.data]
             for n, item in enumerate(items):
                 key = (n,) if isinstance(tests.data, list) else ()
                 out.append((item, Source(path, tests.line(key), tests, key)))
-        else:
-            raise EvalFileError(source.path, source.line, f"not supported: tests file {ref} (CSV, JSON, JSONL, YAML)")
     if not paths:
         raise EvalFileError(source.path, source.line, f"tests {ref}: no such file")
     return out
 
 
-def _csv_tests(path: Path, source: Source) -> list[tuple[Any, Source]]:
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except OSError as exc:
-        raise EvalFileError(source.path, source.line, f"cannot read {path}: {exc.strerror or exc}") from None
+def _csv_tests(path: Path, text: str) -> list[tuple[Any, Source]]:
+    """One test a row; a row that cannot be read (a cell over the CSV reader's limit, a broken quote) is that
+    row's error, and the rows after it are read."""
     reader = csv.reader(io.StringIO(text))
-    header = next(reader, [])
+    try:
+        header = next(reader, [])
+    except csv.Error as exc:
+        return [({"__error": f"the header row cannot be read: {exc}"}, Source(path, 1))]
     out: list[tuple[Any, Source]] = []
     line = reader.line_num
-    for cells in reader:
+    while True:
         where = Source(path, line + 1)
+        try:
+            cells = next(reader)
+        except StopIteration:
+            break
+        except csv.Error as exc:
+            line = reader.line_num
+            out.append(({"__error": f"the row cannot be read: {exc}"}, where))
+            continue
         line = reader.line_num
         if not any(cells):
             continue
-        test: dict[str, Any] = {"vars": {}, "assert": []}
         if len(cells) > len(header):
             out.append(({"__error": "a row has more cells than the header has columns"}, where))
             continue
-        for column, value in itertools.zip_longest(header, cells, fillvalue=""):
-            if re.fullmatch(r"__expected\d*", column):
-                if value:
-                    test["assert"].append(value)
-            elif column == "__description":
-                test["description"] = value
-            elif column == "__threshold":
-                test["threshold"] = float(value) if value else None
-            elif column.startswith("__metadata:"):
-                test.setdefault("metadata", {})[column[len("__metadata:") :]] = value
-            elif column.startswith("__"):
-                test = {"__error": f"not supported: CSV column {column}"}
-                break
-            else:
-                test["vars"][column] = value
-        out.append((test, where))
+        out.append((_csv_test(header, cells), where))
     return out
+
+
+def _csv_test(header: list[str], cells: list[str]) -> dict[str, Any]:
+    test: dict[str, Any] = {"vars": {}, "assert": []}
+    for column, value in itertools.zip_longest(header, cells, fillvalue=""):
+        if re.fullmatch(r"__expected\d*", column):
+            if value:
+                test["assert"].append(value)
+        elif column == "__description":
+            test["description"] = value
+        elif column == "__threshold":
+            test["threshold"] = _number(value) if value else None  # not a number: the test's own error
+        elif column.startswith("__metadata:"):
+            test.setdefault("metadata", {})[column[len("__metadata:") :]] = value
+        elif column.startswith("__"):
+            return {"__error": f"not supported: CSV column {column}"}
+        else:
+            test["vars"][column] = value
+    return test
+
+
+def _number(text: str) -> float | str:
+    try:
+        return float(text)
+    except ValueError:
+        return text
 
 
 def assertion_of_string(text: str) -> dict[str, Any]:
@@ -230,7 +255,9 @@ def assertion_of_string(text: str) -> dict[str, Any]:
 
 
 def read_var(value: Any, base: Path, source: Source, problems: list[str]) -> Any:
-    """A var's value; ``file://`` reads the file (text; JSON and YAML parsed), as promptfoo does."""
+    """A var's value; ``file://`` reads the file (text; JSON and YAML parsed), as promptfoo does, when it is a
+    regular file inside the project (:mod:`pytest_agent_eval.cases.trust`); what cannot be read or parsed is a
+    problem of the case."""
     if not isinstance(value, str) or not value.startswith("file://"):
         return value
     path = base / value[len("file://") :]
@@ -238,34 +265,45 @@ def read_var(value: Any, base: Path, source: Source, problems: list[str]) -> Any
         problems.append(source.error(f"not supported: var {value} (script vars)"))
         return value
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        problems.append(source.error(f"cannot read var {value}: {exc.strerror or exc}"))
-        return value
-    if path.suffix == ".json":
-        return json.loads(text)
-    if path.suffix in (".yaml", ".yml"):
-        try:
+        text = trust.read_text(path, f"var {value}")
+        if path.suffix == ".json":
+            return json.loads(text)
+        if path.suffix in (".yaml", ".yml"):
             return read_document(path, text, core=True).data
-        except (EvalFileError, EvalFileErrors) as exc:
-            problems.append(source.error(f"var {value}: {exc}"))
-    return text
+    except trust.Refused as exc:
+        problems.append(source.error(str(exc)))
+    except (ValueError, RecursionError) as exc:
+        problems.append(source.error(f"var {value}: not JSON: {exc}"))
+    except EvalFileError as exc:
+        problems.append(source.error(f"var {value}: {exc.format()}"))
+    except EvalFileErrors as exc:
+        problems.append(source.error(f"var {value}: {exc.errors[0].format()}"))
+    else:
+        return text
+    return value
 
 
 MAX_REF_DEPTH = 20
 """References followed through at most this many others (a longer chain is almost surely a loop)."""
 
 
-def resolve_refs(value: Any, root: Any, depth: int = 0) -> Any:
+def resolve_refs(value: Any, root: Any, depth: int = 0, budget: list[int] | None = None) -> Any:
     """``value`` with each ``{$ref: '#/json/pointer', …}`` replaced by what the pointer names in the config
     (``root``), its other keys over it: promptfoo dereferences a config so (``assertionTemplates``). Raises
-    ``ValueError`` naming a reference that points nowhere, outside the config, or in a loop."""
+    ``ValueError`` naming a reference that points nowhere, outside the config, or in a loop, and when the
+    references make more than ``MAX_ALIASED`` values (a few lines of references to lists of references can mean
+    billions: SPEC §22)."""
+    if budget is None:
+        budget = [MAX_ALIASED]
+    budget[0] -= 1
+    if budget[0] < 0:
+        raise ValueError(f"$refs expand to more than {MAX_ALIASED:,} values (references to lists of references?)")
     if isinstance(value, list):
-        return [resolve_refs(v, root, depth) for v in value]
+        return [resolve_refs(v, root, depth, budget) for v in value]
     if not isinstance(value, dict):
         return value
     if "$ref" not in value:
-        return {k: resolve_refs(v, root, depth) for k, v in value.items()}
+        return {k: resolve_refs(v, root, depth, budget) for k, v in value.items()}
     ref = value["$ref"]
     if depth >= MAX_REF_DEPTH:
         raise ValueError(f"$ref {ref!r}: references nested deeper than {MAX_REF_DEPTH} (a loop?)")
@@ -283,8 +321,8 @@ def resolve_refs(value: Any, root: Any, depth: int = 0) -> Any:
             target = target[int(name)]
         else:
             raise ValueError(f"$ref {ref!r}: the config has nothing at that path ({name!r} not found)")
-    resolved = resolve_refs(target, root, depth + 1)
-    rest = {k: resolve_refs(v, root, depth) for k, v in value.items() if k != "$ref"}
+    resolved = resolve_refs(target, root, depth + 1, budget)
+    rest = {k: resolve_refs(v, root, depth, budget) for k, v in value.items() if k != "$ref"}
     if rest and isinstance(resolved, dict):
         return {**resolved, **rest}
     return resolved
