@@ -342,6 +342,40 @@ def _memory_command(args: argparse.Namespace) -> int:
     return view_command(args.store, args.host, args.port, sys.stdout, sys.stderr)
 
 
+def capture(trace: str, trace_id: str | None, output: str | None) -> int:
+    """``agent-eval capture``: one trace made a native eval case (SPEC §23); 2 with a message on bad input."""
+    import yaml
+
+    from pytest_agent_eval.traces.capture import CaptureError, case_of, pick_trace, read_export
+
+    try:
+        text = Path(trace).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        print(f"agent-eval capture: {trace}: cannot read it ({getattr(exc, 'strerror', None) or exc})", file=sys.stderr)
+        return 2
+    try:
+        document = case_of(pick_trace(read_export(text, trace), trace_id, trace), trace)
+    except CaptureError as exc:
+        print(f"agent-eval capture: {exc}", file=sys.stderr)
+        return 2
+    chosen = document["cases"][0]["metadata"]["captured_from"]["trace_id"]
+    body = (
+        f"# Captured from trace {chosen} of {trace} (agent-eval capture). Name the agent (`agent:` here, or\n"
+        "# --agent) and the tool dispatcher its mocks patch (`tool_dispatch:`, or ini agent_eval_tool_dispatch).\n"
+        + yaml.safe_dump(document, sort_keys=False, allow_unicode=True)
+    )
+    if output is None:
+        sys.stdout.write(body)
+        return 0
+    try:
+        Path(output).write_text(body, encoding="utf-8")
+    except OSError as exc:
+        print(f"agent-eval capture: {output}: cannot write it ({exc.strerror})", file=sys.stderr)
+        return 2
+    print(f"agent-eval capture: wrote case {document['cases'][0]['id']} to {output}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     """The command; a reader that went away (``agent-eval compare … | head``) ends it quietly, as Unix tools end."""
     try:
@@ -416,6 +450,10 @@ def _command(argv: list[str] | None) -> int:
     judge.add_argument("--markdown", metavar="PATH", help="append the markdown summary (e.g. $GITHUB_STEP_SUMMARY)")
     judge.add_argument("--tolerance", type=float, default=DEFAULT_TOLERANCE, help="score drop that regresses")
     judge.add_argument("--significance", type=float, default=DEFAULT_SIGNIFICANCE, help="Fisher p that regresses")
+    grab = sub.add_parser("capture", help="turn one trace of an OTLP JSON / Phoenix / Jaeger export into an eval case")
+    grab.add_argument("trace", metavar="TRACE", help="the trace export (OTLP JSON or JSON lines, Phoenix, Jaeger)")
+    grab.add_argument("--trace-id", metavar="ID", help="which trace, when the file holds several")
+    grab.add_argument("-o", "--output", metavar="FILE", help="the eval file to write (default: standard output)")
     note = sub.add_parser("comment", help="print a report's pull-request comment (one sticky comment: a hidden marker)")
     note.add_argument("report", metavar="REPORT", help="the report to comment on")
     note.add_argument("--baseline", metavar="BASE", help="an earlier report: regressions, fixes and cost against it")
@@ -423,6 +461,8 @@ def _command(argv: list[str] | None) -> int:
     note.add_argument("--significance", type=float, default=DEFAULT_SIGNIFICANCE, help="Fisher p that regresses")
     _memory_parsers(sub)
     args = parser.parse_args(argv)
+    if args.command == "capture":
+        return capture(args.trace, args.trace_id, args.output)
     if args.command in ("report", "runs", "import", "view"):
         return _memory_command(args)
     if args.command in ("merge", "gate", "comment"):

@@ -259,3 +259,13 @@ def pydantic_ai_with_tools(agent: Any, wrap: Any) -> Any:
     clone = copy.copy(agent)
     clone._function_toolset = clone_toolset
     return clone
+
+
+def unset_tracer_provider() -> None:
+    """Give OpenTelemetry's global TracerProvider back (unset), as before the run set its own (SPEC §23):
+    ``opentelemetry.trace`` lets it be set once per process and has no public way back."""
+    from opentelemetry import trace
+    from opentelemetry.util._once import Once
+
+    trace._TRACER_PROVIDER = None
+    trace._TRACER_PROVIDER_SET_ONCE = Once()

@@ -19,6 +19,7 @@ LEAVES = ("text", "faults", "secrets", "imports", "subset", "llm", "gc_policy", 
 ORDER = (
     "core",  # the shared words: case model, results, trial context, errors, documents with line positions
     "traffic",  # the httpx hook: usage, cost, cassettes, pace, retries
+    "traces",  # OpenTelemetry in and out: the GenAI names, a trial's trace and span tree, trace files (SPEC §23)
     "adapters",  # one module per framework behind the adapter protocol
     "checks",  # one module per family of checks
     "mocks",  # tool mocks: responses, recording, stand-ins, patching

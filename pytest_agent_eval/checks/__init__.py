@@ -13,6 +13,7 @@ from pytest_agent_eval.checks import (
     output_schema,
     promptfoo,
     scorers,
+    spans,
     tools,
 )
 from pytest_agent_eval.checks.base import (
@@ -40,7 +41,20 @@ __all__ = [
 def builtin_registry() -> CheckRegistry:
     """A registry holding every built-in check."""
     registry = CheckRegistry()
-    families = (output, tools, outcome, latency, output_schema, judge, custom, answers, scorers, promptfoo, injection)
+    families = (
+        output,
+        tools,
+        outcome,
+        latency,
+        output_schema,
+        judge,
+        custom,
+        answers,
+        scorers,
+        promptfoo,
+        injection,
+        spans,
+    )
     for family in families:
         family.register(registry)
     registry.mark_builtin()

@@ -22,6 +22,11 @@ class ToolCall:
     error: str | None = None
     server: str | None = None
     """The MCP server that serves the tool (its ``serverInfo.name``); ``None`` for a function tool."""
+    mocked: bool | None = field(default=None, compare=False)
+    """Answered by a tool mock (``True``) or the real tool (``False``); ``None``: not known (the agent reported it)."""
+    start_ns: int | None = field(default=None, compare=False)
+    end_ns: int | None = field(default=None, compare=False)
+    """When the call began and ended (``time.time_ns``), where tool mocks saw it: its span's times (SPEC §23)."""
 
     def describe(self) -> str:
         """``name(a=1, b='x')`` (``server.name(...)`` for an MCP tool) for failure output."""
@@ -61,6 +66,11 @@ class RunRecord:
     """An LLM request that failed on infrastructure (refused, 429/5xx after retries, replay miss): the case errors."""
     turns: int = 0
     """The agent calls added to this record with :meth:`add_turn` (a conversation's)."""
+    trace_id: str | None = None
+    """The trial's trace (32 hex digits) when the run traces (SPEC §23)."""
+    spans: list[dict[str, Any]] | None = None
+    """The trial's span tree when the run traces or its case checks spans: ``{name, kind, attributes, status,
+    start, duration_ms, parent}`` each, ``parent`` an index in this list."""
     conversation: Any = field(default=None, repr=False, compare=False)
     """The conversation after this call in the agent's own form (a framework's message list), which the next
     message of a ``turns:`` or simulated-user case continues (``core.trial.CONVERSATION``); never reported."""

@@ -8,6 +8,7 @@ import contextlib
 import inspect
 import sys
 import threading
+import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
@@ -198,15 +199,16 @@ class Recording:
         call = self._begin(name, args)
         try:
             response = self._resolve(call)
+            call.mocked = response is not None
             if response is None:
                 with passing_through():
                     result = real()
             else:
                 result = produce(response, call.args)
         except Exception as exc:
-            call.error = describe(exc)
+            call.error, call.end_ns = describe(exc), time.time_ns()
             raise
-        call.result = result
+        call.result, call.end_ns = result, time.time_ns()
         return result
 
     async def ahandle(
@@ -223,6 +225,7 @@ class Recording:
         call = self._begin(name, args, server)
         try:
             response = self._resolve(call, standin)
+            call.mocked = response is not None
             if response is None:
                 with passing_through():
                     result = await real()
@@ -231,13 +234,13 @@ class Recording:
                 if inspect.isawaitable(result):
                     result = await result
         except Exception as exc:
-            call.error = describe(exc)
+            call.error, call.end_ns = describe(exc), time.time_ns()
             raise
-        call.result = result
+        call.result, call.end_ns = result, time.time_ns()
         return result
 
     def _begin(self, name: str, args: dict[str, Any], server: str | None = None) -> ToolCall:
-        call = ToolCall(name, args, server=server)
+        call = ToolCall(name, args, server=server, start_ns=time.time_ns())
         with self._lock:
             self.calls.append(call)
         return call

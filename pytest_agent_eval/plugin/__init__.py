@@ -36,6 +36,7 @@ FEATURES = (
     "pytest_agent_eval.plugin.calibration",
     "pytest_agent_eval.plugin.mcp",
     "pytest_agent_eval.plugin.trust",
+    "pytest_agent_eval.plugin.traces",
 )
 """One module per feature, each owning its options (``pytest_addoption``), its ``pytest_configure`` and its plugin
 objects, as pytest's ``junitxml`` and ``terminal`` do; registered here, in this order, before the options are

@@ -221,8 +221,12 @@ def read_traffic_options(config: pytest.Config) -> TrafficOptions:
         prices=str(config.getini("agent_eval_prices")).strip(),
         pace=(config.getoption("agent_eval_pace") or str(config.getini("agent_eval_pace")).strip() or "on") != "off",
     )
+    traced = any(  # the trace options (plugin/traces.py) turn the hook on: a chat span for every LLM request
+        config.getoption(f"agent_eval_{name}", None) is not None for name in ("traces", "otlp")
+    )
     wanted = (
-        config.getoption("agent_eval_traffic")
+        traced
+        or config.getoption("agent_eval_traffic")
         or config.getini("agent_eval_traffic")
         or config.getoption("agent_eval_retries") is not None
         or mode
@@ -230,7 +234,7 @@ def read_traffic_options(config: pytest.Config) -> TrafficOptions:
         or options.token_limit
         or options.prices
     )
-    return replace(options, on=bool(wanted))
+    return replace(options, on=bool(wanted), keep_calls=traced)
 
 
 @dataclass(frozen=True)

@@ -180,8 +180,14 @@ class EvalSession:
             require_llm=self.settings.require_llm,
             inline=inline,
             traffic=self.traffic,
+            tracing=self._tracing(),
             assertion_hook=self.config.hook.pytest_agent_eval_evaluate_assertion,
         )
+
+    def _tracing(self) -> Any:
+        """The run's tracing when a trace option is given (``plugin.traces``), else ``None``."""
+        traces = self.config.pluginmanager.get_plugin("agent_eval_traces_run")
+        return traces.tracing if traces is not None else None
 
     def start(self, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
         """Run ``coro`` on the background loop (a new one once a blocked one was left behind)."""

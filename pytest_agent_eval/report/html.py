@@ -304,11 +304,25 @@ def render(document: dict[str, Any], baseline: Baseline | None = None) -> str:
         '<th data-key="nodeid">case</th><th data-key="outcome">outcome</th><th data-key="score">score</th>',
         '<th data-key="latency_s">latency</th><th data-key="cost">cost</th><th data-key="tags">tags</th>',
         "</tr></thead><tbody></tbody></table></section>",
-        f'<script type="application/json" id="data">{embedded_json(document.get("cases", []))}</script>',
+        f'<script type="application/json" id="data">{embedded_json(_linked(document))}</script>',
         f"<script>{_asset('report.js')}</script>",
         "</body></html>",
     ]
     return "\n".join(parts)
+
+
+def _linked(document: dict[str, Any]) -> list[Any]:
+    """The document's cases, each traced one with its trace's link (``run.trace_url``, SPEC §23)."""
+    template = (document.get("run") or {}).get("trace_url")
+    cases: list[Any] = document.get("cases", [])
+    if not isinstance(template, str) or "{trace_id}" not in template:
+        return cases
+    return [
+        {**c, "trace_url": template.replace("{trace_id}", c["trace_id"])}
+        if isinstance(c, dict) and isinstance(c.get("trace_id"), str)
+        else c
+        for c in cases
+    ]
 
 
 def _asset(name: str) -> str:

@@ -106,6 +106,9 @@ class JsonReport:
             "args": redacted([str(a) for a in self.config.invocation_params.args]),
             "llm_model": os.environ.get("AGENT_EVAL_LLM_MODEL") or None,
         }
+        trace_url = self.config.getoption("agent_eval_trace_url", None)
+        if trace_url:  # --agent-eval-trace-url: the HTML report links each case's trace (SPEC §23)
+            run["trace_url"] = trace_url
         for name, key in (("agent_eval_shard", "shard"), ("agent_eval_resume", "resumed_from")):
             plugin = self.config.pluginmanager.get_plugin(name)
             if plugin is not None:  # --agent-eval-shard, --agent-eval-resume

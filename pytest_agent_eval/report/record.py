@@ -87,6 +87,7 @@ class TrialRecord:
     tokens: dict[str, int] | None = None
     cost: float | None = None
     checks: list[CheckRecord] = field(default_factory=list)
+    trace_id: str | None = None
 
     @classmethod
     def of(cls, trial: TrialResult) -> TrialRecord:
@@ -99,6 +100,7 @@ class TrialRecord:
             tokens=tokens,
             cost=cost,
             checks=[CheckRecord.of(c, detail=False) for c in trial.checks],
+            trace_id=trial.run.trace_id,
         )
 
 
@@ -166,6 +168,12 @@ class CaseRecord:
     trials_saved: int | None = None
     """Of an adaptive case (``repeat: {max, stop: decided}``, SPEC §25): the trials run, and those of its ``max``
     not run because the verdict was decided; ``None`` for the others."""
+    trace_id: str | None = None
+    """The trace of the trial shown, when the run traced (SPEC §23); each trial's is in ``trials``."""
+    trace_url: str | None = None
+    """Its link (``--agent-eval-trace-url``), set where the report is written."""
+    spans: list[JSON] | None = None
+    """The span tree of the trial shown (``RunRecord.spans``), when traced."""
 
     def to_dict(self) -> dict[str, JSON]:
         """As ``dataclasses.asdict``, without its deep copy (values are JSON-able already and not changed after):
@@ -205,6 +213,9 @@ class CaseRecord:
         if len(self.trials) > 1:
             props.append(("passes", f"{self.passes}/{len(self.trials)}"))
         props.extend((self.conversation or {}).items())
+        traces = [t.trace_id for t in self.trials if t.trace_id]
+        if traces:  # SPEC §23: each trial's trace
+            props.append(("trace_id", " ".join(traces)))
         return props
 
 
@@ -276,6 +287,8 @@ def from_result(nodeid: str, file: str, result: CaseResult, k: int | None = None
         content_hash=content_hash(case) if content else None,
         trials_used=len(trials) if result.trials_max is not None else None,
         trials_saved=result.trials_max - len(trials) if result.trials_max is not None else None,
+        trace_id=shown.run.trace_id,
+        spans=None if shown.run.spans is None else [jsonable(s, OUTPUT_LIMIT) for s in shown.run.spans],
         **_pass_k(len(trials), result.passes, k),
     )
 

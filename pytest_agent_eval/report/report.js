@@ -55,7 +55,9 @@
   function detail(c) {
     const parts = [`<p><code>${esc(c.file)}:${esc(c.line)}</code>${c.description ? " — " + esc(c.description) : ""}` +
       `${c.agent ? " — agent " + esc(c.agent) : ""}` +
-      `${c.content_hash ? " — content hash <code>" + esc(c.content_hash) + "</code>" : ""}</p>`, input(c.input)];
+      `${c.content_hash ? " — content hash <code>" + esc(c.content_hash) + "</code>" : ""}` +
+      `${c.trace_id ? " — trace " + (c.trace_url && /^https?:/.test(c.trace_url) ? '<a href="' + esc(c.trace_url) +
+        '">' + esc(c.trace_id) + "</a>" : "<code>" + esc(c.trace_id) + "</code>") : ""}</p>`, input(c.input)];
     if (c.error) parts.push(`<h4>Error</h4><pre>${esc(c.error)}</pre>`);
     if (c.reason) parts.push(`<h4>Reason</h4><pre>${esc(c.reason)}</pre>`);
     if (c.checks && c.checks.length) parts.push(`<h4>Checks</h4>${checks(c.checks)}`);

@@ -4,21 +4,25 @@ also when infrastructure failed under it. Pure asyncio, no pytest."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import math
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pytest_agent_eval.adapters import Agent, is_builtin
 from pytest_agent_eval.checks import CheckContext, CheckRegistry
 from pytest_agent_eval.checks.answers import answered
 from pytest_agent_eval.checks.base import check_name, first_infra_error, in_turn
 from pytest_agent_eval.core.case import Case
-from pytest_agent_eval.core.results import CaseResult, CheckResult, RunRecord, TrialResult
+from pytest_agent_eval.core.results import CaseResult, CheckResult, RunRecord, ToolCall, TrialResult
 from pytest_agent_eval.core.trial import TRIAL
 from pytest_agent_eval.run import eager
 from pytest_agent_eval.run.call import INFRA, call_agent, checked, no_recording, recorded
 from pytest_agent_eval.run.settings import RunSettings
 from pytest_agent_eval.run.stalls import CALL
+
+if TYPE_CHECKING:
+    from pytest_agent_eval.traces.engine import Tracing, TrialTrace
 
 T = TypeVar("T")
 
@@ -39,21 +43,70 @@ def _require_llm(results: list[CheckResult], checks: CheckRegistry) -> None:
 
 
 async def run_trial(case: Case, agent: Agent, settings: RunSettings, trial: int = 0) -> TrialResult:
-    """One independent run of the case (all its turns), checked."""
+    """One independent run of the case (all its turns), checked; traced when the run traces or the case checks
+    spans (SPEC §23): the trial's root span current around the agent call, its spans in the run record."""
     TRIAL.set((case.id, trial))  # this trial's task only: gather runs each trial in its own context
+    tracing = settings.tracing
+    if tracing is None and wants_spans(case):  # `expect: spans:` captures its case's spans without a trace option
+        from pytest_agent_eval.traces.engine import capture_only
+
+        tracing = capture_only()
+    if tracing is None:
+        return await _trial(case, agent, settings, trial, None)
+    trace = tracing.start(agent.name, case.id, str(case.path), trial, case.query or "")
+    result = await _trial(case, agent, settings, trial, (tracing, trace))
+    if result.run.spans is None:  # a simulated user's conversation: its spans as they are
+        _traced(result.run, tracing, trace)
+    tracing.finish(trace, result.run.output, result.run.error, result.checks)
+    return result
+
+
+def wants_spans(case: Case) -> bool:
+    """Whether a check of the case reads spans (``spans``, ``no_error_spans``, ``max_llm_calls``)."""
+    from pytest_agent_eval.traces.tree import SPAN_CHECKS
+
+    return any(name in SPAN_CHECKS for name in case.expect) or any(
+        name in SPAN_CHECKS for turn in case.turns for name in turn.expect
+    )
+
+
+def _traced(run: RunRecord, tracing: Tracing, trace: TrialTrace) -> None:
+    """The trial's chat spans (its LLM requests) and tool spans (its tool calls) added; its span tree and trace id
+    into ``run``; the tool calls read from the agent's ``execute_tool`` spans when nothing else recorded any."""
+    from pytest_agent_eval.traces.tree import is_ours, tool_call_of
+    from pytest_agent_eval.traffic.scope import CURRENT
+
+    traffic = CURRENT.get()
+    tracing.add_calls(trace, (traffic.calls or []) if traffic is not None else [], run.tool_calls)
+    run.trace_id = trace.trace_id
+    run.spans = tracing.spans(trace)
+    if not run.tool_calls:  # no adapter and no mocks told the calls: the agent's own spans do (any framework)
+        for span in run.spans:
+            call = None if is_ours(span) else tool_call_of(span)
+            if call is not None:
+                run.tool_calls.append(ToolCall(*call))
+
+
+async def _trial(
+    case: Case, agent: Agent, settings: RunSettings, trial: int, traced: tuple[Tracing, TrialTrace] | None
+) -> TrialResult:
+    """The trial; ``traced``: the run's tracing and this trial's trace."""
     if case.simulated_user is not None:  # a simulated user converses instead of scripted turns (conversation/)
         from pytest_agent_eval.run.conversation import run_conversation_trial
 
-        return await run_conversation_trial(case, agent, settings, trial)
+        with traced[0].activate(traced[1]) if traced else contextlib.nullcontext():
+            return await run_conversation_trial(case, agent, settings, trial)
     ctx = CheckContext(case=case, options=case.expect_options, llm=settings.llm)
     recorder = settings.recorder(case) if settings.recorder else no_recording(case)
     turn_results: list[CheckResult] = []
-    with recorder as recording:
+    with recorder as recording, traced[0].activate(traced[1]) if traced else contextlib.nullcontext():
         if case.turns:
             run = await _conversation(case, agent, settings, ctx, turn_results)
         else:
             run = await call_agent(case, agent, case.query, dict(case.context), settings)
     violations = recorded(run, recording)
+    if traced is not None:
+        _traced(run, *traced)
     reasons = list(violations)
     if run.error:
         return TrialResult(run, turn_results, False, 0.0, [run.error, *reasons], violations)

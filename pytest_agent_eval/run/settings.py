@@ -13,6 +13,7 @@ from pytest_agent_eval.core.case import Case
 if TYPE_CHECKING:
     from pytest_agent_eval.checks import CheckRegistry
     from pytest_agent_eval.core.results import ToolCall
+    from pytest_agent_eval.traces.engine import Tracing
     from pytest_agent_eval.traffic.hook import Traffic
 
 
@@ -45,6 +46,8 @@ class RunSettings:
     """``--agent-eval-require-llm``: a check that needs an LLM fails when there is none, instead of 'not scored'."""
     inline: bool = False
     """Blocking calls without a timeout run in the loop's own thread: set when the loop runs one case at a time."""
+    tracing: Tracing | None = None
+    """The run's tracing (``--agent-eval-traces``/``--agent-eval-otlp``, SPEC §23): a trace per trial."""
     traffic: Traffic | None = None
     """The HTTP traffic hook's session (usage, cassettes, rate limits, retries), when an option turned it on."""
     assertion_hook: Callable[..., Any] | None = None

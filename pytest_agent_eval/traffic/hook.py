@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import hashlib
 import importlib
+import json
 import sys
 import time
 from collections.abc import Awaitable, Callable, Generator, Iterator
@@ -31,7 +32,7 @@ from pytest_agent_eval.traffic.cassette import (
 )
 from pytest_agent_eval.traffic.pace import Pace
 from pytest_agent_eval.traffic.retry import MAX_RETRY_WAIT_S, asked_wait, backoff, verdict
-from pytest_agent_eval.traffic.scope import CURRENT, CaseTraffic, TrialTraffic, relative_path
+from pytest_agent_eval.traffic.scope import CURRENT, CaseTraffic, SeenCall, TrialTraffic, relative_path
 from pytest_agent_eval.traffic.store import StoreError
 from pytest_agent_eval.traffic.usage import Prices, read_usage
 
@@ -69,6 +70,8 @@ class TrafficSettings:
     prices: Prices = field(default_factory=Prices)
     pace: Pace | None = None
     """The run's pace (written budgets, cool-downs, the provider's announced rate); ``None``: not paced."""
+    keep_calls: bool = False
+    """Keep each request of a trial for its chat span (``TrialTraffic.calls``): the run traces (SPEC §23)."""
     watch: bool = True
     """``False``: the run's pace only (no traffic option): requests made inside a case are paced and their 429s
     retried; nothing is counted, recorded or marked."""
@@ -92,12 +95,18 @@ class Traffic:
     def case(self, case: Case) -> CaseTraffic:
         """The case's traffic scope; ``CassetteError`` when its cassette cannot be read."""
         if self.settings.mode is None:
-            return CaseTraffic(case.id, None)
+            return CaseTraffic(case.id, None, keep_calls=self.settings.keep_calls)
         beside, folder = self.settings.cassettes is None, self.settings.cassettes or case.path.parent / "cassettes"
         path = cassette_path(folder, case.path, case.id, None if beside else self.settings.root)
         old = old_cassette_path(folder, case.path, case.id) if beside else None
         cassette = Cassette(path, self.settings.ignore, load=self.settings.mode != "record", old=old, folder=folder)
-        return CaseTraffic(case.id, cassette, relative_path(path, self.settings.root), self.settings.mode)
+        return CaseTraffic(
+            case.id,
+            cassette,
+            relative_path(path, self.settings.root),
+            self.settings.mode,
+            keep_calls=self.settings.keep_calls,
+        )
 
     @property
     def watching(self) -> bool:
@@ -152,7 +161,9 @@ class Traffic:
         key = match_key(request.method, str(request.url), stable_body(request), self.settings.ignore)
         hit = cassette.take(key)
         if hit is not None:
-            trial.count(read_usage(hit.response_bytes, hit.response_type or ""), self.settings.prices)
+            now = time.time_ns()
+            seen = _seen(request, hit.response_bytes, hit.status, now, now) if trial.calls is not None else None
+            trial.count(read_usage(hit.response_bytes, hit.response_type or ""), self.settings.prices, seen)
             headers = [("content-type", hit.response_type)] if hit.response_type else []
             return module.Response(hit.status, headers=headers, content=hit.response_bytes)
         if self.settings.mode != "replay":
@@ -170,7 +181,9 @@ class Traffic:
         error: Any = self._error(module)
         raise error(message, request=request)
 
-    def _answer(self, module: Any, request: Any, response: Any, failure: str | None, trial: TrialTraffic | None) -> Any:
+    def _answer(
+        self, module: Any, request: Any, response: Any, failure: str | None, trial: TrialTraffic | None, start: int = 0
+    ) -> Any:
         """The response the agent gets (already read), after counting and recording it. A failure is marked on the
         trial (forgotten if the client's own retry of the same request is answered) and told to the client with
         ``x-should-retry: false``, so that its retries do not stack on the hook's."""
@@ -188,7 +201,10 @@ class Traffic:
         elif trial is not None:
             if response.status_code < 400 and trial.infra_error is not None:
                 trial.answered(_key(request))
-            trial.count(read_usage(body, response.headers.get("content-type", "")), self.settings.prices)
+            seen = None
+            if trial.calls is not None:  # the run traces: the request's chat span
+                seen = _seen(request, body, response.status_code, start, time.time_ns())
+            trial.count(read_usage(body, response.headers.get("content-type", "")), self.settings.prices, seen)
             cassette = trial.case.cassette
             if cassette is not None and self.settings.mode in ("record", "new"):
                 cassette.add(
@@ -234,6 +250,7 @@ class Traffic:
         """One request, replayed or sent, paced and retried: the loop of both hooks, sync and async. It yields
         each step that waits on I/O (:data:`Step`) for the hook's driver to carry out, and returns the response."""
         yield READ_REQUEST, request
+        start = time.time_ns()  # a chat span's start, when the run traces
         if trial is not None:  # watched (the pace alone, as no hook before it, learns no secrets)
             remember_credentials(request)
         replayed = self._replayed(module, request, trial) if trial is not None else None
@@ -272,7 +289,7 @@ class Traffic:
                 with _waiting(trial, f"a retry of {request.method} {scrub_url(str(request.url))} ({wait:.3g} s)"):
                     yield SLEEP, wait
             attempt += 1
-        return self._answer(module, request, response, failure, trial)
+        return self._answer(module, request, response, failure, trial, start)
 
     def handle(self, module: Any, request: Any, send: Callable[[Any], Any], trial: TrialTraffic | None) -> Any:
         """One request of a sync client: :meth:`_exchange`'s steps carried out in this thread."""
@@ -331,6 +348,25 @@ class Traffic:
                     await asyncio.sleep(arg)
             except BaseException as exc:  # a cancellation too: the loop's clean-ups run, then it goes on up
                 error = exc
+
+
+def _seen(request: Any, body: bytes, status: int, start: int, end: int) -> SeenCall:
+    """A request's chat-span facts: the response's id and model (a JSON answer's, or a stream's first event's)."""
+    found: dict[str, Any] = {}
+    text = body[:65536].decode("utf-8", "replace")
+    for line in text.splitlines() if text.lstrip().startswith(("data:", "event:")) else [text]:
+        line = line[5:].strip() if line.startswith("data:") else line
+        if line.startswith("{"):
+            with contextlib.suppress(ValueError):
+                data = json.loads(line)
+                if isinstance(data, dict):
+                    response = data.get("response")  # the Responses API's stream events wrap it
+                    inner: dict[str, Any] = response if isinstance(response, dict) else data
+                    found = {k: inner.get(k) for k in ("id", "model") if isinstance(inner.get(k), str)}
+                    if found:
+                        break
+    error = f"HTTP {status}" if status >= 400 else None
+    return SeenCall(start, end, found.get("model"), response_id=found.get("id"), provider=_host(request), error=error)
 
 
 def _waiting(trial: TrialTraffic | None, what: str) -> contextlib.AbstractContextManager[None]:

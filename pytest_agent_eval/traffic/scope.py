@@ -23,6 +23,22 @@ if TYPE_CHECKING:
 
 
 @dataclass
+class SeenCall:
+    """One LLM request of a trial as its chat span tells it (SPEC §23): kept only when the run traces."""
+
+    start_ns: int
+    end_ns: int
+    model: str | None = None
+    usage: CallUsage | None = None
+    cost: float | None = None
+    """In USD; ``None`` when the model has no price or the usage is unknown."""
+    response_id: str | None = None
+    provider: str | None = None
+    """The host the request went to (``api.openai.com``), as ``gen_ai.provider.name`` cannot be told for sure."""
+    error: str | None = None
+
+
+@dataclass
 class CaseTraffic:
     """One case's cassette (when recording or replaying) and its trials."""
 
@@ -34,11 +50,13 @@ class CaseTraffic:
     """``record``, ``new`` or ``replay`` (``--agent-eval-record``/``--agent-eval-replay``): for traffic recorded
     above HTTP (an MCP session's, ``mocks.mcp``)."""
     trials: list[TrialTraffic] = field(default_factory=list)
+    keep_calls: bool = False
+    """Keep each request of its trials (``TrialTraffic.calls``): the run traces."""
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def trial(self) -> TrialTraffic:
         with self._lock:
-            trial = TrialTraffic(self, len(self.trials) + 1)
+            trial = TrialTraffic(self, len(self.trials) + 1, calls=[] if self.keep_calls else None)
             self.trials.append(trial)
             return trial
 
@@ -54,6 +72,8 @@ class TrialTraffic:
     case: CaseTraffic
     number: int
     usage: Usage = field(default_factory=Usage)
+    calls: list[SeenCall] | None = None
+    """Each request answered, when the run traces (``None`` otherwise: nothing kept)."""
     _failures: list[tuple[str | None, str]] = field(default_factory=list)
     waiting_for: str | None = None
     """What the trial's request is waiting for (the run's rate limit, a 429's ``Retry-After``); still set when the
@@ -93,11 +113,18 @@ class TrialTraffic:
             return f"{run.error} while waiting for {self.waiting_for}"  # the budget or a Retry-After held it up
         return self.infra_error
 
-    def count(self, call: CallUsage | None, prices: Prices) -> None:
+    def count(self, call: CallUsage | None, prices: Prices, seen: SeenCall | None = None) -> None:
+        """Count one answered request; ``seen``: its chat span's facts, kept when the run traces."""
         with self._lock:
             self.usage.requests += 1
             if call is not None:
                 self.usage.add(call, prices)
+            if seen is not None and self.calls is not None:
+                seen.usage = call
+                if call is not None and call.unreadable is None:
+                    cost = prices.cost(call)
+                    seen.cost = cost if isinstance(cost, float) else None
+                self.calls.append(seen)
 
 
 CURRENT: ContextVar[TrialTraffic | None] = ContextVar("agent_eval_trial", default=None)

@@ -36,6 +36,7 @@ def start(options: TrafficOptions, root: Path, limits_folder: Path, send_back: b
             prices=prices,
             pace=pace,
             watch=options.on,
+            keep_calls=options.keep_calls,
             send_back=send_back,
         )
     )
