@@ -325,6 +325,11 @@ def _memory_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     view.add_argument("--store", metavar="URL", help=store_help)
     view.add_argument("--port", type=int, default=8765, metavar="P", help="the port (default 8765; 0: any free)")
     view.add_argument("--host", default="127.0.0.1", metavar="ADDR", help="the address (default 127.0.0.1)")
+    view.add_argument(
+        "--trace-url",
+        metavar="TEMPLATE",
+        help="link each case's trace: a URL with {trace_id} (default: the one each run was made with, if any)",
+    )
 
 
 def _memory_command(args: argparse.Namespace) -> int:
@@ -339,7 +344,7 @@ def _memory_command(args: argparse.Namespace) -> int:
         return commands.import_command(args.store, args.reports, args.branch, sys.stdout, sys.stderr)
     from pytest_agent_eval.memory.viewer import view_command
 
-    return view_command(args.store, args.host, args.port, sys.stdout, sys.stderr)
+    return view_command(args.store, args.host, args.port, sys.stdout, sys.stderr, args.trace_url)
 
 
 def capture(trace: str, trace_id: str | None, output: str | None) -> int:

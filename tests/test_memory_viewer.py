@@ -132,3 +132,70 @@ def test_a_person_browses_runs_a_run_a_case_and_a_comparison(viewer: str, browse
     page.click("nav a[href='/flaky']")
     assert "eval_v.yaml::greet" in page.locator("#flaky").inner_text()
     assert elsewhere == [] and problems == []
+
+
+TRACES = "https://traces.example/trace/{trace_id}"
+
+
+def test_a_case_links_its_trace_on_its_run_and_its_history(pytester: pytest.Pytester, browser: Any) -> None:
+    """A run made with traces links each case's trace by the run's own template (or ``--trace-url``, which wins);
+    the cases of a run without traces link none."""
+    pytest.importorskip("opentelemetry.sdk", reason="the traces need the [otel] extra")
+    import json
+
+    from pytest_agent_eval.memory.location import store_url
+    from pytest_agent_eval.memory.store import Store
+    from pytest_agent_eval.memory.viewer import background
+
+    pytester.makepyfile(say_agent=SAY_AGENT)
+    pytester.makefile(".yaml", eval_v=SUITE)
+    store_option = f"--agent-eval-store={pytester.path / 'runs.db'}"
+    pytester.runpytest(store_option).assert_outcomes(passed=2)
+    traced = ("--agent-eval-traces", "t.jsonl", "--agent-eval-trace-url", TRACES)
+    pytester.runpytest(store_option, *traced).assert_outcomes(passed=2)
+    written = {
+        span["traceId"]
+        for line in (pytester.path / "t.jsonl").read_text().splitlines()
+        for resource in json.loads(line)["resourceSpans"]
+        for scope in resource["scopeSpans"]
+        for span in scope["spans"]
+    }
+    resolved = store_url(str(pytester.path / "runs.db"), pytester.path)
+    assert resolved is not None
+    store = Store(resolved)
+    own, stop_own = background(store)
+    chosen, stop_chosen = background(store, trace_url="http://127.0.0.1:1/t?id={trace_id}")
+    page = browser.new_page()
+    page.route("**/*", lambda r: r.continue_() if r.request.url.startswith("http://127.0.0.1:") else r.abort())
+    try:
+        page.goto(f"http://127.0.0.1:{own.server_address[1]}/")
+        newest, oldest = page.locator("#runs a").all_inner_texts()
+        page.goto(f"http://127.0.0.1:{own.server_address[1]}/run/{oldest}")
+        assert page.locator("#cases .trace").count() == 0  # no traces, no link
+        page.goto(f"http://127.0.0.1:{own.server_address[1]}/run/{newest}")
+        hrefs = [a.get_attribute("href") or "" for a in page.locator("#cases a.trace").all()]
+        ids = [href.removeprefix("https://traces.example/trace/") for href in hrefs]
+        assert len(ids) == 2 and set(ids) <= written and len(set(ids)) == 2, hrefs
+        page.locator("#cases a", has_text="eval_v.yaml::greet").click()
+        assert page.locator("h1").inner_text() == "Case eval_v.yaml::greet"
+        history = page.locator("#history a.trace")
+        assert history.count() == 1 and history.get_attribute("href") == hrefs[0]  # the traced run's row only
+        page.goto(f"http://127.0.0.1:{chosen.server_address[1]}/case?nodeid=eval_v.yaml%3A%3Agreet")
+        assert page.locator("#history a.trace").get_attribute("href") == f"http://127.0.0.1:1/t?id={ids[0]}"
+    finally:
+        page.close()
+        stop_own()
+        stop_chosen()
+        store.close()
+
+
+def test_a_trace_url_without_the_trace_id_is_refused(tmp_path: Any) -> None:
+    import io
+
+    from pytest_agent_eval.memory.viewer import view_command
+
+    out, err = io.StringIO(), io.StringIO()
+    assert view_command(str(tmp_path / "runs.db"), "127.0.0.1", 0, out, err, "https://traces.example/") == 2
+    assert err.getvalue() == (
+        "agent-eval view: --trace-url 'https://traces.example/': put {trace_id} where the trace id goes\n"
+    )

@@ -255,7 +255,8 @@ class Store:
         return found[0].id, records_of(self.cases(found[0].id))
 
     def history(self, nodeid: str, limit: int = 50) -> list[dict[str, Any]]:
-        """A case across runs, newest first: the run, its start and branch, and the case's figures."""
+        """A case across runs, newest first: the run, its start and branch, the case's figures, its ``trace_id``
+        and the template its run linked traces with (``trace_url``, ``None`` when it had none)."""
         query = (
             sa.select(
                 CASES.c.run_id,
@@ -267,6 +268,8 @@ class Store:
                 CASES.c.score,
                 CASES.c.cost,
                 CASES.c.latency_s,
+                CASES.c.record,
+                RUNS.c.run,
             )
             .join(RUNS, RUNS.c.id == CASES.c.run_id)
             .where(CASES.c.nodeid == nodeid)
@@ -274,7 +277,12 @@ class Store:
             .limit(limit)
         )
         with self._reading() as conn:
-            return [dict(row._mapping) for row in conn.execute(query)]
+            rows = [dict(row._mapping) for row in conn.execute(query)]
+        for row in rows:
+            record, run = json.loads(row.pop("record") or "{}"), json.loads(row.pop("run") or "{}")
+            row["trace_id"] = record.get("trace_id") if isinstance(record, dict) else None
+            row["trace_url"] = run.get("trace_url") if isinstance(run, dict) else None
+        return rows
 
     def flaky(
         self, last: int = 10, nodeids: list[str] | None = None, newest: list[dict[str, Any]] | None = None

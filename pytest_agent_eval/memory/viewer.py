@@ -4,7 +4,8 @@ Served by the standard library's ``http.server`` (threads, GET only) and rendere
 one HTML document with its CSS inline and its charts as inline SVG, so nothing is fetched from the network, there
 is nothing to build, and its Content-Security-Policy forbids any other request. Pages: runs over time (pass rate,
 cost, p50/p95 latency; filters by branch, agent, tag, file), one run, one case's history (where it flipped), two
-runs side by side (outputs diffed) and the flaky cases.
+runs side by side (outputs diffed) and the flaky cases. A case with a trace id links its trace (SPEC §23): through
+``--trace-url TEMPLATE``, else the template its run was made with (``run.trace_url``).
 """
 
 from __future__ import annotations
@@ -37,6 +38,17 @@ _COLOURS = {"passed": "#1a7f37", "xpassed": "#1a7f37", "failed": "#c62828", "err
 
 def esc(value: Any) -> str:
     return html.escape("" if value is None else str(value), quote=True)
+
+
+def trace_link(trace_id: Any, template: Any) -> str:
+    """A case's trace: a link to ``template`` with ``{trace_id}`` filled in (an http(s) one only: the template is
+    data), the bare id without one, nothing without an id."""
+    if not isinstance(trace_id, str) or not trace_id:
+        return ""
+    if isinstance(template, str) and "{trace_id}" in template and template.startswith(("http://", "https://")):
+        href = template.replace("{trace_id}", quote(trace_id, safe=""))
+        return f'<a class="trace" href="{esc(href)}" rel="noreferrer">trace</a>'
+    return f'<code class="trace">{esc(trace_id)}</code>'
 
 
 def _page(title: str, body: str) -> str:
@@ -87,8 +99,10 @@ def _chart(title: str, points: list[tuple[str, dict[str, float | None]]], fmt: s
 class Viewer:
     """The pages, read from one store."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, trace_url: str | None = None) -> None:
         self.store = store
+        self.trace_url = trace_url
+        """``--trace-url``: the trace link of every run's cases; ``None``: each run's own (``run.trace_url``)."""
 
     def route(self, path: str, query: dict[str, str]) -> tuple[int, str]:
         if path == "/":
@@ -203,14 +217,19 @@ class Viewer:
             f"{run['total']} passed · cost {_num(run['cost'], '.4f')} · agents {esc(', '.join(run['agents']) or '-')}"
             f" · shard {esc(run['shard'] or '-')}</p><p>options <code>{esc(json.dumps(run['options']))}</code></p>"
         )
-        rows = ["<tr><th>case</th><th>outcome</th><th>score</th><th>cost</th><th>latency s</th><th>details</th></tr>"]
+        template = self.trace_url or (run["run"] or {}).get("trace_url")
+        rows = [
+            "<tr><th>case</th><th>outcome</th><th>score</th><th>cost</th><th>latency s</th><th>trace</th>"
+            "<th>details</th></tr>"
+        ]
         for case in cases:
             badge = ' <span class="flaky">flaky</span>' if case["nodeid"] in flaky else ""
             rows.append(
                 f'<tr><td><a href="/case?nodeid={quote(case["nodeid"])}">{esc(case["nodeid"])}</a>{badge}</td>'
                 f'<td class="{esc(case["outcome"])}">{esc(case["outcome"])}</td>'
                 f"<td>{_num(case.get('score'), '.2f')}</td><td>{_num(case.get('cost'), '.4f')}</td>"
-                f"<td>{_num(case.get('latency_s'), '.2f')}</td><td>{_details(case)}</td></tr>"
+                f"<td>{_num(case.get('latency_s'), '.2f')}</td><td>{trace_link(case.get('trace_id'), template)}</td>"
+                f"<td>{_details(case)}</td></tr>"
             )
         return 200, _page(f"Run {run_id}", head + f'<table id="cases">{"".join(rows)}</table>')
 
@@ -227,7 +246,7 @@ class Viewer:
             )
         svg = f'<svg class="strip" width="{14 * len(history)}" height="20">{"".join(strip)}</svg>'
         rows = ["<tr><th>run</th><th>started</th><th>branch</th><th>outcome</th><th>score</th><th>cost</th>"
-                "<th>content hash</th><th></th></tr>"]  # fmt: skip
+                "<th>content hash</th><th>trace</th><th></th></tr>"]  # fmt: skip
         before = None
         for row in history:
             note = ""
@@ -239,7 +258,7 @@ class Viewer:
                 f"<td>{esc(row['started'])}</td><td>{esc(row['git_branch'] or '-')}</td>"
                 f'<td class="{esc(row["outcome"])}">{esc(row["outcome"])}</td><td>{_num(row["score"], ".2f")}</td>'
                 f"<td>{_num(row['cost'], '.4f')}</td><td>{esc(row['content_hash'] or '-')}</td>"
-                f"<td>{esc(note)}</td></tr>"
+                f"<td>{trace_link(row['trace_id'], self.trace_url or row['trace_url'])}</td><td>{esc(note)}</td></tr>"
             )
             before = row
         return _page(f"Case {nodeid}", svg + f'<table id="history">{"".join(rows)}</table>')
@@ -316,9 +335,9 @@ def _details(case: dict[str, Any]) -> str:
     return "".join(parts)
 
 
-def serve(store: Store, host: str, port: int) -> ThreadingHTTPServer:
+def serve(store: Store, host: str, port: int, trace_url: str | None = None) -> ThreadingHTTPServer:
     """A server of the store's pages, bound (not yet serving): call ``serve_forever`` on it."""
-    viewer = Viewer(store)
+    viewer = Viewer(store, trace_url)
 
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:
@@ -342,15 +361,19 @@ def serve(store: Store, host: str, port: int) -> ThreadingHTTPServer:
     return ThreadingHTTPServer((host, port), Handler)
 
 
-def view_command(url: str | None, host: str, port: int, out: TextIO, err: TextIO) -> int:
-    """Serve the store until interrupted; 2 when it cannot be opened or the port taken."""
+def view_command(url: str | None, host: str, port: int, out: TextIO, err: TextIO, trace_url: str | None = None) -> int:
+    """Serve the store until interrupted; 2 when it cannot be opened, the port is taken or ``trace_url`` (the
+    trace link template) has no ``{trace_id}``."""
     from pytest_agent_eval.memory.commands import open_store
 
+    if trace_url is not None and "{trace_id}" not in trace_url:
+        print(f"agent-eval view: --trace-url {trace_url!r}: put {{trace_id}} where the trace id goes", file=err)
+        return 2
     store = open_store(url, err, "view")
     if store is None:
         return 2
     try:
-        server = serve(store, host, port)
+        server = serve(store, host, port, trace_url)
     except OSError as exc:
         print(f"agent-eval view: cannot listen on {host}:{port}: {exc.strerror or exc}", file=err)
         return 2
@@ -366,9 +389,11 @@ def view_command(url: str | None, host: str, port: int, out: TextIO, err: TextIO
     return 0
 
 
-def background(store: Store, host: str = "127.0.0.1", port: int = 0) -> tuple[ThreadingHTTPServer, Callable[[], None]]:
+def background(
+    store: Store, host: str = "127.0.0.1", port: int = 0, trace_url: str | None = None
+) -> tuple[ThreadingHTTPServer, Callable[[], None]]:
     """A server running in a thread (for tests and screenshots) and the function that stops it."""
-    server = serve(store, host, port)
+    server = serve(store, host, port, trace_url)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
 
