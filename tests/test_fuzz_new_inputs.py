@@ -10,6 +10,7 @@ import copy
 import io
 import json
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -399,22 +400,48 @@ def test_mutated_dataset_rows_load_as_cases_or_errors(text: bytes) -> None:
         _loads_cleanly(folder, path)
 
 
+def _reads_or_says_which(read: Callable[[Path], dict[str, Any]], path: Path) -> None:
+    """``read(path)`` gives a document each reader's own use of raises nothing on (records, the resume's final
+    records, the HTML page), or one ``BaselineError`` line naming ``path``."""
+    from pytest_agent_eval.plugin.resume import final_records
+    from pytest_agent_eval.report.baseline import records_of
+    from pytest_agent_eval.report.html import render
+
+    try:
+        document = read(path)
+    except BaselineError as exc:
+        assert "\n" not in str(exc) and str(path) in str(exc)
+        return
+    records_of(document["cases"], path)
+    final_records(document)
+    render(document)
+
+
 @FUZZ
 @given(reports())
 def test_every_report_reader_reads_a_mutated_report_or_says_which_field(text: str) -> None:
     """``load_report`` is every reader's door (merge, gate, compare, html, baseline, resume): past it, each
     reader's own use of the document (records, the resume's final records) raises nothing."""
-    from pytest_agent_eval.plugin.resume import final_records
-    from pytest_agent_eval.report.baseline import load_report, records_of
-    from pytest_agent_eval.report.html import render
+    from pytest_agent_eval.report.baseline import load_report
 
     with tempfile.TemporaryDirectory() as tmp:
-        bad = _write(Path(tmp), "bad.json", text)
-        try:
-            document = load_report(bad)
-        except BaselineError as exc:
-            assert "\n" not in str(exc) and str(bad) in str(exc)
-            return
-        records_of(document["cases"], bad)
-        final_records(document)
-        render(document)
+        _reads_or_says_which(load_report, _write(Path(tmp), "bad.json", text))
+
+
+@FUZZ
+@given(reports())
+def test_a_journal_of_mutated_records_reads_or_says_which_line_and_field(text: str) -> None:
+    """The journal is a report reader's door too (``agent-eval report``, ``--agent-eval-resume``): a mutated
+    report's cases as a journal's lines read back, or one ``BaselineError`` line naming the file and line."""
+    from pytest_agent_eval.memory.journal import read_journal
+
+    try:
+        report = json.loads(text)
+    except ValueError:
+        return
+    cases = report.get("cases") if isinstance(report, dict) else None
+    lines = [{"journal": 1, "id": "r", "run": {"started": "2026-11-27T00:00:00+00:00"}}]
+    lines += cases if isinstance(cases, list) else []
+    with tempfile.TemporaryDirectory() as tmp:
+        journal = _write(Path(tmp), "r.json.journal.jsonl", "".join(json.dumps(x) + "\n" for x in lines))
+        _reads_or_says_which(read_journal, journal)

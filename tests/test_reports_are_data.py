@@ -140,6 +140,48 @@ def test_a_bad_baseline_or_resume_report_is_one_line_naming_the_field(report: Pa
         assert "Traceback" not in text
 
 
+JOURNAL_FIELDS = [(where[2:], value, message.split(".", 1)[1]) for where, value, message in BAD_FIELDS
+                  if where[0] == "cases"]  # fmt: skip
+"""The case fields of :data:`BAD_FIELDS` as a journal line holds them (the record itself: ``score``)."""
+
+
+def _bad_journal(report: Path, where: tuple[str | int, ...], value: Any) -> Path:
+    """The run's journal (``report.json.journal.jsonl``) with its line 3 (a case record) edited."""
+    journal = report.with_name(report.name + ".journal.jsonl")
+    lines = journal.read_text(encoding="utf-8").splitlines()
+    assert json.loads(lines[0])["journal"] == 1 and json.loads(lines[2])["nodeid"]
+    record = json.loads(lines[2])
+    _set(where, value)(record)
+    lines[2] = json.dumps(record)
+    journal.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return journal
+
+
+@pytest.mark.parametrize(
+    ("where", "value", "message"), JOURNAL_FIELDS, ids=[m.split(":")[0] for _, _, m in JOURNAL_FIELDS]
+)
+def test_a_journal_line_of_the_wrong_type_or_range_is_exit_2_naming_its_line_and_path(
+    report: Path, capsys: pytest.CaptureFixture[str], where: tuple[str | int, ...], value: Any, message: str
+) -> None:
+    journal = _bad_journal(report, where, value)
+    code, _, err = cli(capsys, "report", str(journal), "-o", str(report.with_name("rebuilt.json")))
+    assert code == 2
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and f"{journal}:3: {message}" in lines[0], err
+    assert not report.with_name("rebuilt.json").exists()
+
+
+def test_a_bad_journal_line_is_a_resume_usage_error_naming_its_line_and_path(
+    report: Path, pytester: pytest.Pytester
+) -> None:
+    journal = _bad_journal(report, ("score",), 1e308)
+    result = pytester.runpytest("-p", "no:cacheprovider", f"--agent-eval-resume={journal}")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    text = result.stdout.str() + result.stderr.str()
+    assert f"--agent-eval-resume: {journal}:3: score: 1e+308 is greater than the maximum of 1" in text, text
+    assert "Traceback" not in text
+
+
 def test_a_report_the_run_wrote_reads_back_clean(report: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert cli(capsys, "html", str(report), "-o", str(report.with_name("page.html")))[0] == 0
     assert cli(capsys, "compare", str(report), str(report))[0] == 0

@@ -148,9 +148,11 @@ class Journal:
 def read_journal(path: Path) -> dict[str, Any]:
     """A journal as the JSON report it stands for: its run, the last record of each node id (by node id) and the
     cases its run left unfinished (when the run ended at all); ``BaselineError`` naming the file and line when
-    it is not a journal. A last line cut short (the process died writing it) is left out: its case did not
-    finish."""
+    it is not a journal, or naming the file, line and field when a case record's field is not of its type or
+    range (the checks of a report's ``cases[i]``, SPEC §22). A last line cut short (the process died writing it)
+    is left out: its case did not finish."""
     from pytest_agent_eval.report.baseline import BaselineError, check_report
+    from pytest_agent_eval.report.reading import case_problem
 
     try:
         lines = path.read_text(encoding="utf-8").split("\n")
@@ -184,6 +186,9 @@ def read_journal(path: Path) -> dict[str, Any]:
             end = data["end"] if isinstance(data["end"], dict) else {}
             not_run = [e for e in data.get("not_run") or [] if isinstance(e, dict)]
         elif isinstance(data.get("nodeid"), str):
+            found = case_problem(data)
+            if found is not None:
+                raise BaselineError(f"{path}:{number}: {found} (the record of {data['nodeid']!r})")
             cases[data["nodeid"]] = data
         else:
             raise BaselineError(f"{path}:{number}: neither a case record nor the journal's end")

@@ -1,9 +1,11 @@
 """A saved report read back (SPEC §22): every field checked by type and range before any figure is used.
 
 ``merge``, ``gate``, ``compare``, ``html``, ``--agent-eval-baseline`` and ``--agent-eval-resume`` read reports
-that may come from anywhere. The report schema says each field's type; reading adds the ranges a figure must have
-(a score or a rate in 0..1, a cost, a latency, a duration or a count at least 0) and that every number is one a
-float holds (JSON's ``1e400`` or a 400-digit integer is not). The first problem is one line naming its JSON path.
+that may come from anywhere; ``agent-eval report`` and ``--agent-eval-resume`` read run journals, each line's
+case record checked as a report's ``cases[i]`` is (:func:`case_problem`). The report schema says each field's
+type; reading adds the ranges a figure must have (a score or a rate in 0..1, a cost, a latency, a duration or a
+count at least 0) and that every number is one a float holds (JSON's ``1e400`` or a 400-digit integer is not).
+The first problem is one line naming its JSON path.
 """
 
 from __future__ import annotations
@@ -38,10 +40,21 @@ def where(path: Any) -> str:
 def problem(document: Any) -> str | None:
     """The first field of ``document`` that is not of its type or range, as ``json.path: what``; ``None`` when
     every field is."""
-    number = _bad_number(document, [])
+    return _first(document, _validator())
+
+
+def case_problem(record: Any) -> str | None:
+    """The first field of one case record (a report's ``cases[i]``, a journal's line) that is not of its type or
+    range, by the very checks of a report's ``cases[i]``, as ``json.path: what`` from the record (``score: ...``);
+    ``None`` when every field is."""
+    return _first(record, _case_validator())
+
+
+def _first(value: Any, validator: Any) -> str | None:
+    number = _bad_number(value, [])
     if number is not None:
         return number
-    error = next(iter(_validator().iter_errors(document)), None)
+    error = next(iter(validator.iter_errors(value)), None)
     if error is None:
         return None
     return f"{where(error.absolute_path)}: {_cut(error.message)}"
@@ -74,9 +87,22 @@ def _bad_number(value: Any, path: list[str | int]) -> str | None:
 def _validator() -> Any:
     import jsonschema  # a core dependency, loaded only when a report is read
 
+    return jsonschema.Draft202012Validator(_reading())
+
+
+@functools.cache
+def _case_validator() -> Any:
+    """The reading schema's ``case`` (the checks of a report's ``cases[i]``) as a validator of one record."""
+    import jsonschema
+
+    return jsonschema.Draft202012Validator({"$defs": _reading()["$defs"], "$ref": "#/$defs/case"})
+
+
+@functools.cache
+def _reading() -> dict[str, Any]:
     from pytest_agent_eval.report.schema import report_schema
 
-    return jsonschema.Draft202012Validator(reading_schema(report_schema()))
+    return reading_schema(report_schema())
 
 
 def reading_schema(schema: dict[str, Any]) -> dict[str, Any]:
