@@ -188,6 +188,10 @@ def test_item8_a_report_that_cannot_be_written_is_one_line_and_the_others_are_wr
     assert len(lines) == 1 and "taken/r.json" in lines[0], result.stdout.str()
     assert "agent eval summary" in result.stdout.str()
     assert (pytester.path / "s.md").is_file()
+    # the journal beside the report cannot be written either: it goes where it goes without a report
+    result.stdout.fnmatch_lines(["agent eval journal: taken/r.json.journal.jsonl: *; written to *.jsonl instead"])
+    (journal,) = (pytester.path / ".agent-eval" / "journal").glob("*.jsonl")
+    assert '"nodeid": "eval_odd.yaml::c"' in journal.read_text()
 
 
 # -- malformed baselines and saved reports ---------------------------------------------------------------------------

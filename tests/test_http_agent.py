@@ -155,8 +155,10 @@ cases:
     assert service.log[0]["body"]["case"] == "refund"
     assert service.log[1]["body"]["conversation"] == "c-1"  # the id the first reply gave
     result.stdout.fnmatch_lines(["*turn 2: contains: output lacks 'refund policy'*"])
-    for text in (result.stdout.str(), result.stderr.str(), *(p.read_text() for p in pytester.path.glob("*.*"))):
+    for text in (result.stdout.str(), result.stderr.str()):
         assert SECRET not in text
+    for path in pytester.path.rglob("*"):  # the reports, and the run's journal and store under .agent-eval/
+        assert not path.is_file() or SECRET.encode() not in path.read_bytes(), path
     report = json.loads((pytester.path / "report.json").read_text())
     assert [c["name"] for c in report["cases"][0]["tool_calls"]] == ["search_kb", "search_kb"]  # one per turn
 

@@ -135,10 +135,14 @@ cases:
 """
 
 
-def test_a_langgraph_agent_with_wrapped_tools_runs_mocked_and_recorded(pytester: pytest.Pytester) -> None:
+def test_a_langgraph_agent_with_wrapped_tools_runs_mocked_and_recorded(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
     pytester.makeconftest(CONFTEST)
     pytester.path.joinpath("eval_graph.yaml").write_text(EVALS)
-    result = pytester.runpytest("-p", "no:randomly", "-p", "no:cacheprovider", "-v")
+    # a process of its own: an Agents SDK imported by an earlier test loads `mcp`, whose tools may have any name
+    monkeypatch.setenv("PYTHONPATH", str(Path(__file__).parent))
+    result = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "no:cacheprovider", "-v")
     result.assert_outcomes(passed=2, failed=2)
     result.stdout.re_match_lines(
         [

@@ -4,6 +4,7 @@ agent's own spans caught under its trial's root, span checks, tool checks from s
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -291,11 +292,14 @@ def test_an_unreachable_otlp_endpoint_is_one_warning_and_the_run_goes_on(project
     result = project.runpytest(*RUN, "--agent-eval-otlp", f"http://127.0.0.1:{port}/v1/traces", "-W", "default")
     result.assert_outcomes(passed=2)
     output = result.stdout.str()
-    assert output.count("the run went on: 6 spans dropped") == 1, output  # one warning
-    result.stdout.fnmatch_lines(["*TraceWarning*spans not sent*the run went on: 6 spans dropped*"])
+    # one warning; at least 6 spans (a root, a chat and a tool span per case; a request the client sent again under
+    # load is one chat span more), the same count in the summary
+    counts = re.findall(r"the run went on: (\d+) spans dropped", output)
+    assert len(counts) == 1 and int(counts[0]) >= 6, output
+    result.stdout.fnmatch_lines(["*TraceWarning*spans not sent*the run went on: * spans dropped*"])
     # refused at once, or (a loaded machine) still unsent when the run ended: either way dropped and counted
     result.stdout.fnmatch_lines(
-        ["agent eval traces over OTLP: 6 spans dropped (--agent-eval-otlp: spans not sent to *"]
+        [f"agent eval traces over OTLP: {counts[0]} spans dropped (--agent-eval-otlp: spans not sent to *"]
     )
 
 

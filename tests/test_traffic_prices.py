@@ -232,7 +232,9 @@ def test_a_matrix_agent_s_figures_name_its_unpriced_models(project: pytest.Pytes
 
 def test_max_cost_fails_on_the_known_part_of_a_partial_sum(project: pytest.Pytester, server: ChatServer) -> None:
     project.makeini('[pytest]\nagent_eval_prices = {"travel-model": {"input": 1.0, "output": 2.0}}\n')
-    project.makefile(".yaml", eval_mixed=cases("chat", "travel-model", "foo-model"))
+    # the unpriced case first: a spend cap stops starting cases once the known spend reached X (SPEC §25), and the
+    # threshold is still judged on the known part of the whole run
+    project.makefile(".yaml", eval_mixed=cases("chat", "foo-model", "travel-model"))
     result = project.runpytest(*RUN, "--agent-eval-max-cost", "0.00001")
     result.assert_outcomes(passed=2)
     assert result.ret == 1

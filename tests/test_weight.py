@@ -68,10 +68,11 @@ ENGINE = ("pytest_agent_eval.cases", "pytest_agent_eval.checks", "pytest_agent_e
 """The engine: a run with no eval file in sight loads none of it either."""
 
 LOADED_CONFTEST = """
-import json, os, sys
+import json, sys
 
 def pytest_sessionfinish(session):
-    worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+    # xdist's own: an environment variable would be inherited from an outer run under -n
+    worker = getattr(session.config, "workerinput", {}).get("workerid", "main")
     names = sorted(name for name in sys.modules if name.split(".")[0] in ("pytest_agent_eval", "yaml", "httpx",
                    "httpx2"))
     with open(f"loaded-{worker}.json", "w") as out:

@@ -12,11 +12,16 @@ from __future__ import annotations
 import fnmatch
 import json
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pytest_agent_eval.checks.base import CheckContext, CheckRegistry
 from pytest_agent_eval.core.results import CheckResult, RunRecord
-from pytest_agent_eval.traces.tree import Span, ancestors, is_llm_call, is_ours, path_to
+
+if TYPE_CHECKING:
+    from pytest_agent_eval.traces.tree import Span
+
+SPAN_CHECKS = frozenset({"spans", "no_error_spans", "max_llm_calls"})
+"""The checks that read a trial's spans: a case with one is traced without any trace option."""
 
 _COUNT = {"type": "integer", "minimum": 0}
 _ATTRIBUTES = {
@@ -63,6 +68,8 @@ def _spans(run: RunRecord, name: str) -> list[Span] | CheckResult:
 
 def _fits(span: Span, matcher: dict[str, Any], spans: list[Span], index: int) -> list[str]:
     """What of ``matcher`` the span does not fit, one phrase each (empty: it fits)."""
+    from pytest_agent_eval.traces.tree import ancestors
+
     misses: list[str] = []
     name = matcher.get("name")
     if name is not None and not fnmatch.fnmatchcase(str(span.get("name")), name):
@@ -113,6 +120,8 @@ def _shown(matcher: dict[str, Any]) -> str:
 
 def spans(run: RunRecord, spec: Any, ctx: CheckContext) -> CheckResult:
     """Each matcher counts between ``min_count`` (default 1) and ``max_count`` spans of the trial."""
+    from pytest_agent_eval.traces.tree import path_to
+
     found = _spans(run, "spans")
     if isinstance(found, CheckResult):
         return found
@@ -139,6 +148,8 @@ def spans(run: RunRecord, spec: Any, ctx: CheckContext) -> CheckResult:
 
 def _closest(found: list[Span], matcher: dict[str, Any]) -> str:
     """The span that misses the fewest parts of ``matcher``, with its tree path and what it misses."""
+    from pytest_agent_eval.traces.tree import path_to
+
     if not found:
         return "  no spans in this trial"
     misses = [(_fits(span, matcher, found, n), n) for n, span in enumerate(found)]
@@ -148,6 +159,8 @@ def _closest(found: list[Span], matcher: dict[str, Any]) -> str:
 
 def no_error_spans(run: RunRecord, spec: Any, ctx: CheckContext) -> CheckResult:
     """No span of the trial ended with status ERROR (``no_error_spans: true``)."""
+    from pytest_agent_eval.traces.tree import path_to
+
     found = _spans(run, "no_error_spans")
     if isinstance(found, CheckResult):
         return found
@@ -171,6 +184,8 @@ def no_error_spans(run: RunRecord, spec: Any, ctx: CheckContext) -> CheckResult:
 def max_llm_calls(run: RunRecord, spec: Any, ctx: CheckContext) -> CheckResult:
     """At most n model calls: the agent's LLM spans (GenAI chat, OpenInference LLM), else the plugin's chat spans
     of the requests the traffic hook saw; no verdict when neither tells."""
+    from pytest_agent_eval.traces.tree import is_llm_call, is_ours, path_to
+
     found = _spans(run, "max_llm_calls")
     if isinstance(found, CheckResult):
         return found

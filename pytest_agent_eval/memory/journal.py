@@ -45,6 +45,12 @@ def journal_path(rootdir: Path, report: Path | None, run_id: str) -> Path:
     return rootdir / ".agent-eval" / "journal" / f"{run_id}.jsonl"
 
 
+def _created(path: Path) -> IO[str]:
+    """``path`` opened anew for writing, its folder made first."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return path.open("w", encoding="utf-8")
+
+
 def is_journal(path: Path) -> bool:
     """Whether ``path`` names a journal (``--agent-eval-resume`` and ``agent-eval report`` take one)."""
     return path.name.endswith(".jsonl")
@@ -53,8 +59,14 @@ def is_journal(path: Path) -> bool:
 class Journal:
     """A journal being written: lines appended and flushed at once, ``fsync`` ed at least every second."""
 
-    def __init__(self, path: Path, run_id: str, run: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self, path: Path, run_id: str, run: dict[str, Any] | None = None, fallback: Path | None = None
+    ) -> None:
         self.path = path
+        self.fallback = fallback
+        """Where the journal goes when ``path`` cannot be written (a report path in a folder that is a file)."""
+        self.moved: str | None = None
+        """Why the journal went to ``fallback`` (said once in the summary); ``None`` while it is at ``path``."""
         self.run_id = run_id
         self.run = run or {}
         """The JSON report's ``run`` as far as it is known at the start (no duration, exit status)."""
@@ -77,11 +89,19 @@ class Journal:
         run's), unless open already; ``False`` when it cannot be written."""
         if self._file is None and self.error is None:
             try:
-                self.path.parent.mkdir(parents=True, exist_ok=True)
-                self._file = self.path.open("w", encoding="utf-8")
+                self._file = _created(self.path)
             except OSError as exc:
-                self.error = f"{self.path}: {exc.strerror or exc}"
-                return False
+                why = f"{self.path}: {exc.strerror or exc}"
+                if self.fallback is None or self.fallback == self.path:
+                    self.error = why
+                    return False
+                try:  # nothing is lost: the journal goes where it goes without a report
+                    self._file = _created(self.fallback)
+                except OSError as again:
+                    self.error = f"{why}; {self.fallback}: {again.strerror or again}"
+                    return False
+                self.moved = f"{why}; written to {self.fallback} instead"
+                self.path = self.fallback
             self._line({"journal": JOURNAL_VERSION, "id": self.run_id, "run": self.run})
             for data in records:
                 self.record(data)

@@ -108,13 +108,14 @@ class Memory:
     """A plugin object on the controller: the run's journal, and its store."""
 
     def __init__(self, config: pytest.Config, collector: Records, run_id: str, journal: Path, url: str | None) -> None:
-        from pytest_agent_eval.memory.journal import Journal
+        from pytest_agent_eval.memory.journal import Journal, journal_path
 
         self.config = config
         self.collector = collector
         self.run_id = run_id
         self.url = url
-        self.journal: Journal = Journal(journal, run_id)
+        fallback = journal_path(config.rootpath, None, run_id)
+        self.journal: Journal = Journal(journal, run_id, fallback=fallback)
         self.saved: str | None = None
         self.warning: str | None = None
         self.flaky: dict[str, list[str]] = {}
@@ -228,6 +229,8 @@ class Memory:
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
         if self.journal.error is not None:
             terminalreporter.write_line(f"agent eval journal not written: {self.journal.error}", yellow=True)
+        elif self.journal.moved is not None:
+            terminalreporter.write_line(f"agent eval journal: {self.journal.moved}", yellow=True)
         if self.warning is not None:
             terminalreporter.write_line(f"warning: {self.warning}", yellow=True)
         elif self.saved is not None and self.config.get_verbosity() >= 1:  # -v: where the run went

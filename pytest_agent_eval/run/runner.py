@@ -63,7 +63,7 @@ async def run_trial(case: Case, agent: Agent, settings: RunSettings, trial: int 
 
 def wants_spans(case: Case) -> bool:
     """Whether a check of the case reads spans (``spans``, ``no_error_spans``, ``max_llm_calls``)."""
-    from pytest_agent_eval.traces.tree import SPAN_CHECKS
+    from pytest_agent_eval.checks.spans import SPAN_CHECKS
 
     return any(name in SPAN_CHECKS for name in case.expect) or any(
         name in SPAN_CHECKS for turn in case.turns for name in turn.expect

@@ -13,9 +13,6 @@ from pytest_agent_eval.traces import conventions as cv
 
 Span = dict[str, Any]
 
-SPAN_CHECKS = frozenset({"spans", "no_error_spans", "max_llm_calls"})
-"""The checks that read a trial's spans: a case with one is traced without any trace option."""
-
 
 def path_to(spans: list[Span], index: int) -> str:
     """The tree path of span ``index``: the names from the top down, ``a > b > c``."""
