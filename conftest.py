@@ -1,16 +1,17 @@
 """Root conftest: its presence puts the repository root on sys.path, so `examples.*` agents import.
 
-It also hands ``README.md`` and the pages of ``docs/`` to sybil (SPEC §21): every YAML, JSON and Python example in
-them is a test item. By default a YAML or JSON block is an eval file, loaded with the plugin's own loader and
-schema (as ``agent-eval validate`` does: no agent is imported), and a Python block is executed. An HTML comment
-right before a block, ``<!-- example: KIND -->``, says it is something else:
+It also hands ``README.md`` and the pages of ``docs/`` to sybil (SPEC §21): every YAML, JSON and
+Python example in them is a test item. By default a YAML or JSON block is an eval file, loaded with
+the plugin's own loader and schema (as ``agent-eval validate`` does: no agent is imported), and a
+Python block is executed. An HTML comment right before a block, ``<!-- example: KIND -->``, says it
+is something else:
 
-* ``file-fields`` — the top of an eval file (``agent:``, ``agents:``, ``tool_dispatch:`` …): validated with one
-  case added;
+* ``file-fields`` — the top of an eval file (``agent:``, ``agents:``, ``tool_dispatch:`` …):
+  validated with one case added;
 * ``yaml`` / ``json`` — data of another kind (a CI workflow's steps, a shortened report): parsed;
 * ``compile`` — Python that needs your project (``from myproject import …``): compiled, not run;
-* ``files`` — one file of a multi-file example that a test runs as a project (``tests/test_docs_extending.py``):
-  parsed or compiled here.
+* ``files`` — one file of a multi-file example that a test runs as a project
+  (``tests/test_docs_extending.py``): parsed or compiled here.
 """
 
 from __future__ import annotations
@@ -24,11 +25,15 @@ from typing import Any
 try:
     from sybil import Example, Sybil
     from sybil.parsers.markdown import CodeBlockParser
-except ImportError:  # sybil comes with the dev extra; without it the docs' examples are not collected
+except (
+    ImportError
+):  # sybil comes with the dev extra; without it the docs' examples are not collected
     Sybil = None
 
 _KIND = re.compile(r"<!-- example: ([\w-]+) -->\s*\Z")
-_NAMED = re.compile(r"#\s*([\w./-]+\.(?:ya?ml|json|py))\s*$")  # a block's first line naming its file
+_NAMED = re.compile(
+    r"#\s*([\w./-]+\.(?:ya?ml|json|py))\s*$"
+)  # a block's first line naming its file
 _KINDS = {"file-fields", "yaml", "json", "compile", "files"}
 
 
@@ -53,12 +58,16 @@ def _validate_eval_file(text: str, suffix: str, example: Example) -> None:
         path.write_text(text, encoding="utf-8")
         what, problems, _ = validate_file(path, builtin_registry(), builtin_dialects())
     where = f"{example.path}:{example.line}"
-    assert not problems, f"{where}: the example is not a valid eval file ({what}):\n" + "\n".join(problems)
+    assert not problems, f"{where}: the example is not a valid eval file ({what}):\n" + "\n".join(
+        problems
+    )
     assert what not in {"unknown format", "unreadable"}, f"{where}: {what}"
 
 
 def _with_a_case(data: Any) -> str:
-    assert isinstance(data, dict) and "cases" not in data, "file-fields: a mapping of file-level keys, no cases"
+    assert isinstance(data, dict) and "cases" not in data, (
+        "file-fields: a mapping of file-level keys, no cases"
+    )
     return json.dumps({**data, "cases": [{"id": "example", "input": "hi"}]})
 
 

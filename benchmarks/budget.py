@@ -1,14 +1,17 @@
-"""Issue 26: the provider's budget. A loopback provider that allows RATE requests a second (a token bucket of RATE
-requests, refilled continuously) and answers 429 beyond it, with ``retry-after-ms`` and OpenAI's ``x-ratelimit-*``
-headers; CASES one-call cases of an agent using the official ``openai`` client (its default 2 retries) at
-``-n 2 --agent-eval-concurrency 32``. Each row: passed cases, wall time and span (the provider's first to last
-answered request) as ratios to the ideal CASES / RATE, the requests answered 429 and the CPU seconds of the pytest
-processes — for this checkout ("after") and for ``main`` ("before", its package exported by ``git archive``), in
-one run; then the same runs against an unlimited provider, and what the pace (on by default) costs. Never asserts.
-See benchmarks/README.md.
+"""Issue 26: the provider's budget.
 
-    python benchmarks/budget.py                 # ≈ 10 minutes on 2 cores (3 of them the cost section)
-    python benchmarks/budget.py --cases 100 --only after
+A loopback provider that allows RATE requests a second (a token bucket of RATE requests, refilled
+continuously) and answers 429 beyond it, with ``retry-after-ms`` and OpenAI's ``x-ratelimit-*``
+headers; CASES one-call cases of an agent using the official ``openai`` client (its default 2
+retries) at ``-n 2 --agent-eval-concurrency 32``. Each row: passed cases, wall time and span (the
+provider's first to last answered request) as ratios to the ideal CASES / RATE, the requests
+answered 429 and the CPU seconds of the pytest processes — for this checkout ("after") and for
+``main`` ("before", its package exported by ``git archive``), in one run; then the same runs against
+an unlimited provider, and what the pace (on by default) costs. Never asserts. See
+benchmarks/README.md.
+
+    python benchmarks/budget.py                 # ≈ 10 minutes on 2 cores (3 of them the cost
+    section) python benchmarks/budget.py --cases 100 --only after
 """
 
 from __future__ import annotations
@@ -51,7 +54,9 @@ def run(query):
 
 
 class Provider(ThreadingHTTPServer):
-    """The rate-limited loopback provider: a bucket of ``rate`` requests refilled at ``rate`` a second."""
+    """The rate-limited loopback provider: a bucket of ``rate`` requests refilled at ``rate`` a
+    second.
+    """
 
     daemon_threads = True
     request_queue_size = 256
@@ -108,7 +113,13 @@ class _Handler(BaseHTTPRequestHandler):
                 "object": "chat.completion",
                 "created": 0,
                 "model": "bench-model",
-                "choices": [{"index": 0, "message": {"role": "assistant", "content": "done"}, "finish_reason": "stop"}],
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": {"role": "assistant", "content": "done"},
+                        "finish_reason": "stop",
+                    }
+                ],
                 "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": TOKENS},
             }
         else:
@@ -116,7 +127,13 @@ class _Handler(BaseHTTPRequestHandler):
             wait_ms = (1.0 - remaining) / self.server.rate * 1000
             headers["retry-after-ms"] = f"{wait_ms:.0f}"
             headers["retry-after"] = "1"
-            body = {"error": {"message": "Rate limit reached", "type": "requests", "code": "rate_limit_exceeded"}}
+            body = {
+                "error": {
+                    "message": "Rate limit reached",
+                    "type": "requests",
+                    "code": "rate_limit_exceeded",
+                }
+            }
         data = json.dumps(body).encode()
         self.send_response(status)
         for name, value in headers.items():
@@ -148,10 +165,21 @@ def pytest_args(extra: list[str]) -> list[str]:
 
 
 def run_row(
-    folder: Path, package: Path, server: Provider, extra: list[str], split: bool, workers: bool = True
+    folder: Path,
+    package: Path,
+    server: Provider,
+    extra: list[str],
+    split: bool,
+    workers: bool = True,
 ) -> dict[str, Any]:
-    """One measured run (or two processes at once, each half the cases): passed, wall, 429s, requests."""
-    env = {**os.environ, "PYTHONPATH": f"{package}{os.pathsep}{folder}", "OPENAI_API_KEY": "sk-bench"}
+    """One measured run (or two processes at once, each half the cases): passed, wall, 429s,
+    requests.
+    """
+    env = {
+        **os.environ,
+        "PYTHONPATH": f"{package}{os.pathsep}{folder}",
+        "OPENAI_API_KEY": "sk-bench",
+    }
     env["OPENAI_BASE_URL"] = f"http://127.0.0.1:{server.server_address[1]}/v1"
     env["NO_PROXY"] = "127.0.0.1"
     shutil_rm(folder / ".cache_budget")
@@ -161,7 +189,9 @@ def run_row(
     if split:
         procs = [
             subprocess.Popen(
-                pytest_args([*extra, "--agent-eval-concurrency", str(CONCURRENCY), f"eval_{tag}.yaml"]),
+                pytest_args(
+                    [*extra, "--agent-eval-concurrency", str(CONCURRENCY), f"eval_{tag}.yaml"]
+                ),
                 cwd=folder,
                 env=env,
                 stdout=subprocess.PIPE,
@@ -173,7 +203,12 @@ def run_row(
         outputs = [p.communicate()[0] for p in procs]
     else:
         proc = subprocess.run(
-            pytest_args([*(["-n", "2", "--agent-eval-concurrency", str(CONCURRENCY)] if workers else []), *extra]),
+            pytest_args(
+                [
+                    *(["-n", "2", "--agent-eval-concurrency", str(CONCURRENCY)] if workers else []),
+                    *extra,
+                ]
+            ),
             cwd=folder,
             env=env,
             capture_output=True,
@@ -186,7 +221,14 @@ def run_row(
     passed = sum(_count(out, "passed") for out in outputs)
     span = server.last - server.first
     requests = server.ok + server.limited
-    return {"passed": passed, "wall": wall, "cpu": cpu, "span": span, "429": server.limited, "requests": requests}
+    return {
+        "passed": passed,
+        "wall": wall,
+        "cpu": cpu,
+        "span": span,
+        "429": server.limited,
+        "requests": requests,
+    }
 
 
 def _count(output: str, word: str) -> int:
@@ -214,16 +256,21 @@ ZERO_AGENT = "def run(query):\n    return 'done'\n"
 
 
 def cost(root: Path, server: Provider, folder: Path) -> list[str]:
-    """What the pace (on by default) costs: 10,000 zero-latency cases (no HTTP request) and the 300 HTTP cases
-    against an unlimited provider, each with the pace on and off, alternating, best of three."""
+    """What the pace (on by default) costs: 10,000 zero-latency cases (no HTTP request) and the 300
+    HTTP cases against an unlimited provider, each with the pace on and off, alternating, best of
+    three.
+    """
     zero = root / "zero"
     zero.mkdir()
     (zero / "zero_agent.py").write_text(ZERO_AGENT)
-    lines = ["agent: zero_agent:run", "cases:"] + [f"  - id: c{n}\n    input: q{n}" for n in range(ZERO_CASES)]
+    lines = ["agent: zero_agent:run", "cases:"] + [
+        f"  - id: c{n}\n    input: q{n}" for n in range(ZERO_CASES)
+    ]
     (zero / "eval_zero.yaml").write_text("\n".join(lines) + "\n")
     (zero / "pytest.ini").write_text("[pytest]\n")
     best: dict[tuple[str, str, str], float] = {}
-    # a provider of its own (another port): the pace the rows before learned of the limited one (kept for 10 minutes
+    # a provider of its own (another port): the pace the rows before learned of the limited one
+    # (kept for 10 minutes
     # in the shared store, as a next run would use it) must not slow these runs
     server = Provider(1_000_000)
     threading.Thread(target=server.serve_forever, daemon=True).start()
@@ -242,7 +289,10 @@ def cost(root: Path, server: Provider, folder: Path) -> list[str]:
     rows = []
     for run, label in (
         ("zero", f"{ZERO_CASES} zero-latency cases, one process (no HTTP request)"),
-        ("http", f"the HTTP cases above, provider unlimited, `-n 2 --agent-eval-concurrency {CONCURRENCY}`"),
+        (
+            "http",
+            f"the HTTP cases above, provider unlimited, `-n 2 --agent-eval-concurrency {CONCURRENCY}`",
+        ),
     ):
         cells = [label]
         for measure in ("wall", "cpu"):
@@ -266,8 +316,12 @@ def main() -> int:
     parser.add_argument("--only", choices=("before", "after"), default=None)
     parser.add_argument("--cost", action="store_true", help="only the cost section")
     parser.add_argument("--zero-cases", type=int, default=ZERO_CASES)
-    parser.add_argument("--row", action="append", default=[], help="only the rows whose label contains this")
-    parser.add_argument("--before", default="main", help="the git revision measured as 'before' (default: main)")
+    parser.add_argument(
+        "--row", action="append", default=[], help="only the rows whose label contains this"
+    )
+    parser.add_argument(
+        "--before", default="main", help="the git revision measured as 'before' (default: main)"
+    )
     args = parser.parse_args()
     cases, rate = args.cases, args.rate
     ZERO_CASES = args.zero_cases
@@ -276,15 +330,25 @@ def main() -> int:
         ("no option", [], False),
         ("`--agent-eval-traffic`", ["--agent-eval-traffic"], False),
         (f"`--agent-eval-rate-limit {rate}/s`", ["--agent-eval-rate-limit", f"{rate}/s"], False),
-        (f"`--agent-eval-token-limit {rate * TOKENS}/s`", ["--agent-eval-token-limit", f"{rate * TOKENS}/s"], False),
+        (
+            f"`--agent-eval-token-limit {rate * TOKENS}/s`",
+            ["--agent-eval-token-limit", f"{rate * TOKENS}/s"],
+            False,
+        ),
         ("two processes, no option", [], True),
-        (f"two processes, `--agent-eval-rate-limit {rate}/s`", ["--agent-eval-rate-limit", f"{rate}/s"], True),
+        (
+            f"two processes, `--agent-eval-rate-limit {rate}/s`",
+            ["--agent-eval-rate-limit", f"{rate}/s"],
+            True,
+        ),
     ]
     with tempfile.TemporaryDirectory(prefix="budget-bench-") as tmp:
         root = Path(tmp)
         before = root / "before"
         before.mkdir()
-        archive = subprocess.run(["git", "archive", args.before, "pytest_agent_eval"], cwd=REPO, capture_output=True)
+        archive = subprocess.run(
+            ["git", "archive", args.before, "pytest_agent_eval"], cwd=REPO, capture_output=True
+        )
         subprocess.run(["tar", "-x", "-C", str(before)], input=archive.stdout, check=True)
         folder = root / "project"
         folder.mkdir()
@@ -310,12 +374,21 @@ def main() -> int:
             print("\n".join(cost(root, server, folder)))
             return 0
         floors: dict[tuple[str, bool], float] = {}
-        for code, package in (("before", before), ("after", REPO)):  # start-up and the run's own cost: no limit
+        for code, package in (
+            ("before", before),
+            ("after", REPO),
+        ):  # start-up and the run's own cost: no limit
             for split in (False, True):
                 server.rate = 1_000_000
-                floors[code, split] = run_row(single if split else folder, package, server, [], split)["wall"]
+                floors[code, split] = run_row(
+                    single if split else folder, package, server, [], split
+                )["wall"]
                 server.rate = rate
-                print(f"floor {code} split={split}: {floors[code, split]:.2f} s", file=sys.stderr, flush=True)
+                print(
+                    f"floor {code} split={split}: {floors[code, split]:.2f} s",
+                    file=sys.stderr,
+                    flush=True,
+                )
         for label, extra, split in rows:
             if args.row and not any(part in label for part in args.row):
                 continue
@@ -327,14 +400,22 @@ def main() -> int:
                 span = result["span"] / ideal
                 limited = f"{result['429']} of {result['requests']}"
                 written = "limit" in label
-                target = f"≤ {TARGET_WRITTEN}×, no 429" if written else f"≤ {TARGET_FOUND}×, ≤ 10% 429"
+                target = (
+                    f"≤ {TARGET_WRITTEN}×, no 429" if written else f"≤ {TARGET_FOUND}×, ≤ 10% 429"
+                )
                 share = result["429"] / max(result["requests"], 1)
                 meets = result["passed"] == cases and (
                     (span <= TARGET_WRITTEN and result["429"] == 0)
                     if written
                     else (span <= TARGET_FOUND and share <= TARGET_FOUND_429)
                 )
-                cells = [label, code, f"{result['passed']} / {cases}", f"{ratio:.2f}×", f"{span:.2f}×"]
+                cells = [
+                    label,
+                    code,
+                    f"{result['passed']} / {cases}",
+                    f"{ratio:.2f}×",
+                    f"{span:.2f}×",
+                ]
                 cells += [limited, f"{result['cpu']:.1f}", target, "yes" if meets else "no"]
                 line = "| " + " | ".join(cells) + " |"
                 print(line, file=sys.stderr, flush=True)
@@ -344,7 +425,10 @@ def main() -> int:
             "The same runs against an unlimited provider (pytest start-up, collection, the run's own cost):",
             "",
         ]
-        table += [f"* {code}, {'two processes' if split else '-n 2'}: {t:.1f} s" for (code, split), t in floors.items()]
+        table += [
+            f"* {code}, {'two processes' if split else '-n 2'}: {t:.1f} s"
+            for (code, split), t in floors.items()
+        ]
         if not args.only:
             table += ["", *cost(root, server, folder)]
         server.shutdown()

@@ -1,13 +1,14 @@
-"""Benchmark pytest-agent-eval against plain ``@pytest.mark.parametrize`` and against the ideal (issues 5 and 12).
+"""Benchmark pytest-agent-eval against plain ``@pytest.mark.parametrize`` and against the ideal
+(issues 5 and 12).
 
-Every figure is the wall time of one ``python -m pytest ...`` subprocess, pytest start-up included, best of k
-repetitions (the ``perf12`` section also reports the subprocess's CPU time); baselines are measured in the same run,
-with the same flags and without the plugin. Prints markdown tables with the targets of issues 5 and 12; never
-asserts. See benchmarks/README.md.
+Every figure is the wall time of one ``python -m pytest ...`` subprocess, pytest start-up included,
+best of k repetitions (the ``perf12`` section also reports the subprocess's CPU time); baselines are
+measured in the same run, with the same flags and without the plugin. Prints markdown tables with
+the targets of issues 5 and 12; never asserts. See benchmarks/README.md.
 
-    python benchmarks/run.py              # full run (about 8 minutes on 2 cores)
-    python benchmarks/run.py --quick      # one repetition, the slowest rows derived or skipped
-    python benchmarks/run.py --markdown benchmarks/RESULTS.md
+    python benchmarks/run.py              # full run (about 8 minutes on 2 cores) python
+    benchmarks/run.py --quick      # one repetition, the slowest rows derived or skipped python
+    benchmarks/run.py --markdown benchmarks/RESULTS.md
 """
 
 from __future__ import annotations
@@ -41,11 +42,14 @@ AGENT_KINDS = ("sync", "async")
 CONCURRENCIES = (1, 8, 32)
 XDIST_WORKERS = 2
 SLOW_S = 5.0  # I/O-bound configurations whose ideal time reaches this run once (k=1)
-# ... and from this ideal time on, the sync and async agent's runs go side by side (they are idle > 95% of the time;
-# measured: within the noise of running them one after the other). Keeps the full run under 8 minutes.
+# ... and from this ideal time on, the sync and async agent's runs go side by side (they are idle >
+# 95% of the time;
+# measured: within the noise of running them one after the other). Keeps the full run under 8
+# minutes.
 SIDE_BY_SIDE_S = 50.0
 CONCURRENCY_OPTION = "--agent-eval-concurrency"
-# Unrelated plugins installed on the development machine that cost ~1.5 s of start-up (anyio's imports trio).
+# Unrelated plugins installed on the development machine that cost ~1.5 s of start-up (anyio's
+# imports trio).
 # Disabled for plugin and baseline runs alike; `randomly` would reorder items.
 DISABLED_PLUGINS = ("randomly", "langsmith_plugin", "hypothesispytest", "benchmark", "anyio")
 SECTIONS = ("collect", "run", "io", "traffic", "report", "html", "perf12")
@@ -53,7 +57,8 @@ BASELINE = "test_plain.py"
 STARTUP = "test_startup.py"
 WITHOUT_PLUGIN = ("-p", "no:agent_eval")  # the baseline: a project that does not use the plugin
 
-# Targets (issue 5, "Done when" 2): figures to compare with, not assertions. Issue 12 set "run" to 1.05 (was 1.5).
+# Targets (issue 5, "Done when" 2): figures to compare with, not assertions. Issue 12 set "run" to
+# 1.05 (was 1.5).
 TARGET_RATIO = {"JSON": 1.0, "YAML cold": 3.0, "YAML warm": 1.0, "run": 1.05}
 TARGET_SPEEDUP_50MS = 8.0
 TARGET_IDEAL_FRACTION_500MS = 0.85
@@ -69,7 +74,9 @@ PERF12_SERIAL_CASES = 200  # the C=1 runs of the CPU comparison (≈ 10 s each)
 PERF12_LATENCY = 0.05
 PERF12_CONCURRENCY = 128
 PERF12_XDIST_CONCURRENCY = 64  # per worker, with -n XDIST_WORKERS
-PERF12_PLAIN = "test_plain_2000.py"  # T₀: the zero-latency cases of PERF12_ZERO as a plain parametrized module
+PERF12_PLAIN = (
+    "test_plain_2000.py"  # T₀: the zero-latency cases of PERF12_ZERO as a plain parametrized module
+)
 PERF12_ZERO = "eval_zero_2000.json"
 ONE_CASE = "eval_one.json"  # start-up with the plugin in use: one zero-latency case
 TARGET_PERF12_MARGIN = 1.10  # wall ≤ (T₀ + ⌈N/C⌉·L) × 1.10
@@ -77,7 +84,8 @@ TARGET_PERF12_XDIST = 0.65  # -n 2 at C=64 vs one process at C=128, same agent
 TARGET_STARTUP_ONE_CASE = 1.1  # one eval case vs one plain test without the plugin
 
 
-# --- the generated project -----------------------------------------------------------------------------------
+# --- the generated project
+# -----------------------------------------------------------------------------------
 
 AGENT_MODULE = '''\
 """Agents of the benchmark: one that answers at once, and I/O-bound ones (sync and async)."""
@@ -164,7 +172,10 @@ def perf12_file(kind: str, n: int) -> str:
 
 
 def native_json(agent: str, n: int) -> str:
-    cases = [{"id": f"c{i}", "input": f"question {i}", "expect": {"contains": ["answer"]}} for i in range(n)]
+    cases = [
+        {"id": f"c{i}", "input": f"question {i}", "expect": {"contains": ["answer"]}}
+        for i in range(n)
+    ]
     return json.dumps({"agent": agent, "cases": cases}, indent=2) + "\n"
 
 
@@ -188,19 +199,24 @@ def write_project(root: Path) -> None:
     }
     for latency in LATENCIES:
         for kind in AGENT_KINDS:
-            files[io_file(latency, kind)] = native_json(f"bench_agent:{agent_name(latency, kind)}", N_IO_CASES)
+            files[io_file(latency, kind)] = native_json(
+                f"bench_agent:{agent_name(latency, kind)}", N_IO_CASES
+            )
     files[HTTP_FILE] = native_json("bench_agent:http_agent", N_IO_CASES)
     files[PERF12_PLAIN] = baseline_module(PERF12_ZERO)
     files[PERF12_ZERO] = native_json("bench_agent:run", PERF12_CASES)
     files[ONE_CASE] = native_json("bench_agent:run", 1)
     for kind in AGENT_KINDS:
         for n in (PERF12_CASES, PERF12_SERIAL_CASES):
-            files[perf12_file(kind, n)] = native_json(f"bench_agent:{agent_name(PERF12_LATENCY, kind)}", n)
+            files[perf12_file(kind, n)] = native_json(
+                f"bench_agent:{agent_name(PERF12_LATENCY, kind)}", n
+            )
     for name, text in files.items():
         (root / name).write_text(text, encoding="utf-8")
 
 
-# --- running pytest ------------------------------------------------------------------------------------------
+# --- running pytest
+# ------------------------------------------------------------------------------------------
 
 
 class RunError(Exception):
@@ -209,8 +225,10 @@ class RunError(Exception):
 
 @dataclass(frozen=True)
 class Outcome:
-    """What one measurement gave: the best wall time, a note when the run was not clean, and the least CPU time
-    (user + sys) of the pytest process over the repetitions (None when its runs went side by side with others)."""
+    """What one measurement gave: the best wall time, a note when the run was not clean, and the
+    least CPU time (user + sys) of the pytest process over the repetitions (None when its runs went
+    side by side with others).
+    """
 
     seconds: float
     note: str = ""
@@ -219,8 +237,10 @@ class Outcome:
 
 @dataclass(frozen=True)
 class Run:
-    """One pytest run: wall seconds, the summary line, and CPU seconds (user + sys) of the pytest process and of
-    the children it waited for (a difference of ``RUSAGE_CHILDREN``, so None when other runs went side by side)."""
+    """One pytest run: wall seconds, the summary line, and CPU seconds (user + sys) of the pytest
+    process and of the children it waited for (a difference of ``RUSAGE_CHILDREN``, so None when
+    other runs went side by side).
+    """
 
     seconds: float
     summary: str
@@ -257,7 +277,9 @@ class Runner:
         return [sys.executable, "-m", "pytest", *args, "-q", *disabled, "--rootdir", str(self.root)]
 
     def cache_args(self, cache: str) -> list[str]:
-        """``off``: no cache provider; ``fresh``: an empty cache dir per run; ``warm``: one dir kept across runs."""
+        """``off``: no cache provider; ``fresh``: an empty cache dir per run; ``warm``: one dir kept
+        across runs.
+        """
         if cache == "off":
             return ["-p", "no:cacheprovider"]
         name = f"cache-{next(self._caches)}" if cache == "fresh" else "cache-warm"
@@ -266,26 +288,39 @@ class Runner:
     def env(self) -> dict[str, str]:
         unset = ("PYTEST_ADDOPTS", "PYTEST_PLUGINS", "PYTHONDONTWRITEBYTECODE")
         env = {k: v for k, v in os.environ.items() if k not in unset}
-        # This checkout's package, whichever copy is installed (the entry point only names the module).
-        env["PYTHONPATH"] = os.pathsep.join([str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])])
-        # Bytecode (and pytest's assertion-rewritten plugin modules) cached as on a developer's machine, but kept
+        # This checkout's package, whichever copy is installed (the entry point only names the
+        # module).
+        env["PYTHONPATH"] = os.pathsep.join(
+            [str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])]
+        )
+        # Bytecode (and pytest's assertion-rewritten plugin modules) cached as on a developer's
+        # machine, but kept
         # in the temporary directory: without it every run re-compiles the plugin (≈ 0.3 s).
         env["PYTHONPYCACHEPREFIX"] = str(self.root / "pycache")
         return env
 
     def probe(self, args: list[str]) -> str:
         """The output of an untimed pytest call, e.g. ``--help``."""
-        proc = subprocess.run(self.command(args), cwd=self.root, env=self.env(), capture_output=True, text=True)
+        proc = subprocess.run(
+            self.command(args), cwd=self.root, env=self.env(), capture_output=True, text=True
+        )
         return proc.stdout + proc.stderr
 
     def once(self, args: list[str], timeout: float) -> Run:
         start, before = time.perf_counter(), children_cpu()
         try:
             proc = subprocess.run(
-                self.command(args), cwd=self.root, env=self.env(), capture_output=True, text=True, timeout=timeout
+                self.command(args),
+                cwd=self.root,
+                env=self.env(),
+                capture_output=True,
+                text=True,
+                timeout=timeout,
             )
         except subprocess.TimeoutExpired as exc:
-            raise RunError(f"`pytest {' '.join(args)}` did not finish within {timeout:.0f} s") from exc
+            raise RunError(
+                f"`pytest {' '.join(args)}` did not finish within {timeout:.0f} s"
+            ) from exc
         seconds, cpu = time.perf_counter() - start, children_cpu() - before
         if proc.returncode not in (0, 1):
             tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-15:])
@@ -296,7 +331,9 @@ class Runner:
     def run_round(
         self, variants: dict[str, list[str]], cache: str, timeout: float, parallel: bool
     ) -> dict[str, Run | RunError]:
-        """Run each variant once, one after another or all at once (then without CPU times), or the error."""
+        """Run each variant once, one after another or all at once (then without CPU times), or the
+        error.
+        """
 
         def run(args: list[str]) -> Run | RunError:
             try:
@@ -323,17 +360,21 @@ class Runner:
         *,
         parallel: bool = False,
     ) -> dict[str, Outcome | None]:
-        """Best wall time of each variant over ``repeats`` rounds. Within a round the variants run one after
-        another (so that a change in the machine's load hits them alike) or, with ``parallel``, side by side.
-        An erroring variant is recorded and gives None. ``expect`` (e.g. "10000 passed") must be in each run's
-        summary line, else the outcome carries a note.
+        """Best wall time of each variant over ``repeats`` rounds.
+
+        Within a round the variants run one after another (so that a change in the machine's load
+        hits them alike) or, with ``parallel``, side by side. An erroring variant is recorded and
+        gives None. ``expect`` (e.g. "10000 passed") must be in each run's summary line, else the
+        outcome carries a note.
         """
         best: dict[str, float | None] = dict.fromkeys(variants, math.inf)
         cpu: dict[str, float | None] = dict.fromkeys(variants)
         notes = dict.fromkeys(variants, "")
         print(f"  {label}:", end="", file=sys.stderr, flush=True)
         if cache == "warm":
-            self.run_round(variants, cache, timeout, parallel)  # a first collection fills the cache; errors show below
+            self.run_round(
+                variants, cache, timeout, parallel
+            )  # a first collection fills the cache; errors show below
         for _ in range(repeats):
             live = {name: args for name, args in variants.items() if best[name] is not None}
             for name, got in self.run_round(live, cache, timeout, parallel).items():
@@ -349,12 +390,23 @@ class Runner:
                     notes[name] = f"expected {expect!r}, got {got.summary!r}"
                 print(f" {name} {got.seconds:.2f}".rstrip(), end="", file=sys.stderr, flush=True)
         print(file=sys.stderr)
-        return {name: None if b is None else Outcome(b, notes[name], cpu[name]) for name, b in best.items()}
+        return {
+            name: None if b is None else Outcome(b, notes[name], cpu[name])
+            for name, b in best.items()
+        }
 
     def compare(
-        self, name: str, plugin: list[str], baseline: list[str], cache: str, expect: str, target: float | None
+        self,
+        name: str,
+        plugin: list[str],
+        baseline: list[str],
+        cache: str,
+        expect: str,
+        target: float | None,
     ) -> Comparison:
-        """A plugin run against a baseline run without the plugin (a project that does not use it), interleaved."""
+        """A plugin run against a baseline run without the plugin (a project that does not use it),
+        interleaved.
+        """
         variants = {"plugin": plugin, "baseline": [*baseline, *WITHOUT_PLUGIN]}
         outcomes = self.measure(name, variants, cache, expect, self.repeat)
         return Comparison(name, outcomes["plugin"], outcomes["baseline"], target)
@@ -371,16 +423,24 @@ def concurrency_supported(runner: Runner) -> bool:
 
 
 def plugin_location(runner: Runner) -> str:
-    """Where the measured plugin was imported from, as pytest reports it: relative to this checkout, or "installed"
-    (no machine's own path is written into the results)."""
-    found = re.search(r"pytest-agent-evalset?-\S+ at (\S+)", runner.probe(["--version", "--version"]))
+    """Where the measured plugin was imported from, as pytest reports it: relative to this checkout,
+    or "installed" (no machine's own path is written into the results).
+    """
+    found = re.search(
+        r"pytest-agent-evalset?-\S+ at (\S+)", runner.probe(["--version", "--version"])
+    )
     if not found:
         return "not loaded"
     path = Path(found.group(1)).resolve()
-    return f"this checkout's {path.relative_to(REPO)}" if path.is_relative_to(REPO) else "an installed copy"
+    return (
+        f"this checkout's {path.relative_to(REPO)}"
+        if path.is_relative_to(REPO)
+        else "an installed copy"
+    )
 
 
-# --- the measurements ----------------------------------------------------------------------------------------
+# --- the measurements
+# ----------------------------------------------------------------------------------------
 
 
 # (name, file, cache mode) of each collection measurement
@@ -408,17 +468,23 @@ def measure_collection(runner: Runner) -> list[Comparison]:
 
 def measure_zero_latency(runner: Runner) -> Comparison:
     name = f"run {N_CASES:,} zero-latency cases (JSON)"
-    return runner.compare(name, ["eval_bench.json"], [BASELINE], "off", f"{N_CASES} passed", TARGET_RATIO["run"])
+    return runner.compare(
+        name, ["eval_bench.json"], [BASELINE], "off", f"{N_CASES} passed", TARGET_RATIO["run"]
+    )
 
 
 def measure_startup(runner: Runner) -> Comparison:
-    """The fixed cost every row pays: pytest running one plain test, with the plugin loaded and without."""
+    """The fixed cost every row pays: pytest running one plain test, with the plugin loaded and
+    without.
+    """
     return runner.compare("start-up: one plain test", [STARTUP], [STARTUP], "off", "1 passed", None)
 
 
 @dataclass(frozen=True)
 class IoSetup:
-    """One I/O-bound configuration: an agent latency and kind, in-process concurrency and xdist workers."""
+    """One I/O-bound configuration: an agent latency and kind, in-process concurrency and xdist
+    workers.
+    """
 
     latency: float
     kind: str
@@ -481,8 +547,12 @@ def skipped_io(setup: IoSetup, *, supported: bool, quick: bool) -> IoRow | None:
     return None
 
 
-def measure_io(runner: Runner, setups: list[IoSetup], *, supported: bool, quick: bool) -> list[IoRow]:
-    """One configuration for the sync and the async agent; side by side when the runs are long and idle."""
+def measure_io(
+    runner: Runner, setups: list[IoSetup], *, supported: bool, quick: bool
+) -> list[IoRow]:
+    """One configuration for the sync and the async agent; side by side when the runs are long and
+    idle.
+    """
     rows = [row for s in setups if (row := skipped_io(s, supported=supported, quick=quick))]
     todo = [s for s in setups if not skipped_io(s, supported=supported, quick=quick)]
     if not todo:
@@ -493,16 +563,32 @@ def measure_io(runner: Runner, setups: list[IoSetup], *, supported: bool, quick:
     repeats = 1 if ideal >= SLOW_S else runner.repeat
     timeout = 3 * N_IO_CASES * todo[0].latency + 120
     outcomes = runner.measure(
-        label, variants, "off", f"{N_IO_CASES} passed", repeats, timeout, parallel=ideal >= SIDE_BY_SIDE_S
+        label,
+        variants,
+        "off",
+        f"{N_IO_CASES} passed",
+        repeats,
+        timeout,
+        parallel=ideal >= SIDE_BY_SIDE_S,
     )
     return rows + [IoRow(s, outcomes[s.kind]) for s in todo]
 
 
 def measure_all_io(runner: Runner, *, supported: bool, quick: bool) -> list[IoRow]:
     """Every configuration; the rows in table order: by latency, agent kind, then C=1, 8, 32, -n 2."""
-    rows = [row for mode in io_modes() for row in measure_io(runner, mode, supported=supported, quick=quick)]
+    rows = [
+        row
+        for mode in io_modes()
+        for row in measure_io(runner, mode, supported=supported, quick=quick)
+    ]
     return sorted(
-        rows, key=lambda r: (r.setup.latency, AGENT_KINDS.index(r.setup.kind), r.setup.workers, r.setup.concurrency)
+        rows,
+        key=lambda r: (
+            r.setup.latency,
+            AGENT_KINDS.index(r.setup.kind),
+            r.setup.workers,
+            r.setup.concurrency,
+        ),
     )
 
 
@@ -514,7 +600,9 @@ class _ChatHandler(BaseHTTPRequestHandler):
         time.sleep(HTTP_LATENCY)
         message = {"role": "assistant", "content": "the answer"}
         usage = {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
-        data = json.dumps({"model": "bench", "choices": [{"index": 0, "message": message}], "usage": usage}).encode()
+        data = json.dumps(
+            {"model": "bench", "choices": [{"index": 0, "message": message}], "usage": usage}
+        ).encode()
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
@@ -527,11 +615,15 @@ class _ChatHandler(BaseHTTPRequestHandler):
 
 class _ChatServer(ThreadingHTTPServer):
     daemon_threads = True
-    request_queue_size = 128  # 32 connections at once: the default backlog of 5 refuses some under load
+    request_queue_size = (
+        128  # 32 connections at once: the default backlog of 5 refuses some under load
+    )
 
 
 def measure_traffic(runner: Runner) -> tuple[Comparison, list[Comparison]]:
-    """The hook's own cost on zero-latency cases; and a 50 ms HTTP agent live, recording and replaying."""
+    """The hook's own cost on zero-latency cases; and a 50 ms HTTP agent live, recording and
+    replaying.
+    """
     zero = runner.measure(
         f"traffic hook, {N_CASES:,} zero-latency cases",
         {"off": ["eval_bench.json"], "on": ["eval_bench.json", "--agent-eval-traffic"]},
@@ -540,7 +632,10 @@ def measure_traffic(runner: Runner) -> tuple[Comparison, list[Comparison]]:
         runner.repeat,
     )
     hook = Comparison(
-        f"run {N_CASES:,} zero-latency cases, traffic hook on vs off", zero["on"], zero["off"], TARGET_TRAFFIC_HOOK
+        f"run {N_CASES:,} zero-latency cases, traffic hook on vs off",
+        zero["on"],
+        zero["off"],
+        TARGET_TRAFFIC_HOOK,
     )
     httpd = _ChatServer(("127.0.0.1", 0), _ChatHandler)
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
@@ -549,7 +644,11 @@ def measure_traffic(runner: Runner) -> tuple[Comparison, list[Comparison]]:
     try:
         http = runner.measure(
             f"{N_IO_CASES} cases of a {round(HTTP_LATENCY * 1000)} ms HTTP agent, C={HTTP_CONCURRENCY}",
-            {"live": base, "record": [*base, "--agent-eval-record"], "replay": [*base, "--agent-eval-replay"]},
+            {
+                "live": base,
+                "record": [*base, "--agent-eval-record"],
+                "replay": [*base, "--agent-eval-replay"],
+            },
             "off",
             f"{N_IO_CASES} passed",
             runner.repeat,
@@ -566,7 +665,9 @@ def measure_traffic(runner: Runner) -> tuple[Comparison, list[Comparison]]:
 
 
 def measure_report(runner: Runner) -> Comparison:
-    """The cost of ``--agent-eval-report`` (a record per case, carried to the report and written as JSON)."""
+    """The cost of ``--agent-eval-report`` (a record per case, carried to the report and written as
+    JSON).
+    """
     path = str(runner.root / "report.json")
     outcomes = runner.measure(
         f"JSON report, {N_CASES:,} zero-latency cases",
@@ -586,14 +687,20 @@ start = time.perf_counter()
 main(["html", sys.argv[1], "-o", sys.argv[2]])
 print(f"seconds {time.perf_counter() - start:.3f}")
 """
-TARGET_HTML_S = 2.0  # issue 16: generate the page of a 10,000-case report; open and filter it in a browser
+TARGET_HTML_S = (
+    2.0  # issue 16: generate the page of a 10,000-case report; open and filter it in a browser
+)
 
 
 def measure_html(runner: Runner) -> list[list[str]]:
-    """Issue 16: the page of a 10,000-case report, generated (best of the repetitions, a fresh process each) and
-    then opened and filtered in headless Chromium through Playwright (skipped when either is missing)."""
+    """Issue 16: the page of a 10,000-case report, generated (best of the repetitions, a fresh
+    process each) and then opened and filtered in headless Chromium through Playwright (skipped when
+    either is missing).
+    """
     report_path, page_path = runner.root / "html-report.json", runner.root / "html-report.html"
-    runner.once(["eval_bench.json", "-p", "no:cacheprovider", "--agent-eval-report", str(report_path)], 600)
+    runner.once(
+        ["eval_bench.json", "-p", "no:cacheprovider", "--agent-eval-report", str(report_path)], 600
+    )
     generated = []
     for _ in range(runner.repeat):
         proc = subprocess.run(
@@ -618,7 +725,12 @@ def browser_rows(page_path: Path) -> list[list[str]]:
         chromium = None
     if chromium is None:
         return [["open and filter in Chromium", "n/a (needs chromium and playwright)", "", ""]]
-    args = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update"]
+    args = [
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-background-networking",
+        "--disable-component-update",
+    ]
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=chromium, args=args)
         page = browser.new_page()
@@ -642,15 +754,17 @@ def browser_rows(page_path: Path) -> list[list[str]]:
     rows = [["open the page in headless Chromium (load and first draw)", f"{opened:.2f}", f"≤ {TARGET_HTML_S:g}",
              "yes" if opened <= TARGET_HTML_S else "no"]]  # fmt: skip
     rows += [
-        [name, f"{t:.2f}", f"≤ {TARGET_HTML_S:g}", "yes" if t <= TARGET_HTML_S else "no"] for name, t in timings.items()
+        [name, f"{t:.2f}", f"≤ {TARGET_HTML_S:g}", "yes" if t <= TARGET_HTML_S else "no"]
+        for name, t in timings.items()
     ]
     return rows
 
 
 @dataclass(frozen=True)
 class Perf12:
-    """Issue 12's runs: ``many`` by variant (see perf12_variants), ``serial`` (C=1) by agent kind, and start-up
-    with one eval case against one plain test without the plugin."""
+    """Issue 12's runs: ``many`` by variant (see perf12_variants), ``serial`` (C=1) by agent kind,
+    and start-up with one eval case against one plain test without the plugin.
+    """
 
     many: dict[str, Outcome | None]
     serial: dict[str, Outcome | None]
@@ -662,24 +776,48 @@ def xdist_name(name: str) -> str:
 
 
 def perf12_variants() -> dict[str, list[str]]:
-    """The runs of PERF12_CASES cases: T₀ (no plugin) and each agent at C=128, then the same with -n 2 (C=64)."""
+    """The runs of PERF12_CASES cases: T₀ (no plugin) and each agent at C=128, then the same with -n
+    2 (C=64).
+    """
     plain = [PERF12_PLAIN, *WITHOUT_PLUGIN]
     xdist = ["-n", str(XDIST_WORKERS)]
     variants = {"T0": plain}
-    variants |= {k: [perf12_file(k, PERF12_CASES), CONCURRENCY_OPTION, str(PERF12_CONCURRENCY)] for k in AGENT_KINDS}
+    variants |= {
+        k: [perf12_file(k, PERF12_CASES), CONCURRENCY_OPTION, str(PERF12_CONCURRENCY)]
+        for k in AGENT_KINDS
+    }
     variants[xdist_name("T0")] = [*plain, *xdist]
     for kind in AGENT_KINDS:
-        args = [perf12_file(kind, PERF12_CASES), CONCURRENCY_OPTION, str(PERF12_XDIST_CONCURRENCY), *xdist]
+        args = [
+            perf12_file(kind, PERF12_CASES),
+            CONCURRENCY_OPTION,
+            str(PERF12_XDIST_CONCURRENCY),
+            *xdist,
+        ]
         variants[xdist_name(kind)] = args
     return variants
 
 
 def measure_perf12(runner: Runner) -> Perf12:
-    """Issue 12: the 2000-case runs (alternating), the C=1 runs for CPU per case, and start-up with one case."""
-    warm = [PERF12_PLAIN, ONE_CASE, *(perf12_file(k, PERF12_CASES) for k in AGENT_KINDS), "--collect-only"]
-    runner.measure("perf12 warm-up", {"": warm}, "off", f"{3 * PERF12_CASES + 1} tests collected", 1)
+    """Issue 12: the 2000-case runs (alternating), the C=1 runs for CPU per case, and start-up with
+    one case.
+    """
+    warm = [
+        PERF12_PLAIN,
+        ONE_CASE,
+        *(perf12_file(k, PERF12_CASES) for k in AGENT_KINDS),
+        "--collect-only",
+    ]
+    runner.measure(
+        "perf12 warm-up", {"": warm}, "off", f"{3 * PERF12_CASES + 1} tests collected", 1
+    )
     startup = runner.compare(
-        "start-up: one eval case vs one plain test", [ONE_CASE], [STARTUP], "off", "1 passed", TARGET_STARTUP_ONE_CASE
+        "start-up: one eval case vs one plain test",
+        [ONE_CASE],
+        [STARTUP],
+        "off",
+        "1 passed",
+        TARGET_STARTUP_ONE_CASE,
     )
     many = runner.measure(
         f"perf12: {PERF12_CASES} cases",
@@ -701,7 +839,8 @@ def measure_perf12(runner: Runner) -> Perf12:
     return Perf12(many, serial, startup)
 
 
-# --- the report ----------------------------------------------------------------------------------------------
+# --- the report
+# ----------------------------------------------------------------------------------------------
 
 
 def markdown_table(headers: list[str], rows: list[list[str]]) -> list[str]:
@@ -721,7 +860,9 @@ def verdict(ok: bool | None, has_target: bool = True) -> str:
     return "yes" if ok else "no"
 
 
-def comparison_table(rows: list[Comparison], compared_with: str = "plain parametrize s") -> list[str]:
+def comparison_table(
+    rows: list[Comparison], compared_with: str = "plain parametrize s"
+) -> list[str]:
     body = []
     for row in rows:
         ratio = row.ratio
@@ -732,7 +873,10 @@ def comparison_table(rows: list[Comparison], compared_with: str = "plain paramet
                 seconds(row.baseline),
                 "—" if ratio is None else f"{ratio:.2f}×",
                 "—" if row.target is None else f"≤ {row.target:.2f}×",
-                verdict(None if ratio is None or row.target is None else ratio <= row.target, row.target is not None),
+                verdict(
+                    None if ratio is None or row.target is None else ratio <= row.target,
+                    row.target is not None,
+                ),
             ]
         )
     headers = ["measurement", "plugin s", compared_with, "ratio", "target", "meets target"]
@@ -744,15 +888,29 @@ def io_target(setup: IoSetup) -> tuple[str, Callable[[float, float], bool]] | No
     if setup.concurrency != 32 or setup.workers:
         return None
     if setup.latency < 0.5:
-        return f"≥ {TARGET_SPEEDUP_50MS:g}× vs C=1", lambda speedup, _: speedup >= TARGET_SPEEDUP_50MS
-    return f"≥ {TARGET_IDEAL_FRACTION_500MS:.0%} of ideal", lambda _, frac: frac >= TARGET_IDEAL_FRACTION_500MS
+        return (
+            f"≥ {TARGET_SPEEDUP_50MS:g}× vs C=1",
+            lambda speedup, _: speedup >= TARGET_SPEEDUP_50MS,
+        )
+    return (
+        f"≥ {TARGET_IDEAL_FRACTION_500MS:.0%} of ideal",
+        lambda _, frac: frac >= TARGET_IDEAL_FRACTION_500MS,
+    )
 
 
 def io_cells(row: IoRow, serial: Outcome | None) -> list[str]:
-    """Wall time, speed-up against ``serial`` (the C=1 run), fraction of the ideal, target and verdict."""
+    """Wall time, speed-up against ``serial`` (the C=1 run), fraction of the ideal, target and
+    verdict.
+    """
     target = io_target(row.setup)
     if row.outcome is None:
-        return [row.status or "error", "—", "—", target[0] if target else "—", verdict(None, target is not None)]
+        return [
+            row.status or "error",
+            "—",
+            "—",
+            target[0] if target else "—",
+            verdict(None, target is not None),
+        ]
     wall = row.outcome.seconds
     speedup = serial.seconds / wall if serial is not None else None
     fraction = None if row.derived else row.setup.ideal / wall
@@ -779,7 +937,16 @@ def io_table(rows: list[IoRow]) -> list[str]:
         ]
         for row in rows
     ]
-    headers = ["agent", "mode", "ideal s", "wall s", "speed-up vs C=1", "% of ideal", "target", "meets target"]
+    headers = [
+        "agent",
+        "mode",
+        "ideal s",
+        "wall s",
+        "speed-up vs C=1",
+        "% of ideal",
+        "target",
+        "meets target",
+    ]
     return markdown_table(headers, body)
 
 
@@ -796,7 +963,12 @@ def perf12_wall_table(perf: Perf12) -> list[str]:
     n, ms = f"{PERF12_CASES:,}", round(PERF12_LATENCY * 1000)
     body = [
         [f"T₀: plain parametrize, {n} zero-latency cases (no plugin)", seconds(t0), "—", "—"],
-        [f"T₀ with `-n {XDIST_WORKERS}` (no plugin): pytest-xdist's floor", seconds(floor), "—", "—"],
+        [
+            f"T₀ with `-n {XDIST_WORKERS}` (no plugin): pytest-xdist's floor",
+            seconds(floor),
+            "—",
+            "—",
+        ],
     ]
     for kind in AGENT_KINDS:
         wall = perf.many[kind]
@@ -830,7 +1002,9 @@ def perf12_comparisons(perf: Perf12) -> list[Comparison]:
 
 @dataclass(frozen=True)
 class CpuRow:
-    """CPU seconds of one run of ``cases`` cases, and ``startup``: those of the one-case run (plugin loaded)."""
+    """CPU seconds of one run of ``cases`` cases, and ``startup``: those of the one-case run (plugin
+    loaded).
+    """
 
     kind: str
     concurrency: int
@@ -890,7 +1064,15 @@ def perf12_cpu_table(rows: list[CpuRow]) -> list[str]:
                 verdict(ok, row.concurrency > 1),
             ]
         )
-    headers = ["agent", "mode", "cases", "CPU s", "CPU ms per case", "minus start-up, ms per case", "target"]
+    headers = [
+        "agent",
+        "mode",
+        "cases",
+        "CPU s",
+        "CPU ms per case",
+        "minus start-up, ms per case",
+        "target",
+    ]
     return markdown_table([*headers, "meets target"], body)
 
 
@@ -931,7 +1113,9 @@ def version(dist: str) -> str:
 
 
 def git_revision() -> str:
-    proc = subprocess.run(["git", "describe", "--always", "--dirty"], cwd=REPO, capture_output=True, text=True)
+    proc = subprocess.run(
+        ["git", "describe", "--always", "--dirty"], cwd=REPO, capture_output=True, text=True
+    )
     return proc.stdout.strip() or "unknown"
 
 
@@ -960,7 +1144,11 @@ def machine_line(setting: Setting) -> str:
 
 def method_line(args: argparse.Namespace, supported: bool) -> str:
     disabled = " ".join(f"-p no:{name}" for name in DISABLED_PLUGINS)
-    repeats = "one run each" if args.repeat == 1 else f"best of {args.repeat}, 1 run when the ideal ≥ {SLOW_S:g} s"
+    repeats = (
+        "one run each"
+        if args.repeat == 1
+        else f"best of {args.repeat}, 1 run when the ideal ≥ {SLOW_S:g} s"
+    )
     option = "available" if supported else "not available in this checkout"
     return (
         f"Each figure: wall seconds of `python -m pytest <args> -q {disabled}`, pytest start-up included, {repeats}. "
@@ -987,14 +1175,27 @@ def report(
 ) -> list[str]:
     lines = ["## Benchmark", "", machine_line(setting), "", method_line(args, setting.supported)]
     if comparisons:
-        lines += ["", "### Start-up, collection and zero-latency runs vs plain `@pytest.mark.parametrize`", ""]
+        lines += [
+            "",
+            "### Start-up, collection and zero-latency runs vs plain `@pytest.mark.parametrize`",
+            "",
+        ]
         lines += comparison_table(comparisons)
     if io_rows:
-        lines += ["", f"### {N_IO_CASES} cases of an I/O-bound agent: concurrency and `-n {XDIST_WORKERS}`", ""]
+        lines += [
+            "",
+            f"### {N_IO_CASES} cases of an I/O-bound agent: concurrency and `-n {XDIST_WORKERS}`",
+            "",
+        ]
         lines += io_table(io_rows)
-        lines += ["", "Ideal: ⌈N/C⌉·latency (for `-n 2`, C=2). Speed-up against the C=1 row of the same agent."]
+        lines += [
+            "",
+            "Ideal: ⌈N/C⌉·latency (for `-n 2`, C=2). Speed-up against the C=1 row of the same agent.",
+        ]
         if args.quick:
-            lines += ["`--quick`: the 0.5 s C=1 rows are N·latency, not measured (so speed-ups are conservative)."]
+            lines += [
+                "`--quick`: the 0.5 s C=1 rows are N·latency, not measured (so speed-ups are conservative)."
+            ]
     if traffic_rows:
         lines += ["", "### The LLM traffic hook (`--agent-eval-traffic`, record and replay)", ""]
         lines += comparison_table(traffic_rows, "compared with, s")
@@ -1015,16 +1216,29 @@ def report(
     return lines
 
 
-# --- main ----------------------------------------------------------------------------------------------------
+# --- main
+# ----------------------------------------------------------------------------------------------------
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--quick", action="store_true", help="1 repetition; 0.5 s agent: C=1 derived, -n 2 not run")
-    parser.add_argument("--repeat", type=int, help="repetitions of the fast measurements (default 3, --quick 1)")
-    parser.add_argument("--markdown", type=Path, metavar="PATH", help="also write the report to PATH")
-    parser.add_argument("--only", nargs="+", choices=SECTIONS, default=list(SECTIONS), help="sections to run")
-    parser.add_argument("--keep", action="store_true", help="keep the generated project and print its path")
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--quick", action="store_true", help="1 repetition; 0.5 s agent: C=1 derived, -n 2 not run"
+    )
+    parser.add_argument(
+        "--repeat", type=int, help="repetitions of the fast measurements (default 3, --quick 1)"
+    )
+    parser.add_argument(
+        "--markdown", type=Path, metavar="PATH", help="also write the report to PATH"
+    )
+    parser.add_argument(
+        "--only", nargs="+", choices=SECTIONS, default=list(SECTIONS), help="sections to run"
+    )
+    parser.add_argument(
+        "--keep", action="store_true", help="keep the generated project and print its path"
+    )
     args = parser.parse_args(argv)
     if args.repeat is None:
         args.repeat = 1 if args.quick else 3
@@ -1036,7 +1250,8 @@ def benchmark(args: argparse.Namespace, root: Path) -> tuple[list[str], list[str
     write_project(root)
     runner = Runner(root, args.repeat)
     setting = find_setting(runner)
-    # Untimed: compiles bytecode and warms the page cache, so a single repetition is fair to both sides.
+    # Untimed: compiles bytecode and warms the page cache, so a single repetition is fair to both
+    # sides.
     everything = [BASELINE, "eval_bench.json", "eval_bench.yaml", "--collect-only"]
     runner.measure("warm-up", {"": everything}, "off", f"{3 * N_CASES} tests collected", 1)
     comparisons = [measure_startup(runner)]
@@ -1054,7 +1269,9 @@ def benchmark(args: argparse.Namespace, root: Path) -> tuple[list[str], list[str
     report_rows = [measure_report(runner)] if "report" in args.only else []
     html_rows = measure_html(runner) if "html" in args.only else []
     perf12 = measure_perf12(runner) if "perf12" in args.only and setting.supported else None
-    lines = report(args, setting, comparisons, io_rows, traffic_rows, report_rows, html_rows, perf12)
+    lines = report(
+        args, setting, comparisons, io_rows, traffic_rows, report_rows, html_rows, perf12
+    )
     return lines, runner.errors
 
 

@@ -1,11 +1,13 @@
-"""Issue 38: the weight of the plugin, the rows of the issue's table in one run. Each row runs this checkout's package
-("after"), a given revision's ("before", exported by ``git archive``) and a plain pytest run without the plugin,
-alternating within each round, and prints the medians (wall seconds; CPU seconds of the pytest processes) and the
-ratios against plain and against before, with the machine's load. Never asserts. See benchmarks/README.md.
+"""Issue 38: the weight of the plugin, the rows of the issue's table in one run.
 
-    python benchmarks/weight.py                    # the issue's sizes, 5 rounds (≈ 10 minutes on 2 cores)
-    python benchmarks/weight.py --short            # CI: small sizes, 1–3 rounds, < 60 s; not gated
-    python benchmarks/weight.py --before 292e16a --row start-up --rounds 9
+Each row runs this checkout's package ("after"), a given revision's ("before", exported by ``git
+archive``) and a plain pytest run without the plugin, alternating within each round, and prints the
+medians (wall seconds; CPU seconds of the pytest processes) and the ratios against plain and against
+before, with the machine's load. Never asserts. See benchmarks/README.md.
+
+    python benchmarks/weight.py                    # the issue's sizes, 5 rounds (≈ 10 minutes on 2
+    cores) python benchmarks/weight.py --short            # CI: small sizes, 1–3 rounds, < 60 s; not
+    gated python benchmarks/weight.py --before 292e16a --row start-up --rounds 9
 """
 
 from __future__ import annotations
@@ -32,7 +34,13 @@ import run as bench  # the generated project's agents and baseline module
 
 REPO = Path(__file__).resolve().parent.parent
 FALLBACK_BEFORE = "d3036aa"  # the code the issue measured, when there is no release tag
-DISABLED = ("randomly", "langsmith_plugin", "hypothesispytest", "benchmark", "anyio")  # as run.py and budget.py
+DISABLED = (
+    "randomly",
+    "langsmith_plugin",
+    "hypothesispytest",
+    "benchmark",
+    "anyio",
+)  # as run.py and budget.py
 LATENCY = 0.05
 CONCURRENCY = 128
 BUDGET_CONCURRENCY = 32
@@ -121,10 +129,16 @@ class Bench:
     log: Callable[[str], None]
 
     def env(self, code: str) -> dict[str, str]:
-        env = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "PYTHONPATH")}
+        env = {
+            k: v
+            for k, v in os.environ.items()
+            if k not in ("PYTHONDONTWRITEBYTECODE", "PYTHONPATH")
+        }
         package = self.before if code == "before" else REPO
         env["PYTHONPATH"] = os.pathsep.join([str(package), str(self.root)])
-        env["PYTHONPYCACHEPREFIX"] = str(self.root / "pycache")  # compiled once, by the untimed warm-up
+        env["PYTHONPYCACHEPREFIX"] = str(
+            self.root / "pycache"
+        )  # compiled once, by the untimed warm-up
         env["OPENAI_API_KEY"] = "sk-bench"
         env["OPENAI_BASE_URL"] = f"http://127.0.0.1:{self.provider.server_address[1]}/v1"
         env["NO_PROXY"] = "127.0.0.1"
@@ -132,7 +146,17 @@ class Bench:
 
     def pytest(self, code: str, args: list[str], sample: Sample | None) -> str:
         """One pytest run of ``code`` (``plain``: without the plugin); its times go to ``sample``."""
-        command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "bench_timing", *args]
+        command = [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-p",
+            "bench_timing",
+            *args,
+        ]
         command += [a for name in DISABLED for a in ("-p", f"no:{name}")]
         if code == "plain":
             command += ["-p", "no:agent_eval"]
@@ -141,7 +165,9 @@ class Bench:
         self.provider.reset()
         used = resource.getrusage(resource.RUSAGE_CHILDREN)
         start, clock = time.perf_counter(), time.monotonic()
-        done = subprocess.run(command, cwd=self.root, env=self.env(code), capture_output=True, text=True, timeout=900)
+        done = subprocess.run(
+            command, cwd=self.root, env=self.env(code), capture_output=True, text=True, timeout=900
+        )
         wall = time.perf_counter() - start
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         out = done.stdout + done.stderr
@@ -156,8 +182,9 @@ class Bench:
         return out
 
     def warm_up(self) -> None:
-        """Untimed runs that compile every module the measured runs import (the package of each code, pytest,
-        xdist, openai) into the shared bytecode cache."""
+        """Untimed runs that compile every module the measured runs import (the package of each
+        code, pytest, xdist, openai) into the shared bytecode cache.
+        """
         for code in ("after", "before", "plain"):
             self.pytest(code, ["eval_one.json"] if code != "plain" else ["test_startup.py"], None)
             self.pytest(code, ["test_plain_budget.py", "--collect-only", "-n", "2"], None)
@@ -170,12 +197,19 @@ class Bench:
             for name in names if n % 2 == 0 else names[::-1]:
                 code, args = variants[name]
                 self.pytest(code, args, samples[name])
-                self.log(f"  {name}: {samples[name].wall[-1]:.2f} s (load {os.getloadavg()[0]:.1f})")
+                self.log(
+                    f"  {name}: {samples[name].wall[-1]:.2f} s (load {os.getloadavg()[0]:.1f})"
+                )
         return samples
 
     def timings(self) -> dict[str, dict[str, float]]:
-        """The last run's phase times per process (``main``, ``gw0`` ...), from the timing plugin's files."""
-        return {p.stem.removeprefix("timing-"): json.loads(p.read_text()) for p in self.root.glob("timing-*.json")}
+        """The last run's phase times per process (``main``, ``gw0`` ...), from the timing plugin's
+        files.
+        """
+        return {
+            p.stem.removeprefix("timing-"): json.loads(p.read_text())
+            for p in self.root.glob("timing-*.json")
+        }
 
 
 def write_project(root: Path, sizes: Sizes) -> None:
@@ -191,7 +225,9 @@ def write_project(root: Path, sizes: Sizes) -> None:
         "eval_zero_sleepers.json": bench.native_json("bench_agent:run", sizes.sleepers),
         "test_plain_sleepers.py": bench.baseline_module("eval_zero_sleepers.json"),
         "eval_sleepers.json": bench.native_json("bench_agent:sleep_50ms_sync", sizes.sleepers),
-        "test_plain_budget.py": PLAIN_OPENAI.replace("bench_agent", "budget_agent").replace("CASES", str(sizes.budget)),
+        "test_plain_budget.py": PLAIN_OPENAI.replace("bench_agent", "budget_agent").replace(
+            "CASES", str(sizes.budget)
+        ),
     }
     cases = [{"id": f"case_{n}", "input": f"Question {n}"} for n in range(sizes.budget)]
     files["eval_budget.json"] = json.dumps({"agent": "budget_agent:run", "cases": cases}) + "\n"
@@ -206,13 +242,24 @@ def ratio(a: float, b: float) -> str:
     return f"{a / b:.2f}×" if b and not math.isnan(a) and not math.isnan(b) else "n/a"
 
 
-def compared(bench_: Bench, name: str, plugin: list[str], plain: list[str], target: str, rounds: int) -> list[Row]:
+def compared(
+    bench_: Bench, name: str, plugin: list[str], plain: list[str], target: str, rounds: int
+) -> list[Row]:
     """A row measured three ways: after, before, plain."""
     bench_.log(f"{name}:")
-    s = bench_.rounds({"after": ("after", plugin), "before": ("before", plugin), "plain": ("plain", plain)}, rounds)
+    s = bench_.rounds(
+        {"after": ("after", plugin), "before": ("before", plugin), "plain": ("plain", plain)},
+        rounds,
+    )
     after, before, base = (s[k].median() for k in ("after", "before", "plain"))
     cpu = "/".join(f"{s[k].median('cpu'):.2f}" for k in ("after", "before", "plain"))
-    cells = [f"{after:.2f}", f"{before:.2f}", f"{base:.2f}", ratio(after, base), ratio(before, base)]
+    cells = [
+        f"{after:.2f}",
+        f"{before:.2f}",
+        f"{base:.2f}",
+        ratio(after, base),
+        ratio(before, base),
+    ]
     return [[name, *cells, ratio(after, before), cpu, target]]
 
 
@@ -220,17 +267,31 @@ def sleepers_row(bench_: Bench) -> list[Row]:
     n = bench_.sizes.sleepers
     plugin = ["eval_sleepers.json", "--agent-eval-concurrency", str(CONCURRENCY)]
     bench_.log(f"{n} × 50 ms sync at C={CONCURRENCY}:")
-    variants = {"after": ("after", plugin), "before": ("before", plugin), "T0": ("plain", ["test_plain_sleepers.py"])}
+    variants = {
+        "after": ("after", plugin),
+        "before": ("before", plugin),
+        "T0": ("plain", ["test_plain_sleepers.py"]),
+    }
     s = bench_.rounds(variants, bench_.sizes.rounds)
     after, before, t0 = (s[k].median() for k in ("after", "before", "T0"))
     bound = (t0 + math.ceil(n / CONCURRENCY) * LATENCY) * 1.1
     cpu = "/".join(f"{s[k].median('cpu'):.2f}" for k in ("after", "before", "T0"))
     cells = [f"{after:.2f}", f"{before:.2f}", f"{t0:.2f} (T₀)", ratio(after, t0), ratio(before, t0)]
-    return [[f"{n} × 50 ms sync at C={CONCURRENCY}", *cells, ratio(after, before), cpu, f"≤ {bound:.2f} s"]]
+    return [
+        [
+            f"{n} × 50 ms sync at C={CONCURRENCY}",
+            *cells,
+            ratio(after, before),
+            cpu,
+            f"≤ {bound:.2f} s",
+        ]
+    ]
 
 
 def budget_rows(bench_: Bench, workers: bool) -> tuple[list[Row], list[str]]:
-    """The provider rows: no option and a written budget, -n 2 or one process; the ideal is cases / rate."""
+    """The provider rows: no option and a written budget, -n 2 or one process; the ideal is cases /
+    rate.
+    """
     n = bench_.sizes.budget
     ideal = n / RATE
     where = ["-n", "2"] if workers else []
@@ -240,11 +301,19 @@ def budget_rows(bench_: Bench, workers: bool) -> tuple[list[Row], list[str]]:
         ("no option", [], "≤ 1.25×" if workers else "—"),
         (f"`--agent-eval-rate-limit {RATE}/s`", written, "≤ 1.15×" if workers else "—"),
     ):
-        plugin = ["eval_budget.json", "--agent-eval-concurrency", str(BUDGET_CONCURRENCY), *where, *extra]
+        plugin = [
+            "eval_budget.json",
+            "--agent-eval-concurrency",
+            str(BUDGET_CONCURRENCY),
+            *where,
+            *extra,
+        ]
         name = f"{n} one-call cases, {RATE} req/s, C={BUDGET_CONCURRENCY}, {'-n 2' if workers else 'one process'}"
         bench_.log(f"{name}, {label}:")
         variants = {"after": ("after", plugin), "before": ("before", plugin)}
-        if not extra:  # a plain run: the same calls, parametrized, xdist alone (its rate is the provider's problem)
+        # a plain run: the same calls, parametrized, xdist alone (its rate is the provider's
+        # problem)
+        if not extra:
             variants["plain"] = ("plain", ["test_plain_budget.py", *where])
         s = bench_.rounds(variants, bench_.sizes.rounds)
         after, before = s["after"].median(), s["before"].median()
@@ -252,8 +321,22 @@ def budget_rows(bench_: Bench, workers: bool) -> tuple[list[Row], list[str]]:
         plain_cell = f"{base:.2f} ({s['plain'].passed[-1]}/{n} passed)" if "plain" in s else "—"
         first = "/".join(f"{s[k].median('first_request'):.2f}" for k in ("after", "before"))
         cpu = "/".join(f"{s[k].median('cpu'):.2f}" for k in s)
-        cells = [f"{after:.2f}", f"{before:.2f}", plain_cell, ratio(after, base), ratio(before, base)]
-        rows.append([f"{name}, {label}", *cells, ratio(after, before), cpu, f"{target} of ideal {ideal:g} s"])
+        cells = [
+            f"{after:.2f}",
+            f"{before:.2f}",
+            plain_cell,
+            ratio(after, base),
+            ratio(before, base),
+        ]
+        rows.append(
+            [
+                f"{name}, {label}",
+                *cells,
+                ratio(after, before),
+                cpu,
+                f"{target} of ideal {ideal:g} s",
+            ]
+        )
         notes.append(
             f"* {name}, {label}: wall / ideal {ratio(after, ideal)} after, {ratio(before, ideal)} before; "
             f"start → first request {first} s (after/before)"
@@ -264,13 +347,19 @@ def budget_rows(bench_: Bench, workers: bool) -> tuple[list[Row], list[str]]:
 
 
 def phases(bench_: Bench) -> list[str]:
-    """Where the seconds before the first request go under -n 2: one more run of each code, read per process."""
+    """Where the seconds before the first request go under -n 2: one more run of each code, read per
+    process.
+    """
     notes = []
     n = bench_.sizes.budget
     for code in ("after", "before", "plain"):
         start = time.time()
         args = ["eval_budget.json", "--agent-eval-concurrency", str(BUDGET_CONCURRENCY), "-n", "2"]
-        bench_.pytest(code, ["test_plain_budget.py", "-n", "2"] if code == "plain" else args, sample := Sample())
+        bench_.pytest(
+            code,
+            ["test_plain_budget.py", "-n", "2"] if code == "plain" else args,
+            sample := Sample(),
+        )
         wall_first = start + sample.first_request[0] if sample.first_request else math.nan
         parts = []
         for process, marks in sorted(bench_.timings().items()):
@@ -285,7 +374,9 @@ def phases(bench_: Bench) -> list[str]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--before", default=None, help="git revision of 'before' (default: last tag, else d3036aa)")
+    parser.add_argument(
+        "--before", default=None, help="git revision of 'before' (default: last tag, else d3036aa)"
+    )
     parser.add_argument("--short", action="store_true", help="small sizes, few rounds (CI; < 60 s)")
     parser.add_argument("--rounds", type=int, default=None)
     parser.add_argument("--startup-rounds", type=int, default=None)
@@ -298,7 +389,9 @@ def main() -> int:
         sizes.rounds = sizes.startup_rounds = args.rounds
     if args.startup_rounds:
         sizes.startup_rounds = args.startup_rounds
-    tag = subprocess.run(["git", "describe", "--tags", "--abbrev=0"], cwd=REPO, capture_output=True, text=True)
+    tag = subprocess.run(
+        ["git", "describe", "--tags", "--abbrev=0"], cwd=REPO, capture_output=True, text=True
+    )
     revision = args.before or (tag.stdout.strip() if tag.returncode == 0 else FALLBACK_BEFORE)
 
     def log(text: str) -> None:
@@ -313,7 +406,9 @@ def main() -> int:
         root = Path(tmp)
         before = root / "before"
         before.mkdir()
-        archive = subprocess.run(["git", "archive", revision, "pytest_agent_eval"], cwd=REPO, capture_output=True)
+        archive = subprocess.run(
+            ["git", "archive", revision, "pytest_agent_eval"], cwd=REPO, capture_output=True
+        )
         if archive.returncode != 0:
             print(f"git archive {revision}: {archive.stderr.decode().strip()}", file=sys.stderr)
             return 2
@@ -335,14 +430,19 @@ def main() -> int:
         if wanted("sleepers"):
             rows += sleepers_row(b)
         if wanted("collect"):
-            plugin, plain = ["eval_zero.json", "--collect-only"], ["test_plain.py", "--collect-only"]
+            plugin, plain = (
+                ["eval_zero.json", "--collect-only"],
+                ["test_plain.py", "--collect-only"],
+            )
             rows += compared(b, f"collect {sizes.cases} JSON cases vs plain parametrize", plugin, plain, "≤ 1.0×",
                              sizes.rounds)  # fmt: skip
         if wanted("run"):
             rows += compared(b, f"run {sizes.cases} zero-latency cases vs plain", ["eval_zero.json"], ["test_plain.py"],
                              "≤ 1.3×", sizes.rounds)  # fmt: skip
         for key, workers in (("budget-n2", True), ("budget-one", False)):
-            if wanted(key) and (workers or not args.short or args.row):  # --short: the -n 2 rows only
+            if wanted(key) and (
+                workers or not args.short or args.row
+            ):  # --short: the -n 2 rows only
                 more, said = budget_rows(b, workers)
                 rows += more
                 notes += said

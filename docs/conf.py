@@ -1,6 +1,8 @@
 """Sphinx configuration of the pytest-agent-evalset documentation (MyST Markdown pages).
 
-Built in CI with warnings as errors: ``python -m sphinx -W --keep-going -b html docs docs/_build/html``."""
+Built in CI with warnings as errors: ``python -m sphinx -W --keep-going -b html docs
+docs/_build/html``.
+"""
 
 from __future__ import annotations
 

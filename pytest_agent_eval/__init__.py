@@ -1,12 +1,14 @@
-"""pytest-agent-eval: golden-set files of LLM-agent eval cases as pytest items that run the real agent.
+"""pytest-agent-eval: golden-set files of LLM-agent eval cases as pytest items that run the real
+agent.
 
-The public API is ``__all__``: what the documentation tells users to import, for agents (``AgentResult``,
-``ToolCall``), checks (``Check``, ``CheckContext``, ``CheckError``, ``CheckRegistry``, ``CheckResult``,
-``RunRecord``), file formats (``Dialect``, ``DialectRegistry``, ``LoadedFile``), framework adapters (``Adapter``,
-``AdapterRegistry``), tool mocks (``ToolMocks``, ``wrap``) and results (``Case``, ``CaseResult``). Nothing else is
-re-exported. Every name loads with its module when first used, so importing the package (as pytest does for
-every run, eval files or not) loads no engine. PYTEST_DONT_REWRITE: the plugin has no test asserts to rewrite
-(and pytester sessions would warn that it cannot rewrite an already imported plugin).
+The public API is ``__all__``: what the documentation tells users to import, for agents
+(``AgentResult``, ``ToolCall``), checks (``Check``, ``CheckContext``, ``CheckError``,
+``CheckRegistry``, ``CheckResult``, ``RunRecord``), file formats (``Dialect``, ``DialectRegistry``,
+``LoadedFile``), framework adapters (``Adapter``, ``AdapterRegistry``), tool mocks (``ToolMocks``,
+``wrap``) and results (``Case``, ``CaseResult``). Nothing else is re-exported. Every name loads with
+its module when first used, so importing the package (as pytest does for every run, eval files or
+not) loads no engine. PYTEST_DONT_REWRITE: the plugin has no test asserts to rewrite (and pytester
+sessions would warn that it cannot rewrite an already imported plugin).
 """
 
 import typing
@@ -16,7 +18,13 @@ if typing.TYPE_CHECKING:
     from pytest_agent_eval.cases.dialects import Dialect, DialectRegistry
     from pytest_agent_eval.checks import Check, CheckContext, CheckError, CheckRegistry
     from pytest_agent_eval.core.case import Case, LoadedFile
-    from pytest_agent_eval.core.results import AgentResult, CaseResult, CheckResult, RunRecord, ToolCall
+    from pytest_agent_eval.core.results import (
+        AgentResult,
+        CaseResult,
+        CheckResult,
+        RunRecord,
+        ToolCall,
+    )
     from pytest_agent_eval.mocks import ToolMocks, wrap
 
 from pytest_agent_eval.version import __version__

@@ -1,7 +1,8 @@
-"""The ``agent-eval`` command: ``init`` a project, ``validate`` eval files, print the native ``schema``, ``compare``
-reports, write their ``html`` page, ``merge`` shards' reports, ``gate`` a report and print its pull-request
-``comment``; rebuild a killed run's ``report`` from its journal, list the stored ``runs``, ``import`` reports
-into the store, ``view`` it."""
+"""The ``agent-eval`` command: ``init`` a project, ``validate`` eval files, print the native
+``schema``, ``compare`` reports, write their ``html`` page, ``merge`` shards' reports, ``gate`` a
+report and print its pull-request ``comment``; rebuild a killed run's ``report`` from its journal,
+list the stored ``runs``, ``import`` reports into the store, ``view`` it.
+"""
 
 from __future__ import annotations
 
@@ -68,9 +69,11 @@ HOOK_PREFIX = "pytest_agent_eval_register_"
 
 
 def entry_point_plugins() -> list[str]:
-    """Installed pytest plugins (``pytest11`` entry points) whose module implements a registration hook.
+    """Installed pytest plugins (``pytest11`` entry points) whose module implements a registration
+    hook.
 
-    A module's source is read, not imported, to tell: plugins that add nothing here are never loaded.
+    A module's source is read, not imported, to tell: plugins that add nothing here are never
+    loaded.
     """
     found = []
     for entry in importlib.metadata.entry_points(group="pytest11"):
@@ -87,10 +90,15 @@ def entry_point_plugins() -> list[str]:
 
 
 def _module_file(name: str) -> Path | None:
-    """The source file of module ``name``, found on ``sys.path`` without importing it or its packages."""
+    """The source file of module ``name``, found on ``sys.path`` without importing it or its
+    packages.
+    """
     relative = Path(*name.split("."))
     for base in sys.path:
-        for candidate in (Path(base or ".") / f"{relative}.py", Path(base or ".") / relative / "__init__.py"):
+        for candidate in (
+            Path(base or ".") / f"{relative}.py",
+            Path(base or ".") / relative / "__init__.py",
+        ):
             if candidate.is_file():
                 return candidate
     if "." not in name:  # e.g. an editable install's finder; a top-level lookup imports nothing
@@ -103,8 +111,9 @@ def _module_file(name: str) -> Path | None:
 
 
 def conftest_files(paths: list[str]) -> list[str]:
-    """The ``conftest.py`` files pytest would load for ``paths``: in each one's directory and its parents, up to
-    the current directory."""
+    """The ``conftest.py`` files pytest would load for ``paths``: in each one's directory and its
+    parents, up to the current directory.
+    """
     here = Path.cwd().resolve()
     found: dict[Path, None] = {}
     for name in paths:
@@ -112,7 +121,9 @@ def conftest_files(paths: list[str]) -> list[str]:
         folder = start if start.is_dir() else start.parent
         chain = [folder, *folder.parents]
         chain = chain[: chain.index(here) + 1] if here in chain else chain[:1]
-        found.update((d / "conftest.py", None) for d in reversed(chain) if (d / "conftest.py").is_file())
+        found.update(
+            (d / "conftest.py", None) for d in reversed(chain) if (d / "conftest.py").is_file()
+        )
     return [str(p) for p in found]
 
 
@@ -123,11 +134,15 @@ class Registries(NamedTuple):
 
 
 def registries(plugins: list[str], paths: Sequence[str] = ()) -> Registries:
-    """The built-in checks, formats and adapters, plus those added through the registration hooks by installed
-    pytest plugins, the ``conftest.py`` files of ``paths`` and the ``plugins`` named with ``-p``, in that order."""
+    """The built-in checks, formats and adapters, plus those added through the registration hooks by
+    installed pytest plugins, the ``conftest.py`` files of ``paths`` and the ``plugins`` named with
+    ``-p``, in that order.
+    """
     checks, dialects, adapters = builtin_registry(), builtin_dialects(), builtin_adapters()
     refs = [*entry_point_plugins(), *conftest_files(list(paths)), *plugins]
-    unique = {str(Path(r).resolve()) if r.endswith(".py") else r: r for r in refs}  # each loaded once, in order
+    unique = {
+        str(Path(r).resolve()) if r.endswith(".py") else r: r for r in refs
+    }  # each loaded once, in order
     for ref in unique.values():
         module = load_plugin(ref)
         if hasattr(module, "pytest_agent_eval_register_checks"):
@@ -148,15 +163,19 @@ def eval_files(paths: list[str]) -> Iterator[Path]:
             yield from sorted(
                 p
                 for p in path.rglob("*")
-                if p.is_file() and (is_eval_file(p, patterns, False) or orphan_sidecar(p, patterns, False))
+                if p.is_file()
+                and (is_eval_file(p, patterns, False) or orphan_sidecar(p, patterns, False))
             )
         else:
             yield path
 
 
-def validate_file(path: Path, checks: CheckRegistry, dialects: DialectRegistry) -> tuple[str, list[str], list[str]]:
-    """``(what the file is, problems as "path:line: message", notes)`` for one file (a note is no problem: a
-    dataset without its sidecar)."""
+def validate_file(
+    path: Path, checks: CheckRegistry, dialects: DialectRegistry
+) -> tuple[str, list[str], list[str]]:
+    """``(what the file is, problems as "path:line: message", notes)`` for one file (a note is no
+    problem: a dataset without its sidecar).
+    """
     if not path.is_file():
         return "missing", [f"{path}: no such file"], []
     what = "unreadable"
@@ -176,7 +195,13 @@ def validate_file(path: Path, checks: CheckRegistry, dialects: DialectRegistry) 
     except EvalFileErrors as exc:
         return what, [e.format() for e in exc.errors], []
     except Exception as exc:  # a file is data: whatever reading it raises is its problem
-        return what, [f"{path}:1: cannot be read: {type(exc).__name__}: {exc} (please report this as a bug)"], []
+        return (
+            what,
+            [
+                f"{path}:1: cannot be read: {type(exc).__name__}: {exc} (please report this as a bug)"
+            ],
+            [],
+        )
     problems = [line for case in loaded.cases if case.error for line in case.error.splitlines()]
     return f"{dialect.name}, {_count(len(loaded.cases), 'case')}", problems, loaded.notes
 
@@ -186,9 +211,16 @@ def _count(n: int, noun: str) -> str:
 
 
 def validate(paths: list[str], plugins: list[str], out: TextIO, allow: Sequence[str] = ()) -> int:
-    """Print each file's format and every problem; 1 when any file has a problem, else 0. Files read what lies
-    under the working directory, the folders named (a file's own folder) and ``allow`` (SPEC §22)."""
-    roots = [Path.cwd(), *(Path(p) if Path(p).is_dir() else Path(p).parent for p in paths), *map(Path, allow)]
+    """Print each file's format and every problem; 1 when any file has a problem, else 0.
+
+    Files read what lies under the working directory, the folders named (a file's own folder) and
+    ``allow`` (SPEC §22).
+    """
+    roots = [
+        Path.cwd(),
+        *(Path(p) if Path(p).is_dir() else Path(p).parent for p in paths),
+        *map(Path, allow),
+    ]
     with trust.configured(roots):
         return _validate(paths, plugins, out)
 
@@ -217,8 +249,9 @@ def _validate(paths: list[str], plugins: list[str], out: TextIO) -> int:
 def compare_reports(
     base: str, cand: str, tolerance: float, significance: float, fail: bool, markdown: bool = False
 ) -> int:
-    """Print how ``cand`` differs from ``base`` (as text or markdown); 1 when a case regressed (or the two share no
-    case) and ``fail``, 2 for an unreadable file."""
+    """Print how ``cand`` differs from ``base`` (as text or markdown); 1 when a case regressed (or
+    the two share no case) and ``fail``, 2 for an unreadable file.
+    """
     try:
         before, after = load_records(Path(base)), load_records(Path(cand))
     except BaselineError as exc:
@@ -237,12 +270,15 @@ def html_page(
     tolerance: float = DEFAULT_TOLERANCE,
     significance: float = DEFAULT_SIGNIFICANCE,
 ) -> int:
-    """Write the HTML page of ``report`` (compared with ``base`` as ``agent-eval compare`` compares; without it, the
-    comparison the report kept, if any) to ``output``; 2 for an unreadable report."""
+    """Write the HTML page of ``report`` (compared with ``base`` as ``agent-eval compare`` compares;
+    without it, the comparison the report kept, if any) to ``output``; 2 for an unreadable report.
+    """
     from pytest_agent_eval.report.html import Baseline, write_html
 
     try:
-        document = load_report(Path(report))  # checked as a baseline is: one line naming the file and what is wrong
+        document = load_report(
+            Path(report)
+        )  # checked as a baseline is: one line naming the file and what is wrong
         records = load_records(Path(report))
         before = load_records(Path(base)) if base else None
     except BaselineError as exc:
@@ -265,7 +301,9 @@ def html_page(
 
 
 def init_project(folder: str, out: TextIO) -> int:
-    """Write the starting project into ``folder`` (:mod:`pytest_agent_eval.cases.scaffold`); 1 when a file exists."""
+    """Write the starting project into ``folder`` (:mod:`pytest_agent_eval.cases.scaffold`); 1 when
+    a file exists.
+    """
     from pytest_agent_eval.cases import scaffold
 
     try:
@@ -287,11 +325,15 @@ def init_project(folder: str, out: TextIO) -> int:
 
 
 def _report_command(args: argparse.Namespace) -> int:
-    """``agent-eval merge``, ``gate`` (SPEC §18) and ``comment`` (SPEC §25), run by their report modules."""
+    """``agent-eval merge``, ``gate`` (SPEC §18) and ``comment`` (SPEC §25), run by their report
+    modules.
+    """
     if args.command == "comment":
         from pytest_agent_eval.report.comment import comment
 
-        return comment(args.report, args.baseline, sys.stdout, sys.stderr, args.tolerance, args.significance)
+        return comment(
+            args.report, args.baseline, sys.stdout, sys.stderr, args.tolerance, args.significance
+        )
     if args.command == "merge":
         from pytest_agent_eval.report.merge import merge_command
 
@@ -301,14 +343,25 @@ def _report_command(args: argparse.Namespace) -> int:
 
     limits = Thresholds(args.min_pass_rate, args.max_cost, args.max_p95_latency)
     return gate(
-        args.report, args.baseline, limits, args.tolerance, args.significance, args.markdown, sys.stdout, sys.stderr
+        args.report,
+        args.baseline,
+        limits,
+        args.tolerance,
+        args.significance,
+        args.markdown,
+        sys.stdout,
+        sys.stderr,
     )
 
 
 def _memory_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """``report``, ``runs``, ``import`` and ``view`` (SPEC §24)."""
-    store_help = "the run store: a SQLite file (default .agent-eval/runs.db here) or postgresql://..."
-    rebuild = sub.add_parser("report", help="rebuild a run's reports from its journal (what a killed run left)")
+    store_help = (
+        "the run store: a SQLite file (default .agent-eval/runs.db here) or postgresql://..."
+    )
+    rebuild = sub.add_parser(
+        "report", help="rebuild a run's reports from its journal (what a killed run left)"
+    )
     rebuild.add_argument("journal", metavar="JOURNAL", help="the run's journal (*.journal.jsonl)")
     rebuild.add_argument("-o", "--output", metavar="REPORT.json", help="the JSON report to write")
     rebuild.add_argument("--html", metavar="PATH", help="the HTML page to write")
@@ -316,15 +369,27 @@ def _memory_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     runs = sub.add_parser("runs", help="list the runs in the run store, newest first")
     runs.add_argument("--store", metavar="URL", help=store_help)
     runs.add_argument("--branch", metavar="NAME", help="only the runs of this git branch")
-    runs.add_argument("-n", "--limit", type=int, default=20, metavar="N", help="at most N runs (default 20)")
-    put = sub.add_parser("import", help="save --agent-eval-report files (or journals) in the run store")
-    put.add_argument("reports", nargs="+", metavar="REPORT", help="the reports to store, each one run")
+    runs.add_argument(
+        "-n", "--limit", type=int, default=20, metavar="N", help="at most N runs (default 20)"
+    )
+    put = sub.add_parser(
+        "import", help="save --agent-eval-report files (or journals) in the run store"
+    )
+    put.add_argument(
+        "reports", nargs="+", metavar="REPORT", help="the reports to store, each one run"
+    )
     put.add_argument("--store", metavar="URL", help=store_help)
-    put.add_argument("--branch", metavar="NAME", help="the git branch the reports' runs were made on")
+    put.add_argument(
+        "--branch", metavar="NAME", help="the git branch the reports' runs were made on"
+    )
     view = sub.add_parser("view", help="serve a read-only web view of the run store on 127.0.0.1")
     view.add_argument("--store", metavar="URL", help=store_help)
-    view.add_argument("--port", type=int, default=8765, metavar="P", help="the port (default 8765; 0: any free)")
-    view.add_argument("--host", default="127.0.0.1", metavar="ADDR", help="the address (default 127.0.0.1)")
+    view.add_argument(
+        "--port", type=int, default=8765, metavar="P", help="the port (default 8765; 0: any free)"
+    )
+    view.add_argument(
+        "--host", default="127.0.0.1", metavar="ADDR", help="the address (default 127.0.0.1)"
+    )
     view.add_argument(
         "--trace-url",
         metavar="TEMPLATE",
@@ -337,18 +402,24 @@ def _memory_command(args: argparse.Namespace) -> int:
     from pytest_agent_eval.memory import commands
 
     if args.command == "report":
-        return commands.report_command(args.journal, args.output, args.html, args.markdown, sys.stdout, sys.stderr)
+        return commands.report_command(
+            args.journal, args.output, args.html, args.markdown, sys.stdout, sys.stderr
+        )
     if args.command == "runs":
         return commands.runs_command(args.store, args.branch, args.limit, sys.stdout, sys.stderr)
     if args.command == "import":
-        return commands.import_command(args.store, args.reports, args.branch, sys.stdout, sys.stderr)
+        return commands.import_command(
+            args.store, args.reports, args.branch, sys.stdout, sys.stderr
+        )
     from pytest_agent_eval.memory.viewer import view_command
 
     return view_command(args.store, args.host, args.port, sys.stdout, sys.stderr, args.trace_url)
 
 
 def capture(trace: str, trace_id: str | None, output: str | None) -> int:
-    """``agent-eval capture``: one trace made a native eval case (SPEC §23); 2 with a message on bad input."""
+    """``agent-eval capture``: one trace made a native eval case (SPEC §23); 2 with a message on bad
+    input.
+    """
     import yaml
 
     from pytest_agent_eval.traces.capture import CaptureError, case_of, pick_trace, read_export
@@ -356,7 +427,10 @@ def capture(trace: str, trace_id: str | None, output: str | None) -> int:
     try:
         text = Path(trace).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
-        print(f"agent-eval capture: {trace}: cannot read it ({getattr(exc, 'strerror', None) or exc})", file=sys.stderr)
+        print(
+            f"agent-eval capture: {trace}: cannot read it ({getattr(exc, 'strerror', None) or exc})",
+            file=sys.stderr,
+        )
         return 2
     try:
         document = case_of(pick_trace(read_export(text, trace), trace_id, trace), trace)
@@ -382,7 +456,9 @@ def capture(trace: str, trace_id: str | None, output: str | None) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """The command; a reader that went away (``agent-eval compare … | head``) ends it quietly, as Unix tools end."""
+    """The command; a reader that went away (``agent-eval compare … | head``) ends it quietly, as
+    Unix tools end.
+    """
     try:
         code = _command(argv)
         sys.stdout.flush()  # here, not at exit, where a closed pipe is a message no one can catch
@@ -393,7 +469,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _silence_stdout() -> None:
-    """Point standard output at the null device: what is still buffered for it is dropped at exit, not reported."""
+    """Point standard output at the null device: what is still buffered for it is dropped at exit,
+    not reported.
+    """
     try:
         fd = sys.stdout.fileno()
     except (AttributeError, OSError, ValueError):  # not a file (a test's capture)
@@ -406,12 +484,22 @@ def _silence_stdout() -> None:
 def _command(argv: list[str] | None) -> int:
     parser = argparse.ArgumentParser(prog="agent-eval", description="pytest-agent-evalset tools")
     sub = parser.add_subparsers(dest="command", required=True)
-    start = sub.add_parser("init", help="write a starting project: an eval file, conftest.py, ini block, CI workflow")
-    start.add_argument("folder", nargs="?", default=".", metavar="DIR", help="where to write it (default: here)")
+    start = sub.add_parser(
+        "init", help="write a starting project: an eval file, conftest.py, ini block, CI workflow"
+    )
+    start.add_argument(
+        "folder", nargs="?", default=".", metavar="DIR", help="where to write it (default: here)"
+    )
     plugin_help = "a module or .py file (e.g. conftest.py) whose pytest_agent_eval_register_* hooks add checks/formats"
-    check = sub.add_parser("validate", help="check eval files: syntax, format, schema; print path:line: problem")
-    check.add_argument("paths", nargs="+", metavar="PATH", help="eval files, or directories to search")
-    check.add_argument("-p", dest="plugins", action="append", default=[], metavar="PLUGIN", help=plugin_help)
+    check = sub.add_parser(
+        "validate", help="check eval files: syntax, format, schema; print path:line: problem"
+    )
+    check.add_argument(
+        "paths", nargs="+", metavar="PATH", help="eval files, or directories to search"
+    )
+    check.add_argument(
+        "-p", dest="plugins", action="append", default=[], metavar="PLUGIN", help=plugin_help
+    )
     check.add_argument(
         "--allow-path",
         dest="allow",
@@ -421,8 +509,14 @@ def _command(argv: list[str] | None) -> int:
         help="a folder outside the project that `file://` references may read (repeatable)",
     )
     schema = sub.add_parser("schema", help="print the JSON Schema of the native eval file format")
-    schema.add_argument("-p", dest="plugins", action="append", default=[], metavar="PLUGIN", help=plugin_help)
-    schema.add_argument("--report", action="store_true", help="print the schema of --agent-eval-report files instead")
+    schema.add_argument(
+        "-p", dest="plugins", action="append", default=[], metavar="PLUGIN", help=plugin_help
+    )
+    schema.add_argument(
+        "--report",
+        action="store_true",
+        help="print the schema of --agent-eval-report files instead",
+    )
     schema.add_argument(
         "--format",
         choices=("native", "promptfoo", "sidecar"),
@@ -430,40 +524,103 @@ def _command(argv: list[str] | None) -> int:
         help="the eval file format: native (default), promptfoo (the config subset it runs), sidecar (a dataset's "
         "<stem>.expect.yaml)",
     )
-    cmp = sub.add_parser("compare", help="compare two --agent-eval-report files: regressions, fixes, new, missing")
+    cmp = sub.add_parser(
+        "compare", help="compare two --agent-eval-report files: regressions, fixes, new, missing"
+    )
     cmp.add_argument("base", metavar="BASE", help="the earlier report")
     cmp.add_argument("cand", metavar="CAND", help="the report to judge")
-    cmp.add_argument("--tolerance", type=float, default=DEFAULT_TOLERANCE, help="score drop that regresses")
-    cmp.add_argument("--significance", type=float, default=DEFAULT_SIGNIFICANCE, help="Fisher p that regresses")
-    cmp.add_argument("--fail-on-regression", action="store_true", help="exit 1 when a case regressed")
-    cmp.add_argument("--markdown", action="store_true", help="print GitHub markdown (a table) instead of text")
-    page = sub.add_parser("html", help="write the HTML page of an --agent-eval-report file (and its baseline)")
+    cmp.add_argument(
+        "--tolerance", type=float, default=DEFAULT_TOLERANCE, help="score drop that regresses"
+    )
+    cmp.add_argument(
+        "--significance", type=float, default=DEFAULT_SIGNIFICANCE, help="Fisher p that regresses"
+    )
+    cmp.add_argument(
+        "--fail-on-regression", action="store_true", help="exit 1 when a case regressed"
+    )
+    cmp.add_argument(
+        "--markdown", action="store_true", help="print GitHub markdown (a table) instead of text"
+    )
+    page = sub.add_parser(
+        "html", help="write the HTML page of an --agent-eval-report file (and its baseline)"
+    )
     page.add_argument("report", metavar="REPORT", help="the report to show")
-    page.add_argument("base", metavar="BASE", nargs="?", help="an earlier report, compared side by side")
-    page.add_argument("-o", "--output", required=True, metavar="PATH", help="the HTML file to write")
-    page.add_argument("--tolerance", type=float, default=DEFAULT_TOLERANCE, help="score drop that regresses")
-    page.add_argument("--significance", type=float, default=DEFAULT_SIGNIFICANCE, help="Fisher p that regresses")
-    join = sub.add_parser("merge", help="join --agent-eval-report files (a run's shards) into one report")
+    page.add_argument(
+        "base", metavar="BASE", nargs="?", help="an earlier report, compared side by side"
+    )
+    page.add_argument(
+        "-o", "--output", required=True, metavar="PATH", help="the HTML file to write"
+    )
+    page.add_argument(
+        "--tolerance", type=float, default=DEFAULT_TOLERANCE, help="score drop that regresses"
+    )
+    page.add_argument(
+        "--significance", type=float, default=DEFAULT_SIGNIFICANCE, help="Fisher p that regresses"
+    )
+    join = sub.add_parser(
+        "merge", help="join --agent-eval-report files (a run's shards) into one report"
+    )
     join.add_argument("reports", nargs="+", metavar="REPORT", help="the reports to join")
-    join.add_argument("-o", "--output", required=True, metavar="PATH", help="the merged report to write")
-    judge = sub.add_parser("gate", help="judge a saved or merged report: regressions, thresholds, completeness")
+    join.add_argument(
+        "-o", "--output", required=True, metavar="PATH", help="the merged report to write"
+    )
+    judge = sub.add_parser(
+        "gate", help="judge a saved or merged report: regressions, thresholds, completeness"
+    )
     judge.add_argument("report", metavar="REPORT", help="the report to judge")
-    judge.add_argument("--baseline", metavar="BASE", help="an earlier report: a regression against it fails")
-    judge.add_argument("--min-pass-rate", type=float, metavar="X", help="share of decided cases that must pass")
-    judge.add_argument("--max-cost", type=float, metavar="X", help="the report's total LLM cost may not exceed this")
-    judge.add_argument("--max-p95-latency", type=float, metavar="S", help="p95 agent latency in seconds may not exceed")
-    judge.add_argument("--markdown", metavar="PATH", help="append the markdown summary (e.g. $GITHUB_STEP_SUMMARY)")
-    judge.add_argument("--tolerance", type=float, default=DEFAULT_TOLERANCE, help="score drop that regresses")
-    judge.add_argument("--significance", type=float, default=DEFAULT_SIGNIFICANCE, help="Fisher p that regresses")
-    grab = sub.add_parser("capture", help="turn one trace of an OTLP JSON / Phoenix / Jaeger export into an eval case")
-    grab.add_argument("trace", metavar="TRACE", help="the trace export (OTLP JSON or JSON lines, Phoenix, Jaeger)")
+    judge.add_argument(
+        "--baseline", metavar="BASE", help="an earlier report: a regression against it fails"
+    )
+    judge.add_argument(
+        "--min-pass-rate", type=float, metavar="X", help="share of decided cases that must pass"
+    )
+    judge.add_argument(
+        "--max-cost",
+        type=float,
+        metavar="X",
+        help="the report's total LLM cost may not exceed this",
+    )
+    judge.add_argument(
+        "--max-p95-latency",
+        type=float,
+        metavar="S",
+        help="p95 agent latency in seconds may not exceed",
+    )
+    judge.add_argument(
+        "--markdown", metavar="PATH", help="append the markdown summary (e.g. $GITHUB_STEP_SUMMARY)"
+    )
+    judge.add_argument(
+        "--tolerance", type=float, default=DEFAULT_TOLERANCE, help="score drop that regresses"
+    )
+    judge.add_argument(
+        "--significance", type=float, default=DEFAULT_SIGNIFICANCE, help="Fisher p that regresses"
+    )
+    grab = sub.add_parser(
+        "capture", help="turn one trace of an OTLP JSON / Phoenix / Jaeger export into an eval case"
+    )
+    grab.add_argument(
+        "trace", metavar="TRACE", help="the trace export (OTLP JSON or JSON lines, Phoenix, Jaeger)"
+    )
     grab.add_argument("--trace-id", metavar="ID", help="which trace, when the file holds several")
-    grab.add_argument("-o", "--output", metavar="FILE", help="the eval file to write (default: standard output)")
-    note = sub.add_parser("comment", help="print a report's pull-request comment (one sticky comment: a hidden marker)")
+    grab.add_argument(
+        "-o", "--output", metavar="FILE", help="the eval file to write (default: standard output)"
+    )
+    note = sub.add_parser(
+        "comment",
+        help="print a report's pull-request comment (one sticky comment: a hidden marker)",
+    )
     note.add_argument("report", metavar="REPORT", help="the report to comment on")
-    note.add_argument("--baseline", metavar="BASE", help="an earlier report: regressions, fixes and cost against it")
-    note.add_argument("--tolerance", type=float, default=DEFAULT_TOLERANCE, help="score drop that regresses")
-    note.add_argument("--significance", type=float, default=DEFAULT_SIGNIFICANCE, help="Fisher p that regresses")
+    note.add_argument(
+        "--baseline",
+        metavar="BASE",
+        help="an earlier report: regressions, fixes and cost against it",
+    )
+    note.add_argument(
+        "--tolerance", type=float, default=DEFAULT_TOLERANCE, help="score drop that regresses"
+    )
+    note.add_argument(
+        "--significance", type=float, default=DEFAULT_SIGNIFICANCE, help="Fisher p that regresses"
+    )
     _memory_parsers(sub)
     args = parser.parse_args(argv)
     if args.command == "capture":
@@ -480,7 +637,12 @@ def _command(argv: list[str] | None) -> int:
         return validate(args.paths, args.plugins, sys.stdout, args.allow)
     if args.command == "compare":
         return compare_reports(
-            args.base, args.cand, args.tolerance, args.significance, args.fail_on_regression, args.markdown
+            args.base,
+            args.cand,
+            args.tolerance,
+            args.significance,
+            args.fail_on_regression,
+            args.markdown,
         )
     if args.report:
         print(json.dumps(report_schema(), indent=2))

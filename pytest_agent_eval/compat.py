@@ -1,8 +1,9 @@
-"""Every touch of a private pytest, pytest-xdist or asyncio API, each with a fallback that degrades, never fails.
+"""Every touch of a private pytest, pytest-xdist or asyncio API, each with a fallback that degrades,
+never fails.
 
-The plugin works without any of these; they only make it faster (reusing a fixture closure, starting upcoming
-cases early) or let a blocking call start its own event loop. When a newer release changes one, its fallback is
-what runs: no prefetch, a fixture closure per item, and so on.
+The plugin works without any of these; they only make it faster (reusing a fixture closure, starting
+upcoming cases early) or let a blocking call start its own event loop. When a newer release changes
+one, its fallback is what runs: no prefetch, a fixture closure per item, and so on.
 """
 
 from __future__ import annotations
@@ -13,23 +14,28 @@ import functools
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:  # the engine's parts (blocking.py) use this module without pytest; asyncio loads with the runner
+if (
+    TYPE_CHECKING
+):  # the engine's parts (blocking.py) use this module without pytest; asyncio loads with the runner
     import asyncio
 
     import pytest
 
 
 def fixtureinfo(item: pytest.Item) -> Any:
-    """The item's fixture closure, so the next item of its file can reuse it (``None``: each computes its own)."""
+    """The item's fixture closure, so the next item of its file can reuse it (``None``: each
+    computes its own).
+    """
     return getattr(item, "_fixtureinfo", None)
 
 
 @functools.cache
 def item_keeps_request() -> bool:
-    """pytest keeps a test function's own ``FixtureRequest`` as ``item._request`` (``Function._initrequest``).
+    """pytest keeps a test function's own ``FixtureRequest`` as ``item._request``
+    (``Function._initrequest``).
 
-    Then an eval item's function takes no argument: a ``request`` argument makes pytest build a fixture definition
-    for it per item (about 20 us each). Fallback: the function takes ``request``.
+    Then an eval item's function takes no argument: a ``request`` argument makes pytest build a
+    fixture definition for it per item (about 20 us each). Fallback: the function takes ``request``.
     """
     import pytest
 
@@ -41,17 +47,21 @@ def item_request(item: pytest.Item) -> pytest.FixtureRequest:
     import pytest
 
     request = getattr(item, "_request", None)
-    if not isinstance(request, pytest.FixtureRequest):  # pragma: no cover - guarded by item_keeps_request
+    if not isinstance(
+        request, pytest.FixtureRequest
+    ):  # pragma: no cover - guarded by item_keeps_request
         raise TypeError(f"pytest kept no fixture request on {item.nodeid}")
     return request
 
 
 def bracketed_node_id(item: pytest.Item) -> None:
-    """Give an item named ``case[variant]`` the structured id pytest >= 9.2 reads from a saved node id.
+    """Give an item named ``case[variant]`` the structured id pytest >= 9.2 reads from a saved node
+    id.
 
-    pytest 9.2 keeps node ids as ``NodeId(path, names, params)`` and parses a saved id's ``[...]`` as params
-    (``--lf``, the xdist controller); an item built without a callspec gets ``params=None`` and the bracket in
-    its name, so ``--lf`` never matched it. Fallback (older pytest, or the private names gone): nothing to do.
+    pytest 9.2 keeps node ids as ``NodeId(path, names, params)`` and parses a saved id's ``[...]``
+    as params (``--lf``, the xdist controller); an item built without a callspec gets
+    ``params=None`` and the bracket in its name, so ``--lf`` never matched it. Fallback (older
+    pytest, or the private names gone): nothing to do.
     """
     node_id = getattr(item, "_id", None)
     if node_id is None or "[" not in item.name or getattr(node_id, "params", "") is not None:
@@ -65,7 +75,9 @@ def bracketed_node_id(item: pytest.Item) -> None:
 
 
 def fixture_definition(item: pytest.Item, name: str) -> Any:
-    """The definition of fixture ``name`` that applies to ``item``, or ``None`` when it cannot be told."""
+    """The definition of fixture ``name`` that applies to ``item``, or ``None`` when it cannot be
+    told.
+    """
     manager = getattr(item.session, "_fixturemanager", None)
     if manager is None:
         return None
@@ -84,8 +96,8 @@ def fixture_definition(item: pytest.Item, name: str) -> Any:
 def xdist_pending(config: pytest.Config) -> list[int] | None:
     """On an xdist worker, the indices of the items it was sent and has not started, in order.
 
-    ``None`` when this is not a worker; an empty list when the worker's queue cannot be read (then only the
-    next item, from ``pytest_runtest_protocol``, is known).
+    ``None`` when this is not a worker; an empty list when the worker's queue cannot be read (then
+    only the next item, from ``pytest_runtest_protocol``, is known).
     """
     if not hasattr(config, "workerinput"):
         return None
@@ -124,7 +136,9 @@ def running_loop() -> asyncio.AbstractEventLoop | None:
 
 
 def set_running_loop(loop: asyncio.AbstractEventLoop | None) -> bool:
-    """Declare ``loop`` as this thread's running loop (``None``: none); False when this Python cannot."""
+    """Declare ``loop`` as this thread's running loop (``None``: none); False when this Python
+    cannot.
+    """
     import asyncio
 
     setter = getattr(asyncio.events, "_set_running_loop", None)
@@ -141,28 +155,34 @@ def worker_input(config: pytest.Config) -> dict[str, Any] | None:
 
 
 def is_worker(config: pytest.Config) -> bool:
-    """Whether this process is a pytest-xdist worker (its reports go to the controller, which reports)."""
+    """Whether this process is a pytest-xdist worker (its reports go to the controller, which
+    reports).
+    """
     return worker_input(config) is not None
 
 
 def worker_output(config: pytest.Config) -> dict[str, Any] | None:
-    """On an xdist worker, what it sends the controller when it finishes (``config.workeroutput``); ``None``
-    elsewhere."""
+    """On an xdist worker, what it sends the controller when it finishes (``config.workeroutput``);
+    ``None`` elsewhere.
+    """
     value = getattr(config, "workeroutput", None)
     return value if isinstance(value, dict) else None
 
 
 def node_output(node: object) -> dict[str, Any]:
-    """On the xdist controller, what a finished worker sent (``node.workeroutput``); empty when it sent nothing (it
-    crashed)."""
+    """On the xdist controller, what a finished worker sent (``node.workeroutput``); empty when it
+    sent nothing (it crashed).
+    """
     value = getattr(node, "workeroutput", None)
     return value if isinstance(value, dict) else {}
 
 
 def remote_workers(config: pytest.Config) -> list[str]:
-    """The ``--tx`` specs of the run's xdist workers that run elsewhere than this machine's processes: ``socket=``,
-    ``ssh=``, anything through a proxy (``via=``); not ``popen`` (``-n``). Read from the options xdist leaves set
-    (``tx``, ``dist``); empty without xdist, without distribution (``--dist no``), or when they cannot be read."""
+    """The ``--tx`` specs of the run's xdist workers that run elsewhere than this machine's
+    processes: ``socket=``, ``ssh=``, anything through a proxy (``via=``); not ``popen`` (``-n``).
+    Read from the options xdist leaves set (``tx``, ``dist``); empty without xdist, without
+    distribution (``--dist no``), or when they cannot be read.
+    """
     try:
         specs = [str(spec) for spec in config.getoption("tx", None) or []]
         distributed = config.getoption("dist", "no") != "no"
@@ -170,7 +190,9 @@ def remote_workers(config: pytest.Config) -> list[str]:
         return []
     remote = []
     for spec in specs if distributed else []:
-        spec = spec.partition("*")[2] if spec.partition("*")[0].isdigit() else spec  # "2*socket=…": two workers
+        spec = (
+            spec.partition("*")[2] if spec.partition("*")[0].isdigit() else spec
+        )  # "2*socket=…": two workers
         keys = {part.partition("=")[0].strip() for part in spec.split("//")}
         if "popen" not in keys or "via" in keys:
             remote.append(spec)
@@ -178,7 +200,9 @@ def remote_workers(config: pytest.Config) -> list[str]:
 
 
 def crashed_worker(report: pytest.TestReport) -> str | None:
-    """The id (``gw0``) of the worker an xdist crash report is about, or ``None`` when it cannot be told."""
+    """The id (``gw0``) of the worker an xdist crash report is about, or ``None`` when it cannot be
+    told.
+    """
     node = getattr(report, "node", None)  # set by xdist's DSession.handle_crashitem
     gateway = getattr(node, "gateway", None)
     worker = getattr(gateway, "id", None)
@@ -186,15 +210,19 @@ def crashed_worker(report: pytest.TestReport) -> str | None:
 
 
 def worker_id(node: Any) -> str:
-    """The id (``gw0``) of an xdist worker controller (``node.gateway.id``); ``""`` when it cannot be told."""
+    """The id (``gw0``) of an xdist worker controller (``node.gateway.id``); ``""`` when it cannot
+    be told.
+    """
     worker = getattr(getattr(node, "gateway", None), "id", None)
     return worker if isinstance(worker, str) else ""
 
 
 def pending_on(node: Any) -> list[str]:
-    """The node ids an xdist worker that went down had been sent and not finished, read from the controller's
-    scheduler (``DSession.sched``: ``node2pending`` indices into ``collection`` for the load schedulers,
-    ``assigned_work`` for the scope ones) before xdist hands them to other workers; empty when it cannot be told."""
+    """The node ids an xdist worker that went down had been sent and not finished, read from the
+    controller's scheduler (``DSession.sched``: ``node2pending`` indices into ``collection`` for the
+    load schedulers, ``assigned_work`` for the scope ones) before xdist hands them to other workers;
+    empty when it cannot be told.
+    """
     try:
         sched: Any = getattr(node.config.pluginmanager.get_plugin("dsession"), "sched", None)
         pending = getattr(sched, "node2pending", None)
@@ -203,15 +231,21 @@ def pending_on(node: Any) -> list[str]:
             return [str(collection[i]) for i in pending[node]]
         assigned = getattr(sched, "assigned_work", None)
         if isinstance(assigned, dict) and node in assigned:
-            return [str(nodeid) for scope in assigned[node].values() for nodeid, done in scope.items() if not done]
+            return [
+                str(nodeid)
+                for scope in assigned[node].values()
+                for nodeid, done in scope.items()
+                if not done
+            ]
     except Exception:
         return []
     return []
 
 
 def run_again(sched: Any, nodeid: str) -> bool:
-    """Send a crashed item to run again (``sched.mark_test_pending``, xdist >= 2.2.1); False when the
-    scheduler cannot."""
+    """Send a crashed item to run again (``sched.mark_test_pending``, xdist >= 2.2.1); False when
+    the scheduler cannot.
+    """
     try:
         sched.mark_test_pending(nodeid)
     except Exception:
@@ -220,14 +254,18 @@ def run_again(sched: Any, nodeid: str) -> bool:
 
 
 def is_worker_crash(report: pytest.TestReport) -> bool:
-    """Whether ``report`` is pytest-xdist's stand-in for an item whose worker died while running it (xdist makes
-    it with ``when="???"``); ``False`` when that cannot be told, and the crashed case is then left out."""
+    """Whether ``report`` is pytest-xdist's stand-in for an item whose worker died while running it
+    (xdist makes it with ``when="???"``); ``False`` when that cannot be told, and the crashed case
+    is then left out.
+    """
     return report.failed and report.when not in ("setup", "call", "teardown", "collect")
 
 
 def junit_failure_as_error(config: pytest.Config, report: pytest.TestReport) -> bool:
-    """Turn the ``<failure>`` pytest's ``--junitxml`` just wrote for ``report`` (a failed call) into ``<error>``,
-    counts included; ``False`` (the ``<failure>`` stays) when pytest's junitxml internals are not as expected."""
+    """Turn the ``<failure>`` pytest's ``--junitxml`` just wrote for ``report`` (a failed call) into
+    ``<error>``, counts included; ``False`` (the ``<failure>`` stays) when pytest's junitxml
+    internals are not as expected.
+    """
     try:
         from _pytest.junitxml import xml_key
 
@@ -247,9 +285,11 @@ def junit_failure_as_error(config: pytest.Config, report: pytest.TestReport) -> 
 
 
 def pydantic_ai_with_tools(agent: Any, wrap: Any) -> Any:
-    """A shallow copy of a pydantic-ai ``Agent`` whose own function toolset (``_function_toolset.tools``, private)
-    holds ``wrap(tool)`` for each tool. Fallback (the attribute gone or another shape): ``None``, and the adapter
-    says the agent's tools cannot be reached, so its cases' tool mocks fail before the agent runs."""
+    """A shallow copy of a pydantic-ai ``Agent`` whose own function toolset
+    (``_function_toolset.tools``, private) holds ``wrap(tool)`` for each tool. Fallback (the
+    attribute gone or another shape): ``None``, and the adapter says the agent's tools cannot be
+    reached, so its cases' tool mocks fail before the agent runs.
+    """
     toolset: Any = getattr(agent, "_function_toolset", None)
     tools = getattr(toolset, "tools", None)
     if not isinstance(tools, dict):
@@ -262,8 +302,9 @@ def pydantic_ai_with_tools(agent: Any, wrap: Any) -> Any:
 
 
 def unset_tracer_provider() -> None:
-    """Give OpenTelemetry's global TracerProvider back (unset), as before the run set its own (SPEC §23):
-    ``opentelemetry.trace`` lets it be set once per process and has no public way back."""
+    """Give OpenTelemetry's global TracerProvider back (unset), as before the run set its own (SPEC
+    §23): ``opentelemetry.trace`` lets it be set once per process and has no public way back.
+    """
     from opentelemetry import trace
     from opentelemetry.util._once import Once
 

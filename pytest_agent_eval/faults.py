@@ -1,8 +1,9 @@
-"""Exceptions from agent code that asyncio cannot carry, made into ordinary ones that fail their own case.
+"""Exceptions from agent code that asyncio cannot carry, made into ordinary ones that fail their own
+case.
 
-``SystemExit`` would stop the event loop that runs every case; ``StopIteration`` cannot be set on a future or
-leave a coroutine (it becomes a ``RuntimeError``, or hangs the awaiting task). A ``KeyboardInterrupt`` from an
-agent interrupts the run, as Ctrl-C does.
+``SystemExit`` would stop the event loop that runs every case; ``StopIteration`` cannot be set on a
+future or leave a coroutine (it becomes a ``RuntimeError``, or hangs the awaiting task). A
+``KeyboardInterrupt`` from an agent interrupts the run, as Ctrl-C does.
 """
 
 from __future__ import annotations
@@ -12,7 +13,9 @@ import threading
 
 
 class Escaped(Exception):
-    """A ``BaseException`` or ``StopIteration`` raised by agent code, carried as an ordinary exception."""
+    """A ``BaseException`` or ``StopIteration`` raised by agent code, carried as an ordinary
+    exception.
+    """
 
     def __init__(self, original: BaseException) -> None:
         super().__init__(describe(original))
@@ -21,22 +24,30 @@ class Escaped(Exception):
 
 def escape(exc: BaseException) -> BaseException:
     """``exc`` as something a future and a coroutine can carry: an :class:`Escaped` when it must be."""
-    import asyncio  # loaded by then (the runner's): not at import, which the checks' and the reader's is
+    # loaded by then (the runner's): not at import, which the checks' and the reader's is
+    import asyncio
 
     if isinstance(exc, (asyncio.CancelledError, Escaped)):
         return exc  # cancellation of the call itself, or carried already
     if isinstance(exc, (StopIteration, StopAsyncIteration, SystemExit, KeyboardInterrupt)):
         return Escaped(exc)
-    return exc  # other exceptions as they are (pytest's own outcomes, e.g. pytest-timeout's, among them)
+    # other exceptions as they are (pytest's own outcomes, e.g. pytest-timeout's, among them)
+    return exc
 
 
 def original(exc: BaseException) -> BaseException:
-    """What the agent raised: the carried exception, or the ``StopIteration`` a coroutine turned into an error."""
+    """What the agent raised: the carried exception, or the ``StopIteration`` a coroutine turned
+    into an error.
+    """
     if isinstance(exc, Escaped):
         return exc.original
     cause = exc.__cause__
-    pep479 = isinstance(exc, RuntimeError) and isinstance(cause, (StopIteration, StopAsyncIteration))
-    if pep479 and str(exc).endswith(f"raised {type(cause).__name__}"):  # "coroutine raised StopIteration"
+    pep479 = isinstance(exc, RuntimeError) and isinstance(
+        cause, (StopIteration, StopAsyncIteration)
+    )
+    if pep479 and str(exc).endswith(
+        f"raised {type(cause).__name__}"
+    ):  # "coroutine raised StopIteration"
         return cause  # type: ignore[return-value]
     return exc
 
@@ -51,8 +62,9 @@ def describe(exc: BaseException) -> str:
 
 
 def interrupt(exc: BaseException) -> None:
-    """Interrupt the run when the agent raised ``KeyboardInterrupt``: raised here in the main thread, else
-    delivered to the main thread as Ctrl-C would be (and this call fails its case)."""
+    """Interrupt the run when the agent raised ``KeyboardInterrupt``: raised here in the main
+    thread, else delivered to the main thread as Ctrl-C would be (and this call fails its case).
+    """
     agents = original(exc)
     if not isinstance(agents, KeyboardInterrupt):
         return

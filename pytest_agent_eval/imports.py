@@ -1,7 +1,8 @@
 """Resolve ``module:attribute`` references, with errors that say what to fix.
 
-A module that is not importable from ``sys.path`` is looked for in the rootdir (appended to ``sys.path`` when
-needed): ``agent: myproject.agents:run`` works under bare ``pytest``, as it does under ``python -m pytest``.
+A module that is not importable from ``sys.path`` is looked for in the rootdir (appended to
+``sys.path`` when needed): ``agent: myproject.agents:run`` works under bare ``pytest``, as it does
+under ``python -m pytest``.
 """
 
 from __future__ import annotations
@@ -41,7 +42,8 @@ FRAMEWORK_EXTRAS = {
     "langchain_openai": "langgraph",
     "openai": "openai",
 }
-"""A missing top-level module an agent's framework installs -> the plugin's extra that installs it."""
+"""A missing top-level module an agent's framework installs -> the plugin's extra that installs it.
+"""
 
 
 def _missing_top_level(exc: ModuleNotFoundError, module_name: str) -> bool:
@@ -64,23 +66,39 @@ def import_module(module_name: str) -> Any:
 
 
 def _where(exc: Exception) -> str:
-    """`` (at file:line)`` of the innermost frame of an error raised while the module ran, else nothing."""
+    """`` (at file:line)`` of the innermost frame of an error raised while the module ran, else
+    nothing.
+    """
     if isinstance(exc, ModuleNotFoundError):
         return ""
-    frames = [f for f in traceback.extract_tb(exc.__traceback__) if not f.filename.startswith("<frozen")]
-    return f" (at {frames[-1].filename}:{frames[-1].lineno})" if frames and frames[-1].filename != __file__ else ""
+    frames = [
+        f for f in traceback.extract_tb(exc.__traceback__) if not f.filename.startswith("<frozen")
+    ]
+    return (
+        f" (at {frames[-1].filename}:{frames[-1].lineno})"
+        if frames and frames[-1].filename != __file__
+        else ""
+    )
 
 
 def import_object(ref: str) -> Any:
-    """Import ``module:attr`` (``attr`` may be dotted); raise :class:`ImportRefError` with the cause."""
+    """Import ``module:attr`` (``attr`` may be dotted); raise :class:`ImportRefError` with the
+    cause.
+    """
     module_name, sep, attr = ref.partition(":")
     if not sep or not module_name or not attr:
-        raise ImportRefError(f"{ref!r} is not a 'module:attribute' reference (e.g. 'myproject.agent:run')")
+        raise ImportRefError(
+            f"{ref!r} is not a 'module:attribute' reference (e.g. 'myproject.agent:run')"
+        )
     error: ImportRefError | None = None
     try:
         obj: Any = import_module(module_name)
     except Exception as exc:
-        extra = FRAMEWORK_EXTRAS.get(getattr(exc, "name", None) or "") if isinstance(exc, ImportError) else None
+        extra = (
+            FRAMEWORK_EXTRAS.get(getattr(exc, "name", None) or "")
+            if isinstance(exc, ImportError)
+            else None
+        )
         advice = (
             f"the agent's framework is not installed: pip install 'pytest-agent-evalset[{extra}]'"
             if extra
@@ -89,7 +107,9 @@ def import_object(ref: str) -> Any:
         error = ImportRefError(
             f"cannot import module {module_name!r}: {type(exc).__name__}: {exc}{_where(exc)}; {advice}"
         )
-    if error is not None:  # raised outside `except`: no "During handling of the above exception" in reports
+    if (
+        error is not None
+    ):  # raised outside `except`: no "During handling of the above exception" in reports
         raise error
     for part in attr.split("."):
         if not hasattr(obj, part):
@@ -102,10 +122,12 @@ _FILE_MODULES: dict[tuple[str, Path], ModuleType] = {}
 
 
 def file_module(path: Path, prefix: str) -> ModuleType:
-    """The ``.py`` file ``path`` run as a module (once per path and ``prefix``; named ``<prefix><n>``).
+    """The ``.py`` file ``path`` run as a module (once per path and ``prefix``; named
+    ``<prefix><n>``).
 
-    What a user declared as code (a promptfoo ``python:`` provider or assertion, a ``-p x.py`` plugin): run only
-    when asked for. ``FileNotFoundError`` when there is no such file; the module's own error as raised.
+    What a user declared as code (a promptfoo ``python:`` provider or assertion, a ``-p x.py``
+    plugin): run only when asked for. ``FileNotFoundError`` when there is no such file; the module's
+    own error as raised.
     """
     key = (prefix, path.resolve())
     module = _FILE_MODULES.get(key)
@@ -113,7 +135,9 @@ def file_module(path: Path, prefix: str) -> ModuleType:
         if not path.is_file():
             raise FileNotFoundError(f"no such file: {path}")
         spec = importlib.util.spec_from_file_location(f"{prefix}{len(_FILE_MODULES)}", path)
-        assert spec is not None and spec.loader is not None  # a path ending in .py always has a source loader
+        assert (
+            spec is not None and spec.loader is not None
+        )  # a path ending in .py always has a source loader
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
         _FILE_MODULES[key] = module

@@ -1,8 +1,8 @@
 """The LLM for judges and simulated users: ``(messages, **options) -> str`` (SPEC §8).
 
-The default, used when ``AGENT_EVAL_LLM_MODEL`` is set, talks to any OpenAI-compatible endpoint. A user's
-``agent_eval_llm`` may take the options (``temperature``, ``response_format``) or only the messages: ``ask``
-passes each option only to a callable that accepts it.
+The default, used when ``AGENT_EVAL_LLM_MODEL`` is set, talks to any OpenAI-compatible endpoint. A
+user's ``agent_eval_llm`` may take the options (``temperature``, ``response_format``) or only the
+messages: ``ask`` passes each option only to a callable that accepts it.
 """
 
 from __future__ import annotations
@@ -21,7 +21,9 @@ _NAMED = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONL
 
 
 def accepted(llm: LLM, options: dict[str, Any]) -> dict[str, Any]:
-    """The options ``llm``'s signature accepts (all of them for ``**options`` or an unreadable signature)."""
+    """The options ``llm``'s signature accepts (all of them for ``**options`` or an unreadable
+    signature).
+    """
     try:
         params = list(inspect.signature(llm).parameters.values())
     except (TypeError, ValueError):
@@ -36,16 +38,23 @@ _ADDRESS = re.compile(r" at 0x[0-9A-Fa-f]+")
 
 
 def prompt_json(value: Any) -> str:
-    """``value`` as JSON for a prompt. A value JSON cannot hold is written as its ``str`` without a memory address:
-    ``<Foo object at 0x7f…>`` differs from run to run, and a prompt that does never matches its recording."""
+    """``value`` as JSON for a prompt.
+
+    A value JSON cannot hold is written as its ``str`` without a memory address: ``<Foo object at
+    0x7f…>`` differs from run to run, and a prompt that does never matches its recording.
+    """
     return json.dumps(value, default=lambda obj: _ADDRESS.sub("", str(obj)))
 
 
 def ask(llm: LLM, messages: list[dict[str, str]], **options: Any) -> str:
-    """``llm``'s reply to ``messages``, with the options it accepts; a reply that is not text is an error."""
+    """``llm``'s reply to ``messages``, with the options it accepts; a reply that is not text is an
+    error.
+    """
     reply = llm(messages, **accepted(llm, options))
     if not isinstance(reply, str):
-        raise TypeError(f"agent_eval_llm returned {type(reply).__name__}, expected the reply text (str)")
+        raise TypeError(
+            f"agent_eval_llm returned {type(reply).__name__}, expected the reply text (str)"
+        )
     return reply
 
 
@@ -65,9 +74,12 @@ def default_llm() -> LLM | None:
     json_mode = [True]  # cleared when the endpoint rejects response_format
 
     def call(messages: list[dict[str, str]], **options: Any) -> str:
-        """One chat completion; temperature 0 unless given; ``response_format`` dropped where unsupported;
-        ``model`` (a judge panel member's own) instead of ``AGENT_EVAL_LLM_MODEL``."""
-        sent: Any = messages  # the client's own message types: plain dicts are what it takes at run time
+        """One chat completion; temperature 0 unless given; ``response_format`` dropped where
+        unsupported; ``model`` (a judge panel member's own) instead of ``AGENT_EVAL_LLM_MODEL``.
+        """
+        sent: Any = (
+            messages  # the client's own message types: plain dicts are what it takes at run time
+        )
         options = {"temperature": 0, "model": model, **options}
         if not json_mode[0]:
             options.pop("response_format", None)
@@ -76,7 +88,9 @@ def default_llm() -> LLM | None:
         except openai.BadRequestError:
             if "response_format" not in options:
                 raise
-            options.pop("response_format")  # e.g. a local server without JSON mode: the judge reads the reply anyway
+            options.pop(
+                "response_format"
+            )  # e.g. a local server without JSON mode: the judge reads the reply anyway
             reply = client.chat.completions.create(messages=sent, **options)
             json_mode[0] = False  # it was the response_format: not sent again
         return reply.choices[0].message.content or ""

@@ -1,12 +1,12 @@
 """Secrets are never written (README, "Trust"): scrubbed by pattern *and* by value.
 
-* By pattern: a URL's userinfo (``http://user:SECRET@host``, ``redis://:SECRET@host``); query parameters and JSON
-  fields whose name looks secret (``api_key``, ``password``, ``private_key``, ``accessKey``, ``X-Amz-Credential``,
-  ``Authorization`` ... of any value type; ``token``, ``auth``, ``key`` unless the value is a number, as
-  ``max_tokens`` is).
-* By value: every secret this process learns (an HTTP agent's ``${VAR}`` header values, the credential headers the
-  traffic hook sees a request carry, URL passwords) is replaced wherever it appears, in cassettes, messages and
-  records.
+* By pattern: a URL's userinfo (``http://user:SECRET@host``, ``redis://:SECRET@host``); query
+  parameters and JSON fields whose name looks secret (``api_key``, ``password``, ``private_key``,
+  ``accessKey``, ``X-Amz-Credential``, ``Authorization`` ... of any value type; ``token``, ``auth``,
+  ``key`` unless the value is a number, as ``max_tokens`` is).
+* By value: every secret this process learns (an HTTP agent's ``${VAR}`` header values, the
+  credential headers the traffic hook sees a request carry, URL passwords) is replaced wherever it
+  appears, in cassettes, messages and records.
 
 Plain Python, no pytest: used by the cassettes, the HTTP agent, the records and the reports.
 """
@@ -20,17 +20,31 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 SCRUBBED = "<scrubbed>"
 MIN_LENGTH = 6
-"""Shorter values are not remembered as secrets (replacing ``abc`` everywhere would garble every text)."""
+"""Shorter values are not remembered as secrets (replacing ``abc`` everywhere would garble every
+text).
+"""
 _ALWAYS = re.compile(
     r"password|passwd|^pwd$|passphrase|secret|privatekey|apikey|accesskey|credential|signature|authorization|cookie"
 )
 """Names (lower case, without ``-`` and ``_``) whose value is scrubbed whatever its type."""
 _UNLESS_NUMBER = re.compile(r"token(?!s)|^auth|^key$|^sig$|sessionid|^session$")
-"""Names whose value is scrubbed unless it is a number, a bool or null (``max_tokens``, ``token_count`` stay)."""
+"""Names whose value is scrubbed unless it is a number, a bool or null (``max_tokens``,
+``token_count`` stay).
+"""
 CREDENTIAL_HEADERS = frozenset(
-    {"authorization", "proxy-authorization", "x-api-key", "api-key", "x-goog-api-key", "cookie", "x-auth-token"}
+    {
+        "authorization",
+        "proxy-authorization",
+        "x-api-key",
+        "api-key",
+        "x-goog-api-key",
+        "cookie",
+        "x-auth-token",
+    }
 )
-"""Request headers whose values the traffic hook remembers as secrets (``Bearer`` and the like left out)."""
+"""Request headers whose values the traffic hook remembers as secrets (``Bearer`` and the like left
+out).
+"""
 _USERINFO = re.compile(r"(?P<scheme>\b[a-zA-Z][a-zA-Z0-9+.-]*://)(?P<userinfo>[^/@\s?#]*)@")
 
 _known: set[str] = set()
@@ -48,7 +62,9 @@ def secret_name(name: object, value: Any) -> bool:
 
 
 def remember(value: str) -> None:
-    """Scrub ``value`` (and, for ``Bearer x``/``Basic x``, ``x``) from everything written from now on."""
+    """Scrub ``value`` (and, for ``Bearer x``/``Basic x``, ``x``) from everything written from now
+    on.
+    """
     parts = [value, *value.split(None, 1)[1:]]
     with _lock:
         for part in parts:
@@ -60,8 +76,9 @@ def remember(value: str) -> None:
 
 
 def forget() -> None:
-    """Forget every remembered secret: a session's secrets are its own (``pytest.main`` run again in one process,
-    pytester's in-process runs)."""
+    """Forget every remembered secret: a session's secrets are its own (``pytest.main`` run again in
+    one process, pytester's in-process runs).
+    """
     with _lock:
         _known.clear()
         _ordered.clear()
@@ -77,7 +94,9 @@ def remember_url(url: str) -> None:
 def scrub_text(text: str) -> str:
     """``text`` with URL userinfo and every remembered secret replaced by ``<scrubbed>``."""
     if "@" in text:
-        text = _USERINFO.sub(lambda m: f"{m.group('scheme')}{SCRUBBED}@" if m.group("userinfo") else m.group(0), text)
+        text = _USERINFO.sub(
+            lambda m: f"{m.group('scheme')}{SCRUBBED}@" if m.group("userinfo") else m.group(0), text
+        )
     for secret in _ordered:
         if secret in text:
             text = text.replace(secret, SCRUBBED)
@@ -85,20 +104,28 @@ def scrub_text(text: str) -> str:
 
 
 def scrub_url(url: str) -> str:
-    """``url`` without userinfo, with secret-looking query parameters (``api_key``, ``key``, ``token``) replaced,
-    and every remembered secret replaced."""
+    """``url`` without userinfo, with secret-looking query parameters (``api_key``, ``key``,
+    ``token``) replaced, and every remembered secret replaced.
+    """
     parts = urlsplit(url)
     if parts.query:
-        query = [(k, SCRUBBED if secret_name(k, v) else v) for k, v in parse_qsl(parts.query, keep_blank_values=True)]
+        query = [
+            (k, SCRUBBED if secret_name(k, v) else v)
+            for k, v in parse_qsl(parts.query, keep_blank_values=True)
+        ]
         url = urlunsplit(parts._replace(query=urlencode(query, safe="<>")))
     return scrub_text(url)
 
 
 def scrub_data(data: Any) -> Any:
-    """JSON data with secret-named fields replaced (any value type, see :func:`secret_name`) and every string
-    scrubbed of URL userinfo and remembered secrets."""
+    """JSON data with secret-named fields replaced (any value type, see :func:`secret_name`) and
+    every string scrubbed of URL userinfo and remembered secrets.
+    """
     if isinstance(data, dict):
-        return {k: SCRUBBED if secret_name(k, v) and v not in ("", None) else scrub_data(v) for k, v in data.items()}
+        return {
+            k: SCRUBBED if secret_name(k, v) and v not in ("", None) else scrub_data(v)
+            for k, v in data.items()
+        }
     if isinstance(data, list):
         return [scrub_data(v) for v in data]
     if isinstance(data, str):
@@ -112,9 +139,13 @@ def any_known() -> bool:
 
 
 def scrub_strings(data: Any) -> Any:
-    """JSON data with every string scrubbed of URL userinfo and remembered secrets (field names left as they are:
-    for the plugin's own records, whose names are not secrets); ``data`` itself when there is nothing to scrub."""
-    if not _ordered and "@" not in repr(data):  # nothing to scrub: told by one pass in C (JSON data's repr)
+    """JSON data with every string scrubbed of URL userinfo and remembered secrets (field names left
+    as they are: for the plugin's own records, whose names are not secrets); ``data`` itself when
+    there is nothing to scrub.
+    """
+    if not _ordered and "@" not in repr(
+        data
+    ):  # nothing to scrub: told by one pass in C (JSON data's repr)
         return data
     return _scrubbed(data)
 

@@ -1,5 +1,7 @@
-"""The nested subset match that a ``tool_args`` check and a tool mock's ``when:`` rule share: does a call's
-arguments contain what was written (extra keys allowed at every level, lists compared item by item)?"""
+"""The nested subset match that a ``tool_args`` check and a tool mock's ``when:`` rule share: does a
+call's arguments contain what was written (extra keys allowed at every level, lists compared item by
+item)?
+"""
 
 from __future__ import annotations
 
@@ -21,12 +23,18 @@ def mismatches(want: Any, got: Any, path: str) -> list[str]:
     if isinstance(want, list) and isinstance(got, list):
         if len(want) != len(got):
             return [f"{path}: expected {want!r}, got {got!r}"]
-        return [m for i, (w, g) in enumerate(zip(want, got, strict=True)) for m in mismatches(w, g, f"{path}[{i}]")]
+        return [
+            m
+            for i, (w, g) in enumerate(zip(want, got, strict=True))
+            for m in mismatches(w, g, f"{path}[{i}]")
+        ]
     return [] if want == got else [f"{path}: expected {want!r}, got {got!r}"]
 
 
 def exact_mismatches(want: Any, got: Any, path: str) -> list[str]:
-    """Where ``got`` differs from ``want`` as data (mappings compared key by key, whatever their order)."""
+    """Where ``got`` differs from ``want`` as data (mappings compared key by key, whatever their
+    order).
+    """
     if isinstance(want, dict) and isinstance(got, dict):
         out = [f"{path}.{k}: unexpected (got {got[k]!r})" for k in got if k not in want]
         for k, v in want.items():
@@ -38,7 +46,9 @@ def exact_mismatches(want: Any, got: Any, path: str) -> list[str]:
         return out
     if isinstance(want, list) and isinstance(got, list) and len(want) == len(got):
         return [
-            m for i, (w, g) in enumerate(zip(want, got, strict=True)) for m in exact_mismatches(w, g, f"{path}[{i}]")
+            m
+            for i, (w, g) in enumerate(zip(want, got, strict=True))
+            for m in exact_mismatches(w, g, f"{path}[{i}]")
         ]
     if want == got and isinstance(want, bool) == isinstance(got, bool):  # True is not 1 here
         return []
@@ -46,7 +56,9 @@ def exact_mismatches(want: Any, got: Any, path: str) -> list[str]:
 
 
 def without_paths(args: Any, paths: list[str]) -> Any:
-    """``args`` without the values at the dotted ``paths`` (``meta.trace_id``); a copy, ``args`` is left alone."""
+    """``args`` without the values at the dotted ``paths`` (``meta.trace_id``); a copy, ``args`` is
+    left alone.
+    """
     if not paths or not isinstance(args, dict):
         return args
     heads: dict[str, list[str]] = {}

@@ -1,4 +1,6 @@
-"""Values rendered into reports, bounded: a value from an eval file or an agent can be huge or nested deep."""
+"""Values rendered into reports, bounded: a value from an eval file or an agent can be huge or
+nested deep.
+"""
 
 from __future__ import annotations
 
@@ -12,10 +14,12 @@ _LEVELS = 20
 
 
 def bounded_repr(value: Any, limit: int = LIMIT) -> str:
-    """``repr(value)`` cut to about ``limit`` characters, in time proportional to ``limit``, not to the value.
+    """``repr(value)`` cut to about ``limit`` characters, in time proportional to ``limit``, not to
+    the value.
 
-    Containers are walked only as far as the budget lasts (shared parts, such as YAML aliases, are not expanded
-    past it), nesting below 20 levels reads as ``...``, and strings are cut before they are quoted.
+    Containers are walked only as far as the budget lasts (shared parts, such as YAML aliases, are
+    not expanded past it), nesting below 20 levels reads as ``...``, and strings are cut before they
+    are quoted.
     """
     return _bounded(value, limit)[0]
 
@@ -65,13 +69,19 @@ def _bounded(value: Any, limit: int) -> tuple[str, bool]:
 
     walk(value, 0)
     text = "".join(out)
-    return (text, False) if left >= 0 else (f"{text[:limit]}... (cut at {limit:,} characters)", True)
+    return (
+        (text, False) if left >= 0 else (f"{text[:limit]}... (cut at {limit:,} characters)", True)
+    )
 
 
 def bounded_text(value: Any, limit: int = LIMIT, width: int = 100) -> str:
     """A string as it is, anything else pretty-printed; either cut to about ``limit`` characters."""
     if isinstance(value, str):
-        return value if len(value) <= limit else f"{value[:limit]}... (cut at {limit:,} of {len(value):,} characters)"
+        return (
+            value
+            if len(value) <= limit
+            else f"{value[:limit]}... (cut at {limit:,} of {len(value):,} characters)"
+        )
     short, cut = _bounded(value, limit)
     if cut:
         return short
@@ -79,8 +89,9 @@ def bounded_text(value: Any, limit: int = LIMIT, width: int = 100) -> str:
 
 
 def text_table(rows: list[tuple[str, ...]], align_left: int = 1) -> list[str]:
-    """Rows as aligned text: the first ``align_left`` columns left-aligned, the others right-aligned (figures);
-    trailing spaces cut."""
+    """Rows as aligned text: the first ``align_left`` columns left-aligned, the others right-aligned
+    (figures); trailing spaces cut.
+    """
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     return [
         "  ".join(
@@ -91,17 +102,21 @@ def text_table(rows: list[tuple[str, ...]], align_left: int = 1) -> list[str]:
     ]
 
 
-# C0 and C1 control characters but newline and tab, and the bidirectional overrides (they reorder what is shown)
+# C0 and C1 control characters but newline and tab, and the bidirectional overrides (they reorder
+# what is shown)
 _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
 
 
 def printable(text: str) -> str:
-    """``text`` safe to print on a terminal: control characters (an escape sequence that retitles the terminal or
-    moves the cursor, a carriage return) and lone surrogates (which no terminal or report can encode) are shown
-    escaped, as ``\\x1b``, ``\\ud83d``; newlines and tabs stay."""
+    """``text`` safe to print on a terminal: control characters (an escape sequence that retitles
+    the terminal or moves the cursor, a carriage return) and lone surrogates (which no terminal or
+    report can encode) are shown escaped, as ``\\x1b``, ``\\ud83d``; newlines and tabs stay.
+    """
     return _CONTROL.sub(lambda m: repr(m.group())[1:-1], text)
 
 
 def one_line(text: str) -> str:
-    """:func:`printable`, newlines and tabs escaped too: a line of terminal output from data (a report's node id)."""
+    """:func:`printable`, newlines and tabs escaped too: a line of terminal output from data (a
+    report's node id).
+    """
     return printable(text).replace("\n", "\\n").replace("\r", "\\r").replace("\t", "\\t")

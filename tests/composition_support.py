@@ -1,10 +1,12 @@
-"""The composition suite's parts (SPEC §17): the loopback travel LLM (agents, simulated user and scorer in one
-server), the HTTP agent service, the pairwise plan of combinations, the eval files written from it, and the
-readers of what a run printed and wrote (pytest's summary, JSON, junit, markdown, HTML).
+"""The composition suite's parts (SPEC §17): the loopback travel LLM (agents, simulated user and
+scorer in one server), the HTTP agent service, the pairwise plan of combinations, the eval files
+written from it, and the readers of what a run printed and wrote (pytest's summary, JSON, junit,
+markdown, HTML).
 
-Every case is one combination ``Row(agent, mocks, shape, mode, traffic)``; the cases of one (run mode, traffic)
-pair run in one pytest run. A case's messages carry its own token (``trip T07``), so the requests the server got
-are told apart by case (the token) and by agent kind (the model name ``travel-<kind>``).
+Every case is one combination ``Row(agent, mocks, shape, mode, traffic)``; the cases of one (run
+mode, traffic) pair run in one pytest run. A case's messages carry its own token (``trip T07``), so
+the requests the server got are told apart by case (the token) and by agent kind (the model name
+``travel-<kind>``).
 """
 
 from __future__ import annotations
@@ -55,19 +57,26 @@ NEEDS = {
 }
 """The module a kind's framework needs (pydantic-ai is not installed on Python 3.10)."""
 RAISES_TOOL_ERRORS = frozenset({"pydantic_ai", "lg_react", "lg_graph", "lc_agent"})
-"""Kinds whose framework lets an exception a tool raises end the run (pydantic-ai; LangGraph's ``ToolNode`` handles
-only argument errors); the others hand it to the model as the tool's result (the plain loop, the Agents SDK's
-``failure_error_function``)."""
+"""Kinds whose framework lets an exception a tool raises end the run (pydantic-ai; LangGraph's
+``ToolNode`` handles only argument errors); the others hand it to the model as the tool's result
+(the plain loop, the Agents SDK's ``failure_error_function``).
+"""
 
 BOOKED = "Booked: confirmation M0CK"
 MOCKS: dict[str, dict[str, Any] | None] = {
     "none": None,
-    "literal": {"search_flights": "LH220 Paris-Rome EUR 80; AF100 Paris-Rome EUR 120", "book_flight": BOOKED},
+    "literal": {
+        "search_flights": "LH220 Paris-Rome EUR 80; AF100 Paris-Rome EUR 120",
+        "book_flight": BOOKED,
+    },
     "return": {
         "search_flights": {"return": {"flights": [{"flight": "KL550", "price": "EUR 60"}]}},
         "book_flight": {"return": BOOKED},
     },
-    "sequence": {"search_flights": {"sequence": ["BA440 EUR 70; AF100 EUR 120"] * 2}, "book_flight": BOOKED},
+    "sequence": {
+        "search_flights": {"sequence": ["BA440 EUR 70; AF100 EUR 120"] * 2},
+        "book_flight": BOOKED,
+    },
     "raise": {
         "search_flights": "LH220 Paris-Rome EUR 80; AF100 Paris-Rome EUR 120",
         "book_flight": {"raise": "RuntimeError: flight sold out"},
@@ -81,7 +90,9 @@ MOCKS: dict[str, dict[str, Any] | None] = {
     },
     "call": {"search_flights": {"call": "travel_desk:canned_search"}, "book_flight": BOOKED},
 }
-"""A ``tool_mocks:`` form -> the case's mocks (``search_flights`` in the form, ``book_flight`` answering)."""
+"""A ``tool_mocks:`` form -> the case's mocks (``search_flights`` in the form, ``book_flight``
+answering).
+"""
 SEARCH_RESULT: dict[str, Any] = {
     "none": travel_desk.search_flights("Paris", "Rome"),
     "literal": "LH220 Paris-Rome EUR 80; AF100 Paris-Rome EUR 120",
@@ -91,7 +102,13 @@ SEARCH_RESULT: dict[str, Any] = {
     "when": "DL660 EUR 75; AF100 EUR 120",
     "call": travel_desk.canned_search("Paris", "Rome"),
 }
-CHEAPEST = {"none": "AZ310", "literal": "LH220", "return": "KL550", "sequence": "BA440", "raise": "LH220"}
+CHEAPEST = {
+    "none": "AZ310",
+    "literal": "LH220",
+    "return": "KL550",
+    "sequence": "BA440",
+    "raise": "LH220",
+}
 CHEAPEST.update(when="DL660", call="IB770")
 SHAPES = ("single", "turns", "simulated", "repeat")
 MODES = ("serial", "concurrency", "xdist", "xdist_concurrency")
@@ -135,7 +152,9 @@ class Row:
 
     def expected_calls(self) -> list[tuple[str, Any]]:
         """(name, arguments) of the calls the record must hold, in order."""
-        calls: list[tuple[str, Any]] = [("search_flights", {"origin": "Paris", "destination": "Rome"})]
+        calls: list[tuple[str, Any]] = [
+            ("search_flights", {"origin": "Paris", "destination": "Rome"})
+        ]
         if self.agent == "sdk_handoff":
             calls.append(("transfer_to_booking", {}))
         return [*calls, ("book_flight", {"flight": CHEAPEST[self.mocks]})]
@@ -145,12 +164,16 @@ class Row:
 
 
 def plan(kinds: list[str]) -> list[Row]:
-    """Every pair of values of any two dimensions in at least one row (allpairspy), numbered. The HTTP agent's
-    tools run inside its service, where no tool mock reaches them (README: An agent served over HTTP): a row that
-    pairs it with mocks becomes two, the HTTP agent without mocks and the mocks with another agent (allpairspy's
-    own filter loses pairs)."""
+    """Every pair of values of any two dimensions in at least one row (allpairspy), numbered.
+
+    The HTTP agent's tools run inside its service, where no tool mock reaches them (README: An agent
+    served over HTTP): a row that pairs it with mocks becomes two, the HTTP agent without mocks and
+    the mocks with another agent (allpairspy's own filter loses pairs).
+    """
     combos: list[tuple[Any, ...]] = []
-    for n, (agent, mocks, *rest) in enumerate(AllPairs([kinds, list(MOCKS), list(SHAPES), list(MODES), list(TRAFFIC)])):
+    for n, (agent, mocks, *rest) in enumerate(
+        AllPairs([kinds, list(MOCKS), list(SHAPES), list(MODES), list(TRAFFIC)])
+    ):
         if agent == "http" and mocks != "none":
             combos += [(agent, "none", *rest), (kinds[n % (len(kinds) - 1)], mocks, *rest)]
         else:
@@ -164,8 +187,10 @@ def _pairs(combo: tuple[Any, ...]) -> list[tuple[int, Any, int, Any]]:
 
 
 def _balanced(combos: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
-    """The rows moved from crowded (mode, traffic) runs to the emptiest where no pair loses its only row: allpairspy
-    fills the rows it adds last with the first values, so one run would hold half the cases."""
+    """The rows moved from crowded (mode, traffic) runs to the emptiest where no pair loses its only
+    row: allpairspy fills the rows it adds last with the first values, so one run would hold half
+    the cases.
+    """
     groups = [(m, t) for m in MODES for t in TRAFFIC]
     covered = Counter(p for combo in combos for p in _pairs(combo))
     for _ in range(len(combos) * len(groups)):
@@ -175,7 +200,9 @@ def _balanced(combos: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
             (k, combo)
             for k, combo in enumerate(combos)
             if load[combo[3:]] > load[lightest] + 1
-            and all(covered[p] > 1 for p in set(_pairs(combo)) - set(_pairs((*combo[:3], *lightest))))
+            and all(
+                covered[p] > 1 for p in set(_pairs(combo)) - set(_pairs((*combo[:3], *lightest)))
+            )
         ]
         if not movable:
             return combos
@@ -188,11 +215,14 @@ def _balanced(combos: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
 
 
 def matrix_agents(kinds: list[str], group: int) -> tuple[str, str]:
-    """The two agents of group ``group``'s matrix file: the kinds in turn, so that every kind is in a matrix."""
+    """The two agents of group ``group``'s matrix file: the kinds in turn, so that every kind is in
+    a matrix.
+    """
     return kinds[(2 * group) % len(kinds)], kinds[(2 * group + 1) % len(kinds)]
 
 
-# -- the eval files ----------------------------------------------------------------------------------------------
+# -- the eval files
+# ----------------------------------------------------------------------------------------------
 
 
 def case_yaml(row: Row, http_url: str) -> dict[str, Any]:
@@ -235,8 +265,10 @@ def case_yaml(row: Row, http_url: str) -> dict[str, Any]:
 
 
 def eval_file(rows: list[Row], http_url: str, failing_token: str) -> str:
-    """The run's main eval file: a case per row, and one case that fails on purpose (it expects a tool no agent
-    has), so that every report has a failure to agree on and the pass-rate threshold is missed."""
+    """The run's main eval file: a case per row, and one case that fails on purpose (it expects a
+    tool no agent has), so that every report has a failure to agree on and the pass-rate threshold
+    is missed.
+    """
     wrong = {
         "id": "wrong",
         "agent": AGENTS["sync"],
@@ -244,16 +276,24 @@ def eval_file(rows: list[Row], http_url: str, failing_token: str) -> str:
         "expect": {"tools_called": ["cancel_flight"]},
         "unmocked_tools": "passthrough",
     }
-    document = {"tool_dispatch": "travel_desk:dispatch_tool", "cases": [*(case_yaml(r, http_url) for r in rows), wrong]}
+    document = {
+        "tool_dispatch": "travel_desk:dispatch_tool",
+        "cases": [*(case_yaml(r, http_url) for r in rows), wrong],
+    }
     return json.dumps(document, indent=1)
 
 
 def matrix_file(agents: tuple[str, str], http_url: str, token: str, in_file: bool) -> str:
-    """A matrix: one case run against both agents (named in the file's ``agents:``, else by the command line)."""
+    """A matrix: one case run against both agents (named in the file's ``agents:``, else by the
+    command line).
+    """
     case = {
         "id": "matrix",
         "input": f"{SEARCH} and book the cheapest one (trip {token})",
-        "expect": {"tool_args": {"book_flight": {"flight": CHEAPEST["none"]}}, "contains": ["confirmation"]},
+        "expect": {
+            "tool_args": {"book_flight": {"flight": CHEAPEST["none"]}},
+            "contains": ["confirmation"],
+        },
     }
     document: dict[str, Any] = {"cases": [case]}
     if in_file:
@@ -261,7 +301,8 @@ def matrix_file(agents: tuple[str, str], http_url: str, token: str, in_file: boo
     return json.dumps(document, indent=1)
 
 
-# -- the loopback LLM ----------------------------------------------------------------------------------------------
+# -- the loopback LLM
+# ----------------------------------------------------------------------------------------------
 
 _FLIGHT_OR_PRICE = re.compile(r"\b([A-Z]{2}\d{3})\b|EUR (\d+)")
 _TASK = re.compile(r"^\d+\. \[\w+\] (.*)$", re.M)
@@ -289,22 +330,28 @@ def text_of(message: dict[str, Any]) -> str:
 
 
 class TravelLLM(ChatServer):
-    """The travel desk's LLM: searches when asked for flights, books the cheapest flight of the conversation when
-    asked to book (after a handoff where the agent can only hand off), then answers with the tools' results; as
-    ``travel-user`` it plays the simulated user (its tasks in order, then its signoff) and the scorer."""
+    """The travel desk's LLM: searches when asked for flights, books the cheapest flight of the
+    conversation when asked to book (after a handoff where the agent can only hand off), then
+    answers with the tools' results; as ``travel-user`` it plays the simulated user (its tasks in
+    order, then its signoff) and the scorer.
+    """
 
     def __init__(self) -> None:
         super().__init__(lambda prompt: None, max_requests=5000, lifetime_s=600)
 
     def close(self) -> None:
-        """Stop answering and close the port (a stopped server whose port is open would leave clients waiting)."""
+        """Stop answering and close the port (a stopped server whose port is open would leave
+        clients waiting).
+        """
         self.stop()
         self._httpd.server_close()
 
     def respond(self, n: int, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         messages = body.get("messages") or []
         if body.get("model") == USER_MODEL:
-            return 200, _completion(n, body, {"role": "assistant", "content": self._user_or_scorer(messages)})
+            return 200, _completion(
+                n, body, {"role": "assistant", "content": self._user_or_scorer(messages)}
+            )
         offered = [t.get("function", {}).get("name") for t in body.get("tools") or []]
         return 200, _completion(n, body, self._agent(n, messages, offered))
 
@@ -321,7 +368,10 @@ class TravelLLM(ChatServer):
         if re.search(r"\bbook\b", asked, re.I):
             flight = cheapest(" ".join(text_of(m) for m in messages))
             if flight is None and not steps:
-                return {"role": "assistant", "content": "Which flight would you like to book? I know of none."}
+                return {
+                    "role": "assistant",
+                    "content": "Which flight would you like to book? I know of none.",
+                }
             steps.append(("book_flight", {"flight": flight}))
         for name, args in steps:
             if name in called:
@@ -330,14 +380,22 @@ class TravelLLM(ChatServer):
                 name, args = "transfer_to_booking", {}
             if name == "book_flight" and args["flight"] is None:
                 args = {"flight": cheapest(" ".join(text_of(m) for m in messages))}
-            call = {"id": f"call_{n}", "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}
+            call = {
+                "id": f"call_{n}",
+                "type": "function",
+                "function": {"name": name, "arguments": json.dumps(args)},
+            }
             return {"role": "assistant", "content": None, "tool_calls": [call]}
         results = [
             text_of(m)
             for m in since
-            if m.get("role") == "tool" and not str(names.get(m.get("tool_call_id"), "")).startswith("transfer_")
+            if m.get("role") == "tool"
+            and not str(names.get(m.get("tool_call_id"), "")).startswith("transfer_")
         ]
-        return {"role": "assistant", "content": ANSWER_PREFIX + " | ".join(results) if results else "How can I help?"}
+        return {
+            "role": "assistant",
+            "content": ANSWER_PREFIX + " | ".join(results) if results else "How can I help?",
+        }
 
     def _user_or_scorer(self, messages: list[dict[str, Any]]) -> str:
         prompt = text_of(messages[-1])
@@ -345,7 +403,12 @@ class TravelLLM(ChatServer):
             head, transcript = prompt.split("Conversation:", 1)
             tasks = re.findall(r"^\d+\. \[\w+\] (.*?) \(acceptance criteria:", head, re.M)
             done = "confirmation" in transcript or "sold out" in transcript
-            return json.dumps({"tone": 0.8, "tasks": [{"scored": t, "score": 1.0 if done else 0.2} for t in tasks]})
+            return json.dumps(
+                {
+                    "tone": 0.8,
+                    "tasks": [{"scored": t, "score": 1.0 if done else 0.2} for t in tasks],
+                }
+            )
         system = text_of(messages[0])
         tasks = _TASK.findall(system)
         signoff = re.search(r'contains exactly: "(.*)"', system)
@@ -353,10 +416,13 @@ class TravelLLM(ChatServer):
         pending = [t for t in tasks if t not in mine]
         return pending[0] if pending else (signoff[1] if signoff else "Bye")
 
-    # -- what the server was asked -------------------------------------------------------------------------------
+    # -- what the server was asked
+    # -------------------------------------------------------------------------------
 
     def of_case(self, token: str, model: str | None = None) -> list[list[dict[str, Any]]]:
-        """The messages of every request that names the case's token (``trip T07``), of one model or all."""
+        """The messages of every request that names the case's token (``trip T07``), of one model or
+        all.
+        """
         found = []
         for body in list(self.requests):
             if model is not None and body.get("model") != model:
@@ -370,11 +436,14 @@ def model_of(kind: str) -> str:
     return "travel-" + kind.replace("_", "-")
 
 
-# -- the HTTP agent service ----------------------------------------------------------------------------------------
+# -- the HTTP agent service
+# ----------------------------------------------------------------------------------------
 
 
 class TravelService(ThreadingHTTPServer):
-    """The travel desk as an HTTP agent service (``POST /chat {message, session_id}``), its LLM the loopback one."""
+    """The travel desk as an HTTP agent service (``POST /chat {message, session_id}``), its LLM the
+    loopback one.
+    """
 
     daemon_threads = True
 
@@ -388,7 +457,9 @@ class TravelService(ThreadingHTTPServer):
         return f"http://127.0.0.1:{self.server_address[1]}/chat"
 
     def __enter__(self) -> TravelService:
-        threading.Thread(target=self.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+        threading.Thread(
+            target=self.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        ).start()
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -421,7 +492,8 @@ class _ServiceHandler(BaseHTTPRequestHandler):
         pass
 
 
-# -- what a run wrote ------------------------------------------------------------------------------------------------
+# -- what a run wrote
+# ------------------------------------------------------------------------------------------------
 
 _SUMMARY = re.compile(r"^(PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS) (\S+)")
 _WORD = {"PASSED": "passed", "FAILED": "failed", "ERROR": "error", "SKIPPED": "skipped"}
@@ -430,7 +502,9 @@ _WORD.update(XFAIL="xfailed", XPASS="xpassed")
 
 @dataclass
 class RunOutput:
-    """One run: its exit status, what it printed, and the reports it wrote (in ``path``, named by ``prefix``)."""
+    """One run: its exit status, what it printed, and the reports it wrote (in ``path``, named by
+    ``prefix``).
+    """
 
     ret: int
     stdout: str
@@ -443,7 +517,9 @@ class RunOutput:
         return {m[2]: _WORD[m[1]] for m in found if m}
 
     def report(self) -> dict[str, Any]:
-        data: dict[str, Any] = json.loads((self.path / f"{self.prefix}.json").read_text(encoding="utf-8"))
+        data: dict[str, Any] = json.loads(
+            (self.path / f"{self.prefix}.json").read_text(encoding="utf-8")
+        )
         return data
 
     def records(self) -> dict[str, dict[str, Any]]:
@@ -495,4 +571,6 @@ class Findings:
         return iter(self.problems)
 
     def assert_none(self, run: object) -> None:
-        assert not self.problems, f"{len(self.problems)} problems:\n" + "\n".join(self.problems) + f"\n\n{run}"
+        assert not self.problems, (
+            f"{len(self.problems)} problems:\n" + "\n".join(self.problems) + f"\n\n{run}"
+        )

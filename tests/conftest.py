@@ -10,19 +10,26 @@ from typing import Any
 
 import jsonschema  # noqa: F401
 import pytest
-import yaml  # noqa: F401 - PyYAML, whose C loader cannot be imported twice (the plugin imports it lazily)
+
+# - PyYAML, whose C loader cannot be imported twice (the plugin imports it lazily)
+import yaml  # noqa: F401
 from agent_sources import SCRIPTED_AGENT
 from shared_run import OTHER_PLUGINS_OFF
 
-# The plugin imports its runner and jsonschema lazily (start-up time). Imported here once, so that pytester's
+# The plugin imports its runner and jsonschema lazily (start-up time). Imported here once, so that
+# pytester's
 # in-process runs find them loaded instead of importing them anew for every run.
 import pytest_agent_eval.plugin.execute
 import pytest_agent_eval.traffic.session  # noqa: F401
 
-# httpx (and httpx2) with the httpcore of their transports, which they import only when a client is made: an
-# httpcore loaded by an in-process run, then unloaded, would be loaded anew by the next, whose connection errors
-# the httpx loaded here would no longer map to its own (an HTTP agent's or an LLM client's refused connection).
-# The run store's SQLAlchemy and Alembic (every run is saved at its end, SPEC §24): loaded once here, not by each run.
+# httpx (and httpx2) with the httpcore of their transports, which they import only when a client is
+# made: an
+# httpcore loaded by an in-process run, then unloaded, would be loaded anew by the next, whose
+# connection errors
+# the httpx loaded here would no longer map to its own (an HTTP agent's or an LLM client's refused
+# connection).
+# The run store's SQLAlchemy and Alembic (every run is saved at its end, SPEC §24): loaded once
+# here, not by each run.
 with contextlib.suppress(ImportError):
     importlib.import_module("pytest_agent_eval.memory.store")
     importlib.import_module("alembic.runtime.environment")
@@ -36,14 +43,18 @@ for _name in ("httpx", "httpx2"):
 
 
 @pytest.fixture
-def pytester(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> Iterator[pytest.Pytester]:
-    """pytester, whose runs (in-process, in a subprocess, and their pytest-xdist workers) load no plugin of other
-    packages that takes long to import and that no test here needs (see `OTHER_PLUGINS_OFF`).
+def pytester(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[pytest.Pytester]:
+    """pytester, whose runs (in-process, in a subprocess, and their pytest-xdist workers) load no
+    plugin of other packages that takes long to import and that no test here needs (see
+    `OTHER_PLUGINS_OFF`).
 
-    What pytester recorded of the test's in-process runs goes with the test: a module first imported inside a run
-    (a lazily imported part of a package that has a pytest plugin, e.g. langsmith's) keeps that run's config alive
-    through its loader after pytester took it out of sys.modules, and with it the recorded hook calls: a failed
-    case's traceback, the agent in it and that agent's tool stand-ins, which later tests' runs would count as live.
+    What pytester recorded of the test's in-process runs goes with the test: a module first imported
+    inside a run (a lazily imported part of a package that has a pytest plugin, e.g. langsmith's)
+    keeps that run's config alive through its loader after pytester took it out of sys.modules, and
+    with it the recorded hook calls: a failed case's traceback, the agent in it and that agent's
+    tool stand-ins, which later tests' runs would count as live.
     """
     monkeypatch.setenv("PYTEST_ADDOPTS", OTHER_PLUGINS_OFF)
     recorders: list[pytest.HookRecorder] = []
@@ -69,24 +80,32 @@ def evals(pytester: pytest.Pytester) -> pytest.Pytester:
 
 @pytest.fixture(autouse=True)
 def _outside_ci(monkeypatch: pytest.MonkeyPatch) -> None:
-    """pytest prints whole short-summary lines when CI or BUILD_NUMBER is set (as on a CI machine): the runs a
-    test starts read the same there as on a developer's machine."""
+    """pytest prints whole short-summary lines when CI or BUILD_NUMBER is set (as on a CI machine):
+    the runs a test starts read the same there as on a developer's machine.
+    """
     monkeypatch.delenv("CI", raising=False)
     monkeypatch.delenv("BUILD_NUMBER", raising=False)
-    for name in ("GITHUB_ACTIONS", "GITHUB_STEP_SUMMARY", "GITHUB_WORKSPACE"):  # no annotations unless asked for
+    for name in (
+        "GITHUB_ACTIONS",
+        "GITHUB_STEP_SUMMARY",
+        "GITHUB_WORKSPACE",
+    ):  # no annotations unless asked for
         monkeypatch.delenv(name, raising=False)
 
 
 @pytest.fixture(scope="session")
 def postgres_url() -> Iterator[str]:
-    """A private PostgreSQL server on a loopback port for the session (tests/postgres_support.py); skipped, saying
-    why, where the server cannot be installed."""
+    """A private PostgreSQL server on a loopback port for the session (tests/postgres_support.py);
+    skipped, saying why, where the server cannot be installed.
+    """
     import postgres_support
 
     why = postgres_support.unavailable()
     if why is not None:
         pytest.skip(why)
-    pytest.importorskip("psycopg", reason="the PostgreSQL store's tests need the [postgres] extra (psycopg 3)")
+    pytest.importorskip(
+        "psycopg", reason="the PostgreSQL store's tests need the [postgres] extra (psycopg 3)"
+    )
     with postgres_support.postgres_server() as url:
         yield url
 
@@ -96,10 +115,14 @@ CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 @pytest.fixture
 def browser() -> Iterator[Any]:
-    """Debian's headless Chromium driven by Playwright (no browser download); skipped, saying why, without it."""
+    """Debian's headless Chromium driven by Playwright (no browser download); skipped, saying why,
+    without it.
+    """
     if CHROMIUM is None:
         pytest.skip("no chromium on this machine: apt-get install chromium (CI installs it)")
-    sync_api = pytest.importorskip("playwright.sync_api", reason="the dev extra installs playwright")
+    sync_api = pytest.importorskip(
+        "playwright.sync_api", reason="the dev extra installs playwright"
+    )
     with sync_api.sync_playwright() as p:
         launched = p.chromium.launch(
             executable_path=CHROMIUM,

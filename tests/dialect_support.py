@@ -9,9 +9,13 @@ from typing import Any
 
 import pytest
 
-SEED_DATA = Path(os.environ.get("AGENT_EVAL_SEED_DATA") or Path(__file__).resolve().parents[2] / "shared" / "seed-data")
-"""Real eval files of the projects this plugin serves (outside the repository, or at $AGENT_EVAL_SEED_DATA;
-tests skip without them)."""
+SEED_DATA = Path(
+    os.environ.get("AGENT_EVAL_SEED_DATA")
+    or Path(__file__).resolve().parents[2] / "shared" / "seed-data"
+)
+"""Real eval files of the projects this plugin serves (outside the repository, or at
+$AGENT_EVAL_SEED_DATA; tests skip without them).
+"""
 
 AGENT = '''
 import json, pathlib, time
@@ -36,7 +40,9 @@ def run(query, context=None):
 
 
 def answering(pytester: pytest.Pytester, answers: dict[str, Any]) -> pytest.Pytester:
-    """Write the agent module ``table_agent`` (``--agent table_agent:run``) answering from ``answers``."""
+    """Write the agent module ``table_agent`` (``--agent table_agent:run``) answering from
+    ``answers``.
+    """
     pytester.makepyfile(table_agent=AGENT)
     (pytester.path / "answers.json").write_text(json.dumps(answers))
     pytester.syspathinsert()

@@ -1,6 +1,7 @@
-"""Real MCP servers for the tests: a FastMCP server of the official SDK, run as a subprocess over stdio or over
-streamable HTTP on loopback, whose tools write a file when they really run (a mocked call never does); and an
-agent that uses the SDK's own ``ClientSession`` against the loopback LLM."""
+"""Real MCP servers for the tests: a FastMCP server of the official SDK, run as a subprocess over
+stdio or over streamable HTTP on loopback, whose tools write a file when they really run (a mocked
+call never does); and an agent that uses the SDK's own ``ClientSession`` against the loopback LLM.
+"""
 
 from __future__ import annotations
 
@@ -117,7 +118,9 @@ def route(prompt: str) -> tuple[str, dict[str, Any]] | None:
 
 @contextlib.contextmanager
 def loopback_llm(monkeypatch: Any) -> Iterator[Any]:
-    """The scripted loopback LLM (``route``), the OpenAI client pointed at it through the environment."""
+    """The scripted loopback LLM (``route``), the OpenAI client pointed at it through the
+    environment.
+    """
     from openai_server import ChatServer
 
     with ChatServer(route) as server:
@@ -140,7 +143,9 @@ def free_port() -> int:
 
 @contextlib.contextmanager
 def http_server(script: Path, env: dict[str, str]) -> Iterator[str]:
-    """The server script over streamable HTTP on a free loopback port, for the block; its ``/mcp`` URL."""
+    """The server script over streamable HTTP on a free loopback port, for the block; its ``/mcp``
+    URL.
+    """
     port = free_port()
     proc = subprocess.Popen(
         [sys.executable, str(script), "http", str(port)],
@@ -151,10 +156,15 @@ def http_server(script: Path, env: dict[str, str]) -> Iterator[str]:
     try:
         deadline = time.monotonic() + 30
         while True:
-            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=0.5):
+            with (
+                contextlib.suppress(OSError),
+                socket.create_connection(("127.0.0.1", port), timeout=0.5),
+            ):
                 break
             if proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"the MCP server did not start: {proc.stderr.read() if proc.stderr else ''}")
+                raise RuntimeError(
+                    f"the MCP server did not start: {proc.stderr.read() if proc.stderr else ''}"
+                )
             time.sleep(0.1)
         yield f"http://127.0.0.1:{port}/mcp"
     finally:

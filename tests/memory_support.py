@@ -1,5 +1,6 @@
-"""Shared by the run store's tests (SPEC §24): an agent that says what ``AGENT_SAYS`` holds, and pytest runs started
-at once."""
+"""Shared by the run store's tests (SPEC §24): an agent that says what ``AGENT_SAYS`` holds, and
+pytest runs started at once.
+"""
 
 from __future__ import annotations
 
@@ -16,7 +17,9 @@ def run(query, context):
 
 
 def run_together(cwd: Path, *args: str, count: int = 2) -> list[tuple[int, str]]:
-    """``count`` pytest processes with ``args`` started at once in ``cwd``: each one's exit status and output."""
+    """``count`` pytest processes with ``args`` started at once in ``cwd``: each one's exit status
+    and output.
+    """
     runs = [
         subprocess.Popen(
             [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:randomly", *args],

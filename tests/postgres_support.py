@@ -1,9 +1,10 @@
-"""A private PostgreSQL server for the run store's tests: Debian's ``postgresql`` binaries, a cluster made with
-``initdb`` in a temporary directory and started with ``pg_ctl`` on a free loopback port (password logins only).
+"""A private PostgreSQL server for the run store's tests: Debian's ``postgresql`` binaries, a
+cluster made with ``initdb`` in a temporary directory and started with ``pg_ctl`` on a free loopback
+port (password logins only).
 
-PostgreSQL refuses to run as root: as root (CI), the cluster belongs to the ``postgres`` system user (``nobody``
-where there is none) and its programs run through ``runuser``. Where no ``initdb`` is found the tests that need
-the server are skipped, saying so (``.ci/run`` installs the package).
+PostgreSQL refuses to run as root: as root (CI), the cluster belongs to the ``postgres`` system user
+(``nobody`` where there is none) and its programs run through ``runuser``. Where no ``initdb`` is
+found the tests that need the server are skipped, saying so (``.ci/run`` installs the package).
 """
 
 from __future__ import annotations
@@ -24,7 +25,9 @@ PASSWORD = "pg-secret-41"
 
 
 def _bin() -> Path | None:
-    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"), key=lambda p: int(p.split("/")[4]))
+    found = sorted(
+        glob.glob("/usr/lib/postgresql/*/bin/initdb"), key=lambda p: int(p.split("/")[4])
+    )
     if found:
         return Path(found[-1]).parent
     which = shutil.which("initdb")
@@ -40,7 +43,9 @@ def _owner() -> pwd.struct_passwd | None:
             return pwd.getpwnam(name)
         except KeyError:
             continue
-    raise RuntimeError("running as root with neither a postgres nor a nobody user: PostgreSQL refuses root")
+    raise RuntimeError(
+        "running as root with neither a postgres nor a nobody user: PostgreSQL refuses root"
+    )
 
 
 def _free_port() -> int:
@@ -61,12 +66,16 @@ def unavailable() -> str | None:
 
 @contextmanager
 def postgres_server() -> Iterator[str]:
-    """A running server; yields its URL ``postgresql://agent_eval:PASSWORD@127.0.0.1:PORT/postgres``."""
+    """A running server; yields its URL
+    ``postgresql://agent_eval:PASSWORD@127.0.0.1:PORT/postgres``.
+    """
     bindir = _bin()
     assert bindir is not None
     owner = _owner()
     prefix = ["runuser", "-u", owner.pw_name, "--"] if owner is not None else []
-    home = Path(tempfile.mkdtemp(prefix="agent-eval-pg-"))  # not under pytest's root-only tmp: the owner reads it
+    home = Path(
+        tempfile.mkdtemp(prefix="agent-eval-pg-")
+    )  # not under pytest's root-only tmp: the owner reads it
     try:
         (home / "pw").write_text(PASSWORD + "\n")
         if owner is not None:

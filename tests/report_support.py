@@ -1,4 +1,6 @@
-"""A suite of known outcomes for the report tests, and a conftest that dumps the records the controller got."""
+"""A suite of known outcomes for the report tests, and a conftest that dumps the records the
+controller got.
+"""
 
 USAGE_AGENT = '''
 import collections, time

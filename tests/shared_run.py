@@ -1,9 +1,10 @@
-"""One pytest run shared by several tests: many small scenarios (eval files with distinct names) in one directory,
-run once in a Python process of its own; each test then reads its own scenario's lines and outcomes.
+"""One pytest run shared by several tests: many small scenarios (eval files with distinct names) in
+one directory, run once in a Python process of its own; each test then reads its own scenario's
+lines and outcomes.
 
-The run's directory is made like a pytester directory (no ini file above it, no user configuration, no colours,
-no outer ``PYTEST_ADDOPTS`` but `OTHER_PLUGINS_OFF`), and the run is a ``python -m pytest`` process started there, as
-``pytester.runpytest_subprocess`` starts it.
+The run's directory is made like a pytester directory (no ini file above it, no user configuration,
+no colours, no outer ``PYTEST_ADDOPTS`` but `OTHER_PLUGINS_OFF`), and the run is a ``python -m
+pytest`` process started there, as ``pytester.runpytest_subprocess`` starts it.
 """
 
 from __future__ import annotations
@@ -18,14 +19,22 @@ from pathlib import Path
 import pytest
 
 OTHER_PLUGINS_OFF = "-p no:hypothesispytest -p no:langsmith_plugin -p no:anyio"
-"""The runs that tests start leave out the pytest plugins of hypothesis, langsmith and anyio (installed with the dev
-dependencies, not needed by any eval run): the first two take about half a second each to import, anyio a tenth,
-in every run in a subprocess and in every pytest-xdist worker."""
+"""The runs that tests start leave out the pytest plugins of hypothesis, langsmith and anyio
+(installed with the dev dependencies, not needed by any eval run): the first two take about half a
+second each to import, anyio a tenth, in every run in a subprocess and in every pytest-xdist worker.
+"""
 
-# `-rA` summary lines: "PASSED eval_a.yaml::case", "FAILED eval_a.yaml::case - reason", "ERROR eval_a.yaml::@file - …"
+# `-rA` summary lines: "PASSED eval_a.yaml::case", "FAILED eval_a.yaml::case - reason", "ERROR
+# eval_a.yaml::@file - …"
 _SUMMARY = re.compile(r"^(PASSED|FAILED|ERROR|XFAIL|XPASS) (\S+)(?: - .*)?$")
 _HEADING = re.compile(r"^_{3,} .+ _{3,}$")
-_PLURAL = {"PASSED": "passed", "FAILED": "failed", "ERROR": "errors", "XFAIL": "xfailed", "XPASS": "xpassed"}
+_PLURAL = {
+    "PASSED": "passed",
+    "FAILED": "failed",
+    "ERROR": "errors",
+    "XFAIL": "xfailed",
+    "XPASS": "xpassed",
+}
 
 
 class SharedRun:
@@ -49,18 +58,26 @@ class SharedRun:
         return [(m[1], m[2]) for m in found if m]
 
     def outcomes(self, *files: str) -> dict[str, int]:
-        """As ``RunResult.parseoutcomes()``, counted over the items of the given files only (by the ``-rA`` lines);
-        outcomes with no item are left out."""
-        counts = Counter(_PLURAL[word] for word, nodeid in self.summary() if nodeid.split("::")[0] in files)
+        """As ``RunResult.parseoutcomes()``, counted over the items of the given files only (by the
+        ``-rA`` lines); outcomes with no item are left out.
+        """
+        counts = Counter(
+            _PLURAL[word] for word, nodeid in self.summary() if nodeid.split("::")[0] in files
+        )
         return dict(counts)
 
     def assert_outcomes(self, files: tuple[str, ...], **expected: int) -> None:
-        """As ``RunResult.assert_outcomes(...)`` for the items of these files (outcomes not named: none)."""
-        assert self.outcomes(*files) == {k: v for k, v in expected.items() if v}, f"{files}: {self!r}"
+        """As ``RunResult.assert_outcomes(...)`` for the items of these files (outcomes not named:
+        none).
+        """
+        assert self.outcomes(*files) == {k: v for k, v in expected.items() if v}, (
+            f"{files}: {self!r}"
+        )
 
     def section(self, file: str) -> str:
-        """The failure and error sections (from a ``____ title ____`` heading up to the next heading) that name a
-        line of ``file`` (``file:LINE``)."""
+        """The failure and error sections (from a ``____ title ____`` heading up to the next
+        heading) that name a line of ``file`` (``file:LINE``).
+        """
         located = re.compile(rf"^{re.escape(file)}:\d")
         sections: list[list[str]] = []
         current: list[str] | None = None
@@ -75,30 +92,49 @@ class SharedRun:
         return "\n".join("\n".join(s) for s in sections if any(located.match(line) for line in s))
 
     def text_of(self, *files: str) -> str:
-        """All the run printed about these files: their failure and error sections, and every other line naming
-        one of them (progress, short summary)."""
+        """All the run printed about these files: their failure and error sections, and every other
+        line naming one of them (progress, short summary).
+        """
         named = [line for line in self.lines if any(file in line for file in files)]
         return "\n".join([*(self.section(file) for file in files), *named])
 
     def shows(self, *messages: str) -> None:
-        """Each message is printed on a line of its own (literal text, no glob; surrounding blanks ignored)."""
+        """Each message is printed on a line of its own (literal text, no glob; surrounding blanks
+        ignored).
+        """
         printed = {line.strip() for line in self.lines}
         for message in messages:
             assert message in printed, f"{message!r} not printed:\n{self.stdout}"
 
 
 def clean_env(path: Path, **extra: str) -> dict[str, str]:
-    """The environment of a run in ``path``: as pytester's (no outer options, CI variables, colours or home)."""
+    """The environment of a run in ``path``: as pytester's (no outer options, CI variables, colours
+    or home).
+    """
     env = {k: v for k, v in os.environ.items() if k not in ("CI", "BUILD_NUMBER", "TOX_ENV_DIR")}
-    env.update(PYTEST_ADDOPTS=OTHER_PLUGINS_OFF, PY_COLORS="0", HOME=str(path), USERPROFILE=str(path), **extra)
+    env.update(
+        PYTEST_ADDOPTS=OTHER_PLUGINS_OFF,
+        PY_COLORS="0",
+        HOME=str(path),
+        USERPROFILE=str(path),
+        **extra,
+    )
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(path), os.environ.get("PYTHONPATH")]))
     return env
 
 
 def run_pytest(path: Path, *args: str, timeout: float = 300, **env: str) -> SharedRun:
-    """``python -m pytest ARGS`` in ``path`` (its own basetemp, no cache), as ``runpytest_subprocess`` would."""
+    """``python -m pytest ARGS`` in ``path`` (its own basetemp, no cache), as
+    ``runpytest_subprocess`` would.
+    """
     done = subprocess.run(
-        [sys.executable, "-m", "pytest", f"--basetemp={path.parent / (path.name + '-basetemp')}", *args],
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            f"--basetemp={path.parent / (path.name + '-basetemp')}",
+            *args,
+        ],
         cwd=path,
         env=clean_env(path, **env),
         capture_output=True,

@@ -1,7 +1,9 @@
-"""A real OpenAI Agents SDK agent (``agents.Agent`` with ``@function_tool`` tools, run by ``Runner.run``) talking
-through the SDK's chat-completions model to the loopback OpenAI-compatible server, run by the plugin from
-``agent: module:AGENT``: the adapter clones the agent with stand-ins for its function tools in cases with
-``tool_mocks`` (the real tool never runs), leaves it as it is otherwise, and reads the calls from the run's items."""
+"""A real OpenAI Agents SDK agent (``agents.Agent`` with ``@function_tool`` tools, run by
+``Runner.run``) talking through the SDK's chat-completions model to the loopback OpenAI-compatible
+server, run by the plugin from ``agent: module:AGENT``: the adapter clones the agent with stand-ins
+for its function tools in cases with ``tool_mocks`` (the real tool never runs), leaves it as it is
+otherwise, and reads the calls from the run's items.
+"""
 
 from __future__ import annotations
 
@@ -65,7 +67,9 @@ def route(prompt: str) -> tuple[str, dict[str, Any]] | None:
 
 @pytest.fixture
 def graph_project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
-    """The agent module and its cases; the real tool logs each order id it looks up to ``real_tool.log``."""
+    """The agent module and its cases; the real tool logs each order id it looks up to
+    ``real_tool.log``.
+    """
     pytester.makepyfile(sdk_agent=AGENT)
     pytester.makefile(".yaml", eval_orders=CASES)
     pytester.syspathinsert()
@@ -78,7 +82,9 @@ def test_tool_mocks_replace_the_function_tools_of_an_sdk_agent(
 ) -> None:
     with ChatServer(route) as server:
         monkeypatch.setenv("LOOPBACK_URL", server.base_url)
-        result = graph_project.runpytest("-p", "no:cacheprovider", "--junitxml=junit.xml", "--agent-eval-report=r.json")
+        result = graph_project.runpytest(
+            "-p", "no:cacheprovider", "--junitxml=junit.xml", "--agent-eval-report=r.json"
+        )
     result.assert_outcomes(passed=2, failed=1)
     real = (graph_project.path / "real_tool.log").read_text().split()
     assert real == ["9"]  # only the case without tool_mocks ran the real tool
@@ -91,7 +97,10 @@ def test_tool_mocks_replace_the_function_tools_of_an_sdk_agent(
         ]
     )
     report = json.loads((graph_project.path / "r.json").read_text())
-    recorded = {c["case_id"]: [(t["name"], t["args"], t["result"]) for t in c["tool_calls"]] for c in report["cases"]}
+    recorded = {
+        c["case_id"]: [(t["name"], t["args"], t["result"]) for t in c["tool_calls"]]
+        for c in report["cases"]
+    }
     assert recorded == {
         "mocked": [("lookup_order", {"order_id": "42"}, "order 42: shipped")],
         "wrong": [("lookup_order", {"order_id": "7"}, "order 7: shipped")],
@@ -120,9 +129,10 @@ def test_tool_mocks_replace_the_function_tools_of_an_sdk_agent(
 def test_a_mapping_tool_mock_reaches_the_model_as_json(
     graph_project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A mock ``{order_id: "42", status: shipped}`` is what a tool returning JSON sends: the model gets
-    ``{"order_id": "42", "status": "shipped"}``, not Python's ``{'order_id': '42', ...}``; the record keeps the
-    mapping."""
+    """A mock ``{order_id: "42", status: shipped}`` is what a tool returning JSON sends: the model
+    gets ``{"order_id": "42", "status": "shipped"}``, not Python's ``{'order_id': '42', ...}``; the
+    record keeps the mapping.
+    """
     graph_project.makefile(
         ".yaml",
         eval_orders="""

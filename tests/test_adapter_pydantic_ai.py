@@ -1,7 +1,9 @@
-"""A real pydantic-ai agent (``pydantic_ai.Agent`` with ``@agent.tool_plain`` tools, run by ``agent.run``) talking
-through its OpenAI chat model to the loopback OpenAI-compatible server, run by the plugin from
-``agent: module:AGENT``: the adapter copies the agent with stand-ins for its tools in cases with ``tool_mocks``
-(the real tool never runs), leaves it as it is otherwise, and reads the calls from the message history."""
+"""A real pydantic-ai agent (``pydantic_ai.Agent`` with ``@agent.tool_plain`` tools, run by
+``agent.run``) talking through its OpenAI chat model to the loopback OpenAI-compatible server, run
+by the plugin from ``agent: module:AGENT``: the adapter copies the agent with stand-ins for its
+tools in cases with ``tool_mocks`` (the real tool never runs), leaves it as it is otherwise, and
+reads the calls from the message history.
+"""
 
 from __future__ import annotations
 
@@ -60,7 +62,9 @@ def route(prompt: str) -> tuple[str, dict[str, Any]] | None:
 
 @pytest.fixture
 def graph_project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
-    """The agent module and its cases; the real tool logs each order id it looks up to ``real_tool.log``."""
+    """The agent module and its cases; the real tool logs each order id it looks up to
+    ``real_tool.log``.
+    """
     pytester.makepyfile(pai_agent=AGENT)
     pytester.makefile(".yaml", eval_orders=CASES)
     pytester.syspathinsert()
@@ -73,7 +77,9 @@ def test_tool_mocks_replace_the_tools_of_a_pydantic_ai_agent(
 ) -> None:
     with ChatServer(route) as server:
         monkeypatch.setenv("LOOPBACK_URL", server.base_url)
-        result = graph_project.runpytest("-p", "no:cacheprovider", "--junitxml=junit.xml", "--agent-eval-report=r.json")
+        result = graph_project.runpytest(
+            "-p", "no:cacheprovider", "--junitxml=junit.xml", "--agent-eval-report=r.json"
+        )
     result.assert_outcomes(passed=2, failed=1)
     real = (graph_project.path / "real_tool.log").read_text().split()
     assert real == ["9"]  # only the case without tool_mocks ran the real tool
@@ -86,7 +92,10 @@ def test_tool_mocks_replace_the_tools_of_a_pydantic_ai_agent(
         ]
     )
     report = json.loads((graph_project.path / "r.json").read_text())
-    recorded = {c["case_id"]: [(t["name"], t["args"], t["result"]) for t in c["tool_calls"]] for c in report["cases"]}
+    recorded = {
+        c["case_id"]: [(t["name"], t["args"], t["result"]) for t in c["tool_calls"]]
+        for c in report["cases"]
+    }
     assert recorded == {
         "mocked": [("lookup_order", {"order_id": "42"}, "order 42: shipped")],
         "wrong": [("lookup_order", {"order_id": "7"}, "order 7: shipped")],

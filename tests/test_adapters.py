@@ -1,4 +1,6 @@
-"""The adapter registry: which adapter takes an agent or a tool, in which order, and what a non-adapter gets."""
+"""The adapter registry: which adapter takes an agent or a tool, in which order, and what a
+non-adapter gets.
+"""
 
 from __future__ import annotations
 
@@ -52,10 +54,25 @@ def _run(agent: Agent, query: str) -> RunRecord:
 
 def test_a_registered_adapter_is_tried_before_the_built_in_ones() -> None:
     registry = builtin_adapters()
-    assert registry.names() == ["openai_agents", "pydantic_ai", "langchain", "promptfoo", "http", "plain"]
+    assert registry.names() == [
+        "openai_agents",
+        "pydantic_ai",
+        "langchain",
+        "promptfoo",
+        "http",
+        "plain",
+    ]
     assert _run(registry.as_agent(Shouter()), "you").output == "plain"
     registry.register(Upper())
-    assert registry.names() == ["upper", "openai_agents", "pydantic_ai", "langchain", "promptfoo", "http", "plain"]
+    assert registry.names() == [
+        "upper",
+        "openai_agents",
+        "pydantic_ai",
+        "langchain",
+        "promptfoo",
+        "http",
+        "plain",
+    ]
     agent = registry.as_agent(Shouter(), "shouter")
     assert (agent.adapter.name, agent.name) == ("upper", "shouter")
     assert _run(agent, "you").output == "HEY YOU"
@@ -64,13 +81,19 @@ def test_a_registered_adapter_is_tried_before_the_built_in_ones() -> None:
 def test_the_protocol_is_what_registration_checks() -> None:
     assert isinstance(Upper(), Adapter)
     with pytest.raises(TypeError, match="lacks normalise, wrap_tool, mock_tools"):
-        AdapterRegistry([]).register(type("Half", (), {"name": "half", "recognises": 1, "agent": 2})())
+        AdapterRegistry([]).register(
+            type("Half", (), {"name": "half", "recognises": 1, "agent": 2})()
+        )
 
 
 def test_no_adapter_takes_it() -> None:
-    with pytest.raises(TypeError, match=r"got int 3, not an agent: expected a callable \(query, context\)"):
+    with pytest.raises(
+        TypeError, match=r"got int 3, not an agent: expected a callable \(query, context\)"
+    ):
         builtin_adapters().as_agent(3)
-    with pytest.raises(TypeError, match=r"cannot wrap 3: expected a function or a tool object of a framework "):
+    with pytest.raises(
+        TypeError, match=r"cannot wrap 3: expected a function or a tool object of a framework "
+    ):
         wrap(3)
 
 
@@ -93,7 +116,9 @@ def test_a_wrapped_tool_answers_from_the_running_case() -> None:
     assert wrap(standin) is standin and standin.__name__ == "search"
     with MockPlan({"search": Value("found")}).record() as recording:
         assert standin("cats") == "found"
-    assert [(c.name, c.args, c.result) for c in recording.calls] == [("search", {"query": "cats"}, "found")]
+    assert [(c.name, c.args, c.result) for c in recording.calls] == [
+        ("search", {"query": "cats"}, "found")
+    ]
 
 
 def test_recognising_agents_imports_no_framework() -> None:
@@ -142,14 +167,24 @@ def test_an_adapter_may_take_the_reference_itself_before_any_import() -> None:
     assert (agent.adapter.name, _run(agent, "hi").output) == ("served", "toy://agent answered hi")
     assert resolve("toy://agent", instances, registry) is agent  # once per session
     with pytest.raises(ImportRefError, match="cannot import module 'toy'"):
-        resolve("toy://agent", {}, builtin_adapters())  # no adapter for it: a module:attr reference that fails
+        resolve(
+            "toy://agent", {}, builtin_adapters()
+        )  # no adapter for it: a module:attr reference that fails
 
 
-def test_an_agent_whose_framework_is_missing_names_the_extra(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_agent_whose_framework_is_missing_names_the_extra(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     (tmp_path / "fw_agent.py").write_text("import not_installed_framework_xyz\nAGENT = object()\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.setitem(FRAMEWORK_EXTRAS, "not_installed_framework_xyz", "some-extra")
     with pytest.raises(ImportRefError) as raised:
         import_object("fw_agent:AGENT")
-    assert "the agent's framework is not installed: pip install 'pytest-agent-evalset[some-extra]'" in str(raised.value)
-    assert FRAMEWORK_EXTRAS["agents"] == "openai-agents" and FRAMEWORK_EXTRAS["pydantic_ai"] == "pydantic-ai"
+    assert (
+        "the agent's framework is not installed: pip install 'pytest-agent-evalset[some-extra]'"
+        in str(raised.value)
+    )
+    assert (
+        FRAMEWORK_EXTRAS["agents"] == "openai-agents"
+        and FRAMEWORK_EXTRAS["pydantic_ai"] == "pydantic-ai"
+    )

@@ -1,6 +1,7 @@
-"""Adaptive trials (SPEC §25): ``repeat: {max: n, stop: decided}`` needs ⌈min_pass_rate · n⌉ passing trials and
-stops once that is reached or can no longer be; the verdict is the one all n trials would give, the record has
-``trials_used`` and ``trials_saved``, the summary the saving."""
+"""Adaptive trials (SPEC §25): ``repeat: {max: n, stop: decided}`` needs ⌈min_pass_rate · n⌉ passing
+trials and stops once that is reached or can no longer be; the verdict is the one all n trials would
+give, the record has ``trials_used`` and ``trials_saved``, the summary the saving.
+"""
 
 from __future__ import annotations
 
@@ -65,7 +66,9 @@ def _stop_point(outcomes: tuple[bool, ...], n: int, rate: float) -> int:
 
 @pytest.mark.parametrize("rate", [0.0, 0.3, 0.5, 0.7, 0.75, 0.9, 1.0])
 @pytest.mark.parametrize("n", [1, 2, 3, 5, 8])
-def test_the_verdict_is_all_trials_verdict_with_no_trial_it_did_not_need(n: int, rate: float) -> None:
+def test_the_verdict_is_all_trials_verdict_with_no_trial_it_did_not_need(
+    n: int, rate: float
+) -> None:
     for outcomes in itertools.product([True, False], repeat=n):
 
         async def trial(k: int, outcomes: tuple[bool, ...] = outcomes) -> bool:
@@ -76,7 +79,9 @@ def test_the_verdict_is_all_trials_verdict_with_no_trial_it_did_not_need(n: int,
 
         done = asyncio.run(in_waves(more, trial))
         assert done == list(outcomes[: len(done)])
-        assert (sum(done) >= passes_needed(n, rate)) == (sum(outcomes) / n >= rate)  # the verdict of all n
+        assert (sum(done) >= passes_needed(n, rate)) == (
+            sum(outcomes) / n >= rate
+        )  # the verdict of all n
         assert len(done) == max(1, _stop_point(outcomes, n, rate))  # not one trial more than needed
 
 
@@ -98,11 +103,18 @@ def adaptive(pytester: pytest.Pytester) -> pytest.Pytester:
 def test_trials_stop_once_decided(adaptive: pytest.Pytester, traffic: tuple[str, ...]) -> None:
     markdown = adaptive.path / "summary.md"
     result = adaptive.runpytest(
-        "-p", "no:cacheprovider", "--agent-eval-report", "r.json", f"--agent-eval-markdown={markdown}", *traffic
+        "-p",
+        "no:cacheprovider",
+        "--agent-eval-report",
+        "r.json",
+        f"--agent-eval-markdown={markdown}",
+        *traffic,
     )
     result.assert_outcomes(passed=3, failed=1)
     cases = {c["case_id"]: c for c in json.loads((adaptive.path / "r.json").read_text())["cases"]}
-    used = {name: (c["trials_used"], c["trials_saved"], len(c["trials"])) for name, c in cases.items()}
+    used = {
+        name: (c["trials_used"], c["trials_saved"], len(c["trials"])) for name, c in cases.items()
+    }
     assert used == {
         "always_passes": (3, 7, 3),
         "always_fails": (8, 2, 8),
@@ -110,7 +122,12 @@ def test_trials_stop_once_decided(adaptive: pytest.Pytester, traffic: tuple[str,
         "fixed": (None, None, 3),
     }
     calls = {p.name: len(p.read_text()) for p in Path(adaptive.path / "calls").iterdir()}
-    assert calls == {"always_passes": 3, "always_fails": 8, "all_must_pass": 4, "fixed": 3}  # the agent ran no more
+    assert calls == {
+        "always_passes": 3,
+        "always_fails": 8,
+        "all_must_pass": 4,
+        "fixed": 3,
+    }  # the agent ran no more
     assert cases["always_fails"]["outcome"] == "failed"
     line = "adaptive trials (3 cases): 15/24 trials used, 9 saved (38%)"
     result.stdout.fnmatch_lines([line])
@@ -120,7 +137,9 @@ def test_trials_stop_once_decided(adaptive: pytest.Pytester, traffic: tuple[str,
 def test_a_failure_stops_a_case_that_needs_every_trial(adaptive: pytest.Pytester) -> None:
     failing = CASES.replace("{case: all_must_pass, say: ok}", "{case: all_must_pass, say: no}")
     adaptive.makefile(".yaml", eval_adaptive=failing)
-    result = adaptive.runpytest("-p", "no:cacheprovider", "-k", "all_must_pass", "--agent-eval-report", "r.json")
+    result = adaptive.runpytest(
+        "-p", "no:cacheprovider", "-k", "all_must_pass", "--agent-eval-report", "r.json"
+    )
     result.assert_outcomes(failed=1)
     (case,) = json.loads((adaptive.path / "r.json").read_text())["cases"]
     assert (case["trials_used"], case["trials_saved"]) == (1, 3)
@@ -128,9 +147,17 @@ def test_a_failure_stops_a_case_that_needs_every_trial(adaptive: pytest.Pytester
 
 
 @pytest.mark.parametrize(
-    "repeat", ["{max: 0, stop: decided}", "{max: 3, stop: never}", "{max: 3}", "{max: 3, stop: decided, min: 1}"]
+    "repeat",
+    [
+        "{max: 0, stop: decided}",
+        "{max: 3, stop: never}",
+        "{max: 3}",
+        "{max: 3, stop: decided, min: 1}",
+    ],
 )
-def test_a_bad_adaptive_repeat_names_the_case_and_line(adaptive: pytest.Pytester, repeat: str) -> None:
+def test_a_bad_adaptive_repeat_names_the_case_and_line(
+    adaptive: pytest.Pytester, repeat: str
+) -> None:
     adaptive.makefile(
         ".yaml",
         eval_adaptive=(

@@ -1,4 +1,6 @@
-"""Agents of every accepted shape run; failures and hangs stay inside their own case (SPEC §5, §7 timeouts)."""
+"""Agents of every accepted shape run; failures and hangs stay inside their own case (SPEC §5, §7
+timeouts).
+"""
 
 from __future__ import annotations
 
@@ -178,7 +180,8 @@ cases:
 
 def test_cli_agent_overrides_the_file(agents: pytest.Pytester) -> None:
     agents.makefile(
-        ".yaml", eval_cli="agent: agents_mod:boom\ncases:\n  - {id: one, input: a, expect: {equals: sync one a}}\n"
+        ".yaml",
+        eval_cli="agent: agents_mod:boom\ncases:\n  - {id: one, input: a, expect: {equals: sync one a}}\n",
     )
     agents.runpytest().assert_outcomes(failed=1)
     agents.runpytest("--agent", "agents_mod:sync_one").assert_outcomes(passed=1)
@@ -248,7 +251,10 @@ def agent(agent_eval_case):
 
 @pytest.mark.parametrize(
     ("which", "message"),
-    [("own_timeout", "TimeoutError: upstream slow"), ("own_socket_timeout", "TimeoutError: socket slow")],
+    [
+        ("own_timeout", "TimeoutError: upstream slow"),
+        ("own_socket_timeout", "TimeoutError: socket slow"),
+    ],
 )
 def test_an_agents_own_timeout_error_reads_as_the_agents_exception(
     agents: pytest.Pytester, which: str, message: str
@@ -295,10 +301,16 @@ def test_pytest_timeout_still_works_as_a_backstop(agents: pytest.Pytester) -> No
 
 
 @pytest.mark.parametrize("concurrency", ["1", "4"])
-def test_sync_agent_may_run_its_own_loop_and_async_agents_share_one(agents: pytest.Pytester, concurrency: str) -> None:
-    cases = "".join(f"  - {{id: c{i}, input: q{i}, expect: {{equals: own loop q{i}}}}}\n" for i in range(6))
+def test_sync_agent_may_run_its_own_loop_and_async_agents_share_one(
+    agents: pytest.Pytester, concurrency: str
+) -> None:
+    cases = "".join(
+        f"  - {{id: c{i}, input: q{i}, expect: {{equals: own loop q{i}}}}}\n" for i in range(6)
+    )
     agents.makefile(".yaml", eval_own=f"agent: agents_mod:runs_own_loop\ncases:\n{cases}")
-    cases = "".join(f"  - {{id: a{i}, input: q, expect: {{equals: loops seen 1}}}}\n" for i in range(6))
+    cases = "".join(
+        f"  - {{id: a{i}, input: q, expect: {{equals: loops seen 1}}}}\n" for i in range(6)
+    )
     agents.makefile(".yaml", eval_one=f"agent: agents_mod:one_loop\ncases:\n{cases}")
     result = agents.runpytest("--agent-eval-concurrency", concurrency)
     result.assert_outcomes(passed=12)
@@ -309,7 +321,9 @@ def test_no_agent_says_how_to_provide_one(evals: pytest.Pytester) -> None:
     result = evals.runpytest()
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
-        ["eval_none.yaml:2: no agent for case lonely: set `agent: module:function` in the file, pass --agent*"]
+        [
+            "eval_none.yaml:2: no agent for case lonely: set `agent: module:function` in the file, pass --agent*"
+        ]
     )
     result.stdout.no_fnmatch_line("*FixtureRequest*")  # no internal objects, no exception chain
     result.stdout.no_fnmatch_line("*During handling of the above exception*")

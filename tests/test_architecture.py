@@ -1,7 +1,9 @@
-"""The package's folders stack in one order: each imports only the folders below it (SPEC §21, issue 37).
+"""The package's folders stack in one order: each imports only the folders below it (SPEC §21, issue
+37).
 
-Every import counts: at module level, inside functions (deferred imports) and under ``TYPE_CHECKING``. The order
-is stated here once; a folder that imports one above it fails this test with the file and line of the import.
+Every import counts: at module level, inside functions (deferred imports) and under
+``TYPE_CHECKING``. The order is stated here once; a folder that imports one above it fails this test
+with the file and line of the import.
 """
 
 from __future__ import annotations
@@ -17,9 +19,12 @@ LEAVES = ("text", "faults", "secrets", "imports", "subset", "llm", "gc_policy", 
 """Single modules at the root that import nothing of the package: any floor may use them."""
 
 ORDER = (
-    "core",  # the shared words: case model, results, trial context, errors, documents with line positions
+    # the shared words: case model, results, trial context, errors, documents with line positions
+    "core",
     "traffic",  # the httpx hook: usage, cost, cassettes, pace, retries
-    "traces",  # OpenTelemetry in and out: the GenAI names, a trial's trace and span tree, trace files (SPEC §23)
+    # OpenTelemetry in and out: the GenAI names, a trial's trace and span tree, trace files (SPEC
+    # §23)
+    "traces",
     "adapters",  # one module per framework behind the adapter protocol
     "checks",  # one module per family of checks
     "mocks",  # tool mocks: responses, recording, stand-ins, patching
@@ -39,7 +44,9 @@ EXCEPTIONS: dict[tuple[str, str], str] = {}
 
 
 def floor_of(module: str) -> str | None:
-    """The floor (or leaf) of ``pytest_agent_eval.<x>...``; ``None`` for anything outside the package."""
+    """The floor (or leaf) of ``pytest_agent_eval.<x>...``; ``None`` for anything outside the
+    package.
+    """
     parts = module.split(".")
     if parts[0] != "pytest_agent_eval":
         return None
@@ -47,7 +54,9 @@ def floor_of(module: str) -> str | None:
 
 
 def imports_of(path: Path) -> list[tuple[int, str]]:
-    """``(line, module)`` for every import of the package in ``path``, deferred and typing-only ones included."""
+    """``(line, module)`` for every import of the package in ``path``, deferred and typing-only ones
+    included.
+    """
     module = ".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts)
     found = []
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
@@ -80,7 +89,9 @@ def upward_imports() -> list[str]:
             if own in LEAVES:
                 problems.append(f"{rel}:{line}: the leaf module {own} imports {target}")
             elif floor not in rank:
-                problems.append(f"{rel}:{line}: {target} is in no floor of ORDER: add it to ORDER or LEAVES")
+                problems.append(
+                    f"{rel}:{line}: {target} is in no floor of ORDER: add it to ORDER or LEAVES"
+                )
             elif rank[floor] > rank[own] and (str(rel), floor) not in EXCEPTIONS:
                 problems.append(f"{rel}:{line}: {own} imports {floor}, a floor above it ({target})")
     return problems
@@ -92,7 +103,11 @@ def test_every_folder_imports_only_the_floors_below_it() -> None:
 
 
 def test_every_floor_of_the_package_is_named_in_the_order() -> None:
-    names = {p.name.removesuffix(".py") for p in PACKAGE.iterdir() if p.suffix == ".py" or (p / "__init__.py").exists()}
+    names = {
+        p.name.removesuffix(".py")
+        for p in PACKAGE.iterdir()
+        if p.suffix == ".py" or (p / "__init__.py").exists()
+    }
     assert names == set(ORDER) | set(LEAVES)
     assert len(EXCEPTIONS) <= 2
 

@@ -1,8 +1,9 @@
 """Bad data never stops the run, and nothing a data file says reaches the network (SPEC §13).
 
-Each run puts a good file beside the bad ones: the good case passes, each bad file or case errors with `path:line`.
-The bad files of this module's tests share one run per mode (serially, at concurrency 8 and under -n 2): each file
-has a name of its own, and each test reads its own files' outcomes and lines in that run.
+Each run puts a good file beside the bad ones: the good case passes, each bad file or case errors
+with `path:line`. The bad files of this module's tests share one run per mode (serially, at
+concurrency 8 and under -n 2): each file has a name of its own, and each test reads its own files'
+outcomes and lines in that run.
 """
 
 from __future__ import annotations
@@ -26,7 +27,8 @@ from pytest_agent_eval.text import bounded_repr, bounded_text
 
 AGENT = "agent: scripted:run\n"
 
-# Every run of this module's tests, serially, at concurrency 8 and under -n 2 (through the runs' own ini file).
+# Every run of this module's tests, serially, at concurrency 8 and under -n 2 (through the runs' own
+# ini file).
 MODES = {
     "serial": "-rA",
     "concurrent": "-rA --agent-eval-concurrency 8",
@@ -65,7 +67,9 @@ class _Recorder(http.server.BaseHTTPRequestHandler):
 def loopback() -> Iterator[tuple[str, list[str]]]:
     """A loopback HTTP server that records every request: its address and the paths asked for."""
     server = http.server.HTTPServer(("127.0.0.1", 0), _Recorder)
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread = threading.Thread(
+        target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+    )
     thread.start()
     _Recorder.hits = []
     yield f"http://127.0.0.1:{server.server_port}", _Recorder.hits
@@ -91,7 +95,9 @@ def billion_laughs(levels: int = 9) -> str:
     return "\n".join(lines)
 
 
-FAILING = f"{AGENT}cases:\n  - id: bomb\n    input: x\n    expect: {{contains: [missing]}}\n    metadata:"
+FAILING = (
+    f"{AGENT}cases:\n  - id: bomb\n    input: x\n    expect: {{contains: [missing]}}\n    metadata:"
+)
 
 NOT_STRINGS = [  # file, case, line, message
     ("eval_keys_int", "  - {id: a, input: x, 1: y}", 3, 'key 1 is not a string; quote it: "1"'),
@@ -101,7 +107,12 @@ NOT_STRINGS = [  # file, case, line, message
         5,
         'key True is not a string; quote it: "true"',
     ),
-    ("eval_keys_null", "  - id: a\n    input: x\n    null: x", 5, 'key None is not a string; quote it: "null"'),
+    (
+        "eval_keys_null",
+        "  - id: a\n    input: x\n    null: x",
+        5,
+        'key None is not a string; quote it: "null"',
+    ),
 ]
 
 TAGS = {
@@ -111,18 +122,32 @@ TAGS = {
     "eval_tags_space": "kb search",
 }
 
-DUPLICATE_YAML = f"{AGENT}cases:\n  - {{id: a, input: x}}\ncases:\n  - id: b\n    input: y\n    input: z\n"
+DUPLICATE_YAML = (
+    f"{AGENT}cases:\n  - {{id: a, input: x}}\ncases:\n  - id: b\n    input: y\n    input: z\n"
+)
 DUPLICATE_JSON = (
     '{\n "agent": "scripted:run",\n "cases": [{"id": "a", "input": "x"}],\n "cases": [\n'
     '  {"id": "b", "input": "y",\n   "metadata": {"k": 1,\n    "k": 2}}]\n}\n'
 )
 
 FIELDS = [  # file, field, message
-    ("eval_field_repeat", "repeat: 2.0", "cases[1].repeat: 2.0 is not a whole number without a fraction"),
+    (
+        "eval_field_repeat",
+        "repeat: 2.0",
+        "cases[1].repeat: 2.0 is not a whole number without a fraction",
+    ),
     ("eval_field_timeout_nan", "timeout: .nan", "cases[1].timeout: nan is not a finite number"),
-    ("eval_field_rate_nan", "min_pass_rate: .nan", "cases[1].min_pass_rate: nan is not a finite number"),
+    (
+        "eval_field_rate_nan",
+        "min_pass_rate: .nan",
+        "cases[1].min_pass_rate: nan is not a finite number",
+    ),
     ("eval_field_timeout_inf", "timeout: .inf", "cases[1].timeout: inf is not a finite number"),
-    ("eval_field_id", 'id: "b\\n"', "cases[1].id: 'b\\n' is not an id: letters, digits, `_` and `-` only"),
+    (
+        "eval_field_id",
+        'id: "b\\n"',
+        "cases[1].id: 'b\\n' is not an id: letters, digits, `_` and `-` only",
+    ),
 ]
 
 BOM = '\ufeff{"agent": "scripted:run", "cases": [{"id": "b", "input": "x", "context": {"say": "ok"}}]}'
@@ -133,13 +158,19 @@ def refs_file(address: str, local: Path) -> str:
     schema = "{properties: {n: {$ref: '%s'}}, $defs: {s: {type: string}}}"
     cases = [
         f"  - id: {name}\n    input: x\n    {say}\n    expect: {{output_schema: {schema % ref}}}"
-        for name, ref in (("http", f"{address}/s.json"), ("file", local.as_uri()), ("inside", "#/$defs/s"))
+        for name, ref in (
+            ("http", f"{address}/s.json"),
+            ("file", local.as_uri()),
+            ("inside", "#/$defs/s"),
+        )
     ]
     return AGENT + "cases:\n" + "\n".join(cases) + "\n"
 
 
 @pytest.fixture(scope="module")
-def bad_run(mode: str, tmp_path_factory: pytest.TempPathFactory, loopback: tuple[str, list[str]]) -> SharedRun:
+def bad_run(
+    mode: str, tmp_path_factory: pytest.TempPathFactory, loopback: tuple[str, list[str]]
+) -> SharedRun:
     """Every bad file of this module's tests (but the tag files) in one run."""
     base = tmp_path_factory.mktemp(f"bad-data-{mode}")
     local = base / "local.json"  # outside the rootdir: messages name it in full
@@ -148,7 +179,9 @@ def bad_run(mode: str, tmp_path_factory: pytest.TempPathFactory, loopback: tuple
     files["eval_cat.json"] = '{"kb": [{"input": "q", "expected": "a", "tags": ["kb search"]}]}'
     files |= {"eval_dup.yaml": DUPLICATE_YAML, "eval_dup.json": DUPLICATE_JSON}
     files["eval_bomb.yaml"] = f"{FAILING}\n{billion_laughs()}\n"
-    files["eval_big.yaml"] = f"{FAILING}\n{billion_laughs(4)}\n"  # 9**5 = 59,049 values: within the budget
+    files["eval_big.yaml"] = (
+        f"{FAILING}\n{billion_laughs(4)}\n"  # 9**5 = 59,049 values: within the budget
+    )
     for name, field, _ in FIELDS:
         files[f"{name}.yaml"] = (
             f"{AGENT}cases:\n  - {{id: a, input: x, context: {{say: ok}}}}\n  - input: x\n    {field}\n"
@@ -169,7 +202,9 @@ def tags_run(mode: str, tmp_path_factory: pytest.TempPathFactory) -> SharedRun:
     return shared_run(tmp_path_factory.mktemp(f"bad-tags-{mode}"), mode, files, "--strict-markers")
 
 
-@pytest.mark.parametrize(("name", "line", "message"), [(name, line, message) for name, _, line, message in NOT_STRINGS])
+@pytest.mark.parametrize(
+    ("name", "line", "message"), [(name, line, message) for name, _, line, message in NOT_STRINGS]
+)
 def test_a_key_that_is_not_a_string(bad_run: SharedRun, name: str, line: int, message: str) -> None:
     bad_run.assert_outcomes(("eval_good.yaml", f"{name}.yaml"), passed=1, errors=1)
     bad_run.shows(f"{name}.yaml:{line}: {message}")
@@ -178,22 +213,29 @@ def test_a_key_that_is_not_a_string(bad_run: SharedRun, name: str, line: int, me
 @pytest.mark.parametrize("name", TAGS)
 def test_a_tag_that_cannot_be_a_marker_is_an_error(tags_run: SharedRun, name: str) -> None:
     tags_run.assert_outcomes(("eval_good.yaml", f"{name}.yaml"), passed=2, errors=1)
-    tags_run.matcher.fnmatch_lines([f"*{name}.yaml:6: cases[[]1].tags[[]0]: * is not a tag: a tag starts with*"])
+    tags_run.matcher.fnmatch_lines(
+        [f"*{name}.yaml:6: cases[[]1].tags[[]0]: * is not a tag: a tag starts with*"]
+    )
 
 
 def test_tags_select_with_dashes_and_digits(evals: pytest.Pytester) -> None:
     evals.makefile(
-        ".yaml", eval_tags=f"{AGENT}cases:\n  - {{id: a, input: x, tags: [kb-search, 2fa]}}\n  - {{id: b, input: y}}\n"
+        ".yaml",
+        eval_tags=f"{AGENT}cases:\n  - {{id: a, input: x, tags: [kb-search, 2fa]}}\n  - {{id: b, input: y}}\n",
     )
     result = evals.runpytest("--strict-markers", "-m", "kb-search and 2fa")
-    assert result.parseoutcomes().get("passed") == 1 and result.ret == 0  # xdist deselects on its workers, unseen
+    assert (
+        result.parseoutcomes().get("passed") == 1 and result.ret == 0
+    )  # xdist deselects on its workers, unseen
     result.stdout.fnmatch_lines(["PASSED eval_tags.yaml::a"])
     result.stdout.no_fnmatch_line("*eval_tags.yaml::b*")
 
 
 def test_a_dialect_tag_that_cannot_be_a_marker_is_an_error(bad_run: SharedRun) -> None:
     bad_run.assert_outcomes(("eval_good.yaml", "eval_cat.json"), passed=1, errors=1)
-    bad_run.matcher.fnmatch_lines(["*eval_cat.json:1: kb[[]0].tags[[]0]: 'kb search' is not a tag*"])
+    bad_run.matcher.fnmatch_lines(
+        ["*eval_cat.json:1: kb[[]0].tags[[]0]: 'kb search' is not a tag*"]
+    )
 
 
 @pytest.mark.parametrize(
@@ -213,7 +255,9 @@ def test_duplicate_keys_name_both_lines(bad_run: SharedRun, name: str, messages:
 @pytest.mark.timeout(300)  # a hang guard, not a measure: expanded, the bomb would never finish
 def test_an_alias_bomb_is_an_error_at_load(bad_run: SharedRun) -> None:
     assert len(f"{FAILING}\n{billion_laughs()}\n") < 1000
-    bad_run.assert_outcomes(("eval_good.yaml", "eval_bomb.yaml"), passed=1, errors=1)  # the good file still runs
+    bad_run.assert_outcomes(
+        ("eval_good.yaml", "eval_bomb.yaml"), passed=1, errors=1
+    )  # the good file still runs
     bad_run.matcher.fnmatch_lines(
         ["*eval_bomb.yaml:8: aliases expand this file's data to * values (more than 100,000*"]
     )
@@ -223,7 +267,9 @@ def test_a_failure_text_is_bounded(bad_run: SharedRun) -> None:
     # 9**5 = 59,049 values through aliases: within the alias budget, far too many to print
     bad_run.assert_outcomes(("eval_good.yaml", "eval_big.yaml"), passed=1, failed=1)
     failure = bad_run.section("eval_big.yaml")
-    pytest.LineMatcher(failure.splitlines()).fnmatch_lines(["  metadata: {'a': ['lol', *... (cut at 4,000 characters)"])
+    pytest.LineMatcher(failure.splitlines()).fnmatch_lines(
+        ["  metadata: {'a': ['lol', *... (cut at 4,000 characters)"]
+    )
     assert len(failure) < 20_000
 
 
@@ -240,7 +286,9 @@ def test_bounded_repr_is_cut_in_time_not_in_size() -> None:
 
 
 @pytest.mark.parametrize(("name", "message"), [(name, message) for name, _, message in FIELDS])
-def test_numbers_and_ids_the_schema_used_to_accept(bad_run: SharedRun, name: str, message: str) -> None:
+def test_numbers_and_ids_the_schema_used_to_accept(
+    bad_run: SharedRun, name: str, message: str
+) -> None:
     bad_run.assert_outcomes(("eval_good.yaml", f"{name}.yaml"), passed=2, errors=1)
     bad_run.shows(f"{name}.yaml:5: {message} (case case-2)")
 
@@ -260,7 +308,9 @@ def test_a_cache_entry_only_serves_the_content_it_was_made_from(tmp_path: Path) 
     assert len(entries) == 2
     mine_entry = next(p for p in entries.values() if b"mine" in p.read_bytes())
     theirs_entry = next(p for p in entries.values() if b"theirs" in p.read_bytes())
-    mine_entry.write_bytes(theirs_entry.read_bytes())  # another file's entry under this content's name
+    mine_entry.write_bytes(
+        theirs_entry.read_bytes()
+    )  # another file's entry under this content's name
     assert read_document(path, mine, cache).data["cases"][0]["id"] == "mine"
 
 
@@ -275,7 +325,9 @@ def test_a_cache_entry_only_serves_the_content_it_was_made_from(tmp_path: Path) 
     ],
 )
 @pytest.mark.parametrize("depth", [60, 10_000])
-def test_deep_data_is_an_error_at_its_line(tmp_path: Path, name: str, text: str, line: int, depth: int) -> None:
+def test_deep_data_is_an_error_at_its_line(
+    tmp_path: Path, name: str, text: str, line: int, depth: int
+) -> None:
     nested = "[" * depth + "]" * depth
     with pytest.raises(EvalFileError) as raised:
         read_document(tmp_path / name, text % nested)
@@ -285,13 +337,18 @@ def test_deep_data_is_an_error_at_its_line(tmp_path: Path, name: str, text: str,
 
 
 def test_recursive_aliases_are_an_error(tmp_path: Path) -> None:
-    with pytest.raises(EvalFileError, match=r"eval_r.yaml:3: cases\[0\].metadata.x\[0\]: an alias refers to a"):
-        read_document(tmp_path / "eval_r.yaml", "cases:\n  - input: x\n    metadata: &m {x: [*m]}\n")
+    with pytest.raises(
+        EvalFileError, match=r"eval_r.yaml:3: cases\[0\].metadata.x\[0\]: an alias refers to a"
+    ):
+        read_document(
+            tmp_path / "eval_r.yaml", "cases:\n  - input: x\n    metadata: &m {x: [*m]}\n"
+        )
 
 
 def test_errors_of_the_reader_name_a_line(tmp_path: Path) -> None:
     with pytest.raises(
-        EvalFileError, match=r"eval_c.yaml:2: YAML error: control characters are not allowed \('\\x00'\)"
+        EvalFileError,
+        match=r"eval_c.yaml:2: YAML error: control characters are not allowed \('\\x00'\)",
     ):
         read_document(tmp_path / "eval_c.yaml", "cases:\n  - input: \x00\n")
 
@@ -305,12 +362,16 @@ def test_duplicates_are_all_reported(tmp_path: Path) -> None:
     ]
 
 
-def test_output_schema_refs_resolve_only_inside_the_schema(bad_run: SharedRun, loopback: tuple[str, list[str]]) -> None:
+def test_output_schema_refs_resolve_only_inside_the_schema(
+    bad_run: SharedRun, loopback: tuple[str, list[str]]
+) -> None:
     address, hits = loopback
     local = bad_run.path.parent / "local.json"
     bad_run.assert_outcomes(("eval_good.yaml", "eval_refs.yaml"), passed=2, failed=2)
     assert hits == []
-    bad_run.matcher.fnmatch_lines([f"*$ref '{address}/s.json' is not inside the schema: only references within it*"])
+    bad_run.matcher.fnmatch_lines(
+        [f"*$ref '{address}/s.json' is not inside the schema: only references within it*"]
+    )
     bad_run.matcher.fnmatch_lines([f"*$ref '{local.as_uri()}' is not inside the schema*"])
 
 

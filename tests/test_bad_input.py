@@ -1,4 +1,6 @@
-"""Bad input (SPEC §13): one clear `path:line` message each, no INTERNALERROR, every other file still runs."""
+"""Bad input (SPEC §13): one clear `path:line` message each, no INTERNALERROR, every other file
+still runs.
+"""
 
 from __future__ import annotations
 
@@ -22,19 +24,26 @@ def shows(result: pytest.RunResult, *messages: str) -> None:
     """Each message is printed on a line of its own (literal text, no glob)."""
     lines = result.stdout.lines
     for message in messages:
-        assert any(line.strip() == message for line in lines), f"{message!r} not printed:\n{result.stdout.str()}"
+        assert any(line.strip() == message for line in lines), (
+            f"{message!r} not printed:\n{result.stdout.str()}"
+        )
 
 
 def test_yaml_syntax_error(evals: pytest.Pytester) -> None:
-    result = run_with(evals, eval_bad="agent: scripted:run\ncases:\n  - id: a\n    input: [unclosed\n  - id: b\n")
+    result = run_with(
+        evals, eval_bad="agent: scripted:run\ncases:\n  - id: a\n    input: [unclosed\n  - id: b\n"
+    )
     result.assert_outcomes(passed=1, errors=1)
     result.stdout.fnmatch_lines(["*eval_bad.yaml:5: YAML syntax error: *; fix the YAML syntax"])
 
 
 def test_json_syntax_error(evals: pytest.Pytester) -> None:
-    result = run_with(evals, eval_bad_json='{\n  "cases": [\n    {"id": "a", "input": "x",}\n  ]\n}\n')
+    result = run_with(
+        evals, eval_bad_json='{\n  "cases": [\n    {"id": "a", "input": "x",}\n  ]\n}\n'
+    )
     result.assert_outcomes(passed=1, errors=1)
-    # Python's own wording: "Expecting property name ..." up to 3.12, "Illegal trailing comma ..." from 3.13
+    # Python's own wording: "Expecting property name ..." up to 3.12, "Illegal trailing comma ..."
+    # from 3.13
     result.stdout.re_match_lines(
         [
             r".*eval_bad.json:3: JSON syntax error: (Expecting property name|Illegal trailing comma).*; fix the JSON "
@@ -57,7 +66,10 @@ cases:
 """,
     )
     result.assert_outcomes(passed=3, errors=1)
-    shows(result, "eval_schema.yaml:6: cases[1].repeat: 'zero' is not of type 'integer' (case bad_repeat)")
+    shows(
+        result,
+        "eval_schema.yaml:6: cases[1].repeat: 'zero' is not of type 'integer' (case bad_repeat)",
+    )
 
 
 def test_file_level_schema_error(evals: pytest.Pytester) -> None:
@@ -91,7 +103,9 @@ cases:
 
 
 def test_http_agent_mapping_typo_says_did_you_mean(evals: pytest.Pytester) -> None:
-    """Before, every mistake in an HTTP agent mapping read "… is not of type 'string'" (the first form of `agent`)."""
+    """Before, every mistake in an HTTP agent mapping read "… is not of type 'string'" (the first
+    form of `agent`).
+    """
     result = run_with(
         evals,
         eval_http="""\
@@ -146,18 +160,23 @@ cases:
 
 def test_agent_path_that_does_not_import(evals: pytest.Pytester) -> None:
     result = run_with(
-        evals, eval_imp="agent: no_such_module:run\ncases:\n  - {id: a, input: x}\n  - {id: b, input: y}\n"
+        evals,
+        eval_imp="agent: no_such_module:run\ncases:\n  - {id: a, input: x}\n  - {id: b, input: y}\n",
     )
     result.assert_outcomes(passed=1, failed=2)
     result.stdout.fnmatch_lines(
-        ["eval_imp.yaml:1: agent 'no_such_module:run': cannot import module 'no_such_module'*ModuleNotFoundError*"]
+        [
+            "eval_imp.yaml:1: agent 'no_such_module:run': cannot import module 'no_such_module'*ModuleNotFoundError*"
+        ]
     )
 
 
 def test_agent_attribute_missing(evals: pytest.Pytester) -> None:
     result = run_with(evals, eval_attr="agent: scripted:nope\ncases:\n  - {id: a, input: x}\n")
     result.assert_outcomes(passed=1, failed=1)
-    result.stdout.fnmatch_lines(["eval_attr.yaml:1: agent 'scripted:nope': module 'scripted' has no attribute 'nope'*"])
+    result.stdout.fnmatch_lines(
+        ["eval_attr.yaml:1: agent 'scripted:nope': module 'scripted' has no attribute 'nope'*"]
+    )
 
 
 def test_not_an_eval_file(evals: pytest.Pytester) -> None:
@@ -169,12 +188,16 @@ def test_not_an_eval_file(evals: pytest.Pytester) -> None:
 def test_loading_is_safe(evals: pytest.Pytester) -> None:
     result = run_with(evals, eval_unsafe="!!python/object/apply:os.system ['echo pwned']\n")
     result.assert_outcomes(passed=1, errors=1)
-    result.stdout.fnmatch_lines(["*eval_unsafe.yaml:1: YAML syntax error: *could not determine a constructor*"])
+    result.stdout.fnmatch_lines(
+        ["*eval_unsafe.yaml:1: YAML syntax error: *could not determine a constructor*"]
+    )
     assert "pwned" not in result.stdout.str()
 
 
 def test_weight_and_mock_form_typos_error_their_case_at_collection(evals: pytest.Pytester) -> None:
-    """Before, the weight was ignored and the mapping answered literally (or failed only once the agent ran)."""
+    """Before, the weight was ignored and the mapping answered literally (or failed only once the
+    agent ran).
+    """
     result = run_with(
         evals,
         eval_typos="""\

@@ -226,7 +226,9 @@ def short(run):
 
 @pytest.fixture(scope="module")
 def check_run(tmp_path_factory: pytest.TempPathFactory) -> str:
-    """One real pytest run (a subprocess) over a file with every check's cases; a run per check would be slow."""
+    """One real pytest run (a subprocess) over a file with every check's cases; a run per check
+    would be slow.
+    """
     path = tmp_path_factory.mktemp("checks")
     (path / "scripted.py").write_text(SCRIPTED_AGENT)
     (path / "checks_mod.py").write_text(CUSTOM_CHECKS)
@@ -235,7 +237,17 @@ def check_run(tmp_path_factory: pytest.TempPathFactory) -> str:
         body += f"  - id: {name}-pass\n    input: q\n    {good}\n  - id: {name}-fail\n    input: q\n    {bad}\n"
     (path / "eval_checks.yaml").write_text(body)
     proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-rA", "--rootdir", str(path), str(path)],
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "no:cacheprovider",
+            "-rA",
+            "--rootdir",
+            str(path),
+            str(path),
+        ],
         cwd=path,
         env={**os.environ, "PYTEST_ADDOPTS": OTHER_PLUGINS_OFF},
         capture_output=True,
@@ -252,7 +264,9 @@ def _section(output: str, case_id: str) -> str:
     return match.group(1)
 
 
-@pytest.mark.parametrize(("name", "fragments"), [(c[0], c[3]) for c in CASES], ids=[c[0] for c in CASES])
+@pytest.mark.parametrize(
+    ("name", "fragments"), [(c[0], c[3]) for c in CASES], ids=[c[0] for c in CASES]
+)
 def test_check_passes_and_fails(check_run: str, name: str, fragments: list[str]) -> None:
     out = check_run
     assert re.search(rf"^PASSED eval_checks\.yaml::{name}-pass$", out, re.M)
@@ -282,7 +296,10 @@ def test_every_spec_check_but_judge_is_covered() -> None:
     from pytest_agent_eval.checks import builtin_registry
 
     covered = {
-        re.sub(r"_(case_sensitive|none|success|unavailable|custom_words|occurrence|steps)$", "", c[0]) for c in CASES
+        re.sub(
+            r"_(case_sensitive|none|success|unavailable|custom_words|occurrence|steps)$", "", c[0]
+        )
+        for c in CASES
     }
     assert covered == SPEC_CHECKS - {"judge"} | {"failed_calls_ignore"}
     assert set(builtin_registry().names()) >= SPEC_CHECKS
@@ -306,8 +323,13 @@ cases:
 
 
 def test_checks_registered_by_a_sub_directory_conftest(evals: pytest.Pytester) -> None:
-    """The root's eval file is read before `sub/conftest.py` loads; the later check still reaches sub's files."""
-    evals.makefile(".yaml", eval_a="agent: scripted:run\ncases:\n  - {id: root, input: q, context: {say: ok}}\n")
+    """The root's eval file is read before `sub/conftest.py` loads; the later check still reaches
+    sub's files.
+    """
+    evals.makefile(
+        ".yaml",
+        eval_a="agent: scripted:run\ncases:\n  - {id: root, input: q, context: {say: ok}}\n",
+    )
     sub = evals.mkdir("sub")
     (sub / "conftest.py").write_text(
         "from pytest_agent_eval import CheckResult\n\n"
@@ -327,18 +349,34 @@ def test_checks_registered_by_a_sub_directory_conftest(evals: pytest.Pytester) -
 
 
 def test_only_pure_built_in_checks_run_on_the_event_loop() -> None:
-    """User code, LLM checks, checks of plugins (registered without saying) and regex searches (which may wait on
-    their helper process up to the case's timeout) run off the loop."""
+    """User code, LLM checks, checks of plugins (registered without saying) and regex searches
+    (which may wait on their helper process up to the case's timeout) run off the loop.
+    """
     from pytest_agent_eval.checks import builtin_registry
 
     registry = builtin_registry()
     off_loop = {spec.name for spec in registry if spec.blocking}
-    assert off_loop == {"custom", "judge", "grounding", "reasoning", "behavior", "regex", "not_regex", "promptfoo"}
+    assert off_loop == {
+        "custom",
+        "judge",
+        "grounding",
+        "reasoning",
+        "behavior",
+        "regex",
+        "not_regex",
+        "promptfoo",
+    }
     registry.register("plugin_check", lambda run, spec, ctx: None, {})  # type: ignore[arg-type,return-value]
-    assert registry.blocking(["contains", "plugin_check"]) and not registry.blocking(["contains", "tools_called"])
+    assert registry.blocking(["contains", "plugin_check"]) and not registry.blocking(
+        ["contains", "tools_called"]
+    )
 
 
-FORECAST_SCHEMA = {"type": "object", "required": ["city", "high"], "properties": {"high": {"type": "integer"}}}
+FORECAST_SCHEMA = {
+    "type": "object",
+    "required": ["city", "high"],
+    "properties": {"high": {"type": "integer"}},
+}
 
 
 @pytest.mark.parametrize(
@@ -366,18 +404,35 @@ FORECAST_SCHEMA = {"type": "object", "required": ["city", "high"], "properties":
             ["*✗ output_schema: output is not JSON and holds no fenced block of JSON: *"],
         ),
     ],
-    ids=["json_fence_after_a_sentence", "first_plain_fence_that_parses", "which_block", "bad_json_fence", "none"],
+    ids=[
+        "json_fence_after_a_sentence",
+        "first_plain_fence_that_parses",
+        "which_block",
+        "bad_json_fence",
+        "none",
+    ],
 )
-def test_output_schema_reads_the_fenced_block(evals: pytest.Pytester, say: str, passes: bool, lines: list[str]) -> None:
-    """Before, only an output that was all one fenced block was unwrapped: a sentence before it made it "not JSON"."""
-    case = {"id": "forecast", "input": "q", "context": {"say": say}, "expect": {"output_schema": FORECAST_SCHEMA}}
+def test_output_schema_reads_the_fenced_block(
+    evals: pytest.Pytester, say: str, passes: bool, lines: list[str]
+) -> None:
+    """Before, only an output that was all one fenced block was unwrapped: a sentence before it made
+    it "not JSON".
+    """
+    case = {
+        "id": "forecast",
+        "input": "q",
+        "context": {"say": say},
+        "expect": {"output_schema": FORECAST_SCHEMA},
+    }
     evals.makefile(".json", eval_forecast=json.dumps({"agent": "scripted:run", "cases": [case]}))
     result = evals.runpytest()
     result.assert_outcomes(passed=int(passes), failed=int(not passes))
     result.stdout.fnmatch_lines(lines)
 
 
-def test_validate_and_the_schema_know_the_trajectory_checks(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_validate_and_the_schema_know_the_trajectory_checks(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     from pytest_agent_eval.cli import main
 
     good = tmp_path / "eval_good.yaml"
@@ -405,7 +460,9 @@ def test_validate_and_the_schema_know_the_trajectory_checks(tmp_path: Path, caps
         "cases[0].expect.max_repeated_calls: 0 is less than the minimum of 1 (case c)",
     ):
         assert problem in out, out
-    shipped = json.loads((Path(__file__).parents[1] / "pytest_agent_eval/cases/native.schema.json").read_text())
+    shipped = json.loads(
+        (Path(__file__).parents[1] / "pytest_agent_eval/cases/native.schema.json").read_text()
+    )
     assert {"tools_only", "tool_counts", "tool_call", "max_repeated_calls", "failed_calls"} <= set(
         shipped["$defs"]["expect"]["properties"]
     )

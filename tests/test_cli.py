@@ -34,7 +34,9 @@ def test_valid_files_name_their_format(tmp_path: Path, capsys: pytest.CaptureFix
     ]
 
 
-def test_every_problem_is_printed_as_path_line_message(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_every_problem_is_printed_as_path_line_message(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     suite = tmp_path / "eval_suite.yaml"
     suite.write_text(
         """\
@@ -54,7 +56,9 @@ cases:
 """
     )
     native = tmp_path / "eval_native.yaml"
-    native.write_text("cases:\n  - {id: x, input: hi, expect: {regex: '(bad'}}\n  - {id: x, input: hi}\n")
+    native.write_text(
+        "cases:\n  - {id: x, input: hi, expect: {regex: '(bad'}}\n  - {id: x, input: hi}\n"
+    )
     code, out = validate(capsys, str(suite), str(native))
     assert code == 1
     assert out == [
@@ -71,7 +75,9 @@ cases:
     ]
 
 
-def test_unknown_format_and_syntax_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_unknown_format_and_syntax_errors(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     (tmp_path / "eval_broken.json").write_text('{"cases": [}')
     (tmp_path / "eval_odd.yaml").write_text("just: text\n")
     code, out = validate(capsys, str(tmp_path))  # a directory: the files pytest would collect
@@ -98,21 +104,33 @@ POLITE_PLUGIN = (
 
 
 def test_plugins_add_checks_and_formats(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    (tmp_path / "eval_custom.yaml").write_text("cases:\n  - {id: a, input: hi, expect: {polite: true}}\n")
-    (tmp_path / "polite_checks.py").write_text(POLITE_PLUGIN)  # not a conftest.py: loaded with -p only
+    (tmp_path / "eval_custom.yaml").write_text(
+        "cases:\n  - {id: a, input: hi, expect: {polite: true}}\n"
+    )
+    (tmp_path / "polite_checks.py").write_text(
+        POLITE_PLUGIN
+    )  # not a conftest.py: loaded with -p only
     code, out = validate(capsys, str(tmp_path / "eval_custom.yaml"))
     assert code == 1
-    assert out[1].startswith(f"{tmp_path}/eval_custom.yaml:2: unknown check 'polite' in cases[0].expect")
-    code, out = validate(capsys, str(tmp_path / "eval_custom.yaml"), "-p", str(tmp_path / "polite_checks.py"))
+    assert out[1].startswith(
+        f"{tmp_path}/eval_custom.yaml:2: unknown check 'polite' in cases[0].expect"
+    )
+    code, out = validate(
+        capsys, str(tmp_path / "eval_custom.yaml"), "-p", str(tmp_path / "polite_checks.py")
+    )
     assert (code, out[0]) == (0, f"{tmp_path}/eval_custom.yaml: native, 1 case: ok")
 
 
 def test_the_conftest_files_of_the_checked_files_add_their_checks(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """As pytest loads them: a check registered in the file's directory's conftest.py is known, with or without -p."""
+    """As pytest loads them: a check registered in the file's directory's conftest.py is known, with
+    or without -p.
+    """
     (tmp_path / "sub").mkdir()
-    (tmp_path / "sub" / "eval_custom.yaml").write_text("cases:\n  - {id: a, input: hi, expect: {polite: true}}\n")
+    (tmp_path / "sub" / "eval_custom.yaml").write_text(
+        "cases:\n  - {id: a, input: hi, expect: {polite: true}}\n"
+    )
     (tmp_path / "sub" / "conftest.py").write_text(POLITE_PLUGIN)
     code, out = validate(capsys, str(tmp_path / "sub"))
     assert (code, out[0]) == (0, f"{tmp_path}/sub/eval_custom.yaml: native, 1 case: ok")
@@ -121,20 +139,26 @@ def test_the_conftest_files_of_the_checked_files_add_their_checks(
 
 
 def test_installed_pytest_plugins_add_their_checks(pytester: pytest.Pytester) -> None:
-    """A ``pytest11`` entry-point plugin that implements the hook is loaded; the command still imports no pytest."""
+    """A ``pytest11`` entry-point plugin that implements the hook is loaded; the command still
+    imports no pytest.
+    """
     site = pytester.mkdir("site")
     (site / "polite_plugin.py").write_text(POLITE_PLUGIN)
     info = site / "polite_plugin-1.0.dist-info"
     info.mkdir()
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: polite-plugin\nVersion: 1.0\n")
     (info / "entry_points.txt").write_text("[pytest11]\npolite = polite_plugin\n")
-    pytester.makefile(".yaml", eval_custom="cases:\n  - {id: a, input: hi, expect: {polite: true}}\n")
+    pytester.makefile(
+        ".yaml", eval_custom="cases:\n  - {id: a, input: hi, expect: {polite: true}}\n"
+    )
     script = (
         "import sys\nfrom pytest_agent_eval.cli import main\ncode = main(['validate', 'eval_custom.yaml'])\n"
         "print('pytest imported:', 'pytest' in sys.modules)\nsys.exit(code)\n"
     )
     env = {**os.environ, "PYTHONPATH": str(site)}
-    done = subprocess.run([sys.executable, "-c", script], cwd=pytester.path, env=env, capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, "-c", script], cwd=pytester.path, env=env, capture_output=True, text=True
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     assert done.stdout.splitlines()[0] == "eval_custom.yaml: native, 1 case: ok"
     assert "pytest imported: False" in done.stdout
@@ -147,9 +171,13 @@ def test_schema_prints_the_native_json_schema(capsys: pytest.CaptureFixture[str]
     assert schema["$schema"] == "https://json-schema.org/draft/2020-12/schema"
     expect = schema["$defs"]["expect"]["properties"]
     assert {"contains", "tools_called", "judge", "tool_selection", "answer"} <= expect.keys()
-    jsonschema.validate({"cases": [{"id": "a", "input": "hi", "expect": {"contains": ["hi"]}}]}, schema)
+    jsonschema.validate(
+        {"cases": [{"id": "a", "input": "hi", "expect": {"contains": ["hi"]}}]}, schema
+    )
     with pytest.raises(jsonschema.ValidationError):
-        jsonschema.validate({"cases": [{"id": "a", "input": "hi", "expect": {"contain": ["hi"]}}]}, schema)
+        jsonschema.validate(
+            {"cases": [{"id": "a", "input": "hi", "expect": {"contain": ["hi"]}}]}, schema
+        )
 
 
 def test_the_console_script(pytester: pytest.Pytester) -> None:
@@ -160,12 +188,20 @@ def test_the_console_script(pytester: pytest.Pytester) -> None:
     assert pytester.run("agent-eval", "validate", "missing.yaml").ret == 1
 
 
-def test_duplicate_keys_are_reported_per_file_and_the_other_files_still_validated(pytester: pytest.Pytester) -> None:
-    """Before, the first duplicate key ended `agent-eval validate` with a traceback, and later files went unchecked."""
+def test_duplicate_keys_are_reported_per_file_and_the_other_files_still_validated(
+    pytester: pytest.Pytester,
+) -> None:
+    """Before, the first duplicate key ended `agent-eval validate` with a traceback, and later files
+    went unchecked.
+    """
     pytester.makefile(".yaml", eval_a_dup="cases:\n  - id: a\n    input: hi\n    input: ho\n")
-    pytester.makefile(".json", eval_b_dup='{"cases": [\n  {"id": "b",\n   "input": "x",\n   "input": "y"}\n]}\n')
+    pytester.makefile(
+        ".json", eval_b_dup='{"cases": [\n  {"id": "b",\n   "input": "x",\n   "input": "y"}\n]}\n'
+    )
     pytester.makefile(".yaml", eval_c_ok=GOOD_NATIVE)
-    pytester.makefile(".yaml", eval_d_typo="cases:\n  - {id: d, input: hi, expect: {contain: [hi]}}\n")
+    pytester.makefile(
+        ".yaml", eval_d_typo="cases:\n  - {id: d, input: hi, expect: {contain: [hi]}}\n"
+    )
     result = pytester.run("agent-eval", "validate", ".")
     assert result.ret == 1
     assert "Traceback" not in result.stdout.str() + result.stderr.str()
@@ -187,13 +223,19 @@ def test_the_examples_validate() -> None:
 
 
 def test_the_shipped_schema_file_is_what_schema_prints(capsys: pytest.CaptureFixture[str]) -> None:
-    """Editors read pytest_agent_eval/cases/native.schema.json; regenerate it with `agent-eval schema > ...`."""
+    """Editors read pytest_agent_eval/cases/native.schema.json; regenerate it with `agent-eval
+    schema > ...`.
+    """
     main(["schema"])
-    shipped = Path(__file__).resolve().parents[1] / "pytest_agent_eval" / "cases" / "native.schema.json"
+    shipped = (
+        Path(__file__).resolve().parents[1] / "pytest_agent_eval" / "cases" / "native.schema.json"
+    )
     assert shipped.read_text() == capsys.readouterr().out
 
 
-def test_weights_mock_forms_and_check_options_are_checked(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_weights_mock_forms_and_check_options_are_checked(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """What would fail or be ignored at run time is a problem now, at its line, with the case id."""
     path = tmp_path / "eval_typos.yaml"
     path.write_text(
@@ -238,23 +280,35 @@ cases:
     ]
 
 
-def test_a_json_file_may_name_its_schema(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_json_file_may_name_its_schema(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     path = tmp_path / "eval_editor.json"
-    path.write_text(json.dumps({"$schema": "./native.schema.json", "cases": [{"id": "a", "input": "hi"}]}))
+    path.write_text(
+        json.dumps({"$schema": "./native.schema.json", "cases": [{"id": "a", "input": "hi"}]})
+    )
     assert validate(capsys, str(path)) == (
         0,
         [f"{path}: native, 1 case: ok", "1 file checked, 0 with problems (0 in all)"],
     )
 
 
-def test_a_conftest_imports_from_its_package_root(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """As pytest imports a conftest.py of a package: its imports start at the first folder that is no package."""
+def test_a_conftest_imports_from_its_package_root(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """As pytest imports a conftest.py of a package: its imports start at the first folder that is
+    no package.
+    """
     pkg = tmp_path / "proj" / "evals"
     pkg.mkdir(parents=True)
     (tmp_path / "proj" / "__init__.py").write_text("")
     (pkg / "__init__.py").write_text("")
     (pkg / "checks.py").write_text(POLITE_PLUGIN)
-    (pkg / "conftest.py").write_text("from proj.evals.checks import pytest_agent_eval_register_checks  # noqa\n")
-    (pkg / "eval_custom.yaml").write_text("cases:\n  - {id: a, input: hi, expect: {polite: true}}\n")
+    (pkg / "conftest.py").write_text(
+        "from proj.evals.checks import pytest_agent_eval_register_checks  # noqa\n"
+    )
+    (pkg / "eval_custom.yaml").write_text(
+        "cases:\n  - {id: a, input: hi, expect: {polite: true}}\n"
+    )
     code, out = validate(capsys, str(pkg))
     assert (code, out[0]) == (0, f"{pkg}/eval_custom.yaml: native, 1 case: ok")

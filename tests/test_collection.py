@@ -1,4 +1,6 @@
-"""Collection and selection as users drive it: ids, -k, -m, node ids, --lf, -x, -n 2, junit, locations."""
+"""Collection and selection as users drive it: ids, -k, -m, node ids, --lf, -x, -n 2, junit,
+locations.
+"""
 
 from __future__ import annotations
 
@@ -58,7 +60,9 @@ def suite(request: pytest.FixtureRequest, evals: pytest.Pytester) -> str:
 
 def test_one_item_per_case_with_file_id_node_ids(evals: pytest.Pytester, suite: str) -> None:
     result = evals.runpytest("--collect-only", "-q")
-    result.stdout.fnmatch_lines([f"{suite}::first", f"{suite}::second", f"{suite}::third", "*3 tests collected*"])
+    result.stdout.fnmatch_lines(
+        [f"{suite}::first", f"{suite}::second", f"{suite}::third", "*3 tests collected*"]
+    )
 
 
 def test_outcomes(evals: pytest.Pytester, suite: str) -> None:
@@ -76,7 +80,9 @@ def test_m_selects_by_tag_under_strict_markers(evals: pytest.Pytester, suite: st
     result.assert_outcomes(passed=1, deselected=2)
     result.stdout.fnmatch_lines([f"{suite}::first PASSED*"])
     # file-level tags and the agent_eval marker apply to every case
-    evals.runpytest("--strict-markers", "-m", "routing and agent_eval").assert_outcomes(passed=2, failed=1)
+    evals.runpytest("--strict-markers", "-m", "routing and agent_eval").assert_outcomes(
+        passed=2, failed=1
+    )
 
 
 def test_node_id_selection(evals: pytest.Pytester, suite: str) -> None:
@@ -89,7 +95,9 @@ def test_last_failed_reruns_only_the_failure(evals: pytest.Pytester, suite: str)
     evals.runpytest().assert_outcomes(passed=2, failed=1)
     result = evals.runpytest("--lf", "-v")
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["run-last-failure: rerun previous 1 failure*", f"{suite}::second FAILED*"])
+    result.stdout.fnmatch_lines(
+        ["run-last-failure: rerun previous 1 failure*", f"{suite}::second FAILED*"]
+    )
     assert "::first" not in result.stdout.str()
 
 
@@ -109,7 +117,9 @@ def test_xdist_gives_the_same_outcomes_as_serial(evals: pytest.Pytester, suite: 
         parallel.stdout.fnmatch_lines([line])
 
 
-def test_junitxml_has_one_testcase_per_case_with_properties(evals: pytest.Pytester, suite: str) -> None:
+def test_junitxml_has_one_testcase_per_case_with_properties(
+    evals: pytest.Pytester, suite: str
+) -> None:
     evals.runpytest("--junitxml=report.xml")
     root = ET.parse(evals.path / "report.xml").getroot()
     cases = {tc.get("name"): tc for tc in root.iter("testcase")}
@@ -126,19 +136,29 @@ def test_junitxml_has_one_testcase_per_case_with_properties(evals: pytest.Pytest
 
 
 def test_failure_points_at_the_cases_own_line(evals: pytest.Pytester) -> None:
-    filler = "".join(f"  - id: filler{i}\n    input: x\n    context: {{say: ok}}\n" for i in range(20))
+    filler = "".join(
+        f"  - id: filler{i}\n    input: x\n    context: {{say: ok}}\n" for i in range(20)
+    )
     evals.makefile(
         ".yaml",
         eval_deep=f"agent: scripted:run\ncases:\n{filler}  - id: deep\n    input: x\n"
         "    expect: {contains: [gone]}\n",
     )
-    result = evals.runpytest("--junitxml=r.xml", "-o", "junit_family=xunit1")  # xunit1 has file and line
+    result = evals.runpytest(
+        "--junitxml=r.xml", "-o", "junit_family=xunit1"
+    )  # xunit1 has file and line
     result.assert_outcomes(passed=20, failed=1)
     line = 3 + 20 * 3  # 1-based line of "- id: deep"
     assert (evals.path / "eval_deep.yaml").read_text().splitlines()[line - 1] == "  - id: deep"
     result.stdout.fnmatch_lines([f"eval_deep.yaml:{line}: deep"])
-    deep = next(tc for tc in ET.parse(evals.path / "r.xml").getroot().iter("testcase") if tc.get("name") == "deep")
-    assert deep.get("line") == str(line - 1)  # pytest's 0-based location, which IDEs turn into the line
+    deep = next(
+        tc
+        for tc in ET.parse(evals.path / "r.xml").getroot().iter("testcase")
+        if tc.get("name") == "deep"
+    )
+    assert deep.get("line") == str(
+        line - 1
+    )  # pytest's 0-based location, which IDEs turn into the line
 
 
 def test_json_location_is_the_cases_own_line(evals: pytest.Pytester) -> None:
@@ -146,7 +166,9 @@ def test_json_location_is_the_cases_own_line(evals: pytest.Pytester) -> None:
     cases.append({"id": "last", "input": "x", "expect": {"contains": ["missing"]}})
     text = json.dumps({"agent": "scripted:run", "cases": cases}, indent=2)
     evals.makefile(".json", eval_deep=text)
-    line = next(n for n, s in enumerate(text.splitlines(), 1) if '"last"' in s) - 1  # the case's opening brace
+    line = (
+        next(n for n, s in enumerate(text.splitlines(), 1) if '"last"' in s) - 1
+    )  # the case's opening brace
     result = evals.runpytest()
     result.assert_outcomes(passed=9, failed=1)
     result.stdout.fnmatch_lines([f"eval_deep.json:{line}: last"])
@@ -231,7 +253,9 @@ def test_agent_eval_files_ini_option(evals: pytest.Pytester) -> None:
     evals.runpytest().assert_outcomes(passed=1)
 
 
-def test_verbose_failure_shows_full_output_and_tool_calls_as_report_sections(evals: pytest.Pytester) -> None:
+def test_verbose_failure_shows_full_output_and_tool_calls_as_report_sections(
+    evals: pytest.Pytester,
+) -> None:
     evals.makefile(
         ".yaml",
         eval_v="""\
@@ -249,7 +273,8 @@ cases:
     assert "agent output" not in quiet.stdout.str()
     result = evals.runpytest("-v")
     result.assert_outcomes(failed=1)
-    # the failure text ends at the case's location; the details follow as report sections, as captured output does
+    # the failure text ends at the case's location; the details follow as report sections, as
+    # captured output does
     result.stdout.fnmatch_lines(
         [
             "eval_v.yaml:3: wordy",

@@ -1,4 +1,6 @@
-"""``agent-eval comment REPORT [--baseline B]`` (SPEC §25): the sticky pull-request comment of a report."""
+"""``agent-eval comment REPORT [--baseline B]`` (SPEC §25): the sticky pull-request comment of a
+report.
+"""
 
 from __future__ import annotations
 
@@ -30,7 +32,9 @@ def reports(pytester: pytest.Pytester) -> pytest.Pytester:
 def test_the_comment_puts_the_verdict_regressions_fixes_and_cost_first(
     reports: pytest.Pytester, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code = main(["comment", str(reports.path / "cand.json"), "--baseline", str(reports.path / "base.json")])
+    code = main(
+        ["comment", str(reports.path / "cand.json"), "--baseline", str(reports.path / "base.json")]
+    )
     out = capsys.readouterr().out
     assert code == 0
     lines = out.splitlines()

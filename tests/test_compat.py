@@ -1,4 +1,6 @@
-"""The private-API wrappers degrade instead of failing when pytest, xdist or asyncio change under them."""
+"""The private-API wrappers degrade instead of failing when pytest, xdist or asyncio change under
+them.
+"""
 
 from __future__ import annotations
 
@@ -16,7 +18,9 @@ from pytest_agent_eval.run import blocking
 
 
 def _config(*plugins: object, worker: bool = True) -> Any:
-    config = types.SimpleNamespace(pluginmanager=types.SimpleNamespace(get_plugins=lambda: list(plugins)))
+    config = types.SimpleNamespace(
+        pluginmanager=types.SimpleNamespace(get_plugins=lambda: list(plugins))
+    )
     if worker:
         config.workerinput = {"workerid": "gw0"}
     return config
@@ -45,7 +49,9 @@ def test_xdist_pending_degrades_to_nothing_known() -> None:
         def lock(self) -> Any:
             raise RuntimeError("changed")
 
-    assert compat.xdist_pending(_config(types.SimpleNamespace(torun=Broken(), nextitem_index=1))) == []
+    assert (
+        compat.xdist_pending(_config(types.SimpleNamespace(torun=Broken(), nextitem_index=1))) == []
+    )
     assert compat.xdist_pending(_config(object())) == []  # no worker plugin found
     assert compat.xdist_pending(_config(worker=False)) is None  # not a worker
 
@@ -55,7 +61,9 @@ def test_fixture_definition_degrades_to_none() -> None:
         def getfixturedefs(self, name: str, node: object) -> Any:
             raise TypeError("a new signature")
 
-    item: Any = types.SimpleNamespace(session=types.SimpleNamespace(_fixturemanager=Manager()), nodeid="f.py::t")
+    item: Any = types.SimpleNamespace(
+        session=types.SimpleNamespace(_fixturemanager=Manager()), nodeid="f.py::t"
+    )
     assert compat.fixture_definition(item, "agent") is None
     item.session = types.SimpleNamespace()  # no fixture manager at all
     assert compat.fixture_definition(item, "agent") is None
@@ -68,14 +76,18 @@ def test_fixture_definition_falls_back_to_the_node_id_of_pytest_8_0() -> None:
                 raise AttributeError("'Item' object has no attribute 'split'")
             return ["outer", "inner"]
 
-    item: Any = types.SimpleNamespace(session=types.SimpleNamespace(_fixturemanager=Manager()), nodeid="f.py::t")
+    item: Any = types.SimpleNamespace(
+        session=types.SimpleNamespace(_fixturemanager=Manager()), nodeid="f.py::t"
+    )
     assert compat.fixture_definition(item, "agent") == "inner"
 
 
 def test_a_blocking_call_runs_its_own_loop_even_where_the_loop_cannot_be_hidden(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(compat, "set_running_loop", lambda loop: False)  # as on a Python without the hook
+    monkeypatch.setattr(
+        compat, "set_running_loop", lambda loop: False
+    )  # as on a Python without the hook
 
     async def outer() -> Any:
         return blocking.outside_loop(lambda: asyncio.run(asyncio.sleep(0, "inner ran")))
@@ -83,7 +95,9 @@ def test_a_blocking_call_runs_its_own_loop_even_where_the_loop_cannot_be_hidden(
     assert asyncio.run(outer()) == "inner ran"
 
 
-@pytest.mark.parametrize("keeps", [True, False], ids=["item keeps its request", "fallback: request argument"])
+@pytest.mark.parametrize(
+    "keeps", [True, False], ids=["item keeps its request", "fallback: request argument"]
+)
 def test_eval_items_run_with_and_without_the_items_own_request(
     evals: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, keeps: bool
 ) -> None:
@@ -125,4 +139,6 @@ def test_eval_items_run_with_and_without_the_items_own_request(
             "FAILED eval_req.yaml::bad - *",
         ]
     )
-    assert "pytest_agent_eval" not in result.stdout.str()  # no frame of the plugin in the failure text
+    assert (
+        "pytest_agent_eval" not in result.stdout.str()
+    )  # no frame of the plugin in the failure text

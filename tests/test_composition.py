@@ -1,14 +1,15 @@
-"""Features compose (SPEC §17): one travel-desk agent built every way (`tests/travel_desk.py`) × case kinds (single,
-scripted turns, simulated user, repeat; every tool-mock form; a matrix) × run modes (serial, concurrency 4, -n 2,
-both) × traffic (off, hook, record then replay with every server stopped), crossed pairwise (allpairspy), every run
-writing every report (JSON, junit, markdown, HTML; a pass-rate threshold; the replay gated on the recording as its
-baseline).
+"""Features compose (SPEC §17): one travel-desk agent built every way (`tests/travel_desk.py`) ×
+case kinds (single, scripted turns, simulated user, repeat; every tool-mock form; a matrix) × run
+modes (serial, concurrency 4, -n 2, both) × traffic (off, hook, record then replay with every server
+stopped), crossed pairwise (allpairspy), every run writing every report (JSON, junit, markdown,
+HTML; a pass-rate threshold; the replay gated on the recording as its baseline).
 
-One pytest run per (run mode, traffic) pair holds that pair's combinations, each a case of one eval file. For each
-combination the test asserts what a user sees — pytest's outcome, the tool calls in the record (a handoff kept
-beside the mocks' calls), the history the agent got (the requests the loopback server received for turn 2 hold
-turn 1), the usage (the tokens the server reported, summed over every request of the case) — and that every report
-agrees with pytest and with the others. All problems of a run are listed together, each naming its combination.
+One pytest run per (run mode, traffic) pair holds that pair's combinations, each a case of one eval
+file. For each combination the test asserts what a user sees — pytest's outcome, the tool calls in
+the record (a handoff kept beside the mocks' calls), the history the agent got (the requests the
+loopback server received for turn 2 hold turn 1), the usage (the tokens the server reported, summed
+over every request of the case) — and that every report agrees with pytest and with the others. All
+problems of a run are listed together, each naming its combination.
 """
 
 from __future__ import annotations
@@ -50,10 +51,16 @@ from composition_support import (
     total_tokens,
 )
 
-KINDS = [kind for kind in AGENTS if kind not in NEEDS or importlib.util.find_spec(NEEDS[kind].split(".")[0])]
+KINDS = [
+    kind
+    for kind in AGENTS
+    if kind not in NEEDS or importlib.util.find_spec(NEEDS[kind].split(".")[0])
+]
 if "lc_agent" in KINDS and importlib.util.find_spec("langchain") is None:
     KINDS.remove("lc_agent")
-for _module in {NEEDS[kind] for kind in KINDS if kind in NEEDS}:  # once here, not again in every in-process run
+for _module in {
+    NEEDS[kind] for kind in KINDS if kind in NEEDS
+}:  # once here, not again in every in-process run
     importlib.import_module(_module)
 ROWS = plan(KINDS)
 GROUPS = sorted({(row.mode, row.traffic) for row in ROWS})
@@ -63,7 +70,9 @@ MAIN, MATRIX = "eval_compose.json", "eval_matrix.json"
 
 @pytest.fixture
 def travel(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> Any:
-    """The run directory with the agent module, the loopback LLM and the HTTP agent service (both running)."""
+    """The run directory with the agent module, the loopback LLM and the HTTP agent service (both
+    running).
+    """
     shutil.copy(SOURCE, pytester.path / "travel_desk.py")
     pytester.syspathinsert()
     with TravelLLM() as llm, TravelService() as service:
@@ -95,13 +104,23 @@ def _run(pytester: pytest.Pytester, mode: str, prefix: str, *args: str) -> RunOu
 def _write(
     pytester: pytest.Pytester, service: TravelService, group: int
 ) -> tuple[list[Row], tuple[str, str], list[str]]:
-    """The eval files of a (run mode, traffic) run: its rows, its matrix's two agents and the options naming them."""
+    """The eval files of a (run mode, traffic) run: its rows, its matrix's two agents and the
+    options naming them.
+    """
     rows = [row for row in ROWS if (row.mode, row.traffic) == GROUPS[group]]
     pair = matrix_agents(KINDS, group)
     in_file = group % 2 == 0
-    pytester.path.joinpath(MAIN).write_text(eval_file(rows, service.url, f"W{group:02d}"), encoding="utf-8")
-    pytester.path.joinpath(MATRIX).write_text(matrix_file(pair, service.url, f"M{group:02d}", in_file), "utf-8")
-    matrix = [] if in_file else [f"--agent-eval-agent={k}={AGENTS[k].format(http=service.url)}" for k in pair]
+    pytester.path.joinpath(MAIN).write_text(
+        eval_file(rows, service.url, f"W{group:02d}"), encoding="utf-8"
+    )
+    pytester.path.joinpath(MATRIX).write_text(
+        matrix_file(pair, service.url, f"M{group:02d}", in_file), "utf-8"
+    )
+    matrix = (
+        []
+        if in_file
+        else [f"--agent-eval-agent={k}={AGENTS[k].format(http=service.url)}" for k in pair]
+    )
     return rows, pair, matrix
 
 
@@ -126,11 +145,17 @@ def test_features_compose(pytester: pytest.Pytester, travel: Any, mode: str, tra
             "--agent-eval-gate=regressions",
         )
         _same_as_recorded(findings, rows, pair, live, replay)
-        findings.check(len(llm.requests) == asked and service.calls == served, "replay", "a request left the process")
+        findings.check(
+            len(llm.requests) == asked and service.calls == served,
+            "replay",
+            "a request left the process",
+        )
         _baseline_unchanged(findings, replay)
         runs = [live, replay]
     else:
-        live = _run(pytester, mode, "run", *matrix, *(["--agent-eval-traffic"] if traffic == "hook" else []))
+        live = _run(
+            pytester, mode, "run", *matrix, *(["--agent-eval-traffic"] if traffic == "hook" else [])
+        )
         runs = [live]
     hooked = traffic != "off"
     for row in rows:
@@ -139,17 +164,21 @@ def test_features_compose(pytester: pytest.Pytester, travel: Any, mode: str, tra
         _matrix_variant(findings, kind, group, mode, traffic, live, llm, hooked)
     for run in runs:
         _reports_agree(findings, f"{mode} × traffic {traffic} ({run.prefix})", run)
-    findings.assert_none("\n\n".join(f"--- {run.prefix} (exit {run.ret})\n{run.stdout}" for run in runs))
+    findings.assert_none(
+        "\n\n".join(f"--- {run.prefix} (exit {run.ret})\n{run.stdout}" for run in runs)
+    )
 
 
 SHARDED = ("xdist_concurrency", "hook") if ("xdist_concurrency", "hook") in GROUPS else GROUPS[-1]
 
 
 def test_shards_merge_gate_and_resume_compose(pytester: pytest.Pytester, travel: Any) -> None:
-    """Shards and resume (SPEC §18) with every agent kind and case kind: one (run mode, traffic) run's cases split
-    in two shards and merged by `agent-eval merge`, and a run resumed from a report that lost half its cases, give
-    each case the outcome, tool calls, score and tokens of the whole run; `agent-eval gate` passes the merged report
-    against the whole run as its baseline, and fails it on the threshold the whole run missed."""
+    """Shards and resume (SPEC §18) with every agent kind and case kind: one (run mode, traffic)
+    run's cases split in two shards and merged by `agent-eval merge`, and a run resumed from a
+    report that lost half its cases, give each case the outcome, tool calls, score and tokens of the
+    whole run; `agent-eval gate` passes the merged report against the whole run as its baseline, and
+    fails it on the threshold the whole run missed.
+    """
     _, service = travel
     mode, traffic = SHARDED
     _, _, matrix = _write(pytester, service, GROUPS.index(SHARDED))
@@ -161,26 +190,42 @@ def test_shards_merge_gate_and_resume_compose(pytester: pytest.Pytester, travel:
 
     def same(where: str, got: dict[str, dict[str, Any]], ran: dict[str, str] | None = None) -> None:
         want = whole.records()
-        findings.check(sorted(got) == sorted(want), where, f"cases {sorted(set(want) ^ set(got))} differ")
+        findings.check(
+            sorted(got) == sorted(want), where, f"cases {sorted(set(want) ^ set(got))} differ"
+        )
         for nodeid in sorted(set(want) & set(got)):
             for key in ("outcome", "score", "tokens"):
                 a, b = want[nodeid].get(key), got[nodeid].get(key)
                 findings.check(a == b, f"{where} {nodeid}", f"{key} {b!r}, the whole run had {a!r}")
-            findings.check(tool_calls(got[nodeid]) == tool_calls(want[nodeid]), f"{where} {nodeid}", "tool calls")
+            findings.check(
+                tool_calls(got[nodeid]) == tool_calls(want[nodeid]),
+                f"{where} {nodeid}",
+                "tool calls",
+            )
             if ran is not None and nodeid in ran:
-                findings.check(ran[nodeid] == want[nodeid]["outcome"], f"{where} {nodeid}", f"pytest: {ran[nodeid]}")
+                findings.check(
+                    ran[nodeid] == want[nodeid]["outcome"],
+                    f"{where} {nodeid}",
+                    f"pytest: {ran[nodeid]}",
+                )
 
     def cli(*argv: str) -> subprocess.CompletedProcess[str]:
         command = [sys.executable, "-m", "pytest_agent_eval.cli", *argv]
-        return subprocess.run(command, cwd=pytester.path, capture_output=True, text=True, timeout=120, check=False)
+        return subprocess.run(
+            command, cwd=pytester.path, capture_output=True, text=True, timeout=120, check=False
+        )
 
     merged = cli("merge", "shard1.json", "shard2.json", "-o", "merged.json")
     findings.check(merged.returncode == 0, "merge", f"exit {merged.returncode}: {merged.stderr}")
     same("merged", RunOutput(0, "", pytester.path, "merged").records())
     gate = cli("gate", "merged.json", "--baseline", "whole.json")
-    findings.check(gate.returncode == 0, "gate", f"exit {gate.returncode}: {gate.stdout}{gate.stderr}")
+    findings.check(
+        gate.returncode == 0, "gate", f"exit {gate.returncode}: {gate.stdout}{gate.stderr}"
+    )
     strict = cli("gate", "merged.json", "--baseline", "whole.json", "--min-pass-rate", "1.0")
-    findings.check(strict.returncode == whole.ret == 1, "gate --min-pass-rate 1.0", f"exit {strict.returncode}")
+    findings.check(
+        strict.returncode == whole.ret == 1, "gate --min-pass-rate 1.0", f"exit {strict.returncode}"
+    )
 
     report = whole.report()
     lost = {case["nodeid"] for case in report["cases"][::2]}
@@ -188,25 +233,35 @@ def test_shards_merge_gate_and_resume_compose(pytester: pytest.Pytester, travel:
     (pytester.path / "partial.json").write_text(json.dumps(report), encoding="utf-8")
     resumed = _run(pytester, mode, "resumed", *args, "--agent-eval-resume=partial.json")
     ran = {k: v for k, v in resumed.pytest_outcomes().items() if k.startswith("eval_")}
-    findings.check(set(ran) == lost, "resume", f"ran {sorted(ran)}, the report had lost {sorted(lost)}")
+    findings.check(
+        set(ran) == lost, "resume", f"ran {sorted(ran)}, the report had lost {sorted(lost)}"
+    )
     same("resumed", resumed.records(), ran)
-    findings.assert_none(f"--- whole (exit {whole.ret})\n{whole.stdout}\n--- resumed\n{resumed.stdout}")
+    findings.assert_none(
+        f"--- whole (exit {whole.ret})\n{whole.stdout}\n--- resumed\n{resumed.stdout}"
+    )
 
 
-def _combination(findings: Findings, row: Row, run: RunOutput, llm: TravelLLM, hooked: bool) -> None:
+def _combination(
+    findings: Findings, row: Row, run: RunOutput, llm: TravelLLM, hooked: bool
+) -> None:
     """What a user sees of one combination: outcome, tool calls, history, usage."""
     nodeid = f"{MAIN}::{row.case_id}"
     outcome = run.pytest_outcomes().get(nodeid)
     record = run.records().get(nodeid)
     why = _why(record)
     findings.check(
-        outcome == row.expected_outcome(), row, f"pytest says {outcome}, expected {row.expected_outcome()}{why}"
+        outcome == row.expected_outcome(),
+        row,
+        f"pytest says {outcome}, expected {row.expected_outcome()}{why}",
     )
     if record is None:
         findings.check(False, row, "no record in the JSON report")
         return
     calls = tool_calls(record)
-    findings.check(calls == row.expected_calls(), row, f"tool calls {calls}, expected {row.expected_calls()}")
+    findings.check(
+        calls == row.expected_calls(), row, f"tool calls {calls}, expected {row.expected_calls()}"
+    )
     results = {c["name"]: c for c in record.get("tool_calls") or []}
     if "search_flights" in results:
         got = results["search_flights"]["result"]
@@ -214,12 +269,20 @@ def _combination(findings: Findings, row: Row, run: RunOutput, llm: TravelLLM, h
     if "book_flight" in results:
         booked = results["book_flight"]
         if row.mocks == "raise":
-            findings.check("sold out" in str(booked["error"]), row, f"book_flight error {booked['error']!r}")
+            findings.check(
+                "sold out" in str(booked["error"]), row, f"book_flight error {booked['error']!r}"
+            )
         else:
             want = (
-                BOOKED if row.mocks != "none" else f"Booked {row.expected_calls()[-1][1]['flight']}: confirmation K7Q2"
+                BOOKED
+                if row.mocks != "none"
+                else f"Booked {row.expected_calls()[-1][1]['flight']}: confirmation K7Q2"
             )
-            findings.check(booked["result"] == want, row, f"book_flight result {booked['result']!r}, expected {want!r}")
+            findings.check(
+                booked["result"] == want,
+                row,
+                f"book_flight result {booked['result']!r}, expected {want!r}",
+            )
     if row.agent == "sdk_handoff":
         meta = record.get("metadata") or {}
         findings.check(
@@ -230,30 +293,55 @@ def _combination(findings: Findings, row: Row, run: RunOutput, llm: TravelLLM, h
     agent_requests = llm.of_case(row.token, model_of(row.agent))
     if row.shape in ("turns", "simulated"):
         second = [msgs for msgs in agent_requests if "Book the cheapest" in _last_user(msgs)]
-        findings.check(bool(second), row, "the agent was never asked to book (no request for the second request)")
+        findings.check(
+            bool(second),
+            row,
+            "the agent was never asked to book (no request for the second request)",
+        )
         for msgs in second:
             earlier = [text_of(m) for m in msgs if m.get("role") == "user"][:-1]
             if not any(SEARCH in text for text in earlier):
-                findings.check(False, row, f"the agent's request for turn 2 lacks turn 1: {_roles(msgs)}")
+                findings.check(
+                    False, row, f"the agent's request for turn 2 lacks turn 1: {_roles(msgs)}"
+                )
                 break
-    if hooked or row.expected_outcome() == "passed":  # an agent that raised returned no usage: unknown, unhooked
+    if (
+        hooked or row.expected_outcome() == "passed"
+    ):  # an agent that raised returned no usage: unknown, unhooked
         _usage(findings, row, record, len(agent_requests), len(llm.of_case(row.token)), hooked)
 
 
-def _usage(findings: Findings, row: object, record: dict[str, Any], agent_n: int, all_n: int, hooked: bool) -> None:
-    """The tokens the server reported, summed over every request of the case: all of them (the simulated user's
-    and the scorer's included) with the hook on; the agent's own at least, with the hook off."""
+def _usage(
+    findings: Findings, row: object, record: dict[str, Any], agent_n: int, all_n: int, hooked: bool
+) -> None:
+    """The tokens the server reported, summed over every request of the case: all of them (the
+    simulated user's and the scorer's included) with the hook on; the agent's own at least, with the
+    hook off.
+    """
     total = total_tokens(record)
     if hooked:
-        ok, want = total == TOKENS_PER_REQUEST * all_n, f"{TOKENS_PER_REQUEST * all_n} ({all_n} requests)"
+        ok, want = (
+            total == TOKENS_PER_REQUEST * all_n,
+            f"{TOKENS_PER_REQUEST * all_n} ({all_n} requests)",
+        )
     else:
-        ok = total is not None and TOKENS_PER_REQUEST * agent_n <= total <= TOKENS_PER_REQUEST * all_n
+        ok = (
+            total is not None
+            and TOKENS_PER_REQUEST * agent_n <= total <= TOKENS_PER_REQUEST * all_n
+        )
         want = f"{TOKENS_PER_REQUEST * agent_n}..{TOKENS_PER_REQUEST * all_n} ({agent_n} agent requests of {all_n})"
     findings.check(ok, row, f"total tokens {total}, expected {want}")
 
 
 def _matrix_variant(
-    findings: Findings, kind: str, group: int, mode: str, traffic: str, run: RunOutput, llm: TravelLLM, hooked: bool
+    findings: Findings,
+    kind: str,
+    group: int,
+    mode: str,
+    traffic: str,
+    run: RunOutput,
+    llm: TravelLLM,
+    hooked: bool,
 ) -> None:
     where = f"[{kind} in a matrix × {mode} × traffic {traffic}]"
     nodeid = f"{MATRIX}::matrix[{kind}]"
@@ -263,9 +351,15 @@ def _matrix_variant(
     if record is None:
         findings.check(False, where, "no record in the JSON report")
         return
-    findings.check(record.get("agent") == kind, where, f"the record names agent {record.get('agent')!r}")
+    findings.check(
+        record.get("agent") == kind, where, f"the record names agent {record.get('agent')!r}"
+    )
     names = [name for name, _ in tool_calls(record)]
-    want = ["search_flights", *(["transfer_to_booking"] if kind == "sdk_handoff" else []), "book_flight"]
+    want = [
+        "search_flights",
+        *(["transfer_to_booking"] if kind == "sdk_handoff" else []),
+        "book_flight",
+    ]
     findings.check(names == want, where, f"tool calls {names}")
     requests = len(llm.of_case(f"M{group:02d}", model_of(kind)))
     _usage(findings, where, record, requests, requests, hooked)
@@ -274,10 +368,14 @@ def _matrix_variant(
 def _same_as_recorded(
     findings: Findings, rows: list[Row], pair: tuple[str, str], live: RunOutput, replay: RunOutput
 ) -> None:
-    """A recorded run and its replay give the same outcomes, tool calls, scores and tokens (SPEC §14)."""
+    """A recorded run and its replay give the same outcomes, tool calls, scores and tokens (SPEC
+    §14).
+    """
     recorded, replayed = live.records(), replay.records()
     outcomes = replay.pytest_outcomes()
-    nodeids = [(f"{MAIN}::{r.case_id}", r) for r in rows] + [(f"{MATRIX}::matrix[{k}]", k) for k in pair]
+    nodeids = [(f"{MAIN}::{r.case_id}", r) for r in rows] + [
+        (f"{MATRIX}::matrix[{k}]", k) for k in pair
+    ]
     for nodeid, row in nodeids:
         where = f"{row} replayed" if isinstance(row, Row) else f"[{row} in a matrix replayed]"
         before, after = recorded.get(nodeid), replayed.get(nodeid)
@@ -291,52 +389,96 @@ def _same_as_recorded(
         )
         for key in ("score", "tokens"):
             findings.check(
-                after.get(key) == before.get(key), where, f"{key} {before.get(key)} recorded, {after.get(key)} replayed"
+                after.get(key) == before.get(key),
+                where,
+                f"{key} {before.get(key)} recorded, {after.get(key)} replayed",
             )
-        findings.check(tool_calls(after) == tool_calls(before), where, f"tool calls {tool_calls(after)} replayed")
+        findings.check(
+            tool_calls(after) == tool_calls(before),
+            where,
+            f"tool calls {tool_calls(after)} replayed",
+        )
 
 
 def _baseline_unchanged(findings: Findings, replay: RunOutput) -> None:
-    """The replay, gated on its own recording as the baseline: nothing changed, and the missed pass-rate threshold
-    still fails the run under ``--agent-eval-gate regressions``."""
+    """The replay, gated on its own recording as the baseline: nothing changed, and the missed
+    pass-rate threshold still fails the run under ``--agent-eval-gate regressions``.
+    """
     same = "compared with the baseline: 0 regressions, 0 fixes, 0 new, 0 missing"
     findings.check(same in replay.stdout, "baseline", f"the terminal does not say {same!r}")
     findings.check(
-        "**Compared with the baseline:** 0 regressions, 0 fixes, 0 new, 0 missing" in replay.markdown(),
+        "**Compared with the baseline:** 0 regressions, 0 fixes, 0 new, 0 missing"
+        in replay.markdown(),
         "baseline",
         "the markdown does not say 0 regressions, 0 fixes, 0 new, 0 missing",
     )
 
 
 def _reports_agree(findings: Findings, where: str, run: RunOutput) -> None:
-    """pytest, the JSON report, junit, the HTML page's data and the markdown tell the same cases and figures."""
+    """pytest, the JSON report, junit, the HTML page's data and the markdown tell the same cases and
+    figures.
+    """
     pytest_says = {k: v for k, v in run.pytest_outcomes().items() if k.startswith(("eval_",))}
     records = run.records()
     json_says = {k: r["outcome"] for k, r in records.items()}
-    findings.check(json_says == pytest_says, where, f"JSON outcomes {json_says} != pytest's {pytest_says}")
+    findings.check(
+        json_says == pytest_says, where, f"JSON outcomes {json_says} != pytest's {pytest_says}"
+    )
     junit = run.junit()
-    findings.check({k: v["outcome"] for k, v in junit.items()} == json_says, where, f"junit outcomes {junit} != JSON's")
+    findings.check(
+        {k: v["outcome"] for k, v in junit.items()} == json_says,
+        where,
+        f"junit outcomes {junit} != JSON's",
+    )
     html = run.html_cases()
     for nodeid, record in records.items():
         case = junit.get(nodeid, {})
         score = "not scored" if record.get("score") is None else f"{record['score']:.3f}"
-        findings.check(case.get("score") == score, where, f"{nodeid}: junit score {case.get('score')} != JSON {score}")
+        findings.check(
+            case.get("score") == score,
+            where,
+            f"{nodeid}: junit score {case.get('score')} != JSON {score}",
+        )
         names = ", ".join(name for name, _ in tool_calls(record))
-        findings.check(case.get("tools_called") == names, where, f"{nodeid}: junit tools {case.get('tools_called')}")
+        findings.check(
+            case.get("tools_called") == names,
+            where,
+            f"{nodeid}: junit tools {case.get('tools_called')}",
+        )
         shown = html.get(nodeid) or {}
         for key in ("outcome", "score", "tokens", "tool_calls"):
-            findings.check(shown.get(key) == record.get(key), where, f"{nodeid}: HTML {key} differs from JSON's")
+            findings.check(
+                shown.get(key) == record.get(key),
+                where,
+                f"{nodeid}: HTML {key} differs from JSON's",
+            )
     passed = sum(1 for o in json_says.values() if o == "passed")
     counted = sum(1 for o in json_says.values() if o in ("passed", "failed", "error"))
     markdown = run.markdown()
-    findings.check(f"| all | {passed}/{counted} |" in markdown, where, f"markdown lacks '| all | {passed}/{counted} |'")
+    findings.check(
+        f"| all | {passed}/{counted} |" in markdown,
+        where,
+        f"markdown lacks '| all | {passed}/{counted} |'",
+    )
     failed = {k for k, o in json_says.items() if o in ("failed", "error")}
     listed = set(_failures_in_markdown(markdown))
-    findings.check(listed == failed, where, f"markdown failures {sorted(listed)} != JSON's {sorted(failed)}")
+    findings.check(
+        listed == failed, where, f"markdown failures {sorted(listed)} != JSON's {sorted(failed)}"
+    )
     terminal = [line.split() for line in run.stdout.splitlines() if line.startswith("all ")]
-    findings.check(any(f"{passed}/{counted}" in line for line in terminal), where, "terminal summary's 'all' row")
-    threshold = f"agent eval threshold missed: pass rate {passed / counted:.2f} ({passed}/{counted})"
-    findings.check(threshold in run.stdout and run.ret == 1, where, f"exit {run.ret}; wanted 1 and {threshold!r}")
+    findings.check(
+        any(f"{passed}/{counted}" in line for line in terminal),
+        where,
+        "terminal summary's 'all' row",
+    )
+    threshold = (
+        f"agent eval threshold missed: pass rate {passed / counted:.2f} ({passed}/{counted})"
+    )
+    findings.check(
+        threshold in run.stdout and run.ret == 1,
+        where,
+        f"exit {run.ret}; wanted 1 and {threshold!r}",
+    )
 
 
 def _failures_in_markdown(markdown: str) -> list[str]:
@@ -359,7 +501,9 @@ def _why(record: dict[str, Any] | None) -> str:
         return ""
     if record.get("error"):
         return f" ({str(record['error'])[:300]})"
-    failed = [f"{c['name']}: {c['message']}" for c in record.get("checks") or [] if not c.get("passed")]
+    failed = [
+        f"{c['name']}: {c['message']}" for c in record.get("checks") or [] if not c.get("passed")
+    ]
     return f" ({'; '.join(failed)[:300]})" if failed else ""
 
 

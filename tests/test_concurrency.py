@@ -1,4 +1,6 @@
-"""Many agent calls in flight (SPEC §7): the same results as serial, -x in order, per-trial recording, repeats."""
+"""Many agent calls in flight (SPEC §7): the same results as serial, -x in order, per-trial
+recording, repeats.
+"""
 
 from __future__ import annotations
 
@@ -72,7 +74,9 @@ def _suite(n: int = 12, failing: tuple[int, ...] = (4, 9)) -> str:
     lines = ["agent: conc_agent:run", "cases:"]
     for i in range(n):
         query = f"q{i} fail" if i in failing else f"q{i}"
-        lines.append(f"  - {{id: c{i}, input: {query}, tags: [t{i % 2}], expect: {{contains: [answer]}}}}")
+        lines.append(
+            f"  - {{id: c{i}, input: {query}, tags: [t{i % 2}], expect: {{contains: [answer]}}}}"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -96,7 +100,9 @@ def _junit(path: pytest.Pytester, name: str) -> list[tuple[str, str, str]]:
     return sorted(out)
 
 
-def test_same_outcomes_ids_and_junit_with_and_without_concurrency_and_xdist(conc: pytest.Pytester) -> None:
+def test_same_outcomes_ids_and_junit_with_and_without_concurrency_and_xdist(
+    conc: pytest.Pytester,
+) -> None:
     conc.makefile(".yaml", eval_conc=_suite())
     runs = {
         "serial": ("-p", "no:cacheprovider"),
@@ -121,7 +127,9 @@ def test_same_outcomes_ids_and_junit_with_and_without_concurrency_and_xdist(conc
 
 
 def test_the_scheduler_is_a_plugin_only_at_concurrency_above_one(conc: pytest.Pytester) -> None:
-    """As xdist registers its DSession only with -n: at concurrency 1 the scheduler is neither made nor imported."""
+    """As xdist registers its DSession only with -n: at concurrency 1 the scheduler is neither made
+    nor imported.
+    """
     conc.makefile(".yaml", eval_conc=_suite(2, failing=()))
     conc.makeconftest(
         "import sys\n"
@@ -133,7 +141,9 @@ def test_the_scheduler_is_a_plugin_only_at_concurrency_above_one(conc: pytest.Py
     serial = conc.runpytest_subprocess("-p", "no:cacheprovider", "-s")
     serial.assert_outcomes(passed=2)
     assert "scheduler: NoneType imported: False" in serial.stdout.str()
-    concurrent = conc.runpytest_subprocess("-p", "no:cacheprovider", "-s", "--agent-eval-concurrency", "2")
+    concurrent = conc.runpytest_subprocess(
+        "-p", "no:cacheprovider", "-s", "--agent-eval-concurrency", "2"
+    )
     concurrent.assert_outcomes(passed=2)
     assert "scheduler: Scheduler imported: True" in concurrent.stdout.str()
 
@@ -152,7 +162,9 @@ def test_selection_composes_with_concurrency(conc: pytest.Pytester) -> None:
     conc.makefile(".yaml", eval_conc=_suite())
     result = conc.runpytest("--agent-eval-concurrency", "4", "-m", "t1")
     result.assert_outcomes(passed=5, failed=1, deselected=6)
-    conc.runpytest("--agent-eval-concurrency", "4", "--lf").assert_outcomes(failed=1)  # only c9 ran and failed
+    conc.runpytest("--agent-eval-concurrency", "4", "--lf").assert_outcomes(
+        failed=1
+    )  # only c9 ran and failed
 
 
 def test_trials_record_only_their_own_tool_calls(conc: pytest.Pytester) -> None:
@@ -176,7 +188,9 @@ cases:
 
 
 @pytest.mark.parametrize("concurrency", ["1", "4"])
-def test_repeat_with_min_pass_rate_on_a_flaky_agent(conc: pytest.Pytester, concurrency: str) -> None:
+def test_repeat_with_min_pass_rate_on_a_flaky_agent(
+    conc: pytest.Pytester, concurrency: str
+) -> None:
     conc.makefile(
         ".yaml",
         eval_flaky="""\
@@ -270,7 +284,9 @@ def pytest_agent_eval_register_checks(registry):
 def test_a_blocking_check_from_a_plugin_runs_off_the_loop(conc: pytest.Pytester) -> None:
     """Checks registered through the hook may block: they run in threads, so cases' checks overlap."""
     conc.makeconftest(SLOW_CHECK)
-    conc.makefile(".yaml", eval_slow=_suite(n=8, failing=()).replace("contains: [answer]", "slow_ok: true"))
+    conc.makefile(
+        ".yaml", eval_slow=_suite(n=8, failing=()).replace("contains: [answer]", "slow_ok: true")
+    )
     result = conc.runpytest("--agent-eval-concurrency", "8")
     result.assert_outcomes(passed=8)
     lines = (conc.path / "intervals.jsonl").read_text().splitlines()

@@ -1,4 +1,6 @@
-"""Simulated-user conversations offline (scripted ``agent_eval_llm``): scores, assertions, Neo4j, bad input."""
+"""Simulated-user conversations offline (scripted ``agent_eval_llm``): scores, assertions, Neo4j,
+bad input.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +8,12 @@ import socket
 
 import pytest
 
-from pytest_agent_eval.conversation.scoring import Composite, ScorerReplyError, read_task_scores, timing_score
+from pytest_agent_eval.conversation.scoring import (
+    Composite,
+    ScorerReplyError,
+    read_task_scores,
+    timing_score,
+)
 from pytest_agent_eval.core.conversation import SimulatedUser, Task
 
 AGENT = """
@@ -18,7 +25,8 @@ def run(query, context):
     return "Hi! How can I help?"
 """
 
-# The user asks its task, tells the fact when asked, then signs off; the scorer's reply is set per test.
+# The user asks its task, tells the fact when asked, then signs off; the scorer's reply is set per
+# test.
 CONFTEST = """
 import json, re
 import pytest
@@ -59,7 +67,10 @@ def run_evals(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
 
 
 def _setup(
-    pytester: pytest.Pytester, extra: str = "", scorer: str = GOOD_SCORE, user_fact: str = "It is A100."
+    pytester: pytest.Pytester,
+    extra: str = "",
+    scorer: str = GOOD_SCORE,
+    user_fact: str = "It is A100.",
 ) -> None:
     pytester.makepyfile(chat_agent=AGENT)
     pytester.makeconftest(CONFTEST.format(scorer=scorer, user_fact=user_fact))
@@ -92,7 +103,11 @@ def test_native_assertions_are_weighted_in_the_failure_text(pytester: pytest.Pyt
 
 
 def test_an_unreadable_scorer_reply_is_no_verdict_and_shown(pytester: pytest.Pytester) -> None:
-    _setup(pytester, "    assertions:\n      - {contains: [shipped]}\n", scorer="Great job overall, 9/10!")
+    _setup(
+        pytester,
+        "    assertions:\n      - {contains: [shipped]}\n",
+        scorer="Great job overall, 9/10!",
+    )
     result = run_evals(pytester)
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
@@ -106,7 +121,9 @@ def test_an_unreadable_scorer_reply_is_no_verdict_and_shown(pytester: pytest.Pyt
 
 def test_an_empty_simulated_user_reply_fails_the_case_saying_so(pytester: pytest.Pytester) -> None:
     _setup(pytester, user_fact="")
-    pytester.makefile(".yaml", eval_other="agent: chat_agent:run\ncases:\n  - {id: plain, input: hi}\n")
+    pytester.makefile(
+        ".yaml", eval_other="agent: chat_agent:run\ncases:\n  - {id: plain, input: hi}\n"
+    )
     result = run_evals(pytester)
     result.assert_outcomes(failed=1, passed=1)
     result.stdout.fnmatch_lines(
@@ -117,7 +134,9 @@ def test_an_empty_simulated_user_reply_fails_the_case_saying_so(pytester: pytest
     )
 
 
-def test_an_agent_call_that_fails_after_its_retries_stops_the_conversation(pytester: pytest.Pytester) -> None:
+def test_an_agent_call_that_fails_after_its_retries_stops_the_conversation(
+    pytester: pytest.Pytester,
+) -> None:
     _setup(pytester, "      retries: 1\n")
     pytester.makepyfile(
         chat_agent="def run(query, context):\n    if 'order' in query:\n        raise TimeoutError('upstream')\n"
@@ -133,13 +152,17 @@ def test_an_agent_call_that_fails_after_its_retries_stops_the_conversation(pytes
     )
 
 
-def test_without_an_llm_the_conversation_is_not_scored_and_skipped(pytester: pytest.Pytester) -> None:
+def test_without_an_llm_the_conversation_is_not_scored_and_skipped(
+    pytester: pytest.Pytester,
+) -> None:
     pytester.makepyfile(chat_agent=AGENT)
     pytester.syspathinsert()
     pytester.makefile(".yaml", eval_chat=CASE.format(extra=""))
     result = run_evals(pytester, "-rs")
     result.assert_outcomes(skipped=1)
-    result.stdout.fnmatch_lines(["SKIPPED * nothing scored (simulated_user): not scored: no LLM configured*"])
+    result.stdout.fnmatch_lines(
+        ["SKIPPED * nothing scored (simulated_user): not scored: no LLM configured*"]
+    )
     run_evals(pytester, "--agent-eval-require-llm").assert_outcomes(failed=1)
 
 
@@ -150,13 +173,20 @@ def test_without_an_llm_the_conversation_is_not_scored_and_skipped(pytester: pyt
             "    assertions:\n      - {weight: 2}\n",
             "eval_chat.yaml:8: assertions?0?: an assertion needs `cypher` (with `expected`), `expression`, or one*",
         ),
-        ("    assertions:\n      - {cypher: 'RETURN 1'}\n", "eval_chat.yaml:8: assertions?0?: a `cypher` assertion*"),
+        (
+            "    assertions:\n      - {cypher: 'RETURN 1'}\n",
+            "eval_chat.yaml:8: assertions?0?: a `cypher` assertion*",
+        ),
         ("    turns: [hi]\n", "eval_chat.yaml:7: `turns` and `simulated_user` exclude each other*"),
     ],
 )
-def test_a_bad_conversation_case_errors_at_its_line(pytester: pytest.Pytester, extra: str, message: str) -> None:
+def test_a_bad_conversation_case_errors_at_its_line(
+    pytester: pytest.Pytester, extra: str, message: str
+) -> None:
     _setup(pytester, extra)
-    pytester.makefile(".yaml", eval_other="agent: chat_agent:run\ncases:\n  - {id: plain, input: hi}\n")
+    pytester.makefile(
+        ".yaml", eval_other="agent: chat_agent:run\ncases:\n  - {id: plain, input: hi}\n"
+    )
     result = run_evals(pytester)
     result.assert_outcomes(errors=1, passed=1)
     result.stdout.fnmatch_lines([message])
@@ -166,10 +196,14 @@ def test_score_without_a_simulated_user_is_an_error_of_its_case(pytester: pytest
     _setup(pytester, "  - id: plain\n    input: hi\n    score: {aspirational_latency_s: 1}\n")
     result = run_evals(pytester)
     result.assert_outcomes(errors=1, passed=1)
-    result.stdout.fnmatch_lines(["eval_chat.yaml:9: `score` belongs to a conversation with a `simulated_user`*"])
+    result.stdout.fnmatch_lines(
+        ["eval_chat.yaml:9: `score` belongs to a conversation with a `simulated_user`*"]
+    )
 
 
-NEO4J_CASE = "    assertions:\n      - {cypher: 'MATCH (o:Order) RETURN count(o)', expected: 1, weight: 2}\n"
+NEO4J_CASE = (
+    "    assertions:\n      - {cypher: 'MATCH (o:Order) RETURN count(o)', expected: 1, weight: 2}\n"
+)
 
 
 def test_cypher_without_neo4j_configured_is_not_scored(
@@ -203,7 +237,9 @@ def test_a_refused_neo4j_connection_is_the_assertions_error(
     monkeypatch.setenv("NEO4J_USERNAME", "neo4j")
     monkeypatch.setenv("NEO4J_PASSWORD", "secret")
     _setup(pytester, NEO4J_CASE)
-    pytester.makefile(".yaml", eval_other="agent: chat_agent:run\ncases:\n  - {id: plain, input: hi}\n")
+    pytester.makefile(
+        ".yaml", eval_other="agent: chat_agent:run\ncases:\n  - {id: plain, input: hi}\n"
+    )
     result = run_evals(pytester)
     result.assert_outcomes(failed=1, passed=1)
     result.stdout.fnmatch_lines(
@@ -215,7 +251,8 @@ def test_a_refused_neo4j_connection_is_the_assertions_error(
     )
 
 
-# -- the engine ---------------------------------------------------------------------------------------------------
+# -- the engine
+# ---------------------------------------------------------------------------------------------------
 
 USER = SimulatedUser(tasks=(Task("Ask A", "a"), Task("Ask B", "b")))
 
@@ -223,7 +260,9 @@ USER = SimulatedUser(tasks=(Task("Ask A", "a"), Task("Ask B", "b")))
 def test_the_task_scorer_reads_the_home_reply_shape_only() -> None:
     reply = '```json\n{"tone": 0.5, "tasks": [{"scored": "ask b", "score": 0.4}, {"scored": "Ask A", "score": 1}]}\n```'
     assert read_task_scores(reply, USER) == ([1.0, 0.4], 0.5)
-    assert read_task_scores('{"tasks": [{"scored": "x", "score": 0.1}, {"scored": "y", "score": 0.2}]}', USER) == (
+    assert read_task_scores(
+        '{"tasks": [{"scored": "x", "score": 0.1}, {"scored": "y", "score": 0.2}]}', USER
+    ) == (
         [0.1, 0.2],
         None,
     )
@@ -238,6 +277,15 @@ def test_the_task_scorer_reads_the_home_reply_shape_only() -> None:
 
 
 def test_the_composite_line_gives_every_part() -> None:
-    composite = Composite(0.75, 0.8, 0.4, (2.0, 5.0), 0.3, {"timing": 1, "tasks": 2, "assertions": 4}, 0.7, [])
-    assert composite.line() == "timing 0.75, tasks 0.80, assertions 0.40 (2/5 by weight), penalty 0.30 → 0.26 < 0.70"
-    assert timing_score([1.0, 3.0], 1.5) == 0.75 and timing_score([0.5], 3) == 1.0 and timing_score([], 3) is None
+    composite = Composite(
+        0.75, 0.8, 0.4, (2.0, 5.0), 0.3, {"timing": 1, "tasks": 2, "assertions": 4}, 0.7, []
+    )
+    assert (
+        composite.line()
+        == "timing 0.75, tasks 0.80, assertions 0.40 (2/5 by weight), penalty 0.30 → 0.26 < 0.70"
+    )
+    assert (
+        timing_score([1.0, 3.0], 1.5) == 0.75
+        and timing_score([0.5], 3) == 1.0
+        and timing_score([], 3) is None
+    )

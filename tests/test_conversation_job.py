@@ -1,4 +1,6 @@
-"""The conversation-evaluation job (SPEC §12) runs unchanged as two items, scored with the home formula."""
+"""The conversation-evaluation job (SPEC §12) runs unchanged as two items, scored with the home
+formula.
+"""
 
 from __future__ import annotations
 
@@ -39,7 +41,8 @@ assertions:
     weight: 3
 """
 
-# The agent keeps reminders in a file the graph stand-in reads; the first attempt at each message fails once.
+# The agent keeps reminders in a file the graph stand-in reads; the first attempt at each message
+# fails once.
 AGENT = """
 import json, pathlib
 
@@ -60,7 +63,8 @@ def run(query, context):
     return "Hello! How can I help?"
 """
 
-# Scripted LLM: the user pursues its tasks in order, then signs off; the scorer returns fixed task scores.
+# Scripted LLM: the user pursues its tasks in order, then signs off; the scorer returns fixed task
+# scores.
 CONFTEST = """
 import json, pathlib, re
 import pytest
@@ -112,7 +116,9 @@ def pytest_agent_eval_evaluate_assertion(assertion, run, case):
 """
 
 
-def home_composite(timing: float, tasks: list[float], assertions: list[tuple[bool, float]], failures: int) -> float:
+def home_composite(
+    timing: float, tasks: list[float], assertions: list[tuple[bool, float]], failures: int
+) -> float:
     """The home project's formula, written out."""
     task = sum(tasks) / len(tasks)
     assertion = sum(w for ok, w in assertions if ok) / sum(w for _, w in assertions)
@@ -124,13 +130,17 @@ def _job(pytester: pytest.Pytester, source: str, hook: bool = True) -> None:
     pytester.makeconftest(CONFTEST + (HOOK if hook else ""))
     pytester.syspathinsert()
     if source == "seed":
-        shutil.copy(seed_file("embabel/readme-example-job.yml"), pytester.path / "readme-example-job.yml")
+        shutil.copy(
+            seed_file("embabel/readme-example-job.yml"), pytester.path / "readme-example-job.yml"
+        )
     else:
         (pytester.path / "readme-example-job.yml").write_text(OWN_JOB)
 
 
 @pytest.mark.parametrize("source", ["own", "seed"])
-def test_a_job_runs_as_two_items_scored_with_the_home_formula(pytester: pytest.Pytester, source: str) -> None:
+def test_a_job_runs_as_two_items_scored_with_the_home_formula(
+    pytester: pytest.Pytester, source: str
+) -> None:
     _job(pytester, source)
     xml = pytester.path / "junit.xml"
     report = pytester.path / "report.json"
@@ -147,7 +157,8 @@ def test_a_job_runs_as_two_items_scored_with_the_home_formula(pytester: pytest.P
     out = result.stdout.str()
     assert "readme-example-job.yml::readme-example-job[without_facts] FAILED" in out
     assert "readme-example-job.yml::readme-example-job[with_facts] FAILED" in out
-    # first conversation: one reminder in the graph, every assertion passes; the second adds a second reminder
+    # first conversation: one reminder in the graph, every assertion passes; the second adds a
+    # second reminder
     first = home_composite(1.0, [0.8, 0.6], [(True, 2), (True, 3)], failures=1)
     second = home_composite(1.0, [0.8, 0.6], [(True, 2), (False, 3)], failures=1)
     assert round(first, 2) == 0.61 and round(second, 2) == 0.27
@@ -177,28 +188,39 @@ def test_a_job_runs_as_two_items_scored_with_the_home_formula(pytester: pytest.P
     parts = ("timing", "tasks", "assertions", "penalty", "ended")
     with_facts = props["readme-example-job[with_facts]"]
     assert [with_facts[p] for p in parts] == ["1.000", "0.700", "0.400", "0.300", "signoff"]
-    # the JSON report's record: the composite, its parts, and the transcript with each message's latency
+    # the JSON report's record: the composite, its parts, and the transcript with each message's
+    # latency
     records = {r["case_id"]: r for r in json.loads(report.read_text())["cases"]}
     record = records["readme-example-job[with_facts]"]
-    assert record["score"] == pytest.approx(second) and record["conversation"]["assertions"] == "0.400"
+    assert (
+        record["score"] == pytest.approx(second) and record["conversation"]["assertions"] == "0.400"
+    )
     assert [m["role"] for m in record["transcript"]] == ["user", "assistant"] * 3 + ["user"]
     assert all(isinstance(m["latency_s"], float) for m in record["transcript"])
 
 
-def test_the_greeting_comes_first_and_the_transcript_is_shown_with_latencies(pytester: pytest.Pytester) -> None:
+def test_the_greeting_comes_first_and_the_transcript_is_shown_with_latencies(
+    pytester: pytest.Pytester,
+) -> None:
     _job(pytester, "own")
     result = run_evals(pytester, "readme-example-job.yml", "--agent", "job_agent:run", "-v")
     out = result.stdout.str()
     transcript = out.split("Captured transcript call")[1]
     first = re.search(r"^\s+1\. user \(0\.000 s\): (\w+)$", transcript, re.M)
     assert first is not None and first.group(1) in ("Hello", "Hi", "Hey"), transcript
-    assert re.search(r"^\s+2\. assistant \(\d+\.\d{3} s\): Hello! How can I help\?$", transcript, re.M), transcript
+    assert re.search(
+        r"^\s+2\. assistant \(\d+\.\d{3} s\): Hello! How can I help\?$", transcript, re.M
+    ), transcript
     assert "So Long, and Thanks for All the Fish" in transcript
 
 
-def test_an_expression_nothing_evaluates_is_not_scored_and_the_rest_scores(pytester: pytest.Pytester) -> None:
+def test_an_expression_nothing_evaluates_is_not_scored_and_the_rest_scores(
+    pytester: pytest.Pytester,
+) -> None:
     _job(pytester, "own", hook=False)
-    result = run_evals(pytester, "readme-example-job.yml", "--agent", "job_agent:run", "-k", "without_facts")
+    result = run_evals(
+        pytester, "readme-example-job.yml", "--agent", "job_agent:run", "-k", "without_facts"
+    )
     result.assert_outcomes(failed=1)
     expected = home_composite(1.0, [0.8, 0.6], [(True, 3)], failures=1)
     result.stdout.fnmatch_lines(
@@ -225,7 +247,10 @@ def test_max_turns_counts_every_message_and_aborts_still_scored(pytester: pytest
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ("evaluator: {name: S}\naspirationalAverage: 3000\n", "eval_job.yaml:1: a conversation job needs `tasks:`*"),
+        (
+            "evaluator: {name: S}\naspirationalAverage: 3000\n",
+            "eval_job.yaml:1: a conversation job needs `tasks:`*",
+        ),
         (
             "evaluator: {name: S}\ntasks:\n  - {task: t, acceptanceCriteria: c}\nassertions:\n  - {weight: 2}\n",
             "eval_job.yaml:5: assertions[0]: an assertion needs either `cypher` (with `expected`) or `expression`",
@@ -236,7 +261,9 @@ def test_max_turns_counts_every_message_and_aborts_still_scored(pytester: pytest
         ),
     ],
 )
-def test_a_bad_job_is_one_located_error_and_other_files_run(pytester: pytest.Pytester, text: str, message: str) -> None:
+def test_a_bad_job_is_one_located_error_and_other_files_run(
+    pytester: pytest.Pytester, text: str, message: str
+) -> None:
     pytester.makepyfile(job_agent=AGENT)
     pytester.syspathinsert()
     pytester.makefile(".yaml", eval_job=text, eval_other="cases:\n  - {id: a, input: hi}\n")

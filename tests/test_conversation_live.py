@@ -1,5 +1,7 @@
-"""A native simulated-user conversation through the plugin's default ``agent_eval_llm`` and the real ``openai``
-client, against a loopback OpenAI-compatible server that plays the user and the scorer (SPEC §9)."""
+"""A native simulated-user conversation through the plugin's default ``agent_eval_llm`` and the real
+``openai`` client, against a loopback OpenAI-compatible server that plays the user and the scorer
+(SPEC §9).
+"""
 
 from __future__ import annotations
 
@@ -47,7 +49,9 @@ def _cases(agent: str, *specs: tuple[str, int | None]) -> str:
 
 
 class Player:
-    """The loopback LLM: plays the simulated user (tasks in order, a fact only when asked for it) and the scorer."""
+    """The loopback LLM: plays the simulated user (tasks in order, a fact only when asked for it)
+    and the scorer.
+    """
 
     TASK = re.compile(r"^\d+\. \[\w+\] (.*)$", re.M)
 
@@ -98,7 +102,9 @@ def _run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
     return result
 
 
-def test_the_fact_is_revealed_only_after_the_agent_asks_for_it(pytester: pytest.Pytester, player: Player) -> None:
+def test_the_fact_is_revealed_only_after_the_agent_asks_for_it(
+    pytester: pytest.Pytester, player: Player
+) -> None:
     pytester.makepyfile(support=AGENT)
     pytester.syspathinsert()
     pytester.makefile(
@@ -108,15 +114,25 @@ def test_the_fact_is_revealed_only_after_the_agent_asks_for_it(pytester: pytest.
     )
     result = _run(pytester, "-v")
     result.assert_outcomes(passed=1, failed=1)
-    # the user's reply that told the fact came right after the agent's question about it, and only in that case
-    told = [(msgs[-1]["content"], reply) for msgs, reply in player.replies if reply == "order number: A100"]
+    # the user's reply that told the fact came right after the agent's question about it, and only
+    # in that case
+    told = [
+        (msgs[-1]["content"], reply)
+        for msgs, reply in player.replies
+        if reply == "order number: A100"
+    ]
     assert told == [("Sure, what is your order number?", "order number: A100")]
     # the model, the temperature and the response format reached the server through the real client
     bodies = player.server.requests
     assert {b["model"] for b in bodies} == {"loopback-model"}
     assert {b.get("temperature") for b in bodies if b["messages"][0]["role"] == "system"} == {0.5}
-    assert all(b.get("response_format") == {"type": "json_object"} for b in bodies if len(b["messages"]) == 1)
-    # -v: the failing conversation's transcript, each message with its latency; the fact was never told there
+    assert all(
+        b.get("response_format") == {"type": "json_object"}
+        for b in bodies
+        if len(b["messages"]) == 1
+    )
+    # -v: the failing conversation's transcript, each message with its latency; the fact was never
+    # told there
     result.stdout.fnmatch_lines(
         [
             "case never_asks failed: timing 1.00, tasks 0.20, penalty 0.00 → 0.47 < 0.70",
@@ -131,7 +147,9 @@ def test_the_fact_is_revealed_only_after_the_agent_asks_for_it(pytester: pytest.
     assert "A100" not in result.stdout.str().split("never_asks failed")[1]
 
 
-def test_max_turns_aborts_the_conversation_and_it_is_still_scored(pytester: pytest.Pytester, player: Player) -> None:
+def test_max_turns_aborts_the_conversation_and_it_is_still_scored(
+    pytester: pytest.Pytester, player: Player
+) -> None:
     pytester.makepyfile(support=AGENT)
     pytester.syspathinsert()
     pytester.makefile(".yaml", eval_chat=_cases("support:run", ("short", 4)))
@@ -147,7 +165,9 @@ def test_max_turns_aborts_the_conversation_and_it_is_still_scored(pytester: pyte
     assert re.findall(r"^\s+(\d+)\. ", transcript, re.M) == ["1", "2", "3", "4"]
 
 
-def test_conversations_at_concurrency_4_end_as_at_concurrency_1(pytester: pytest.Pytester, player: Player) -> None:
+def test_conversations_at_concurrency_4_end_as_at_concurrency_1(
+    pytester: pytest.Pytester, player: Player
+) -> None:
     pytester.makepyfile(support=AGENT)
     pytester.syspathinsert()
     specs = [(f"c{n}", 4 if n % 3 == 0 else None) for n in range(8)]
@@ -179,11 +199,17 @@ def test_conversations_at_concurrency_4_end_as_at_concurrency_1(pytester: pytest
 def test_a_recorded_conversation_replays_with_the_server_stopped(
     pytester: pytest.Pytester, player: Player, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Replay covers the simulated user's and the scorer's requests (SPEC §17): no prompt carries run-dependent
-    text such as the agent's response times, which differ here between the recording and the replay."""
-    pytester.makepyfile(support=AGENT.replace("time.sleep(0.02)", "time.sleep(float(os.environ['AGENT_DELAY_S']))"))
+    """Replay covers the simulated user's and the scorer's requests (SPEC §17): no prompt carries
+    run-dependent text such as the agent's response times, which differ here between the recording
+    and the replay.
+    """
+    pytester.makepyfile(
+        support=AGENT.replace("time.sleep(0.02)", "time.sleep(float(os.environ['AGENT_DELAY_S']))")
+    )
     pytester.syspathinsert()
-    (pytester.path / "support.py").write_text("import os\n" + (pytester.path / "support.py").read_text())
+    (pytester.path / "support.py").write_text(
+        "import os\n" + (pytester.path / "support.py").read_text()
+    )
     pytester.makefile(
         ".yaml",
         eval_asks=_cases("support:run", ("asks", None)),
@@ -192,10 +218,14 @@ def test_a_recorded_conversation_replays_with_the_server_stopped(
 
     def seen(report: str) -> dict[str, Any]:
         cases = json.loads((pytester.path / report).read_text())["cases"]
-        return {c["case_id"]: (c["outcome"], c["score"], c["conversation"], c["tokens"]) for c in cases}
+        return {
+            c["case_id"]: (c["outcome"], c["score"], c["conversation"], c["tokens"]) for c in cases
+        }
 
     monkeypatch.setenv("AGENT_DELAY_S", "0.011")
-    _run(pytester, "--agent-eval-record", "--agent-eval-report", "recorded.json").assert_outcomes(passed=1, failed=1)
+    _run(pytester, "--agent-eval-record", "--agent-eval-report", "recorded.json").assert_outcomes(
+        passed=1, failed=1
+    )
     asked = len(player.server.requests)
     player.server.stop()  # nothing answers on its port any more
     monkeypatch.setenv("AGENT_DELAY_S", "0.057")
@@ -203,5 +233,8 @@ def test_a_recorded_conversation_replays_with_the_server_stopped(
     replayed.assert_outcomes(passed=1, failed=1)
     assert len(player.server.requests) == asked
     assert seen("replayed.json") == seen("recorded.json")
-    outcomes = {case: (outcome, score is not None) for case, (outcome, score, *_) in seen("replayed.json").items()}
+    outcomes = {
+        case: (outcome, score is not None)
+        for case, (outcome, score, *_) in seen("replayed.json").items()
+    }
     assert outcomes == {"asks": ("passed", True), "never_asks": ("failed", True)}

@@ -40,13 +40,17 @@ def categories(pytester: pytest.Pytester, data: dict[str, list[dict[str, Any]]])
         ("Paris", "Lyon", False),
     ],
 )
-def test_expected_answer(pytester: pytest.Pytester, expected: Any, answer: str, passes: bool) -> None:
+def test_expected_answer(
+    pytester: pytest.Pytester, expected: Any, answer: str, passes: bool
+) -> None:
     answering(pytester, {"q": [answer, []]})
     categories(pytester, {"math_basic": [{"input": "q", "expected": expected}]})
     result = run_evals(pytester)
     result.assert_outcomes(passed=int(passes), failed=int(not passes))
     if not passes:
-        result.stdout.fnmatch_lines([f"*✗ answer: output does not contain the answer '{expected}'*"])
+        result.stdout.fnmatch_lines(
+            [f"*✗ answer: output does not contain the answer '{expected}'*"]
+        )
 
 
 def test_a_number_with_the_other_sign_is_shown_not_matched(pytester: pytest.Pytester) -> None:
@@ -67,7 +71,10 @@ def test_a_number_with_the_other_sign_is_shown_not_matched(pytester: pytest.Pyte
 
 
 def test_ids_tags_and_descriptions(pytester: pytest.Pytester) -> None:
-    answering(pytester, {"What is 2 + 2?": ["4", []], "What is 10 - 3?": ["7", []], "Hello there": ["Hi!", []]})
+    answering(
+        pytester,
+        {"What is 2 + 2?": ["4", []], "What is 10 - 3?": ["7", []], "Hello there": ["Hi!", []]},
+    )
     categories(
         pytester,
         {
@@ -80,16 +87,25 @@ def test_ids_tags_and_descriptions(pytester: pytest.Pytester) -> None:
     )
     result = run_evals(pytester, "--collect-only", "-q")
     result.stdout.fnmatch_lines(
-        ["eval_cases.json::math_basic-1", "eval_cases.json::math_basic-2", "eval_cases.json::greeting-1"]
+        [
+            "eval_cases.json::math_basic-1",
+            "eval_cases.json::math_basic-2",
+            "eval_cases.json::greeting-1",
+        ]
     )
-    result = run_evals(pytester, "-m", "math_basic", "-v", "--strict-markers")  # the category is a tag
+    result = run_evals(
+        pytester, "-m", "math_basic", "-v", "--strict-markers"
+    )  # the category is a tag
     result.assert_outcomes(passed=2, deselected=1)
     result = run_evals(pytester, "-k", "Hello")  # the input is the description
     result.assert_outcomes(passed=1, deselected=2)
 
 
 def test_needs_a_non_empty_answer_and_no_error(pytester: pytest.Pytester) -> None:
-    answering(pytester, {"empty": ["   ", []], "boom": {"raise": "model overloaded"}, "fine": ["Hello!", []]})
+    answering(
+        pytester,
+        {"empty": ["   ", []], "boom": {"raise": "model overloaded"}, "fine": ["Hello!", []]},
+    )
     categories(pytester, {"greeting": [{"input": "empty"}, {"input": "boom"}, {"input": "fine"}]})
     result = run_evals(pytester)
     result.assert_outcomes(passed=1, failed=2)
@@ -102,13 +118,17 @@ def test_needs_a_non_empty_answer_and_no_error(pytester: pytest.Pytester) -> Non
 
 
 def test_expected_tools_are_scored_and_fail_only_at_zero(pytester: pytest.Pytester) -> None:
-    answering(pytester, {"some": ["done", ["web_search", "browser"]], "none": ["done", ["browser"]]})
+    answering(
+        pytester, {"some": ["done", ["web_search", "browser"]], "none": ["done", ["browser"]]}
+    )
     item = {"expected_tools": ["web_search", "company_search_tool"]}
     categories(pytester, {"complex": [{"input": "some", **item}, {"input": "none", **item}]})
     result = run_evals(pytester, "-rA")
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(
-        ["*✗ tool_usage: not called: company_search_tool, web_search; unexpected: browser (score 0.00)*"]
+        [
+            "*✗ tool_usage: not called: company_search_tool, web_search; unexpected: browser (score 0.00)*"
+        ]
     )
 
 
@@ -132,9 +152,13 @@ def test_tool_usage_score(expected: list[str], called: list[str], score: float) 
 
 def test_expected_behavior_is_not_checked_without_an_llm(pytester: pytest.Pytester) -> None:
     answering(pytester, {"Hello": ["", []]})
-    categories(pytester, {"greeting": [{"input": "Hello", "expected_behavior": "Should introduce itself"}]})
+    categories(
+        pytester, {"greeting": [{"input": "Hello", "expected_behavior": "Should introduce itself"}]}
+    )
     result = run_evals(pytester)
-    result.assert_outcomes(failed=1)  # failed for the empty answer; the behaviour is listed, not judged
+    result.assert_outcomes(
+        failed=1
+    )  # failed for the empty answer; the behaviour is listed, not judged
     result.stdout.fnmatch_lines(["*✗ answered*", "*✓ behavior (not scored)*"])
 
 
@@ -155,15 +179,24 @@ def agent_eval_llm():
     rubric = "Should introduce itself as SprintLab"
     categories(
         pytester,
-        {"greeting": [{"input": "Hello", "expected_behavior": rubric}, {"input": "Hey", "expected_behavior": rubric}]},
+        {
+            "greeting": [
+                {"input": "Hello", "expected_behavior": rubric},
+                {"input": "Hey", "expected_behavior": rubric},
+            ]
+        },
     )
     result = run_evals(pytester)
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(["*✗ behavior: judge scored 0.10 < 0.7: no intro*"])
 
 
-def test_response_time_is_scored_and_reported_and_timeout_applies(pytester: pytest.Pytester) -> None:
-    answering(pytester, {"slow": {"output": "4", "sleep": 0.3}, "slower": {"output": "4", "sleep": 3}})
+def test_response_time_is_scored_and_reported_and_timeout_applies(
+    pytester: pytest.Pytester,
+) -> None:
+    answering(
+        pytester, {"slow": {"output": "4", "sleep": 0.3}, "slower": {"output": "4", "sleep": 3}}
+    )
     categories(
         pytester,
         {
@@ -177,7 +210,9 @@ def test_response_time_is_scored_and_reported_and_timeout_applies(pytester: pyte
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(["*✗ agent did not answer within 0.5 s*"])
     xml = (pytester.path / "report.xml").read_text()
-    assert 'name="score" value="0.99' in xml  # mean of answered 1, answer 1, response_time 1 - 0.3/30
+    assert (
+        'name="score" value="0.99' in xml
+    )  # mean of answered 1, answer 1, response_time 1 - 0.3/30
 
 
 def test_the_original_test_cases_file_loads(pytester: pytest.Pytester) -> None:
@@ -187,5 +222,9 @@ def test_the_original_test_cases_file_loads(pytester: pytest.Pytester) -> None:
     result = run_evals(pytester, "--collect-only", "-q")
     total = sum(len(items) for items in data.values())
     result.stdout.fnmatch_lines(
-        ["eval_test_cases.json::math_basic-1", "eval_test_cases.json::complex-10", f"{total} tests collected*"]
+        [
+            "eval_test_cases.json::math_basic-1",
+            "eval_test_cases.json::complex-10",
+            f"{total} tests collected*",
+        ]
     )

@@ -1,5 +1,7 @@
-"""Dataset exports (LangSmith, Langfuse, Braintrust, inspect_ai) run one case per row, with checks from the
-sidecar ``<stem>.expect.yaml`` and the row's reference answer for ``matches_reference`` and the judge (SPEC §19)."""
+"""Dataset exports (LangSmith, Langfuse, Braintrust, inspect_ai) run one case per row, with checks
+from the sidecar ``<stem>.expect.yaml`` and the row's reference answer for ``matches_reference`` and
+the judge (SPEC §19).
+"""
 
 from __future__ import annotations
 
@@ -45,9 +47,16 @@ LANGFUSE = [  # Langfuse dataset items (JSON): input, expectedOutput, status, ca
         "createdAt": "2026-11-01T10:00:00.000Z",
         "updatedAt": "2026-11-01T10:00:00.000Z",
     },
-    {"id": "sum", "status": "ACTIVE", "input": "2 + 2?", "expectedOutput": {"answer": "4"}, "datasetId": "ds-1"},
+    {
+        "id": "sum",
+        "status": "ACTIVE",
+        "input": "2 + 2?",
+        "expectedOutput": {"answer": "4"},
+        "datasetId": "ds-1",
+    },
 ]
-LANGFUSE_SDK = [  # Langfuse dataset items as the Python SDK gives them (DatasetItem.dict()): snake_case
+# Langfuse dataset items as the Python SDK gives them (DatasetItem.dict()): snake_case
+LANGFUSE_SDK = [
     {
         "id": "capital-fr",
         "status": "ACTIVE",
@@ -61,7 +70,13 @@ LANGFUSE_SDK = [  # Langfuse dataset items as the Python SDK gives them (Dataset
         "created_at": "2026-11-01T10:00:00Z",
         "updated_at": "2026-11-01T10:00:00Z",
     },
-    {"id": "sum", "status": "ACTIVE", "input": "2 + 2?", "expected_output": "4", "dataset_id": "ds-1"},
+    {
+        "id": "sum",
+        "status": "ACTIVE",
+        "input": "2 + 2?",
+        "expected_output": "4",
+        "dataset_id": "ds-1",
+    },
 ]
 BRAINTRUST = [  # Braintrust dataset records (JSON): input, expected, tags, _xact_id
     {
@@ -108,9 +123,13 @@ def test_each_export_runs_a_case_per_row_against_its_reference(
 ) -> None:
     answering(pytester, ANSWERS)
     write_rows(pytester, name, rows)
-    (pytester.path / name.replace(".jsonl", ".expect.yaml").replace(".json", ".expect.yaml")).write_text(SIDECAR)
+    (
+        pytester.path / name.replace(".jsonl", ".expect.yaml").replace(".json", ".expect.yaml")
+    ).write_text(SIDECAR)
     result = run_evals(pytester, "-rA")
-    result.assert_outcomes(passed=1, failed=1)  # Paris is in the answer; "5" is not the reference "4"
+    result.assert_outcomes(
+        passed=1, failed=1
+    )  # Paris is in the answer; "5" is not the reference "4"
     text = result.stdout.str()
     assert f"PASSED {name}::{ids[0]}" in text
     assert f"FAILED {name}::{ids[1]}" in text
@@ -124,13 +143,17 @@ def test_the_sidecar_gives_agent_defaults_and_tags(pytester: pytest.Pytester) ->
         "agent: table_agent:run\ntags: [smoke]\ndefaults:\n  timeout: 5\nexpect:\n  contains: [Paris]\n"
     )
     result = pytester.runpytest("-p", "no:cacheprovider", "-rA", "-m", "smoke and geo")
-    result.assert_outcomes(passed=1, deselected=1)  # the agent from the sidecar; the row's tags are markers too
+    result.assert_outcomes(
+        passed=1, deselected=1
+    )  # the agent from the sidecar; the row's tags are markers too
 
 
 def test_the_judge_sees_the_reference_answer(pytester: pytest.Pytester) -> None:
     answering(pytester, ANSWERS)
     write_rows(pytester, "eval_rows.json", LANGFUSE[:1])
-    (pytester.path / "eval_rows.expect.yaml").write_text("expect:\n  judge: matches the reference answer\n")
+    (pytester.path / "eval_rows.expect.yaml").write_text(
+        "expect:\n  judge: matches the reference answer\n"
+    )
     pytester.makeconftest(
         """
         import json, pytest
@@ -152,7 +175,9 @@ def test_a_golden_set_shaped_file_with_a_sidecar_is_a_dataset(pytester: pytest.P
     answering(pytester, ANSWERS)
     rows = [{"id": "fr", "input": "What is the capital of France?", "expected": "Paris"}]
     write_rows(pytester, "eval_rows.json", rows)
-    without = run_evals(pytester, "-rA")  # no sidecar: the golden set's reading (`expected` a list) errors
+    without = run_evals(
+        pytester, "-rA"
+    )  # no sidecar: the golden set's reading (`expected` a list) errors
     without.assert_outcomes(errors=1)
     assert "[0].expected: expected a list of strings, got 'Paris'" in without.stdout.str()
     (pytester.path / "eval_rows.expect.yaml").write_text(SIDECAR)
@@ -160,17 +185,26 @@ def test_a_golden_set_shaped_file_with_a_sidecar_is_a_dataset(pytester: pytest.P
     result.assert_outcomes(passed=1)
 
 
-def test_sidecar_problems_name_the_sidecar_and_row_problems_their_row(pytester: pytest.Pytester) -> None:
+def test_sidecar_problems_name_the_sidecar_and_row_problems_their_row(
+    pytester: pytest.Pytester,
+) -> None:
     answering(pytester, ANSWERS)
-    write_rows(pytester, "eval_rows.jsonl", [*BRAINTRUST, {"id": "b3", "input": 42, "expected": "x"}])
-    (pytester.path / "eval_rows.expect.yaml").write_text("expect:\n  matches_reference: contains\n  containz: [x]\n")
+    write_rows(
+        pytester, "eval_rows.jsonl", [*BRAINTRUST, {"id": "b3", "input": 42, "expected": "x"}]
+    )
+    (pytester.path / "eval_rows.expect.yaml").write_text(
+        "expect:\n  matches_reference: contains\n  containz: [x]\n"
+    )
     result = run_evals(pytester, "-rA")
     assert "eval_rows.expect.yaml:3:" in result.stdout.str()
     assert "unknown check 'containz' in expect" in result.stdout.str()
     (pytester.path / "eval_rows.expect.yaml").write_text(SIDECAR)
     result = run_evals(pytester, "-rA")
     result.assert_outcomes(passed=1, failed=1, errors=1)
-    assert "eval_rows.jsonl:3: [2].input: expected a string, a mapping or a chat" in result.stdout.str()
+    assert (
+        "eval_rows.jsonl:3: [2].input: expected a string, a mapping or a chat"
+        in result.stdout.str()
+    )
 
 
 def test_the_sidecar_is_never_collected_as_an_eval_file(pytester: pytest.Pytester) -> None:
@@ -201,10 +235,16 @@ def test_validate_and_the_schema_know_datasets_and_sidecars(
         jsonschema.validate({"expect": {"containz": ["x"]}}, schema)
 
 
-def test_an_inspect_list_target_is_right_when_any_one_of_its_answers_is(pytester: pytest.Pytester) -> None:
-    """inspect_ai's ``target: [...]``: for its ``includes``/``match`` scorers any one target counts; the judge is
-    told the answers are alternatives."""
-    answering(pytester, {"Refund window?": ["You have thirty days.", []], "Exchange window?": ["A week.", []]})
+def test_an_inspect_list_target_is_right_when_any_one_of_its_answers_is(
+    pytester: pytest.Pytester,
+) -> None:
+    """inspect_ai's ``target: [...]``: for its ``includes``/``match`` scorers any one target counts;
+    the judge is told the answers are alternatives.
+    """
+    answering(
+        pytester,
+        {"Refund window?": ["You have thirty days.", []], "Exchange window?": ["A week.", []]},
+    )
     rows = [
         {"id": "refund", "input": "Refund window?", "target": ["30 days", "thirty days"]},
         {"id": "exchange", "input": "Exchange window?", "target": ["14 days", "two weeks"]},
@@ -226,8 +266,9 @@ def test_an_inspect_list_target_is_right_when_any_one_of_its_answers_is(pytester
 def test_a_misnamed_sidecar_is_an_error_naming_the_dataset_it_may_have_meant(
     pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """``eval_refunds_rows.expect.yaml`` beside ``eval_refund_rows.jsonl``: its checks would never run; the rows
-    would pass unchecked. The sidecar errors, and the dataset warns that it has none."""
+    """``eval_refunds_rows.expect.yaml`` beside ``eval_refund_rows.jsonl``: its checks would never
+    run; the rows would pass unchecked. The sidecar errors, and the dataset warns that it has none.
+    """
     from pytest_agent_eval.cli import main
 
     answering(pytester, ANSWERS)
@@ -250,7 +291,9 @@ def test_a_misnamed_sidecar_is_an_error_naming_the_dataset_it_may_have_meant(
     out = capsys.readouterr().out
     assert "eval_refunds_rows.expect.yaml: dataset sidecar: 1 problem" in out
     assert "eval_refund_rows.jsonl: dataset_rows, 2 cases: ok\n  note: " in out
-    (pytester.path / "eval_refunds_rows.expect.yaml").rename(pytester.path / "eval_refund_rows.expect.yaml")
+    (pytester.path / "eval_refunds_rows.expect.yaml").rename(
+        pytester.path / "eval_refund_rows.expect.yaml"
+    )
     fixed = run_evals(pytester, "-rA")
     fixed.assert_outcomes(failed=2)  # the checks run now
     assert "NoSidecarWarning" not in fixed.stdout.str()

@@ -1,4 +1,6 @@
-"""Each format is detected from the file's shape; a file that fits none, or several, gets one clear error."""
+"""Each format is detected from the file's shape; a file that fits none, or several, gets one clear
+error.
+"""
 
 from __future__ import annotations
 
@@ -14,8 +16,14 @@ from pytest_agent_eval.core.errors import EvalFileError
 
 SHAPES = [
     ("native", "cases:\n  - {id: a, input: hi, expect: {contains: [hi]}}\n"),
-    ("native", "cases:\n  - {input: hi}\n"),  # a `cases:` key is native, never a category named "cases"
-    ("neon_suite", "name: s\ndefault_scorers: [grounding]\ncases:\n  - {name: a, input: {query: hi}}\n"),
+    (
+        "native",
+        "cases:\n  - {input: hi}\n",
+    ),  # a `cases:` key is native, never a category named "cases"
+    (
+        "neon_suite",
+        "name: s\ndefault_scorers: [grounding]\ncases:\n  - {name: a, input: {query: hi}}\n",
+    ),
     ("neon_suite", "name: s\ncases:\n  - {name: a, input: {query: hi}, expected_tools: []}\n"),
     ("golden_set", '[{"id": "a", "input": "hi", "expected_contains": ["hi"]}]'),
     ("golden_set", '[{"id": "a", "input": "hi", "expected": {"tools_used": []}}]'),
@@ -34,7 +42,9 @@ def test_format_is_detected_from_the_shape(tmp_path: Path, dialect: str, text: s
     assert all(case.error is None for case in loaded.cases)
 
 
-def test_a_file_of_no_known_shape_names_every_format_and_what_was_missing(pytester: pytest.Pytester) -> None:
+def test_a_file_of_no_known_shape_names_every_format_and_what_was_missing(
+    pytester: pytest.Pytester,
+) -> None:
     answering(pytester, {})
     pytester.makefile(".json", eval_odd=json.dumps([{"id": "a", "input": "hi"}]))
     result = run_evals(pytester)
@@ -65,15 +75,21 @@ def pytest_agent_eval_register_dialects(registry):
     registry.register(Dialect("my_golden", golden_set.detect, golden_set.load))
 """
     )
-    pytester.makefile(".json", eval_both=json.dumps([{"id": "a", "input": "hi", "expected_contains": ["hi"]}]))
+    pytester.makefile(
+        ".json", eval_both=json.dumps([{"id": "a", "input": "hi", "expected_contains": ["hi"]}])
+    )
     result = run_evals(pytester)
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(
-        ["eval_both.json:1: file fits several formats (golden_set, my_golden); make its shape unambiguous"]
+        [
+            "eval_both.json:1: file fits several formats (golden_set, my_golden); make its shape unambiguous"
+        ]
     )
 
 
-def test_a_conversation_job_with_a_bad_task_errors_at_its_line_and_the_rest_runs(pytester: pytest.Pytester) -> None:
+def test_a_conversation_job_with_a_bad_task_errors_at_its_line_and_the_rest_runs(
+    pytester: pytest.Pytester,
+) -> None:
     answering(pytester, {"hi": ["hello", []]})
     pytester.makefile(
         ".yaml",
@@ -82,7 +98,9 @@ def test_a_conversation_job_with_a_bad_task_errors_at_its_line_and_the_rest_runs
     )
     result = run_evals(pytester)
     result.assert_outcomes(passed=1, errors=1)
-    result.stdout.fnmatch_lines(["eval_job.yaml:6: tasks[0]: missing `acceptanceCriteria` (how the task is scored)"])
+    result.stdout.fnmatch_lines(
+        ["eval_job.yaml:6: tasks[0]: missing `acceptanceCriteria` (how the task is scored)"]
+    )
 
 
 EXPECTED_SEED_FORMATS = {
@@ -100,7 +118,9 @@ EXPECTED_SEED_FORMATS = {
 
 @pytest.mark.skipif(not SEED_DATA.is_dir(), reason=f"seed data not available: {SEED_DATA}")
 def test_every_seed_file_loads_as_its_home_format() -> None:
-    """Every real file of the original projects: eval files load without a problem; the others are told apart."""
+    """Every real file of the original projects: eval files load without a problem; the others are
+    told apart.
+    """
     checks, dialects = builtin_registry(), builtin_dialects()
     seen = {}
     for path in sorted(SEED_DATA.rglob("*")):
@@ -117,7 +137,8 @@ def test_every_seed_file_loads_as_its_home_format() -> None:
     assert seen == {
         **EXPECTED_SEED_FORMATS,
         "embabel/readme-example-job.yml": ("conversation_job", 2),
-        "forager/mock_tool_responses.json": "not an eval file of any known format",  # canned responses, not cases
+        # canned responses, not cases
+        "forager/mock_tool_responses.json": "not an eval file of any known format",
     }
 
 
@@ -129,8 +150,12 @@ def test_every_seed_file_loads_as_its_home_format() -> None:
          '{"id": "a", "input": "y", "expected_contains": ["y"]}\n]'),
     ],
 )  # fmt: skip
-def test_every_format_reports_a_duplicate_case_id_alike(tmp_path: Path, name: str, text: str) -> None:
-    """One id dedup for all formats: the repeat errors as `<id>-line<N>`, naming itself and the first line."""
+def test_every_format_reports_a_duplicate_case_id_alike(
+    tmp_path: Path, name: str, text: str
+) -> None:
+    """One id dedup for all formats: the repeat errors as `<id>-line<N>`, naming itself and the
+    first line.
+    """
     (tmp_path / name).write_text(text)
     first, second = load_file(tmp_path / name, builtin_registry(), builtin_dialects()).cases
     assert (first.id, first.error) == ("a", None)

@@ -12,7 +12,9 @@ from pytest_agent_eval.checks.answers import allocation_valid
 from pytest_agent_eval.core.results import RunRecord
 
 
-def golden(pytester: pytest.Pytester, items: list[dict[str, Any]], name: str = "eval_golden") -> None:
+def golden(
+    pytester: pytest.Pytester, items: list[dict[str, Any]], name: str = "eval_golden"
+) -> None:
     pytester.makefile(".json", **{name: json.dumps(items, indent=2)})
 
 
@@ -58,12 +60,18 @@ def test_tools_used_compares_sets(pytester: pytest.Pytester) -> None:
         ("Vehicle not found.", True, False),  # "found" inside "not found" is never success
         ("Vehicle not found.", False, True),
         ("Allocated with backup shift.", False, False),
-        ("I looked at the calendar.", False, True),  # false fails only when the answer reads as success
+        (
+            "I looked at the calendar.",
+            False,
+            True,
+        ),  # false fails only when the answer reads as success
         ("I looked at the calendar.", True, False),
         ("Booked, but the dyno is unavailable on Monday.", True, False),  # a failure phrase wins
     ],
 )
-def test_allocation_valid_reads_the_answer(pytester: pytest.Pytester, answer: str, valid: bool, passes: bool) -> None:
+def test_allocation_valid_reads_the_answer(
+    pytester: pytest.Pytester, answer: str, valid: bool, passes: bool
+) -> None:
     answering(pytester, {"q": [answer, []]})
     golden(pytester, [decision("alloc", "q", allocation_valid=valid)])
     result = run_evals(pytester)
@@ -75,7 +83,10 @@ def test_allocation_valid_reads_the_answer(pytester: pytest.Pytester, answer: st
 @pytest.mark.parametrize(
     ("answer", "reading"),
     [
-        ("There are 42 completed tests.", "unclear"),  # a metrics answer is no allocation: not a success word
+        (
+            "There are 42 completed tests.",
+            "unclear",
+        ),  # a metrics answer is no allocation: not a success word
         ("The brake test is scheduled on dyno 2.", "success"),
         ("Allocation successful.", "success"),
         ("3 dynos are available for that window.", "success"),
@@ -95,15 +106,30 @@ def test_allocation_reading_uses_the_home_projects_word_lists(answer: str, readi
 
 
 def test_a_metrics_answer_passes_allocation_valid_false(pytester: pytest.Pytester) -> None:
-    """A decision case that is no allocation (a count) passes `allocation_valid: false`, as in its home project."""
-    answering(pytester, {"How many tests are completed right now?": ["There are 42 completed tests.", ["count"]]})
-    item = decision("metric", "How many tests are completed right now?", tools_used=["count"], allocation_valid=False)
+    """A decision case that is no allocation (a count) passes `allocation_valid: false`, as in its
+    home project.
+    """
+    answering(
+        pytester,
+        {"How many tests are completed right now?": ["There are 42 completed tests.", ["count"]]},
+    )
+    item = decision(
+        "metric",
+        "How many tests are completed right now?",
+        tools_used=["count"],
+        allocation_valid=False,
+    )
     golden(pytester, [{**item, "expected": {**item["expected"], "reason_contains": ["completed"]}}])
     run_evals(pytester).assert_outcomes(passed=1)
 
 
-def test_reason_contains_is_case_insensitive_and_constraints_are_shown(pytester: pytest.Pytester) -> None:
-    answering(pytester, {"ok": ["VEHICLE NOT FOUND: id 99999", ["auto_allocate_vehicle"]], "bad": ["Done.", []]})
+def test_reason_contains_is_case_insensitive_and_constraints_are_shown(
+    pytester: pytest.Pytester,
+) -> None:
+    answering(
+        pytester,
+        {"ok": ["VEHICLE NOT FOUND: id 99999", ["auto_allocate_vehicle"]], "bad": ["Done.", []]},
+    )
     constraints = ["vehicle record must exist before allocation"]
     golden(
         pytester,
@@ -134,11 +160,23 @@ def test_qa_cases_accept_both_key_variants(pytester: pytest.Pytester, key: str) 
         },
     )
     items = [
-        {"id": "good", "input": "good", key: ["supported_weight_classes"], "must_not_contain": ["guess"]},
-        {"id": "vague", "input": "vague", key: ["supported_weight_classes"], "must_not_contain": ["guess"]},
+        {
+            "id": "good",
+            "input": "good",
+            key: ["supported_weight_classes"],
+            "must_not_contain": ["guess"],
+        },
+        {
+            "id": "vague",
+            "input": "vague",
+            key: ["supported_weight_classes"],
+            "must_not_contain": ["guess"],
+        },
     ]
     golden(pytester, items)
-    result = run_evals(pytester, "-rA", "-m", "qa")  # QA cases are tagged `qa`, decision cases `decision`
+    result = run_evals(
+        pytester, "-rA", "-m", "qa"
+    )  # QA cases are tagged `qa`, decision cases `decision`
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(
         [
@@ -168,7 +206,8 @@ def test_ids_and_bad_items(pytester: pytest.Pytester) -> None:
     result.stdout.fnmatch_lines_random(
         [
             "PASSED eval_golden.json::basis",
-            "PASSED eval_golden.json::alloc_v1*",  # not an [A-Za-z0-9_-]+ id: slugified, the original kept
+            # not an [A-Za-z0-9_-]+ id: slugified, the original kept
+            "PASSED eval_golden.json::alloc_v1*",
             "eval_golden.json:4: duplicate case id 'basis' (first at line 2); give each case a unique `id`"
             " (case basis-line4)",
             "eval_golden.json:5: [[]3]: missing `input` (the prompt sent to the agent) (case no_input)",
@@ -178,8 +217,12 @@ def test_ids_and_bad_items(pytester: pytest.Pytester) -> None:
 
 
 def test_seed_golden_sets_run_with_an_agent_that_answers_them(pytester: pytest.Pytester) -> None:
-    """Every decision and QA file of the original project runs; each case fails or passes on its own merits."""
-    items = json.loads(seed_file("dyno-agent/agent_qa_v1.0.0.HEAD-expected-key-variant.json").read_text())
+    """Every decision and QA file of the original project runs; each case fails or passes on its own
+    merits.
+    """
+    items = json.loads(
+        seed_file("dyno-agent/agent_qa_v1.0.0.HEAD-expected-key-variant.json").read_text()
+    )
     answers = {item["input"]: ["; ".join(item["expected"]), []] for item in items}
     answers[items[0]["input"]] = ["I am not sure, I would guess.", []]
     answering(pytester, answers)
@@ -190,9 +233,15 @@ def test_seed_golden_sets_run_with_an_agent_that_answers_them(pytester: pytest.P
 
 
 def test_seed_completed_tests_metric_passes_with_its_home_answer(pytester: pytest.Pytester) -> None:
-    """The real decision case `completed_tests_metric` passes with the answer that passed in its home project."""
+    """The real decision case `completed_tests_metric` passes with the answer that passed in its
+    home project.
+    """
     items = json.loads(seed_file("dyno-agent/agent_decisions_v1.0.0.json").read_text())
     case = next(item for item in items if item["id"] == "completed_tests_metric")
-    answering(pytester, {case["input"]: ["There are 42 completed tests.", case["expected"]["tools_used"]]})
+    answering(
+        pytester, {case["input"]: ["There are 42 completed tests.", case["expected"]["tools_used"]]}
+    )
     pytester.makefile(".json", eval_decisions=json.dumps([case]))
-    run_evals(pytester, "-rA").stdout.fnmatch_lines(["PASSED eval_decisions.json::completed_tests_metric"])
+    run_evals(pytester, "-rA").stdout.fnmatch_lines(
+        ["PASSED eval_decisions.json::completed_tests_metric"]
+    )

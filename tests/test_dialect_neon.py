@@ -52,12 +52,20 @@ def test_suite_defaults_apply_to_cases_that_do_not_set_their_own(tmp_path: Path)
         0.5,
         "table_agent:run",
     )
-    assert (list(second.expect), second.min_score, second.timeout) == (["tool_selection", "grounding"], 0.5, 5)
+    assert (list(second.expect), second.min_score, second.timeout) == (
+        ["tool_selection", "grounding"],
+        0.5,
+        5,
+    )
 
 
 def test_suite_defaults_decide_the_verdict(pytester: pytest.Pytester) -> None:
-    """Jaccard({web_search}, {web_search, browser}) = 0.5: below the suite's 0.9, above the case's own 0.5."""
-    answering(pytester, {"two tools": {"output": "Paris", "tools": ["web_search", "browser"], "sleep": 1}})
+    """Jaccard({web_search}, {web_search, browser}) = 0.5: below the suite's 0.9, above the case's
+    own 0.5.
+    """
+    answering(
+        pytester, {"two tools": {"output": "Paris", "tools": ["web_search", "browser"], "sleep": 1}}
+    )
     pytester.makefile(".yaml", eval_suite=SUITE)
     result = pytester.runpytest("-p", "no:cacheprovider")  # the file's agent_id names the agent
     result.assert_outcomes(passed=1, failed=1)
@@ -160,7 +168,11 @@ cases:
         ({"expected_tools": ["a", "b"]}, ["a", "c"], 1 / 3),
         ({"expected_tool_sequence": ["a", "b"]}, ["a", "b"], 1.0),
         ({"expected_tool_sequence": ["a", "b"]}, ["b", "a"], (1.0 + 0.5) / 2),  # LCS 1 of 2
-        ({"expected_tools": ["a"], "expected_tool_sequence": ["a", "b"]}, ["a", "b", "c"], (1 / 3 + 2 / 3) / 2),
+        (
+            {"expected_tools": ["a"], "expected_tool_sequence": ["a", "b"]},
+            ["a", "b", "c"],
+            (1 / 3 + 2 / 3) / 2,
+        ),
     ],
 )
 def test_tool_selection_score(spec: dict[str, Any], called: list[str], score: float) -> None:
@@ -178,7 +190,9 @@ def test_tool_selection_without_expectations_is_not_scored() -> None:
 
 def test_grounding_share_is_case_insensitive_and_counts_the_pattern() -> None:
     run = RunRecord(output="The XZ-5000 is FASTER and water resistant")
-    result = grounding(run, {"contains": ["faster", "battery", "Water"], "pattern": r"xz-\d+"}, ctx(min_score=0.7))
+    result = grounding(
+        run, {"contains": ["faster", "battery", "Water"], "pattern": r"xz-\d+"}, ctx(min_score=0.7)
+    )
     assert (result.score, result.passed) == (0.75, True)
 
 
@@ -191,12 +205,16 @@ def test_grounding_share_is_case_insensitive_and_counts_the_pattern() -> None:
         (1, 4.0, {"max_tool_calls": 0, "target_latency_s": 2}, (1 / 2 + 2 / 4) / 2),
     ],
 )
-def test_efficiency_rule(calls_made: int, latency: float, spec: dict[str, Any], score: float) -> None:
+def test_efficiency_rule(
+    calls_made: int, latency: float, spec: dict[str, Any], score: float
+) -> None:
     run = RunRecord(tool_calls=[ToolCall("t")] * calls_made, latency_s=latency)
     assert efficiency(run, spec, ctx()).score == pytest.approx(score)
 
 
-def test_custom_scorer_is_a_registered_check_named_in_scorer_config(pytester: pytest.Pytester) -> None:
+def test_custom_scorer_is_a_registered_check_named_in_scorer_config(
+    pytester: pytest.Pytester,
+) -> None:
     answering(pytester, {"q": ["Sorry, no.", []], "p": ["Thanks!", []]})
     pytester.makeconftest(
         """
@@ -237,14 +255,21 @@ def test_stop_on_failure_skips_the_rest_of_the_suite(pytester: pytest.Pytester) 
     answering(pytester, {"good": ["ok", ["t"]], "bad": ["ok", []]})
     cases = "\n".join(
         f"  - {{name: {name}, input: {{query: {query}}}, expected_tools: [t]}}"
-        for name, query in [("first", "good"), ("second", "bad"), ("third", "good"), ("fourth", "good")]
+        for name, query in [
+            ("first", "good"),
+            ("second", "bad"),
+            ("third", "good"),
+            ("fourth", "good"),
+        ]
     )
     pytester.makefile(".yaml", eval_stop=f"name: s\nstop_on_failure: true\ncases:\n{cases}\n")
     pytester.makefile(".yaml", eval_go_on=f"name: t\nstop_on_failure: false\ncases:\n{cases}\n")
     result = run_evals(pytester, "-rs")
     result.assert_outcomes(passed=4, failed=2, skipped=2)
     result.stdout.fnmatch_lines(
-        ["SKIPPED [[]2] eval_stop.yaml*: stop_on_failure: eval_stop.yaml::second failed earlier in this file"]
+        [
+            "SKIPPED [[]2] eval_stop.yaml*: stop_on_failure: eval_stop.yaml::second failed earlier in this file"
+        ]
     )
 
 

@@ -1,8 +1,10 @@
-"""promptfoo configs run as pytest items with the verdicts promptfoo's documentation gives (SPEC §19).
+"""promptfoo configs run as pytest items with the verdicts promptfoo's documentation gives (SPEC
+§19).
 
-Real promptfoo examples (``tests/promptfoo_examples/``, copied from promptfoo's ``examples/``, their providers made
-deterministic), and configs written here for every supported assertion, ``not-``, ``weight``, ``threshold``,
-``assert-set``, ``defaultTest``, CSV tests and a provider matrix; model-graded ones against a loopback grader.
+Real promptfoo examples (``tests/promptfoo_examples/``, copied from promptfoo's ``examples/``, their
+providers made deterministic), and configs written here for every supported assertion, ``not-``,
+``weight``, ``threshold``, ``assert-set``, ``defaultTest``, CSV tests and a provider matrix;
+model-graded ones against a loopback grader.
 """
 
 from __future__ import annotations
@@ -42,7 +44,9 @@ def shouty(prompt, options, context):
 """
 
 
-def config(pytester: pytest.Pytester, text: str, name: str = "promptfooconfig.yaml", **files: str) -> Path:
+def config(
+    pytester: pytest.Pytester, text: str, name: str = "promptfooconfig.yaml", **files: str
+) -> Path:
     for file_name, content in files.items():
         (pytester.path / file_name.replace("__", ".")).write_text(textwrap.dedent(content))
     path = pytester.path / name
@@ -196,12 +200,15 @@ def test_every_assertion_has_promptfoos_verdict(pytester: pytest.Pytester) -> No
         "too_expensive": "FAILED",
     }
     text = result.stdout.str()
-    # promptfoo's documented example: equals (weight 2) fails, contains (weight 1) passes: score 0.33 < 0.5
+    # promptfoo's documented example: equals (weight 2) fails, contains (weight 1) passes: score
+    # 0.33 < 0.5
     assert "score 0.33 < threshold 0.5" in text
     assert "✗ icontains 'hello' (line 43)" in text  # each assertion at its own line
     assert "F1 0.500 (precision 0.500, recall 0.500)" in text
     assert "cost 0.002, threshold 0.001" in text
-    assert "promptfooconfig.yaml:22: weighted_below_the_threshold" in text  # each case at its own test's line
+    assert (
+        "promptfooconfig.yaml:22: weighted_below_the_threshold" in text
+    )  # each case at its own test's line
 
 
 def test_default_test_merges_into_every_test(pytester: pytest.Pytester) -> None:
@@ -228,7 +235,9 @@ def test_default_test_merges_into_every_test(pytester: pytest.Pytester) -> None:
     result = run(pytester)
     # 1: (1 + 0) / 2 = 0.5 >= the default threshold 0.5; 2: (0 + 1) / 2 < its own threshold 1
     assert outcomes(result) == {"inherits_everything": "PASSED", "own_vars_and_threshold": "FAILED"}
-    assert "not-icontains 'goodbye' (line 8)" in result.stdout.str()  # the default's assertion, at its own line
+    assert (
+        "not-icontains 'goodbye' (line 8)" in result.stdout.str()
+    )  # the default's assertion, at its own line
 
 
 def test_csv_tests_and_a_chat_provider_from_promptfoos_simple_csv_example(
@@ -244,7 +253,9 @@ def test_csv_tests_and_a_chat_provider_from_promptfoos_simple_csv_example(
 
     def answer(body: dict[str, Any]) -> str:
         prompt = body["messages"][-1]["content"]
-        return next(text for (lang, word), text in answers.items() if lang in prompt and word in prompt)
+        return next(
+            text for (lang, word), text in answers.items() if lang in prompt and word in prompt
+        )
 
     with ChatServer(lambda prompt: None, answer=answer) as server:
         monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
@@ -258,23 +269,36 @@ def test_csv_tests_and_a_chat_provider_from_promptfoos_simple_csv_example(
     assert len(server.requests) == 8
     first = server.requests[0]
     assert first["model"] == "gpt-3.5-turbo"
-    assert "- Tone: formal\n- Length: brief" in first["messages"][0]["content"]  # the `load` filter, Nunjucks' way
+    assert (
+        "- Tone: formal\n- Length: brief" in first["messages"][0]["content"]
+    )  # the `load` filter, Nunjucks' way
     assert "icontains 'grub' (line 5)" in result.stdout.str()
 
 
 @pytest.fixture
 def grader(monkeypatch: pytest.MonkeyPatch) -> Iterator[ChatServer]:
-    """A loopback grader behind the plugin's default judge (AGENT_EVAL_LLM_MODEL): it passes what it is told to."""
+    """A loopback grader behind the plugin's default judge (AGENT_EVAL_LLM_MODEL): it passes what it
+    is told to.
+    """
 
     def answer(body: dict[str, Any]) -> str:
         prompt = body["messages"][-1]["content"]
         if "Expert answer:" in prompt:  # factuality
-            return json.dumps({"choice": "D" if "Lyon" in prompt.split("Submitted answer:")[1] else "C", "reason": "r"})
+            return json.dumps(
+                {
+                    "choice": "D" if "Lyon" in prompt.split("Submitted answer:")[1] else "C",
+                    "reason": "r",
+                }
+            )
         if "Criterion:" in prompt:  # model-graded-closedqa
-            return json.dumps({"answer": "Y" if "emoji" in prompt.split("Criterion:")[1] else "N", "reason": "r"})
+            return json.dumps(
+                {"answer": "Y" if "emoji" in prompt.split("Criterion:")[1] else "N", "reason": "r"}
+            )
         rubric = prompt.split("Rubric:")[1].split("\n")[0]
         ok = "emoji" in rubric
-        return json.dumps({"pass": ok, "score": 0.9 if ok else 0.1, "reason": f"graded {rubric.strip()}"})
+        return json.dumps(
+            {"pass": ok, "score": 0.9 if ok else 0.1, "reason": f"graded {rubric.strip()}"}
+        )
 
     with ChatServer(lambda prompt: None, answer=answer) as server:
         monkeypatch.setenv("AGENT_EVAL_LLM_MODEL", "grader")
@@ -283,7 +307,9 @@ def grader(monkeypatch: pytest.MonkeyPatch) -> Iterator[ChatServer]:
         yield server
 
 
-def test_promptfoos_python_provider_example_with_llm_rubric(pytester: pytest.Pytester, grader: ChatServer) -> None:
+def test_promptfoos_python_provider_example_with_llm_rubric(
+    pytester: pytest.Pytester, grader: ChatServer
+) -> None:
     shutil.copytree(EXAMPLES / "python_provider", pytester.path, dirs_exist_ok=True)
     result = run(pytester)
     assert outcomes(result) == {
@@ -298,7 +324,9 @@ def test_promptfoos_python_provider_example_with_llm_rubric(pytester: pytest.Pyt
     assert len(grader.requests) == 4
 
 
-def test_model_graded_assertions_and_their_negation(pytester: pytest.Pytester, grader: ChatServer) -> None:
+def test_model_graded_assertions_and_their_negation(
+    pytester: pytest.Pytester, grader: ChatServer
+) -> None:
     config(
         pytester,
         """
@@ -323,9 +351,15 @@ def test_model_graded_assertions_and_their_negation(pytester: pytest.Pytester, g
         provider__py=PROVIDER,
     )
     result = run(pytester)
-    assert outcomes(result) == {"factual": "PASSED", "not_factual": "FAILED", "closedqa_says_no": "FAILED"}
+    assert outcomes(result) == {
+        "factual": "PASSED",
+        "not_factual": "FAILED",
+        "closedqa_says_no": "FAILED",
+    }
     prompts = [r["messages"][-1]["content"] for r in grader.requests]
-    assert any("Expert answer: Paris is the capital of France" in p and "Lyon" in p for p in prompts)
+    assert any(
+        "Expert answer: Paris is the capital of France" in p and "Lyon" in p for p in prompts
+    )
 
 
 def test_a_model_graded_assertion_without_an_llm_is_not_scored(
@@ -352,9 +386,16 @@ def test_a_model_graded_assertion_without_an_llm_is_not_scored(
         provider__py=PROVIDER,
     )
     result = run(pytester)
-    assert outcomes(result)["decided_without_the_grader"] == "FAILED"  # a failed deterministic assertion decides
-    result.assert_outcomes(failed=1, skipped=1)  # the other is never a made-up pass: nothing scored, skipped
-    assert "promptfooconfig.yaml:10: nothing scored (promptfoo): not scored: llm-rubric" in result.stdout.str()
+    assert (
+        outcomes(result)["decided_without_the_grader"] == "FAILED"
+    )  # a failed deterministic assertion decides
+    result.assert_outcomes(
+        failed=1, skipped=1
+    )  # the other is never a made-up pass: nothing scored, skipped
+    assert (
+        "promptfooconfig.yaml:10: nothing scored (promptfoo): not scored: llm-rubric"
+        in result.stdout.str()
+    )
 
 
 def test_several_providers_are_a_matrix(pytester: pytest.Pytester) -> None:
@@ -435,7 +476,10 @@ def test_what_the_plugin_cannot_honour_errors_its_case_saying_what_to_write_inst
         f"{path.name}:12: not supported: assertion `similar`; instead write `factuality` with the expected text "
         "as its value, or an `llm-rubric` (`value: says the same as: <text>`)"
     ) in text
-    assert "more.csv:2: not supported: assertion `javascript`; instead write a `python` assertion" in text
+    assert (
+        "more.csv:2: not supported: assertion `javascript`; instead write a `python` assertion"
+        in text
+    )
     assert (
         "not supported: assertion `trajectory:tool-args-match`; instead write a `python` assertion reading the "
         "calls' arguments from the output (`json.loads(output)['tool_calls']`); in a native eval file, the "
@@ -450,7 +494,9 @@ def test_what_the_plugin_cannot_honour_errors_its_case_saying_what_to_write_inst
     ) in text
 
 
-def test_an_assertion_type_typo_says_did_you_mean_and_points_to_the_docs(pytester: pytest.Pytester) -> None:
+def test_an_assertion_type_typo_says_did_you_mean_and_points_to_the_docs(
+    pytester: pytest.Pytester,
+) -> None:
     path = config(
         pytester,
         """
@@ -470,10 +516,17 @@ def test_an_assertion_type_typo_says_did_you_mean_and_points_to_the_docs(pyteste
         provider__py=PROVIDER,
     )
     result = run(pytester)
-    assert outcomes(result) == {"typo": "ERROR", "negated_typo": "ERROR", "nothing_like_it": "ERROR"}
+    assert outcomes(result) == {
+        "typo": "ERROR",
+        "negated_typo": "ERROR",
+        "nothing_like_it": "ERROR",
+    }
     text = " ".join(result.stdout.str().split())
     docs = 'docs/reference/formats.md, section "promptfoo assertions"'
-    assert f'{path.name}:7: unknown assertion type `contains-alll` (did you mean "contains-all"?); ' in text
+    assert (
+        f'{path.name}:7: unknown assertion type `contains-alll` (did you mean "contains-all"?); '
+        in text
+    )
     assert f"promptfoo's types and what runs: {docs}" in text
     assert 'unknown assertion type `not-icontain` (did you mean "not-icontains"?)' in text
     assert "unknown assertion type `zebra`: not one of promptfoo's" in text
@@ -482,7 +535,9 @@ def test_an_assertion_type_typo_says_did_you_mean_and_points_to_the_docs(pyteste
     assert "\n### promptfoo assertions\n" in page
 
 
-def test_a_provider_it_cannot_call_errors_every_case_of_that_provider(pytester: pytest.Pytester) -> None:
+def test_a_provider_it_cannot_call_errors_every_case_of_that_provider(
+    pytester: pytest.Pytester,
+) -> None:
     path = config(
         pytester,
         """
@@ -519,7 +574,9 @@ def test_a_provider_error_fails_its_case(pytester: pytest.Pytester) -> None:
     assert "upstream refused" in result.stdout.str()
 
 
-def test_any_yaml_with_promptfoos_shape_is_one_and_vars_lists_expand(pytester: pytest.Pytester) -> None:
+def test_any_yaml_with_promptfoos_shape_is_one_and_vars_lists_expand(
+    pytester: pytest.Pytester,
+) -> None:
     config(
         pytester,
         """
@@ -545,7 +602,10 @@ def test_any_yaml_with_promptfoos_shape_is_one_and_vars_lists_expand(pytester: p
         ("not-contains:error", {"type": "not-contains", "value": "error"}),
         ("contains-any:Paris,London", {"type": "contains-any", "value": "Paris,London"}),
         ("grade:is polite", {"type": "llm-rubric", "value": "is polite"}),
-        ("python(0.5):len(output) / 100", {"type": "python", "value": "len(output) / 100", "threshold": 0.5}),
+        (
+            "python(0.5):len(output) / 100",
+            {"type": "python", "value": "len(output) / 100", "threshold": 0.5},
+        ),
         ("is-json", {"type": "is-json"}),
         ("fn:output.length", {"type": "javascript", "value": "output.length"}),
         ("http://x.y: not a type", {"type": "equals", "value": "http://x.y: not a type"}),
@@ -575,8 +635,9 @@ def test_validate_and_the_schema_know_promptfoo_configs(
         provider__py=PROVIDER,
     )
     assert main(["validate", str(path)]) == 1
-    assert f"{path}:6: not supported: assertion `javascript`; instead write a `python` assertion" in (
-        capsys.readouterr().out
+    assert (
+        f"{path}:6: not supported: assertion `javascript`; instead write a `python` assertion"
+        in (capsys.readouterr().out)
     )
     assert main(["schema", "--format", "promptfoo"]) == 0
     schema = json.loads(capsys.readouterr().out)
@@ -588,7 +649,9 @@ def test_validate_and_the_schema_know_promptfoo_configs(
             continue  # its javascript and similar assertions are not in what runs
         jsonschema.validate(yaml.safe_load(example.read_text()), schema)
     with pytest.raises(jsonschema.ValidationError):
-        jsonschema.validate({"providers": ["x"], "tests": [{"assert": [{"type": "javascript"}]}]}, schema)
+        jsonschema.validate(
+            {"providers": ["x"], "tests": [{"assert": [{"type": "javascript"}]}]}, schema
+        )
 
 
 CHAT_CONFIG = """
@@ -608,9 +671,14 @@ def test_an_openai_provider_goes_through_the_traffic_hook_record_and_replay(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     config(pytester, CHAT_CONFIG)
-    # 10 input and 5 output tokens a request (the loopback server's usage) at 1000 per million: 0.015
-    pytester.makeini('[pytest]\nagent_eval_prices = {"gpt-test": {"input": 1000, "output": 1000}}\n')
-    with ChatServer(lambda prompt: None, answer=lambda body: "Hello " + body["messages"][-1]["content"][13:]) as chat:
+    # 10 input and 5 output tokens a request (the loopback server's usage) at 1000 per million:
+    # 0.015
+    pytester.makeini(
+        '[pytest]\nagent_eval_prices = {"gpt-test": {"input": 1000, "output": 1000}}\n'
+    )
+    with ChatServer(
+        lambda prompt: None, answer=lambda body: "Hello " + body["messages"][-1]["content"][13:]
+    ) as chat:
         monkeypatch.setenv("OPENAI_BASE_URL", chat.base_url)
         monkeypatch.setenv("OPENAI_API_KEY", "sk-loopback")
         recorded = run(pytester, "--agent-eval-record")
@@ -618,7 +686,9 @@ def test_an_openai_provider_goes_through_the_traffic_hook_record_and_replay(
     expected = {"cheap_enough": "PASSED", "too_dear": "FAILED"}
     assert outcomes(recorded) == expected
     assert "cost 0.015, threshold 0.01" in recorded.stdout.str()  # the hook's measure, priced
-    assert sorted(p.name for p in (pytester.path / "cassettes" / "promptfooconfig").glob("*.yaml")) == [
+    assert sorted(
+        p.name for p in (pytester.path / "cassettes" / "promptfooconfig").glob("*.yaml")
+    ) == [
         "cheap_enough.yaml",
         "too_dear.yaml",
     ]
@@ -707,7 +777,11 @@ def test_options_that_change_what_runs_are_not_dropped(pytester: pytest.Pytester
         provider__py=PROVIDER,
     )
     result = run(pytester)
-    assert outcomes(result) == {"transformed": "ERROR", "transformed_assertion": "ERROR", "plain": "PASSED"}
+    assert outcomes(result) == {
+        "transformed": "ERROR",
+        "transformed_assertion": "ERROR",
+        "plain": "PASSED",
+    }
     text = result.stdout.str()
     assert "promptfooconfig.yaml:7: not supported: test option `transform`" in text
     assert "promptfooconfig.yaml:13: not supported: assertion field transform (on `equals`)" in text
@@ -727,11 +801,16 @@ def test_a_provider_that_does_not_load_fails_its_cases_naming_it(pytester: pytes
     )
     result = run(pytester)
     assert outcomes(result) == {"test-1": "FAILED"}
-    assert "promptfooconfig.yaml:3: agent 'file://provider.py': the Python provider" in result.stdout.str()
+    assert (
+        "promptfooconfig.yaml:3: agent 'file://provider.py': the Python provider"
+        in result.stdout.str()
+    )
     assert "could not be loaded: ImportError: no sdk" in result.stdout.str()
 
 
-def test_a_test_without_assertions_passes_with_score_1_as_in_promptfoo(pytester: pytest.Pytester) -> None:
+def test_a_test_without_assertions_passes_with_score_1_as_in_promptfoo(
+    pytester: pytest.Pytester,
+) -> None:
     config(pytester, 'prompts: ["{{kind}}"]\nproviders: [file://provider.py]\ntests: [{vars: {kind: greeting}}]\n',
            provider__py=PROVIDER)  # fmt: skip
     result = run(pytester, "--agent-eval-report", "report.json")
@@ -741,7 +820,9 @@ def test_a_test_without_assertions_passes_with_score_1_as_in_promptfoo(pytester:
 
 
 def pirate(body: dict[str, Any]) -> str:
-    """The loopback model behind promptfoo's simple-test example: a pirate (and the grader of its llm-rubric)."""
+    """The loopback model behind promptfoo's simple-test example: a pirate (and the grader of its
+    llm-rubric).
+    """
     prompt = body["messages"][-1]["content"]
     if "Rubric:" in prompt:
         return json.dumps({"pass": True, "score": 1.0, "reason": "spoken like a pirate"})
@@ -758,7 +839,9 @@ def pirate(body: dict[str, Any]) -> str:
 
 @pytest.fixture
 def simple_test(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> Iterator[ChatServer]:
-    """promptfoo's own ``examples/simple-test`` (``tests/promptfoo_examples/simple_test``) against the pirate."""
+    """promptfoo's own ``examples/simple-test`` (``tests/promptfoo_examples/simple_test``) against
+    the pirate.
+    """
     shutil.copytree(EXAMPLES / "simple_test", pytester.path, dirs_exist_ok=True)
     with ChatServer(lambda prompt: None, answer=pirate) as server:
         monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
@@ -767,8 +850,12 @@ def simple_test(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> I
         yield server
 
 
-def test_a_promptfoo_config_is_read_as_promptfoo_reads_yaml(pytester: pytest.Pytester, simple_test: ChatServer) -> None:
-    """js-yaml's YAML 1.2 core schema: ``body: Yes`` is the text "Yes" (PyYAML's YAML 1.1 made it ``True``)."""
+def test_a_promptfoo_config_is_read_as_promptfoo_reads_yaml(
+    pytester: pytest.Pytester, simple_test: ChatServer
+) -> None:
+    """js-yaml's YAML 1.2 core schema: ``body: Yes`` is the text "Yes" (PyYAML's YAML 1.1 made it
+    ``True``).
+    """
     result = run(pytester, "-k", "exact_match")
     assert outcomes(result) == {
         "check_for_exact_match-prompt1-1": "PASSED",
@@ -777,10 +864,14 @@ def test_a_promptfoo_config_is_read_as_promptfoo_reads_yaml(pytester: pytest.Pyt
     sent = [r["messages"][-1]["content"] for r in simple_test.requests]
     assert "Rephrase this from English to Pirate: Yes" in sent
     # a native file keeps YAML 1.1's reading, as before
-    (pytester.path / "eval_native.yaml").write_text("cases:\n  - id: yes-no\n    input: x\n    metadata: {ok: Yes}\n")
+    (pytester.path / "eval_native.yaml").write_text(
+        "cases:\n  - id: yes-no\n    input: x\n    metadata: {ok: Yes}\n"
+    )
     from pytest_agent_eval.core.document import read_document
 
-    assert read_document(pytester.path / "eval_native.yaml").data["cases"][0]["metadata"] == {"ok": True}
+    assert read_document(pytester.path / "eval_native.yaml").data["cases"][0]["metadata"] == {
+        "ok": True
+    }
     core = read_document(pytester.path / "promptfooconfig.yaml", core=True)
     assert core.data["tests"][0]["vars"] == {"body": "Yes"}
     assert core.line(("tests", 0, "vars")) == 10  # lines kept
@@ -800,25 +891,34 @@ def test_yaml_core_schema_scalars_as_js_yaml_reads_them(tmp_path: Path) -> None:
 def test_promptfoos_simple_test_example_runs_every_case_its_ref_resolved(
     pytester: pytest.Pytester, simple_test: ChatServer
 ) -> None:
-    """``$ref: '#/assertionTemplates/…'`` is a reference inside the config: the test that uses it runs it."""
+    """``$ref: '#/assertionTemplates/…'`` is a reference inside the config: the test that uses it
+    runs it.
+    """
     result = run(pytester)
     found = outcomes(result)
     assert len(found) == 10  # 5 tests × the 2 prompts of prompts.txt
     assert {k: v for k, v in found.items() if v != "PASSED"} == {
-        "check_for_semantic_similarity-prompt1-1": "ERROR",  # javascript and similar: what to write instead
+        # javascript and similar: what to write instead
+        "check_for_semantic_similarity-prompt1-1": "ERROR",
         "check_for_semantic_similarity-prompt1-2": "ERROR",
     }
-    assert any("Rubric: Is spoken like a pirate" in r["messages"][-1]["content"] for r in simple_test.requests)
+    assert any(
+        "Rubric: Is spoken like a pirate" in r["messages"][-1]["content"]
+        for r in simple_test.requests
+    )
 
 
 def test_promptfoos_python_assert_example_gets_its_config(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """promptfoo's ``examples/python-assert``: ``config: {fruitList: …}`` reaches ``get_assert`` as
-    ``context["config"]``."""
+    ``context["config"]``.
+    """
     shutil.copytree(EXAMPLES / "python_assert", pytester.path, dirs_exist_ok=True)
     (pytester.path / "promptfooconfig-external.yaml").rename(pytester.path / "promptfooconfig.yaml")
-    with ChatServer(lambda prompt: None, answer=lambda body: "Passion fruit, banana, guava") as server:
+    with ChatServer(
+        lambda prompt: None, answer=lambda body: "Passion fruit, banana, guava"
+    ) as server:
         monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
         monkeypatch.setenv("OPENAI_API_KEY", "test")
         result = run(pytester, "--agent-eval-report", "report.json")
@@ -827,7 +927,9 @@ def test_promptfoos_python_assert_example_gets_its_config(
     assert case["score"] == 1.0
 
 
-def test_a_ref_that_points_nowhere_errors_only_the_test_that_uses_it(pytester: pytest.Pytester) -> None:
+def test_a_ref_that_points_nowhere_errors_only_the_test_that_uses_it(
+    pytester: pytest.Pytester,
+) -> None:
     path = config(
         pytester,
         """
@@ -855,13 +957,21 @@ def test_a_ref_that_points_nowhere_errors_only_the_test_that_uses_it(pytester: p
         "another_file": "ERROR",
     }
     text = result.stdout.str()
-    assert f"{path.name}:12: $ref '#/assertionTemplates/greet': the config has nothing at that path" in text
-    assert f"{path.name}:15: not supported: $ref 'templates.yaml#/greets' (only references inside" in text
+    assert (
+        f"{path.name}:12: $ref '#/assertionTemplates/greet': the config has nothing at that path"
+        in text
+    )
+    assert (
+        f"{path.name}:15: not supported: $ref 'templates.yaml#/greets' (only references inside"
+        in text
+    )
 
 
 def test_the_formats_page_lists_every_promptfoo_assertion_type_with_its_status() -> None:
-    """promptfoo's assertion types (its ``BaseAssertionTypesSchema`` and special types): each a row of the docs'
-    table, with whether it runs and, if not, what to write instead: the same words as the error."""
+    """promptfoo's assertion types (its ``BaseAssertionTypesSchema`` and special types): each a row
+    of the docs' table, with whether it runs and, if not, what to write instead: the same words as
+    the error.
+    """
     from pytest_agent_eval.checks.promptfoo import SUPPORTED
     from pytest_agent_eval.checks.promptfoo_types import ALIASES, ALL_TYPES, INSTEAD
 
@@ -873,7 +983,8 @@ def test_the_formats_page_lists_every_promptfoo_assertion_type_with_its_status()
             name, status, how = (cell.strip() for cell in line.strip("|").split(" | ", 2))
             rows[name.strip("`")] = (status, how)
     assert set(rows) == ALL_TYPES
-    promptfoos = {  # promptfoo's src/types/index.ts, BaseAssertionTypesSchema + SpecialAssertionTypesSchema
+    # promptfoo's src/types/index.ts, BaseAssertionTypesSchema + SpecialAssertionTypesSchema
+    promptfoos = {
         "answer-relevance", "bleu", "classifier", "contains", "contains-all", "contains-any", "contains-html",
         "contains-json", "contains-sql", "contains-xml", "context-faithfulness", "context-recall",
         "context-relevance", "conversation-relevance", "cost", "equals", "factuality", "finish-reason", "g-eval",
@@ -898,8 +1009,10 @@ def test_the_formats_page_lists_every_promptfoo_assertion_type_with_its_status()
 def test_factuality_reads_promptfoos_category_and_an_unreadable_reply_is_no_verdict(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """promptfoo's own grader replies ``{"category": "A", "reason": …}``; ``choice`` is read too. A reply with
-    neither is no verdict (an error naming the reply), never a failure."""
+    """promptfoo's own grader replies ``{"category": "A", "reason": …}``; ``choice`` is read too.
+
+    A reply with neither is no verdict (an error naming the reply), never a failure.
+    """
 
     def answer(body: dict[str, Any]) -> str:
         prompt = body["messages"][-1]["content"]
@@ -934,17 +1047,31 @@ def test_factuality_reads_promptfoos_category_and_an_unreadable_reply_is_no_verd
         monkeypatch.setenv("OPENAI_API_KEY", "test")
         monkeypatch.setenv("AGENT_EVAL_LLM_MODEL", "grader")
         result = run(pytester)
-    assert outcomes(result) == {"agrees": "PASSED", "disagrees": "FAILED", "unreadable_grader": "FAILED"}
+    assert outcomes(result) == {
+        "agrees": "PASSED",
+        "disagrees": "FAILED",
+        "unreadable_grader": "FAILED",
+    }
     text = result.stdout.str()
-    # a check without a verdict is never a pass; it has no score and says so, as the plugin's judge does
-    assert "case unreadable_grader failed: 1 of 1 checks failed, 1 without a verdict (no score)" in text
-    assert "no verdict: factuality 'Paris is the capital of France' (line 13): judge reply unreadable" in text
-    assert "case disagrees failed: 1 of 1 checks failed (score 0.00)" in text  # a verdict: D scores 0
+    # a check without a verdict is never a pass; it has no score and says so, as the plugin's judge
+    # does
+    assert (
+        "case unreadable_grader failed: 1 of 1 checks failed, 1 without a verdict (no score)"
+        in text
+    )
+    assert (
+        "no verdict: factuality 'Paris is the capital of France' (line 13): judge reply unreadable"
+        in text
+    )
+    assert (
+        "case disagrees failed: 1 of 1 checks failed (score 0.00)" in text
+    )  # a verdict: D scores 0
 
 
 def test_vars_reach_the_prompt_as_promptfoo_reads_them(pytester: pytest.Pytester) -> None:
-    """``Yes``, ``on``, ``0755`` and a date, plain in the YAML: the prompt gets what js-yaml reads (text, 755, the
-    date as written), in the config and in a ``file://`` tests file alike."""
+    """``Yes``, ``on``, ``0755`` and a date, plain in the YAML: the prompt gets what js-yaml reads
+    (text, 755, the date as written), in the config and in a ``file://`` tests file alike.
+    """
     config(
         pytester,
         """
@@ -964,9 +1091,12 @@ def test_vars_reach_the_prompt_as_promptfoo_reads_them(pytester: pytest.Pytester
     assert outcomes(result) == {"inline": "PASSED", "from_a_file": "PASSED"}
 
 
-def test_a_key_yaml_1_1_reads_as_a_boolean_is_text_in_a_promptfoo_config(pytester: pytest.Pytester) -> None:
-    """``on:`` and ``yes:`` as keys: under YAML 1.1 booleans (not a string key: an error), under promptfoo's
-    reading the text they are."""
+def test_a_key_yaml_1_1_reads_as_a_boolean_is_text_in_a_promptfoo_config(
+    pytester: pytest.Pytester,
+) -> None:
+    """``on:`` and ``yes:`` as keys: under YAML 1.1 booleans (not a string key: an error), under
+    promptfoo's reading the text they are.
+    """
     config(
         pytester,
         """

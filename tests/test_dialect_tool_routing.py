@@ -13,8 +13,16 @@ from pytest_agent_eval.checks import builtin_registry
 
 CASES = [
     {"name": "Knowledge base search", "prompt": "kb", "expected_tools": ["search_knowledge_base"]},
-    {"name": "Live subreddit browse", "prompt": "browse", "expected_tools": ["fetch_subreddit_posts"]},
-    {"name": "Two tools", "prompt": "both", "expected_tools": ["fetch_reddit_thread", "search_knowledge_base"]},
+    {
+        "name": "Live subreddit browse",
+        "prompt": "browse",
+        "expected_tools": ["fetch_subreddit_posts"],
+    },
+    {
+        "name": "Two tools",
+        "prompt": "both",
+        "expected_tools": ["fetch_reddit_thread", "search_knowledge_base"],
+    },
 ]
 
 
@@ -22,7 +30,10 @@ def test_each_expected_tool_must_be_called_at_least_once(pytester: pytest.Pytest
     answering(
         pytester,
         {
-            "kb": ["ok", ["search_knowledge_base", "search_knowledge_base", "fetch_reddit_thread"]],  # extras are fine
+            "kb": [
+                "ok",
+                ["search_knowledge_base", "search_knowledge_base", "fetch_reddit_thread"],
+            ],  # extras are fine
             "browse": ["ok", ["search_knowledge_base"]],
             "both": ["ok", ["search_knowledge_base", "fetch_reddit_thread"]],
         },
@@ -59,10 +70,17 @@ def test_ids_come_from_names_and_names_stay_the_description(pytester: pytest.Pyt
 
 
 def test_canned_responses_and_mock_response_for_unmocked_tools(pytester: pytest.Pytester) -> None:
-    """The agent's own tool dispatch is patched: canned responses from the ini file, the rest answer a stand-in."""
-    answering(pytester, {"both": {"tools": ["search_knowledge_base", "fetch_reddit_thread"], "dispatch": True}})
+    """The agent's own tool dispatch is patched: canned responses from the ini file, the rest answer
+    a stand-in.
+    """
+    answering(
+        pytester,
+        {"both": {"tools": ["search_knowledge_base", "fetch_reddit_thread"], "dispatch": True}},
+    )
     pytester.makefile(".json", eval_routing=json.dumps([CASES[2]]))
-    (pytester.path / "responses.json").write_text(json.dumps({"search_knowledge_base": "Result 1 (r/python)"}))
+    (pytester.path / "responses.json").write_text(
+        json.dumps({"search_knowledge_base": "Result 1 (r/python)"})
+    )
     pytester.makeini(
         """
 [pytest]
@@ -73,7 +91,9 @@ agent_eval_tool_responses = responses.json
     result = run_evals(pytester, "-v", "-rA")
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["PASSED eval_routing.json::two_tools*"])
-    pytester.makefile(".json", eval_routing=json.dumps([{**CASES[2], "expected_tools": ["seed_subreddit"]}]))
+    pytester.makefile(
+        ".json", eval_routing=json.dumps([{**CASES[2], "expected_tools": ["seed_subreddit"]}])
+    )
     result = run_evals(pytester, "-v")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
@@ -109,7 +129,10 @@ def test_bad_items_are_reported_and_the_rest_run(pytester: pytest.Pytester) -> N
 def test_the_original_case_list_runs_with_its_canned_responses(pytester: pytest.Pytester) -> None:
     cases = json.loads(seed_file("forager/eval_cases.json").read_text())
     responses = seed_file("forager/mock_tool_responses.json").read_text()
-    answering(pytester, {case["prompt"]: {"tools": case["expected_tools"], "dispatch": True} for case in cases})
+    answering(
+        pytester,
+        {case["prompt"]: {"tools": case["expected_tools"], "dispatch": True} for case in cases},
+    )
     pytester.makefile(".json", eval_cases=json.dumps(cases))
     (pytester.path / "mock_tool_responses.json").write_text(responses)
     pytester.makeini(
@@ -121,7 +144,9 @@ def test_the_original_case_list_runs_with_its_canned_responses(pytester: pytest.
 
 
 def test_the_example_case_list_answers_from_its_canned_responses(pytester: pytest.Pytester) -> None:
-    """examples/formats with the ini wiring given on the command line: canned responses, then the stand-in."""
+    """examples/formats with the ini wiring given on the command line: canned responses, then the
+    stand-in.
+    """
     repo = Path(__file__).resolve().parents[1]
     examples = repo / "examples" / "formats"
     pytester.syspathinsert(repo)
@@ -141,7 +166,9 @@ def test_the_example_case_list_answers_from_its_canned_responses(pytester: pytes
         "-o",
         f"agent_eval_tool_responses={examples / 'tool_responses.json'}",
     )
-    result.assert_outcomes(passed=22)  # 15, and the promptfoo config and dataset of SPEC §19 (5 + 2)
+    result.assert_outcomes(
+        passed=22
+    )  # 15, and the promptfoo config and dataset of SPEC §19 (5 + 2)
     result.stdout.fnmatch_lines_random(
         [
             "*OUT From the knowledge base: Result 1 (r/python, summary): type hints make code easier to read.",

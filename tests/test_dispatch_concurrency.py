@@ -1,5 +1,7 @@
-"""A file's ``tool_dispatch:`` patch answers that file's cases only: at ``--agent-eval-concurrency`` > 1, cases of
-another file (no dispatch, no mocks) that run while it is patched get the real dispatcher, as they do serially."""
+"""A file's ``tool_dispatch:`` patch answers that file's cases only: at ``--agent-eval-concurrency``
+> 1, cases of another file (no dispatch, no mocks) that run while it is patched get the real
+dispatcher, as they do serially.
+"""
 
 from __future__ import annotations
 
@@ -21,7 +23,9 @@ async def agent(query, context):
 """
 
 
-def test_a_files_dispatch_patch_does_not_answer_another_files_cases(pytester: pytest.Pytester) -> None:
+def test_a_files_dispatch_patch_does_not_answer_another_files_cases(
+    pytester: pytest.Pytester,
+) -> None:
     pytester.makepyfile(desk=AGENT)
     pytester.syspathinsert()
     pytester.makefile(
@@ -39,7 +43,10 @@ cases:
 agent: desk:agent
 cases:
 """
-        + "".join(f"  - {{id: real{n}, input: q{n}, expect: {{contains: [real search]}}}}\n" for n in range(3)),
+        + "".join(
+            f"  - {{id: real{n}, input: q{n}, expect: {{contains: [real search]}}}}\n"
+            for n in range(3)
+        ),
     )
     result = pytester.runpytest("-p", "no:cacheprovider", "--agent-eval-concurrency", "6")
     result.assert_outcomes(passed=6)

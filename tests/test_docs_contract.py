@@ -1,6 +1,8 @@
-"""The documentation's reference pages against the code (SPEC §21): the prompts the plugin sends and its default word
-lists appear verbatim, and every option, ini key, fixture, hook, check, format and command is documented.
-(The docs' YAML, JSON and Python examples are run by the sybil set-up in the root ``conftest.py``.)"""
+"""The documentation's reference pages against the code (SPEC §21): the prompts the plugin sends and
+its default word lists appear verbatim, and every option, ini key, fixture, hook, check, format and
+command is documented. (The docs' YAML, JSON and Python examples are run by the sybil set-up in the
+root ``conftest.py``.)
+"""
 
 from __future__ import annotations
 
@@ -38,7 +40,16 @@ def _sent(template: str) -> str:
         scoring.SCORER_PROMPT,
         scoring.REPLY_SHAPE,
     ],
-    ids=["judge", "grounding", "reasoning", "simulator", "facts", "no-facts", "task-scorer", "task-reply"],
+    ids=[
+        "judge",
+        "grounding",
+        "reasoning",
+        "simulator",
+        "facts",
+        "no-facts",
+        "task-scorer",
+        "task-reply",
+    ],
 )
 def test_every_prompt_is_documented_verbatim(text: str) -> None:
     assert f"```text\n{text}\n" in page("reference/prompts.md")
@@ -46,7 +57,12 @@ def test_every_prompt_is_documented_verbatim(text: str) -> None:
 
 @pytest.mark.parametrize(
     "words",
-    [outcome.SUCCESS_WORDS, outcome.FAILURE_WORDS, answers.ALLOCATION_SUCCESS, answers.ALLOCATION_FAILURE],
+    [
+        outcome.SUCCESS_WORDS,
+        outcome.FAILURE_WORDS,
+        answers.ALLOCATION_SUCCESS,
+        answers.ALLOCATION_FAILURE,
+    ],
     ids=["outcome-success", "outcome-failure", "allocation-success", "allocation-failure"],
 )
 def test_every_default_word_list_is_documented(words: tuple[str, ...]) -> None:
@@ -61,10 +77,15 @@ def test_every_option_and_ini_key_is_documented() -> None:
     from pytest_agent_eval.plugin import FEATURES
 
     sources = [_source("plugin/options.py")]  # the big table, and each feature module's own options
-    sources += [_source(name.removeprefix("pytest_agent_eval.").replace(".", "/") + ".py") for name in FEATURES]
+    sources += [
+        _source(name.removeprefix("pytest_agent_eval.").replace(".", "/") + ".py")
+        for name in FEATURES
+    ]
     options = {o for text in sources for o in re.findall(r'"(--agent(?:-eval-[a-z-]+)?)"', text)}
     inis = set(re.findall(r'addini\(\s*"(agent_eval_\w+)"', _source("plugin/options.py")))
-    inis |= set(re.findall(r'\("(agent_eval_\w+)",', _source("plugin/options.py")))  # the thresholds' table
+    inis |= set(
+        re.findall(r'\("(agent_eval_\w+)",', _source("plugin/options.py"))
+    )  # the thresholds' table
     text = page("reference/options.md")
     assert options and inis
     assert sorted(o for o in options if f"`{o}" not in text) == []
@@ -89,7 +110,12 @@ def test_every_check_is_documented() -> None:
 
 
 def test_every_format_is_documented() -> None:
-    assert sorted(d for d in builtin_dialects().names() if f"`{d}`" not in page("reference/formats.md")) == []
+    assert (
+        sorted(
+            d for d in builtin_dialects().names() if f"`{d}`" not in page("reference/formats.md")
+        )
+        == []
+    )
 
 
 def test_every_command_is_documented() -> None:
@@ -98,9 +124,12 @@ def test_every_command_is_documented() -> None:
     assert sorted(c for c in commands if f"`agent-eval {c}" not in page("reference/cli.md")) == []
 
 
-def test_the_scripted_llm_of_the_prompts_page_drives_a_judge_and_a_simulated_user(pytester: pytest.Pytester) -> None:
-    """The page's scripted ``agent_eval_llm`` tells the plugin's calls apart as the page says: it passes a judged
-    case and a simulated-user conversation end to end."""
+def test_the_scripted_llm_of_the_prompts_page_drives_a_judge_and_a_simulated_user(
+    pytester: pytest.Pytester,
+) -> None:
+    """The page's scripted ``agent_eval_llm`` tells the plugin's calls apart as the page says: it
+    passes a judged case and a simulated-user conversation end to end.
+    """
     found = re.search(r"```python\n(# conftest\.py\n.*?)```", page("reference/prompts.md"), re.S)
     assert found is not None
     pytester.makeconftest(

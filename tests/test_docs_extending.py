@@ -1,5 +1,6 @@
-"""The "Extending" page's examples (docs/extending.md), run as written: each section's files go into a fresh
-directory, and a user's run there shows what the page says it does."""
+"""The "Extending" page's examples (docs/extending.md), run as written: each section's files go into
+a fresh directory, and a user's run there shows what the page says it does.
+"""
 
 from __future__ import annotations
 
@@ -50,7 +51,9 @@ def _write(pytester: pytest.Pytester, title: str) -> None:
 
 
 def _validate(pytester: pytest.Pytester, name: str) -> str:
-    done = subprocess.run(["agent-eval", "validate", name], cwd=pytester.path, capture_output=True, text=True)
+    done = subprocess.run(
+        ["agent-eval", "validate", name], cwd=pytester.path, capture_output=True, text=True
+    )
     return done.stdout
 
 
@@ -59,9 +62,16 @@ def test_a_check(example: pytest.Pytester) -> None:
     result = example.runpytest("--agent", "agent:run", "-p", "no:cacheprovider", "-rA")
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(
-        ["*✗ polite: failed*", "*expected: says please: True", "*actual:   Sure: Book a room", "PASSED *::asks_nicely"]
+        [
+            "*✗ polite: failed*",
+            "*expected: says please: True",
+            "*actual:   Sure: Book a room",
+            "PASSED *::asks_nicely",
+        ]
     )
-    assert _validate(example, "eval_polite.yaml").startswith("eval_polite.yaml: native, 2 cases: ok")
+    assert _validate(example, "eval_polite.yaml").startswith(
+        "eval_polite.yaml: native, 2 cases: ok"
+    )
 
 
 def test_a_file_format(example: pytest.Pytester) -> None:
@@ -72,11 +82,15 @@ def test_a_file_format(example: pytest.Pytester) -> None:
     assert _validate(example, "eval_qa.yaml").startswith("eval_qa.yaml: qa, 1 case: ok")
 
 
-def test_a_report_format_only_with_its_option_and_alike_under_xdist(example: pytest.Pytester) -> None:
+def test_a_report_format_only_with_its_option_and_alike_under_xdist(
+    example: pytest.Pytester,
+) -> None:
     _write(example, "A report format")
     example.makefile(".yaml", eval_two="cases:\n  - {id: a, input: hi, expect: {contains: [hi]}}\n"
                      "  - {id: b, input: hi, expect: {contains: [bye]}}\n")  # fmt: skip
-    example.runpytest("--agent", "agent:run", "-p", "no:cacheprovider").assert_outcomes(passed=1, failed=1)
+    example.runpytest("--agent", "agent:run", "-p", "no:cacheprovider").assert_outcomes(
+        passed=1, failed=1
+    )
     assert not list(example.path.glob("*.csv"))  # no option, no report
     rows = {}
     for name, args in {"serial": (), "n2": ("-n", "2")}.items():
@@ -85,7 +99,11 @@ def test_a_report_format_only_with_its_option_and_alike_under_xdist(example: pyt
         result.assert_outcomes(passed=1, failed=1)
         with open(example.path / f"{name}.csv", newline="") as f:
             rows[name] = list(csv.reader(f))
-    assert rows["serial"] == [["case", "outcome", "score"], ["a", "passed", "1.0"], ["b", "failed", "0.0"]]
+    assert rows["serial"] == [
+        ["case", "outcome", "score"],
+        ["a", "passed", "1.0"],
+        ["b", "failed", "0.0"],
+    ]
     assert rows["n2"] == rows["serial"]
 
 
@@ -93,13 +111,20 @@ def test_a_framework_adapter(example: pytest.Pytester) -> None:
     _write(example, "A framework adapter")
     assert "pytest_agent_eval/adapters/" in _section("A framework adapter")
     result = example.runpytest("-p", "no:cacheprovider", "-v")
-    result.assert_outcomes(passed=1)  # the real tool raises: the mock answered, through the adapter's copy
+    result.assert_outcomes(
+        passed=1
+    )  # the real tool raises: the mock answered, through the adapter's copy
     result.stdout.fnmatch_lines(["eval_weather.yaml::sunny PASSED*"])
     (example.path / "eval_weather.yaml").write_text(
-        _files("A framework adapter")["eval_weather.yaml"].replace("tools_called: [weather]", "tools_called: [map]")
+        _files("A framework adapter")["eval_weather.yaml"].replace(
+            "tools_called: [weather]", "tools_called: [map]"
+        )
     )
     result = example.runpytest("-p", "no:cacheprovider")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
-        ["*✗ tools_called: not called: map*", "*1. weather(text='weather in Oslo?') -> 'sunny, 21 C'"]
+        [
+            "*✗ tools_called: not called: map*",
+            "*1. weather(text='weather in Oslo?') -> 'sunny, 21 C'",
+        ]
     )

@@ -1,5 +1,6 @@
-"""The "Tools from MCP servers" page (docs/guide/mcp.md), run as written: its agent and its eval file with a
-stand-in server, against the loopback LLM."""
+"""The "Tools from MCP servers" page (docs/guide/mcp.md), run as written: its agent and its eval
+file with a stand-in server, against the loopback LLM.
+"""
 
 from __future__ import annotations
 
@@ -31,7 +32,9 @@ def route(prompt: str) -> tuple[str, dict[str, Any]] | None:
     return "get_forecast", {"city": prompt.rsplit(" ", 1)[-1].strip("?")}
 
 
-def test_the_pages_stand_in_example_runs(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_pages_stand_in_example_runs(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
     files = _files()
     assert set(files) == {"eval_weather.yaml", "weather_agent.py"}
     for name, text in files.items():

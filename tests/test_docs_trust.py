@@ -1,6 +1,7 @@
-"""The "Testing prompt injection" and "Trusting your judge" guides' examples (docs/guide/injection.md,
-docs/guide/judges.md), run as written: the files their "Try it" sections name go into a fresh directory, and a
-run there shows what the page says."""
+"""The "Testing prompt injection" and "Trusting your judge" guides' examples
+(docs/guide/injection.md, docs/guide/judges.md), run as written: the files their "Try it" sections
+name go into a fresh directory, and a run there shows what the page says.
+"""
 
 from __future__ import annotations
 
@@ -13,7 +14,9 @@ DOCS = Path(__file__).parent.parent / "docs" / "guide"
 
 
 def _files(page: str) -> dict[str, str]:
-    """The page's fenced blocks whose first line names their file (``# agents.py``), the last of each name."""
+    """The page's fenced blocks whose first line names their file (``# agents.py``), the last of
+    each name.
+    """
     found = {}
     for block in re.findall(r"```\w+\n(.*?)```", (DOCS / page).read_text(encoding="utf-8"), re.S):
         first, _, _ = block.partition("\n")
@@ -33,7 +36,9 @@ def test_the_injection_guide(pytester: pytest.Pytester) -> None:
     _write(pytester, "injection.md", "travel_agents.py", "eval_attack.yaml")
     guarded = pytester.runpytest_inprocess("-p", "no:cacheprovider", "eval_attack.yaml")
     guarded.assert_outcomes(passed=13)
-    naive = pytester.runpytest_inprocess("-p", "no:cacheprovider", "eval_attack.yaml", "--agent", "travel_agents:naive")
+    naive = pytester.runpytest_inprocess(
+        "-p", "no:cacheprovider", "eval_attack.yaml", "--agent", "travel_agents:naive"
+    )
     naive.assert_outcomes(passed=1, failed=12)
     assert "the real" not in naive.stdout.str()
     assert "attack succeeded (exfiltration): the canary canary-" in naive.stdout.str()
@@ -42,12 +47,18 @@ def test_the_injection_guide(pytester: pytest.Pytester) -> None:
 def test_the_judges_guide(pytester: pytest.Pytester) -> None:
     _write(pytester, "judges.md", "conftest.py", "polite.calibration.yaml", "eval_polite.yaml")
     pytester.makepyfile(agent='def run(query, context):\n    return "a good reply"\n')
-    result = pytester.runpytest_inprocess("-p", "no:cacheprovider", "--agent-eval-judge-min-kappa", "0.6")
+    result = pytester.runpytest_inprocess(
+        "-p", "no:cacheprovider", "--agent-eval-judge-min-kappa", "0.6"
+    )
     result.assert_outcomes(passed=5)
     calibration = pytester.path / "polite.calibration.yaml"
     calibration.write_text(
-        calibration.read_text().replace('"a bad answer", label: fail', '"a bad answer", label: pass')
+        calibration.read_text().replace(
+            '"a bad answer", label: fail', '"a bad answer", label: pass'
+        )
     )
-    result = pytester.runpytest_inprocess("-p", "no:cacheprovider", "--agent-eval-judge-min-kappa", "0.6", "-rA")
+    result = pytester.runpytest_inprocess(
+        "-p", "no:cacheprovider", "--agent-eval-judge-min-kappa", "0.6", "-rA"
+    )
     result.assert_outcomes(passed=3, failed=2)
     assert "is uncalibrated: Cohen's kappa 0.50 < 0.6 on 4 labelled items" in result.stdout.str()

@@ -1,5 +1,7 @@
-"""A case's run starts outside the event loop at concurrency 1 and moves onto the loop where it needs it
-(``run.eager``, ``run.loops.InlineLoop``): the verdicts, the task and the context are as on the loop."""
+"""A case's run starts outside the event loop at concurrency 1 and moves onto the loop where it
+needs it (``run.eager``, ``run.loops.InlineLoop``): the verdicts, the task and the context are as on
+the loop.
+"""
 
 from __future__ import annotations
 
@@ -38,7 +40,13 @@ def inline() -> Iterator[InlineLoop]:
 
 
 def _case(**fields: Any) -> Case:
-    return Case(id="c", path=Path("eval_x.yaml"), line=1, query="q", **{"expect": {"contains": ["yes"]}, **fields})
+    return Case(
+        id="c",
+        path=Path("eval_x.yaml"),
+        line=1,
+        query="q",
+        **{"expect": {"contains": ["yes"]}, **fields},
+    )
 
 
 def _run(
@@ -49,18 +57,25 @@ def _run(
     checks: CheckRegistry | None = None,
     **fields: Any,
 ) -> CaseResult:
-    """The case's run as an eval item's at concurrency 1: tool calls recorded (a context variable set and reset
-    around each trial), no concurrency limit for a lone trial."""
+    """The case's run as an eval item's at concurrency 1: tool calls recorded (a context variable
+    set and reset around each trial), no concurrency limit for a lone trial.
+    """
     case = _case(**fields)
     recorder = MockPlan.for_case(case).recorder
     registry = checks or builtin_registry()
-    settings = RunSettings(checks=registry, inline=True, limit=limit, recorder=recorder, traffic=traffic)
+    settings = RunSettings(
+        checks=registry, inline=True, limit=limit, recorder=recorder, traffic=traffic
+    )
     agent = agent if isinstance(agent, Agent) else as_agent(agent)
     return runner.run(run_case(case, agent, settings))
 
 
 def _verdict(result: CaseResult) -> tuple[bool, list[str | None], list[str]]:
-    return result.passed, [t.run.output for t in result.trials], [r for t in result.trials for r in t.reasons]
+    return (
+        result.passed,
+        [t.run.output for t in result.trials],
+        [r for t in result.trials for r in t.reasons],
+    )
 
 
 def _turns(runner: InlineLoop) -> list[int]:
@@ -74,7 +89,11 @@ def test_a_sync_case_that_never_waits_ends_without_a_turn_of_the_loop(inline: In
     turned = _turns(inline)
     assert _verdict(_run(inline, lambda q, c: "yes")) == (True, ["yes"], [])
     assert turned == []
-    assert _verdict(_run(inline, lambda q, c: "no")) == (False, ["no"], ["contains: output lacks 'yes'"])
+    assert _verdict(_run(inline, lambda q, c: "no")) == (
+        False,
+        ["no"],
+        ["contains: output lacks 'yes'"],
+    )
     assert turned == []
 
 
@@ -135,7 +154,9 @@ def test_what_needs_the_loop_runs_in_a_task_on_it(
 
 
 def _plugin_checks(replace_builtin: bool) -> CheckRegistry:
-    """The built-in checks, and a plugin's non-blocking check that uses the loop (as ``blocking=False`` allows)."""
+    """The built-in checks, and a plugin's non-blocking check that uses the loop (as
+    ``blocking=False`` allows).
+    """
 
     def on_loop(run: Any, spec: Any, ctx: Any) -> CheckResult:
         return CheckResult.of("on_loop", _in_task() == "yes")
@@ -157,13 +178,23 @@ class _OwnAdapter(PlainAdapter):
 @pytest.mark.parametrize(
     ("checks", "adapter", "expect"),
     [
-        pytest.param(_plugin_checks(False), None, {"contains": ["yes"], "on_loop": True}, id="plugin check"),
-        pytest.param(_plugin_checks(True), None, {"contains": ["yes"]}, id="plugin check replacing a built-in"),
+        pytest.param(
+            _plugin_checks(False), None, {"contains": ["yes"], "on_loop": True}, id="plugin check"
+        ),
+        pytest.param(
+            _plugin_checks(True),
+            None,
+            {"contains": ["yes"]},
+            id="plugin check replacing a built-in",
+        ),
         pytest.param(None, _OwnAdapter(), {"contains": ["yes"]}, id="plugin adapter"),
     ],
 )
 def test_a_plugins_check_or_adapter_runs_on_the_loop_as_it_was_promised(
-    inline: InlineLoop, checks: CheckRegistry | None, adapter: Adapter | None, expect: dict[str, Any]
+    inline: InlineLoop,
+    checks: CheckRegistry | None,
+    adapter: Adapter | None,
+    expect: dict[str, Any],
 ) -> None:
     agent: Any = _sync_in_task if adapter is None else adapter.agent(_sync_in_task, "agent")
     turned = _turns(inline)
@@ -171,7 +202,9 @@ def test_a_plugins_check_or_adapter_runs_on_the_loop_as_it_was_promised(
     assert turned == [1]
 
 
-def test_a_plugins_non_blocking_check_sees_the_loop_at_any_concurrency(evals: pytest.Pytester) -> None:
+def test_a_plugins_non_blocking_check_sees_the_loop_at_any_concurrency(
+    evals: pytest.Pytester,
+) -> None:
     evals.makeconftest(
         """
         import asyncio
@@ -185,9 +218,14 @@ def test_a_plugins_non_blocking_check_sees_the_loop_at_any_concurrency(evals: py
             registry.register("on_loop", on_loop, {"const": True}, blocking=False)
         """
     )
-    evals.makefile(".yaml", eval_loop="agent: scripted:run\ncases:\n  - {id: c, input: hi, expect: {on_loop: true}}\n")
+    evals.makefile(
+        ".yaml",
+        eval_loop="agent: scripted:run\ncases:\n  - {id: c, input: hi, expect: {on_loop: true}}\n",
+    )
     for concurrency in ("1", "2"):
-        evals.runpytest("-p", "no:cacheprovider", "--agent-eval-concurrency", concurrency).assert_outcomes(passed=1)
+        evals.runpytest(
+            "-p", "no:cacheprovider", "--agent-eval-concurrency", concurrency
+        ).assert_outcomes(passed=1)
 
 
 def test_an_async_agent_sees_its_task_and_loop(inline: InlineLoop) -> None:
@@ -228,7 +266,9 @@ def test_start_hands_the_rest_to_a_task_in_the_same_context() -> None:
     assert VAR.get() == "unset"
     loop = asyncio.new_event_loop()
     try:
-        assert loop.run_until_complete(started.context.run(loop.create_task, started.rest())) == "done"
+        assert (
+            loop.run_until_complete(started.context.run(loop.create_task, started.rest())) == "done"
+        )
     finally:
         loop.close()
     assert log == ["outside the loop", "on the loop, before, task: True"]
@@ -263,8 +303,10 @@ def test_start_raises_what_the_run_raises() -> None:
 
 
 def test_a_run_stopped_before_its_hand_over_took_a_step_ends_its_trial(inline: InlineLoop) -> None:
-    """Ctrl-C or pytest-timeout's signal landing between the hand-over and the task's first step: the trial's
-    tool-mock recording ends, so a tool called later from a thread without the context is not served from it."""
+    """Ctrl-C or pytest-timeout's signal landing between the hand-over and the task's first step:
+    the trial's tool-mock recording ends, so a tool called later from a thread without the context
+    is not served from it.
+    """
     real = inline.loop.run_until_complete
     landed: list[int] = []
 

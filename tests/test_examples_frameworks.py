@@ -1,6 +1,7 @@
-"""examples/frameworks: one support agent built with the OpenAI Agents SDK, pydantic-ai and LangGraph, one eval
-file running every case against each (a matrix), the tool mocks replacing each framework's own tools, a two-turn
-conversation reaching each framework its own way."""
+"""examples/frameworks: one support agent built with the OpenAI Agents SDK, pydantic-ai and
+LangGraph, one eval file running every case against each (a matrix), the tool mocks replacing each
+framework's own tools, a two-turn conversation reaching each framework its own way.
+"""
 
 from __future__ import annotations
 
@@ -20,10 +21,21 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def _run(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("CI", "BUILD_NUMBER", "FRAMEWORKS_LLM_URL")}
+    env = {
+        k: v for k, v in os.environ.items() if k not in ("CI", "BUILD_NUMBER", "FRAMEWORKS_LLM_URL")
+    }
     env["FRAMEWORKS_REAL_TOOL_LOG"] = str(tmp_path / "real_tools.log")
     env["PYTEST_ADDOPTS"] = OTHER_PLUGINS_OFF
-    command = [sys.executable, "-m", "pytest", "examples/frameworks", "-p", "no:cacheprovider", "-v", *args]
+    command = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "examples/frameworks",
+        "-p",
+        "no:cacheprovider",
+        "-v",
+        *args,
+    ]
     return subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
 
 
@@ -36,13 +48,22 @@ def test_every_framework_runs_the_shared_cases_with_its_tools_mocked(tmp_path: P
             assert f"eval_frameworks.yaml::{case}[{name}] PASSED" in done.stdout
     assert not (tmp_path / "real_tools.log").exists()  # no framework ran a real tool
     report = json.loads((tmp_path / "r.json").read_text())
-    calls = {c["case_id"]: [(t["name"], t["args"], t["result"]) for t in c["tool_calls"]] for c in report["cases"]}
+    calls = {
+        c["case_id"]: [(t["name"], t["args"], t["result"]) for t in c["tool_calls"]]
+        for c in report["cases"]
+    }
     for name in names:
         assert calls[f"order_status[{name}]"] == [
-            ("lookup_order", {"order_id": "A100"}, "order A100: shipped on 2026-11-20, arrives 2026-11-25")
+            (
+                "lookup_order",
+                {"order_id": "A100"},
+                "order A100: shipped on 2026-11-20, arrives 2026-11-25",
+            )
         ]
     shipped = "order A100: shipped on 2026-11-20, arrives 2026-11-25"
-    for name in names:  # the second turn's "it" is the first turn's order: each framework had the first turn
+    for name in (
+        names
+    ):  # the second turn's "it" is the first turn's order: each framework had the first turn
         assert calls[f"follow_up[{name}]"] == [("lookup_order", {"order_id": "A100"}, shipped)] * 2
     assert set(report["agents"]) == set(names)
 

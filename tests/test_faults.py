@@ -1,8 +1,10 @@
-"""Faults stay in their case (SPEC §7, §13): whatever an agent does, the run ends, every good case passes and the
-bad one fails with one message — serially, with many calls in flight, and under ``-n 2``.
+"""Faults stay in their case (SPEC §7, §13): whatever an agent does, the run ends, every good case
+passes and the bad one fails with one message — serially, with many calls in flight, and under ``-n
+2``.
 
-The faults that leave the run going on share one run per mode (each in files of its own, read by its test); an
-agent that blocks or spins, Ctrl-C and a crashing worker each have runs of their own."""
+The faults that leave the run going on share one run per mode (each in files of its own, read by its
+test); an agent that blocks or spins, Ctrl-C and a crashing worker each have runs of their own.
+"""
 
 from __future__ import annotations
 
@@ -92,7 +94,9 @@ MODES = {
 
 def good_file(n: int = 4, extra: str = "") -> str:
     lines = ["agent: fault_agents:good", "cases:"]
-    lines += [f"  - {{id: good{i}, input: q{i}, expect: {{contains: [answer]}}{extra}}}" for i in range(n)]
+    lines += [
+        f"  - {{id: good{i}, input: q{i}, expect: {{contains: [answer]}}{extra}}}" for i in range(n)
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -112,14 +116,20 @@ def faults(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest
     return pytester
 
 
-# hypothesis's plugin compiles its package at the terminal summary, while an abandoned agent thread may still run:
-# CPython 3.11 before 3.11.8 can fail two threads compiling at once (gh-106905, "AST constructor recursion depth
+# hypothesis's plugin compiles its package at the terminal summary, while an abandoned agent thread
+# may still run:
+# CPython 3.11 before 3.11.8 can fail two threads compiling at once (gh-106905, "AST constructor
+# recursion depth
 # mismatch"). These runs do not need it.
 OPTIONS = ("-p", "no:cacheprovider", "-p", "no:hypothesispytest", "--timeout", "60", "-rA")
 
 
-def run(pytester: pytest.Pytester, mode: str, *args: str, ok_exit: tuple[int, ...] = (0, 1)) -> pytest.RunResult:
-    """The run ends (pytest-timeout as a backstop inside, a hard limit outside) without an internal error."""
+def run(
+    pytester: pytest.Pytester, mode: str, *args: str, ok_exit: tuple[int, ...] = (0, 1)
+) -> pytest.RunResult:
+    """The run ends (pytest-timeout as a backstop inside, a hard limit outside) without an internal
+    error.
+    """
     result = pytester.runpytest_subprocess(*OPTIONS, *MODES[mode], *args, timeout=180)
     output = result.stdout.str() + result.stderr.str()
     assert "INTERNALERROR" not in output, output
@@ -155,17 +165,22 @@ RETITLES = (
     .replace("id: bad,", 'id: bad, description: "title \\x1b]0;pwned\\x07",')
 )
 
-# The faults that leave the run going on, each a bad file beside good ones (`<name>_ok.yaml`, run next to it):
+# The faults that leave the run going on, each a bad file beside good ones (`<name>_ok.yaml`, run
+# next to it):
 # one run of them all per mode, which each test reads for its own files.
 SCENARIOS = {  # name: (the bad file, its good neighbour)
     "eval_broken": (bad_file("Broken"), good_file(6)),
     "eval_retitle": (RETITLES, good_file(6)),
     "eval_deep": (
-        bad_file("deep").replace("expect: {contains: [answer]}", "expect: {tools_called: [search]}"),
+        bad_file("deep").replace(
+            "expect: {contains: [answer]}", "expect: {tools_called: [search]}"
+        ),
         good_file(6),
     ),
     "eval_regex": (
-        bad_file("letters", ", timeout: 1").replace("expect: {contains: [answer]}", 'expect: {regex: "(a+)+$"}'),
+        bad_file("letters", ", timeout: 1").replace(
+            "expect: {contains: [answer]}", 'expect: {regex: "(a+)+$"}'
+        ),
         good_file(6, ", timeout: 1"),
     ),
 }
@@ -173,19 +188,26 @@ SCENARIOS = {  # name: (the bad file, its good neighbour)
 
 @pytest.fixture(scope="module")
 def shared_runs(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], SharedRun]:
-    """The run of a mode: this module's faults that leave the run going on, each file run once per mode in one run
-    of them all (`-v`, short summary in full)."""
+    """The run of a mode: this module's faults that leave the run going on, each file run once per
+    mode in one run of them all (`-v`, short summary in full).
+    """
     runs: dict[str, SharedRun] = {}
 
     def run_of(mode: str) -> SharedRun:
         if mode not in runs:
-            files = {f"{name}.yaml": bad_file(agent, extra, head) for name, (agent, extra, head, _) in FAULTS.items()}
+            files = {
+                f"{name}.yaml": bad_file(agent, extra, head)
+                for name, (agent, extra, head, _) in FAULTS.items()
+            }
             files["eval_good.yaml"] = good_file(8)
             for name, (bad, good) in SCENARIOS.items():
                 files |= {f"{name}.yaml": bad, f"{name}_ok.yaml": good}
             path = tmp_path_factory.mktemp(f"faults-{mode}") / "run"
-            write_files(path, {"fault_agents.py": AGENTS.strip() + "\n", **files})  # as makepyfile writes it
-            # -v: the -v report sections (agent output, tool calls) some tests read; the failure text is the same
+            write_files(
+                path, {"fault_agents.py": AGENTS.strip() + "\n", **files}
+            )  # as makepyfile writes it
+            # -v: the -v report sections (agent output, tool calls) some tests read; the failure
+            # text is the same
             runs[mode] = run_pytest(path, *OPTIONS, *MODES[mode], "-v", timeout=180, COLUMNS="400")
             assert runs[mode].ret == 1, repr(runs[mode])
         return runs[mode]
@@ -204,9 +226,13 @@ def scenario(name: str) -> tuple[str, str]:
 
 
 def test_an_agent_that_exits_or_raises_stop_iteration_fails_its_own_case(shared: SharedRun) -> None:
-    shared.assert_outcomes(("eval_good.yaml", *(f"{name}.yaml" for name in FAULTS)), passed=8, failed=2 * len(FAULTS))
+    shared.assert_outcomes(
+        ("eval_good.yaml", *(f"{name}.yaml" for name in FAULTS)), passed=8, failed=2 * len(FAULTS)
+    )
     printed = Counter(line.strip() for line in shared.lines)
-    expected = Counter(f"✗ {message}" for *_, message in FAULTS.values() for _case in ("before", "bad"))
+    expected = Counter(
+        f"✗ {message}" for *_, message in FAULTS.values() for _case in ("before", "bad")
+    )
     assert {line: printed[line] for line in expected} == expected, shared.stdout
     for name in FAULTS:
         shared.shows(
@@ -225,11 +251,16 @@ def test_an_agent_class_that_cannot_be_created_fails_with_one_line(shared: Share
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_a_keyboard_interrupt_from_an_agent_interrupts_the_run(faults: pytest.Pytester, mode: str) -> None:
+def test_a_keyboard_interrupt_from_an_agent_interrupts_the_run(
+    faults: pytest.Pytester, mode: str
+) -> None:
     faults.makefile(".yaml", eval_bad=bad_file("interrupts"), eval_good=good_file(8))
-    # under -n, xdist reports the worker's interrupt ("node down: keyboard-interrupt") and may go on with the others
+    # under -n, xdist reports the worker's interrupt ("node down: keyboard-interrupt") and may go on
+    # with the others
     result = run(faults, mode, "--junitxml=junit.xml", ok_exit=(1, 2) if mode == "xdist" else (2,))
-    result.stdout.fnmatch_lines(["*keyboard-interrupt*" if mode == "xdist" else "*! KeyboardInterrupt !*"])
+    result.stdout.fnmatch_lines(
+        ["*keyboard-interrupt*" if mode == "xdist" else "*! KeyboardInterrupt !*"]
+    )
     assert (faults.path / "junit.xml").exists()
 
 
@@ -247,10 +278,13 @@ def test_deeply_nested_agent_data_shows_the_failure_reason(shared: SharedRun) ->
     shared.matcher.fnmatch_lines(["*1. lookup(x={'x': {'x': *{...}*}) -> None"])
 
 
-# A spinning agent at concurrency 1 runs in pytest's own thread: only pytest-timeout's --timeout stops it (README).
-# Each in a run of its own: cases in flight beside other faults than these are not what this test pins.
+# A spinning agent at concurrency 1 runs in pytest's own thread: only pytest-timeout's --timeout
+# stops it (README).
+# Each in a run of its own: cases in flight beside other faults than these are not what this test
+# pins.
 @pytest.mark.parametrize(
-    ("agent", "mode"), [(a, m) for a in ("blocks", "spins") for m in MODES if (a, m) != ("spins", "serial")]
+    ("agent", "mode"),
+    [(a, m) for a in ("blocks", "spins") for m in MODES if (a, m) != ("spins", "serial")],
 )
 def test_an_agent_that_blocks_the_event_loop_fails_alone_at_its_timeout(
     faults: pytest.Pytester, mode: str, agent: str
@@ -265,19 +299,31 @@ def test_an_agent_that_blocks_the_event_loop_fails_alone_at_its_timeout(
     shows(result, "PASSED eval_good.yaml::good5")
 
 
-def test_a_blocked_loop_is_seen_while_waiting_for_a_case_without_a_timeout(faults: pytest.Pytester) -> None:
-    """The first case has no timeout and is still in flight when the next one's agent blocks the loop: the blocking
-    agent fails at its own timeout, and the cases in flight behind it run again on a fresh loop (they used to fail
-    with their own timeouts, which ran out while the loop was held)."""
+def test_a_blocked_loop_is_seen_while_waiting_for_a_case_without_a_timeout(
+    faults: pytest.Pytester,
+) -> None:
+    """The first case has no timeout and is still in flight when the next one's agent blocks the
+    loop: the blocking agent fails at its own timeout, and the cases in flight behind it run again
+    on a fresh loop (they used to fail with their own timeouts, which ran out while the loop was
+    held).
+    """
     first = "agent: fault_agents:unhurried\ncases:\n  - {id: first, input: f, expect: {contains: [answer]}}\n"
     blocker = "agent: fault_agents:blocks\ncases:\n  - {id: bad, input: b, timeout: 1}\n"
     good = good_file(6, ", timeout: 1").replace("fault_agents:good", "fault_agents:slow")
     faults.makefile(".yaml", eval_a_first=first, eval_b_blocks=blocker, eval_c_good=good)
     result = run(faults, "concurrent")
     result.assert_outcomes(passed=7, failed=1)
-    shows(result, "PASSED eval_a_first.yaml::first", *(f"PASSED eval_c_good.yaml::good{i}" for i in range(6)))
-    result.stdout.fnmatch_lines(["*✗ agent blocked the event loop for * s (timeout of case bad: 1 s)"])
-    output = result.stdout.str() + result.stderr.str()  # the left loop's cases end in their own tasks, quietly
+    shows(
+        result,
+        "PASSED eval_a_first.yaml::first",
+        *(f"PASSED eval_c_good.yaml::good{i}" for i in range(6)),
+    )
+    result.stdout.fnmatch_lines(
+        ["*✗ agent blocked the event loop for * s (timeout of case bad: 1 s)"]
+    )
+    output = (
+        result.stdout.str() + result.stderr.str()
+    )  # the left loop's cases end in their own tasks, quietly
     assert "Exception ignored" not in output and "was never awaited" not in output, output
 
 
@@ -301,6 +347,10 @@ def test_an_agent_that_ends_its_worker_process_is_named_and_the_others_pass(
     assert (outcomes.get("passed"), outcomes.get("failed")) == (8, 1), result.stdout.str()
     shows(result, *(f"PASSED eval_good.yaml::good{i}" for i in range(8)))
     failed = [line for line in result.stdout.lines if line.startswith("FAILED")]
-    assert [line.split(" - ")[0] for line in failed] == ["FAILED eval_bad.yaml::bad"], result.stdout.str()
+    assert [line.split(" - ")[0] for line in failed] == ["FAILED eval_bad.yaml::bad"], (
+        result.stdout.str()
+    )
     if concurrency != "1":
-        result.stdout.fnmatch_lines(["*crashed while running 'eval_bad.yaml::bad', the only case in flight on it*"])
+        result.stdout.fnmatch_lines(
+            ["*crashed while running 'eval_bad.yaml::bad', the only case in flight on it*"]
+        )

@@ -1,9 +1,11 @@
-"""Conversations with the framework agents (SPEC §17): a real OpenAI Agents SDK agent, pydantic-ai agent and
-LangGraph ReAct agent, each talking to the loopback OpenAI-compatible server, run by the plugin through `turns:`
-and `simulated_user:`. Each turn's request carries the conversation so far in the framework's own form (the SDK's
-input list, pydantic-ai's `message_history`, LangGraph's `messages` state); the usage each framework reports is
-summed over every turn with the traffic hook off; tool mocks keep the calls the framework reported itself (an SDK
-handoff) beside the ones they recorded."""
+"""Conversations with the framework agents (SPEC §17): a real OpenAI Agents SDK agent, pydantic-ai
+agent and LangGraph ReAct agent, each talking to the loopback OpenAI-compatible server, run by the
+plugin through `turns:` and `simulated_user:`. Each turn's request carries the conversation so far
+in the framework's own form (the SDK's input list, pydantic-ai's `message_history`, LangGraph's
+`messages` state); the usage each framework reports is summed over every turn with the traffic hook
+off; tool mocks keep the calls the framework reported itself (an SDK handoff) beside the ones they
+recorded.
+"""
 
 from __future__ import annotations
 
@@ -86,7 +88,9 @@ def _text(content: Any) -> str:
 
 
 def _said(body: dict[str, Any]) -> list[tuple[str, str]]:
-    """The user's and the assistant's texts in a request, in order (tool calls and results left out)."""
+    """The user's and the assistant's texts in a request, in order (tool calls and results left
+    out).
+    """
     return [
         (m["role"], _text(m.get("content")))
         for m in body.get("messages", [])
@@ -116,7 +120,9 @@ def project(pytester: pytest.Pytester) -> pytest.Pytester:
     return pytester
 
 
-def _run(pytester: pytest.Pytester, *args: str) -> tuple[pytest.RunResult, dict[str, dict[str, Any]]]:
+def _run(
+    pytester: pytest.Pytester, *args: str
+) -> tuple[pytest.RunResult, dict[str, dict[str, Any]]]:
     result = pytester.runpytest("-p", "no:cacheprovider", "-v", "--agent-eval-report=r.json", *args)
     assert "INTERNALERROR" not in result.stdout.str(), result.stdout.str()
     report = json.loads((pytester.path / "r.json").read_text())
@@ -126,7 +132,9 @@ def _run(pytester: pytest.Pytester, *args: str) -> tuple[pytest.RunResult, dict[
 def test_turns_give_each_framework_the_conversation_so_far_and_sum_its_usage(
     project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Items 1 and 3: turn 2's request holds turn 1's message and answer; tokens are those of every request."""
+    """Items 1 and 3: turn 2's request holds turn 1's message and answer; tokens are those of every
+    request.
+    """
     project.makefile(
         ".yaml",
         eval_turns=MATRIX
@@ -142,7 +150,9 @@ def test_turns_give_each_framework_the_conversation_so_far_and_sum_its_usage(
         result, cases = _run(project)
     result.assert_outcomes(passed=3)
     for model in FRAMEWORKS:
-        assert _asked(server, model, SECOND) == [[("user", FIRST), ("assistant", FIRST_ANSWER)]], model
+        assert _asked(server, model, SECOND) == [[("user", FIRST), ("assistant", FIRST_ANSWER)]], (
+            model
+        )
         case = cases[f"remembers[{model}]"]
         transcript = [m["content"] for m in case["transcript"]]
         assert transcript == [FIRST, FIRST_ANSWER, SECOND, "I can answer that without tools."]
@@ -153,24 +163,31 @@ def test_turns_give_each_framework_the_conversation_so_far_and_sum_its_usage(
 
 
 class Player:
-    """The loopback LLM's part as the simulated user (asks about order 42 after its greeting, then signs off) and as
-    the scorer (every task done); the agents' requests are routed as usual."""
+    """The loopback LLM's part as the simulated user (asks about order 42 after its greeting, then
+    signs off) and as the scorer (every task done); the agents' requests are routed as usual.
+    """
 
     def __call__(self, body: dict[str, Any]) -> str | None:
         if body.get("model") != "judge":
             return None
         messages = body["messages"]
         if len(messages) == 1:  # the scorer
-            tasks = re.findall(r"^\d+\. \[\w+\] (.*?) \(acceptance criteria:", messages[0]["content"], re.M)
+            tasks = re.findall(
+                r"^\d+\. \[\w+\] (.*?) \(acceptance criteria:", messages[0]["content"], re.M
+            )
             return json.dumps({"tone": 1, "tasks": [{"scored": t, "score": 1} for t in tasks]})
-        mine = [m for m in messages[1:] if m["role"] == "assistant"]  # the simulator's own messages, greeting first
+        mine = [
+            m for m in messages[1:] if m["role"] == "assistant"
+        ]  # the simulator's own messages, greeting first
         return FIRST if len(mine) == 1 else "Thanks. Bye now"
 
 
 def test_a_simulated_user_talks_to_each_framework_with_the_history_and_its_usage_is_summed(
     project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Items 1 and 3: the agent's second call holds the greeting and its answer; tokens are those of its requests."""
+    """Items 1 and 3: the agent's second call holds the greeting and its answer; tokens are those of
+    its requests.
+    """
     project.makefile(
         ".yaml",
         eval_chat=MATRIX
@@ -192,7 +209,9 @@ def test_a_simulated_user_talks_to_each_framework_with_the_history_and_its_usage
         result, cases = _run(project)
     result.assert_outcomes(passed=3)
     for model in FRAMEWORKS:
-        assert _asked(server, model, FIRST) == [[("user", "Hello"), ("assistant", "I can answer that without tools.")]]
+        assert _asked(server, model, FIRST) == [
+            [("user", "Hello"), ("assistant", "I can answer that without tools.")]
+        ]
         case = cases[f"chat[{model}]"]
         assert [m["content"] for m in case["transcript"]][-1] == "Thanks. Bye now"
         requests = sum(body["model"] == model for body in server.requests)
@@ -201,18 +220,26 @@ def test_a_simulated_user_talks_to_each_framework_with_the_history_and_its_usage
 
 
 def handoff_script(body: dict[str, Any]) -> dict[str, Any] | None:
-    """After a user message asking for a refund: each of these tools the request offers, once, in this order (the
-    SDK's triage agent looks the order up and hands off to billing, which refunds); then the usual answer."""
+    """After a user message asking for a refund: each of these tools the request offers, once, in
+    this order (the SDK's triage agent looks the order up and hands off to billing, which refunds);
+    then the usual answer.
+    """
     messages = body.get("messages") or []
     last_user = max((n for n, m in enumerate(messages) if m.get("role") == "user"), default=0)
     if "refund" not in _text(messages[last_user].get("content") if messages else "").lower():
         return None
     offered = [t["function"]["name"] for t in body.get("tools") or []]
-    called = [c["function"]["name"] for m in messages[last_user:] for c in m.get("tool_calls") or []]
+    called = [
+        c["function"]["name"] for m in messages[last_user:] for c in m.get("tool_calls") or []
+    ]
     for name in ("lookup_order", "transfer_to_billing", "refund_order"):
         if name in offered and name not in called:
             args = {} if name.startswith("transfer_to_") else {"order_id": "42"}
-            call = {"id": f"call_{name}", "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}
+            call = {
+                "id": f"call_{name}",
+                "type": "function",
+                "function": {"name": name, "arguments": json.dumps(args)},
+            }
             return {"role": "assistant", "content": None, "tool_calls": [call]}
     return None
 
@@ -228,7 +255,9 @@ def to_billing(run):
 def test_tool_mocks_keep_the_handoff_the_sdk_reported(
     project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Item 2: the mocks' calls and the SDK's handoff, in the order they happened, each once; the metadata kept."""
+    """Item 2: the mocks' calls and the SDK's handoff, in the order they happened, each once; the
+    metadata kept.
+    """
     project.makepyfile(handoff_checks=HANDED_OFF)
     expect = "{tool_sequence: [lookup_order, transfer_to_billing, refund_order], custom: ['handoff_checks:to_billing']}"
     project.makefile(
@@ -261,8 +290,9 @@ cases:
 def test_the_report_keeps_the_handoff_metadata_the_sdk_reported(
     project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The JSON report's case metadata has the run's ``handoffs`` / ``last_agent`` beside the case's own
-    metadata; a conversation's joins its turns'."""
+    """The JSON report's case metadata has the run's ``handoffs`` / ``last_agent`` beside the case's
+    own metadata; a conversation's joins its turns'.
+    """
     project.makefile(
         ".yaml",
         eval_refund="""
@@ -281,15 +311,21 @@ cases:
         monkeypatch.setenv("LOOPBACK_URL", server.base_url)
         result, cases = _run(project)
     result.assert_outcomes(passed=2)
-    assert cases["refund"]["metadata"] == {"team": "billing-desk", "handoffs": ["billing"], "last_agent": "billing"}
+    assert cases["refund"]["metadata"] == {
+        "team": "billing-desk",
+        "handoffs": ["billing"],
+        "last_agent": "billing",
+    }
     assert cases["refund_later"]["metadata"] == cases["refund"]["metadata"]
 
 
 def test_a_raising_tool_mock_in_the_sdk_is_handed_to_the_model_as_a_raising_tool_is(
     project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A ``{raise: …}`` mock of an Agents SDK function tool does what the real tool raising does: the SDK's
-    ``failure_error_function`` answers the model with its message and the run goes on; the record keeps the error."""
+    """A ``{raise: …}`` mock of an Agents SDK function tool does what the real tool raising does:
+    the SDK's ``failure_error_function`` answers the model with its message and the run goes on; the
+    record keeps the error.
+    """
     project.makefile(
         ".yaml",
         eval_refund="""
@@ -310,4 +346,6 @@ cases:
     lookup = cases["refund"]["tool_calls"][0]
     assert lookup["name"] == "lookup_order" and "order system down" in str(lookup["error"]), lookup
     told = [m for body in server.requests for m in body["messages"] if m.get("role") == "tool"]
-    assert told[0]["content"] == "An error occurred while running the tool. Please try again."  # the SDK's default
+    assert (
+        told[0]["content"] == "An error occurred while running the tool. Please try again."
+    )  # the SDK's default

@@ -1,7 +1,8 @@
-"""A call to an unmocked tool (``unmocked_tools: strict``) inside a framework agent: the stand-in raises inside the
-framework's machinery, and the failure text shows the line that matters (the call, its arguments, the case's
-``path:line`` and what to do) with the user's own frames, not the framework's traceback; the JSON and HTML
-reports keep the call and that line (SPEC §17)."""
+"""A call to an unmocked tool (``unmocked_tools: strict``) inside a framework agent: the stand-in
+raises inside the framework's machinery, and the failure text shows the line that matters (the call,
+its arguments, the case's ``path:line`` and what to do) with the user's own frames, not the
+framework's traceback; the JSON and HTML reports keep the call and that line (SPEC §17).
+"""
 
 from __future__ import annotations
 
@@ -66,7 +67,9 @@ def test_an_unmocked_tool_inside_pydantic_ai_fails_with_the_line_that_matters(
     pytester.syspathinsert()
     with ChatServer(route) as server:
         monkeypatch.setenv("LOOPBACK_URL", server.base_url)
-        result = pytester.runpytest("-p", "no:cacheprovider", "--agent-eval-report=r.json", "--agent-eval-html=r.html")
+        result = pytester.runpytest(
+            "-p", "no:cacheprovider", "--agent-eval-report=r.json", "--agent-eval-html=r.html"
+        )
     result.assert_outcomes(failed=2)
     failure = result.stdout.str().split(" refund ___")[1].split("___ lookup ___")[0]
     where = "eval_orders.yaml:3"
@@ -79,11 +82,16 @@ def test_an_unmocked_tool_inside_pydantic_ai_fails_with_the_line_that_matters(
     assert len(failure.splitlines()) < 25, failure
     report = json.loads((pytester.path / "r.json").read_text())
     case = next(c for c in report["cases"] if c["case_id"] == "refund")
-    assert [(c["name"], c["args"]) for c in case["tool_calls"]] == [("refund_order", {"order_id": "42"})]
-    said = re.compile(r"unmocked tool call refund_order\(order_id='42'\) in case refund \((\S*/)?eval_orders.yaml:3\)")
+    assert [(c["name"], c["args"]) for c in case["tool_calls"]] == [
+        ("refund_order", {"order_id": "42"})
+    ]
+    said = re.compile(
+        r"unmocked tool call refund_order\(order_id='42'\) in case refund \((\S*/)?eval_orders.yaml:3\)"
+    )
     assert said.match(case["error"]), case["error"]
     assert said.search((pytester.path / "r.html").read_text())
-    # an error in the user's own tool: its frame, the framework's folded into one line naming the packages
+    # an error in the user's own tool: its frame, the framework's folded into one line naming the
+    # packages
     failure = result.stdout.str().split("___ lookup ___")[1].split("short test summary")[0]
     text = re.sub(r"File \"\S*/", 'File "', failure)
     assert re.search(

@@ -1,7 +1,8 @@
-"""A standing guard on the inputs added since the loader's (issue 27): saved reports fed to ``agent-eval compare``,
-``html``, ``merge`` and ``gate`` (issue 28), baselines, cassettes, and provider responses through the traffic hook.
-Mutated inputs give the plugin's own clean error (exit 2, ``BaselineError``, ``CassetteError``, a transport error),
-never another exception."""
+"""A standing guard on the inputs added since the loader's (issue 27): saved reports fed to
+``agent-eval compare``, ``html``, ``merge`` and ``gate`` (issue 28), baselines, cassettes, and
+provider responses through the traffic hook. Mutated inputs give the plugin's own clean error (exit
+2, ``BaselineError``, ``CassetteError``, a transport error), never another exception.
+"""
 
 from __future__ import annotations
 
@@ -25,7 +26,9 @@ from pytest_agent_eval.report.record import CaseRecord, CheckRecord, ToolCallRec
 from pytest_agent_eval.traffic.cassette import Cassette, CassetteError, match_key
 
 EXAMPLES = 300
-FUZZ = settings(max_examples=EXAMPLES, derandomize=True, deadline=None, suppress_health_check=list(HealthCheck))
+FUZZ = settings(
+    max_examples=EXAMPLES, derandomize=True, deadline=None, suppress_health_check=list(HealthCheck)
+)
 
 
 def _record(nodeid: str, outcome: str, passes: int, trials: int) -> dict[str, Any]:
@@ -42,7 +45,10 @@ def _record(nodeid: str, outcome: str, passes: int, trials: int) -> dict[str, An
         score=passes / trials,
         min_score=0.5,
         passes=passes,
-        trials=[TrialRecord(n < passes, 1.0 if n < passes else 0.0, 0.25, tokens={"input": 3}) for n in range(trials)],
+        trials=[
+            TrialRecord(n < passes, 1.0 if n < passes else 0.0, 0.25, tokens={"input": 3})
+            for n in range(trials)
+        ],
         checks=[check],
         tool_calls=[ToolCallRecord("search", {"q": "x"}, "found")],
         output="the answer",
@@ -79,7 +85,9 @@ ODD = st.sampled_from(
     [None, True, False, 0, -1, 1.5, 1e308, 10**30, "", "x", "\ud83d", "<script>", "a|b", [], {}, [None], {"": 1},
      {"x": [1]}, "NaN", [[[[[]]]]], "passed", "error", "eval_a.yaml::one"]
 )  # fmt: skip
-KEYS = st.sampled_from(["", "x", "nodeid", "trials", "cases", "score", "baseline", "__class__", "regressions"])
+KEYS = st.sampled_from(
+    ["", "x", "nodeid", "trials", "cases", "score", "baseline", "__class__", "regressions"]
+)
 
 
 def _paths(data: Any, key: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
@@ -105,7 +113,9 @@ def _mutated(draw: st.DrawFn, seed: Any) -> Any:
         for part in target[:-1]:
             parent = parent[part]
         kind = draw(st.sampled_from(["value", "key", "delete"]))
-        odd = copy.deepcopy(draw(ODD))  # a value of its own: mutated later, the sampled one stays as it is
+        odd = copy.deepcopy(
+            draw(ODD)
+        )  # a value of its own: mutated later, the sampled one stays as it is
         if kind == "value":
             parent[target[-1]] = odd
         elif kind == "delete":
@@ -128,7 +138,9 @@ def reports(draw: st.DrawFn) -> str:
         i = draw(st.integers(0, len(text) - 1))
         text = text[:i] + draw(st.sampled_from(list('{}[]:,"\\0 \ufeff'))) + text[i + 1 :]
     elif op == "constant":
-        text = text.replace("1.5", draw(st.sampled_from(["NaN", "Infinity", "-Infinity", "1e999"])), 1)
+        text = text.replace(
+            "1.5", draw(st.sampled_from(["NaN", "Infinity", "-Infinity", "1e999"])), 1
+        )
     return text
 
 
@@ -155,8 +167,24 @@ def test_mutated_saved_reports_give_a_clean_error_in_compare_html_merge_and_gate
                 ["html", str(good), str(bad), "-o", str(folder / "page2.html")],
                 ["merge", str(other), str(bad), "-o", str(folder / "merged.json")],
                 ["merge", str(bad), "-o", str(folder / "alone.json")],
-                ["gate", str(bad), "--min-pass-rate", "0.5", "--max-cost", "1", "--max-p95-latency", "1"],
-                ["gate", str(good), "--baseline", str(bad), "--markdown", str(folder / "summary.md")],
+                [
+                    "gate",
+                    str(bad),
+                    "--min-pass-rate",
+                    "0.5",
+                    "--max-cost",
+                    "1",
+                    "--max-p95-latency",
+                    "1",
+                ],
+                [
+                    "gate",
+                    str(good),
+                    "--baseline",
+                    str(bad),
+                    "--markdown",
+                    str(folder / "summary.md"),
+                ],
             ):
                 assert main(argv) in (0, 1, 2), argv
         assert "Traceback" not in out.getvalue()
@@ -198,7 +226,14 @@ def cassettes(draw: st.DrawFn) -> str:
     if draw(st.booleans()):
         lines = text.splitlines(keepends=True)
         i = draw(st.integers(0, len(lines) - 1))
-        lines.insert(i, draw(st.sampled_from(["&a [*a]\n", "x: *a\n", "- !!binary AAA\n", "{\n", "\t\n", "? [a]\n"])))
+        lines.insert(
+            i,
+            draw(
+                st.sampled_from(
+                    ["&a [*a]\n", "x: *a\n", "- !!binary AAA\n", "{\n", "\t\n", "? [a]\n"]
+                )
+            ),
+        )
         text = "".join(lines)
     return text
 
@@ -220,7 +255,8 @@ def test_mutated_cassettes_load_or_give_a_cassette_error(text: str) -> None:
         cassette.take(match_key("POST", "http://127.0.0.1:1/x", b"{}", frozenset()))
 
 
-# -- provider responses through the traffic hook -----------------------------------------------------------------
+# -- provider responses through the traffic hook
+# -----------------------------------------------------------------
 
 httpx = pytest.importorskip("httpx")
 
@@ -240,11 +276,26 @@ USAGES = st.one_of(
 @st.composite
 def responses(draw: st.DrawFn) -> tuple[int, list[tuple[str, str]], bytes]:
     status = draw(st.sampled_from([200, 201, 204, 301, 400, 401, 404, 418, 429, 500, 503, 599]))
-    content_type = draw(st.sampled_from(["application/json", "text/event-stream", "text/html", "", "application/x"]))
+    content_type = draw(
+        st.sampled_from(["application/json", "text/event-stream", "text/html", "", "application/x"])
+    )
     headers = [("content-type", content_type)] if content_type else []
-    for name in draw(st.lists(st.sampled_from(["retry-after", "x-ratelimit-remaining", "content-encoding"]))):
-        headers.append((name, draw(st.sampled_from(["", "1", "-1", "abc", "Wed, 21 Oct 2015 07:28:00 GMT", "nan"]))))
-    body = {"id": "x", "model": draw(st.sampled_from(["m", "", None, 5, "gpt-4o"])), "usage": draw(USAGES)}
+    for name in draw(
+        st.lists(st.sampled_from(["retry-after", "x-ratelimit-remaining", "content-encoding"]))
+    ):
+        headers.append(
+            (
+                name,
+                draw(
+                    st.sampled_from(["", "1", "-1", "abc", "Wed, 21 Oct 2015 07:28:00 GMT", "nan"])
+                ),
+            )
+        )
+    body = {
+        "id": "x",
+        "model": draw(st.sampled_from(["m", "", None, 5, "gpt-4o"])),
+        "usage": draw(USAGES),
+    }
     text = json.dumps(body, ensure_ascii=False)
     shape = draw(st.sampled_from(["json", "stream", "cut", "bytes"]))
     if shape == "stream":
@@ -272,9 +323,14 @@ def test_provider_responses_through_the_traffic_hook_are_counted_or_fail_cleanly
             cassette = Cassette(folder / "c.yaml", frozenset(), load=False) if mode else None
             traffic = Traffic(TrafficSettings(root=folder, mode=mode, retries=0))
             trial = CaseTraffic("c", cassette).trial()
-            request = httpx.Request("POST", "http://127.0.0.1:1/v1/chat/completions", json={"model": "m"})
+            request = httpx.Request(
+                "POST", "http://127.0.0.1:1/v1/chat/completions", json={"model": "m"}
+            )
             answer = traffic.handle(
-                httpx, request, lambda r: httpx.Response(status, headers=headers, content=raw), trial
+                httpx,
+                request,
+                lambda r: httpx.Response(status, headers=headers, content=raw),
+                trial,
             )
             assert answer.status_code == status and answer.content == raw
             trial.usage.as_dict()
@@ -283,7 +339,8 @@ def test_provider_responses_through_the_traffic_hook_are_counted_or_fail_cleanly
                 Cassette(folder / "c.yaml", frozenset())  # what was written reads back
 
 
-# -- SPEC §22: promptfoo configs, tests CSVs, dataset rows and every report reader -----------------------------
+# -- SPEC §22: promptfoo configs, tests CSVs, dataset rows and every report reader
+# -----------------------------
 
 HOSTILE = st.sampled_from(
     ["{{ 1/0 }}", "{{ cycler.__init__.__globals__.os }}", "{{ x.__class__.__mro__ }}", "{% for %}", "{{ 'a' * 10**9 }}",
@@ -297,18 +354,33 @@ PROMPTFOO: dict[str, Any] = {
     "description": "fuzzed",
     "prompts": ["Hi {{ name }}", {"raw": "{{ v }} and {{ name }}", "label": "two"}],
     "providers": ["openai:gpt-4o-mini", {"id": "file://provider.py", "label": "py"}],
-    "defaultTest": {"vars": {"name": "Ann"}, "assert": [{"type": "contains", "value": "{{ name }}"}]},
+    "defaultTest": {
+        "vars": {"name": "Ann"},
+        "assert": [{"type": "contains", "value": "{{ name }}"}],
+    },
     "tests": [
-        {"description": "one", "vars": {"v": ["a", "b"]}, "assert": [{"type": "icontains", "value": "a"}]},
-        {"vars": {"v": "file://vars.json"}, "threshold": 0.5, "assert": [{"type": "equals", "value": "x"}]},
+        {
+            "description": "one",
+            "vars": {"v": ["a", "b"]},
+            "assert": [{"type": "icontains", "value": "a"}],
+        },
+        {
+            "vars": {"v": "file://vars.json"},
+            "threshold": 0.5,
+            "assert": [{"type": "equals", "value": "x"}],
+        },
         "file://rows.csv",
     ],
 }
-CHECK_SETTINGS = settings(max_examples=120, derandomize=True, deadline=None, suppress_health_check=list(HealthCheck))
+CHECK_SETTINGS = settings(
+    max_examples=120, derandomize=True, deadline=None, suppress_health_check=list(HealthCheck)
+)
 
 
 def _mutated_with(draw: st.DrawFn, seed: Any) -> Any:
-    """``seed`` with one to three values replaced by odd or hostile ones (templates, paths out, bad types)."""
+    """``seed`` with one to three values replaced by odd or hostile ones (templates, paths out, bad
+    types).
+    """
     data = json.loads(json.dumps(seed))
     for _ in range(draw(st.integers(1, 3))):
         paths = [p for p in _paths(data) if p]
@@ -334,7 +406,9 @@ def csv_texts(draw: st.DrawFn) -> bytes:
 
 
 def _loads_cleanly(folder: Path, path: Path) -> None:
-    """The file through ``validate`` (problems as lines) and through collection's loader (its own errors only)."""
+    """The file through ``validate`` (problems as lines) and through collection's loader (its own
+    errors only).
+    """
     from pytest_agent_eval.cases import trust
     from pytest_agent_eval.cases.load import builtin_dialects, load_file
     from pytest_agent_eval.checks import builtin_registry
@@ -357,10 +431,14 @@ def promptfoo_configs(draw: st.DrawFn) -> dict[str, Any]:
 
 @CHECK_SETTINGS
 @given(promptfoo_configs(), csv_texts())
-def test_mutated_promptfoo_configs_and_csvs_load_as_cases_or_errors(config: dict[str, Any], rows: bytes) -> None:
+def test_mutated_promptfoo_configs_and_csvs_load_as_cases_or_errors(
+    config: dict[str, Any], rows: bytes
+) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        (folder / "provider.py").write_text("def call_api(prompt, options, context):\n    return {'output': prompt}\n")
+        (folder / "provider.py").write_text(
+            "def call_api(prompt, options, context):\n    return {'output': prompt}\n"
+        )
         (folder / "vars.json").write_text('{"a": [1, 2]}')
         (folder / "broken.yaml").write_text("a: [1,\n")
         (folder / "rows.csv").write_bytes(rows)
@@ -381,7 +459,11 @@ def jsonl_rows(draw: st.DrawFn) -> bytes:
         if kind == "row":
             lines.append(json.dumps(ROW).encode())
         elif kind == "mutated":
-            lines.append(json.dumps(_mutated_with(draw, ROW), ensure_ascii=False).encode("utf-8", "surrogatepass"))
+            lines.append(
+                json.dumps(_mutated_with(draw, ROW), ensure_ascii=False).encode(
+                    "utf-8", "surrogatepass"
+                )
+            )
         elif kind == "broken":
             lines.append(json.dumps(ROW)[: draw(st.integers(0, 20))].encode())
         else:
@@ -401,8 +483,9 @@ def test_mutated_dataset_rows_load_as_cases_or_errors(text: bytes) -> None:
 
 
 def _reads_or_says_which(read: Callable[[Path], dict[str, Any]], path: Path) -> None:
-    """``read(path)`` gives a document each reader's own use of raises nothing on (records, the resume's final
-    records, the HTML page), or one ``BaselineError`` line naming ``path``."""
+    """``read(path)`` gives a document each reader's own use of raises nothing on (records, the
+    resume's final records, the HTML page), or one ``BaselineError`` line naming ``path``.
+    """
     from pytest_agent_eval.plugin.resume import final_records
     from pytest_agent_eval.report.baseline import records_of
     from pytest_agent_eval.report.html import render
@@ -420,8 +503,9 @@ def _reads_or_says_which(read: Callable[[Path], dict[str, Any]], path: Path) -> 
 @FUZZ
 @given(reports())
 def test_every_report_reader_reads_a_mutated_report_or_says_which_field(text: str) -> None:
-    """``load_report`` is every reader's door (merge, gate, compare, html, baseline, resume): past it, each
-    reader's own use of the document (records, the resume's final records) raises nothing."""
+    """``load_report`` is every reader's door (merge, gate, compare, html, baseline, resume): past
+    it, each reader's own use of the document (records, the resume's final records) raises nothing.
+    """
     from pytest_agent_eval.report.baseline import load_report
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -431,8 +515,10 @@ def test_every_report_reader_reads_a_mutated_report_or_says_which_field(text: st
 @FUZZ
 @given(reports())
 def test_a_journal_of_mutated_records_reads_or_says_which_line_and_field(text: str) -> None:
-    """The journal is a report reader's door too (``agent-eval report``, ``--agent-eval-resume``): a mutated
-    report's cases as a journal's lines read back, or one ``BaselineError`` line naming the file and line."""
+    """The journal is a report reader's door too (``agent-eval report``, ``--agent-eval-resume``): a
+    mutated report's cases as a journal's lines read back, or one ``BaselineError`` line naming the
+    file and line.
+    """
     from pytest_agent_eval.memory.journal import read_journal
 
     try:
@@ -443,5 +529,7 @@ def test_a_journal_of_mutated_records_reads_or_says_which_line_and_field(text: s
     lines = [{"journal": 1, "id": "r", "run": {"started": "2026-11-27T00:00:00+00:00"}}]
     lines += cases if isinstance(cases, list) else []
     with tempfile.TemporaryDirectory() as tmp:
-        journal = _write(Path(tmp), "r.json.journal.jsonl", "".join(json.dumps(x) + "\n" for x in lines))
+        journal = _write(
+            Path(tmp), "r.json.journal.jsonl", "".join(json.dumps(x) + "\n" for x in lines)
+        )
         _reads_or_says_which(read_journal, journal)

@@ -1,4 +1,6 @@
-"""At exit, a run that collected eval files leaves its live objects to the process's end (gc_policy)."""
+"""At exit, a run that collected eval files leaves its live objects to the process's end
+(gc_policy).
+"""
 
 from __future__ import annotations
 
@@ -41,15 +43,27 @@ def test_objects_left_at_exit_are_not_swept_and_garbage_is_still_finalized(
     if with_evals:
         pytester.makefile(".yaml", eval_one="agent: ag:run\ncases:\n  - id: a\n    input: hello\n")
         pytester.makepyfile(ag="def run(query, context):\n    return query\n")
-    pytester.runpytest_subprocess("-p", "no:cacheprovider").assert_outcomes(passed=2 if with_evals else 1)
+    pytester.runpytest_subprocess("-p", "no:cacheprovider").assert_outcomes(
+        passed=2 if with_evals else 1
+    )
     frozen = int((pytester.path / "frozen.txt").read_text())
-    assert (frozen > 0) is with_evals  # a run without eval files changes nothing about the interpreter's exit
-    assert (pytester.path / "finalized.txt").read_text() == "yes"  # garbage was collected, finalizers ran
+    assert (
+        frozen > 0
+    ) is with_evals  # a run without eval files changes nothing about the interpreter's exit
+    assert (
+        pytester.path / "finalized.txt"
+    ).read_text() == "yes"  # garbage was collected, finalizers ran
 
 
-def test_a_stand_in_left_in_a_garbage_cycle_is_not_counted_as_mocked(pytester: pytest.Pytester) -> None:
-    """Objects frozen while cases run are live ones: a dead stand-in kept in a cycle is collected first."""
-    pytester.makepyfile(shop="def search(query):\n    return 'real'\n\ndef leftover():\n    return 'old'\n")
+def test_a_stand_in_left_in_a_garbage_cycle_is_not_counted_as_mocked(
+    pytester: pytest.Pytester,
+) -> None:
+    """Objects frozen while cases run are live ones: a dead stand-in kept in a cycle is collected
+    first.
+    """
+    pytester.makepyfile(
+        shop="def search(query):\n    return 'real'\n\ndef leftover():\n    return 'old'\n"
+    )
     pytester.makeconftest(
         """
         import gc
@@ -69,12 +83,16 @@ def test_a_stand_in_left_in_a_garbage_cycle_is_not_counted_as_mocked(pytester: p
             return lambda query, context: search(query) if query == "q" else "answer"
         """
     )
-    others = "".join(f"  - {{id: c{n}, input: hi}}\n" for n in range(FREEZE_FROM))  # enough cases for the freeze
+    others = "".join(
+        f"  - {{id: c{n}, input: hi}}\n" for n in range(FREEZE_FROM)
+    )  # enough cases for the freeze
     refund = "  - id: refund\n    input: q\n    tool_mocks: {refund: ok}\n"
     pytester.makefile(".yaml", eval_left=f"cases:\n{refund}{others}")
     result = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "no:cacheprovider")
     result.assert_outcomes(failed=1, passed=FREEZE_FROM)
-    result.stdout.fnmatch_lines(["*has no mocked tool of that name; mocked tools: search; the agent was not called*"])
+    result.stdout.fnmatch_lines(
+        ["*has no mocked tool of that name; mocked tools: search; the agent was not called*"]
+    )
 
 
 @pytest.mark.parametrize(("cases", "frozen"), [(FREEZE_FROM, True), (FREEZE_FROM - 1, False)])

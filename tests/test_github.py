@@ -1,5 +1,6 @@
-"""The run in a GitHub pull request (SPEC §25): ``::error`` annotations per failed or errored case, read back as
-GitHub's runner reads them, and the markdown summary in ``$GITHUB_STEP_SUMMARY``."""
+"""The run in a GitHub pull request (SPEC §25): ``::error`` annotations per failed or errored case,
+read back as GitHub's runner reads them, and the markdown summary in ``$GITHUB_STEP_SUMMARY``.
+"""
 
 from __future__ import annotations
 
@@ -61,7 +62,9 @@ def unescape_data(text: str) -> str:
 
 
 def parse(line: str) -> tuple[str, dict[str, str], str]:
-    """``::name k=v,k=v::message`` as the runner parses it: the command, its properties, its message."""
+    """``::name k=v,k=v::message`` as the runner parses it: the command, its properties, its
+    message.
+    """
     assert line.startswith("::"), line
     end = line.index("::", 2)
     info, data = line[2:end], line[end + 2 :]
@@ -78,7 +81,16 @@ def annotations(lines: list[str]) -> list[tuple[str, dict[str, str], str]]:
 
 
 @pytest.mark.parametrize(
-    "text", ["plain", "100% sure", "a\nb\r\nc", "key: value, other", "%0A stays literal", "::error::inside", ""]
+    "text",
+    [
+        "plain",
+        "100% sure",
+        "a\nb\r\nc",
+        "key: value, other",
+        "%0A stays literal",
+        "::error::inside",
+        "",
+    ],
 )
 def test_commands_read_back_as_github_reads_them(text: str) -> None:
     line = command("error", {"file": f"dir/{text}.yaml", "line": "3", "title": text}, text)
@@ -91,7 +103,9 @@ def test_commands_read_back_as_github_reads_them(text: str) -> None:
 
 
 def test_an_errored_case_is_annotated_once_with_what_failed_line_by_line() -> None:
-    record = CaseRecord("evals/x.yaml::boom[a]", "boom", "evals/x.yaml", 12, "error", error="Kaput: 100%\ndetail")
+    record = CaseRecord(
+        "evals/x.yaml::boom[a]", "boom", "evals/x.yaml", 12, "error", error="Kaput: 100%\ndetail"
+    )
     passed = CaseRecord("evals/x.yaml::fine", "fine", "evals/x.yaml", 3, "passed")
     (line,) = github_annotations([record, passed, record], Path("/repo/sub"), "/repo")
     assert parse(line) == (
@@ -130,12 +144,16 @@ def _check(found: list[tuple[str, dict[str, str], str]], file: str) -> None:
     assert broken == ["agent raised RuntimeError: 50% broken second: line, here"], broken
 
 
-def test_annotations_under_github_actions(pr: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_annotations_under_github_actions(
+    pr: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
     summary = pr.path / "step_summary.md"
     summary.write_text("# earlier step\n")
     monkeypatch.setenv("GITHUB_ACTIONS", "true")
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
-    monkeypatch.setenv("GITHUB_WORKSPACE", str(pr.path.parent))  # the repository holds the project's folder
+    monkeypatch.setenv(
+        "GITHUB_WORKSPACE", str(pr.path.parent)
+    )  # the repository holds the project's folder
     result = pr.runpytest("-p", "no:cacheprovider")
     result.assert_outcomes(passed=1, failed=3, skipped=1)
     _check(annotations(result.outlines), f"{pr.path.name}/{FILE}")
@@ -167,7 +185,9 @@ def test_no_annotations_outside_actions(pr: pytest.Pytester) -> None:
     assert not annotations(result.outlines)
 
 
-def test_annotations_once_per_case_under_xdist(pr: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_annotations_once_per_case_under_xdist(
+    pr: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
     summary = pr.path / "step_summary.md"
     monkeypatch.setenv("GITHUB_ACTIONS", "true")
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))

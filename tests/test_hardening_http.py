@@ -1,5 +1,7 @@
-"""HTTP agents and the traffic hook against hostile or broken servers (issue 27): a redirect to another origin,
-replies that are not an answer, bodies cut mid-way, secrets in URLs, headers and echoed replies."""
+"""HTTP agents and the traffic hook against hostile or broken servers (issue 27): a redirect to
+another origin, replies that are not an answer, bodies cut mid-way, secrets in URLs, headers and
+echoed replies.
+"""
 
 from __future__ import annotations
 
@@ -43,7 +45,11 @@ class Handler(BaseHTTPRequestHandler):
         elif path == "/redirect-here":
             self._raw(307, b"", [("Location", "/chat")])
         elif path == "/html":
-            self._raw(200, b"<!doctype html><html><body>Sign in</body></html>", [("Content-Type", "text/html")])
+            self._raw(
+                200,
+                b"<!doctype html><html><body>Sign in</body></html>",
+                [("Content-Type", "text/html")],
+            )
         elif path == "/cut":
             self._raw(200, b'{"output": "half an ans', [("Content-Type", "application/json")])
         elif path.startswith("/cut-mid-body"):
@@ -55,7 +61,9 @@ class Handler(BaseHTTPRequestHandler):
             self.wfile.flush()
             self.connection.shutdown(socket.SHUT_RDWR)
         elif path == "/echo":
-            seen = " ".join(v for k, v in self.headers.items() if k.lower() in ("authorization", "x-api-key"))
+            seen = " ".join(
+                v for k, v in self.headers.items() if k.lower() in ("authorization", "x-api-key")
+            )
             self._json(200, {"output": "an answer", "debug": f"the request came with {seen}"})
         elif path == "/down":
             self._json(503, {"error": "overloaded"})
@@ -79,7 +87,9 @@ class Handler(BaseHTTPRequestHandler):
 
 def _serve() -> Server:
     server = Server()
-    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+    threading.Thread(
+        target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+    ).start()
     return server
 
 
@@ -142,7 +152,9 @@ def test_item18_an_html_page_or_a_cut_json_reply_is_not_the_agents_answer(
     _agent_file(pytester, f"{home.url}{path}", contains="")
     result = pytester.runpytest(*RUN)
     result.assert_outcomes(errors=1)
-    result.stdout.fnmatch_lines(["*infrastructure error, not the agent's: POST */* answered *not JSON*"])
+    result.stdout.fnmatch_lines(
+        ["*infrastructure error, not the agent's: POST */* answered *not JSON*"]
+    )
 
 
 NO_HTTPX = """
@@ -187,14 +199,18 @@ def test_item14_a_body_cut_mid_way_through_the_traffic_hook_is_infrastructure(
     pytester.makepyfile(swallowing=SWALLOWING_AGENT)
     pytester.syspathinsert()
     pytester.makefile(
-        ".yaml", eval_cut="agent: swallowing:run\ncases:\n  - {id: c, input: hi, expect: {contains: [x]}}\n"
+        ".yaml",
+        eval_cut="agent: swallowing:run\ncases:\n  - {id: c, input: hi, expect: {contains: [x]}}\n",
     )
     result = pytester.runpytest(*RUN, "--agent-eval-record")
     result.assert_outcomes(errors=1)
-    result.stdout.fnmatch_lines(["*infrastructure error, not the agent's: POST */cut-mid-body/chat/completions*"])
+    result.stdout.fnmatch_lines(
+        ["*infrastructure error, not the agent's: POST */cut-mid-body/chat/completions*"]
+    )
 
 
-# -- secrets ------------------------------------------------------------------------------------------------------
+# -- secrets
+# ------------------------------------------------------------------------------------------------------
 
 
 def _everything(root: Path) -> str:
@@ -216,7 +232,14 @@ def test_item2_userinfo_in_an_agent_url_is_in_no_message_or_report(
     home, _ = servers
     url = home.url.replace("http://", f"http://user:{SECRET}@") + "/down"
     _agent_file(pytester, url)
-    reports = ("--agent-eval-report", "r.json", "--junitxml", "j.xml", "--agent-eval-html", "r.html")
+    reports = (
+        "--agent-eval-report",
+        "r.json",
+        "--junitxml",
+        "j.xml",
+        "--agent-eval-html",
+        "r.html",
+    )
     result = pytester.runpytest(*RUN, *reports)
     result.assert_outcomes(errors=1)
     assert SECRET not in result.stdout.str()
@@ -254,15 +277,29 @@ def test_item2_secret_fields_of_any_type_and_name_are_scrubbed() -> None:
     assert scrubbed["tokens_used"] == 12 and scrubbed["max_tokens"] == 100  # counts are not secrets
 
 
-def test_item2_a_redis_password_is_not_in_run_args_or_the_html_header(pytester: pytest.Pytester) -> None:
+def test_item2_a_redis_password_is_not_in_run_args_or_the_html_header(
+    pytester: pytest.Pytester,
+) -> None:
     pytester.makepyfile(plain="def run(query):\n    return 'hello'\n")
     pytester.syspathinsert()
-    pytester.makefile(".yaml", eval_p="agent: plain:run\ncases:\n  - {id: c, input: hi, expect: {contains: [hello]}}\n")
+    pytester.makefile(
+        ".yaml",
+        eval_p="agent: plain:run\ncases:\n  - {id: c, input: hi, expect: {contains: [hello]}}\n",
+    )
     url = f"redis://:{SECRET}@127.0.0.1:1/0"
     result = pytester.runpytest(
-        *RUN, "--agent-eval-report", "r.json", "--agent-eval-html", "r.html", f"--agent-eval-rate-limit-url={url}"
+        *RUN,
+        "--agent-eval-report",
+        "r.json",
+        "--agent-eval-html",
+        "r.html",
+        f"--agent-eval-rate-limit-url={url}",
     )
-    assert SECRET not in (pytester.path / "r.json").read_text() if (pytester.path / "r.json").exists() else True
+    assert (
+        SECRET not in (pytester.path / "r.json").read_text()
+        if (pytester.path / "r.json").exists()
+        else True
+    )
     assert SECRET not in result.stdout.str() + result.stderr.str()
     for name in ("r.json", "r.html"):
         path = pytester.path / name

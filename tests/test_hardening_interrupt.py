@@ -1,11 +1,12 @@
 """Ctrl-C while xdist starts its workers (issue 27, item 20).
 
-Reproduced by sending SIGINT to the controller alone (``kill -INT <pid>``, as a CI runner or a supervisor does;
-a terminal's Ctrl-C reaches the workers too) 0.05 to 0.2 s after ``created: N/N workers``, under
-``--agent-eval-concurrency 4``: the controller ends its session and removes the directory it shares with the
-workers (``plugin/crashes.py``), while a worker still configuring opens its log there — an INTERNALERROR
-(``FileNotFoundError: …/agent-eval-workers-…/gw0.log``) on stderr. The test makes that order certain: the
-controller's directory is gone before the worker configures."""
+Reproduced by sending SIGINT to the controller alone (``kill -INT <pid>``, as a CI runner or a
+supervisor does; a terminal's Ctrl-C reaches the workers too) 0.05 to 0.2 s after ``created: N/N
+workers``, under ``--agent-eval-concurrency 4``: the controller ends its session and removes the
+directory it shares with the workers (``plugin/crashes.py``), while a worker still configuring opens
+its log there — an INTERNALERROR (``FileNotFoundError: …/agent-eval-workers-…/gw0.log``) on stderr.
+The test makes that order certain: the controller's directory is gone before the worker configures.
+"""
 
 from __future__ import annotations
 
@@ -49,6 +50,8 @@ def test_item20_a_worker_configuring_after_the_controller_ended_is_no_internal_e
     pytester.makefile(".yaml", eval_interrupt=EVALS)
     pytester.makeini("[pytest]\n")
     pytester.syspathinsert()
-    result = pytester.runpytest_subprocess("-p", "no:randomly", "-n", workers, "--agent-eval-concurrency", "4")
+    result = pytester.runpytest_subprocess(
+        "-p", "no:randomly", "-n", workers, "--agent-eval-concurrency", "4"
+    )
     assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
     result.assert_outcomes(passed=2)

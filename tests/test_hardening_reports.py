@@ -1,5 +1,7 @@
-"""The reports hold under bad data, faults and signals (issue 27): agent text that cannot be encoded, numbers that
-are not finite, a run stopped by SIGTERM, report paths that are not regular files, malformed baselines."""
+"""The reports hold under bad data, faults and signals (issue 27): agent text that cannot be
+encoded, numbers that are not finite, a run stopped by SIGTERM, report paths that are not regular
+files, malformed baselines.
+"""
 
 from __future__ import annotations
 
@@ -54,11 +56,20 @@ def _load(path: Path) -> dict[str, Any]:
     return data
 
 
-REPORTS = ("--agent-eval-report", "r.json", "--agent-eval-markdown", "s.md", "--agent-eval-html", "r.html")
+REPORTS = (
+    "--agent-eval-report",
+    "r.json",
+    "--agent-eval-markdown",
+    "s.md",
+    "--agent-eval-html",
+    "r.html",
+)
 
 
 @pytest.mark.parametrize("mode", [[], ["-n", "2"]], ids=["inprocess", "xdist"])
-def test_item5_a_lone_surrogate_in_the_output_loses_no_report(pytester: pytest.Pytester, mode: list[str]) -> None:
+def test_item5_a_lone_surrogate_in_the_output_loses_no_report(
+    pytester: pytest.Pytester, mode: list[str]
+) -> None:
     _project(
         pytester,
         "agent: odd_agents:cut_emoji\ncases:\n  - {id: cut, input: hi, expect: {contains: [smile]}}\n"
@@ -74,8 +85,13 @@ def test_item5_a_lone_surrogate_in_the_output_loses_no_report(pytester: pytest.P
     assert "half a smile" in (pytester.path / "r.html").read_text(encoding="utf-8")
 
 
-def test_item6_a_nan_cost_is_unknown_and_never_passes_the_cost_gate(pytester: pytest.Pytester) -> None:
-    _project(pytester, "agent: odd_agents:nan_cost\ncases:\n  - {id: c, input: hi, expect: {contains: [hello]}}\n")
+def test_item6_a_nan_cost_is_unknown_and_never_passes_the_cost_gate(
+    pytester: pytest.Pytester,
+) -> None:
+    _project(
+        pytester,
+        "agent: odd_agents:nan_cost\ncases:\n  - {id: c, input: hi, expect: {contains: [hello]}}\n",
+    )
     result = pytester.runpytest(*RUN, *REPORTS, "--agent-eval-max-cost", "1")
     result.stdout.fnmatch_lines(["*agent_eval_max_cost: no cost reported*"])
     report = _load(pytester.path / "r.json")
@@ -101,13 +117,18 @@ def test_item6_a_check_scoring_nan_or_inf_has_no_verdict_and_every_report_is_wri
 
 
 def test_item4_agent_text_in_the_markdown_summary_is_escaped(pytester: pytest.Pytester) -> None:
-    _project(pytester, "agent: odd_agents:inject_error\ncases:\n  - {id: c, input: hi, expect: {contains: [absent]}}\n")
+    _project(
+        pytester,
+        "agent: odd_agents:inject_error\ncases:\n  - {id: c, input: hi, expect: {contains: [absent]}}\n",
+    )
     pytester.runpytest(*RUN, "--agent-eval-markdown", "s.md").assert_outcomes(failed=1)
     text = (pytester.path / "s.md").read_text(encoding="utf-8")
     assert "<img" not in text and "[click](" not in text
     assert "&lt;img src=x onerror=alert(1)>" in text
     failures = [line for line in text.splitlines() if line.startswith("| `eval_odd.yaml::c`")]
-    assert len(failures) == 1 and failures[0].count(" | ") == 3  # the agent's pipe does not add a column
+    assert (
+        len(failures) == 1 and failures[0].count(" | ") == 3
+    )  # the agent's pipe does not add a column
 
 
 @pytest.mark.parametrize("mode", [[], ["-n", "2"]], ids=["inprocess", "xdist"])
@@ -126,15 +147,21 @@ def test_item7_sigterm_is_treated_as_ctrl_c_and_every_report_is_written(
     pytester.makefile(".yaml", eval_run=f"agent: usage_agent:run\ncases:\n{cases}")
     args = [sys.executable, "-m", "pytest", *RUN, *REPORTS, *mode]
     env = {**os.environ, "PYTHONPATH": str(pytester.path)}
-    proc = subprocess.Popen(args, cwd=pytester.path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)
+    proc = subprocess.Popen(
+        args, cwd=pytester.path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env
+    )
     try:
         deadline = time.monotonic() + 60
         marker = pytester.path / "fast-done"
         while not marker.exists() and proc.poll() is None and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert marker.exists(), proc.communicate(timeout=5)[0].decode() if proc.poll() is not None else "no marker"
+        assert marker.exists(), (
+            proc.communicate(timeout=5)[0].decode() if proc.poll() is not None else "no marker"
+        )
         time.sleep(0.3)  # the fast case's report reaches the controller
-        proc.send_signal(signal.SIGTERM)  # as CI, `timeout` and Kubernetes stop a job: the main process only
+        proc.send_signal(
+            signal.SIGTERM
+        )  # as CI, `timeout` and Kubernetes stop a job: the main process only
         output = proc.communicate(timeout=60)[0].decode()
     finally:
         if proc.poll() is None:
@@ -149,12 +176,15 @@ def test_item7_sigterm_is_treated_as_ctrl_c_and_every_report_is_written(
     assert (pytester.path / "r.html").is_file()
 
 
-# -- report paths ---------------------------------------------------------------------------------------------------
+# -- report paths
+# ---------------------------------------------------------------------------------------------------
 
 OK_SUITE = "agent: odd_agents:inject\ncases:\n  - {id: c, input: hi, expect: {contains: [img]}}\n"
 
 
-def test_item8_a_report_path_that_is_a_symlink_is_written_through(pytester: pytest.Pytester) -> None:
+def test_item8_a_report_path_that_is_a_symlink_is_written_through(
+    pytester: pytest.Pytester,
+) -> None:
     _project(pytester, OK_SUITE)
     (pytester.path / "out").mkdir()
     (pytester.path / "r.json").symlink_to(pytester.path / "out" / "real.json")
@@ -163,11 +193,15 @@ def test_item8_a_report_path_that_is_a_symlink_is_written_through(pytester: pyte
     assert _load(pytester.path / "out" / "real.json")["cases"][0]["case_id"] == "c"
 
 
-def test_item8_a_report_path_that_is_a_fifo_or_device_is_not_replaced(pytester: pytest.Pytester) -> None:
+def test_item8_a_report_path_that_is_a_fifo_or_device_is_not_replaced(
+    pytester: pytest.Pytester,
+) -> None:
     _project(pytester, OK_SUITE)
     os.mkfifo(pytester.path / "r.json")
     (pytester.path / "null.html").symlink_to("/dev/null")
-    result = pytester.runpytest(*RUN, "--agent-eval-report", "r.json", "--agent-eval-html", "null.html")
+    result = pytester.runpytest(
+        *RUN, "--agent-eval-report", "r.json", "--agent-eval-html", "null.html"
+    )
     result.assert_outcomes(passed=1)
     assert result.ret == 0
     assert Path(pytester.path / "r.json").is_fifo()
@@ -180,7 +214,9 @@ def test_item8_a_report_that_cannot_be_written_is_one_line_and_the_others_are_wr
 ) -> None:
     _project(pytester, OK_SUITE)
     (pytester.path / "taken").write_text("a file, not a folder")
-    result = pytester.runpytest(*RUN, "--agent-eval-report", "taken/r.json", "--agent-eval-markdown", "s.md")
+    result = pytester.runpytest(
+        *RUN, "--agent-eval-report", "taken/r.json", "--agent-eval-markdown", "s.md"
+    )
     result.assert_outcomes(passed=1)
     assert result.ret == 0
     assert "Traceback" not in result.stdout.str() + result.stderr.str()
@@ -189,14 +225,23 @@ def test_item8_a_report_that_cannot_be_written_is_one_line_and_the_others_are_wr
     assert "agent eval summary" in result.stdout.str()
     assert (pytester.path / "s.md").is_file()
     # the journal beside the report cannot be written either: it goes where it goes without a report
-    result.stdout.fnmatch_lines(["agent eval journal: taken/r.json.journal.jsonl: *; written to *.jsonl instead"])
+    result.stdout.fnmatch_lines(
+        ["agent eval journal: taken/r.json.journal.jsonl: *; written to *.jsonl instead"]
+    )
     (journal,) = (pytester.path / ".agent-eval" / "journal").glob("*.jsonl")
     assert '"nodeid": "eval_odd.yaml::c"' in journal.read_text()
 
 
-# -- malformed baselines and saved reports ---------------------------------------------------------------------------
+# -- malformed baselines and saved reports
+# ---------------------------------------------------------------------------
 
-GOOD_CASE = {"nodeid": "eval_odd.yaml::c", "case_id": "c", "file": "eval_odd.yaml", "line": 3, "outcome": "passed"}
+GOOD_CASE = {
+    "nodeid": "eval_odd.yaml::c",
+    "case_id": "c",
+    "file": "eval_odd.yaml",
+    "line": 3,
+    "outcome": "passed",
+}
 MALFORMED: dict[str, Any] = {
     "nodeid_not_a_string": {"schema_version": 1, "run": {}, "cases": [{**GOOD_CASE, "nodeid": 5}]},
     "trials_not_a_list": {"schema_version": 1, "run": {}, "cases": [{**GOOD_CASE, "trials": "x"}]},
@@ -221,7 +266,9 @@ def test_item9_a_malformed_baseline_is_one_line_and_the_reports_are_written(
 ) -> None:
     _project(pytester, OK_SUITE)
     _write(pytester.path / "base.json", MALFORMED[name])
-    result = pytester.runpytest(*RUN, "--agent-eval-baseline", "base.json", "--agent-eval-report", "r.json")
+    result = pytester.runpytest(
+        *RUN, "--agent-eval-baseline", "base.json", "--agent-eval-report", "r.json"
+    )
     assert "Traceback" not in result.stdout.str() and "INTERNALERROR" not in result.stdout.str()
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["*base.json*"])
@@ -239,15 +286,24 @@ def test_item9_agent_eval_compare_and_html_give_a_clean_error_on_malformed_repor
     _write(bad, MALFORMED[name])
     good = tmp_path / "good.json"
     _write(good, {"schema_version": 1, "run": {}, "cases": [GOOD_CASE]})
-    argv = ["compare", str(good), str(bad)] if command == "compare" else ["html", str(bad), "-o", str(tmp_path / "x")]
+    argv = (
+        ["compare", str(good), str(bad)]
+        if command == "compare"
+        else ["html", str(bad), "-o", str(tmp_path / "x")]
+    )
     assert main(argv) == 2
 
 
-# -- the cache directory ----------------------------------------------------------------------------------------------
+# -- the cache directory
+# ----------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("extra", [[], ["--agent-eval-rate-limit", "100/s"]], ids=["plain", "rate_limit"])
-def test_item10_an_unwritable_cache_directory_costs_speed_only(pytester: pytest.Pytester, extra: list[str]) -> None:
+@pytest.mark.parametrize(
+    "extra", [[], ["--agent-eval-rate-limit", "100/s"]], ids=["plain", "rate_limit"]
+)
+def test_item10_an_unwritable_cache_directory_costs_speed_only(
+    pytester: pytest.Pytester, extra: list[str]
+) -> None:
     _project(pytester, OK_SUITE)
     (pytester.path / "not_a_folder").write_text("pytest's cache_dir points at a file")
     pytester.makeini("[pytest]\ncache_dir = not_a_folder\n")
@@ -256,7 +312,8 @@ def test_item10_an_unwritable_cache_directory_costs_speed_only(pytester: pytest.
     result.assert_outcomes(passed=1)
 
 
-# -- the task scorer --------------------------------------------------------------------------------------------------
+# -- the task scorer
+# --------------------------------------------------------------------------------------------------
 
 
 def test_item19_a_task_scorer_reply_with_two_scores_for_one_task_is_unreadable() -> None:
@@ -265,15 +322,25 @@ def test_item19_a_task_scorer_reply_with_two_scores_for_one_task_is_unreadable()
 
     user = SimulatedUser(tasks=(Task("Ask A", "a"), Task("Ask B", "b")))
     reply = json.dumps(
-        {"tasks": [{"scored": "Ask A", "score": 0.1}, {"scored": "Ask B", "score": 1}, {"scored": "ask a", "score": 1}]}
+        {
+            "tasks": [
+                {"scored": "Ask A", "score": 0.1},
+                {"scored": "Ask B", "score": 1},
+                {"scored": "ask a", "score": 1},
+            ]
+        }
     )
-    with pytest.raises(ScorerReplyError, match=r"task scorer reply unreadable.*two different scores for task 1"):
+    with pytest.raises(
+        ScorerReplyError, match=r"task scorer reply unreadable.*two different scores for task 1"
+    ):
         read_task_scores(reply, user)
 
 
 def test_a_sessions_secrets_are_forgotten_when_it_ends(pytester: pytest.Pytester) -> None:
-    """Secrets scrubbed by value are the session's own: a later session in the same process (pytest.main again,
-    pytester's in-process runs) shows its own text whole, such as a case id that equals an earlier run's key."""
+    """Secrets scrubbed by value are the session's own: a later session in the same process
+    (pytest.main again, pytester's in-process runs) shows its own text whole, such as a case id that
+    equals an earlier run's key.
+    """
     from pytest_agent_eval.secrets import scrub_text
 
     pytester.makeconftest(

@@ -1,6 +1,7 @@
-"""The retry loop and the usage count hold under what a provider (or a proxy in front of it) really sends (issue 27,
-items 13 and 17): a ``Retry-After`` that cannot be used is as if absent; tokens named twice are counted once; absurd
-counts are unknown, never the run's cost."""
+"""The retry loop and the usage count hold under what a provider (or a proxy in front of it) really
+sends (issue 27, items 13 and 17): a ``Retry-After`` that cannot be used is as if absent; tokens
+named twice are counted once; absurd counts are unknown, never the run's cost.
+"""
 
 from __future__ import annotations
 
@@ -38,7 +39,17 @@ def project(pytester: pytest.Pytester) -> pytest.Pytester:
     return pytester
 
 
-UNUSABLE_RETRY_AFTER = ["nan", "NaN", "inf", "-inf", "-3", "1e400", "soon", "", "Wed, 21 Oct 2015 07:28:00 GMT"]
+UNUSABLE_RETRY_AFTER = [
+    "nan",
+    "NaN",
+    "inf",
+    "-inf",
+    "-3",
+    "1e400",
+    "soon",
+    "",
+    "Wed, 21 Oct 2015 07:28:00 GMT",
+]
 
 
 @pytest.mark.parametrize("pace", ["on", "off"])
@@ -46,8 +57,9 @@ UNUSABLE_RETRY_AFTER = ["nan", "NaN", "inf", "-inf", "-3", "1e400", "soon", "", 
 def test_item13_an_unusable_retry_after_is_as_if_absent(
     project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, value: str, pace: str
 ) -> None:
-    """A 429 whose ``Retry-After`` is NaN, infinite, negative, garbage or a date in the past is retried after the
-    usual backoff, and the agent gets its answer."""
+    """A 429 whose ``Retry-After`` is NaN, infinite, negative, garbage or a date in the past is
+    retried after the usual backoff, and the agent gets its answer.
+    """
     project.makefile(".yaml", eval_retry=evals_file("sync_agent", cases=1))
     with ChatServer(lambda prompt: None, failures=1, retry_after=value) as chat:
         point_at(monkeypatch, chat.base_url)
@@ -79,11 +91,14 @@ def test_item13_a_huge_retry_after_is_an_infrastructure_error_not_the_agents_fai
         result = project.runpytest(*RUN, "--agent-eval-report", "report.json")
     result.assert_outcomes(errors=1)
     (case,) = json.loads((project.path / "report.json").read_text())["cases"]
-    assert case["error"].startswith("infrastructure error (not the agent's): POST http://127.0.0.1:")
+    assert case["error"].startswith(
+        "infrastructure error (not the agent's): POST http://127.0.0.1:"
+    )
     assert "more than 60 s: not retried" in case["error"]
 
 
-# -- item 17: usage ------------------------------------------------------------------------------------------
+# -- item 17: usage
+# ------------------------------------------------------------------------------------------
 
 
 @pytest.fixture
@@ -93,7 +108,9 @@ def usage_server(monkeypatch: pytest.MonkeyPatch) -> Iterator[ChatServer]:
         yield chat
 
 
-def _run_with_usage(project: pytest.Pytester, chat: ChatServer, usage: dict[str, Any]) -> dict[str, Any]:
+def _run_with_usage(
+    project: pytest.Pytester, chat: ChatServer, usage: dict[str, Any]
+) -> dict[str, Any]:
     chat.usage = usage
     project.makefile(".yaml", eval_usage=evals_file("sync_agent", cases=1))
     result = project.runpytest(*RUN, "--agent-eval-report", "report.json")
@@ -107,7 +124,13 @@ def _run_with_usage(project: pytest.Pytester, chat: ChatServer, usage: dict[str,
     "usage",
     [
         pytest.param(  # a proxy (LiteLLM-style) that names the chat counts and the Responses counts
-            {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15, "input_tokens": 10, "output_tokens": 5},
+            {
+                "prompt_tokens": 10,
+                "completion_tokens": 5,
+                "total_tokens": 15,
+                "input_tokens": 10,
+                "output_tokens": 5,
+            },
             id="chat-and-responses-names",
         ),
         pytest.param(  # Responses-style details that repeat the totals
@@ -149,10 +172,19 @@ def test_item17_tokens_named_twice_are_counted_once(
         pytest.param({"prompt_tokens": 10**12, "completion_tokens": 5}, id="10^12"),
         pytest.param({"prompt_tokens": 10.5, "completion_tokens": 5}, id="non-integer"),
         pytest.param({"prompt_tokens": "10", "completion_tokens": 5}, id="text"),
-        pytest.param({"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": -15}, id="negative-total"),
-        pytest.param({"input_tokens": 10, "output_tokens": 5, "cache_read_input_tokens": -3}, id="negative-cache"),
         pytest.param(
-            {"prompt_tokens": 10, "completion_tokens": 5, "prompt_tokens_details": {"cached_tokens": 10**20}},
+            {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": -15}, id="negative-total"
+        ),
+        pytest.param(
+            {"input_tokens": 10, "output_tokens": 5, "cache_read_input_tokens": -3},
+            id="negative-cache",
+        ),
+        pytest.param(
+            {
+                "prompt_tokens": 10,
+                "completion_tokens": 5,
+                "prompt_tokens_details": {"cached_tokens": 10**20},
+            },
             id="absurd-cached",
         ),
     ],
@@ -162,14 +194,18 @@ def test_item17_absurd_counts_are_unknown_never_the_runs_cost(
 ) -> None:
     found = _run_with_usage(project, usage_server, usage)
     assert found["usage"]["cost"] is None
-    assert any("usage unreadable" in name for name in found["usage"].get("unpriced_models", [])), found["usage"]
+    assert any("usage unreadable" in name for name in found["usage"].get("unpriced_models", [])), (
+        found["usage"]
+    )
     assert found["case"]["cost"] is None
     assert found["case"]["tokens"] is None  # unknown, not 0 and not the absurd count
     assert "input_tokens" not in found["usage"]
     assert "usage unreadable" in found["stdout"]
 
 
-def test_item17_an_absurd_count_with_nan_is_unknown(project: pytest.Pytester, usage_server: ChatServer) -> None:
+def test_item17_an_absurd_count_with_nan_is_unknown(
+    project: pytest.Pytester, usage_server: ChatServer
+) -> None:
     """``NaN`` is not JSON, but Python's ``json`` reads it: a proxy written in Python may send it."""
     usage_server.usage = {"prompt_tokens": float("nan"), "completion_tokens": 5}
     found = _run_with_usage(project, usage_server, usage_server.usage)
@@ -177,19 +213,39 @@ def test_item17_an_absurd_count_with_nan_is_unknown(project: pytest.Pytester, us
     assert found["case"]["cost"] is None
 
 
-# -- the fuzz guard, on what the retry loop and the usage count read -----------------------------------------
+# -- the fuzz guard, on what the retry loop and the usage count read
+# -----------------------------------------
 
 WAIT_TEXT = st.one_of(
-    st.text(st.characters(min_codepoint=32, max_codepoint=126), max_size=12),  # what a header can carry
-    st.sampled_from(["nan", "-nan", "inf", "-inf", "1e400", "-0", "0", "1e-400", "Wed, 21 Oct 2015 07:28:00 GMT"]),
+    st.text(
+        st.characters(min_codepoint=32, max_codepoint=126), max_size=12
+    ),  # what a header can carry
+    st.sampled_from(
+        [
+            "nan",
+            "-nan",
+            "inf",
+            "-inf",
+            "1e400",
+            "-0",
+            "0",
+            "1e-400",
+            "Wed, 21 Oct 2015 07:28:00 GMT",
+        ]
+    ),
     st.floats().map(repr),
     st.integers().map(str),
 )
 
 
 @FUZZ
-@given(st.dictionaries(st.sampled_from(["retry-after", "retry-after-ms"]), WAIT_TEXT), st.integers(0, 5))
-def test_item13_any_retry_after_gives_a_finite_wait_or_none(headers: dict[str, str], attempt: int) -> None:
+@given(
+    st.dictionaries(st.sampled_from(["retry-after", "retry-after-ms"]), WAIT_TEXT),
+    st.integers(0, 5),
+)
+def test_item13_any_retry_after_gives_a_finite_wait_or_none(
+    headers: dict[str, str], attempt: int
+) -> None:
     import math
 
     import httpx
@@ -205,13 +261,20 @@ def test_item13_any_retry_after_gives_a_finite_wait_or_none(headers: dict[str, s
 
 @FUZZ
 @given(USAGES, st.sampled_from(["application/json", "text/event-stream"]))
-def test_item17_any_usage_is_read_as_sane_counts_or_unreadable(usage: Any, content_type: str) -> None:
+def test_item17_any_usage_is_read_as_sane_counts_or_unreadable(
+    usage: Any, content_type: str
+) -> None:
     from pytest_agent_eval.traffic.usage import MAX_TOKENS, read_usage
 
     text = json.dumps({"model": "m", "usage": usage})
     body = (f"data: {text}\n\n" if "stream" in content_type else text).encode()
     call = read_usage(body, content_type)
     if call is not None and call.unreadable is None:
-        counts = (call.input_tokens, call.output_tokens, call.cache_read_tokens, call.cache_write_tokens)
+        counts = (
+            call.input_tokens,
+            call.output_tokens,
+            call.cache_read_tokens,
+            call.cache_write_tokens,
+        )
         assert all(isinstance(n, int) and 0 <= n < MAX_TOKENS for n in counts)
         assert call.cache_read_tokens + call.cache_write_tokens <= call.input_tokens

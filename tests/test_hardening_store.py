@@ -1,6 +1,8 @@
-"""The run's rate-limit store holds under faults (issue 27, items 11 and 12): the JSON file (one machine) shared by
-two pytest processes, damaged, or locked by a stopped process; Redis (across machines) unreachable, with a wrong
-password, killed or frozen mid-run. The store's failure is never the agent's, and never hangs the run silently."""
+"""The run's rate-limit store holds under faults (issue 27, items 11 and 12): the JSON file (one
+machine) shared by two pytest processes, damaged, or locked by a stopped process; Redis (across
+machines) unreachable, with a wrong password, killed or frozen mid-run. The store's failure is never
+the agent's, and never hangs the run silently.
+"""
 
 from __future__ import annotations
 
@@ -46,20 +48,27 @@ def busiest_window(times: list[float], length: float) -> int:
 
 
 def _outcomes(result: pytest.RunResult) -> dict[str, int]:
-    return {k: v for k, v in result.parseoutcomes().items() if k in ("passed", "failed", "errors", "error")}
+    return {
+        k: v
+        for k, v in result.parseoutcomes().items()
+        if k in ("passed", "failed", "errors", "error")
+    }
 
 
-# -- item 11: the file store ---------------------------------------------------------------------------------
+# -- item 11: the file store
+# ---------------------------------------------------------------------------------
 
 
 @pytest.mark.slow
 def test_item11_two_pytest_processes_sharing_the_file_store_never_exceed_the_limit(
     project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Two pytest runs of one project (one machine, one cache directory) share ``--agent-eval-rate-limit 5/s``: the
-    server, a token bucket of 5 a second (as OpenAI's and Anthropic's limits are), answers no 429 — each run keeping
-    its own budget would send 10 a second. Counted as a sliding window, a second sees at most one more: arrivals
-    jitter by more than the 2% guard (a new connection's set-up), see docs/guide/traffic.md."""
+    """Two pytest runs of one project (one machine, one cache directory) share
+    ``--agent-eval-rate-limit 5/s``: the server, a token bucket of 5 a second (as OpenAI's and
+    Anthropic's limits are), answers no 429 — each run keeping its own budget would send 10 a
+    second. Counted as a sliding window, a second sees at most one more: arrivals jitter by more
+    than the 2% guard (a new connection's set-up), see docs/guide/traffic.md.
+    """
     project.makefile(".yaml", eval_a=evals_file("sync_agent", cases=12).replace("case_", "a_"))
     project.makefile(".yaml", eval_b=evals_file("sync_agent", cases=12).replace("case_", "b_"))
     with ChatServer(lambda prompt: None, max_requests=100, rate=5) as chat:
@@ -100,7 +109,9 @@ def test_item11_a_damaged_store_file_is_reset_with_a_warning(
     result = project.runpytest(*RUN, "--agent-eval-rate-limit", "5/s")
     assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
     result.assert_outcomes(passed=3, warnings=1)
-    result.stdout.fnmatch_lines([f"*the run's rate-limit state *{STATE} was unreadable*: started afresh*"])
+    result.stdout.fnmatch_lines(
+        [f"*the run's rate-limit state *{STATE} was unreadable*: started afresh*"]
+    )
     assert json.loads(state.read_text())["step"] > 0  # written anew, whole
 
 
@@ -119,14 +130,17 @@ def test_item11_a_directory_in_place_of_the_store_file_is_one_clear_error(
 def test_item11_a_broken_store_of_the_default_pace_leaves_the_run_unpaced_with_a_warning(
     project: pytest.Pytester, server: ChatServer
 ) -> None:
-    """With no rate-limit option, the pace is on by default: its store failing (a directory in its place) is a
-    warning, and every case still runs and is judged."""
+    """With no rate-limit option, the pace is on by default: its store failing (a directory in its
+    place) is a warning, and every case still runs and is judged.
+    """
     state = project.path / STATE.with_name("pace.json")
     state.mkdir(parents=True)
     project.makefile(".yaml", eval_paced=evals_file("sync_agent", cases=2))
     result = project.runpytest(*RUN)
     result.assert_outcomes(passed=2, warnings=1)
-    result.stdout.fnmatch_lines(["*pace.json is a directory, not a file: remove it; the run is not paced*"])
+    result.stdout.fnmatch_lines(
+        ["*pace.json is a directory, not a file: remove it; the run is not paced*"]
+    )
 
 
 LOCKER = """
@@ -139,9 +153,13 @@ os.kill(os.getpid(), signal.SIGSTOP)
 
 
 def _stopped_locker(path: Path) -> subprocess.Popen[str]:
-    """A process that takes the store's lock and is stopped holding it (a pytest suspended with Ctrl-Z)."""
+    """A process that takes the store's lock and is stopped holding it (a pytest suspended with
+    Ctrl-Z).
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
-    locker = subprocess.Popen([sys.executable, "-c", LOCKER, str(path)], stdout=subprocess.PIPE, text=True)
+    locker = subprocess.Popen(
+        [sys.executable, "-c", LOCKER, str(path)], stdout=subprocess.PIPE, text=True
+    )
     assert locker.stdout is not None and locker.stdout.readline().strip() == "locked"
     return locker
 
@@ -162,7 +180,9 @@ def test_item11_a_lock_held_by_a_stopped_process_at_start_is_one_clear_error(
     finally:
         _end(locker)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines([f"*the run's rate-limit state *{STATE} is locked by another process*"])
+    result.stderr.fnmatch_lines(
+        [f"*the run's rate-limit state *{STATE} is locked by another process*"]
+    )
     assert "end that process" in result.stderr.str()
     assert server.log == []
 
@@ -170,8 +190,10 @@ def test_item11_a_lock_held_by_a_stopped_process_at_start_is_one_clear_error(
 def test_item11_a_lock_held_by_a_stopped_process_mid_run_makes_the_rest_infrastructure_errors(
     project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The lock is taken (and its holder stopped) while the first case's request is answered: the cases after it
-    end as errors naming the lock file, none as the agent's failure, and the run ends."""
+    """The lock is taken (and its holder stopped) while the first case's request is answered: the
+    cases after it end as errors naming the lock file, none as the agent's failure, and the run
+    ends.
+    """
     lockers: list[subprocess.Popen[str]] = []
 
     def answer(body: dict[str, Any]) -> str:
@@ -184,7 +206,12 @@ def test_item11_a_lock_held_by_a_stopped_process_mid_run_makes_the_rest_infrastr
         point_at(monkeypatch, chat.base_url)
         try:
             result = project.runpytest_subprocess(
-                *RUN, "--agent-eval-rate-limit", "5/s", "--agent-eval-report", "report.json", timeout=120
+                *RUN,
+                "--agent-eval-rate-limit",
+                "5/s",
+                "--agent-eval-report",
+                "report.json",
+                timeout=120,
             )
         finally:
             for locker in lockers:
@@ -198,7 +225,8 @@ def test_item11_a_lock_held_by_a_stopped_process_mid_run_makes_the_rest_infrastr
             assert f"{STATE} is locked by another process" in case["error"]
 
 
-# -- item 12: Redis ------------------------------------------------------------------------------------------
+# -- item 12: Redis
+# ------------------------------------------------------------------------------------------
 
 
 def test_item12_an_unreachable_redis_is_one_clear_message_at_start(
@@ -207,12 +235,16 @@ def test_item12_an_unreachable_redis_is_one_clear_message_at_start(
     pytest.importorskip("redis")
     project.makefile(".yaml", eval_limited=evals_file("sync_agent", cases=2))
     url = "redis://:hunter2-secret@127.0.0.1:9/0"
-    result = project.runpytest(*RUN, "--agent-eval-rate-limit", "5/s", "--agent-eval-rate-limit-url", url)
+    result = project.runpytest(
+        *RUN, "--agent-eval-rate-limit", "5/s", "--agent-eval-rate-limit-url", url
+    )
     output = result.stdout.str() + result.stderr.str()
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert "INTERNALERROR" not in output and "Traceback" not in output
     assert "hunter2-secret" not in output
-    result.stderr.fnmatch_lines(["*the rate-limit store redis://<scrubbed>@127.0.0.1:9/0 cannot be reached*"])
+    result.stderr.fnmatch_lines(
+        ["*the rate-limit store redis://<scrubbed>@127.0.0.1:9/0 cannot be reached*"]
+    )
     assert len([line for line in result.stderr.lines if line.strip()]) <= 3
     assert server.log == []
 
@@ -228,11 +260,19 @@ def test_item12_a_wrong_redis_password_is_one_clear_message_at_start(
     redis.Redis.from_url(redis_url).config_set("requirepass", "right-password")
     wrong = redis_url.replace("redis://", "redis://:wrong-password@")
     project.makefile(".yaml", eval_limited=evals_file("sync_agent", cases=2))
-    result = project.runpytest(*RUN, "--agent-eval-rate-limit", "5/s", "--agent-eval-rate-limit-url", wrong)
+    result = project.runpytest(
+        *RUN, "--agent-eval-rate-limit", "5/s", "--agent-eval-rate-limit-url", wrong
+    )
     output = result.stdout.str() + result.stderr.str()
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    assert "INTERNALERROR" not in output and "Traceback" not in output and "wrong-password" not in output
-    result.stderr.fnmatch_lines(["*the rate-limit store redis://<scrubbed>@127.0.0.1:*refused the password*"])
+    assert (
+        "INTERNALERROR" not in output
+        and "Traceback" not in output
+        and "wrong-password" not in output
+    )
+    result.stderr.fnmatch_lines(
+        ["*the rate-limit store redis://<scrubbed>@127.0.0.1:*refused the password*"]
+    )
     assert server.log == []
 
 
@@ -250,8 +290,10 @@ def test_item12_redis_failing_mid_run_makes_the_rest_infrastructure_errors(
     fault: str,
     redis_url: str,  # noqa: F811
 ) -> None:
-    """Redis is killed (or frozen: SIGSTOP) while the first case's request is answered: the run ends (within the
-    store's timeouts), every case after it an error naming the store, none the agent's failure."""
+    """Redis is killed (or frozen: SIGSTOP) while the first case's request is answered: the run ends
+    (within the store's timeouts), every case after it an error naming the store, none the agent's
+    failure.
+    """
     pid = _redis_pid(redis_url)
     done: list[bool] = []
 
@@ -262,12 +304,25 @@ def test_item12_redis_failing_mid_run_makes_the_rest_infrastructure_errors(
         return "I can answer that without tools."
 
     project.makefile(".yaml", eval_limited=evals_file("async_agent", cases=5))
-    args = ["--agent-eval-rate-limit", "50/s", "--agent-eval-rate-limit-url", redis_url, "--agent-eval-timeout", "30"]
+    args = [
+        "--agent-eval-rate-limit",
+        "50/s",
+        "--agent-eval-rate-limit-url",
+        redis_url,
+        "--agent-eval-timeout",
+        "30",
+    ]
     with ChatServer(lambda prompt: None, answer=answer) as chat:
         point_at(monkeypatch, chat.base_url)
         try:
             result = project.runpytest_subprocess(
-                *RUN, *args, "--agent-eval-concurrency", "2", "--agent-eval-report", "report.json", timeout=120
+                *RUN,
+                *args,
+                "--agent-eval-concurrency",
+                "2",
+                "--agent-eval-report",
+                "report.json",
+                timeout=120,
             )
         finally:
             if fault == "frozen":
@@ -278,5 +333,7 @@ def test_item12_redis_failing_mid_run_makes_the_rest_infrastructure_errors(
     assert outcomes.get("failed", 0) == 0 and outcomes.get("errors", 0) >= 4, output
     for case in json.loads((project.path / "report.json").read_text())["cases"]:
         if case["outcome"] == "error":
-            assert case["error"].startswith("infrastructure error (not the agent's): "), case["error"]
+            assert case["error"].startswith("infrastructure error (not the agent's): "), case[
+                "error"
+            ]
             assert "the rate-limit store redis://127.0.0.1:" in case["error"], case["error"]

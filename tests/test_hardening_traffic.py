@@ -1,5 +1,7 @@
-"""The traffic layer and HTTP agents hold under bad data, faults and hostile servers (issue 27): cassettes that
-collide or escape their folder, cassettes that cannot be read or written, connections cut mid-body."""
+"""The traffic layer and HTTP agents hold under bad data, faults and hostile servers (issue 27):
+cassettes that collide or escape their folder, cassettes that cannot be read or written, connections
+cut mid-body.
+"""
 
 from __future__ import annotations
 
@@ -46,7 +48,9 @@ def _json_suite(question: str) -> str:
 
 
 def _files(root: Path) -> set[str]:
-    """The files under ``root`` but caches and the run's memory (its journal and run store, SPEC §24)."""
+    """The files under ``root`` but caches and the run's memory (its journal and run store, SPEC
+    §24).
+    """
     return {
         str(p.relative_to(root))
         for p in root.rglob("*")
@@ -79,7 +83,9 @@ def test_item3_eval_files_of_one_name_in_two_folders_have_their_own_cassettes(
     assert len([p for p in _files(agents.path) if p.startswith("recorded/")]) == 2
 
 
-@pytest.mark.parametrize("ini", ["", "[pytest]\nagent_eval_cassettes = recorded\n"], ids=["beside", "ini"])
+@pytest.mark.parametrize(
+    "ini", ["", "[pytest]\nagent_eval_cassettes = recorded\n"], ids=["beside", "ini"]
+)
 def test_item3_a_file_whose_stem_is_dot_dot_keeps_its_cassette_inside_the_cassette_folder(
     agents: pytest.Pytester, echo: ChatServer, ini: str
 ) -> None:
@@ -87,7 +93,9 @@ def test_item3_a_file_whose_stem_is_dot_dot_keeps_its_cassette_inside_the_casset
         agents.makeini(ini)
     folder = agents.path / "evals"
     folder.mkdir()
-    (folder / "...yaml").write_text(_suite("Question dots", case_id="eval_victim"))  # its stem is ".."
+    (folder / "...yaml").write_text(
+        _suite("Question dots", case_id="eval_victim")
+    )  # its stem is ".."
     victim = _suite("Question victim")
     (agents.path / "eval_victim.yaml").write_text(victim)
     before = _files(agents.path)
@@ -98,7 +106,9 @@ def test_item3_a_file_whose_stem_is_dot_dot_keeps_its_cassette_inside_the_casset
     assert (agents.path / "eval_victim.yaml").read_text() == victim
 
 
-def test_item3_a_cassette_of_the_old_shape_is_still_replayed(agents: pytest.Pytester, echo: ChatServer) -> None:
+def test_item3_a_cassette_of_the_old_shape_is_still_replayed(
+    agents: pytest.Pytester, echo: ChatServer
+) -> None:
     (agents.path / "eval_old.json").write_text(_json_suite("Question old"))
     agents.runpytest(*RUN, "--agent-eval-record").assert_outcomes(passed=1)
     echo.stop()
@@ -121,7 +131,9 @@ def test_item16_a_cassette_that_cannot_be_read_errors_its_case_in_one_line(
     result.assert_outcomes(errors=1)
     output = result.stdout.str()
     assert "Traceback" not in output and "cassette.py" not in output, output
-    result.stdout.fnmatch_lines(["*infrastructure error, not the agent's: *case_0.yaml: not a readable cassette*"])
+    result.stdout.fnmatch_lines(
+        ["*infrastructure error, not the agent's: *case_0.yaml: not a readable cassette*"]
+    )
 
 
 def test_item16_a_cassette_that_cannot_be_written_errors_its_case_in_one_line(
@@ -134,7 +146,9 @@ def test_item16_a_cassette_that_cannot_be_written_errors_its_case_in_one_line(
     result.assert_outcomes(errors=1)
     output = result.stdout.str()
     assert "Traceback" not in output and "cassette.py" not in output, output
-    result.stdout.fnmatch_lines(["*infrastructure error, not the agent's: cassette *case_0.yaml not written: *"])
+    result.stdout.fnmatch_lines(
+        ["*infrastructure error, not the agent's: cassette *case_0.yaml not written: *"]
+    )
 
 
 @pytest.mark.parametrize("agent", ["sync_agent", "async_agent"])
@@ -144,13 +158,17 @@ def test_item15_a_timeout_while_waiting_on_retry_after_is_infrastructure(
     with ChatServer(lambda prompt: None, failures=1000, retry_after="30") as chat:
         point_at(monkeypatch, chat.base_url)
         suite = (
-            f"agent: traffic_agents:{agent}\ncases:\n  - {{id: c, input: hi, timeout: 1, expect: {{contains: [x]}}}}\n"
+            f"agent: traffic_agents:{agent}\ncases:\n"
+            "  - {id: c, input: hi, timeout: 1, expect: {contains: [x]}}\n"
         )
         (agents.path / "eval_wait.yaml").write_text(suite)
         result = agents.runpytest(*RUN, "--agent-eval-retries", "3", "--agent-eval-record")
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(
-        ["*infrastructure error, not the agent's: agent did not answer within 1 s * while waiting for a retry of POST*"]
+        [
+            "*infrastructure error, not the agent's: agent did not answer within 1 s *"
+            " while waiting for a retry of POST*"
+        ]
     )
 
 
@@ -159,7 +177,9 @@ def test_item15_a_timeout_while_waiting_on_the_runs_rate_limit_is_infrastructure
 ) -> None:
     suite = "agent: traffic_agents:async_agent\ncases:\n  - {id: c, input: hi, timeout: 1, expect: {contains: [x]}}\n"
     (agents.path / "eval_wait.yaml").write_text(suite)
-    result = agents.runpytest(*RUN, "--agent-eval-rate-limit", "1/h")  # the agent's second request waits an hour
+    result = agents.runpytest(
+        *RUN, "--agent-eval-rate-limit", "1/h"
+    )  # the agent's second request waits an hour
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(
         ["*not the agent's: agent did not answer within 1 s * while waiting for the run's rate*"]

@@ -1,4 +1,6 @@
-"""``--agent-eval-html`` and ``agent-eval html``: the page as a person sees it, in a real headless Chromium."""
+"""``--agent-eval-html`` and ``agent-eval html``: the page as a person sees it, in a real headless
+Chromium.
+"""
 
 from __future__ import annotations
 
@@ -58,12 +60,18 @@ def site(pytester: pytest.Pytester) -> pytest.Pytester:
     return pytester
 
 
-def test_the_page_is_written_with_every_case_and_escapes_what_the_agent_said(site: pytest.Pytester) -> None:
-    result = _report_run(site, SUITE, "--agent-eval-html", "out/page.html", "--agent-eval-report", "out/r.json")
+def test_the_page_is_written_with_every_case_and_escapes_what_the_agent_said(
+    site: pytest.Pytester,
+) -> None:
+    result = _report_run(
+        site, SUITE, "--agent-eval-html", "out/page.html", "--agent-eval-report", "out/r.json"
+    )
     result.assert_outcomes(passed=3, failed=1)
     result.stdout.fnmatch_lines(["*- agent eval html report: out/page.html -*"])
     page = (site.path / "out" / "page.html").read_text()
-    assert "<script>window.__xss" not in page and "<img" not in page  # in the data as \u003c, as text
+    assert (
+        "<script>window.__xss" not in page and "<img" not in page
+    )  # in the data as \u003c, as text
     assert page.count("<script") == 2  # the data and the page's own code, nothing from the run
     assert 'http-equiv="Content-Security-Policy" content="default-src \'none\'' in page
     assert "4 cases: " in page and '<span class="o-failed">1 failed</span>' in page
@@ -83,7 +91,14 @@ def test_an_interrupted_run_renders_what_finished() -> None:
     document = {
         "run": {"finished": False, "args": ["-x"]},
         "cases": [
-            {"nodeid": "e.yaml::a", "case_id": "a", "file": "e.yaml", "line": 3, "outcome": "passed", "score": 1.0}
+            {
+                "nodeid": "e.yaml::a",
+                "case_id": "a",
+                "file": "e.yaml",
+                "line": 3,
+                "outcome": "passed",
+                "score": 1.0,
+            }
         ],
     }
     page = render(document)
@@ -93,7 +108,9 @@ def test_an_interrupted_run_renders_what_finished() -> None:
 
 def test_agent_eval_html_builds_the_page_from_saved_reports(site: pytest.Pytester) -> None:
     _report_run(site, SUITE, "--agent-eval-report", "base.json")
-    _report_run(site, SUITE.replace("input: refund", "input: broken", 1), "--agent-eval-report", "cand.json")
+    _report_run(
+        site, SUITE.replace("input: refund", "input: broken", 1), "--agent-eval-report", "cand.json"
+    )
     done = site.run("agent-eval", "html", "cand.json", "base.json", "-o", "page.html")
     assert done.ret == 0
     done.stdout.fnmatch_lines(["agent-eval html: wrote page.html (4 cases)"])
@@ -106,7 +123,8 @@ def test_agent_eval_html_builds_the_page_from_saved_reports(site: pytest.Pyteste
     assert not (site.path / "x.html").exists()
 
 
-# -- in the browser ----------------------------------------------------------------------------------------
+# -- in the browser
+# ----------------------------------------------------------------------------------------
 
 
 def _open(browser: Any, path: Path) -> tuple[Any, list[str]]:
@@ -133,7 +151,11 @@ def test_a_person_reads_filters_and_expands_the_run(site: pytest.Pytester, brows
     assert page.inner_text("#shown") == "4 of 4 cases"
     page.select_option("#f-outcome", "failed")
     assert page.inner_text("#shown") == "1 of 4 cases"
-    assert page.locator("#case-table tbody tr.case").all_inner_texts()[0].startswith("eval_page.yaml::broken")
+    assert (
+        page.locator("#case-table tbody tr.case")
+        .all_inner_texts()[0]
+        .startswith("eval_page.yaml::broken")
+    )
     page.click("#case-table tbody tr.case")
     detail = page.inner_text("#case-table tr.detail")
     assert "contains (0.00): output lacks '30 days'" in detail
@@ -143,7 +165,11 @@ def test_a_person_reads_filters_and_expands_the_run(site: pytest.Pytester, brows
     assert page.inner_text("#shown") == "1 of 4 cases"
     page.click("#case-table tbody tr.case")
     transcript = page.inner_text("#case-table tr.detail ol.transcript")
-    assert "user" in transcript and "second question" in transcript and "You said: first question" in transcript
+    assert (
+        "user" in transcript
+        and "second question" in transcript
+        and "You said: first question" in transcript
+    )
     page.fill("#f-text", "")
     page.select_option("#f-tag", "safety")
     page.click("#case-table tbody tr.case")
@@ -168,16 +194,26 @@ def test_the_baseline_comparison_is_side_by_side(site: pytest.Pytester, browser:
     assert requested == []
 
 
-def test_a_cases_detail_shows_its_input_and_content_hash(site: pytest.Pytester, browser: Any) -> None:
-    """Issue 24 item 20: the page shows what the case gave the agent, and the hash of the case's content."""
+def test_a_cases_detail_shows_its_input_and_content_hash(
+    site: pytest.Pytester, browser: Any
+) -> None:
+    """Issue 24 item 20: the page shows what the case gave the agent, and the hash of the case's
+    content.
+    """
     _report_run(site, SUITE, "--agent-eval-html", "page.html", "--agent-eval-report", "r.json")
-    hashes = {c["case_id"]: c["content_hash"] for c in json.loads((site.path / "r.json").read_text())["cases"]}
+    hashes = {
+        c["case_id"]: c["content_hash"]
+        for c in json.loads((site.path / "r.json").read_text())["cases"]
+    }
     page, requested = _open(browser, site.path / "page.html")
     page.fill("#f-text", "eval_page.yaml::chat")
     page.click("#case-table tbody tr.case")
     detail = page.inner_text("#case-table tr.detail")
     assert f"content hash {hashes['chat']}" in detail
-    assert page.locator("#case-table tr.detail ol.turns li").all_inner_texts() == ["first question", "second question"]
+    assert page.locator("#case-table tr.detail ol.turns li").all_inner_texts() == [
+        "first question",
+        "second question",
+    ]
     page.fill("#f-text", "eval_page.yaml::refund")
     page.click("#case-table tbody tr.case")  # a second detail opens below the first
     assert page.locator("#case-table tr.detail .input pre.query").all_inner_texts() == ["refund"]

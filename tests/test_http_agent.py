@@ -38,7 +38,9 @@ class Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         with self.server.lock:
-            self.server.log.append({"path": self.path, "body": body, "auth": self.headers.get("Authorization")})
+            self.server.log.append(
+                {"path": self.path, "body": body, "auth": self.headers.get("Authorization")}
+            )
         if self.path == "/down":
             self._send(503, {"error": "overloaded"})
             return
@@ -47,7 +49,10 @@ class Handler(BaseHTTPRequestHandler):
         if self.path == "/chat":
             self._send(200, {"output": answer})
         else:  # /v2: nested answer, its own conversation id, the tools it used
-            self._send(200, {"data": {"answer": answer}, "conversation": "c-1", "tools_called": ["search_kb"]})
+            self._send(
+                200,
+                {"data": {"answer": answer}, "conversation": "c-1", "tools_called": ["search_kb"]},
+            )
 
     def _send(self, status: int, payload: dict[str, Any]) -> None:
         raw = json.dumps(payload).encode()
@@ -64,7 +69,9 @@ class Handler(BaseHTTPRequestHandler):
 @pytest.fixture
 def service() -> Iterator[Service]:
     server = Service()
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread = threading.Thread(
+        target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+    )
     thread.start()
     yield server
     server.shutdown()
@@ -78,7 +85,9 @@ def _closed_port() -> int:
     return port
 
 
-def test_a_url_agent_posts_each_message_and_reads_the_answer(pytester: pytest.Pytester, service: Service) -> None:
+def test_a_url_agent_posts_each_message_and_reads_the_answer(
+    pytester: pytest.Pytester, service: Service
+) -> None:
     pytester.makefile(
         ".yaml",
         eval_http=f"""\
@@ -95,12 +104,17 @@ cases:
     result = pytester.runpytest("-p", "no:cacheprovider")
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(["*output: You said: hello*"])
-    assert sorted(r["body"]["message"] for r in service.log) == ["How long do refunds take?", "hello"]
+    assert sorted(r["body"]["message"] for r in service.log) == [
+        "How long do refunds take?",
+        "hello",
+    ]
     sessions = {r["body"]["session_id"] for r in service.log}
     assert len(sessions) == 2  # one per case
 
 
-def test_the_session_is_kept_per_case_and_trial(pytester: pytest.Pytester, service: Service) -> None:
+def test_the_session_is_kept_per_case_and_trial(
+    pytester: pytest.Pytester, service: Service
+) -> None:
     pytester.makefile(
         ".yaml",
         eval_turns=f"""\
@@ -113,7 +127,9 @@ cases:
     turns: [one, two]
 """,
     )
-    pytester.runpytest("-p", "no:cacheprovider", "--agent-eval-concurrency", "4").assert_outcomes(passed=2)
+    pytester.runpytest("-p", "no:cacheprovider", "--agent-eval-concurrency", "4").assert_outcomes(
+        passed=2
+    )
     by_session: dict[str, list[str]] = {}
     for request in service.log:
         by_session.setdefault(request["body"]["session_id"], []).append(request["body"]["message"])
@@ -148,7 +164,13 @@ cases:
 """,
     )
     result = pytester.runpytest(
-        "-p", "no:cacheprovider", "-v", "--junitxml", "junit.xml", "--agent-eval-report", "report.json"
+        "-p",
+        "no:cacheprovider",
+        "-v",
+        "--junitxml",
+        "junit.xml",
+        "--agent-eval-report",
+        "report.json",
     )
     result.assert_outcomes(failed=1)
     assert [r["auth"] for r in service.log] == [f"Bearer {SECRET}"] * 2
@@ -157,13 +179,20 @@ cases:
     result.stdout.fnmatch_lines(["*turn 2: contains: output lacks 'refund policy'*"])
     for text in (result.stdout.str(), result.stderr.str()):
         assert SECRET not in text
-    for path in pytester.path.rglob("*"):  # the reports, and the run's journal and store under .agent-eval/
+    for path in pytester.path.rglob(
+        "*"
+    ):  # the reports, and the run's journal and store under .agent-eval/
         assert not path.is_file() or SECRET.encode() not in path.read_bytes(), path
     report = json.loads((pytester.path / "report.json").read_text())
-    assert [c["name"] for c in report["cases"][0]["tool_calls"]] == ["search_kb", "search_kb"]  # one per turn
+    assert [c["name"] for c in report["cases"][0]["tool_calls"]] == [
+        "search_kb",
+        "search_kb",
+    ]  # one per turn
 
 
-def test_a_missing_environment_variable_is_named(pytester: pytest.Pytester, service: Service) -> None:
+def test_a_missing_environment_variable_is_named(
+    pytester: pytest.Pytester, service: Service
+) -> None:
     pytester.makefile(
         ".yaml",
         eval_env=f"""\
@@ -175,7 +204,9 @@ cases: [{{id: c, input: hi}}]
     )
     result = pytester.runpytest("-p", "no:cacheprovider")
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["*eval_env.yaml:1: agent '*/chat': *NO_SUCH_AGENT_TOKEN_VAR is not set*"])
+    result.stdout.fnmatch_lines(
+        ["*eval_env.yaml:1: agent '*/chat': *NO_SUCH_AGENT_TOKEN_VAR is not set*"]
+    )
     assert service.log == []
 
 
@@ -193,11 +224,16 @@ def test_an_unreachable_service_is_an_error_not_a_failure(
 
 def test_the_body_template_and_the_output_path() -> None:
     values = {"message": "hi", "session": "s1", "case_id": "c", "trial": "0"}
-    template = {"q": "{message}", "meta": ["{session}", 3, {"k": "case {case_id}/{trial}"}], "n": None}
+    template = {
+        "q": "{message}",
+        "meta": ["{session}", 3, {"k": "case {case_id}/{trial}"}],
+        "n": None,
+    }
     assert fill(template, values) == {"q": "hi", "meta": ["s1", 3, {"k": "case c/0"}], "n": None}
     reply = {"data": {"choices": [{"text": "yes"}]}}
     assert at_path(reply, "data.choices.0.text") == "yes"
-    assert at_path(reply, "data.choices.1.text") is not "yes"  # noqa: F632 - the sentinel, not a value
+    # - the sentinel, not a value
+    assert at_path(reply, "data.choices.1.text") is not "yes"  # noqa: F632
 
 
 def test_a_configuration_that_cannot_work_is_an_error(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -220,8 +256,10 @@ def test_the_reply_without_a_known_key_says_what_to_set(tmp_path: Path) -> None:
 def test_an_http_agent_is_recorded_and_replayed_with_the_service_stopped(
     pytester: pytest.Pytester, service: Service, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The service's calls go through the hooked client (SPEC §14, §17): recorded beside the case, replayed with
-    nothing listening; a request the cassette lacks is an error naming it, never a call to the service."""
+    """The service's calls go through the hooked client (SPEC §14, §17): recorded beside the case,
+    replayed with nothing listening; a request the cassette lacks is an error naming it, never a
+    call to the service.
+    """
     monkeypatch.setenv("AGENT_TOKEN", SECRET)
     eval_file = f"""\
 agent:
@@ -246,7 +284,9 @@ cases:
     service.server_close()  # nothing listens on its port any more
 
     pytester.runpytest(*run, "--agent-eval-replay").assert_outcomes(passed=1)
-    (pytester.path / "eval_rr.yaml").write_text(eval_file.replace("- input: thanks", "- input: thank you"))
+    (pytester.path / "eval_rr.yaml").write_text(
+        eval_file.replace("- input: thanks", "- input: thank you")
+    )
     result = pytester.runpytest(*run, "--agent-eval-replay")
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(
@@ -259,11 +299,19 @@ cases:
     assert len(service.log) == 4
 
 
-def test_without_httpx_a_traffic_option_says_what_to_install(pytester: pytest.Pytester, service: Service) -> None:
-    """Without httpx the service is called with urllib, which the traffic hook cannot see: fine with no traffic
-    option, an error saying what to install with one (the call would escape recording and replay)."""
-    pytester.makeconftest('import sys\n\nsys.modules["httpx"] = sys.modules["httpx2"] = None  # not installed\n')
-    pytester.makefile(".yaml", eval_plain=f"agent: {service.url}/chat\ncases: [{{id: c, input: a refund?}}]\n")
+def test_without_httpx_a_traffic_option_says_what_to_install(
+    pytester: pytest.Pytester, service: Service
+) -> None:
+    """Without httpx the service is called with urllib, which the traffic hook cannot see: fine with
+    no traffic option, an error saying what to install with one (the call would escape recording and
+    replay).
+    """
+    pytester.makeconftest(
+        'import sys\n\nsys.modules["httpx"] = sys.modules["httpx2"] = None  # not installed\n'
+    )
+    pytester.makefile(
+        ".yaml", eval_plain=f"agent: {service.url}/chat\ncases: [{{id: c, input: a refund?}}]\n"
+    )
     pytester.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=1)
     assert len(service.log) == 1
     result = pytester.runpytest("-p", "no:cacheprovider", "--agent-eval-record")
@@ -271,7 +319,8 @@ def test_without_httpx_a_traffic_option_says_what_to_install(pytester: pytest.Py
     result.stdout.fnmatch_lines(
         [
             "  ✗ agent raised HttpAgentError: the HTTP agent's calls are recorded and replayed through httpx, "
-            "which is not installed: pip install 'pytest-agent-evalset[[]traffic]'"  # [[] : a literal [ for fnmatch
+            # [[] : a literal [ for fnmatch
+            "which is not installed: pip install 'pytest-agent-evalset[[]traffic]'"
         ]
     )
     assert len(service.log) == 1

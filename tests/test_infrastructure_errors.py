@@ -1,6 +1,8 @@
-"""Infrastructure errors are not the agent's failures, with or without the traffic hook (SPEC §14): an exception of a
-known client's infrastructure class raised out of the agent ends its case as ERROR, naming the request; the
-plugin's own error class is matched by identity, so a user's class of the same name is an ordinary failure."""
+"""Infrastructure errors are not the agent's failures, with or without the traffic hook (SPEC §14):
+an exception of a known client's infrastructure class raised out of the agent ends its case as
+ERROR, naming the request; the plugin's own error class is matched by identity, so a user's class of
+the same name is an ordinary failure.
+"""
 
 from __future__ import annotations
 
@@ -41,7 +43,9 @@ def test_an_agent_clients_infrastructure_exception_is_an_error_without_the_hook(
 ) -> None:
     pytester.makepyfile(llm_agent=AGENT)
     pytester.syspathinsert()
-    pytester.makefile(".yaml", eval_infra="agent: llm_agent:agent\ncases:\n  - id: ask\n    input: Hello\n")
+    pytester.makefile(
+        ".yaml", eval_infra="agent: llm_agent:agent\ncases:\n  - id: ask\n    input: Hello\n"
+    )
     with ChatServer(lambda prompt: None, failures=1000, failure_status=429) as chat:
         url = chat.base_url
         if server == "always 429":
@@ -64,7 +68,9 @@ def test_an_agent_clients_infrastructure_exception_is_an_error_without_the_hook(
     assert outcome == "error" and f"POST {url}/chat/completions" in error
 
 
-def test_a_users_own_class_named_infrastructure_error_is_an_ordinary_failure(pytester: pytest.Pytester) -> None:
+def test_a_users_own_class_named_infrastructure_error_is_an_ordinary_failure(
+    pytester: pytest.Pytester,
+) -> None:
     pytester.makepyfile(
         own_errors="""
 class InfrastructureError(Exception):
@@ -83,8 +89,12 @@ def test_mine():
 """,
     )
     pytester.syspathinsert()
-    pytester.makefile(".yaml", eval_own="agent: own_errors:agent\ncases:\n  - id: ask\n    input: Hello\n")
-    result = pytester.runpytest("-p", "no:cacheprovider", "-p", "no:randomly", "--junitxml", "junit.xml")
+    pytester.makefile(
+        ".yaml", eval_own="agent: own_errors:agent\ncases:\n  - id: ask\n    input: Hello\n"
+    )
+    result = pytester.runpytest(
+        "-p", "no:cacheprovider", "-p", "no:randomly", "--junitxml", "junit.xml"
+    )
     result.assert_outcomes(failed=2)
     result.stdout.fnmatch_lines(
         [
@@ -101,8 +111,9 @@ def test_mine():
 def test_the_simulated_users_llm_failing_on_infrastructure_is_an_error(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The plugin's own LLM (the simulated user's, through the default `agent_eval_llm`) answering 429: the case
-    errors naming the request, with no traffic option, as the agent's client would."""
+    """The plugin's own LLM (the simulated user's, through the default `agent_eval_llm`) answering
+    429: the case errors naming the request, with no traffic option, as the agent's client would.
+    """
     pytester.makepyfile(support="def run(query, context):\n    return 'Hi! How can I help?'\n")
     pytester.syspathinsert()
     pytester.makefile(
@@ -135,9 +146,12 @@ cases:
 def test_the_judges_llm_failing_on_infrastructure_is_an_error(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, server: str
 ) -> None:
-    """The judge's own LLM call (the default `agent_eval_llm`) failing on infrastructure, no traffic option: the case
-    errors naming the request, not "no verdict" failing it."""
-    pytester.makepyfile(plain_agent="def run(query):\n    return 'Paris is the capital of France.'\n")
+    """The judge's own LLM call (the default `agent_eval_llm`) failing on infrastructure, no traffic
+    option: the case errors naming the request, not "no verdict" failing it.
+    """
+    pytester.makepyfile(
+        plain_agent="def run(query):\n    return 'Paris is the capital of France.'\n"
+    )
     pytester.syspathinsert()
     pytester.makefile(
         ".yaml",
@@ -154,9 +168,16 @@ def test_the_judges_llm_failing_on_infrastructure_is_an_error(
     if server == "closed port":
         result = pytester.runpytest(*RUN)
     result.assert_outcomes(errors=1)
-    said = "answered 429 Too Many Requests (openai.RateLimitError)" if server == "always 429" else "failed: *"
+    said = (
+        "answered 429 Too Many Requests (openai.RateLimitError)"
+        if server == "always 429"
+        else "failed: *"
+    )
     result.stdout.fnmatch_lines(
-        [f"eval_judged.yaml:3: case capital: infrastructure error, not the agent's: POST {url}/chat/completions {said}"]
+        [
+            f"eval_judged.yaml:3: case capital: infrastructure error, not the agent's:"
+            f" POST {url}/chat/completions {said}"
+        ]
     )
     assert _outcome(pytester)[0] == "error"
 
@@ -164,7 +185,9 @@ def test_the_judges_llm_failing_on_infrastructure_is_an_error(
 def test_the_task_scorers_llm_failing_on_infrastructure_is_an_error(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A conversation's task scorer (the user's `agent_eval_llm`, an openai client) answered 429: the case errors."""
+    """A conversation's task scorer (the user's `agent_eval_llm`, an openai client) answered 429:
+    the case errors.
+    """
     pytester.makepyfile(support="def run(query, context):\n    return 'Your order ships today.'\n")
     pytester.makeconftest(
         """
@@ -214,8 +237,10 @@ cases:
 def test_an_http_agent_refused_inside_a_simulated_conversation_is_an_error(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The agent's service refusing the connection at its first reply of a simulated-user conversation: the case
-    errors (infrastructure, not the agent), in the terminal and in the report."""
+    """The agent's service refusing the connection at its first reply of a simulated-user
+    conversation: the case errors (infrastructure, not the agent), in the terminal and in the
+    report.
+    """
     with ChatServer(lambda prompt: None) as closed:
         refused = f"{closed.base_url}/chat"  # the server is stopped below: its port refuses
     pytester.makefile(

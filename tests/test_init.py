@@ -1,5 +1,6 @@
-"""`agent-eval init [DIR]` (SPEC §21): a starting point that passes under `pytest DIR` with no API key, run as a
-user runs it — the command, then pytest, each in its own process."""
+"""`agent-eval init [DIR]` (SPEC §21): a starting point that passes under `pytest DIR` with no API
+key, run as a user runs it — the command, then pytest, each in its own process.
+"""
 
 from __future__ import annotations
 
@@ -12,7 +13,9 @@ from pathlib import Path
 import jsonschema
 import yaml
 
-AGENT_EVAL = str(Path(sys.executable).with_name("agent-eval"))  # the command of the venv that runs the tests
+AGENT_EVAL = str(
+    Path(sys.executable).with_name("agent-eval")
+)  # the command of the venv that runs the tests
 PYTEST = f"{sys.executable} -m pytest -p no:cacheprovider"
 WRITTEN = [
     "evals/eval_example.yaml",
@@ -29,7 +32,10 @@ def init(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 def pytest_run(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args], cwd=cwd, capture_output=True, text=True
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
     )
 
 
@@ -37,7 +43,9 @@ def test_init_then_pytest_passes(tmp_path: Path) -> None:
     done = init(tmp_path, "project")
     assert done.returncode == 0, done.stderr
     project = tmp_path / "project"
-    assert sorted(str(p.relative_to(project)) for p in project.rglob("*") if p.is_file()) == sorted(WRITTEN)
+    assert sorted(str(p.relative_to(project)) for p in project.rglob("*") if p.is_file()) == sorted(
+        WRITTEN
+    )
     for name in WRITTEN:
         assert f"wrote {Path('project') / name}" in done.stdout
     ran = pytest_run(tmp_path, "project", "-v")
@@ -53,36 +61,64 @@ def test_the_eval_file_names_its_schema_and_is_valid(tmp_path: Path) -> None:
     assert first == "# yaml-language-server: $schema=agent-eval.schema.json"
     schema = json.loads((tmp_path / "evals" / "agent-eval.schema.json").read_text(encoding="utf-8"))
     jsonschema.validate(yaml.safe_load(eval_file.read_text(encoding="utf-8")), schema)
-    checked = subprocess.run([AGENT_EVAL, "validate", "evals"], cwd=tmp_path, capture_output=True, text=True)
+    checked = subprocess.run(
+        [AGENT_EVAL, "validate", "evals"], cwd=tmp_path, capture_output=True, text=True
+    )
     assert checked.stdout.splitlines()[0] == "evals/eval_example.yaml: native, 3 cases: ok"
 
 
 def test_the_workflow_replays_on_pull_requests_and_records_nightly(tmp_path: Path) -> None:
     assert init(tmp_path, ".").returncode == 0
-    workflow = yaml.safe_load((tmp_path / ".github" / "workflows" / "agent-evals.yml").read_text(encoding="utf-8"))
+    workflow = yaml.safe_load(
+        (tmp_path / ".github" / "workflows" / "agent-evals.yml").read_text(encoding="utf-8")
+    )
     triggers = workflow[True]  # YAML 1.1 reads the key `on` as true
     assert "pull_request" in triggers and triggers["schedule"][0]["cron"]
     replay = " ".join(step.get("run", "") for step in workflow["jobs"]["replay"]["steps"])
-    assert "--agent-eval-replay" in replay and "agent-eval comment report.json $base > comment.md" in replay
+    assert (
+        "--agent-eval-replay" in replay
+        and "agent-eval comment report.json $base > comment.md" in replay
+    )
     assert "<!-- agent-eval -->" in replay  # the sticky comment is found by its marker
-    uploads = [s for s in workflow["jobs"]["replay"]["steps"] if "upload-artifact" in s.get("uses", "")]
-    assert uploads and "report.json" in uploads[0]["with"]["path"] and "report.html" in uploads[0]["with"]["path"]
+    uploads = [
+        s for s in workflow["jobs"]["replay"]["steps"] if "upload-artifact" in s.get("uses", "")
+    ]
+    assert (
+        uploads
+        and "report.json" in uploads[0]["with"]["path"]
+        and "report.html" in uploads[0]["with"]["path"]
+    )
     record = workflow["jobs"]["record"]
     assert "schedule" in record["if"]
     assert any("--agent-eval-record" in step.get("run", "") for step in record["steps"])
     assert any("secrets." in str(step.get("env", "")) for step in record["steps"])
-    # the pull-request command itself passes on the new project: a case that sends no request needs no cassette
-    command = next(s["run"] for s in workflow["jobs"]["replay"]["steps"] if s.get("name") == "evals (replayed)")
+    # the pull-request command itself passes on the new project: a case that sends no request needs
+    # no cassette
+    command = next(
+        s["run"] for s in workflow["jobs"]["replay"]["steps"] if s.get("name") == "evals (replayed)"
+    )
     # under GitHub Actions: the summary goes to $GITHUB_STEP_SUMMARY without an option
-    actions = {**os.environ, "GITHUB_ACTIONS": "true", "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md")}
+    actions = {
+        **os.environ,
+        "GITHUB_ACTIONS": "true",
+        "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md"),
+    }
     ran = subprocess.run(
-        ["bash", "-c", command.replace("pytest", PYTEST, 1)], cwd=tmp_path, capture_output=True, text=True, env=actions
+        ["bash", "-c", command.replace("pytest", PYTEST, 1)],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env=actions,
     )
     assert ran.returncode == 0, ran.stdout + ran.stderr
     assert (tmp_path / "report.json").is_file() and (tmp_path / "report.html").is_file()
     assert "## agent eval summary" in (tmp_path / "summary.md").read_text(encoding="utf-8")
-    commented = subprocess.run([AGENT_EVAL, "comment", "report.json"], cwd=tmp_path, capture_output=True, text=True)
-    assert commented.returncode == 0 and commented.stdout.startswith("<!-- agent-eval -->\n### ✅ agent eval: ")
+    commented = subprocess.run(
+        [AGENT_EVAL, "comment", "report.json"], cwd=tmp_path, capture_output=True, text=True
+    )
+    assert commented.returncode == 0 and commented.stdout.startswith(
+        "<!-- agent-eval -->\n### ✅ agent eval: "
+    )
 
 
 def test_existing_files_are_never_overwritten(tmp_path: Path) -> None:
@@ -102,8 +138,13 @@ def test_a_project_that_configures_pytest_gets_the_ini_block_to_add(tmp_path: Pa
     done = init(tmp_path)
     assert done.returncode == 0, done.stderr
     assert (tmp_path / "pyproject.toml").read_text() == pyproject
-    assert not (tmp_path / "pytest.ini").exists()  # it would take over from the project's own configuration
-    assert "pytest is configured in pyproject.toml: add these lines under [tool.pytest.ini_options]" in done.stdout
+    assert not (
+        tmp_path / "pytest.ini"
+    ).exists()  # it would take over from the project's own configuration
+    assert (
+        "pytest is configured in pyproject.toml: add these lines under [tool.pytest.ini_options]"
+        in done.stdout
+    )
     assert 'agent_eval_timeout = "60"' in done.stdout
     ran = pytest_run(tmp_path)
     assert ran.returncode == 0 and "3 passed" in ran.stdout, ran.stdout + ran.stderr

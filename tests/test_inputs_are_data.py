@@ -1,8 +1,9 @@
-"""Inputs are data (SPEC §22): a promptfoo config, a CSV cell, a ``file://`` var or a dataset row from an untrusted
-pull request never runs code, never reads outside the project, and one bad one errors only its own case.
+"""Inputs are data (SPEC §22): a promptfoo config, a CSV cell, a ``file://`` var or a dataset row
+from an untrusted pull request never runs code, never reads outside the project, and one bad one
+errors only its own case.
 
-Each test runs real pytest (``pytester``) or the real ``agent-eval`` command on files written here, and asserts
-what a user sees: outcomes, the error text, whether a marker file appeared.
+Each test runs real pytest (``pytester``) or the real ``agent-eval`` command on files written here,
+and asserts what a user sees: outcomes, the error text, whether a marker file appeared.
 """
 
 from __future__ import annotations
@@ -45,7 +46,8 @@ def validate(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
     return pytester.run(sys.executable, "-m", "pytest_agent_eval.cli", "validate", *args)
 
 
-# -- templates render in a sandbox -----------------------------------------------------------------------------
+# -- templates render in a sandbox
+# -----------------------------------------------------------------------------
 
 
 def test_a_prompt_template_never_runs_code(pytester: pytest.Pytester) -> None:
@@ -89,7 +91,9 @@ def test_a_prompt_template_never_runs_code(pytester: pytest.Pytester) -> None:
     assert collected.ret == 0
 
 
-def test_a_csv_cell_never_runs_code_and_one_bad_cell_errors_only_its_row(pytester: pytest.Pytester) -> None:
+def test_a_csv_cell_never_runs_code_and_one_bad_cell_errors_only_its_row(
+    pytester: pytest.Pytester,
+) -> None:
     write(
         pytester,
         tests__csv=(
@@ -136,10 +140,13 @@ def test_a_template_cannot_make_a_huge_value(pytester: pytest.Pytester) -> None:
     )
     result = run(pytester)
     assert set(outcomes(result).values()) == {"ERROR"}
-    result.stdout.fnmatch_lines(["*template error: *repeated value*", "*template error: *power*", "*range*"])
+    result.stdout.fnmatch_lines(
+        ["*template error: *repeated value*", "*template error: *power*", "*range*"]
+    )
 
 
-# -- file:// reads inside the project only ---------------------------------------------------------------------
+# -- file:// reads inside the project only
+# ---------------------------------------------------------------------
 
 
 @pytest.fixture
@@ -150,7 +157,9 @@ def outside(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder
 
 
-def test_a_file_var_outside_the_project_is_an_error_of_its_case(pytester: pytest.Pytester, outside: Path) -> None:
+def test_a_file_var_outside_the_project_is_an_error_of_its_case(
+    pytester: pytest.Pytester, outside: Path
+) -> None:
     project = pytester.path
     relative = os.path.relpath(outside / "credentials", project)
     (project / "inside.txt").write_text("fine")
@@ -170,8 +179,15 @@ def test_a_file_var_outside_the_project_is_an_error_of_its_case(pytester: pytest
     )
     report = project / "report.json"
     result = run(pytester, f"--agent-eval-report={report}")
-    assert outcomes(result) == {"dotdot": "ERROR", "absolute": "ERROR", "symlink": "ERROR", "inside": "PASSED"}
-    result.stdout.fnmatch_lines(["*var file://*credentials: outside the project*--agent-eval-allow-path*"])
+    assert outcomes(result) == {
+        "dotdot": "ERROR",
+        "absolute": "ERROR",
+        "symlink": "ERROR",
+        "inside": "PASSED",
+    }
+    result.stdout.fnmatch_lines(
+        ["*var file://*credentials: outside the project*--agent-eval-allow-path*"]
+    )
     assert "SECRET-TOKEN-42" not in result.stdout.str()
     assert "SECRET-TOKEN-42" not in report.read_text()
     allowed = run(pytester, f"--agent-eval-allow-path={outside}", "-k", "absolute")
@@ -209,7 +225,9 @@ def test_a_glob_never_walks_outside_the_project(pytester: pytest.Pytester, outsi
     )
     result = run(pytester)
     assert outcomes(result) == {"test-1": "ERROR", "test-2": "ERROR", "test-3": "PASSED"}
-    result.stdout.fnmatch_lines(["*tests file://*rows.csv: outside the project*", "*an absolute glob*"])
+    result.stdout.fnmatch_lines(
+        ["*tests file://*rows.csv: outside the project*", "*an absolute glob*"]
+    )
 
 
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="FIFOs are POSIX")
@@ -264,10 +282,16 @@ def test_a_bad_file_var_errors_only_its_case(pytester: pytest.Pytester) -> None:
     )
     checked = validate(pytester, "promptfooconfig.yaml")
     assert "Traceback" not in checked.stdout.str() + checked.stderr.str()
-    checked.stdout.fnmatch_lines(["*broken.json: not JSON*", "*broken.yaml*", "*latin.txt: not UTF-8 (byte 3*"])
+    checked.stdout.fnmatch_lines(
+        ["*broken.json: not JSON*", "*broken.yaml*", "*latin.txt: not UTF-8 (byte 3*"]
+    )
     result = run(pytester)
     found = outcomes(result)
-    assert {k: found[k] for k in ("json", "yaml", "latin")} == {"json": "ERROR", "yaml": "ERROR", "latin": "ERROR"}
+    assert {k: found[k] for k in ("json", "yaml", "latin")} == {
+        "json": "ERROR",
+        "yaml": "ERROR",
+        "latin": "ERROR",
+    }
     assert found["good"] == "PASSED"
     assert "other" in found  # the other file ran
 
@@ -289,7 +313,8 @@ def test_a_latin1_tests_csv_is_an_error_of_its_entry(pytester: pytest.Pytester) 
     result.stdout.fnmatch_lines(["*latin.csv: not UTF-8*"])
 
 
-# -- expansion is bounded --------------------------------------------------------------------------------------
+# -- expansion is bounded
+# --------------------------------------------------------------------------------------
 
 
 def test_expansion_over_the_bound_is_one_error_of_that_file(pytester: pytest.Pytester) -> None:
@@ -313,7 +338,9 @@ def test_expansion_over_the_bound_is_one_error_of_that_file(pytester: pytest.Pyt
     result = run(pytester)
     found = outcomes(result)
     assert found == {"@file": "ERROR", "other": "PASSED"}, found
-    result.stdout.fnmatch_lines(["*expands to 102,400,000 cases, over the bound of 100,000 per file*"])
+    result.stdout.fnmatch_lines(
+        ["*expands to 102,400,000 cases, over the bound of 100,000 per file*"]
+    )
     write(pytester, pytest__ini="[pytest]\nagent_eval_max_cases_per_file = 10\n")
     small = json.dumps(list(range(11)))
     write(
@@ -328,7 +355,8 @@ def test_expansion_over_the_bound_is_one_error_of_that_file(pytester: pytest.Pyt
     bounded.stdout.fnmatch_lines(["*expands to 11 cases, over the bound of 10 per file*"])
 
 
-# -- dataset rows ----------------------------------------------------------------------------------------------
+# -- dataset rows
+# ----------------------------------------------------------------------------------------------
 
 
 def test_one_malformed_jsonl_line_errors_only_that_row(pytester: pytest.Pytester) -> None:
@@ -347,7 +375,8 @@ def test_one_malformed_jsonl_line_errors_only_that_row(pytester: pytest.Pytester
     result.stdout.fnmatch_lines(["*eval_rows.jsonl:2: JSON Lines syntax error*"])
 
 
-# -- local state lives in a private per-user folder ------------------------------------------------------------
+# -- local state lives in a private per-user folder
+# ------------------------------------------------------------
 
 
 @pytest.fixture
@@ -360,7 +389,9 @@ def shared_tmp(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.Mon
 
 
 @pytest.fixture
-def llm_project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> Iterator[pytest.Pytester]:
+def llm_project(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[pytest.Pytester]:
     pytest.importorskip("openai")
     from openai_server import ChatServer
     from test_traffic import AGENTS, evals_file, point_at
@@ -377,9 +408,12 @@ def llm_project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> I
 PACE = "pace_requests_5_per_1000ms.json"
 
 
-def test_with_the_cache_off_the_pace_store_is_private(llm_project: pytest.Pytester, shared_tmp: Path) -> None:
-    """Another local user plants ``pace.json -> victim`` where the store used to be (a predictable shared path):
-    the run never writes through it, and keeps its state in a folder of its own, 0700."""
+def test_with_the_cache_off_the_pace_store_is_private(
+    llm_project: pytest.Pytester, shared_tmp: Path
+) -> None:
+    """Another local user plants ``pace.json -> victim`` where the store used to be (a predictable
+    shared path): the run never writes through it, and keeps its state in a folder of its own, 0700.
+    """
     victim = llm_project.path / "victim.txt"
     victim.write_text("precious")
     digest = hashlib.sha256(str(llm_project.path).encode()).hexdigest()[:12]
@@ -391,7 +425,11 @@ def test_with_the_cache_off_the_pace_store_is_private(llm_project: pytest.Pytest
     assert victim.read_text() == "precious"
     private = shared_tmp / f"pytest-agent-eval-{os.geteuid()}"
     info = os.lstat(private)
-    assert stat.S_ISDIR(info.st_mode) and stat.S_IMODE(info.st_mode) == 0o700 and info.st_uid == os.geteuid()
+    assert (
+        stat.S_ISDIR(info.st_mode)
+        and stat.S_IMODE(info.st_mode) == 0o700
+        and info.st_uid == os.geteuid()
+    )
     (store,) = private.glob(f"limits-*/{PACE}")
     assert stat.S_ISREG(os.lstat(store).st_mode)
 
@@ -412,13 +450,16 @@ def test_a_planted_private_folder_or_state_symlink_is_never_followed(
     run(llm_project, "--agent-eval-rate-limit", "5/s").assert_outcomes(passed=1)
     (store,) = (shared_tmp / f"pytest-agent-eval-{os.geteuid()}").glob(f"limits-*/{PACE}")
     store.unlink()
-    store.symlink_to(victim)  # only this user could: the folder is 0700; the store still never follows it
+    store.symlink_to(
+        victim
+    )  # only this user could: the folder is 0700; the store still never follows it
     result = run(llm_project, "--agent-eval-rate-limit", "5/s")
     assert victim.read_text() == "precious"
     assert "is a symlink, which is never followed" in result.stdout.str() + result.stderr.str()
 
 
-# -- a provider that answers only 429 never stands the run still -----------------------------------------------
+# -- a provider that answers only 429 never stands the run still
+# -----------------------------------------------
 
 
 def test_the_step_429s_set_is_capped() -> None:
@@ -434,8 +475,10 @@ def test_the_step_429s_set_is_capped() -> None:
 def test_a_provider_answering_only_429_ends_each_case_as_an_infrastructure_error(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """``Retry-After: nan`` on every answer, and a pace already slowed to 8 s a request by earlier 429s: one more
-    429 doubles it to the cap, not past it, and every case ends as an error naming the 429."""
+    """``Retry-After: nan`` on every answer, and a pace already slowed to 8 s a request by earlier
+    429s: one more 429 doubles it to the cap, not past it, and every case ends as an error naming
+    the 429.
+    """
     pytest.importorskip("openai")
     from openai_server import ChatServer
     from test_traffic import AGENTS, evals_file, point_at
@@ -461,7 +504,8 @@ def test_a_provider_answering_only_429_ends_each_case_as_an_infrastructure_error
     assert 0 < state[f"step:{host}"] <= MAX_STEP_S
 
 
-# -- agent-eval init writes all or nothing, inside DIR, never through a symlink --------------------------------
+# -- agent-eval init writes all or nothing, inside DIR, never through a symlink
+# --------------------------------
 
 
 def _init(folder: Path) -> tuple[int, str]:
@@ -481,15 +525,21 @@ def test_init_never_writes_through_a_dangling_symlink(tmp_path: Path) -> None:
     project.mkdir()
     outside.mkdir()
     (project / "evals").mkdir()
-    (project / "evals" / "conftest.py").symlink_to(outside / "planted.py")  # dangling: exists() says False
+    (project / "evals" / "conftest.py").symlink_to(
+        outside / "planted.py"
+    )  # dangling: exists() says False
     code, err = _init(project)
     assert code == 1
-    assert "conftest.py is a symlink (never written through)" in err and "nothing was written" in err
+    assert (
+        "conftest.py is a symlink (never written through)" in err and "nothing was written" in err
+    )
     assert list(outside.iterdir()) == []
     assert sorted(p.name for p in project.rglob("*")) == ["conftest.py", "evals"]
 
 
-def test_init_checks_every_target_first_and_writes_nothing_when_one_is_blocked(tmp_path: Path) -> None:
+def test_init_checks_every_target_first_and_writes_nothing_when_one_is_blocked(
+    tmp_path: Path,
+) -> None:
     (tmp_path / ".github").write_text("not a folder")
     code, err = _init(tmp_path)
     assert code == 1
@@ -503,7 +553,9 @@ def test_init_checks_every_target_first_and_writes_nothing_when_one_is_blocked(t
 
 
 def test_a_reference_bomb_is_an_error_of_its_test(pytester: pytest.Pytester) -> None:
-    """Eleven lines of ``$ref`` s to lists of ten ``$ref`` s would be 10^11 assertions: the references are bounded."""
+    """Eleven lines of ``$ref`` s to lists of ten ``$ref`` s would be 10^11 assertions: the
+    references are bounded.
+    """
     templates = {f"t{i}": [{"$ref": f"#/assertionTemplates/t{i - 1}"}] * 10 for i in range(1, 12)}
     templates["t0"] = {"type": "contains", "value": "x"}
     config = {
@@ -511,8 +563,16 @@ def test_a_reference_bomb_is_an_error_of_its_test(pytester: pytest.Pytester) -> 
         "providers": ["file://provider.py"],
         "assertionTemplates": templates,
         "tests": [
-            {"description": "bomb", "vars": {"q": "x"}, "assert": [{"$ref": "#/assertionTemplates/t11"}]},
-            {"description": "fine", "vars": {"q": "x"}, "assert": [{"$ref": "#/assertionTemplates/t0"}]},
+            {
+                "description": "bomb",
+                "vars": {"q": "x"},
+                "assert": [{"$ref": "#/assertionTemplates/t11"}],
+            },
+            {
+                "description": "fine",
+                "vars": {"q": "x"},
+                "assert": [{"$ref": "#/assertionTemplates/t0"}],
+            },
         ],
     }
     write(pytester, provider__py=PROVIDER, promptfooconfig__yaml=json.dumps(config))

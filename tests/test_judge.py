@@ -1,4 +1,6 @@
-"""The LLM judge (SPEC §8): what it is shown, how its reply is read, and that no reply is ever read as a pass."""
+"""The LLM judge (SPEC §8): what it is shown, how its reply is read, and that no reply is ever read
+as a pass.
+"""
 
 from __future__ import annotations
 
@@ -55,12 +57,15 @@ def test_unreadable_replies_are_errors(reply: str, why: str) -> None:
 def _ctx(llm: Any, tmp_path: Path | None = None, **case: Any) -> CheckContext:
     path = (tmp_path or Path("/nonexistent")) / "eval_x.yaml"
     return CheckContext(
-        case=Case(id="c", path=path, line=3, query=case.pop("query", "Refund order 7"), **case), llm=llm
+        case=Case(id="c", path=path, line=3, query=case.pop("query", "Refund order 7"), **case),
+        llm=llm,
     )
 
 
 class Scripted:
-    """An ``agent_eval_llm`` that replies from a list and records what it was asked, with which options."""
+    """An ``agent_eval_llm`` that replies from a list and records what it was asked, with which
+    options.
+    """
 
     def __init__(self, *replies: str) -> None:
         self.replies = list(replies)
@@ -77,13 +82,17 @@ RUN = RunRecord(output="Refunded.", tool_calls=[ToolCall("refund_order", {"order
 
 
 def test_a_prose_score_below_the_threshold_fails() -> None:
-    result = judge(RUN, {"rubric": "helpful", "min_score": 0.7}, _ctx(Scripted("Poor answer. Score: 2/10")))
+    result = judge(
+        RUN, {"rubric": "helpful", "min_score": 0.7}, _ctx(Scripted("Poor answer. Score: 2/10"))
+    )
     assert (result.passed, result.score) == (False, pytest.approx(0.2))
     assert result.message == "judge scored 0.20 < 0.7: Poor answer. Score: 2/10"
 
 
 def test_an_unreadable_reply_errors_and_never_passes() -> None:
-    [result] = evaluate(RUN, {"judge": "helpful"}, _ctx(Scripted("Looks fine.")), builtin_registry())
+    [result] = evaluate(
+        RUN, {"judge": "helpful"}, _ctx(Scripted("Looks fine.")), builtin_registry()
+    )
     assert (result.passed, result.error, result.scored) == (False, True, False)
     assert result.message.startswith("judge reply unreadable: 'Looks fine.'")
 
@@ -93,14 +102,23 @@ def test_the_judge_sees_input_answer_tool_calls_and_asks_for_json() -> None:
     result = judge(RUN, "refunds the right order", _ctx(llm))
     assert result.passed
     [prompt] = llm.prompts
-    for shown in ("refunds the right order", "Refund order 7", "Refunded.", '"refund_order"', '"order_id": 7'):
+    for shown in (
+        "refunds the right order",
+        "Refund order 7",
+        "Refunded.",
+        '"refund_order"',
+        '"order_id": 7',
+    ):
         assert shown in prompt
     assert llm.options == [{"response_format": {"type": "json_object"}}]
 
 
 def test_the_judge_of_a_conversation_sees_the_transcript() -> None:
     llm = Scripted('{"score": 0.9, "reason": "ok"}')
-    history = [{"role": "user", "content": "Hi, order 7"}, {"role": "assistant", "content": "What about it?"}]
+    history = [
+        {"role": "user", "content": "Hi, order 7"},
+        {"role": "assistant", "content": "What about it?"},
+    ]
     run = RunRecord(output="Refunded.", history=history)
     judge(run, "polite", _ctx(llm, query=""))
     assert "user: Hi, order 7\n  assistant: What about it?" in llm.prompts[0]
@@ -140,7 +158,9 @@ def test_one_unreadable_sample_is_no_verdict() -> None:
 
 
 def test_own_prompt_from_a_template_file(tmp_path: Path) -> None:
-    (tmp_path / "judge.txt").write_text('Grade {output!r} for {rubric}; calls {tool_calls}. JSON {{"score": x}}')
+    (tmp_path / "judge.txt").write_text(
+        'Grade {output!r} for {rubric}; calls {tool_calls}. JSON {{"score": x}}'
+    )
     llm = Scripted('{"score": 1}')
     judge(RUN, {"rubric": "brevity", "prompt": "judge.txt"}, _ctx(llm, tmp_path))
     assert llm.prompts == [
@@ -150,12 +170,17 @@ def test_own_prompt_from_a_template_file(tmp_path: Path) -> None:
 
 def test_a_bad_template_names_its_fields(tmp_path: Path) -> None:
     (tmp_path / "judge.txt").write_text("Grade {answer}")
-    with pytest.raises(CheckError, match=r"judge prompt .*judge.txt: bad template \(KeyError: 'answer'\); its fields"):
+    with pytest.raises(
+        CheckError,
+        match=r"judge prompt .*judge.txt: bad template \(KeyError: 'answer'\); its fields",
+    ):
         judge(RUN, {"rubric": "x", "prompt": "judge.txt"}, _ctx(Scripted(), tmp_path))
 
 
 def test_own_prompt_from_a_function(pytester: pytest.Pytester) -> None:
-    pytester.makepyfile(my_prompts="def grade(run, case, rubric):\n    return f'{case.id}: {run.output} / {rubric}'\n")
+    pytester.makepyfile(
+        my_prompts="def grade(run, case, rubric):\n    return f'{case.id}: {run.output} / {rubric}'\n"
+    )
     pytester.syspathinsert()
     llm = Scripted('{"score": 1}')
     judge(RUN, {"rubric": "brevity", "prompt": "my_prompts:grade"}, _ctx(llm))
@@ -195,7 +220,9 @@ def test_the_default_llm_sends_the_options(judge_server: ChatServer) -> None:
     assert body["response_format"] == {"type": "json_object"}
 
 
-def test_the_default_llm_drops_json_mode_where_the_endpoint_has_none(judge_server: ChatServer) -> None:
+def test_the_default_llm_drops_json_mode_where_the_endpoint_has_none(
+    judge_server: ChatServer,
+) -> None:
     judge_server.json_mode = False  # type: ignore[attr-defined]
     llm = default_llm()
     assert llm is not None
@@ -219,7 +246,11 @@ def agent_eval_llm():
 
 
 def test_judge_verdicts_as_a_user_sees_them(evals: pytest.Pytester) -> None:
-    replies = {"polite": "Poor answer. Score: 2/10", "helpful": "Looks fine.", "kind": '{"score": 0.9}'}
+    replies = {
+        "polite": "Poor answer. Score: 2/10",
+        "helpful": "Looks fine.",
+        "kind": '{"score": 0.9}',
+    }
     evals.makeconftest(CONFTEST.format(replies=replies))
     evals.makefile(
         ".yaml",
@@ -259,20 +290,30 @@ cases:
 """
 
 
-def test_a_judge_without_an_llm_is_not_scored(evals: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_judge_without_an_llm_is_not_scored(
+    evals: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.delenv("AGENT_EVAL_LLM_MODEL", raising=False)
     evals.makefile(".yaml", eval_nollm=NO_LLM_FILE)
     result = evals.runpytest("-p", "no:cacheprovider", "-rs")
-    result.assert_outcomes(passed=1, skipped=1)  # never a failure, and never a pass with nothing scored
-    result.stdout.fnmatch_lines(["SKIPPED [[]1] eval_nollm.yaml:3: nothing scored (judge): not scored: no LLM *"])
+    result.assert_outcomes(
+        passed=1, skipped=1
+    )  # never a failure, and never a pass with nothing scored
+    result.stdout.fnmatch_lines(
+        ["SKIPPED [[]1] eval_nollm.yaml:3: nothing scored (judge): not scored: no LLM *"]
+    )
 
 
-def test_require_llm_fails_a_judge_without_an_llm(evals: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_require_llm_fails_a_judge_without_an_llm(
+    evals: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.delenv("AGENT_EVAL_LLM_MODEL", raising=False)
     evals.makefile(".yaml", eval_nollm=NO_LLM_FILE)
     result = evals.runpytest("-p", "no:cacheprovider", "--agent-eval-require-llm")
     result.assert_outcomes(failed=2)
-    result.stdout.fnmatch_lines(["*✗ judge: needs an LLM (--agent-eval-require-llm): not scored: no LLM configured*"])
+    result.stdout.fnmatch_lines(
+        ["*✗ judge: needs an LLM (--agent-eval-require-llm): not scored: no LLM configured*"]
+    )
 
 
 def test_a_judge_inside_a_turn_gets_the_llm(evals: pytest.Pytester) -> None:
@@ -299,10 +340,15 @@ class Opaque:
 
 
 def test_no_prompt_carries_a_memory_address() -> None:
-    """A recorded judge request must match on replay (SPEC §17): an object's address differs from run to run."""
+    """A recorded judge request must match on replay (SPEC §17): an object's address differs from
+    run to run.
+    """
     from pytest_agent_eval.checks.scorers import grounding
 
-    run = RunRecord(output="Refunded.", tool_calls=[ToolCall("refund_order", {"order": Opaque()}, result=Opaque())])
+    run = RunRecord(
+        output="Refunded.",
+        tool_calls=[ToolCall("refund_order", {"order": Opaque()}, result=Opaque())],
+    )
     llm = Scripted('{"score": 0.9, "reason": "ok"}', '{"score": 0.9, "reason": "ok"}')
     judge(run, "refunds the right order", _ctx(llm))
     grounding(run, {"contains": ["Refunded"]}, _ctx(llm))
@@ -329,8 +375,9 @@ def agent_eval_llm():
 
 
 def test_the_judge_compares_the_answer_with_a_reference(evals: pytest.Pytester) -> None:
-    """`judge: {rubric, reference}` and a case's `reference:` are shown to the judge (a fact list as facts); the
-    rubric may be left out when a reference is given."""
+    """`judge: {rubric, reference}` and a case's `reference:` are shown to the judge (a fact list as
+    facts); the rubric may be left out when a reference is given.
+    """
     evals.makeconftest(REFERENCE_CONFTEST)
     evals.makefile(
         ".yaml",

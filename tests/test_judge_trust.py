@@ -1,7 +1,8 @@
-"""Judges you can trust (SPEC §26): judge panels (votes, each member's verdict and the agreement in the record and
-the reports), calibration sets (items, per-judge figures with bootstrap intervals in every report) and
-``--agent-eval-judge-min-kappa`` (an uncalibrated judge's verdicts are errors, never passes). The statistics are
-checked against scikit-learn, scipy and statsmodels (dev extra only; the plugin never imports them).
+"""Judges you can trust (SPEC §26): judge panels (votes, each member's verdict and the agreement in
+the record and the reports), calibration sets (items, per-judge figures with bootstrap intervals in
+every report) and ``--agent-eval-judge-min-kappa`` (an uncalibrated judge's verdicts are errors,
+never passes). The statistics are checked against scikit-learn, scipy and statsmodels (dev extra
+only; the plugin never imports them).
 """
 
 from __future__ import annotations
@@ -26,7 +27,8 @@ from pytest_agent_eval.checks.agreement import (
 )
 from pytest_agent_eval.checks.panel import decide
 
-# -- the statistics ----------------------------------------------------------------------------------------------
+# -- the statistics
+# ----------------------------------------------------------------------------------------------
 
 
 def _labelled(seed: int, n: int = 40) -> list[tuple[bool, bool]]:
@@ -43,7 +45,9 @@ def test_accuracy_kappa_and_confusion_are_sklearns(seed: int) -> None:
     assert accuracy(pairs) == pytest.approx(metrics.accuracy_score(labels, judged))
     assert cohen_kappa(pairs) == pytest.approx(metrics.cohen_kappa_score(labels, judged))
     (tn, fp), (fn, tp) = metrics.confusion_matrix(labels, judged, labels=[False, True])
-    assert Confusion.of(pairs) == Confusion(true_pass=tp, false_pass=fp, true_fail=tn, false_fail=fn)
+    assert Confusion.of(pairs) == Confusion(
+        true_pass=tp, false_pass=fp, true_fail=tn, false_fail=fn
+    )
     assert false_pass_rate(pairs) == pytest.approx(fp / (fp + tn))
 
 
@@ -51,7 +55,9 @@ def test_spearman_is_scipys_with_ties() -> None:
     stats = pytest.importorskip("scipy.stats")
     rng = random.Random(7)
     pairs = [(round(rng.random(), 1), round(rng.random(), 1)) for _ in range(30)]
-    assert spearman(pairs) == pytest.approx(stats.spearmanr([a for a, _ in pairs], [b for _, b in pairs])[0])
+    assert spearman(pairs) == pytest.approx(
+        stats.spearmanr([a for a, _ in pairs], [b for _, b in pairs])[0]
+    )
     assert spearman([(0.1, 0.2), (0.3, 0.4)]) is None  # fewer than 3 pairs
     assert spearman([(0.5, 0.1), (0.5, 0.2), (0.5, 0.3)]) is None  # a constant side
 
@@ -62,11 +68,14 @@ def test_fleiss_kappa_is_statsmodels() -> None:
     votes = [[rng.random() < 0.6 for _ in range(3)] for _ in range(25)]
     table, _ = inter_rater.aggregate_raters([[int(v) for v in item] for item in votes])
     found = fleiss(votes)
-    assert found is not None and found.kappa == pytest.approx(inter_rater.fleiss_kappa(table, method="fleiss"))
+    assert found is not None and found.kappa == pytest.approx(
+        inter_rater.fleiss_kappa(table, method="fleiss")
+    )
     assert found.agreement == pytest.approx(sum(item_agreement(v) or 0 for v in votes) / 25)
     assert item_agreement([True, True, False]) == pytest.approx(1 / 3)
     assert fleiss([[True, True], [True, True]]) == fleiss([[True, True], [True, True]])
-    assert fleiss([[True, True]]).kappa is None  # type: ignore[union-attr]  # every vote the same: no kappa
+    # every vote the same: no kappa
+    assert fleiss([[True, True]]).kappa is None  # type: ignore[union-attr]
 
 
 def test_the_bootstrap_is_seeded_and_agrees_with_scipys_percentile_interval() -> None:
@@ -78,8 +87,12 @@ def test_the_bootstrap_is_seeded_and_agrees_with_scipys_percentile_interval() ->
     theirs = stats.bootstrap((agree,), lambda x: sum(x) / len(x), method="percentile", n_resamples=4000,
                              random_state=0, vectorized=False).confidence_interval  # fmt: skip
     assert ours is not None
-    assert ours[0] == pytest.approx(theirs.low, abs=0.04) and ours[1] == pytest.approx(theirs.high, abs=0.04)
-    assert bootstrap([(True, True)] * 5, cohen_kappa) is None  # undefined in every resample: no interval
+    assert ours[0] == pytest.approx(theirs.low, abs=0.04) and ours[1] == pytest.approx(
+        theirs.high, abs=0.04
+    )
+    assert (
+        bootstrap([(True, True)] * 5, cohen_kappa) is None
+    )  # undefined in every resample: no interval
 
 
 @pytest.mark.parametrize(
@@ -101,7 +114,8 @@ def test_a_panel_decides_only_when_its_missing_votes_could_not_swing_it(
     assert decide(vote, passes, fails, unknown) is expected
 
 
-# -- runs --------------------------------------------------------------------------------------------------------
+# -- runs
+# --------------------------------------------------------------------------------------------------------
 
 CONFTEST = '''
 import json, re
@@ -120,7 +134,9 @@ def agent_eval_llm():
         return json.dumps({"score": 0.9 if good else 0.2, "reason": "good" if good else "bad"})
     return llm
 '''
-AGENT = 'def run(query, context):\n    return "a good reply" if "nice" in query else "a rude reply"\n'
+AGENT = (
+    'def run(query, context):\n    return "a good reply" if "nice" in query else "a rude reply"\n'
+)
 
 
 @pytest.fixture
@@ -135,7 +151,9 @@ def _report(pytester: pytest.Pytester) -> dict[str, Any]:
     return json.loads((pytester.path / "r.json").read_text())
 
 
-def test_a_panel_votes_and_records_each_members_verdict_and_the_agreement(judged: pytest.Pytester) -> None:
+def test_a_panel_votes_and_records_each_members_verdict_and_the_agreement(
+    judged: pytest.Pytester,
+) -> None:
     judged.makefile(
         ".yaml",
         eval_panel="""
@@ -159,7 +177,9 @@ cases:
       judge: {rubric: polite, panel: [{}, {model: contrarian}, {model: broken}]}
 """,
     )
-    result = judged.runpytest_inprocess("-p", "no:cacheprovider", "--agent-eval-report=r.json", "-rA")
+    result = judged.runpytest_inprocess(
+        "-p", "no:cacheprovider", "--agent-eval-report=r.json", "-rA"
+    )
     records = {r["case_id"]: r for r in _report(judged)["cases"]}
     assert {k: r["outcome"] for k, r in records.items()} == {
         "majority": "passed",
@@ -176,12 +196,15 @@ cases:
     ]
     assert check["actual"]["agreement"] == pytest.approx(1 / 3)
     assert "judge panel (all) failed the answer: 2 pass, 1 fail" in result.stdout.str()
-    assert "judge panel (majority) has no verdict: 1 pass, 1 fail, 1 no verdict; member 3: judge reply unreadable" in (
-        result.stdout.str()
+    assert (
+        "judge panel (majority) has no verdict: 1 pass, 1 fail, 1 no verdict; member 3: judge reply unreadable"
+        in (result.stdout.str())
     )
     panels = _report(judged)["panels"]
     three = next(p for p in panels.values() if len(p["members"]) == 3)
-    assert three["cases"] == 2 and three["agreement"] == pytest.approx(1 / 3)  # majority and all: same votes
+    assert three["cases"] == 2 and three["agreement"] == pytest.approx(
+        1 / 3
+    )  # majority and all: same votes
     assert "judge panels: agreement" in result.stdout.str()
 
 
@@ -197,8 +220,9 @@ def test_a_panel_member_with_a_model_needs_an_llm_that_takes_one(judged: pytest.
     )
     result = judged.runpytest_inprocess("-p", "no:cacheprovider")
     result.assert_outcomes(failed=1)
-    assert "the judge's model 'other' cannot be asked: the agent_eval_llm callable takes no `model` option" in (
-        result.stdout.str()
+    assert (
+        "the judge's model 'other' cannot be asked: the agent_eval_llm callable takes no `model` option"
+        in (result.stdout.str())
     )
 
 
@@ -226,13 +250,26 @@ def test_calibration_items_run_the_judge_and_report_its_figures(judged: pytest.P
     )  # fmt: skip
     out = result.stdout.str()
     assert "PASSED polite.calibration.yaml::g1" in out
-    assert "FAILED polite.calibration.yaml::wrong" in out and "the judge said pass (0.90: good); labelled fail" in out
     assert (
-        "ERROR polite.calibration.yaml::odd" in out and "polite.calibration.yaml:9: `label` must be pass, fail" in out
+        "FAILED polite.calibration.yaml::wrong" in out
+        and "the judge said pass (0.90: good); labelled fail" in out
+    )
+    assert (
+        "ERROR polite.calibration.yaml::odd" in out
+        and "polite.calibration.yaml:9: `label` must be pass, fail" in out
     )
     judges = _report(judged)["judges"]
-    polite = next(j for j in judges.values() if j["items"] == 6)  # 5 of the YAML file, 1 of the JSON Lines file
-    pairs = [(True, True), (True, True), (False, False), (False, False), (True, False), (True, True)]
+    polite = next(
+        j for j in judges.values() if j["items"] == 6
+    )  # 5 of the YAML file, 1 of the JSON Lines file
+    pairs = [
+        (True, True),
+        (True, True),
+        (False, False),
+        (False, False),
+        (True, False),
+        (True, True),
+    ]
     assert polite["confusion"] == {"true_pass": 3, "false_pass": 1, "true_fail": 2, "false_fail": 0}
     assert polite["accuracy"]["value"] == pytest.approx(accuracy(pairs))
     assert polite["kappa"]["value"] == pytest.approx(cohen_kappa(pairs))
@@ -244,7 +281,9 @@ def test_calibration_items_run_the_judge_and_report_its_figures(judged: pytest.P
     assert "judge calibration (95% bootstrap intervals)" in out
     assert "**judge calibration (95% bootstrap intervals)**" in (judged.path / "r.md").read_text()
     assert "false-pass rate" in (judged.path / "r.html").read_text()
-    stored = _stored_run(judged.path / ".agent-eval" / "runs.db")  # the run store keeps them with the run
+    stored = _stored_run(
+        judged.path / ".agent-eval" / "runs.db"
+    )  # the run store keeps them with the run
     assert stored["judges"] == judges
     result = judged.runpytest_inprocess("-p", "no:cacheprovider", "--co", "-q", "-m", "calibration")
     assert sum(line.endswith((".yaml::g1", ".jsonl::item-1")) for line in result.stdout.lines) == 2
@@ -260,9 +299,12 @@ def _stored_run(db: Path) -> dict[str, Any]:
 def _min_kappa_files(pytester: pytest.Pytester, wrong_labels: int) -> None:
     items = [f'  - {{input: hi, output: "good {n}", label: pass}}' for n in range(4)]
     items += [
-        f'  - {{input: hi, output: "bad {n}", label: {"pass" if n < wrong_labels else "fail"}}}' for n in range(4)
+        f'  - {{input: hi, output: "bad {n}", label: {"pass" if n < wrong_labels else "fail"}}}'
+        for n in range(4)
     ]
-    (pytester.path / "polite.calibration.yaml").write_text("judge: {rubric: polite}\nitems:\n" + "\n".join(items))
+    (pytester.path / "polite.calibration.yaml").write_text(
+        "judge: {rubric: polite}\nitems:\n" + "\n".join(items)
+    )
     pytester.makefile(
         ".yaml",
         eval_judged="""
@@ -287,13 +329,20 @@ def test_an_uncalibrated_judge_gives_no_verdict(judged: pytest.Pytester, mode: s
     out = result.stdout.str()
     assert "FAILED eval_judged.yaml::gated" in out and "PASSED eval_judged.yaml::no_judge" in out
     assert "is uncalibrated: Cohen's kappa 0.25 < 0.6 on 8 labelled items" in out
-    assert "FAILED eval_judged.yaml::unlabelled" in out and "no calibration item of this run labels it" in out
+    assert (
+        "FAILED eval_judged.yaml::unlabelled" in out
+        and "no calibration item of this run labels it" in out
+    )
     assert "PASSED eval_judged.yaml::gated" not in out
 
 
-def test_no_agent_runs_for_a_calibration_item_not_even_started_early(judged: pytest.Pytester) -> None:
+def test_no_agent_runs_for_a_calibration_item_not_even_started_early(
+    judged: pytest.Pytester,
+) -> None:
     _min_kappa_files(judged, wrong_labels=0)
-    judged.makepyfile(boom="def run(query, context):\n    open(f'ran_{query}', 'w').close()\n    return 'good'\n")
+    judged.makepyfile(
+        boom="def run(query, context):\n    open(f'ran_{query}', 'w').close()\n    return 'good'\n"
+    )
     judged.makeconftest(  # the cases first, so that they start the items after them early
         CONFTEST + "\n@pytest.hookimpl(trylast=True)\ndef pytest_collection_modifyitems(items):\n"
         "    items.sort(key=lambda item: 'calibration' in item.nodeid)\n"
@@ -311,7 +360,9 @@ def test_a_calibrated_judge_gives_its_verdicts(judged: pytest.Pytester) -> None:
                                         "eval_judged.yaml", "polite.calibration.yaml")  # fmt: skip
     out = result.stdout.str()
     assert "PASSED eval_judged.yaml::gated" in out and "FAILED eval_judged.yaml::unlabelled" in out
-    assert out.index("polite.calibration.yaml::item-1") < out.index("eval_judged.yaml::gated")  # calibration first
+    assert out.index("polite.calibration.yaml::item-1") < out.index(
+        "eval_judged.yaml::gated"
+    )  # calibration first
     without = judged.runpytest_inprocess("-p", "no:cacheprovider", "-rA", "eval_judged.yaml")
     assert "PASSED eval_judged.yaml::unlabelled" in without.stdout.str()  # no option: no gate
 

@@ -1,8 +1,9 @@
-"""A real LangGraph ReAct agent (``create_react_agent``: a ``ToolNode`` of ``@tool`` tools) talking through
-langchain-openai to the loopback OpenAI-compatible server, run by the plugin from ``agent: module:GRAPH``: the
-LangChain adapter puts stand-ins into the graph's tool node for cases with ``tool_mocks`` (the real tool never
-runs), leaves the graph as it is for cases without, and the calls reach the failure text, junit and the JSON report
-as the model requested them."""
+"""A real LangGraph ReAct agent (``create_react_agent``: a ``ToolNode`` of ``@tool`` tools) talking
+through langchain-openai to the loopback OpenAI-compatible server, run by the plugin from ``agent:
+module:GRAPH``: the LangChain adapter puts stand-ins into the graph's tool node for cases with
+``tool_mocks`` (the real tool never runs), leaves the graph as it is for cases without, and the
+calls reach the failure text, junit and the JSON report as the model requested them.
+"""
 
 from __future__ import annotations
 
@@ -63,7 +64,9 @@ def route(prompt: str) -> tuple[str, dict[str, Any]] | None:
 
 @pytest.fixture
 def graph_project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
-    """The agent module and its cases; the real tool logs each order id it looks up to ``real_tool.log``."""
+    """The agent module and its cases; the real tool logs each order id it looks up to
+    ``real_tool.log``.
+    """
     pytester.makepyfile(react_agent=AGENT)
     pytester.makefile(".yaml", eval_orders=CASES)
     pytester.syspathinsert()
@@ -76,7 +79,9 @@ def test_tool_mocks_replace_the_tools_of_a_react_agent(
 ) -> None:
     with ChatServer(route) as server:
         monkeypatch.setenv("LOOPBACK_URL", server.base_url)
-        result = graph_project.runpytest("-p", "no:cacheprovider", "--junitxml=junit.xml", "--agent-eval-report=r.json")
+        result = graph_project.runpytest(
+            "-p", "no:cacheprovider", "--junitxml=junit.xml", "--agent-eval-report=r.json"
+        )
     result.assert_outcomes(passed=2, failed=1)
     real = (graph_project.path / "real_tool.log").read_text().split()
     assert real == ["9"]  # only the case without tool_mocks ran the real tool
@@ -89,7 +94,10 @@ def test_tool_mocks_replace_the_tools_of_a_react_agent(
         ]
     )
     report = json.loads((graph_project.path / "r.json").read_text())
-    recorded = {c["case_id"]: [(t["name"], t["args"], t["result"]) for t in c["tool_calls"]] for c in report["cases"]}
+    recorded = {
+        c["case_id"]: [(t["name"], t["args"], t["result"]) for t in c["tool_calls"]]
+        for c in report["cases"]
+    }
     assert recorded == {
         "mocked": [("lookup_order", {"order_id": "42"}, "order 42: shipped")],
         "wrong": [("lookup_order", {"order_id": "7"}, "order 7: shipped")],

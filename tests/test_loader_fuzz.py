@@ -1,4 +1,6 @@
-"""A standing guard on the loader: mutated valid files give located errors, never another exception (SPEC §13)."""
+"""A standing guard on the loader: mutated valid files give located errors, never another exception
+(SPEC §13).
+"""
 
 from __future__ import annotations
 
@@ -30,13 +32,21 @@ NATIVE: dict[str, Any] = {
             "description": "first case",
             "input": {"query": "hi", "context": {"say": "ok"}},
             "tags": ["kb", "fast"],
-            "expect": {"contains": ["ok"], "tools_called": ["search"], "output_schema": {"type": "object"}},
+            "expect": {
+                "contains": ["ok"],
+                "tools_called": ["search"],
+                "output_schema": {"type": "object"},
+            },
             "repeat": 2,
             "min_pass_rate": 0.5,
             "metadata": {"owner": "me", "list": [1, 2, {"x": None}]},
             "tool_mocks": {"search": {"returns": "found"}},
         },
-        {"id": "two", "turns": ["hello", {"input": "again", "expect": {"contains": ["x"]}}], "timeout": 1.5},
+        {
+            "id": "two",
+            "turns": ["hello", {"input": "again", "expect": {"contains": ["x"]}}],
+            "timeout": 1.5,
+        },
         {"input": "derived", "weights": {"contains": 2}, "skip": "later", "xfail": True},
     ],
 }
@@ -58,13 +68,18 @@ SEEDS = [
     ("eval_native.yaml", yaml.safe_dump(NATIVE, sort_keys=False)),
     ("eval_native.json", json.dumps(NATIVE, indent=2)),
     ("eval_neon.yaml", NEON),
-    ("eval_category.json", json.dumps({"kb": [{"input": "q", "expected": "a", "tags": ["t"], "timeout": 3}]})),
+    (
+        "eval_category.json",
+        json.dumps({"kb": [{"input": "q", "expected": "a", "tags": ["t"], "timeout": 3}]}),
+    ),
 ]
 ODD_VALUES = st.sampled_from(
     [None, True, 0, -1, 2.0, 1e308, float("nan"), float("inf"), "", "x\n", "_wip", "__class__", "kb\n", [], {},
      [None], {"": 1}, {1: "y"}, {True: "x"}, {None: "x"}, [[[[[]]]]], "http://127.0.0.1:1/x", {"$ref": "file:///etc/passwd"}]
 )  # fmt: skip
-ODD_KEYS = st.sampled_from([1, True, None, "", "__class__", "_wip", "cases", "id", "expect", "x\ny", 2.5])
+ODD_KEYS = st.sampled_from(
+    [1, True, None, "", "__class__", "_wip", "cases", "id", "expect", "x\ny", 2.5]
+)
 LOCATED = re.compile(r"/fuzz/eval_\w+\.(yaml|json):[1-9][0-9]*: ")
 
 
@@ -72,7 +87,9 @@ DEEP = "deep-data-goes-here"
 
 
 def _nested(depth: int) -> str:
-    """Flow-style nesting, the same text in YAML and JSON (a dumper would recurse too deep to write it)."""
+    """Flow-style nesting, the same text in YAML and JSON (a dumper would recurse too deep to write
+    it).
+    """
     return '[{"k": ' * (depth // 2) + "1" + "}]" * (depth // 2)
 
 
@@ -89,7 +106,9 @@ def _paths(data: Any, key: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
 
 @st.composite
 def structured(draw: st.DrawFn) -> tuple[str, str]:
-    """A valid native file with one field set to a wrong value, an odd key added, or deep data put in."""
+    """A valid native file with one field set to a wrong value, an odd key added, or deep data put
+    in.
+    """
     data = json.loads(json.dumps(NATIVE))
     paths = [p for p in _paths(data) if p]
     target = draw(st.sampled_from(paths))
@@ -108,7 +127,10 @@ def structured(draw: st.DrawFn) -> tuple[str, str]:
     if draw(st.booleans()):
         name, text = "eval_mut.yaml", yaml.safe_dump(data, sort_keys=False, width=1 << 30)
     else:
-        name, text = "eval_mut.json", json.dumps(data, default=str)  # non-string keys become strings
+        name, text = (
+            "eval_mut.json",
+            json.dumps(data, default=str),
+        )  # non-string keys become strings
     return name, text.replace(DEEP, _nested(draw(st.sampled_from([60, 400, 3000]))))
 
 
@@ -125,7 +147,14 @@ def textual(draw: st.DrawFn) -> tuple[str, str]:
         elif op == "duplicate" and lines:
             lines.insert(i, lines[i])
         elif op == "insert":
-            lines.insert(i, draw(st.sampled_from(["&a [*a]\n", "x: *a\n", "- !!set {a}\n", "? [a]\n", "{\n", "\t\n"])))
+            lines.insert(
+                i,
+                draw(
+                    st.sampled_from(
+                        ["&a [*a]\n", "x: *a\n", "- !!set {a}\n", "? [a]\n", "{\n", "\t\n"]
+                    )
+                ),
+            )
         elif lines:
             line = lines[i]
             j = draw(st.integers(0, max(len(line) - 1, 0)))
@@ -134,7 +163,9 @@ def textual(draw: st.DrawFn) -> tuple[str, str]:
     return name, "".join(lines)
 
 
-@settings(max_examples=EXAMPLES, derandomize=True, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(
+    max_examples=EXAMPLES, derandomize=True, deadline=None, suppress_health_check=list(HealthCheck)
+)
 @given(st.one_of(structured(), textual()))
 def test_mutated_files_give_located_errors_only(sample: tuple[str, str]) -> None:
     name, text = sample

@@ -1,4 +1,6 @@
-"""A matrix: every case against each agent as ``case[name]`` (``agents:`` in a file, ``--agent-eval-agent``)."""
+"""A matrix: every case against each agent as ``case[name]`` (``agents:`` in a file,
+``--agent-eval-agent``).
+"""
 
 from __future__ import annotations
 
@@ -101,7 +103,9 @@ def test_the_summary_shows_the_agents_side_by_side(matrix: pytest.Pytester) -> N
     careful, hasty = (line.split() for line in lines)
     assert careful[:3] == ["agent", "careful", "2/2"]
     assert hasty[:3] == ["agent", "hasty", "1/2"]
-    assert careful[-1] == "0.0040" and hasty[-1] == "0.0020"  # cost, the last column when agents report usage
+    assert (
+        careful[-1] == "0.0040" and hasty[-1] == "0.0020"
+    )  # cost, the last column when agents report usage
 
 
 def test_k_selects_one_agent(matrix: pytest.Pytester) -> None:
@@ -119,7 +123,9 @@ def test_last_failed_reruns_only_the_failing_variant(matrix: pytest.Pytester) ->
 
 def test_under_xdist_the_same_items_summary_and_report(matrix: pytest.Pytester) -> None:
     serial = matrix.runpytest("-p", "no:cacheprovider", "--agent-eval-report", "serial.json")
-    parallel = matrix.runpytest_subprocess("-p", "no:cacheprovider", "-n", "2", "--agent-eval-report", "xdist.json")
+    parallel = matrix.runpytest_subprocess(
+        "-p", "no:cacheprovider", "-n", "2", "--agent-eval-report", "xdist.json"
+    )
     parallel.assert_outcomes(passed=4, failed=1)
     one, two = _load(matrix.path / "serial.json"), _load(matrix.path / "xdist.json")
     assert _outcomes(one) == _outcomes(two)
@@ -128,7 +134,10 @@ def test_under_xdist_the_same_items_summary_and_report(matrix: pytest.Pytester) 
             figures[name].pop("latency_p50_s")
             figures[name].pop("latency_p95_s")
     assert one["agents"] == two["agents"]
-    rows = [[line.split()[:3] for line in r.outlines if line.startswith("agent ")] for r in (serial, parallel)]
+    rows = [
+        [line.split()[:3] for line in r.outlines if line.startswith("agent ")]
+        for r in (serial, parallel)
+    ]
     assert rows[0] == rows[1] == [["agent", "careful", "2/2"], ["agent", "hasty", "1/2"]]
 
 
@@ -147,25 +156,43 @@ def test_the_command_line_matrix_replaces_the_files_agents(matrix: pytest.Pytest
 def test_the_command_line_matrix_applies_to_files_without_agents(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(matrix_agents=AGENTS)
     pytester.syspathinsert()
-    pytester.makefile(".json", eval_qa=json.dumps([{"id": "q1", "input": "hi", "expected_contains": ["Hello"]}]))
+    pytester.makefile(
+        ".json", eval_qa=json.dumps([{"id": "q1", "input": "hi", "expected_contains": ["Hello"]}])
+    )
     result = pytester.runpytest(
         "-p", "no:cacheprovider", "-v", "--agent-eval-agent", "a1=matrix_agents:careful",
         "--agent-eval-agent", "a2=matrix_agents:hasty",
     )  # fmt: skip
     result.assert_outcomes(passed=2)
-    result.stdout.fnmatch_lines_random(["*eval_qa.json::q1[[]a1[]] PASSED*", "*eval_qa.json::q1[[]a2[]] PASSED*"])
+    result.stdout.fnmatch_lines_random(
+        ["*eval_qa.json::q1[[]a1[]] PASSED*", "*eval_qa.json::q1[[]a2[]] PASSED*"]
+    )
 
 
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--agent-eval-agent", "nameless"], "*--agent-eval-agent 'nameless': give NAME=MODULE:ATTR*"),
-        (["--agent-eval-agent", "a b=m:f"], "*--agent-eval-agent 'a b=m:f': give NAME=MODULE:ATTR*"),
-        (["--agent-eval-agent", "a=m:f", "--agent-eval-agent", "a=m:g"], "*the name 'a' is given twice*"),
-        (["--agent-eval-agent", "a=m:f", "--agent", "m:f"], "*--agent and --agent-eval-agent: choose one*"),
+        (
+            ["--agent-eval-agent", "nameless"],
+            "*--agent-eval-agent 'nameless': give NAME=MODULE:ATTR*",
+        ),
+        (
+            ["--agent-eval-agent", "a b=m:f"],
+            "*--agent-eval-agent 'a b=m:f': give NAME=MODULE:ATTR*",
+        ),
+        (
+            ["--agent-eval-agent", "a=m:f", "--agent-eval-agent", "a=m:g"],
+            "*the name 'a' is given twice*",
+        ),
+        (
+            ["--agent-eval-agent", "a=m:f", "--agent", "m:f"],
+            "*--agent and --agent-eval-agent: choose one*",
+        ),
     ],
 )
-def test_a_bad_matrix_option_is_a_usage_error(matrix: pytest.Pytester, args: list[str], message: str) -> None:
+def test_a_bad_matrix_option_is_a_usage_error(
+    matrix: pytest.Pytester, args: list[str], message: str
+) -> None:
     result = matrix.runpytest("-p", "no:cacheprovider", *args)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([message])
@@ -180,12 +207,19 @@ def test_an_agent_that_does_not_import_names_its_matrix_entry(matrix: pytest.Pyt
     result = matrix.runpytest("-p", "no:cacheprovider", "eval_broken.yaml")
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(["*eval_broken.yaml:3: agent (gone) 'matrix_agents:missing'*"])
-    cli = matrix.runpytest("-p", "no:cacheprovider", "eval_broken.yaml", "--agent-eval-agent", "x=matrix_agents:nope")
-    cli.stdout.fnmatch_lines(["*eval_broken.yaml:5: --agent-eval-agent x: agent 'matrix_agents:nope'*"])
+    cli = matrix.runpytest(
+        "-p", "no:cacheprovider", "eval_broken.yaml", "--agent-eval-agent", "x=matrix_agents:nope"
+    )
+    cli.stdout.fnmatch_lines(
+        ["*eval_broken.yaml:5: --agent-eval-agent x: agent 'matrix_agents:nope'*"]
+    )
 
 
 def test_a_bad_agents_mapping_is_an_error_at_its_line(matrix: pytest.Pytester) -> None:
-    matrix.makefile(".yaml", eval_bad="agents:\n  'no spaces': matrix_agents:careful\ncases: [{id: c, input: hi}]\n")
+    matrix.makefile(
+        ".yaml",
+        eval_bad="agents:\n  'no spaces': matrix_agents:careful\ncases: [{id: c, input: hi}]\n",
+    )
     result = matrix.runpytest("-p", "no:cacheprovider", "eval_bad.yaml")
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(["*eval_bad.yaml:*agents*"])

@@ -1,6 +1,8 @@
-"""MCP tools mocked per case (SPEC §28), against real MCP servers: a FastMCP server of the official SDK as a
-subprocess over stdio and over streamable HTTP on loopback, whose tools write a file when they really run; the
-agent is the SDK's own ``ClientSession`` (and each framework's MCP client) against the loopback LLM."""
+"""MCP tools mocked per case (SPEC §28), against real MCP servers: a FastMCP server of the official
+SDK as a subprocess over stdio and over streamable HTTP on loopback, whose tools write a file when
+they really run; the agent is the SDK's own ``ClientSession`` (and each framework's MCP client)
+against the loopback LLM.
+"""
 
 from __future__ import annotations
 
@@ -17,7 +19,8 @@ import mcp.client.session  # noqa: F401 - loaded before the runs, as an agent's 
 from mcp_support import AGENT, SERVER, http_server, loopback_llm, ran, server_command
 from openai_server import ChatServer
 
-import pytest_agent_eval.mocks.mcp  # noqa: F401 - the engine, loaded once for pytester's in-process runs
+# - the engine, loaded once for pytester's in-process runs
+import pytest_agent_eval.mocks.mcp  # noqa: F401
 
 RUN = ("-p", "no:cacheprovider", "-p", "no:randomly")
 
@@ -30,7 +33,9 @@ def chat(monkeypatch: pytest.MonkeyPatch) -> Iterator[ChatServer]:
 
 @pytest.fixture
 def marker(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """The file the server's tools write when they really run; the server script and the agent in place."""
+    """The file the server's tools write when they really run; the server script and the agent in
+    place.
+    """
     pytester.makepyfile(mcp_server=SERVER, mcp_agent=AGENT)
     path = pytester.path / "ran.txt"
     monkeypatch.setenv("MCP_RAN", str(path))
@@ -100,11 +105,16 @@ def test_every_mock_form_answers_an_mcp_tool_over_stdio_and_the_server_never_run
     result = pytester.runpytest(*RUN, "-v")
     result.assert_outcomes(passed=7)
     assert ran(marker) == []  # no mocked call reached the real server
-    answers = [m["content"] for body in chat.requests for m in body["messages"] if m.get("role") == "tool"]
+    answers = [
+        m["content"] for body in chat.requests for m in body["messages"] if m.get("role") == "tool"
+    ]
     assert "sunny in Paris" in answers
     assert "tool error: TimeoutError: the weather service did not answer" in answers
     # the tools the agent offered the LLM came from the real server (listing is not mocked)
-    assert {t["function"]["name"] for t in chat.requests[0]["tools"]} == {"get_forecast", "get_alerts"}
+    assert {t["function"]["name"] for t in chat.requests[0]["tools"]} == {
+        "get_forecast",
+        "get_alerts",
+    }
 
 
 STRICT = """
@@ -165,13 +175,21 @@ def test_over_streamable_http_a_mocked_call_never_runs_and_an_unmocked_one_reach
         {
             "name": "get_forecast",
             "args": {"city": "Oslo"},
-            "result": {"result": "real forecast for Oslo: rain"},  # FastMCP's structured content of a `str`
+            "result": {
+                "result": "real forecast for Oslo: rain"
+            },  # FastMCP's structured content of a `str`
             "error": None,
             "server": "weather",
         }
     ]
     assert calls["mocked"] == [
-        {"name": "get_alerts", "args": {"region": "south"}, "result": "calm", "error": None, "server": "weather"}
+        {
+            "name": "get_alerts",
+            "args": {"region": "south"},
+            "result": "calm",
+            "error": None,
+            "server": "weather",
+        }
     ]
 
 
@@ -264,7 +282,11 @@ def agent(agent_eval_mcp_servers):
     ids=["stdio", "http", "stdio-concurrency", "http-xdist-concurrency"],
 )
 def test_a_stand_in_server_from_yaml_answers_its_defaults_and_a_case_mock_overrides_them(
-    pytester: pytest.Pytester, chat: ChatServer, monkeypatch: pytest.MonkeyPatch, transport: str, mode: tuple[str]
+    pytester: pytest.Pytester,
+    chat: ChatServer,
+    monkeypatch: pytest.MonkeyPatch,
+    transport: str,
+    mode: tuple[str],
 ) -> None:
     pytester.makepyfile(mcp_agent=AGENT)
     monkeypatch.delenv("MCP_URL", raising=False)
@@ -279,7 +301,9 @@ def test_a_stand_in_server_from_yaml_answers_its_defaults_and_a_case_mock_overri
             "tool 'get_forcast' (did you mean \"get_forecast\"?)*"
         ]
     )
-    assert "AGENT_EVAL_MCP_WEATHER_URL" not in __import__("os").environ  # the run put its environment back
+    assert (
+        "AGENT_EVAL_MCP_WEATHER_URL" not in __import__("os").environ
+    )  # the run put its environment back
 
 
 def test_the_fixture_and_the_ini_file_give_the_stand_ins_address(
@@ -288,7 +312,11 @@ def test_the_fixture_and_the_ini_file_give_the_stand_ins_address(
     pytester.makepyfile(mcp_agent=AGENT, conftest=FIXTURE_CONFTEST)
     monkeypatch.delenv("MCP_URL", raising=False)
     monkeypatch.delenv("MCP_COMMAND", raising=False)
-    block = STANDIN.format(transport="http").split("cases:")[0].replace("agent: mcp_agent:run_agent\n", "")
+    block = (
+        STANDIN.format(transport="http")
+        .split("cases:")[0]
+        .replace("agent: mcp_agent:run_agent\n", "")
+    )
     pytester.path.joinpath("servers.yaml").write_text(block)
     pytester.makeini("[pytest]\nagent_eval_mcp_servers = servers.yaml\n")
     pytester.path.joinpath("eval_mcp.yaml").write_text(
@@ -312,11 +340,14 @@ def test_a_malformed_mcp_servers_block_is_a_validate_error_at_its_line(
     assert main(["validate", str(path)]) == 1
     out = capsys.readouterr().out
     assert (
-        f"{path}:7: mcp_servers: tool 'get_forecast': unknown key 'input_shema' (did you mean \"input_schema\"?)" in out
+        f"{path}:7: mcp_servers: tool 'get_forecast': unknown key 'input_shema' (did you mean \"input_schema\"?)"
+        in out
     )
     result = pytester.runpytest(*RUN)
     result.assert_outcomes(errors=1)
-    result.stdout.fnmatch_lines(["*eval_bad.yaml:7: mcp_servers: tool 'get_forecast': unknown key 'input_shema'*"])
+    result.stdout.fnmatch_lines(
+        ["*eval_bad.yaml:7: mcp_servers: tool 'get_forecast': unknown key 'input_shema'*"]
+    )
 
 
 def test_a_stand_in_that_does_not_start_is_an_infrastructure_error_naming_its_command(
@@ -375,7 +406,9 @@ def test_a_recorded_cassette_replays_the_mcp_traffic_with_no_mcp_server_running(
     assert ran(marker) == ["get_forecast Oslo"]
     # an MCP request the cassette lacks is the case's infrastructure error, named
     path = pytester.path / "cassettes" / "eval_mcp" / "real_call.yaml"
-    path.write_text(cassette.replace("uri: mcp://weather/tools/call", "uri: mcp://weather/tools/other"))
+    path.write_text(
+        cassette.replace("uri: mcp://weather/tools/call", "uri: mcp://weather/tools/other")
+    )
     missed = pytester.runpytest(*RUN, "--agent-eval-replay", "-k", "real_call")
     missed.assert_outcomes(errors=1)
     missed.stdout.fnmatch_lines(
@@ -408,11 +441,15 @@ def test_the_patch_installs_when_the_agent_imports_mcp_and_nothing_of_it_loads_o
     plain = pytester.runpytest_subprocess(*RUN, "eval_plain.yaml", "-s")
     plain.assert_outcomes(passed=1)
     plain.stdout.fnmatch_lines(["*loaded: nothing of MCP"])
-    # a fresh process whose agent module imports the SDK after the plugin started: the import hook patches it
+    # a fresh process whose agent module imports the SDK after the plugin started: the import hook
+    # patches it
     pytester.path.joinpath("eval_mcp.yaml").write_text(STRICT)
     mcp_run = pytester.runpytest_subprocess(*RUN, "eval_mcp.yaml", "-s")
     mcp_run.assert_outcomes(failed=1)
     mcp_run.stdout.fnmatch_lines(
-        ["*loaded: [[]'mcp', *", "*unmocked tool call weather.get_forecast(city='Oslo') in case unmocked*"]
+        [
+            "*loaded: [[]'mcp', *",
+            "*unmocked tool call weather.get_forecast(city='Oslo') in case unmocked*",
+        ]
     )
     assert ran(marker) == []

@@ -1,11 +1,14 @@
-"""Each framework's own MCP client goes through the ``mcp`` SDK's ``ClientSession.call_tool``, so the one patch
-mocks its MCP tools per case (SPEC §28): the OpenAI Agents SDK's ``MCPServerStdio``/``MCPServerStreamableHttp`` and
-langchain-mcp-adapters' ``MultiServerMCPClient``, each against a real FastMCP server (stdio and streamable HTTP on
-loopback) whose tools write a file when they really run, with the model on the loopback LLM.
+"""Each framework's own MCP client goes through the ``mcp`` SDK's ``ClientSession.call_tool``, so
+the one patch mocks its MCP tools per case (SPEC §28): the OpenAI Agents SDK's
+``MCPServerStdio``/``MCPServerStreamableHttp`` and langchain-mcp-adapters' ``MultiServerMCPClient``,
+each against a real FastMCP server (stdio and streamable HTTP on loopback) whose tools write a file
+when they really run, with the model on the loopback LLM.
 
-pydantic-ai is not among them: its MCP toolsets (``MCPToolset``; ``MCPServerStdio``/``MCPServerStreamableHTTP``
-were removed in pydantic-ai 2) are built on the fastmcp client, which needs ``mcp>=2.3``, while
-langchain-mcp-adapters needs ``mcp<2``: the two cannot be installed together (the dev extra has the latter)."""
+pydantic-ai is not among them: its MCP toolsets (``MCPToolset``;
+``MCPServerStdio``/``MCPServerStreamableHTTP`` were removed in pydantic-ai 2) are built on the
+fastmcp client, which needs ``mcp>=2.3``, while langchain-mcp-adapters needs ``mcp<2``: the two
+cannot be installed together (the dev extra has the latter).
+"""
 
 from __future__ import annotations
 
@@ -16,10 +19,19 @@ import pytest
 pytest.importorskip("mcp")
 
 import mcp.client.session  # noqa: F401 - loaded before the runs, as an agent's module loads it
-from mcp_support import LANGCHAIN_AGENT, SDK_AGENT, SERVER, http_server, loopback_llm, ran, server_command
+from mcp_support import (
+    LANGCHAIN_AGENT,
+    SDK_AGENT,
+    SERVER,
+    http_server,
+    loopback_llm,
+    ran,
+    server_command,
+)
 from openai_server import ChatServer
 
-import pytest_agent_eval.mocks.mcp  # noqa: F401 - the engine, loaded once for pytester's in-process runs
+# - the engine, loaded once for pytester's in-process runs
+import pytest_agent_eval.mocks.mcp  # noqa: F401
 
 RUN = ("-p", "no:cacheprovider", "-p", "no:randomly")
 
@@ -66,7 +78,11 @@ def chat(monkeypatch: pytest.MonkeyPatch) -> Iterator[ChatServer]:
 @pytest.mark.parametrize("transport", ["stdio", "http"])
 @pytest.mark.parametrize("framework", sorted(FRAMEWORKS))
 def test_a_frameworks_mcp_tools_are_mocked_per_case(
-    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, chat: ChatServer, framework: str, transport: str
+    pytester: pytest.Pytester,
+    monkeypatch: pytest.MonkeyPatch,
+    chat: ChatServer,
+    framework: str,
+    transport: str,
 ) -> None:
     module, source = FRAMEWORKS[framework]
     pytest.importorskip(module)

@@ -1,5 +1,7 @@
-"""The run's memory (SPEC §24): the journal a SIGKILLed run leaves and resumes from, and the run store (SQLite
-here; PostgreSQL in test_memory_postgres.py) with ``agent-eval runs``, ``import`` and ``store:BRANCH``."""
+"""The run's memory (SPEC §24): the journal a SIGKILLed run leaves and resumes from, and the run
+store (SQLite here; PostgreSQL in test_memory_postgres.py) with ``agent-eval runs``, ``import`` and
+``store:BRANCH``.
+"""
 
 from __future__ import annotations
 
@@ -17,7 +19,9 @@ import jsonschema
 import pytest
 from memory_support import SAY_AGENT, run_together
 
-pytest.importorskip("sqlalchemy", reason="the run store's tests need the [store] extra (SQLAlchemy, Alembic)")
+pytest.importorskip(
+    "sqlalchemy", reason="the run store's tests need the [store] extra (SQLAlchemy, Alembic)"
+)
 
 BLOCKING_AGENT = '''
 import os, pathlib, time
@@ -37,7 +41,8 @@ def run(query, context):
 def _suite(quick: int, waiting: int) -> str:
     cases = [f"  - {{id: q{n}, input: hi, expect: {{contains: [hello]}}}}\n" for n in range(quick)]
     cases += [
-        f"  - {{id: w{n}, input: hi, context: {{wait: true}}, expect: {{contains: [hello]}}}}\n" for n in range(waiting)
+        f"  - {{id: w{n}, input: hi, context: {{wait: true}}, expect: {{contains: [hello]}}}}\n"
+        for n in range(waiting)
     ]
     return "agent: blocking_agent:run\ncases:\n" + "".join(cases)
 
@@ -49,7 +54,9 @@ def _pytest(*args: str) -> list[str]:
 def _journal_records(path: Path) -> list[dict[str, Any]]:
     if not path.exists():
         return []
-    lines = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    lines = [
+        json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()
+    ]
     return [line for line in lines if "nodeid" in line]
 
 
@@ -57,9 +64,10 @@ def _journal_records(path: Path) -> list[dict[str, Any]]:
 def test_a_killed_run_resumes_exactly_the_cases_its_journal_lacks(
     pytester: pytest.Pytester, workers: list[str]
 ) -> None:
-    """SIGKILL mid-run (the cases left block on a file): no report is written, the journal holds every case that
-    finished; ``--agent-eval-resume JOURNAL`` runs exactly the others and writes one whole report, and
-    ``agent-eval report JOURNAL`` rebuilds the killed run's reports."""
+    """SIGKILL mid-run (the cases left block on a file): no report is written, the journal holds
+    every case that finished; ``--agent-eval-resume JOURNAL`` runs exactly the others and writes one
+    whole report, and ``agent-eval report JOURNAL`` rebuilds the killed run's reports.
+    """
     pytester.makepyfile(blocking_agent=BLOCKING_AGENT)
     pytester.makefile(".yaml", eval_k=_suite(quick=4, waiting=3))
     journal = pytester.path / "r.json.journal.jsonl"
@@ -78,7 +86,9 @@ def test_a_killed_run_resumes_exactly_the_cases_its_journal_lacks(
     finally:
         os.killpg(run.pid, signal.SIGKILL)
         run.wait()
-    assert not (pytester.path / "r.json").exists()  # the report is written at the end, which never came
+    assert not (
+        pytester.path / "r.json"
+    ).exists()  # the report is written at the end, which never came
     finished = {record["nodeid"] for record in _journal_records(journal)}
     assert finished == {f"eval_k.yaml::q{n}" for n in range(4)}
 
@@ -107,14 +117,17 @@ def test_a_killed_run_resumes_exactly_the_cases_its_journal_lacks(
 
 
 def test_a_journal_cut_short_mid_line_loses_only_that_line(pytester: pytest.Pytester) -> None:
-    """A power loss may leave half a line: that case did not finish (a resume runs it); a bad line elsewhere
-    is an error naming the file and line."""
+    """A power loss may leave half a line: that case did not finish (a resume runs it); a bad line
+    elsewhere is an error naming the file and line.
+    """
     pytester.makepyfile(blocking_agent=BLOCKING_AGENT)
     pytester.makefile(".yaml", eval_k=_suite(quick=3, waiting=0))
     pytester.runpytest("--agent-eval-report=r.json").assert_outcomes(passed=3)
     journal = pytester.path / "r.json.journal.jsonl"
     lines = journal.read_text(encoding="utf-8").splitlines()
-    journal.write_text("\n".join(lines[:3]) + "\n" + lines[3][:40], encoding="utf-8")  # q2's line cut, no end
+    journal.write_text(
+        "\n".join(lines[:3]) + "\n" + lines[3][:40], encoding="utf-8"
+    )  # q2's line cut, no end
     from pytest_agent_eval.memory.journal import read_journal
 
     document = read_journal(journal)
@@ -128,7 +141,9 @@ def test_a_journal_cut_short_mid_line_loses_only_that_line(pytester: pytest.Pyte
 
     html, markdown = pytester.path / "killed.html", pytester.path / "killed.md"
     assert main(["report", str(journal), "--html", str(html), "--markdown", str(markdown)]) == 0
-    assert "**The run did not finish** (rebuilt from its journal)" in markdown.read_text(encoding="utf-8")
+    assert "**The run did not finish** (rebuilt from its journal)" in markdown.read_text(
+        encoding="utf-8"
+    )
     assert "eval_k.yaml::q1" in html.read_text(encoding="utf-8")
 
     journal.write_text(lines[0] + "\n{oops\n" + lines[1] + "\n", encoding="utf-8")
@@ -140,7 +155,9 @@ def test_a_journal_cut_short_mid_line_loses_only_that_line(pytester: pytest.Pyte
 
 def _runs(db: Path) -> list[tuple[Any, ...]]:
     with sqlite3.connect(db) as conn:
-        return conn.execute("SELECT id, total, passed, failed FROM runs ORDER BY started, saved").fetchall()
+        return conn.execute(
+            "SELECT id, total, passed, failed FROM runs ORDER BY started, saved"
+        ).fetchall()
 
 
 def _git(path: Path, *args: str) -> None:
@@ -162,9 +179,10 @@ def _say_suite(pytester: pytest.Pytester) -> None:
 def test_every_run_is_stored_and_store_branch_is_a_baseline(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Each run lands in .agent-eval/runs.db with its branch, commit and cases; ``agent-eval runs`` lists them;
-    ``--agent-eval-baseline store:main`` compares with the newest run of main; a case whose outcome flips while
-    its content stays is flaky in the summary."""
+    """Each run lands in .agent-eval/runs.db with its branch, commit and cases; ``agent-eval runs``
+    lists them; ``--agent-eval-baseline store:main`` compares with the newest run of main; a case
+    whose outcome flips while its content stays is flaky in the summary.
+    """
     _say_suite(pytester)
     _git(pytester.path, "init", "-q", "-b", "main")
     _git(pytester.path, "add", "eval_s.yaml", "say_agent.py")
@@ -185,7 +203,9 @@ def test_every_run_is_stored_and_store_branch_is_a_baseline(
     second.stdout.fnmatch_lines(
         ["*1 regressions, 0 fixes, 0 new, 0 missing*", "*eval_s.yaml::greet: passed -> failed*"]
     )
-    second.stdout.fnmatch_lines(["flaky: 1 cases changed outcome*: eval_s.yaml::greet (passed failed)"])
+    second.stdout.fnmatch_lines(
+        ["flaky: 1 cases changed outcome*: eval_s.yaml::greet (passed failed)"]
+    )
     assert [row[1:] for row in _runs(db)] == [(2, 2, 0), (2, 1, 1)]
     report = json.loads((pytester.path / "r.json").read_text(encoding="utf-8"))
     assert report["flaky"] == {"eval_s.yaml::greet": ["passed", "failed"]}
@@ -203,7 +223,9 @@ def test_every_run_is_stored_and_store_branch_is_a_baseline(
     pytester.path.joinpath("eval_s.yaml").write_text(
         pytester.path.joinpath("eval_s.yaml")
         .read_text()
-        .replace("input: hi, expect: {contains: [hello]}", "input: hey, expect: {contains: [hello]}")
+        .replace(
+            "input: hi, expect: {contains: [hello]}", "input: hey, expect: {contains: [hello]}"
+        )
     )
     monkeypatch.setenv("AGENT_SAYS", "hello")
     third = pytester.runpytest("--agent-eval-report=r.json")
@@ -214,7 +236,9 @@ def test_every_run_is_stored_and_store_branch_is_a_baseline(
 def test_the_store_records_git_and_agent_eval_runs_lists_it(
     pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A run's row: its branch, commit and whether tracked files changed; ``agent-eval runs`` shows them."""
+    """A run's row: its branch, commit and whether tracked files changed; ``agent-eval runs`` shows
+    them.
+    """
     _say_suite(pytester)
     _git(pytester.path, "init", "-q", "-b", "feature")
     _git(pytester.path, "add", "eval_s.yaml", "say_agent.py")
@@ -222,8 +246,12 @@ def test_the_store_records_git_and_agent_eval_runs_lists_it(
     pytester.path.joinpath("say_agent.py").write_text(SAY_AGENT + "\n# changed\n")
     pytester.runpytest().assert_outcomes(passed=2)
     with sqlite3.connect(pytester.path / ".agent-eval" / "runs.db") as conn:
-        row = conn.execute("SELECT git_branch, git_commit, git_dirty, total, passed, pass_rate FROM runs").fetchone()
-    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=pytester.path, capture_output=True, text=True).stdout
+        row = conn.execute(
+            "SELECT git_branch, git_commit, git_dirty, total, passed, pass_rate FROM runs"
+        ).fetchone()
+    head = subprocess.run(
+        ["git", "rev-parse", "HEAD"], cwd=pytester.path, capture_output=True, text=True
+    ).stdout
     assert row == ("feature", head.strip(), 1, 2, 2, 1.0)
     from pytest_agent_eval.cli import main
 
@@ -252,7 +280,9 @@ def test_a_corrupt_store_is_one_warning_and_the_reports_and_exit_status_stay(
     result = pytester.runpytest("--agent-eval-report=r.json")
     assert result.ret == pytest.ExitCode.TESTS_FAILED  # the run's own status: one case fails
     warnings = [line for line in result.stdout.lines if "agent eval store" in line]
-    assert warnings == [f"warning: agent eval store: the run was not saved: {db}: file is not a database"]
+    assert warnings == [
+        f"warning: agent eval store: the run was not saved: {db}: file is not a database"
+    ]
     assert len(json.loads((pytester.path / "r.json").read_text())["cases"]) == 2
 
 
@@ -266,7 +296,9 @@ def test_a_store_of_a_newer_schema_is_refused_with_what_to_do(
         conn.execute("UPDATE alembic_version SET version_num = '0099'")
     result = pytester.runpytest()
     result.assert_outcomes(passed=2)
-    result.stdout.fnmatch_lines(["warning: agent eval store: the run was not saved: *schema version 0099 is newer*"])
+    result.stdout.fnmatch_lines(
+        ["warning: agent eval store: the run was not saved: *schema version 0099 is newer*"]
+    )
     from pytest_agent_eval.cli import main
 
     monkeypatch.chdir(pytester.path)
@@ -276,10 +308,14 @@ def test_a_store_of_a_newer_schema_is_refused_with_what_to_do(
     assert "upgrade pytest-agent-evalset" in err
 
 
-def test_two_processes_writing_one_store_lose_nothing(pytester: pytest.Pytester, tmp_path: Path) -> None:
+def test_two_processes_writing_one_store_lose_nothing(
+    pytester: pytest.Pytester, tmp_path: Path
+) -> None:
     """Two pytest runs (each with xdist) save to one SQLite file at once: both runs, every case."""
     _say_suite(pytester)
-    many = "".join(f"  - {{id: c{n:03}, input: hi, expect: {{contains: [hello]}}}}\n" for n in range(150))
+    many = "".join(
+        f"  - {{id: c{n:03}, input: hi, expect: {{contains: [hello]}}}}\n" for n in range(150)
+    )
     pytester.makefile(".yaml", eval_many=f"agent: say_agent:run\ncases:\n{many}")
     store = tmp_path / "shared.db"
     done = run_together(pytester.path, "-q", "-n", "1", f"--agent-eval-store={store}")
@@ -293,7 +329,9 @@ def test_agent_eval_import_stores_reports_once(
     pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     _say_suite(pytester)
-    pytester.runpytest("--agent-eval-store=off", "--agent-eval-report=r.json").assert_outcomes(passed=2)
+    pytester.runpytest("--agent-eval-store=off", "--agent-eval-report=r.json").assert_outcomes(
+        passed=2
+    )
     from pytest_agent_eval.cli import main
 
     monkeypatch.chdir(pytester.path)
@@ -306,8 +344,12 @@ def test_agent_eval_import_stores_reports_once(
     assert "2/2" in capsys.readouterr().out
 
 
-def test_the_store_loads_its_libraries_at_the_end_only_and_never_when_off(pytester: pytest.Pytester) -> None:
-    """SPEC §27: the store is on by default: SQLAlchemy loads after the cases ran, never on their way; off, never."""
+def test_the_store_loads_its_libraries_at_the_end_only_and_never_when_off(
+    pytester: pytest.Pytester,
+) -> None:
+    """SPEC §27: the store is on by default: SQLAlchemy loads after the cases ran, never on their
+    way; off, never.
+    """
     _say_suite(pytester)
     pytester.makeconftest(
         "import sys\n"
@@ -317,6 +359,11 @@ def test_the_store_loads_its_libraries_at_the_end_only_and_never_when_off(pytest
         "    print('at the end:', 'sqlalchemy' in sys.modules)\n"
     )
     on = pytester.runpytest_subprocess("-s", "-p", "no:randomly")
-    assert on.stdout.str().count("during the run: False") == 2 and "at the end: True" in on.stdout.str()
+    assert (
+        on.stdout.str().count("during the run: False") == 2
+        and "at the end: True" in on.stdout.str()
+    )
     off = pytester.runpytest_subprocess("-s", "-p", "no:randomly", "--agent-eval-store=off")
-    assert "at the end: False" in off.stdout.str() and "during the run: True" not in off.stdout.str()
+    assert (
+        "at the end: False" in off.stdout.str() and "during the run: True" not in off.stdout.str()
+    )

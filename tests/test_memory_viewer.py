@@ -1,6 +1,7 @@
-"""``agent-eval view`` (SPEC §24) over a store of real runs, on SQLite and on the PostgreSQL server the tests start:
-every page answers and every link leads somewhere; in headless Chromium the charts draw, links work, no request
-leaves the loopback and the console stays clean."""
+"""``agent-eval view`` (SPEC §24) over a store of real runs, on SQLite and on the PostgreSQL server
+the tests start: every page answers and every link leads somewhere; in headless Chromium the charts
+draw, links work, no request leaves the loopback and the console stays clean.
+"""
 
 from __future__ import annotations
 
@@ -12,7 +13,9 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("sqlalchemy", reason="the run store's tests need the [store] extra (SQLAlchemy, Alembic)")
+pytest.importorskip(
+    "sqlalchemy", reason="the run store's tests need the [store] extra (SQLAlchemy, Alembic)"
+)
 
 SAY_AGENT = """
 import os
@@ -29,8 +32,12 @@ cases:
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
-def viewer(request: pytest.FixtureRequest, pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    """The base URL of a viewer of three runs of one suite, ``greet`` failing in the second only (flaky)."""
+def viewer(
+    request: pytest.FixtureRequest, pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[str]:
+    """The base URL of a viewer of three runs of one suite, ``greet`` failing in the second only
+    (flaky).
+    """
     if request.param == "sqlite":
         url = str(pytester.path / "runs.db")
     else:
@@ -77,20 +84,32 @@ def test_every_page_answers_and_every_link_leads_to_one(viewer: str) -> None:
     assert all(path.startswith("/") for path in pages)  # no link leaves the viewer
     home = pages["/"]
     assert home.count('<svg class="chart"') == 3 and "3 runs of" in home
-    assert home.count("<circle") == 3 + 0 + 6  # a point per run: pass rate, no cost (none known), p50 and p95
+    assert (
+        home.count("<circle") == 3 + 0 + 6
+    )  # a point per run: pass rate, no cost (none known), p50 and p95
     case = pages["/case?nodeid=eval_v.yaml%3A%3Agreet"]
     assert case.count("flipped here (case unchanged)") == 2
-    assert '<span class="flaky">flaky</span>' in pages["/flaky"] and "eval_v.yaml::greet" in pages["/flaky"]
+    assert (
+        '<span class="flaky">flaky</span>' in pages["/flaky"]
+        and "eval_v.yaml::greet" in pages["/flaky"]
+    )
     run_pages = [p for p in pages if p.startswith("/run/")]
     assert len(run_pages) == 3 and all("eval_v.yaml::steady" in pages[p] for p in run_pages)
-    first, second = re.findall(r'<a href="/run/([^"]+)">', home)[-1:-3:-1]  # the oldest two (newest first)
+    first, second = re.findall(r'<a href="/run/([^"]+)">', home)[
+        -1:-3:-1
+    ]  # the oldest two (newest first)
     compared = _get(f"{viewer}/compare?a={first}&b={second}")
-    assert '<span class="del">- hello</span>' in compared and '<span class="add">+ bye</span>' in compared
+    assert (
+        '<span class="del">- hello</span>' in compared
+        and '<span class="add">+ bye</span>' in compared
+    )
 
 
 def test_filters_narrow_the_charts(viewer: str) -> None:
     smoke = _get(viewer + "/?tag=smoke")
-    assert "<td>1/1</td>" in smoke and "<td>0/1</td>" in smoke  # greet alone: passed, failed, passed
+    assert (
+        "<td>1/1</td>" in smoke and "<td>0/1</td>" in smoke
+    )  # greet alone: passed, failed, passed
     assert "<td>2/2</td>" in _get(viewer + "/?file=eval_v.yaml")
 
 
@@ -107,7 +126,9 @@ def test_a_person_browses_runs_a_run_a_case_and_a_comparison(viewer: str, browse
             r.abort()
 
     page.route("**/*", route)
-    page.on("console", lambda m: problems.append(m.text) if m.type in ("error", "warning") else None)
+    page.on(
+        "console", lambda m: problems.append(m.text) if m.type in ("error", "warning") else None
+    )
     page.on("pageerror", lambda e: problems.append(str(e)))
     page.goto(viewer + "/")
     assert page.locator("svg.chart").count() == 3
@@ -137,9 +158,12 @@ def test_a_person_browses_runs_a_run_a_case_and_a_comparison(viewer: str, browse
 TRACES = "https://traces.example/trace/{trace_id}"
 
 
-def test_a_case_links_its_trace_on_its_run_and_its_history(pytester: pytest.Pytester, browser: Any) -> None:
-    """A run made with traces links each case's trace by the run's own template (or ``--trace-url``, which wins);
-    the cases of a run without traces link none."""
+def test_a_case_links_its_trace_on_its_run_and_its_history(
+    pytester: pytest.Pytester, browser: Any
+) -> None:
+    """A run made with traces links each case's trace by the run's own template (or ``--trace-url``,
+    which wins); the cases of a run without traces link none.
+    """
     pytest.importorskip("opentelemetry.sdk", reason="the traces need the [otel] extra")
     import json
 
@@ -166,7 +190,10 @@ def test_a_case_links_its_trace_on_its_run_and_its_history(pytester: pytest.Pyte
     own, stop_own = background(store)
     chosen, stop_chosen = background(store, trace_url="http://127.0.0.1:1/t?id={trace_id}")
     page = browser.new_page()
-    page.route("**/*", lambda r: r.continue_() if r.request.url.startswith("http://127.0.0.1:") else r.abort())
+    page.route(
+        "**/*",
+        lambda r: r.continue_() if r.request.url.startswith("http://127.0.0.1:") else r.abort(),
+    )
     try:
         page.goto(f"http://127.0.0.1:{own.server_address[1]}/")
         newest, oldest = page.locator("#runs a").all_inner_texts()
@@ -179,9 +206,14 @@ def test_a_case_links_its_trace_on_its_run_and_its_history(pytester: pytest.Pyte
         page.locator("#cases a", has_text="eval_v.yaml::greet").click()
         assert page.locator("h1").inner_text() == "Case eval_v.yaml::greet"
         history = page.locator("#history a.trace")
-        assert history.count() == 1 and history.get_attribute("href") == hrefs[0]  # the traced run's row only
+        assert (
+            history.count() == 1 and history.get_attribute("href") == hrefs[0]
+        )  # the traced run's row only
         page.goto(f"http://127.0.0.1:{chosen.server_address[1]}/case?nodeid=eval_v.yaml%3A%3Agreet")
-        assert page.locator("#history a.trace").get_attribute("href") == f"http://127.0.0.1:1/t?id={ids[0]}"
+        assert (
+            page.locator("#history a.trace").get_attribute("href")
+            == f"http://127.0.0.1:1/t?id={ids[0]}"
+        )
     finally:
         page.close()
         stop_own()
@@ -195,7 +227,10 @@ def test_a_trace_url_without_the_trace_id_is_refused(tmp_path: Any) -> None:
     from pytest_agent_eval.memory.viewer import view_command
 
     out, err = io.StringIO(), io.StringIO()
-    assert view_command(str(tmp_path / "runs.db"), "127.0.0.1", 0, out, err, "https://traces.example/") == 2
+    assert (
+        view_command(str(tmp_path / "runs.db"), "127.0.0.1", 0, out, err, "https://traces.example/")
+        == 2
+    )
     assert err.getvalue() == (
         "agent-eval view: --trace-url 'https://traces.example/': put {trace_id} where the trace id goes\n"
     )

@@ -1,4 +1,6 @@
-"""The tool-mock engine without pytest's plugin layer: response forms, modes, stand-ins, patching, concurrency."""
+"""The tool-mock engine without pytest's plugin layer: response forms, modes, stand-ins, patching,
+concurrency.
+"""
 
 from __future__ import annotations
 
@@ -40,13 +42,16 @@ def search(query: str, limit: int = 3, **opts: Any) -> str:
 
 def plan(mocks: dict[str, Any], unmocked: str | None = None, **case: Any) -> MockPlan:
     return MockPlan.for_case(
-        Case(id="c1", path=Path("evals/eval_x.yaml"), line=7, tool_mocks=mocks, **case), unmocked=unmocked
+        Case(id="c1", path=Path("evals/eval_x.yaml"), line=7, tool_mocks=mocks, **case),
+        unmocked=unmocked,
     )
 
 
 @pytest.fixture
 def toolbox(monkeypatch: pytest.MonkeyPatch) -> types.ModuleType:
-    """A module `toolbox` with a dispatcher whose real tools raise, and an `agent` module that imported it by name."""
+    """A module `toolbox` with a dispatcher whose real tools raise, and an `agent` module that
+    imported it by name.
+    """
     module = types.ModuleType("toolbox")
 
     def dispatch(name: str, args: dict[str, Any]) -> str:
@@ -64,7 +69,8 @@ def toolbox(monkeypatch: pytest.MonkeyPatch) -> types.ModuleType:
     return module
 
 
-# -- response forms ---------------------------------------------------------------------------------
+# -- response forms
+# ---------------------------------------------------------------------------------
 
 
 def test_each_response_form_answers_as_documented(toolbox: types.ModuleType) -> None:
@@ -73,7 +79,10 @@ def test_each_response_form_answers_as_documented(toolbox: types.ModuleType) -> 
         "search": {
             "when": [
                 {"args": {"query": "py", "opts": {"lang": "en"}}, "return": "english python"},
-                {"args": {"query": "py"}, "return": {"sequence": ["first py", {"raise": "TimeoutError: slow"}]}},
+                {
+                    "args": {"query": "py"},
+                    "return": {"sequence": ["first py", {"raise": "TimeoutError: slow"}]},
+                },
             ],
             "default": {"return": {"sequence": "not a form here"}},
         }
@@ -93,7 +102,9 @@ def test_each_response_form_answers_as_documented(toolbox: types.ModuleType) -> 
     assert rec.violations == []
 
 
-def test_call_form_gets_the_arguments_and_literals_are_fresh_copies(toolbox: types.ModuleType) -> None:
+def test_call_form_gets_the_arguments_and_literals_are_fresh_copies(
+    toolbox: types.ModuleType,
+) -> None:
     toolbox.echo = lambda query, limit=3: f"echo {query} x{limit}"  # type: ignore[attr-defined]
     tool = wrap(search)
     with plan({"search": {"call": "toolbox:echo"}}).record():
@@ -109,12 +120,18 @@ def test_call_form_gets_the_arguments_and_literals_are_fresh_copies(toolbox: typ
     [
         ("TimeoutError: upstream", TimeoutError, "upstream"),
         ("ValueError", ValueError, ""),
-        ("QuotaExceeded: 429 too many requests", ToolMockError, "QuotaExceeded: 429 too many requests"),
+        (
+            "QuotaExceeded: 429 too many requests",
+            ToolMockError,
+            "QuotaExceeded: 429 too many requests",
+        ),
         ("KeyboardInterrupt: no", ToolMockError, "KeyboardInterrupt: no"),
         ("the upstream is down", ToolMockError, "the upstream is down"),
     ],
 )
-def test_raise_uses_builtin_exception_types_only(text: str, kind: type[Exception], message: str) -> None:
+def test_raise_uses_builtin_exception_types_only(
+    text: str, kind: type[Exception], message: str
+) -> None:
     with plan({"search": {"raise": text}}).record() as rec, pytest.raises(kind) as info:
         wrap(search)("q")
     assert str(info.value) == message
@@ -125,17 +142,34 @@ def test_raise_uses_builtin_exception_types_only(text: str, kind: type[Exception
     ("raw", "error"),
     [
         ({"sequence": "a"}, "tool_mocks.search.sequence: expected a non-empty list of responses"),
-        ({"sequence": ["ok", {"raise": 3}]}, "tool_mocks.search.sequence[1].raise: expected 'Type: message'"),
-        ({"when": [{"args": {"q": 1}}]}, "tool_mocks.search.when[0]: expected {args: {...}, return: r}"),
-        ({"call": "toolbox:nope"}, "tool_mocks.search.call: module 'toolbox' has no attribute 'nope'"),
+        (
+            {"sequence": ["ok", {"raise": 3}]},
+            "tool_mocks.search.sequence[1].raise: expected 'Type: message'",
+        ),
+        (
+            {"when": [{"args": {"q": 1}}]},
+            "tool_mocks.search.when[0]: expected {args: {...}, return: r}",
+        ),
+        (
+            {"call": "toolbox:nope"},
+            "tool_mocks.search.call: module 'toolbox' has no attribute 'nope'",
+        ),
         ({"raise": "E", "default": "x"}, "mixes or misuses the response forms"),
         ({"default": "x"}, "mixes or misuses the response forms"),
         ({"sequnce": ["a"]}, "unknown response form 'sequnce' (did you mean 'sequence'?)"),
-        ({"when": [{"args": {}, "return": 1}], "defualt": 2}, "unknown key 'defualt' in a response form (did you mean"),
-        ({"when": [{"args": {}, "retrun": 1}]}, "got {'args': {}, 'retrun': 1}; unknown key 'retrun' (did you mean"),
+        (
+            {"when": [{"args": {}, "return": 1}], "defualt": 2},
+            "unknown key 'defualt' in a response form (did you mean",
+        ),
+        (
+            {"when": [{"args": {}, "retrun": 1}]},
+            "got {'args': {}, 'retrun': 1}; unknown key 'retrun' (did you mean",
+        ),
     ],
 )
-def test_malformed_mocks_name_the_case_and_the_key(toolbox: types.ModuleType, raw: Any, error: str) -> None:
+def test_malformed_mocks_name_the_case_and_the_key(
+    toolbox: types.ModuleType, raw: Any, error: str
+) -> None:
     with pytest.raises(MockConfigError) as info:
         plan({"search": raw})
     assert str(info.value).startswith("evals/eval_x.yaml:7: case c1: tool_mocks.search")
@@ -144,12 +178,17 @@ def test_malformed_mocks_name_the_case_and_the_key(toolbox: types.ModuleType, ra
 
 def test_validation_checks_a_call_reference_without_importing_it() -> None:
     assert compile_response({"sequence": [{"call": "not.imported:f"}]}, "x", resolve=False)
-    with pytest.raises(MockConfigError, match=r"x\.call: 'no_colon' is not a 'module:attribute' reference"):
+    with pytest.raises(
+        MockConfigError, match=r"x\.call: 'no_colon' is not a 'module:attribute' reference"
+    ):
         compile_response({"call": "no_colon"}, "x", resolve=False)
 
 
 def test_mappings_without_form_keys_are_literal_values() -> None:
-    assert compile_response({"results": ["a"], "total": 1}, "x").value == {"results": ["a"], "total": 1}  # type: ignore[union-attr]
+    assert compile_response({"results": ["a"], "total": 1}, "x").value == {
+        "results": ["a"],
+        "total": 1,
+    }  # type: ignore[union-attr]
     assert compile_response({"return": {"raise": "x"}}, "x").value == {"raise": "x"}  # type: ignore[union-attr]
 
 
@@ -157,7 +196,10 @@ def test_mappings_without_form_keys_are_literal_values() -> None:
 
 
 def test_strict_raises_and_records_a_violation_naming_tool_args_and_location() -> None:
-    with plan({}).record() as rec, pytest.raises(UnmockedToolError, match="no mock response for tool 'search'"):
+    with (
+        plan({}).record() as rec,
+        pytest.raises(UnmockedToolError, match="no mock response for tool 'search'"),
+    ):
         wrap(search)("py", limit=1)
     assert rec.violations == [
         "unmocked tool call search(query='py', limit=1) in case c1 (evals/eval_x.yaml:7): `tool_mocks` has no "
@@ -204,7 +246,9 @@ def test_default_and_passthrough_modes(toolbox: types.ModuleType) -> None:
 
 
 def test_a_bad_unmocked_mode_is_an_error() -> None:
-    with pytest.raises(MockConfigError, match="unmocked_tools 'lenient': use one of strict, default, passthrough"):
+    with pytest.raises(
+        MockConfigError, match="unmocked_tools 'lenient': use one of strict, default, passthrough"
+    ):
         plan({}, unmocked="lenient")
 
 
@@ -212,8 +256,10 @@ def test_a_bad_unmocked_mode_is_an_error() -> None:
 
 
 def test_a_stand_in_collected_while_the_registry_is_busy_does_not_deadlock() -> None:
-    """The cyclic GC may run a dead stand-in's finalizer inside any allocation, also one made while the registry
-    of live stand-ins holds its lock in the same thread (it hung a Python 3.13 run in CI)."""
+    """The cyclic GC may run a dead stand-in's finalizer inside any allocation, also one made while
+    the registry of live stand-ins holds its lock in the same thread (it hung a Python 3.13 run in
+    CI).
+    """
 
     def lost_tool(query: str) -> str:
         return query
@@ -245,16 +291,22 @@ def test_outside_a_case_stand_ins_call_the_real_tool(toolbox: types.ModuleType) 
         mocks.undo()
 
 
-def test_patch_reaches_names_imported_elsewhere_and_undo_restores_them(toolbox: types.ModuleType) -> None:
+def test_patch_reaches_names_imported_elsewhere_and_undo_restores_them(
+    toolbox: types.ModuleType,
+) -> None:
     original = toolbox.dispatch
     first, second = ToolMocks(), ToolMocks()
     standin = first.patch("toolbox:dispatch")
     assert second.patch("toolbox:dispatch") is standin  # overlapping tests share one stand-in
     assert sys.modules["toolbox_agent"].dispatch is standin
-    assert standin.__name__ == "dispatch" and inspect.signature(standin) == inspect.signature(original)
+    assert standin.__name__ == "dispatch" and inspect.signature(standin) == inspect.signature(
+        original
+    )
     with plan({"lookup": "mocked"}).record() as rec:
         assert sys.modules["toolbox_agent"].dispatch("lookup", '{"id": 7}') == "mocked"
-    assert rec.calls[0].args == {"id": 7}  # JSON arguments, as the OpenAI API sends them, are decoded
+    assert rec.calls[0].args == {
+        "id": 7
+    }  # JSON arguments, as the OpenAI API sends them, are decoded
     first.undo()
     assert toolbox.dispatch is standin  # the second test still runs
     second.undo()
@@ -339,13 +391,16 @@ def test_responses_file_is_read_with_line_numbers(tmp_path: Path) -> None:
     assert set(load_responses(good)) == {"search", "fetch"}
     bad = tmp_path / "bad.json"
     bad.write_text('{\n  "search": "hits",\n  "fetch": {"sequence": []}\n}\n')
-    with pytest.raises(MockConfigError, match=r"bad.json:3: tool 'fetch'.sequence: expected a non-empty list"):
+    with pytest.raises(
+        MockConfigError, match=r"bad.json:3: tool 'fetch'.sequence: expected a non-empty list"
+    ):
         load_responses(bad)
     with pytest.raises(MockConfigError, match="does not exist"):
         load_responses(tmp_path / "missing.yaml")
 
 
-# -- concurrency (done-when 4) -------------------------------------------------------------------------
+# -- concurrency (done-when 4)
+# -------------------------------------------------------------------------
 
 
 def _case(case_id: str) -> Case:
@@ -366,7 +421,9 @@ def _run_two(agent_a: Any, agent_b: Any) -> dict[str, list[list[Any]]]:
     registry = builtin_registry()
 
     async def both() -> list[Any]:
-        settings = [RunSettings(checks=registry, recorder=mocks.recorder(plan_of(c))) for c in ("a", "b")]
+        settings = [
+            RunSettings(checks=registry, recorder=mocks.recorder(plan_of(c))) for c in ("a", "b")
+        ]
         return list(
             await asyncio.gather(
                 run_case(_case("a"), as_agent(agent_a), settings[0]),
@@ -379,7 +436,10 @@ def _run_two(agent_a: Any, agent_b: Any) -> dict[str, list[list[Any]]]:
     finally:
         mocks.undo()
     assert all(r.passed for r in results), [t.reasons for r in results for t in r.trials]
-    return {r.case.id: [[(c.args["case"], c.result) for c in t.run.tool_calls] for t in r.trials] for r in results}
+    return {
+        r.case.id: [[(c.args["case"], c.result) for c in t.run.tool_calls] for t in r.trials]
+        for r in results
+    }
 
 
 def plan_of(case_id: str) -> MockPlan:
@@ -400,7 +460,9 @@ def test_concurrent_cases_in_threads_record_only_their_own_calls(toolbox: types.
     assert calls == {"a": [[("a", "a1"), ("a", "a2")]] * 2, "b": [[("b", "b1"), ("b", "b2")]] * 2}
 
 
-def test_concurrent_cases_as_asyncio_tasks_record_only_their_own_calls(toolbox: types.ModuleType) -> None:
+def test_concurrent_cases_as_asyncio_tasks_record_only_their_own_calls(
+    toolbox: types.ModuleType,
+) -> None:
     toolbox.answer = lambda case, n: f"{case}{n}"  # type: ignore[attr-defined]
     arrived: list[str] = []
 
@@ -416,9 +478,13 @@ def test_concurrent_cases_as_asyncio_tasks_record_only_their_own_calls(toolbox: 
     assert calls == {"a": [[("a", "a1"), ("a", "a2")]] * 2, "b": [[("b", "b1"), ("b", "b2")]] * 2}
 
 
-def test_a_copied_context_keeps_answering_from_its_case_never_the_real_tool(toolbox: types.ModuleType) -> None:
+def test_a_copied_context_keeps_answering_from_its_case_never_the_real_tool(
+    toolbox: types.ModuleType,
+) -> None:
     tool = wrap(search)
     with plan({"search": "copied"}).record() as rec:
         ctx = contextvars.copy_context()
-    assert ctx.run(tool, "q") == "copied"  # e.g. an agent thread still running after its trial timed out
+    assert (
+        ctx.run(tool, "q") == "copied"
+    )  # e.g. an agent thread still running after its trial timed out
     assert len(rec.calls) == 1

@@ -1,4 +1,6 @@
-"""Tool mocks as users run them: each response form and `unmocked_tools` mode passing and failing (pytester)."""
+"""Tool mocks as users run them: each response form and `unmocked_tools` mode passing and failing
+(pytester).
+"""
 
 from __future__ import annotations
 
@@ -31,8 +33,12 @@ def run(query, context):
 '''
 
 
-def run_evals(pytester: pytest.Pytester, cases: str, *args: str, header: str = "") -> pytest.RunResult:
-    """Write `toolbox.py` and `eval_mocks.yaml` (the agent and dispatcher are toolbox's) and run pytest."""
+def run_evals(
+    pytester: pytest.Pytester, cases: str, *args: str, header: str = ""
+) -> pytest.RunResult:
+    """Write `toolbox.py` and `eval_mocks.yaml` (the agent and dispatcher are toolbox's) and run
+    pytest.
+    """
     pytester.makepyfile(toolbox=TOOLBOX)
     pytester.syspathinsert()
     head = "agent: toolbox:run\ntool_dispatch: toolbox:dispatch\n" + textwrap.dedent(header)
@@ -183,11 +189,15 @@ def test_call_a_function_with_the_arguments(pytester: pytest.Pytester) -> None:
     result.assert_outcomes(passed=1, failed=1)
     where = f"eval_mocks.yaml:{line_of(pytester, 'id: call_fail')}"
     result.stdout.fnmatch_lines(
-        [f"{where}: case call_fail: tool_mocks.search.call: module 'toolbox' has no attribute 'no_such_responder'*"]
+        [
+            f"{where}: case call_fail: tool_mocks.search.call: module 'toolbox' has no attribute 'no_such_responder'*"
+        ]
     )
 
 
-def test_strict_fails_the_case_even_when_the_agent_catches_the_error(pytester: pytest.Pytester) -> None:
+def test_strict_fails_the_case_even_when_the_agent_catches_the_error(
+    pytester: pytest.Pytester,
+) -> None:
     result = run_evals(
         pytester,
         """
@@ -263,7 +273,9 @@ def test_ini_options_set_dispatch_mode_and_default_responses(pytester: pytest.Py
         agent_eval_tool_responses = mocks/responses.yaml
         """
     )
-    pytester.mkdir("mocks").joinpath("responses.yaml").write_text("search: from the ini file\nstats: '42'\n")
+    pytester.mkdir("mocks").joinpath("responses.yaml").write_text(
+        "search: from the ini file\nstats: '42'\n"
+    )
     pytester.makepyfile(toolbox=TOOLBOX)
     pytester.syspathinsert()
     pytester.makefile(
@@ -284,20 +296,28 @@ def test_ini_options_set_dispatch_mode_and_default_responses(pytester: pytest.Py
     result = pytester.runpytest("-p", "no:randomly", "-p", "no:cacheprovider")
     result.assert_outcomes(passed=1, failed=1)
     where = f"eval_ini.yaml:{line_of(pytester, 'id: case_mode_wins', 'eval_ini.yaml')}"
-    result.stdout.fnmatch_lines([f"*✗ unmocked tool call weather() in case case_mode_wins ({where})*"])
+    result.stdout.fnmatch_lines(
+        [f"*✗ unmocked tool call weather() in case case_mode_wins ({where})*"]
+    )
 
 
 def test_bad_ini_settings_are_reported(pytester: pytest.Pytester) -> None:
     pytester.makeini("[pytest]\nagent_eval_unmocked_tools = lenient\n")
     result = pytester.runpytest("-p", "no:randomly")
-    result.stderr.fnmatch_lines(["*agent_eval_unmocked_tools = 'lenient': use one of strict, default, passthrough"])
+    result.stderr.fnmatch_lines(
+        ["*agent_eval_unmocked_tools = 'lenient': use one of strict, default, passthrough"]
+    )
     pytester.makeini("[pytest]\nagent_eval_tool_responses = nowhere.yaml\n")
     result = run_evals(pytester, "- id: c\n  input: q\n")
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["*nowhere.yaml: agent_eval_tool_responses names a file that does not exist*"])
+    result.stdout.fnmatch_lines(
+        ["*nowhere.yaml: agent_eval_tool_responses names a file that does not exist*"]
+    )
 
 
-def test_a_dispatcher_that_does_not_import_fails_with_the_case_location(pytester: pytest.Pytester) -> None:
+def test_a_dispatcher_that_does_not_import_fails_with_the_case_location(
+    pytester: pytest.Pytester,
+) -> None:
     pytester.makepyfile(toolbox=TOOLBOX)
     pytester.syspathinsert()
     pytester.makefile(
@@ -338,7 +358,9 @@ def run(query, context):
 
 
 @pytest.mark.parametrize("concurrency", ["1", "4"])
-def test_mocks_that_nothing_patches_fail_before_the_real_tool_runs(pytester: pytest.Pytester, concurrency: str) -> None:
+def test_mocks_that_nothing_patches_fail_before_the_real_tool_runs(
+    pytester: pytest.Pytester, concurrency: str
+) -> None:
     pytester.makepyfile(shop=SHOP)
     pytester.syspathinsert()
     pytester.makefile(
@@ -351,7 +373,9 @@ def test_mocks_that_nothing_patches_fail_before_the_real_tool_runs(pytester: pyt
             tool_mocks: {refund: ok}
         """,
     )
-    result = pytester.runpytest_subprocess("-p", "no:randomly", "--agent-eval-concurrency", concurrency)
+    result = pytester.runpytest_subprocess(
+        "-p", "no:randomly", "--agent-eval-concurrency", concurrency
+    )
     result.assert_outcomes(failed=1)
     where = f"eval_unpatched.yaml:{line_of(pytester, 'id: c', 'eval_unpatched.yaml')}"
     result.stdout.fnmatch_lines(
@@ -366,11 +390,15 @@ def test_mocks_that_nothing_patches_fail_before_the_real_tool_runs(pytester: pyt
 
 
 def test_a_dispatcher_patched_for_other_files_does_not_count(pytester: pytest.Pytester) -> None:
-    """With concurrency, the dispatcher of cases started early stays patched; it is not this case's patch."""
+    """With concurrency, the dispatcher of cases started early stays patched; it is not this case's
+    patch.
+    """
     pytester.makepyfile(shop=SHOP + "\ndef dispatch(name, args):\n    raise RuntimeError('real')\n")
     pytester.syspathinsert()
     dispatched = "agent: toolbox:run\ntool_dispatch: shop:dispatch\ncases:\n"
-    pytester.makepyfile(toolbox=TOOLBOX.replace("result = dispatch(", "result = shop.dispatch(") + "\nimport shop\n")
+    pytester.makepyfile(
+        toolbox=TOOLBOX.replace("result = dispatch(", "result = shop.dispatch(") + "\nimport shop\n"
+    )
     cases = "".join(
         f"  - {{id: a{n}, input: {{query: q, context: {{calls: [{{name: clock}}]}}}}, tool_mocks: {{clock: t}}}}\n"
         for n in range(3)
@@ -382,12 +410,16 @@ def test_a_dispatcher_patched_for_other_files_does_not_count(pytester: pytest.Py
     )
     result = pytester.runpytest_subprocess("-p", "no:randomly", "--agent-eval-concurrency", "4")
     result.assert_outcomes(passed=3, failed=1)
-    result.stdout.fnmatch_lines(["eval_b.yaml:3: case b1 has tool_mocks for refund but no tool is patched*"])
+    result.stdout.fnmatch_lines(
+        ["eval_b.yaml:3: case b1 has tool_mocks for refund but no tool is patched*"]
+    )
     assert not pytester.path.joinpath("refunded.txt").exists()
 
 
 def test_tools_wrapped_only_inside_the_agent_call_are_too_late(pytester: pytest.Pytester) -> None:
-    """Stand-ins made while the agent runs cannot be known before it runs: the case fails without calling it."""
+    """Stand-ins made while the agent runs cannot be known before it runs: the case fails without
+    calling it.
+    """
     pytester.makepyfile(shop=SHOP)
     pytester.syspathinsert()
     pytester.makeconftest(
@@ -402,14 +434,18 @@ def test_tools_wrapped_only_inside_the_agent_call_are_too_late(pytester: pytest.
             return run
         """
     )
-    pytester.makefile(".yaml", eval_late="cases:\n  - id: c\n    input: q\n    tool_mocks: {refund: ok}\n")
+    pytester.makefile(
+        ".yaml", eval_late="cases:\n  - id: c\n    input: q\n    tool_mocks: {refund: ok}\n"
+    )
     result = pytester.runpytest_subprocess("-p", "no:randomly")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*tools must be patched or wrapped before the agent is called"])
     assert not pytester.path.joinpath("refunded.txt").exists()
 
 
-def test_a_mock_of_a_tool_left_unwrapped_fails_before_the_agent_runs(pytester: pytest.Pytester) -> None:
+def test_a_mock_of_a_tool_left_unwrapped_fails_before_the_agent_runs(
+    pytester: pytest.Pytester,
+) -> None:
     pytester.makepyfile(shop=SHOP)
     pytester.syspathinsert()
     pytester.makeconftest(
@@ -446,14 +482,20 @@ def test_a_mock_of_a_tool_left_unwrapped_fails_before_the_agent_runs(pytester: p
             "that name; mocked tools: search; the agent was not called (tools must be patched or wrapped before it is)"
         ]
     )
-    pytester.path.joinpath("refunded.txt").unlink()  # written by `wrapped` (passthrough), not by `unwrapped`
-    result = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "no:cacheprovider", "eval_partly.yaml::unwrapped")
+    pytester.path.joinpath(
+        "refunded.txt"
+    ).unlink()  # written by `wrapped` (passthrough), not by `unwrapped`
+    result = pytester.runpytest_subprocess(
+        "-p", "no:randomly", "-p", "no:cacheprovider", "eval_partly.yaml::unwrapped"
+    )
     result.assert_outcomes(failed=1)
     assert not pytester.path.joinpath("refunded.txt").exists()
 
 
 @pytest.mark.parametrize("mode", ["strict", "default"])
-def test_a_mock_never_called_fails_the_case_with_did_you_mean(pytester: pytest.Pytester, mode: str) -> None:
+def test_a_mock_never_called_fails_the_case_with_did_you_mean(
+    pytester: pytest.Pytester, mode: str
+) -> None:
     result = run_evals(
         pytester,
         f"""
@@ -473,7 +515,9 @@ def test_a_mock_never_called_fails_the_case_with_did_you_mean(pytester: pytest.P
         ]
     )
     if mode == "strict":  # the unmocked call says which mock was probably meant
-        result.stdout.fnmatch_lines(["*`tool_mocks` has no response for 'get_order' (did you mean \"get_ordr\"?)*"])
+        result.stdout.fnmatch_lines(
+            ["*`tool_mocks` has no response for 'get_order' (did you mean \"get_ordr\"?)*"]
+        )
 
 
 TRAVEL_TOOLS = """
@@ -492,8 +536,12 @@ def run(query, context):
 """
 
 
-def test_a_patched_tool_the_agent_reaches_through_a_dict_is_named(pytester: pytest.Pytester) -> None:
-    """Before: "the agent called no tool", though it called the real `search` through `TOOLS` (the patch missed)."""
+def test_a_patched_tool_the_agent_reaches_through_a_dict_is_named(
+    pytester: pytest.Pytester,
+) -> None:
+    """Before: "the agent called no tool", though it called the real `search` through `TOOLS` (the
+    patch missed).
+    """
     pytester.makepyfile(travel_tools=TRAVEL_TOOLS)
     pytester.syspathinsert()
     pytester.makeconftest(
@@ -549,12 +597,16 @@ def agent(tool_mocks, monkeypatch):
     return travel_tools.run
 """
     )
-    result = pytester.runpytest("-p", "no:randomly", "-p", "no:cacheprovider", "eval_travel.yaml::via_dict")
+    result = pytester.runpytest(
+        "-p", "no:randomly", "-p", "no:cacheprovider", "eval_travel.yaml::via_dict"
+    )
     result.assert_outcomes(passed=1)
 
 
 def test_mocks_that_may_go_unused_do_not_fail(pytester: pytest.Pytester) -> None:
-    """Spare mocks from `defaults`, safety nets for tools that must not be called, and passthrough cases."""
+    """Spare mocks from `defaults`, safety nets for tools that must not be called, and passthrough
+    cases.
+    """
     result = run_evals(
         pytester,
         """
@@ -578,11 +630,15 @@ def test_mocks_that_may_go_unused_do_not_fail(pytester: pytest.Pytester) -> None
     )
     result.assert_outcomes(passed=3, failed=1)
     result.stdout.fnmatch_lines(
-        ["*✗ tool_mocks: 'search' was mocked but never called; the agent called clock (case own_unused*"]
+        [
+            "*✗ tool_mocks: 'search' was mocked but never called; the agent called clock (case own_unused*"
+        ]
     )
 
 
-def test_an_agent_that_fails_early_is_not_blamed_for_mocks_it_never_reached(pytester: pytest.Pytester) -> None:
+def test_an_agent_that_fails_early_is_not_blamed_for_mocks_it_never_reached(
+    pytester: pytest.Pytester,
+) -> None:
     result = run_evals(
         pytester,
         """
@@ -593,14 +649,18 @@ def test_an_agent_that_fails_early_is_not_blamed_for_mocks_it_never_reached(pyte
     )
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
-        ["case early_error failed: the agent failed, nothing was checked (score 0.00)", "  ✗ agent raised *"]
+        [
+            "case early_error failed: the agent failed, nothing was checked (score 0.00)",
+            "  ✗ agent raised *",
+        ]
     )
     result.stdout.no_fnmatch_line("*never called*")
 
 
 def test_repeated_trials_each_record_their_own_calls(pytester: pytest.Pytester) -> None:
-    """Trials of one case run at the same time (threads, concurrency 3); each sees its own two calls, the fixture
-    all six."""
+    """Trials of one case run at the same time (threads, concurrency 3); each sees its own two
+    calls, the fixture all six.
+    """
     pytester.makepyfile(toolbox=TOOLBOX)
     pytester.syspathinsert()
     pytester.makeconftest(
@@ -636,10 +696,15 @@ def test_repeated_trials_each_record_their_own_calls(pytester: pytest.Pytester) 
     )
     result = pytester.runpytest("-p", "no:randomly", "-s", "--agent-eval-concurrency", "3")
     result.assert_outcomes(passed=1)
-    assert "fixture saw ['first', 'second', 'first', 'second', 'first', 'second']" in result.stdout.str()
+    assert (
+        "fixture saw ['first', 'second', 'first', 'second', 'first', 'second']"
+        in result.stdout.str()
+    )
 
 
-def test_failing_tool_checks_show_the_calls_with_arguments_and_mock_responses(pytester: pytest.Pytester) -> None:
+def test_failing_tool_checks_show_the_calls_with_arguments_and_mock_responses(
+    pytester: pytest.Pytester,
+) -> None:
     result = run_evals(
         pytester,
         """
@@ -654,7 +719,13 @@ def test_failing_tool_checks_show_the_calls_with_arguments_and_mock_responses(py
         """,
     )
     result.assert_outcomes(failed=1)
-    table = ["*calls:", "*1. search(q='py') -> '3 results'", "*2. fetch(id=7) raised TimeoutError: slow"]
+    table = [
+        "*calls:",
+        "*1. search(q='py') -> '3 results'",
+        "*2. fetch(id=7) raised TimeoutError: slow",
+    ]
     # the calls once per case, after the checks, not under each failed tool check
-    result.stdout.fnmatch_lines(["*✗ tool_sequence: calls differ at position 1*", "*✗ tools_in_order*", *table])
+    result.stdout.fnmatch_lines(
+        ["*✗ tool_sequence: calls differ at position 1*", "*✗ tools_in_order*", *table]
+    )
     assert result.stdout.str().count("calls:") == 1

@@ -1,5 +1,7 @@
-"""LangChain / LangGraph tools mocked through `tool_mocks.wrap`: the stand-ins keep what the LLM sees, and a
-LangGraph agent (StateGraph + ToolNode) run by the plugin against a scripted chat model has its calls recorded."""
+"""LangChain / LangGraph tools mocked through `tool_mocks.wrap`: the stand-ins keep what the LLM
+sees, and a LangGraph agent (StateGraph + ToolNode) run by the plugin against a scripted chat model
+has its calls recorded.
+"""
 
 from __future__ import annotations
 
@@ -26,7 +28,9 @@ from pytest_agent_eval.mocks import MockPlan, UnmockedToolError, wrap
 
 
 class ScriptedChatModel(BaseChatModel):
-    """A chat model that calls the tool ``route(prompt)`` picks (only if it was bound), then answers from results."""
+    """A chat model that calls the tool ``route(prompt)`` picks (only if it was bound), then answers
+    from results.
+    """
 
     route: Callable[[str], tuple[str, dict[str, Any]] | None]
 
@@ -50,7 +54,9 @@ class ScriptedChatModel(BaseChatModel):
             if picked is None or picked[0] not in bound:
                 reply = AIMessage(content=f"no tool for that (tools: {bound})")
             else:
-                reply = AIMessage(content="", tool_calls=[{"name": picked[0], "args": picked[1], "id": "call_1"}])
+                reply = AIMessage(
+                    content="", tool_calls=[{"name": picked[0], "args": picked[1], "id": "call_1"}]
+                )
         return ChatResult(generations=[ChatGeneration(message=reply)])
 
 
@@ -140,7 +146,8 @@ def test_a_langgraph_agent_with_wrapped_tools_runs_mocked_and_recorded(
 ) -> None:
     pytester.makeconftest(CONFTEST)
     pytester.path.joinpath("eval_graph.yaml").write_text(EVALS)
-    # a process of its own: an Agents SDK imported by an earlier test loads `mcp`, whose tools may have any name
+    # a process of its own: an Agents SDK imported by an earlier test loads `mcp`, whose tools may
+    # have any name
     monkeypatch.setenv("PYTHONPATH", str(Path(__file__).parent))
     result = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "no:cacheprovider", "-v")
     result.assert_outcomes(passed=2, failed=2)
@@ -155,7 +162,8 @@ def test_a_langgraph_agent_with_wrapped_tools_runs_mocked_and_recorded(
                 "eval_graph.yaml:20: docs_wrong_expectation",
                 ".* Captured agent output call .*",
                 "Here is what I found: Shipping is free over 50 EUR.",
-                # a mock of a tool without a stand-in fails before the agent runs (its real tool might run)
+                # a mock of a tool without a stand-in fails before the agent runs (its real tool
+                # might run)
                 "eval_graph.yaml:26: case docs_typo: tool_mocks has a response for 'serch_docs' but the agent has no "
                 'mocked tool of that name (did you mean "search_docs"?); mocked tools: get_weather, search_docs; '
                 "the agent was not called",
@@ -165,10 +173,14 @@ def test_a_langgraph_agent_with_wrapped_tools_runs_mocked_and_recorded(
     assert "would call" not in result.stdout.str()
 
 
-def test_a_graphs_mocked_copy_goes_with_its_graph(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The copy with stand-ins that the plugin makes of a function-scoped `agent` fixture's graph goes with that
-    graph, also when the graph outlives its test in a reference cycle (a failed case's traceback): a later file's
-    case that mocks a tool nothing patches reads so, and names no leftover stand-in."""
+def test_a_graphs_mocked_copy_goes_with_its_graph(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The copy with stand-ins that the plugin makes of a function-scoped `agent` fixture's graph
+    goes with that graph, also when the graph outlives its test in a reference cycle (a failed
+    case's traceback): a later file's case that mocks a tool nothing patches reads so, and names no
+    leftover stand-in.
+    """
     graphs = pytester.mkdir("graphs")
     graphs.joinpath("conftest.py").write_text(
         "import pytest\n"
@@ -189,7 +201,9 @@ def test_a_graphs_mocked_copy_goes_with_its_graph(pytester: pytest.Pytester, mon
     )
     path = [str(Path(__file__).parent), str(shop), os.environ.get("PYTHONPATH", "")]
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, path)))
-    result = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "no:cacheprovider", "graphs", "shop")
+    result = pytester.runpytest_subprocess(
+        "-p", "no:randomly", "-p", "no:cacheprovider", "graphs", "shop"
+    )
     result.assert_outcomes(passed=1, failed=2)
     result.stdout.fnmatch_lines(
         ["shop/eval_shop.yaml:3: case refund has tool_mocks for refund but no tool is patched*"]
@@ -197,10 +211,14 @@ def test_a_graphs_mocked_copy_goes_with_its_graph(pytester: pytest.Pytester, mon
     result.stdout.no_fnmatch_line("*case refund*mocked tools*")
 
 
-def test_the_suites_in_process_runs_leave_no_stand_ins_to_later_tests(pytester: pytest.Pytester) -> None:
-    """This suite in one process, this file before test_mocks_forms.py (as `-n 2` may order them): what a pytester
-    run recorded (a failed case's traceback, with the agent and its stand-ins) goes with its test (the `pytester`
-    fixture of tests/conftest.py), so a later test's run does not count those stand-ins as live."""
+def test_the_suites_in_process_runs_leave_no_stand_ins_to_later_tests(
+    pytester: pytest.Pytester,
+) -> None:
+    """This suite in one process, this file before test_mocks_forms.py (as `-n 2` may order them):
+    what a pytester run recorded (a failed case's traceback, with the agent and its stand-ins) goes
+    with its test (the `pytester` fixture of tests/conftest.py), so a later test's run does not
+    count those stand-ins as live.
+    """
     here = Path(__file__).parent
     result = pytester.runpytest_subprocess(
         f"{here / 'test_mocks_langgraph.py'}::test_a_langgraph_agent_with_wrapped_tools_runs_mocked_and_recorded",
@@ -215,11 +233,14 @@ def test_the_suites_in_process_runs_leave_no_stand_ins_to_later_tests(pytester: 
     result.assert_outcomes(passed=3)
 
 
-# -- what the LLM sees of a wrapped tool, and how its calls are read ---------------------------------------------
+# -- what the LLM sees of a wrapped tool, and how its calls are read
+# ---------------------------------------------
 
 
 def plan(mocks: dict[str, Any], unmocked: str = "strict") -> MockPlan:
-    return MockPlan.for_case(Case(id="c", path=Path("eval_x.yaml"), line=1, tool_mocks=mocks), unmocked=unmocked)
+    return MockPlan.for_case(
+        Case(id="c", path=Path("eval_x.yaml"), line=1, tool_mocks=mocks), unmocked=unmocked
+    )
 
 
 def test_wrapped_tools_look_the_same_to_the_llm() -> None:
@@ -234,7 +255,11 @@ def test_wrapped_tools_look_the_same_to_the_llm() -> None:
     ]:
         assert isinstance(standin, BaseTool) and standin is not original
         assert convert_to_openai_tool(standin) == convert_to_openai_tool(original)
-        assert (standin.name, standin.description, standin.args) == (original.name, original.description, original.args)
+        assert (standin.name, standin.description, standin.args) == (
+            original.name,
+            original.description,
+            original.args,
+        )
     mocked = wrap(search_docs)
     assert wrap(mocked) is mocked
 
@@ -253,12 +278,18 @@ def test_tool_calls_are_recorded_with_the_models_arguments_sync_and_async() -> N
 
 def test_passthrough_runs_the_real_tool_once_and_single_input_tools_record_their_input() -> None:
     seen: list[str] = []
-    echo = Tool(name="echo", func=lambda text: seen.append(text) or f"real {text}", description="Echo the input.")
+    echo = Tool(
+        name="echo",
+        func=lambda text: seen.append(text) or f"real {text}",
+        description="Echo the input.",
+    )
     mocked = wrap(echo)
     with plan({}, unmocked="passthrough").record() as rec:
         assert asyncio.run(mocked.ainvoke("hi")) == "real hi"
     assert seen == ["hi"]
-    assert [(c.name, c.args, c.result) for c in rec.calls] == [("echo", {"tool_input": "hi"}, "real hi")]
+    assert [(c.name, c.args, c.result) for c in rec.calls] == [
+        ("echo", {"tool_input": "hi"}, "real hi")
+    ]
     with plan({}).record() as rec, pytest.raises(UnmockedToolError):
         mocked.invoke("hi")
     assert seen == ["hi"] and "unmocked tool call echo(tool_input='hi')" in rec.violations[0]
@@ -284,7 +315,8 @@ cases:
             [
                 f"case {case} failed: the agent failed, nothing was checked (score 0.00)",
                 "  ✗ agent raised TimeoutError: weather API slow",
-                "  calls:",  # no traceback: none of its frames is the user's (LangGraph's and the plugin's only)
+                # no traceback: none of its frames is the user's (LangGraph's and the plugin's only)
+                "  calls:",
                 "     1. get_weather(city='Oslo') raised TimeoutError: weather API slow",
             ]
         )
@@ -306,8 +338,14 @@ def test_the_adapter_mocks_a_graphs_tool_node_in_a_copy_and_leaves_the_graph_alo
         assert mocked is not None and mocked is not graph
         with plan({"get_weather": "sunny"}).record() as rec:
             state = asyncio.run(ADAPTER.agent(mocked, "g").call("weather in Oslo", {}))
-        assert [(c.name, c.args, c.result) for c in rec.calls] == [("get_weather", {"city": "Oslo"}, "sunny")]
+        assert [(c.name, c.args, c.result) for c in rec.calls] == [
+            ("get_weather", {"city": "Oslo"}, "sunny")
+        ]
         assert ADAPTER.normalise(state).output == "Here is what I found: sunny"
-        with pytest.raises(RuntimeError, match="would call the weather API"):  # the graph itself: the real tool
+        with pytest.raises(
+            RuntimeError, match="would call the weather API"
+        ):  # the graph itself: the real tool
             asyncio.run(graph.ainvoke({"messages": [HumanMessage("weather in Oslo")]}))
-    assert ADAPTER.mock_tools(ScriptedChatModel(route=route), wrap) is None  # a runnable without a tool node
+    assert (
+        ADAPTER.mock_tools(ScriptedChatModel(route=route), wrap) is None
+    )  # a runnable without a tool node

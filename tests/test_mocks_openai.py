@@ -1,5 +1,7 @@
-"""The OpenAI example agent, unchanged, through the plugin: the real `openai` client and agent loop against a
-loopback chat-completions server, its dispatch layer mocked. The real dispatch raises if reached."""
+"""The OpenAI example agent, unchanged, through the plugin: the real `openai` client and agent loop
+against a loopback chat-completions server, its dispatch layer mocked. The real dispatch raises if
+reached.
+"""
 
 from __future__ import annotations
 
@@ -29,7 +31,9 @@ def route(prompt: str) -> tuple[str, dict[str, Any]] | None:
 
 @pytest.fixture
 def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[ChatServer]:
-    """A loopback server the example's `OpenAI()` client talks to (set through the environment, as users do)."""
+    """A loopback server the example's `OpenAI()` client talks to (set through the environment, as
+    users do).
+    """
     with ChatServer(route) as chat:
         monkeypatch.setenv("OPENAI_API_KEY", "sk-loopback")
         monkeypatch.setenv("OPENAI_BASE_URL", chat.base_url)
@@ -40,11 +44,16 @@ def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[ChatServer]:
 
 def tool_results(chat: ChatServer) -> list[str]:
     """Every tool result the agent sent back to the LLM."""
-    return [m["content"] for body in chat.requests for m in body["messages"] if m.get("role") == "tool"]
+    return [
+        m["content"] for body in chat.requests for m in body["messages"] if m.get("role") == "tool"
+    ]
 
 
 def assert_dispatch_never_reached(chat: ChatServer) -> None:
-    """The example's real tools raise "... would call the Reddit API"; the agent would pass that on to the LLM."""
+    """The example's real tools raise "...
+
+    would call the Reddit API"; the agent would pass that on to the LLM.
+    """
     assert chat.requests, "the agent never talked to the loopback server"
     assert not [r for r in tool_results(chat) if "would call" in r or "would query" in r]
 
@@ -52,7 +61,9 @@ def assert_dispatch_never_reached(chat: ChatServer) -> None:
 def test_the_example_eval_file_runs_unchanged_against_a_loopback_llm(
     pytester: pytest.Pytester, server: ChatServer
 ) -> None:
-    result = pytester.runpytest(str(EXAMPLE / "eval_openai_agent.yaml"), "-p", "no:cacheprovider", "-p", "no:randomly")
+    result = pytester.runpytest(
+        str(EXAMPLE / "eval_openai_agent.yaml"), "-p", "no:cacheprovider", "-p", "no:randomly"
+    )
     result.assert_outcomes(passed=4)
     assert_dispatch_never_reached(server)
     sent_tools = {t["function"]["name"] for t in server.requests[0]["tools"]}
@@ -93,7 +104,9 @@ def test_failures_show_the_recorded_calls_and_strict_mode_names_the_unmocked_cal
     pytester: pytest.Pytester, server: ChatServer
 ) -> None:
     pytester.path.joinpath("eval_openai.yaml").write_text(EVALS)
-    result = pytester.runpytest("-p", "no:cacheprovider", "-p", "no:randomly", "--junitxml=report.xml")
+    result = pytester.runpytest(
+        "-p", "no:cacheprovider", "-p", "no:randomly", "--junitxml=report.xml"
+    )
     result.assert_outcomes(failed=2)
     result.stdout.re_match_lines(
         [
@@ -108,7 +121,8 @@ def test_failures_show_the_recorded_calls_and_strict_mode_names_the_unmocked_cal
                 "  calls:",
                 "     1. fetch_subreddit_posts(subreddit='python', limit=2) -> \"1. What's new in Python 3.13\"",
                 "eval_openai.yaml:5: wrong_tool",
-                # The agent caught the unmocked call's error and answered anyway: the case still fails.
+                # The agent caught the unmocked call's error and answered anyway: the case still
+                # fails.
                 "case unmocked_thread failed: 1 of 2 checks failed (score 0.50)",
                 "  ✓ contains",
                 "  ✗ unmocked tool call fetch_reddit_thread(thread_id='abc123') in case unmocked_thread "

@@ -1,6 +1,7 @@
-"""What a team installing the plugin gets (SPEC §21): the wheel carries the license and full metadata under the
-distribution's own name, every install command names that distribution, and no development machine's path is
-printed anywhere a user reads."""
+"""What a team installing the plugin gets (SPEC §21): the wheel carries the license and full
+metadata under the distribution's own name, every install command names that distribution, and no
+development machine's path is printed anywhere a user reads.
+"""
 
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 NAME = "pytest-agent-evalset"
-# Text a user reads: the package's messages, the examples, the docs, the README, the benchmarks' results.
+# Text a user reads: the package's messages, the examples, the docs, the README, the benchmarks'
+# results.
 USER_TEXT = ("pytest_agent_eval", "examples", "docs", "benchmarks", "README.md", "CHANGELOG.md")
 
 
@@ -27,13 +29,16 @@ def _user_files() -> list[Path]:
         found += [
             p
             for p in files
-            if p.suffix in {".py", ".md", ".yaml", ".yml", ".json", ".toml"} and "_build" not in p.parts
+            if p.suffix in {".py", ".md", ".yaml", ".yml", ".json", ".toml"}
+            and "_build" not in p.parts
         ]
     return found
 
 
 def test_every_install_command_names_the_distribution() -> None:
-    """PyPI's `pytest-agent-eval` is another project: `pip install 'pytest-agent-evalset[x]'` would install it."""
+    """PyPI's `pytest-agent-eval` is another project: `pip install 'pytest-agent-evalset[x]'` would
+    install it.
+    """
     wrong = [
         f"{path.relative_to(ROOT)}:{n}: {line.strip()}"
         for path in _user_files()
@@ -66,7 +71,9 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> zipfile.ZipFile:
     return zipfile.ZipFile(path)
 
 
-def test_the_wheel_carries_the_license_and_metadata_under_the_new_name(wheel: zipfile.ZipFile) -> None:
+def test_the_wheel_carries_the_license_and_metadata_under_the_new_name(
+    wheel: zipfile.ZipFile,
+) -> None:
     assert Path(wheel.filename or "").name.startswith("pytest_agent_evalset-")
     names = wheel.namelist()
     (metadata,) = [n for n in names if n.endswith(".dist-info/METADATA")]
@@ -75,13 +82,18 @@ def test_the_wheel_carries_the_license_and_metadata_under_the_new_name(wheel: zi
     assert info["License-Expression"] == "MIT"
     assert info.get_all("License-File") == ["LICENSE"]
     license_text = wheel.read(metadata.replace("METADATA", "licenses/LICENSE")).decode()
-    assert license_text.startswith("MIT License") and "the pytest-agent-evalset authors" in license_text
+    assert (
+        license_text.startswith("MIT License")
+        and "the pytest-agent-evalset authors" in license_text
+    )
     assert info["Author"] == "the pytest-agent-evalset authors"
     classifiers = info.get_all("Classifier")
     assert "Topic :: Software Development :: Testing" in classifiers
     assert "Framework :: Pytest" in classifiers
     assert any(c.startswith("Development Status :: ") for c in classifiers)
-    assert {f"Programming Language :: Python :: 3.{m}" for m in (10, 11, 12, 13)} <= set(classifiers)
+    assert {f"Programming Language :: Python :: 3.{m}" for m in (10, 11, 12, 13)} <= set(
+        classifiers
+    )
     urls = dict(u.split(", ", 1) for u in info.get_all("Project-URL"))
     assert {"Documentation", "Source", "Issues", "Changelog"} <= set(urls)
     # the import package and the pytest plugin keep their names
@@ -91,9 +103,12 @@ def test_the_wheel_carries_the_license_and_metadata_under_the_new_name(wheel: zi
 
 
 def test_the_changelog_names_this_version() -> None:
-    """The version is written once, in ``pytest_agent_eval/version.py`` (pyproject reads it), and the changelog
-    has its section."""
+    """The version is written once, in ``pytest_agent_eval/version.py`` (pyproject reads it), and
+    the changelog has its section.
+    """
     assert 'dynamic = ["version"]' in (ROOT / "pyproject.toml").read_text()
-    version = re.search(r'^__version__ = "(.+)"', (ROOT / "pytest_agent_eval" / "version.py").read_text(), re.M)
+    version = re.search(
+        r'^__version__ = "(.+)"', (ROOT / "pytest_agent_eval" / "version.py").read_text(), re.M
+    )
     assert version is not None
     assert f"## {version.group(1)}" in (ROOT / "CHANGELOG.md").read_text(encoding="utf-8")

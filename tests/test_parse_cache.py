@@ -36,7 +36,9 @@ def test_second_collection_uses_the_cache_with_the_same_result(evals: pytest.Pyt
 def test_changed_file_is_parsed_again(evals: pytest.Pytester) -> None:
     evals.makefile(".yaml", eval_cached=FILE)
     evals.runpytest().assert_outcomes(passed=1, failed=1)
-    evals.makefile(".yaml", eval_cached=FILE.replace("expect: {contains: [missing]}", "context: {say: ok}"))
+    evals.makefile(
+        ".yaml", eval_cached=FILE.replace("expect: {contains: [missing]}", "context: {say: ok}")
+    )
     evals.runpytest().assert_outcomes(passed=2)
     assert len(cache_entries(evals)) == 2
 
@@ -48,14 +50,19 @@ def test_no_cache_without_the_cacheprovider(evals: pytest.Pytester) -> None:
 
 
 def test_values_marshal_cannot_hold_are_parsed_each_time(evals: pytest.Pytester) -> None:
-    evals.makefile(".yaml", eval_dates=FILE.replace("context: {say: ok}", "context: {say: ok, day: 2026-11-22}"))
+    evals.makefile(
+        ".yaml",
+        eval_dates=FILE.replace("context: {say: ok}", "context: {say: ok, day: 2026-11-22}"),
+    )
     evals.runpytest().assert_outcomes(passed=1, failed=1)
     evals.runpytest().assert_outcomes(passed=1, failed=1)
     assert cache_entries(evals) == []
 
 
 def test_positions_inside_a_case_survive_the_cache(evals: pytest.Pytester) -> None:
-    deep = "agent: scripted:run\ncases:\n  - id: typo\n    input: x\n    expect:\n      contans: [x]\n"
+    deep = (
+        "agent: scripted:run\ncases:\n  - id: typo\n    input: x\n    expect:\n      contans: [x]\n"
+    )
     evals.makefile(".yaml", eval_deep=deep)
     for _ in range(2):  # parsed, then read from the cache
         result = evals.runpytest()

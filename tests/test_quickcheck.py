@@ -1,4 +1,6 @@
-"""The compiled schema pre-check agrees with jsonschema: whatever jsonschema rejects, it rejects too."""
+"""The compiled schema pre-check agrees with jsonschema: whatever jsonschema rejects, it rejects
+too.
+"""
 
 from __future__ import annotations
 
@@ -17,7 +19,12 @@ BASE: dict[str, Any] = {
     "agent": "pkg.mod:run",
     "agents": {
         "fast": "pkg.mod:fast",
-        "svc": {"url": "http://x/chat", "headers": {"A": "b"}, "output": "data.text", "session": {"from": "id"}},
+        "svc": {
+            "url": "http://x/chat",
+            "headers": {"A": "b"},
+            "output": "data.text",
+            "session": {"from": "id"},
+        },
     },
     "tags": ["routing"],
     "defaults": {"timeout": 5, "tool_mocks": {"search": "hit"}},
@@ -43,7 +50,23 @@ BASE: dict[str, Any] = {
     ],
 }
 # Values that are wrong somewhere (or right) — each is tried at many places in the document.
-ODD_VALUES: list[Any] = [None, True, 0, -1, 1.5, "", "x y", "(", [], ["x"], [1], {}, {"k": 1}, "success", 2]
+ODD_VALUES: list[Any] = [
+    None,
+    True,
+    0,
+    -1,
+    1.5,
+    "",
+    "x y",
+    "(",
+    [],
+    ["x"],
+    [1],
+    {},
+    {"k": 1},
+    "success",
+    2,
+]
 
 
 def _paths(node: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
@@ -97,7 +120,9 @@ def test_agrees_with_jsonschema_on_mutations(validators: tuple[Any, Draft202012V
         doc = copy.deepcopy(BASE)
         path = rng.choice([p for p in paths if isinstance(_get(doc, p), dict)])
         _get(doc, path)[rng.choice(["expct", "foo", "id2"])] = 1
-        assert quick(doc) == (not list(full.iter_errors(doc))), f"disagree with an extra key at {path}"
+        assert quick(doc) == (not list(full.iter_errors(doc))), (
+            f"disagree with an extra key at {path}"
+        )
     assert tried > 500 and rejected > 100
 
 

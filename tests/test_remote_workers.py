@@ -1,9 +1,10 @@
-"""xdist workers on other machines (SPEC §18): nothing the controller writes to its own disk is assumed on a worker,
-cassettes recorded on a worker come back to the controller, and a budget kept per machine is warned about.
+"""xdist workers on other machines (SPEC §18): nothing the controller writes to its own disk is
+assumed on a worker, cassettes recorded on a worker come back to the controller, and a budget kept
+per machine is warned about.
 
-Other machines are simulated: a worker handed a path that does not exist where it runs, and (``remote_workers``)
-execnet socket servers on loopback, each in a working directory of its own holding a copy of the project, as a
-checkout on another machine would.
+Other machines are simulated: a worker handed a path that does not exist where it runs, and
+(``remote_workers``) execnet socket servers on loopback, each in a working directory of its own
+holding a copy of the project, as a checkout on another machine would.
 """
 
 from __future__ import annotations
@@ -30,15 +31,26 @@ def pytest_configure_node(node):
 """
 
 
-def test_a_worker_without_the_controllers_crash_folder_runs_its_cases(pytester: pytest.Pytester) -> None:
-    """The controller's crash-log folder does not exist where a remote worker runs: the worker runs without the
-    crash triage, it does not fail (it did: FileNotFoundError in pytest_configure, and the controller hung)."""
+def test_a_worker_without_the_controllers_crash_folder_runs_its_cases(
+    pytester: pytest.Pytester,
+) -> None:
+    """The controller's crash-log folder does not exist where a remote worker runs: the worker runs
+    without the crash triage, it does not fail (it did: FileNotFoundError in pytest_configure, and
+    the controller hung).
+    """
     pytester.makepyfile(usage_agent=USAGE_AGENT)
     pytester.makeconftest(MISSING_CRASH_DIR)
     cases = "".join(f"  - {{id: ok{n}, input: hi, context: {{say: hello}}}}\n" for n in range(4))
     pytester.makefile(".yaml", eval_w=f"agent: usage_agent:run\ncases:\n{cases}")
     result = pytester.runpytest_subprocess(
-        "-p", "no:cacheprovider", "-n", "1", "--agent-eval-concurrency", "2", "--agent-eval-report=r.json", timeout=90
+        "-p",
+        "no:cacheprovider",
+        "-n",
+        "1",
+        "--agent-eval-concurrency",
+        "2",
+        "--agent-eval-report=r.json",
+        timeout=90,
     )
     result.assert_outcomes(passed=4)
     report = json.loads((pytester.path / "r.json").read_text())
@@ -46,7 +58,8 @@ def test_a_worker_without_the_controllers_crash_folder_runs_its_cases(pytester: 
     assert not list(Path("/nonexistent").glob("*"))
 
 
-# -- two socket-server workers, each in its own checkout: record, then replay ---------------------------------
+# -- two socket-server workers, each in its own checkout: record, then replay
+# ---------------------------------
 
 REMOTE_AGENTS = """
 import openai
@@ -93,11 +106,16 @@ def remote_project(pytester: pytest.Pytester) -> pytest.Pytester:
 
 
 def cassettes_in(root: Path) -> dict[str, str]:
-    return {p.relative_to(root).as_posix(): p.read_text() for p in sorted(root.glob("cassettes/**/*.yaml"))}
+    return {
+        p.relative_to(root).as_posix(): p.read_text()
+        for p in sorted(root.glob("cassettes/**/*.yaml"))
+    }
 
 
 def verdicts(result: pytest.RunResult) -> dict[str, tuple[str, str]]:
-    """``{node id: (worker, outcome)}`` from ``-v`` lines such as ``[gw1] [ 50%] PASSED eval_sync.yaml::case_0``."""
+    """``{node id: (worker, outcome)}`` from ``-v`` lines such as ``[gw1] [ 50%] PASSED
+    eval_sync.yaml::case_0``.
+    """
     found = {}
     for line in result.outlines:
         match = re.match(r"\[(gw\d+)\] \[\s*\d+%\] (PASSED|FAILED|ERROR) (\S+)", line)
@@ -107,20 +125,28 @@ def verdicts(result: pytest.RunResult) -> dict[str, tuple[str, str]]:
 
 
 ALL_CASES = sorted(
-    [*(f"eval_async.yaml::case_{n}" for n in range(6)), *(f"eval_sync.yaml::case_{n}" for n in range(4))]
+    [
+        *(f"eval_async.yaml::case_{n}" for n in range(6)),
+        *(f"eval_sync.yaml::case_{n}" for n in range(4)),
+    ]
 )
 
 
 def test_two_socket_workers_in_their_own_checkouts_record_then_replay(
-    remote_project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory
+    remote_project: pytest.Pytester,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path_factory: pytest.TempPathFactory,
 ) -> None:
-    """The issue's done-when: two execnet socket-server workers on loopback, each in a working directory holding a
-    copy of the project, at concurrency 4. Recording against the loopback LLM writes every cassette on the
-    controller's project (none on the machines); with those cassettes in each checkout, replay with the LLM stopped
-    passes every case, in one JSON report on the controller. A checkout without the cassettes fails its cases,
-    naming the missing cassette."""
+    """The issue's done-when: two execnet socket-server workers on loopback, each in a working
+    directory holding a copy of the project, at concurrency 4. Recording against the loopback LLM
+    writes every cassette on the controller's project (none on the machines); with those cassettes
+    in each checkout, replay with the LLM stopped passes every case, in one JSON report on the
+    controller. A checkout without the cassettes fails its cases, naming the missing cassette.
+    """
     project = remote_project.path
-    machines = [copy_project(project, tmp_path_factory.mktemp("machine") / "checkout") for _ in range(2)]
+    machines = [
+        copy_project(project, tmp_path_factory.mktemp("machine") / "checkout") for _ in range(2)
+    ]
     run = ("-p", "no:cacheprovider", "-v", "--agent-eval-concurrency", "4")
     with ChatServer(lambda prompt: None, max_requests=100) as chat:
         point_at(monkeypatch, chat.base_url)
@@ -130,10 +156,17 @@ def test_two_socket_workers_in_their_own_checkouts_record_then_replay(
             )
         recorded.assert_outcomes(passed=10)
         assert len(chat.requests) == 6 * 2 + 4
-    assert {worker for worker, _ in verdicts(recorded).values()} == {"gw0", "gw1"}  # both machines ran cases
+    assert {worker for worker, _ in verdicts(recorded).values()} == {
+        "gw0",
+        "gw1",
+    }  # both machines ran cases
     cassettes = cassettes_in(project)
-    assert sorted(cassettes) == sorted(f"cassettes/{n.replace('.yaml::', '/')}.yaml" for n in ALL_CASES)
-    assert all(cassettes_in(machine) == {} for machine in machines)  # written once, by the controller
+    assert sorted(cassettes) == sorted(
+        f"cassettes/{n.replace('.yaml::', '/')}.yaml" for n in ALL_CASES
+    )
+    assert all(
+        cassettes_in(machine) == {} for machine in machines
+    )  # written once, by the controller
     async_case = yaml.safe_load(cassettes["cassettes/eval_async/case_0.yaml"])
     assert [i["trial"] for i in async_case["interactions"]] == [1, 2]
     assert all("sk-loopback" not in text for text in cassettes.values())
@@ -152,7 +185,9 @@ def test_two_socket_workers_in_their_own_checkouts_record_then_replay(
 
     shutil.rmtree(machines[1] / "cassettes")  # the second machine's checkout has no cassettes
     with socket_servers(machines, dict(os.environ)) as servers:
-        missing = remote_project.runpytest(*run, *tx_args(servers), "--agent-eval-replay", "--agent-eval-report=r.json")
+        missing = remote_project.runpytest(
+            *run, *tx_args(servers), "--agent-eval-replay", "--agent-eval-report=r.json"
+        )
     outcomes = verdicts(missing)
     assert sorted(outcomes) == ALL_CASES
     assert {outcome for worker, outcome in outcomes.values() if worker == "gw0"} <= {"PASSED"}
@@ -171,8 +206,10 @@ def test_two_socket_workers_in_their_own_checkouts_record_then_replay(
 def test_local_workers_record_the_same_cassettes_as_a_serial_run(
     remote_project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, folder: str
 ) -> None:
-    """Under ``-n`` the controller writes what the workers recorded: the same files, in the same place, as serially
-    (beside each eval file, or ini ``agent_eval_cassettes``); ``=new`` keeps what is recorded."""
+    """Under ``-n`` the controller writes what the workers recorded: the same files, in the same
+    place, as serially (beside each eval file, or ini ``agent_eval_cassettes``); ``=new`` keeps what
+    is recorded.
+    """
     if folder:
         remote_project.makeini(f"[pytest]\nagent_eval_cassettes = {folder}\n")
     root = remote_project.path / folder if folder else remote_project.path
@@ -186,10 +223,16 @@ def test_local_workers_record_the_same_cassettes_as_a_serial_run(
         xdist = cassettes_in(root) if not folder else _texts(root)
         (root / ("eval_sync/case_0.yaml" if folder else "cassettes/eval_sync/case_0.yaml")).unlink()
         requests = len(chat.requests)
-        remote_project.runpytest(*run, "-n", "2", "--agent-eval-record=new").assert_outcomes(passed=10)
+        remote_project.runpytest(*run, "-n", "2", "--agent-eval-record=new").assert_outcomes(
+            passed=10
+        )
         assert len(chat.requests) == requests + 1  # only the missing one went to the LLM
         again = cassettes_in(root) if not folder else _texts(root)
-    assert len(serial) == 10 and _no_host(xdist) == _no_host(serial) and _no_host(again) == _no_host(serial)
+    assert (
+        len(serial) == 10
+        and _no_host(xdist) == _no_host(serial)
+        and _no_host(again) == _no_host(serial)
+    )
 
 
 def _texts(folder: Path) -> dict[str, str]:
@@ -197,7 +240,9 @@ def _texts(folder: Path) -> dict[str, str]:
 
 
 def _no_host(texts: dict[str, str]) -> dict[str, str]:
-    """The cassettes without the answers' ids (the loopback server counts its requests: the order differs)."""
+    """The cassettes without the answers' ids (the loopback server counts its requests: the order
+    differs).
+    """
     return {k: re.sub(r"chatcmpl-\d+", "", v) for k, v in texts.items()}
 
 
@@ -216,28 +261,40 @@ def pytest_runtest_logreport(report):
 def test_a_cassette_sent_outside_the_cassette_folder_is_not_written(
     remote_project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The controller writes a worker's cassette only inside its cassette folder: a path that leaves it is named
-    on the terminal and not written; the other cassettes are."""
+    """The controller writes a worker's cassette only inside its cassette folder: a path that leaves
+    it is named on the terminal and not written; the other cassettes are.
+    """
     remote_project.makeconftest(ESCAPING_CASSETTE)
     with ChatServer(lambda prompt: None, max_requests=100) as chat:
         point_at(monkeypatch, chat.base_url)
-        result = remote_project.runpytest("-p", "no:cacheprovider", "-n", "1", "--agent-eval-record")
+        result = remote_project.runpytest(
+            "-p", "no:cacheprovider", "-n", "1", "--agent-eval-record"
+        )
     result.assert_outcomes(passed=10)
     result.stdout.fnmatch_lines(
-        ["*eval_*.yaml::case_0: its worker sent a cassette outside the cassette folder: ../../escaped.yaml"]
+        [
+            "*eval_*.yaml::case_0: its worker sent a cassette outside the cassette folder: ../../escaped.yaml"
+        ]
     )
     assert not list(remote_project.path.parent.rglob("escaped.yaml"))
     assert len(cassettes_in(remote_project.path)) == 8  # each file's case_0 is left out
 
 
-# -- a budget kept per machine --------------------------------------------------------------------------------
+# -- a budget kept per machine
+# --------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
     ("options", "warned"),
     [
-        (["--agent-eval-rate-limit", "100/min"], "--agent-eval-rate-limit 100/min without a shared store while *"),
-        (["--agent-eval-token-limit", "9000/min"], "--agent-eval-token-limit 9000/min without a shared store while *"),
+        (
+            ["--agent-eval-rate-limit", "100/min"],
+            "--agent-eval-rate-limit 100/min without a shared store while *",
+        ),
+        (
+            ["--agent-eval-token-limit", "9000/min"],
+            "--agent-eval-token-limit 9000/min without a shared store while *",
+        ),
         ([], "the run's pace (--agent-eval-pace, on by default) has no shared store while *"),
         (["--agent-eval-rate-limit", "100/min", "--agent-eval-rate-limit-url", "REDIS"], None),
         (["--agent-eval-pace", "off"], None),
@@ -251,14 +308,19 @@ def test_a_pace_without_a_shared_store_is_warned_about_while_workers_are_remote(
     options: list[str],
     warned: str | None,
 ) -> None:
-    """Each machine keeps its own file store: a budget without Redis is spent once per machine. One warning names
-    the option and what to do; none with Redis or with the pace off."""
+    """Each machine keeps its own file store: a budget without Redis is spent once per machine.
+
+    One warning names the option and what to do; none with Redis or with the pace off.
+    """
     pytest.importorskip("execnet")
     if "REDIS" in options:
         options = [request.getfixturevalue("redis_url") if o == "REDIS" else o for o in options]
     pytester.makepyfile(usage_agent=USAGE_AGENT)
     pytester.makeini("[pytest]\n")
-    pytester.makefile(".yaml", eval_w="agent: usage_agent:run\ncases:\n  - {id: ok, input: hi, context: {say: hi}}\n")
+    pytester.makefile(
+        ".yaml",
+        eval_w="agent: usage_agent:run\ncases:\n  - {id: ok, input: hi, context: {say: hi}}\n",
+    )
     machine = copy_project(pytester.path, tmp_path_factory.mktemp("machine") / "checkout")
     with socket_servers([machine], dict(os.environ)) as servers:
         result = pytester.runpytest("-p", "no:cacheprovider", *tx_args(servers), *options)
@@ -277,9 +339,16 @@ def test_a_pace_without_a_shared_store_is_warned_about_while_workers_are_remote(
     )
 
 
-def test_local_workers_share_the_machines_store_without_a_warning(pytester: pytest.Pytester) -> None:
+def test_local_workers_share_the_machines_store_without_a_warning(
+    pytester: pytest.Pytester,
+) -> None:
     pytester.makepyfile(usage_agent=USAGE_AGENT)
-    pytester.makefile(".yaml", eval_w="agent: usage_agent:run\ncases:\n  - {id: ok, input: hi, context: {say: hi}}\n")
-    result = pytester.runpytest("-p", "no:cacheprovider", "-n", "2", "--agent-eval-rate-limit", "100/min")
+    pytester.makefile(
+        ".yaml",
+        eval_w="agent: usage_agent:run\ncases:\n  - {id: ok, input: hi, context: {say: hi}}\n",
+    )
+    result = pytester.runpytest(
+        "-p", "no:cacheprovider", "-n", "2", "--agent-eval-rate-limit", "100/min"
+    )
     result.assert_outcomes(passed=1)
     assert "shared store" not in result.stdout.str()

@@ -1,4 +1,6 @@
-"""Baseline comparison (SPEC §10): regressions, fixes, new, missing; Fisher's test for repeated cases."""
+"""Baseline comparison (SPEC §10): regressions, fixes, new, missing; Fisher's test for repeated
+cases.
+"""
 
 from __future__ import annotations
 
@@ -14,7 +16,9 @@ from pytest_agent_eval.report.record import CaseRecord, TrialRecord
 from pytest_agent_eval.report.schema import report_schema
 
 
-def _case(nodeid: str, outcome: str, score: float | None = 1.0, trials: tuple[bool, ...] = (True,)) -> CaseRecord:
+def _case(
+    nodeid: str, outcome: str, score: float | None = 1.0, trials: tuple[bool, ...] = (True,)
+) -> CaseRecord:
     return CaseRecord(
         nodeid=nodeid,
         case_id=nodeid.rpartition("::")[2],
@@ -29,8 +33,12 @@ def _case(nodeid: str, outcome: str, score: float | None = 1.0, trials: tuple[bo
 
 def test_fisher_matches_the_hypergeometric_tail() -> None:
     assert fisher_less(5, 5, 0, 5) == pytest.approx(1 / 252)
-    assert fisher_less(5, 5, 4, 5) == pytest.approx(0.5)  # 9 passes of 10: base holds all 5 half the time
-    assert fisher_less(3, 5, 3, 5) == pytest.approx(0.7380952, rel=1e-6)  # no drop: far from significant
+    assert fisher_less(5, 5, 4, 5) == pytest.approx(
+        0.5
+    )  # 9 passes of 10: base holds all 5 half the time
+    assert fisher_less(3, 5, 3, 5) == pytest.approx(
+        0.7380952, rel=1e-6
+    )  # no drop: far from significant
     assert fisher_less(10, 10, 5, 10) == pytest.approx(0.0162539, rel=1e-5)
 
 
@@ -66,8 +74,14 @@ def test_single_trial_cases() -> None:
 
 def test_repeated_cases_regress_only_on_a_significant_drop() -> None:
     flaky = (True, True, True, False, True)
-    base = [_case("a::noise", "passed", trials=(True,) * 5), _case("a::broken", "passed", trials=(True,) * 10)]
-    cand = [_case("a::noise", "failed", trials=flaky), _case("a::broken", "failed", trials=(True,) * 5 + (False,) * 5)]
+    base = [
+        _case("a::noise", "passed", trials=(True,) * 5),
+        _case("a::broken", "passed", trials=(True,) * 10),
+    ]
+    cand = [
+        _case("a::noise", "failed", trials=flaky),
+        _case("a::broken", "failed", trials=(True,) * 5 + (False,) * 5),
+    ]
     result = compare(base, cand, significance=0.05)
     assert [(c.nodeid, c.detail) for c in result.regressions] == [
         ("a::broken", "pass rate 10/10 -> 5/10 (Fisher p = 0.0163 < 0.05)")
@@ -89,7 +103,9 @@ def test_a_baseline_that_is_no_report_names_the_file(tmp_path: Path) -> None:
     with pytest.raises(BaselineError, match=r"nope\.json: cannot read the report"):
         load_records(tmp_path / "nope.json")
     good = tmp_path / "good.json"
-    good.write_text(json.dumps({"schema_version": 1, "run": {}, "cases": [_case("a::b", "passed").to_dict()]}))
+    good.write_text(
+        json.dumps({"schema_version": 1, "run": {}, "cases": [_case("a::b", "passed").to_dict()]})
+    )
     assert load_records(good) == [_case("a::b", "passed")]
 
 
@@ -151,7 +167,12 @@ def test_the_summary_shows_the_comparison_and_the_run_can_fail_on_it(runs: pytes
     )
     assert result.ret == pytest.ExitCode.TESTS_FAILED  # `breaks` failed
     gated = runs.runpytest(
-        "-p", "no:cacheprovider", "--agent-eval-baseline", "base.json", "--agent-eval-gate", "regressions"
+        "-p",
+        "no:cacheprovider",
+        "--agent-eval-baseline",
+        "base.json",
+        "--agent-eval-gate",
+        "regressions",
     )
     assert gated.ret == pytest.ExitCode.TESTS_FAILED
 
@@ -160,13 +181,19 @@ def test_gate_regressions_passes_a_run_whose_failures_were_known(runs: pytest.Py
     _baseline(runs, KNOWN_FAILURE)
     plain = runs.runpytest("-p", "no:cacheprovider", "--agent-eval-baseline", "base.json")
     assert plain.ret == pytest.ExitCode.TESTS_FAILED
-    gated = runs.runpytest("-p", "no:cacheprovider", "--agent-eval-baseline=base.json", "--agent-eval-gate=regressions")
+    gated = runs.runpytest(
+        "-p", "no:cacheprovider", "--agent-eval-baseline=base.json", "--agent-eval-gate=regressions"
+    )
     gated.assert_outcomes(passed=1, failed=1)
-    gated.stdout.fnmatch_lines(["compared with the baseline: 0 regressions, 0 fixes, 0 new, 0 missing"])
+    gated.stdout.fnmatch_lines(
+        ["compared with the baseline: 0 regressions, 0 fixes, 0 new, 0 missing"]
+    )
     assert gated.ret == pytest.ExitCode.OK
 
 
-def test_fail_on_regression_fails_a_run_of_passing_cases_whose_score_dropped(runs: pytest.Pytester) -> None:
+def test_fail_on_regression_fails_a_run_of_passing_cases_whose_score_dropped(
+    runs: pytest.Pytester,
+) -> None:
     scored = (
         "agent: usage_agent:run\ncases:\n  - {{id: s, input: hi, min_score: 0.4, context: {{say: {say}}}, "
         "expect: {{contains: [hello, there]}}}}\n"
@@ -178,7 +205,11 @@ def test_fail_on_regression_fails_a_run_of_passing_cases_whose_score_dropped(run
     plain.stdout.fnmatch_lines(["  eval_s.yaml::s: score 1.00 -> 0.50 (dropped more than 0.05)"])
     assert plain.ret == pytest.ExitCode.OK
     failing = runs.runpytest(
-        "-p", "no:cacheprovider", "--agent-eval-baseline", "base.json", "--agent-eval-fail-on-regression"
+        "-p",
+        "no:cacheprovider",
+        "--agent-eval-baseline",
+        "base.json",
+        "--agent-eval-fail-on-regression",
     )
     failing.stdout.fnmatch_lines(["the run fails: regressions against the baseline"])
     assert failing.ret == pytest.ExitCode.TESTS_FAILED
@@ -194,9 +225,18 @@ def test_fail_on_regression_fails_a_run_of_passing_cases_whose_score_dropped(run
     [
         (None, "cannot read the report"),
         ("{not json", "not JSON"),
-        ('{"schema_version": 0, "run": {}, "cases": []}', "not an --agent-eval-report file of schema_version 1"),
-        ('{"stats": {"passes": 3}, "tests": []}', "not an --agent-eval-report file of schema_version 1"),
-        ('{"schema_version": 1, "run": {}, "cases": [{"nodeid": "x"}]}', "a case record does not match"),
+        (
+            '{"schema_version": 0, "run": {}, "cases": []}',
+            "not an --agent-eval-report file of schema_version 1",
+        ),
+        (
+            '{"stats": {"passes": 3}, "tests": []}',
+            "not an --agent-eval-report file of schema_version 1",
+        ),
+        (
+            '{"schema_version": 1, "run": {}, "cases": [{"nodeid": "x"}]}',
+            "a case record does not match",
+        ),
     ],
     ids=["missing", "not-json", "old-version", "another-tool", "bad-case"],
 )
@@ -211,7 +251,9 @@ def test_a_bad_baseline_is_one_line_and_the_run_still_runs_and_reports(
         "--agent-eval-report", "r.json",
     )  # fmt: skip
     result.assert_outcomes(passed=1, failed=1)
-    assert result.ret == pytest.ExitCode.TESTS_FAILED  # the run's own status: the gate is not applied
+    assert (
+        result.ret == pytest.ExitCode.TESTS_FAILED
+    )  # the run's own status: the gate is not applied
     lines = [line for line in result.outlines if "base.json" in line]
     assert len(lines) == 1, result.outlines
     assert lines[0].startswith(f"agent eval baseline not used: base.json: {problem}")
@@ -221,7 +263,9 @@ def test_a_bad_baseline_is_one_line_and_the_run_still_runs_and_reports(
         "eval_s.yaml::known",
         "eval_s.yaml::steady",
     ]
-    passing = runs.runpytest("-p", "no:cacheprovider", "--agent-eval-baseline", "base.json", "-k", "steady")
+    passing = runs.runpytest(
+        "-p", "no:cacheprovider", "--agent-eval-baseline", "base.json", "-k", "steady"
+    )
     assert passing.ret == pytest.ExitCode.OK
 
 
@@ -233,12 +277,16 @@ def test_agent_eval_compare(runs: pytest.Pytester) -> None:
     assert result.ret == 0
     lines = result.stdout.lines
     assert lines[0] == "compared with the baseline: 1 regressions, 1 fixes, 1 new, 1 missing"
-    assert lines[1].startswith("suite: 2/3 -> 2/3 cases passed; McNemar 1 harmful, 1 beneficial, p = 1;")
+    assert lines[1].startswith(
+        "suite: 2/3 -> 2/3 cases passed; McNemar 1 harmful, 1 beneficial, p = 1;"
+    )
     assert lines[2] == ""
     header, *rows = (line.split(maxsplit=2) for line in lines[3:] if line)
     assert header == ["change", "case", "detail"]
     assert [row[0] for row in rows] == ["regressions", "fixes", "new", "missing"]
-    assert len({line.index(row[1]) for line, row in zip(lines[4:], rows, strict=True)}) == 1  # case column aligned
+    assert (
+        len({line.index(row[1]) for line, row in zip(lines[4:], rows, strict=True)}) == 1
+    )  # case column aligned
     failing = runs.run("agent-eval", "compare", "base.json", "cand.json", "--fail-on-regression")
     assert failing.ret == 1
     same = runs.run("agent-eval", "compare", "base.json", "base.json", "--fail-on-regression")
@@ -248,12 +296,16 @@ def test_agent_eval_compare(runs: pytest.Pytester) -> None:
     bad.stderr.fnmatch_lines(["agent-eval compare: nope.json: cannot read the report*"])
 
 
-@pytest.mark.parametrize("args", [["--agent-eval-gate", "regressions"], ["--agent-eval-fail-on-regression"]])
+@pytest.mark.parametrize(
+    "args", [["--agent-eval-gate", "regressions"], ["--agent-eval-fail-on-regression"]]
+)
 def test_a_gate_without_a_baseline_is_a_usage_error(runs: pytest.Pytester, args: list[str]) -> None:
     runs.makefile(".yaml", eval_s=KNOWN_FAILURE)
     result = runs.runpytest("-p", "no:cacheprovider", *args)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["*--agent-eval-gate and --agent-eval-fail-on-regression need --agent-eval-baseline*"])
+    result.stderr.fnmatch_lines(
+        ["*--agent-eval-gate and --agent-eval-fail-on-regression need --agent-eval-baseline*"]
+    )
 
 
 TEN_WORDS = "one two three four five six seven eight nine ten"
@@ -271,30 +323,46 @@ def _page_text(path: Path) -> str:
     return re.sub(r"<[^>]+>", " ", section)
 
 
-def test_every_report_shows_the_one_comparison_made_with_the_runs_tolerance(runs: pytest.Pytester) -> None:
+def test_every_report_shows_the_one_comparison_made_with_the_runs_tolerance(
+    runs: pytest.Pytester,
+) -> None:
     """Issue 24 item 11: the HTML page recomputed the comparison with the default tolerance."""
     words = ", ".join(TEN_WORDS.split())
     _baseline(runs, SCORED.format(say=repr(TEN_WORDS), words=words))
-    runs.makefile(".yaml", eval_s=SCORED.format(say=repr(TEN_WORDS.replace(" ten", "")), words=words))  # 0.9
+    runs.makefile(
+        ".yaml", eval_s=SCORED.format(say=repr(TEN_WORDS.replace(" ten", "")), words=words)
+    )  # 0.9
     result = runs.runpytest(
         "-p", "no:cacheprovider", "--agent-eval-baseline", "base.json", "--agent-eval-tolerance", "0.2",
         "--agent-eval-report", "r.json", "--agent-eval-markdown", "m.md", "--agent-eval-html", "page.html",
     )  # fmt: skip
-    result.stdout.fnmatch_lines(["compared with the baseline: 0 regressions, 0 fixes, 0 new, 0 missing"])
+    result.stdout.fnmatch_lines(
+        ["compared with the baseline: 0 regressions, 0 fixes, 0 new, 0 missing"]
+    )
     assert "0 regressions, 0 fixes, 0 new, 0 missing" in _page_text(runs.path / "page.html")
     markdown = (runs.path / "m.md").read_text()
     assert "**Compared with the baseline:** 0 regressions, 0 fixes, 0 new, 0 missing" in markdown
     report = json.loads((runs.path / "r.json").read_text())
     jsonschema.Draft202012Validator(report_schema()).validate(report)
     compared = report["baseline"]
-    assert (compared["path"], compared["tolerance"], compared["regressions"]) == ("base.json", 0.2, [])
+    assert (compared["path"], compared["tolerance"], compared["regressions"]) == (
+        "base.json",
+        0.2,
+        [],
+    )
     strict = runs.run("agent-eval", "html", "r.json", "base.json", "-o", "strict.html")
     assert strict.ret == 0
-    assert "1 regressions, 0 fixes" in _page_text(runs.path / "strict.html")  # the default tolerance, 0.05
-    tolerant = runs.run("agent-eval", "html", "r.json", "base.json", "-o", "tolerant.html", "--tolerance", "0.2")
+    assert "1 regressions, 0 fixes" in _page_text(
+        runs.path / "strict.html"
+    )  # the default tolerance, 0.05
+    tolerant = runs.run(
+        "agent-eval", "html", "r.json", "base.json", "-o", "tolerant.html", "--tolerance", "0.2"
+    )
     assert tolerant.ret == 0
     assert "0 regressions, 0 fixes" in _page_text(runs.path / "tolerant.html")
-    kept = runs.run("agent-eval", "html", "r.json", "-o", "kept.html")  # the comparison the run made, kept in r.json
+    kept = runs.run(
+        "agent-eval", "html", "r.json", "-o", "kept.html"
+    )  # the comparison the run made, kept in r.json
     assert kept.ret == 0
     assert "base.json: 0 regressions, 0 fixes, 0 new, 0 missing" in " ".join(
         _page_text(runs.path / "kept.html").split()
@@ -308,7 +376,9 @@ cases:
 """
 
 
-def test_a_baseline_with_no_case_in_common_is_not_compared_and_fails_a_gate(runs: pytest.Pytester) -> None:
+def test_a_baseline_with_no_case_in_common_is_not_compared_and_fails_a_gate(
+    runs: pytest.Pytester,
+) -> None:
     """Issue 24 item 12: every case new or missing read as "0 regressions", and the gate passed."""
     _baseline(runs, BASE_SUITE)
     runs.makefile(".yaml", eval_s=OTHER_SUITE)
@@ -328,7 +398,10 @@ def test_a_baseline_with_no_case_in_common_is_not_compared_and_fails_a_gate(runs
              "the run fails: the baseline was not compared with it"]
         )  # fmt: skip
         assert gated.ret == pytest.ExitCode.TESTS_FAILED
-    assert "**Baseline not compared:** no case in common with this run" in (runs.path / "m.md").read_text()
+    assert (
+        "**Baseline not compared:** no case in common with this run"
+        in (runs.path / "m.md").read_text()
+    )
     assert "not compared: no case in common with this run" in _page_text(runs.path / "page.html")
     report = json.loads((runs.path / "r.json").read_text())
     jsonschema.Draft202012Validator(report_schema()).validate(report)
@@ -339,11 +412,17 @@ def test_a_baseline_with_no_case_in_common_is_not_compared_and_fails_a_gate(runs
 
 
 def test_a_baseline_written_from_another_rootdir_is_compared(runs: pytest.Pytester) -> None:
-    """Issue 24 item 12: the same suite seen from another rootdir has other node ids; they are matched by path."""
+    """Issue 24 item 12: the same suite seen from another rootdir has other node ids; they are
+    matched by path.
+    """
     (runs.path / "evals").mkdir()
     (runs.path / "evals" / "eval_s.yaml").write_text(BASE_SUITE)
-    runs.runpytest("-p", "no:cacheprovider", "--agent-eval-report", "base.json")  # node ids evals/eval_s.yaml::…
-    assert json.loads((runs.path / "base.json").read_text())["cases"][0]["nodeid"].startswith("evals/eval_s.yaml::")
+    runs.runpytest(
+        "-p", "no:cacheprovider", "--agent-eval-report", "base.json"
+    )  # node ids evals/eval_s.yaml::…
+    assert json.loads((runs.path / "base.json").read_text())["cases"][0]["nodeid"].startswith(
+        "evals/eval_s.yaml::"
+    )
     (runs.path / "evals" / "eval_s.yaml").write_text(CAND_SUITE)
     result = runs.runpytest(
         "-p", "no:cacheprovider", "--rootdir", "evals", "evals", "--agent-eval-baseline", "base.json",
@@ -362,8 +441,13 @@ def test_a_baseline_written_from_another_rootdir_is_compared(runs: pytest.Pytest
 
 def test_compare_says_why_two_runs_were_not_compared() -> None:
     result = compare([_case("a.yaml::x", "passed")], [_case("b.yaml::y", "failed", 0.0)])
-    assert result.not_compared == "no case in common with this run (the baseline has a.yaml::x, this run b.yaml::y)"
-    assert result.failed and result.lines()[0].startswith("baseline not compared: no case in common")
+    assert (
+        result.not_compared
+        == "no case in common with this run (the baseline has a.yaml::x, this run b.yaml::y)"
+    )
+    assert result.failed and result.lines()[0].startswith(
+        "baseline not compared: no case in common"
+    )
     moved = compare([_case("evals/a.yaml::x", "passed")], [_case("a.yaml::x", "failed", 0.0)])
     assert (moved.not_compared, [c.nodeid for c in moved.regressions]) == (None, ["a.yaml::x"])
     assert compare([], [_case("a.yaml::x", "passed")]).not_compared == (
@@ -384,7 +468,9 @@ def test_agent_eval_compare_into_a_closed_pipe_exits_quietly(runs: pytest.Pytest
     os.close(read)  # the reader is gone before a line is written: `| head -0`
     try:
         command = [shutil.which("agent-eval") or "agent-eval", "compare", "base.json", "cand.json"]
-        done = subprocess.run(command, cwd=runs.path, stdout=write, stderr=subprocess.PIPE, text=True, timeout=60)
+        done = subprocess.run(
+            command, cwd=runs.path, stdout=write, stderr=subprocess.PIPE, text=True, timeout=60
+        )
     finally:
         os.close(write)
     assert done.stderr == ""
@@ -394,18 +480,26 @@ def test_agent_eval_compare_into_a_closed_pipe_exits_quietly(runs: pytest.Pytest
 def test_a_report_path_that_moved_the_rootdir_is_named(
     runs: pytest.Pytester, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
-    """Issue 24 item 12: `--agent-eval-baseline /elsewhere/base.json` (a space, not `=`) is a test path to pytest
-    when it chooses the rootdir, before it knows the plugin's options: the rootdir moves, the node ids with it."""
+    """Issue 24 item 12: `--agent-eval-baseline /elsewhere/base.json` (a space, not `=`) is a test
+    path to pytest when it chooses the rootdir, before it knows the plugin's options: the rootdir
+    moves, the node ids with it.
+    """
     runs.makeini("[pytest]\n")
     runs.makefile(".yaml", eval_s=KNOWN_FAILURE)
     elsewhere = tmp_path_factory.mktemp("elsewhere")
     runs.runpytest("-p", "no:cacheprovider", f"--agent-eval-report={elsewhere / 'base.json'}")
-    moved = runs.runpytest("-p", "no:cacheprovider", "--agent-eval-baseline", str(elsewhere / "base.json"))
+    moved = runs.runpytest(
+        "-p", "no:cacheprovider", "--agent-eval-baseline", str(elsewhere / "base.json")
+    )
     moved.stdout.fnmatch_lines(
         [f"*pytest chose the rootdir {runs.path.parent} with {elsewhere / 'base.json'} (--agent-eval-baseline) "
          f"as a test path; write --agent-eval-baseline={elsewhere / 'base.json'}*"]
     )  # fmt: skip
     moved.stdout.fnmatch_lines(["node ids matched across rootdirs: *"])
-    kept = runs.runpytest("-p", "no:cacheprovider", f"--agent-eval-baseline={elsewhere / 'base.json'}")
+    kept = runs.runpytest(
+        "-p", "no:cacheprovider", f"--agent-eval-baseline={elsewhere / 'base.json'}"
+    )
     kept.stdout.no_fnmatch_line("*pytest chose the rootdir*")
-    kept.stdout.fnmatch_lines(["compared with the baseline: 0 regressions, 0 fixes, 0 new, 0 missing"])
+    kept.stdout.fnmatch_lines(
+        ["compared with the baseline: 0 regressions, 0 fixes, 0 new, 0 missing"]
+    )

@@ -1,4 +1,6 @@
-"""``--agent-eval-report PATH``: the JSON report, its shipped schema, and what it holds after an interrupt."""
+"""``--agent-eval-report PATH``: the JSON report, its shipped schema, and what it holds after an
+interrupt.
+"""
 
 from __future__ import annotations
 
@@ -34,13 +36,24 @@ def suite(pytester: pytest.Pytester) -> pytest.Pytester:
     return pytester
 
 
-def test_the_report_holds_the_run_and_every_case(suite: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_report_holds_the_run_and_every_case(
+    suite: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("AGENT_EVAL_LLM_MODEL", "gpt-test")
-    result = suite.runpytest_subprocess("-p", "no:cacheprovider", "-n", "2", "--agent-eval-report", "out/r.json")
+    result = suite.runpytest_subprocess(
+        "-p", "no:cacheprovider", "-n", "2", "--agent-eval-report", "out/r.json"
+    )
     result.stdout.fnmatch_lines(["*- agent eval report: out/r.json -*"])
     report = _load(suite.path / "out" / "r.json")
     run = report["run"]
-    assert run["args"][-6:] == ["-p", "no:cacheprovider", "-n", "2", "--agent-eval-report", "out/r.json"]
+    assert run["args"][-6:] == [
+        "-p",
+        "no:cacheprovider",
+        "-n",
+        "2",
+        "--agent-eval-report",
+        "out/r.json",
+    ]
     assert run["llm_model"] == "gpt-test"
     assert run["plugin_version"] == pytest_agent_eval.__version__
     assert run["pytest_version"] == pytest.__version__
@@ -54,8 +67,12 @@ def test_the_report_holds_the_run_and_every_case(suite: pytest.Pytester, monkeyp
     assert outcomes["eval_unreadable.yaml::@file"] == "error"
     assert [c["nodeid"] for c in report["cases"]] == sorted(outcomes)
     assert not list((suite.path / "out").glob("*.tmp"))
-    lines = (suite.path / "out" / "r.json").read_text().splitlines()  # a line per case: a diff names the cases
-    assert [json.loads(line.strip().rstrip(","))["nodeid"] for line in lines if '"nodeid"' in line] == sorted(outcomes)
+    lines = (
+        (suite.path / "out" / "r.json").read_text().splitlines()
+    )  # a line per case: a diff names the cases
+    assert [
+        json.loads(line.strip().rstrip(","))["nodeid"] for line in lines if '"nodeid"' in line
+    ] == sorted(outcomes)
 
 
 def test_the_report_names_the_git_commit_and_hides_secrets(pytester: pytest.Pytester) -> None:
@@ -64,7 +81,9 @@ def test_the_report_names_the_git_commit_and_hides_secrets(pytester: pytest.Pyte
     git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false"]
     for cmd in (["init", "-q"], ["add", "."], ["commit", "-qm", "x"]):
         subprocess.run([*git, *cmd], cwd=pytester.path, check=True)
-    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=pytester.path, capture_output=True, text=True).stdout
+    head = subprocess.run(
+        ["git", "rev-parse", "HEAD"], cwd=pytester.path, capture_output=True, text=True
+    ).stdout
     result = pytester.runpytest_subprocess(
         "-p", "no:cacheprovider", "--agent-eval-report=r.json", "-o", "openai_api_key=sk-live-123"
     )
@@ -109,22 +128,41 @@ def pytest_runtest_logreport(report):
 """
 
 
-@pytest.mark.parametrize("mode", [["--agent-eval-concurrency", "8"], ["-n", "2"]], ids=["concurrency8", "xdist"])
-def test_an_interrupted_run_leaves_a_valid_report_of_what_finished(pytester: pytest.Pytester, mode: list[str]) -> None:
+@pytest.mark.parametrize(
+    "mode", [["--agent-eval-concurrency", "8"], ["-n", "2"]], ids=["concurrency8", "xdist"]
+)
+def test_an_interrupted_run_leaves_a_valid_report_of_what_finished(
+    pytester: pytest.Pytester, mode: list[str]
+) -> None:
     pytester.makepyfile(usage_agent=USAGE_AGENT, conftest=SLOW_SUITE_CONFTEST)
     fast = "".join(f"  - {{id: fast{n}, input: hi, context: {{say: hello}}}}\n" for n in range(2))
     slow = "".join(f"  - {{id: slow{n}, input: hi, context: {{sleep: 120}}}}\n" for n in range(6))
     pytester.makefile(".yaml", eval_run=f"agent: usage_agent:run\ncases:\n{fast}{slow}")
     marker = pytester.path / "fast-cases-reported"
-    args = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--agent-eval-report", "r.json", *mode]
+    args = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-p",
+        "no:cacheprovider",
+        "--agent-eval-report",
+        "r.json",
+        *mode,
+    ]
     proc = subprocess.Popen(
-        args, cwd=pytester.path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True
+        args,
+        cwd=pytester.path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
     )
     try:
         deadline = time.monotonic() + 60
         while not marker.exists() and proc.poll() is None and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert marker.exists(), proc.communicate(timeout=5)[0].decode() if proc.poll() is not None else "no marker"
+        assert marker.exists(), (
+            proc.communicate(timeout=5)[0].decode() if proc.poll() is not None else "no marker"
+        )
         os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C in a terminal: the whole process group
         output = proc.communicate(timeout=60)[0].decode()
     finally:
@@ -142,7 +180,9 @@ def test_an_interrupted_run_leaves_a_valid_report_of_what_finished(pytester: pyt
 
 
 def test_a_run_stopped_by_x_reports_what_finished(suite: pytest.Pytester) -> None:
-    result = suite.runpytest("-p", "no:cacheprovider", "-x", "--agent-eval-report", "r.json", "eval_suite.yaml")
+    result = suite.runpytest(
+        "-p", "no:cacheprovider", "-x", "--agent-eval-report", "r.json", "eval_suite.yaml"
+    )
     result.assert_outcomes(passed=1, failed=1)
     report = _load(suite.path / "r.json")
     assert (report["run"]["finished"], report["run"]["exit_status"]) == (False, 1)
@@ -152,14 +192,18 @@ def test_a_run_stopped_by_x_reports_what_finished(suite: pytest.Pytester) -> Non
     }
 
 
-def test_a_crashed_xdist_worker_leaves_a_report_of_the_other_cases(pytester: pytest.Pytester) -> None:
+def test_a_crashed_xdist_worker_leaves_a_report_of_the_other_cases(
+    pytester: pytest.Pytester,
+) -> None:
     pytester.makepyfile(usage_agent=USAGE_AGENT)
     cases = "".join(f"  - {{id: ok{n}, input: hi, context: {{say: hello}}}}\n" for n in range(4))
     pytester.makefile(
         ".yaml",
         eval_w=f"agent: usage_agent:run\ncases:\n{cases}  - {{id: dies, input: hi, context: {{crash: true}}}}\n",
     )
-    result = pytester.runpytest("-p", "no:cacheprovider", "-n", "2", "--agent-eval-report", "r.json")
+    result = pytester.runpytest(
+        "-p", "no:cacheprovider", "-n", "2", "--agent-eval-report", "r.json"
+    )
     result.assert_outcomes(passed=4, failed=1)  # xdist reports the crash as the item's failure
     report = _load(pytester.path / "r.json")
     assert report["run"]["finished"] is True
@@ -188,7 +232,10 @@ def test_the_report_is_the_same_with_and_without_xdist(suite: pytest.Pytester) -
     serial, xdist = _load(suite.path / "serial.json"), _load(suite.path / "xdist.json")
     assert len(serial["cases"]) == 11
     assert _timeless(xdist["cases"]) == _timeless(serial["cases"])
-    assert (xdist["run"]["exit_status"], xdist["run"]["finished"]) == (serial["run"]["exit_status"], True)
+    assert (xdist["run"]["exit_status"], xdist["run"]["finished"]) == (
+        serial["run"]["exit_status"],
+        True,
+    )
 
 
 SESSION_ERROR_CONFTEST = """
@@ -200,7 +247,9 @@ def pytest_runtest_logfinish(nodeid):
 
 def test_a_session_level_error_leaves_a_report_of_what_finished(suite: pytest.Pytester) -> None:
     suite.makeconftest(SESSION_ERROR_CONFTEST)
-    result = suite.runpytest("-p", "no:cacheprovider", "--agent-eval-report", "r.json", "eval_suite.yaml")
+    result = suite.runpytest(
+        "-p", "no:cacheprovider", "--agent-eval-report", "r.json", "eval_suite.yaml"
+    )
     assert result.ret == pytest.ExitCode.INTERNAL_ERROR
     report = _load(suite.path / "r.json")
     assert (report["run"]["finished"], report["run"]["exit_status"]) == (False, 3)

@@ -1,4 +1,6 @@
-"""``--agent-eval-markdown PATH`` and ``agent-eval compare --markdown`` (SPEC §10): what a CI job summary shows."""
+"""``--agent-eval-markdown PATH`` and ``agent-eval compare --markdown`` (SPEC §10): what a CI job
+summary shows.
+"""
 
 from __future__ import annotations
 
@@ -69,7 +71,11 @@ def test_the_option_appends_the_run_in_one_block(runs: pytest.Pytester) -> None:
     summary = runs.path / "step_summary.md"
     summary.write_text("# an earlier step\n\n")
     result = runs.runpytest(
-        "-p", "no:cacheprovider", "--agent-eval-baseline", "base.json", f"--agent-eval-markdown={summary}"
+        "-p",
+        "no:cacheprovider",
+        "--agent-eval-baseline",
+        "base.json",
+        f"--agent-eval-markdown={summary}",
     )
     result.assert_outcomes(passed=3, failed=1)
     text = summary.read_text()
@@ -89,7 +95,9 @@ def test_the_option_appends_the_run_in_one_block(runs: pytest.Pytester) -> None:
 
 def test_the_markdown_lists_every_kind_of_failure(runs: pytest.Pytester) -> None:
     runs.makefile(".yaml", eval_suite=SUITE)
-    result = runs.runpytest("-p", "no:cacheprovider", "-n", "2", "--agent-eval-markdown", "out/summary.md")
+    result = runs.runpytest(
+        "-p", "no:cacheprovider", "-n", "2", "--agent-eval-markdown", "out/summary.md"
+    )
     result.assert_outcomes(passed=4, failed=2, skipped=1, errors=0, xfailed=1, xpassed=1)
     text = (runs.path / "out" / "summary.md").read_text()
     assert "**Failures (3)**" in text
@@ -103,7 +111,9 @@ def test_agent_eval_compare_markdown(runs: pytest.Pytester) -> None:
     runs.runpytest("-p", "no:cacheprovider", "--agent-eval-report", "base.json")
     runs.makefile(".yaml", eval_s=CAND_SUITE)
     runs.runpytest("-p", "no:cacheprovider", "--agent-eval-report", "cand.json")
-    result = runs.run("agent-eval", "compare", "base.json", "cand.json", "--markdown", "--fail-on-regression")
+    result = runs.run(
+        "agent-eval", "compare", "base.json", "cand.json", "--markdown", "--fail-on-regression"
+    )
     assert result.ret == 1
     assert result.outlines == [
         "**Compared with the baseline:** 1 regressions, 1 fixes, 1 new, 1 missing",
@@ -136,25 +146,35 @@ cases:
 """
 
 
-def test_the_markdown_of_an_interrupted_run_says_so_and_what_did_not_run(pytester: pytest.Pytester) -> None:
+def test_the_markdown_of_an_interrupted_run_says_so_and_what_did_not_run(
+    pytester: pytest.Pytester,
+) -> None:
     """Issue 24 item 19: the markdown written after Ctrl-C read as a clean pass."""
     pytester.makepyfile(stopping_agent=STOPPING_AGENT)
     pytester.syspathinsert()
     pytester.makefile(".yaml", eval_s=STOPPING_SUITE)
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--agent-eval-markdown", "m.md")
-    assert result.ret == pytest.ExitCode.INTERRUPTED  # in a process of its own: the interrupt is not this test's
+    result = pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "--agent-eval-markdown", "m.md"
+    )
+    assert (
+        result.ret == pytest.ExitCode.INTERRUPTED
+    )  # in a process of its own: the interrupt is not this test's
     text = (pytester.path / "m.md").read_text()
     assert "| all | 1/1 |" in text
     assert (
         "**The run was interrupted:** 1 of 4 eval cases finished; these did not: `eval_s.yaml::b`, "
         "`eval_s.yaml::c`, `eval_s.yaml::d`"
     ) in text
-    stopped = pytester.runpytest("-p", "no:cacheprovider", "-x", "--agent-eval-markdown", "x.md", "-k", "not b")
+    stopped = pytester.runpytest(
+        "-p", "no:cacheprovider", "-x", "--agent-eval-markdown", "x.md", "-k", "not b"
+    )
     stopped.assert_outcomes(passed=3)  # nothing failed: -x did not stop it
     assert "interrupted" not in (pytester.path / "x.md").read_text()
     failing = STOPPING_SUITE.replace("expect: {contains: [hello]}", "expect: {contains: [bye]}")
     pytester.makefile(".yaml", eval_s=failing)
-    stopped = pytester.runpytest("-p", "no:cacheprovider", "-x", "--agent-eval-markdown", "x.md", "-k", "not b")
+    stopped = pytester.runpytest(
+        "-p", "no:cacheprovider", "-x", "--agent-eval-markdown", "x.md", "-k", "not b"
+    )
     stopped.assert_outcomes(failed=1)
     assert (
         "**The run stopped early (stopping after 1 failures):** 1 of 3 eval cases finished; these did not: "

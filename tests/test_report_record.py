@@ -1,4 +1,6 @@
-"""The per-case record (SPEC §10): made where the case ran, carried on the test report, the same under -n 2."""
+"""The per-case record (SPEC §10): made where the case ran, carried on the test report, the same
+under -n 2.
+"""
 
 from __future__ import annotations
 
@@ -69,7 +71,9 @@ def test_the_record_holds_checks_tool_calls_usage_and_reasons(suite: pytest.Pyte
     assert ok["metadata"] == {"owner": "ann"}
     assert ok["score"] == 1.0
     assert ok["output"] == "hello there"
-    assert ok["tool_calls"] == [{"name": "search", "args": {"q": "hi"}, "result": None, "error": None}]
+    assert ok["tool_calls"] == [
+        {"name": "search", "args": {"q": "hi"}, "result": None, "error": None}
+    ]
     assert [(c["name"], c["passed"], c["score"], c["scored"]) for c in ok["checks"]] == [
         ("contains", True, 1.0, True),
         ("tools_called", True, 1.0, True),
@@ -79,7 +83,11 @@ def test_the_record_holds_checks_tool_calls_usage_and_reasons(suite: pytest.Pyte
     assert ok["latency_s"] >= 0 and len(ok["trials"]) == 1 and ok["passes"] == 1
     bad = records["eval_suite.yaml::bad"]
     contains = bad["checks"][0]
-    assert (contains["name"], contains["passed"], contains["expected"]) == ("contains", False, ["hello"])
+    assert (contains["name"], contains["passed"], contains["expected"]) == (
+        "contains",
+        False,
+        ["hello"],
+    )
     assert contains["message"] == "output lacks 'hello'"
     assert bad["tokens"] == {"input": 3, "output": 4, "total": 7}
     assert bad["cost"] is None
@@ -105,7 +113,10 @@ def test_the_record_reaches_the_xdist_controller_intact(suite: pytest.Pytester) 
 def test_junit_properties_come_from_the_record(suite: pytest.Pytester) -> None:
     suite.runpytest("--junitxml=r.xml", "-n", "2")
     cases = {tc.get("name"): tc for tc in ET.parse(suite.path / "r.xml").getroot().iter("testcase")}
-    props = {name: {p.get("name"): p.get("value") for p in tc.iter("property")} for name, tc in cases.items()}
+    props = {
+        name: {p.get("name"): p.get("value") for p in tc.iter("property")}
+        for name, tc in cases.items()
+    }
     assert props["ok"]["score"] == "1.000"
     assert props["ok"]["tools_called"] == "search"
     assert props["ok"]["location"] == "eval_suite.yaml:4"
@@ -119,16 +130,26 @@ def test_huge_and_deep_values_are_bounded() -> None:
     deep: Any = "bottom"
     for _ in range(50):
         deep = [deep]
-    value = {"text": "x" * 100_000, "many": list(range(1000)), "deep": deep, "obj": Path("p"), 3: {1, 2}}
+    value = {
+        "text": "x" * 100_000,
+        "many": list(range(1000)),
+        "deep": deep,
+        "obj": Path("p"),
+        3: {1, 2},
+    }
     out = jsonable(value)
     assert json.loads(json.dumps(out)) == out
-    assert out["text"].startswith("x" * 4000) and out["text"].endswith("(cut at 4,000 of 100,000 characters)")
+    assert out["text"].startswith("x" * 4000) and out["text"].endswith(
+        "(cut at 4,000 of 100,000 characters)"
+    )
     assert len(out["many"]) == ITEMS_LIMIT + 1 and out["many"][-1] == "... 800 more items cut"
     assert "nested too deep" in json.dumps(out["deep"])
     assert out["obj"] == "PosixPath('p')" and out["3"] == "{1, 2}"
 
 
-def test_a_conversation_record_has_its_transcript(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_conversation_record_has_its_transcript(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("RECORDS_OUT", str(pytester.path / "records.jsonl"))
     pytester.makepyfile(usage_agent=USAGE_AGENT, conftest=DUMP_CONFTEST)
     pytester.makefile(
@@ -137,7 +158,9 @@ def test_a_conversation_record_has_its_transcript(pytester: pytest.Pytester, mon
         "    turns: [first question, second question]\n",
     )
     pytester.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=1)
-    (record,) = (json.loads(line) for line in (pytester.path / "records.jsonl").read_text().splitlines())
+    (record,) = (
+        json.loads(line) for line in (pytester.path / "records.jsonl").read_text().splitlines()
+    )
     assert record["transcript"] == [
         {"role": "user", "content": "first question"},
         {"role": "assistant", "content": "sure"},
@@ -152,9 +175,14 @@ def test_junit_score_of_a_case_with_nothing_scored_is_not_scored(
 ) -> None:
     monkeypatch.delenv("AGENT_EVAL_LLM_MODEL", raising=False)
     pytester.makepyfile(usage_agent=USAGE_AGENT)
-    pytester.makefile(".yaml", eval_j="agent: usage_agent:run\ncases: [{id: j, input: hi, expect: {judge: polite}}]\n")
+    pytester.makefile(
+        ".yaml",
+        eval_j="agent: usage_agent:run\ncases: [{id: j, input: hi, expect: {judge: polite}}]\n",
+    )
     result = pytester.runpytest("-p", "no:cacheprovider", "--junitxml=r.xml")
-    result.assert_outcomes(skipped=1)  # nothing scored: no made-up verdict, and no made-up number in the record
+    result.assert_outcomes(
+        skipped=1
+    )  # nothing scored: no made-up verdict, and no made-up number in the record
     (case,) = ET.parse(pytester.path / "r.xml").getroot().iter("testcase")
     props = {p.get("name"): p.get("value") for p in case.iter("property")}
     assert props["score"] == "not scored"
@@ -182,24 +210,39 @@ def test_the_record_carries_the_cases_input_and_a_hash_of_its_content(
     def run(text: str) -> dict[str, dict[str, Any]]:
         pytester.makefile(".yaml", eval_in=text)
         (pytester.path / "records.jsonl").unlink(missing_ok=True)
-        pytester.runpytest("-p", "no:cacheprovider", "--agent-eval-report", "r.json").assert_outcomes(
-            passed=2, skipped=1
-        )
+        pytester.runpytest(
+            "-p", "no:cacheprovider", "--agent-eval-report", "r.json"
+        ).assert_outcomes(passed=2, skipped=1)
         report = json.loads((pytester.path / "r.json").read_text())
         jsonschema.Draft202012Validator(report_schema()).validate(report)
         return {r["case_id"]: r for r in report["cases"]}
 
     first = run(INPUTS)
-    assert first["single"]["input"] == {"query": "where is my order?", "context": {"say": "hi", "order": 7}}
-    assert first["chat"]["input"] == {"turns": ["first question", "second question"], "context": {"say": "hello"}}
+    assert first["single"]["input"] == {
+        "query": "where is my order?",
+        "context": {"say": "hi", "order": 7},
+    }
+    assert first["chat"]["input"] == {
+        "turns": ["first question", "second question"],
+        "context": {"say": "hello"},
+    }
     assert first["skipped"]["input"] == {"query": "not asked", "context": {"say": "hello"}}
     hashes = {case: record["content_hash"] for case, record in first.items()}
-    assert all(isinstance(h, str) and len(h) == 16 for h in hashes.values()) and len(set(hashes.values())) == 3
+    assert (
+        all(isinstance(h, str) and len(h) == 16 for h in hashes.values())
+        and len(set(hashes.values())) == 3
+    )
     again = run("# a comment above moves every case down a line\n" + INPUTS)
     assert {case: record["content_hash"] for case, record in again.items()} == hashes
     edited = run(INPUTS.replace("second question", "second question, reworded"))
     assert edited["chat"]["content_hash"] != hashes["chat"]
     assert edited["single"]["content_hash"] == hashes["single"]
-    defaults = run(INPUTS.replace("defaults: {context: {say: hello}}", "defaults: {context: {say: bye}}"))
-    assert defaults["chat"]["content_hash"] != hashes["chat"]  # the file's defaults are part of the case
-    assert defaults["single"]["content_hash"] == hashes["single"]  # its own `say` wins over the default
+    defaults = run(
+        INPUTS.replace("defaults: {context: {say: hello}}", "defaults: {context: {say: bye}}")
+    )
+    assert (
+        defaults["chat"]["content_hash"] != hashes["chat"]
+    )  # the file's defaults are part of the case
+    assert (
+        defaults["single"]["content_hash"] == hashes["single"]
+    )  # its own `say` wins over the default

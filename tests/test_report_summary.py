@@ -50,9 +50,13 @@ def test_the_summary_gives_each_figure_per_file_and_tag(suite: pytest.Pytester) 
         "tag kb",
         "tag routing",
     ]
-    # scores: ok 1, bad 0, partial 0.5, rep 1, flaky 0.75, boom 0, known_bug 0, fixed_bug 1 -> 4.25 / 8
-    # repeated: rep 3/3, flaky 3/4 -> 6/7; tool checks: ok 1, bad 0, partial 0; tokens 15 + 7; cost 0.25
-    stable = {name: cells[:4] + cells[6:] for name, cells in table.items()}  # latency apart: measured
+    # scores: ok 1, bad 0, partial 0.5, rep 1, flaky 0.75, boom 0, known_bug 0, fixed_bug 1 -> 4.25
+    # / 8
+    # repeated: rep 3/3, flaky 3/4 -> 6/7; tool checks: ok 1, bad 0, partial 0; tokens 15 + 7; cost
+    # 0.25
+    stable = {
+        name: cells[:4] + cells[6:] for name, cells in table.items()
+    }  # latency apart: measured
     assert stable["all"] == ["5/11", "0.53", "0.00", "86%", "33%", "22", "0.2500"]
     assert stable["eval_suite.yaml"] == ["5/9", "0.53", "0.00", "86%", "33%", "22", "0.2500"]
     assert stable["eval_broken.yaml"] == ["0/1", "-", "-", "-", "-", "-", "-"]
@@ -85,11 +89,16 @@ def test_the_summary_is_the_same_with_and_without_xdist(suite: pytest.Pytester) 
 
 def test_latency_percentiles_are_the_agents_own(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(usage_agent=USAGE_AGENT)
-    cases = "".join(f"  - {{id: c{n}, input: hi, context: {{sleep: {s}}}}}\n" for n, s in enumerate((0.1, 0.2, 0.4)))
+    cases = "".join(
+        f"  - {{id: c{n}, input: hi, context: {{sleep: {s}}}}}\n"
+        for n, s in enumerate((0.1, 0.2, 0.4))
+    )
     pytester.makefile(".yaml", eval_slow=f"agent: usage_agent:run\ncases:\n{cases}")
     result = pytester.runpytest("-p", "no:cacheprovider")
     result.assert_outcomes(passed=3)
-    p50, p95 = (float(cell.removesuffix(" s")) for cell in _table(_section(result.outlines))["all"][4:6])
+    p50, p95 = (
+        float(cell.removesuffix(" s")) for cell in _table(_section(result.outlines))["all"][4:6]
+    )
     assert 0.2 <= p50 < 0.3  # nearest rank: the 2nd of 3
     assert 0.4 <= p95 < 0.5
 
@@ -100,7 +109,8 @@ def test_quiet_quiet_gives_one_line(suite: pytest.Pytester) -> None:
     lines = [line for line in result.outlines if line.startswith("agent eval:")]
     assert len(lines) == 1
     assert re.fullmatch(
-        r"agent eval: 5/11 passed, mean score 0\.53, latency p95 \d+\.\d\d s, 2 passed partially", lines[0]
+        r"agent eval: 5/11 passed, mean score 0\.53, latency p95 \d+\.\d\d s, 2 passed partially",
+        lines[0],
     )
 
 

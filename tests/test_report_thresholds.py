@@ -1,4 +1,6 @@
-"""Suite thresholds: a run that misses one fails with one line naming it; one that cannot be told says so."""
+"""Suite thresholds: a run that misses one fails with one line naming it; one that cannot be told
+says so.
+"""
 
 from __future__ import annotations
 
@@ -38,7 +40,9 @@ cases:
 def suite(pytester: pytest.Pytester) -> pytest.Pytester:
     pytester.makepyfile(thr_agent=AGENT)
     pytester.syspathinsert()
-    pytester.makefile(".yaml", eval_thr=FILE, costly=COSTLY)  # costly.yaml: collected only when named
+    pytester.makefile(
+        ".yaml", eval_thr=FILE, costly=COSTLY
+    )  # costly.yaml: collected only when named
     return pytester
 
 
@@ -74,7 +78,9 @@ def test_thresholds_from_the_ini_file(suite: pytest.Pytester) -> None:
     assert result.ret == 0
     result = suite.runpytest("-p", "no:cacheprovider")
     assert result.ret == 1
-    result.stdout.fnmatch_lines(["*threshold missed: pass rate 0.50 (2/4) < agent_eval_min_pass_rate 0.9"])
+    result.stdout.fnmatch_lines(
+        ["*threshold missed: pass rate 0.50 (2/4) < agent_eval_min_pass_rate 0.9"]
+    )
 
 
 def _stats(**figures: object) -> Stats:
@@ -90,12 +96,18 @@ def test_threshold_figures() -> None:
     missed, unknown = limits.check(_stats())
     assert missed == ["cost 0.0200 > agent_eval_max_cost 0.01"] and unknown == []
     missed, unknown = limits.check(_stats(passed=2, errors=1, cost=None))
-    assert missed == ["pass rate 0.50 (2/4) < agent_eval_min_pass_rate 0.75"]  # an error counts as not passed
-    assert unknown == ["agent_eval_max_cost: no cost reported (turn on the traffic hook or report usage)"]
+    assert missed == [
+        "pass rate 0.50 (2/4) < agent_eval_min_pass_rate 0.75"
+    ]  # an error counts as not passed
+    assert unknown == [
+        "agent_eval_max_cost: no cost reported (turn on the traffic hook or report usage)"
+    ]
     assert not Thresholds()
 
 
-def test_a_threshold_in_the_ini_file_that_is_no_number_is_a_usage_error(suite: pytest.Pytester) -> None:
+def test_a_threshold_in_the_ini_file_that_is_no_number_is_a_usage_error(
+    suite: pytest.Pytester,
+) -> None:
     suite.makeini("[pytest]\nagent_eval_max_cost = cheap\n")
     result = suite.runpytest("-p", "no:cacheprovider")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
@@ -103,11 +115,26 @@ def test_a_threshold_in_the_ini_file_that_is_no_number_is_a_usage_error(suite: p
 
 
 def test_a_threshold_missed_fails_the_run_under_the_regression_gate(suite: pytest.Pytester) -> None:
-    """Issue 24 item 10: `--agent-eval-gate regressions` decides on regressions, but a missed threshold still fails."""
+    """Issue 24 item 10: `--agent-eval-gate regressions` decides on regressions, but a missed
+    threshold still fails.
+    """
     suite.runpytest("-p", "no:cacheprovider", "--agent-eval-report", "base.json")
-    gated = ["-p", "no:cacheprovider", "--agent-eval-baseline", "base.json", "--agent-eval-gate", "regressions"]
-    assert suite.runpytest(*gated).ret == pytest.ExitCode.OK  # c and d failed before too: no regression
+    gated = [
+        "-p",
+        "no:cacheprovider",
+        "--agent-eval-baseline",
+        "base.json",
+        "--agent-eval-gate",
+        "regressions",
+    ]
+    assert (
+        suite.runpytest(*gated).ret == pytest.ExitCode.OK
+    )  # c and d failed before too: no regression
     result = suite.runpytest(*gated, "--agent-eval-min-pass-rate", "0.6")
-    result.stdout.fnmatch_lines(["*threshold missed: pass rate 0.50 (2/4) < agent_eval_min_pass_rate 0.6"])
-    result.stdout.fnmatch_lines(["compared with the baseline: 0 regressions, 0 fixes, 0 new, 0 missing"])
+    result.stdout.fnmatch_lines(
+        ["*threshold missed: pass rate 0.50 (2/4) < agent_eval_min_pass_rate 0.6"]
+    )
+    result.stdout.fnmatch_lines(
+        ["compared with the baseline: 0 regressions, 0 fixes, 0 new, 0 missing"]
+    )
     assert result.ret == pytest.ExitCode.TESTS_FAILED

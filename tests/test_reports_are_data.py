@@ -1,6 +1,7 @@
-"""Saved reports read back are data (SPEC §22): every field checked by type and range wherever a report is read
-(``merge``, ``gate``, ``compare``, ``html``, ``--agent-eval-baseline``, ``--agent-eval-resume``), exit 2 with one
-line naming the field's JSON path, never a traceback; the gate fails an empty run and a baseline sharing no case.
+"""Saved reports read back are data (SPEC §22): every field checked by type and range wherever a
+report is read (``merge``, ``gate``, ``compare``, ``html``, ``--agent-eval-baseline``,
+``--agent-eval-resume``), exit 2 with one line naming the field's JSON path, never a traceback; the
+gate fails an empty run and a baseline sharing no case.
 
 Reports are written by real pytest runs (``pytester``), then edited as a hostile pull request would.
 """
@@ -50,7 +51,8 @@ def edited(path: Path, name: str, change: Callable[[dict[str, Any]], None]) -> P
     return target
 
 
-# -- the gate fails what it cannot judge -----------------------------------------------------------------------
+# -- the gate fails what it cannot judge
+# -----------------------------------------------------------------------
 
 
 def test_the_gate_fails_a_report_with_no_case_in_either_direction(
@@ -73,7 +75,11 @@ def test_the_gate_fails_a_baseline_sharing_no_case_in_either_direction(
 ) -> None:
     def rename(document: dict[str, Any]) -> None:
         for case in document["cases"]:
-            case["nodeid"] = case["nodeid"].replace("eval_geo.yaml", "eval_other.yaml").replace("capital", "city")
+            case["nodeid"] = (
+                case["nodeid"]
+                .replace("eval_geo.yaml", "eval_other.yaml")
+                .replace("capital", "city")
+            )
 
     other = edited(report, "other.json", rename)
     for cand, base in ((report, other), (other, report)):
@@ -82,7 +88,8 @@ def test_the_gate_fails_a_baseline_sharing_no_case_in_either_direction(
         assert "no case in common" in out
 
 
-# -- every field of its type and range -------------------------------------------------------------------------
+# -- every field of its type and range
+# -------------------------------------------------------------------------
 
 
 def _set(path: tuple[str | int, ...], value: Any) -> Callable[[dict[str, Any]], None]:
@@ -97,17 +104,31 @@ def _set(path: tuple[str | int, ...], value: Any) -> Callable[[dict[str, Any]], 
 
 BAD_FIELDS = [
     (("cases", 0, "cost"), -0.5, "cases[0].cost: -0.5 is less than the minimum of 0"),
-    (("cases", 0, "cost"), 10**400, "cases[0].cost: an integer of 401 digits, larger than any float"),
+    (
+        ("cases", 0, "cost"),
+        10**400,
+        "cases[0].cost: an integer of 401 digits, larger than any float",
+    ),
     (("cases", 0, "score"), -3, "cases[0].score: -3 is less than the minimum of 0"),
     (("cases", 0, "score"), 1e308, "cases[0].score: 1e+308 is greater than the maximum of 1"),
-    (("cases", 1, "latency_s"), "fast", "cases[1].latency_s: 'fast' is not of type 'number', 'null'"),
+    (
+        ("cases", 1, "latency_s"),
+        "fast",
+        "cases[1].latency_s: 'fast' is not of type 'number', 'null'",
+    ),
     (("run",), "yesterday", "run: 'yesterday' is not of type 'object'"),
     (("run", "duration_s"), "long", "run.duration_s: 'long' is not of type 'number'"),
-    (("cases", 0, "trials", 0, "cost"), -1, "cases[0].trials[0].cost: -1 is less than the minimum of 0"),
+    (
+        ("cases", 0, "trials", 0, "cost"),
+        -1,
+        "cases[0].trials[0].cost: -1 is less than the minimum of 0",
+    ),
 ]
 
 
-@pytest.mark.parametrize(("where", "value", "message"), BAD_FIELDS, ids=[m.split(":")[0] for _, _, m in BAD_FIELDS])
+@pytest.mark.parametrize(
+    ("where", "value", "message"), BAD_FIELDS, ids=[m.split(":")[0] for _, _, m in BAD_FIELDS]
+)
 @pytest.mark.parametrize("command", ["gate", "compare", "html", "merge", "gate-baseline"])
 def test_a_field_of_the_wrong_type_or_range_is_exit_2_naming_its_path(
     report: Path,
@@ -131,7 +152,9 @@ def test_a_field_of_the_wrong_type_or_range_is_exit_2_naming_its_path(
     assert len(lines) == 1 and message in lines[0] and str(bad) in lines[0], err
 
 
-def test_a_bad_baseline_or_resume_report_is_one_line_naming_the_field(report: Path, pytester: pytest.Pytester) -> None:
+def test_a_bad_baseline_or_resume_report_is_one_line_naming_the_field(
+    report: Path, pytester: pytest.Pytester
+) -> None:
     bad = edited(report, "bad.json", _set(("cases", 0, "score"), -3))
     for option in ("--agent-eval-baseline", "--agent-eval-resume"):
         result = pytester.runpytest("-p", "no:cacheprovider", option, str(bad))
@@ -142,7 +165,9 @@ def test_a_bad_baseline_or_resume_report_is_one_line_naming_the_field(report: Pa
 
 JOURNAL_FIELDS = [(where[2:], value, message.split(".", 1)[1]) for where, value, message in BAD_FIELDS
                   if where[0] == "cases"]  # fmt: skip
-"""The case fields of :data:`BAD_FIELDS` as a journal line holds them (the record itself: ``score``)."""
+"""The case fields of :data:`BAD_FIELDS` as a journal line holds them (the record itself:
+``score``).
+"""
 
 
 def _bad_journal(report: Path, where: tuple[str | int, ...], value: Any) -> Path:
@@ -158,10 +183,16 @@ def _bad_journal(report: Path, where: tuple[str | int, ...], value: Any) -> Path
 
 
 @pytest.mark.parametrize(
-    ("where", "value", "message"), JOURNAL_FIELDS, ids=[m.split(":")[0] for _, _, m in JOURNAL_FIELDS]
+    ("where", "value", "message"),
+    JOURNAL_FIELDS,
+    ids=[m.split(":")[0] for _, _, m in JOURNAL_FIELDS],
 )
 def test_a_journal_line_of_the_wrong_type_or_range_is_exit_2_naming_its_line_and_path(
-    report: Path, capsys: pytest.CaptureFixture[str], where: tuple[str | int, ...], value: Any, message: str
+    report: Path,
+    capsys: pytest.CaptureFixture[str],
+    where: tuple[str | int, ...],
+    value: Any,
+    message: str,
 ) -> None:
     journal = _bad_journal(report, where, value)
     code, _, err = cli(capsys, "report", str(journal), "-o", str(report.with_name("rebuilt.json")))
@@ -178,39 +209,60 @@ def test_a_bad_journal_line_is_a_resume_usage_error_naming_its_line_and_path(
     result = pytester.runpytest("-p", "no:cacheprovider", f"--agent-eval-resume={journal}")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     text = result.stdout.str() + result.stderr.str()
-    assert f"--agent-eval-resume: {journal}:3: score: 1e+308 is greater than the maximum of 1" in text, text
+    assert (
+        f"--agent-eval-resume: {journal}:3: score: 1e+308 is greater than the maximum of 1" in text
+    ), text
     assert "Traceback" not in text
 
 
-def test_a_report_the_run_wrote_reads_back_clean(report: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_report_the_run_wrote_reads_back_clean(
+    report: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert cli(capsys, "html", str(report), "-o", str(report.with_name("page.html")))[0] == 0
     assert cli(capsys, "compare", str(report), str(report))[0] == 0
-    assert cli(capsys, "gate", str(report), "--baseline", str(report))[0] == 0  # a known failure: no regression
+    assert (
+        cli(capsys, "gate", str(report), "--baseline", str(report))[0] == 0
+    )  # a known failure: no regression
 
 
-# -- what the terminal shows, what a collection writes ---------------------------------------------------------
+# -- what the terminal shows, what a collection writes
+# ---------------------------------------------------------
 
 
-def test_control_characters_in_ids_are_shown_escaped(report: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_control_characters_in_ids_are_shown_escaped(
+    report: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     def plant(document: dict[str, Any]) -> None:
         document["cases"][0]["nodeid"] += "\x1b]0;owned\x07\x1b[2J"
         document["cases"][0]["outcome"] = "failed"
 
     hostile = edited(report, "hostile.json", plant)
-    for argv in (["compare", str(hostile), str(report)], ["gate", str(report), "--baseline", str(hostile)]):
+    for argv in (
+        ["compare", str(hostile), str(report)],
+        ["gate", str(report), "--baseline", str(hostile)],
+    ):
         _, out, err = cli(capsys, *argv)
         assert "\x1b" not in out + err and "\x07" not in out + err
         assert "\\x1b]0;owned\\x07" in out
 
 
-def test_collect_only_writes_no_report_and_prints_no_eval_summary(report: Path, pytester: pytest.Pytester) -> None:
+def test_collect_only_writes_no_report_and_prints_no_eval_summary(
+    report: Path, pytester: pytest.Pytester
+) -> None:
     before = report.read_text()
     html = report.with_name("page.html")
     result = pytester.runpytest(
-        "-p", "no:cacheprovider", "--collect-only", "-q", f"--agent-eval-report={report}", f"--agent-eval-html={html}"
+        "-p",
+        "no:cacheprovider",
+        "--collect-only",
+        "-q",
+        f"--agent-eval-report={report}",
+        f"--agent-eval-html={html}",
     )
     assert result.ret == 0
-    assert report.read_text() == before  # the last real run's report, which resume and the gate need
+    assert (
+        report.read_text() == before
+    )  # the last real run's report, which resume and the gate need
     assert not html.exists()
     assert "agent eval summary" not in result.stdout.str()
     assert "not run" not in result.stdout.str()
@@ -230,7 +282,9 @@ def test_resume_refuses_the_report_of_another_suite(
     report: Path, pytester: pytest.Pytester, mode: list[str], renamed: str
 ) -> None:
     if mode and renamed == "ids":
-        pytest.skip("under xdist the controller collects nothing: it tells another suite by its files")
+        pytest.skip(
+            "under xdist the controller collects nothing: it tells another suite by its files"
+        )
 
     def rename(document: dict[str, Any]) -> None:
         for case in document["cases"]:
@@ -241,16 +295,24 @@ def test_resume_refuses_the_report_of_another_suite(
     foreign = edited(report, "foreign.json", rename)
     before = report.read_text()
     result = pytester.runpytest(
-        "-p", "no:cacheprovider", *mode, f"--agent-eval-resume={foreign}", f"--agent-eval-report={report}"
+        "-p",
+        "no:cacheprovider",
+        *mode,
+        f"--agent-eval-resume={foreign}",
+        f"--agent-eval-report={report}",
     )
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["*--agent-eval-resume: *foreign.json is the report of another suite*"])
+    result.stderr.fnmatch_lines(
+        ["*--agent-eval-resume: *foreign.json is the report of another suite*"]
+    )
     assert report.read_text() == before  # no report written over the last real run's
     ours = pytester.runpytest("-p", "no:cacheprovider", *mode, f"--agent-eval-resume={report}")
     assert ours.ret == 0  # every case has a final record: nothing to run
 
 
-def test_a_duplicate_promptfoo_description_says_to_change_the_description(pytester: pytest.Pytester) -> None:
+def test_a_duplicate_promptfoo_description_says_to_change_the_description(
+    pytester: pytest.Pytester,
+) -> None:
     (pytester.path / "provider.py").write_text(
         "def call_api(prompt, options, context):\n    return {'output': prompt}\n"
     )
@@ -259,11 +321,14 @@ def test_a_duplicate_promptfoo_description_says_to_change_the_description(pytest
         "tests:\n  - {description: same, vars: {q: a}}\n  - {description: same, vars: {q: b}}\n"
     )
     result = pytester.runpytest("-p", "no:cacheprovider", "-rA")
-    result.stdout.fnmatch_lines(["*duplicate case id 'same' (first at line 4); give each case a unique `description`*"])
+    result.stdout.fnmatch_lines(
+        ["*duplicate case id 'same' (first at line 4); give each case a unique `description`*"]
+    )
     assert "unique `id`" not in result.stdout.str()
 
 
-# -- an interrupt under -n 2 keeps every finished case ---------------------------------------------------------
+# -- an interrupt under -n 2 keeps every finished case
+# ---------------------------------------------------------
 
 
 @pytest.mark.slow
@@ -271,7 +336,9 @@ def test_a_duplicate_promptfoo_description_says_to_change_the_description(pytest
 def test_an_interrupt_of_the_whole_process_group_under_xdist_keeps_every_finished_case(
     pytester: pytest.Pytester, name: str
 ) -> None:
-    """Ctrl-C in a terminal signals the whole process group (controller and workers), as CI's cancel does."""
+    """Ctrl-C in a terminal signals the whole process group (controller and workers), as CI's cancel
+    does.
+    """
     import os
     import signal
     import subprocess
@@ -289,14 +356,33 @@ def test_an_interrupt_of_the_whole_process_group_under_xdist_keeps_every_finishe
     cases = "".join(f"  - {{id: fast{n}, input: hi, context: {{sleep: 0}}}}\n" for n in range(4))
     cases += "".join(f"  - {{id: slow{n}, input: hi, context: {{sleep: 120}}}}\n" for n in range(3))
     (pytester.path / "eval_run.yaml").write_text(f"agent: agent:run\ncases:\n{cases}")
-    args = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-n", "2", "--agent-eval-report", "r.json"]
+    args = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-p",
+        "no:cacheprovider",
+        "-n",
+        "2",
+        "--agent-eval-report",
+        "r.json",
+    ]
     env = {**os.environ, "PYTHONPATH": str(pytester.path)}
     proc = subprocess.Popen(
-        args, cwd=pytester.path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, start_new_session=True
+        args,
+        cwd=pytester.path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        env=env,
+        start_new_session=True,
     )
     try:
         deadline = time.monotonic() + 120
-        while not (pytester.path / "fast-done").exists() and proc.poll() is None and time.monotonic() < deadline:
+        while (
+            not (pytester.path / "fast-done").exists()
+            and proc.poll() is None
+            and time.monotonic() < deadline
+        ):
             time.sleep(0.05)
         time.sleep(0.5)  # the last fast case's report reaches the controller
         os.killpg(proc.pid, getattr(signal, name))
@@ -307,5 +393,7 @@ def test_an_interrupt_of_the_whole_process_group_under_xdist_keeps_every_finishe
             proc.wait()
     assert "INTERNALERROR" not in output, output
     report = json.loads((pytester.path / "r.json").read_text())
-    assert {c["nodeid"] for c in report["cases"]} >= {f"eval_run.yaml::fast{n}" for n in range(4)}, output
+    assert {c["nodeid"] for c in report["cases"]} >= {
+        f"eval_run.yaml::fast{n}" for n in range(4)
+    }, output
     assert report["run"]["finished"] is False

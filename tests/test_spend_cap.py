@@ -1,6 +1,8 @@
-"""The spend cap (SPEC §25): ``--agent-eval-max-cost X`` starts no case once the run's known spend reached X; the
-cases not started are "not run: spend cap" in every report, ``--agent-eval-resume`` runs them, and the run fails.
-One spend for the run: under ``--agent-eval-concurrency``, under ``-n 2`` (a file store), and in Redis."""
+"""The spend cap (SPEC §25): ``--agent-eval-max-cost X`` starts no case once the run's known spend
+reached X; the cases not started are "not run: spend cap" in every report, ``--agent-eval-resume``
+runs them, and the run fails. One spend for the run: under ``--agent-eval-concurrency``, under ``-n
+2`` (a file store), and in Redis.
+"""
 
 from __future__ import annotations
 
@@ -47,7 +49,12 @@ def test_no_case_starts_once_the_spend_reached_the_cap(paid: pytest.Pytester) ->
     paid.makefile(".yaml", eval_paid=suite(6))
     markdown = paid.path / "summary.md"
     result = paid.runpytest(
-        *RUN, "--agent-eval-max-cost", "2.5", "--agent-eval-report", "r.json", f"--agent-eval-markdown={markdown}"
+        *RUN,
+        "--agent-eval-max-cost",
+        "2.5",
+        "--agent-eval-report",
+        "r.json",
+        f"--agent-eval-markdown={markdown}",
     )
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.assert_outcomes(passed=3)
@@ -55,7 +62,11 @@ def test_no_case_starts_once_the_spend_reached_the_cap(paid: pytest.Pytester) ->
     report = _report(paid.path / "r.json")
     ran, not_run = _split(report, 6)
     assert ran == 3
-    assert [e["nodeid"] for e in not_run] == ["eval_paid.yaml::c03", "eval_paid.yaml::c04", "eval_paid.yaml::c05"]
+    assert [e["nodeid"] for e in not_run] == [
+        "eval_paid.yaml::c03",
+        "eval_paid.yaml::c04",
+        "eval_paid.yaml::c05",
+    ]
     assert {e["reason"] for e in not_run} == {reason}
     assert [e["line"] for e in not_run] == [6, 7, 8]
     result.stdout.fnmatch_lines(
@@ -64,11 +75,15 @@ def test_no_case_starts_once_the_spend_reached_the_cap(paid: pytest.Pytester) ->
             "run them later with --agent-eval-resume REPORT",
         ]
     )
-    result.stdout.fnmatch_lines(["agent eval threshold missed: cost 3.0000 > agent_eval_max_cost 2.5"])  # as before
+    result.stdout.fnmatch_lines(
+        ["agent eval threshold missed: cost 3.0000 > agent_eval_max_cost 2.5"]
+    )  # as before
     result.stdout.fnmatch_lines([f"not run: 3 of 6 eval cases: eval_paid.yaml::c03 ({reason}), *"])
     assert f"`eval_paid.yaml::c03` ({reason})" in markdown.read_text()
     # the cases not run are resumable: this run does them, and the report holds all six
-    resumed = paid.runpytest(*RUN, "--agent-eval-resume", "r.json", "--agent-eval-report", "all.json")
+    resumed = paid.runpytest(
+        *RUN, "--agent-eval-resume", "r.json", "--agent-eval-report", "all.json"
+    )
     resumed.assert_outcomes(passed=3)
     assert resumed.ret == pytest.ExitCode.OK
     ran, not_run = _split(_report(paid.path / "all.json"), 6)
@@ -86,7 +101,13 @@ def test_under_the_cap_every_case_runs(paid: pytest.Pytester) -> None:
 def test_the_cap_under_concurrency_lets_the_started_cases_finish(paid: pytest.Pytester) -> None:
     paid.makefile(".yaml", eval_paid=suite(16, sleep=0.02))
     result = paid.runpytest(
-        *RUN, "--agent-eval-concurrency", "2", "--agent-eval-max-cost", "3", "--agent-eval-report", "r.json"
+        *RUN,
+        "--agent-eval-concurrency",
+        "2",
+        "--agent-eval-max-cost",
+        "3",
+        "--agent-eval-report",
+        "r.json",
     )
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     ran, not_run = _split(_report(paid.path / "r.json"), 16)
@@ -102,7 +123,8 @@ def _xdist(paid: pytest.Pytester, *extra: str) -> None:
     )
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     ran, not_run = _split(_report(paid.path / "r.json"), 16)
-    # one spend for both workers: each stops once the other's cases reached it too (each may have one in flight)
+    # one spend for both workers: each stops once the other's cases reached it too (each may have
+    # one in flight)
     assert 3 <= ran <= 4, ran
     assert all(e["reason"].startswith("not run: spend cap: the known spend ") for e in not_run)
     result.stdout.fnmatch_lines([f"agent eval spend cap: {16 - ran} cases not started *"])

@@ -1,5 +1,7 @@
-"""Traces in and out (SPEC §23, issue 40): every trial an OpenTelemetry trace (OTLP JSON lines, OTLP/HTTP), the
-agent's own spans caught under its trial's root, span checks, tool checks from spans, a trace made a case."""
+"""Traces in and out (SPEC §23, issue 40): every trial an OpenTelemetry trace (OTLP JSON lines,
+OTLP/HTTP), the agent's own spans caught under its trial's root, span checks, tool checks from
+spans, a trace made a case.
+"""
 
 from __future__ import annotations
 
@@ -65,10 +67,14 @@ def read_traces(path: Path) -> list[dict[str, Any]]:
     spans = []
     for line in path.read_text().splitlines():
         for resource in json.loads(line)["resourceSpans"]:
-            found = {a["key"]: _value(a["value"]) for a in resource["resource"].get("attributes", [])}
+            found = {
+                a["key"]: _value(a["value"]) for a in resource["resource"].get("attributes", [])
+            }
             for scope in resource["scopeSpans"]:
                 for span in scope["spans"]:
-                    span["attrs"] = {a["key"]: _value(a["value"]) for a in span.get("attributes", [])}
+                    span["attrs"] = {
+                        a["key"]: _value(a["value"]) for a in span.get("attributes", [])
+                    }
                     spans.append({**span, "resource": found})
     return spans
 
@@ -87,19 +93,32 @@ def _value(value: dict[str, Any]) -> Any:
     return int(inner) if kind == "intValue" else inner
 
 
-def test_every_trial_is_one_trace_with_chat_and_tool_spans_and_the_checks_verdicts(project: pytest.Pytester) -> None:
-    result = project.runpytest(*RUN, "--agent-eval-traces", "traces.jsonl", "--agent-eval-report", "report.json")
+def test_every_trial_is_one_trace_with_chat_and_tool_spans_and_the_checks_verdicts(
+    project: pytest.Pytester,
+) -> None:
+    result = project.runpytest(
+        *RUN, "--agent-eval-traces", "traces.jsonl", "--agent-eval-report", "report.json"
+    )
     result.assert_outcomes(passed=2)
     spans = read_traces(project.path / "traces.jsonl")
     roots = [s for s in spans if s["name"] == "invoke_agent tracing_agent:agent"]
-    assert len(roots) == 2 and {r["attrs"]["agent_eval.case.id"] for r in roots} == {"paris", "oslo"}
-    assert all(r["resource"]["service.name"] == "agent-eval" and r["resource"]["agent_eval.run.id"] for r in roots)
+    assert len(roots) == 2 and {r["attrs"]["agent_eval.case.id"] for r in roots} == {
+        "paris",
+        "oslo",
+    }
+    assert all(
+        r["resource"]["service.name"] == "agent-eval" and r["resource"]["agent_eval.run.id"]
+        for r in roots
+    )
     for root in roots:
         children = {s["name"]: s for s in spans if s.get("parentSpanId") == root["spanId"]}
         assert set(children) == {"chat loopback-model", "execute_tool lookup"}, children
         assert all(c["traceId"] == root["traceId"] for c in children.values())
         chat = children["chat loopback-model"]["attrs"]
-        assert chat["gen_ai.operation.name"] == "chat" and chat["gen_ai.request.model"] == "loopback-model"
+        assert (
+            chat["gen_ai.operation.name"] == "chat"
+            and chat["gen_ai.request.model"] == "loopback-model"
+        )
         assert chat["gen_ai.usage.input_tokens"] == 10 and chat["gen_ai.usage.output_tokens"] == 5
         assert "gen_ai.usage.cache_read.input_tokens" in chat and chat["gen_ai.response.id"]
         tool = children["execute_tool lookup"]
@@ -114,7 +133,9 @@ def test_every_trial_is_one_trace_with_chat_and_tool_spans_and_the_checks_verdic
             assert tool.get("status", {}).get("code", 0) != 2
         else:
             assert tool["status"]["code"] == 2  # ERROR: the mock raised
-    cases = {c["case_id"]: c for c in json.loads((project.path / "report.json").read_text())["cases"]}
+    cases = {
+        c["case_id"]: c for c in json.loads((project.path / "report.json").read_text())["cases"]
+    }
     by_trace = {r["attrs"]["agent_eval.case.id"]: r["traceId"] for r in roots}
     for case_id, case in cases.items():
         assert case["trace_id"] == by_trace[case_id] == case["trials"][0]["trace_id"]
@@ -183,14 +204,21 @@ def instrumented(pytester: pytest.Pytester, request: pytest.FixtureRequest) -> p
 
 @pytest.mark.parametrize(
     "how",
-    [(), ("--agent-eval-concurrency", "4"), ("-n", "2"), ("--agent-eval-traces", "t.jsonl", "-n", "2")],
+    [
+        (),
+        ("--agent-eval-concurrency", "4"),
+        ("-n", "2"),
+        ("--agent-eval-traces", "t.jsonl", "-n", "2"),
+    ],
     ids=["serial-no-option", "concurrency", "xdist", "xdist-traces"],
 )
 def test_the_agents_own_spans_are_children_of_their_trials_root(
     instrumented: pytest.Pytester, how: tuple[str, ...]
 ) -> None:
-    """OpenInference's OpenAI instrumentation and the agent's own tool spans: span checks and tool checks read
-    them, each case's spans its own under concurrency and -n; `expect: spans:` needs no trace option."""
+    """OpenInference's OpenAI instrumentation and the agent's own tool spans: span checks and tool
+    checks read them, each case's spans its own under concurrency and -n; `expect: spans:` needs no
+    trace option.
+    """
     result = instrumented.runpytest(*RUN, *how, "--agent-eval-report", "report.json")
     result.assert_outcomes(passed=6)
     for case in json.loads((instrumented.path / "report.json").read_text())["cases"]:
@@ -203,15 +231,23 @@ def test_the_agents_own_spans_are_children_of_their_trials_root(
         assert [c["name"] for c in case["tool_calls"]] == ["lookup"]  # read from the agent's span
     if "--agent-eval-traces" in how:
         spans = read_traces(instrumented.path / "t.jsonl")
-        roots = {s["traceId"]: s["attrs"]["agent_eval.case.id"] for s in spans if s["name"].startswith("invoke_agent")}
+        roots = {
+            s["traceId"]: s["attrs"]["agent_eval.case.id"]
+            for s in spans
+            if s["name"].startswith("invoke_agent")
+        }
         assert len(roots) == 6 and len({s["resource"]["agent_eval.run.id"] for s in spans}) == 1
         for span in spans:
             if span["name"] == "ChatCompletion":
                 case = roots[span["traceId"]]
-                assert span["attrs"]["llm.input_messages.0.message.content"] == "City" + case.removeprefix("city")
+                assert span["attrs"][
+                    "llm.input_messages.0.message.content"
+                ] == "City" + case.removeprefix("city")
 
 
-def test_a_failing_span_check_shows_the_closest_span_and_its_path(instrumented: pytest.Pytester) -> None:
+def test_a_failing_span_check_shows_the_closest_span_and_its_path(
+    instrumented: pytest.Pytester,
+) -> None:
     instrumented.makefile(
         ".yaml",
         eval_weather="""
@@ -261,8 +297,13 @@ def test_a_tracer_provider_the_user_set_keeps_working(instrumented: pytest.Pytes
     result = instrumented.runpytest(*RUN, "--agent-eval-traces", "t.jsonl")
     result.assert_outcomes(passed=6)
     names = json.loads((instrumented.path / "user_spans.json").read_text())
-    assert {"ChatCompletion", "lookup", "invoke_agent weather:agent", "chat loopback-model"} <= set(names)
-    assert {s["name"] for s in read_traces(instrumented.path / "t.jsonl")} >= {"ChatCompletion", "lookup"}
+    assert {"ChatCompletion", "lookup", "invoke_agent weather:agent", "chat loopback-model"} <= set(
+        names
+    )
+    assert {s["name"] for s in read_traces(instrumented.path / "t.jsonl")} >= {
+        "ChatCompletion",
+        "lookup",
+    }
 
 
 def test_a_span_matcher_with_a_typo_is_a_validate_error_at_its_line_with_did_you_mean(
@@ -280,30 +321,43 @@ def test_a_span_matcher_with_a_typo_is_a_validate_error_at_its_line_with_did_you
         "eval_typo.yaml:7: unknown key 'atributes' in cases[0].expect.spans[0] (did you mean \"attributes\"?) (case c)"
         in out
     ), out
-    assert "eval_typo.yaml:8: cases[0].expect.spans[1].status: 'fine' is not one of ['ok', 'error'] (case c)" in out
+    assert (
+        "eval_typo.yaml:8: cases[0].expect.spans[1].status: 'fine' is not one of ['ok', 'error'] (case c)"
+        in out
+    )
 
 
-def test_an_unreachable_otlp_endpoint_is_one_warning_and_the_run_goes_on(project: pytest.Pytester) -> None:
+def test_an_unreachable_otlp_endpoint_is_one_warning_and_the_run_goes_on(
+    project: pytest.Pytester,
+) -> None:
     import socket
 
     with socket.socket() as probe:  # a loopback port nothing listens on
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    result = project.runpytest(*RUN, "--agent-eval-otlp", f"http://127.0.0.1:{port}/v1/traces", "-W", "default")
+    result = project.runpytest(
+        *RUN, "--agent-eval-otlp", f"http://127.0.0.1:{port}/v1/traces", "-W", "default"
+    )
     result.assert_outcomes(passed=2)
     output = result.stdout.str()
-    # one warning; at least 6 spans (a root, a chat and a tool span per case; a request the client sent again under
+    # one warning; at least 6 spans (a root, a chat and a tool span per case; a request the client
+    # sent again under
     # load is one chat span more), the same count in the summary
     counts = re.findall(r"the run went on: (\d+) spans dropped", output)
     assert len(counts) == 1 and int(counts[0]) >= 6, output
     result.stdout.fnmatch_lines(["*TraceWarning*spans not sent*the run went on: * spans dropped*"])
-    # refused at once, or (a loaded machine) still unsent when the run ended: either way dropped and counted
+    # refused at once, or (a loaded machine) still unsent when the run ended: either way dropped and
+    # counted
     result.stdout.fnmatch_lines(
-        [f"agent eval traces over OTLP: {counts[0]} spans dropped (--agent-eval-otlp: spans not sent to *"]
+        [
+            f"agent eval traces over OTLP: {counts[0]} spans dropped (--agent-eval-otlp: spans not sent to *"
+        ]
     )
 
 
-def test_the_trace_id_is_in_the_junit_properties_and_linked_in_the_html_report(project: pytest.Pytester) -> None:
+def test_the_trace_id_is_in_the_junit_properties_and_linked_in_the_html_report(
+    project: pytest.Pytester,
+) -> None:
     import xml.etree.ElementTree as ET
 
     result = project.runpytest(
@@ -348,9 +402,12 @@ def pytest_sessionfinish(session):
 """
 
 
-def test_nothing_of_opentelemetry_is_imported_when_no_option_asks_for_it(project: pytest.Pytester) -> None:
+def test_nothing_of_opentelemetry_is_imported_when_no_option_asks_for_it(
+    project: pytest.Pytester,
+) -> None:
     project.makeconftest(NO_OTEL)
-    # arize-phoenix's own pytest plugin (installed by the dev extra for the Phoenix test) imports OpenTelemetry
+    # arize-phoenix's own pytest plugin (installed by the dev extra for the Phoenix test) imports
+    # OpenTelemetry
     plugins = ("-p", "no:phoenix") if _has_module("phoenix.client.pytest") else ()
     project.runpytest_subprocess(*RUN, *plugins).assert_outcomes(passed=2)
     assert (project.path / "loaded.txt").read_text() == ""
@@ -381,7 +438,9 @@ def test_capture_makes_a_trace_a_case_that_validates_and_runs(
             "sunny in Paris" if case_id == "paris" else "lookup failed: upstream"
         )
         assert captured["expect"] == {"tool_sequence": [{"name": "lookup", "args": {"city": city}}]}
-        expected_mock = "sunny in Paris" if case_id == "paris" else {"raise": "TimeoutError: upstream"}
+        expected_mock = (
+            "sunny in Paris" if case_id == "paris" else {"raise": "TimeoutError: upstream"}
+        )
         assert captured["tool_mocks"] == {"lookup": expected_mock}
         assert main(["validate", str(out)]) == 0, capsys.readouterr().out
     (project.path / "eval_trace.yaml").unlink()
@@ -403,7 +462,11 @@ def test_capture_makes_a_trace_a_case_that_validates_and_runs(
     ids=["not-json", "bad-id", "not-a-trace", "empty"],
 )
 def test_capture_names_what_is_wrong_with_a_malformed_trace_file(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str, message: str, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    text: str,
+    message: str,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     from pytest_agent_eval.cli import main
 
@@ -423,11 +486,13 @@ def _free_port() -> int:
 
 @pytest.fixture
 def phoenix(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A real Arize Phoenix (``phoenix serve``) on loopback ports, its working directory a temporary one.
+    """A real Arize Phoenix (``phoenix serve``) on loopback ports, its working directory a temporary
+    one.
 
-    Phoenix runs from its own virtual environment (``AGENT_EVAL_PHOENIX``: its ``phoenix`` command; .ci/run makes
-    it), not the test venv: arize-phoenix brings arize-phoenix-client, whose pytest plugin (auto-loaded) hangs
-    every ``-n`` run of eval items."""
+    Phoenix runs from its own virtual environment (``AGENT_EVAL_PHOENIX``: its ``phoenix`` command;
+    .ci/run makes it), not the test venv: arize-phoenix brings arize-phoenix-client, whose pytest
+    plugin (auto-loaded) hangs every ``-n`` run of eval items.
+    """
     import os
     import shutil
     import signal
@@ -451,10 +516,14 @@ def phoenix(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         "PHOENIX_WORKING_DIR": str(folder),
     }
     log = (folder / "phoenix.log").open("wb")
-    server = subprocess.Popen([command, "serve"], env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    server = subprocess.Popen(
+        [command, "serve"], env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+    )
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 300  # it migrates its database first: slow on a loaded machine
+        deadline = (
+            time.monotonic() + 300
+        )  # it migrates its database first: slow on a loaded machine
         while True:
             try:
                 with urllib.request.urlopen(f"{url}/healthz", timeout=2) as answer:
@@ -463,7 +532,9 @@ def phoenix(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             except OSError:
                 pass
             if server.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"phoenix serve did not start: {(folder / 'phoenix.log').read_text()[-2000:]}")
+                pytest.fail(
+                    f"phoenix serve did not start: {(folder / 'phoenix.log').read_text()[-2000:]}"
+                )
             time.sleep(1)
         yield url
     finally:
@@ -477,7 +548,9 @@ def phoenix(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 
 def _phoenix_spans(url: str, want: set[str]) -> list[dict[str, Any]]:
-    """The spans of the project agent-eval through Phoenix's REST API, once every trace of ``want`` is in."""
+    """The spans of the project agent-eval through Phoenix's REST API, once every trace of ``want``
+    is in.
+    """
     import time
     import urllib.error
     import urllib.request
@@ -488,7 +561,9 @@ def _phoenix_spans(url: str, want: set[str]) -> list[dict[str, Any]]:
         cursor = ""
         try:
             while True:
-                page = f"{url}/v1/projects/agent-eval/spans?limit=1000" + (f"&cursor={cursor}" if cursor else "")
+                page = f"{url}/v1/projects/agent-eval/spans?limit=1000" + (
+                    f"&cursor={cursor}" if cursor else ""
+                )
                 with urllib.request.urlopen(page, timeout=10) as answer:
                     body = json.load(answer)
                 spans += body["data"]
@@ -510,7 +585,13 @@ def test_a_run_sent_to_a_real_phoenix_is_found_through_its_api_and_captured_back
     from pytest_agent_eval.cli import main
 
     result = instrumented.runpytest(
-        *RUN, "--agent-eval-otlp", f"{phoenix}/v1/traces", "--agent-eval-report", "report.json", "-n", "2"
+        *RUN,
+        "--agent-eval-otlp",
+        f"{phoenix}/v1/traces",
+        "--agent-eval-report",
+        "report.json",
+        "-n",
+        "2",
     )
     result.assert_outcomes(passed=6)
     result.stdout.fnmatch_lines(["agent eval traces over OTLP: sent"])
@@ -520,15 +601,32 @@ def test_a_run_sent_to_a_real_phoenix_is_found_through_its_api_and_captured_back
     for trace_id, case in traces.items():
         mine = {s["name"]: s for s in spans if s["context"]["trace_id"] == trace_id}
         root = mine["invoke_agent weather:agent"]
-        assert root["parent_id"] is None and root["attributes"]["agent_eval.case.id"] == case["case_id"]
-        for child in ("ChatCompletion", "chat loopback-model", "lookup"):  # the agent's own spans and the plugin's
+        assert (
+            root["parent_id"] is None
+            and root["attributes"]["agent_eval.case.id"] == case["case_id"]
+        )
+        for child in (
+            "ChatCompletion",
+            "chat loopback-model",
+            "lookup",
+        ):  # the agent's own spans and the plugin's
             assert mine[child]["parent_id"] == root["context"]["span_id"], (child, mine[child])
-        verdicts = {e["attributes"]["gen_ai.evaluation.name"]: e["attributes"] for e in root["events"]}
-        assert set(verdicts) == {"contains", "tool_sequence", "max_llm_calls", "no_error_spans", "spans"}
+        verdicts = {
+            e["attributes"]["gen_ai.evaluation.name"]: e["attributes"] for e in root["events"]
+        }
+        assert set(verdicts) == {
+            "contains",
+            "tool_sequence",
+            "max_llm_calls",
+            "no_error_spans",
+            "spans",
+        }
         assert all(v["gen_ai.evaluation.score.label"] == "pass" for v in verdicts.values())
     export = instrumented.path / "phoenix.json"
     chosen = next(iter(traces))
-    export.write_text(json.dumps({"data": [s for s in spans if s["context"]["trace_id"] == chosen]}))
+    export.write_text(
+        json.dumps({"data": [s for s in spans if s["context"]["trace_id"] == chosen]})
+    )
     out = instrumented.path / "eval_from_phoenix.yaml"
     assert main(["capture", str(export), "-o", str(out)]) == 0
     assert main(["validate", str(out)]) == 0, capsys.readouterr().out
@@ -551,15 +649,24 @@ def test_a_run_sent_to_a_real_phoenix_is_found_through_its_api_and_captured_back
         ),
         (
             None,
-            {"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://t/api/otel", "OTEL_EXPORTER_OTLP_ENDPOINT": "http://x"},
+            {
+                "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://t/api/otel",
+                "OTEL_EXPORTER_OTLP_ENDPOINT": "http://x",
+            },
             "http://t/api/otel",
         ),
-        (None, {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4318/"}, "http://collector:4318/v1/traces"),
+        (
+            None,
+            {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4318/"},
+            "http://collector:4318/v1/traces",
+        ),
         (None, {}, "http://localhost:4318/v1/traces"),
     ],
     ids=["option", "traces-variable", "base-variable", "default"],
 )
-def test_the_otlp_endpoint_follows_the_conventions(given: str | None, environ: dict[str, str], endpoint: str) -> None:
+def test_the_otlp_endpoint_follows_the_conventions(
+    given: str | None, environ: dict[str, str], endpoint: str
+) -> None:
     from pytest_agent_eval.traces.engine import otlp_endpoint
 
     assert otlp_endpoint(given, environ) == endpoint

@@ -1,6 +1,8 @@
-"""The LLM traffic layer (SPEC §14) as users run it: the real `openai` client (sync and async) and a LangGraph
-agent against the loopback chat-completions server — usage and cost per case, retries, infrastructure errors,
-record and replay (with the server stopped), per-case cassettes with no secret in them."""
+"""The LLM traffic layer (SPEC §14) as users run it: the real `openai` client (sync and async) and a
+LangGraph agent against the loopback chat-completions server — usage and cost per case, retries,
+infrastructure errors, record and replay (with the server stopped), per-case cassettes with no
+secret in them.
+"""
 
 from __future__ import annotations
 
@@ -139,7 +141,9 @@ def test_usage_and_cost_per_case_are_exact(
     found = usages(project)
     assert [u["case"] for u in found] == ["case_0", "case_1"]
     assert all(u.pop("hooked") for u in found)
-    for use in found:  # the server reports 10 prompt and 5 completion tokens per answer; $1 and $2 per million
+    for use in (
+        found
+    ):  # the server reports 10 prompt and 5 completion tokens per answer; $1 and $2 per million
         assert use["usage"] == {
             "input_tokens": 10 * calls,
             "output_tokens": 5 * calls,
@@ -149,7 +153,9 @@ def test_usage_and_cost_per_case_are_exact(
         }
 
 
-def test_usage_is_attributed_to_each_trial_under_concurrency(project: pytest.Pytester, server: ChatServer) -> None:
+def test_usage_is_attributed_to_each_trial_under_concurrency(
+    project: pytest.Pytester, server: ChatServer
+) -> None:
     project.makefile(".yaml", eval_usage=evals_file("async_agent", cases=6, repeat=3))
     result = project.runpytest(*RUN, "--agent-eval-concurrency", "8")
     result.assert_outcomes(passed=6)
@@ -188,7 +194,8 @@ def test_a_langgraph_agent_is_counted(
     assert [u["usage"]["total_tokens"] for u in usages(project)] == [15, 15]
 
 
-# -- retries and infrastructure errors ----------------------------------------------------------------------
+# -- retries and infrastructure errors
+# ----------------------------------------------------------------------
 
 
 def test_two_429s_then_200_pass_the_case(project: pytest.Pytester, server: ChatServer) -> None:
@@ -222,16 +229,24 @@ def test_a_server_that_always_fails_ends_the_case_as_error(
     assert "1 error" in result.stdout.lines[-1] and "failed" not in result.stdout.lines[-1]
 
 
-def test_an_infrastructure_error_reads_as_error_under_xdist(project: pytest.Pytester, server: ChatServer) -> None:
+def test_an_infrastructure_error_reads_as_error_under_xdist(
+    project: pytest.Pytester, server: ChatServer
+) -> None:
     server.failures = 1000
     project.makefile(".yaml", eval_retry=evals_file("sync_agent", cases=2))
-    result = project.runpytest("-p", "no:randomly", "-n", "2", "--agent-eval-retries", "0", "--junitxml=r.xml")
+    result = project.runpytest(
+        "-p", "no:randomly", "-n", "2", "--agent-eval-retries", "0", "--junitxml=r.xml"
+    )
     result.assert_outcomes(errors=2)
-    result.stdout.fnmatch_lines(["*answered 429 Too Many Requests", "*answered 429 Too Many Requests"])
+    result.stdout.fnmatch_lines(
+        ["*answered 429 Too Many Requests", "*answered 429 Too Many Requests"]
+    )
     suite = ElementTree.parse(project.path / "r.xml").getroot().find("testsuite")
     assert suite is not None and (suite.get("errors"), suite.get("failures")) == ("2", "0")
     cases = suite.findall("testcase")
-    assert [[child.tag for child in case if child.tag in ("error", "failure")] for case in cases] == [["error"]] * 2
+    assert [
+        [child.tag for child in case if child.tag in ("error", "failure")] for case in cases
+    ] == [["error"]] * 2
     assert "429 Too Many Requests" in (cases[0].find("error").get("message") or "")  # type: ignore[union-attr]
 
 
@@ -244,7 +259,9 @@ def test_connection_refused_is_an_error_naming_the_request(
     project.makefile(".yaml", eval_refused=evals_file("sync_agent", cases=1))
     result = project.runpytest(*RUN)
     result.assert_outcomes(errors=1)
-    result.stdout.fnmatch_lines([f"*infrastructure error, not the agent's: POST {url}/chat/completions failed: *"])
+    result.stdout.fnmatch_lines(
+        [f"*infrastructure error, not the agent's: POST {url}/chat/completions failed: *"]
+    )
 
 
 def test_retries_option_is_checked(project: pytest.Pytester) -> None:
@@ -252,14 +269,19 @@ def test_retries_option_is_checked(project: pytest.Pytester) -> None:
     result.stderr.fnmatch_lines(["*--agent-eval-retries must be at least 0, got -1*"])
 
 
-# -- record and replay --------------------------------------------------------------------------------------
+# -- record and replay
+# --------------------------------------------------------------------------------------
 
 
 def cassette_texts(root: Path) -> dict[str, str]:
-    return {str(p.relative_to(root)): p.read_text() for p in sorted(root.rglob("cassettes/**/*.yaml"))}
+    return {
+        str(p.relative_to(root)): p.read_text() for p in sorted(root.rglob("cassettes/**/*.yaml"))
+    }
 
 
-def test_record_then_replay_with_the_server_stopped(project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_record_then_replay_with_the_server_stopped(
+    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
     project.makefile(".yaml", eval_rr=evals_file("async_agent", cases=3, repeat=2))
     if has_langgraph():
         monkeypatch.setenv("WITH_GRAPH", "1")
@@ -279,12 +301,17 @@ def test_record_then_replay_with_the_server_stopped(project: pytest.Pytester, mo
     data = __import__("yaml").safe_load(texts["cassettes/eval_rr/case_0.yaml"])
     assert data["version"] == 1 and len(data["interactions"]) == 4
     first = data["interactions"][0]
-    assert first["request"]["method"] == "POST" and first["request"]["uri"] == f"{chat.base_url}/chat/completions"
+    assert (
+        first["request"]["method"] == "POST"
+        and first["request"]["uri"] == f"{chat.base_url}/chat/completions"
+    )
     assert first["response"]["status"] == {"code": 200, "message": "OK"}
     assert json.loads(first["response"]["body"]["string"])["usage"]["prompt_tokens"] == 10
     assert [i["trial"] for i in data["interactions"]] == [1, 1, 2, 2]
 
-    replayed = project.runpytest(*RUN, "--agent-eval-replay")  # the server is gone: nothing reaches a socket
+    replayed = project.runpytest(
+        *RUN, "--agent-eval-replay"
+    )  # the server is gone: nothing reaches a socket
     replayed.assert_outcomes(passed=3 + graphs)
     assert usages(project) == recorded_usage  # same outcomes, same usage and cost
 
@@ -321,7 +348,10 @@ def test_record_new_keeps_what_is_recorded_and_adds_what_is_missing(
         project.makefile(".yaml", eval_rr=evals_file("sync_agent", cases=2))
         project.runpytest(*RUN, "--agent-eval-record=new").assert_outcomes(passed=2)
         assert len(chat.log) == 2  # case_0 was answered from its cassette
-    assert sorted(cassette_texts(project.path)) == ["cassettes/eval_rr/case_0.yaml", "cassettes/eval_rr/case_1.yaml"]
+    assert sorted(cassette_texts(project.path)) == [
+        "cassettes/eval_rr/case_0.yaml",
+        "cassettes/eval_rr/case_1.yaml",
+    ]
     project.runpytest(*RUN, "--agent-eval-replay").assert_outcomes(passed=2)
 
 
@@ -335,7 +365,9 @@ def test_cassettes_folder_from_the_ini_and_matching_ignores_named_fields(
         project.runpytest(*RUN, "--agent-eval-record").assert_outcomes(passed=1)
     assert (project.path / "recorded" / "eval_rr" / "case_0.yaml").is_file()
     agents = project.path / "traffic_agents.py"
-    agents.write_text(agents.read_text().replace('MODEL = "loopback-model"', 'MODEL = "another-model"'))
+    agents.write_text(
+        agents.read_text().replace('MODEL = "loopback-model"', 'MODEL = "another-model"')
+    )
     project.runpytest(*RUN, "--agent-eval-replay").assert_outcomes(passed=1)
 
 
@@ -344,7 +376,8 @@ def test_record_and_replay_together_is_a_usage_error(project: pytest.Pytester) -
     result.stderr.fnmatch_lines(["*--agent-eval-record and --agent-eval-replay: choose one*"])
 
 
-# -- rate limits shared by every worker ---------------------------------------------------------------------
+# -- rate limits shared by every worker
+# ---------------------------------------------------------------------
 
 
 def busiest_second(times: list[float]) -> int:
@@ -355,7 +388,16 @@ def busiest_second(times: list[float]) -> int:
 
 def run_rate_limited(project: pytest.Pytester, server: ChatServer, *extra: str) -> None:
     project.makefile(".yaml", eval_rate=evals_file("sync_agent", cases=14))
-    args = ("-p", "no:randomly", "-n", "2", "--agent-eval-concurrency", "16", "--agent-eval-rate-limit", "4/s")
+    args = (
+        "-p",
+        "no:randomly",
+        "-n",
+        "2",
+        "--agent-eval-concurrency",
+        "16",
+        "--agent-eval-rate-limit",
+        "4/s",
+    )
     result = project.runpytest(*args, *extra)
     result.assert_outcomes(passed=14)
     assert len(server.log) == 14
@@ -372,12 +414,16 @@ def test_the_rate_limit_holds_across_xdist_workers_and_concurrency(
 
 def test_a_budget_is_written_n_per_unit(project: pytest.Pytester) -> None:
     result = project.runpytest(*RUN, "--agent-eval-rate-limit", "4/day")
-    result.stderr.fnmatch_lines(["*--agent-eval-rate-limit '4/day': write the budget as N/s, N/min or N/h*"])
+    result.stderr.fnmatch_lines(
+        ["*--agent-eval-rate-limit '4/day': write the budget as N/s, N/min or N/h*"]
+    )
 
 
 def test_the_token_limit_makes_requests_wait(project: pytest.Pytester, server: ChatServer) -> None:
     project.makefile(".yaml", eval_tokens=evals_file("sync_agent", cases=4))
-    result = project.runpytest(*RUN, "--agent-eval-token-limit", "30/s")  # 15 tokens per answer: 2 answers a second
+    result = project.runpytest(
+        *RUN, "--agent-eval-token-limit", "30/s"
+    )  # 15 tokens per answer: 2 answers a second
     result.assert_outcomes(passed=4)
     assert max(server.log) - min(server.log) >= 0.9
 
@@ -388,7 +434,9 @@ def redis_server_binary() -> str | None:
 
 @pytest.fixture
 def redis_url(tmp_path: Path) -> Iterator[str]:
-    """A real redis-server on a loopback port (the Debian package; CI installs it), else the test is skipped."""
+    """A real redis-server on a loopback port (the Debian package; CI installs it), else the test is
+    skipped.
+    """
     pytest.importorskip("redis")
     binary = redis_server_binary()
     if binary is None:
@@ -397,7 +445,9 @@ def redis_url(tmp_path: Path) -> Iterator[str]:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     args = [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
-    process = subprocess.Popen([*args, "--dir", str(tmp_path)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    process = subprocess.Popen(
+        [*args, "--dir", str(tmp_path)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     try:
         import redis
 
@@ -421,7 +471,8 @@ def test_the_rate_limit_holds_with_the_redis_bucket(
     run_rate_limited(project, server, "--agent-eval-rate-limit-url", redis_url)
 
 
-# -- in the reports ------------------------------------------------------------------------------------------
+# -- in the reports
+# ------------------------------------------------------------------------------------------
 
 
 def test_the_json_report_and_summary_carry_usage_cost_and_infrastructure_errors(
@@ -439,7 +490,9 @@ def test_the_json_report_and_summary_carry_usage_cost_and_infrastructure_errors(
     )
     result = project.runpytest(*RUN, "--agent-eval-report", "report.json", "-n", "0")
     result.assert_outcomes(passed=2, errors=1)
-    cases = {c["case_id"]: c for c in json.loads((project.path / "report.json").read_text())["cases"]}
+    cases = {
+        c["case_id"]: c for c in json.loads((project.path / "report.json").read_text())["cases"]
+    }
     for name in ("case_0", "case_1"):
         assert cases[name]["outcome"] == "passed"
         assert cases[name]["tokens"] == {"input": 20, "output": 10, "total": 30}

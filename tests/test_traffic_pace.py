@@ -1,7 +1,9 @@
-"""The provider's budget (SPEC §14, issue 26) as users run it: the official `openai` client against the loopback
-provider answering 429s — one pace for the whole run (a 429's cool-down shared by every thread, the rate the provider
-announces kept), on with no option at all; a spent quota not retried; a case judged on what the agent got when its
-own retry succeeded; the written budget stamped with Redis's clock."""
+"""The provider's budget (SPEC §14, issue 26) as users run it: the official `openai` client against
+the loopback provider answering 429s — one pace for the whole run (a 429's cool-down shared by every
+thread, the rate the provider announces kept), on with no option at all; a spent quota not retried;
+a case judged on what the agent got when its own retry succeeded; the written budget stamped with
+Redis's clock.
+"""
 
 from __future__ import annotations
 
@@ -53,7 +55,12 @@ RUN = ("-p", "no:cacheprovider", "-p", "no:randomly")
 def evals(agent: str, cases: int) -> str:
     lines = [f"agent: pace_agents:{agent}", "cases:"]
     for n in range(cases):
-        lines += [f"  - id: case_{n}", f"    input: Question {n}", "    expect:", "      contains: [without tools]"]
+        lines += [
+            f"  - id: case_{n}",
+            f"    input: Question {n}",
+            "    expect:",
+            "      contains: [without tools]",
+        ]
     return "\n".join(lines) + "\n"
 
 
@@ -68,8 +75,10 @@ def project(pytester: pytest.Pytester) -> pytest.Pytester:
 def test_a_429s_cool_down_holds_back_every_thread_with_no_option(
     project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The first answer is a 429 asking for 1 s, and the provider answers 429 to anything within that second: six
-    cases at concurrency 6 whose client does not retry all pass, the provider answering one 429 in all."""
+    """The first answer is a 429 asking for 1 s, and the provider answers 429 to anything within
+    that second: six cases at concurrency 6 whose client does not retry all pass, the provider
+    answering one 429 in all.
+    """
     project.makefile(".yaml", eval_cool=evals("no_retries", 6))
     with ChatServer(lambda prompt: None, failures=1, retry_after="1", retry_after_ms=1000) as chat:
         point_at(monkeypatch, chat.base_url)
@@ -78,11 +87,15 @@ def test_a_429s_cool_down_holds_back_every_thread_with_no_option(
     assert chat.limited == 1
 
 
-def test_the_rate_the_provider_announces_is_kept(project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A provider of 5 requests/s announcing it in OpenAI's `x-ratelimit-*` headers: 20 cases at concurrency 20 and no
-    option pass, with few requests answered 429 (without the pace most cases fail on one). Not none: each answer's
-    rate is read as used / time to full, and `remaining` is rounded down while the time is not (a level of 3.6 of 5
-    reads as 7/s); under load the next requests can overrun the bucket a few times before the cool-down holds them."""
+def test_the_rate_the_provider_announces_is_kept(
+    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A provider of 5 requests/s announcing it in OpenAI's `x-ratelimit-*` headers: 20 cases at
+    concurrency 20 and no option pass, with few requests answered 429 (without the pace most cases
+    fail on one). Not none: each answer's rate is read as used / time to full, and `remaining` is
+    rounded down while the time is not (a level of 3.6 of 5 reads as 7/s); under load the next
+    requests can overrun the bucket a few times before the cool-down holds them.
+    """
     project.makefile(".yaml", eval_rate=evals("no_retries", 20))
     with ChatServer(lambda prompt: None, rate=5) as chat:
         point_at(monkeypatch, chat.base_url)
@@ -94,9 +107,10 @@ def test_the_rate_the_provider_announces_is_kept(project: pytest.Pytester, monke
 def test_a_provider_that_announces_no_rate_is_paced_by_its_429s(
     project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A provider of 5 requests/s that sends no rate-limit header, only bare 429s beyond it: 20 cases at concurrency
-    20 whose client does not retry and no option all pass; each 429 slows the run's pace (AIMD), so fewer requests
-    are answered 429 than there are cases."""
+    """A provider of 5 requests/s that sends no rate-limit header, only bare 429s beyond it: 20
+    cases at concurrency 20 whose client does not retry and no option all pass; each 429 slows the
+    run's pace (AIMD), so fewer requests are answered 429 than there are cases.
+    """
     project.makefile(".yaml", eval_bare=evals("no_retries", 20))
     with ChatServer(lambda prompt: None, rate=5, announce=False, retry_after=None) as chat:
         point_at(monkeypatch, chat.base_url)
@@ -105,18 +119,25 @@ def test_a_provider_that_announces_no_rate_is_paced_by_its_429s(
 
 
 def test_a_burst_of_429s_halves_the_pace_once() -> None:
-    """Twenty requests sent together all answered 429: the pace halves once, not twenty times (2^20 times slower
-    was a run that stood still); a 429 to a request sent after that halving halves it again."""
+    """Twenty requests sent together all answered 429: the pace halves once, not twenty times (2^20
+    times slower was a run that stood still); a 429 to a request sent after that halving halves it
+    again.
+    """
     state: dict[str, float] = {"gap:api": 0.01}
     update_state(state, 100.0, [("slower", "step:api", 0.05)] * 20)
     assert state["step:api"] == pytest.approx(0.02)
-    update_state(state, 100.5, [("slower", "step:api", 0.6)])  # sent before the halving at 100.0: old news
+    update_state(
+        state, 100.5, [("slower", "step:api", 0.6)]
+    )  # sent before the halving at 100.0: old news
     assert state["step:api"] == pytest.approx(0.02)
-    update_state(state, 100.5, [("slower", "step:api", 0.2)])  # sent at 100.3, paced at the halved rate
+    update_state(
+        state, 100.5, [("slower", "step:api", 0.2)]
+    )  # sent at 100.3, paced at the halved rate
     assert state["step:api"] == pytest.approx(0.04)
 
 
-def test_redis_halves_the_pace_once_for_a_burst_of_429s(redis_url: str) -> None:  # noqa: F811 (a fixture)
+# (a fixture)
+def test_redis_halves_the_pace_once_for_a_burst_of_429s(redis_url: str) -> None:  # noqa: F811
     """The same rule in the store's Lua script (Redis holds the pace across machines)."""
     import redis
 
@@ -147,14 +168,20 @@ def test_openai_and_anthropic_rate_limit_headers_are_read() -> None:
         "anthropic-ratelimit-requests-reset": "2100-01-01T00:00:00Z",
     }
     rates = announced(anthropic_headers)
-    assert rates.requests is not None and 0 < rates.requests < 1e-6 and rates.tokens is None  # 30 over ~74 years
-    assert announced({"x-ratelimit-limit-requests": "10"}) == announced({})  # nothing said: nothing learned
+    assert (
+        rates.requests is not None and 0 < rates.requests < 1e-6 and rates.tokens is None
+    )  # 30 over ~74 years
+    assert announced({"x-ratelimit-limit-requests": "10"}) == announced(
+        {}
+    )  # nothing said: nothing learned
 
 
 def test_a_spent_quota_is_not_retried_and_errors_at_once(
     project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """`insufficient_quota`: neither the hook nor the client (told `x-should-retry: false`) tries again."""
+    """`insufficient_quota`: neither the hook nor the client (told `x-should-retry: false`) tries
+    again.
+    """
     project.makefile(".yaml", eval_quota=evals("sdk_retries", 1))
     with ChatServer(lambda prompt: None, failures=100, quota_spent=True) as chat:
         point_at(monkeypatch, chat.base_url)
@@ -178,15 +205,18 @@ def test_a_wait_beyond_the_cap_is_not_retried_and_says_so(
         point_at(monkeypatch, chat.base_url)
         result = project.runpytest(*RUN, "--agent-eval-traffic")
     result.assert_outcomes(errors=1)
-    result.stdout.fnmatch_lines(["*answered 429 Too Many Requests: the server asks to wait 3600 s, more than 60 s*"])
+    result.stdout.fnmatch_lines(
+        ["*answered 429 Too Many Requests: the server asks to wait 3600 s, more than 60 s*"]
+    )
     assert len(chat.log) == 1
 
 
 def test_the_agents_own_retry_that_succeeds_is_judged_not_an_error(
     project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The hook gives up (one retry) twice, the agent's own loop sends the request a third time and gets its answer:
-    the case is judged on that answer."""
+    """The hook gives up (one retry) twice, the agent's own loop sends the request a third time and
+    gets its answer: the case is judged on that answer.
+    """
     project.makefile(".yaml", eval_own=evals("own_retries", 1))
     with ChatServer(lambda prompt: None, failures=4, retry_after="0") as chat:
         point_at(monkeypatch, chat.base_url)
@@ -210,8 +240,9 @@ def test_a_redis_budget_is_stamped_with_redis_clock(
     monkeypatch: pytest.MonkeyPatch,
     redis_url: str,  # noqa: F811
 ) -> None:
-    """Two pytest processes share a 4/s budget in Redis, one with its clock 2 s ahead: the provider never sees more
-    than the budget in a second (one more for the edges of the window)."""
+    """Two pytest processes share a 4/s budget in Redis, one with its clock 2 s ahead: the provider
+    never sees more than the budget in a second (one more for the edges of the window).
+    """
     project.makepyfile(skewed_clock=SKEW)
     project.makefile(".yaml", eval_a=evals("no_retries", 10).replace("case_", "a_"))
     project.makefile(".yaml", eval_b=evals("no_retries", 10).replace("case_", "b_"))
@@ -221,9 +252,14 @@ def test_a_redis_budget_is_stamped_with_redis_clock(
         common = [sys.executable, "-m", "pytest", *RUN, "--agent-eval-concurrency", "10"]
         common += ["--agent-eval-rate-limit", "4/s", "--agent-eval-rate-limit-url", redis_url]
         runs = [
-            subprocess.Popen([*common, "eval_a.yaml"], cwd=project.path, stdout=subprocess.PIPE, text=True),
             subprocess.Popen(
-                [*common, "-p", "skewed_clock", "eval_b.yaml"], cwd=project.path, stdout=subprocess.PIPE, text=True
+                [*common, "eval_a.yaml"], cwd=project.path, stdout=subprocess.PIPE, text=True
+            ),
+            subprocess.Popen(
+                [*common, "-p", "skewed_clock", "eval_b.yaml"],
+                cwd=project.path,
+                stdout=subprocess.PIPE,
+                text=True,
             ),
         ]
         outputs = [run.communicate(timeout=120)[0] for run in runs]

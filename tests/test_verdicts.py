@@ -1,5 +1,7 @@
-"""Verdicts and failure text as users see them: scores and counts that agree with the ✗ lines, each message once,
-cases without `expect`, the failure-text hook, agent references from the rootdir (pytester)."""
+"""Verdicts and failure text as users see them: scores and counts that agree with the ✗ lines, each
+message once, cases without `expect`, the failure-text hook, agent references from the rootdir
+(pytester).
+"""
 
 from __future__ import annotations
 
@@ -38,18 +40,26 @@ def broken_check(run):
 
 
 def run_evals(pytester: pytest.Pytester, cases: str, *args: str) -> pytest.RunResult:
-    """Write `vagent.py` and `eval_v.yaml` (its cases under `cases:`) and run pytest with a junit report."""
+    """Write `vagent.py` and `eval_v.yaml` (its cases under `cases:`) and run pytest with a junit
+    report.
+    """
     pytester.makepyfile(vagent=AGENT)
     pytester.syspathinsert()
     head = "agent: vagent:run\ntool_dispatch: vagent:dispatch\ncases:\n"
-    pytester.path.joinpath("eval_v.yaml").write_text(head + textwrap.indent(textwrap.dedent(cases), "  "))
-    return pytester.runpytest("-p", "no:randomly", "-p", "no:cacheprovider", "--junitxml=r.xml", *args)
+    pytester.path.joinpath("eval_v.yaml").write_text(
+        head + textwrap.indent(textwrap.dedent(cases), "  ")
+    )
+    return pytester.runpytest(
+        "-p", "no:randomly", "-p", "no:cacheprovider", "--junitxml=r.xml", *args
+    )
 
 
 def junit_scores(pytester: pytest.Pytester) -> dict[str, str]:
     root = ET.parse(pytester.path / "r.xml").getroot()
     return {
-        str(tc.get("name")): next(str(p.get("value")) for p in tc.iter("property") if p.get("name") == "score")
+        str(tc.get("name")): next(
+            str(p.get("value")) for p in tc.iter("property") if p.get("name") == "score"
+        )
         for tc in root.iter("testcase")
     }
 
@@ -115,7 +125,9 @@ def test_a_case_without_expect_checks_that_the_agent_answered(pytester: pytest.P
         )
 
 
-def test_a_dict_without_an_answer_fails_naming_the_keys_it_accepts(pytester: pytest.Pytester) -> None:
+def test_a_dict_without_an_answer_fails_naming_the_keys_it_accepts(
+    pytester: pytest.Pytester,
+) -> None:
     result = run_evals(
         pytester,
         """
@@ -135,7 +147,9 @@ def test_a_dict_without_an_answer_fails_naming_the_keys_it_accepts(pytester: pyt
     ) in result.stdout.str()
 
 
-def test_another_plugins_assertrepr_compare_cannot_replace_the_failure_text(pytester: pytest.Pytester) -> None:
+def test_another_plugins_assertrepr_compare_cannot_replace_the_failure_text(
+    pytester: pytest.Pytester,
+) -> None:
     pytester.makeconftest(
         """
 def pytest_assertrepr_compare(config, op, left, right):
@@ -144,7 +158,9 @@ def pytest_assertrepr_compare(config, op, left, right):
     )
     result = run_evals(pytester, "- {id: wrong, input: q, expect: {contains: [nowhere]}}\n")
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["case wrong failed: 1 of 1 checks failed (score 0.00)", "  ✗ contains: *"])
+    result.stdout.fnmatch_lines(
+        ["case wrong failed: 1 of 1 checks failed (score 0.00)", "  ✗ contains: *"]
+    )
     result.stdout.no_fnmatch_line("*HIJACKED*")
 
 
@@ -165,7 +181,9 @@ def pytest_agent_eval_failure_lines(item, result, verbose):
         """,
     )
     result.assert_outcomes(failed=2)
-    result.stdout.fnmatch_lines(["my text for mine: score 0.0, verbose 0", "case theirs failed: 1 of 1 checks failed*"])
+    result.stdout.fnmatch_lines(
+        ["my text for mine: score 0.0, verbose 0", "case theirs failed: 1 of 1 checks failed*"]
+    )
 
 
 def test_an_unimportable_agent_reads_as_one_message(pytester: pytest.Pytester) -> None:
@@ -186,7 +204,9 @@ def test_an_unimportable_agent_reads_as_one_message(pytester: pytest.Pytester) -
     result.stdout.no_fnmatch_line("*direct cause*")
 
 
-def test_an_agent_fixture_that_needs_a_missing_fixture_is_named_as_such(pytester: pytest.Pytester) -> None:
+def test_an_agent_fixture_that_needs_a_missing_fixture_is_named_as_such(
+    pytester: pytest.Pytester,
+) -> None:
     pytester.makeconftest(
         """
 import pytest
@@ -220,9 +240,18 @@ def agent():
     result = pytester.runpytest("-p", "no:cacheprovider")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
-        ["*def agent():", ">*key = os.environ*", "conftest.py:5: *", "E*KeyError: 'NO_SUCH_API_KEY_FOR_THE_TEST'"]
+        [
+            "*def agent():",
+            ">*key = os.environ*",
+            "conftest.py:5: *",
+            "E*KeyError: 'NO_SUCH_API_KEY_FOR_THE_TEST'",
+        ]
     )
-    for plumbing in ("_pytest", "pluggy", "pytest_agent_eval"):  # pytest's calls into the fixture, the plugin's
+    for plumbing in (
+        "_pytest",
+        "pluggy",
+        "pytest_agent_eval",
+    ):  # pytest's calls into the fixture, the plugin's
         result.stdout.no_fnmatch_line(f"*{plumbing}*.py*")
 
 
@@ -240,20 +269,27 @@ def test_an_agent_fixture_of_the_wrong_kind_reads_as_one_message(pytester: pytes
     result.stdout.no_fnmatch_line("*During handling of the above exception*")
 
 
-def test_an_agent_reference_imports_from_the_rootdir_under_bare_pytest(pytester: pytest.Pytester) -> None:
-    # The project is proj/ (its rootdir): no conftest.py, so nothing puts proj/ on sys.path. pytester runs
+def test_an_agent_reference_imports_from_the_rootdir_under_bare_pytest(
+    pytester: pytest.Pytester,
+) -> None:
+    # The project is proj/ (its rootdir): no conftest.py, so nothing puts proj/ on sys.path.
+    # pytester runs
     # `python -m pytest` in its own directory, which puts that directory (not proj/) on sys.path.
     proj = pytester.mkdir("proj")
     (proj / "pytest.ini").write_text("[pytest]\n")
     (proj / "myproject").mkdir()
     (proj / "myproject" / "__init__.py").write_text("")
-    (proj / "myproject" / "agents.py").write_text("def run(query, context):\n    return 'answer to ' + query\n")
+    (proj / "myproject" / "agents.py").write_text(
+        "def run(query, context):\n    return 'answer to ' + query\n"
+    )
     (proj / "myproject" / "broken.py").write_text("import no_such_dependency\n")
     (proj / "evals").mkdir()
     (proj / "evals" / "eval_x.yaml").write_text(
         "agent: myproject.agents:run\ncases:\n  - {id: a, input: q, expect: {contains: [answer to q]}}\n"
     )
-    (proj / "evals" / "eval_broken.yaml").write_text("agent: myproject.broken:run\ncases:\n  - {id: b, input: q}\n")
+    (proj / "evals" / "eval_broken.yaml").write_text(
+        "agent: myproject.broken:run\ncases:\n  - {id: b, input: q}\n"
+    )
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "proj")
     result.assert_outcomes(passed=1, failed=1)
     # a module the agent's module imports is not looked for elsewhere: the message names it
@@ -265,12 +301,17 @@ def test_an_agent_reference_imports_from_the_rootdir_under_bare_pytest(pytester:
     )
 
 
-# -- the runner alone --------------------------------------------------------------------------------------------
+# -- the runner alone
+# --------------------------------------------------------------------------------------------
 
 
 def _run(agent: Any, timeout: float | None, expect: dict[str, Any] | None = None) -> Any:
-    case = Case(id="c", path=Path("eval_x.yaml"), line=1, query="q", timeout=timeout, expect=expect or {})
-    return asyncio.run(run_case(case, as_agent(agent), RunSettings(checks=builtin_registry()))).trials[0]
+    case = Case(
+        id="c", path=Path("eval_x.yaml"), line=1, query="q", timeout=timeout, expect=expect or {}
+    )
+    return asyncio.run(
+        run_case(case, as_agent(agent), RunSettings(checks=builtin_registry()))
+    ).trials[0]
 
 
 def _own_timeout(query: str, context: dict[str, Any]) -> str:
@@ -301,6 +342,12 @@ def test_only_the_deadline_reads_as_did_not_answer() -> None:
 
 
 def test_without_expect_the_answer_is_checked() -> None:
-    assert [(c.name, c.passed) for c in _run(lambda q, c: None, None).checks] == [("answered", False)]
-    assert [(c.name, c.passed) for c in _run(lambda q, c: "hi", None).checks] == [("answered", True)]
-    assert [c.name for c in _run(lambda q, c: "hi", None, {"contains": ["hi"]}).checks] == ["contains"]
+    assert [(c.name, c.passed) for c in _run(lambda q, c: None, None).checks] == [
+        ("answered", False)
+    ]
+    assert [(c.name, c.passed) for c in _run(lambda q, c: "hi", None).checks] == [
+        ("answered", True)
+    ]
+    assert [c.name for c in _run(lambda q, c: "hi", None, {"contains": ["hi"]}).checks] == [
+        "contains"
+    ]

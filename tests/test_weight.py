@@ -1,6 +1,7 @@
-"""A feature that is off costs nothing (SPEC §27): a run that asks for no option imports none of the optional
-features' modules. Not timed: what a run loads is read from ``sys.modules`` at the session's end, in a real pytest
-subprocess (and in each xdist worker), so the guard bites the day a feature's module is imported without its option.
+"""A feature that is off costs nothing (SPEC §27): a run that asks for no option imports none of the
+optional features' modules. Not timed: what a run loads is read from ``sys.modules`` at the
+session's end, in a real pytest subprocess (and in each xdist worker), so the guard bites the day a
+feature's module is imported without its option.
 """
 
 from __future__ import annotations
@@ -10,7 +11,8 @@ import json
 import pytest
 
 OPTIONAL = (
-    # the traffic engine: hook, cassettes, pace and its store (the options and the clients' error classes are light)
+    # the traffic engine: hook, cassettes, pace and its store (the options and the clients' error
+    # classes are light)
     "pytest_agent_eval.traffic.hook",
     "pytest_agent_eval.traffic.cassette",
     "pytest_agent_eval.traffic.session",
@@ -58,13 +60,24 @@ OPTIONAL = (
 )
 """Modules (and packages: every module under them too) a run without options must not import."""
 
-CONTROLLER = ("pytest_agent_eval.report.formats", "pytest_agent_eval.report.summary", "pytest_agent_eval.report.stats")
+CONTROLLER = (
+    "pytest_agent_eval.report.formats",
+    "pytest_agent_eval.report.summary",
+    "pytest_agent_eval.report.stats",
+)
 """What only the xdist controller (or the only process) loads: an xdist worker starts without it."""
 
 CONFIGURED = {"pytest_agent_eval.cases", "pytest_agent_eval.cases.trust"}
-"""Issue 35's limits on what a data file may read (stdlib only): loaded at configure, by design (plugin/trust.py)."""
+"""Issue 35's limits on what a data file may read (stdlib only): loaded at configure, by design
+(plugin/trust.py).
+"""
 
-ENGINE = ("pytest_agent_eval.cases", "pytest_agent_eval.checks", "pytest_agent_eval.run", "pytest_agent_eval.adapters")
+ENGINE = (
+    "pytest_agent_eval.cases",
+    "pytest_agent_eval.checks",
+    "pytest_agent_eval.run",
+    "pytest_agent_eval.adapters",
+)
 """The engine: a run with no eval file in sight loads none of it either."""
 
 LOADED_CONFTEST = """
@@ -83,9 +96,12 @@ AGENT = "def run(query):\n    return f'answer to {query}'\n"
 
 
 def _loaded(pytester: pytest.Pytester) -> dict[str, list[str]]:
-    """The modules each process of the last run had loaded at its session's end, by process (``main``, ``gw0``)."""
+    """The modules each process of the last run had loaded at its session's end, by process
+    (``main``, ``gw0``).
+    """
     return {
-        path.stem.removeprefix("loaded-"): json.loads(path.read_text()) for path in pytester.path.glob("loaded-*.json")
+        path.stem.removeprefix("loaded-"): json.loads(path.read_text())
+        for path in pytester.path.glob("loaded-*.json")
     }
 
 
@@ -97,26 +113,40 @@ def _matches(loaded: list[str], prefixes: tuple[str, ...]) -> list[str]:
 def project(pytester: pytest.Pytester) -> pytest.Pytester:
     pytester.makeconftest(LOADED_CONFTEST)
     pytester.makepyfile(weight_agent=AGENT)
-    cases = [{"id": f"c{i}", "input": f"question {i}", "expect": {"contains": "answer"}} for i in range(3)]
-    pytester.makefile(".json", eval_weight=json.dumps({"agent": "weight_agent:run", "cases": cases}))
+    cases = [
+        {"id": f"c{i}", "input": f"question {i}", "expect": {"contains": "answer"}}
+        for i in range(3)
+    ]
+    pytester.makefile(
+        ".json", eval_weight=json.dumps({"agent": "weight_agent:run", "cases": cases})
+    )
     return pytester
 
 
 MEMORY_OFF = ("-p", "no:agent_eval_memory")
-"""The run memory (issue 41: the journal, on by default) loads ``memory.journal`` and ``report.json_report`` in
-every run, and the checks with the first record: left out here, so the guard holds for everything else;
-``test_the_run_memory_costs_nothing_either`` states the gap."""
+"""The run memory (issue 41: the journal, on by default) loads ``memory.journal`` and
+``report.json_report`` in every run, and the checks with the first record: left out here, so the
+guard holds for everything else; ``test_the_run_memory_costs_nothing_either`` states the gap.
+"""
 
 
 @pytest.mark.parametrize("xdist", [(), ("-n", "2")], ids=["one process", "-n 2"])
-def test_a_run_without_options_imports_no_optional_feature(project: pytest.Pytester, xdist: tuple[str, ...]) -> None:
-    result = project.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:randomly", *MEMORY_OFF, *xdist)
+def test_a_run_without_options_imports_no_optional_feature(
+    project: pytest.Pytester, xdist: tuple[str, ...]
+) -> None:
+    result = project.runpytest_subprocess(
+        "-p", "no:cacheprovider", "-p", "no:randomly", *MEMORY_OFF, *xdist
+    )
     result.assert_outcomes(passed=3)
-    result.stdout.fnmatch_lines(["*agent eval summary*"])  # the plugin ran the cases and summed them up
+    result.stdout.fnmatch_lines(
+        ["*agent eval summary*"]
+    )  # the plugin ran the cases and summed them up
     loaded = _loaded(project)
     assert set(loaded) == ({"main", "gw0", "gw1"} if xdist else {"main"})
     for process, names in loaded.items():
-        if process != "main" or not xdist:  # the cases ran here: the engine is loaded, the options' features not
+        if (
+            process != "main" or not xdist
+        ):  # the cases ran here: the engine is loaded, the options' features not
             assert "pytest_agent_eval.run.runner" in names, process
         assert _matches(names, OPTIONAL) == [], process
         if process != "main":  # the summary and the formats are the controller's
@@ -124,9 +154,13 @@ def test_a_run_without_options_imports_no_optional_feature(project: pytest.Pytes
 
 
 def test_a_plain_test_beside_eval_files_loads_no_engine(project: pytest.Pytester) -> None:
-    """pytest makes a node of every file of the directory: the eval file next door is not collected, not read."""
+    """pytest makes a node of every file of the directory: the eval file next door is not collected,
+    not read.
+    """
     project.makepyfile(test_plain="def test_plain():\n    pass\n")
-    result = project.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:randomly", *MEMORY_OFF, "test_plain.py")
+    result = project.runpytest_subprocess(
+        "-p", "no:cacheprovider", "-p", "no:randomly", *MEMORY_OFF, "test_plain.py"
+    )
     result.assert_outcomes(passed=1)
     (names,) = _loaded(project).values()
     assert "pytest_agent_eval.plugin" in names  # the plugin is loaded, only its engine is not
@@ -140,15 +174,21 @@ def test_a_plain_test_beside_eval_files_loads_no_engine(project: pytest.Pytester
 )
 def test_the_run_memory_costs_nothing_either(project: pytest.Pytester) -> None:
     project.makepyfile(test_plain="def test_plain():\n    pass\n")
-    result = project.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:randomly", "test_plain.py")
+    result = project.runpytest_subprocess(
+        "-p", "no:cacheprovider", "-p", "no:randomly", "test_plain.py"
+    )
     result.assert_outcomes(passed=1)
     (names,) = _loaded(project).values()
     assert [name for name in _matches(names, OPTIONAL + ENGINE) if name not in CONFIGURED] == []
 
 
 def test_a_written_report_loads_its_format(project: pytest.Pytester) -> None:
-    """The guard's other side: with the option, its module is loaded (the names above are the real ones)."""
-    result = project.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:randomly", "--agent-eval-report=r.json")
+    """The guard's other side: with the option, its module is loaded (the names above are the real
+    ones).
+    """
+    result = project.runpytest_subprocess(
+        "-p", "no:cacheprovider", "-p", "no:randomly", "--agent-eval-report=r.json"
+    )
     result.assert_outcomes(passed=3)
     (names,) = _loaded(project).values()
     assert "pytest_agent_eval.report.json_report" in names
@@ -157,7 +197,9 @@ def test_a_written_report_loads_its_format(project: pytest.Pytester) -> None:
 
 
 def test_records_with_nothing_to_scrub_are_not_copied_and_the_rest_still_are_scrubbed() -> None:
-    """The records' secrets pass (run on every case) is one look in C when no string can hold a secret."""
+    """The records' secrets pass (run on every case) is one look in C when no string can hold a
+    secret.
+    """
     from pytest_agent_eval import secrets
 
     clean = {"output": "answer", "transcript": [{"role": "user", "content": "hi"}], "score": 1.0}
@@ -169,6 +211,8 @@ def test_records_with_nothing_to_scrub_are_not_copied_and_the_rest_still_are_scr
     }
     secrets.remember("sk-known-secret")
     try:
-        assert secrets.scrub_strings({"output": ["key sk-known-secret"]}) == {"output": ["key <scrubbed>"]}
+        assert secrets.scrub_strings({"output": ["key sk-known-secret"]}) == {
+            "output": ["key <scrubbed>"]
+        }
     finally:
         secrets.forget()

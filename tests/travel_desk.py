@@ -1,21 +1,24 @@
-"""One travel-desk agent (tools ``search_flights`` and ``book_flight``) built every way a user builds an agent, for the
-composition suite (``tests/test_composition.py``, SPEC §17). Each talks to the loopback OpenAI-compatible server at
-``TRAVEL_LLM_URL`` through its real client, as model ``travel-<kind>`` (the server tells the kinds apart by it):
+"""One travel-desk agent (tools ``search_flights`` and ``book_flight``) built every way a user
+builds an agent, for the composition suite (``tests/test_composition.py``, SPEC §17). Each talks to
+the loopback OpenAI-compatible server at ``TRAVEL_LLM_URL`` through its real client, as model
+``travel-<kind>`` (the server tells the kinds apart by it):
 
-* ``run`` (sync), ``arun`` (async) and ``TravelDesk`` (a class: ``module:Class``): a tool loop on the official
-  ``openai`` client; the history of a conversation from ``context["history"]``; tools through ``dispatch_tool``
-  (the eval files' ``tool_dispatch:``); they report their tool calls and the usage the server reported;
-* ``SDK_CHAT``, ``SDK_RESPONSES``, ``SDK_HANDOFF``: OpenAI Agents SDK agents (chat completions model, Responses API
-  model, and a triage agent that searches and hands booking off to a booking agent);
-* ``PYDANTIC_AI``: a pydantic-ai agent; ``LG_REACT``: LangGraph's ``create_react_agent``; ``LG_GRAPH``: a LangGraph
-  ``StateGraph`` built by hand (model node, ``ToolNode``); ``LC_AGENT``:
+* ``run`` (sync), ``arun`` (async) and ``TravelDesk`` (a class: ``module:Class``): a tool loop on
+  the official ``openai`` client; the history of a conversation from ``context["history"]``; tools
+  through ``dispatch_tool`` (the eval files' ``tool_dispatch:``); they report their tool calls and
+  the usage the server reported;
+* ``SDK_CHAT``, ``SDK_RESPONSES``, ``SDK_HANDOFF``: OpenAI Agents SDK agents (chat completions
+  model, Responses API model, and a triage agent that searches and hands booking off to a booking
+  agent);
+* ``PYDANTIC_AI``: a pydantic-ai agent; ``LG_REACT``: LangGraph's ``create_react_agent``;
+  ``LG_GRAPH``: a LangGraph ``StateGraph`` built by hand (model node, ``ToolNode``); ``LC_AGENT``:
   ``langchain.agents.create_agent``;
-* ``serve_chat``: the same tool loop behind an HTTP agent service (``POST {message, session_id}``), which keeps each
-  session's conversation (run by the test, in its own process).
+* ``serve_chat``: the same tool loop behind an HTTP agent service (``POST {message, session_id}``),
+  which keeps each session's conversation (run by the test, in its own process).
 
-The framework agents are built at import; a framework that is not installed fails only the cases that use it (its
-``ImportError`` is raised when the attribute is read). The test copies this file into each run's
-directory as ``travel_desk.py``.
+The framework agents are built at import; a framework that is not installed fails only the cases
+that use it (its ``ImportError`` is raised when the attribute is read). The test copies this file
+into each run's directory as ``travel_desk.py``.
 """
 
 from __future__ import annotations
@@ -25,7 +28,9 @@ import json
 import os
 from typing import Any
 
-INSTRUCTIONS = "You are a travel desk. Find flights with search_flights and book them with book_flight."
+INSTRUCTIONS = (
+    "You are a travel desk. Find flights with search_flights and book them with book_flight."
+)
 BOOKING_INSTRUCTIONS = "You book flights with book_flight."
 
 
@@ -70,7 +75,11 @@ SCHEMAS = [
         "function": {
             "name": "book_flight",
             "description": book_flight.__doc__,
-            "parameters": {"type": "object", "properties": {"flight": {"type": "string"}}, "required": ["flight"]},
+            "parameters": {
+                "type": "object",
+                "properties": {"flight": {"type": "string"}},
+                "required": ["flight"],
+            },
         },
     },
 ]
@@ -83,11 +92,17 @@ def _url() -> str:
 
 def _messages(query: str, context: dict[str, Any]) -> list[dict[str, Any]]:
     history = [{"role": m["role"], "content": m["content"]} for m in context.get("history") or []]
-    return [{"role": "system", "content": INSTRUCTIONS}, *history, {"role": "user", "content": query}]
+    return [
+        {"role": "system", "content": INSTRUCTIONS},
+        *history,
+        {"role": "user", "content": query},
+    ]
 
 
 class _Loop:
-    """One tool loop's state: the messages, the calls made, the usage summed over the server's answers."""
+    """One tool loop's state: the messages, the calls made, the usage summed over the server's
+    answers.
+    """
 
     def __init__(self, messages: list[dict[str, Any]]) -> None:
         self.messages = messages
@@ -117,13 +132,17 @@ class _Loop:
 
 
 def converse(messages: list[dict[str, Any]], model: str) -> dict[str, Any]:
-    """The sync tool loop over ``messages`` (changed in place: the answers and tool results are appended)."""
+    """The sync tool loop over ``messages`` (changed in place: the answers and tool results are
+    appended).
+    """
     from openai import OpenAI
 
     client = OpenAI(base_url=_url(), api_key="unused", max_retries=0)
     loop = _Loop(messages)
     while True:
-        output = loop.step(client.chat.completions.create(model=model, messages=messages, tools=SCHEMAS))
+        output = loop.step(
+            client.chat.completions.create(model=model, messages=messages, tools=SCHEMAS)
+        )
         if output is not None:
             messages.append({"role": "assistant", "content": output})
             return loop.result(output)
@@ -141,7 +160,9 @@ async def arun(query: str, context: dict[str, Any]) -> dict[str, Any]:
     client = AsyncOpenAI(base_url=_url(), api_key="unused", max_retries=0)
     loop = _Loop(_messages(query, context))
     while True:
-        completion = await client.chat.completions.create(model="travel-async", messages=loop.messages, tools=SCHEMAS)
+        completion = await client.chat.completions.create(
+            model="travel-async", messages=loop.messages, tools=SCHEMAS
+        )
         output = loop.step(completion)
         if output is not None:
             return loop.result(output)
@@ -149,7 +170,9 @@ async def arun(query: str, context: dict[str, Any]) -> dict[str, Any]:
 
 
 class TravelDesk:
-    """The plain agent as a class (``agent: travel_desk:TravelDesk``, instantiated once per session)."""
+    """The plain agent as a class (``agent: travel_desk:TravelDesk``, instantiated once per
+    session).
+    """
 
     def __init__(self) -> None:
         self.model = "travel-class"
@@ -169,13 +192,18 @@ def _sdk(kind: str) -> Any:
     client = AsyncOpenAI(base_url=_url(), api_key="unused", max_retries=0)
     model_class = OpenAIResponsesModel if kind == "sdk_responses" else OpenAIChatCompletionsModel
     model = model_class(model="travel-" + kind.replace("_", "-"), openai_client=client)
-    # the model is told what the tool raised (the SDK's default tells it only that an error occurred)
+    # the model is told what the tool raised (the SDK's default tells it only that an error
+    # occurred)
     search = function_tool(search_flights, failure_error_function=_tool_error)
     book = function_tool(book_flight, failure_error_function=_tool_error)
     if kind != "sdk_handoff":
-        return Agent(name="travel_desk", instructions=INSTRUCTIONS, model=model, tools=[search, book])
+        return Agent(
+            name="travel_desk", instructions=INSTRUCTIONS, model=model, tools=[search, book]
+        )
     booking = Agent(name="booking", instructions=BOOKING_INSTRUCTIONS, model=model, tools=[book])
-    return Agent(name="triage", instructions=INSTRUCTIONS, model=model, tools=[search], handoffs=[booking])
+    return Agent(
+        name="triage", instructions=INSTRUCTIONS, model=model, tools=[search], handoffs=[booking]
+    )
 
 
 def _pydantic_ai() -> Any:
@@ -183,14 +211,18 @@ def _pydantic_ai() -> Any:
     from pydantic_ai.models.openai import OpenAIChatModel
     from pydantic_ai.providers.openai import OpenAIProvider
 
-    model = OpenAIChatModel("travel-pydantic-ai", provider=OpenAIProvider(base_url=_url(), api_key="unused"))
+    model = OpenAIChatModel(
+        "travel-pydantic-ai", provider=OpenAIProvider(base_url=_url(), api_key="unused")
+    )
     return Agent(model, instructions=INSTRUCTIONS, tools=[search_flights, book_flight])
 
 
 def _chat_model(kind: str) -> Any:
     from langchain_openai import ChatOpenAI
 
-    return ChatOpenAI(model="travel-" + kind.replace("_", "-"), base_url=_url(), api_key="unused", max_retries=0)
+    return ChatOpenAI(
+        model="travel-" + kind.replace("_", "-"), base_url=_url(), api_key="unused", max_retries=0
+    )
 
 
 def _lg_react() -> Any:
@@ -201,12 +233,15 @@ def _lg_react() -> Any:
 
     with warnings.catch_warnings():  # LangGraph 1.x points to langchain.agents.create_agent
         warnings.simplefilter("ignore", DeprecationWarning)
-        return create_react_agent(_chat_model("lg_react"), [tool(search_flights), tool(book_flight)])
+        return create_react_agent(
+            _chat_model("lg_react"), [tool(search_flights), tool(book_flight)]
+        )
 
 
 def _lg_graph() -> Any:
-    """A LangGraph ``StateGraph`` built by hand: the model node with the tools bound, a ``ToolNode``, and the loop
-    between them while the model calls tools."""
+    """A LangGraph ``StateGraph`` built by hand: the model node with the tools bound, a
+    ``ToolNode``, and the loop between them while the model calls tools.
+    """
     from langchain_core.messages import SystemMessage
     from langchain_core.tools import tool
     from langgraph.graph import START, MessagesState, StateGraph
@@ -231,7 +266,11 @@ def _lc_agent() -> Any:
     from langchain.agents import create_agent
     from langchain_core.tools import tool
 
-    return create_agent(_chat_model("lc_agent"), [tool(search_flights), tool(book_flight)], system_prompt=INSTRUCTIONS)
+    return create_agent(
+        _chat_model("lc_agent"),
+        [tool(search_flights), tool(book_flight)],
+        system_prompt=INSTRUCTIONS,
+    )
 
 
 _BUILDERS = {
@@ -259,7 +298,11 @@ def __getattr__(name: str) -> Any:
 
 
 def serve_chat(sessions: dict[str, list[dict[str, Any]]], body: dict[str, Any]) -> dict[str, Any]:
-    """The HTTP agent service's answer to ``{message, session_id}``: the tool loop over the session's conversation."""
-    messages = sessions.setdefault(str(body.get("session_id")), [{"role": "system", "content": INSTRUCTIONS}])
+    """The HTTP agent service's answer to ``{message, session_id}``: the tool loop over the
+    session's conversation.
+    """
+    messages = sessions.setdefault(
+        str(body.get("session_id")), [{"role": "system", "content": INSTRUCTIONS}]
+    )
     messages.append({"role": "user", "content": str(body.get("message"))})
     return converse(messages, "travel-http")

@@ -1,7 +1,8 @@
-"""A small support agent for conversations: it asks for what it needs, looks orders up and opens return tickets.
+"""A small support agent for conversations: it asks for what it needs, looks orders up and opens
+return tickets.
 
-Offline and deterministic (keyword-routed, no LLM). Its tickets live in ``TICKETS``, the "knowledge graph" that
-the conversation job's assertions query (see ``conftest.py``).
+Offline and deterministic (keyword-routed, no LLM). Its tickets live in ``TICKETS``, the "knowledge
+graph" that the conversation job's assertions query (see ``conftest.py``).
 """
 
 from __future__ import annotations
@@ -28,14 +29,17 @@ def run(query: str, context: dict[str, Any]) -> AgentResult:
     if "return" in text:
         ticket = {"id": f"T{len(TICKETS) + 1}", "kind": "return"}
         TICKETS.append(ticket)
-        return AgentResult(f"I have opened return ticket {ticket['id']}; the return ticket is opened for you.")
+        return AgentResult(
+            f"I have opened return ticket {ticket['id']}; the return ticket is opened for you."
+        )
     if order_id:
         order = lookup_order(order_id.group(1))
         call = ToolCall("lookup_order", {"order_id": order_id.group(1)}, order)
         if "error" in order:
             return AgentResult(f"Sorry, {order['error']}.", [call])
         return AgentResult(
-            f"Order {order_id.group(1)} ({order['item']}) has {order['status']}; ETA {order['eta']}.", [call]
+            f"Order {order_id.group(1)} ({order['item']}) has {order['status']}; ETA {order['eta']}.",
+            [call],
         )
     if "order" in text and not re.search(r"\b[A-Z]\d{3}\b", said):
         return AgentResult("I can check that. What is your order number?")

@@ -1,8 +1,9 @@
 """The LLM for the simulated user and the task scorer: the default OpenAI-compatible client when
 ``AGENT_EVAL_LLM_MODEL`` is set (live), else a scripted stand-in so the examples run offline.
 
-Also: the agent for the conversation job (the home format names none), a driver-shaped ``agent_eval_neo4j``
-over the agent's tickets, and the hook that evaluates the job's ``expression`` assertions.
+Also: the agent for the conversation job (the home format names none), a driver-shaped
+``agent_eval_neo4j`` over the agent's tickets, and the hook that evaluates the job's ``expression``
+assertions.
 """
 
 from __future__ import annotations
@@ -20,12 +21,20 @@ from pytest_agent_eval.llm import default_llm
 
 
 def scripted_llm(messages: list[dict[str, str]], **options: Any) -> str:
-    """Plays the user (tasks in order, a fact only when the agent asks about it, then the signoff) or the scorer."""
-    if len(messages) == 1:  # the scorer: a task scores the share of its acceptance criteria's words the agent said
+    """Plays the user (tasks in order, a fact only when the agent asks about it, then the signoff)
+    or the scorer.
+    """
+    if (
+        len(messages) == 1
+    ):  # the scorer: a task scores the share of its acceptance criteria's words the agent said
         head, transcript = messages[0]["content"].split("Conversation:", 1)
-        said = " ".join(line for line in transcript.lower().splitlines() if line.startswith("assistant"))
+        said = " ".join(
+            line for line in transcript.lower().splitlines() if line.startswith("assistant")
+        )
         scores = []
-        for task, criteria in re.findall(r"^\d+\. \[\w+\] (.*?) \(acceptance criteria: (.*)\)$", head, re.M):
+        for task, criteria in re.findall(
+            r"^\d+\. \[\w+\] (.*?) \(acceptance criteria: (.*)\)$", head, re.M
+        ):
             words = [w for w in re.findall(r"[a-z0-9-]{5,}", criteria.lower())]
             found = sum(w in said for w in words)
             scores.append({"scored": task, "score": round(found / len(words), 2) if words else 0.0})
@@ -40,7 +49,9 @@ def scripted_llm(messages: list[dict[str, str]], **options: Any) -> str:
         if "?" in agent_said and fact.split(":")[0].lower() in agent_said and fact not in mine:
             return fact
     pending = [t for t in tasks if t not in mine]
-    return pending[0] if pending else f"That's all, thanks. {signoff.group(1) if signoff else 'Bye'}"
+    return (
+        pending[0] if pending else f"That's all, thanks. {signoff.group(1) if signoff else 'Bye'}"
+    )
 
 
 @pytest.fixture(scope="session")
@@ -54,7 +65,9 @@ def agent() -> Callable[..., Any]:
 
 
 class Tickets:
-    """A stand-in for a Neo4j driver over the agent's tickets: ``session().run(cypher)`` for two queries."""
+    """A stand-in for a Neo4j driver over the agent's tickets: ``session().run(cypher)`` for two
+    queries.
+    """
 
     def session(self) -> Tickets:
         return self
@@ -76,11 +89,15 @@ class Tickets:
 
 @pytest.fixture(scope="session")
 def agent_eval_neo4j() -> Tickets | None:
-    """The example's graph (a real Neo4j when NEO4J_URI is set: then ``None`` lets the plugin connect)."""
+    """The example's graph (a real Neo4j when NEO4J_URI is set: then ``None`` lets the plugin
+    connect).
+    """
     return None if os.environ.get("NEO4J_URI") else Tickets()
 
 
-def pytest_agent_eval_evaluate_assertion(assertion: dict[str, Any], run: Any, case: Any) -> bool | None:
+def pytest_agent_eval_evaluate_assertion(
+    assertion: dict[str, Any], run: Any, case: Any
+) -> bool | None:
     """The job's expressions (Kotlin in the home project) that this example knows how to evaluate."""
     if assertion["expression"] == "tickets.size == 1":
         return len(support.TICKETS) == 1

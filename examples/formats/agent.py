@@ -1,7 +1,8 @@
 """A keyword-routed demo agent for the example eval files of every supported format.
 
-Offline and deterministic: no LLM, no network. Each rule names the words a query must contain, the tools the
-agent calls (through :func:`dispatch_tool`, which tool mocks can patch) and the answer it gives.
+Offline and deterministic: no LLM, no network. Each rule names the words a query must contain, the
+tools the agent calls (through :func:`dispatch_tool`, which tool mocks can patch) and the answer it
+gives.
 """
 
 from __future__ import annotations
@@ -14,7 +15,9 @@ from pytest_agent_eval import AgentResult, RunRecord, ToolCall
 
 @dataclass(frozen=True)
 class Rule:
-    """Queries containing all of ``words`` call ``tools`` and get ``answer`` (``{result}``: the first tool's result)."""
+    """Queries containing all of ``words`` call ``tools`` and get ``answer`` (``{result}``: the
+    first tool's result).
+    """
 
     words: tuple[str, ...]
     tools: tuple[str, ...]
@@ -25,12 +28,26 @@ RULES = (
     # Neon suite (eval_neon_suite.yaml)
     Rule(("capital", "france"), ("web_search",), "Paris is the capital of France."),
     Rule(("15 multiplied by 7",), (), "Step 1: 15 x 7 = 105. So 15 multiplied by 7 is 105."),
-    Rule(("climate change", "summarize"), ("web_search", "summarize"), "Key points: warmer years, rising seas."),
+    Rule(
+        ("climate change", "summarize"),
+        ("web_search", "summarize"),
+        "Key points: warmer years, rising seas.",
+    ),
     Rule(("thank",), (), "You're welcome, glad to help!"),
     # Decision and QA golden sets (eval_golden_decisions.json, eval_golden_qa.json)
-    Rule(("allocate vehicle 42",), ("auto_allocate_vehicle",), "Allocated in requested window: dyno 3, 2 days."),
-    Rule(("vehicle_id 99999",), ("auto_allocate_vehicle",), "Vehicle not found: nothing was booked."),
-    Rule(("weight limits",), (), "weight_lbs is converted to <10K or >10K; matching uses supported_weight_classes."),
+    Rule(
+        ("allocate vehicle 42",),
+        ("auto_allocate_vehicle",),
+        "Allocated in requested window: dyno 3, 2 days.",
+    ),
+    Rule(
+        ("vehicle_id 99999",), ("auto_allocate_vehicle",), "Vehicle not found: nothing was booked."
+    ),
+    Rule(
+        ("weight limits",),
+        (),
+        "weight_lbs is converted to <10K or >10K; matching uses supported_weight_classes.",
+    ),
     Rule(("force an awd",), (), "The request should be refused if supported_drives lacks AWD."),
     # Category JSON (eval_categories.json)
     Rule(("2 + 2",), (), "2 + 2 = 4"),
@@ -59,7 +76,9 @@ def dispatch_tool(name: str, args: dict[str, Any]) -> str:
 
 
 def run(query: str, context: dict[str, Any] | None = None) -> AgentResult:
-    """Answer ``query``: the first rule whose words all occur in it decides the tools and the answer."""
+    """Answer ``query``: the first rule whose words all occur in it decides the tools and the
+    answer.
+    """
     text = query.lower()
     rule = next((r for r in RULES if all(w in text for w in r.words)), None)
     if rule is None:
@@ -70,7 +89,9 @@ def run(query: str, context: dict[str, Any] | None = None) -> AgentResult:
         calls.append(ToolCall(tool, args, dispatch_tool(tool, args)))
     result = str(calls[0].result).splitlines()[0] if calls else ""
     output = rule.answer.format(result=result)
-    return AgentResult(output=output, tool_calls=calls, reasoning=f"matched {', '.join(rule.words)}")
+    return AgentResult(
+        output=output, tool_calls=calls, reasoning=f"matched {', '.join(rule.words)}"
+    )
 
 
 def thanks_politely(run: RunRecord) -> tuple[bool, str]:

@@ -1,4 +1,6 @@
-"""The JSON formats name no agent: this directory's eval files run the demo agent through the ``agent`` fixture."""
+"""The JSON formats name no agent: this directory's eval files run the demo agent through the
+``agent`` fixture.
+"""
 
 from __future__ import annotations
 

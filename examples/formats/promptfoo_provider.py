@@ -17,8 +17,14 @@ def call_api(prompt: str, options: dict[str, Any], context: dict[str, Any]) -> d
     question = context["vars"]["question"]
     if "weather" in question:
         calls = [
-            {"type": "function", "function": {"name": name, "arguments": json.dumps({"city": "Oslo"})}}
+            {
+                "type": "function",
+                "function": {"name": name, "arguments": json.dumps({"city": "Oslo"})},
+            }
             for name in ("geocode", "get_weather")
         ]
         return {"output": {"tool_calls": calls, "city": "Oslo"}, "cost": 0.0001}
-    return {"output": ANSWERS.get(question, "I don't know."), "tokenUsage": {"prompt": 12, "completion": 3}}
+    return {
+        "output": ANSWERS.get(question, "I don't know."),
+        "tokenUsage": {"prompt": 12, "completion": 3},
+    }

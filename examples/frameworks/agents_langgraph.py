@@ -17,6 +17,8 @@ MODEL = ChatOpenAI(
     api_key=os.environ.get("FRAMEWORKS_LLM_KEY", "-"),
     max_retries=0,
 )
-with warnings.catch_warnings():  # LangGraph 1.x points to langchain.agents.create_agent (another package)
+with (
+    warnings.catch_warnings()
+):  # LangGraph 1.x points to langchain.agents.create_agent (another package)
     warnings.simplefilter("ignore", DeprecationWarning)
     AGENT = create_react_agent(MODEL, [tool(tools.lookup_order), tool(tools.search_kb)])

@@ -9,10 +9,14 @@ from openai import AsyncOpenAI
 
 from examples.frameworks import tools
 
-CLIENT = AsyncOpenAI(base_url=os.environ["FRAMEWORKS_LLM_URL"], api_key=os.environ.get("FRAMEWORKS_LLM_KEY", "-"))
+CLIENT = AsyncOpenAI(
+    base_url=os.environ["FRAMEWORKS_LLM_URL"], api_key=os.environ.get("FRAMEWORKS_LLM_KEY", "-")
+)
 AGENT = Agent(
     name="support",
     instructions="Answer customers' questions about orders and shipping. Use the tools.",
-    model=OpenAIChatCompletionsModel(model=os.environ.get("FRAMEWORKS_LLM_MODEL", "scripted"), openai_client=CLIENT),
+    model=OpenAIChatCompletionsModel(
+        model=os.environ.get("FRAMEWORKS_LLM_MODEL", "scripted"), openai_client=CLIENT
+    ),
     tools=[function_tool(tools.lookup_order), function_tool(tools.search_kb)],
 )

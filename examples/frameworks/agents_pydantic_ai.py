@@ -10,7 +10,9 @@ from pydantic_ai.providers.openai import OpenAIProvider
 
 from examples.frameworks import tools
 
-PROVIDER = OpenAIProvider(base_url=os.environ["FRAMEWORKS_LLM_URL"], api_key=os.environ.get("FRAMEWORKS_LLM_KEY", "-"))
+PROVIDER = OpenAIProvider(
+    base_url=os.environ["FRAMEWORKS_LLM_URL"], api_key=os.environ.get("FRAMEWORKS_LLM_KEY", "-")
+)
 AGENT = Agent(
     OpenAIChatModel(os.environ.get("FRAMEWORKS_LLM_MODEL", "scripted"), provider=PROVIDER),
     instructions="Answer customers' questions about orders and shipping. Use the tools.",

@@ -1,6 +1,8 @@
-"""The framework examples talk to a scripted OpenAI-compatible server on a loopback port (offline, free); set
-FRAMEWORKS_LLM_URL (and FRAMEWORKS_LLM_KEY, FRAMEWORKS_LLM_MODEL) to run them against a real endpoint. A
-framework that cannot be imported here skips its variants with the reason (e.g. pydantic-ai on Python 3.10)."""
+"""The framework examples talk to a scripted OpenAI-compatible server on a loopback port (offline,
+free); set FRAMEWORKS_LLM_URL (and FRAMEWORKS_LLM_KEY, FRAMEWORKS_LLM_MODEL) to run them against a
+real endpoint. A framework that cannot be imported here skips its variants with the reason (e.g.
+pydantic-ai on Python 3.10).
+"""
 
 from __future__ import annotations
 
@@ -42,4 +44,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             continue
         for name, why in MISSING.items():
             if item.name.endswith(f"[{name}]"):
-                item.add_marker(pytest.mark.skip(reason=f"the {name} example cannot import its framework: {why}"))
+                item.add_marker(
+                    pytest.mark.skip(
+                        reason=f"the {name} example cannot import its framework: {why}"
+                    )
+                )

@@ -1,10 +1,12 @@
-"""A scripted OpenAI-compatible chat-completions server on a loopback port, so the framework examples run offline.
+"""A scripted OpenAI-compatible chat-completions server on a loopback port, so the framework
+examples run offline.
 
-To a user message it answers with a tool call: ``lookup_order`` for a message naming an order (``A100``), or
-asking about "it" after an earlier message of the conversation named one (so a follow-up question shows whether the
-agent was given the conversation so far), else ``search_kb`` with the message as the query; to the tool results
-of the latest message it answers with them. Real clients (the OpenAI SDK that every framework here uses) talk to it
-as to any endpoint: point ``base_url`` at :func:`start`'s URL.
+To a user message it answers with a tool call: ``lookup_order`` for a message naming an order
+(``A100``), or asking about "it" after an earlier message of the conversation named one (so a
+follow-up question shows whether the agent was given the conversation so far), else ``search_kb``
+with the message as the query; to the tool results of the latest message it answers with them. Real
+clients (the OpenAI SDK that every framework here uses) talk to it as to any endpoint: point
+``base_url`` at :func:`start`'s URL.
 """
 
 from __future__ import annotations
@@ -27,8 +29,12 @@ def reply(body: dict[str, Any]) -> dict[str, Any]:
         results = [str(m.get("content")) for m in messages[latest:] if m.get("role") == "tool"]
         return {"role": "assistant", "content": "Here is what I found: " + " | ".join(results)}
     prompt = said[-1] if said else ""
-    named = ORDER.findall(prompt) or (ORDER.findall(" ".join(said)) if re.search(r"\bit\b", prompt, re.I) else [])
-    name, args = ("lookup_order", {"order_id": named[-1]}) if named else ("search_kb", {"query": prompt})
+    named = ORDER.findall(prompt) or (
+        ORDER.findall(" ".join(said)) if re.search(r"\bit\b", prompt, re.I) else []
+    )
+    name, args = (
+        ("lookup_order", {"order_id": named[-1]}) if named else ("search_kb", {"query": prompt})
+    )
     call = {
         "id": f"call_{len(messages)}",
         "type": "function",

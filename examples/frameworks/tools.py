@@ -1,6 +1,8 @@
-"""The support agent's two tools, shared by every framework's version of it. The real ones would reach a
-database and a knowledge base; in the evals, tool mocks answer instead (each call is also logged here, so a test
-can see that the real tool never ran)."""
+"""The support agent's two tools, shared by every framework's version of it.
+
+The real ones would reach a database and a knowledge base; in the evals, tool mocks answer instead
+(each call is also logged here, so a test can see that the real tool never ran).
+"""
 
 from __future__ import annotations
 
@@ -18,7 +20,9 @@ def _ran(line: str) -> None:
 def lookup_order(order_id: str) -> str:
     """Look up an order's status by its id."""
     _ran(f"lookup_order {order_id}")
-    return f"order {order_id}: status unknown (the real database is not reachable from the examples)"
+    return (
+        f"order {order_id}: status unknown (the real database is not reachable from the examples)"
+    )
 
 
 def search_kb(query: str) -> str:

@@ -1,4 +1,6 @@
-"""The agent loop: the LLM picks tools, ``dispatch_tool`` runs them, until the LLM answers or rounds run out."""
+"""The agent loop: the LLM picks tools, ``dispatch_tool`` runs them, until the LLM answers or rounds
+run out.
+"""
 
 from __future__ import annotations
 
@@ -22,7 +24,10 @@ def run_agent(query: str, context: dict[str, Any] | None = None) -> dict[str, An
     """Answer ``query``; returns the answer and the tool calls made (name and arguments)."""
     client = OpenAI()  # reads OPENAI_API_KEY and OPENAI_BASE_URL
     model = os.environ.get("OPENAI_MODEL", "gpt-4o-mini")
-    messages: list[Any] = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": query}]
+    messages: list[Any] = [
+        {"role": "system", "content": SYSTEM},
+        {"role": "user", "content": query},
+    ]
     called: list[dict[str, Any]] = []
     for _ in range(MAX_ROUNDS):
         reply = client.chat.completions.create(model=model, messages=messages, tools=TOOLS)

@@ -1,4 +1,6 @@
-"""The `agent` fixture of the OpenAI example: the real agent when OPENAI_API_KEY is set; without it, a skip."""
+"""The `agent` fixture of the OpenAI example: the real agent when OPENAI_API_KEY is set; without it,
+a skip.
+"""
 
 from __future__ import annotations
 
@@ -16,7 +18,9 @@ def agent() -> Callable[..., Any]:
             "the OpenAI example runs a live LLM: set OPENAI_API_KEY (and OPENAI_BASE_URL for another "
             "OpenAI-compatible endpoint, OPENAI_MODEL for the model)"
         )
-    pytest.importorskip("openai", reason="the OpenAI example needs `pip install 'pytest-agent-evalset[openai]'`")
+    pytest.importorskip(
+        "openai", reason="the OpenAI example needs `pip install 'pytest-agent-evalset[openai]'`"
+    )
     from examples.openai_agent.agent import run_agent
 
     return run_agent

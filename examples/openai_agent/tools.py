@@ -1,7 +1,7 @@
 """The agent's tools: JSON schemas the LLM sees, and ``dispatch_tool(name, args)`` that runs them.
 
-The real implementations would call the Reddit API and a vector store; here they raise, so an eval that
-reaches one by mistake says so instead of touching the outside world.
+The real implementations would call the Reddit API and a vector store; here they raise, so an eval
+that reaches one by mistake says so instead of touching the outside world.
 """
 
 from __future__ import annotations
@@ -32,7 +32,9 @@ TOOLS: list[ChatCompletionFunctionToolParam] = [
             "description": "Fetch one Reddit thread by its id, with its top comments.",
             "parameters": {
                 "type": "object",
-                "properties": {"thread_id": {"type": "string", "description": "the thread id, e.g. abc123"}},
+                "properties": {
+                    "thread_id": {"type": "string", "description": "the thread id, e.g. abc123"}
+                },
                 "required": ["thread_id"],
             },
         },

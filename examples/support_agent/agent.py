@@ -15,7 +15,12 @@ from pytest_agent_eval import AgentResult, ToolCall
 
 ORDERS: dict[str, dict[str, Any]] = {
     "A100": {"status": "shipped", "item": "USB-C cable", "total": 12.5, "eta": "2026-11-25"},
-    "A200": {"status": "processing", "item": "Mechanical keyboard", "total": 89.0, "eta": "2026-11-30"},
+    "A200": {
+        "status": "processing",
+        "item": "Mechanical keyboard",
+        "total": 89.0,
+        "eta": "2026-11-30",
+    },
     "A300": {"status": "delivered", "item": "Laptop stand", "total": 35.0, "eta": None},
 }
 ARTICLES = {
@@ -74,9 +79,9 @@ class SupportAgent:
             output = json.dumps(order or {"error": "not found"})
         elif "refund" in text and order_id:
             use("lookup_order", order_id=order_id)
-            output = use("refund_order", order_id=order_id, reason=context.get("reason", "customer request")) or (
-                f"Sorry, order {order_id} was not found."
-            )
+            output = use(
+                "refund_order", order_id=order_id, reason=context.get("reason", "customer request")
+            ) or (f"Sorry, order {order_id} was not found.")
         elif order_id:
             order = use("lookup_order", order_id=order_id)
             if order is None:

@@ -1,8 +1,16 @@
-"""Framework adapters, one module each behind the :class:`Adapter` protocol (``base``): ``plain`` callables,
-``langchain`` (LangChain / LangGraph) and ``http`` (agents served over HTTP). Plugins add theirs through
-``pytest_agent_eval_register_adapters``; see ``base`` for how to write one."""
+"""Framework adapters, one module each behind the :class:`Adapter` protocol (``base``): ``plain``
+callables, ``langchain`` (LangChain / LangGraph) and ``http`` (agents served over HTTP). Plugins add
+theirs through ``pytest_agent_eval_register_adapters``; see ``base`` for how to write one.
+"""
 
-from pytest_agent_eval.adapters.base import Adapter, Agent, ArgsOf, StandIn, UnreadableResult, calling
+from pytest_agent_eval.adapters.base import (
+    Adapter,
+    Agent,
+    ArgsOf,
+    StandIn,
+    UnreadableResult,
+    calling,
+)
 from pytest_agent_eval.adapters.registry import AdapterRegistry, builtin_adapters, is_builtin
 
 __all__ = [

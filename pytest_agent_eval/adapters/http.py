@@ -1,13 +1,15 @@
-"""Agents served over HTTP (SPEC §15): ``agent: http://host:port/path`` or ``agent: {url, headers, body, output,
-session}``. Each user message is one POST of a JSON body; the reply's JSON is read at ``output``.
+"""Agents served over HTTP (SPEC §15): ``agent: http://host:port/path`` or ``agent: {url, headers,
+body, output, session}``. Each user message is one POST of a JSON body; the reply's JSON is read at
+``output``.
 
-Sent with ``httpx`` (or ``httpx2``) when installed, the client the traffic hook sees, so that its calls are
-recorded, replayed, retried and counted by the rate limits like every LLM request; with neither installed, with
-``urllib.request``, which the hook does not see: a case under a traffic option then errors, saying what to install.
-Called off the event loop like any sync agent. Header values take environment variables by name
-(``${AGENT_TOKEN}``), read when the agent is first resolved; their values are never written anywhere (messages
-name the variable, the URL without its query). Connection failures, timeouts, 429 and 5xx answers are
-infrastructure errors (the case errors, it does not fail); another status fails the call.
+Sent with ``httpx`` (or ``httpx2``) when installed, the client the traffic hook sees, so that its
+calls are recorded, replayed, retried and counted by the rate limits like every LLM request; with
+neither installed, with ``urllib.request``, which the hook does not see: a case under a traffic
+option then errors, saying what to install. Called off the event loop like any sync agent. Header
+values take environment variables by name (``${AGENT_TOKEN}``), read when the agent is first
+resolved; their values are never written anywhere (messages name the variable, the URL without its
+query). Connection failures, timeouts, 429 and 5xx answers are infrastructure errors (the case
+errors, it does not fail); another status fails the call.
 """
 
 from __future__ import annotations
@@ -40,8 +42,10 @@ _REDIRECTS = frozenset({301, 302, 303, 307, 308})
 TIMEOUT_S = 300.0
 """The socket timeout of one request; a case's own ``timeout:`` bounds the call as for any agent."""
 VOLATILE = "agent_eval_volatile"
-"""The request extension the traffic hook reads (``traffic.hook.VOLATILE``): ``{bytes: placeholder}`` of the
-run-dependent text in the body (the session id), recorded and matched as the placeholder."""
+"""The request extension the traffic hook reads (``traffic.hook.VOLATILE``): ``{bytes:
+placeholder}`` of the run-dependent text in the body (the session id), recorded and matched as the
+placeholder.
+"""
 SESSION_PLACEHOLDER = b"<session>"
 NO_HTTPX = (
     "the HTTP agent's calls are recorded and replayed through httpx, which is not installed: "
@@ -50,19 +54,25 @@ NO_HTTPX = (
 
 
 class HttpAgentError(TypeError):
-    """An HTTP agent's configuration that cannot work (a missing environment variable, an unknown key)."""
+    """An HTTP agent's configuration that cannot work (a missing environment variable, an unknown
+    key).
+    """
 
 
 @dataclass(frozen=True)
 class Unreachable:
-    """What a call returns when the service could not answer: an infrastructure error, not the agent's."""
+    """What a call returns when the service could not answer: an infrastructure error, not the
+    agent's.
+    """
 
     message: str
 
 
 @dataclass
 class HttpAgent:
-    """One configured service; ``__call__(message, context)`` posts one user message and returns the reply read."""
+    """One configured service; ``__call__(message, context)`` posts one user message and returns the
+    reply read.
+    """
 
     url: str
     headers: dict[str, str]
@@ -80,7 +90,9 @@ class HttpAgent:
 
     @property
     def shown(self) -> str:
-        """The URL as messages show it: without its userinfo and query string (which may hold a key)."""
+        """The URL as messages show it: without its userinfo and query string (which may hold a
+        key).
+        """
         return shown_url(self.url)
 
     def session(self) -> str:
@@ -109,18 +121,26 @@ class HttpAgent:
         return self._post(httpx, data, headers, session)
 
     def _post(self, httpx: Any, data: bytes, headers: dict[str, str], session: str) -> Any:
-        """One POST through ``httpx``; the session id marked as run-dependent for the traffic hook. A redirect is
-        followed on the service's own origin only (see :meth:`_redirect`)."""
+        """One POST through ``httpx``; the session id marked as run-dependent for the traffic hook.
+
+        A redirect is followed on the service's own origin only (see :meth:`_redirect`).
+        """
         with self._lock:
             if self._client is None:
                 self._client = httpx.Client(timeout=self.timeout, follow_redirects=False)
             client = self._client
-        volatile = {json.dumps(session)[1:-1].encode(): SESSION_PLACEHOLDER}  # as it is written in the JSON body
+        volatile = {
+            json.dumps(session)[1:-1].encode(): SESSION_PLACEHOLDER
+        }  # as it is written in the JSON body
         url = self.url
         for _ in range(MAX_REDIRECTS + 1):
             try:
-                answer = client.post(url, content=data, headers=headers, extensions={VOLATILE: volatile})
-            except httpx.TransportError as exc:  # refused, reset, cut mid-body, a timeout, a replay miss
+                answer = client.post(
+                    url, content=data, headers=headers, extensions={VOLATILE: volatile}
+                )
+            except (
+                httpx.TransportError
+            ) as exc:  # refused, reset, cut mid-body, a timeout, a replay miss
                 return Unreachable(f"POST {shown_url(url)}: {exc or type(exc).__name__}")
             status, content_type = answer.status_code, answer.headers.get("content-type", "")
             if status not in _REDIRECTS:
@@ -136,8 +156,10 @@ class HttpAgent:
         return self.read(answer.content, status, content_type)
 
     def _redirect(self, url: str, location: str | None) -> str | Unreachable:
-        """Where a redirect from ``url`` leads, when it stays on the service's origin (scheme, host and port): a
-        redirect elsewhere is not followed (the agent's credentials would go with it) and is not an answer."""
+        """Where a redirect from ``url`` leads, when it stays on the service's origin (scheme, host
+        and port): a redirect elsewhere is not followed (the agent's credentials would go with it)
+        and is not an answer.
+        """
         target = urljoin(url, location or "")
         if _origin(target) != _origin(self.url):
             return Unreachable(
@@ -147,7 +169,9 @@ class HttpAgent:
         return target
 
     def _post_urllib(self, data: bytes, headers: dict[str, str]) -> Any:
-        """One POST through ``urllib`` (no ``httpx``, no traffic option); redirects as :meth:`_post` follows them."""
+        """One POST through ``urllib`` (no ``httpx``, no traffic option); redirects as :meth:`_post`
+        follows them.
+        """
         import http.client  # with urllib and ssl: only when a service is called
         import urllib.error
         import urllib.request
@@ -164,14 +188,22 @@ class HttpAgent:
             request = urllib.request.Request(url, data=data, method="POST", headers=headers)
             try:
                 with opener.open(request, timeout=self.timeout) as answer:
-                    return self.read(answer.read(), answer.status, answer.headers.get("content-type", ""))
+                    return self.read(
+                        answer.read(), answer.status, answer.headers.get("content-type", "")
+                    )
             except urllib.error.HTTPError as exc:
                 status, body, location = exc.code, exc.read(), exc.headers.get("location")
-            except (urllib.error.URLError, OSError, http.client.HTTPException) as exc:  # refused, reset, cut off
+            except (
+                urllib.error.URLError,
+                OSError,
+                http.client.HTTPException,
+            ) as exc:  # refused, reset, cut off
                 reason = exc.reason if isinstance(exc, urllib.error.URLError) else exc
                 return Unreachable(f"POST {shown_url(url)}: {reason or type(reason).__name__}")
             if status not in _REDIRECTS:
-                return self._refused(status, body)  # out of the handler: a failed call shows no urllib traceback
+                return self._refused(
+                    status, body
+                )  # out of the handler: a failed call shows no urllib traceback
             target = self._redirect(url, location)
             if isinstance(target, Unreachable):
                 return target
@@ -186,10 +218,13 @@ class HttpAgent:
             return Unreachable(f"{where}: {excerpt}")
         raise RuntimeError(f"{where}: {excerpt}")
 
-    def read(self, raw: bytes, status: int = 200, content_type: str = "") -> dict[str, Any] | Unreachable:
-        """The reply as a result the plain adapter reads: the answer under ``output``, tool calls, metadata. A
-        plain-text reply is the answer; an HTML page (a proxy's error, a sign-in page) or JSON cut off is not: an
-        infrastructure error."""
+    def read(
+        self, raw: bytes, status: int = 200, content_type: str = ""
+    ) -> dict[str, Any] | Unreachable:
+        """The reply as a result the plain adapter reads: the answer under ``output``, tool calls,
+        metadata. A plain-text reply is the answer; an HTML page (a proxy's error, a sign-in page)
+        or JSON cut off is not: an infrastructure error.
+        """
         try:
             reply = json.loads(raw)
         except (ValueError, RecursionError) as exc:
@@ -197,9 +232,13 @@ class HttpAgent:
             start = text.lstrip()[:15].lower()
             where = f"POST {self.shown} answered {status}"
             if "html" in content_type.lower() or start.startswith(("<!doctype", "<html")):
-                return Unreachable(f"{where} with an HTML page, not JSON: {' '.join(text[:200].split())}")
+                return Unreachable(
+                    f"{where} with an HTML page, not JSON: {' '.join(text[:200].split())}"
+                )
             if "json" in content_type.lower() or start.startswith(("{", "[")):
-                return Unreachable(f"{where} with a JSON body cut off or malformed (not JSON: {exc})")
+                return Unreachable(
+                    f"{where} with a JSON body cut off or malformed (not JSON: {exc})"
+                )
             return {"output": text}
         if self.session_from is not None:
             found = at_path(reply, self.session_from)
@@ -222,7 +261,9 @@ class HttpAgent:
                 )
         else:
             answer = reply
-        result: dict[str, Any] = {"output": answer if isinstance(answer, str) else json.dumps(answer)}
+        result: dict[str, Any] = {
+            "output": answer if isinstance(answer, str) else json.dumps(answer)
+        }
         if isinstance(reply, dict):
             for key in ("tools_called", "tool_calls", "usage", "metadata"):
                 if key in reply:
@@ -256,7 +297,9 @@ def _httpx() -> Any:
 
 
 def _traffic_on() -> bool:
-    """Whether the traffic hook watches this trial (a traffic option is on); never loads the hook to tell."""
+    """Whether the traffic hook watches this trial (a traffic option is on); never loads the hook to
+    tell.
+    """
     scope = sys.modules.get("pytest_agent_eval.traffic.scope")
     return scope is not None and scope.CURRENT.get() is not None
 
@@ -274,7 +317,9 @@ def at_path(value: Any, path: str) -> Any:
 
 
 def fill(template: Any, values: dict[str, str]) -> Any:
-    """The body template with ``{message}``, ``{session}``, ``{case_id}``, ``{trial}`` put in its strings."""
+    """The body template with ``{message}``, ``{session}``, ``{case_id}``, ``{trial}`` put in its
+    strings.
+    """
     if isinstance(template, str):
         return _PLACEHOLDER.sub(lambda m: values[m.group(1)], template)
     if isinstance(template, dict):
@@ -285,7 +330,9 @@ def fill(template: Any, values: dict[str, str]) -> Any:
 
 
 def expand_env(value: str, where: str) -> str:
-    """``${NAME}`` replaced by the environment variable's value; a missing one is an error naming it."""
+    """``${NAME}`` replaced by the environment variable's value; a missing one is an error naming
+    it.
+    """
 
     def one(match: re.Match[str]) -> str:
         name = match.group(1)
@@ -310,8 +357,13 @@ def http_agent(ref: str | dict[str, Any]) -> HttpAgent:
         return HttpAgent(url=ref, headers={})
     unknown = sorted(set(ref) - _KEYS)
     if unknown:
-        raise HttpAgentError(f"HTTP agent: unknown key(s) {unknown}; use {', '.join(sorted(_KEYS))}")
-    headers = {str(k): expand_env(str(v), f"HTTP agent header {k!r}") for k, v in (ref.get("headers") or {}).items()}
+        raise HttpAgentError(
+            f"HTTP agent: unknown key(s) {unknown}; use {', '.join(sorted(_KEYS))}"
+        )
+    headers = {
+        str(k): expand_env(str(v), f"HTTP agent header {k!r}")
+        for k, v in (ref.get("headers") or {}).items()
+    }
     session = ref.get("session") or {}
     return HttpAgent(
         url=ref["url"],
@@ -324,7 +376,9 @@ def http_agent(ref: str | dict[str, Any]) -> HttpAgent:
 
 
 class HttpAdapter:
-    """Agents served over HTTP: recognised by their reference (a URL or ``{url, ...}``); nothing is imported."""
+    """Agents served over HTTP: recognised by their reference (a URL or ``{url, ...}``); nothing is
+    imported.
+    """
 
     name = "http"
 
@@ -338,7 +392,9 @@ class HttpAdapter:
     def normalise(self, result: Any) -> RunRecord:
         if isinstance(result, Unreachable):
             message = result.message
-            return RunRecord(error=f"infrastructure error (not the agent's): {message}", infra_error=message)
+            return RunRecord(
+                error=f"infrastructure error (not the agent's): {message}", infra_error=message
+            )
         return plain_normalise(result)
 
     def wrap_tool(self, tool: Any, standin: StandIn) -> Any:

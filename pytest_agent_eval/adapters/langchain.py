@@ -1,8 +1,10 @@
-"""LangChain / LangGraph: runnables (a compiled graph, a chain) called with ``{"messages": [...]}`` state (in a
-conversation, the previous call's messages and the new one), their ``messages`` state read into the run record (the
-usage from the AI messages' ``usage_metadata``), ``BaseTool`` objects (``@tool``, ``StructuredTool``, ``Tool``)
-wrapped for tool mocks, and a graph's ``ToolNode`` tools (``create_react_agent``) replaced by stand-ins.
-LangChain is imported only for an object that is already one of its own."""
+"""LangChain / LangGraph: runnables (a compiled graph, a chain) called with ``{"messages": [...]}``
+state (in a conversation, the previous call's messages and the new one), their ``messages`` state
+read into the run record (the usage from the AI messages' ``usage_metadata``), ``BaseTool`` objects
+(``@tool``, ``StructuredTool``, ``Tool``) wrapped for tool mocks, and a graph's ``ToolNode`` tools
+(``create_react_agent``) replaced by stand-ins. LangChain is imported only for an object that is
+already one of its own.
+"""
 
 from __future__ import annotations
 
@@ -18,7 +20,9 @@ from pytest_agent_eval.adapters.plain import normalise as read_plain
 from pytest_agent_eval.core.results import RunRecord
 from pytest_agent_eval.core.trial import CONVERSATION
 
-_FRAMEWORK_ARGS = frozenset({"run_manager", "callbacks", "config"})  # what LangChain adds to a tool's own args
+_FRAMEWORK_ARGS = frozenset(
+    {"run_manager", "callbacks", "config"}
+)  # what LangChain adds to a tool's own args
 
 
 def is_runnable(obj: Any) -> bool:
@@ -34,16 +38,18 @@ def is_tool(obj: Any) -> bool:
 
 @dataclass(frozen=True)
 class RunnableCall:
-    """One call of a runnable: what it returned, and the messages it was given (the conversation so far, then the
-    user's message), which are not its own."""
+    """One call of a runnable: what it returned, and the messages it was given (the conversation so
+    far, then the user's message), which are not its own.
+    """
 
     result: Any
     given: list[Any]
 
 
 class LangChainAdapter:
-    """Runnables get the case's query as one user message after the conversation so far (the previous call's
-    ``messages``); their ``messages`` state is the run's transcript."""
+    """Runnables get the case's query as one user message after the conversation so far (the
+    previous call's ``messages``); their ``messages`` state is the run's transcript.
+    """
 
     name = "langchain"
 
@@ -53,7 +59,9 @@ class LangChainAdapter:
     def agent(self, obj: Any, name: str) -> Agent:
         async def run_graph(query: str, context: dict[str, Any]) -> Any:
             given = [*(CONVERSATION.get() or []), {"role": "user", "content": query}]
-            return RunnableCall(await obj.ainvoke({"messages": given}, config=context.get("config")), given)
+            return RunnableCall(
+                await obj.ainvoke({"messages": given}, config=context.get("config")), given
+            )
 
         return Agent(run_graph, True, name, self, obj)
 
@@ -61,20 +69,29 @@ class LangChainAdapter:
         given: list[Any] = []
         if isinstance(result, RunnableCall):
             result, given = result.result, result.given
-        if getattr(result, "tool_calls", None) and hasattr(result, "content"):  # one AIMessage that calls tools
+        if getattr(result, "tool_calls", None) and hasattr(
+            result, "content"
+        ):  # one AIMessage that calls tools
             record = from_messages([result])
-        else:  # a `messages` state (the messages it was given first), or what a chain's last step returned
+        # a `messages` state (the messages it was given first), or what a chain's last step returned
+        else:
             record = read_plain(result, len(given))
         messages = result.get("messages") if isinstance(result, dict) else None
         if isinstance(messages, list):
             record.conversation = messages
         else:  # a chain's answer: the conversation is what it was given and this answer
-            answer = result if hasattr(result, "content") else {"role": "assistant", "content": record.output}
+            answer = (
+                result
+                if hasattr(result, "content")
+                else {"role": "assistant", "content": record.output}
+            )
             record.conversation = [*given, answer]
         return record
 
     def wrap_tool(self, tool: Any, standin: StandIn) -> Any:
-        """A copy of the tool whose ``_run``/``_arun`` are stand-ins: the same name, description and args schema."""
+        """A copy of the tool whose ``_run``/``_arun`` are stand-ins: the same name, description and
+        args schema.
+        """
         if not is_tool(tool):
             return None
         from langchain_core.tools import BaseTool
@@ -84,21 +101,29 @@ class LangChainAdapter:
         clone = tool.model_copy()
         # an instance attribute shadows the method; pydantic's __setattr__ is bypassed
         object.__setattr__(clone, "_run", standin(tool._run, name, args_of))
-        if type(tool)._arun is not BaseTool._arun:  # else BaseTool._arun runs _run (the stand-in) in a thread
+        if (
+            type(tool)._arun is not BaseTool._arun
+        ):  # else BaseTool._arun runs _run (the stand-in) in a thread
             object.__setattr__(clone, "_arun", standin(tool._arun, name, args_of))
         return clone
 
     def mock_tools(self, obj: Any, wrap: Callable[[Any], Any]) -> Any:
-        """A copy of a LangGraph graph (``create_react_agent``, a ``StateGraph`` with a ``ToolNode``) whose tool
-        nodes hold ``wrap(tool)`` for each of their tools; ``None`` for a runnable with no tool node."""
+        """A copy of a LangGraph graph (``create_react_agent``, a ``StateGraph`` with a
+        ``ToolNode``) whose tool nodes hold ``wrap(tool)`` for each of their tools; ``None`` for a
+        runnable with no tool node.
+        """
         return _with_wrapped_tools(obj, wrap, depth=3)
 
 
 def _tool_args(tool: Any) -> ArgsOf:
-    """Reads the arguments a LangChain tool's ``_run`` got: the model's arguments, without injected ones."""
+    """Reads the arguments a LangChain tool's ``_run`` got: the model's arguments, without injected
+    ones.
+    """
     try:
         schema = tool.tool_call_schema
-        allowed = set(schema.get("properties", {}) if isinstance(schema, dict) else schema.model_fields)
+        allowed = set(
+            schema.get("properties", {}) if isinstance(schema, dict) else schema.model_fields
+        )
         names = list(tool.args)
     except Exception:  # an exotic schema: record what the tool got
         allowed, names = set(), []
@@ -106,14 +131,20 @@ def _tool_args(tool: Any) -> ArgsOf:
 
     def args_of(a: tuple[Any, ...], kw: dict[str, Any]) -> dict[str, Any]:
         out = dict(zip(names, a, strict=False))  # a single-input Tool gets its input positionally
-        out.update((k, v) for k, v in kw.items() if k not in _FRAMEWORK_ARGS and (not allowed or k in allowed))
+        out.update(
+            (k, v)
+            for k, v in kw.items()
+            if k not in _FRAMEWORK_ARGS and (not allowed or k in allowed)
+        )
         return out
 
     return args_of
 
 
 def _with_wrapped_tools(graph: Any, wrap: Callable[[Any], Any], depth: int) -> Any:
-    """``graph`` copied with every tool node (also in subgraphs, ``depth`` deep) holding stand-ins, or ``None``."""
+    """``graph`` copied with every tool node (also in subgraphs, ``depth`` deep) holding stand-ins,
+    or ``None``.
+    """
     nodes = getattr(graph, "nodes", None)
     if depth <= 0 or not isinstance(nodes, dict) or not callable(getattr(graph, "copy", None)):
         return None
@@ -129,13 +160,18 @@ def _with_wrapped_tools(graph: Any, wrap: Callable[[Any], Any], depth: int) -> A
 
 
 def _tool_node(node: Any, wrap: Callable[[Any], Any]) -> Any:
-    """A copy of a LangGraph ``ToolNode`` whose tools are stand-ins, or ``None`` when ``node`` is not one."""
+    """A copy of a LangGraph ``ToolNode`` whose tools are stand-ins, or ``None`` when ``node`` is
+    not one.
+    """
     tools = getattr(node, "_tools_by_name", None)
     if not isinstance(tools, dict) or not type(node).__module__.startswith("langgraph."):
         return None
     clone = copy.copy(node)
     clone._tools_by_name = {name: wrap(tool) for name, tool in tools.items()}
-    for attr in ("func", "afunc"):  # bound to the original node, they would read its tools: bind them to the copy
+    for attr in (
+        "func",
+        "afunc",
+    ):  # bound to the original node, they would read its tools: bind them to the copy
         method = getattr(node, attr, None)
         if method is not None and getattr(method, "__self__", None) is node:
             setattr(clone, attr, getattr(clone, method.__func__.__name__))

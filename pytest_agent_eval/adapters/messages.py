@@ -1,5 +1,6 @@
-"""Reading tool calls and chat message lists (OpenAI-style dicts or LangChain-style message objects) into the
-run record: what several adapters share. No framework is imported here."""
+"""Reading tool calls and chat message lists (OpenAI-style dicts or LangChain-style message objects)
+into the run record: what several adapters share. No framework is imported here.
+"""
 
 from __future__ import annotations
 
@@ -31,8 +32,9 @@ def decode_args(raw: Any) -> dict[str, Any]:
 
 
 def tool_call(raw: Any) -> ToolCall:
-    """A tool call from a name, a dict (``name`` + ``args``/``arguments``, or OpenAI's ``function``) or an object
-    with ``name`` and ``args``/``arguments``."""
+    """A tool call from a name, a dict (``name`` + ``args``/``arguments``, or OpenAI's ``function``)
+    or an object with ``name`` and ``args``/``arguments``.
+    """
     if isinstance(raw, ToolCall):
         return raw
     if isinstance(raw, str):
@@ -42,11 +44,15 @@ def tool_call(raw: Any) -> ToolCall:
         if isinstance(fn, dict):  # OpenAI shape: {"function": {"name", "arguments"}}
             return ToolCall(str(fn.get("name")), decode_args(fn.get("arguments")))
         args = raw.get("args", raw.get("arguments", {}))
-        return ToolCall(str(raw.get("name")), decode_args(args), raw.get("result"), raw.get("error"))
+        return ToolCall(
+            str(raw.get("name")), decode_args(args), raw.get("result"), raw.get("error")
+        )
     name = getattr(raw, "name", None)
     if name is not None:
         return ToolCall(str(name), decode_args(getattr(raw, "args", getattr(raw, "arguments", {}))))
-    raise TypeError(f"cannot read a tool call from {raw!r}: give a name, or a dict with `name` and `args`")
+    raise TypeError(
+        f"cannot read a tool call from {raw!r}: give a name, or a dict with `name` and `args`"
+    )
 
 
 def field_of(msg: Any, name: str) -> Any:
@@ -55,10 +61,12 @@ def field_of(msg: Any, name: str) -> Any:
 
 
 def from_messages(messages: list[Any], earlier: int = 0) -> RunRecord:
-    """A chat message list (a LangGraph ``messages`` state, OpenAI messages): the last assistant text, the tool
-    calls in order with the results of the tool messages that answer them, the usage LangChain's AI messages carry
-    (``usage_metadata``), and the transcript. The first ``earlier`` messages were given to the call (a
-    conversation so far): only the transcript has them (all of them, when the list is not longer)."""
+    """A chat message list (a LangGraph ``messages`` state, OpenAI messages): the last assistant
+    text, the tool calls in order with the results of the tool messages that answer them, the usage
+    LangChain's AI messages carry (``usage_metadata``), and the transcript. The first ``earlier``
+    messages were given to the call (a conversation so far): only the transcript has them (all of
+    them, when the list is not longer).
+    """
     record = RunRecord()
     by_id: dict[str, ToolCall] = {}
     usages: list[Any] = []
@@ -81,10 +89,15 @@ def from_messages(messages: list[Any], earlier: int = 0) -> RunRecord:
                 answered.result = text_of(field_of(msg, "content"))
                 if field_of(msg, "status") == "error":
                     answered.error = answered.result
-    if usages and all(isinstance(u, dict) for u in usages):  # every answer's, or the sum would be short
+    if usages and all(
+        isinstance(u, dict) for u in usages
+    ):  # every answer's, or the sum would be short
         record.usage = {key: sum(int(u.get(key) or 0) for u in usages) for key in _USAGE_KEYS}
     record.history = [
-        {"role": str(field_of(m, "role") or field_of(m, "type")), "content": text_of(field_of(m, "content"))}
+        {
+            "role": str(field_of(m, "role") or field_of(m, "type")),
+            "content": text_of(field_of(m, "content")),
+        }
         for m in messages
     ]
     return record

@@ -1,9 +1,9 @@
-"""The OpenAI Agents SDK (``openai-agents``, imported as ``agents``): an ``Agent`` is run with ``Runner.run`` (in a
-conversation, on the earlier items, ``result.to_input_list()``, and the new message); the run's new items give the
-tool calls (arguments and outputs) and handoffs; ``FunctionTool`` objects are replaced by
-copies with the same name, description and JSON schema whose ``on_invoke_tool`` answers from the case's tool
-mocks. The SDK is imported only for an object that is already one of its own; its tracing is turned off (it
-would send spans to OpenAI's servers).
+"""The OpenAI Agents SDK (``openai-agents``, imported as ``agents``): an ``Agent`` is run with
+``Runner.run`` (in a conversation, on the earlier items, ``result.to_input_list()``, and the new
+message); the run's new items give the tool calls (arguments and outputs) and handoffs;
+``FunctionTool`` objects are replaced by copies with the same name, description and JSON schema
+whose ``on_invoke_tool`` answers from the case's tool mocks. The SDK is imported only for an object
+that is already one of its own; its tracing is turned off (it would send spans to OpenAI's servers).
 """
 
 from __future__ import annotations
@@ -24,7 +24,9 @@ EXTRA = "pip install 'pytest-agent-evalset[openai-agents]'"
 
 
 def _is_sdk(obj: Any, class_name: str) -> bool:
-    return any(c.__name__ == class_name and c.__module__.startswith("agents.") for c in type(obj).__mro__)
+    return any(
+        c.__name__ == class_name and c.__module__.startswith("agents.") for c in type(obj).__mro__
+    )
 
 
 def is_agent(obj: Any) -> bool:
@@ -50,7 +52,9 @@ def _arguments(raw: Any) -> dict[str, Any]:
 
 
 def read_result(result: Any) -> RunRecord:
-    """A ``RunResult``: ``final_output``, the tool and handoff calls in order with their outputs, the usage."""
+    """A ``RunResult``: ``final_output``, the tool and handoff calls in order with their outputs,
+    the usage.
+    """
     calls: list[ToolCall] = []
     by_id: dict[str, ToolCall] = {}
     handoffs: list[str] = []
@@ -75,7 +79,9 @@ def read_result(result: Any) -> RunRecord:
                 handoff.result = f"handed off to {target}"
     output = getattr(result, "final_output", None)
     record = RunRecord(
-        output=output if isinstance(output, str) else ("" if output is None else json.dumps(output, default=str)),
+        output=output
+        if isinstance(output, str)
+        else ("" if output is None else json.dumps(output, default=str)),
         tool_calls=calls,
     )
     if handoffs:
@@ -83,7 +89,9 @@ def read_result(result: Any) -> RunRecord:
         last = getattr(result, "last_agent", None)
         record.metadata["last_agent"] = getattr(last, "name", None)
     to_input_list = getattr(result, "to_input_list", None)
-    if callable(to_input_list):  # what the next message of a conversation continues (the SDK's own way)
+    if callable(
+        to_input_list
+    ):  # what the next message of a conversation continues (the SDK's own way)
         record.conversation = to_input_list()
     usage = getattr(getattr(result, "context_wrapper", None), "usage", None)
     if usage is not None:
@@ -100,8 +108,10 @@ def read_result(result: Any) -> RunRecord:
 
 
 class OpenAIAgentsAdapter:
-    """``agents.Agent`` objects, run with ``agents.Runner.run(agent, query, context=<the case's context>)``; each
-    later message of a conversation starts from the same agent, with the earlier items as its input list."""
+    """``agents.Agent`` objects, run with ``agents.Runner.run(agent, query, context=<the case's
+    context>)``; each later message of a conversation starts from the same agent, with the earlier
+    items as its input list.
+    """
 
     name = "openai_agents"
 
@@ -113,7 +123,9 @@ class OpenAIAgentsAdapter:
             try:
                 from agents import Runner, set_tracing_disabled
             except ImportError as exc:  # an object of the SDK, but the SDK cannot be imported whole
-                raise ImportError(f"the OpenAI Agents SDK cannot be imported ({exc}): {EXTRA}") from None
+                raise ImportError(
+                    f"the OpenAI Agents SDK cannot be imported ({exc}): {EXTRA}"
+                ) from None
             set_tracing_disabled(True)
             earlier = CONVERSATION.get()  # in a conversation: the earlier items, then this message
             given = [*earlier, {"role": "user", "content": query}] if earlier else query
@@ -127,7 +139,9 @@ class OpenAIAgentsAdapter:
         return read_plain(result)
 
     def wrap_tool(self, tool: Any, standin: StandIn) -> Any:
-        """A copy of a ``FunctionTool`` whose ``on_invoke_tool(ctx, json_args)`` goes through the stand-in."""
+        """A copy of a ``FunctionTool`` whose ``on_invoke_tool(ctx, json_args)`` goes through the
+        stand-in.
+        """
         if not is_function_tool(tool):
             return None
         original = tool.on_invoke_tool
@@ -147,10 +161,14 @@ class OpenAIAgentsAdapter:
             try:
                 value = mocked(ctx, json_args)
                 value = await value if inspect.isawaitable(value) else value
-            except Exception as exc:  # a {raise: …} mock: what the SDK does when the real tool raises
+            except (
+                Exception
+            ) as exc:  # a {raise: …} mock: what the SDK does when the real tool raises
                 real_calls.discard(id(ctx))
                 return await _tool_failure(copy, ctx, exc)
-            if id(ctx) in real_calls:  # the real tool's answer goes to the model as the SDK sends it
+            if (
+                id(ctx) in real_calls
+            ):  # the real tool's answer goes to the model as the SDK sends it
                 real_calls.discard(id(ctx))
                 return value
             return mock_text(value)
@@ -159,14 +177,20 @@ class OpenAIAgentsAdapter:
         return copy
 
     def mock_tools(self, obj: Any, wrap: Callable[[Any], Any]) -> Any:
-        """A clone of the agent (and of the agents it hands off to) whose function tools are ``wrap(tool)``."""
+        """A clone of the agent (and of the agents it hands off to) whose function tools are
+        ``wrap(tool)``.
+        """
         return _cloned(obj, wrap, {})
 
 
 def mock_text(value: Any) -> Any:
-    """What the model gets for a mocked answer: a mapping or a list as JSON, the text a tool returning JSON
-    sends (the SDK would send Python's repr of it); text and the SDK's own output objects as they are."""
-    if isinstance(value, dict) and "type" in value:  # maybe one of the SDK's structured outputs: its own
+    """What the model gets for a mocked answer: a mapping or a list as JSON, the text a tool
+    returning JSON sends (the SDK would send Python's repr of it); text and the SDK's own output
+    objects as they are.
+    """
+    if (
+        isinstance(value, dict) and "type" in value
+    ):  # maybe one of the SDK's structured outputs: its own
         return value
     if isinstance(value, (dict, list)):
         return json.dumps(value, ensure_ascii=False, default=str)
@@ -174,17 +198,23 @@ def mock_text(value: Any) -> Any:
 
 
 async def _tool_failure(tool: Any, ctx: Any, exc: Exception) -> Any:
-    """What the model gets when ``tool`` raised ``exc``: the tool's ``failure_error_function`` answer (the SDK's
-    default one's message unless the tool set its own); ``exc`` raised on when the tool has none (``None``)."""
+    """What the model gets when ``tool`` raised ``exc``: the tool's ``failure_error_function``
+    answer (the SDK's default one's message unless the tool set its own); ``exc`` raised on when the
+    tool has none (``None``).
+    """
     if unmocked_stop(exc) is not None:  # no tool error: the case stops on it
         raise exc
     try:
         from agents.tool import maybe_invoke_function_tool_failure_error_function
-    except ImportError:  # an older SDK keeps no failure function on the tool: the default one it used then
+    except (
+        ImportError
+    ):  # an older SDK keeps no failure function on the tool: the default one it used then
         from agents.tool import default_tool_error_function
 
         return default_tool_error_function(ctx, exc)
-    answer = await maybe_invoke_function_tool_failure_error_function(function_tool=tool, context=ctx, error=exc)
+    answer = await maybe_invoke_function_tool_failure_error_function(
+        function_tool=tool, context=ctx, error=exc
+    )
     if answer is None:
         raise exc
     return answer

@@ -1,5 +1,7 @@
-"""Plain callables ``(query, context)`` or ``(query)``, sync or async, and objects with ``ainvoke``/``invoke``/
-``run``; their results in any shape SPEC §5 accepts. Tried last: it takes whatever no framework adapter took."""
+"""Plain callables ``(query, context)`` or ``(query)``, sync or async, and objects with
+``ainvoke``/``invoke``/ ``run``; their results in any shape SPEC §5 accepts. Tried last: it takes
+whatever no framework adapter took.
+"""
 
 from __future__ import annotations
 
@@ -16,8 +18,11 @@ _METHODS = ("ainvoke", "invoke", "run")
 
 
 def normalise(result: Any, earlier: int = 0) -> RunRecord:
-    """Read any accepted result shape (SPEC §5) into a :class:`RunRecord`. ``earlier``: of a chat message list,
-    the first messages that were given to the call (read only into the transcript: see ``from_messages``)."""
+    """Read any accepted result shape (SPEC §5) into a :class:`RunRecord`.
+
+    ``earlier``: of a chat message list, the first messages that were given to the call (read only
+    into the transcript: see ``from_messages``).
+    """
     if isinstance(result, RunRecord):
         return result
     if isinstance(result, str):
@@ -59,18 +64,24 @@ def _from_dict(result: dict[str, Any], earlier: int = 0) -> RunRecord:
     record.reasoning = result.get("reasoning", record.reasoning)
     record.metadata = dict(result.get("metadata") or {})
     usage = result.get("usage") or result.get("token_usage")
-    if isinstance(usage, dict):  # else what the messages carried (LangChain's usage_metadata), if anything
+    if isinstance(
+        usage, dict
+    ):  # else what the messages carried (LangChain's usage_metadata), if anything
         record.usage = dict(usage)
     return record
 
 
 class PlainAdapter:
-    """Callables and objects with ``ainvoke``/``invoke``/``run`` (the first of those it has is called)."""
+    """Callables and objects with ``ainvoke``/``invoke``/``run`` (the first of those it has is
+    called).
+    """
 
     name = "plain"
 
     def recognises(self, obj: Any) -> bool:
-        return callable(obj) or (not inspect.isclass(obj) and any(callable(getattr(obj, m, None)) for m in _METHODS))
+        return callable(obj) or (
+            not inspect.isclass(obj) and any(callable(getattr(obj, m, None)) for m in _METHODS)
+        )
 
     def agent(self, obj: Any, name: str) -> Agent:
         if not inspect.isclass(obj):

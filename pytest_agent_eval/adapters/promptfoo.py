@@ -1,12 +1,14 @@
-"""promptfoo providers as agents (SPEC §19): ``{promptfoo_provider: {...}}``, made by the promptfoo dialect.
+"""promptfoo providers as agents (SPEC §19): ``{promptfoo_provider: {...}}``, made by the promptfoo
+dialect.
 
-* a Python provider (``file://x.py`` / ``python:x.py[:fn]``): ``call_api(prompt, options, context)`` (sync or
-  async) returning ``{"output": ..., "error", "tokenUsage", "cost", "metadata"}``, called as promptfoo calls it
-  (``options = {"id", "config"}``, ``context = {"vars", "prompt"}``);
-* ``openai:[chat:]<model>`` / ``anthropic:[messages:]<model>``: the rendered prompt (a chat JSON list of
-  ``{role, content}``, else one user message) sent through the official client, so the traffic hook, cassettes and
-  budgets see it; the base URL from the provider's ``config.apiBaseUrl``, else ``OPENAI_BASE_URL`` /
-  ``ANTHROPIC_BASE_URL``; the key from ``config.apiKey``, ``config.apiKeyEnvar``, else the usual variable.
+* a Python provider (``file://x.py`` / ``python:x.py[:fn]``): ``call_api(prompt, options, context)``
+  (sync or async) returning ``{"output": ..., "error", "tokenUsage", "cost", "metadata"}``, called
+  as promptfoo calls it (``options = {"id", "config"}``, ``context = {"vars", "prompt"}``);
+* ``openai:[chat:]<model>`` / ``anthropic:[messages:]<model>``: the rendered prompt (a chat JSON
+  list of ``{role, content}``, else one user message) sent through the official client, so the
+  traffic hook, cassettes and budgets see it; the base URL from the provider's
+  ``config.apiBaseUrl``, else ``OPENAI_BASE_URL`` / ``ANTHROPIC_BASE_URL``; the key from
+  ``config.apiKey``, ``config.apiKeyEnvar``, else the usual variable.
 """
 
 from __future__ import annotations
@@ -40,13 +42,17 @@ def _module(path: str) -> Any:
         except FileNotFoundError:
             raise TypeError(f"cannot load the Python provider {path}") from None
         except Exception as exc:  # the provider's own error, as one line naming the file
-            raise TypeError(f"the Python provider {path} could not be loaded: {describe(exc)}") from None
+            raise TypeError(
+                f"the Python provider {path} could not be loaded: {describe(exc)}"
+            ) from None
 
 
 def _python(provider: dict[str, Any]) -> Callable[[str, dict[str, Any]], Any]:
     func = getattr(_module(provider["path"]), provider["function"], None)
     if not callable(func):
-        raise TypeError(f"{provider['path']} has no function {provider['function']}(prompt, options, context)")
+        raise TypeError(
+            f"{provider['path']} has no function {provider['function']}(prompt, options, context)"
+        )
     options = {"id": provider["id"], "config": provider.get("config") or {}}
 
     if _is_async(func):
@@ -73,7 +79,9 @@ def _context(context: dict[str, Any]) -> dict[str, Any]:
 
 
 def messages_of(prompt: str) -> list[dict[str, Any]]:
-    """A chat prompt (JSON list of ``{role, content}``) as messages; any other text as one user message."""
+    """A chat prompt (JSON list of ``{role, content}``) as messages; any other text as one user
+    message.
+    """
     text = prompt.strip()
     if text.startswith("["):
         try:
@@ -91,9 +99,13 @@ def _key(config: dict[str, Any], default_env: str) -> str:
     return os.environ.get(str(config.get("apiKeyEnvar") or default_env), "") or "unused"
 
 
-def _client(provider: dict[str, Any], package: str, env: str) -> tuple[Callable[[], Any], dict[str, Any]]:
-    """The official client of ``package`` (``openai``/``anthropic``), made at the first call (so a missing package
-    fails the case, not the collection), and the provider's options for its requests."""
+def _client(
+    provider: dict[str, Any], package: str, env: str
+) -> tuple[Callable[[], Any], dict[str, Any]]:
+    """The official client of ``package`` (``openai``/``anthropic``), made at the first call (so a
+    missing package fails the case, not the collection), and the provider's options for its
+    requests.
+    """
     config = dict(provider.get("config") or {})
     state: dict[str, Any] = {}
 
@@ -102,13 +114,17 @@ def _client(provider: dict[str, Any], package: str, env: str) -> tuple[Callable[
             try:
                 module = importlib.import_module(package)
             except ImportError:
-                raise TypeError(f"the {package}: provider needs the official client: pip install {package}") from None
+                raise TypeError(
+                    f"the {package}: provider needs the official client: pip install {package}"
+                ) from None
             base_url = config.get("apiBaseUrl") or os.environ.get(f"{env}_BASE_URL") or None
             make = module.OpenAI if package == "openai" else module.Anthropic
             state["client"] = make(api_key=_key(config, f"{env}_API_KEY"), base_url=base_url)
         return state["client"]
 
-    return client, {k: v for k, v in config.items() if k not in ("apiBaseUrl", "apiKey", "apiKeyEnvar")}
+    return client, {
+        k: v for k, v in config.items() if k not in ("apiBaseUrl", "apiKey", "apiKeyEnvar")
+    }
 
 
 def _openai(provider: dict[str, Any]) -> Callable[[str, dict[str, Any]], Any]:
@@ -116,7 +132,9 @@ def _openai(provider: dict[str, Any]) -> Callable[[str, dict[str, Any]], Any]:
 
     def call(prompt: str, context: dict[str, Any]) -> Any:
         messages: Any = messages_of(prompt)
-        return client().chat.completions.create(model=provider["model"], messages=messages, **options)
+        return client().chat.completions.create(
+            model=provider["model"], messages=messages, **options
+        )
 
     return call
 
@@ -168,7 +186,9 @@ class PromptfooAdapter:
 
 
 def _response(result: dict[str, Any]) -> RunRecord:
-    """A Python provider's ``ProviderResponse``: output (text, or an object shown as JSON), usage, cost."""
+    """A Python provider's ``ProviderResponse``: output (text, or an object shown as JSON), usage,
+    cost.
+    """
     if result.get("error") and result.get("output") in (None, ""):
         raise ProviderError(f"the provider answered with an error: {result['error']}")
     output = result.get("output")
@@ -185,11 +205,15 @@ def _response(result: dict[str, Any]) -> RunRecord:
     if isinstance(result.get("cost"), (int, float)):
         usage["cost"] = float(result["cost"])
     metadata = result.get("metadata") if isinstance(result.get("metadata"), dict) else {}
-    return RunRecord(output=text, tool_calls=tool_calls_of(output), metadata=dict(metadata or {}), usage=usage)
+    return RunRecord(
+        output=text, tool_calls=tool_calls_of(output), metadata=dict(metadata or {}), usage=usage
+    )
 
 
 def tool_calls_of(output: Any) -> list[ToolCall]:
-    """Tool calls an output object holds (OpenAI ``tool_calls`` / ``function``, Anthropic ``tool_use``, ``{name}``)."""
+    """Tool calls an output object holds (OpenAI ``tool_calls`` / ``function``, Anthropic
+    ``tool_use``, ``{name}``).
+    """
     if isinstance(output, dict):
         if isinstance(output.get("tool_calls"), list):
             return tool_calls_of(output["tool_calls"])
@@ -200,9 +224,13 @@ def tool_calls_of(output: Any) -> list[ToolCall]:
     for item in output:
         if not isinstance(item, dict):
             continue
-        function: dict[str, Any] = item["function"] if isinstance(item.get("function"), dict) else item
+        function: dict[str, Any] = (
+            item["function"] if isinstance(item.get("function"), dict) else item
+        )
         name = function.get("name")
-        if not isinstance(name, str) or (item.get("type") not in (None, "function", "tool_use", "function_call")):
+        if not isinstance(name, str) or (
+            item.get("type") not in (None, "function", "tool_use", "function_call")
+        ):
             continue
         args: Any = function.get("arguments", function.get("input", function.get("args", {})))
         if isinstance(args, str):
@@ -217,13 +245,19 @@ def tool_calls_of(output: Any) -> list[ToolCall]:
 def _chat_completion(result: Any) -> RunRecord:
     message = result.choices[0].message
     calls = [
-        {"type": "function", "function": {"name": c.function.name, "arguments": c.function.arguments}}
+        {
+            "type": "function",
+            "function": {"name": c.function.name, "arguments": c.function.arguments},
+        }
         for c in message.tool_calls or []
     ]
     text = message.content if message.content is not None else json.dumps(calls)
     usage = {}
     if getattr(result, "usage", None) is not None:
-        usage = {"input_tokens": result.usage.prompt_tokens, "output_tokens": result.usage.completion_tokens}
+        usage = {
+            "input_tokens": result.usage.prompt_tokens,
+            "output_tokens": result.usage.completion_tokens,
+        }
     return RunRecord(output=text or "", tool_calls=tool_calls_of(calls), usage=usage)
 
 
@@ -232,7 +266,11 @@ def _anthropic_message(result: Any) -> RunRecord:
     text = "".join(b.get("text", "") for b in blocks if b.get("type") == "text")
     uses = [b for b in blocks if b.get("type") == "tool_use"]
     usage = {"input_tokens": result.usage.input_tokens, "output_tokens": result.usage.output_tokens}
-    return RunRecord(output=text or (json.dumps(uses) if uses else ""), tool_calls=tool_calls_of(uses), usage=usage)
+    return RunRecord(
+        output=text or (json.dumps(uses) if uses else ""),
+        tool_calls=tool_calls_of(uses),
+        usage=usage,
+    )
 
 
 ADAPTER = PromptfooAdapter()

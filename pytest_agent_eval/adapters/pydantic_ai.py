@@ -1,8 +1,9 @@
-"""pydantic-ai: an ``Agent`` is run with ``agent.run(query)`` (in a conversation, with ``message_history``: the
-previous run's ``all_messages()``); the tool calls and their returns come from the run's new messages
-(``ToolCallPart``, ``ToolReturnPart``), the usage from ``result.usage``; its function tools are replaced by copies
-whose function is a stand-in with the same signature, so the model sees the same name, description and JSON
-schema. pydantic-ai is imported only for an object that is already one of its own.
+"""pydantic-ai: an ``Agent`` is run with ``agent.run(query)`` (in a conversation, with
+``message_history``: the previous run's ``all_messages()``); the tool calls and their returns come
+from the run's new messages (``ToolCallPart``, ``ToolReturnPart``), the usage from ``result.usage``;
+its function tools are replaced by copies whose function is a stand-in with the same signature, so
+the model sees the same name, description and JSON schema. pydantic-ai is imported only for an
+object that is already one of its own.
 """
 
 from __future__ import annotations
@@ -23,7 +24,10 @@ EXTRA = "pip install 'pytest-agent-evalset[pydantic-ai]'"
 
 
 def _is(obj: Any, class_name: str) -> bool:
-    return any(c.__name__ == class_name and c.__module__.startswith("pydantic_ai.") for c in type(obj).__mro__)
+    return any(
+        c.__name__ == class_name and c.__module__.startswith("pydantic_ai.")
+        for c in type(obj).__mro__
+    )
 
 
 def is_agent(obj: Any) -> bool:
@@ -32,15 +36,20 @@ def is_agent(obj: Any) -> bool:
 
 
 def read_result(result: Any) -> RunRecord:
-    """An ``AgentRunResult``: its output, the tool calls of this run in order with their returns, its usage, and
-    the whole message history (the conversation the next message continues)."""
+    """An ``AgentRunResult``: its output, the tool calls of this run in order with their returns,
+    its usage, and the whole message history (the conversation the next message continues).
+    """
     calls: list[ToolCall] = []
     by_id: dict[str, ToolCall] = {}
-    for message in result.new_messages():  # not the earlier messages it was given: their calls are counted
+    for (
+        message
+    ) in result.new_messages():  # not the earlier messages it was given: their calls are counted
         for part in getattr(message, "parts", ()):
             kind = getattr(part, "part_kind", "")
             if kind == "tool-call":
-                args = part.args_as_dict() if hasattr(part, "args_as_dict") else dict(part.args or {})
+                args = (
+                    part.args_as_dict() if hasattr(part, "args_as_dict") else dict(part.args or {})
+                )
                 call = ToolCall(part.tool_name, args)
                 calls.append(call)
                 by_id[str(part.tool_call_id)] = call
@@ -53,11 +62,15 @@ def read_result(result: Any) -> RunRecord:
                 if found is not None:
                     found.error = str(part.content)
     output = getattr(result, "output", None)
-    record = RunRecord(output=output if isinstance(output, str) else ("" if output is None else str(output)))
+    record = RunRecord(
+        output=output if isinstance(output, str) else ("" if output is None else str(output))
+    )
     record.tool_calls = calls
     record.conversation = result.all_messages()
     usage = getattr(result, "usage", None)
-    if callable(usage) and not hasattr(usage, "input_tokens"):  # a method before pydantic-ai 2.x, a property since
+    if callable(usage) and not hasattr(
+        usage, "input_tokens"
+    ):  # a method before pydantic-ai 2.x, a property since
         usage = usage()
     if usage is not None:
         record.usage = {
@@ -72,7 +85,9 @@ def read_result(result: Any) -> RunRecord:
 
 
 class PydanticAIAdapter:
-    """``pydantic_ai.Agent`` objects, run with ``await agent.run(query, message_history=<the earlier messages>)``."""
+    """``pydantic_ai.Agent`` objects, run with ``await agent.run(query, message_history=<the earlier
+    messages>)``.
+    """
 
     name = "pydantic_ai"
 
@@ -81,7 +96,9 @@ class PydanticAIAdapter:
 
     def agent(self, obj: Any, name: str) -> Agent:
         async def run_agent(query: str, context: dict[str, Any]) -> Any:
-            return await obj.run(query, message_history=CONVERSATION.get())  # the earlier messages, if any
+            return await obj.run(
+                query, message_history=CONVERSATION.get()
+            )  # the earlier messages, if any
 
         return Agent(run_agent, True, getattr(obj, "name", None) or name, self, obj)
 
@@ -111,8 +128,9 @@ class PydanticAIAdapter:
         return clone
 
     def mock_tools(self, obj: Any, wrap: Callable[[Any], Any]) -> Any:
-        """A copy of the agent whose function toolset holds ``wrap(tool)`` for each tool; ``None`` when this
-        pydantic-ai keeps its tools elsewhere (then wrap them with ``tool_mocks.wrap``)."""
+        """A copy of the agent whose function toolset holds ``wrap(tool)`` for each tool; ``None``
+        when this pydantic-ai keeps its tools elsewhere (then wrap them with ``tool_mocks.wrap``).
+        """
         return compat.pydantic_ai_with_tools(obj, wrap)
 
 

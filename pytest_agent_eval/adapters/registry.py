@@ -1,5 +1,6 @@
-"""The adapters of a session, tried in order: those plugins register first, then the built-in ones, ``plain``
-(any callable) last."""
+"""The adapters of a session, tried in order: those plugins register first, then the built-in ones,
+``plain`` (any callable) last.
+"""
 
 from __future__ import annotations
 
@@ -16,8 +17,11 @@ from pytest_agent_eval.adapters.pydantic_ai import ADAPTER as PYDANTIC_AI
 
 
 class AdapterRegistry:
-    """Adapters in the order they are tried. Plugins add theirs through ``pytest_agent_eval_register_adapters``;
-    an adapter registered later is tried after earlier registered ones, all before the built-in ones."""
+    """Adapters in the order they are tried.
+
+    Plugins add theirs through ``pytest_agent_eval_register_adapters``; an adapter registered later
+    is tried after earlier registered ones, all before the built-in ones.
+    """
 
     def __init__(self, builtin: list[Adapter]) -> None:
         self._added: list[Adapter] = []
@@ -27,7 +31,9 @@ class AdapterRegistry:
         """Try ``adapter`` before the built-in adapters (and after those registered before it)."""
         if not isinstance(adapter, Adapter):
             missing = [m for m in ("name", *_METHODS) if not hasattr(adapter, m)]
-            raise TypeError(f"{adapter!r} is not an adapter: it lacks {', '.join(missing)} (see docs/extending.md)")
+            raise TypeError(
+                f"{adapter!r} is not an adapter: it lacks {', '.join(missing)} (see docs/extending.md)"
+            )
         self._added.append(adapter)
 
     def __iter__(self) -> Iterator[Adapter]:
@@ -41,7 +47,9 @@ class AdapterRegistry:
         return next((adapter for adapter in self if adapter.recognises(obj)), None)
 
     def as_agent(self, obj: Any, name: str | None = None) -> Agent:
-        """The :class:`Agent` of the first adapter that recognises ``obj``; ``TypeError`` when none does."""
+        """The :class:`Agent` of the first adapter that recognises ``obj``; ``TypeError`` when none
+        does.
+        """
         if isinstance(obj, Agent):
             return obj
         name = name or getattr(obj, "__qualname__", None) or type(obj).__name__
@@ -78,5 +86,7 @@ def builtin_adapters() -> AdapterRegistry:
 
 
 def is_builtin(adapter: Adapter) -> bool:
-    """Whether ``adapter`` is one of this package's (whose ``normalise`` is pure: it needs no event loop)."""
+    """Whether ``adapter`` is one of this package's (whose ``normalise`` is pure: it needs no event
+    loop).
+    """
     return any(adapter is own for own in BUILTIN)

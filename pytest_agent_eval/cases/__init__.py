@@ -1,1 +1,3 @@
-"""Reading eval files into cases: the loaders, the schema and the dialects (the case model is in ``core``)."""
+"""Reading eval files into cases: the loaders, the schema and the dialects (the case model is in
+``core``).
+"""

@@ -1,4 +1,6 @@
-"""Checks of native fields that the JSON Schema cannot express: weight names and tool-mock response forms."""
+"""Checks of native fields that the JSON Schema cannot express: weight names and tool-mock response
+forms.
+"""
 
 from __future__ import annotations
 
@@ -13,7 +15,9 @@ _TURN_CHECK = re.compile(r"^turn \d+: (.+)$")  # how the runner names a conversa
 
 
 def field_errors(doc: Document, registry: CheckRegistry) -> list[tuple[PathKey, EvalFileError]]:
-    """Problems in the ``weights`` and ``tool_mocks`` of ``defaults`` and of each case, located at their keys."""
+    """Problems in the ``weights`` and ``tool_mocks`` of ``defaults`` and of each case, located at
+    their keys.
+    """
     data = doc.data
     if not isinstance(data, dict):
         return []
@@ -21,10 +25,14 @@ def field_errors(doc: Document, registry: CheckRegistry) -> list[tuple[PathKey, 
     if isinstance(data.get("defaults"), dict):
         places.append((("defaults",), data["defaults"]))
     if isinstance(data.get("cases"), list):
-        places.extend((("cases", i), case) for i, case in enumerate(data["cases"]) if isinstance(case, dict))
+        places.extend(
+            (("cases", i), case) for i, case in enumerate(data["cases"]) if isinstance(case, dict)
+        )
     out: list[tuple[PathKey, EvalFileError]] = []
     for key, fields in places:
-        conversation = _conversation_problems(fields, data.get("defaults"), in_case=key[0] == "cases")
+        conversation = _conversation_problems(
+            fields, data.get("defaults"), in_case=key[0] == "cases"
+        )
         problems = [*_weight_problems(fields, registry), *_mock_problems(fields), *conversation]
         for sub, message in problems:
             where: PathKey = (*key, *sub)
@@ -43,8 +51,16 @@ def _weight_problems(fields: dict[str, Any], registry: CheckRegistry) -> list[tu
         turn = _TURN_CHECK.match(str(name))
         if (turn.group(1) if turn else name) in registry:
             continue
-        hint = did_you_mean(str(name), near) or f"; known checks: {', '.join(sorted(registry.names()))}"
-        out.append((("weights", name), f"weights: unknown check {name!r}{hint}; a weight names a check of `expect`"))
+        hint = (
+            did_you_mean(str(name), near)
+            or f"; known checks: {', '.join(sorted(registry.names()))}"
+        )
+        out.append(
+            (
+                ("weights", name),
+                f"weights: unknown check {name!r}{hint}; a weight names a check of `expect`",
+            )
+        )
     return out
 
 
@@ -52,7 +68,10 @@ def _mock_problems(fields: dict[str, Any]) -> list[tuple[PathKey, str]]:
     mocks = fields.get("tool_mocks")
     if not isinstance(mocks, dict) or not mocks:
         return []
-    from pytest_agent_eval.mocks import MockConfigError, compile_response  # only files with mocks pay its import
+    from pytest_agent_eval.mocks import (
+        MockConfigError,
+        compile_response,
+    )  # only files with mocks pay its import
 
     out: list[tuple[PathKey, str]] = []
     for name, raw in mocks.items():
@@ -63,9 +82,12 @@ def _mock_problems(fields: dict[str, Any]) -> list[tuple[PathKey, str]]:
     return out
 
 
-def _conversation_problems(fields: dict[str, Any], defaults: Any, in_case: bool) -> list[tuple[PathKey, str]]:
-    """``assertions`` of the right shape; in a case, ``assertions`` and ``score`` only with a ``simulated_user``
-    of its own or from the file's ``defaults``; no ``turns`` beside it."""
+def _conversation_problems(
+    fields: dict[str, Any], defaults: Any, in_case: bool
+) -> list[tuple[PathKey, str]]:
+    """``assertions`` of the right shape; in a case, ``assertions`` and ``score`` only with a
+    ``simulated_user`` of its own or from the file's ``defaults``; no ``turns`` beside it.
+    """
     from pytest_agent_eval.core.conversation import assertion_problem
 
     out: list[tuple[PathKey, str]] = []
@@ -75,10 +97,22 @@ def _conversation_problems(fields: dict[str, Any], defaults: Any, in_case: bool)
             problem = assertion_problem(raw) if isinstance(raw, dict) else None
             if problem:
                 out.append((("assertions", n), f"assertions[{n}]: {problem}"))
-    has_user = "simulated_user" in fields or (isinstance(defaults, dict) and "simulated_user" in defaults)
+    has_user = "simulated_user" in fields or (
+        isinstance(defaults, dict) and "simulated_user" in defaults
+    )
     for name in ("assertions", "score"):
         if in_case and name in fields and not has_user:
-            out.append(((name,), f"`{name}` belongs to a conversation with a `simulated_user`, and this case has none"))
+            out.append(
+                (
+                    (name,),
+                    f"`{name}` belongs to a conversation with a `simulated_user`, and this case has none",
+                )
+            )
     if "simulated_user" in fields and "turns" in fields:
-        out.append((("turns",), "`turns` and `simulated_user` exclude each other: the simulated user writes the turns"))
+        out.append(
+            (
+                ("turns",),
+                "`turns` and `simulated_user` exclude each other: the simulated user writes the turns",
+            )
+        )
     return out

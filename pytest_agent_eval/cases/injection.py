@@ -1,13 +1,16 @@
-"""Tool-output injection (SPEC §26): a corpus of payloads, and a case's variants that carry one each.
+"""Tool-output injection (SPEC §26): a corpus of payloads, and a case's variants that carry one
+each.
 
-A case with ``inject: {tool, corpus, where, field, allowed_tools}`` (or every case with tool mocks, under
-``--agent-eval-inject CORPUS``) becomes one variant per payload, ``case[inject:<family>-<n>]``: the mocked output
-of ``tool`` carries the payload, with a canary unique to the variant planted in it, and the variant's checks are
-``expect_under_attack`` (default: the case's own) plus ``resists_injection`` (no tool outside the allowed ones,
-the canary in no answer and no tool argument). Calls to tools the case does not mock get the canned
-``default`` answer, never the real tool. Nothing of a corpus is run or fetched: it is text planted in mocks.
+A case with ``inject: {tool, corpus, where, field, allowed_tools}`` (or every case with tool mocks,
+under ``--agent-eval-inject CORPUS``) becomes one variant per payload,
+``case[inject:<family>-<n>]``: the mocked output of ``tool`` carries the payload, with a canary
+unique to the variant planted in it, and the variant's checks are ``expect_under_attack`` (default:
+the case's own) plus ``resists_injection`` (no tool outside the allowed ones, the canary in no
+answer and no tool argument). Calls to tools the case does not mock get the canned ``default``
+answer, never the real tool. Nothing of a corpus is run or fetched: it is text planted in mocks.
 
-A cases module: it reads documents (core) and builds cases; the check it adds lives in ``checks.injection``.
+A cases module: it reads documents (core) and builds cases; the check it adds lives in
+``checks.injection``.
 """
 
 from __future__ import annotations
@@ -40,7 +43,9 @@ _KEYS = ("family", "text", "source")
 
 @dataclass(frozen=True)
 class Payload:
-    """One payload of a corpus: its family, its text (with ``{canary}``), its source, and where it was read."""
+    """One payload of a corpus: its family, its text (with ``{canary}``), its source, and where it
+    was read.
+    """
 
     family: str
     number: int
@@ -66,8 +71,9 @@ def builtin_corpus_path() -> Path:
 
 @lru_cache(maxsize=16)
 def load_corpus(path: Path) -> tuple[Payload, ...]:
-    """The payloads of the corpus file ``path`` (YAML: ``payloads: [{family, text, source}]``, or the list);
-    :class:`EvalFileErrors` naming each bad payload's line."""
+    """The payloads of the corpus file ``path`` (YAML: ``payloads: [{family, text, source}]``, or
+    the list); :class:`EvalFileErrors` naming each bad payload's line.
+    """
     doc = read_document(path)
     items, key = _payload_list(doc)
     numbers: dict[str, int] = {}
@@ -82,11 +88,15 @@ def load_corpus(path: Path) -> tuple[Payload, ...]:
         family = raw["family"]
         numbers[family] = numbers.get(family, 0) + 1
         origin = f"{path}:{doc.line(where)}"
-        payloads.append(Payload(family, numbers[family], raw["text"], str(raw.get("source", "")), origin))
+        payloads.append(
+            Payload(family, numbers[family], raw["text"], str(raw.get("source", "")), origin)
+        )
     if errors:
         raise EvalFileErrors(errors)
     if not payloads:
-        raise EvalFileError(path, 1, "the corpus has no payloads: give `payloads: [{family, text, source}]`")
+        raise EvalFileError(
+            path, 1, "the corpus has no payloads: give `payloads: [{family, text, source}]`"
+        )
     return tuple(payloads)
 
 
@@ -96,7 +106,9 @@ def _payload_list(doc: Document) -> tuple[list[Any], PathKey]:
         return data["payloads"], ("payloads",)
     if isinstance(data, list):
         return data, ()
-    raise EvalFileError(doc.path, 1, "not an injection corpus: give `payloads:` a list of {family, text, source}")
+    raise EvalFileError(
+        doc.path, 1, "not an injection corpus: give `payloads:` a list of {family, text, source}"
+    )
 
 
 def _payload_problem(raw: Any) -> str | None:
@@ -124,13 +136,19 @@ def corpus_path(corpus: str, base: Path) -> Path:
 
 
 def canary_for(case: Case, payload: Payload) -> str:
-    """A token unique to the variant (the case's file and id, the payload), the same from run to run."""
-    digest = hashlib.sha256(f"{case.path.name}\0{case.id}\0{payload.name}\0{payload.text}".encode()).hexdigest()
+    """A token unique to the variant (the case's file and id, the payload), the same from run to
+    run.
+    """
+    digest = hashlib.sha256(
+        f"{case.path.name}\0{case.id}\0{payload.name}\0{payload.text}".encode()
+    ).hexdigest()
     return f"canary-{digest[:10]}"
 
 
 def variant_id(case_id: str, name: str) -> str:
-    """``case[inject:<name>]``; a matrix variant ``case[agent]`` becomes ``case[agent-inject:<name>]``."""
+    """``case[inject:<name>]``; a matrix variant ``case[agent]`` becomes
+    ``case[agent-inject:<name>]``.
+    """
     part = f"inject:{name}"
     if case_id.endswith("]") and "[" in case_id:
         return f"{case_id[:-1]}-{part}]"
@@ -138,11 +156,15 @@ def variant_id(case_id: str, name: str) -> str:
 
 
 def plant(value: Any, text: str, where: str, field: str | None) -> Any:
-    """A tool's output ``value`` with ``text`` in it: appended, in ``field`` (dotted), or instead of it."""
+    """A tool's output ``value`` with ``text`` in it: appended, in ``field`` (dotted), or instead of
+    it.
+    """
     if where == "replace":
         return text
     if where == "append":
-        shown = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+        shown = (
+            value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+        )
         return f"{shown}\n\n{text}" if shown else text
     if not isinstance(value, dict) or not field:
         kind = type(value).__name__
@@ -162,11 +184,15 @@ def plant(value: Any, text: str, where: str, field: str | None) -> Any:
 
 
 def carry(raw: Any, text: str, where: str, field: str | None) -> Any:
-    """The raw mock ``raw`` (any response form of SPEC §6) with every output it can give carrying ``text``."""
+    """The raw mock ``raw`` (any response form of SPEC §6) with every output it can give carrying
+    ``text``.
+    """
     if not (isinstance(raw, dict) and raw.keys() & _FORMS):
         return plant(raw, text, where, field)
     if "call" in raw:
-        raise InjectionError("its mock is a `call:` form, whose output is made by code the payload cannot reach")
+        raise InjectionError(
+            "its mock is a `call:` form, whose output is made by code the payload cannot reach"
+        )
     out = dict(raw)
     if "return" in raw:
         out["return"] = plant(raw["return"], text, where, field)
@@ -174,7 +200,9 @@ def carry(raw: Any, text: str, where: str, field: str | None) -> Any:
         out["sequence"] = [carry(item, text, where, field) for item in raw["sequence"]]
     if "when" in raw and isinstance(raw["when"], list):
         out["when"] = [
-            {**rule, "return": carry(rule["return"], text, where, field)} if isinstance(rule, dict) else rule
+            {**rule, "return": carry(rule["return"], text, where, field)}
+            if isinstance(rule, dict)
+            else rule
             for rule in raw["when"]
         ]
     if "default" in raw:
@@ -184,7 +212,9 @@ def carry(raw: Any, text: str, where: str, field: str | None) -> Any:
 
 @dataclass(frozen=True)
 class Plan:
-    """How a case is attacked: the tools whose output carries the payloads, where, and the corpus file."""
+    """How a case is attacked: the tools whose output carries the payloads, where, and the corpus
+    file.
+    """
 
     tools: tuple[str, ...]
     corpus: Path
@@ -194,8 +224,9 @@ class Plan:
 
 
 def plan_of(case: Case, option: str | None, base: Path) -> Plan | None:
-    """The case's own ``inject:``; else, under ``--agent-eval-inject`` (``option``, relative to ``base``), every
-    tool the case mocks; ``None`` when the case is not attacked."""
+    """The case's own ``inject:``; else, under ``--agent-eval-inject`` (``option``, relative to
+    ``base``), every tool the case mocks; ``None`` when the case is not attacked.
+    """
     spec = case.inject
     if spec is not None:
         where = spec.get("where", "append")
@@ -212,7 +243,9 @@ def plan_of(case: Case, option: str | None, base: Path) -> Plan | None:
 
 
 def allowed_tools(case: Case, plan: Plan) -> list[str]:
-    """The tools a variant may call: ``allowed_tools``, else the case's ``tools_only``, else the tools it mocks."""
+    """The tools a variant may call: ``allowed_tools``, else the case's ``tools_only``, else the
+    tools it mocks.
+    """
     if plan.allowed is not None:
         return list(plan.allowed)
     only = case.expect.get("tools_only")
@@ -222,15 +255,18 @@ def allowed_tools(case: Case, plan: Plan) -> list[str]:
 
 
 def variants(case: Case, plan: Plan) -> Iterator[Case]:
-    """One variant of ``case`` per payload of the plan's corpus; a corpus or a mock that cannot carry the payload
-    makes one variant that errors, saying why (the case's other items still run)."""
+    """One variant of ``case`` per payload of the plan's corpus; a corpus or a mock that cannot
+    carry the payload makes one variant that errors, saying why (the case's other items still run).
+    """
     try:
         payloads = load_corpus(plan.corpus)
     except (EvalFileError, EvalFileErrors) as exc:
         errors = exc.errors if isinstance(exc, EvalFileErrors) else [exc]
         message = "\n".join(e.format() for e in errors)
         yield _broken(
-            case, variant_id(case.id, "corpus"), f"{case.location}: case {case.id}: injection corpus: {message}"
+            case,
+            variant_id(case.id, "corpus"),
+            f"{case.location}: case {case.id}: injection corpus: {message}",
         )
         return
     missing = [tool for tool in plan.tools if tool not in case.tool_mocks]
@@ -252,7 +288,9 @@ def variants(case: Case, plan: Plan) -> Iterator[Case]:
             for tool in plan.tools:
                 mocks[tool] = carry(mocks[tool], text, plan.where, plan.field)
         except InjectionError as exc:
-            yield _broken(case, vid, f"{case.location}: case {case.id}: inject.tool {tool!r}: {exc}")
+            yield _broken(
+                case, vid, f"{case.location}: case {case.id}: inject.tool {tool!r}: {exc}"
+            )
             continue
         check = {"canary": canary, "allowed_tools": allowed, "family": payload.family}
         expect = dict(case.expect if case.expect_under_attack is None else case.expect_under_attack)
@@ -270,7 +308,8 @@ def variants(case: Case, plan: Plan) -> Iterator[Case]:
             id=vid,
             tool_mocks=mocks,
             expect=expect,
-            unmocked_tools="default",  # a call the payload asks for is answered and recorded, never run for real
+            # a call the payload asks for is answered and recorded, never run for real
+            unmocked_tools="default",
             tags=tuple(dict.fromkeys([*case.tags, TAG])),
             metadata={**case.metadata, "injection": info},
             inject=None,
@@ -281,4 +320,6 @@ def variants(case: Case, plan: Plan) -> Iterator[Case]:
 
 def _broken(case: Case, vid: str, message: str) -> Case:
     tags = tuple(dict.fromkeys([*case.tags, TAG]))
-    return dataclasses.replace(case, id=vid, error=message, tags=tags, inject=None, expect_under_attack=None)
+    return dataclasses.replace(
+        case, id=vid, error=message, tags=tags, inject=None, expect_under_attack=None
+    )

@@ -24,11 +24,20 @@ from pytest_agent_eval.core.files import JSON_SUFFIXES, JSONL_SUFFIXES
 from pytest_agent_eval.core.parse_cache import ParseCache
 
 # Dialect: its old home
-__all__ = ["Dialect", "DialectRegistry", "builtin_dialects", "detect", "load_file", "read_and_detect"]
+__all__ = [
+    "Dialect",
+    "DialectRegistry",
+    "builtin_dialects",
+    "detect",
+    "load_file",
+    "read_and_detect",
+]
 
 
 def builtin_dialects() -> DialectRegistry:
-    """The native format, the formats of existing eval setups (SPEC §12) and those users migrate with (§19)."""
+    """The native format, the formats of existing eval setups (SPEC §12) and those users migrate
+    with (§19).
+    """
     registry = DialectRegistry()
     for module in (
         native,
@@ -45,7 +54,9 @@ def builtin_dialects() -> DialectRegistry:
 
 
 def detect(doc: Document, dialects: DialectRegistry) -> Dialect:
-    """The one dialect whose shape ``doc`` has; an error naming all of them when none or several fit."""
+    """The one dialect whose shape ``doc`` has; an error naming all of them when none or several
+    fit.
+    """
     fits: list[tuple[Dialect, str]] = []
     needs: list[tuple[Dialect, str]] = []
     for dialect in dialects:
@@ -68,7 +79,9 @@ def detect(doc: Document, dialects: DialectRegistry) -> Dialect:
             "(see docs/reference/formats.md)",
         )
     names = ", ".join(d.name for d, _ in fits)
-    raise UnknownFormat(doc.path, 1, f"file fits several formats ({names}); make its shape unambiguous")
+    raise UnknownFormat(
+        doc.path, 1, f"file fits several formats ({names}); make its shape unambiguous"
+    )
 
 
 def load_file(
@@ -78,7 +91,10 @@ def load_file(
     text: str | None = None,
     cache: ParseCache | None = None,
 ) -> LoadedFile:
-    """Read ``path`` and build its cases. Raises EvalFileError(s) for problems with the file as a whole."""
+    """Read ``path`` and build its cases.
+
+    Raises EvalFileError(s) for problems with the file as a whole.
+    """
     doc, dialect = read_and_detect(path, dialects, text, cache)
     return finish(doc, dialect.load(doc, checks))
 
@@ -86,9 +102,10 @@ def load_file(
 def read_and_detect(
     path: Path, dialects: DialectRegistry, text: str | None = None, cache: ParseCache | None = None
 ) -> tuple[Document, Dialect]:
-    """The file's data and its format; a YAML file of a format whose tool reads YAML 1.2 (promptfoo) is read
-    again with the core schema, as that tool reads it (a key such as ``on:``, not a string under YAML 1.1, is
-    then text)."""
+    """The file's data and its format; a YAML file of a format whose tool reads YAML 1.2 (promptfoo)
+    is read again with the core schema, as that tool reads it (a key such as ``on:``, not a string
+    under YAML 1.1, is then text).
+    """
     yaml = path.suffix.lower() not in JSON_SUFFIXES + JSONL_SUFFIXES
     try:
         doc = read_document(path, text, cache)

@@ -1,11 +1,12 @@
-"""A compiled yes/no JSON Schema check for the keywords our schemas use, ~10x faster than jsonschema.
+"""A compiled yes/no JSON Schema check for the keywords our schemas use, ~10x faster than
+jsonschema.
 
-Collection validates every case; most are valid. This check answers "valid?" fast; when it says no, jsonschema
-runs and produces the messages, so jsonschema stays the one source of errors. A schema that uses a keyword
-this module does not know compiles to ``None`` and jsonschema does all the work.
+Collection validates every case; most are valid. This check answers "valid?" fast; when it says no,
+jsonschema runs and produces the messages, so jsonschema stays the one source of errors. A schema
+that uses a keyword this module does not know compiles to ``None`` and jsonschema does all the work.
 
-Types are as in :data:`TYPE_CHECKER`: an eval file's ``integer`` is a whole number written without a fraction
-(``2``, not ``2.0``) and a ``number`` is finite (not ``.nan`` or ``.inf``).
+Types are as in :data:`TYPE_CHECKER`: an eval file's ``integer`` is a whole number written without a
+fraction (``2``, not ``2.0``) and a ``number`` is finite (not ``.nan`` or ``.inf``).
 """
 
 from __future__ import annotations
@@ -16,7 +17,9 @@ from collections.abc import Callable
 from typing import Any
 
 Validator = Callable[[Any], bool]
-_ANNOTATIONS = frozenset({"$schema", "$id", "title", "description", "default", "examples", "$comment", "$defs"})
+_ANNOTATIONS = frozenset(
+    {"$schema", "$id", "title", "description", "default", "examples", "$comment", "$defs"}
+)
 _MAPPING = frozenset({"properties", "additionalProperties", "required"})
 _PY_TYPES: dict[str, type | tuple[type, ...]] = {
     "string": str, "object": dict, "array": list, "boolean": bool, "null": type(None)
@@ -32,7 +35,9 @@ def _integer(checker: Any, value: Any) -> bool:
 
 
 TYPE_CHECKS: dict[str, Callable[[Any, Any], bool]] = {"number": _finite_number, "integer": _integer}
-"""Redefinitions of jsonschema's ``number`` and ``integer`` for eval files (see the module docstring)."""
+"""Redefinitions of jsonschema's ``number`` and ``integer`` for eval files (see the module
+docstring).
+"""
 
 
 class Unsupported(Exception):
@@ -70,7 +75,9 @@ def _regex_ok(value: Any) -> bool:
 
 
 def _all(checks: list[Validator]) -> Validator:
-    """One check that passes when every one of ``checks`` passes (fewest calls for the common lengths)."""
+    """One check that passes when every one of ``checks`` passes (fewest calls for the common
+    lengths).
+    """
     if not checks:
         return lambda v: True
     if len(checks) == 1:
@@ -83,7 +90,8 @@ def _all(checks: list[Validator]) -> Validator:
     def check_all(v: Any) -> bool:
         if not first(v):
             return False
-        for c in rest:  # noqa: SIM110 - a loop is faster than all() over a generator, and this runs per value
+        # - a loop is faster than all() over a generator, and this runs per value
+        for c in rest:  # noqa: SIM110
             if not c(v):
                 return False
         return True
@@ -157,7 +165,9 @@ class _Compiler:
             for n in names:
                 _is_type(None, n)  # raises Unsupported for unknown names
             if all(n in _PY_TYPES for n in names) and "boolean" not in names:
-                py = tuple(_PY_TYPES[n] for n in names)  # bool is an int, but no listed type is numeric
+                py = tuple(
+                    _PY_TYPES[n] for n in names
+                )  # bool is an int, but no listed type is numeric
                 return lambda v: isinstance(v, py)
             return lambda v: any(_is_type(v, n) for n in names)
         if key == "items":

@@ -1,7 +1,9 @@
-"""``agent-eval init [DIR]``: a starting project — an eval file with its schema, a ``conftest.py`` with an
-offline ``agent`` fixture, the ini block and a GitHub Actions workflow — that passes under ``pytest DIR``.
+"""``agent-eval init [DIR]``: a starting project — an eval file with its schema, a ``conftest.py``
+with an offline ``agent`` fixture, the ini block and a GitHub Actions workflow — that passes under
+``pytest DIR``.
 
-Plain Python: never imports pytest. Existing files are never overwritten."""
+Plain Python: never imports pytest. Existing files are never overwritten.
+"""
 
 from __future__ import annotations
 
@@ -92,7 +94,8 @@ def agent() -> Any:
     return support_agent
 '''
 
-# The ini block: (key, value, comment). Values are strings, as pytest reads them from any configuration file.
+# The ini block: (key, value, comment). Values are strings, as pytest reads them from any
+# configuration file.
 INI_KEYS = (
     ("agent_eval_timeout", "60", "seconds per agent call, for cases without `timeout:`"),
     ("agent_eval_concurrency", "4", "agent calls in flight at once in each pytest process"),
@@ -203,7 +206,10 @@ jobs:
 
 
 class InitError(Exception):
-    """``agent-eval init`` cannot go on; nothing was written. ``args[0]``: the lines that say why."""
+    """``agent-eval init`` cannot go on; nothing was written.
+
+    ``args[0]``: the lines that say why.
+    """
 
     def __init__(self, lines: list[str]) -> None:
         super().__init__(lines)
@@ -212,20 +218,28 @@ class InitError(Exception):
 
 @dataclass(frozen=True)
 class Plan:
-    """What ``init`` writes (paths relative to the target folder) and the ini block it prints instead of writing."""
+    """What ``init`` writes (paths relative to the target folder) and the ini block it prints
+    instead of writing.
+    """
 
     files: dict[str, str]
     ini_note: str
 
 
 def pytest_config(folder: Path) -> tuple[str, str] | None:
-    """``(file, section)`` of the pytest configuration already in ``folder``, as pytest looks for it; else ``None``."""
+    """``(file, section)`` of the pytest configuration already in ``folder``, as pytest looks for
+    it; else ``None``.
+    """
     for name, section in (("pytest.ini", "pytest"), (".pytest.ini", "pytest")):
         if (folder / name).is_file():
             return name, section
     pyproject = folder / "pyproject.toml"
-    if pyproject.is_file():  # a table header is enough to tell (and needs no TOML parser on Python 3.10)
-        found = re.search(r"^\s*\[tool\.pytest(\.ini_options)?\]", pyproject.read_text(errors="replace"), re.M)
+    if (
+        pyproject.is_file()
+    ):  # a table header is enough to tell (and needs no TOML parser on Python 3.10)
+        found = re.search(
+            r"^\s*\[tool\.pytest(\.ini_options)?\]", pyproject.read_text(errors="replace"), re.M
+        )
         if found:
             return "pyproject.toml", found.group().strip().strip("[]")
     for name, section in (("tox.ini", "pytest"), ("setup.cfg", "tool:pytest")):
@@ -241,14 +255,20 @@ def pytest_config(folder: Path) -> tuple[str, str] | None:
 
 
 def ini_block(toml: bool) -> str:
-    """The plugin's ini keys, as lines of a ``pytest.ini`` section or of ``[tool.pytest.ini_options]``."""
+    """The plugin's ini keys, as lines of a ``pytest.ini`` section or of
+    ``[tool.pytest.ini_options]``.
+    """
     quote = '"' if toml else ""
-    return "".join(f"# {comment}\n{key} = {quote}{value}{quote}\n" for key, value, comment in INI_KEYS)
+    return "".join(
+        f"# {comment}\n{key} = {quote}{value}{quote}\n" for key, value, comment in INI_KEYS
+    )
 
 
 def plan(folder: Path, schema: dict[str, Any]) -> Plan:
-    """The files to write into ``folder``; the ini block goes into a new ``pytest.ini`` unless pytest is configured
-    there already, in which case it is only printed (a new ``pytest.ini`` would take over from that file)."""
+    """The files to write into ``folder``; the ini block goes into a new ``pytest.ini`` unless
+    pytest is configured there already, in which case it is only printed (a new ``pytest.ini`` would
+    take over from that file).
+    """
     files = {
         EVAL_FILE: EVAL_TEXT.format(docs=DOCS),
         SCHEMA_FILE: json.dumps(schema, indent=2) + "\n",
@@ -260,16 +280,19 @@ def plan(folder: Path, schema: dict[str, Any]) -> Plan:
         files[INI_FILE] = "[pytest]\n" + ini_block(toml=False)
     else:
         name, section = existing
-        note = f"pytest is configured in {name}: add these lines under [{section}]:\n\n" + ini_block(
-            toml=name == "pyproject.toml"
+        note = (
+            f"pytest is configured in {name}: add these lines under [{section}]:\n\n"
+            + ini_block(toml=name == "pyproject.toml")
         )
     files[WORKFLOW] = WORKFLOW_TEXT.format(docs=DOCS, evals="evals")
     return Plan(files, note)
 
 
 def _blocked(folder: Path, name: str) -> list[str]:
-    """Why ``folder/name`` cannot be written as a new file: it exists (a dangling symlink too), or a folder on the
-    way is a file or a symlink (never written through: it could lead outside ``folder``)."""
+    """Why ``folder/name`` cannot be written as a new file: it exists (a dangling symlink too), or a
+    folder on the way is a file or a symlink (never written through: it could lead outside
+    ``folder``).
+    """
     path = folder / name
     for parent in reversed(path.relative_to(folder).parents[:-1]):
         step = folder / parent
@@ -289,13 +312,18 @@ def write(folder: Path, schema: dict[str, Any]) -> tuple[list[Path], str]:
 
     Raises :class:`InitError`, having written nothing, when any of the files exists."""
     if folder.exists() and not folder.is_dir():
-        raise InitError([f"{folder} is a file, not a folder: name a folder (it is created when missing)"])
+        raise InitError(
+            [f"{folder} is a file, not a folder: name a folder (it is created when missing)"]
+        )
     todo = plan(folder, schema)
     problems = [line for name in todo.files for line in _blocked(folder, name)]
     if problems:
         lines = list(dict.fromkeys(problems))
         raise InitError(
-            [*lines, "nothing was written: move those files away, or name another folder (agent-eval init DIR)"]
+            [
+                *lines,
+                "nothing was written: move those files away, or name another folder (agent-eval init DIR)",
+            ]
         )
     written: list[Path] = []
     made: list[Path] = []
@@ -313,11 +341,15 @@ def write(folder: Path, schema: dict[str, Any]) -> tuple[list[Path], str]:
             with os.fdopen(os.open(path, flags, 0o644), "w", encoding="utf-8") as out:
                 written.append(path)
                 out.write(text)
-    except OSError as exc:  # a file that appeared meanwhile, a full disk: what was written is removed
+    except (
+        OSError
+    ) as exc:  # a file that appeared meanwhile, a full disk: what was written is removed
         for path in reversed(written):
             path.unlink(missing_ok=True)
         for folder_made in reversed(made):
             with contextlib.suppress(OSError):
                 folder_made.rmdir()
-        raise InitError([f"{exc.filename or folder}: {exc.strerror or exc}", "nothing was written"]) from None
+        raise InitError(
+            [f"{exc.filename or folder}: {exc.strerror or exc}", "nothing was written"]
+        ) from None
     return written, todo.ini_note

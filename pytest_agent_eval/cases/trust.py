@@ -1,11 +1,12 @@
-"""What a data file may read and make (SPEC §22): ``file://`` references inside the project, regular files only,
-size-bounded; how many cases one file may expand to; templates rendered in Jinja2's sandbox.
+"""What a data file may read and make (SPEC §22): ``file://`` references inside the project, regular
+files only, size-bounded; how many cases one file may expand to; templates rendered in Jinja2's
+sandbox.
 
-A data file is data, often from an untrusted pull request: it reads only what lies under the rootdir (or a folder
-the user allowed with ``--agent-eval-allow-path`` / ini ``agent_eval_allow_paths``), symlinks resolved before the
-check; a FIFO or a device is refused before it is opened, a file over 16 MiB before it is read. The plugin sets
-the folders at configure (``plugin/trust.py``), ``agent-eval validate`` from its arguments; unset, the working
-directory is the project.
+A data file is data, often from an untrusted pull request: it reads only what lies under the rootdir
+(or a folder the user allowed with ``--agent-eval-allow-path`` / ini ``agent_eval_allow_paths``),
+symlinks resolved before the check; a FIFO or a device is refused before it is opened, a file over
+16 MiB before it is read. The plugin sets the folders at configure (``plugin/trust.py``),
+``agent-eval validate`` from its arguments; unset, the working directory is the project.
 """
 
 from __future__ import annotations
@@ -20,16 +21,23 @@ from pathlib import Path
 from typing import Any
 
 MAX_FILE_BYTES = 16 * 1024 * 1024
-"""A ``file://`` reference larger than this is an error of its case (a prompt, a var, a tests file)."""
+"""A ``file://`` reference larger than this is an error of its case (a prompt, a var, a tests file).
+"""
 MAX_CASES_PER_FILE = 100_000
-"""One file's expansion (tests × var lists × prompts × providers) above this is one error of that file."""
+"""One file's expansion (tests × var lists × prompts × providers) above this is one error of that
+file.
+"""
 MAX_TEMPLATE_VALUE = 1_000_000
-"""A template's ``*`` or ``**`` may make a value this large (characters, items, digits); beyond, it is an error."""
+"""A template's ``*`` or ``**`` may make a value this large (characters, items, digits); beyond, it
+is an error.
+"""
 _GLOB_CHARS = frozenset("*?[")
 
 
 class Refused(ValueError):
-    """A reference a data file may not follow, or a file it may not read; the message names the path and why."""
+    """A reference a data file may not follow, or a file it may not read; the message names the path
+    and why.
+    """
 
 
 @dataclass(frozen=True)
@@ -76,7 +84,9 @@ def _allowed_hint() -> str:
 
 
 def confined(path: Path, shown: str) -> Path:
-    """``path`` resolved (symlinks followed), if it lies under an allowed folder; else :class:`Refused`."""
+    """``path`` resolved (symlinks followed), if it lies under an allowed folder; else
+    :class:`Refused`.
+    """
     try:
         resolved = path.resolve()
     except (OSError, RuntimeError) as exc:  # a symlink loop
@@ -89,16 +99,23 @@ def confined(path: Path, shown: str) -> Path:
 
 
 def read_bytes(path: Path, shown: str) -> bytes:
-    """The bytes of a regular file under an allowed folder, at most :data:`MAX_FILE_BYTES`; else :class:`Refused`.
+    """The bytes of a regular file under an allowed folder, at most :data:`MAX_FILE_BYTES`; else
+    :class:`Refused`.
 
-    The file's kind and size are checked with ``stat`` before it is opened (a FIFO would block the open), and it is
-    opened non-blocking without following a symlink planted after the check, then checked again.
+    The file's kind and size are checked with ``stat`` before it is opened (a FIFO would block the
+    open), and it is opened non-blocking without following a symlink planted after the check, then
+    checked again.
     """
     resolved = confined(path, shown)
     try:
         info = os.stat(resolved)
         _check_kind(info, shown)
-        flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+        flags = (
+            os.O_RDONLY
+            | getattr(os, "O_NONBLOCK", 0)
+            | getattr(os, "O_NOFOLLOW", 0)
+            | getattr(os, "O_CLOEXEC", 0)
+        )
         fd = os.open(resolved, flags)
     except FileNotFoundError:
         raise Refused(f"{shown}: no such file") from None
@@ -116,7 +133,9 @@ def _check_kind(info: os.stat_result, shown: str) -> None:
     if not stat.S_ISREG(info.st_mode):
         raise Refused(f"{shown}: not a regular file (a FIFO, a device or a folder is never read)")
     if info.st_size > MAX_FILE_BYTES:
-        raise Refused(f"{shown}: larger than {MAX_FILE_BYTES // (1024 * 1024)} MiB ({info.st_size} bytes)")
+        raise Refused(
+            f"{shown}: larger than {MAX_FILE_BYTES // (1024 * 1024)} MiB ({info.st_size} bytes)"
+        )
 
 
 def read_text(path: Path, shown: str, encoding: str = "utf-8") -> str:
@@ -126,15 +145,21 @@ def read_text(path: Path, shown: str, encoding: str = "utf-8") -> str:
         return data.decode(encoding)
     except UnicodeDecodeError as exc:
         byte = data[exc.start : exc.start + 1]
-        raise Refused(f"{shown}: not UTF-8 (byte {exc.start}: {byte!r}); save it as UTF-8") from None
+        raise Refused(
+            f"{shown}: not UTF-8 (byte {exc.start}: {byte!r}); save it as UTF-8"
+        ) from None
 
 
 def glob(base: Path, pattern: str, shown: str) -> list[Path]:
-    """The files ``pattern`` matches under ``base``, each under an allowed folder; the walk starts at the pattern's
-    fixed part, itself checked first, so that ``../../**`` never walks the filesystem."""
+    """The files ``pattern`` matches under ``base``, each under an allowed folder; the walk starts
+    at the pattern's fixed part, itself checked first, so that ``../../**`` never walks the
+    filesystem.
+    """
     parts = Path(pattern).parts
     if Path(pattern).is_absolute():
-        raise Refused(f"{shown}: an absolute glob is not followed; give a path relative to the config")
+        raise Refused(
+            f"{shown}: an absolute glob is not followed; give a path relative to the config"
+        )
     fixed: list[str] = []
     for part in parts:
         if _GLOB_CHARS & set(part):
@@ -166,11 +191,16 @@ def check_count(count: int, what: str) -> None:
         )
 
 
-# -- templates -------------------------------------------------------------------------------------------------
+# -- templates
+# -------------------------------------------------------------------------------------------------
 
 
-def _bounded(operator: str, left: Any, right: Any, table: dict[str, Callable[[Any, Any], Any]]) -> Any:
-    """``*`` and ``**`` of a template, refused when the result would be huge (a sandbox bounds ``range`` only)."""
+def _bounded(
+    operator: str, left: Any, right: Any, table: dict[str, Callable[[Any, Any], Any]]
+) -> Any:
+    """``*`` and ``**`` of a template, refused when the result would be huge (a sandbox bounds
+    ``range`` only).
+    """
     if operator == "*":
         for seq, times in ((left, right), (right, left)):
             sized = isinstance(seq, (str, list, tuple)) and isinstance(times, int)
@@ -184,8 +214,10 @@ def _bounded(operator: str, left: Any, right: Any, table: dict[str, Callable[[An
 
 @functools.cache
 def sandbox(undefined: str = "ChainableUndefined") -> Any:
-    """Jinja2's ``ImmutableSandboxedEnvironment``: attributes of internals, calls that change data, huge ranges and
-    (here) huge ``*``/``**`` are errors, never code run. Jinja2 is imported here, with the first template."""
+    """Jinja2's ``ImmutableSandboxedEnvironment``: attributes of internals, calls that change data,
+    huge ranges and (here) huge ``*``/``**`` are errors, never code run. Jinja2 is imported here,
+    with the first template.
+    """
     import jinja2
     from jinja2 import sandbox as jinja_sandbox
 
@@ -195,4 +227,6 @@ def sandbox(undefined: str = "ChainableUndefined") -> Any:
         def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
             return _bounded(operator, left, right, self.binop_table)
 
-    return Sandbox(undefined=getattr(jinja2, undefined), autoescape=False, keep_trailing_newline=True)
+    return Sandbox(
+        undefined=getattr(jinja2, undefined), autoescape=False, keep_trailing_newline=True
+    )

@@ -1,14 +1,18 @@
-"""Agreement statistics for judges (SPEC §26): of a judge with labels (accuracy, Cohen's kappa, Spearman's rho,
-confusion counts, false-pass rate) and of a panel's members with each other (Fleiss' kappa), with seeded
-percentile bootstrap intervals. Plain Python; a figure that cannot be had from the data is ``None``, never made up.
+"""Agreement statistics for judges (SPEC §26): of a judge with labels (accuracy, Cohen's kappa,
+Spearman's rho, confusion counts, false-pass rate) and of a panel's members with each other (Fleiss'
+kappa), with seeded percentile bootstrap intervals. Plain Python; a figure that cannot be had from
+the data is ``None``, never made up.
 
-* Cohen's kappa: (p_o - p_e) / (1 - p_e) over pass/fail, p_e from the two marginals; ``None`` when p_e is 1.
-* Spearman's rho: Pearson's correlation of the average ranks (ties share their mean rank); ``None`` with fewer
-  than 3 pairs or a constant side.
-* Fleiss' kappa over items rated by the same number n >= 2 of raters: (P̄ - P̄e) / (1 - P̄e), where P_i is item
-  i's share of agreeing rater pairs and P̄e the sum of the squared category shares; ``agreement`` is P̄ (0..1).
-* The bootstrap: items drawn with replacement ``RESAMPLES`` times from a ``random.Random(SEED)``, the statistic
-  of each resample where it is defined, the 2.5th and 97.5th percentiles; ``None`` when fewer than half are defined.
+* Cohen's kappa: (p_o - p_e) / (1 - p_e) over pass/fail, p_e from the two marginals; ``None`` when
+  p_e is 1.
+* Spearman's rho: Pearson's correlation of the average ranks (ties share their mean rank); ``None``
+  with fewer than 3 pairs or a constant side.
+* Fleiss' kappa over items rated by the same number n >= 2 of raters: (P̄ - P̄e) / (1 - P̄e), where
+  P_i is item i's share of agreeing rater pairs and P̄e the sum of the squared category shares;
+  ``agreement`` is P̄ (0..1).
+* The bootstrap: items drawn with replacement ``RESAMPLES`` times from a ``random.Random(SEED)``,
+  the statistic of each resample where it is defined, the 2.5th and 97.5th percentiles; ``None``
+  when fewer than half are defined.
 """
 
 from __future__ import annotations
@@ -101,7 +105,9 @@ def spearman(pairs: Sequence[tuple[float, float]]) -> float | None:
 
 
 def item_agreement(votes: Sequence[bool]) -> float | None:
-    """The share of agreeing pairs among one item's pass/fail ``votes`` (0..1); ``None`` with fewer than 2."""
+    """The share of agreeing pairs among one item's pass/fail ``votes`` (0..1); ``None`` with fewer
+    than 2.
+    """
     n = len(votes)
     if n < 2:
         return None
@@ -111,8 +117,9 @@ def item_agreement(votes: Sequence[bool]) -> float | None:
 
 @dataclass(frozen=True)
 class Fleiss:
-    """Agreement of a panel over its items: ``agreement`` P̄ (0..1) and Fleiss' ``kappa`` (``None`` when chance
-    agreement is total: every vote the same)."""
+    """Agreement of a panel over its items: ``agreement`` P̄ (0..1) and Fleiss' ``kappa`` (``None``
+    when chance agreement is total: every vote the same).
+    """
 
     items: int
     raters: int
@@ -121,7 +128,9 @@ class Fleiss:
 
 
 def fleiss(items: Sequence[Sequence[bool]]) -> Fleiss | None:
-    """Fleiss' kappa of pass/fail votes, items each rated by the same number (>= 2) of raters; ``None`` else."""
+    """Fleiss' kappa of pass/fail votes, items each rated by the same number (>= 2) of raters;
+    ``None`` else.
+    """
     if not items or len({len(votes) for votes in items}) != 1 or len(items[0]) < 2:
         return None
     n = len(items[0])
@@ -140,7 +149,9 @@ def bootstrap(
     seed: int = SEED,
     level: float = LEVEL,
 ) -> tuple[float, float] | None:
-    """The ``level`` percentile bootstrap interval of ``statistic`` over ``items`` (resampled with replacement)."""
+    """The ``level`` percentile bootstrap interval of ``statistic`` over ``items`` (resampled with
+    replacement).
+    """
     n = len(items)
     if n == 0:
         return None
@@ -154,4 +165,6 @@ def bootstrap(
         return None
     values.sort()
     tail = (1.0 - level) / 2
-    return values[int(tail * len(values))], values[min(len(values) - 1, int((1.0 - tail) * len(values)))]
+    return values[int(tail * len(values))], values[
+        min(len(values) - 1, int((1.0 - tail) * len(values)))
+    ]

@@ -1,5 +1,6 @@
-"""Readings of the answer from existing eval formats: ``answer``, ``answered``, ``allocation_valid``,
-``matches_reference`` (a dataset row's reference answer)."""
+"""Readings of the answer from existing eval formats: ``answer``, ``answered``,
+``allocation_valid``, ``matches_reference`` (a dataset row's reference answer).
+"""
 
 from __future__ import annotations
 
@@ -12,19 +13,42 @@ from pytest_agent_eval.checks.outcome import phrase_pattern, read_outcome
 from pytest_agent_eval.checks.output import excerpt
 from pytest_agent_eval.core.results import CheckResult, RunRecord
 
-ALLOCATION_SUCCESS = ("allocated", "booked", "scheduled", "found", "successfully", "available", "success")
-ALLOCATION_FAILURE = ("not found", "unavailable", "failed", "cannot", "no dynos", "invalid", "error", "required")
-"""The golden-set home project's word lists (SPEC §12); a word also matches its longer forms (errors)."""
+ALLOCATION_SUCCESS = (
+    "allocated",
+    "booked",
+    "scheduled",
+    "found",
+    "successfully",
+    "available",
+    "success",
+)
+ALLOCATION_FAILURE = (
+    "not found",
+    "unavailable",
+    "failed",
+    "cannot",
+    "no dynos",
+    "invalid",
+    "error",
+    "required",
+)
+"""The golden-set home project's word lists (SPEC §12); a word also matches its longer forms
+(errors).
+"""
 _ALLOCATION = (
     phrase_pattern(ALLOCATION_SUCCESS, longer_forms=True),
     phrase_pattern(ALLOCATION_FAILURE, longer_forms=True),
 )
 _SIGNS = "+-\u2212"  # "−" (U+2212) is the typographic minus
 _DIGITS = r"(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?"
-"""A number without its sign, thousands grouped by commas or not, with a decimal point or not (``1,000.5``)."""
+"""A number without its sign, thousands grouped by commas or not, with a decimal point or not
+(``1,000.5``).
+"""
 _SIGNED = re.compile(rf"([-+\u2212]?)({_DIGITS})")
 _IN_TEXT = re.compile(rf"(?<![\w.,]){_DIGITS}(?!\w|[.,]\d)")
-"""A number in running text: never part of a word or of a longer number ("4" is not in "14", "4.5", "v4")."""
+"""A number in running text: never part of a word or of a longer number ("4" is not in "14", "4.5",
+"v4").
+"""
 _NUMBER_LIKE = re.compile(r"^[-+]?\d+(?:[.,]\d+)*$")
 
 
@@ -34,15 +58,19 @@ def _value(sign: str, digits: str) -> Decimal:
 
 
 def number_value(text: str) -> Decimal | None:
-    """The value of ``text`` if it is one number as written (``"4"``, ``"-4.0"``, ``"1,000"``), else ``None``."""
+    """The value of ``text`` if it is one number as written (``"4"``, ``"-4.0"``, ``"1,000"``), else
+    ``None``.
+    """
     match = _SIGNED.fullmatch(text.strip())
     return _value(match.group(1), match.group(2)) if match else None
 
 
 def numbers_in(text: str) -> list[tuple[str, Decimal]]:
-    """Every number written in ``text``, as written and as a value: "-4" is minus four, "4.0" is four.
+    """Every number written in ``text``, as written and as a value: "-4" is minus four, "4.0" is
+    four.
 
-    A sign is one right before the digits, not after a letter or digit: "3-4" holds 3 and 4, "x = -4" minus four.
+    A sign is one right before the digits, not after a letter or digit: "3-4" holds 3 and 4, "x =
+    -4" minus four.
     """
     found = []
     for match in _IN_TEXT.finditer(text):
@@ -55,11 +83,12 @@ def numbers_in(text: str) -> list[tuple[str, Decimal]]:
 
 
 def find_answer(expected: str | float, output: str) -> tuple[str | None, list[tuple[str, Decimal]]]:
-    """``(the expected answer as written in output, or None; the numbers the output holds when it is a number)``.
+    """``(the expected answer as written in output, or None; the numbers the output holds when it is
+    a number)``.
 
-    A number matches a number of the same value, sign included: ``4`` matches "4", "4.0" and "+4", never "-4",
-    "14" or "4.5". Anything else is text, found case-insensitively (a number-like text such as "4,5" only as a
-    whole token).
+    A number matches a number of the same value, sign included: ``4`` matches "4", "4.0" and "+4",
+    never "-4", "14" or "4.5". Anything else is text, found case-insensitively (a number-like text
+    such as "4,5" only as a whole token).
     """
     text = str(expected).strip()
     want = number_value(text)
@@ -75,8 +104,9 @@ def find_answer(expected: str | float, output: str) -> tuple[str | None, list[tu
 
 
 def answer(run: RunRecord, spec: Any, ctx: CheckContext) -> CheckResult:
-    """The expected answer occurs in the output: a number as a number of the same value, sign included; text
-    case-insensitively."""
+    """The expected answer occurs in the output: a number as a number of the same value, sign
+    included; text case-insensitively.
+    """
     hit, numbers = find_answer(spec, run.output)
     if hit is not None:
         return CheckResult.of("answer", True, expected=str(spec), actual=hit)
@@ -84,9 +114,12 @@ def answer(run: RunRecord, spec: Any, ctx: CheckContext) -> CheckResult:
     actual = "not found"
     if numbers:
         shown = [written for written, _ in numbers]
-        actual += f"; numbers in the output: {', '.join(shown[:10])}{' …' if len(shown) > 10 else ''}"
+        actual += (
+            f"; numbers in the output: {', '.join(shown[:10])}{' …' if len(shown) > 10 else ''}"
+        )
         want = number_value(str(spec)) or 0
-        # the output around a number of the same size but the other sign, else its start: never a digit inside
+        # the output around a number of the same size but the other sign, else its start: never a
+        # digit inside
         # another number ("4" in "14")
         near = next((written for written, value in numbers if abs(value) == abs(want)), "")
     return CheckResult.of(
@@ -112,14 +145,16 @@ def answered(run: RunRecord, spec: Any, ctx: CheckContext) -> CheckResult:
 
 
 def allocation_valid(run: RunRecord, spec: Any, ctx: CheckContext) -> CheckResult:
-    """``true``: the answer reads as a successful allocation (a success word, no failure phrase); ``false``: it
-    does not (it may read as failure, or as neither: "There are 42 completed tests.").
+    """``true``: the answer reads as a successful allocation (a success word, no failure phrase);
+    ``false``: it does not (it may read as failure, or as neither: "There are 42 completed tests.").
 
-    Failure phrases win, and are whole phrases: "not found" is never read as "found", "unavailable" never as
-    "available".
+    Failure phrases win, and are whole phrases: "not found" is never read as "found", "unavailable"
+    never as "available".
     """
     reading, phrase = read_outcome(run.output, *_ALLOCATION)
-    why = f"reads as {reading}" + (f" ({phrase!r})" if phrase else " (no success or failure phrase)")
+    why = f"reads as {reading}" + (
+        f" ({phrase!r})" if phrase else " (no success or failure phrase)"
+    )
     ok = reading == "success" if spec else reading != "success"
     want = "reads as success" if spec else "does not read as success"
     return CheckResult.of(
@@ -132,9 +167,10 @@ def allocation_valid(run: RunRecord, spec: Any, ctx: CheckContext) -> CheckResul
 
 
 def matches_reference(run: RunRecord, spec: Any, ctx: CheckContext) -> CheckResult:
-    """The output equals (stripped) or contains the case's reference answer (a dataset row's; a list of facts: equals
-    one, or contains every one), case-insensitively unless ``case_sensitive: true``; "not scored" for a case
-    without one."""
+    """The output equals (stripped) or contains the case's reference answer (a dataset row's; a list
+    of facts: equals one, or contains every one), case-insensitively unless ``case_sensitive:
+    true``; "not scored" for a case without one.
+    """
     reference = ctx.case.reference
     if reference is None:
         return CheckResult(
@@ -148,8 +184,12 @@ def matches_reference(run: RunRecord, spec: Any, ctx: CheckContext) -> CheckResu
         )
     fold = (lambda t: t) if ctx.options.get("case_sensitive") else str.casefold
     output = fold(run.output.strip())
-    facts = [fold(str(fact).strip()) for fact in ([reference] if isinstance(reference, str) else reference)]
-    # a list of facts (a case's ``reference:``): the output equals one of them, or contains every one; a list of
+    facts = [
+        fold(str(fact).strip())
+        for fact in ([reference] if isinstance(reference, str) else reference)
+    ]
+    # a list of facts (a case's ``reference:``): the output equals one of them, or contains every
+    # one; a list of
     # alternatives (inspect_ai's targets): the output equals or contains any one of them
     if spec == "equals":
         ok = output in facts
@@ -165,7 +205,9 @@ def matches_reference(run: RunRecord, spec: Any, ctx: CheckContext) -> CheckResu
         expected=f"output {what}s {shown}",
         actual=run.output,
         message="" if ok else f"output does not {what} the reference answer {shown}",
-        detail=[] if ok or spec == "equals" or not isinstance(reference, str) else excerpt(run.output, reference),
+        detail=[]
+        if ok or spec == "equals" or not isinstance(reference, str)
+        else excerpt(run.output, reference),
     )
 
 
@@ -185,7 +227,9 @@ def register(registry: CheckRegistry) -> None:
         "not -4, 14 or 4.5)",
         blocking=False,
     )
-    registry.register("answered", answered, {"const": True}, "the agent gave a non-empty answer", blocking=False)
+    registry.register(
+        "answered", answered, {"const": True}, "the agent gave a non-empty answer", blocking=False
+    )
     registry.register(
         "allocation_valid",
         allocation_valid,

@@ -1,4 +1,5 @@
-"""The check protocol and the registry that maps ``expect:`` keys to checks; how a per-turn result is named.
+"""The check protocol and the registry that maps ``expect:`` keys to checks; how a per-turn result
+is named.
 
 A check's result, ``CheckResult``, is one of the shared words in ``core.results``.
 """
@@ -26,12 +27,15 @@ class CheckContext:
     case: Case
     options: dict[str, Any] = field(default_factory=dict)
     llm: Callable[..., str] | None = None
-    """``agent_eval_llm``: ``(messages, **options) -> str``; call it through ``llm.ask`` (options it cannot take
-    are left out)."""
+    """``agent_eval_llm``: ``(messages, **options) -> str``; call it through ``llm.ask`` (options it
+    cannot take are left out).
+    """
 
 
 class CheckError(Exception):
-    """Raised by a check that cannot reach a verdict; its message is shown as is and the check errors."""
+    """Raised by a check that cannot reach a verdict; its message is shown as is and the check
+    errors.
+    """
 
 
 class Check(Protocol):
@@ -51,8 +55,10 @@ class CheckSpec:
     uses_llm: bool = False
     """The check may call ``agent_eval_llm``: the item fetches that fixture."""
     blocking: bool = True
-    """The check may block (I/O, sleeps, user code, the LLM): it runs in a worker thread, off the event loop, so
-    that it never holds up other cases. Pure, fast checks declare ``blocking=False`` and run on the loop."""
+    """The check may block (I/O, sleeps, user code, the LLM): it runs in a worker thread, off the
+    event loop, so that it never holds up other cases. Pure, fast checks declare ``blocking=False``
+    and run on the loop.
+    """
 
 
 class CheckRegistry:
@@ -63,7 +69,9 @@ class CheckRegistry:
         self.modifiers: dict[str, dict[str, Any]] = {}
         """``expect:`` keys that tune other checks (``case_sensitive``), with their schema."""
         self.version = 0
-        """Counts registrations: what is derived from the registry (the compiled schema) is kept per version."""
+        """Counts registrations: what is derived from the registry (the compiled schema) is kept per
+        version.
+        """
         self._builtin: dict[str, CheckSpec] = {}
 
     def register(
@@ -78,10 +86,17 @@ class CheckRegistry:
     ) -> None:
         """Add (or replace) the check ``name``.
 
-        ``uses_llm`` when it may call the LLM (``ctx.llm``); ``blocking=False`` only for a pure, fast check that
-        is safe to run on the event loop (an LLM check always runs off it).
+        ``uses_llm`` when it may call the LLM (``ctx.llm``); ``blocking=False`` only for a pure,
+        fast check that is safe to run on the event loop (an LLM check always runs off it).
         """
-        spec = CheckSpec(name, func, schema if schema is not None else {}, description, uses_llm, blocking or uses_llm)
+        spec = CheckSpec(
+            name,
+            func,
+            schema if schema is not None else {},
+            description,
+            uses_llm,
+            blocking or uses_llm,
+        )
         self._checks[name] = spec
         self.version += 1
 
@@ -90,7 +105,9 @@ class CheckRegistry:
         return any(name in self._checks and self._checks[name].uses_llm for name in names)
 
     def case_uses_llm(self, case: Case) -> bool:
-        """Whether ``case`` may call the LLM: a simulated user, or a check of its own or of one of its turns."""
+        """Whether ``case`` may call the LLM: a simulated user, or a check of its own or of one of
+        its turns.
+        """
         if case.simulated_user is not None:
             return True
         return self.uses_llm(case.expect) or any(self.uses_llm(turn.expect) for turn in case.turns)
@@ -100,14 +117,21 @@ class CheckRegistry:
         return any(name in self._checks and self._checks[name].blocking for name in names)
 
     def mark_builtin(self) -> None:
-        """The checks registered so far are the built-in ones (pure when non-blocking: see :meth:`need_no_loop`)."""
+        """The checks registered so far are the built-in ones (pure when non-blocking: see
+        :meth:`need_no_loop`).
+        """
         self._builtin = dict(self._checks)
 
     def need_no_loop(self, names: Iterable[str]) -> bool:
-        """Whether the checks ``names`` run the same without a running event loop: blocking ones run off it
-        anyway and the built-in non-blocking ones are pure; a plugin's non-blocking check was promised the loop."""
+        """Whether the checks ``names`` run the same without a running event loop: blocking ones run
+        off it anyway and the built-in non-blocking ones are pure; a plugin's non-blocking check was
+        promised the loop.
+        """
         checks, builtin = self._checks, self._builtin
-        return all(name not in checks or checks[name].blocking or builtin.get(name) is checks[name] for name in names)
+        return all(
+            name not in checks or checks[name].blocking or builtin.get(name) is checks[name]
+            for name in names
+        )
 
     def __contains__(self, name: object) -> bool:
         return name in self._checks
@@ -122,7 +146,9 @@ class CheckRegistry:
         return list(self._checks)
 
 
-def evaluate(run: RunRecord, expect: dict[str, Any], ctx: CheckContext, registry: CheckRegistry) -> list[CheckResult]:
+def evaluate(
+    run: RunRecord, expect: dict[str, Any], ctx: CheckContext, registry: CheckRegistry
+) -> list[CheckResult]:
     """Every check of ``expect`` on ``run``; a check that raises errors (no verdict) with the error."""
     results = []
     for name, spec in expect.items():
@@ -136,7 +162,15 @@ def evaluate(run: RunRecord, expect: dict[str, Any], ctx: CheckContext, registry
             infra = infrastructure_error(exc)
             results.append(
                 CheckResult(
-                    name, False, 0.0, spec, f"no verdict: {why}", why, scored=False, error=True, infra_error=infra
+                    name,
+                    False,
+                    0.0,
+                    spec,
+                    f"no verdict: {why}",
+                    why,
+                    scored=False,
+                    error=True,
+                    infra_error=infra,
                 )
             )
     return results
@@ -148,11 +182,15 @@ TOOL_SELECTION_CHECKS = frozenset(
     {"tools_called", "tools_not_called", "tools_exactly", "tool_sequence", "tools_in_order", "tool_selection",
      "tool_usage"}
 )  # fmt: skip
-"""The checks that judge which tools the agent chose; their mean score is the tool-selection accuracy."""
+"""The checks that judge which tools the agent chose; their mean score is the tool-selection
+accuracy.
+"""
 
 
 def in_turn(n: int, name: str) -> str:
-    """The name of check ``name``'s result on turn ``n`` of a scripted conversation: ``turn N: name``."""
+    """The name of check ``name``'s result on turn ``n`` of a scripted conversation: ``turn N:
+    name``.
+    """
     return f"turn {n}: {name}"
 
 
@@ -162,7 +200,9 @@ def check_name(result_name: str) -> str:
 
 
 def _finite(score: object) -> bool:
-    """Whether ``score`` is a real number that is not NaN or infinite (anything else has no verdict)."""
+    """Whether ``score`` is a real number that is not NaN or infinite (anything else has no
+    verdict).
+    """
     return isinstance(score, (int, float)) and not isinstance(score, bool) and math.isfinite(score)
 
 

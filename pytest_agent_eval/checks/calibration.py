@@ -1,15 +1,18 @@
-"""Calibration sets (SPEC §26): labelled answers that measure a judge, and the gate of uncalibrated judges.
+"""Calibration sets (SPEC §26): labelled answers that measure a judge, and the gate of uncalibrated
+judges.
 
-A file ``*.calibration.yaml`` / ``.yml`` / ``.json`` / ``.jsonl`` holds items ``{id?, input, output, reference?,
-judge | rubric, label}``; ``label`` is ``pass``, ``fail`` or a score in 0..1 (a pass at the judge's
-``min_score``). A YAML/JSON file is ``{judge?: spec, items: [...]}`` (``judge`` is the items' default judge) or
-the list of items; a JSON Lines file has one item a line. Each item is a pytest item that asks its judge
-(``checks.judge``) and passes when the judge's verdict is the label's; the reports group the items by judge (the
-hash of model, prompt and rubric: :func:`checks.judge.judge_id`) and give the figures of ``checks.agreement``.
+A file ``*.calibration.yaml`` / ``.yml`` / ``.json`` / ``.jsonl`` holds items ``{id?, input, output,
+reference?, judge | rubric, label}``; ``label`` is ``pass``, ``fail`` or a score in 0..1 (a pass at
+the judge's ``min_score``). A YAML/JSON file is ``{judge?: spec, items: [...]}`` (``judge`` is the
+items' default judge) or the list of items; a JSON Lines file has one item a line. Each item is a
+pytest item that asks its judge (``checks.judge``) and passes when the judge's verdict is the
+label's; the reports group the items by judge (the hash of model, prompt and rubric:
+:func:`checks.judge.judge_id`) and give the figures of ``checks.agreement``.
 
-:class:`Gate` (``--agent-eval-judge-min-kappa``): a judge whose Cohen's kappa on this run's labelled items is
-below the minimum, or that no item labels, is uncalibrated; its verdicts are no verdict. The gate asks a judge
-about each of its items once per process (cached, shared with the calibration items themselves).
+:class:`Gate` (``--agent-eval-judge-min-kappa``): a judge whose Cohen's kappa on this run's labelled
+items is below the minimum, or that no item labels, is uncalibrated; its verdicts are no verdict.
+The gate asks a judge about each of its items once per process (cached, shared with the calibration
+items themselves).
 """
 
 from __future__ import annotations
@@ -62,7 +65,9 @@ class Loaded:
 
 
 def load(path: Path) -> Loaded:
-    """The items of the calibration file ``path``; :class:`EvalFileError` when the file as a whole is wrong."""
+    """The items of the calibration file ``path``; :class:`EvalFileError` when the file as a whole
+    is wrong.
+    """
     doc = read_document(path)
     rows, key, default = _rows(doc)
     out = Loaded()
@@ -76,10 +81,14 @@ def load(path: Path) -> Loaded:
             case_id = f"{case_id}-{index + 1}"
         ids.add(case_id)
         try:
-            out.items.append(_item(raw, default, Case(id=case_id, path=path, line=line, tags=(TAG,))))
+            out.items.append(
+                _item(raw, default, Case(id=case_id, path=path, line=line, tags=(TAG,)))
+            )
         except ValueError as exc:
             error = EvalFileError(path, line, str(exc), case_id=case_id)
-            out.broken.append(Case(id=case_id, path=path, line=line, tags=(TAG,), error=error.format()))
+            out.broken.append(
+                Case(id=case_id, path=path, line=line, tags=(TAG,), error=error.format())
+            )
     return out
 
 
@@ -98,7 +107,9 @@ def _rows(doc: Document) -> tuple[list[Any], PathKey, Any]:
             )
         return data["items"], ("items",), data.get("judge")
     raise EvalFileError(
-        doc.path, 1, "not a calibration set: give `items:` a list of {input, output, judge or rubric, label}"
+        doc.path,
+        1,
+        "not a calibration set: give `items:` a list of {input, output, judge or rubric, label}",
     )
 
 
@@ -107,16 +118,24 @@ def _judge(raw: dict[str, Any], default: Any) -> dict[str, Any] | str:
     if "judge" in raw and "rubric" in raw:
         raise ValueError("give `judge:` or `rubric:`, not both")
     if spec is None:
-        raise ValueError("no judge: give the item `rubric:` or `judge: {rubric, ...}`, or the file a `judge:`")
+        raise ValueError(
+            "no judge: give the item `rubric:` or `judge: {rubric, ...}`, or the file a `judge:`"
+        )
     if isinstance(spec, str):
         return spec
     if not isinstance(spec, dict):
-        raise ValueError("`judge` must be a rubric or a mapping {rubric, min_score, prompt, samples, model}")
+        raise ValueError(
+            "`judge` must be a rubric or a mapping {rubric, min_score, prompt, samples, model}"
+        )
     if "panel" in spec:
-        raise ValueError("a panel is calibrated member by member: label items for each member's judge")
+        raise ValueError(
+            "a panel is calibrated member by member: label items for each member's judge"
+        )
     unknown = [k for k in spec if k not in _JUDGE_KEYS]
     if unknown:
-        raise ValueError(f"unknown key {unknown[0]!r} in `judge`; a judge has {', '.join(_JUDGE_KEYS)}")
+        raise ValueError(
+            f"unknown key {unknown[0]!r} in `judge`; a judge has {', '.join(_JUDGE_KEYS)}"
+        )
     if "rubric" not in spec:
         raise ValueError("the judge has no `rubric`")
     return spec
@@ -134,7 +153,8 @@ def _item(raw: Any, default: Any, case: Case) -> Labelled:
         raise ValueError("`input` must be a string")
     reference = raw.get("reference")
     if reference is not None and not (
-        isinstance(reference, str) or (isinstance(reference, list) and all(isinstance(r, str) for r in reference))
+        isinstance(reference, str)
+        or (isinstance(reference, list) and all(isinstance(r, str) for r in reference))
     ):
         raise ValueError("`reference` must be a string or a list of facts")
     spec = _judge(raw, default)
@@ -142,7 +162,12 @@ def _item(raw: Any, default: Any, case: Case) -> Labelled:
     threshold = float(options.get("min_score", 0.7))
     label, score = _label(raw.get("label"), threshold)
     case = Case(
-        id=case.id, path=case.path, line=case.line, query=raw.get("input", ""), reference=reference, tags=case.tags
+        id=case.id,
+        path=case.path,
+        line=case.line,
+        query=raw.get("input", ""),
+        reference=reference,
+        tags=case.tags,
     )
     jid, model = identity(spec, case.path.parent)
     return Labelled(case, raw["output"], spec, label, score, jid, model)
@@ -163,8 +188,9 @@ def ask(item: Labelled, llm: LLM) -> Verdict:
 
 
 def result(item: Labelled, found: Verdict | CheckError | None) -> CaseResult:
-    """The item's case result: passed when the judge's verdict is the label's; ``found`` is the verdict, the
-    reason there is none, or ``None`` without an LLM (not scored)."""
+    """The item's case result: passed when the judge's verdict is the label's; ``found`` is the
+    verdict, the reason there is none, or ``None`` without an LLM (not scored).
+    """
     label = "pass" if item.label else "fail"
     facts: dict[str, Any] = {"judge": item.judge_id, "model": item.model, "label": label}
     if item.label_score is not None:
@@ -172,9 +198,13 @@ def result(item: Labelled, found: Verdict | CheckError | None) -> CaseResult:
     if found is None:
         from pytest_agent_eval.checks.judge import NO_LLM
 
-        check = CheckResult(CHECK, True, 0.0, facts, "not judged", f"not scored: {NO_LLM}", scored=False)
+        check = CheckResult(
+            CHECK, True, 0.0, facts, "not judged", f"not scored: {NO_LLM}", scored=False
+        )
     elif isinstance(found, CheckError):
-        check = CheckResult(CHECK, False, 0.0, facts, None, f"no verdict: {found}", scored=False, error=True)
+        check = CheckResult(
+            CHECK, False, 0.0, facts, None, f"no verdict: {found}", scored=False, error=True
+        )
     else:
         judged = "pass" if found.passed else "fail"
         agrees = found.passed == item.label
@@ -182,8 +212,15 @@ def result(item: Labelled, found: Verdict | CheckError | None) -> CaseResult:
             CHECK,
             agrees,
             expected=facts,
-            actual={**facts, "judged": judged, "score": round(found.score, 6), "reason": found.reason},
-            message="" if agrees else f"the judge said {judged} ({found.score:.2f}: {found.reason}); labelled {label}",
+            actual={
+                **facts,
+                "judged": judged,
+                "score": round(found.score, 6),
+                "reason": found.reason,
+            },
+            message=""
+            if agrees
+            else f"the judge said {judged} ({found.score:.2f}: {found.reason}); labelled {label}",
         )
     run = RunRecord(output=item.output)
     reasons = [] if check.passed else [f"{CHECK}: {check.message}"]
@@ -192,8 +229,10 @@ def result(item: Labelled, found: Verdict | CheckError | None) -> CaseResult:
 
 
 class Gate:
-    """``--agent-eval-judge-min-kappa``: which judges are calibrated in this run. Process-wide, for the session;
-    thread-safe (checks run in worker threads)."""
+    """``--agent-eval-judge-min-kappa``: which judges are calibrated in this run.
+
+    Process-wide, for the session; thread-safe (checks run in worker threads).
+    """
 
     def __init__(self, min_kappa: float) -> None:
         self.min_kappa = min_kappa
@@ -220,7 +259,9 @@ class Gate:
             return found
 
     def why(self, judge: str, ctx: CheckContext) -> str | None:
-        """Why ``judge`` is uncalibrated in this run, or ``None`` when its kappa reaches the minimum."""
+        """Why ``judge`` is uncalibrated in this run, or ``None`` when its kappa reaches the
+        minimum.
+        """
         items = self.items.get(judge, [])
         if not items:
             return (

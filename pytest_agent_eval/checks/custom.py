@@ -36,7 +36,10 @@ def custom(run: RunRecord, spec: Any, ctx: CheckContext) -> CheckResult:
         value = func(run, ctx.case) if nargs >= 2 else func(run)
         results.append(_to_result(ref, value))
     failed = [r for r in results if not r.passed]
-    detail = [f"{'✓' if r.passed else '✗'} {r.name}" + (f": {r.message}" if r.message else "") for r in results]
+    detail = [
+        f"{'✓' if r.passed else '✗'} {r.name}" + (f": {r.message}" if r.message else "")
+        for r in results
+    ]
     return CheckResult.of(
         "custom",
         not failed,

@@ -1,8 +1,9 @@
 """The ``judge`` check: an LLM scores the answer against a rubric (SPEC §8).
 
-The judge asks for JSON (``response_format`` JSON where the ``agent_eval_llm`` callable takes options) and reads
-the reply as that JSON, else only in forms that cannot be misread (``7/10``, ``70%``, ``score: 0.7``). Anything
-else, a score outside [0, 1], or an LLM call that fails, is no verdict: the check errors, it never passes.
+The judge asks for JSON (``response_format`` JSON where the ``agent_eval_llm`` callable takes
+options) and reads the reply as that JSON, else only in forms that cannot be misread (``7/10``,
+``70%``, ``score: 0.7``). Anything else, a score outside [0, 1], or an LLM call that fails, is no
+verdict: the check errors, it never passes.
 """
 
 from __future__ import annotations
@@ -33,14 +34,18 @@ Tool calls the agent made: {tool_calls}
 {transcript}{reference}Agent answer: {output}
 """ + REPLY_FORMAT.replace("{", "{{").replace("}", "}}")
 FIELDS = ("rubric", "input", "output", "tool_calls", "transcript", "reference")
-"""The fields of a prompt template (``prompt: path``); a literal brace is written ``{{`` / ``}}``."""
+"""The fields of a prompt template (``prompt: path``); a literal brace is written ``{{`` / ``}}``.
+"""
 REFERENCE_RUBRIC = (
-    "The answer agrees with the reference: it states what the reference states and contradicts none of it."
+    "The answer agrees with the reference: it states what the reference states and contradicts"
+    " none of it."
 )
 """The rubric of a judge given only a reference."""
 JSON_OPTIONS: dict[str, Any] = {"response_format": {"type": "json_object"}}
 SAMPLE_TEMPERATURE = 1.0
-"""The temperature of each sample when ``samples`` > 1 (at the default 0 every sample would be the same)."""
+"""The temperature of each sample when ``samples`` > 1 (at the default 0 every sample would be the
+same).
+"""
 
 _FENCE = re.compile(r"```[ \t]*(?:json)?[ \t]*\n?(.*?)```", re.DOTALL | re.IGNORECASE)
 _NUM = r"(\d+(?:\.\d+)?)"
@@ -96,7 +101,9 @@ def _json_objects(text: str) -> list[Any]:
 
 
 def _plain_score(reply: str) -> float:
-    """The one score the reply gives as ``7/10``, ``70%`` or ``score: 0.7``; else the reply is unreadable."""
+    """The one score the reply gives as ``7/10``, ``70%`` or ``score: 0.7``; else the reply is
+    unreadable.
+    """
     values: set[float] = set()
     for pattern, divisor in _FORMS:
         for match in pattern.finditer(reply):
@@ -106,14 +113,18 @@ def _plain_score(reply: str) -> float:
                 raise unreadable(reply, f"{match.group(0).strip()!r} is outside 0..1")
             values.add(round(value, 9))
     if len(values) > 1:
-        raise unreadable(reply, "it gives several scores: " + ", ".join(f"{v:g}" for v in sorted(values)))
+        raise unreadable(
+            reply, "it gives several scores: " + ", ".join(f"{v:g}" for v in sorted(values))
+        )
     if not values:
         raise unreadable(reply)
     return values.pop()
 
 
 def read_score(reply: str) -> tuple[float, str]:
-    """The score in [0, 1] and the reason from a judge's reply; :class:`CheckError` when there is none."""
+    """The score in [0, 1] and the reason from a judge's reply; :class:`CheckError` when there is
+    none.
+    """
     text = reply.strip()
     fenced = _FENCE.search(text)
     for candidate in ([fenced.group(1).strip()] if fenced else []) + [text]:
@@ -131,9 +142,13 @@ def read_score(reply: str) -> tuple[float, str]:
     return _plain_score(text), excerpt(text)
 
 
-def ask_score(ctx: CheckContext, prompt: str, samples: int = 1, model: str | None = None) -> tuple[float, str]:
-    """The mean score of ``samples`` LLM replies to ``prompt`` and their reasons; :class:`CheckError` if one fails.
-    ``model``: asked of the LLM as its ``model`` option (a panel member's own model)."""
+def ask_score(
+    ctx: CheckContext, prompt: str, samples: int = 1, model: str | None = None
+) -> tuple[float, str]:
+    """The mean score of ``samples`` LLM replies to ``prompt`` and their reasons;
+    :class:`CheckError` if one fails. ``model``: asked of the LLM as its ``model`` option (a panel
+    member's own model).
+    """
     assert ctx.llm is not None
     options = dict(JSON_OPTIONS)
     if model is not None:
@@ -151,7 +166,9 @@ def ask_score(ctx: CheckContext, prompt: str, samples: int = 1, model: str | Non
             reply = ask(ctx.llm, [{"role": "user", "content": prompt}], **options)
         except Exception as exc:
             text = str(exc)
-            raise CheckError(f"judge LLM call failed: {type(exc).__name__}" + (f": {text}" if text else "")) from exc
+            raise CheckError(
+                f"judge LLM call failed: {type(exc).__name__}" + (f": {text}" if text else "")
+            ) from exc
         readings.append(read_score(reply))
     score = sum(s for s, _ in readings) / samples
     if samples == 1:
@@ -161,8 +178,9 @@ def ask_score(ctx: CheckContext, prompt: str, samples: int = 1, model: str | Non
 
 
 def reference_text(reference: str | list[str] | None, any_of: bool = False) -> str:
-    """The prompt's lines for a reference answer, for alternative answers (``any_of``) or for facts (a list),
-    that the answer is compared with."""
+    """The prompt's lines for a reference answer, for alternative answers (``any_of``) or for facts
+    (a list), that the answer is compared with.
+    """
     if reference is None:
         return ""
     if isinstance(reference, str):
@@ -177,8 +195,9 @@ def reference_text(reference: str | list[str] | None, any_of: bool = False) -> s
 def prompt_fields(
     run: RunRecord, ctx: CheckContext, rubric: str, reference: str | list[str] | None = None
 ) -> dict[str, str]:
-    """What the judge is shown: the rubric, the input, the answer, the tool calls, (conversations) the turns and
-    the reference answer or facts when there are some."""
+    """What the judge is shown: the rubric, the input, the answer, the tool calls, (conversations)
+    the turns and the reference answer or facts when there are some.
+    """
     calls = [{"tool": c.name, "args": c.args} for c in run.tool_calls]
     turns = "\n".join(f"  {m.get('role', '?')}: {m.get('content', '')}" for m in run.history)
     return {
@@ -187,12 +206,16 @@ def prompt_fields(
         "output": run.output,
         "tool_calls": prompt_json(calls) if calls else "(none)",
         "transcript": f"Conversation:\n{turns}\n" if turns else "",
-        "reference": reference_text(reference, reference is ctx.case.reference and ctx.case.reference_any),
+        "reference": reference_text(
+            reference, reference is ctx.case.reference and ctx.case.reference_any
+        ),
     }
 
 
 def _own_prompt(ref: str, fields: dict[str, str], run: RunRecord, ctx: CheckContext) -> str:
-    """The prompt from ``prompt: module:function`` (called with the run, the case, the rubric) or a template file."""
+    """The prompt from ``prompt: module:function`` (called with the run, the case, the rubric) or a
+    template file.
+    """
     if re.fullmatch(r"[A-Za-z_][\w.]*:[A-Za-z_][\w.]*", ref):
         func = import_object(ref)
         return str(func(run, ctx.case, fields["rubric"]))
@@ -200,7 +223,9 @@ def _own_prompt(ref: str, fields: dict[str, str], run: RunRecord, ctx: CheckCont
     try:
         template = path.read_text(encoding="utf-8")
     except OSError as exc:
-        raise CheckError(f"judge prompt {ref!r}: cannot read {path}: {exc.strerror or exc}") from exc
+        raise CheckError(
+            f"judge prompt {ref!r}: cannot read {path}: {exc.strerror or exc}"
+        ) from exc
     try:
         return template.format_map(fields)
     except (KeyError, IndexError, ValueError) as exc:
@@ -212,23 +237,31 @@ def _own_prompt(ref: str, fields: dict[str, str], run: RunRecord, ctx: CheckCont
 
 
 UNCALIBRATED: Callable[[str, CheckContext], str | None] | None = None
-"""Process-wide, set by ``--agent-eval-judge-min-kappa`` (``plugin.calibration``) for the session: given a judge's
-id, why it is uncalibrated in this run (its verdicts are then no verdict), or ``None``."""
+"""Process-wide, set by ``--agent-eval-judge-min-kappa`` (``plugin.calibration``) for the session:
+given a judge's id, why it is uncalibrated in this run (its verdicts are then no verdict), or
+``None``.
+"""
 
 
 def judge_model(options: dict[str, Any]) -> str:
-    """The model a judge asks: its ``model``, else ``AGENT_EVAL_LLM_MODEL``, else the ``agent_eval_llm`` fixture's."""
+    """The model a judge asks: its ``model``, else ``AGENT_EVAL_LLM_MODEL``, else the
+    ``agent_eval_llm`` fixture's.
+    """
     return str(options.get("model") or os.environ.get("AGENT_EVAL_LLM_MODEL") or "agent_eval_llm")
 
 
 def judge_id(model: str, prompt: str, rubric: str) -> str:
-    """A judge's identity: 12 hex digits of a hash of its model, its prompt (template) and its rubric."""
+    """A judge's identity: 12 hex digits of a hash of its model, its prompt (template) and its
+    rubric.
+    """
     text = json.dumps([model, prompt, rubric], ensure_ascii=False)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
 
 
 def _prompt_identity(ref: str | None, base: Path) -> str:
-    """What identifies the prompt: the built-in template, a ``module:function``, or a template file's text."""
+    """What identifies the prompt: the built-in template, a ``module:function``, or a template
+    file's text.
+    """
     if ref is None:
         return PROMPT
     if re.fullmatch(r"[A-Za-z_][\w.]*:[A-Za-z_][\w.]*", ref):
@@ -269,8 +302,9 @@ def identity(spec: Any, base: Path) -> tuple[str, str]:
 
 
 def verdict(run: RunRecord, spec: Any, ctx: CheckContext, gated: bool = True) -> Verdict:
-    """The judge ``spec``'s verdict on ``run``; :class:`CheckError` when it has none (an unreadable reply, a
-    failed call, or, ``gated``, a judge uncalibrated in this run)."""
+    """The judge ``spec``'s verdict on ``run``; :class:`CheckError` when it has none (an unreadable
+    reply, a failed call, or, ``gated``, a judge uncalibrated in this run).
+    """
     options, rubric = judge_options(spec)
     reference = options.get("reference", ctx.case.reference)
     threshold = float(options.get("min_score", 0.7))
@@ -288,9 +322,10 @@ def verdict(run: RunRecord, spec: Any, ctx: CheckContext, gated: bool = True) ->
 
 
 def judge(run: RunRecord, spec: Any, ctx: CheckContext) -> CheckResult:
-    """An LLM judge scores the answer against the rubric at least ``min_score`` (default 0.7); with a reference
-    (the judge's ``reference``, else the case's ``reference:``), the judge compares the answer with it; with a
-    ``panel``, its members vote (``checks.panel``)."""
+    """An LLM judge scores the answer against the rubric at least ``min_score`` (default 0.7); with
+    a reference (the judge's ``reference``, else the case's ``reference:``), the judge compares the
+    answer with it; with a ``panel``, its members vote (``checks.panel``).
+    """
     options, rubric = judge_options(spec)
     if "panel" in options:
         from pytest_agent_eval.checks.panel import panel
@@ -298,7 +333,9 @@ def judge(run: RunRecord, spec: Any, ctx: CheckContext) -> CheckResult:
         return panel(run, options, ctx)
     reference = options.get("reference", ctx.case.reference)
     if ctx.llm is None:
-        return CheckResult("judge", True, 0.0, rubric, "not judged", f"not scored: {NO_LLM}", scored=False)
+        return CheckResult(
+            "judge", True, 0.0, rubric, "not judged", f"not scored: {NO_LLM}", scored=False
+        )
     found = verdict(run, spec, ctx)
     score, reason, ok, threshold = found.score, found.reason, found.passed, found.threshold
     against = (
@@ -326,19 +363,33 @@ _ONE = {
     "prompt": {"type": "string", "minLength": 1},
     "samples": {"type": "integer", "minimum": 1},
     "reference": _REFERENCE,
-    "model": {"type": "string", "minLength": 1, "description": "the model the judge asks (the LLM's `model` option)"},
+    "model": {
+        "type": "string",
+        "minLength": 1,
+        "description": "the model the judge asks (the LLM's `model` option)",
+    },
 }
-MEMBER = {  # a panel member: a rubric, or a judge of its own (what it leaves out, it takes from the panel)
+# a panel member: a rubric, or a judge of its own (what it leaves out, it takes from the panel)
+MEMBER = {
     "type": ["string", "object"],
     "properties": _ONE,
     "additionalProperties": False,
 }
-SCHEMA = {  # a rubric, or {rubric, min_score, prompt, samples, reference, model}, or a panel of such judges
+# a rubric, or {rubric, min_score, prompt, samples, reference, model}, or a panel of such judges
+SCHEMA = {
     "type": ["string", "object"],
     "properties": {
         **_ONE,
-        "panel": {"type": "array", "minItems": 2, "items": MEMBER, "description": "judges that vote"},
-        "vote": {"enum": ["majority", "all", "any"], "description": "how a panel decides (default majority)"},
+        "panel": {
+            "type": "array",
+            "minItems": 2,
+            "items": MEMBER,
+            "description": "judges that vote",
+        },
+        "vote": {
+            "enum": ["majority", "all", "any"],
+            "description": "how a panel decides (default majority)",
+        },
     },
     "anyOf": [{"required": ["rubric"]}, {"required": ["reference"]}, {"required": ["panel"]}],
     "additionalProperties": False,
@@ -346,4 +397,6 @@ SCHEMA = {  # a rubric, or {rubric, min_score, prompt, samples, reference, model
 
 
 def register(registry: CheckRegistry) -> None:
-    registry.register("judge", judge, SCHEMA, "an LLM judge scores the answer against the rubric", uses_llm=True)
+    registry.register(
+        "judge", judge, SCHEMA, "an LLM judge scores the answer against the rubric", uses_llm=True
+    )

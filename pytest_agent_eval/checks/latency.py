@@ -24,5 +24,9 @@ def max_latency_s(run: RunRecord, spec: Any, ctx: CheckContext) -> CheckResult:
 
 def register(registry: CheckRegistry) -> None:
     registry.register(
-        "max_latency_s", max_latency_s, {"type": "number", "exclusiveMinimum": 0}, "answered within x s", blocking=False
+        "max_latency_s",
+        max_latency_s,
+        {"type": "number", "exclusiveMinimum": 0},
+        "answered within x s",
+        blocking=False,
     )

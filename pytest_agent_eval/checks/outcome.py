@@ -19,8 +19,12 @@ FAILURE_WORDS = (
 )  # fmt: skip
 
 
-def phrase_pattern(words: list[str] | tuple[str, ...], *, longer_forms: bool = False) -> re.Pattern[str]:
-    """The phrases as whole words; with ``longer_forms`` a phrase also matches as a word's start (error, errors)."""
+def phrase_pattern(
+    words: list[str] | tuple[str, ...], *, longer_forms: bool = False
+) -> re.Pattern[str]:
+    """The phrases as whole words; with ``longer_forms`` a phrase also matches as a word's start
+    (error, errors).
+    """
     alts = "|".join(re.escape(w) for w in sorted(words, key=len, reverse=True))
     end = r"\w*" if longer_forms else r"(?!\w)"
     return re.compile(rf"(?<!\w)(?:{alts}){end}", re.IGNORECASE)
@@ -55,7 +59,9 @@ def outcome(run: RunRecord, spec: Any, ctx: CheckContext) -> CheckResult:
     got, word = read_outcome(run.output, success, failure)
     ok = got == want
     why = f"reads as {got}" + (f" ({word!r})" if word else " (no success or failure phrase)")
-    return CheckResult.of("outcome", ok, expected=want, actual=why, message="" if ok else f"output {why}")
+    return CheckResult.of(
+        "outcome", ok, expected=want, actual=why, message="" if ok else f"output {why}"
+    )
 
 
 SCHEMA = {  # "success" / "failure", or a mapping with own word lists
@@ -72,4 +78,6 @@ SCHEMA = {  # "success" / "failure", or a mapping with own word lists
 
 
 def register(registry: CheckRegistry) -> None:
-    registry.register("outcome", outcome, SCHEMA, "the output reads as success or failure", blocking=False)
+    registry.register(
+        "outcome", outcome, SCHEMA, "the output reads as success or failure", blocking=False
+    )

@@ -1,4 +1,6 @@
-"""Checks on the agent's output text: contains, contains_any, not_contains, regex, not_regex, equals."""
+"""Checks on the agent's output text: contains, contains_any, not_contains, regex, not_regex,
+equals.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +11,10 @@ from pytest_agent_eval.checks.base import CheckContext, CheckRegistry
 from pytest_agent_eval.checks.patterns import DEFAULT_LIMIT, Found, PatternTimeout, search
 from pytest_agent_eval.core.results import CheckResult, RunRecord
 
-STRINGS = {"type": ["string", "array"], "items": {"type": "string"}}  # a string or a list of strings
+STRINGS = {
+    "type": ["string", "array"],
+    "items": {"type": "string"},
+}  # a string or a list of strings
 _EXCERPT = 60
 
 
@@ -22,7 +27,9 @@ def _fold(text: str, ctx: CheckContext) -> str:
 
 
 def excerpt(output: str, phrase: str, case_sensitive: bool = False) -> list[str]:
-    """The output around where ``phrase`` was expected: its longest leading part found, else the start."""
+    """The output around where ``phrase`` was expected: its longest leading part found, else the
+    start.
+    """
     hay = output if case_sensitive else output.casefold()
     needle = phrase if case_sensitive else phrase.casefold()
     at, found = 0, ""
@@ -40,7 +47,11 @@ def excerpt(output: str, phrase: str, case_sensitive: bool = False) -> list[str]
     suffix = "…" if end < len(output) else ""
     lines = [f"output: {prefix}{snippet}{suffix}"]
     if found:
-        lines.append(" " * (len("output: ") + len(prefix) + at - start) + "^" * len(found) + f" closest: {found!r}")
+        lines.append(
+            " " * (len("output: ") + len(prefix) + at - start)
+            + "^" * len(found)
+            + f" closest: {found!r}"
+        )
     elif not output:
         lines = ["output: (empty)"]
     return lines
@@ -55,11 +66,15 @@ def _split(run: RunRecord, spec: Any, ctx: CheckContext) -> tuple[list[str], lis
 
 
 def _excerpts(run: RunRecord, phrases: list[str], what: str, ctx: CheckContext) -> list[str]:
-    """For each phrase, ``<what> 'phrase'`` and the output around it (or around where it was expected)."""
+    """For each phrase, ``<what> 'phrase'`` and the output around it (or around where it was
+    expected).
+    """
     lines: list[str] = []
     for p in phrases:
         lines.append(f"{what} {p!r}")
-        lines.extend("  " + line for line in excerpt(run.output, p, bool(ctx.options.get("case_sensitive"))))
+        lines.extend(
+            "  " + line for line in excerpt(run.output, p, bool(ctx.options.get("case_sensitive")))
+        )
     return lines
 
 
@@ -81,7 +96,13 @@ def contains(run: RunRecord, spec: Any, ctx: CheckContext) -> CheckResult:
 def contains_any(run: RunRecord, spec: Any, ctx: CheckContext) -> CheckResult:
     """At least one string occurs in the output."""
     phrases, hit, _ = _split(run, spec, ctx)
-    detail = [] if hit else excerpt(run.output, phrases[0] if phrases else "", bool(ctx.options.get("case_sensitive")))
+    detail = (
+        []
+        if hit
+        else excerpt(
+            run.output, phrases[0] if phrases else "", bool(ctx.options.get("case_sensitive"))
+        )
+    )
     return CheckResult.of(
         "contains_any",
         bool(hit),
@@ -112,7 +133,9 @@ def _regex_flags(ctx: CheckContext) -> int:
 
 
 def _search(name: str, spec: Any, run: RunRecord, ctx: CheckContext) -> Found | None:
-    """Where the pattern matches the output (``None``: nowhere); no verdict when the search does not finish."""
+    """Where the pattern matches the output (``None``: nowhere); no verdict when the search does not
+    finish.
+    """
     limit = ctx.case.timeout if ctx.case.timeout is not None else DEFAULT_LIMIT
     try:
         return search(str(spec), run.output, _regex_flags(ctx), limit)
@@ -148,16 +171,36 @@ def not_regex(run: RunRecord, spec: Any, ctx: CheckContext) -> CheckResult:
 def equals(run: RunRecord, spec: Any, ctx: CheckContext) -> CheckResult:
     """The stripped output equals the string."""
     want, got = str(spec).strip(), run.output.strip()
-    ok = want == got if ctx.options.get("case_sensitive", True) else want.casefold() == got.casefold()
-    return CheckResult.of("equals", ok, expected=want, actual=got, message="" if ok else "output differs")
+    ok = (
+        want == got
+        if ctx.options.get("case_sensitive", True)
+        else want.casefold() == got.casefold()
+    )
+    return CheckResult.of(
+        "equals", ok, expected=want, actual=got, message="" if ok else "output differs"
+    )
 
 
 def register(registry: CheckRegistry) -> None:
-    registry.register("contains", contains, STRINGS, "every string occurs in the output", blocking=False)
-    registry.register("contains_any", contains_any, STRINGS, "at least one string occurs", blocking=False)
+    registry.register(
+        "contains", contains, STRINGS, "every string occurs in the output", blocking=False
+    )
+    registry.register(
+        "contains_any", contains_any, STRINGS, "at least one string occurs", blocking=False
+    )
     registry.register("not_contains", not_contains, STRINGS, "no string occurs", blocking=False)
     # blocking: a search may wait on its helper process up to the case's timeout (patterns.py)
-    registry.register("regex", regex, {"type": "string", "format": "regex"}, "re.search finds the pattern")
-    registry.register("not_regex", not_regex, {"type": "string", "format": "regex"}, "re.search finds nothing")
-    registry.register("equals", equals, {"type": "string"}, "the stripped output equals the string", blocking=False)
+    registry.register(
+        "regex", regex, {"type": "string", "format": "regex"}, "re.search finds the pattern"
+    )
+    registry.register(
+        "not_regex", not_regex, {"type": "string", "format": "regex"}, "re.search finds nothing"
+    )
+    registry.register(
+        "equals",
+        equals,
+        {"type": "string"},
+        "the stripped output equals the string",
+        blocking=False,
+    )
     registry.modifiers["case_sensitive"] = {"type": "boolean"}

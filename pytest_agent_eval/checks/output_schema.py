@@ -1,7 +1,9 @@
 """The ``output_schema`` check: the output, parsed as JSON, validates against a JSON Schema.
 
-The JSON is the whole output, or a fenced block in it: models often write a sentence and then the JSON in a
-```` ```json ```` block."""
+The JSON is the whole output, or a fenced block in it: models often write a sentence and then the
+JSON in a
+```` ```json ```` block.
+"""
 
 from __future__ import annotations
 
@@ -14,7 +16,9 @@ from pytest_agent_eval.core.results import CheckResult, RunRecord
 
 
 class Fence(NamedTuple):
-    """A fenced block of the output: its language tag, its body, and the line its opening fence is on."""
+    """A fenced block of the output: its language tag, its body, and the line its opening fence is
+    on.
+    """
 
     language: str
     body: str
@@ -25,8 +29,9 @@ _OPENING = re.compile(r"^ {0,3}(`{3,}|~{3,})[ \t]*([^\s`]*)")
 
 
 def fenced_blocks(text: str) -> list[Fence]:
-    """The fenced blocks of markdown ``text`` in order (```` ```json ```` … ```` ``` ````); an unclosed last one
-    runs to the end."""
+    """The fenced blocks of markdown ``text`` in order (```` ```json ```` … ```` ``` ````); an
+    unclosed last one runs to the end.
+    """
     blocks: list[Fence] = []
     lines = text.splitlines()
     i = 0
@@ -51,8 +56,9 @@ class NotJSON(ValueError):
 def find_json(output: str) -> tuple[Any, str]:
     """The JSON the output gives, and where it was found (``""``: the whole output).
 
-    The whole output when it parses; else the first ```` ```json ```` block; else the first fenced block whose
-    body parses. :class:`NotJSON` when there is none, or the ```` ```json ```` block does not parse.
+    The whole output when it parses; else the first ```` ```json ```` block; else the first fenced
+    block whose body parses. :class:`NotJSON` when there is none, or the ```` ```json ```` block
+    does not parse.
     """
     try:
         return json.loads(output), ""
@@ -67,7 +73,9 @@ def find_json(output: str) -> tuple[Any, str]:
 
     tagged = [n for n, block in enumerate(blocks) if block.language == "json"]
     if tagged:
-        checked = where(tagged[0], "the first ```json block" if len(tagged) > 1 else "the ```json block")
+        checked = where(
+            tagged[0], "the first ```json block" if len(tagged) > 1 else "the ```json block"
+        )
         try:
             return json.loads(blocks[tagged[0]].body), checked
         except json.JSONDecodeError as exc:
@@ -77,9 +85,13 @@ def find_json(output: str) -> tuple[Any, str]:
             data = json.loads(block.body)
         except json.JSONDecodeError:
             continue
-        return data, where(n, f"the ```{block.language} block" if block.language else "the fenced block")
+        return data, where(
+            n, f"the ```{block.language} block" if block.language else "the fenced block"
+        )
     if blocks:
-        raise NotJSON(f"output is not JSON and none of its {len(blocks)} fenced block(s) is: {whole}")
+        raise NotJSON(
+            f"output is not JSON and none of its {len(blocks)} fenced block(s) is: {whole}"
+        )
     raise NotJSON(f"output is not JSON and holds no fenced block of JSON: {whole}")
 
 
@@ -92,13 +104,21 @@ def output_schema(run: RunRecord, spec: Any, ctx: CheckContext) -> CheckResult:
     try:
         data, where = find_json(run.output)
     except NotJSON as exc:
-        return CheckResult.of("output_schema", False, expected="JSON output", actual=run.output[:200], message=str(exc))
+        return CheckResult.of(
+            "output_schema",
+            False,
+            expected="JSON output",
+            actual=run.output[:200],
+            message=str(exc),
+        )
     import jsonschema  # imported when an output_schema check first runs (it costs start-up time)
     from referencing import Registry
     from referencing.exceptions import Unresolvable
 
-    # Only references inside the schema resolve: an eval file never makes the run fetch a URL or read a file.
-    validator = jsonschema.validators.validator_for(spec)(spec, registry=Registry(retrieve=_retrieve_nothing))  # type: ignore[call-arg]
+    # Only references inside the schema resolve: an eval file never makes the run fetch a URL or
+    # read a file.
+    registry: Registry[Any] = Registry(retrieve=_retrieve_nothing)  # type: ignore[call-arg]
+    validator = jsonschema.validators.validator_for(spec)(spec, registry=registry)
     try:
         errors = sorted(validator.iter_errors(data), key=lambda e: list(e.absolute_path))
     except Unresolvable as exc:
@@ -123,4 +143,10 @@ def output_schema(run: RunRecord, spec: Any, ctx: CheckContext) -> CheckResult:
 
 
 def register(registry: CheckRegistry) -> None:
-    registry.register("output_schema", output_schema, {"type": "object"}, "the JSON output validates", blocking=False)
+    registry.register(
+        "output_schema",
+        output_schema,
+        {"type": "object"},
+        "the JSON output validates",
+        blocking=False,
+    )

@@ -1,11 +1,12 @@
 """A panel of judges (SPEC §26): ``judge: {panel: [specs], vote: majority|all|any}``.
 
-Each member is a judge of its own (a rubric, or ``{rubric, min_score, prompt, samples, reference, model}``); what
-a member leaves out it takes from the panel (``rubric``, ``min_score``, ``reference``, ...). The members vote pass
-or fail; the panel passes by ``majority`` (more than half), ``all`` or ``any``. A member without a verdict (an
-unreadable reply, a failed call, an uncalibrated judge) counts only when the others cannot decide without it:
-then the panel has no verdict either. The result's ``actual`` holds each member's verdict and the members'
-agreement on the case (the share of agreeing member pairs, 0..1).
+Each member is a judge of its own (a rubric, or ``{rubric, min_score, prompt, samples, reference,
+model}``); what a member leaves out it takes from the panel (``rubric``, ``min_score``,
+``reference``, ...). The members vote pass or fail; the panel passes by ``majority`` (more than
+half), ``all`` or ``any``. A member without a verdict (an unreadable reply, a failed call, an
+uncalibrated judge) counts only when the others cannot decide without it: then the panel has no
+verdict either. The result's ``actual`` holds each member's verdict and the members' agreement on
+the case (the share of agreeing member pairs, 0..1).
 """
 
 from __future__ import annotations
@@ -29,7 +30,9 @@ def member_spec(panel: dict[str, Any], member: Any) -> dict[str, Any]:
 
 
 def decide(vote: str, passes: int, fails: int, unknown: int) -> bool | None:
-    """The panel's verdict from its members' votes; ``None`` when the members without a verdict could swing it."""
+    """The panel's verdict from its members' votes; ``None`` when the members without a verdict
+    could swing it.
+    """
 
     def outcome(p: int, f: int) -> bool:
         if vote == "all":
@@ -48,7 +51,9 @@ def panel(run: RunRecord, spec: dict[str, Any], ctx: CheckContext) -> CheckResul
     members = [member_spec(spec, member) for member in spec["panel"]]
     _, rubric = judge_options(spec) if "rubric" in spec else (None, "a panel of judges")
     if ctx.llm is None:
-        return CheckResult("judge", True, 0.0, rubric, "not judged", f"not scored: {NO_LLM}", scored=False)
+        return CheckResult(
+            "judge", True, 0.0, rubric, "not judged", f"not scored: {NO_LLM}", scored=False
+        )
     seen: list[dict[str, Any]] = []
     for n, member in enumerate(members, 1):
         try:
@@ -71,9 +76,13 @@ def panel(run: RunRecord, spec: dict[str, Any], ctx: CheckContext) -> CheckResul
     agreement = item_agreement(votes)
     actual = {"vote": vote, "members": seen, "agreement": agreement}
     decided = decide(vote, sum(votes), len(votes) - sum(votes), unknown)
-    counts = f"{sum(votes)} pass, {len(votes) - sum(votes)} fail" + (f", {unknown} no verdict" if unknown else "")
+    counts = f"{sum(votes)} pass, {len(votes) - sum(votes)} fail" + (
+        f", {unknown} no verdict" if unknown else ""
+    )
     if decided is None:
-        errors = "; ".join(f"member {e['member']}: {e['error']}" for e in seen if e["verdict"] is None)
+        errors = "; ".join(
+            f"member {e['member']}: {e['error']}" for e in seen if e["verdict"] is None
+        )
         raise CheckError(f"judge panel ({vote}) has no verdict: {counts}; {errors}")
     scores = [float(e["score"]) for e in seen if e["verdict"] is not None]
     score = sum(scores) / len(scores) if scores else 0.0

@@ -1,9 +1,10 @@
 """``re.search`` with a time bound, for the patterns of eval files.
 
-A pattern with catastrophic backtracking (``(a+)+$`` on ``"aaaa…ab"``) can run for hours, and ``re`` holds the
-GIL while it matches: no thread, no watchdog and no timeout of the process can run meanwhile, and a thread
-cannot be stopped. So a pattern that repeats anything is matched in a helper process, which is killed at the
-deadline; a pattern without repetition cannot backtrack and is matched here.
+A pattern with catastrophic backtracking (``(a+)+$`` on ``"aaaa…ab"``) can run for hours, and ``re``
+holds the GIL while it matches: no thread, no watchdog and no timeout of the process can run
+meanwhile, and a thread cannot be stopped. So a pattern that repeats anything is matched in a helper
+process, which is killed at the deadline; a pattern without repetition cannot backtrack and is
+matched here.
 """
 
 from __future__ import annotations
@@ -36,8 +37,9 @@ for line in sys.stdin:
 
 
 class PatternTimeout(CheckError):
-    """The search did not finish within its time limit (the pattern backtracks catastrophically on this text):
-    the check has no verdict."""
+    """The search did not finish within its time limit (the pattern backtracks catastrophically on
+    this text): the check has no verdict.
+    """
 
 
 class Found:
@@ -51,7 +53,9 @@ class Found:
 
 
 def search(pattern: str, text: str, flags: int = 0, limit: float | None = None) -> Found | None:
-    """``re.search(pattern, text, flags)``; :class:`PatternTimeout` after ``limit`` seconds (default 10)."""
+    """``re.search(pattern, text, flags)``; :class:`PatternTimeout` after ``limit`` seconds (default
+    10).
+    """
     compiled = _compile(pattern, flags)  # a bad pattern raises re.error here, as re.search would
     if not _REPEATS.search(pattern):
         m = compiled.search(text)
@@ -67,7 +71,9 @@ def _compile(pattern: str, flags: int) -> re.Pattern[str]:
 
 
 class _Helper:
-    """A Python process that runs searches sent to it, one at a time; killed when one takes too long."""
+    """A Python process that runs searches sent to it, one at a time; killed when one takes too
+    long.
+    """
 
     _idle: ClassVar[list[_Helper]] = []
     _lock: ClassVar[threading.Lock] = threading.Lock()

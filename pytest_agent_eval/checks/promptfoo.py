@@ -1,11 +1,12 @@
 """The ``promptfoo`` check: a promptfoo test's assertions, with promptfoo's meaning (SPEC §19).
 
-The promptfoo dialect (``cases/dialects/promptfoo.py``) reads and validates the assertions; this module judges a
-run against them as promptfoo does (``src/assertions/index.ts`` and ``assertionsResult.ts``): every assertion
-yields a pass and a score; ``not-`` inverts it; an assertion of weight 0 always passes and does not count; the
-test's score is the weighted mean; the test passes when every assertion passes, or, with a test ``threshold``,
-when the score reaches it; an ``assert-set`` is judged the same way with its own threshold and counts as one
-assertion of its weight. A model-graded assertion asks the plugin's judge (``agent_eval_llm``); with no LLM it is
+The promptfoo dialect (``cases/dialects/promptfoo.py``) reads and validates the assertions; this
+module judges a run against them as promptfoo does (``src/assertions/index.ts`` and
+``assertionsResult.ts``): every assertion yields a pass and a score; ``not-`` inverts it; an
+assertion of weight 0 always passes and does not count; the test's score is the weighted mean; the
+test passes when every assertion passes, or, with a test ``threshold``, when the score reaches it;
+an ``assert-set`` is judged the same way with its own threshold and counts as one assertion of its
+weight. A model-graded assertion asks the plugin's judge (``agent_eval_llm``); with no LLM it is
 "not scored", and the test's verdict is unknown unless the other assertions decide it.
 """
 
@@ -50,7 +51,9 @@ SUPPORTED = frozenset(
         *MODEL_GRADED,
     }
 )
-"""The assertion types (without ``not-``) the plugin honours; any other errors its case as not supported."""
+"""The assertion types (without ``not-``) the plugin honours; any other errors its case as not
+supported.
+"""
 
 
 class Tally:
@@ -129,14 +132,20 @@ def promptfoo(run: RunRecord, spec: Any, ctx: CheckContext) -> CheckResult:
             lines.append(_line(assertion, verdict))
         main.add(verdict, assertion.get("weight", 1.0), label(assertion))
     total = main.verdict()
-    expected = f"score >= {main.threshold:g}" if main.threshold is not None else "every assertion passes"
+    expected = (
+        f"score >= {main.threshold:g}" if main.threshold is not None else "every assertion passes"
+    )
     actual = f"score {total.low:.2f}" + (f"..{total.high:.2f}" if total.high != total.low else "")
     if total.error is not None:
         why = f"no verdict: {total.error}"
         return CheckResult(NAME, False, 0.0, expected, why, why, lines, scored=False, error=True)
     if total.passed is None:
-        return CheckResult(NAME, True, total.low, expected, actual, total.reason, lines, scored=False)
-    return CheckResult(NAME, total.passed, total.low, expected, actual, "" if total.passed else total.reason, lines)
+        return CheckResult(
+            NAME, True, total.low, expected, actual, total.reason, lines, scored=False
+        )
+    return CheckResult(
+        NAME, total.passed, total.low, expected, actual, "" if total.passed else total.reason, lines
+    )
 
 
 def _line(assertion: dict[str, Any], verdict: Verdict) -> str:
@@ -148,7 +157,9 @@ def _line(assertion: dict[str, Any], verdict: Verdict) -> str:
 
 
 def _one(assertion: dict[str, Any], run: RunRecord, cost: float | None, judge: Judge) -> Verdict:
-    """One assertion's verdict, ``not-`` applied; weight 0 always passes (promptfoo's metric-only assertion)."""
+    """One assertion's verdict, ``not-`` applied; weight 0 always passes (promptfoo's metric-only
+    assertion).
+    """
     kind = str(assertion["type"])
     inverse = assertion.get("inverse", kind.startswith("not-"))
     base = assertion.get("base", kind[4:] if kind.startswith("not-") else kind)
@@ -160,7 +171,9 @@ def _one(assertion: dict[str, Any], run: RunRecord, cost: float | None, judge: J
         verdict = _HANDLERS[base]({**assertion, "base": base}, run, inverse, cost, judge)
     except CheckError as exc:
         return Verdict(False, 0.0, 0.0, str(exc), error=str(exc))
-    except Exception as exc:  # user code (a python assertion) or a bad value: no verdict, never a pass
+    except (
+        Exception
+    ) as exc:  # user code (a python assertion) or a bad value: no verdict, never a pass
         why = f"{type(exc).__name__}: {exc}"
         return Verdict(False, 0.0, 0.0, why, error=why)
     if assertion.get("weight", 1.0) == 0 and verdict.passed is not None:
@@ -178,8 +191,10 @@ SCHEMA: dict[str, Any] = {
     },
     "required": ["assert"],
 }
-"""What the promptfoo dialect makes of a test (``{assert, threshold, vars, prompt}``); in a native file,
-``promptfoo: {assert: [...]}`` judges promptfoo assertions (values as promptfoo reads them, no templates)."""
+"""What the promptfoo dialect makes of a test (``{assert, threshold, vars, prompt}``); in a native
+file, ``promptfoo: {assert: [...]}`` judges promptfoo assertions (values as promptfoo reads them, no
+templates).
+"""
 
 
 _HANDLERS: dict[str, Callable[..., Verdict]] = {
@@ -192,4 +207,10 @@ _HANDLERS: dict[str, Callable[..., Verdict]] = {
 
 
 def register(registry: CheckRegistry) -> None:
-    registry.register(NAME, promptfoo, SCHEMA, "a promptfoo test's assertions (the promptfoo dialect)", uses_llm=True)
+    registry.register(
+        NAME,
+        promptfoo,
+        SCHEMA,
+        "a promptfoo test's assertions (the promptfoo dialect)",
+        uses_llm=True,
+    )

@@ -1,5 +1,7 @@
-"""promptfoo's deterministic assertions (``src/assertions/*.ts``): each a handler ``(assertion, run, inverse, cost,
-judge) -> Verdict``, ``not-`` applied by the handler as promptfoo does. Tool steps are the run's tool calls."""
+"""promptfoo's deterministic assertions (``src/assertions/*.ts``): each a handler ``(assertion, run,
+inverse, cost, judge) -> Verdict``, ``not-`` applied by the handler as promptfoo does. Tool steps
+are the run's tool calls.
+"""
 
 from __future__ import annotations
 
@@ -17,7 +19,9 @@ from pytest_agent_eval.core.results import RunRecord
 
 @dataclass
 class Verdict:
-    """One assertion's (or set's) verdict: ``passed`` None when not scored; ``low``/``high`` bound its score."""
+    """One assertion's (or set's) verdict: ``passed`` None when not scored; ``low``/``high`` bound
+    its score.
+    """
 
     passed: bool | None
     low: float
@@ -33,7 +37,9 @@ class Verdict:
 def _binary(passed: bool, inverse: bool, what: str) -> Verdict:
     ok = passed != inverse
     return Verdict.of(
-        ok, 1.0 if ok else 0.0, "passed" if ok else f"expected output to {'not ' if inverse else ''}{what}"
+        ok,
+        1.0 if ok else 0.0,
+        "passed" if ok else f"expected output to {'not ' if inverse else ''}{what}",
     )
 
 
@@ -62,27 +68,43 @@ def _contains(fold: bool, mode: str) -> Callable[..., Verdict]:
         found = [p for p in phrases if (p.lower() if fold else p) in hay]
         hit = bool(found) if mode in ("one", "any") else len(found) == len(phrases)
         what = {"one": "contain", "any": "contain one of", "all": "contain all of"}[mode]
-        missing = "" if mode != "all" or inverse else f" (missing {[p for p in phrases if p not in found]})"
-        return _binary(hit, inverse, f"{what} {phrases if mode != 'one' else phrases[0]!r}{missing}")
+        missing = (
+            ""
+            if mode != "all" or inverse
+            else f" (missing {[p for p in phrases if p not in found]})"
+        )
+        return _binary(
+            hit, inverse, f"{what} {phrases if mode != 'one' else phrases[0]!r}{missing}"
+        )
 
     return check
 
 
 def _starts_with(a: dict[str, Any], run: RunRecord, inverse: bool, *_: Any) -> Verdict:
-    return _binary(run.output.startswith(str(a["value"])), inverse, f"start with {str(a['value'])!r}")
+    return _binary(
+        run.output.startswith(str(a["value"])), inverse, f"start with {str(a['value'])!r}"
+    )
 
 
-def _regex(a: dict[str, Any], run: RunRecord, inverse: bool, cost: float | None, judge: Any) -> Verdict:
-    """``re.search`` under the plugin's time limit (a catastrophically backtracking pattern has no verdict)."""
+def _regex(
+    a: dict[str, Any], run: RunRecord, inverse: bool, cost: float | None, judge: Any
+) -> Verdict:
+    """``re.search`` under the plugin's time limit (a catastrophically backtracking pattern has no
+    verdict).
+    """
     timeout = judge.ctx.case.timeout
-    found = search(str(a["value"]), run.output, limit=timeout if timeout is not None else DEFAULT_LIMIT)
+    found = search(
+        str(a["value"]), run.output, limit=timeout if timeout is not None else DEFAULT_LIMIT
+    )
     return _binary(found is not None, inverse, f"match /{a['value']}/")
 
 
 def _schema_ok(value: Any, schema: Any) -> tuple[bool, str]:
     import jsonschema
 
-    errors = sorted(jsonschema.Draft202012Validator(schema).iter_errors(value), key=lambda e: list(e.path))
+    errors = sorted(
+        jsonschema.Draft202012Validator(schema).iter_errors(value), key=lambda e: list(e.path)
+    )
     return not errors, "; ".join(e.message for e in errors[:3])
 
 
@@ -95,7 +117,9 @@ def _is_json(a: dict[str, Any], run: RunRecord, inverse: bool, *_: Any) -> Verdi
     if schema in (None, ""):
         return _binary(True, inverse, "be valid JSON")
     valid, why = _schema_ok(parsed, schema)
-    return _binary(valid, inverse, "be JSON conforming to the schema" + (f" ({why})" if why else ""))
+    return _binary(
+        valid, inverse, "be JSON conforming to the schema" + (f" ({why})" if why else "")
+    )
 
 
 def json_objects(text: str) -> list[Any]:
@@ -124,7 +148,9 @@ def _contains_json(a: dict[str, Any], run: RunRecord, inverse: bool, *_: Any) ->
         return _binary(bool(objects), inverse, "contain valid JSON")
     results = [_schema_ok(obj, schema) for obj in objects]
     why = next((w for ok, w in results if not ok), "")
-    return _binary(any(ok for ok, _ in results), inverse, f"contain JSON conforming to the schema ({why})")
+    return _binary(
+        any(ok for ok, _ in results), inverse, f"contain JSON conforming to the schema ({why})"
+    )
 
 
 def _latency(a: dict[str, Any], run: RunRecord, inverse: bool, *_: Any) -> Verdict:
@@ -135,7 +161,9 @@ def _latency(a: dict[str, Any], run: RunRecord, inverse: bool, *_: Any) -> Verdi
 
 
 def cost_so_far(run: RunRecord) -> float | None:
-    """The case's cost so far: the traffic hook's measure of this trial, else what the agent reported."""
+    """The case's cost so far: the traffic hook's measure of this trial, else what the agent
+    reported.
+    """
     from pytest_agent_eval.traffic.scope import CURRENT  # light: imports no client
 
     trial = CURRENT.get()
@@ -145,7 +173,9 @@ def cost_so_far(run: RunRecord) -> float | None:
     return float(cost) if isinstance(cost, (int, float)) else None
 
 
-def _cost_check(a: dict[str, Any], run: RunRecord, inverse: bool, cost: float | None, *_: Any) -> Verdict:
+def _cost_check(
+    a: dict[str, Any], run: RunRecord, inverse: bool, cost: float | None, *_: Any
+) -> Verdict:
     if cost is None:
         raise CheckError(
             "cost unknown: the provider reported none and the traffic hook priced none (turn the hook on, "
@@ -163,7 +193,9 @@ def _matches(name: str, matcher: dict[str, Any]) -> bool:
 
 
 def matcher_of(step: Any) -> dict[str, Any]:
-    """A trajectory step matcher: a name (a glob when it has ``*`` or ``?``) or ``{name | pattern}``."""
+    """A trajectory step matcher: a name (a glob when it has ``*`` or ``?``) or ``{name |
+    pattern}``.
+    """
     if isinstance(step, str):
         return {"pattern": step} if any(c in step for c in "*?") else {"name": step}
     return dict(step)
@@ -178,7 +210,11 @@ def _tool_used(a: dict[str, Any], run: RunRecord, inverse: bool, *_: Any) -> Ver
         low, high = value.get("min", 1), value.get("max")
         base = count >= low and (high is None or count <= high)
         shown = matcher.get("pattern") or matcher.get("name")
-        return _binary(base, inverse, f"call {shown} {low}..{high if high is not None else ''} times (called {count})")
+        return _binary(
+            base,
+            inverse,
+            f"call {shown} {low}..{high if high is not None else ''} times (called {count})",
+        )
     matchers = [matcher_of(v) for v in (value if isinstance(value, list) else [value])]
     used = [m for m in matchers if any(_matches(n, m) for n in names)]
     ok = not used if inverse else len(used) == len(matchers)
@@ -189,11 +225,17 @@ def _tool_used(a: dict[str, Any], run: RunRecord, inverse: bool, *_: Any) -> Ver
 
 def _tool_sequence(a: dict[str, Any], run: RunRecord, inverse: bool, *_: Any) -> Verdict:
     value = a["value"]
-    mode, steps = ("in_order", value) if isinstance(value, list) else (value.get("mode", "in_order"), value["steps"])
+    mode, steps = (
+        ("in_order", value)
+        if isinstance(value, list)
+        else (value.get("mode", "in_order"), value["steps"])
+    )
     matchers = [matcher_of(s) for s in steps]
     names = [c.name for c in run.tool_calls]
     if mode == "exact":
-        base = len(names) == len(matchers) and all(_matches(n, m) for n, m in zip(names, matchers, strict=True))
+        base = len(names) == len(matchers) and all(
+            _matches(n, m) for n, m in zip(names, matchers, strict=True)
+        )
     else:
         i = 0
         for n in names:
@@ -253,4 +295,6 @@ DETERMINISTIC: dict[str, Callable[..., Verdict]] = {
     "trajectory:step-count": _step_count,
     "tool-call-f1": _tool_call_f1,
 }
-"""The assertions read from the run alone: handler ``(assertion, run, inverse, cost, judge) -> Verdict``."""
+"""The assertions read from the run alone: handler ``(assertion, run, inverse, cost, judge) ->
+Verdict``.
+"""

@@ -1,5 +1,7 @@
-"""promptfoo's assertions that run a model or code: ``llm-rubric``, ``factuality``, ``model-graded-closedqa``
-through the plugin's judge (``agent_eval_llm``), and ``python`` (inline or a file's ``get_assert``)."""
+"""promptfoo's assertions that run a model or code: ``llm-rubric``, ``factuality``,
+``model-graded-closedqa`` through the plugin's judge (``agent_eval_llm``), and ``python`` (inline or
+a file's ``get_assert``).
+"""
 
 from __future__ import annotations
 
@@ -41,8 +43,16 @@ Criterion: {criteria}
 Does the submission meet the criterion? Reply with JSON only: {{"answer": "Y" or "N", "reason": "<one sentence>"}}"""
 
 
-FACTUALITY_SCORES = {"A": "subset", "B": "superset", "C": "agree", "D": "disagree", "E": "differButFactual"}
-"""promptfoo's factuality categories and the option names that set their scores (default 1, disagree 0)."""
+FACTUALITY_SCORES = {
+    "A": "subset",
+    "B": "superset",
+    "C": "agree",
+    "D": "disagree",
+    "E": "differButFactual",
+}
+"""promptfoo's factuality categories and the option names that set their scores (default 1, disagree
+0).
+"""
 
 
 class Judge:
@@ -54,7 +64,11 @@ class Judge:
     def reply(self, prompt: str) -> dict[str, Any]:
         assert self.ctx.llm is not None
         try:
-            text = ask(self.ctx.llm, [{"role": "user", "content": prompt}], response_format={"type": "json_object"})
+            text = ask(
+                self.ctx.llm,
+                [{"role": "user", "content": prompt}],
+                response_format={"type": "json_object"},
+            )
         except Exception as exc:
             raise CheckError(f"judge LLM call failed: {type(exc).__name__}: {exc}") from exc
         for candidate in [text.strip(), *re.findall(r"\{.*\}", text, re.DOTALL)]:
@@ -64,7 +78,9 @@ class Judge:
                 continue
             if isinstance(data, dict):
                 return data
-        raise CheckError(f"judge reply unreadable: {' '.join(text.split())[:200]!r}; the judge must reply JSON")
+        raise CheckError(
+            f"judge reply unreadable: {' '.join(text.split())[:200]!r}; the judge must reply JSON"
+        )
 
     def fields(self) -> dict[str, str]:
         fields = prompt_fields(self.run, self.ctx, "")
@@ -72,14 +88,20 @@ class Judge:
         return fields
 
 
-def graded(a: dict[str, Any], run: RunRecord, inverse: bool, cost: float | None, judge: Judge) -> Verdict:
+def graded(
+    a: dict[str, Any], run: RunRecord, inverse: bool, cost: float | None, judge: Judge
+) -> Verdict:
     if judge.ctx.llm is None:
         return Verdict(None, 0.0, 1.0, NO_LLM)
     fields = judge.fields()
     base, value = a["base"], str(a["value"])
     if base == "llm-rubric":
-        data = judge.reply(RUBRIC_PROMPT.format(rubric=value, input=fields["input"], output=run.output))
-        score, reason = read_score(json.dumps(data)) if "score" in data else (None, str(data.get("reason", "")))
+        data = judge.reply(
+            RUBRIC_PROMPT.format(rubric=value, input=fields["input"], output=run.output)
+        )
+        score, reason = (
+            read_score(json.dumps(data)) if "score" in data else (None, str(data.get("reason", "")))
+        )
         verdict = data.get("pass")
         if not isinstance(verdict, bool):
             if score is None:
@@ -89,22 +111,33 @@ def graded(a: dict[str, Any], run: RunRecord, inverse: bool, cost: float | None,
         threshold = a.get("threshold")
         passed = verdict and (threshold is None or score >= threshold)
     elif base == "factuality":
-        data = judge.reply(FACTUALITY_PROMPT.format(input=fields["input"], reference=value, output=run.output))
-        # promptfoo's own grader replies `category`; the plugin's prompt asks for `choice`: either is read
+        data = judge.reply(
+            FACTUALITY_PROMPT.format(input=fields["input"], reference=value, output=run.output)
+        )
+        # promptfoo's own grader replies `category`; the plugin's prompt asks for `choice`: either
+        # is read
         picked = data.get("category", data.get("choice", ""))
         choice = str(picked).strip().strip("()").upper()
         if choice not in FACTUALITY_SCORES:
-            raise CheckError(f"judge reply unreadable: no category A-E (`category` or `choice`) in {data!r}")
+            raise CheckError(
+                f"judge reply unreadable: no category A-E (`category` or `choice`) in {data!r}"
+            )
         options = a.get("options") or judge.spec.get("options") or {}
         scores = options.get("factuality") or {}
         score = float(scores.get(FACTUALITY_SCORES[choice], 0.0 if choice == "D" else 1.0))
         passed, reason = score > 0, f"({choice}) {data.get('reason', '')}"
     else:  # model-graded-closedqa
-        data = judge.reply(CLOSEDQA_PROMPT.format(input=fields["input"], output=run.output, criteria=value))
+        data = judge.reply(
+            CLOSEDQA_PROMPT.format(input=fields["input"], output=run.output, criteria=value)
+        )
         answer = str(data.get("answer", "")).strip().upper()[:1]
         if answer not in ("Y", "N"):
             raise CheckError(f"judge reply unreadable: no answer Y or N in {data!r}")
-        passed, score, reason = answer == "Y", 1.0 if answer == "Y" else 0.0, str(data.get("reason", ""))
+        passed, score, reason = (
+            answer == "Y",
+            1.0 if answer == "Y" else 0.0,
+            str(data.get("reason", "")),
+        )
     if base == "llm-rubric":
         reason = str(data.get("reason", ""))
     if inverse:
@@ -112,16 +145,26 @@ def graded(a: dict[str, Any], run: RunRecord, inverse: bool, cost: float | None,
     return Verdict.of(passed, score, reason or ("passed" if passed else "failed"))
 
 
-def python(a: dict[str, Any], run: RunRecord, inverse: bool, cost: float | None, judge: Judge) -> Verdict:
-    """promptfoo's ``python``: a bool, a number (a score: passes above 0, or at ``threshold``) or a GradingResult."""
-    context = {"vars": judge.spec.get("vars", {}), "prompt": judge.spec.get("prompt", ""), "config": a.get("config")}
+def python(
+    a: dict[str, Any], run: RunRecord, inverse: bool, cost: float | None, judge: Judge
+) -> Verdict:
+    """promptfoo's ``python``: a bool, a number (a score: passes above 0, or at ``threshold``) or a
+    GradingResult.
+    """
+    context = {
+        "vars": judge.spec.get("vars", {}),
+        "prompt": judge.spec.get("prompt", ""),
+        "config": a.get("config"),
+    }
     value = str(a["value"])
     if a.get("file"):
         result = _python_file(a["file"], a.get("function") or "get_assert")(run.output, context)
     elif "\n" in value.strip():
         scope: dict[str, Any] = {"json": json, "re": re}
         body = "\n".join("    " + line for line in value.strip("\n").splitlines())
-        exec(f"def __assert(output, context):\n{body}\n", scope)  # the config's own code, as promptfoo runs it
+        exec(
+            f"def __assert(output, context):\n{body}\n", scope
+        )  # the config's own code, as promptfoo runs it
         result = scope["__assert"](run.output, context)
     else:
         result = eval(value, {"output": run.output, "context": context, "json": json, "re": re})
@@ -139,7 +182,9 @@ def python(a: dict[str, Any], run: RunRecord, inverse: bool, cost: float | None,
         if threshold is not None:
             passed = passed and score >= threshold
     else:
-        raise CheckError(f"python assertion returned {result!r}: return a bool, a number or {{pass, score, reason}}")
+        raise CheckError(
+            f"python assertion returned {result!r}: return a bool, a number or {{pass, score, reason}}"
+        )
     if inverse:
         passed, score = not passed, 1.0 - score
     return Verdict.of(passed, score, reason or ("passed" if passed else "python assertion failed"))

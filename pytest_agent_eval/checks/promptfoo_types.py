@@ -41,16 +41,24 @@ _CRITERIA = "the criteria as its value, with `threshold`"
 INSTEAD: dict[str, str] = {
     "answer-relevance": _RUBRIC.format(example="`value: answers the question that was asked`"),
     "bleu": _METRIC,
-    "classifier": ("a `python` assertion file that runs the classifier (e.g. a transformers pipeline) on the output"),
+    "classifier": (
+        "a `python` assertion file that runs the classifier (e.g. a transformers pipeline) on the output"
+    ),
     "contains-html": _PARSE.format(how="`html.parser.HTMLParser`, or `regex: <[a-z]+[^>]*>`"),
     "contains-sql": _PARSE.format(how="the SQL part, e.g. with sqlglot or sqlparse"),
     "contains-xml": _PARSE.format(how="the XML part, `xml.etree.ElementTree.fromstring`"),
-    "context-faithfulness": _RUBRIC.format(example="`value: 'is supported by this context: {{context}}'`"),
+    "context-faithfulness": _RUBRIC.format(
+        example="`value: 'is supported by this context: {{context}}'`"
+    ),
     "context-recall": _RUBRIC.format(example="`value: 'states every fact of: {{context}}'`"),
-    "context-relevance": _RUBRIC.format(example="`value: 'the context {{context}} answers {{query}}'`"),
+    "context-relevance": _RUBRIC.format(
+        example="`value: 'the context {{context}} answers {{query}}'`"
+    ),
     "conversation-relevance": _RUBRIC.format(example="`value: stays relevant to the conversation`")
     + "; or a native conversation case (turns, a simulated user)",
-    "finish-reason": ("a Python provider that puts the finish reason in its output, checked with `contains`"),
+    "finish-reason": (
+        "a Python provider that puts the finish reason in its output, checked with `contains`"
+    ),
     "g-eval": _RUBRIC.format(example=_CRITERIA),
     "gleu": _METRIC,
     "guardrails": _RUBRIC.format(example="`value: refuses unsafe requests`")
@@ -80,10 +88,13 @@ INSTEAD: dict[str, str] = {
     "perplexity": _LOGPROBS,
     "perplexity-score": _LOGPROBS,
     "pi": _RUBRIC.format(example=_CRITERIA),
-    "promptfoo:redteam:*": ("none: the red team's graders run in promptfoo's `redteam`, not in an eval config"),
+    "promptfoo:redteam:*": (
+        "none: the red team's graders run in promptfoo's `redteam`, not in an eval config"
+    ),
     "rouge-n": _METRIC,
     "ruby": "a `python` assertion (the same logic in Python)",
-    "search-rubric": _RUBRIC.format(example="the facts to check as its value") + " (the judge does not search the web)",
+    "search-rubric": _RUBRIC.format(example="the facts to check as its value")
+    + " (the judge does not search the web)",
     "select-best": _BEST,
     "similar": _SIMILAR,
     "similar:cosine": _SIMILAR,
@@ -93,16 +104,21 @@ INSTEAD: dict[str, str] = {
     "trace-error-spans": _TRACES,
     "trace-span-count": _TRACES,
     "trace-span-duration": _TRACES,
-    "trajectory:goal-success": _RUBRIC.format(example="`value: the user's goal was reached: <the goal>`"),
+    "trajectory:goal-success": _RUBRIC.format(
+        example="`value: the user's goal was reached: <the goal>`"
+    ),
     "trajectory:tool-args-match": (
         "a `python` assertion reading the calls' arguments from the output "
         "(`json.loads(output)['tool_calls']`); in a native eval file, the `tool_args` check"
     ),
-    "webhook": ("a `python` assertion file that posts the output to the webhook and returns its verdict"),
+    "webhook": (
+        "a `python` assertion file that posts the output to the webhook and returns its verdict"
+    ),
     "word-count": "a `python` assertion: `len(output.split()) <= 50`",
 }
 """What to write instead of each promptfoo assertion type the plugin does not run (shown in the
-error); ``none: <why>`` where nothing can stand in for it."""
+error); ``none: <why>`` where nothing can stand in for it.
+"""
 
 _AS_IN = "as in promptfoo"
 
@@ -112,7 +128,9 @@ SUPPORTED_TYPES: dict[str, str] = {
     "contains-all": f"{_AS_IN} (a list, or a comma-separated string)",
     "contains-any": f"{_AS_IN} (a list, or a comma-separated string)",
     "contains-json": f"{_AS_IN}, with a JSON Schema value",
-    "cost": (f"{_AS_IN}, with `threshold` (dollars; the traffic hook's priced usage, else the provider's)"),
+    "cost": (
+        f"{_AS_IN}, with `threshold` (dollars; the traffic hook's priced usage, else the provider's)"
+    ),
     "equals": f"{_AS_IN} (an object value compares JSON)",
     "factuality": "as in promptfoo's five categories, graded by the plugin's judge",
     "icontains": _AS_IN,
@@ -134,7 +152,8 @@ SUPPORTED_TYPES: dict[str, str] = {
     "trajectory:tool-used": f"{_AS_IN} (a name, names, or `{{name | pattern, min, max}}`)",
 }
 """The promptfoo assertion types the plugin runs, and how (``not-<type>`` of each too, but
-``assert-set``)."""
+``assert-set``).
+"""
 
 ALL_TYPES = frozenset({*INSTEAD, *SUPPORTED_TYPES})
 """Every assertion type promptfoo has (``promptfoo:redteam:*`` standing for the red team's)."""
@@ -153,12 +172,15 @@ DOCS = 'docs/reference/formats.md, section "promptfoo assertions"'
 
 def unsupported(kind: str) -> str:
     """Why an assertion type does not run and what to write instead; for a typo, the type it is
-    close to."""
+    close to.
+    """
     base = kind[4:] if kind.startswith("not-") else kind
     instead = INSTEAD.get("promptfoo:redteam:*" if base.startswith("promptfoo:redteam:") else base)
     docs = f"(see {DOCS})"
     if instead is not None and instead.startswith("none: "):
-        return f"not supported: assertion `{kind}`: {instead[6:]}; there is no equivalent here {docs}"
+        return (
+            f"not supported: assertion `{kind}`: {instead[6:]}; there is no equivalent here {docs}"
+        )
     if instead is not None:
         return f"not supported: assertion `{kind}`; instead write {instead} {docs}"
     names = sorted({*ALL_TYPES, *(f"not-{t}" for t in ALL_TYPES)})

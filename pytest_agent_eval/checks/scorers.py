@@ -1,8 +1,9 @@
-"""Scored checks from existing eval formats (SPEC §12): each gives a score in [0, 1] and passes at a threshold.
+"""Scored checks from existing eval formats (SPEC §12): each gives a score in [0, 1] and passes at a
+threshold.
 
-``tool_selection``, ``grounding``, ``reasoning`` and ``efficiency`` are Neon's scorers; ``tool_usage``,
-``behavior`` and ``response_time`` are the category-JSON ones. Checks that need an LLM and have none are
-"not scored": they pass, and the runner leaves them out of the mean score.
+``tool_selection``, ``grounding``, ``reasoning`` and ``efficiency`` are Neon's scorers;
+``tool_usage``, ``behavior`` and ``response_time`` are the category-JSON ones. Checks that need an
+LLM and have none are "not scored": they pass, and the runner leaves them out of the mean score.
 """
 
 from __future__ import annotations
@@ -19,11 +20,14 @@ from pytest_agent_eval.core.results import CheckResult, RunRecord
 from pytest_agent_eval.llm import prompt_json
 
 DEFAULT_MIN_SCORE = 0.7
-"""The pass threshold of a scorer when neither it nor its case sets ``min_score`` (Neon's default)."""
+"""The pass threshold of a scorer when neither it nor its case sets ``min_score`` (Neon's default).
+"""
 TARGET_LATENCY_S = 10.0
 RESPONSE_TIME_BUDGET_S = 30.0
 GROUNDING_LLM_WEIGHT = 0.7
-"""With an LLM, grounding is 0.3 x the share of expected content found + 0.7 x the LLM's score (as in Neon)."""
+"""With an LLM, grounding is 0.3 x the share of expected content found + 0.7 x the LLM's score (as
+in Neon).
+"""
 
 _MIN_SCORE = {"type": "number", "minimum": 0, "maximum": 1}
 _NAMES = {"type": ["array", "null"], "items": {"type": "string"}}
@@ -62,10 +66,11 @@ def lcs_length(a: list[str], b: list[str]) -> int:
 
 
 def tool_selection(run: RunRecord, spec: Any, ctx: CheckContext) -> CheckResult:
-    """Jaccard overlap of expected and called tool sets, averaged with an order score when a sequence is set.
+    """Jaccard overlap of expected and called tool sets, averaged with an order score when a
+    sequence is set.
 
-    ``expected_tools: []`` scores 1.0 when nothing was called and 0 otherwise; the order score is the longest
-    common subsequence of expected and actual calls over the longer of the two.
+    ``expected_tools: []`` scores 1.0 when nothing was called and 0 otherwise; the order score is
+    the longest common subsequence of expected and actual calls over the longer of the two.
     """
     tools, sequence = spec.get("expected_tools"), spec.get("expected_tool_sequence")
     if tools is None and sequence is None:
@@ -87,7 +92,14 @@ def tool_selection(run: RunRecord, spec: Any, ctx: CheckContext) -> CheckResult:
             detail = align(list(sequence), run.tool_calls)
     expected = {k: v for k, v in spec.items() if k != "min_score"}
     return scored(
-        "tool_selection", score, spec, ctx, expected=expected, actual=called, message="; ".join(notes), detail=detail
+        "tool_selection",
+        score,
+        spec,
+        ctx,
+        expected=expected,
+        actual=called,
+        message="; ".join(notes),
+        detail=detail,
     )
 
 
@@ -126,17 +138,26 @@ Reply with JSON only: {{"score": <number from 0 to 1>, "reason": "<one sentence>
 
 
 def grounding(run: RunRecord, spec: Any, ctx: CheckContext) -> CheckResult:
-    """The share of expected phrases found (case-insensitive) and pattern matched; blended with the LLM if set."""
+    """The share of expected phrases found (case-insensitive) and pattern matched; blended with the
+    LLM if set.
+    """
     phrases: list[str] = list(spec.get("contains") or [])
     pattern: str | None = spec.get("pattern")
     folded = run.output.casefold()
     missing = [p for p in phrases if p.casefold() not in folded]
-    matched = pattern is not None and search(pattern, run.output, re.IGNORECASE, ctx.case.timeout) is not None
+    matched = (
+        pattern is not None
+        and search(pattern, run.output, re.IGNORECASE, ctx.case.timeout) is not None
+    )
     total = len(phrases) + (pattern is not None)
     content = (len(phrases) - len(missing) + matched) / total if total else None
     notes = [f"missing {', '.join(repr(m) for m in missing)}"] if missing else []
     notes += [f"no match of /{pattern}/"] if pattern is not None and not matched else []
-    detail = [line for p in missing for line in [f"missing {p!r}", *("  " + x for x in excerpt(run.output, p))]]
+    detail = [
+        line
+        for p in missing
+        for line in [f"missing {p!r}", *("  " + x for x in excerpt(run.output, p))]
+    ]
     expected = {k: v for k, v in spec.items() if k != "min_score"}
     if ctx.llm is None:
         if content is None:
@@ -178,7 +199,9 @@ Reply with JSON only: {{"score": <number from 0 to 1>, "reason": "<one sentence>
 
 
 def reasoning(run: RunRecord, spec: Any, ctx: CheckContext) -> CheckResult:
-    """An LLM judges the reasoning; without an LLM the check is "not scored" and left out of the mean."""
+    """An LLM judges the reasoning; without an LLM the check is "not scored" and left out of the
+    mean.
+    """
     if ctx.llm is None:
         return not_scored("reasoning", NO_LLM)
     steps = ""
@@ -206,8 +229,8 @@ def reasoning(run: RunRecord, spec: Any, ctx: CheckContext) -> CheckResult:
 def efficiency(run: RunRecord, spec: Any, ctx: CheckContext) -> CheckResult:
     """The mean of a tool-call score and a latency score.
 
-    Tool calls (when ``max_tool_calls`` is set): 1.0 up to the budget, then (budget + 1) / (calls + 1).
-    Latency: 1.0 up to ``target_latency_s`` (default 10 s), then target / latency.
+    Tool calls (when ``max_tool_calls`` is set): 1.0 up to the budget, then (budget + 1) / (calls +
+    1). Latency: 1.0 up to ``target_latency_s`` (default 10 s), then target / latency.
     """
     parts: list[float] = []
     notes: list[str] = []
@@ -222,11 +245,21 @@ def efficiency(run: RunRecord, spec: Any, ctx: CheckContext) -> CheckResult:
     notes.append(f"{latency:.2f} s (target {target:g} s)")
     score = sum(parts) / len(parts)
     expected = {"max_tool_calls": budget, "target_latency_s": target}
-    return scored("efficiency", score, spec, ctx, expected=expected, actual=", ".join(notes), message=", ".join(notes))
+    return scored(
+        "efficiency",
+        score,
+        spec,
+        ctx,
+        expected=expected,
+        actual=", ".join(notes),
+        message=", ".join(notes),
+    )
 
 
 def behavior(run: RunRecord, spec: Any, ctx: CheckContext) -> CheckResult:
-    """An LLM judges the answer against the expected behaviour; without an LLM it is listed as not checked."""
+    """An LLM judges the answer against the expected behaviour; without an LLM it is listed as not
+    checked.
+    """
     rubric = spec if isinstance(spec, str) else spec["rubric"]
     if ctx.llm is None:
         return not_scored("behavior", f"not checked ({NO_LLM})", rubric)
@@ -239,7 +272,13 @@ def response_time(run: RunRecord, spec: Any, ctx: CheckContext) -> CheckResult:
     """Scores 1 - latency / budget (default 30 s), floored at 0; reported, never failing."""
     budget = float(spec) if spec is not True else RESPONSE_TIME_BUDGET_S
     score = max(0.0, 1.0 - run.latency_s / budget)
-    return CheckResult("response_time", True, score, f"1 - t / {budget:g} s", f"{run.latency_s:.2f} s -> {score:.2f}")
+    return CheckResult(
+        "response_time",
+        True,
+        score,
+        f"1 - t / {budget:g} s",
+        f"{run.latency_s:.2f} s -> {score:.2f}",
+    )
 
 
 def register(registry: CheckRegistry) -> None:
@@ -248,7 +287,11 @@ def register(registry: CheckRegistry) -> None:
         tool_selection,
         {
             "type": "object",
-            "properties": {"expected_tools": _NAMES, "expected_tool_sequence": _NAMES, "min_score": _MIN_SCORE},
+            "properties": {
+                "expected_tools": _NAMES,
+                "expected_tool_sequence": _NAMES,
+                "min_score": _MIN_SCORE,
+            },
             "additionalProperties": False,
         },
         "Jaccard overlap of expected and called tools, averaged with the order (LCS) when a sequence is given",

@@ -1,10 +1,10 @@
 """Span checks (SPEC §23): ``spans: [matcher, …]``, ``no_error_spans: true``, ``max_llm_calls: n``.
 
-They read the trial's span tree (``RunRecord.spans``): a case with one of them is traced without any trace
-option. A matcher ``{name: glob, attributes: {key: value | {regex: …}}, status: ok|error, min_count, max_count,
-max_duration_ms, within: matcher}`` counts the spans that fit every given part (no ``min_count``: at least one);
-``status: ok`` is "not ERROR"; attribute values compare as data, ``regex`` searches their string form. A failure
-shows the closest span and its path in the tree.
+They read the trial's span tree (``RunRecord.spans``): a case with one of them is traced without any
+trace option. A matcher ``{name: glob, attributes: {key: value | {regex: …}}, status: ok|error,
+min_count, max_count, max_duration_ms, within: matcher}`` counts the spans that fit every given part
+(no ``min_count``: at least one); ``status: ok`` is "not ERROR"; attribute values compare as data,
+``regex`` searches their string form. A failure shows the closest span and its path in the tree.
 """
 
 from __future__ import annotations
@@ -95,7 +95,9 @@ def _fits(span: Span, matcher: dict[str, Any], spans: list[Span], index: int) ->
     if limit is not None and float(span.get("duration_ms") or 0) > limit:
         misses.append(f"took {span.get('duration_ms')} ms, over {limit:g} ms")
     within = matcher.get("within")
-    if within is not None and not any(not _fits(spans[a], within, spans, a) for a in ancestors(spans, index)):
+    if within is not None and not any(
+        not _fits(spans[a], within, spans, a) for a in ancestors(spans, index)
+    ):
         misses.append(f"not within a span like {_shown(within)}")
     return misses
 
@@ -168,7 +170,8 @@ def no_error_spans(run: RunRecord, spec: Any, ctx: CheckContext) -> CheckResult:
         return CheckResult.of("no_error_spans", True, message="not asked (false)")
     errors = [n for n, span in enumerate(found) if span.get("status") == "error"]
     detail = [
-        f"  {path_to(found, n)}" + (f": {found[n]['status_message']}" if found[n].get("status_message") else "")
+        f"  {path_to(found, n)}"
+        + (f": {found[n]['status_message']}" if found[n].get("status_message") else "")
         for n in errors
     ]
     return CheckResult.of(
@@ -182,8 +185,9 @@ def no_error_spans(run: RunRecord, spec: Any, ctx: CheckContext) -> CheckResult:
 
 
 def max_llm_calls(run: RunRecord, spec: Any, ctx: CheckContext) -> CheckResult:
-    """At most n model calls: the agent's LLM spans (GenAI chat, OpenInference LLM), else the plugin's chat spans
-    of the requests the traffic hook saw; no verdict when neither tells."""
+    """At most n model calls: the agent's LLM spans (GenAI chat, OpenInference LLM), else the
+    plugin's chat spans of the requests the traffic hook saw; no verdict when neither tells.
+    """
     from pytest_agent_eval.traces.tree import is_llm_call, is_ours, path_to
 
     found = _spans(run, "max_llm_calls")
@@ -227,8 +231,16 @@ def register(registry: CheckRegistry) -> None:
         blocking=False,
     )
     registry.register(
-        "no_error_spans", no_error_spans, {"type": "boolean"}, "no span ended with status ERROR", blocking=False
+        "no_error_spans",
+        no_error_spans,
+        {"type": "boolean"},
+        "no span ended with status ERROR",
+        blocking=False,
     )
     registry.register(
-        "max_llm_calls", max_llm_calls, {"type": "integer", "minimum": 0}, "at most n LLM calls", blocking=False
+        "max_llm_calls",
+        max_llm_calls,
+        {"type": "integer", "minimum": 0},
+        "at most n LLM calls",
+        blocking=False,
     )

@@ -24,12 +24,18 @@ ARGS_STEP = {
     "required": ["name"],
     "additionalProperties": False,
 }
-"""A ``tool_sequence`` step with arguments: ``{name, args}`` (the call's arguments contain ``args``)."""
+"""A ``tool_sequence`` step with arguments: ``{name, args}`` (the call's arguments contain
+``args``).
+"""
 
 
 def counted(run: RunRecord, ctx: CheckContext) -> RunRecord:
-    """The run as the tool checks see it: with ``failed_calls: ignore``, without the calls whose tool raised."""
-    if ctx.options.get("failed_calls", "count") != "ignore" or all(c.error is None for c in run.tool_calls):
+    """The run as the tool checks see it: with ``failed_calls: ignore``, without the calls whose
+    tool raised.
+    """
+    if ctx.options.get("failed_calls", "count") != "ignore" or all(
+        c.error is None for c in run.tool_calls
+    ):
         return run
     return dataclasses.replace(run, tool_calls=[c for c in run.tool_calls if c.error is None])
 
@@ -39,7 +45,9 @@ def _numbered(calls: list[tuple[int, ToolCall]]) -> list[str]:
 
 
 def calls_table(calls: list[ToolCall]) -> list[str]:
-    """The recorded calls, one a line, with what each returned or raised (once per failure text, not per check)."""
+    """The recorded calls, one a line, with what each returned or raised (once per failure text, not
+    per check).
+    """
     if not calls:
         return ["(no tool calls)"]
     out = []
@@ -62,7 +70,11 @@ def align(expected: list[str], calls: list[ToolCall]) -> list[str]:
         for k in range(max(a1 - a0, b1 - b0)):
             e = expected[a0 + k] if a0 + k < a1 else "-"
             a = calls[b0 + k].describe() if b0 + k < b1 else "-"
-            mark = " " if op == "equal" else ("≠" if e != "-" and a != "-" else ("+" if e == "-" else "-"))
+            mark = (
+                " "
+                if op == "equal"
+                else ("≠" if e != "-" and a != "-" else ("+" if e == "-" else "-"))
+            )
             rows.append((e, mark, a))
     width = max([len("expected")] + [len(r[0]) for r in rows])
     lines = [f"    {'expected'.ljust(width)}    actual"]
@@ -120,20 +132,29 @@ def tools_exactly(run: RunRecord, spec: Any, ctx: CheckContext) -> CheckResult:
 
 
 def tool_sequence(run: RunRecord, spec: Any, ctx: CheckContext) -> CheckResult:
-    """The ordered list of calls equals this list; a ``{name, args}`` step's call has arguments containing these."""
+    """The ordered list of calls equals this list; a ``{name, args}`` step's call has arguments
+    containing these.
+    """
     run = counted(run, ctx)
     want, got = [step if isinstance(step, str) else step["name"] for step in spec], run.tool_names
     with_args = any(isinstance(step, dict) for step in spec)
     detail: list[str] = []
     if want != got:
-        pos = next((i for i, (a, b) in enumerate(zip(want, got, strict=False)) if a != b), min(len(want), len(got)))
+        pos = next(
+            (i for i, (a, b) in enumerate(zip(want, got, strict=False)) if a != b),
+            min(len(want), len(got)),
+        )
         message = f"calls differ at position {pos + 1}"
         detail = align(want, run.tool_calls)
         score = difflib.SequenceMatcher(a=want, b=got, autojunk=False).ratio()
     else:
         differing = []
         for i, (step, call) in enumerate(zip(spec, run.tool_calls, strict=True), 1):
-            lines = mismatches(step["args"], call.args, call.name) if isinstance(step, dict) and "args" in step else []
+            lines = (
+                mismatches(step["args"], call.args, call.name)
+                if isinstance(step, dict) and "args" in step
+                else []
+            )
             if lines:
                 differing.append(str(i))
                 detail += [f"{i:>2}. {call.describe()}", *(f"    {line}" for line in lines)]
@@ -282,7 +303,9 @@ def _chosen(calls: list[tuple[int, ToolCall]], occurrence: Any) -> list[tuple[in
 
 
 def _one_tool_call(run: RunRecord, want: dict[str, Any]) -> tuple[bool, str, list[str]]:
-    """Whether the chosen call(s) of ``want["name"]`` have the arguments; the message and detail lines."""
+    """Whether the chosen call(s) of ``want["name"]`` have the arguments; the message and detail
+    lines.
+    """
     name, occurrence = want["name"], want.get("occurrence", "any")
     exact, ignore = want.get("match", "subset") == "exact", list(want.get("ignore", []))
     args = without_paths(want.get("args", {}), ignore)
@@ -291,7 +314,11 @@ def _one_tool_call(run: RunRecord, want: dict[str, Any]) -> tuple[bool, str, lis
         return False, f"{name} never called", []
     chosen = _chosen(calls, occurrence)
     if not chosen:
-        return False, f"{name} called {_times(len(calls))}, no call number {occurrence}", _numbered(calls)
+        return (
+            False,
+            f"{name} called {_times(len(calls))}, no call number {occurrence}",
+            _numbered(calls),
+        )
     compare = exact_mismatches if exact else mismatches
     found = [(i, c, compare(args, without_paths(c.args, ignore), name)) for i, c in chosen]
     if any(not lines for _, _, lines in found):
@@ -313,8 +340,10 @@ def _one_tool_call(run: RunRecord, want: dict[str, Any]) -> tuple[bool, str, lis
 
 
 def tool_call(run: RunRecord, spec: Any, ctx: CheckContext) -> CheckResult:
-    """That call of the tool (``occurrence``: any, first, last or N from 1) has these arguments: contained in its
-    own (``match: subset``, the default) or equal to them (``exact``), leaving out the ``ignore`` paths."""
+    """That call of the tool (``occurrence``: any, first, last or N from 1) has these arguments:
+    contained in its own (``match: subset``, the default) or equal to them (``exact``), leaving out
+    the ``ignore`` paths.
+    """
     run = counted(run, ctx)
     wants = spec if isinstance(spec, list) else [spec]
     messages: list[str] = []
@@ -341,7 +370,9 @@ def _same_call(call: ToolCall) -> str:
 
 
 def max_repeated_calls(run: RunRecord, spec: Any, ctx: CheckContext) -> CheckResult:
-    """No identical call (same tool, same arguments) is made more than n times: the agent does not loop."""
+    """No identical call (same tool, same arguments) is made more than n times: the agent does not
+    loop.
+    """
     run = counted(run, ctx)
     limit = int(spec)
     seen: Counter[str] = Counter()
@@ -358,13 +389,18 @@ def max_repeated_calls(run: RunRecord, spec: Any, ctx: CheckContext) -> CheckRes
         score=1.0 if not repeated else limit / worst,
         expected=f"each call at most {_times(limit)}",
         actual=worst,
-        message="; ".join(f"{first[key].describe()} made {n} times, at most {limit} allowed" for key, n in repeated),
+        message="; ".join(
+            f"{first[key].describe()} made {n} times, at most {limit} allowed"
+            for key, n in repeated
+        ),
     )
 
 
 def forbidden_tools(case: Case) -> Callable[[str], bool]:
-    """Whether the case's checks say a tool must not be called (``max_tool_calls: 0``, ``tools_not_called``, left
-    out of ``tools_exactly``): tool mocks take a mock of it for a safety net, not a typo."""
+    """Whether the case's checks say a tool must not be called (``max_tool_calls: 0``,
+    ``tools_not_called``, left out of ``tools_exactly``): tool mocks take a mock of it for a safety
+    net, not a typo.
+    """
     banned: set[str] = set()
     allowed: list[set[str]] = []
     for expect in (case.expect, *(turn.expect for turn in case.turns)):
@@ -378,9 +414,23 @@ def forbidden_tools(case: Case) -> Callable[[str], bool]:
 
 
 def register(registry: CheckRegistry) -> None:
-    registry.register("tools_called", tools_called, NAMES, "each tool was called at least once", blocking=False)
-    registry.register("tools_not_called", tools_not_called, NAMES, "none of these tools was called", blocking=False)
-    registry.register("tools_exactly", tools_exactly, NAMES, "the set of called tools equals this set", blocking=False)
+    registry.register(
+        "tools_called", tools_called, NAMES, "each tool was called at least once", blocking=False
+    )
+    registry.register(
+        "tools_not_called",
+        tools_not_called,
+        NAMES,
+        "none of these tools was called",
+        blocking=False,
+    )
+    registry.register(
+        "tools_exactly",
+        tools_exactly,
+        NAMES,
+        "the set of called tools equals this set",
+        blocking=False,
+    )
     registry.register(
         "tool_sequence",
         tool_sequence,
@@ -389,10 +439,18 @@ def register(registry: CheckRegistry) -> None:
         blocking=False,
     )
     registry.register(
-        "tools_in_order", tools_in_order, NAMES, "these calls occur in this relative order", blocking=False
+        "tools_in_order",
+        tools_in_order,
+        NAMES,
+        "these calls occur in this relative order",
+        blocking=False,
     )
     registry.register(
-        "max_tool_calls", max_tool_calls, {"type": "integer", "minimum": 0}, "at most n tool calls", blocking=False
+        "max_tool_calls",
+        max_tool_calls,
+        {"type": "integer", "minimum": 0},
+        "at most n tool calls",
+        blocking=False,
     )
     registry.register(
         "tool_args",
@@ -401,7 +459,13 @@ def register(registry: CheckRegistry) -> None:
         "some call of the tool has these arguments (subset match)",
         blocking=False,
     )
-    registry.register("tools_only", tools_only, NAMES, "every call is one of these tools ([]: none)", blocking=False)
+    registry.register(
+        "tools_only",
+        tools_only,
+        NAMES,
+        "every call is one of these tools ([]: none)",
+        blocking=False,
+    )
     count = {"type": "integer", "minimum": 0}
     bounds = {
         "type": "object",
@@ -422,8 +486,14 @@ def register(registry: CheckRegistry) -> None:
             "name": {"type": "string"},
             "args": {"type": "object"},
             "match": {"enum": ["subset", "exact"]},
-            "ignore": {"type": "array", "items": {"type": "string"}, "description": "dotted paths in the arguments"},
-            "occurrence": {"anyOf": [{"enum": ["any", "first", "last"]}, {"type": "integer", "minimum": 1}]},
+            "ignore": {
+                "type": "array",
+                "items": {"type": "string"},
+                "description": "dotted paths in the arguments",
+            },
+            "occurrence": {
+                "anyOf": [{"enum": ["any", "first", "last"]}, {"type": "integer", "minimum": 1}]
+            },
         },
         "required": ["name"],
         "additionalProperties": False,

@@ -1,1 +1,4 @@
-"""Conversations with a simulated user (SPEC §9): the spec, the loop, the scores and the assertions. No pytest."""
+"""Conversations with a simulated user (SPEC §9): the spec, the loop, the scores and the assertions.
+
+No pytest.
+"""

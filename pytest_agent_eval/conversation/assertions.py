@@ -1,5 +1,7 @@
-"""Post-conversation assertions (SPEC §9): native checks with a weight, Cypher through Neo4j, and expressions
-handed to the hook ``pytest_agent_eval_evaluate_assertion``. What nothing can evaluate is "not scored"."""
+"""Post-conversation assertions (SPEC §9): native checks with a weight, Cypher through Neo4j, and
+expressions handed to the hook ``pytest_agent_eval_evaluate_assertion``. What nothing can evaluate
+is "not scored".
+"""
 
 from __future__ import annotations
 
@@ -29,12 +31,18 @@ def _cypher(a: Assertion, name: str, connection: Connection) -> CheckResult:
         return CheckResult(name, True, 0.0, expected, "not run", f"not scored: {exc}", scored=False)
     except Exception as exc:
         why = f"cypher failed: {_describe(exc)}"
-        return CheckResult(name, False, 0.0, expected, why, f"no verdict: {why}", scored=False, error=True)
+        return CheckResult(
+            name, False, 0.0, expected, why, f"no verdict: {why}", scored=False, error=True
+        )
     ok = str(value) == str(expected)  # the home project compared the single value's string form
-    return CheckResult.of(name, ok, expected=str(expected), actual=str(value), message="" if ok else "value differs")
+    return CheckResult.of(
+        name, ok, expected=str(expected), actual=str(value), message="" if ok else "value differs"
+    )
 
 
-def _expression(a: Assertion, name: str, run: RunRecord, ctx: CheckContext, hook: ExpressionHook | None) -> CheckResult:
+def _expression(
+    a: Assertion, name: str, run: RunRecord, ctx: CheckContext, hook: ExpressionHook | None
+) -> CheckResult:
     expression = a.spec["expression"]
     answer = None
     if hook is not None:
@@ -42,20 +50,30 @@ def _expression(a: Assertion, name: str, run: RunRecord, ctx: CheckContext, hook
             answer = hook(assertion={**a.spec, "weight": a.weight}, run=run, case=ctx.case)
         except Exception as exc:
             why = f"{HOOK.split('(')[0]} raised {_describe(exc)}"
-            return CheckResult(name, False, 0.0, expression, why, f"no verdict: {why}", scored=False, error=True)
+            return CheckResult(
+                name, False, 0.0, expression, why, f"no verdict: {why}", scored=False, error=True
+            )
     if answer is None:
-        why = f"not scored: no plugin evaluates expressions; implement the hook {HOOK} in conftest.py"
+        why = (
+            f"not scored: no plugin evaluates expressions; implement the hook {HOOK} in conftest.py"
+        )
         return CheckResult(name, True, 0.0, expression, "not evaluated", why, scored=False)
     if isinstance(answer, CheckResult):
         answer.name = name
         return answer
     if isinstance(answer, bool):
         message = "" if answer else "false"
-        return CheckResult.of(name, answer, expected="true", actual=str(answer).lower(), message=message)
+        return CheckResult.of(
+            name, answer, expected="true", actual=str(answer).lower(), message=message
+        )
     if isinstance(answer, (int, float)) and 0.0 <= answer <= 1.0:
-        return CheckResult.of(name, answer >= 0.5, score=float(answer), expected="true", actual=f"{answer:g}")
+        return CheckResult.of(
+            name, answer >= 0.5, score=float(answer), expected="true", actual=f"{answer:g}"
+        )
     why = f"{HOOK.split('(')[0]} returned {answer!r}; expected a bool, a score in 0..1, a CheckResult or None"
-    return CheckResult(name, False, 0.0, expression, why, f"no verdict: {why}", scored=False, error=True)
+    return CheckResult(
+        name, False, 0.0, expression, why, f"no verdict: {why}", scored=False, error=True
+    )
 
 
 def evaluate_assertions(
@@ -81,9 +99,15 @@ def evaluate_assertions(
     return results
 
 
-def assertion_part(assertions: tuple[Assertion, ...], results: list[CheckResult]) -> tuple[float | None, float, float]:
-    """The weighted share of passing scored assertions: (share or None, passing weight, scored weight)."""
-    scored = [(a.weight, r) for a, r in zip(assertions, results, strict=True) if r.scored and not r.error]
+def assertion_part(
+    assertions: tuple[Assertion, ...], results: list[CheckResult]
+) -> tuple[float | None, float, float]:
+    """The weighted share of passing scored assertions: (share or None, passing weight, scored
+    weight).
+    """
+    scored = [
+        (a.weight, r) for a, r in zip(assertions, results, strict=True) if r.scored and not r.error
+    ]
     total = sum(w for w, _ in scored)
     passing = sum(w * r.score for w, r in scored)
     return (passing / total if total else None), passing, total

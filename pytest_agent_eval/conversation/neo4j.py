@@ -1,5 +1,7 @@
-"""The Neo4j connection for Cypher assertions and setups: the ``agent_eval_neo4j`` fixture's driver, else the
-official ``neo4j`` driver (optional extra ``neo4j``) connected from the environment, created when first used."""
+"""The Neo4j connection for Cypher assertions and setups: the ``agent_eval_neo4j`` fixture's driver,
+else the official ``neo4j`` driver (optional extra ``neo4j``) connected from the environment,
+created when first used.
+"""
 
 from __future__ import annotations
 
@@ -25,19 +27,27 @@ def _env(names: tuple[str, ...], default: str | None = None) -> str | None:
 
 
 def env_driver() -> Any:
-    """The official driver connected as the environment says; :class:`NotConfigured` without a URI or the package."""
+    """The official driver connected as the environment says; :class:`NotConfigured` without a URI
+    or the package.
+    """
     uri = _env(ENV_URI)
     if not uri:
         raise NotConfigured(f"no Neo4j configured: {HOW}")
     try:
         import neo4j  # type: ignore[import-not-found,unused-ignore]
     except ImportError:
-        raise NotConfigured(f"{ENV_URI[0]} is set but the `neo4j` package is missing: {HOW}") from None
-    return neo4j.GraphDatabase.driver(uri, auth=(_env(ENV_USER) or "neo4j", _env(ENV_PASSWORD) or ""))
+        raise NotConfigured(
+            f"{ENV_URI[0]} is set but the `neo4j` package is missing: {HOW}"
+        ) from None
+    return neo4j.GraphDatabase.driver(
+        uri, auth=(_env(ENV_USER) or "neo4j", _env(ENV_PASSWORD) or "")
+    )
 
 
 class Connection:
-    """One conversation's connection: the given driver, else one from the environment made on first use."""
+    """One conversation's connection: the given driver, else one from the environment made on first
+    use.
+    """
 
     def __init__(self, driver: Any = None, factory: Callable[[], Any] = env_driver) -> None:
         self._driver = driver

@@ -1,8 +1,9 @@
-"""A conversation's scores (SPEC §9): timing, tasks (read from the LLM scorer), assertions and the composite.
+"""A conversation's scores (SPEC §9): timing, tasks (read from the LLM scorer), assertions and the
+composite.
 
 The task scorer asks for, and reads only, the conversation-job home project's reply shape:
-``{"tone": 0..1, "tasks": [{"scored": "<task text>", "score": 0..1}]}``. A reply it cannot read leaves the tasks
-part without a verdict (the reply is shown), never a made-up number.
+``{"tone": 0..1, "tasks": [{"scored": "<task text>", "score": 0..1}]}``. A reply it cannot read
+leaves the tasks part without a verdict (the reply is shown), never a made-up number.
 """
 
 from __future__ import annotations
@@ -40,8 +41,11 @@ def _excerpt(text: str, limit: int = 300) -> str:
 
 
 def transcript_text(history: list[dict[str, Any]]) -> str:
-    """The transcript, one message a line. Nothing that differs from run to run (the response times: the timing
-    part is the plugin's own sum) is in it, so that a recorded scorer's request matches on replay."""
+    """The transcript, one message a line.
+
+    Nothing that differs from run to run (the response times: the timing part is the plugin's own
+    sum) is in it, so that a recorded scorer's request matches on replay.
+    """
     return "\n".join(f"{m['role']}: {m['content']}" for m in history)
 
 
@@ -72,7 +76,9 @@ def read_task_scores(reply: str, user: SimulatedUser) -> tuple[list[float], floa
     for entry in entries:
         key, score = str(entry.get("scored", "")).strip().lower(), float(entry["score"])
         if by_text.setdefault(key, score) != score:
-            number = next((n for n, t in enumerate(user.tasks, 1) if t.task.strip().lower() == key), None)
+            number = next(
+                (n for n, t in enumerate(user.tasks, 1) if t.task.strip().lower() == key), None
+            )
             named = f"task {number}" if number is not None else repr(entry.get("scored"))
             raise ScorerReplyError(f"{bad} (two different scores for {named})")
     scores: list[float] = []
@@ -89,11 +95,16 @@ def read_task_scores(reply: str, user: SimulatedUser) -> tuple[list[float], floa
 
 
 def score_tasks(llm: LLM, user: SimulatedUser, history: list[dict[str, Any]]) -> list[CheckResult]:
-    """Ask the LLM to score every task and the tone; one result per task, then ``tone`` (shown, not weighed)."""
+    """Ask the LLM to score every task and the tone; one result per task, then ``tone`` (shown, not
+    weighed).
+    """
     tasks = "\n".join(
-        f"{n}. [{t.type}] {t.task} (acceptance criteria: {t.acceptance_criteria})" for n, t in enumerate(user.tasks, 1)
+        f"{n}. [{t.type}] {t.task} (acceptance criteria: {t.acceptance_criteria})"
+        for n, t in enumerate(user.tasks, 1)
     )
-    prompt = SCORER_PROMPT.format(tasks=tasks, transcript=transcript_text(history), shape=REPLY_SHAPE)
+    prompt = SCORER_PROMPT.format(
+        tasks=tasks, transcript=transcript_text(history), shape=REPLY_SHAPE
+    )
     names = [f"task {n}: {t.task}" for n, t in enumerate(user.tasks, 1)]
     try:
         reply = ask(
@@ -104,13 +115,25 @@ def score_tasks(llm: LLM, user: SimulatedUser, history: list[dict[str, Any]]) ->
         )
         scores, tone = read_task_scores(reply, user)
     except Exception as exc:
-        why = str(exc) if isinstance(exc, ScorerReplyError) else f"task scorer LLM call failed: {type(exc).__name__}"
+        why = (
+            str(exc)
+            if isinstance(exc, ScorerReplyError)
+            else f"task scorer LLM call failed: {type(exc).__name__}"
+        )
         if not isinstance(exc, ScorerReplyError) and str(exc):
             why += f": {exc}"
         infra = infrastructure_error(exc)
         return [
             CheckResult(
-                "tasks", False, 0.0, REPLY_SHAPE, f"no verdict: {why}", why, scored=False, error=True, infra_error=infra
+                "tasks",
+                False,
+                0.0,
+                REPLY_SHAPE,
+                f"no verdict: {why}",
+                why,
+                scored=False,
+                error=True,
+                infra_error=infra,
             )
         ]
     results = [
@@ -125,7 +148,9 @@ def score_tasks(llm: LLM, user: SimulatedUser, history: list[dict[str, Any]]) ->
         for name, task, score in zip(names, user.tasks, scores, strict=True)
     ]
     if tone is not None:
-        results.append(CheckResult("tone", True, tone, None, f"{tone:.2f}", f"tone {tone:.2f} (not weighed)"))
+        results.append(
+            CheckResult("tone", True, tone, None, f"{tone:.2f}", f"tone {tone:.2f} (not weighed)")
+        )
     return results
 
 
@@ -144,14 +169,22 @@ class Composite:
     unscored: list[str]
     """Parts that could not be scored, with why."""
     no_verdict: bool = False
-    """A part could not reach a verdict (an unreadable scorer reply, an assertion that errored): no composite."""
+    """A part could not reach a verdict (an unreadable scorer reply, an assertion that errored): no
+    composite.
+    """
 
     @property
     def value(self) -> float | None:
-        """The weighted mean of the scored parts minus the penalty, floored at 0; none when tasks have no verdict."""
+        """The weighted mean of the scored parts minus the penalty, floored at 0; none when tasks
+        have no verdict.
+        """
         if self.no_verdict:
             return None
-        values: dict[str, float | None] = {"timing": self.timing, "tasks": self.tasks, "assertions": self.assertions}
+        values: dict[str, float | None] = {
+            "timing": self.timing,
+            "tasks": self.tasks,
+            "assertions": self.assertions,
+        }
         parts = [(v, w) for n, w in self.weights.items() if (v := values.get(n)) is not None]
         total = sum(w for _, w in parts)
         if not total:
@@ -163,7 +196,9 @@ class Composite:
         parts: list[str] = []
         for name in ("timing", "tasks", "assertions"):
             value = getattr(self, name)
-            if value is None:  # not scored (said why), or not part of this conversation (no target, no assertions)
+            if (
+                value is None
+            ):  # not scored (said why), or not part of this conversation (no target, no assertions)
                 parts.extend(u for u in self.unscored if u.startswith(name + " "))
                 continue
             text = f"{name} {value:.2f}"

@@ -1,8 +1,9 @@
-"""The conversation loop: a greeting, then the simulated user's and the agent's messages in turn (SPEC §9).
+"""The conversation loop: a greeting, then the simulated user's and the agent's messages in turn
+(SPEC §9).
 
-It ends when the user says its signoff, or when the transcript reaches ``max_turns`` messages (every message
-counts, the greeting included: the conversation-job home project's rule). Each agent call may be retried; each
-failed attempt counts as a failure for the penalty.
+It ends when the user says its signoff, or when the transcript reaches ``max_turns`` messages (every
+message counts, the greeting included: the conversation-job home project's rule). Each agent call
+may be retried; each failed attempt counts as a failure for the penalty.
 """
 
 from __future__ import annotations
@@ -18,8 +19,10 @@ from pytest_agent_eval.llm import LLM, ask
 from pytest_agent_eval.traffic.clients import infrastructure_error
 
 AgentCall = Callable[[str, dict[str, Any], Any], Awaitable[RunRecord]]
-"""One agent call: ``(message, context, conversation) -> run record`` (timed, bounded by the timeout and the
-concurrency); ``conversation``: the previous call's ``RunRecord.conversation``, for the adapter to continue."""
+"""One agent call: ``(message, context, conversation) -> run record`` (timed, bounded by the timeout
+and the concurrency); ``conversation``: the previous call's ``RunRecord.conversation``, for the
+adapter to continue.
+"""
 OffLoop = Callable[..., Awaitable[Any]]
 """Runs a blocking call (the LLM) off the event loop: ``await off_loop(func, *args)``."""
 
@@ -30,8 +33,12 @@ Pursue these tasks in order, one at a time; go on to the next when the assistant
 {facts}
 When every task is done, end the conversation with a message that contains exactly: "{signoff}".
 Reply with your next message to the assistant only, as plain text."""
-FACTS_HEADER = "Facts you know (tell one only when the assistant asks for it; never volunteer them):"
-NO_FACTS = "You know no further facts: if the assistant asks you for information, say you do not know."
+FACTS_HEADER = (
+    "Facts you know (tell one only when the assistant asks for it; never volunteer them):"
+)
+NO_FACTS = (
+    "You know no further facts: if the assistant asks you for information, say you do not know."
+)
 
 
 class SimulatorError(Exception):
@@ -40,7 +47,9 @@ class SimulatorError(Exception):
 
 @dataclass
 class Conversation:
-    """What happened: the run (output, tool calls, transcript with per-message latency) and how it ended."""
+    """What happened: the run (output, tool calls, transcript with per-message latency) and how it
+    ended.
+    """
 
     run: RunRecord
     ended: str = "signoff"
@@ -55,12 +64,19 @@ class Conversation:
 
 
 def simulator_messages(user: SimulatedUser, history: list[dict[str, Any]]) -> list[dict[str, str]]:
-    """The prompt of the simulated user: who it is, its tasks and facts; the conversation from its side."""
+    """The prompt of the simulated user: who it is, its tasks and facts; the conversation from its
+    side.
+    """
     tasks = "\n".join(f"{n}. [{t.type}] {t.task}" for n, t in enumerate(user.tasks, 1))
     facts = FACTS_HEADER + "".join(f"\n- {f}" for f in user.facts) if user.facts else NO_FACTS
     voice = f" {user.voice}" if user.voice else ""
-    system = SIMULATOR_PROMPT.format(name=user.name, voice=voice, tasks=tasks, facts=facts, signoff=user.signoff)
-    flipped = {"user": "assistant", "assistant": "user"}  # the simulator speaks as the user: its words are its replies
+    system = SIMULATOR_PROMPT.format(
+        name=user.name, voice=voice, tasks=tasks, facts=facts, signoff=user.signoff
+    )
+    flipped = {
+        "user": "assistant",
+        "assistant": "user",
+    }  # the simulator speaks as the user: its words are its replies
     return [{"role": "system", "content": system}] + [
         {"role": flipped[m["role"]], "content": m["content"]} for m in history
     ]
@@ -74,12 +90,20 @@ def _next_message(llm: LLM, user: SimulatedUser, history: list[dict[str, Any]]) 
         raise SimulatorError(f"simulated user LLM call failed: {text}") from exc
     message = reply.strip()
     if not message:
-        raise SimulatorError(f"simulated user reply unusable: {reply!r} (expected the next user message as text)")
+        raise SimulatorError(
+            f"simulated user reply unusable: {reply!r} (expected the next user message as text)"
+        )
     return message
 
 
 async def converse(
-    case_id: str, context: dict[str, Any], user: SimulatedUser, llm: LLM, call: AgentCall, off_loop: OffLoop, trial: int
+    case_id: str,
+    context: dict[str, Any],
+    user: SimulatedUser,
+    llm: LLM,
+    call: AgentCall,
+    off_loop: OffLoop,
+    trial: int,
 ) -> Conversation:
     """Run the conversation to its signoff, ``max_turns``, or an error."""
     whole = RunRecord()
@@ -95,7 +119,9 @@ async def converse(
                 break
             talk.failures += 1
             if attempt < attempts:
-                talk.notes.append(f"agent call failed, retried ({attempt}/{user.retries}): {run.error}")
+                talk.notes.append(
+                    f"agent call failed, retried ({attempt}/{user.retries}): {run.error}"
+                )
         whole.add_turn(run)
         history.append({"role": "assistant", "content": run.output, "latency_s": run.latency_s})
         if run.error:
@@ -118,10 +144,14 @@ async def converse(
             message = await off_loop(_next_message, llm, user, history)
         except SimulatorError as exc:
             whole.error = f"message {len(history) + 1}: {exc}"
-            whole.infra_error = infrastructure_error(exc)  # its LLM's client failed on the network: not the agent
+            whole.infra_error = infrastructure_error(
+                exc
+            )  # its LLM's client failed on the network: not the agent
             talk.ended = "error"
             return talk
-        history.append({"role": "user", "content": message, "latency_s": time.perf_counter() - start})
+        history.append(
+            {"role": "user", "content": message, "latency_s": time.perf_counter() - start}
+        )
         if user.signoff.lower() in message.lower():
             return talk
         if not await agent_turn(message):

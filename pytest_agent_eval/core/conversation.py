@@ -1,4 +1,6 @@
-"""What a simulated-user conversation is made of: the user, its tasks, the assertions and how it is scored."""
+"""What a simulated-user conversation is made of: the user, its tasks, the assertions and how it is
+scored.
+"""
 
 from __future__ import annotations
 
@@ -6,14 +8,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 DEFAULT_WEIGHTS = {"timing": 1.0, "tasks": 2.0, "assertions": 4.0}
-"""The composite's default weights (the conversation-job home project's ``(timing + 2·task + 4·assertion) / 7``)."""
+"""The composite's default weights (the conversation-job home project's ``(timing + 2·task +
+4·assertion) / 7``).
+"""
 DEFAULT_MIN_SCORE = 0.7
 DEFAULT_SIGNOFF = "Thanks, goodbye"
 
 
 @dataclass(frozen=True)
 class Task:
-    """One thing the simulated user pursues, scored after the conversation against its acceptance criteria."""
+    """One thing the simulated user pursues, scored after the conversation against its acceptance
+    criteria.
+    """
 
     task: str
     acceptance_criteria: str
@@ -23,7 +29,9 @@ class Task:
 
 @dataclass(frozen=True)
 class Assertion:
-    """A post-conversation check of what the agent did: a native check, a Cypher query or an expression."""
+    """A post-conversation check of what the agent did: a native check, a Cypher query or an
+    expression.
+    """
 
     kind: str
     """``check`` (``spec`` is ``{check: value}``), ``cypher`` or ``expression``."""
@@ -82,23 +90,31 @@ ASSERTION_KEYS = ("cypher", "expression")
 
 
 def assertion(raw: dict[str, Any], line: int = 0) -> Assertion:
-    """An assertion from its (validated) mapping: ``{cypher, expected, weight}``, ``{expression, weight}`` or
-    ``{<check>: value, weight}``."""
+    """An assertion from its (validated) mapping: ``{cypher, expected, weight}``, ``{expression,
+    weight}`` or ``{<check>: value, weight}``.
+    """
     spec = {k: v for k, v in raw.items() if k != "weight"}
     kind = next((k for k in ASSERTION_KEYS if k in spec), "check")
     return Assertion(kind, spec, float(raw.get("weight", 1.0)), line)
 
 
 def from_native(
-    raw: dict[str, Any], assertions: list[Any], score: dict[str, Any], lines: list[int] | None = None
+    raw: dict[str, Any],
+    assertions: list[Any],
+    score: dict[str, Any],
+    lines: list[int] | None = None,
 ) -> SimulatedUser:
-    """The simulated user of a native case: ``simulated_user:``, ``assertions:`` and ``score:`` (schema-valid)."""
+    """The simulated user of a native case: ``simulated_user:``, ``assertions:`` and ``score:``
+    (schema-valid).
+    """
     persona = raw.get("persona") or {}
     if isinstance(persona, str):
         persona = {"name": persona}
     greetings = raw.get("greetings") or ["Hello"]
     tasks = tuple(
-        Task(t, "") if isinstance(t, str) else Task(t["task"], t.get("acceptance_criteria", ""), t.get("type", "task"))
+        Task(t, "")
+        if isinstance(t, str)
+        else Task(t["task"], t.get("acceptance_criteria", ""), t.get("type", "task"))
         for t in raw["tasks"]
     )
     lines = lines or [0] * len(assertions)
@@ -175,8 +191,9 @@ def score_schema() -> dict[str, Any]:
 
 
 def assertions_schema(check_properties: dict[str, Any]) -> dict[str, Any]:
-    """The JSON Schema of ``assertions:``: a native check, ``cypher`` + ``expected`` or ``expression``, each with
-    an optional ``weight``."""
+    """The JSON Schema of ``assertions:``: a native check, ``cypher`` + ``expected`` or
+    ``expression``, each with an optional ``weight``.
+    """
     return {
         "type": "array",
         "description": "post-conversation checks of what the agent did",

@@ -20,15 +20,19 @@ from pytest_agent_eval.core.jsonl import read_jsonl
 if TYPE_CHECKING:
     import yaml
 
-    from pytest_agent_eval.core.parse_cache import ParseCache  # imports hashlib (OpenSSL): only with a cache
+    from pytest_agent_eval.core.parse_cache import (
+        ParseCache,
+    )  # imports hashlib (OpenSSL): only with a cache
 
 
 @functools.cache
 def _pyyaml() -> ModuleType:
-    """PyYAML, imported with the first YAML file (a JSON-only run never pays for it) and cached here.
+    """PyYAML, imported with the first YAML file (a JSON-only run never pays for it) and cached
+    here.
 
-    Kept, not looked up again: pytester's in-process runs drop the modules a run imported from ``sys.modules``,
-    and a re-imported PyYAML's C loader constructs nothing ("could not determine a constructor for the tag None").
+    Kept, not looked up again: pytester's in-process runs drop the modules a run imported from
+    ``sys.modules``, and a re-imported PyYAML's C loader constructs nothing ("could not determine a
+    constructor for the tag None").
     """
     import yaml
 
@@ -36,16 +40,21 @@ def _pyyaml() -> ModuleType:
 
 
 PathKey = tuple[str | int, ...]
-# YAML positions are tracked this deep (root = 0). JSON tracks down to the cases (depth 2) and decodes each case
+# YAML positions are tracked this deep (root = 0). JSON tracks down to the cases (depth 2) and
+# decodes each case
 # with the C decoder; positions inside a case are found only when a message needs them.
 _YAML_DEPTH = 5
 _JSON_DEPTH = 2
 # Cached YAML documents decode lines this deep at once (a case's own line), the rest on demand.
 _SHALLOW = 2
 MAX_DEPTH = 50
-"""Data nested deeper than this is an error: what renders, copies or validates values recurses once per level."""
+"""Data nested deeper than this is an error: what renders, copies or validates values recurses once
+per level.
+"""
 MAX_ALIASED = 100_000
-"""YAML aliases may add this many values to a file's data (a few hundred bytes of aliases can mean billions)."""
+"""YAML aliases may add this many values to a file's data (a few hundred bytes of aliases can mean
+billions).
+"""
 
 
 @dataclass
@@ -56,9 +65,13 @@ class Document:
     data: Any
     lines: dict[PathKey, int] = field(default_factory=dict)
     locate: Callable[[PathKey], None] | None = field(default=None, repr=False)
-    """Fills ``lines`` below a key on demand (JSON decodes cases wholesale and locates their keys lazily)."""
+    """Fills ``lines`` below a key on demand (JSON decodes cases wholesale and locates their keys
+    lazily).
+    """
     bad_lines: list[EvalFileError] = field(default_factory=list)
-    """JSON Lines that are not JSON: each one error case of the file, beside the cases of the good lines."""
+    """JSON Lines that are not JSON: each one error case of the file, beside the cases of the good
+    lines.
+    """
 
     def line(self, key: PathKey) -> int:
         """The line of ``key``, or of its nearest located ancestor."""
@@ -72,12 +85,15 @@ class Document:
         return self.lines.get((), 1)
 
 
-def read_document(path: Path, text: str | None = None, cache: ParseCache | None = None, core: bool = False) -> Document:
-    """Parse ``path`` (YAML, JSON or JSON Lines by suffix); raise :class:`EvalFileError` on syntax errors.
+def read_document(
+    path: Path, text: str | None = None, cache: ParseCache | None = None, core: bool = False
+) -> Document:
+    """Parse ``path`` (YAML, JSON or JSON Lines by suffix); raise :class:`EvalFileError` on syntax
+    errors.
 
-    YAML documents are read from / stored in ``cache`` when one is given. ``core`` reads YAML with the YAML 1.2
-    core schema as js-yaml does (promptfoo's files: ``Yes``, ``on``, dates stay text; ``0755`` is 755), not
-    PyYAML's YAML 1.1 rules; such documents are not cached.
+    YAML documents are read from / stored in ``cache`` when one is given. ``core`` reads YAML with
+    the YAML 1.2 core schema as js-yaml does (promptfoo's files: ``Yes``, ``on``, dates stay text;
+    ``0755`` is 755), not PyYAML's YAML 1.1 rules; such documents are not cached.
     """
     if text is None:
         try:
@@ -104,16 +120,22 @@ def read_document(path: Path, text: str | None = None, cache: ParseCache | None 
     if cache is not None:
         shallow = {k: v for k, v in doc.lines.items() if len(k) <= _SHALLOW}
         deep = {k: v for k, v in doc.lines.items() if len(k) > _SHALLOW}
-        with contextlib.suppress(ValueError):  # e.g. YAML timestamps: marshal cannot hold them, the cache skips them
+        with contextlib.suppress(
+            ValueError
+        ):  # e.g. YAML timestamps: marshal cannot hold them, the cache skips them
             cache.put(text, (doc.data, shallow, marshal.dumps(deep)))
     return doc
 
 
 def _cached_document(path: Path, data: Any, shallow: dict[PathKey, int], deep: bytes) -> Document:
-    """A document from the parse cache: lines below the cases are decoded only when a message needs them."""
+    """A document from the parse cache: lines below the cases are decoded only when a message needs
+    them.
+    """
     pending = [deep]
 
-    def locate(key: PathKey) -> None:  # holds `lines`, not the document: no cycle, the document is freed at once
+    def locate(
+        key: PathKey,
+    ) -> None:  # holds `lines`, not the document: no cycle, the document is freed at once
         if len(key) > _SHALLOW and pending:
             shallow.update(marshal.loads(pending.pop()))
 
@@ -122,9 +144,13 @@ def _cached_document(path: Path, data: Any, shallow: dict[PathKey, int], deep: b
 
 @functools.cache
 def _strict_loader() -> type:
-    """PyYAML's safe loader (the C one where libyaml is there), which also notes duplicate and non-string keys."""
+    """PyYAML's safe loader (the C one where libyaml is there), which also notes duplicate and
+    non-string keys.
+    """
     yaml = _pyyaml()
-    base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # several times faster than the pure-Python one
+    base = getattr(
+        yaml, "CSafeLoader", yaml.SafeLoader
+    )  # several times faster than the pure-Python one
 
     class StrictLoader(base):  # type: ignore[misc, valid-type]
         problems: list[tuple[int, str]]
@@ -132,16 +158,28 @@ def _strict_loader() -> type:
         def construct_mapping(self, node: Any, deep: bool = False) -> dict[Any, Any]:
             seen: dict[str, int] = {}
             for key_node, _ in node.value:
-                if key_node.tag == "tag:yaml.org,2002:merge" or not isinstance(key_node, yaml.ScalarNode):
-                    continue  # `<<` merges may be overridden; a list or mapping as key is PyYAML's own error
+                if key_node.tag == "tag:yaml.org,2002:merge" or not isinstance(
+                    key_node, yaml.ScalarNode
+                ):
+                    # `<<` merges may be overridden; a list or mapping as key is PyYAML's own error
+                    continue
                 line = key_node.start_mark.line + 1
-                if key_node.tag != "tag:yaml.org,2002:str":  # resolved as a number, a bool, null, a date...
+                if (
+                    key_node.tag != "tag:yaml.org,2002:str"
+                ):  # resolved as a number, a bool, null, a date...
                     key = self.construct_object(key_node)
-                    self.problems.append((line, f'key {key!r} is not a string; quote it: "{key_node.value}"'))
-                elif key_node.value in seen:  # a str-tagged scalar constructs to its value: no need to construct
+                    self.problems.append(
+                        (line, f'key {key!r} is not a string; quote it: "{key_node.value}"')
+                    )
+                elif (
+                    key_node.value in seen
+                ):  # a str-tagged scalar constructs to its value: no need to construct
                     first = seen[key_node.value]
                     self.problems.append(
-                        (line, f"duplicate key {key_node.value!r} (first at line {first}); remove one")
+                        (
+                            line,
+                            f"duplicate key {key_node.value!r} (first at line {first}); remove one",
+                        )
                     )
                 else:
                     seen[key_node.value] = line
@@ -152,13 +190,17 @@ def _strict_loader() -> type:
 
 @functools.cache
 def _core_loader() -> type:
-    """The strict loader with the YAML 1.2 core schema's plain scalars, as js-yaml reads them (promptfoo's files):
-    only ``true``/``false`` (three spellings each) are booleans, ``~``/``null`` and empty are null, ints are
-    decimal or ``0b``/``0o``/``0x`` (``0755`` is 755), ``_`` separators allowed; ``yes``, ``on``, dates and
-    sexagesimals stay text. js-yaml would make a date a JavaScript ``Date``; here it keeps the text written."""
+    """The strict loader with the YAML 1.2 core schema's plain scalars, as js-yaml reads them
+    (promptfoo's files): only ``true``/``false`` (three spellings each) are booleans, ``~``/``null``
+    and empty are null, ints are decimal or ``0b``/``0o``/``0x`` (``0755`` is 755), ``_`` separators
+    allowed; ``yes``, ``on``, dates and sexagesimals stay text. js-yaml would make a date a
+    JavaScript ``Date``; here it keeps the text written.
+    """
 
     class CoreLoader(_strict_loader()):  # type: ignore[misc]
-        yaml_implicit_resolvers: ClassVar[dict[Any, Any]] = {}  # none of YAML 1.1's: the core schema's only
+        yaml_implicit_resolvers: ClassVar[
+            dict[Any, Any]
+        ] = {}  # none of YAML 1.1's: the core schema's only
 
         def construct_yaml_int(self, node: Any) -> int:
             value = str(self.construct_scalar(node)).replace("_", "")
@@ -173,7 +215,11 @@ def _core_loader() -> type:
         ("tag:yaml.org,2002:merge", r"^(?:<<)$", "<"),
         ("tag:yaml.org,2002:null", r"^(?:~|null|Null|NULL|)$", ["~", "n", "N", ""]),
         ("tag:yaml.org,2002:bool", r"^(?:true|True|TRUE|false|False|FALSE)$", "tTfF"),
-        ("tag:yaml.org,2002:int", r"^[-+]?(?:0b[0-1_]+|0o[0-7_]+|0x[0-9a-fA-F_]+|[0-9][0-9_]*)$", "-+0123456789"),
+        (
+            "tag:yaml.org,2002:int",
+            r"^[-+]?(?:0b[0-1_]+|0o[0-7_]+|0x[0-9a-fA-F_]+|[0-9][0-9_]*)$",
+            "-+0123456789",
+        ),
         (
             "tag:yaml.org,2002:float",
             r"^(?:[-+]?[0-9][0-9_]*(?:\.[0-9_]*)?(?:[eE][-+]?[0-9]+)?|\.[0-9_]+(?:[eE][-+]?[0-9]+)?"
@@ -194,12 +240,16 @@ def _read_yaml(path: Path, text: str, core: bool = False) -> Document:
         node = loader.get_single_node()
         data = loader.construct_document(node) if node is not None else None
     except yaml.MarkedYAMLError as exc:
-        if "maximum nesting depth" in (exc.problem or ""):  # libyaml's own limit (PyYAML >= 6.0.4), far past ours
+        if "maximum nesting depth" in (
+            exc.problem or ""
+        ):  # libyaml's own limit (PyYAML >= 6.0.4), far past ours
             raise _too_deep(path, text) from exc
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark is not None else 1
         problem = " ".join(p for p in (exc.context, exc.problem) if p)
-        raise EvalFileError(path, line, f"YAML syntax error: {problem}; fix the YAML syntax") from exc
+        raise EvalFileError(
+            path, line, f"YAML syntax error: {problem}; fix the YAML syntax"
+        ) from exc
     except yaml.reader.ReaderError as exc:
         line = text.count("\n", 0, exc.position) + 1
         char = chr(exc.character) if isinstance(exc.character, int) else exc.character
@@ -211,14 +261,18 @@ def _read_yaml(path: Path, text: str, core: bool = False) -> Document:
     finally:
         loader.dispose()
     if loader.problems:
-        raise EvalFileErrors([EvalFileError(path, line, message) for line, message in sorted(loader.problems)])
+        raise EvalFileErrors(
+            [EvalFileError(path, line, message) for line, message in sorted(loader.problems)]
+        )
     doc = Document(path, data)
     if node is not None:
         _yaml_lines(node, (), doc.lines, 0, yaml)
     return doc
 
 
-def _yaml_lines(node: yaml.Node, key: PathKey, out: dict[PathKey, int], depth: int, yaml: ModuleType) -> None:
+def _yaml_lines(
+    node: yaml.Node, key: PathKey, out: dict[PathKey, int], depth: int, yaml: ModuleType
+) -> None:
     out[key] = node.start_mark.line + 1
     if depth >= _YAML_DEPTH:
         return
@@ -242,7 +296,9 @@ def _read_json(path: Path, text: str) -> Document:
             raise json.JSONDecodeError("Extra data", text, end)
     except json.JSONDecodeError as exc:
         raise EvalFileError(
-            path, exc.lineno, f"JSON syntax error: {exc.msg} (column {exc.colno}); fix the JSON syntax"
+            path,
+            exc.lineno,
+            f"JSON syntax error: {exc.msg} (column {exc.colno}); fix the JSON syntax",
         ) from exc
     except RecursionError as exc:
         raise _too_deep(path, text) from exc
@@ -252,7 +308,9 @@ def _read_json(path: Path, text: str) -> Document:
     shallow = reader.offsets
     located: set[PathKey] = set()
 
-    def locate(key: PathKey) -> None:  # holds `lines`, not the document: no cycle, the document is freed at once
+    def locate(
+        key: PathKey,
+    ) -> None:  # holds `lines`, not the document: no cycle, the document is freed at once
         prefix = key[:_JSON_DEPTH]
         if len(prefix) == _JSON_DEPTH and prefix in shallow and prefix not in located:
             located.add(prefix)
@@ -286,11 +344,14 @@ class _JsonReader:
         self.pos = 0
         self.offsets: dict[PathKey, int] = {}
         self.duplicates: list[tuple[PathKey, int, int]] = []
-        """``(key, offset of its first name, offset of the repeated one)`` for each repeated name."""
+        """``(key, offset of its first name, offset of the repeated one)`` for each repeated name.
+        """
         self._decoder = json.JSONDecoder(object_pairs_hook=self._pairs)
 
     def _pairs(self, pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-        """The C decoder's mappings; a repeated name is noted (its place is found when the file is reported)."""
+        """The C decoder's mappings; a repeated name is noted (its place is found when the file is
+        reported).
+        """
         out = dict(pairs)
         if len(out) != len(pairs):
             self.duplicates.append(((), 0, 0))
@@ -318,7 +379,9 @@ class _JsonReader:
             return out
         while True:
             if i >= len(text) or text[i] != '"':
-                raise json.JSONDecodeError("Expecting property name enclosed in double quotes", text, i)
+                raise json.JSONDecodeError(
+                    "Expecting property name enclosed in double quotes", text, i
+                )
             name, j = json.decoder.scanstring(text, i + 1)  # type: ignore[attr-defined]
             j = self.skip(j)
             if j >= len(text) or text[j] != ":":
@@ -363,8 +426,14 @@ def _duplicate_json_keys(path: Path, text: str) -> None:
     errors = []
     for first, again, name in found:
         first_line, line = text.count("\n", 0, first) + 1, text.count("\n", 0, again) + 1
-        errors.append(EvalFileError(path, line, f"duplicate key {name!r} (first at line {first_line}); remove one"))
-    raise EvalFileErrors(errors or [EvalFileError(path, 1, "duplicate key in an object; remove one")])
+        errors.append(
+            EvalFileError(
+                path, line, f"duplicate key {name!r} (first at line {first_line}); remove one"
+            )
+        )
+    raise EvalFileErrors(
+        errors or [EvalFileError(path, 1, "duplicate key in an object; remove one")]
+    )
 
 
 _BRACKETS = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
@@ -383,12 +452,13 @@ def _too_deep(path: Path, text: str) -> EvalFileError:
 
 
 def _check_shape(doc: Document, aliased: str | None) -> None:
-    """Raise for data nested deeper than :data:`MAX_DEPTH`; for a YAML text ``aliased`` (one that may use
-    aliases), also for aliases that refer to themselves or expand past :data:`MAX_ALIASED` values.
+    """Raise for data nested deeper than :data:`MAX_DEPTH`; for a YAML text ``aliased`` (one that
+    may use aliases), also for aliases that refer to themselves or expand past :data:`MAX_ALIASED`
+    values.
 
-    Without aliases the data is a tree: one pass, each value once. With them, a value may be shared: each
-    container is measured once (its depth and expanded size), and the sizes are added up as the aliases would
-    expand them.
+    Without aliases the data is a tree: one pass, each value once. With them, a value may be shared:
+    each container is measured once (its depth and expanded size), and the sizes are added up as the
+    aliases would expand them.
     """
     if aliased is None:
         if _depth_exceeds(doc.data, MAX_DEPTH):
@@ -403,7 +473,11 @@ def _depth_exceeds(data: Any, limit: int) -> bool:
     for _ in range(limit):
         below: list[Any] = []
         for c in level:
-            below += [v for v in (c.values() if type(c) is dict else c) if type(v) is dict or type(v) is list]
+            below += [
+                v
+                for v in (c.values() if type(c) is dict else c)
+                if type(v) is dict or type(v) is list
+            ]
         if not below:
             return False
         level = below
@@ -417,9 +491,17 @@ def _raise_too_deep(doc: Document) -> None:
         value, key = stack.pop()
         if len(key) > MAX_DEPTH:
             raise EvalFileError(
-                doc.path, doc.line(key), f"{_where(key)}: nested deeper than {MAX_DEPTH} levels; flatten it"
+                doc.path,
+                doc.line(key),
+                f"{_where(key)}: nested deeper than {MAX_DEPTH} levels; flatten it",
             )
-        items = value.items() if type(value) is dict else enumerate(value) if type(value) is list else ()
+        items = (
+            value.items()
+            if type(value) is dict
+            else enumerate(value)
+            if type(value) is list
+            else ()
+        )
         stack.extend((v, (*key, k)) for k, v in items if type(v) is dict or type(v) is list)
 
 
@@ -451,7 +533,9 @@ def _check_aliased(doc: Document, text: str) -> None:
             continue
         if len(key) > MAX_DEPTH:
             raise EvalFileError(
-                doc.path, doc.line(key), f"{_where(key)}: nested deeper than {MAX_DEPTH} levels; flatten it"
+                doc.path,
+                doc.line(key),
+                f"{_where(key)}: nested deeper than {MAX_DEPTH} levels; flatten it",
             )
         open_.add(ident)
         stack.append((value, key, True))

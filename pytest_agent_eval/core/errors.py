@@ -10,7 +10,9 @@ from pathlib import Path
 class EvalFileError(Exception):
     """A problem with an eval file, located at ``path:line``."""
 
-    def __init__(self, path: Path | str, line: int | None, message: str, case_id: str | None = None):
+    def __init__(
+        self, path: Path | str, line: int | None, message: str, case_id: str | None = None
+    ):
         self.path = Path(path)
         self.line = line
         self.message = message

@@ -9,9 +9,13 @@ from typing import Any
 from pytest_agent_eval.core.errors import EvalFileError
 
 
-def read_jsonl(path: Path, text: str) -> tuple[list[Any], dict[tuple[str | int, ...], int], list[EvalFileError]]:
-    """The lines' values (blank lines skipped), the line of each (``(n,)``) and the error of each line that is not
-    JSON: one bad line is its own error, the other lines are read (SPEC §22); a file with no good line is one error."""
+def read_jsonl(
+    path: Path, text: str
+) -> tuple[list[Any], dict[tuple[str | int, ...], int], list[EvalFileError]]:
+    """The lines' values (blank lines skipped), the line of each (``(n,)``) and the error of each
+    line that is not JSON: one bad line is its own error, the other lines are read (SPEC §22); a
+    file with no good line is one error.
+    """
     data: list[Any] = []
     lines: dict[tuple[str | int, ...], int] = {(): 1}
     bad: list[EvalFileError] = []

@@ -1,8 +1,8 @@
 """A parse cache for YAML eval files, keyed by file content, kept in pytest's cache directory.
 
-YAML parsing is the slowest part of collecting a large golden set; a second collection of an unchanged file
-reads the parsed data and its line positions back instead. ``marshal`` is used because it is fast and, unlike
-pickle, cannot run code when loading.
+YAML parsing is the slowest part of collecting a large golden set; a second collection of an
+unchanged file reads the parsed data and its line positions back instead. ``marshal`` is used
+because it is fast and, unlike pickle, cannot run code when loading.
 """
 
 from __future__ import annotations
@@ -26,25 +26,35 @@ class ParseCache:
         self.directory = directory
 
     def _digest(self, text: str) -> str:
-        return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=32, key=_SALT[:64]).hexdigest()
+        return hashlib.blake2b(
+            text.encode("utf-8", "surrogatepass"), digest_size=32, key=_SALT[:64]
+        ).hexdigest()
 
     def get(self, text: str) -> tuple[Any, ...] | None:
         """The entry stored for this content, or ``None``.
 
-        An entry holds the digest of the content it was made from: a file copied or written over another entry's
-        name is not read as this content's.
+        An entry holds the digest of the content it was made from: a file copied or written over
+        another entry's name is not read as this content's.
         """
         digest = self._digest(text)
         try:
             entry = marshal.loads((self.directory / f"{digest[:40]}.marshal").read_bytes())
         except (OSError, ValueError, EOFError, TypeError):
             return None
-        if not isinstance(entry, tuple) or len(entry) != 2 or entry[0] != digest or not isinstance(entry[1], tuple):
+        if (
+            not isinstance(entry, tuple)
+            or len(entry) != 2
+            or entry[0] != digest
+            or not isinstance(entry[1], tuple)
+        ):
             return None
         return entry[1]
 
     def put(self, text: str, entry: tuple[Any, ...]) -> None:
-        """Store an entry atomically; values marshal cannot hold (e.g. YAML timestamps) are not cached."""
+        """Store an entry atomically; values marshal cannot hold (e.g.
+
+        YAML timestamps) are not cached.
+        """
         digest = self._digest(text)
         try:
             blob = marshal.dumps((digest, entry))

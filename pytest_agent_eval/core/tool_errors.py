@@ -1,4 +1,6 @@
-"""What tool mocks raise: a mock configuration that cannot be used, a mocked error, an unmocked call."""
+"""What tool mocks raise: a mock configuration that cannot be used, a mocked error, an unmocked
+call.
+"""
 
 from __future__ import annotations
 
@@ -8,17 +10,22 @@ class ToolMockError(Exception):
 
 
 class UnmockedToolError(Exception):
-    """Raised by a call to a tool that has no response for the running case (``unmocked_tools: strict``)."""
+    """Raised by a call to a tool that has no response for the running case (``unmocked_tools:
+    strict``).
+    """
 
     def __init__(self, message: str, violation: str | None = None) -> None:
         super().__init__(message)
         self.violation = violation or message
-        """The line a failure shows: the call, its arguments, the case's ``path:line`` and what to do."""
+        """The line a failure shows: the call, its arguments, the case's ``path:line`` and what to
+        do.
+        """
 
 
 def unmocked_stop(exc: BaseException) -> UnmockedToolError | None:
-    """The unmocked-tool error behind ``exc``: ``exc`` itself, or what it was raised from or during (a framework
-    that wraps a tool's error, a task group's exception group)."""
+    """The unmocked-tool error behind ``exc``: ``exc`` itself, or what it was raised from or during
+    (a framework that wraps a tool's error, a task group's exception group).
+    """
     todo, seen = [exc], set()
     while todo:
         found = todo.pop()
@@ -28,10 +35,14 @@ def unmocked_stop(exc: BaseException) -> UnmockedToolError | None:
             continue
         seen.add(id(found))
         group = getattr(found, "exceptions", None)
-        nested = [e for e in group if isinstance(e, BaseException)] if isinstance(group, tuple) else []
+        nested = (
+            [e for e in group if isinstance(e, BaseException)] if isinstance(group, tuple) else []
+        )
         todo += [e for e in (found.__cause__, found.__context__) if e is not None] + nested
     return None
 
 
 class MockConfigError(ValueError):
-    """A tool mock, patch target or responses file that cannot be used; the message says where and what to do."""
+    """A tool mock, patch target or responses file that cannot be used; the message says where and
+    what to do.
+    """

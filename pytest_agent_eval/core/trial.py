@@ -1,8 +1,8 @@
 """The running trial's context: which case and trial is running, and the conversation it continues.
 
-Set by the runner for each trial; read by adapters (an HTTP agent's session id, a framework's own message list)
-and by the traffic hook (which case a request belongs to). Context variables, so concurrent trials each see
-their own.
+Set by the runner for each trial; read by adapters (an HTTP agent's session id, a framework's own
+message list) and by the traffic hook (which case a request belongs to). Context variables, so
+concurrent trials each see their own.
 """
 
 from __future__ import annotations
@@ -11,10 +11,12 @@ from contextvars import ContextVar
 from typing import Any
 
 TRIAL: ContextVar[tuple[str, int] | None] = ContextVar("agent_eval_trial_id", default=None)
-"""The running case's id and trial number, set by the runner for each trial: for adapters that keep state per
-case and trial (an HTTP agent's session id)."""
+"""The running case's id and trial number, set by the runner for each trial: for adapters that keep
+state per case and trial (an HTTP agent's session id).
+"""
 
 CONVERSATION: ContextVar[Any] = ContextVar("agent_eval_conversation", default=None)
-"""During an agent call of a conversation: the ``RunRecord.conversation`` that ``normalise`` read from the
-previous call's result (a framework's own message list), to be continued; ``None`` for the first message and
-single calls."""
+"""During an agent call of a conversation: the ``RunRecord.conversation`` that ``normalise`` read
+from the previous call's result (a framework's own message list), to be continued; ``None`` for the
+first message and single calls.
+"""

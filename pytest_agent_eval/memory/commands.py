@@ -1,4 +1,6 @@
-"""``agent-eval report JOURNAL``, ``agent-eval runs`` and ``agent-eval import REPORT…`` (SPEC §24); no pytest."""
+"""``agent-eval report JOURNAL``, ``agent-eval runs`` and ``agent-eval import REPORT…`` (SPEC §24);
+no pytest.
+"""
 
 from __future__ import annotations
 
@@ -12,10 +14,17 @@ _NO_LIBRARIES = "the run store needs SQLAlchemy: pip install 'pytest-agent-evals
 
 
 def report_command(
-    journal: str, output: str | None, html: str | None, markdown: str | None, out: TextIO, err: TextIO
+    journal: str,
+    output: str | None,
+    html: str | None,
+    markdown: str | None,
+    out: TextIO,
+    err: TextIO,
 ) -> int:
-    """Rebuild a run's reports from its journal: the JSON report (``output``), the HTML page, the markdown
-    (appended, as ``--agent-eval-markdown`` appends); 2 when the journal cannot be read or a file written."""
+    """Rebuild a run's reports from its journal: the JSON report (``output``), the HTML page, the
+    markdown (appended, as ``--agent-eval-markdown`` appends); 2 when the journal cannot be read or
+    a file written.
+    """
     from pytest_agent_eval.memory.journal import read_journal
     from pytest_agent_eval.report.atomic import append_text, write_text_atomically
     from pytest_agent_eval.report.schema import report_text
@@ -42,12 +51,17 @@ def report_command(
             append_text(Path(markdown), "\n".join(_markdown(document)) + "\n\n")
             written.append(markdown)
     except OSError as exc:
-        print(f"agent-eval report: {exc.filename or ''}: not written: {exc.strerror or exc}", file=err)
+        print(
+            f"agent-eval report: {exc.filename or ''}: not written: {exc.strerror or exc}", file=err
+        )
         return 2
     cases, not_run = len(document["cases"]), len(document["not_run"])
     state = "a finished run" if document["run"]["finished"] else "a run that did not finish"
     extra = f", {not_run} not run" if not_run else ""
-    print(f"agent-eval report: {journal}: {state}, {cases} cases{extra}; wrote {', '.join(written)}", file=out)
+    print(
+        f"agent-eval report: {journal}: {state}, {cases} cases{extra}; wrote {', '.join(written)}",
+        file=out,
+    )
     return 0
 
 
@@ -60,13 +74,16 @@ def _markdown(document: dict[str, Any]) -> list[str]:
     stopped = None
     if not document["run"]["finished"]:
         names = ", ".join(md_code(e["nodeid"]) for e in document["not_run"][:10])
-        stopped = "**The run did not finish** (rebuilt from its journal)" + (f": not run {names}" if names else "")
+        stopped = "**The run did not finish** (rebuilt from its journal)" + (
+            f": not run {names}" if names else ""
+        )
     return markdown_lines(records_of(document["cases"]), comparison, stopped, document.get("flaky"))
 
 
 def open_store(url: str | None, err: TextIO, command: str) -> Any:
-    """The store at ``url`` (default ``.agent-eval/runs.db`` here), opened; ``None`` (said on ``err``) when it
-    cannot be."""
+    """The store at ``url`` (default ``.agent-eval/runs.db`` here), opened; ``None`` (said on
+    ``err``) when it cannot be.
+    """
     if importlib.util.find_spec("sqlalchemy") is None:
         print(f"agent-eval {command}: {_NO_LIBRARIES}", file=err)
         return None
@@ -102,7 +119,10 @@ def runs_command(url: str | None, branch: str | None, limit: int, out: TextIO, e
     finally:
         store.close()
     if not runs:
-        print(f"agent-eval runs: no run in {store}" + (f" on the branch {branch}" if branch else ""), file=out)
+        print(
+            f"agent-eval runs: no run in {store}" + (f" on the branch {branch}" if branch else ""),
+            file=out,
+        )
         return 0
     rows: list[tuple[str, ...]] = [
         ("run", "started", "branch", "commit", "passed", "pass rate", "cost", "p95 s", "agents")
@@ -127,8 +147,12 @@ def runs_command(url: str | None, branch: str | None, limit: int, out: TextIO, e
     return 0
 
 
-def import_command(url: str | None, reports: list[str], branch: str | None, out: TextIO, err: TextIO) -> int:
-    """Store saved reports (or journals), each as one run; 2 when one cannot be read or stored (the others are)."""
+def import_command(
+    url: str | None, reports: list[str], branch: str | None, out: TextIO, err: TextIO
+) -> int:
+    """Store saved reports (or journals), each as one run; 2 when one cannot be read or stored (the
+    others are).
+    """
     from pytest_agent_eval.memory.journal import is_journal, read_journal
     from pytest_agent_eval.memory.store import StoreError, imported_id, run_row
 
@@ -146,12 +170,17 @@ def import_command(url: str | None, reports: list[str], branch: str | None, out:
                     print(f"agent-eval import: {name}: stored already (run {run_id})", file=out)
                     continue
                 git = {"branch": branch} if branch else None
-                store.save(run_row(document, run_id, git, source=str(path.resolve())), document["cases"])
+                store.save(
+                    run_row(document, run_id, git, source=str(path.resolve())), document["cases"]
+                )
             except (BaselineError, StoreError, OSError) as exc:
                 print(f"agent-eval import: {exc}", file=err)
                 code = 2
                 continue
-            print(f"agent-eval import: {name}: run {run_id}, {len(document['cases'])} cases -> {store}", file=out)
+            print(
+                f"agent-eval import: {name}: run {run_id}, {len(document['cases'])} cases -> {store}",
+                file=out,
+            )
     finally:
         store.close()
     return code

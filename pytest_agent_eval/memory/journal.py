@@ -1,16 +1,18 @@
-"""The journal (SPEC §24): each finished case's final record appended as one JSON line as the case finishes, so
-that SIGKILL, an OOM kill or a power loss leave every finished case to resume from or to report.
+"""The journal (SPEC §24): each finished case's final record appended as one JSON line as the case
+finishes, so that SIGKILL, an OOM kill or a power loss leave every finished case to resume from or
+to report.
 
-The file is ``<report>.journal.jsonl`` beside ``--agent-eval-report``, else ``.agent-eval/journal/<run>.jsonl``
-under the rootdir; only the controller (or the only process) writes it. Its first line is
-``{"journal": 1, "run": {...}}`` (the run's id, start, arguments, commit), then one record per line as the JSON
-report's ``cases`` hold them (a record written again, e.g. a teardown that failed after the call, replaces the
-earlier line of its node id), and, when the session ends, ``{"end": {...}, "not_run": [...]}``.
+The file is ``<report>.journal.jsonl`` beside ``--agent-eval-report``, else
+``.agent-eval/journal/<run>.jsonl`` under the rootdir; only the controller (or the only process)
+writes it. Its first line is ``{"journal": 1, "run": {...}}`` (the run's id, start, arguments,
+commit), then one record per line as the JSON report's ``cases`` hold them (a record written again,
+e.g. a teardown that failed after the call, replaces the earlier line of its node id), and, when the
+session ends, ``{"end": {...}, "not_run": [...]}``.
 
-Each line is written with one ``write`` and flushed to the operating system at once: a process killed after that
-loses nothing. ``fsync`` (for a power loss) runs at most once a second: with a record when the last was a second
-ago or more, else by a timer a second after the first record not yet synced (one ``fsync`` per record would cost
-a 10,000-case run seconds on a slow disk).
+Each line is written with one ``write`` and flushed to the operating system at once: a process
+killed after that loses nothing. ``fsync`` (for a power loss) runs at most once a second: with a
+record when the last was a second ago or more, else by a timer a second after the first record not
+yet synced (one ``fsync`` per record would cost a 10,000-case run seconds on a slow disk).
 """
 
 from __future__ import annotations
@@ -33,13 +35,18 @@ SUFFIX = ".journal.jsonl"
 
 
 def new_run_id() -> str:
-    """A run's id: its start (UTC, to the second) and 6 random hex digits, e.g. ``20261127T123456Z-3f9a0c``."""
+    """A run's id: its start (UTC, to the second) and 6 random hex digits, e.g.
+
+    ``20261127T123456Z-3f9a0c``.
+    """
     now = datetime.datetime.now(datetime.timezone.utc)
     return f"{now:%Y%m%dT%H%M%SZ}-{secrets.token_hex(3)}"
 
 
 def journal_path(rootdir: Path, report: Path | None, run_id: str) -> Path:
-    """Where a run's journal goes: beside its JSON report, else under ``.agent-eval/journal/`` in the rootdir."""
+    """Where a run's journal goes: beside its JSON report, else under ``.agent-eval/journal/`` in
+    the rootdir.
+    """
     if report is not None:
         return report.with_name(report.name + SUFFIX)
     return rootdir / ".agent-eval" / "journal" / f"{run_id}.jsonl"
@@ -52,24 +59,37 @@ def _created(path: Path) -> IO[str]:
 
 
 def is_journal(path: Path) -> bool:
-    """Whether ``path`` names a journal (``--agent-eval-resume`` and ``agent-eval report`` take one)."""
+    """Whether ``path`` names a journal (``--agent-eval-resume`` and ``agent-eval report`` take
+    one).
+    """
     return path.name.endswith(".jsonl")
 
 
 class Journal:
-    """A journal being written: lines appended and flushed at once, ``fsync`` ed at least every second."""
+    """A journal being written: lines appended and flushed at once, ``fsync`` ed at least every
+    second.
+    """
 
     def __init__(
-        self, path: Path, run_id: str, run: dict[str, Any] | None = None, fallback: Path | None = None
+        self,
+        path: Path,
+        run_id: str,
+        run: dict[str, Any] | None = None,
+        fallback: Path | None = None,
     ) -> None:
         self.path = path
         self.fallback = fallback
-        """Where the journal goes when ``path`` cannot be written (a report path in a folder that is a file)."""
+        """Where the journal goes when ``path`` cannot be written (a report path in a folder that is
+        a file).
+        """
         self.moved: str | None = None
-        """Why the journal went to ``fallback`` (said once in the summary); ``None`` while it is at ``path``."""
+        """Why the journal went to ``fallback`` (said once in the summary); ``None`` while it is at
+        ``path``.
+        """
         self.run_id = run_id
         self.run = run or {}
-        """The JSON report's ``run`` as far as it is known at the start (no duration, exit status)."""
+        """The JSON report's ``run`` as far as it is known at the start (no duration, exit status).
+        """
         self._file: IO[str] | None = None
         self._written: dict[str, dict[str, Any]] = {}
         self.texts: dict[str, str] = {}
@@ -78,15 +98,17 @@ class Journal:
         self._synced = time.monotonic()
         self._timer: threading.Timer | None = None
         self.error: str | None = None
-        """Why the journal could not be written (said once in the summary); ``None`` while it can."""
+        """Why the journal could not be written (said once in the summary); ``None`` while it can.
+        """
 
     @property
     def opened(self) -> bool:
         return self._file is not None
 
     def open(self, records: list[dict[str, Any]]) -> bool:
-        """Open (truncate) the journal with its first line and ``records`` (those the run started from, a resumed
-        run's), unless open already; ``False`` when it cannot be written."""
+        """Open (truncate) the journal with its first line and ``records`` (those the run started
+        from, a resumed run's), unless open already; ``False`` when it cannot be written.
+        """
         if self._file is None and self.error is None:
             try:
                 self._file = _created(self.path)
@@ -114,13 +136,17 @@ class Journal:
             self.texts[data["nodeid"]] = self._line(data)
 
     def text_of(self, data: dict[str, Any]) -> str | None:
-        """The JSON text this journal wrote of the record ``data`` (the store keeps it as it is), if it did."""
+        """The JSON text this journal wrote of the record ``data`` (the store keeps it as it is), if
+        it did.
+        """
         return self.texts.get(data["nodeid"]) if self._written.get(data["nodeid"]) is data else None
 
     def end(self, exit_status: int, duration_s: float, not_run: list[dict[str, Any]]) -> None:
         """Append the run's end and close the journal."""
         if self._file is not None:
-            self._line({"end": {"exit_status": exit_status, "duration_s": duration_s}, "not_run": not_run})
+            self._line(
+                {"end": {"exit_status": exit_status, "duration_s": duration_s}, "not_run": not_run}
+            )
         self.close()
 
     def _line(self, data: dict[str, Any]) -> str:
@@ -143,12 +169,16 @@ class Journal:
         return text
 
     def _sync(self) -> None:
-        """``fsync`` what was written (a power loss keeps it); by the timer's thread or the writer's."""
+        """``fsync`` what was written (a power loss keeps it); by the timer's thread or the
+        writer's.
+        """
         with self._lock:
             self._timer = None
             self._synced = time.monotonic()
             if self._file is not None:
-                with contextlib.suppress(OSError, ValueError):  # closed meanwhile, or no fsync on this file system
+                with contextlib.suppress(
+                    OSError, ValueError
+                ):  # closed meanwhile, or no fsync on this file system
                     os.fsync(self._file.fileno())
 
     def close(self) -> None:
@@ -166,11 +196,12 @@ class Journal:
 
 
 def read_journal(path: Path) -> dict[str, Any]:
-    """A journal as the JSON report it stands for: its run, the last record of each node id (by node id) and the
-    cases its run left unfinished (when the run ended at all); ``BaselineError`` naming the file and line when
-    it is not a journal, or naming the file, line and field when a case record's field is not of its type or
-    range (the checks of a report's ``cases[i]``, SPEC §22). A last line cut short (the process died writing it)
-    is left out: its case did not finish."""
+    """A journal as the JSON report it stands for: its run, the last record of each node id (by node
+    id) and the cases its run left unfinished (when the run ended at all); ``BaselineError`` naming
+    the file and line when it is not a journal, or naming the file, line and field when a case
+    record's field is not of its type or range (the checks of a report's ``cases[i]``, SPEC §22). A
+    last line cut short (the process died writing it) is left out: its case did not finish.
+    """
     from pytest_agent_eval.report.baseline import BaselineError, check_report
     from pytest_agent_eval.report.reading import case_problem
 
@@ -220,14 +251,19 @@ def read_journal(path: Path) -> dict[str, Any]:
         run["duration_s"] = end.get("duration_s")
     if not isinstance(run.get("duration_s"), (int, float)):  # killed: until the journal's last line
         run["duration_s"] = _until_written(path, run.get("started"))
-    document = {"schema_version": SCHEMA_VERSION, "run": run, "cases": [cases[k] for k in sorted(cases)]}
+    document = {
+        "schema_version": SCHEMA_VERSION,
+        "run": run,
+        "cases": [cases[k] for k in sorted(cases)],
+    }
     document["not_run"] = not_run
     return check_report(document, path)
 
 
 def _until_written(path: Path, started: Any) -> float:
-    """Seconds from ``started`` (ISO 8601) to the journal's last write: how long a killed run ran, as far as its
-    journal tells (0 when either cannot be read)."""
+    """Seconds from ``started`` (ISO 8601) to the journal's last write: how long a killed run ran,
+    as far as its journal tells (0 when either cannot be read).
+    """
     try:
         begun = datetime.datetime.fromisoformat(str(started)).timestamp()
         return round(max(0.0, path.stat().st_mtime - begun), 3)

@@ -1,5 +1,8 @@
-"""Where the run store is: ``--agent-eval-store`` / ini ``agent_eval_store`` as a SQLAlchemy URL. Plain Python: the
-store's libraries load only when the store is opened (at the end of the run), not to read its option."""
+"""Where the run store is: ``--agent-eval-store`` / ini ``agent_eval_store`` as a SQLAlchemy URL.
+
+Plain Python: the store's libraries load only when the store is opened (at the end of the run), not
+to read its option.
+"""
 
 from __future__ import annotations
 
@@ -9,9 +12,11 @@ DEFAULT_PATH = Path(".agent-eval") / "runs.db"
 
 
 def store_url(value: str | None, rootdir: Path) -> str | None:
-    """The SQLAlchemy URL of ``--agent-eval-store`` / ini ``agent_eval_store``: ``None`` for ``off``; SQLite
-    ``.agent-eval/runs.db`` under the rootdir when not given; ``postgresql://`` through psycopg 3; a ``sqlite:``
-    URL as it is; anything else a SQLite file's path (relative to the rootdir)."""
+    """The SQLAlchemy URL of ``--agent-eval-store`` / ini ``agent_eval_store``: ``None`` for
+    ``off``; SQLite ``.agent-eval/runs.db`` under the rootdir when not given; ``postgresql://``
+    through psycopg 3; a ``sqlite:`` URL as it is; anything else a SQLite file's path (relative to
+    the rootdir).
+    """
     text = (value or "").strip()
     if text.lower() == "off":
         return None

@@ -1,12 +1,14 @@
-"""The run store (SPEC §24): every run and the JSON record of each of its cases, in SQLite (by default
-``.agent-eval/runs.db`` under the rootdir) or PostgreSQL, through SQLAlchemy Core; its schema is versioned by
-Alembic (the migrations in ``memory/migrations/versions``, run in code: no ``alembic.ini``).
+"""The run store (SPEC §24): every run and the JSON record of each of its cases, in SQLite (by
+default ``.agent-eval/runs.db`` under the rootdir) or PostgreSQL, through SQLAlchemy Core; its
+schema is versioned by Alembic (the migrations in ``memory/migrations/versions``, run in code: no
+``alembic.ini``).
 
-Opening a store reads its schema version (``alembic_version``) with SQLAlchemy alone; Alembic is imported only
-when the store is new or older than this release. A store of a newer version (an unknown revision) is refused
-with what to do. Writers serialise: SQLite's ``BEGIN IMMEDIATE`` takes the write lock at the start of a
-transaction (waiting up to 60 s for another writer), PostgreSQL's transaction-scoped advisory lock guards a
-migration; a run is saved in one transaction, so two processes writing one store lose nothing.
+Opening a store reads its schema version (``alembic_version``) with SQLAlchemy alone; Alembic is
+imported only when the store is new or older than this release. A store of a newer version (an
+unknown revision) is refused with what to do. Writers serialise: SQLite's ``BEGIN IMMEDIATE`` takes
+the write lock at the start of a transaction (waiting up to 60 s for another writer), PostgreSQL's
+transaction-scoped advisory lock guards a migration; a run is saved in one transaction, so two
+processes writing one store lose nothing.
 """
 
 from __future__ import annotations
@@ -32,7 +34,9 @@ HEAD = "0001"
 """The newest schema revision this release knows (``migrations/versions``)."""
 KNOWN = ("0001",)
 TRUST_FIGURES = ("judges", "injection")
-"""A report's run-level figures of SPEC §26 (judge calibration, attack success rates), kept in a run's ``run``."""
+"""A report's run-level figures of SPEC §26 (judge calibration, attack success rates), kept in a
+run's ``run``.
+"""
 _LOCK_KEY = 0x61676576  # "agev": PostgreSQL's advisory lock around a migration
 _WAIT_S = 60
 
@@ -89,7 +93,9 @@ def _none(data: dict[str, Any]) -> str | None:
 
 
 class StoreError(Exception):
-    """A store that cannot be used; the message names it (its password left out) and says what to do."""
+    """A store that cannot be used; the message names it (its password left out) and says what to
+    do.
+    """
 
 
 def shown(url: str) -> str:
@@ -100,7 +106,9 @@ def shown(url: str) -> str:
         return "<a store URL that cannot be read>"
     if parsed.get_backend_name() == "sqlite":
         return parsed.database or ":memory:"
-    return parsed.render_as_string(hide_password=True).replace("postgresql+psycopg://", "postgresql://")
+    return parsed.render_as_string(hide_password=True).replace(
+        "postgresql+psycopg://", "postgresql://"
+    )
 
 
 def _scrubbed(url: str, text: str) -> str:
@@ -168,7 +176,9 @@ class Store:
             yield conn
 
     def open(self) -> None:
-        """Check (and, new or older, migrate) the schema; ``StoreError`` when the store cannot be used."""
+        """Check (and, new or older, migrate) the schema; ``StoreError`` when the store cannot be
+        used.
+        """
         try:
             with self.engine.begin() as conn:
                 self._current(conn)
@@ -199,10 +209,14 @@ class Store:
             return conn.execute(sa.select(RUNS.c.id).where(RUNS.c.id == run_id)).first() is not None
 
     def save(
-        self, row: dict[str, Any], cases: list[dict[str, Any]], text_of: Callable[[dict[str, Any]], str | None] = _none
+        self,
+        row: dict[str, Any],
+        cases: list[dict[str, Any]],
+        text_of: Callable[[dict[str, Any]], str | None] = _none,
     ) -> None:
-        """Save one run (``run_row``) and its cases' records, in one transaction; ``text_of(record)``: its JSON
-        text when already made (the journal's line), else ``None``."""
+        """Save one run (``run_row``) and its cases' records, in one transaction;
+        ``text_of(record)``: its JSON text when already made (the journal's line), else ``None``.
+        """
         rows = [_case_row(row["id"], data, text_of(data)) for data in cases]
         try:
             with self._writing() as conn:
@@ -255,8 +269,10 @@ class Store:
         return found[0].id, records_of(self.cases(found[0].id))
 
     def history(self, nodeid: str, limit: int = 50) -> list[dict[str, Any]]:
-        """A case across runs, newest first: the run, its start and branch, the case's figures, its ``trace_id``
-        and the template its run linked traces with (``trace_url``, ``None`` when it had none)."""
+        """A case across runs, newest first: the run, its start and branch, the case's figures, its
+        ``trace_id`` and the template its run linked traces with (``trace_url``, ``None`` when it
+        had none).
+        """
         query = (
             sa.select(
                 CASES.c.run_id,
@@ -285,18 +301,25 @@ class Store:
         return rows
 
     def flaky(
-        self, last: int = 10, nodeids: list[str] | None = None, newest: list[dict[str, Any]] | None = None
+        self,
+        last: int = 10,
+        nodeids: list[str] | None = None,
+        newest: list[dict[str, Any]] | None = None,
     ) -> dict[str, list[str]]:
-        """Cases whose outcome flipped between passing and failing over the last ``last`` runs while their content
-        hash stayed the same: node id -> the outcomes, oldest first (of ``nodeids`` only, when given). ``newest``:
-        the records of a run not stored yet, taken as the newest of the ``last``."""
+        """Cases whose outcome flipped between passing and failing over the last ``last`` runs while
+        their content hash stayed the same: node id -> the outcomes, oldest first (of ``nodeids``
+        only, when given). ``newest``: the records of a run not stored yet, taken as the newest of
+        the ``last``.
+        """
         if newest is not None:
             last -= 1
         with self._reading() as conn:
             ids = [
                 r
                 for (r,) in conn.execute(
-                    sa.select(RUNS.c.id).order_by(RUNS.c.started.desc(), RUNS.c.saved.desc()).limit(last)
+                    sa.select(RUNS.c.id)
+                    .order_by(RUNS.c.started.desc(), RUNS.c.saved.desc())
+                    .limit(last)
                 )
             ]
             query = (
@@ -305,17 +328,25 @@ class Store:
                 .where(CASES.c.run_id.in_(ids))
                 .order_by(CASES.c.nodeid, RUNS.c.started, RUNS.c.saved)
             )
-            rows = [(r.nodeid, r.outcome, r.content_hash) for r in conn.execute(query)] if ids else []
+            rows = (
+                [(r.nodeid, r.outcome, r.content_hash) for r in conn.execute(query)] if ids else []
+            )
         rows += [(c["nodeid"], c["outcome"], c.get("content_hash")) for c in newest or []]
-        if nodeids is not None:  # in Python: an IN list of 10,000 node ids is past some databases' limits
+        if (
+            nodeids is not None
+        ):  # in Python: an IN list of 10,000 node ids is past some databases' limits
             wanted = set(nodeids)
             rows = [row for row in rows if row[0] in wanted]
-        return flaky_of(sorted(rows, key=lambda row: row[0]))  # stable: each case's runs stay oldest first
+        return flaky_of(
+            sorted(rows, key=lambda row: row[0])
+        )  # stable: each case's runs stay oldest first
 
 
 def flaky_of(rows: list[tuple[str, str, str | None]]) -> dict[str, list[str]]:
-    """From ``(nodeid, outcome, content hash)``, each case's oldest first: the cases that both passed and failed
-    under their newest content hash (an edited case starts afresh), with their outcomes under it."""
+    """From ``(nodeid, outcome, content hash)``, each case's oldest first: the cases that both
+    passed and failed under their newest content hash (an edited case starts afresh), with their
+    outcomes under it.
+    """
     newest: dict[str, tuple[str | None, list[str]]] = {}
     for nodeid, outcome, content in rows:
         kept = newest.get(nodeid)
@@ -324,7 +355,9 @@ def flaky_of(rows: list[tuple[str, str, str | None]]) -> dict[str, list[str]]:
         kept[1].append(outcome)
     out = {}
     for nodeid, (content, outcomes) in newest.items():
-        decided = {"pass" if o in ("passed", "xpassed") else "fail" for o in outcomes if o in _DECIDED}
+        decided = {
+            "pass" if o in ("passed", "xpassed") else "fail" for o in outcomes if o in _DECIDED
+        }
         if content is not None and decided == {"pass", "fail"}:
             out[nodeid] = outcomes
     return out
@@ -340,7 +373,9 @@ def _engine(url: str, sqlite: bool) -> Engine:
 
     @sa.event.listens_for(engine, "connect")
     def _no_implicit_transactions(dbapi_connection: Any, record: Any) -> None:
-        dbapi_connection.isolation_level = None  # SQLAlchemy's recipe: the BEGIN below is the only one
+        dbapi_connection.isolation_level = (
+            None  # SQLAlchemy's recipe: the BEGIN below is the only one
+        )
         dbapi_connection.execute("PRAGMA foreign_keys = ON")
 
     @sa.event.listens_for(engine, "begin")
@@ -408,8 +443,9 @@ def run_row(
     source: str | None = None,
     records: list[CaseRecord] | None = None,
 ) -> dict[str, Any]:
-    """The ``runs`` row of a JSON report's document: its run, totals, cost and latency (over its cases, or
-    ``records``, the same cases made already)."""
+    """The ``runs`` row of a JSON report's document: its run, totals, cost and latency (over its
+    cases, or ``records``, the same cases made already).
+    """
     run = document.get("run") or {}
     git = git or {}
     stats = Stats.of(records if records is not None else records_of(document.get("cases") or []))
@@ -447,7 +483,9 @@ def run_row(
 
 
 def imported_id(text: str) -> str:
-    """The id of a run imported from a report: from its content, so importing it again finds it stored."""
+    """The id of a run imported from a report: from its content, so importing it again finds it
+    stored.
+    """
     return "import-" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
@@ -455,6 +493,8 @@ def _ended(run: dict[str, Any]) -> str | None:
     """When a report's run ended: its start plus its duration (``None`` when either is missing)."""
     try:
         started = datetime.datetime.fromisoformat(str(run.get("started")))
-        return (started + datetime.timedelta(seconds=float(run["duration_s"]))).isoformat(timespec="seconds")
+        return (started + datetime.timedelta(seconds=float(run["duration_s"]))).isoformat(
+            timespec="seconds"
+        )
     except (KeyError, TypeError, ValueError, OverflowError):
         return None

@@ -1,11 +1,13 @@
-"""``agent-eval view``: a read-only local web view of the run store (SPEC §24), on 127.0.0.1 by default.
+"""``agent-eval view``: a read-only local web view of the run store (SPEC §24), on 127.0.0.1 by
+default.
 
-Served by the standard library's ``http.server`` (threads, GET only) and rendered on the server: every page is
-one HTML document with its CSS inline and its charts as inline SVG, so nothing is fetched from the network, there
-is nothing to build, and its Content-Security-Policy forbids any other request. Pages: runs over time (pass rate,
-cost, p50/p95 latency; filters by branch, agent, tag, file), one run, one case's history (where it flipped), two
-runs side by side (outputs diffed) and the flaky cases. A case with a trace id links its trace (SPEC §23): through
-``--trace-url TEMPLATE``, else the template its run was made with (``run.trace_url``).
+Served by the standard library's ``http.server`` (threads, GET only) and rendered on the server:
+every page is one HTML document with its CSS inline and its charts as inline SVG, so nothing is
+fetched from the network, there is nothing to build, and its Content-Security-Policy forbids any
+other request. Pages: runs over time (pass rate, cost, p50/p95 latency; filters by branch, agent,
+tag, file), one run, one case's history (where it flipped), two runs side by side (outputs diffed)
+and the flaky cases. A case with a trace id links its trace (SPEC §23): through ``--trace-url
+TEMPLATE``, else the template its run was made with (``run.trace_url``).
 """
 
 from __future__ import annotations
@@ -41,11 +43,16 @@ def esc(value: Any) -> str:
 
 
 def trace_link(trace_id: Any, template: Any) -> str:
-    """A case's trace: a link to ``template`` with ``{trace_id}`` filled in (an http(s) one only: the template is
-    data), the bare id without one, nothing without an id."""
+    """A case's trace: a link to ``template`` with ``{trace_id}`` filled in (an http(s) one only:
+    the template is data), the bare id without one, nothing without an id.
+    """
     if not isinstance(trace_id, str) or not trace_id:
         return ""
-    if isinstance(template, str) and "{trace_id}" in template and template.startswith(("http://", "https://")):
+    if (
+        isinstance(template, str)
+        and "{trace_id}" in template
+        and template.startswith(("http://", "https://"))
+    ):
         href = template.replace("{trace_id}", quote(trace_id, safe=""))
         return f'<a class="trace" href="{esc(href)}" rel="noreferrer">trace</a>'
     return f'<code class="trace">{esc(trace_id)}</code>'
@@ -63,9 +70,12 @@ def _num(value: float | None, fmt: str) -> str:
     return "-" if value is None else format(value, fmt)
 
 
-def _chart(title: str, points: list[tuple[str, dict[str, float | None]]], fmt: str, scale: float = 0.0) -> str:
-    """A line chart as inline SVG: one line per series, a point per run (oldest left), each point a link to it;
-    the axis from 0 to ``scale`` (1 for a rate), or to the largest value."""
+def _chart(
+    title: str, points: list[tuple[str, dict[str, float | None]]], fmt: str, scale: float = 0.0
+) -> str:
+    """A line chart as inline SVG: one line per series, a point per run (oldest left), each point a
+    link to it; the axis from 0 to ``scale`` (1 for a rate), or to the largest value.
+    """
     width, height, pad = 420, 160, 30
     series = sorted({name for _, values in points for name in values})
     values = [v for _, vals in points for v in vals.values() if v is not None]
@@ -76,7 +86,9 @@ def _chart(title: str, points: list[tuple[str, dict[str, float | None]]], fmt: s
     top = max(scale, *values) or 1.0
     step = (width - 2 * pad) / max(1, len(points) - 1)
     parts = [f'<text x="4" y="12" font-size="10">{esc(format(top, fmt))}</text>']
-    parts.append(f'<line x1="{pad}" y1="{height - pad}" x2="{width - pad}" y2="{height - pad}" stroke="#999"/>')
+    parts.append(
+        f'<line x1="{pad}" y1="{height - pad}" x2="{width - pad}" y2="{height - pad}" stroke="#999"/>'
+    )
     for k, name in enumerate(series):
         colour = ("#1f77b4", "#ff7f0e", "#2ca02c")[k % 3]
         xy = []
@@ -92,7 +104,9 @@ def _chart(title: str, points: list[tuple[str, dict[str, float | None]]], fmt: s
                 f"<title>{esc(label)}</title></circle></a>"
             )
         parts.append(f'<polyline fill="none" stroke="{colour}" points="{" ".join(xy)}"/>')
-        parts.append(f'<text x="{pad + 70 * k}" y="{height - 8}" font-size="10" fill="{colour}">{esc(name)}</text>')
+        parts.append(
+            f'<text x="{pad + 70 * k}" y="{height - 8}" font-size="10" fill="{colour}">{esc(name)}</text>'
+        )
     return f"<figure><figcaption>{esc(title)}</figcaption>{svg}{''.join(parts)}</svg></figure>"
 
 
@@ -102,7 +116,9 @@ class Viewer:
     def __init__(self, store: Store, trace_url: str | None = None) -> None:
         self.store = store
         self.trace_url = trace_url
-        """``--trace-url``: the trace link of every run's cases; ``None``: each run's own (``run.trace_url``)."""
+        """``--trace-url``: the trace link of every run's cases; ``None``: each run's own
+        (``run.trace_url``).
+        """
 
     def route(self, path: str, query: dict[str, str]) -> tuple[int, str]:
         if path == "/":
@@ -177,11 +193,16 @@ class Viewer:
         }
         fields = "".join(
             f'<label>{name} <select name="{name}"><option value="">all</option>'
-            + "".join(f"<option{' selected' if query.get(name) == v else ''}>{esc(v)}</option>" for v in values)
+            + "".join(
+                f"<option{' selected' if query.get(name) == v else ''}>{esc(v)}</option>"
+                for v in values
+            )
             + "</select></label> "
             for name, values in options.items()
         )
-        filters = f'<form class="filters" method="get" action="/">{fields}<button>filter</button></form>'
+        filters = (
+            f'<form class="filters" method="get" action="/">{fields}<button>filter</button></form>'
+        )
         lines = [
             "<tr><th>run</th><th>started</th><th>branch</th><th>commit</th><th>passed</th><th>pass rate</th>"
             "<th>cost</th><th>p95 s</th><th>shard</th></tr>"
@@ -200,9 +221,12 @@ class Viewer:
             f'<form method="get" action="/compare">compare <select name="a">{picks}</select> with '
             f'<select name="b">{picks}</select> <button>side by side</button></form>'
         )
-        summary = f"<p>{len(runs)} runs of {esc(self.store)}{' on ' + esc(branch) if branch else ''}.</p>"
+        summary = (
+            f"<p>{len(runs)} runs of {esc(self.store)}{' on ' + esc(branch) if branch else ''}.</p>"
+        )
         return _page(
-            "Runs over time", summary + filters + charts + compare + f'<table id="runs">{"".join(lines)}</table>'
+            "Runs over time",
+            summary + filters + charts + compare + f'<table id="runs">{"".join(lines)}</table>',
         )
 
     def run(self, run_id: str) -> tuple[int, str]:
@@ -276,7 +300,9 @@ class Viewer:
                 f'<tr><td><a href="/case?nodeid={quote(nodeid)}">{esc(nodeid)}</a></td>{_outcome(old)}'
                 f"{_outcome(new)}<td><pre>{_diff(old, new)}</pre></td></tr>"
             )
-        return 200, _page(f"{a} and {b} side by side", f'<table id="compare">{"".join(rows)}</table>')
+        return 200, _page(
+            f"{a} and {b} side by side", f'<table id="compare">{"".join(rows)}</table>'
+        )
 
     def flaky(self) -> str:
         found = self.store.flaky(last=_RUNS_SHOWN)
@@ -293,7 +319,13 @@ class Viewer:
 
 
 def _decided(outcome: str) -> str | None:
-    return "pass" if outcome in ("passed", "xpassed") else "fail" if outcome in ("failed", "error") else None
+    return (
+        "pass"
+        if outcome in ("passed", "xpassed")
+        else "fail"
+        if outcome in ("failed", "error")
+        else None
+    )
 
 
 def _outcome(case: dict[str, Any] | None) -> str:
@@ -316,7 +348,9 @@ def _diff(old: dict[str, Any] | None, new: dict[str, Any] | None) -> str:
 
 def _details(case: dict[str, Any]) -> str:
     """The failure text, then output, transcript, tool calls and spans behind a ``<details>``."""
-    failing = [c for c in case.get("checks") or [] if isinstance(c, dict) and not c.get("passed", True)]
+    failing = [
+        c for c in case.get("checks") or [] if isinstance(c, dict) and not c.get("passed", True)
+    ]
     why = case.get("error") or "; ".join(f"{c.get('name')}: {c.get('message')}" for c in failing)
     parts = [f"<pre>{esc(why)}</pre>"] if why else []
     more = {
@@ -361,13 +395,19 @@ def serve(store: Store, host: str, port: int, trace_url: str | None = None) -> T
     return ThreadingHTTPServer((host, port), Handler)
 
 
-def view_command(url: str | None, host: str, port: int, out: TextIO, err: TextIO, trace_url: str | None = None) -> int:
-    """Serve the store until interrupted; 2 when it cannot be opened, the port is taken or ``trace_url`` (the
-    trace link template) has no ``{trace_id}``."""
+def view_command(
+    url: str | None, host: str, port: int, out: TextIO, err: TextIO, trace_url: str | None = None
+) -> int:
+    """Serve the store until interrupted; 2 when it cannot be opened, the port is taken or
+    ``trace_url`` (the trace link template) has no ``{trace_id}``.
+    """
     from pytest_agent_eval.memory.commands import open_store
 
     if trace_url is not None and "{trace_id}" not in trace_url:
-        print(f"agent-eval view: --trace-url {trace_url!r}: put {{trace_id}} where the trace id goes", file=err)
+        print(
+            f"agent-eval view: --trace-url {trace_url!r}: put {{trace_id}} where the trace id goes",
+            file=err,
+        )
         return 2
     store = open_store(url, err, "view")
     if store is None:
@@ -377,7 +417,10 @@ def view_command(url: str | None, host: str, port: int, out: TextIO, err: TextIO
     except OSError as exc:
         print(f"agent-eval view: cannot listen on {host}:{port}: {exc.strerror or exc}", file=err)
         return 2
-    print(f"agent-eval view: {store} on http://{host}:{server.server_address[1]}/ (Ctrl-C to stop)", file=out)
+    print(
+        f"agent-eval view: {store} on http://{host}:{server.server_address[1]}/ (Ctrl-C to stop)",
+        file=out,
+    )
     out.flush()
     try:
         server.serve_forever()

@@ -1,22 +1,25 @@
-"""Tool mocks (SPEC §6): canned tool responses per case and a record of every tool call. No pytest here.
+"""Tool mocks (SPEC §6): canned tool responses per case and a record of every tool call.
+
+No pytest here.
 
 One module per concern:
 
-* ``responses``: the response forms (a literal, ``{return: x}``, ``{sequence: [...]}``, ``{raise: "Type: msg"}``,
-  ``{when: [{args, return}], default: r}``, ``{call: "module:function"}``), compiled and checked once.
-* ``recording``: a case's plan and a trial's recording, which answers each call; a call with no response follows
-  ``unmocked_tools`` (``strict``: raise and fail the trial; ``default``; ``passthrough``). Before the agent runs,
-  every mocked tool must have a stand-in, else its real tool would run; after a trial, a mock the case itself
-  declared and nobody called fails the trial.
-* ``current``: which trial's recording a call belongs to (a context variable, so concurrent trials and cases each
-  record only their own calls).
-* ``standins``: functions and tool objects that take a tool's place (:func:`wrap`; framework tool objects through
-  the adapters) or a dispatcher's ``(name, args) -> result``.
+* ``responses``: the response forms (a literal, ``{return: x}``, ``{sequence: [...]}``, ``{raise:
+  "Type: msg"}``, ``{when: [{args, return}], default: r}``, ``{call: "module:function"}``), compiled
+  and checked once.
+* ``recording``: a case's plan and a trial's recording, which answers each call; a call with no
+  response follows ``unmocked_tools`` (``strict``: raise and fail the trial; ``default``;
+  ``passthrough``). Before the agent runs, every mocked tool must have a stand-in, else its real
+  tool would run; after a trial, a mock the case itself declared and nobody called fails the trial.
+* ``current``: which trial's recording a call belongs to (a context variable, so concurrent trials
+  and cases each record only their own calls).
+* ``standins``: functions and tool objects that take a tool's place (:func:`wrap`; framework tool
+  objects through the adapters) or a dispatcher's ``(name, args) -> result``.
 * ``patching``: installing stand-ins at ``module:attr``.
 * ``fixture``: :class:`ToolMocks`, what the ``tool_mocks`` fixture gives.
 
-Process-wide state, each documented where it lives: the current recording (``current``), the live stand-ins
-(``standins``) and the patched module attributes (``patching``).
+Process-wide state, each documented where it lives: the current recording (``current``), the live
+stand-ins (``standins``) and the patched module attributes (``patching``).
 """
 
 from pytest_agent_eval.core.tool_errors import MockConfigError, ToolMockError, UnmockedToolError

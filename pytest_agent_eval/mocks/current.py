@@ -1,13 +1,13 @@
 """Which trial's recording a tool call belongs to.
 
-Two process-wide pieces of state, both needed because a stand-in is called by the agent's code with no handle
-to the running case:
+Two process-wide pieces of state, both needed because a stand-in is called by the agent's code with
+no handle to the running case:
 
 * ``_CURRENT``, a context variable: the recording of the trial whose code runs (set for one trial by
-  ``MockPlan.record``), or ``_PASSTHROUGH`` while a real tool runs. Concurrent trials and cases each see their
-  own; sync agents run in threads that copy the context.
-* ``_ACTIVE``: the recordings in progress, only for code that lost the context (a bare ``threading.Thread``
-  started by the agent): with exactly one case running, its calls still count.
+  ``MockPlan.record``), or ``_PASSTHROUGH`` while a real tool runs. Concurrent trials and cases each
+  see their own; sync agents run in threads that copy the context.
+* ``_ACTIVE``: the recordings in progress, only for code that lost the context (a bare
+  ``threading.Thread`` started by the agent): with exactly one case running, its calls still count.
 """
 
 from __future__ import annotations
@@ -22,8 +22,10 @@ from pytest_agent_eval.core.tool_errors import UnmockedToolError
 
 
 class Answering(Protocol):
-    """What a stand-in asks of the running trial's recording (``mocks.recording.Recording``): answer a call of
-    tool ``name`` with ``args`` and record it; ``real`` runs the real tool when the call passes through."""
+    """What a stand-in asks of the running trial's recording (``mocks.recording.Recording``): answer
+    a call of tool ``name`` with ``args`` and record it; ``real`` runs the real tool when the call
+    passes through.
+    """
 
     def handle(self, name: str, args: dict[str, Any], real: Callable[[], Any]) -> Any: ...
 
@@ -42,7 +44,9 @@ class Answering(Protocol):
 
 
 _PASSTHROUGH: Final = "passthrough"
-_CURRENT: contextvars.ContextVar[Answering | str | None] = contextvars.ContextVar("agent_eval_recording", default=None)
+_CURRENT: contextvars.ContextVar[Answering | str | None] = contextvars.ContextVar(
+    "agent_eval_recording", default=None
+)
 
 
 class _Active:
@@ -91,11 +95,12 @@ def passing_through() -> Iterator[None]:
 
 
 def current_recording(tool: str = "a tool") -> Answering | None:
-    """The recording of the trial this code runs for; ``None`` outside a running case (the real tool runs).
+    """The recording of the trial this code runs for; ``None`` outside a running case (the real tool
+    runs).
 
-    Code that lost the context (a thread started without copying it) gets the one recording in progress; with
-    several in progress it cannot be told which case it belongs to, and the call raises rather than reach the
-    real tool.
+    Code that lost the context (a thread started without copying it) gets the one recording in
+    progress; with several in progress it cannot be told which case it belongs to, and the call
+    raises rather than reach the real tool.
     """
     recording = _CURRENT.get()
     if recording == _PASSTHROUGH:

@@ -1,4 +1,6 @@
-"""The ``tool_mocks`` fixture's object: patch a dispatcher or a tool, wrap tool objects, read the calls."""
+"""The ``tool_mocks`` fixture's object: patch a dispatcher or a tool, wrap tool objects, read the
+calls.
+"""
 
 from __future__ import annotations
 
@@ -20,30 +22,39 @@ T = TypeVar("T")
 
 
 class ToolMocks:
-    """What the ``tool_mocks`` fixture gives: patch a dispatcher or a tool, wrap tool objects, read the calls.
+    """What the ``tool_mocks`` fixture gives: patch a dispatcher or a tool, wrap tool objects, read
+    the calls.
 
-    Patches last until :meth:`undo` (the fixture's teardown). Calls are answered from the running case's
-    ``tool_mocks`` and recorded per trial; outside a running case the real tools run.
+    Patches last until :meth:`undo` (the fixture's teardown). Calls are answered from the running
+    case's ``tool_mocks`` and recorded per trial; outside a running case the real tools run.
     """
 
     def __init__(self, held: bool = False, adapters: AdapterRegistry | None = None) -> None:
         self._adapters = adapters
-        """The session's adapters, which know the tool objects of frameworks (built-in ones when not given)."""
+        """The session's adapters, which know the tool objects of frameworks (built-in ones when not
+        given).
+        """
         self._held = held
-        """Patches kept for the session for cases started early: they do not count as patched for other cases."""
+        """Patches kept for the session for cases started early: they do not count as patched for
+        other cases.
+        """
         self._patches: list[Key] = []
         self._recordings: list[Recording] = []
 
     def patch(self, target: str) -> Callable[..., Any]:
-        """Patch the dispatcher ``(name, args) -> result`` at ``module:attr``; each call is recorded as tool ``name``.
+        """Patch the dispatcher ``(name, args) -> result`` at ``module:attr``; each call is recorded
+        as tool ``name``.
 
-        Also patched: modules that imported it by the same name (``from pkg.mod import dispatch_tool``).
-        References kept elsewhere (a dict, a closure, a default argument) are not reached.
+        Also patched: modules that imported it by the same name (``from pkg.mod import
+        dispatch_tool``). References kept elsewhere (a dict, a closure, a default argument) are not
+        reached.
         """
 
         def make(original: Any) -> Any:
             if not callable(original):
-                raise MockConfigError(f"{target}: expected a dispatcher function, got {type(original).__name__}")
+                raise MockConfigError(
+                    f"{target}: expected a dispatcher function, got {type(original).__name__}"
+                )
             check_dispatcher(original, target)
             return dispatcher(original, target)
 
@@ -52,7 +63,9 @@ class ToolMocks:
         return cast(Callable[..., Any], standin)
 
     def patch_tool(self, target: str) -> Any:
-        """Patch one tool at ``module:attr`` (a function or a LangChain tool) with its :func:`wrap` stand-in."""
+        """Patch one tool at ``module:attr`` (a function or a LangChain tool) with its :func:`wrap`
+        stand-in.
+        """
 
         def make(original: Any) -> Any:
             try:
@@ -70,14 +83,19 @@ class ToolMocks:
 
     @property
     def calls(self) -> list[ToolCall]:
-        """The calls recorded for the current test's case so far: every trial, trial by trial, in call order."""
+        """The calls recorded for the current test's case so far: every trial, trial by trial, in
+        call order.
+        """
         return [call for recording in self._recordings for call in recording.calls]
 
     def recorder(
         self, plan: MockPlan, dispatch: str | None = None
     ) -> Callable[[Any], AbstractContextManager[Recording]]:
-        """The runner's per-trial recorder for ``plan``; its recordings feed :attr:`calls`. The case's patches:
-        this object's (the test's), or of patches held for the session, only ``dispatch`` (the case's own)."""
+        """The runner's per-trial recorder for ``plan``; its recordings feed :attr:`calls`.
+
+        The case's patches: this object's (the test's), or of patches held for the session, only
+        ``dispatch`` (the case's own).
+        """
         keys = ([key_of(dispatch)] if dispatch else []) if self._held else self._patches
         patches = frozenset(patched_target(key) for key in keys)
 

@@ -79,7 +79,8 @@ class ServerTools:
 
     def drop_standins(self, servers: Iterable[str]) -> None:
         """The run that provided these stand-ins ended: forget them (a later run's server of that
-        name is a real one)."""
+        name is a real one).
+        """
         with self._lock:
             for server in servers:
                 self._standins.discard(server)
@@ -96,7 +97,8 @@ TOOLS = ServerTools()
 def mock_problems(names: Sequence[str]) -> list[str]:
     """Problems of mocked tool names once MCP is in use: a ``server.tool`` whose server listed its
     tools without ``tool`` (with a did-you-mean), a bare name that two servers serve. Any other name
-    may be a tool of a server not listed yet: whether it was called is told after the trial."""
+    may be a tool of a server not listed yet: whether it was called is told after the trial.
+    """
     problems = []
     for name in names:
         server, dot, tool = name.partition(".")
@@ -123,7 +125,8 @@ def server_of(session: Any) -> str | None:
 
 def plain(result: Any) -> Any:
     """A ``CallToolResult`` as the record holds it: its structured content, else its text (blocks
-    joined by a newline), else the content blocks as data."""
+    joined by a newline), else the content blocks as data.
+    """
     structured = getattr(result, "structuredContent", None)
     if structured is not None:
         return structured
@@ -136,7 +139,8 @@ def plain(result: Any) -> Any:
 
 def as_result(value: Any, error: bool = False) -> Any:
     """A mock's value as the ``CallToolResult`` a server sends: a string as text; a mapping as JSON
-    text and ``structuredContent``; any other value as JSON text; a ``CallToolResult`` as it is."""
+    text and ``structuredContent``; any other value as JSON text; a ``CallToolResult`` as it is.
+    """
     from mcp.types import CallToolResult, TextContent
 
     if isinstance(value, CallToolResult):
@@ -145,12 +149,17 @@ def as_result(value: Any, error: bool = False) -> Any:
         return CallToolResult(content=[TextContent(type="text", text=value)], isError=error)
     text = json.dumps(value, ensure_ascii=False, default=str)
     structured = dict(value) if isinstance(value, dict) else None
-    return CallToolResult(content=[TextContent(type="text", text=text)], structuredContent=structured, isError=error)
+    return CallToolResult(
+        content=[TextContent(type="text", text=text)], structuredContent=structured, isError=error
+    )
 
 
-async def _answer(original: Callable[..., Any], session: Any, name: str, arguments: Any, *a: Any, **kw: Any) -> Any:
+async def _answer(
+    original: Callable[..., Any], session: Any, name: str, arguments: Any, *a: Any, **kw: Any
+) -> Any:
     """A ``call_tool`` of a running trial: answered by the recording (mocked) or the server (passed
-    through)."""
+    through).
+    """
     recording = current_recording(f"MCP tool {name!r}")
     if recording is None:
         return await original(session, name, arguments, *a, **kw)
@@ -170,13 +179,17 @@ async def _answer(original: Callable[..., Any], session: Any, name: str, argumen
 
     args = dict(arguments) if isinstance(arguments, dict) else {}
     try:
-        value = await recording.ahandle(name, args, call_server, server=server, standin=TOOLS.is_standin(server))
+        value = await recording.ahandle(
+            name, args, call_server, server=server, standin=TOOLS.is_standin(server)
+        )
     except UnmockedToolError:
         raise
     except Exception as exc:
         if real:  # the server's or the transport's own error: as it is
             raise
-        return as_result(describe(exc), error=True)  # a mocked error: as a server reports its tool's error
+        return as_result(
+            describe(exc), error=True
+        )  # a mocked error: as a server reports its tool's error
     return real[0] if real else as_result(value)
 
 
@@ -186,8 +199,11 @@ class McpReplayMiss(RuntimeError):
 
 def _trial() -> Any:
     """The running trial's traffic scope when it records or replays a cassette (``traffic.scope``),
-    else None."""
-    scope = sys.modules.get("pytest_agent_eval.traffic.scope")  # not loaded: no traffic option is on
+    else None.
+    """
+    scope = sys.modules.get(
+        "pytest_agent_eval.traffic.scope"
+    )  # not loaded: no traffic option is on
     trial = scope.CURRENT.get() if scope is not None else None
     if trial is None or trial.case.cassette is None or trial.case.mode is None:
         return None
@@ -197,7 +213,8 @@ def _trial() -> Any:
 def _replayed(trial: Any, uri: str, body: str | None, kind: str) -> Any:
     """The recorded answer (an ``mcp.types`` ``kind``) to an MCP request, or ``None`` to ask the
     server; under replay a miss is the trial's infrastructure failure, raised as
-    :class:`McpReplayMiss`."""
+    :class:`McpReplayMiss`.
+    """
     if trial is None or trial.case.mode == "record":
         return None
     from mcp import types as mcp_types
@@ -221,7 +238,8 @@ def _replayed(trial: Any, uri: str, body: str | None, kind: str) -> Any:
 
 def _record(trial: Any, uri: str, body: str | None, result: Any) -> None:
     """Keep an MCP answer in the trial's cassette when recording (secrets scrubbed, as HTTP answers
-    are)."""
+    are).
+    """
     if trial is None or trial.case.mode not in ("record", "new"):
         return
     from pytest_agent_eval.traffic.cassette import Interaction, body_text
@@ -245,7 +263,8 @@ def _record(trial: Any, uri: str, body: str | None, result: Any) -> None:
 _LOCK = threading.Lock()
 _PATCHED: dict[int, tuple[type, dict[str, Any]]] = {}
 """Each patched ``ClientSession`` class (a module loaded anew, as pytester's runs do, has its own)
-and the methods the patch replaced, to restore."""
+and the methods the patch replaced, to restore.
+"""
 _MARK = "__agent_eval_mcp__"
 
 
@@ -261,7 +280,9 @@ def install(module: types.ModuleType) -> None:
         session = module.ClientSession
         if getattr(session.__dict__.get("call_tool"), _MARK, False):
             return
-        originals = {name: session.__dict__[name] for name in ("initialize", "list_tools", "call_tool")}
+        originals = {
+            name: session.__dict__[name] for name in ("initialize", "list_tools", "call_tool")
+        }
 
         async def initialize(self: Any, *a: Any, **kw: Any) -> Any:
             trial = _trial()
@@ -269,7 +290,9 @@ def install(module: types.ModuleType) -> None:
             if result is None:
                 result = await originals["initialize"](self, *a, **kw)
                 _record(trial, "mcp://initialize", None, result)
-            elif hasattr(self, "_server_capabilities"):  # answered from the cassette: as the SDK keeps it
+            elif hasattr(
+                self, "_server_capabilities"
+            ):  # answered from the cassette: as the SDK keeps it
                 self._server_capabilities = result.capabilities
             setattr(self, _SERVER_ATTR, str(result.serverInfo.name))
             return result

@@ -51,7 +51,8 @@ class StandinTool:
 @dataclass(frozen=True)
 class StandinServer:
     """A stand-in server: its name (``serverInfo.name``), transport and tools; where it was
-    declared."""
+    declared.
+    """
 
     name: str
     transport: str
@@ -79,9 +80,12 @@ class StandinServer:
         return f"AGENT_EVAL_MCP_{self.name.upper().replace('-', '_')}_{what}"
 
 
-def parse_servers(doc: Document, key: tuple[Any, ...] = ("mcp_servers",)) -> dict[str, StandinServer]:
+def parse_servers(
+    doc: Document, key: tuple[Any, ...] = ("mcp_servers",)
+) -> dict[str, StandinServer]:
     """The servers of the block at ``key`` in ``doc``; :class:`EvalFileError` at the ``path:line``
-    of the first problem (what is wrong and what to write instead)."""
+    of the first problem (what is wrong and what to write instead).
+    """
     block = _at(doc.data, key)
 
     def error(at: tuple[Any, ...], message: str) -> EvalFileError:
@@ -93,9 +97,13 @@ def parse_servers(doc: Document, key: tuple[Any, ...] = ("mcp_servers",)) -> dic
     for name, spec in block.items():
         at = (*key, name)
         if not isinstance(name, str) or not NAME_RE.match(name):
-            raise error(at, f"server name {name!r}: use letters, digits, '_' or '-', starting with a letter")
+            raise error(
+                at, f"server name {name!r}: use letters, digits, '_' or '-', starting with a letter"
+            )
         if not isinstance(spec, dict):
-            raise error(at, f"server {name!r}: give a mapping with `tools:` (and `transport: stdio|http`)")
+            raise error(
+                at, f"server {name!r}: give a mapping with `tools:` (and `transport: stdio|http`)"
+            )
         for unknown in [k for k in spec if k not in _SERVER_KEYS]:
             raise error(
                 (*at, unknown),
@@ -103,7 +111,9 @@ def parse_servers(doc: Document, key: tuple[Any, ...] = ("mcp_servers",)) -> dic
             )
         transport = spec.get("transport", "stdio")
         if transport not in TRANSPORTS:
-            raise error((*at, "transport"), f"server {name!r}: transport {transport!r}: use stdio or http")
+            raise error(
+                (*at, "transport"), f"server {name!r}: transport {transport!r}: use stdio or http"
+            )
         tools = spec.get("tools")
         if not isinstance(tools, dict) or not tools:
             raise error(
@@ -166,7 +176,9 @@ def load_servers(path: Path) -> dict[str, StandinServer]:
 
     doc = read_document(path)
     if not isinstance(doc.data, dict) or "mcp_servers" not in doc.data:
-        raise EvalFileError(path, 1, "give the stand-in servers under a top-level `mcp_servers:` key")
+        raise EvalFileError(
+            path, 1, "give the stand-in servers under a top-level `mcp_servers:` key"
+        )
     return parse_servers(doc)
 
 
@@ -174,7 +186,8 @@ def serve(spec: dict[str, Any], port: int | None = None) -> None:
     """Serve the stand-in ``spec`` (:meth:`StandinServer.to_json`) with FastMCP: over stdio, or over
     streamable HTTP on ``127.0.0.1:port``. Its tools answer their default response; their arguments
     are checked against their input schema first (a call that does not fit is an ``isError`` result,
-    as a real server's)."""
+    as a real server's).
+    """
     import jsonschema
     from mcp.server.fastmcp import FastMCP
     from mcp.types import Tool

@@ -1,9 +1,9 @@
-"""Patching module attributes with stand-ins: ``module:attr`` and every module that imported the same object by
-the same name, reference-counted so overlapping patches (a test's and one held for the session) share one
-stand-in and the last one out restores the original.
+"""Patching module attributes with stand-ins: ``module:attr`` and every module that imported the
+same object by the same name, reference-counted so overlapping patches (a test's and one held for
+the session) share one stand-in and the last one out restores the original.
 
-One process-wide piece of state, ``_PATCHES``: module attributes are process-wide, so the record of who patched
-them (and what to restore) must be too.
+One process-wide piece of state, ``_PATCHES``: module attributes are process-wide, so the record of
+who patched them (and what to restore) must be too.
 """
 
 from __future__ import annotations
@@ -25,7 +25,9 @@ from pytest_agent_eval.mocks.standins import answers_for
 
 @dataclass
 class _Patch:
-    """A stand-in installed at a module attribute and wherever that object was imported by the same name."""
+    """A stand-in installed at a module attribute and wherever that object was imported by the same
+    name.
+    """
 
     target: str
     places: list[tuple[Any, str]]
@@ -44,19 +46,27 @@ _LOCK = threading.Lock()  # guards _PATCHES
 
 
 def _owner(target: str) -> tuple[Any, str]:
-    """The object holding the attribute named by ``module:attr`` (``attr`` may be dotted), and the last name."""
+    """The object holding the attribute named by ``module:attr`` (``attr`` may be dotted), and the
+    last name.
+    """
     module_name, sep, attr = target.partition(":")
     if not sep or not module_name or not attr:
-        raise MockConfigError(f"{target!r} is not a 'module:attribute' reference (e.g. 'myproject.agent:dispatch')")
+        raise MockConfigError(
+            f"{target!r} is not a 'module:attribute' reference (e.g. 'myproject.agent:dispatch')"
+        )
     parent, _, name = attr.rpartition(".")
     try:
         owner = import_object(f"{module_name}:{parent}") if parent else import_module(module_name)
     except ImportRefError as exc:
         raise MockConfigError(str(exc)) from None
     except Exception as exc:
-        raise MockConfigError(f"cannot import module {module_name!r} for {target!r}: {describe(exc)}") from None
+        raise MockConfigError(
+            f"cannot import module {module_name!r} for {target!r}: {describe(exc)}"
+        ) from None
     if not hasattr(owner, name):
-        raise MockConfigError(f"{target}: {module_name}{'.' + parent if parent else ''} has no attribute {name!r}")
+        raise MockConfigError(
+            f"{target}: {module_name}{'.' + parent if parent else ''} has no attribute {name!r}"
+        )
     if inspect.isclass(owner) and inspect.isfunction(inspect.getattr_static(owner, name)):
         raise MockConfigError(
             f"{target}: a method on a class cannot be patched this way; patch a module-level function, "
@@ -65,9 +75,13 @@ def _owner(target: str) -> tuple[Any, str]:
     return owner, name
 
 
-def install(target: str, make: Callable[[Any], Any], dispatcher: bool, held: bool) -> tuple[Key, Any]:
-    """Install ``make(original)`` at ``target`` (ref-counted: overlapping patches share one stand-in); the key to
-    :func:`uninstall` it with, and the stand-in. ``held``: for the session (cases started early)."""
+def install(
+    target: str, make: Callable[[Any], Any], dispatcher: bool, held: bool
+) -> tuple[Key, Any]:
+    """Install ``make(original)`` at ``target`` (ref-counted: overlapping patches share one
+    stand-in); the key to :func:`uninstall` it with, and the stand-in. ``held``: for the session
+    (cases started early).
+    """
     owner, name = _owner(target)
     key: Key = (id(owner), name)
     with _LOCK:
@@ -79,8 +93,12 @@ def install(target: str, make: Callable[[Any], Any], dispatcher: bool, held: boo
         original = getattr(owner, name)
         standin = make(original)
         places = [(owner, name)]
-        if inspect.ismodule(owner):  # `from pkg.mod import dispatch_tool` elsewhere: patch those names too
-            places += [(module, name) for module in _importers(name, original) if module is not owner]
+        if inspect.ismodule(
+            owner
+        ):  # `from pkg.mod import dispatch_tool` elsewhere: patch those names too
+            places += [
+                (module, name) for module in _importers(name, original) if module is not owner
+            ]
         for place, attr in places:
             setattr(place, attr, standin)
         _PATCHES[key] = _Patch(target, places, original, standin, dispatcher, held=int(held))
@@ -102,7 +120,9 @@ def patched_target(key: Key) -> str:
 def patched_dispatchers() -> int:
     """Dispatchers patched for a running test (not only held for the session)."""
     with _LOCK:
-        return sum(1 for patch in _PATCHES.values() if patch.dispatcher and patch.count > patch.held)
+        return sum(
+            1 for patch in _PATCHES.values() if patch.dispatcher and patch.count > patch.held
+        )
 
 
 def _importers(name: str, obj: Any) -> list[Any]:
@@ -116,7 +136,9 @@ def _importers(name: str, obj: Any) -> list[Any]:
 
 
 class Holder(NamedTuple):
-    """Where a module holds an object: ``module.attr`` (``key`` None) or the item ``key`` of ``module.attr``."""
+    """Where a module holds an object: ``module.attr`` (``key`` None) or the item ``key`` of
+    ``module.attr``.
+    """
 
     module: str
     attr: str
@@ -129,7 +151,9 @@ class Holder(NamedTuple):
 
 
 class Unreached(NamedTuple):
-    """References to a patched original that the patch did not replace: a call through them runs the real tool."""
+    """References to a patched original that the patch did not replace: a call through them runs the
+    real tool.
+    """
 
     target: str
     """The patch, ``module:attr``."""
@@ -141,8 +165,9 @@ class Unreached(NamedTuple):
 
 
 def unreached(tool: str) -> list[Unreached]:
-    """For the patches that stand in for ``tool`` (the tool's own, or a dispatcher), the references to the real
-    function that they did not replace, found in loaded modules and, unnamed, through the garbage collector.
+    """For the patches that stand in for ``tool`` (the tool's own, or a dispatcher), the references
+    to the real function that they did not replace, found in loaded modules and, unnamed, through
+    the garbage collector.
 
     Slow (it reads every module and asks the collector): for a failure message only.
     """
@@ -158,14 +183,17 @@ def unreached(tool: str) -> list[Unreached]:
 
 
 def _holders(obj: Any) -> list[Holder]:
-    """Where loaded modules hold ``obj``: as an attribute, or as an item of a dict, list or tuple attribute."""
+    """Where loaded modules hold ``obj``: as an attribute, or as an item of a dict, list or tuple
+    attribute.
+    """
     found: list[Holder] = []
     for name, module in list(sys.modules.items()):
         namespace = getattr(module, "__dict__", None)
         if not isinstance(namespace, dict):
             continue
         for attr, value in list(namespace.items()):
-            try:  # a module's odd object (a lazy proxy, a dict subclass) must not break a failure message
+            # a module's odd object (a lazy proxy, a dict subclass) must not break a failure message
+            try:
                 found.extend(_held_by(obj, value, name, attr))
             except Exception:  # not a holder we can read: left unnamed
                 continue
@@ -184,13 +212,24 @@ def _held_by(obj: Any, value: Any, module: str, attr: str) -> list[Holder]:
 
 
 def _other_holders(patch: _Patch, named: list[Holder]) -> list[str]:
-    """What else holds ``patch.original``, by kind: not a module (:func:`_holders` names those), not this patch
-    and its stand-in, not a running frame."""
-    ours = {id(patch), id(vars(patch)), id(getattr(patch.standin, "__dict__", None))}  # vars: Python < 3.11
+    """What else holds ``patch.original``, by kind: not a module (:func:`_holders` names those), not
+    this patch and its stand-in, not a running frame.
+    """
+    ours = {
+        id(patch),
+        id(vars(patch)),
+        id(getattr(patch.standin, "__dict__", None)),
+    }  # vars: Python < 3.11
     ours.update(id(cell) for cell in getattr(patch.standin, "__closure__", None) or ())
     ours.update(id(getattr(sys.modules.get(h.module), h.attr, None)) for h in named if h.container)
     modules = {id(getattr(module, "__dict__", None)) for module in list(sys.modules.values())}
-    kinds = {types.CellType: "a closure variable", dict: "a dict", list: "a list", tuple: "a tuple", set: "a set"}
+    kinds = {
+        types.CellType: "a closure variable",
+        dict: "a dict",
+        list: "a list",
+        tuple: "a tuple",
+        set: "a set",
+    }
     out = []
     for referrer in gc.get_referrers(patch.original):
         if id(referrer) in ours or id(referrer) in modules or isinstance(referrer, types.FrameType):

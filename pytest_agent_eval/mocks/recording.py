@@ -1,6 +1,8 @@
-"""One case's compiled tool mocks (:class:`MockPlan`) and one trial's record of calls (:class:`Recording`), which
-answers each call from the plan: a response, the real tool (``passthrough``), a canned answer (``default``) or,
-in ``strict`` mode, an error that fails the trial."""
+"""One case's compiled tool mocks (:class:`MockPlan`) and one trial's record of calls
+(:class:`Recording`), which answers each call from the plan: a response, the real tool
+(``passthrough``), a canned answer (``default``) or, in ``strict`` mode, an error that fails the
+trial.
+"""
 
 from __future__ import annotations
 
@@ -21,7 +23,16 @@ from pytest_agent_eval.core.tool_errors import MockConfigError, UnmockedToolErro
 from pytest_agent_eval.faults import describe
 from pytest_agent_eval.mocks.current import current, passing_through
 from pytest_agent_eval.mocks.patching import Holder, patched_dispatchers, unreached
-from pytest_agent_eval.mocks.responses import Call, Raise, Response, Sequence, Value, When, compile_response, produce
+from pytest_agent_eval.mocks.responses import (
+    Call,
+    Raise,
+    Response,
+    Sequence,
+    Value,
+    When,
+    compile_response,
+    produce,
+)
 from pytest_agent_eval.mocks.standins import live_tools
 from pytest_agent_eval.subset import mismatches
 
@@ -38,41 +49,64 @@ class MockPlan:
     case_id: str = "(no case)"
     location: str = "(no file)"
     declared: tuple[str, ...] = ()
-    """The tools the case mocks (its own and its file's ``defaults``, not the ini defaults): each must be patched."""
+    """The tools the case mocks (its own and its file's ``defaults``, not the ini defaults): each
+    must be patched.
+    """
     must_call: tuple[str, ...] = ()
-    """The case's own mocks that a trial must call: a mock never called is a typo or a stale case."""
+    """The case's own mocks that a trial must call: a mock never called is a typo or a stale case.
+    """
 
     @classmethod
-    def for_case(cls, case: Case, base: Mapping[str, Response] | None = None, unmocked: str | None = None) -> MockPlan:
-        """The case's ``tool_mocks`` over ``base`` (the ini defaults); its ``unmocked_tools``, else ``unmocked``."""
+    def for_case(
+        cls, case: Case, base: Mapping[str, Response] | None = None, unmocked: str | None = None
+    ) -> MockPlan:
+        """The case's ``tool_mocks`` over ``base`` (the ini defaults); its ``unmocked_tools``, else
+        ``unmocked``.
+        """
         where = f"{case.location}: case {case.id}: tool_mocks"
-        own = {name: compile_response(raw, f"{where}.{name}") for name, raw in case.tool_mocks.items()}
+        own = {
+            name: compile_response(raw, f"{where}.{name}") for name, raw in case.tool_mocks.items()
+        }
         mode = case.unmocked_tools or unmocked or "strict"
         if mode not in UNMOCKED_MODES:
-            raise MockConfigError(f"{case.location}: unmocked_tools {mode!r}: use one of {', '.join(UNMOCKED_MODES)}")
-        if not own:  # nothing of its own to call: most cases, each of them (no forbidden tools to read)
+            raise MockConfigError(
+                f"{case.location}: unmocked_tools {mode!r}: use one of {', '.join(UNMOCKED_MODES)}"
+            )
+        if (
+            not own
+        ):  # nothing of its own to call: most cases, each of them (no forbidden tools to read)
             return cls(base or {}, mode, case.id, case.location)
-        from pytest_agent_eval.checks.tools import forbidden_tools  # with the first case that has mocks
+        from pytest_agent_eval.checks.tools import (
+            forbidden_tools,
+        )  # with the first case that has mocks
 
         unwanted = forbidden_tools(case)
-        must = [n for n in own if n not in case.inherited_mocks and not unwanted(n)] if mode != "passthrough" else []
+        must = (
+            [n for n in own if n not in case.inherited_mocks and not unwanted(n)]
+            if mode != "passthrough"
+            else []
+        )
         return cls({**(base or {}), **own}, mode, case.id, case.location, tuple(own), tuple(must))
 
     def require_patched(self, dispatched: bool = False, others: bool = True) -> None:
-        """Raise :class:`MockConfigError` when a mocked tool has no stand-in: its real tool would run.
+        """Raise :class:`MockConfigError` when a mocked tool has no stand-in: its real tool would
+        run.
 
-        Called before the agent: every tool the case mocks must be patched or wrapped by then (a patched
-        dispatcher answers for every name). Stand-ins made inside the agent's call come too late.
-        ``dispatched``: the case's own dispatcher is patched; ``others``: count dispatchers patched by the
-        running test's fixtures (not for a case started early, while another test runs).
+        Called before the agent: every tool the case mocks must be patched or wrapped by then (a
+        patched dispatcher answers for every name). Stand-ins made inside the agent's call come too
+        late. ``dispatched``: the case's own dispatcher is patched; ``others``: count dispatchers
+        patched by the running test's fixtures (not for a case started early, while another test
+        runs).
         """
         problems = _unpatched(self, dispatched, others)
         if problems:
             raise MockConfigError("\n".join(problems))
 
     def never_called(self, calls: list[ToolCall]) -> list[str]:
-        """Violations for the case's own mocks that no call of the trial used, with the closest called tool, and
-        the references to the real tool that its patch did not reach (a call through them is not seen)."""
+        """Violations for the case's own mocks that no call of the trial used, with the closest
+        called tool, and the references to the real tool that its patch did not reach (a call
+        through them is not seen).
+        """
         called = list(dict.fromkeys(name for call in calls for name in _names(call)))
         return [
             f"tool_mocks: {name!r} was mocked but never called{did_you_mean(name, called)}"
@@ -83,14 +117,16 @@ class MockPlan:
         ]
 
     def recorder(self, case: Any) -> AbstractContextManager[Recording]:
-        """:meth:`record`, as the runner's per-trial recorder (which is handed the case) of a case that patched
-        nothing: a patch another case holds meanwhile is not its own."""
+        """:meth:`record`, as the runner's per-trial recorder (which is handed the case) of a case
+        that patched nothing: a patch another case holds meanwhile is not its own.
+        """
         return self.record(frozenset())
 
     @contextlib.contextmanager
     def record(self, patches: frozenset[str] | None = None) -> Iterator[Recording]:
-        """Make a fresh recording current for the code run inside the block (one trial); ``patches``: the
-        ``module:attr`` patches of the case (``None``: every patch in force)."""
+        """Make a fresh recording current for the code run inside the block (one trial);
+        ``patches``: the ``module:attr`` patches of the case (``None``: every patch in force).
+        """
         recording = Recording(self, patches=patches)
         try:
             with current(recording):
@@ -100,13 +136,16 @@ class MockPlan:
 
 
 def _names(call: ToolCall) -> list[str]:
-    """The names a mock may give a call: ``server.tool`` and ``tool`` for an MCP tool, else its name."""
+    """The names a mock may give a call: ``server.tool`` and ``tool`` for an MCP tool, else its
+    name.
+    """
     return [f"{call.server}.{call.name}", call.name] if call.server else [call.name]
 
 
 def _why_not_called(name: str, called: list[str]) -> str:
-    """What the stand-ins saw instead, and where the real tool is still reachable: only calls that reach a
-    stand-in are seen, so "the agent called no tool" cannot be told."""
+    """What the stand-ins saw instead, and where the real tool is still reachable: only calls that
+    reach a stand-in are seen, so "the agent called no tool" cannot be told.
+    """
     seen = f"; the agent called {', '.join(called)}" if called else ": no call reached its stand-in"
     missed = unreached(name)
     if not missed:
@@ -120,8 +159,12 @@ def _why_not_called(name: str, called: list[str]) -> str:
     for patch in missed:
         held = [str(place) for place in patch.places] + patch.others
         one = len(held) == 1
-        fixes = [fix for fix in (_fix(place, patch.dispatcher) for place in patch.places) if fix][:2]
-        how = f"Patch {'it' if one else 'them'} too ({'; '.join(fixes)}) or have" if fixes else "Have"
+        fixes = [fix for fix in (_fix(place, patch.dispatcher) for place in patch.places) if fix][
+            :2
+        ]
+        how = (
+            f"Patch {'it' if one else 'them'} too ({'; '.join(fixes)}) or have" if fixes else "Have"
+        )
         notes.append(
             f"{'patch' if patch.dispatcher else 'patch_tool'}({patch.target!r}) did not reach {_listed(held)}, "
             f"which still {'holds' if one else 'hold'} the real {'dispatcher' if patch.dispatcher else 'tool'}: a "
@@ -132,8 +175,10 @@ def _why_not_called(name: str, called: list[str]) -> str:
 
 
 def _fix(place: Holder, dispatcher: bool) -> str | None:
-    """The line that patches ``place`` too, for the test only: a module attribute with the ``tool_mocks`` fixture,
-    a dict or list entry with ``monkeypatch.setitem`` (a tuple cannot be patched; nor can a dispatcher's entry)."""
+    """The line that patches ``place`` too, for the test only: a module attribute with the
+    ``tool_mocks`` fixture, a dict or list entry with ``monkeypatch.setitem`` (a tuple cannot be
+    patched; nor can a dispatcher's entry).
+    """
     if not place.container:
         return f"tool_mocks.{'patch' if dispatcher else 'patch_tool'}({place.module + ':' + place.attr!r})"
     if dispatcher or place.container not in ("dict", "list"):
@@ -148,17 +193,26 @@ def _listed(items: list[str], most: int = 3) -> str:
 
 
 def _unpatched(plan: MockPlan, dispatched: bool, others: bool) -> list[str]:
-    """Problems for mocks of tools no stand-in answers for (a patched dispatcher answers for any name).
+    """Problems for mocks of tools no stand-in answers for (a patched dispatcher answers for any
+    name).
 
-    ``dispatched``: the case's own dispatcher is patched. ``others``: a dispatcher patched for the running
-    test counts too (those the scheduler keeps patched for the session, for cases it started early, never do).
+    ``dispatched``: the case's own dispatcher is patched. ``others``: a dispatcher patched for the
+    running test counts too (those the scheduler keeps patched for the session, for cases it started
+    early, never do).
     """
     if dispatched or not plan.declared or (others and patched_dispatchers()):
         return []
     where = f"{plan.location}: case {plan.case_id}"
-    mcp_tools = sys.modules.get("pytest_agent_eval.mocks.mcp")  # loaded with an MCP client only (SPEC §27)
-    if mcp_tools is not None and mcp_tools.installed():  # its servers may serve any name (told after the trial)
-        return [f"{where}: {problem}; the agent was not called" for problem in mcp_tools.mock_problems(plan.declared)]
+    mcp_tools = sys.modules.get(
+        "pytest_agent_eval.mocks.mcp"
+    )  # loaded with an MCP client only (SPEC §27)
+    if (
+        mcp_tools is not None and mcp_tools.installed()
+    ):  # its servers may serve any name (told after the trial)
+        return [
+            f"{where}: {problem}; the agent was not called"
+            for problem in mcp_tools.mock_problems(plan.declared)
+        ]
     known, missing = live_tools(plan.declared)
     if not known:
         return [
@@ -181,17 +235,24 @@ class Recording:
 
     plan: MockPlan
     patches: frozenset[str] | None = None
-    """The ``module:attr`` patches of the trial's case; ``None``: every patch in force is the case's."""
+    """The ``module:attr`` patches of the trial's case; ``None``: every patch in force is the
+    case's.
+    """
     calls: list[ToolCall] = field(default_factory=list)
     violations: list[str] = field(default_factory=list)
-    """Problems that fail the trial whatever the agent did with them: unmocked calls in strict mode."""
+    """Problems that fail the trial whatever the agent did with them: unmocked calls in strict mode.
+    """
     unused: list[str] = field(default_factory=list)
-    """The case's own mocks that no call used: a failure only when the agent answered (else it is noise)."""
+    """The case's own mocks that no call used: a failure only when the agent answered (else it is
+    noise).
+    """
     _served: dict[int, int] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def patched(self, target: str) -> bool:
-        """Whether the case patched ``target``: a patch another case holds meanwhile does not answer it."""
+        """Whether the case patched ``target``: a patch another case holds meanwhile does not answer
+        it.
+        """
         return self.patches is None or target in self.patches
 
     def handle(self, name: str, args: dict[str, Any], real: Callable[[], Any]) -> Any:
@@ -219,9 +280,11 @@ class Recording:
         server: str | None = None,
         standin: bool = False,
     ) -> Any:
-        """Answer an async call and record it; ``real`` returns the real tool's awaitable (passthrough);
-        ``server``: the MCP server of the tool (a mock named ``server.name`` answers before one named ``name``);
-        ``standin``: the server is a stand-in, whose default response answers a call no mock answers."""
+        """Answer an async call and record it; ``real`` returns the real tool's awaitable
+        (passthrough); ``server``: the MCP server of the tool (a mock named ``server.name`` answers
+        before one named ``name``); ``standin``: the server is a stand-in, whose default response
+        answers a call no mock answers.
+        """
         call = self._begin(name, args, server)
         try:
             response = self._resolve(call, standin)
@@ -246,8 +309,9 @@ class Recording:
         return call
 
     def _resolve(self, call: ToolCall, standin: bool = False) -> Value | Raise | Call | None:
-        """The response for this call; ``None`` runs the real tool (or the stand-in server's default, with
-        ``standin``); an unmocked call in strict mode raises."""
+        """The response for this call; ``None`` runs the real tool (or the stand-in server's
+        default, with ``standin``); an unmocked call in strict mode raises.
+        """
         spec = self.plan.responses.get(f"{call.server}.{call.name}") if call.server else None
         if spec is None:
             spec = self.plan.responses.get(call.name)
@@ -273,10 +337,15 @@ class Recording:
             "`unmocked_tools: default` (canned answer) or `passthrough` (the real tool runs)"
         )
         self.violations.append(violation)
-        raise UnmockedToolError(f"no mock response for tool {named!r} in this eval case ({why})", violation)
+        raise UnmockedToolError(
+            f"no mock response for tool {named!r} in this eval case ({why})", violation
+        )
 
     def _pick(self, spec: Response, args: dict[str, Any]) -> Value | Raise | Call | str:
-        """The leaf response for ``args``, or why there is none. Sequences advance (call under the lock)."""
+        """The leaf response for ``args``, or why there is none.
+
+        Sequences advance (call under the lock).
+        """
         if isinstance(spec, Sequence):
             n = self._served.get(id(spec), 0)
             self._served[id(spec)] = n + 1

@@ -1,6 +1,8 @@
-"""Response forms of tool mocks: a literal, ``{return: x}``, ``{sequence: [...]}``, ``{raise: "Type: msg"}``,
-``{when: [{args, return}], default: r}``, ``{call: "module:function"}``; compiled once, checked with the file and
-line of a malformed one (:func:`compile_response`), and the ini's responses file (:func:`load_responses`)."""
+"""Response forms of tool mocks: a literal, ``{return: x}``, ``{sequence: [...]}``, ``{raise: "Type:
+msg"}``, ``{when: [{args, return}], default: r}``, ``{call: "module:function"}``; compiled once,
+checked with the file and line of a malformed one (:func:`compile_response`), and the ini's
+responses file (:func:`load_responses`).
+"""
 
 from __future__ import annotations
 
@@ -24,14 +26,18 @@ _RAISE_RE = re.compile(r"^\s*([A-Za-z_]\w*)\s*(?::\s*(.*))?$", re.DOTALL)
 
 @dataclass(frozen=True, eq=False)
 class Value:
-    """Answer with this value (a fresh copy per call, so an agent that mutates it cannot leak into other calls)."""
+    """Answer with this value (a fresh copy per call, so an agent that mutates it cannot leak into
+    other calls).
+    """
 
     value: Any
 
 
 @dataclass(frozen=True, eq=False)
 class Raise:
-    """Raise ``Type(message)`` for a builtin exception type, else :class:`ToolMockError` with the whole text."""
+    """Raise ``Type(message)`` for a builtin exception type, else :class:`ToolMockError` with the
+    whole text.
+    """
 
     text: str
 
@@ -56,7 +62,9 @@ class Sequence:
 
 @dataclass(frozen=True, eq=False)
 class When:
-    """The first rule whose ``args`` are contained in the call's arguments (nested subset match) answers."""
+    """The first rule whose ``args`` are contained in the call's arguments (nested subset match)
+    answers.
+    """
 
     rules: tuple[tuple[dict[str, Any], Response], ...]
     default: Response | None = None
@@ -70,15 +78,17 @@ class Call:
     func: Callable[..., Any]
 
 
-Response = Union[Value, Raise, Sequence, When, Call]  # noqa: UP007 - a runtime alias, Python 3.10 compatible
+# - a runtime alias, Python 3.10 compatible
+Response = Union[Value, Raise, Sequence, When, Call]  # noqa: UP007
 
 
 def compile_response(raw: Any, where: str, resolve: bool = True) -> Response:
     """Read one response form; raise :class:`MockConfigError` naming ``where`` when it is malformed.
 
-    A mapping is a form when it has a form key (``return``, ``sequence``, ``raise``, ``when``/``default``,
-    ``call``); any other value is returned as it is. ``{return: {...}}`` returns a mapping that looks like a form.
-    ``resolve=False`` checks the shape only: a ``call`` target is not imported (validation of a file).
+    A mapping is a form when it has a form key (``return``, ``sequence``, ``raise``,
+    ``when``/``default``, ``call``); any other value is returned as it is. ``{return: {...}}``
+    returns a mapping that looks like a form. ``resolve=False`` checks the shape only: a ``call``
+    target is not imported (validation of a file).
     """
     if not isinstance(raw, dict) or not raw.keys() & _FORM_KEYS:
         if isinstance(raw, dict) and len(raw) == 1:
@@ -96,11 +106,19 @@ def compile_response(raw: Any, where: str, resolve: bool = True) -> Response:
     if keys == {"sequence"}:
         items = raw["sequence"]
         if not isinstance(items, list) or not items:
-            raise MockConfigError(f"{where}.sequence: expected a non-empty list of responses, got {items!r}")
-        return Sequence(tuple(compile_response(r, f"{where}.sequence[{i}]", resolve) for i, r in enumerate(items)))
+            raise MockConfigError(
+                f"{where}.sequence: expected a non-empty list of responses, got {items!r}"
+            )
+        return Sequence(
+            tuple(
+                compile_response(r, f"{where}.sequence[{i}]", resolve) for i, r in enumerate(items)
+            )
+        )
     if keys == {"raise"}:
         if not isinstance(raw["raise"], str) or not raw["raise"].strip():
-            raise MockConfigError(f"{where}.raise: expected 'Type: message' (e.g. 'TimeoutError: upstream')")
+            raise MockConfigError(
+                f"{where}.raise: expected 'Type: message' (e.g. 'TimeoutError: upstream')"
+            )
         return Raise(raw["raise"])
     if keys == {"call"}:
         ref = raw["call"]
@@ -111,7 +129,9 @@ def compile_response(raw: Any, where: str, resolve: bool = True) -> Response:
         except ImportRefError as exc:
             raise MockConfigError(f"{where}.call: {exc}") from None
         if not callable(func):
-            raise MockConfigError(f"{where}.call: expected 'module:function' naming a callable, got {ref!r}")
+            raise MockConfigError(
+                f"{where}.call: expected 'module:function' naming a callable, got {ref!r}"
+            )
         return Call(ref, func)
     if "when" in keys and keys <= {"when", "default"}:
         return _compile_when(raw, where, resolve)
@@ -135,16 +155,32 @@ def _not_imported(**args: Any) -> Any:
 def _compile_when(raw: dict[str, Any], where: str, resolve: bool) -> When:
     rules = raw["when"]
     if not isinstance(rules, list) or not rules:
-        raise MockConfigError(f"{where}.when: expected a non-empty list of {{args: {{...}}, return: r}} entries")
+        raise MockConfigError(
+            f"{where}.when: expected a non-empty list of {{args: {{...}}, return: r}} entries"
+        )
     out = []
     for i, rule in enumerate(rules):
         here = f"{where}.when[{i}]"
-        if not isinstance(rule, dict) or set(rule) != {"args", "return"} or not isinstance(rule["args"], dict):
-            odd = sorted(str(k) for k in rule if k not in ("args", "return")) if isinstance(rule, dict) else []
-            hint = f"; unknown key {odd[0]!r}{did_you_mean(odd[0], ('args', 'return'))}" if odd else ""
-            raise MockConfigError(f"{here}: expected {{args: {{...}}, return: r}}, got {rule!r}{hint}")
+        if (
+            not isinstance(rule, dict)
+            or set(rule) != {"args", "return"}
+            or not isinstance(rule["args"], dict)
+        ):
+            odd = (
+                sorted(str(k) for k in rule if k not in ("args", "return"))
+                if isinstance(rule, dict)
+                else []
+            )
+            hint = (
+                f"; unknown key {odd[0]!r}{did_you_mean(odd[0], ('args', 'return'))}" if odd else ""
+            )
+            raise MockConfigError(
+                f"{here}: expected {{args: {{...}}, return: r}}, got {rule!r}{hint}"
+            )
         out.append((rule["args"], compile_response(rule["return"], f"{here}.return", resolve)))
-    default = compile_response(raw["default"], f"{where}.default", resolve) if "default" in raw else None
+    default = (
+        compile_response(raw["default"], f"{where}.default", resolve) if "default" in raw else None
+    )
     return When(tuple(out), default)
 
 
@@ -159,14 +195,19 @@ def load_responses(path: Path) -> dict[str, Response]:
     except EvalFileError as exc:
         raise MockConfigError(f"{exc} (agent_eval_tool_responses)") from None
     if not isinstance(doc.data, dict):
-        raise MockConfigError(f"{path}: agent_eval_tool_responses must hold a mapping of tool name to response")
+        raise MockConfigError(
+            f"{path}: agent_eval_tool_responses must hold a mapping of tool name to response"
+        )
     return {
-        str(name): compile_response(raw, f"{path}:{doc.line((name,))}: tool {name!r}") for name, raw in doc.data.items()
+        str(name): compile_response(raw, f"{path}:{doc.line((name,))}: tool {name!r}")
+        for name, raw in doc.data.items()
     }
 
 
 def produce(response: Value | Raise | Call, args: dict[str, Any]) -> Any:
-    """What a leaf response gives for a call with ``args``: a fresh copy of a value, a raise, a call's result."""
+    """What a leaf response gives for a call with ``args``: a fresh copy of a value, a raise, a
+    call's result.
+    """
     if isinstance(response, Value):
         return copy.deepcopy(response.value)
     if isinstance(response, Raise):

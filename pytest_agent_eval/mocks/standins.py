@@ -1,10 +1,11 @@
-"""Stand-ins: functions (and framework tool objects) that take a tool's place, answer from the current recording
-and record the call; outside a running case they call the real tool.
+"""Stand-ins: functions (and framework tool objects) that take a tool's place, answer from the
+current recording and record the call; outside a running case they call the real tool.
 
-One process-wide piece of state, ``_STANDINS``: the names of the live tool stand-ins (and the tool objects
-adapters wrapped), so a case that mocks a tool nothing stands in for fails before its real tool runs. It is
-global because user code makes stand-ins anywhere (an ``agent`` fixture of any scope, a module at import) with no
-handle to a session; each entry goes when its stand-in is garbage.
+One process-wide piece of state, ``_STANDINS``: the names of the live tool stand-ins (and the tool
+objects adapters wrapped), so a case that mocks a tool nothing stands in for fails before its real
+tool runs. It is global because user code makes stand-ins anywhere (an ``agent`` fixture of any
+scope, a module at import) with no handle to a session; each entry goes when its stand-in is
+garbage.
 """
 
 from __future__ import annotations
@@ -25,14 +26,16 @@ from pytest_agent_eval.core.tool_errors import MockConfigError
 from pytest_agent_eval.mocks.current import Answering, current_recording
 
 T = TypeVar("T")
-_MARK = "__agent_eval_tool__"  # set on stand-in functions: the tool name they answer for ("*": a dispatcher)
+# set on stand-in functions: the tool name they answer for ("*": a dispatcher)
+_MARK = "__agent_eval_tool__"
 
 
 class _StandIns:
     """Names of the live tool stand-ins, and the framework tool objects adapters wrapped.
 
-    A stand-in's finalizer may run inside any allocation of this thread (the cyclic GC), also while this thread
-    holds the lock: it only queues the change (``deque.append`` takes no lock), which the next call applies.
+    A stand-in's finalizer may run inside any allocation of this thread (the cyclic GC), also while
+    this thread holds the lock: it only queues the change (``deque.append`` takes no lock), which
+    the next call applies.
     """
 
     def __init__(self) -> None:
@@ -52,7 +55,9 @@ class _StandIns:
                     del self._tools[gone]
             else:
                 ref = self._wrapped.get(gone)
-                if ref is not None and ref() is None:  # not a live object that got the dead one's id since
+                if (
+                    ref is not None and ref() is None
+                ):  # not a live object that got the dead one's id since
                     del self._wrapped[gone]
 
     def add_tool(self, standin: object, name: str) -> None:
@@ -62,8 +67,12 @@ class _StandIns:
         weakref.finalize(standin, self._gone.append, name)
 
     def add_wrapped(self, tool: object) -> None:
-        """Note a framework's tool object that an adapter wrapped (wrapping it again returns it as it is)."""
-        with contextlib.suppress(TypeError):  # an object without weak references is wrapped again: no harm
+        """Note a framework's tool object that an adapter wrapped (wrapping it again returns it as
+        it is).
+        """
+        with contextlib.suppress(
+            TypeError
+        ):  # an object without weak references is wrapped again: no harm
             ref = weakref.ref(tool)
             with self._lock:
                 self._apply_gone()
@@ -85,10 +94,11 @@ _STANDINS = _StandIns()
 
 
 def live_tools(names: tuple[str, ...]) -> tuple[list[str], list[str]]:
-    """``(names of all live stand-ins, those of `names` without one)``; collects garbage before saying "missing"
-    (stand-ins left in reference cycles must not count). A collection can release more cycles (an agent's copy
-    with stand-ins goes with its agent object, through a weak reference's callback), so it collects again while
-    one freed something, a few times at most."""
+    """``(names of all live stand-ins, those of `names` without one)``; collects garbage before
+    saying "missing" (stand-ins left in reference cycles must not count). A collection can release
+    more cycles (an agent's copy with stand-ins goes with its agent object, through a weak
+    reference's callback), so it collects again while one freed something, a few times at most.
+    """
     known = _STANDINS.names()
     missing = [name for name in names if name not in known]
     for _ in range(3):
@@ -104,7 +114,9 @@ def _is_standin(obj: Any) -> bool:
 
 
 def answers_for(obj: Any, tool: str) -> bool:
-    """Whether ``obj`` is a stand-in (a function or a wrapped framework tool object) for the tool ``tool``."""
+    """Whether ``obj`` is a stand-in (a function or a wrapped framework tool object) for the tool
+    ``tool``.
+    """
     if getattr(obj, _MARK, None) == tool:
         return True
     return _STANDINS.is_wrapped(obj) and getattr(obj, "name", None) == tool
@@ -115,7 +127,9 @@ def _mark(standin: Callable[..., Any], name: str) -> None:
 
 
 def bound_args(func: Callable[..., Any]) -> ArgsOf:
-    """Reads a call of ``func`` as ``{parameter: value}`` (``**kwargs`` flattened, ``*args`` as a list)."""
+    """Reads a call of ``func`` as ``{parameter: value}`` (``**kwargs`` flattened, ``*args`` as a
+    list).
+    """
     try:
         sig: inspect.Signature | None = inspect.signature(func)
     except (TypeError, ValueError):
@@ -150,10 +164,13 @@ def _standin(
     label: str,
     patched_as: str | None = None,
 ) -> Callable[..., Any]:
-    """A function with ``func``'s metadata that answers from the current recording, or calls ``func`` outside one.
+    """A function with ``func``'s metadata that answers from the current recording, or calls
+    ``func`` outside one.
 
-    ``patched_as``: the ``module:attr`` patch this stand-in was installed by; a running case that did not patch
-    it (another file's, in flight at the same time) gets ``func``, as it would without that patch."""
+    ``patched_as``: the ``module:attr`` patch this stand-in was installed by; a running case that
+    did not patch it (another file's, in flight at the same time) gets ``func``, as it would without
+    that patch.
+    """
 
     def recording_for() -> Answering | None:
         recording = current_recording(label)
@@ -182,8 +199,12 @@ def _standin(
     return standin
 
 
-def standin(func: Callable[..., Any], name: str, args_of: ArgsOf | None = None) -> Callable[..., Any]:
-    """A stand-in for the tool function ``func``, recorded as tool ``name`` (what adapters wrap tools with)."""
+def standin(
+    func: Callable[..., Any], name: str, args_of: ArgsOf | None = None
+) -> Callable[..., Any]:
+    """A stand-in for the tool function ``func``, recorded as tool ``name`` (what adapters wrap
+    tools with).
+    """
     made = _standin(func, lambda a, kw: name, args_of or bound_args(func), f"tool {name!r}")
     _mark(made, name)
     _STANDINS.add_tool(made, name)
@@ -193,21 +214,26 @@ def standin(func: Callable[..., Any], name: str, args_of: ArgsOf | None = None) 
 def wrap(tool: T, adapters: AdapterRegistry | None = None) -> T:
     """A mocked stand-in for ``tool`` that keeps its name, signature, docstring and schema.
 
-    ``tool`` is a plain function (sync or async) or a tool object of a framework an adapter knows (a LangChain
-    ``BaseTool``: ``@tool``, ``StructuredTool``, ``Tool``, subclasses); for a tool object the stand-in is a copy
-    of it. Calls are answered from the running case's ``tool_mocks`` and recorded under the tool's name; outside
-    a running case the real tool runs. ``adapters``: the session's (``tool_mocks.wrap``), else the built-in ones.
+    ``tool`` is a plain function (sync or async) or a tool object of a framework an adapter knows (a
+    LangChain ``BaseTool``: ``@tool``, ``StructuredTool``, ``Tool``, subclasses); for a tool object
+    the stand-in is a copy of it. Calls are answered from the running case's ``tool_mocks`` and
+    recorded under the tool's name; outside a running case the real tool runs. ``adapters``: the
+    session's (``tool_mocks.wrap``), else the built-in ones.
     """
     if _is_standin(tool):
         return tool
     wrapped = (adapters or builtin_adapters()).wrap_tool(tool, standin)
-    if getattr(wrapped, _MARK, None) is None:  # a framework's tool object: its functions are the stand-ins
+    if (
+        getattr(wrapped, _MARK, None) is None
+    ):  # a framework's tool object: its functions are the stand-ins
         _STANDINS.add_wrapped(wrapped)
     return cast(T, wrapped)
 
 
 def dispatcher(original: Callable[..., Any], target: str) -> Callable[..., Any]:
-    """A stand-in for a dispatcher ``(name, args, ...)``: the call is recorded as tool ``name`` with ``args``."""
+    """A stand-in for a dispatcher ``(name, args, ...)``: the call is recorded as tool ``name`` with
+    ``args``.
+    """
     read = bound_args(original)
 
     def name_of(a: tuple[Any, ...], kw: dict[str, Any]) -> str:
@@ -216,7 +242,9 @@ def dispatcher(original: Callable[..., Any], target: str) -> Callable[..., Any]:
 
     def args_of(a: tuple[Any, ...], kw: dict[str, Any]) -> dict[str, Any]:
         values = list(read(a, kw).values())
-        return decode_args(values[1]) if len(values) > 1 else {}  # a JSON string too, as OpenAI sends it
+        return (
+            decode_args(values[1]) if len(values) > 1 else {}
+        )  # a JSON string too, as OpenAI sends it
 
     standin = _standin(original, name_of, args_of, f"the dispatcher {target}", patched_as=target)
     _mark(standin, "*")

@@ -1,5 +1,7 @@
-"""The pytest layer of pytest-agent-eval (the ``pytest11`` entry point): this module holds the hooks only, each
-delegating to the module of its concern beside it (collect, execute, prepare, options, state, scheduler, ...)."""
+"""The pytest layer of pytest-agent-eval (the ``pytest11`` entry point): this module holds the hooks
+only, each delegating to the module of its concern beside it (collect, execute, prepare, options,
+state, scheduler, ...).
+"""
 
 from __future__ import annotations
 
@@ -38,16 +40,19 @@ FEATURES = (
     "pytest_agent_eval.plugin.trust",
     "pytest_agent_eval.plugin.traces",
 )
-"""One module per feature, each owning its options (``pytest_addoption``), its ``pytest_configure`` and its plugin
-objects, as pytest's ``junitxml`` and ``terminal`` do; registered here, in this order, before the options are
-read. A feature module imports only pytest and what its options need at the top: its engine loads in its
-``pytest_configure`` once an option asks for it (SPEC §27)."""
+"""One module per feature, each owning its options (``pytest_addoption``), its ``pytest_configure``
+and its plugin objects, as pytest's ``junitxml`` and ``terminal`` do; registered here, in this
+order, before the options are read. A feature module imports only pytest and what its options need
+at the top: its engine loads in its ``pytest_configure`` once an option asks for it (SPEC §27).
+"""
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
     pluginmanager.add_hookspecs(hookspecs)
     for name in FEATURES:
-        pluginmanager.register(importlib.import_module(name), name.replace("pytest_agent_eval.plugin.", "agent_eval_"))
+        pluginmanager.register(
+            importlib.import_module(name), name.replace("pytest_agent_eval.plugin.", "agent_eval_")
+        )
 
 
 def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginManager) -> None:
@@ -55,12 +60,17 @@ def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginMa
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "agent_eval: an eval case collected from a YAML/JSON file (pytest-agent-eval)")
+    config.addinivalue_line(
+        "markers", "agent_eval: an eval case collected from a YAML/JSON file (pytest-agent-eval)"
+    )
     state = config.stash[STATE] = EvalSession(config)
-    # Among the first cleanups, so it runs after pytest's own, whose garbage collections then skip the frozen items.
+    # Among the first cleanups, so it runs after pytest's own, whose garbage collections then skip
+    # the frozen items.
     config.add_cleanup(state.thaw)
     imports.add_root(config.rootpath)
-    if state.settings.concurrency > 1:  # as xdist registers its DSession only with -n: concurrency 1 pays nothing
+    if (
+        state.settings.concurrency > 1
+    ):  # as xdist registers its DSession only with -n: concurrency 1 pays nothing
         from pytest_agent_eval.plugin.prepare import register_scheduler
 
         register_scheduler(config)
@@ -72,7 +82,9 @@ def pytest_configure(config: pytest.Config) -> None:
     if config.pluginmanager.hasplugin("xdist") and not compat.is_worker(config):
         from pytest_agent_eval.plugin.remote import configure_controller
 
-        configure_controller(config, state.settings.traffic)  # crashes, the workers' cassettes, an unshared pace
+        configure_controller(
+            config, state.settings.traffic
+        )  # crashes, the workers' cassettes, an unshared pace
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -89,7 +101,9 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> EvalFile |
     if options.is_eval_file(file_path, settings.file_patterns, explicit) or options.orphan_sidecar(
         file_path, settings.file_patterns, explicit
     ):
-        from pytest_agent_eval.plugin.collect import EvalFile  # the engine loads with the first eval file
+        from pytest_agent_eval.plugin.collect import (
+            EvalFile,
+        )  # the engine loads with the first eval file
 
         return EvalFile.from_parent(parent, path=file_path)
     return None
@@ -98,15 +112,21 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> EvalFile |
 @pytest.hookimpl(trylast=True)
 def pytest_collection_finish(session: pytest.Session) -> None:
     state = get_state(session.config)
-    if state.eval_items:  # the items are made: the collector need not go over them while the cases run
+    if (
+        state.eval_items
+    ):  # the items are made: the collector need not go over them while the cases run
         from pytest_agent_eval import gc_policy
 
         gc_policy.freeze_collected(state, state.eval_items)
 
 
 @pytest.hookimpl(trylast=True)
-def pytest_agent_eval_failure_lines(item: pytest.Item, result: CaseResult, verbose: int) -> list[str]:
-    from pytest_agent_eval.report.failure import failure_lines  # with the checks: loaded by the first failure
+def pytest_agent_eval_failure_lines(
+    item: pytest.Item, result: CaseResult, verbose: int
+) -> list[str]:
+    from pytest_agent_eval.report.failure import (
+        failure_lines,
+    )  # with the checks: loaded by the first failure
 
     return failure_lines(result, verbose)
 
@@ -118,10 +138,15 @@ def pytest_runtest_makereport(
     report = yield
     eval_item = item.stash.get(EVAL_ITEM, False)
     if eval_item and call.excinfo is not None:
-        from pytest_agent_eval.plugin.execute import InfrastructureError  # loaded by the eval item's run
+        from pytest_agent_eval.plugin.execute import (
+            InfrastructureError,
+        )  # loaded by the eval item's run
 
-        if isinstance(call.excinfo.value, InfrastructureError):  # the plugin's own class, not one of that name
-            report.agent_eval_infra = True  # type: ignore[attr-defined]  # carried to the xdist controller
+        if isinstance(
+            call.excinfo.value, InfrastructureError
+        ):  # the plugin's own class, not one of that name
+            # carried to the xdist controller
+            report.agent_eval_infra = True  # type: ignore[attr-defined]
     skipping.place(item, report)
     stopping.note_report(item, report)
     if eval_item:  # eval items only: other tests load no record code
@@ -131,7 +156,11 @@ def pytest_runtest_makereport(
     return report
 
 
-def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config) -> tuple[str, str, str] | None:
-    if getattr(report, "agent_eval_infra", False) and report.failed:  # infrastructure, not the agent: apart
+def pytest_report_teststatus(
+    report: pytest.TestReport, config: pytest.Config
+) -> tuple[str, str, str] | None:
+    if (
+        getattr(report, "agent_eval_infra", False) and report.failed
+    ):  # infrastructure, not the agent: apart
         return "error", "E", "ERROR"
     return None

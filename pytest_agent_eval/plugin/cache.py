@@ -1,15 +1,16 @@
-"""The verdict cache (SPEC §25): ``--agent-eval-cache off|read|write|on`` (ini ``agent_eval_cache``; default off)
-and ``--agent-eval-changed`` (the cache read and written: only the cases whose key changed run, the rest are
-reported from the cache).
+"""The verdict cache (SPEC §25): ``--agent-eval-cache off|read|write|on`` (ini ``agent_eval_cache``;
+default off) and ``--agent-eval-changed`` (the cache read and written: only the cases whose key
+changed run, the rest are reported from the cache).
 
-With ``read``, an eval item whose key (``report.verdict_cache.KeyParts``) has a stored passed or failed record is
-not run: its record is that one, marked ``cached``, and the item passes or fails as it did. With ``write``, every
-passed or failed record of a case that ran is stored under its key. Errors, skips and infrastructure failures are
-never stored. An agent from a fixture (no ``module:attr`` reference) is cached only with a declared
-``agent_version`` (ini ``agent_eval_agent_version``): its source is not known.
+With ``read``, an eval item whose key (``report.verdict_cache.KeyParts``) has a stored passed or
+failed record is not run: its record is that one, marked ``cached``, and the item passes or fails as
+it did. With ``write``, every passed or failed record of a case that ran is stored under its key.
+Errors, skips and infrastructure failures are never stored. An agent from a fixture (no
+``module:attr`` reference) is cached only with a declared ``agent_version`` (ini
+``agent_eval_agent_version``): its source is not known.
 
-The storage is an SQLite file, ``.agent-eval/cache.db`` under the rootdir, through the standard library's
-``sqlite3``: a stand-in until the run store of SPEC §24 holds the cache.
+The storage is an SQLite file, ``.agent-eval/cache.db`` under the rootdir, through the standard
+library's ``sqlite3``: a stand-in until the run store of SPEC §24 holds the cache.
 """
 
 from __future__ import annotations
@@ -54,7 +55,9 @@ class Cache:
         return self._store
 
     def key(self, item: pytest.Item, case: Case) -> str | None:
-        """The item's cache key; ``None`` when its agent cannot be fingerprinted (a fixture's, no version)."""
+        """The item's cache key; ``None`` when its agent cannot be fingerprinted (a fixture's, no
+        version).
+        """
         from pytest_agent_eval.checks.judge import PROMPT, REFERENCE_RUBRIC
         from pytest_agent_eval.plugin.prepare import agent_ref, session_responses
         from pytest_agent_eval.plugin.state import get_state
@@ -70,7 +73,9 @@ class Cache:
         if label not in self._fingerprints:
             self._fingerprints[label] = agent_fingerprint(ref, item.config.rootpath, version)
         try:
-            mocks = {name: repr(response) for name, response in session_responses(item.config).items()}
+            mocks = {
+                name: repr(response) for name, response in session_responses(item.config).items()
+            }
         except Exception:  # a bad responses file fails the case when it runs: not cached
             return None
         parts = KeyParts(
@@ -127,7 +132,9 @@ class Cache:
 
 
 def _cassette(item: pytest.Item, case: Case) -> str | None:
-    """A hash of the case's cassette (what a replayed case is answered with); ``None`` when it has none."""
+    """A hash of the case's cassette (what a replayed case is answered with); ``None`` when it has
+    none.
+    """
     import hashlib
 
     from pytest_agent_eval.plugin.state import get_state
@@ -136,7 +143,10 @@ def _cassette(item: pytest.Item, case: Case) -> str | None:
     folder = get_state(item.config).settings.traffic.cassettes
     beside = folder is None
     path = cassette_path(
-        folder or case.path.parent / "cassettes", case.path, case.id, None if beside else item.config.rootpath
+        folder or case.path.parent / "cassettes",
+        case.path,
+        case.id,
+        None if beside else item.config.rootpath,
     )
     try:
         return hashlib.sha256(path.read_bytes()).hexdigest()
@@ -145,7 +155,9 @@ def _cassette(item: pytest.Item, case: Case) -> str | None:
 
 
 def lookup(item: pytest.Item, case: Case) -> dict[str, Any] | None:
-    """The cached record of ``item`` (the cache read and a hit), else ``None``; nothing without the cache."""
+    """The cached record of ``item`` (the cache read and a hit), else ``None``; nothing without the
+    cache.
+    """
     cache = item.config.pluginmanager.get_plugin("agent_eval_cache_plugin")
     if not isinstance(cache, Cache):
         return None
@@ -173,11 +185,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="run only the cases whose cache key changed; report the others from the verdict cache (cache on)",
     )
     parser.addini("agent_eval_cache", "the verdict cache: off, read, write or on", default="off")
-    parser.addini("agent_eval_agent_version", "the agent's version, for the verdict cache's key", default="")
+    parser.addini(
+        "agent_eval_agent_version", "the agent's version, for the verdict cache's key", default=""
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    mode = config.getoption("agent_eval_cache", None) or str(config.getini("agent_eval_cache") or "off").strip()
+    mode = (
+        config.getoption("agent_eval_cache", None)
+        or str(config.getini("agent_eval_cache") or "off").strip()
+    )
     if config.getoption("agent_eval_changed", False):
         mode = "on"
     if mode not in MODES:

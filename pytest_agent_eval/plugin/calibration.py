@@ -1,11 +1,12 @@
 """Calibration sets as pytest items and ``--agent-eval-judge-min-kappa`` (SPEC §26).
 
-Files named ``*.calibration.yaml`` / ``.yml`` / ``.json`` / ``.jsonl`` are collected here (never as eval files):
-one item per labelled answer, tagged ``calibration``, that asks its judge and passes when the verdict is the
-label's. They run first, so that the judges' figures are at hand when the cases' judges are gated. With
-``--agent-eval-judge-min-kappa X`` a judge whose Cohen's kappa on this run's items is below X, or that no item
-labels, is uncalibrated: its verdicts are no verdict (errors), never passes. The engine is
-``checks.calibration``; it loads with the first calibration file or with the option.
+Files named ``*.calibration.yaml`` / ``.yml`` / ``.json`` / ``.jsonl`` are collected here (never as
+eval files): one item per labelled answer, tagged ``calibration``, that asks its judge and passes
+when the verdict is the label's. They run first, so that the judges' figures are at hand when the
+cases' judges are gated. With ``--agent-eval-judge-min-kappa X`` a judge whose Cohen's kappa on this
+run's items is below X, or that no item labels, is uncalibrated: its verdicts are no verdict
+(errors), never passes. The engine is ``checks.calibration``; it loads with the first calibration
+file or with the option.
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ from pytest_agent_eval.core.files import CALIBRATION_SUFFIXES as SUFFIXES
 from pytest_agent_eval.plugin.options import option_group
 
 if TYPE_CHECKING:
-    from pytest_agent_eval.checks.calibration import Gate, Labelled  # noqa: F401 - Gate: the stash key's type
+    # - Gate: the stash key's type
+    from pytest_agent_eval.checks.calibration import Gate, Labelled  # noqa: F401
     from pytest_agent_eval.core.case import Case
 
 GATE = pytest.StashKey["Gate"]()
@@ -84,15 +86,21 @@ class CalibrationFile(pytest.File):
         if gate is not None:
             gate.add(loaded.items)
         items: list[pytest.Item] = [
-            CalibrationItem.from_parent(self, name=item.case.id, case=item.case, labelled=item) for item in loaded.items
+            CalibrationItem.from_parent(self, name=item.case.id, case=item.case, labelled=item)
+            for item in loaded.items
         ]
-        items += [CalibrationItem.from_parent(self, name=case.id, case=case, labelled=None) for case in loaded.broken]
+        items += [
+            CalibrationItem.from_parent(self, name=case.id, case=case, labelled=None)
+            for case in loaded.broken
+        ]
         items.sort(key=lambda item: item.case.line)  # type: ignore[attr-defined]
         return items
 
 
 class CalibrationItem(pytest.Function):
-    """One labelled answer: asks its judge (the ``agent_eval_llm`` fixture) and compares with the label."""
+    """One labelled answer: asks its judge (the ``agent_eval_llm`` fixture) and compares with the
+    label.
+    """
 
     runs_no_agent = True
     """No agent runs for it: the scheduler never starts it early."""
@@ -131,7 +139,11 @@ class CalibrationItem(pytest.Function):
         found: Any = None
         if agent_eval_llm is not None:
             try:
-                found = gate.verdict(item, agent_eval_llm) if gate is not None else ask(item, agent_eval_llm)
+                found = (
+                    gate.verdict(item, agent_eval_llm)
+                    if gate is not None
+                    else ask(item, agent_eval_llm)
+                )
             except CheckError as exc:
                 found = exc
         outcome = result(item, found)

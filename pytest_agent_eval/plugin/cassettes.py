@@ -1,11 +1,12 @@
 """Cassettes recorded on pytest-xdist workers are written by the controller (SPEC §18).
 
-A worker may run on another machine (``--tx socket=…``/``ssh=…``), whose disk the controller never sees. So a worker
-writes no cassette: it sends the one its case recorded on the case's test report (``report.agent_eval_cassette``:
-the cassette's path in its cassette folder, and its text), and the controller writes it, atomically, into its own
-project: the ``cassettes/`` folder beside the eval file, or ini ``agent_eval_cassettes``. Local workers (``-n``) send
-theirs the same way, so every cassette has one writer, the controller. Replay reads the cassettes of the checkout
-each worker runs in.
+A worker may run on another machine (``--tx socket=…``/``ssh=…``), whose disk the controller never
+sees. So a worker writes no cassette: it sends the one its case recorded on the case's test report
+(``report.agent_eval_cassette``: the cassette's path in its cassette folder, and its text), and the
+controller writes it, atomically, into its own project: the ``cassettes/`` folder beside the eval
+file, or ini ``agent_eval_cassettes``. Local workers (``-n``) send theirs the same way, so every
+cassette has one writer, the controller. Replay reads the cassettes of the checkout each worker runs
+in.
 """
 
 from __future__ import annotations
@@ -21,12 +22,16 @@ from pytest_agent_eval.traffic.cassette import sent_cassette_path, write_cassett
 
 
 class ReturnedCassettes:
-    """A plugin object on the xdist controller of a recording run: writes the cassettes the workers sent."""
+    """A plugin object on the xdist controller of a recording run: writes the cassettes the workers
+    sent.
+    """
 
     def __init__(self, config: pytest.Config, folder: Path | None) -> None:
         self.config = config
         self.folder = folder
-        """ini ``agent_eval_cassettes`` (this project's); ``None``: the folder beside each eval file."""
+        """ini ``agent_eval_cassettes`` (this project's); ``None``: the folder beside each eval
+        file.
+        """
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
@@ -34,18 +39,33 @@ class ReturnedCassettes:
         if sent is None:
             return
         delattr(report, CASSETTE)  # the terminal keeps the report to the end: not its cassette
-        if not isinstance(sent, dict) or not isinstance(sent.get("path"), str) or not isinstance(sent.get("text"), str):
-            tell(self.config, f"{report.nodeid}: the cassette its worker sent is not readable; not written")
+        if (
+            not isinstance(sent, dict)
+            or not isinstance(sent.get("path"), str)
+            or not isinstance(sent.get("text"), str)
+        ):
+            tell(
+                self.config,
+                f"{report.nodeid}: the cassette its worker sent is not readable; not written",
+            )
             return
         file = Path(report.nodeid.split("::")[0])
-        folder = self.folder if self.folder is not None else self.config.rootpath / file.parent / "cassettes"
+        folder = (
+            self.folder
+            if self.folder is not None
+            else self.config.rootpath / file.parent / "cassettes"
+        )
         target = sent_cassette_path(folder, sent["path"])
         if target is None:
             tell(
-                self.config, f"{report.nodeid}: its worker sent a cassette outside the cassette folder: {sent['path']}"
+                self.config,
+                f"{report.nodeid}: its worker sent a cassette outside the cassette folder: {sent['path']}",
             )
             return
         try:
             write_cassette(target, sent["text"])
         except OSError as exc:
-            tell(self.config, f"{report.nodeid}: cassette {target} not written: {exc.strerror or exc}")
+            tell(
+                self.config,
+                f"{report.nodeid}: cassette {target} not written: {exc.strerror or exc}",
+            )

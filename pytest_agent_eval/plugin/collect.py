@@ -20,7 +20,8 @@ from pytest_agent_eval.text import printable
 if TYPE_CHECKING:
     from pytest_agent_eval.core.errors import EvalFileError
 
-# Tags with these names would change how a case runs if they became markers; they stay keywords (-k).
+# Tags with these names would change how a case runs if they became markers; they stay keywords
+# (-k).
 RESERVED_TAGS = frozenset(
     {
         "skip", "skipif", "xfail", "usefixtures", "parametrize", "filterwarnings", "timeout", "flaky",
@@ -34,8 +35,10 @@ class EvalFile(pytest.File):
     """A YAML or JSON file of eval cases."""
 
     def collect(self) -> list[pytest.Item]:
-        # A large file makes ~10 long-lived objects per case: the cyclic GC would scan them over and over while
-        # they are made, and find nothing to free (about a third of collection time at 10,000 cases).
+        # A large file makes ~10 long-lived objects per case: the cyclic GC would scan them over and
+        # over while
+        # they are made, and find nothing to free (about a third of collection time at 10,000
+        # cases).
         gc_policy.no_sweep_at_exit()
         with gc_policy.paused():
             items = list(self._items())
@@ -43,7 +46,8 @@ class EvalFile(pytest.File):
         return items
 
     def _items(self) -> Iterator[pytest.Item]:
-        # The reader, dialects and checks load here: pytest makes an EvalFile for every eval file beside a test
+        # The reader, dialects and checks load here: pytest makes an EvalFile for every eval file
+        # beside a test
         # file it was asked to run, and collects only the one asked for.
         from pytest_agent_eval.cases.load import load_file
         from pytest_agent_eval.core.errors import EvalFileError, EvalFileErrors
@@ -57,20 +61,27 @@ class EvalFile(pytest.File):
                 raise orphan_error(self.path)
             loaded = load_file(self.path, state.checks, state.dialects, cache=state.parse_cache)
         except (EvalFileError, EvalFileErrors) as exc:
-            # Not a collection error: pytest would interrupt the whole run, and one bad file must not.
+            # Not a collection error: pytest would interrupt the whole run, and one bad file must
+            # not.
             errors = exc.errors if isinstance(exc, EvalFileErrors) else [exc]
             yield FileProblem.from_parent(self, name=FileProblem.NAME, errors=errors)
             return
-        except Exception as exc:  # a file is data (SPEC §22): what reading it raises is its error, not the run's
+        except (
+            Exception
+        ) as exc:  # a file is data (SPEC §22): what reading it raises is its error, not the run's
             why = f"cannot be read: {type(exc).__name__}: {exc} (please report this as a bug)"
-            yield FileProblem.from_parent(self, name=FileProblem.NAME, errors=[EvalFileError(self.path, 1, why)])
+            yield FileProblem.from_parent(
+                self, name=FileProblem.NAME, errors=[EvalFileError(self.path, 1, why)]
+            )
             return
         if loaded.notes:
             from pytest_agent_eval.cases.dialects.dataset_rows import NoSidecarWarning
 
             for note in loaded.notes:
                 self.warn(NoSidecarWarning(relative(note, self.config)))
-        if loaded.mcp_servers:  # the stand-in MCP servers the file declares, started before its cases run
+        if (
+            loaded.mcp_servers
+        ):  # the stand-in MCP servers the file declares, started before its cases run
             from pytest_agent_eval.plugin.mcp import declare
 
             declare(self.config, loaded.mcp_servers)
@@ -79,7 +90,8 @@ class EvalFile(pytest.File):
         if injection.wanted(self.config, loaded.cases):  # a case's `inject:` or --agent-eval-inject
             cases = injection.expand(self.config, cases)
         for case in cases:
-            # Every case of a file runs the same function under the same node: one fixture closure serves all,
+            # Every case of a file runs the same function under the same node: one fixture closure
+            # serves all,
             # as it does for a parametrized test.
             item = EvalItem.from_parent(self, name=case.id, case=case, fixtureinfo=fixtureinfo)
             fixtureinfo = compat.fixtureinfo(item)
@@ -87,21 +99,27 @@ class EvalFile(pytest.File):
 
 
 def matrix_variants(loaded: LoadedFile, matrix: tuple[tuple[str, str], ...]) -> Iterator[Case]:
-    """The file's cases, each as one variant ``case[name]`` per matrix agent: ``--agent-eval-agent``'s, else the
-    file's ``agents:``. A case with its own ``agent:`` or an error stays one item."""
-    agents: list[tuple[str, str | dict[str, Any], int | None]] = [(name, ref, None) for name, ref in matrix] or [
-        (name, ref, line) for name, (ref, line) in loaded.agents.items()
-    ]
+    """The file's cases, each as one variant ``case[name]`` per matrix agent:
+    ``--agent-eval-agent``'s, else the file's ``agents:``. A case with its own ``agent:`` or an
+    error stays one item.
+    """
+    agents: list[tuple[str, str | dict[str, Any], int | None]] = [
+        (name, ref, None) for name, ref in matrix
+    ] or [(name, ref, line) for name, (ref, line) in loaded.agents.items()]
     for case in loaded.cases:
         if not agents or case.own_agent or case.error:
             yield case
             continue
         for name, ref, line in agents:
-            yield dataclasses.replace(case, id=f"{case.id}[{name}]", agent=ref, agent_line=line, agent_name=name)
+            yield dataclasses.replace(
+                case, id=f"{case.id}[{name}]", agent=ref, agent_line=line, agent_name=name
+            )
 
 
 class FileProblem(pytest.Item):
-    """Stands for a file that cannot be read as eval cases; errors at setup with the file's problems."""
+    """Stands for a file that cannot be read as eval cases; errors at setup with the file's
+    problems.
+    """
 
     NAME = "@file"  # case ids never contain "@", so this cannot clash with a case
 
@@ -116,7 +134,8 @@ class FileProblem(pytest.Item):
 
     def setup(self) -> None:
         message = "\n".join(e.format() for e in self.errors)
-        # raised `from None`: called while handling the cause, whose own traceback would only add noise
+        # raised `from None`: called while handling the cause, whose own traceback would only add
+        # noise
         raise pytest.fail.Exception(relative(message, self.config), pytrace=False) from None
 
     def runtest(self) -> None:  # never reached: setup fails
@@ -124,8 +143,9 @@ class FileProblem(pytest.Item):
 
 
 def agent_eval_case(request: pytest.FixtureRequest) -> None:
-    """Runs one eval case: the test function behind every eval item when pytest keeps no request on the item
-    (:func:`compat.item_keeps_request`); else :meth:`EvalItem.run_case` is."""
+    """Runs one eval case: the test function behind every eval item when pytest keeps no request on
+    the item (:func:`compat.item_keeps_request`); else :meth:`EvalItem.run_case` is.
+    """
     from pytest_agent_eval.plugin.prepare import user_error
 
     __tracebackhide__ = user_error
@@ -135,18 +155,26 @@ def agent_eval_case(request: pytest.FixtureRequest) -> None:
 
 
 class EvalItem(pytest.Function):
-    """One eval case. A ``pytest.Function`` so that fixtures (autouse, conftest, any scope) apply."""
+    """One eval case.
+
+    A ``pytest.Function`` so that fixtures (autouse, conftest, any scope) apply.
+    """
 
     def __init__(self, *, case: Case, **kwargs: Any) -> None:
-        # No `originalname`: pytest 9.2 builds the node id from it; the callable is given, so nothing looks it up.
-        super().__init__(callobj=self.run_case if compat.item_keeps_request() else agent_eval_case, **kwargs)
+        # No `originalname`: pytest 9.2 builds the node id from it; the callable is given, so
+        # nothing looks it up.
+        super().__init__(
+            callobj=self.run_case if compat.item_keeps_request() else agent_eval_case, **kwargs
+        )
         compat.bracketed_node_id(self)  # `case[variant]`: --lf matches it on pytest >= 9.2
         self.case = case
         state = get_state(self.config)
         self.add_marker(state.marker("agent_eval"))
         self.stash[EVAL_ITEM] = True
         for tag in case.tags:
-            if tag in RESERVED_TAGS or not TAG_RE.match(tag):  # loaders reject other names; a plugin's may not
+            if tag in RESERVED_TAGS or not TAG_RE.match(
+                tag
+            ):  # loaders reject other names; a plugin's may not
                 self.extra_keyword_matches.add(tag)
             else:
                 self.add_marker(state.marker(tag))
@@ -160,9 +188,13 @@ class EvalItem(pytest.Function):
             self.stash[STOPS] = True
 
     def run_case(self, request: pytest.FixtureRequest | None = None) -> None:
-        """Runs the eval case: the test function behind the item (pytest passes no argument: a parameter with a
-        default is no fixture), with the request pytest keeps on the item unless ``request`` is given."""
-        from pytest_agent_eval.plugin.execute import run_item  # the runner loads with the first case run
+        """Runs the eval case: the test function behind the item (pytest passes no argument: a
+        parameter with a default is no fixture), with the request pytest keeps on the item unless
+        ``request`` is given.
+        """
+        from pytest_agent_eval.plugin.execute import (
+            run_item,
+        )  # the runner loads with the first case run
         from pytest_agent_eval.plugin.prepare import user_error
 
         __tracebackhide__ = user_error
@@ -172,7 +204,8 @@ class EvalItem(pytest.Function):
         return (
             self.path,
             self.case.line - 1,
-            self.case.id + (f": {printable(self.case.description)}" if self.case.description else ""),
+            self.case.id
+            + (f": {printable(self.case.description)}" if self.case.description else ""),
         )
 
     def setup(self) -> None:

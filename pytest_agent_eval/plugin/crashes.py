@@ -1,13 +1,15 @@
 """A worker process that dies under pytest-xdist (an agent calls ``os._exit``, native code crashes).
 
-xdist blames the item the worker was running; with many agent calls in flight, another case's agent may have
-ended the process. So each worker notes, in a small file of a directory the controller shares, the cases it
-starts and finishes. After a crash the controller reads which were in flight: when that was one case, it is
-the culprit and fails; otherwise the item xdist blames is not failed but sent to run again, and every case
-that was in flight becomes a suspect, which workers then run alone, so that a second crash names its culprit.
+xdist blames the item the worker was running; with many agent calls in flight, another case's agent
+may have ended the process. So each worker notes, in a small file of a directory the controller
+shares, the cases it starts and finishes. After a crash the controller reads which were in flight:
+when that was one case, it is the culprit and fails; otherwise the item xdist blames is not failed
+but sent to run again, and every case that was in flight becomes a suspect, which workers then run
+alone, so that a second crash names its culprit.
 
-The directory is the controller's: a worker on another machine (``--tx socket=…``/``ssh=…``) does not have it, and
-runs without this triage (:meth:`InFlight.open` gives ``None``); a crash there is reported as xdist reports it.
+The directory is the controller's: a worker on another machine (``--tx socket=…``/``ssh=…``) does
+not have it, and runs without this triage (:meth:`InFlight.open` gives ``None``); a crash there is
+reported as xdist reports it.
 """
 
 from __future__ import annotations
@@ -31,16 +33,22 @@ _SUSPECTS = "suspects"
 
 
 class InFlight:
-    """Worker side: the cases started and finished on this worker, and the suspects the controller names."""
+    """Worker side: the cases started and finished on this worker, and the suspects the controller
+    names.
+    """
 
     def __init__(self, directory: Path, worker: str) -> None:
         self._suspects_file = directory / _SUSPECTS
-        self._log = os.open(directory / f"{worker}.log", os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o600)
+        self._log = os.open(
+            directory / f"{worker}.log", os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o600
+        )
         self._seen: tuple[float, set[str]] = (-1.0, set())
 
     @classmethod
     def open(cls, directory: Path, worker: str) -> InFlight | None:
-        """The worker's notes in ``directory``; ``None`` when it cannot be written here (not on this machine)."""
+        """The worker's notes in ``directory``; ``None`` when it cannot be written here (not on this
+        machine).
+        """
         try:
             return cls(directory, worker)
         except OSError:
@@ -74,11 +82,17 @@ def in_flight(log: Path) -> list[str]:
         return []
     open_ = Counter(line[1:] for line in lines if line.startswith("+"))
     open_.subtract(line[1:] for line in lines if line.startswith("-"))
-    return [nodeid for nodeid in dict.fromkeys(line[1:] for line in lines if line.startswith("+")) if open_[nodeid] > 0]
+    return [
+        nodeid
+        for nodeid in dict.fromkeys(line[1:] for line in lines if line.startswith("+"))
+        if open_[nodeid] > 0
+    ]
 
 
 class CrashReporter:
-    """Controller side (a plugin object): shares the directory with workers and rewrites crash reports."""
+    """Controller side (a plugin object): shares the directory with workers and rewrites crash
+    reports.
+    """
 
     def __init__(self) -> None:
         self._dir: Path | None = None
@@ -113,11 +127,15 @@ class CrashReporter:
         with open(self._dir / _SUSPECTS, "a", encoding="utf-8") as suspects:
             suspects.write("".join(f"{nodeid}\n" for nodeid in cases))
         culprit = f"the agent of {cases[0]!r}" if len(cases) == 1 else "the agent of one of them"
-        what = f"worker {worker!r} crashed while these cases were in flight on it: {', '.join(cases)}"
+        what = (
+            f"worker {worker!r} crashed while these cases were in flight on it: {', '.join(cases)}"
+        )
         if compat.run_again(sched, crashitem):
             self._rerun.add(crashitem)
             report.outcome = "rerun"  # type: ignore[assignment]
-            report.longrepr = f"not run: {what}; {culprit} ended the process. This case runs again, alone."
+            report.longrepr = (
+                f"not run: {what}; {culprit} ended the process. This case runs again, alone."
+            )
         else:
             report.longrepr = f"{what}; {culprit} ended the process (which one cannot be told)"
 

@@ -1,4 +1,6 @@
-"""Running one eval item: its agent and fixtures, its case on the runner, and the verdict as pytest reports it."""
+"""Running one eval item: its agent and fixtures, its case on the runner, and the verdict as pytest
+reports it.
+"""
 
 from __future__ import annotations
 
@@ -22,8 +24,9 @@ if TYPE_CHECKING:
 
 
 def run_item(item: pytest.Item, case: Case, request: pytest.FixtureRequest) -> None:
-    """Run the item's case (or wait for it, if it started early) and pass, skip or fail the item; a case that
-    cannot run (``prepare.CaseCannotRun``) fails it with the reason."""
+    """Run the item's case (or wait for it, if it started early) and pass, skip or fail the item; a
+    case that cannot run (``prepare.CaseCannotRun``) fails it with the reason.
+    """
     __tracebackhide__ = user_error
     cached = lookup(item, case)
     if cached is not None:  # the verdict cache's record: the case is not run again
@@ -31,7 +34,10 @@ def run_item(item: pytest.Item, case: Case, request: pytest.FixtureRequest) -> N
         if record.outcome == "failed":
             from pytest_agent_eval.report.markdown_text import reason as failure_reason
 
-            fail_item(item, f"case {case.id} failed (from the verdict cache, not run again): {failure_reason(record)}")
+            fail_item(
+                item,
+                f"case {case.id} failed (from the verdict cache, not run again): {failure_reason(record)}",
+            )
         return
     state = get_state(item.config)
     scheduler = state.scheduler
@@ -57,24 +63,34 @@ def run_item(item: pytest.Item, case: Case, request: pytest.FixtureRequest) -> N
         verbose = item.config.get_verbosity()
         if verbose > 0:  # shown under the failure, as pytest shows captured output
             for title, text in details(result):
-                item.add_report_section("call", title, printable(text))  # no control character reaches the terminal
-        lines = item.ihook.pytest_agent_eval_failure_lines(item=item, result=result, verbose=verbose)
+                item.add_report_section(
+                    "call", title, printable(text)
+                )  # no control character reaches the terminal
+        lines = item.ihook.pytest_agent_eval_failure_lines(
+            item=item, result=result, verbose=verbose
+        )
         fail_item(item, "\n".join(lines or [f"case {case.id} failed"]))
 
 
 def _run_concurrently(
     item: pytest.Item, case: Case, request: pytest.FixtureRequest, scheduler: Scheduler
 ) -> CaseResult:
-    """The case on the background loop. When an agent blocks that loop past this case's timeout, the culprit
-    fails, the loop is left behind, and this case (if it is not the culprit) runs once more on a fresh loop."""
+    """The case on the background loop.
+
+    When an agent blocks that loop past this case's timeout, the culprit fails, the loop is left
+    behind, and this case (if it is not the culprit) runs once more on a fresh loop.
+    """
     loops = get_state(item.config).loops
     for attempt in range(2):
         blocked = loops.blocked.get(id(case))
         if blocked is not None:
             return blocked
-        # started early, or now from this item's own fixtures; then the next cases start while this one runs
+        # started early, or now from this item's own fixtures; then the next cases start while this
+        # one runs
         alone = scheduler.alone(item)
-        future = scheduler.take(item) or scheduler.submit(item, prepare_item(item, case, request, scheduler))
+        future = scheduler.take(item) or scheduler.submit(
+            item, prepare_item(item, case, request, scheduler)
+        )
         if not alone:
             scheduler.prefetch(item)
         result = loops.wait(future, case, retried=attempt > 0)
@@ -84,10 +100,14 @@ def _run_concurrently(
 
 
 class InfrastructureError(pytest.fail.Exception):  # type: ignore[name-defined,misc]
-    """The case's LLM requests failed on infrastructure (refused, 429/5xx after retries, replay miss): its report
-    reads as ERROR, not FAILED (``plugin.pytest_report_teststatus``), with the request named."""
+    """The case's LLM requests failed on infrastructure (refused, 429/5xx after retries, replay
+    miss): its report reads as ERROR, not FAILED (``plugin.pytest_report_teststatus``), with the
+    request named.
+    """
 
-    __module__ = "builtins"  # read as "InfrastructureError: ...", as pytest's own Failed reads "Failed: ..."
+    __module__ = (
+        "builtins"  # read as "InfrastructureError: ...", as pytest's own Failed reads "Failed: ..."
+    )
 
     def __init__(self, message: str) -> None:
         super().__init__(message, pytrace=False)

@@ -1,10 +1,10 @@
-"""The run in a GitHub pull request (SPEC §25): under GitHub Actions (``GITHUB_ACTIONS=true``) or with
-``--agent-eval-github``, an ``::error`` annotation per failed or errored case at its file and line, and the
-markdown summary appended to ``$GITHUB_STEP_SUMMARY``.
+"""The run in a GitHub pull request (SPEC §25): under GitHub Actions (``GITHUB_ACTIONS=true``) or
+with ``--agent-eval-github``, an ``::error`` annotation per failed or errored case at its file and
+line, and the markdown summary appended to ``$GITHUB_STEP_SUMMARY``.
 
-On the xdist controller (or the only process) only: the annotations are made from the run's records, one per
-case, so a case is annotated once however many workers ran. The engine (``report.github``) loads at the end of a
-run that has records.
+On the xdist controller (or the only process) only: the annotations are made from the run's records,
+one per case, so a case is annotated once however many workers ran. The engine (``report.github``)
+loads at the end of a run that has records.
 """
 
 from __future__ import annotations
@@ -52,9 +52,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    if compat.is_worker(config):  # an xdist worker: its records go to the controller, which annotates
+    if compat.is_worker(
+        config
+    ):  # an xdist worker: its records go to the controller, which annotates
         return
-    on = config.getoption("agent_eval_github", False) or os.environ.get("GITHUB_ACTIONS", "").lower() == "true"
+    on = (
+        config.getoption("agent_eval_github", False)
+        or os.environ.get("GITHUB_ACTIONS", "").lower() == "true"
+    )
     if not on:
         return
     from pytest_agent_eval.report.formats import run_records
@@ -66,7 +71,9 @@ def pytest_configure(config: pytest.Config) -> None:
     if summary and not (markdown and _same_file(Path(markdown), Path(summary))):
         from pytest_agent_eval.report.markdown import MarkdownReport
 
-        config.pluginmanager.register(MarkdownReport(config, Path(summary), records), "agent_eval_step_summary")
+        config.pluginmanager.register(
+            MarkdownReport(config, Path(summary), records), "agent_eval_step_summary"
+        )
 
 
 def _same_file(a: Path, b: Path) -> bool:

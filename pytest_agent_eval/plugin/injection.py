@@ -1,8 +1,10 @@
-"""``--agent-eval-inject CORPUS`` and a case's ``inject:`` (SPEC §26): injection variants as pytest items.
+"""``--agent-eval-inject CORPUS`` and a case's ``inject:`` (SPEC §26): injection variants as pytest
+items.
 
-Every case with ``inject:`` (and, under the option, every case with tool mocks) is followed by one variant per
-payload, ``case[inject:<family>-<n>]``, marked ``injection`` (``-m injection`` selects them, ``-m "not
-injection"`` leaves them out). The engine (``cases.injection``) loads with the first file that has such a case.
+Every case with ``inject:`` (and, under the option, every case with tool mocks) is followed by one
+variant per payload, ``case[inject:<family>-<n>]``, marked ``injection`` (``-m injection`` selects
+them, ``-m "not injection"`` leaves them out). The engine (``cases.injection``) loads with the first
+file that has such a case.
 """
 
 from __future__ import annotations
@@ -37,7 +39,9 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def wanted(config: pytest.Config, cases: Iterable[Case]) -> bool:
     """Whether any of ``cases`` gets injection variants in this run."""
-    return bool(config.getoption("agent_eval_inject", None)) or any(case.inject is not None for case in cases)
+    return bool(config.getoption("agent_eval_inject", None)) or any(
+        case.inject is not None for case in cases
+    )
 
 
 def expand(config: pytest.Config, cases: Iterable[Case]) -> Iterator[Case]:

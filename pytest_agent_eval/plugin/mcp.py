@@ -86,8 +86,10 @@ _HOOK = _ImportHook()
 
 
 def watch() -> None:
-    """Patch ``ClientSession`` now if the ``mcp`` SDK is loaded, else when it is. Undone by
-    :func:`unwatch`."""
+    """Patch ``ClientSession`` now if the ``mcp`` SDK is loaded, else when it is.
+
+    Undone by :func:`unwatch`.
+    """
     with _LOCK:
         _USERS[0] += 1
         module = sys.modules.get(SESSION_MODULE)
@@ -98,8 +100,7 @@ def watch() -> None:
 
 
 def unwatch() -> None:
-    """Undo one :func:`watch`; the last one restores ``ClientSession`` and removes the import
-    hook."""
+    """Undo one :func:`watch`; the last one restores ``ClientSession`` and removes the import hook."""
     with _LOCK:
         _USERS[0] = max(0, _USERS[0] - 1)
         if _USERS[0]:
@@ -118,7 +119,8 @@ _START_S = 30.0
 
 class StandIns:
     """The stand-in MCP servers of the run (this process): declared by the ini's file and the eval
-    files, started when collection ends, stopped at the session's end."""
+    files, started when collection ends, stopped at the session's end.
+    """
 
     def __init__(self) -> None:
         self.declared: dict[str, Any] = {}
@@ -169,7 +171,8 @@ class StandIns:
 
     def _serve_http(self, server: Any, command: list[str]) -> str | None:
         """Start an HTTP stand-in on a free loopback port; its URL, or ``None`` with the problem
-        noted."""
+        noted.
+        """
         with socket.socket() as sock:
             sock.bind(("127.0.0.1", 0))
             port = int(sock.getsockname()[1])
@@ -193,7 +196,11 @@ class StandIns:
             time.sleep(0.05)
         said = log.read_text(errors="replace").strip().splitlines()[-5:]
         code = proc.poll()
-        why = f"it exited with code {code}" if code is not None else f"it did not listen within {_START_S:g} s"
+        why = (
+            f"it exited with code {code}"
+            if code is not None
+            else f"it did not listen within {_START_S:g} s"
+        )
         self._failed(server, command, why + (": " + " | ".join(said) if said else ""))
         return None
 
@@ -249,7 +256,8 @@ def import_session() -> None:
 
 def standins(config: pytest.Config) -> StandIns:
     """The run's stand-ins, registered as a plugin object (``agent_eval_mcp_standins``) with the
-    first."""
+    first.
+    """
     found = config.stash.get(_STANDINS, None)
     if found is None:
         found = config.stash[_STANDINS] = StandIns()
@@ -266,7 +274,8 @@ def declare(config: pytest.Config, servers: dict[str, Any]) -> None:
 @pytest.fixture(scope="session")
 def agent_eval_mcp_servers(request: pytest.FixtureRequest) -> dict[str, dict[str, Any]]:
     """The run's stand-in MCP servers: name -> ``{"command": [...] | None, "url":
-    "http://127.0.0.1:…/mcp" | None}`` (a stdio stand-in has a command, an HTTP one a URL)."""
+    "http://127.0.0.1:…/mcp" | None}`` (a stdio stand-in has a command, an HTTP one a URL).
+    """
     found = request.config.stash.get(_STANDINS, None)
     if found is None:
         return {}
@@ -287,7 +296,9 @@ def pytest_configure(config: pytest.Config) -> None:
     config.add_cleanup(unwatch)
     path = config.getini("agent_eval_mcp_servers")
     if path:
-        _from_ini(config, (config.inipath.parent if config.inipath else config.rootpath) / str(path))
+        _from_ini(
+            config, (config.inipath.parent if config.inipath else config.rootpath) / str(path)
+        )
 
 
 def _from_ini(config: pytest.Config, path: Path) -> None:

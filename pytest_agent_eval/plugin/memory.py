@@ -1,12 +1,13 @@
-"""The run's memory (SPEC §24), as pytest sees it: the journal each finished case is appended to, and the run
-store every run is saved to (``--agent-eval-store``, ini ``agent_eval_store``; ``off`` saves nothing).
+"""The run's memory (SPEC §24), as pytest sees it: the journal each finished case is appended to,
+and the run store every run is saved to (``--agent-eval-store``, ini ``agent_eval_store``; ``off``
+saves nothing).
 
-On the xdist controller (or the only process) only. The journal is opened with the first record; the store is
-written when the session ends, after the reports, so that its libraries (SQLAlchemy, Alembic) load then and never
-on the way to the first case; a PostgreSQL store is checked at the start (a URL that cannot be used is a usage
-error, its password left out). A store that fails at the end (a corrupt SQLite file) is one warning: the reports
-are written and the exit status is the run's. ``--agent-eval-baseline store:BRANCH`` compares with the newest run
-of BRANCH in the store.
+On the xdist controller (or the only process) only. The journal is opened with the first record; the
+store is written when the session ends, after the reports, so that its libraries (SQLAlchemy,
+Alembic) load then and never on the way to the first case; a PostgreSQL store is checked at the
+start (a URL that cannot be used is a usage error, its password left out). A store that fails at the
+end (a corrupt SQLite file) is one warning: the reports are written and the exit status is the
+run's. ``--agent-eval-baseline store:BRANCH`` compares with the newest run of BRANCH in the store.
 """
 
 from __future__ import annotations
@@ -31,9 +32,17 @@ if TYPE_CHECKING:
     from pytest_agent_eval.report.record import CaseRecord
 
 _OUTPUTS = frozenset(
-    {"agent_eval_report", "agent_eval_markdown", "agent_eval_html", "agent_eval_store", "agent_eval_resume"}
+    {
+        "agent_eval_report",
+        "agent_eval_markdown",
+        "agent_eval_html",
+        "agent_eval_store",
+        "agent_eval_resume",
+    }
 )
-"""Options that change where the run's results go, not what they are: left out of a stored run's options."""
+"""Options that change where the run's results go, not what they are: left out of a stored run's
+options.
+"""
 STORE_PREFIX = "store:"
 
 
@@ -46,7 +55,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="where every run is saved: a SQLite file (default .agent-eval/runs.db under the rootdir), "
         "postgresql://user:password@host/db, or off",
     )
-    parser.addini("agent_eval_store", "the run store (as --agent-eval-store): a SQLite file, postgresql://..., off")
+    parser.addini(
+        "agent_eval_store",
+        "the run store (as --agent-eval-store): a SQLite file, postgresql://..., off",
+    )
 
 
 @pytest.hookimpl(tryfirst=True)  # before the report formats: the baseline may come from the store
@@ -59,7 +71,9 @@ def pytest_configure(config: pytest.Config) -> None:
     run_id = new_run_id()
     report = config.getoption("agent_eval_report", None)
     journal = journal_path(config.rootpath, Path(report) if report else None, run_id)
-    given = config.getoption("agent_eval_store", None) or str(config.getini("agent_eval_store") or "")
+    given = config.getoption("agent_eval_store", None) or str(
+        config.getini("agent_eval_store") or ""
+    )
     url = _url(config, given)
     memory = Memory(config, run_records(config), run_id, journal, url)
     config.pluginmanager.register(memory, "agent_eval_run_memory")
@@ -72,8 +86,9 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def _url(config: pytest.Config, given: str) -> str | None:
-    """The store's SQLAlchemy URL (``None``: off); a usage error when its libraries are missing and it was asked
-    for, or when a PostgreSQL store cannot be used now."""
+    """The store's SQLAlchemy URL (``None``: off); a usage error when its libraries are missing and
+    it was asked for, or when a PostgreSQL store cannot be used now.
+    """
     if given.strip().lower() == "off":
         return None
     if importlib.util.find_spec("sqlalchemy") is None:
@@ -86,7 +101,9 @@ def _url(config: pytest.Config, given: str) -> str | None:
     from pytest_agent_eval.memory.location import store_url
 
     url = store_url(given, config.rootpath)
-    if url is not None and not url.startswith("sqlite:"):  # checked now: a usage error, not a lost run
+    if url is not None and not url.startswith(
+        "sqlite:"
+    ):  # checked now: a usage error, not a lost run
         from pytest_agent_eval.memory.store import Store, StoreError, shown
 
         try:
@@ -107,7 +124,9 @@ def _url(config: pytest.Config, given: str) -> str | None:
 class Memory:
     """A plugin object on the controller: the run's journal, and its store."""
 
-    def __init__(self, config: pytest.Config, collector: Records, run_id: str, journal: Path, url: str | None) -> None:
+    def __init__(
+        self, config: pytest.Config, collector: Records, run_id: str, journal: Path, url: str | None
+    ) -> None:
         from pytest_agent_eval.memory.journal import Journal, journal_path
 
         self.config = config
@@ -128,12 +147,16 @@ class Memory:
         return Store(self.url)
 
     def baseline(self, branch: str) -> list[CaseRecord]:
-        """The records of the newest run of ``branch`` in the store; ``BaselineError`` when there is none."""
+        """The records of the newest run of ``branch`` in the store; ``BaselineError`` when there is
+        none.
+        """
         from pytest_agent_eval.memory.store import StoreError
         from pytest_agent_eval.report.baseline import BaselineError
 
         if self.url is None:
-            raise BaselineError(f"{STORE_PREFIX}{branch}: the run store is off (--agent-eval-store off)")
+            raise BaselineError(
+                f"{STORE_PREFIX}{branch}: the run store is off (--agent-eval-store off)"
+            )
         store = self._store()
         try:
             found = store.newest(branch)
@@ -142,16 +165,22 @@ class Memory:
         finally:
             store.close()
         if found is None:
-            raise BaselineError(f"{STORE_PREFIX}{branch}: the store {store} has no run of the branch {branch!r}")
+            raise BaselineError(
+                f"{STORE_PREFIX}{branch}: the store {store} has no run of the branch {branch!r}"
+            )
         return found[1]
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionstart(self) -> None:
         from pytest_agent_eval.report.json_report import JsonReport
 
-        self._document = JsonReport(self.config, Path(), self.collector)  # the run as the JSON report has it
+        self._document = JsonReport(
+            self.config, Path(), self.collector
+        )  # the run as the JSON report has it
         run = self._document.run_data(None)
-        self.journal.run = {k: v for k, v in run.items() if k not in ("duration_s", "finished", "exit_status")}
+        self.journal.run = {
+            k: v for k, v in run.items() if k not in ("duration_s", "finished", "exit_status")
+        }
         if self.collector.record_data:  # a resumed run: its journal starts with the records kept
             self._open_journal()
 
@@ -167,7 +196,9 @@ class Memory:
         if data is not None and self._open_journal():
             self.journal.record(data)
 
-    @pytest.hookimpl(wrapper=True, trylast=True)  # inside the other wrappers: before the terminal summary
+    @pytest.hookimpl(
+        wrapper=True, trylast=True
+    )  # inside the other wrappers: before the terminal summary
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> Generator[None]:
         if self.url is not None and self.collector.record_data:
             self._flaky()  # for the reports, written next
@@ -179,8 +210,9 @@ class Memory:
             self._save(int(session.exitstatus), bool(session.shouldfail or session.shouldstop))
 
     def _flaky(self) -> None:
-        """The run's flaky cases over the last runs in the store and this one, for the reports and the summary;
-        a store that cannot be read is the warning of the save that follows."""
+        """The run's flaky cases over the last runs in the store and this one, for the reports and
+        the summary; a store that cannot be read is the warning of the save that follows.
+        """
         from pytest_agent_eval.memory.store import StoreError
         from pytest_agent_eval.report.options import FLAKY
 
@@ -218,27 +250,41 @@ class Memory:
             store.close()
 
     def _options(self) -> dict[str, Any]:
-        """The options that can change a verdict (every agent-eval option but where results go; ``-k``, ``-m``)."""
+        """The options that can change a verdict (every agent-eval option but where results go;
+        ``-k``, ``-m``).
+        """
         out: dict[str, Any] = {}
         for name, value in sorted(vars(self.config.option).items()):
             wanted = name.startswith("agent_eval_") and name not in _OUTPUTS
-            if (wanted or name in ("keyword", "markexpr")) and value not in (None, False, "", [], ()):
+            if (wanted or name in ("keyword", "markexpr")) and value not in (
+                None,
+                False,
+                "",
+                [],
+                (),
+            ):
                 out[name] = value if isinstance(value, (str, int, float, bool)) else str(value)
         return out
 
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
         if self.journal.error is not None:
-            terminalreporter.write_line(f"agent eval journal not written: {self.journal.error}", yellow=True)
+            terminalreporter.write_line(
+                f"agent eval journal not written: {self.journal.error}", yellow=True
+            )
         elif self.journal.moved is not None:
             terminalreporter.write_line(f"agent eval journal: {self.journal.moved}", yellow=True)
         if self.warning is not None:
             terminalreporter.write_line(f"warning: {self.warning}", yellow=True)
         elif self.saved is not None and self.config.get_verbosity() >= 1:  # -v: where the run went
-            terminalreporter.write_line(f"agent eval store: run {self.run_id} saved to {self.saved}")
+            terminalreporter.write_line(
+                f"agent eval store: run {self.run_id} saved to {self.saved}"
+            )
         if self.flaky:
             terminalreporter.write_line(
                 f"flaky: {len(self.flaky)} cases changed outcome over the last runs with their content unchanged: "
-                + ", ".join(f"{nodeid} ({' '.join(o)})" for nodeid, o in sorted(self.flaky.items())[:10]),
+                + ", ".join(
+                    f"{nodeid} ({' '.join(o)})" for nodeid, o in sorted(self.flaky.items())[:10]
+                ),
                 yellow=True,
             )
 
@@ -260,7 +306,9 @@ def _git(directory: Path) -> dict[str, Any]:
 
 def _run_git(directory: Path, *args: str) -> str | None:
     try:
-        done = subprocess.run(["git", *args], cwd=directory, capture_output=True, text=True, timeout=10, check=False)
+        done = subprocess.run(
+            ["git", *args], cwd=directory, capture_output=True, text=True, timeout=10, check=False
+        )
     except (OSError, subprocess.SubprocessError):
         return None
     return done.stdout.strip() if done.returncode == 0 else None

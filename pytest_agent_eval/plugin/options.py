@@ -16,8 +16,12 @@ __all__ = ["Settings", "add_options", "is_eval_file", "option_group", "orphan_si
 
 
 def option_group(parser: pytest.Parser) -> pytest.OptionGroup:
-    """The plugin's group of options in ``pytest --help``, for every feature module's ``pytest_addoption``."""
-    return parser.getgroup("agent-eval", "pytest-agent-eval: LLM agent evals from YAML/JSON golden sets")
+    """The plugin's group of options in ``pytest --help``, for every feature module's
+    ``pytest_addoption``.
+    """
+    return parser.getgroup(
+        "agent-eval", "pytest-agent-eval: LLM agent evals from YAML/JSON golden sets"
+    )
 
 
 def add_options(parser: pytest.Parser) -> None:
@@ -79,9 +83,21 @@ def add_options(parser: pytest.Parser) -> None:
         help="run only the eval cases REPORT has no final record of; the report holds REPORT's records and the new",
     )
     _add_traffic_options(group, parser)
-    parser.addini("agent_eval_require_llm", "fail LLM checks when no LLM is configured", type="bool", default=False)
-    parser.addini("agent_eval_concurrency", "agent calls in flight at once in one pytest process", default="1")
-    parser.addini("agent_eval_files", "glob patterns of eval file names", type="args", default=DEFAULT_FILES.split())
+    parser.addini(
+        "agent_eval_require_llm",
+        "fail LLM checks when no LLM is configured",
+        type="bool",
+        default=False,
+    )
+    parser.addini(
+        "agent_eval_concurrency", "agent calls in flight at once in one pytest process", default="1"
+    )
+    parser.addini(
+        "agent_eval_files",
+        "glob patterns of eval file names",
+        type="args",
+        default=DEFAULT_FILES.split(),
+    )
     parser.addini("agent_eval_timeout", "default per-call agent timeout in seconds", default="")
     parser.addini(
         "agent_eval_tool_dispatch",
@@ -102,7 +118,9 @@ def add_options(parser: pytest.Parser) -> None:
 
 
 def _add_traffic_options(group: pytest.OptionGroup, parser: pytest.Parser) -> None:
-    """SPEC §14: the hook on the agent's HTTP traffic to its LLM (usage, record/replay, budgets, retries)."""
+    """SPEC §14: the hook on the agent's HTTP traffic to its LLM (usage, record/replay, budgets,
+    retries).
+    """
     group.addoption(
         "--agent-eval-traffic",
         dest="agent_eval_traffic",
@@ -167,12 +185,24 @@ def _add_traffic_options(group: pytest.OptionGroup, parser: pytest.Parser) -> No
         help="one pace for the run's LLM requests: a 429's cool-down and the rate the provider announces slow every "
         "worker together, so that no case is lost to a rate limit (ini: agent_eval_pace; default on)",
     )
-    parser.addini("agent_eval_traffic", "watch each case's HTTP traffic: usage, cost, retries", type="bool")
-    parser.addini("agent_eval_pace", "one pace for the run's LLM requests: on (default) or off", default="on")
-    parser.addini("agent_eval_retries", "retries of an LLM request answered 429 or 5xx", default="3")
-    parser.addini("agent_eval_rate_limit", "request budget for the whole run (N/s, N/min, N/h)", default="")
-    parser.addini("agent_eval_token_limit", "token budget for the whole run (N/s, N/min, N/h)", default="")
-    parser.addini("agent_eval_rate_limit_url", "redis:// URL where the budgets are kept", default="")
+    parser.addini(
+        "agent_eval_traffic", "watch each case's HTTP traffic: usage, cost, retries", type="bool"
+    )
+    parser.addini(
+        "agent_eval_pace", "one pace for the run's LLM requests: on (default) or off", default="on"
+    )
+    parser.addini(
+        "agent_eval_retries", "retries of an LLM request answered 429 or 5xx", default="3"
+    )
+    parser.addini(
+        "agent_eval_rate_limit", "request budget for the whole run (N/s, N/min, N/h)", default=""
+    )
+    parser.addini(
+        "agent_eval_token_limit", "token budget for the whole run (N/s, N/min, N/h)", default=""
+    )
+    parser.addini(
+        "agent_eval_rate_limit_url", "redis:// URL where the budgets are kept", default=""
+    )
     parser.addini(
         "agent_eval_cassettes",
         "folder of the cassettes (relative to the rootdir); default: cassettes/ beside each eval file",
@@ -206,7 +236,9 @@ def read_traffic_options(config: pytest.Config) -> TrafficOptions:
     mode = {"all": "record", "new": "new"}.get(record or "") or replay
     retries = config.getoption("agent_eval_retries")
     if retries is None:
-        retries = _positive_int(str(config.getini("agent_eval_retries")), "ini agent_eval_retries", minimum=0)
+        retries = _positive_int(
+            str(config.getini("agent_eval_retries")), "ini agent_eval_retries", minimum=0
+        )
     elif retries < 0:
         raise pytest.UsageError(f"--agent-eval-retries must be at least 0, got {retries}")
     cassettes = str(config.getini("agent_eval_cassettes")).strip()
@@ -219,9 +251,15 @@ def read_traffic_options(config: pytest.Config) -> TrafficOptions:
         cassettes=config.rootpath / cassettes if cassettes else None,
         match_ignore=tuple(config.getini("agent_eval_match_ignore")),
         prices=str(config.getini("agent_eval_prices")).strip(),
-        pace=(config.getoption("agent_eval_pace") or str(config.getini("agent_eval_pace")).strip() or "on") != "off",
+        pace=(
+            config.getoption("agent_eval_pace")
+            or str(config.getini("agent_eval_pace")).strip()
+            or "on"
+        )
+        != "off",
     )
-    traced = any(  # the trace options (plugin/traces.py) turn the hook on: a chat span for every LLM request
+    # the trace options (plugin/traces.py) turn the hook on: a chat span for every LLM request
+    traced = any(
         config.getoption(f"agent_eval_{name}", None) is not None for name in ("traces", "otlp")
     )
     wanted = (
@@ -267,7 +305,9 @@ class Settings:
         responses = str(config.getini("agent_eval_tool_responses")).strip()
         concurrency = config.getoption("agent_eval_concurrency")
         if concurrency is None:
-            concurrency = _positive_int(str(config.getini("agent_eval_concurrency")), "ini agent_eval_concurrency")
+            concurrency = _positive_int(
+                str(config.getini("agent_eval_concurrency")), "ini agent_eval_concurrency"
+            )
         repeat = config.getoption("agent_eval_repeat")
         k = config.getoption("agent_eval_k")
         for value, name in (
@@ -280,7 +320,9 @@ class Settings:
         agent = config.getoption("agent_eval_agent")
         matrix = _matrix(config.getoption("agent_eval_matrix") or [])
         if agent and matrix:
-            raise pytest.UsageError("--agent and --agent-eval-agent: choose one (--agent runs one agent everywhere)")
+            raise pytest.UsageError(
+                "--agent and --agent-eval-agent: choose one (--agent runs one agent everywhere)"
+            )
         return cls(
             agent=agent,
             matrix=matrix,
@@ -291,7 +333,10 @@ class Settings:
             tool_responses=config.rootpath / responses if responses else None,
             concurrency=concurrency,
             repeat=repeat,
-            require_llm=bool(config.getoption("agent_eval_require_llm") or config.getini("agent_eval_require_llm")),
+            require_llm=bool(
+                config.getoption("agent_eval_require_llm")
+                or config.getini("agent_eval_require_llm")
+            ),
             traffic=read_traffic_options(config),
         )
 
@@ -302,7 +347,9 @@ def _matrix(values: list[str]) -> tuple[tuple[str, str], ...]:
     for value in values:
         name, _, ref = value.partition("=")
         name, ref = name.strip(), ref.strip()
-        if not re.match(AGENT_NAME_PATTERN, name) or not re.match(r"^([\w.]+:[\w.]+|https?://.+)$", ref):
+        if not re.match(AGENT_NAME_PATTERN, name) or not re.match(
+            r"^([\w.]+:[\w.]+|https?://.+)$", ref
+        ):
             raise pytest.UsageError(
                 f"--agent-eval-agent {value!r}: give NAME=MODULE:ATTR (or NAME=http://...), e.g. "
                 "--agent-eval-agent fast=myproject.agent:run (NAME: letters, digits, '_' and '-')"
@@ -317,7 +364,9 @@ def _positive_int(text: str, name: str, minimum: int = 1) -> int:
     try:
         value = int(text.strip() or str(minimum))
     except ValueError:
-        raise pytest.UsageError(f"{name} = {text!r}: give a whole number of at least {minimum}") from None
+        raise pytest.UsageError(
+            f"{name} = {text!r}: give a whole number of at least {minimum}"
+        ) from None
     if value < minimum:
         raise pytest.UsageError(f"{name} must be at least {minimum}, got {value}")
     return value

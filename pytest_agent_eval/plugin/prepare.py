@@ -1,8 +1,9 @@
-"""Preparing a case's run: its agent and its tool mocks, for its item's own run and for an early start.
+"""Preparing a case's run: its agent and its tool mocks, for its item's own run and for an early
+start.
 
-One place for both: the item's run (``execute``) takes what it needs from the item's fixtures and fails the item
-with what to do; an early start (the scheduler's, at concurrency > 1) takes only what needs no fixture of the
-item and leaves the case to its item's turn when anything is missing.
+One place for both: the item's run (``execute``) takes what it needs from the item's fixtures and
+fails the item with what to do; an early start (the scheduler's, at concurrency > 1) takes only what
+needs no fixture of the item and leaves the case to its item's turn when anything is missing.
 """
 
 from __future__ import annotations
@@ -20,7 +21,14 @@ from pytest_agent_eval.adapters import Agent
 from pytest_agent_eval.core.case import Case
 from pytest_agent_eval.core.results import CaseResult
 from pytest_agent_eval.imports import ImportRefError
-from pytest_agent_eval.mocks import MockConfigError, MockPlan, Response, ToolMocks, load_responses, wrap
+from pytest_agent_eval.mocks import (
+    MockConfigError,
+    MockPlan,
+    Response,
+    ToolMocks,
+    load_responses,
+    wrap,
+)
 from pytest_agent_eval.plugin.options import Settings
 from pytest_agent_eval.plugin.state import EvalSession, get_state
 from pytest_agent_eval.run.agents import resolve
@@ -36,7 +44,8 @@ _PLUMBING = ("_pytest.", "pluggy.", "pytest_agent_eval.")
 _RESPONSES = pytest.StashKey["Mapping[str, Response] | MockConfigError"]()
 
 
-# -- what both runs share ----------------------------------------------------------------------------------
+# -- what both runs share
+# ----------------------------------------------------------------------------------
 
 
 def agent_ref(case: Case, settings: Settings) -> str | dict[str, Any] | None:
@@ -52,10 +61,11 @@ def tool_recorder(
     *,
     others: bool = True,
 ) -> RecorderFactory:
-    """Patch the case's dispatcher and compile its mocks; the runner records each trial with the result.
+    """Patch the case's dispatcher and compile its mocks; the runner records each trial with the
+    result.
 
-    ``mocks``: the ``ToolMocks`` to patch with and record on (``None``: nothing to patch, the plan records
-    itself); ``others``: count dispatchers patched by the running test's fixtures. Raises
+    ``mocks``: the ``ToolMocks`` to patch with and record on (``None``: nothing to patch, the plan
+    records itself); ``others``: count dispatchers patched by the running test's fixtures. Raises
     :class:`MockConfigError` with the file, line and what to do when the mocks cannot be used.
     """
     dispatch = case.tool_dispatch or settings.tool_dispatch
@@ -65,7 +75,9 @@ def tool_recorder(
         return plan.recorder
     patcher = mocks()
     if dispatch:
-        source = "the file's `tool_dispatch:`" if case.tool_dispatch else "ini agent_eval_tool_dispatch"
+        source = (
+            "the file's `tool_dispatch:`" if case.tool_dispatch else "ini agent_eval_tool_dispatch"
+        )
         try:
             patcher.patch(dispatch)
         except MockConfigError as exc:
@@ -75,12 +87,15 @@ def tool_recorder(
 
 
 def with_mocked_tools(agent: Agent, case: Case, state: EvalSession) -> Agent:
-    """For a case with ``tool_mocks``, the agent with its own tools replaced by stand-ins (its adapter's
-    ``mock_tools``, made once per agent object while it lives); else, or when the adapter cannot reach its tools,
-    ``agent``."""
+    """For a case with ``tool_mocks``, the agent with its own tools replaced by stand-ins (its
+    adapter's ``mock_tools``, made once per agent object while it lives); else, or when the adapter
+    cannot reach its tools, ``agent``.
+    """
     if not case.tool_mocks or agent.source is None:
         return agent
-    made: dict[int, tuple[weakref.ref[Any], Agent]] = state.agent_instances.setdefault("mocked agents", {})
+    made: dict[int, tuple[weakref.ref[Any], Agent]] = state.agent_instances.setdefault(
+        "mocked agents", {}
+    )
     key = id(agent.source)
     entry = made.get(key)
     if entry is not None and entry[0]() is agent.source:
@@ -88,12 +103,15 @@ def with_mocked_tools(agent: Agent, case: Case, state: EvalSession) -> Agent:
     copy = agent.adapter.mock_tools(agent.source, lambda tool: wrap(tool, state.adapters))
     mocked = agent if copy is None else agent.adapter.agent(copy, agent.name)
 
-    def forget(ref: weakref.ref[Any]) -> None:  # the agent object is gone: so is its copy, and the stand-ins in it
+    def forget(
+        ref: weakref.ref[Any],
+    ) -> None:  # the agent object is gone: so is its copy, and the stand-ins in it
         entry = made.get(key)
         if entry is not None and entry[0] is ref:
             made.pop(key, None)
 
-    # kept while the agent object lives (a function-scoped fixture's goes with its test) and the session lasts;
+    # kept while the agent object lives (a function-scoped fixture's goes with its test) and the
+    # session lasts;
     # an object without weak references gets its copy made again for each case
     with contextlib.suppress(TypeError):
         made[key] = (weakref.ref(agent.source, forget), mocked)
@@ -101,7 +119,9 @@ def with_mocked_tools(agent: Agent, case: Case, state: EvalSession) -> Agent:
 
 
 def session_responses(config: pytest.Config) -> Mapping[str, Response]:
-    """The ini ``agent_eval_tool_responses`` file, read once per session (a bad file fails every case)."""
+    """The ini ``agent_eval_tool_responses`` file, read once per session (a bad file fails every
+    case).
+    """
     if _RESPONSES not in config.stash:
         path = get_state(config).settings.tool_responses
         try:
@@ -119,32 +139,42 @@ def _agent_fixture(item: pytest.Item) -> Any:
     return compat.fixture_definition(item, "agent")
 
 
-# -- the item's own run ------------------------------------------------------------------------------------
+# -- the item's own run
+# ------------------------------------------------------------------------------------
 
 
 class CaseCannotRun(Exception):
-    """The case cannot run (its agent cannot be had, its tool mocks do not fit): the message the item fails with."""
+    """The case cannot run (its agent cannot be had, its tool mocks do not fit): the message the
+    item fails with.
+    """
 
 
 def prepare_item(
     item: pytest.Item, case: Case, request: pytest.FixtureRequest, scheduler: Scheduler | None
 ) -> Coroutine[Any, Any, CaseResult]:
-    """The case's run, with its agent, LLM and tool mocks from the item's fixtures; ``CaseCannotRun`` when one of
-    them cannot be had."""
+    """The case's run, with its agent, LLM and tool mocks from the item's fixtures;
+    ``CaseCannotRun`` when one of them cannot be had.
+    """
     __tracebackhide__ = user_error
     state = get_state(item.config)
     agent = item_agent(item, case, request)
-    mocked = with_mocked_tools(agent, case, state)  # before the check that every mocked tool is patched
+    mocked = with_mocked_tools(
+        agent, case, state
+    )  # before the check that every mocked tool is patched
     llm = None
     if state.checks.case_uses_llm(case):
         llm = _fixture(request, "agent_eval_llm")
         if scheduler is not None:
             scheduler.llm = llm
-    try:  # after the agent and its fixtures: a mocked tool that nothing has patched by now fails the case here
+    # after the agent and its fixtures: a mocked tool that nothing has patched by now fails the case
+    # here
+    try:
         recorder: RecorderFactory | MockConfigError = item_recorder(request, case)
     except MockConfigError as exc:
         recorder = exc
-    if isinstance(recorder, MockConfigError):  # failed outside `except`: no "During handling..." in the report
+    if isinstance(
+        recorder, MockConfigError
+    ):  # failed outside `except`: no "During handling..." in the report
         raise CaseCannotRun(str(recorder))
     if scheduler is not None and not agent_ref(case, state.settings):
         scheduler.early.remember_agent(item, agent)
@@ -156,11 +186,11 @@ def prepare_item(
 
 
 def item_agent(item: pytest.Item, case: Case, request: pytest.FixtureRequest) -> Agent:
-    """The agent: ``--agent``, else the case's (its own ``agent:``, its matrix agent, the file's ``agent:``),
-    else the ``agent`` fixture.
+    """The agent: ``--agent``, else the case's (its own ``agent:``, its matrix agent, the file's
+    ``agent:``), else the ``agent`` fixture.
 
-    Each failure (``CaseCannotRun``) is raised outside the ``except`` that caught its cause: one message, no
-    exception chain.
+    Each failure (``CaseCannotRun``) is raised outside the ``except`` that caught its cause: one
+    message, no exception chain.
     """
     __tracebackhide__ = user_error
     state = get_state(item.config)
@@ -176,15 +206,23 @@ def item_agent(item: pytest.Item, case: Case, request: pytest.FixtureRequest) ->
                 source = f"{case.location}: --agent-eval-agent {case.agent_name}"
             else:
                 source = f"{case.path}:{case.agent_line}"
-            named = f" ({case.agent_name})" if case.agent_name and case.agent_line is not None else ""
+            named = (
+                f" ({case.agent_name})" if case.agent_name and case.agent_line is not None else ""
+            )
             # never a header: it may hold a secret; a promptfoo provider by its id
-            shown = ref if isinstance(ref, str) else ref.get("url") or ref.get("promptfoo_provider", {}).get("id")
+            shown = (
+                ref
+                if isinstance(ref, str)
+                else ref.get("url") or ref.get("promptfoo_provider", {}).get("id")
+            )
             problem = f"{source}: agent{named} {shown!r}: {exc}"
         raise CaseCannotRun(problem)
     try:
         value = _fixture(request, "agent")
     except pytest.FixtureLookupError as exc:
-        if exc.argname != "agent":  # the `agent` fixture exists but needs a missing one: pytest says which
+        if (
+            exc.argname != "agent"
+        ):  # the `agent` fixture exists but needs a missing one: pytest says which
             raise
         problem = (
             f"{case.location}: no agent for case {case.id}: set `agent: module:function` in the "
@@ -201,17 +239,22 @@ def item_agent(item: pytest.Item, case: Case, request: pytest.FixtureRequest) ->
 def item_recorder(request: pytest.FixtureRequest, case: Case) -> RecorderFactory:
     """The case's tool mocks on the item's ``tool_mocks`` fixture (undone when the test ends).
 
-    Call it after the agent and its fixtures are set up: it checks that every mocked tool is patched by then.
+    Call it after the agent and its fixtures are set up: it checks that every mocked tool is patched
+    by then.
     """
     settings = get_state(request.config).settings
-    needed = bool(case.tool_dispatch or settings.tool_dispatch) or "tool_mocks" in request.fixturenames
+    needed = (
+        bool(case.tool_dispatch or settings.tool_dispatch) or "tool_mocks" in request.fixturenames
+    )
 
     def fixture() -> ToolMocks:
         mocks: ToolMocks = request.getfixturevalue("tool_mocks")
         return mocks
 
     # without a dispatcher to patch nor a fixture to report calls to, no fixture lookup to pay
-    return tool_recorder(case, settings, session_responses(request.config), fixture if needed else None)
+    return tool_recorder(
+        case, settings, session_responses(request.config), fixture if needed else None
+    )
 
 
 def _plumbing(tb: TracebackType) -> bool:
@@ -219,7 +262,9 @@ def _plumbing(tb: TracebackType) -> bool:
 
 
 def _from_user_code(exc: Exception) -> Exception:
-    """``exc`` with its traceback from the first frame that is neither pytest's, pluggy's nor the plugin's."""
+    """``exc`` with its traceback from the first frame that is neither pytest's, pluggy's nor the
+    plugin's.
+    """
     tb = exc.__traceback__
     while tb is not None and _plumbing(tb):
         tb = tb.tb_next
@@ -227,8 +272,9 @@ def _from_user_code(exc: Exception) -> Exception:
 
 
 def user_error(excinfo: pytest.ExceptionInfo[BaseException]) -> bool:
-    """For ``__tracebackhide__``: the plugin's frames are left out of an error raised in the user's code (a
-    fixture), kept for one raised in the plugin itself."""
+    """For ``__tracebackhide__``: the plugin's frames are left out of an error raised in the user's
+    code (a fixture), kept for one raised in the plugin itself.
+    """
     tb = excinfo.tb
     while tb.tb_next is not None:
         tb = tb.tb_next
@@ -236,7 +282,9 @@ def user_error(excinfo: pytest.ExceptionInfo[BaseException]) -> bool:
 
 
 def _fixture(request: pytest.FixtureRequest, name: str) -> Any:
-    """The fixture's value; an error it raises is shown from the fixture's own frames, not pytest's calls."""
+    """The fixture's value; an error it raises is shown from the fixture's own frames, not pytest's
+    calls.
+    """
     __tracebackhide__ = user_error
     try:
         return request.getfixturevalue(name)
@@ -246,13 +294,16 @@ def _fixture(request: pytest.FixtureRequest, name: str) -> Any:
         raise _from_user_code(exc)  # noqa: B904 - the same exception, from its own frames
 
 
-# -- an early start ----------------------------------------------------------------------------------------
+# -- an early start
+# ----------------------------------------------------------------------------------------
 
 
 class EarlyStart:
-    """A case's run before its item's turn (the scheduler's), from what needs no fixture of the item: a
-    ``module:attr`` agent or a session-scoped ``agent`` fixture an earlier item built, and mocks patched for the
-    session. Anything missing or wrong is left to the item, which reports it when its turn comes."""
+    """A case's run before its item's turn (the scheduler's), from what needs no fixture of the
+    item: a ``module:attr`` agent or a session-scoped ``agent`` fixture an earlier item built, and
+    mocks patched for the session. Anything missing or wrong is left to the item, which reports it
+    when its turn comes.
+    """
 
     def __init__(self, state: EvalSession) -> None:
         self._state = state
@@ -261,7 +312,9 @@ class EarlyStart:
         self._mocks: ToolMocks | None = None
         """Holds declarative dispatch patches for cases started early until the session ends."""
 
-    def run(self, item: pytest.Item, case: Case, llm: LLM | None) -> Coroutine[Any, Any, CaseResult] | None:
+    def run(
+        self, item: pytest.Item, case: Case, llm: LLM | None
+    ) -> Coroutine[Any, Any, CaseResult] | None:
         """The case's run, or ``None`` when it needs its item's own setup."""
         agent = self._agent(item, case)
         if agent is not None:
@@ -294,7 +347,9 @@ class EarlyStart:
         return self._mocks
 
     def remember_agent(self, item: pytest.Item, agent: Agent) -> None:
-        """Keep an agent built by a session-scoped ``agent`` fixture for later cases that use the same one."""
+        """Keep an agent built by a session-scoped ``agent`` fixture for later cases that use the
+        same one.
+        """
         definition = _agent_fixture(item)
         if definition is not None and definition.scope == "session":
             self._fixture_agents[id(definition)] = agent
@@ -306,8 +361,9 @@ class EarlyStart:
 
 
 def register_scheduler(config: pytest.Config) -> None:
-    """At concurrency > 1, the scheduler as a plugin object (``agent_eval_scheduler``), handed its collaborators.
-    At concurrency 1 nothing of it is made, imported or called."""
+    """At concurrency > 1, the scheduler as a plugin object (``agent_eval_scheduler``), handed its
+    collaborators. At concurrency 1 nothing of it is made, imported or called.
+    """
     from pytest_agent_eval.plugin.scheduler import Scheduler
 
     state = get_state(config)
@@ -319,8 +375,12 @@ def register_scheduler(config: pytest.Config) -> None:
         suspects=state.suspects,
         note=None if inflight is None else inflight.around,
         blocked=state.loops.blocked,
-        uses_llm=lambda case: state.checks.case_uses_llm(case),  # the checks load with the first case
+        uses_llm=lambda case: state.checks.case_uses_llm(
+            case
+        ),  # the checks load with the first case
     )
     state.scheduler = scheduler
-    state.loops.on_leave = scheduler.forget  # the cases it started early were on the loop left behind
+    state.loops.on_leave = (
+        scheduler.forget
+    )  # the cases it started early were on the loop left behind
     config.pluginmanager.register(scheduler, "agent_eval_scheduler")

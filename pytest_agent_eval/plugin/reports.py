@@ -1,7 +1,8 @@
 """The reports as a feature: their options, their configuration, the built-in formats (SPEC §10).
 
-The formats themselves (JSON, junit properties, markdown, HTML, the baseline gate) are plugin objects of
-``report/``, registered by ``report.formats`` on the controller only; this module is their pytest entry.
+The formats themselves (JSON, junit properties, markdown, HTML, the baseline gate) are plugin
+objects of ``report/``, registered by ``report.formats`` on the controller only; this module is
+their pytest entry.
 """
 
 from __future__ import annotations
@@ -22,7 +23,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    if compat.is_worker(config):  # the reports are the controller's: an xdist worker loads none of them
+    if compat.is_worker(
+        config
+    ):  # the reports are the controller's: an xdist worker loads none of them
         return
     from pytest_agent_eval.report import formats
 
@@ -39,13 +42,18 @@ def pytest_agent_eval_register_formats(config: pytest.Config) -> None:
 
 
 def _case_lines(config: pytest.Config, file: str) -> dict[str, int]:
-    """The line of each case id of the eval file ``file`` (relative to the rootdir), for the reports; empty when
-    it cannot be read (a line is then not told, never made up)."""
+    """The line of each case id of the eval file ``file`` (relative to the rootdir), for the
+    reports; empty when it cannot be read (a line is then not told, never made up).
+    """
     from pytest_agent_eval.cases.load import load_file
 
     state = config.stash[STATE]
     try:
-        loaded = load_file(config.rootpath / file, state.checks, state.dialects, cache=state.parse_cache)
-    except Exception:  # an unreadable file, an error of a dialect plugin: the report is written all the same
+        loaded = load_file(
+            config.rootpath / file, state.checks, state.dialects, cache=state.parse_cache
+        )
+    except (
+        Exception
+    ):  # an unreadable file, an error of a dialect plugin: the report is written all the same
         return {}
     return {case.id: case.line for case in loaded.cases}

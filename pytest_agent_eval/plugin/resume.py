@@ -1,12 +1,14 @@
-"""``--agent-eval-resume REPORT`` (SPEC §18): run exactly the eval cases REPORT has no final record of, and write one
-report of both runs. REPORT may be a run's journal (``*.jsonl``, SPEC §24): what a killed run left.
+"""``--agent-eval-resume REPORT`` (SPEC §18): run exactly the eval cases REPORT has no final record
+of, and write one report of both runs. REPORT may be a run's journal (``*.jsonl``, SPEC §24): what a
+killed run left.
 
-A case has a final record when REPORT's ``cases`` hold it and its ``not_run`` list (the cases a dead worker had not
-finished) does not name it. Every other collected eval case runs; the finished ones and every plain test are
-deselected (the report does not know plain tests). The controller reads REPORT and sends the finished node ids to
-xdist workers, so a worker needs no copy of it. The run's records start from REPORT's final ones: a rerun case's new
-record replaces the old, and every report of the run (JSON, HTML, markdown, the summary, the baseline gate and the
-thresholds) covers both runs. A shard's report resumes with the same ``--agent-eval-shard``.
+A case has a final record when REPORT's ``cases`` hold it and its ``not_run`` list (the cases a dead
+worker had not finished) does not name it. Every other collected eval case runs; the finished ones
+and every plain test are deselected (the report does not know plain tests). The controller reads
+REPORT and sends the finished node ids to xdist workers, so a worker needs no copy of it. The run's
+records start from REPORT's final ones: a rerun case's new record replaces the old, and every report
+of the run (JSON, HTML, markdown, the summary, the baseline gate and the thresholds) covers both
+runs. A shard's report resumes with the same ``--agent-eval-shard``.
 """
 
 from __future__ import annotations
@@ -29,11 +31,15 @@ _INPUT = "agent_eval_resume"
 
 def final_records(document: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """A report's records that are final: every case but those its ``not_run`` list names."""
-    not_run = {entry.get("nodeid") for entry in document.get("not_run") or [] if isinstance(entry, dict)}
+    not_run = {
+        entry.get("nodeid") for entry in document.get("not_run") or [] if isinstance(entry, dict)
+    }
     return {case["nodeid"]: case for case in document["cases"] if case["nodeid"] not in not_run}
 
 
-def _read(config: pytest.Config, path: Path) -> tuple[dict[str, dict[str, Any]], set[str], set[str]]:
+def _read(
+    config: pytest.Config, path: Path
+) -> tuple[dict[str, dict[str, Any]], set[str], set[str]]:
     """REPORT's final records, every node id it names, and its files (relative to the rootdir)."""
     from pytest_agent_eval.memory.journal import is_journal, read_journal
 
@@ -52,21 +58,34 @@ def _read(config: pytest.Config, path: Path) -> tuple[dict[str, dict[str, Any]],
                 f"--agent-eval-resume: {path} is the report of shard {wanted}: resume it with "
                 f"--agent-eval-shard {wanted}" + (f" (not {given})" if given else "")
             )
-    named = {str(entry.get("nodeid")) for entry in document.get("not_run") or [] if isinstance(entry, dict)}
+    named = {
+        str(entry.get("nodeid"))
+        for entry in document.get("not_run") or []
+        if isinstance(entry, dict)
+    }
     files = {str(case["file"]) for case in document["cases"] if isinstance(case.get("file"), str)}
-    return final_records(document), named | {str(case["nodeid"]) for case in document["cases"]}, files
+    return (
+        final_records(document),
+        named | {str(case["nodeid"]) for case in document["cases"]},
+        files,
+    )
 
 
 class Resume:
-    """A plugin object (every process): deselects what REPORT finished; on the controller, starts the run's records
-    from REPORT's final ones."""
+    """A plugin object (every process): deselects what REPORT finished; on the controller, starts
+    the run's records from REPORT's final ones.
+    """
 
-    def __init__(self, path: Path, done: set[str], kept: int | None, known: set[str] | None = None) -> None:
+    def __init__(
+        self, path: Path, done: set[str], kept: int | None, known: set[str] | None = None
+    ) -> None:
         self.path = path
         self.done = done
         self.kept = kept
         self.known = known if known is not None else done
-        """Every node id REPORT names (its cases and ``not_run``): one must be collected, or it is another suite's."""
+        """Every node id REPORT names (its cases and ``not_run``): one must be collected, or it is
+        another suite's.
+        """
         self.left: int | None = None
 
     @pytest.hookimpl(optionalhook=True)
@@ -74,20 +93,29 @@ class Resume:
         node.workerinput[_INPUT] = sorted(self.done)
 
     @pytest.hookimpl(wrapper=True)
-    def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> Generator[None]:
+    def pytest_collection_modifyitems(
+        self, config: pytest.Config, items: list[pytest.Item]
+    ) -> Generator[None]:
         evals = [item.nodeid for item in items if item.stash.get(EVAL_ITEM, False)]
-        if self.known and evals and self.known.isdisjoint(evals):  # before -k, -m and the shard deselect
+        if (
+            self.known and evals and self.known.isdisjoint(evals)
+        ):  # before -k, -m and the shard deselect
             some = ", ".join(sorted(self.known)[:2])
-            withdraw(config)  # no report written: the one given (often the same path) stays as it is
+            withdraw(
+                config
+            )  # no report written: the one given (often the same path) stays as it is
             raise pytest.UsageError(
                 f"--agent-eval-resume: {self.path} is the report of another suite: none of its cases ({some}, ...) "
                 "is collected here; resume with the report of this suite's run"
             )
-        yield  # after every other deselection (-k, -m, the shard): the cases REPORT's run would have run
+        # after every other deselection (-k, -m, the shard): the cases REPORT's run would have run
+        yield
         self.left = deselect(config, items, self._left)
 
     def _left(self, item: pytest.Item) -> bool:
-        """Whether ``item`` is a case without a final record (plain tests are not in the report: left out)."""
+        """Whether ``item`` is a case without a final record (plain tests are not in the report:
+        left out).
+        """
         return item.stash.get(EVAL_ITEM, False) and item.nodeid not in self.done
 
     @pytest.hookimpl(optionalhook=True)
@@ -96,7 +124,9 @@ class Resume:
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         if self.left == 0 and session.exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED:
-            session.exitstatus = pytest.ExitCode.OK  # nothing was left to run: the report is whole, not empty
+            session.exitstatus = (
+                pytest.ExitCode.OK
+            )  # nothing was left to run: the report is whole, not empty
 
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
         if self.left == 0:
@@ -115,13 +145,17 @@ class Resume:
 
 
 def configure(config: pytest.Config) -> None:
-    """Register the plugin when ``--agent-eval-resume`` is given; a usage error when REPORT cannot be read."""
+    """Register the plugin when ``--agent-eval-resume`` is given; a usage error when REPORT cannot
+    be read.
+    """
     given = config.getoption("agent_eval_resume", None)
     if not given:
         return
     sent = compat.worker_input(config)
     if sent is not None:  # an xdist worker: the controller read REPORT
-        done = set(sent.get(_INPUT) or ())  # the controller checked REPORT is this suite's (as far as it can)
+        done = set(
+            sent.get(_INPUT) or ()
+        )  # the controller checked REPORT is this suite's (as far as it can)
         config.pluginmanager.register(Resume(Path(given), done, None, set()), "agent_eval_resume")
         return
     path = Path(given)

@@ -1,12 +1,15 @@
-"""Many agent calls in flight (SPEC §7): upcoming cases start on the runner's loop while pytest runs earlier items.
+"""Many agent calls in flight (SPEC §7): upcoming cases start on the runner's loop while pytest runs
+earlier items.
 
-Items still run one by one in collection order; each waits for its own case's future. A case is started early
-("prefetched") only when nothing it needs comes from its item's own setup: its agent is a ``module:attr``
-reference (``--agent`` or the file's ``agent:``) or a session-scoped ``agent`` fixture that an earlier item has
-already built, and an LLM check's ``agent_eval_llm`` has been built too. Any other case runs when its turn comes.
+Items still run one by one in collection order; each waits for its own case's future. A case is
+started early ("prefetched") only when nothing it needs comes from its item's own setup: its agent
+is a ``module:attr`` reference (``--agent`` or the file's ``agent:``) or a session-scoped ``agent``
+fixture that an earlier item has already built, and an LLM check's ``agent_eval_llm`` has been built
+too. Any other case runs when its turn comes.
 
-The scheduler is a plugin object, registered only at concurrency > 1 (as xdist registers its ``DSession`` only
-with ``-n``); it is handed what it works with and reads no session state of its own.
+The scheduler is a plugin object, registered only at concurrency > 1 (as xdist registers its
+``DSession`` only with ``-n``); it is handed what it works with and reads no session state of its
+own.
 """
 
 from __future__ import annotations
@@ -42,13 +45,13 @@ class Early(Protocol):
 class Scheduler:
     """Starts upcoming cases' agent calls, bounded by the session's concurrency limit.
 
-    :param concurrency: agent calls in flight at once in this process.
-    :param early: builds a case's run without its item's setup.
-    :param start: puts a run on the background loop (the current one: it is replaced when blocked).
-    :param suspects: the node ids that must run alone (they were in flight when an xdist worker crashed).
-    :param note: wraps a run to note it as in flight on an xdist worker (``None`` elsewhere).
-    :param blocked: the results of cases whose agent blocked the loop, by ``id(case)``: never started again.
-    :param uses_llm: whether a case has a check that needs ``agent_eval_llm``.
+    :param concurrency: agent calls in flight at once in this process. :param early: builds a case's
+    run without its item's setup. :param start: puts a run on the background loop (the current one:
+    it is replaced when blocked). :param suspects: the node ids that must run alone (they were in
+    flight when an xdist worker crashed). :param note: wraps a run to note it as in flight on an
+    xdist worker (``None`` elsewhere). :param blocked: the results of cases whose agent blocked the
+    loop, by ``id(case)``: never started again. :param uses_llm: whether a case has a check that
+    needs ``agent_eval_llm``.
     """
 
     def __init__(
@@ -75,27 +78,38 @@ class Scheduler:
         """The item pytest runs after the current one (``pytest_runtest_protocol``)."""
         self._positions: dict[str, int] = {}
         self._cursor = 0
-        """In ``session.items``: the first upcoming item not yet looked at (each is looked at once)."""
+        """In ``session.items``: the first upcoming item not yet looked at (each is looked at once).
+        """
         self.may_start: Callable[[], bool] = lambda: True
-        """Whether a case may start now (the spend cap's, when one is set): no case starts early once it says no."""
+        """Whether a case may start now (the spend cap's, when one is set): no case starts early
+        once it says no.
+        """
 
-    # -- hooks ------------------------------------------------------------------------------------------------
+    # -- hooks
+    # ------------------------------------------------------------------------------------------------
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_protocol(self, item: pytest.Item, nextitem: pytest.Item | None) -> None:
         self.next_item = nextitem
 
-    # -- what comes next -------------------------------------------------------------------------------------
+    # -- what comes next
+    # -------------------------------------------------------------------------------------
 
     def _upcoming(self, item: pytest.Item) -> Iterator[tuple[int | None, pytest.Item]]:
-        """The items after ``item`` not looked at yet, with their place in ``session.items`` (``None`` on an xdist
-        worker, whose queue changes as the controller sends items: there each pending item is looked at again)."""
+        """The items after ``item`` not looked at yet, with their place in ``session.items``
+        (``None`` on an xdist worker, whose queue changes as the controller sends items: there each
+        pending item is looked at again).
+        """
         items = item.session.items
         worker = compat.xdist_pending(item.config)
-        if worker is not None:  # an xdist worker runs only what the controller sends it, in that order
+        if (
+            worker is not None
+        ):  # an xdist worker runs only what the controller sends it, in that order
             if worker:
                 yield from ((None, items[i]) for i in worker)
-            elif self.next_item is not None:  # its queue cannot be read: the next item is still known
+            elif (
+                self.next_item is not None
+            ):  # its queue cannot be read: the next item is still known
                 yield None, self.next_item
             return
         if not self._positions:
@@ -105,14 +119,20 @@ class Scheduler:
             yield index, items[index]
 
     def prefetch(self, item: pytest.Item) -> None:
-        """Start the next cases after ``item`` that can run without their own item's setup, until ``window`` cases
-        started early wait for their items. A case that cannot start for now (its agent or LLM comes from a
-        fixture not built yet) stops the look-ahead: it and those after it are looked at again after this item."""
+        """Start the next cases after ``item`` that can run without their own item's setup, until
+        ``window`` cases started early wait for their items. A case that cannot start for now (its
+        agent or LLM comes from a fixture not built yet) stops the look-ahead: it and those after it
+        are looked at again after this item.
+        """
         for index, upcoming in self._upcoming(item):
             if len(self.futures) >= self.window or not self.may_start():
                 break
             case = getattr(upcoming, "case", None)
-            if isinstance(case, Case) and upcoming.nodeid not in self.futures and self._can_start(upcoming, case):
+            if (
+                isinstance(case, Case)
+                and upcoming.nodeid not in self.futures
+                and self._can_start(upcoming, case)
+            ):
                 if self._uses_llm(case) and self.llm is _UNSET:
                     break
                 run = self.early.run(upcoming, case, self.llm if self.llm is not _UNSET else None)
@@ -127,8 +147,10 @@ class Scheduler:
         return self._start(coro if self._note is None else self._note(item.nodeid, coro))
 
     def alone(self, item: pytest.Item) -> bool:
-        """Whether ``item``'s case must run alone: it was in flight when a worker crashed. Then the cases started
-        early are waited for first, and none start while it runs."""
+        """Whether ``item``'s case must run alone: it was in flight when a worker crashed.
+
+        Then the cases started early are waited for first, and none start while it runs.
+        """
         if item.nodeid not in self._suspects():
             return False
         concurrent.futures.wait(list(self.futures.values()))
@@ -138,16 +160,24 @@ class Scheduler:
         """The future of ``item``'s case if it was started early."""
         return self.futures.pop(item.nodeid, None)
 
-    # -- what a case needs ------------------------------------------------------------------------------------
+    # -- what a case needs
+    # ------------------------------------------------------------------------------------
 
     def _can_start(self, item: pytest.Item, case: Case) -> bool:
         if id(case) in self._blocked:  # its agent blocked the loop once: not started again
             return False
-        if getattr(item, "runs_no_agent", False):  # a calibration item: its judge alone, at its turn
+        if getattr(
+            item, "runs_no_agent", False
+        ):  # a calibration item: its judge alone, at its turn
             return False
         if item.nodeid in self._suspects():  # runs alone, at its turn
             return False
-        if case.error or case.skip or item.get_closest_marker("skip") or item.get_closest_marker("skipif"):
+        if (
+            case.error
+            or case.skip
+            or item.get_closest_marker("skip")
+            or item.get_closest_marker("skipif")
+        ):
             return False
         # agent_eval_neo4j is its item's own
         return not (case.simulated_user is not None and case.simulated_user.uses_neo4j)

@@ -1,12 +1,13 @@
 """``--agent-eval-shard I/N`` (SPEC §18): this job runs a deterministic 1/N of the collected items.
 
-The items left after ``-k``/``-m`` (and any other deselection) are ordered by a SHA-256 hash of their node id and
-dealt out in turn: item k of that order goes to shard ``k mod N + 1``. Every job that collects the same items (the
-same files, the same ``-k``/``-m``) therefore makes the same split on any machine, Python version or
-``PYTHONHASHSEED``, and the shards differ in size by one item at most. Every item is sharded, eval items and plain
-tests alike (as pytest-split and pytest-shard do): each item runs in exactly one job. The others are deselected, as
-``-k`` deselects them. The report records the shard and how many items it was cut from (``run.shard``), so that
-``agent-eval merge`` can tell a shard that is missing.
+The items left after ``-k``/``-m`` (and any other deselection) are ordered by a SHA-256 hash of
+their node id and dealt out in turn: item k of that order goes to shard ``k mod N + 1``. Every job
+that collects the same items (the same files, the same ``-k``/``-m``) therefore makes the same split
+on any machine, Python version or ``PYTHONHASHSEED``, and the shards differ in size by one item at
+most. Every item is sharded, eval items and plain tests alike (as pytest-split and pytest-shard do):
+each item runs in exactly one job. The others are deselected, as ``-k`` deselects them. The report
+records the shard and how many items it was cut from (``run.shard``), so that ``agent-eval merge``
+can tell a shard that is missing.
 """
 
 from __future__ import annotations
@@ -23,7 +24,9 @@ from pytest_agent_eval import compat
 from pytest_agent_eval.plugin.options import option_group
 
 _OUTPUT = "agent_eval_shard"
-"""The ``workeroutput`` key with which an xdist worker tells the controller how many items it sharded."""
+"""The ``workeroutput`` key with which an xdist worker tells the controller how many items it
+sharded.
+"""
 
 
 @dataclass(frozen=True)
@@ -35,7 +38,9 @@ class ShardSpec:
 
 
 def parse_shard(text: str) -> ShardSpec:
-    """``I/N`` with 1 <= I <= N; an ``argparse`` type: anything else is a usage error naming the option."""
+    """``I/N`` with 1 <= I <= N; an ``argparse`` type: anything else is a usage error naming the
+    option.
+    """
     index, slash, count = text.partition("/")
     try:
         spec = ShardSpec(int(index), int(count))
@@ -58,8 +63,12 @@ def shard_items(nodeids: list[str], spec: ShardSpec) -> set[str]:
     return {nodeid for k, nodeid in enumerate(ordered) if k % spec.count == spec.index - 1}
 
 
-def deselect(config: pytest.Config, items: list[pytest.Item], keep: Callable[[pytest.Item], bool]) -> int:
-    """Deselect the items ``keep`` refuses, as ``-k`` does (``pytest_deselected``); how many are left."""
+def deselect(
+    config: pytest.Config, items: list[pytest.Item], keep: Callable[[pytest.Item], bool]
+) -> int:
+    """Deselect the items ``keep`` refuses, as ``-k`` does (``pytest_deselected``); how many are
+    left.
+    """
     kept = [item for item in items if keep(item)]
     if len(kept) < len(items):
         config.hook.pytest_deselected(items=[item for item in items if not keep(item)])
@@ -68,7 +77,9 @@ def deselect(config: pytest.Config, items: list[pytest.Item], keep: Callable[[py
 
 
 class Shard:
-    """A plugin object (every process): deselects the other shards' items after every other deselection."""
+    """A plugin object (every process): deselects the other shards' items after every other
+    deselection.
+    """
 
     def __init__(self, spec: ShardSpec) -> None:
         self.spec = spec
@@ -76,7 +87,9 @@ class Shard:
         self.selected: int | None = None
 
     @pytest.hookimpl(trylast=True)
-    def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> None:
+    def pytest_collection_modifyitems(
+        self, config: pytest.Config, items: list[pytest.Item]
+    ) -> None:
         mine = shard_items([item.nodeid for item in items], self.spec)
         self.collected = len(items)
         self.selected = deselect(config, items, lambda item: item.nodeid in mine)
@@ -86,14 +99,17 @@ class Shard:
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: object) -> None:
-        """On the xdist controller, which collects nothing: the counts a worker sharded (each worker's are the
-        same)."""
+        """On the xdist controller, which collects nothing: the counts a worker sharded (each
+        worker's are the same).
+        """
         counts = compat.node_output(node).get(_OUTPUT)
         if self.collected is None and isinstance(counts, list) and len(counts) == 2:
             self.collected, self.selected = counts
 
     def to_dict(self) -> dict[str, int | None]:
-        """``run.shard`` of the JSON report (a count is ``None`` when no process told it: every worker crashed)."""
+        """``run.shard`` of the JSON report (a count is ``None`` when no process told it: every
+        worker crashed).
+        """
         return {
             "index": self.spec.index,
             "count": self.spec.count,

@@ -1,5 +1,6 @@
-"""How the plugin ends an eval item other than by passing: a skip reported at the case's own line (a case with
-nothing scored), through public report attributes; a failure with its message alone."""
+"""How the plugin ends an eval item other than by passing: a skip reported at the case's own line (a
+case with nothing scored), through public report attributes; a failure with its message alone.
+"""
 
 from __future__ import annotations
 
@@ -15,7 +16,9 @@ _AT_ITEM = pytest.StashKey[bool]()
 
 
 def skip_at_item(item: pytest.Item, reason: str) -> NoReturn:
-    """Skip ``item`` with ``reason``, reported at the item's own location (its case's line) instead of here."""
+    """Skip ``item`` with ``reason``, reported at the item's own location (its case's line) instead
+    of here.
+    """
     item.stash[_AT_ITEM] = True
     pytest.skip(reason)
 
@@ -30,10 +33,13 @@ def place(item: pytest.Item, report: pytest.TestReport) -> None:
 
 
 def fail_item(item: pytest.Item, message: str) -> NoReturn:
-    """Fail ``item`` with ``message`` alone: no traceback into the plugin (nor the error being handled, if any),
-    files named relative to the rootdir as pytest does, and no control character from the agent or the file
-    reaching the terminal raw."""
-    raise pytest.fail.Exception(printable(scrub_text(relative(message, item.config))), pytrace=False) from None
+    """Fail ``item`` with ``message`` alone: no traceback into the plugin (nor the error being
+    handled, if any), files named relative to the rootdir as pytest does, and no control character
+    from the agent or the file reaching the terminal raw.
+    """
+    raise pytest.fail.Exception(
+        printable(scrub_text(relative(message, item.config))), pytrace=False
+    ) from None
 
 
 def relative(message: str, config: pytest.Config) -> str:

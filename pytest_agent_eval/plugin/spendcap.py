@@ -1,16 +1,18 @@
-"""The spend cap (SPEC §25): with ``--agent-eval-max-cost X`` (ini ``agent_eval_max_cost``) no case starts once the
-run's known spend has reached X. Cases already started (in flight, or started early at ``--agent-eval-concurrency``
-> 1) finish; every case not started is "not run: spend cap" in every report (the JSON report's ``not_run``, so
-``--agent-eval-resume`` runs it later), and the run fails. The option keeps its end-of-run meaning too: a suite
-threshold on the total cost (``report.thresholds``).
+"""The spend cap (SPEC §25): with ``--agent-eval-max-cost X`` (ini ``agent_eval_max_cost``) no case
+starts once the run's known spend has reached X. Cases already started (in flight, or started early
+at ``--agent-eval-concurrency`` > 1) finish; every case not started is "not run: spend cap" in every
+report (the JSON report's ``not_run``, so ``--agent-eval-resume`` runs it later), and the run fails.
+The option keeps its end-of-run meaning too: a suite threshold on the total cost
+(``report.thresholds``).
 
-The known spend is the cost of the cases that finished (their agents' reported or priced usage; a case whose cost
-is unknown adds nothing). It is one number for the whole run, kept where the run's pace is kept (SPEC §18): a file
-in the run's cache directory under a lock, or Redis with ``--agent-eval-rate-limit-url``. Each run has its own key,
-made by the xdist controller (or the only process) and handed to its workers.
+The known spend is the cost of the cases that finished (their agents' reported or priced usage; a
+case whose cost is unknown adds nothing). It is one number for the whole run, kept where the run's
+pace is kept (SPEC §18): a file in the run's cache directory under a lock, or Redis with
+``--agent-eval-rate-limit-url``. Each run has its own key, made by the xdist controller (or the only
+process) and handed to its workers.
 
-A plugin object in every process that runs cases (each xdist worker holds back its own items); the controller
-names the cases held back, which the workers send it when they finish.
+A plugin object in every process that runs cases (each xdist worker holds back its own items); the
+controller names the cases held back, which the workers send it when they finish.
 """
 
 from __future__ import annotations
@@ -34,8 +36,9 @@ _HELD = "agent_eval_spend_held"
 
 
 def max_cost(config: pytest.Config) -> float | None:
-    """``--agent-eval-max-cost`` or ini ``agent_eval_max_cost``; ``None`` when neither is set (a bad ini value is
-    the report options' usage error)."""
+    """``--agent-eval-max-cost`` or ini ``agent_eval_max_cost``; ``None`` when neither is set (a bad
+    ini value is the report options' usage error).
+    """
     given = config.getoption("agent_eval_max_cost", None)
     if given is not None:
         return float(given)
@@ -55,7 +58,9 @@ class SpendCap:
         self.key = key
         self._tally: Tally | None = None
         self.reached: str | None = None
-        """Why cases are held back (the spend and the cap, or the store's failure); ``None`` until they are."""
+        """Why cases are held back (the spend and the cap, or the store's failure); ``None`` until
+        they are.
+        """
         self.held: list[str] = []
         self.spent = 0.0
 
@@ -69,8 +74,10 @@ class SpendCap:
         return self._tally
 
     def may_start(self) -> bool:
-        """Whether a case may start: the known spend is below the cap. A store that cannot be read stops the run's
-        spending (the spend cannot be told)."""
+        """Whether a case may start: the known spend is below the cap.
+
+        A store that cannot be read stops the run's spending (the spend cannot be told).
+        """
         if self.reached is not None:
             return False
         from pytest_agent_eval.traffic.store import StoreError
@@ -82,7 +89,8 @@ class SpendCap:
             return False
         if self.spent >= self.cap:
             self.reached = (
-                f"not run: spend cap: the known spend {self.spent:.4f} reached --agent-eval-max-cost {self.cap:g}"
+                f"not run: spend cap: the known spend {self.spent:.4f} reached"
+                f" --agent-eval-max-cost {self.cap:g}"
             )
             return False
         return True
@@ -96,14 +104,20 @@ class SpendCap:
             scheduler.may_start = self.may_start
 
     @pytest.hookimpl(tryfirst=True)
-    def pytest_runtest_protocol(self, item: pytest.Item, nextitem: pytest.Item | None) -> bool | None:
-        """An eval item whose case has not started is not run once the cap is reached: no report, no record."""
+    def pytest_runtest_protocol(
+        self, item: pytest.Item, nextitem: pytest.Item | None
+    ) -> bool | None:
+        """An eval item whose case has not started is not run once the cap is reached: no report, no
+        record.
+        """
         from pytest_agent_eval.plugin.state import EVAL_ITEM, get_state
 
         if not item.stash.get(EVAL_ITEM, False):
             return None
         scheduler = get_state(item.config).scheduler
-        if scheduler is not None and item.nodeid in scheduler.futures:  # started early: in flight, it finishes
+        if (
+            scheduler is not None and item.nodeid in scheduler.futures
+        ):  # started early: in flight, it finishes
             return None
         if self.may_start():
             return None

@@ -11,7 +11,8 @@ import pytest
 
 from pytest_agent_eval.plugin.options import Settings
 
-# The engine (formats, checks, the runner) loads with the first eval file: a session without any pays nothing.
+# The engine (formats, checks, the runner) loads with the first eval file: a session without any
+# pays nothing.
 if TYPE_CHECKING:
     import concurrent.futures
 
@@ -47,14 +48,17 @@ class EvalSession:
         self._parse_cache: ParseCache | None = None
         self._no_parse_cache = False
         self.scheduler: Scheduler | None = None
-        """Starts upcoming cases early: registered at concurrency > 1 only (``prepare.register_scheduler``)."""
+        """Starts upcoming cases early: registered at concurrency > 1 only
+        (``prepare.register_scheduler``).
+        """
         self._inflight: Any = _UNSET
         self.eval_items = 0
         """How many items the eval files collected so far made (the GC policy depends on it)."""
         self.traffic: Traffic | None = self._start_traffic() if self.settings.traffic.on else None
-        """The HTTP traffic hook (SPEC §14), installed only when an option needs it, or for the run's pace alone
-        (on by default) at the first case that starts with ``httpx`` or ``httpx2`` loaded: a run whose agents load
-        neither (nothing the pace could hook) loads none of it."""
+        """The HTTP traffic hook (SPEC §14), installed only when an option needs it, or for the
+        run's pace alone (on by default) at the first case that starts with ``httpx`` or ``httpx2``
+        loaded: a run whose agents load neither (nothing the pace could hook) loads none of it.
+        """
         self._pace_pending = not self.settings.traffic.on and self.settings.traffic.pace
 
     def _start_traffic(self) -> Traffic:
@@ -69,10 +73,18 @@ class EvalSession:
             from pytest_agent_eval import compat
 
             worker = compat.is_worker(self.config)  # its recorded cassettes go to the controller
-            with warnings.catch_warnings(record=True) as caught:  # at configure time pytest shows only those given it
+            with warnings.catch_warnings(
+                record=True
+            ) as caught:  # at configure time pytest shows only those given it
                 warnings.simplefilter("always", StoreWarning)
-                traffic = start(self.settings.traffic, self.config.rootpath, folder, send_back=worker)
-        except (ValueError, ImportError, StoreError) as exc:  # the store's: one message at start, what to do
+                traffic = start(
+                    self.settings.traffic, self.config.rootpath, folder, send_back=worker
+                )
+        except (
+            ValueError,
+            ImportError,
+            StoreError,
+        ) as exc:  # the store's: one message at start, what to do
             raise pytest.UsageError(str(exc)) from None
         for warning in caught:
             self.config.issue_config_time_warning(warning.message, stacklevel=2)  # type: ignore[arg-type]
@@ -84,8 +96,11 @@ class EvalSession:
             from pytest_agent_eval.checks import builtin_registry
 
             self._checks = builtin_registry()
-            # historic: a conftest.py registered later (a sub-directory's) is called when it registers
-            self.config.hook.pytest_agent_eval_register_checks.call_historic(kwargs={"registry": self._checks})
+            # historic: a conftest.py registered later (a sub-directory's) is called when it
+            # registers
+            self.config.hook.pytest_agent_eval_register_checks.call_historic(
+                kwargs={"registry": self._checks}
+            )
         return self._checks
 
     @property
@@ -94,35 +109,47 @@ class EvalSession:
             from pytest_agent_eval.cases.load import builtin_dialects
 
             self._dialects = builtin_dialects()
-            self.config.hook.pytest_agent_eval_register_dialects.call_historic(kwargs={"registry": self._dialects})
+            self.config.hook.pytest_agent_eval_register_dialects.call_historic(
+                kwargs={"registry": self._dialects}
+            )
         return self._dialects
 
     @property
     def adapters(self) -> AdapterRegistry:
-        """The framework adapters: plugins' (``pytest_agent_eval_register_adapters``) first, then the built-in."""
+        """The framework adapters: plugins' (``pytest_agent_eval_register_adapters``) first, then
+        the built-in.
+        """
         if self._adapters is None:
             from pytest_agent_eval.adapters import builtin_adapters
 
             self._adapters = builtin_adapters()
-            self.config.hook.pytest_agent_eval_register_adapters.call_historic(kwargs={"registry": self._adapters})
+            self.config.hook.pytest_agent_eval_register_adapters.call_historic(
+                kwargs={"registry": self._adapters}
+            )
         return self._adapters
 
     @property
     def parse_cache(self) -> ParseCache | None:
         """The YAML parse cache in pytest's cache directory (none under ``-p no:cacheprovider``)."""
-        if self._parse_cache is None and not self._no_parse_cache and getattr(self.config, "cache", None) is not None:
+        if (
+            self._parse_cache is None
+            and not self._no_parse_cache
+            and getattr(self.config, "cache", None) is not None
+        ):
             from pytest_agent_eval.core.parse_cache import ParseCache
 
             try:
                 self._parse_cache = ParseCache(self.config.cache.mkdir("agent_eval_parsed"))
-            except OSError:  # a cache directory that cannot be written only costs speed: files are parsed each time
+            # a cache directory that cannot be written only costs speed: files are parsed each time
+            except OSError:
                 self._no_parse_cache = True
         return self._parse_cache
 
     @property
     def inflight(self) -> InFlight | None:
-        """On an xdist worker, where the cases in flight are noted for the controller (crashes); ``None`` where the
-        controller's folder for them is not (a worker on another machine)."""
+        """On an xdist worker, where the cases in flight are noted for the controller (crashes);
+        ``None`` where the controller's folder for them is not (a worker on another machine).
+        """
         if self._inflight is _UNSET:
             from pytest_agent_eval import compat
             from pytest_agent_eval.plugin.crashes import KEY, InFlight
@@ -145,30 +172,42 @@ class EvalSession:
         """The mark for tag ``name``, registered first (so ``--strict-markers`` accepts tags)."""
         mark = self._marks.get(name)
         if mark is None:
-            registered = {line.split(":")[0].split("(")[0].strip() for line in self.config.getini("markers")}
+            registered = {
+                line.split(":")[0].split("(")[0].strip() for line in self.config.getini("markers")
+            }
             if name not in registered:
                 self.config.addinivalue_line("markers", f"{name}: agent-eval tag")
             mark = self._marks[name] = getattr(pytest.mark, name)
         return mark
 
-    def run_settings(self, case: Case, llm: LLM | None, recorder: RecorderFactory | None) -> RunSettings:
-        """What running ``case`` needs: checks, timeout, the LLM, tool-mock recorder and the concurrency limit."""
+    def run_settings(
+        self, case: Case, llm: LLM | None, recorder: RecorderFactory | None
+    ) -> RunSettings:
+        """What running ``case`` needs: checks, timeout, the LLM, tool-mock recorder and the
+        concurrency limit.
+        """
         from pytest_agent_eval.run.settings import RunSettings
 
-        if self._pace_pending and _http_client_loaded():  # the pace hooks httpx/httpx2 only: none, nothing to pace
+        if (
+            self._pace_pending and _http_client_loaded()
+        ):  # the pace hooks httpx/httpx2 only: none, nothing to pace
             self._pace_pending = False
             try:
                 self.traffic = self._start_traffic()
-            except pytest.UsageError as exc:  # the default pace's store failed: the run goes on unpaced, saying why
+            except (
+                pytest.UsageError
+            ) as exc:  # the default pace's store failed: the run goes on unpaced, saying why
                 import warnings
 
                 from pytest_agent_eval.traffic.store import StoreWarning
 
                 warnings.warn(
-                    StoreWarning(f"{exc}; the run is not paced (--agent-eval-pace off: not tried)"), stacklevel=1
+                    StoreWarning(f"{exc}; the run is not paced (--agent-eval-pace off: not tried)"),
+                    stacklevel=1,
                 )
         inline = self.loops.inline
-        # In this thread one case runs at a time: with one trial, there is nothing for the limit to hold back.
+        # In this thread one case runs at a time: with one trial, there is nothing for the limit to
+        # hold back.
         alone = inline and (self.settings.repeat or case.repeat) == 1
         return RunSettings(
             checks=self.checks,
@@ -217,18 +256,23 @@ class EvalSession:
         if self._loops is not None:
             self._loops.close()
             self._loops = None
-        self.agent_instances.clear()  # the session's agents (and their copies with mocked tools) go with it
+        # the session's agents (and their copies with mocked tools) go with it
+        self.agent_instances.clear()
 
 
 STATE = pytest.StashKey[EvalSession]()
 EVAL_ITEM = pytest.StashKey[bool]()
-"""Set on the items eval files make (cases, and an unreadable file's ``@file``): cheaper to ask than a marker."""
+"""Set on the items eval files make (cases, and an unreadable file's ``@file``): cheaper to ask than
+a marker.
+"""
 
 
 def limits_folder(config: pytest.Config) -> Path:
-    """Where the run's shared budgets live (the pace, the spend): the run's cache directory, shared by every xdist
-    worker; without a writable cache, a folder by rootdir in the user's private folder (SPEC §22: made 0700, checked
-    to be the user's, never a symlink), never a predictable shared path another local user could plant."""
+    """Where the run's shared budgets live (the pace, the spend): the run's cache directory, shared
+    by every xdist worker; without a writable cache, a folder by rootdir in the user's private
+    folder (SPEC §22: made 0700, checked to be the user's, never a symlink), never a predictable
+    shared path another local user could plant.
+    """
     import hashlib
 
     from pytest_agent_eval.traffic import private
@@ -252,5 +296,7 @@ def get_state(config: pytest.Config) -> EvalSession:
 
 
 def _http_client_loaded() -> bool:
-    """Whether an HTTP client the pace hooks (``traffic.hook.adopt``) is loaded: one dict look-up per case."""
+    """Whether an HTTP client the pace hooks (``traffic.hook.adopt``) is loaded: one dict look-up
+    per case.
+    """
     return "httpx" in sys.modules or "httpx2" in sys.modules

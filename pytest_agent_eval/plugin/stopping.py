@@ -1,4 +1,5 @@
-"""``stop_on_failure``: once a case of a file that sets it fails, the file's remaining cases are skipped.
+"""``stop_on_failure``: once a case of a file that sets it fails, the file's remaining cases are
+skipped.
 
 Per pytest process: under ``-n`` each worker stops the cases it runs itself.
 """
@@ -14,13 +15,19 @@ _SKIPPING = pytest.StashKey[bool]()
 
 
 def note_report(item: pytest.Item, report: pytest.TestReport) -> None:
-    """After the first failed case of such a file, mark its later cases to be skipped, naming the failure."""
+    """After the first failed case of such a file, mark its later cases to be skipped, naming the
+    failure.
+    """
     if not (report.failed and item.stash.get(STOPS, False)) or item.stash.get(_SKIPPING, False):
         return
     items = item.session.items
     later = items[items.index(item) + 1 :] if item in items else []
     reason = f"stop_on_failure: {item.nodeid} failed earlier in this file"
     for other in later:
-        if other.path == item.path and other.stash.get(STOPS, False) and not other.stash.get(_SKIPPING, False):
+        if (
+            other.path == item.path
+            and other.stash.get(STOPS, False)
+            and not other.stash.get(_SKIPPING, False)
+        ):
             other.stash[_SKIPPING] = True
             other.add_marker(pytest.mark.skip(reason=reason))

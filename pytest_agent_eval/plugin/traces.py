@@ -1,10 +1,12 @@
-"""``--agent-eval-traces PATH``, ``--agent-eval-otlp [URL]``, ``--agent-eval-trace-url TEMPLATE`` (SPEC §23): every
-trial an OpenTelemetry trace, written as OTLP JSON lines and/or sent over OTLP/HTTP.
+"""``--agent-eval-traces PATH``, ``--agent-eval-otlp [URL]``, ``--agent-eval-trace-url TEMPLATE``
+(SPEC §23): every trial an OpenTelemetry trace, written as OTLP JSON lines and/or sent over
+OTLP/HTTP.
 
-The engine (``pytest_agent_eval.traces``, the OpenTelemetry SDK of the ``otel`` extra) loads only when an option
-asks for it, or when a case checks spans (the runner loads it then, for that case's spans alone). The controller
-of an xdist run empties the file and hands its workers the run id; each process that runs cases has its own
-tracing, and tells the controller how many spans it could not send (the summary counts them).
+The engine (``pytest_agent_eval.traces``, the OpenTelemetry SDK of the ``otel`` extra) loads only
+when an option asks for it, or when a case checks spans (the runner loads it then, for that case's
+spans alone). The controller of an xdist run empties the file and hands its workers the run id; each
+process that runs cases has its own tracing, and tells the controller how many spans it could not
+send (the summary counts them).
 """
 
 from __future__ import annotations
@@ -63,13 +65,16 @@ def pytest_configure(config: pytest.Config) -> None:
     endpoint = config.getoption("agent_eval_otlp", None)
     template = config.getoption("agent_eval_trace_url", None)
     if template is not None and "{trace_id}" not in template:
-        raise pytest.UsageError(f"--agent-eval-trace-url {template!r}: put {{trace_id}} where the trace id goes")
+        raise pytest.UsageError(
+            f"--agent-eval-trace-url {template!r}: put {{trace_id}} where the trace id goes"
+        )
     if path is None and endpoint is None:
         return
     import importlib.util
 
     if importlib.util.find_spec("opentelemetry.sdk") is None or (
-        endpoint is not None and importlib.util.find_spec("opentelemetry.exporter.otlp.proto.http") is None
+        endpoint is not None
+        and importlib.util.find_spec("opentelemetry.exporter.otlp.proto.http") is None
     ):
         raise pytest.UsageError(
             "--agent-eval-traces / --agent-eval-otlp need the OpenTelemetry SDK and exporter: "
@@ -92,12 +97,16 @@ class Traces:
         worker = compat.worker_input(config)
         self.run_id = str((worker or {}).get(_RUN_ID) or uuid.uuid4().hex)
         self.path = Path(config.invocation_params.dir, path) if path is not None else None
-        if self.path is not None and worker is None:  # the controller (or the only process) starts the file
+        if (
+            self.path is not None and worker is None
+        ):  # the controller (or the only process) starts the file
             try:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
                 self.path.write_bytes(b"")
             except OSError as exc:
-                raise pytest.UsageError(f"--agent-eval-traces {path}: cannot write it ({exc.strerror})") from None
+                raise pytest.UsageError(
+                    f"--agent-eval-traces {path}: cannot write it ({exc.strerror})"
+                ) from None
         self.endpoint = endpoint
         self._tracing: Tracing | None = None
         self.dropped = 0
@@ -105,7 +114,9 @@ class Traces:
 
     @property
     def tracing(self) -> Tracing:
-        """The process's tracing, made at its first case (an xdist controller, which runs none, makes none)."""
+        """The process's tracing, made at its first case (an xdist controller, which runs none,
+        makes none).
+        """
         if self._tracing is None:
             from pytest_agent_eval.report.json_report import git_commit
             from pytest_agent_eval.traces.engine import TraceOptions, Tracing, otlp_endpoint
@@ -113,7 +124,9 @@ class Traces:
             self._tracing = Tracing(
                 TraceOptions(
                     path=self.path,
-                    endpoint=None if self.endpoint is None else otlp_endpoint(self.endpoint or None, os.environ),
+                    endpoint=None
+                    if self.endpoint is None
+                    else otlp_endpoint(self.endpoint or None, os.environ),
                     run_id=self.run_id,
                     commit=git_commit(self.config.rootpath),
                 )
@@ -138,7 +151,10 @@ class Traces:
         elif self.dropped:
             from pytest_agent_eval.traces.engine import TraceWarning
 
-            warnings.warn(TraceWarning(f"{self.why}; the run went on: {self.dropped} spans dropped"), stacklevel=1)
+            warnings.warn(
+                TraceWarning(f"{self.why}; the run went on: {self.dropped} spans dropped"),
+                stacklevel=1,
+            )
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: object) -> None:
@@ -151,7 +167,9 @@ class Traces:
         if compat.worker_output(self.config) is not None:
             return
         if self.path is not None:
-            terminalreporter.write_line(f"agent eval traces: {self.path} (OTLP JSON lines, run {self.run_id})")
+            terminalreporter.write_line(
+                f"agent eval traces: {self.path} (OTLP JSON lines, run {self.run_id})"
+            )
         if self.endpoint is not None:
             sent = "sent" if not self.dropped else f"{self.dropped} spans dropped ({self.why})"
             terminalreporter.write_line(f"agent eval traces over OTLP: {sent}")

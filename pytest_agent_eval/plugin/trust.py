@@ -1,6 +1,7 @@
-"""What data files may read (SPEC §22), as pytest options: ``--agent-eval-allow-path DIR`` and the ini
-``agent_eval_allow_paths`` (folders outside the rootdir ``file://`` references may read) and
-``agent_eval_max_cases_per_file``; configure hands them to :mod:`pytest_agent_eval.cases.trust`."""
+"""What data files may read (SPEC §22), as pytest options: ``--agent-eval-allow-path DIR`` and the
+ini ``agent_eval_allow_paths`` (folders outside the rootdir ``file://`` references may read) and
+``agent_eval_max_cases_per_file``; configure hands them to :mod:`pytest_agent_eval.cases.trust`.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +10,9 @@ from pathlib import Path
 import pytest
 
 MAX_CASES_PER_FILE = 100_000
-"""The default of ``agent_eval_max_cases_per_file`` (``cases.trust`` holds the same: its engine loads at configure)."""
+"""The default of ``agent_eval_max_cases_per_file`` (``cases.trust`` holds the same: its engine
+loads at configure).
+"""
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -45,7 +48,9 @@ def pytest_configure(config: pytest.Config) -> None:
     except ValueError:
         bound = 0
     if bound < 1:
-        raise pytest.UsageError(f"ini agent_eval_max_cases_per_file = {text!r}: give a whole number of at least 1")
+        raise pytest.UsageError(
+            f"ini agent_eval_max_cases_per_file = {text!r}: give a whole number of at least 1"
+        )
     invocation = config.invocation_params.dir
     given = [invocation / d for d in config.getoption("agent_eval_allow_path") or []]
     for folder in given:

@@ -1,9 +1,11 @@
-"""Writing a report file so that a reader never sees half of it: a temporary file beside it, then a rename.
+"""Writing a report file so that a reader never sees half of it: a temporary file beside it, then a
+rename.
 
-A report path that is a symlink is written through (its target is replaced, the link stays); a FIFO or a character
-device (``/dev/stdout``, ``/dev/null``) is written to as it is, never replaced by a file; anything else that is not
-a regular file is refused. A report that cannot be written is one line on the terminal (:func:`write_report`): the
-other reports are still written and the run's exit status is left as it is.
+A report path that is a symlink is written through (its target is replaced, the link stays); a FIFO
+or a character device (``/dev/stdout``, ``/dev/null``) is written to as it is, never replaced by a
+file; anything else that is not a regular file is refused. A report that cannot be written is one
+line on the terminal (:func:`write_report`): the other reports are still written and the run's exit
+status is left as it is.
 """
 
 from __future__ import annotations
@@ -22,12 +24,16 @@ if TYPE_CHECKING:
 
 
 class ReportPathError(OSError):
-    """A report path that cannot take a report (a folder, a socket, a FIFO nobody reads); the message says which."""
+    """A report path that cannot take a report (a folder, a socket, a FIFO nobody reads); the
+    message says which.
+    """
 
 
 def write_text_atomically(path: Path, text: str) -> None:
-    """Write ``text`` to a temporary file beside ``path``, then rename it over ``path`` (also on Ctrl-C: the old
-    file, or none, stays whole). A symlink's target is written; a FIFO or character device is written through."""
+    """Write ``text`` to a temporary file beside ``path``, then rename it over ``path`` (also on
+    Ctrl-C: the old file, or none, stays whole). A symlink's target is written; a FIFO or character
+    device is written through.
+    """
     target = Path(os.path.realpath(path))
     if _write_special(path, target, text, append=False):
         return
@@ -46,7 +52,9 @@ def write_text_atomically(path: Path, text: str) -> None:
 
 
 def append_text(path: Path, text: str) -> None:
-    """Append ``text`` to ``path`` in one write (a CI job summary file may be shared with other steps)."""
+    """Append ``text`` to ``path`` in one write (a CI job summary file may be shared with other
+    steps).
+    """
     target = Path(os.path.realpath(path))
     if _write_special(path, target, text, append=True):
         return
@@ -56,8 +64,9 @@ def append_text(path: Path, text: str) -> None:
 
 
 def _write_special(path: Path, target: Path, text: str, append: bool) -> bool:
-    """Write ``text`` through to ``target`` when it is a FIFO or a character device (``True``); ``False`` for a
-    regular file or none; ``ReportPathError`` for anything else."""
+    """Write ``text`` through to ``target`` when it is a FIFO or a character device (``True``);
+    ``False`` for a regular file or none; ``ReportPathError`` for anything else.
+    """
     try:
         mode = os.stat(target).st_mode
     except FileNotFoundError:
@@ -81,8 +90,10 @@ def _write_special(path: Path, target: Path, text: str, append: bool) -> bool:
 
 
 def write_report(config: pytest.Config, what: str, path: Path, write: Callable[[], None]) -> bool:
-    """Run ``write`` (which writes the report ``what`` to ``path``); when it cannot, say so in one line and return
-    ``False``: the run goes on to write its other reports, its exit status unchanged."""
+    """Run ``write`` (which writes the report ``what`` to ``path``); when it cannot, say so in one
+    line and return ``False``: the run goes on to write its other reports, its exit status
+    unchanged.
+    """
     try:
         write()
     except OSError as exc:
@@ -93,7 +104,10 @@ def write_report(config: pytest.Config, what: str, path: Path, write: Callable[[
 
 
 def tell(config: pytest.Config, line: str) -> None:
-    """``line`` on the terminal (standard error when there is no terminal reporter, e.g. ``-p no:terminal``)."""
+    """``line`` on the terminal (standard error when there is no terminal reporter, e.g.
+
+    ``-p no:terminal``).
+    """
     reporter = config.pluginmanager.get_plugin("terminalreporter")
     if reporter is not None:
         reporter.write_line(line, yellow=True, bold=True)

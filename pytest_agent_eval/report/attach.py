@@ -1,5 +1,7 @@
-"""Where the record is made: from the item's case result (where the case ran) and its test report's outcome,
-then carried on the report as ``report.agent_eval`` (a JSON-able dict that pytest-xdist sends along)."""
+"""Where the record is made: from the item's case result (where the case ran) and its test report's
+outcome, then carried on the report as ``report.agent_eval`` (a JSON-able dict that pytest-xdist
+sends along).
+"""
 
 from __future__ import annotations
 
@@ -19,54 +21,80 @@ if TYPE_CHECKING:
 _RECORD = pytest.StashKey[CaseRecord]()
 _CASSETTE = pytest.StashKey[tuple[str, str]]()
 _CONTENT = pytest.StashKey[bool]()
-WRITTEN = ("agent_eval_report", "agent_eval_markdown", "agent_eval_html", "agent_eval_baseline", "agent_eval_resume")
-"""The options (``dest``) of the reports written from the records: with one (or the run memory, whose journal keeps
-every record), a record keeps the case's input and content hash (SPEC §17); without, neither is computed (the
-terminal summary and ``--junitxml`` show neither)."""
+WRITTEN = (
+    "agent_eval_report",
+    "agent_eval_markdown",
+    "agent_eval_html",
+    "agent_eval_baseline",
+    "agent_eval_resume",
+)
+"""The options (``dest``) of the reports written from the records: with one (or the run memory,
+whose journal keeps every record), a record keeps the case's input and content hash (SPEC §17);
+without, neither is computed (the terminal summary and ``--junitxml`` show neither).
+"""
 
 
 def wants_content(config: pytest.Config) -> bool:
-    """Whether the records need the case's input and content hash: a written report is asked for, or a plugin
-    registers report formats of its own (which may read them). Decided once per process, workers alike."""
+    """Whether the records need the case's input and content hash: a written report is asked for, or
+    a plugin registers report formats of its own (which may read them). Decided once per process,
+    workers alike.
+    """
     wanted = config.stash.get(_CONTENT, None)
     if wanted is None:
         hook = config.hook.pytest_agent_eval_register_formats
         wanted = (
             any(config.getoption(name, None) for name in WRITTEN)
-            or config.pluginmanager.hasplugin("agent_eval_memory")  # the run memory's journal keeps every record
-            or any(not impl.function.__module__.startswith("pytest_agent_eval.") for impl in hook.get_hookimpls())
+            or config.pluginmanager.hasplugin(
+                "agent_eval_memory"
+            )  # the run memory's journal keeps every record
+            or any(
+                not impl.function.__module__.startswith("pytest_agent_eval.")
+                for impl in hook.get_hookimpls()
+            )
         )
         config.stash[_CONTENT] = wanted
     return wanted
 
 
 def note_result(item: pytest.Item, result: CaseResult) -> None:
-    """Record the case's result for its report, and add its ``--junitxml`` properties (taken from the record)."""
+    """Record the case's result for its report, and add its ``--junitxml`` properties (taken from
+    the record).
+    """
     k = item.config.getoption("agent_eval_k", None)
     record = from_result(item.nodeid, item.location[0], result, k, wants_content(item.config))
     item.stash[_RECORD] = record
-    if result.cassette is not None:  # recorded on an xdist worker: the controller writes it (``plugin.cassettes``)
+    if (
+        result.cassette is not None
+    ):  # recorded on an xdist worker: the controller writes it (``plugin.cassettes``)
         item.stash[_CASSETTE] = result.cassette
     item.user_properties.extend(record.junit_properties())
 
 
 def note_cached(item: pytest.Item, data: dict[str, Any]) -> CaseRecord:
-    """The record of a case reported from the verdict cache: the stored one, marked ``cached``, at this item."""
-    record = CaseRecord.from_dict({**data, "nodeid": item.nodeid, "file": item.location[0], "cached": True})
+    """The record of a case reported from the verdict cache: the stored one, marked ``cached``, at
+    this item.
+    """
+    record = CaseRecord.from_dict(
+        {**data, "nodeid": item.nodeid, "file": item.location[0], "cached": True}
+    )
     item.stash[_RECORD] = record
     item.user_properties.extend([*record.junit_properties(), ("cached", "true")])
     return record
 
 
 def attach(item: pytest.Item, report: pytest.TestReport) -> None:
-    """Put the item's record on its call report, or on its setup report when the case never got to run."""
+    """Put the item's record on its call report, or on its setup report when the case never got to
+    run.
+    """
     if report.when == "teardown":
         return
     if report.when == "setup" and report.passed:
         return
     record = item.stash.get(_RECORD, None) or _not_run(item, report)
     if _RECORD in item.stash:
-        del item.stash[_RECORD]  # the report carries it from here: the item need not keep it for the session
+        del item.stash[
+            _RECORD
+        ]  # the report carries it from here: the item need not keep it for the session
     cassette = item.stash.get(_CASSETTE, None)
     if cassette is not None:
         del item.stash[_CASSETTE]
@@ -78,11 +106,15 @@ def attach(item: pytest.Item, report: pytest.TestReport) -> None:
         record.reason = getattr(report, "wasxfail", None) or message
     elif record.outcome in ("failed", "error") and not record.ran:
         record.error = message
-    setattr(report, ATTRIBUTE, scrub_strings(record.to_dict()))  # no secret the run knows leaves the item
+    setattr(
+        report, ATTRIBUTE, scrub_strings(record.to_dict())
+    )  # no secret the run knows leaves the item
 
 
 def _not_run(item: pytest.Item, report: pytest.TestReport) -> CaseRecord:
-    """The record of an item whose case never ran: a skip, a setup error, a file that cannot be read."""
+    """The record of an item whose case never ran: a skip, a setup error, a file that cannot be
+    read.
+    """
     case = getattr(item, "case", None)
     _, line, _ = item.reportinfo()
     file = item.location[0]

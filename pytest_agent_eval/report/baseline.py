@@ -1,17 +1,19 @@
-"""Comparing a run with an earlier report (``--agent-eval-baseline``, ``agent-eval compare``): regressions,
-fixes, new and missing cases. Plain Python, no pytest.
+"""Comparing a run with an earlier report (``--agent-eval-baseline``, ``agent-eval compare``):
+regressions, fixes, new and missing cases. Plain Python, no pytest.
 
-* A case with one trial regresses when it passed and now fails (or errors), or when its score dropped by more
-  than the tolerance; it is fixed when it failed and now passes.
+* A case with one trial regresses when it passed and now fails (or errors), or when its score
+  dropped by more than the tolerance; it is fixed when it failed and now passes.
 * A repeated case (more than one trial on either side) regresses only when its pass rate dropped
-  significantly: a one-sided Fisher exact test on the pass counts gives ``p`` below the significance level.
-  Its score is not compared: trial-to-trial noise must not gate CI. It is fixed when it failed and now passes.
+  significantly: a one-sided Fisher exact test on the pass counts gives ``p`` below the significance
+  level. Its score is not compared: trial-to-trial noise must not gate CI. It is fixed when it
+  failed and now passes.
 * Skipped and xfailed cases are compared with nothing.
 
-Cases are matched by node id. A baseline written from another rootdir (the same files, node ids under another
-directory) is matched by path: the directory prefix that makes the most node ids equal is left out on each side,
-and the comparison says so. A baseline that still shares no case with the run is "not compared" (and fails a gate):
-every case new or missing would otherwise read as "0 regressions".
+Cases are matched by node id. A baseline written from another rootdir (the same files, node ids
+under another directory) is matched by path: the directory prefix that makes the most node ids equal
+is left out on each side, and the comparison says so. A baseline that still shares no case with the
+run is "not compared" (and fails a gate): every case new or missing would otherwise read as "0
+regressions".
 """
 
 from __future__ import annotations
@@ -34,7 +36,9 @@ DEFAULT_SIGNIFICANCE = 0.05
 _PASSED = ("passed", "xpassed")
 _FAILED = ("failed", "error")
 _CANDIDATES = 20
-"""Node ids of this run with the same file name and case a baseline's node id is matched against (bounds the work)."""
+"""Node ids of this run with the same file name and case a baseline's node id is matched against
+(bounds the work).
+"""
 
 
 class BaselineError(Exception):
@@ -42,21 +46,27 @@ class BaselineError(Exception):
 
 
 def fisher_less(base_passes: int, base_trials: int, passes: int, trials: int) -> float:
-    """One-sided Fisher exact test: the probability, with both runs' pass rates equal, of the baseline holding
-    ``base_passes`` or more of all the passes (that is, of the candidate doing this badly or worse)."""
+    """One-sided Fisher exact test: the probability, with both runs' pass rates equal, of the
+    baseline holding ``base_passes`` or more of all the passes (that is, of the candidate doing this
+    badly or worse).
+    """
     total_passes, total = base_passes + passes, base_trials + trials
     denominator = comb(total, base_trials)
     upper = min(total_passes, base_trials)
     numerator = sum(
-        comb(total_passes, x) * comb(total - total_passes, base_trials - x) for x in range(base_passes, upper + 1)
+        comb(total_passes, x) * comb(total - total_passes, base_trials - x)
+        for x in range(base_passes, upper + 1)
     )
     return numerator / denominator
 
 
 @dataclass(frozen=True)
 class Change:
-    """One case that differs between the baseline and this run, with a line saying how. ``nodeid`` is this run's
-    (the baseline's for a missing case); ``base_nodeid`` the baseline's when it differs (matched across rootdirs)."""
+    """One case that differs between the baseline and this run, with a line saying how.
+
+    ``nodeid`` is this run's (the baseline's for a missing case); ``base_nodeid`` the baseline's
+    when it differs (matched across rootdirs).
+    """
 
     nodeid: str
     detail: str
@@ -73,7 +83,9 @@ _GROUPS = ("regressions", "fixes", "new", "missing")
 
 @dataclass
 class Comparison:
-    """What changed between a baseline and a candidate run: made once per run, shown by every report."""
+    """What changed between a baseline and a candidate run: made once per run, shown by every
+    report.
+    """
 
     regressions: list[Change] = field(default_factory=list)
     fixes: list[Change] = field(default_factory=list)
@@ -84,18 +96,29 @@ class Comparison:
     not_compared: str | None = None
     """Why the runs could not be compared (no case in common); ``None`` when they were."""
     matched: str | None = None
-    """How node ids were matched when the baseline was written from another rootdir; ``None``: as they are."""
+    """How node ids were matched when the baseline was written from another rootdir; ``None``: as
+    they are.
+    """
     suite: SuiteTest | None = None
-    """The suite-level test over the cases both runs decided (McNemar, bootstrap interval); ``None`` without any."""
+    """The suite-level test over the cases both runs decided (McNemar, bootstrap interval); ``None``
+    without any.
+    """
 
     def suite_dropped(self) -> bool:
-        """Whether the suite gate fails the run: the pass rate dropped with McNemar p below the significance, or
-        there is nothing to test (not compared, no case decided on both sides)."""
-        return self.not_compared is not None or self.suite is None or self.suite.dropped(self.significance)
+        """Whether the suite gate fails the run: the pass rate dropped with McNemar p below the
+        significance, or there is nothing to test (not compared, no case decided on both sides).
+        """
+        return (
+            self.not_compared is not None
+            or self.suite is None
+            or self.suite.dropped(self.significance)
+        )
 
     @property
     def failed(self) -> bool:
-        """Whether a gate fails the run: a case regressed, or the baseline could not be compared with it."""
+        """Whether a gate fails the run: a case regressed, or the baseline could not be compared
+        with it.
+        """
         return bool(self.regressions) or self.not_compared is not None
 
     def counts(self) -> str:
@@ -124,7 +147,9 @@ class Comparison:
         return [self.suite.line()] if self.suite is not None and self.not_compared is None else []
 
     def lines(self) -> list[str]:
-        """The comparison as text: a count line, the suite-level test, then each change under its heading."""
+        """The comparison as text: a count line, the suite-level test, then each change under its
+        heading.
+        """
         out = [self.headline(), *self.suite_lines(), *([self.matched] if self.matched else [])]
         for title, changes in self.groups():
             if changes:
@@ -133,8 +158,9 @@ class Comparison:
         return out
 
     def table(self) -> list[str]:
-        """The comparison as a text table (``agent-eval compare``): a count line, the suite-level test, then a row
-        per changed case."""
+        """The comparison as a text table (``agent-eval compare``): a count line, the suite-level
+        test, then a row per changed case.
+        """
         out = [self.headline(), *self.suite_lines(), *([self.matched] if self.matched else [])]
         rows = [(title, c.nodeid, c.detail) for title, changes in self.groups() for c in changes]
         if rows:
@@ -179,31 +205,39 @@ class Comparison:
         }
         for name in _GROUPS:
             out[name] = [
-                {"nodeid": c.nodeid, "detail": c.detail, "base_nodeid": c.base_nodeid} for c in getattr(self, name)
+                {"nodeid": c.nodeid, "detail": c.detail, "base_nodeid": c.base_nodeid}
+                for c in getattr(self, name)
             ]
         return out
 
 
 _MD_ESCAPES = str.maketrans({c: f"\\{c}" for c in "\\`*_[]~|"} | {"&": "&amp;", "<": "&lt;"})
-"""What makes agent text inert in GitHub markdown: HTML as text, no emphasis, link, code or strike, no new column."""
+"""What makes agent text inert in GitHub markdown: HTML as text, no emphasis, link, code or strike,
+no new column.
+"""
 
 
 def md_cell(text: str) -> str:
-    """``text`` fit for one markdown table cell: one line, shown as it is (no HTML, link or emphasis of its own:
-    it may be an agent's output), pipes escaped."""
+    """``text`` fit for one markdown table cell: one line, shown as it is (no HTML, link or emphasis
+    of its own: it may be an agent's output), pipes escaped.
+    """
     return " ".join(text.split()).translate(_MD_ESCAPES)
 
 
 def md_code(text: str) -> str:
     """``text`` as inline code in a table cell."""
-    return "`" + " ".join(text.split()).replace("`", "'").replace("|", "\\|") + "`"  # nothing else is active in code
+    return (
+        "`" + " ".join(text.split()).replace("`", "'").replace("|", "\\|") + "`"
+    )  # nothing else is active in code
 
 
 def _rate(record: CaseRecord) -> str:
     return f"{record.passes}/{len(record.trials)}"
 
 
-def _compare_case(base: CaseRecord, cand: CaseRecord, tolerance: float, significance: float, out: Comparison) -> None:
+def _compare_case(
+    base: CaseRecord, cand: CaseRecord, tolerance: float, significance: float, out: Comparison
+) -> None:
     if base.outcome not in _PASSED + _FAILED or cand.outcome not in _PASSED + _FAILED:
         return
     repeated = len(base.trials) > 1 or len(cand.trials) > 1
@@ -211,7 +245,11 @@ def _compare_case(base: CaseRecord, cand: CaseRecord, tolerance: float, signific
     if base.outcome in _FAILED and cand.outcome in _PASSED:
         out.fixes.append(Change(cand.nodeid, f"{base.outcome} -> {cand.outcome}", other))
     elif repeated:
-        if base.trials and cand.trials and cand.passes / len(cand.trials) < base.passes / len(base.trials):
+        if (
+            base.trials
+            and cand.trials
+            and cand.passes / len(cand.trials) < base.passes / len(base.trials)
+        ):
             p = fisher_less(base.passes, len(base.trials), cand.passes, len(cand.trials))
             if p < significance:
                 detail = f"pass rate {_rate(base)} -> {_rate(cand)} (Fisher p = {p:.3g} < {significance:g})"
@@ -229,13 +267,17 @@ def compare(
     tolerance: float = DEFAULT_TOLERANCE,
     significance: float = DEFAULT_SIGNIFICANCE,
 ) -> Comparison:
-    """Regressions, fixes, new and missing cases of ``candidate`` against ``baseline``, each by node id (matched
-    across rootdirs when no node id is in both); "not compared" when the two share no case."""
+    """Regressions, fixes, new and missing cases of ``candidate`` against ``baseline``, each by node
+    id (matched across rootdirs when no node id is in both); "not compared" when the two share no
+    case.
+    """
     base = {r.nodeid: r for r in baseline}
     cand = {r.nodeid: r for r in candidate}
     out = Comparison(tolerance=tolerance, significance=significance)
     base_key, cand_key = _as_is, _as_is
-    if bool(cand) != bool(base):  # in either direction: a gate that cannot compare fails (SPEC §17, §22)
+    if bool(cand) != bool(
+        base
+    ):  # in either direction: a gate that cannot compare fails (SPEC §17, §22)
         empty = "the baseline" if not base else "this run"
         out.not_compared = f"no case in common with this run ({empty} has no case)"
         return out
@@ -243,7 +285,8 @@ def compare(
         prefixes = _rootdir_prefixes(list(base), list(cand))
         if prefixes is None:
             out.not_compared = (
-                f"no case in common with this run (the baseline has {_some(base)}, this run {_some(cand)})"
+                f"no case in common with this run (the baseline has {_some(base)},"
+                f" this run {_some(cand)})"
             )
             return out
         base_key, cand_key = partial(_strip, prefixes[0]), partial(_strip, prefixes[1])
@@ -259,7 +302,13 @@ def compare(
         elif before is not None and after is not None:
             _compare_case(before, after, tolerance, significance, out)
             if before.outcome in _PASSED + _FAILED and after.outcome in _PASSED + _FAILED:
-                decided.append((before.outcome in _PASSED, after.outcome in _PASSED, (_trials(before), _trials(after))))
+                decided.append(
+                    (
+                        before.outcome in _PASSED,
+                        after.outcome in _PASSED,
+                        (_trials(before), _trials(after)),
+                    )
+                )
             if out.matched is None and before.nodeid != after.nodeid:
                 out.matched = (
                     f"node ids matched across rootdirs: the baseline's {_file_of(before.nodeid)}::* is this run's "
@@ -270,15 +319,18 @@ def compare(
 
 
 def _trials(record: CaseRecord) -> tuple[int, int]:
-    """``(passing trials, trials)`` of a decided case; one trial of its outcome when it never ran (an error)."""
+    """``(passing trials, trials)`` of a decided case; one trial of its outcome when it never ran
+    (an error).
+    """
     if record.trials:
         return record.passes, len(record.trials)
     return (1 if record.outcome in _PASSED else 0), 1
 
 
 _Key = tuple[bool, str]
-"""A node id as compared: ``(True, the node id without the run's rootdir prefix)``, ``(False, the node id)`` for one
-without that prefix."""
+"""A node id as compared: ``(True, the node id without the run's rootdir prefix)``, ``(False, the
+node id)`` for one without that prefix.
+"""
 
 
 def _as_is(nodeid: str) -> _Key:
@@ -305,9 +357,10 @@ def _some(records: dict[str, CaseRecord], shown: int = 2) -> str:
 
 
 def _rootdir_prefixes(base: list[str], cand: list[str]) -> tuple[str, str] | None:
-    """``(the baseline's prefix, this run's)``: the leading directories that, left out of the node ids, make the most
-    cases match (the same files seen from two rootdirs: ``evals/eval_x.yaml::a`` and ``eval_x.yaml::a``); ``None``
-    when no two node ids name the same file name and case."""
+    """``(the baseline's prefix, this run's)``: the leading directories that, left out of the node
+    ids, make the most cases match (the same files seen from two rootdirs: ``evals/eval_x.yaml::a``
+    and ``eval_x.yaml::a``); ``None`` when no two node ids name the same file name and case.
+    """
     by_tail: dict[str, list[list[str]]] = {}
     for nodeid in cand:
         parts = _file_of(nodeid).split("/")
@@ -324,22 +377,30 @@ def _rootdir_prefixes(base: list[str], cand: list[str]) -> tuple[str, str] | Non
 
 
 def load_records(path: Path) -> list[CaseRecord]:
-    """The records of an ``--agent-eval-report`` file; ``BaselineError`` naming the file when it is not one."""
+    """The records of an ``--agent-eval-report`` file; ``BaselineError`` naming the file when it is
+    not one.
+    """
     return records_of(load_report(path)["cases"], path)
 
 
 def records_of(cases: list[Any], path: Path | None = None) -> list[CaseRecord]:
-    """A report's cases as records; ``BaselineError`` (naming ``path``, when given) when one is not a record."""
+    """A report's cases as records; ``BaselineError`` (naming ``path``, when given) when one is not
+    a record.
+    """
     try:
         return [CaseRecord.from_dict(c) for c in cases]
     except (TypeError, KeyError, AttributeError, ValueError) as exc:
         where = f"{path}: " if path is not None else ""
-        raise BaselineError(f"{where}a case record does not match the report schema: {exc}") from None
+        raise BaselineError(
+            f"{where}a case record does not match the report schema: {exc}"
+        ) from None
 
 
 def load_report(path: Path) -> dict[str, Any]:
-    """An ``--agent-eval-report`` file as data, its cases checked against the report schema (each field of the
-    type the reports read); ``BaselineError`` naming the file, and the case and field, when it is not one."""
+    """An ``--agent-eval-report`` file as data, its cases checked against the report schema (each
+    field of the type the reports read); ``BaselineError`` naming the file, and the case and field,
+    when it is not one.
+    """
     try:
         data = json.loads(path.read_text(encoding="utf-8"), parse_constant=_no_constant)
     except OSError as exc:
@@ -350,16 +411,24 @@ def load_report(path: Path) -> dict[str, Any]:
 
 
 def check_report(data: Any, path: Path) -> dict[str, Any]:
-    """``data`` (read from ``path``: a report, or one a journal was made into) when it is a report whose cases
-    match the report schema; ``BaselineError`` naming the file, and the case and field, when it is not."""
-    if not isinstance(data, dict) or data.get("schema_version") != SCHEMA_VERSION or "cases" not in data:
+    """``data`` (read from ``path``: a report, or one a journal was made into) when it is a report
+    whose cases match the report schema; ``BaselineError`` naming the file, and the case and field,
+    when it is not.
+    """
+    if (
+        not isinstance(data, dict)
+        or data.get("schema_version") != SCHEMA_VERSION
+        or "cases" not in data
+    ):
         raise BaselineError(
             f"{path}: not an --agent-eval-report file of schema_version {SCHEMA_VERSION}; "
             "write one with pytest --agent-eval-report PATH"
         )
     from pytest_agent_eval.report.reading import problem
 
-    found = problem(data)  # every field of its type and range (SPEC §22): one line naming the first that is not
+    found = problem(
+        data
+    )  # every field of its type and range (SPEC §22): one line naming the first that is not
     if found is not None:
         what = "a case record" if found.startswith("cases[") else "the report"
         raise BaselineError(f"{path}: {what} does not match the report schema: {found}")

@@ -1,4 +1,6 @@
-"""The records of a run, gathered on the xdist controller (or the only process) from the test reports."""
+"""The records of a run, gathered on the xdist controller (or the only process) from the test
+reports.
+"""
 
 from __future__ import annotations
 
@@ -18,18 +20,21 @@ COLLECTOR = pytest.StashKey["Records"]()
 ATTRIBUTE = "agent_eval"
 """The test report attribute that carries the record (a dict) from the worker to the controller."""
 CASSETTE = "agent_eval_cassette"
-"""The test report attribute that carries a cassette recorded on a worker to the controller (``plugin.cassettes``)."""
+"""The test report attribute that carries a cassette recorded on a worker to the controller
+(``plugin.cassettes``).
+"""
 
 DECIDED = (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED)
-"""Exit statuses a report's verdict (a threshold, the baseline gate) may change; an interrupt, internal or usage
-error is left as it is."""
+"""Exit statuses a report's verdict (a threshold, the baseline gate) may change; an interrupt,
+internal or usage error is left as it is.
+"""
 
 
 class Records:
     """A plugin object, registered on the controller only: one record per eval item, by node id.
 
-    Fed by ``pytest_runtest_logreport`` with the reports the workers sent (or this process made), so every
-    format built from it is the same with and without ``-n``.
+    Fed by ``pytest_runtest_logreport`` with the reports the workers sent (or this process made), so
+    every format built from it is the same with and without ``-n``.
     """
 
     def __init__(
@@ -38,27 +43,38 @@ class Records:
         case_lines: Callable[[str], dict[str, int]] = lambda file: {},
     ) -> None:
         self._records: dict[str, dict[str, Any]] = {}
-        """The records as the reports carry them (plain data): made into ``CaseRecord`` s when first read, so a long
-        run keeps one copy of each, not two, for the cyclic GC to go over."""
+        """The records as the reports carry them (plain data): made into ``CaseRecord`` s when first
+        read, so a long run keeps one copy of each, not two, for the cyclic GC to go over.
+        """
         self._built: list[CaseRecord] | None = None
         self._started: dict[str, tuple[str, int | None]] = {}
         self._collected: list[str] = []
         self.is_eval_file = is_eval_file
-        """Whether a file (relative to the rootdir) holds eval items: tells a crashed worker's eval item."""
+        """Whether a file (relative to the rootdir) holds eval items: tells a crashed worker's eval
+        item.
+        """
         self.case_lines = case_lines
-        """The line of each case id of an eval file (relative to the rootdir): where a case not run is."""
+        """The line of each case id of an eval file (relative to the rootdir): where a case not run
+        is.
+        """
         self._items: list[pytest.Item] = []
         self._died: dict[str, str] = {}
-        """Node id -> the xdist worker that died while it ran the case (its record is the crash's error)."""
+        """Node id -> the xdist worker that died while it ran the case (its record is the crash's
+        error).
+        """
         self._lost: dict[str, str] = {}
         """Node id -> the xdist worker that died with the case sent to it and not finished."""
         self.ended = how_it_ended(None)
         """How the run ended (``pytest_sessionfinish``), as the reasons of ``not_run`` say it."""
         self.held: dict[str, str] = {}
-        """Node id -> why the run chose not to start the case (the spend cap): its reason in ``not_run``."""
+        """Node id -> why the run chose not to start the case (the spend cap): its reason in
+        ``not_run``.
+        """
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
-        self._items = session.items  # where the cases are (not a copy): read only for the cases not run
+        self._items = (
+            session.items
+        )  # where the cases are (not a copy): read only for the cases not run
         self._note_collected([item.nodeid for item in session.items])
 
     @pytest.hookimpl(optionalhook=True)
@@ -79,7 +95,9 @@ class Records:
         self._collected = [nodeid for nodeid in nodeids if nodeid.split("::")[0] in evals]
 
     def not_finished(self) -> list[str]:
-        """The eval items collected that have no record (an interrupted run's cases that did not run or finish)."""
+        """The eval items collected that have no record (an interrupted run's cases that did not run
+        or finish).
+        """
         return [nodeid for nodeid in self._collected if nodeid not in self._records]
 
     @pytest.hookimpl(tryfirst=True)  # before the formats write
@@ -87,9 +105,11 @@ class Records:
         self.ended = how_it_ended(exitstatus, bool(session.shouldfail or session.shouldstop))
 
     def not_run(self, ended: str | None = None) -> list[dict[str, Any]]:
-        """The JSON report's ``not_run``: ``{nodeid, file, line, reason}`` for each eval item collected without a
-        final record (``ended``: how the run ended, e.g. ``the run was interrupted``) and each whose record is a
-        worker crash's error; in collection order (then by node id, crashes of items not known to be collected)."""
+        """The JSON report's ``not_run``: ``{nodeid, file, line, reason}`` for each eval item
+        collected without a final record (``ended``: how the run ended, e.g. ``the run was
+        interrupted``) and each whose record is a worker crash's error; in collection order (then by
+        node id, crashes of items not known to be collected).
+        """
         missing = self.not_finished()
         crashed = {nodeid for nodeid in self._died if nodeid in self._records}
         if not missing and not crashed:
@@ -97,8 +117,12 @@ class Records:
         ended = ended or self.ended
         dead = sorted({*self._died.values(), *self._lost.values()} - {""})
         if dead and missing:
-            ended += f" after {'the worker' if len(dead) == 1 else 'the workers'} {', '.join(dead)} died"
-        order = [n for n in self._collected if n in crashed or n not in self._records]  # collection order
+            ended += (
+                f" after {'the worker' if len(dead) == 1 else 'the workers'} {', '.join(dead)} died"
+            )
+        order = [
+            n for n in self._collected if n in crashed or n not in self._records
+        ]  # collection order
         order += sorted(crashed - set(order))
         lines = self._lines(order)
         entries = []
@@ -114,12 +138,15 @@ class Records:
             else:
                 reason = f"not started: {ended}"
             file = nodeid.split("::")[0]
-            entries.append({"nodeid": nodeid, "file": file, "line": lines.get(nodeid), "reason": reason})
+            entries.append(
+                {"nodeid": nodeid, "file": file, "line": lines.get(nodeid), "reason": reason}
+            )
         return entries
 
     def _lines(self, nodeids: list[str]) -> dict[str, int]:
-        """The (1-based) line of each of ``nodeids``: from its item, else its start, else its eval file read again
-        (an item an xdist worker never started); none when it cannot be told."""
+        """The (1-based) line of each of ``nodeids``: from its item, else its start, else its eval
+        file read again (an item an xdist worker never started); none when it cannot be told.
+        """
         wanted = set(nodeids)
         lines: dict[str, int] = {}
         for item in self._items:  # without xdist, this process's items
@@ -134,7 +161,9 @@ class Records:
             cases = self.case_lines(file)
             for nodeid in unknown:
                 in_file, _, name = nodeid.partition("::")
-                line = cases.get(name, cases.get(name.partition("[")[0])) if in_file == file else None
+                line = (
+                    cases.get(name, cases.get(name.partition("[")[0])) if in_file == file else None
+                )
                 if line is not None:  # a matrix variant (``case[agent]``) is where its case is
                     lines[nodeid] = line
         return lines
@@ -145,7 +174,9 @@ class Records:
         return len(self._collected)
 
     def pytest_runtest_logstart(self, nodeid: str, location: tuple[str, int | None, str]) -> None:
-        self._started[nodeid] = location[:2]  # what is known of an item whose worker may crash running it
+        self._started[nodeid] = location[
+            :2
+        ]  # what is known of an item whose worker may crash running it
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
@@ -155,10 +186,14 @@ class Records:
         elif is_worker_crash(report) and report.nodeid not in self._records:
             self._crashed(report)
         elif report.when == "teardown" and report.failed and report.nodeid in self._records:
-            self._keep(report.nodeid, {**self._records[report.nodeid], "outcome": "error"})  # as pytest counts it
+            self._keep(
+                report.nodeid, {**self._records[report.nodeid], "outcome": "error"}
+            )  # as pytest counts it
 
     def carry(self, records: dict[str, dict[str, Any]]) -> None:
-        """Start from an earlier report's records, by node id (``--agent-eval-resume``): this run's replace them."""
+        """Start from an earlier report's records, by node id (``--agent-eval-resume``): this run's
+        replace them.
+        """
         for nodeid, data in records.items():
             self._keep(nodeid, data)
 
@@ -171,19 +206,24 @@ class Records:
             self._died.pop(nodeid, None)
 
     def _crashed(self, report: pytest.TestReport) -> None:
-        """The record of an eval item whose xdist worker died running it: an error, with where it is and why."""
+        """The record of an eval item whose xdist worker died running it: an error, with where it is
+        and why.
+        """
         from pytest_agent_eval.report.record import CaseRecord, crash_message
 
         file, line = self._started.get(report.nodeid, (report.nodeid.split("::")[0], None))
         if not self.is_eval_file(file):
             return
         case_id = report.nodeid.rpartition("::")[2]
-        record = CaseRecord(report.nodeid, case_id, file, (line or 0) + 1, "error", error=crash_message(report))
+        record = CaseRecord(
+            report.nodeid, case_id, file, (line or 0) + 1, "error", error=crash_message(report)
+        )
         self._keep(report.nodeid, record.to_dict(), died=compat.crashed_worker(report) or "")
 
     def final_record(self, nodeid: str) -> dict[str, Any] | None:
-        """The record of ``nodeid`` when it is final (not a crashed worker's error, which a resumed run runs
-        again); ``None`` when there is none yet."""
+        """The record of ``nodeid`` when it is final (not a crashed worker's error, which a resumed
+        run runs again); ``None`` when there is none yet.
+        """
         return None if nodeid in self._died else self._records.get(nodeid)
 
     @property
@@ -193,14 +233,20 @@ class Records:
 
     @property
     def records(self) -> list[CaseRecord]:
-        """Every record so far, by node id (the order does not depend on which worker finished first)."""
+        """Every record so far, by node id (the order does not depend on which worker finished
+        first).
+        """
         if not self._records:
             return []
         if self._built is None:
             from pytest_agent_eval.report.record import CaseRecord
 
-            with gc_policy.paused():  # objects kept to the end: the collector would go over them for nothing
-                self._built = [CaseRecord.from_dict(self._records[k]) for k in sorted(self._records)]
+            with (
+                gc_policy.paused()
+            ):  # objects kept to the end: the collector would go over them for nothing
+                self._built = [
+                    CaseRecord.from_dict(self._records[k]) for k in sorted(self._records)
+                ]
         return self._built
 
 

@@ -1,9 +1,10 @@
-"""``agent-eval comment REPORT [--baseline B]`` (SPEC §25): the pull-request comment of a saved or merged report.
+"""``agent-eval comment REPORT [--baseline B]`` (SPEC §25): the pull-request comment of a saved or
+merged report.
 
-Its first line is a hidden marker (:data:`MARKER`): a workflow finds the comment it wrote before by it and edits
-that one, so a pull request keeps one sticky comment however often it is pushed. What a reviewer needs comes
-first: the suite-level result, the regressions, the fixes and the cost against the baseline; then the failures,
-and the whole summary folded away. Plain Python, no pytest.
+Its first line is a hidden marker (:data:`MARKER`): a workflow finds the comment it wrote before by
+it and edits that one, so a pull request keeps one sticky comment however often it is pushed. What a
+reviewer needs comes first: the suite-level result, the regressions, the fixes and the cost against
+the baseline; then the failures, and the whole summary folded away. Plain Python, no pytest.
 """
 
 from __future__ import annotations
@@ -39,7 +40,9 @@ def _cost(records: list[CaseRecord]) -> float | None:
 
 
 def headline(records: list[CaseRecord], comparison: Comparison | None, not_run: int) -> str:
-    """The first visible line: the suite's verdict against the baseline (or the pass count without one)."""
+    """The first visible line: the suite's verdict against the baseline (or the pass count without
+    one).
+    """
     from pytest_agent_eval.report.stats import Stats
 
     stats = Stats.of(records)
@@ -91,8 +94,9 @@ def comment_lines(
     baseline: list[CaseRecord] | None = None,
     not_run: list[dict[str, Any]] | None = None,
 ) -> list[str]:
-    """The comment: marker, headline, the suite-level test, regressions, fixes, cost, failures, then the whole
-    summary folded."""
+    """The comment: marker, headline, the suite-level test, regressions, fixes, cost, failures, then
+    the whole summary folded.
+    """
     not_run = not_run or []
     out = [MARKER, headline(records, comparison, len(not_run))]
     if comparison is not None and comparison.not_compared is None:
@@ -103,19 +107,34 @@ def comment_lines(
     if cost is not None:
         out += ["", cost]
     if not_run:
-        named = ", ".join(f"{md_code(e['nodeid'])} ({md_cell(str(e.get('reason', '')))})" for e in not_run[:_SHOWN])
+        named = ", ".join(
+            f"{md_code(e['nodeid'])} ({md_cell(str(e.get('reason', '')))})"
+            for e in not_run[:_SHOWN]
+        )
         more = f" and {len(not_run) - _SHOWN} more" if len(not_run) > _SHOWN else ""
         out += ["", f"**Not run ({len(not_run)}):** {named}{more}"]
     failures = [r for r in records if r.outcome in _FAILED]
     if failures:
-        out += ["", f"**Failures ({len(failures)})**", "", "| case | reason | location |", "|---|---|---|"]
+        out += [
+            "",
+            f"**Failures ({len(failures)})**",
+            "",
+            "| case | reason | location |",
+            "|---|---|---|",
+        ]
         out += [
             f"| {md_code(r.nodeid)} | {md_cell(reason(r))} | {md_code(f'{r.file}:{r.line}')} |"
             for r in failures[:_SHOWN]
         ]
         if len(failures) > _SHOWN:
             out.append(f"| … | and {len(failures) - _SHOWN} more | |")
-    out += ["", "<details><summary>The whole summary</summary>", "", *markdown_lines(records, comparison), ""]
+    out += [
+        "",
+        "<details><summary>The whole summary</summary>",
+        "",
+        *markdown_lines(records, comparison),
+        "",
+    ]
     out.append("</details>")
     return out
 
@@ -128,8 +147,9 @@ def comment(
     tolerance: float = DEFAULT_TOLERANCE,
     significance: float = DEFAULT_SIGNIFICANCE,
 ) -> int:
-    """The ``agent-eval comment`` command: print the comment; 0, or 2 for an unusable report or baseline. The
-    comment says what failed; the exit status does not (``agent-eval gate`` judges)."""
+    """The ``agent-eval comment`` command: print the comment; 0, or 2 for an unusable report or
+    baseline. The comment says what failed; the exit status does not (``agent-eval gate`` judges).
+    """
     from pytest_agent_eval.report.merge import not_run_of
 
     try:
@@ -141,6 +161,8 @@ def comment(
     except BaselineError as exc:
         print(f"agent-eval comment: {exc}", file=err)
         return 2
-    comparison = compare(baseline, records, tolerance, significance) if baseline is not None else None
+    comparison = (
+        compare(baseline, records, tolerance, significance) if baseline is not None else None
+    )
     print("\n".join(comment_lines(records, comparison, baseline, not_run)), file=out)
     return 0

@@ -1,4 +1,6 @@
-"""A failed case's text: a count line, every check with ✓/✗, diffs for the failed ones, the calls, the location."""
+"""A failed case's text: a count line, every check with ✓/✗, diffs for the failed ones, the calls,
+the location.
+"""
 
 from __future__ import annotations
 
@@ -19,7 +21,9 @@ def _value(value: Any) -> str:
 
 
 def trial_summary(trial: TrialResult, min_score: float | None) -> str:
-    """How many of the trial's ✓/✗ lines are ✗ (checks, violations, the agent's error), and its score."""
+    """How many of the trial's ✓/✗ lines are ✗ (checks, violations, the agent's error), and its
+    score.
+    """
     if trial.summary:  # a conversation: its composite with every part, or why there is none
         return trial.summary
     if trial.run.error and not trial.checks and not trial.violations:
@@ -36,7 +40,9 @@ def trial_summary(trial: TrialResult, min_score: float | None) -> str:
 
 
 def summary(result: CaseResult) -> str:
-    """The one-line summary of a failed case: counts, never a message of its own (that is on its ✗ line)."""
+    """The one-line summary of a failed case: counts, never a message of its own (that is on its ✗
+    line).
+    """
     case = result.case
     if len(result.trials) > 1:
         return (
@@ -82,7 +88,9 @@ def transcript_lines(history: list[dict[str, Any]]) -> list[str]:
 
 
 def failure_lines(result: CaseResult, verbose: int = 0) -> list[str]:
-    """The whole failure text of a case, as lines (``-v`` details are report sections: see :func:`details`)."""
+    """The whole failure text of a case, as lines (``-v`` details are report sections: see
+    :func:`details`).
+    """
     case = result.case
     lines = [summary(result)]
     if len(result.trials) > 1:
@@ -90,7 +98,9 @@ def failure_lines(result: CaseResult, verbose: int = 0) -> list[str]:
         for n, trial in enumerate(result.trials, 1):
             if not trial.passed and n != first:
                 lines.append(f"  trial {n}: {trial_summary(trial, case.min_score)}")
-        lines.append(f"first failing trial (#{first}): {trial_summary(result.first, case.min_score)}")
+        lines.append(
+            f"first failing trial (#{first}): {trial_summary(result.first, case.min_score)}"
+        )
     lines.extend(trial_lines(result.first))
     if case.metadata:
         lines.append(f"  metadata: {bounded_repr(case.metadata)}")
@@ -99,13 +109,19 @@ def failure_lines(result: CaseResult, verbose: int = 0) -> list[str]:
 
 
 def details(result: CaseResult) -> list[tuple[str, str]]:
-    """``-v`` report sections of a case's shown trial: the agent's full output and every tool call in full."""
+    """``-v`` report sections of a case's shown trial: the agent's full output and every tool call
+    in full.
+    """
     run = result.first.run
     calls = [
-        f"{n:>2}. {c.describe()} " + (f"raised {c.error}" if c.error is not None else f"-> {c.result!r}")
+        f"{n:>2}. {c.describe()} "
+        + (f"raised {c.error}" if c.error is not None else f"-> {c.result!r}")
         for n, c in enumerate(run.tool_calls, 1)
     ]
-    sections = [("agent output", run.output or "(empty)"), ("tool calls", "\n".join(calls) or "(no tool calls)")]
+    sections = [
+        ("agent output", run.output or "(empty)"),
+        ("tool calls", "\n".join(calls) or "(no tool calls)"),
+    ]
     if run.history:
         sections.append(("transcript", "\n".join(transcript_lines(run.history))))
     return sections

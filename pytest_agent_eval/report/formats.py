@@ -1,9 +1,11 @@
-"""The report formats, each a plugin object registered on the controller only (not on xdist workers), as
-pytest's own junitxml is; all of them read the records that ``Records`` gathers from the test reports.
+"""The report formats, each a plugin object registered on the controller only (not on xdist
+workers), as pytest's own junitxml is; all of them read the records that ``Records`` gathers from
+the test reports.
 
 A format is one module (its plugin object) and one registration line, :func:`add_format`, in the
-``pytest_agent_eval_register_formats`` hook: here for the built-in ones (:func:`builtin_formats`), in a
-``conftest.py`` or plugin for anyone else's (see docs/extending.md), as checks, dialects and adapters are.
+``pytest_agent_eval_register_formats`` hook: here for the built-in ones (:func:`builtin_formats`),
+in a ``conftest.py`` or plugin for anyone else's (see docs/extending.md), as checks, dialects and
+adapters are.
 """
 
 from __future__ import annotations
@@ -16,22 +18,31 @@ import pytest
 from pytest_agent_eval.compat import is_worker
 from pytest_agent_eval.core.files import is_eval_file
 from pytest_agent_eval.report.collector import COLLECTOR, Records
-from pytest_agent_eval.report.options import BASELINE_LOADER, REPORT_OPTIONS, ReportOptions, rootdir_moved_by
+from pytest_agent_eval.report.options import (
+    BASELINE_LOADER,
+    REPORT_OPTIONS,
+    ReportOptions,
+    rootdir_moved_by,
+)
 from pytest_agent_eval.report.summary import Summary
 from pytest_agent_eval.report.thresholds import SuiteThresholds, Thresholds
 
 MakeFormat = Callable[[pytest.Config, Records], object]
-"""``make(config, records) -> plugin object``: a format from the run's options and its records (read them when
-the session finishes: ``records.records``, one ``CaseRecord`` per eval item)."""
+"""``make(config, records) -> plugin object``: a format from the run's options and its records (read
+them when the session finishes: ``records.records``, one ``CaseRecord`` per eval item).
+"""
 
 
-def add_format(config: pytest.Config, name: str, make: MakeFormat, option: str | None = None) -> None:
-    """Register the report format ``name``: the plugin object ``make(config, records)``, on the xdist controller
-    (or the only process) and only when ``option`` (an option's ``dest``; ``None``: always) is set.
+def add_format(
+    config: pytest.Config, name: str, make: MakeFormat, option: str | None = None
+) -> None:
+    """Register the report format ``name``: the plugin object ``make(config, records)``, on the
+    xdist controller (or the only process) and only when ``option`` (an option's ``dest``; ``None``:
+    always) is set.
 
-    Call it from ``pytest_agent_eval_register_formats`` (or ``pytest_configure``). Workers register nothing:
-    their reports, each with its case's record, reach the controller, so a format reads the same with and without
-    ``-n``.
+    Call it from ``pytest_agent_eval_register_formats`` (or ``pytest_configure``). Workers register
+    nothing: their reports, each with its case's record, reach the controller, so a format reads the
+    same with and without ``-n``.
     """
     if is_worker(config) or (option is not None and not config.getoption(option, None)):
         return
@@ -43,8 +54,9 @@ _REGISTERED = pytest.StashKey[list[str]]()
 
 
 def withdraw(config: pytest.Config) -> None:
-    """Unregister every format and the summary: the session turned out to be no run (a usage error found at
-    collection), and the reports of the last real run stay as they are."""
+    """Unregister every format and the summary: the session turned out to be no run (a usage error
+    found at collection), and the reports of the last real run stay as they are.
+    """
     for name in [*config.stash.get(_REGISTERED, []), "agent_eval_summary", "agent_eval_thresholds"]:
         plugin = config.pluginmanager.get_plugin(name)
         if plugin is not None:
@@ -53,10 +65,14 @@ def withdraw(config: pytest.Config) -> None:
 
 
 def run_records(config: pytest.Config) -> Records:
-    """The run's records, gathered by the ``Records`` plugin object (registered with the first format)."""
+    """The run's records, gathered by the ``Records`` plugin object (registered with the first
+    format).
+    """
     collector = config.stash.get(COLLECTOR, None)
     if collector is None:
-        collector = config.stash[COLLECTOR] = Records(partial(_is_eval_file, config), partial(_case_lines, config))
+        collector = config.stash[COLLECTOR] = Records(
+            partial(_is_eval_file, config), partial(_case_lines, config)
+        )
         config.pluginmanager.register(collector, "agent_eval_records")
     return collector
 
@@ -64,26 +80,32 @@ def run_records(config: pytest.Config) -> Records:
 def _is_eval_file(config: pytest.Config, file: str) -> bool:
     """Whether ``file`` (a node id's path, relative to the rootdir) was collected as an eval file."""
     path = config.rootpath / file
-    explicit = any((config.invocation_params.dir / arg.split("::")[0]).resolve() == path for arg in config.args)
+    explicit = any(
+        (config.invocation_params.dir / arg.split("::")[0]).resolve() == path for arg in config.args
+    )
     return is_eval_file(path, tuple(config.getini("agent_eval_files")), explicit)
 
 
 CASE_LINES = pytest.StashKey[Callable[[str], dict[str, int]]]()
-"""Set by the plugin layer: ``case_lines(file)``, the line of each case id of the eval file ``file`` (relative to
-the rootdir), read again on the controller for the cases an xdist worker never started; empty when it cannot be
-read (a line is then not told, never made up)."""
+"""Set by the plugin layer: ``case_lines(file)``, the line of each case id of the eval file ``file``
+(relative to the rootdir), read again on the controller for the cases an xdist worker never started;
+empty when it cannot be read (a line is then not told, never made up).
+"""
 
 
 def _case_lines(config: pytest.Config, file: str) -> dict[str, int]:
-    """The lines of ``file``'s cases through the plugin's reader (:data:`CASE_LINES`); none without one."""
+    """The lines of ``file``'s cases through the plugin's reader (:data:`CASE_LINES`); none without
+    one.
+    """
     read = config.stash.get(CASE_LINES, None)
     return read(file) if read is not None else {}
 
 
 def configure(config: pytest.Config) -> None:
-    """Register the record collector and the terminal summary (and the formats asked for) on the controller; none
-    under ``--collect-only`` (an IDE's background discovery): it writes no report and prints no eval summary, and
-    the last real run's reports stay as they are (SPEC §22)."""
+    """Register the record collector and the terminal summary (and the formats asked for) on the
+    controller; none under ``--collect-only`` (an IDE's background discovery): it writes no report
+    and prints no eval summary, and the last real run's reports stay as they are (SPEC §22).
+    """
     if is_worker(config) or config.option.collectonly:
         return
     for flag, value in rootdir_moved_by(config):
@@ -101,7 +123,9 @@ def configure(config: pytest.Config) -> None:
     options = _options(config)
     thresholds = Thresholds(options.min_pass_rate, options.max_cost, options.max_p95_latency_s)
     if thresholds:  # its exit status is decided after the baseline gate's (a hook wrapper)
-        config.pluginmanager.register(SuiteThresholds(thresholds, collector), "agent_eval_thresholds")
+        config.pluginmanager.register(
+            SuiteThresholds(thresholds, collector), "agent_eval_thresholds"
+        )
     config.hook.pytest_agent_eval_register_formats(config=config)
 
 

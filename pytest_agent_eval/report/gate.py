@@ -1,12 +1,13 @@
-"""``agent-eval gate REPORT [--baseline B] [--min-pass-rate X] [--max-cost X] [--max-p95-latency S] [--markdown PATH]``
-(SPEC §18): a saved or merged report judged as a run judges itself with ``--agent-eval-gate regressions`` and the
-suite thresholds. Plain Python, no pytest; the comparison (``baseline.compare``), the thresholds
-(``limits.Thresholds``) and the markdown (``markdown_text``) are the run's own.
+"""``agent-eval gate REPORT [--baseline B] [--min-pass-rate X] [--max-cost X] [--max-p95-latency S]
+[--markdown PATH]`` (SPEC §18): a saved or merged report judged as a run judges itself with
+``--agent-eval-gate regressions`` and the suite thresholds. Plain Python, no pytest; the comparison
+(``baseline.compare``), the thresholds (``limits.Thresholds``) and the markdown (``markdown_text``)
+are the run's own.
 
-The gate fails (exit 1) on a regression against the baseline (or a baseline that shares no case with the report),
-on a missed threshold, and on a report that does not hold the whole run: a missing shard, cases not run, a run that
-did not finish — a gate that cannot compare fails rather than passes. Known failures alone do not fail it. An
-unusable report or baseline is exit 2.
+The gate fails (exit 1) on a regression against the baseline (or a baseline that shares no case with
+the report), on a missed threshold, and on a report that does not hold the whole run: a missing
+shard, cases not run, a run that did not finish — a gate that cannot compare fails rather than
+passes. Known failures alone do not fail it. An unusable report or baseline is exit 2.
 """
 
 from __future__ import annotations
@@ -68,7 +69,9 @@ class Verdict:
         return f"gate failed: {'; '.join(self.reasons)}" if self.failed else "gate passed"
 
     def lines(self) -> list[str]:
-        """The verdict as text: the comparison, the thresholds, what is missing, then the one-line verdict."""
+        """The verdict as text: the comparison, the thresholds, what is missing, then the one-line
+        verdict.
+        """
         out = [*(self.comparison.lines() if self.comparison is not None else [])]
         out += [f"threshold missed: {line}" for line in self.missed]
         out += [f"threshold not checked: {line}" for line in self.unknown]
@@ -76,32 +79,50 @@ class Verdict:
         return [*out, self.verdict()]
 
     def markdown(self) -> list[str]:
-        """The run's markdown summary of the report, then the thresholds, what is missing and the verdict."""
+        """The run's markdown summary of the report, then the thresholds, what is missing and the
+        verdict.
+        """
         stopped = None
         if self.incomplete:
-            stopped = "**The report does not hold the whole run:** " + "; ".join(md_cell(i) for i in self.incomplete)
+            stopped = "**The report does not hold the whole run:** " + "; ".join(
+                md_cell(i) for i in self.incomplete
+            )
         out = markdown_lines(self.records, self.comparison, stopped)
         notes = [f"threshold missed: {line}" for line in self.missed]
         notes += [f"threshold not checked: {line}" for line in self.unknown]
         if notes:
             out += ["", *(f"- {md_cell(line)}" for line in notes)]
-        verdict = f"**Gate failed:** {md_cell('; '.join(self.reasons))}" if self.failed else "**Gate passed**"
+        verdict = (
+            f"**Gate failed:** {md_cell('; '.join(self.reasons))}"
+            if self.failed
+            else "**Gate passed**"
+        )
         return [*out, "", verdict]
 
 
 def incomplete(path: Path, document: dict[str, Any]) -> list[str]:
-    """Why a report does not hold its whole run: a merge's reasons, the cases not run, a run that did not finish."""
+    """Why a report does not hold its whole run: a merge's reasons, the cases not run, a run that
+    did not finish.
+    """
     run = run_of(path, document)
     given = run.get("incomplete") or []
-    reasons = [line for line in given if isinstance(line, str)] if isinstance(given, list) else [str(given)]
+    reasons = (
+        [line for line in given if isinstance(line, str)]
+        if isinstance(given, list)
+        else [str(given)]
+    )
     not_run = not_run_of(path, document)
     if not_run:
         names = ", ".join(e["nodeid"] for e in not_run[:_SHOWN])
         more = f" and {len(not_run) - _SHOWN} more" if len(not_run) > _SHOWN else ""
         noun = "case" if len(not_run) == 1 else "cases"
-        reasons.append(f"{len(not_run)} {noun} not run: {names}{more} (run them with --agent-eval-resume {path})")
+        reasons.append(
+            f"{len(not_run)} {noun} not run: {names}{more} (run them with --agent-eval-resume {path})"
+        )
     if run.get("finished") is not True and not reasons:
-        reasons.append("the run did not finish (interrupted, stopped early or a session error): cases may be missing")
+        reasons.append(
+            "the run did not finish (interrupted, stopped early or a session error): cases may be missing"
+        )
     return reasons
 
 
@@ -114,7 +135,9 @@ def judge(
     tolerance: float,
     significance: float,
 ) -> Verdict:
-    """The report's verdict: compared with ``baseline`` (when given), its thresholds checked, its completeness."""
+    """The report's verdict: compared with ``baseline`` (when given), its thresholds checked, its
+    completeness.
+    """
     from pytest_agent_eval.report.stats import Stats
 
     verdict = Verdict(records, incomplete=incomplete(path, document))
@@ -135,8 +158,10 @@ def gate(
     out: TextIO,
     err: TextIO,
 ) -> int:
-    """The ``agent-eval gate`` command: print the verdict (and append its markdown to ``markdown``); 1 when the gate
-    fails, 0 when it passes, 2 for an unusable report or baseline or an unwritable markdown file."""
+    """The ``agent-eval gate`` command: print the verdict (and append its markdown to ``markdown``);
+    1 when the gate fails, 0 when it passes, 2 for an unusable report or baseline or an unwritable
+    markdown file.
+    """
     try:
         path = Path(report)
         document = load_report(path)
@@ -148,7 +173,9 @@ def gate(
         return 2
     print(one_line(f"agent-eval gate: {report}: {len(records)} cases"), file=out)
     for line in verdict.lines():
-        print(one_line(line), file=out)  # a report is data: an id's control characters are shown escaped
+        print(
+            one_line(line), file=out
+        )  # a report is data: an id's control characters are shown escaped
     if markdown:
         try:
             append_text(Path(markdown), "\n".join(verdict.markdown()) + "\n\n")

@@ -1,10 +1,12 @@
-"""``--agent-eval-html PATH`` and ``agent-eval html REPORT [BASE] -o PATH``: one self-contained HTML page of a run.
+"""``--agent-eval-html PATH`` and ``agent-eval html REPORT [BASE] -o PATH``: one self-contained HTML
+page of a run.
 
-The page is rendered from the JSON report's document (run metadata and the per-case records): the summary, the
-charts and the baseline comparison are HTML written here (readable without JavaScript); the case table, its
-filters and each case's details are drawn by an inline script from the records embedded as JSON. Nothing is
-loaded from the network (a Content-Security-Policy forbids it). Every string from the run is escaped: here with
-``html.escape``, in the page by its ``esc``. No pytest here: the command-line tool writes the same page.
+The page is rendered from the JSON report's document (run metadata and the per-case records): the
+summary, the charts and the baseline comparison are HTML written here (readable without JavaScript);
+the case table, its filters and each case's details are drawn by an inline script from the records
+embedded as JSON. Nothing is loaded from the network (a Content-Security-Policy forbids it). Every
+string from the run is escaped: here with ``html.escape``, in the page by its ``esc``. No pytest
+here: the command-line tool writes the same page.
 """
 
 from __future__ import annotations
@@ -38,14 +40,23 @@ def esc(value: Any) -> str:
 def embedded_json(data: Any) -> str:
     """``data`` as JSON that cannot end its ``<script>`` element or open a comment inside it."""
     text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
-    for char, escaped in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"), ("\u2028", "\\u2028")):
+    for char, escaped in (
+        ("<", "\\u003c"),
+        (">", "\\u003e"),
+        ("&", "\\u0026"),
+        ("\u2028", "\\u2028"),
+    ):
         text = text.replace(char, escaped)
     return text.replace("\u2029", "\\u2029")
 
 
 def _table(rows: list[tuple[str, ...]], cls: str = "") -> str:
     head, body = rows[0], rows[1:]
-    out = [f'<table class="{cls}"><thead><tr>', *(f"<th>{esc(h)}</th>" for h in head), "</tr></thead><tbody>"]
+    out = [
+        f'<table class="{cls}"><thead><tr>',
+        *(f"<th>{esc(h)}</th>" for h in head),
+        "</tr></thead><tbody>",
+    ]
     for row in body:
         out.append("<tr>" + "".join(f"<td>{esc(c)}</td>" for c in row) + "</tr>")
     out.append("</tbody></table>")
@@ -53,10 +64,16 @@ def _table(rows: list[tuple[str, ...]], cls: str = "") -> str:
 
 
 def _trust_section(records: list[CaseRecord], document: dict[str, Any]) -> str:
-    """Attack success rates of injection variants, judges' calibration and panels' agreement (SPEC §26)."""
+    """Attack success rates of injection variants, judges' calibration and panels' agreement (SPEC
+    §26).
+    """
     from pytest_agent_eval.report.trust import figures, tables
 
-    found = {k: document[k] for k in ("injection", "judges", "panels") if isinstance(document.get(k), dict)}
+    found = {
+        k: document[k]
+        for k in ("injection", "judges", "panels")
+        if isinstance(document.get(k), dict)
+    }
     shown = tables(records, found or figures(records))
     if not shown:
         return ""
@@ -136,8 +153,9 @@ def _charts(records: list[CaseRecord]) -> str:
 
 
 def _side(record: CaseRecord | None, unknown: bool = False) -> str:
-    """One side of a changed case: outcome, score, pass count, the failed checks and the output; ``unknown``: the
-    records of that side are not at hand."""
+    """One side of a changed case: outcome, score, pass count, the failed checks and the output;
+    ``unknown``: the records of that side are not at hand.
+    """
     if unknown:
         return "<td>not in this report (give the baseline's report to see it)</td>"
     if record is None:
@@ -159,8 +177,9 @@ def _side(record: CaseRecord | None, unknown: bool = False) -> str:
 
 @dataclass(frozen=True)
 class Baseline:
-    """The run's comparison with an earlier report (made once, with the run's tolerance and significance), the
-    earlier report's records (shown side by side) and its name."""
+    """The run's comparison with an earlier report (made once, with the run's tolerance and
+    significance), the earlier report's records (shown side by side) and its name.
+    """
 
     comparison: Comparison
     records: list[CaseRecord] | None
@@ -183,7 +202,9 @@ def _baseline_section(records: list[CaseRecord], baseline: Baseline) -> str:
         if not changes:
             continue
         out.append(f'<h3 id="baseline-{title}">{esc(title)} ({len(changes)})</h3>')
-        out.append('<table class="sbs"><thead><tr><th>case</th><th>change</th><th>baseline</th><th>this run</th>')
+        out.append(
+            '<table class="sbs"><thead><tr><th>case</th><th>change</th><th>baseline</th><th>this run</th>'
+        )
         out.append("</tr></thead><tbody>")
         change: Change
         for change in changes:
@@ -211,10 +232,18 @@ def _run_header(run: dict[str, Any]) -> str:
     items = "".join(f"<dt>{esc(k)}</dt><dd>{esc(v)}</dd>" for k, v in facts if v)
     shard = run.get("shard")
     if isinstance(shard, dict):  # --agent-eval-shard
-        facts.insert(2, ("shard", f"{shard.get('index')}/{shard.get('count')} of {shard.get('collected')} items"))
+        facts.insert(
+            2,
+            (
+                "shard",
+                f"{shard.get('index')}/{shard.get('count')} of {shard.get('collected')} items",
+            ),
+        )
     banner = ""
     incomplete = run.get("incomplete")
-    if isinstance(incomplete, list) and incomplete:  # agent-eval merge: a shard missing, a shard that stopped
+    if (
+        isinstance(incomplete, list) and incomplete
+    ):  # agent-eval merge: a shard missing, a shard that stopped
         banner = (
             '<p class="interrupted" id="interrupted">This report does not hold the whole run: '
             f"{esc('; '.join(map(str, incomplete)))}.</p>"
@@ -228,7 +257,9 @@ def _run_header(run: dict[str, Any]) -> str:
 
 
 def _not_run_section(entries: list[dict[str, Any]]) -> str:
-    """The cases that did not run or finish (a dead worker, an interrupt), each with where it is and why."""
+    """The cases that did not run or finish (a dead worker, an interrupt), each with where it is and
+    why.
+    """
     if not entries:
         return ""
     rows = "".join(
@@ -245,7 +276,9 @@ def _not_run_section(entries: list[dict[str, Any]]) -> str:
 
 
 def _flaky_section(flaky: dict[str, list[str]]) -> str:
-    """The flaky cases (outcome flips over the last stored runs, the case unchanged); nothing without any."""
+    """The flaky cases (outcome flips over the last stored runs, the case unchanged); nothing
+    without any.
+    """
     if not flaky:
         return ""
     rows = "".join(
@@ -296,7 +329,10 @@ def render(document: dict[str, Any], baseline: Baseline | None = None) -> str:
         *(f'<option value="{esc(f)}">{esc(f)}</option>' for f in sorted({r.file for r in records})),
         "</select></label>",
         '<label>tag <select id="f-tag"><option value="">all</option>',
-        *(f'<option value="{esc(t)}">{esc(t)}</option>' for t in sorted({t for r in records for t in r.tags})),
+        *(
+            f'<option value="{esc(t)}">{esc(t)}</option>'
+            for t in sorted({t for r in records for t in r.tags})
+        ),
         "</select></label>",
         '<label>text <input id="f-text" type="search" placeholder="case, output, message…"></label>',
         '<span id="shown"></span></div>',
@@ -342,11 +378,15 @@ class HtmlReport:
 
         self.config = config
         self.path = path
-        self.source = JsonReport(config, path, collector)  # the same document as --agent-eval-report's
+        self.source = JsonReport(
+            config, path, collector
+        )  # the same document as --agent-eval-report's
         self.written = False
 
     def baseline(self) -> Baseline | None:
-        """``--agent-eval-baseline``'s comparison (the one the terminal shows), when it was given and could be read."""
+        """``--agent-eval-baseline``'s comparison (the one the terminal shows), when it was given
+        and could be read.
+        """
         compared = self.config.pluginmanager.get_plugin("agent_eval_baseline")
         comparison = None if compared is None else compared.compared()
         if compared is None or comparison is None:
@@ -357,7 +397,12 @@ class HtmlReport:
         self.written = True
         document, baseline = self.source.document(exit_status, stopped), self.baseline()
         path = self.path
-        write_report(self.config, "agent eval html report", path, lambda: write_html(path, document, baseline))
+        write_report(
+            self.config,
+            "agent eval html report",
+            path,
+            lambda: write_html(path, document, baseline),
+        )
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         self.write(exitstatus, stopped=bool(session.shouldfail or session.shouldstop))
@@ -366,5 +411,7 @@ class HtmlReport:
         terminalreporter.write_sep("-", f"agent eval html report: {self.path}")
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
-        if not self.written:  # the session ended before pytest_sessionfinish (Ctrl-C before it, a crash)
+        if (
+            not self.written
+        ):  # the session ended before pytest_sessionfinish (Ctrl-C before it, a crash)
             self.write(None)

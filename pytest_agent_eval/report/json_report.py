@@ -1,5 +1,6 @@
-"""``--agent-eval-report PATH``: the run's metadata and every record as JSON, written atomically when the
-session ends, also when it is interrupted (then with what finished)."""
+"""``--agent-eval-report PATH``: the run's metadata and every record as JSON, written atomically
+when the session ends, also when it is interrupted (then with what finished).
+"""
 
 from __future__ import annotations
 
@@ -23,15 +24,22 @@ from pytest_agent_eval.secrets import scrub_text
 from pytest_agent_eval.version import __version__
 
 _SECRET = re.compile(r"(key|token|secret|password|passwd|auth|credential|cookie)", re.IGNORECASE)
-_NOT_FINISHED = (pytest.ExitCode.INTERRUPTED, pytest.ExitCode.INTERNAL_ERROR, pytest.ExitCode.USAGE_ERROR)
+_NOT_FINISHED = (
+    pytest.ExitCode.INTERRUPTED,
+    pytest.ExitCode.INTERNAL_ERROR,
+    pytest.ExitCode.USAGE_ERROR,
+)
 
 
 def redacted(args: list[str]) -> list[str]:
-    """Command-line arguments with the values of secret-looking options (``--api-key=x``, ``-o token=x``,
-    ``--token x``) replaced by ``***``."""
+    """Command-line arguments with the values of secret-looking options (``--api-key=x``, ``-o
+    token=x``, ``--token x``) replaced by ``***``.
+    """
     out: list[str] = []
     hide_next = False
-    for arg in map(scrub_text, args):  # a URL's userinfo (redis://:password@host), a secret the run knows
+    for arg in map(
+        scrub_text, args
+    ):  # a URL's userinfo (redis://:password@host), a secret the run knows
         if hide_next:
             out.append("***")
             hide_next = False
@@ -47,7 +55,12 @@ def git_commit(directory: Path) -> str | None:
     """HEAD of the git checkout ``directory`` is in, or ``None`` (not a checkout, or no git)."""
     try:
         done = subprocess.run(
-            ["git", "rev-parse", "HEAD"], cwd=directory, capture_output=True, text=True, timeout=5, check=False
+            ["git", "rev-parse", "HEAD"],
+            cwd=directory,
+            capture_output=True,
+            text=True,
+            timeout=5,
+            check=False,
         )
     except (OSError, subprocess.SubprocessError):
         return None
@@ -72,13 +85,20 @@ class JsonReport:
         self.written = False
 
     def document(self, exit_status: int | None, stopped: bool = False) -> dict[str, Any]:
-        """The report: run metadata and one record per finished item; ``stopped`` when the run stopped early."""
-        document: dict[str, Any] = {"schema_version": SCHEMA_VERSION, "run": self.run_data(exit_status, stopped)}
+        """The report: run metadata and one record per finished item; ``stopped`` when the run
+        stopped early.
+        """
+        document: dict[str, Any] = {
+            "schema_version": SCHEMA_VERSION,
+            "run": self.run_data(exit_status, stopped),
+        }
         agents = agent_figures(self.collector.records)
         if agents:  # a matrix: its agents side by side
             document["agents"] = agents
         compared = self.config.pluginmanager.get_plugin("agent_eval_baseline")
-        if compared is not None:  # the run's one comparison, as the terminal and every report show it
+        if (
+            compared is not None
+        ):  # the run's one comparison, as the terminal and every report show it
             document["baseline"] = compared.to_dict()
         flaky = self.config.stash.get(FLAKY, None)
         if flaky:  # the run store's flaky cases (SPEC §24)
@@ -87,7 +107,8 @@ class JsonReport:
 
         document.update(figures(self.collector.records))
         document["cases"] = self.collector.record_data  # as the reports carried them: no round trip
-        # the cases a dead worker, an interrupt or a stop left without a final record (what a resumed run runs)
+        # the cases a dead worker, an interrupt or a stop left without a final record (what a
+        # resumed run runs)
         document["not_run"] = self.collector.not_run(how_it_ended(exit_status, stopped))
         return document
 
@@ -118,7 +139,12 @@ class JsonReport:
     def write(self, exit_status: int | None, stopped: bool = False) -> None:
         self.written = True
         document = self.document(exit_status, stopped)
-        write_report(self.config, "agent eval report", self.path, lambda: write_atomically(self.path, document))
+        write_report(
+            self.config,
+            "agent eval report",
+            self.path,
+            lambda: write_atomically(self.path, document),
+        )
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
@@ -128,5 +154,7 @@ class JsonReport:
         terminalreporter.write_sep("-", f"agent eval report: {self.path}")
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
-        if not self.written:  # the session ended before pytest_sessionfinish (a usage error, a crash)
+        if (
+            not self.written
+        ):  # the session ended before pytest_sessionfinish (a usage error, a crash)
             self.write(None)

@@ -1,4 +1,6 @@
-"""Values made JSON-able and bounded for reports: an agent's output or a tool result can be huge or nested deep."""
+"""Values made JSON-able and bounded for reports: an agent's output or a tool result can be huge or
+nested deep.
+"""
 
 from __future__ import annotations
 
@@ -21,7 +23,9 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def encodable(text: str) -> str:
-    """``text`` with each lone surrogate (an LLM reply cut inside an emoji) as U+FFFD: writable as UTF-8."""
+    """``text`` with each lone surrogate (an LLM reply cut inside an emoji) as U+FFFD: writable as
+    UTF-8.
+    """
     return text if text.isascii() else _SURROGATE.sub("\ufffd", text)
 
 
@@ -37,18 +41,27 @@ def finite(value: Any) -> float | None:
 
 
 def cut(text: str, limit: int = TEXT_LIMIT) -> str:
-    """``text`` as it is, or its first ``limit`` characters with a note of the full length (UTF-8 writable)."""
+    """``text`` as it is, or its first ``limit`` characters with a note of the full length (UTF-8
+    writable).
+    """
     text = encodable(text)
-    return text if len(text) <= limit else f"{text[:limit]}... (cut at {limit:,} of {len(text):,} characters)"
+    return (
+        text
+        if len(text) <= limit
+        else f"{text[:limit]}... (cut at {limit:,} of {len(text):,} characters)"
+    )
 
 
 def jsonable(value: Any, limit: int = TEXT_LIMIT, depth: int = DEPTH_LIMIT) -> JSON:
-    """``value`` as plain JSON data: strings cut to ``limit``, containers to ``ITEMS_LIMIT`` entries and ``depth``
-    levels, anything else (objects, sets, bytes) as its bounded ``repr``."""
+    """``value`` as plain JSON data: strings cut to ``limit``, containers to ``ITEMS_LIMIT`` entries
+    and ``depth`` levels, anything else (objects, sets, bytes) as its bounded ``repr``.
+    """
     if value is None or isinstance(value, (bool, int)):
         return value
     if isinstance(value, float):
-        return value if value == value and value not in (float("inf"), float("-inf")) else repr(value)
+        return (
+            value if value == value and value not in (float("inf"), float("-inf")) else repr(value)
+        )
     if isinstance(value, str):
         return cut(value, limit)
     if depth <= 0:
@@ -59,7 +72,9 @@ def jsonable(value: Any, limit: int = TEXT_LIMIT, depth: int = DEPTH_LIMIT) -> J
             if n == ITEMS_LIMIT:
                 out["..."] = f"{len(value) - ITEMS_LIMIT} more entries cut"
                 break
-            out[encodable(key) if isinstance(key, str) else cut(repr(key))] = jsonable(item, limit, depth - 1)
+            out[encodable(key) if isinstance(key, str) else cut(repr(key))] = jsonable(
+                item, limit, depth - 1
+            )
         return out
     if isinstance(value, (list, tuple)):
         items = [jsonable(item, limit, depth - 1) for item in value[:ITEMS_LIMIT]]

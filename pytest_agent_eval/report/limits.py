@@ -1,9 +1,12 @@
-"""The suite's limits (SPEC §10) and how a run's figures are judged against them. Plain Python, no pytest: the run
-(``report/thresholds.py``) and ``agent-eval gate`` judge with the same code.
+"""The suite's limits (SPEC §10) and how a run's figures are judged against them.
 
-A threshold that cannot be told (no cost reported, no latency measured) is not checked and says so: it never
-fails or passes a run on a made-up figure. A cost that leaves out cases whose models have no price is a lower
-bound: over the limit it fails the run; within it, the limit is not checked, and the line names those models.
+Plain Python, no pytest: the run (``report/thresholds.py``) and ``agent-eval gate`` judge with the
+same code.
+
+A threshold that cannot be told (no cost reported, no latency measured) is not checked and says so:
+it never fails or passes a run on a made-up figure. A cost that leaves out cases whose models have
+no price is a lower bound: over the limit it fails the run; within it, the limit is not checked, and
+the line names those models.
 """
 
 from __future__ import annotations
@@ -24,7 +27,9 @@ class Thresholds:
     max_p95_latency_s: float | None = None
 
     def __bool__(self) -> bool:
-        return any(v is not None for v in (self.min_pass_rate, self.max_cost, self.max_p95_latency_s))
+        return any(
+            v is not None for v in (self.min_pass_rate, self.max_cost, self.max_p95_latency_s)
+        )
 
     def check(self, stats: Stats) -> tuple[list[str], list[str]]:
         """``(missed, not checked)``: one line for each threshold the figures miss or cannot tell."""
@@ -47,9 +52,15 @@ class Thresholds:
             if stats.cost is None and partial is not None:
                 unknown.append(f"agent_eval_max_cost: no cost known ({partial}; {fix})")
             elif stats.cost is None:
-                unknown.append("agent_eval_max_cost: no cost reported (turn on the traffic hook or report usage)")
-            elif stats.cost > self.max_cost:  # a partial sum over the limit: the whole one is over it too
-                shown = f"{stats.cost:.4f}" + (f" (partial: {partial})" if partial is not None else "")
+                unknown.append(
+                    "agent_eval_max_cost: no cost reported (turn on the traffic hook or report usage)"
+                )
+            elif (
+                stats.cost > self.max_cost
+            ):  # a partial sum over the limit: the whole one is over it too
+                shown = f"{stats.cost:.4f}" + (
+                    f" (partial: {partial})" if partial is not None else ""
+                )
                 missed.append(f"cost {shown} > agent_eval_max_cost {self.max_cost:g}")
             elif partial is not None:
                 unknown.append(

@@ -1,7 +1,8 @@
-"""``--agent-eval-markdown PATH``: the run as GitHub markdown, appended in one write when the session ends (for
-``$GITHUB_STEP_SUMMARY``): the summary table, the failures with a one-line reason and ``path:line``, and the
-regressions and fixes when ``--agent-eval-baseline`` is given. A run that ended before every case finished (Ctrl-C,
-``-x``) says so first, with the cases that did not finish."""
+"""``--agent-eval-markdown PATH``: the run as GitHub markdown, appended in one write when the
+session ends (for ``$GITHUB_STEP_SUMMARY``): the summary table, the failures with a one-line reason
+and ``path:line``, and the regressions and fixes when ``--agent-eval-baseline`` is given. A run that
+ended before every case finished (Ctrl-C, ``-x``) says so first, with the cases that did not finish.
+"""
 
 from __future__ import annotations
 
@@ -12,7 +13,12 @@ import pytest
 from pytest_agent_eval.report.atomic import append_text, write_report
 from pytest_agent_eval.report.baseline import Comparison, md_cell, md_code
 from pytest_agent_eval.report.collector import Records
-from pytest_agent_eval.report.markdown_text import NOT_FINISHED_SHOWN, markdown_lines, reason, stopped_line
+from pytest_agent_eval.report.markdown_text import (
+    NOT_FINISHED_SHOWN,
+    markdown_lines,
+    reason,
+    stopped_line,
+)
 from pytest_agent_eval.report.options import FLAKY
 from pytest_agent_eval.report.summary import not_run_parts
 
@@ -42,13 +48,22 @@ class MarkdownReport:
         stopped = None
         if how is not None:
             finished = len(records) - (len(not_run) - len(self.collector.not_finished()))
-            stopped = stopped_line(how, finished, [e["nodeid"] for e in not_run], self.collector.collected)
+            stopped = stopped_line(
+                how, finished, [e["nodeid"] for e in not_run], self.collector.collected
+            )
         elif not_run:  # the run went on after a worker died: its cases did not finish
-            count, named = not_run_parts(not_run, self.collector.collected, NOT_FINISHED_SHOWN, md_code, md_cell)
+            count, named = not_run_parts(
+                not_run, self.collector.collected, NOT_FINISHED_SHOWN, md_code, md_cell
+            )
             stopped = f"**Not run:** {count} did not finish: {named}"
         flaky = self.config.stash.get(FLAKY, None)
         text = "\n".join(markdown_lines(records, self.comparison(), stopped, flaky)) + "\n\n"
-        write_report(self.config, "agent eval markdown summary", self.path, lambda: append_text(self.path, text))
+        write_report(
+            self.config,
+            "agent eval markdown summary",
+            self.path,
+            lambda: append_text(self.path, text),
+        )
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:

@@ -1,6 +1,8 @@
-"""The markdown of a run (SPEC §10): the summary table, the failures with a one-line reason and ``path:line``, and
-the comparison with a baseline. Plain Python, no pytest: ``--agent-eval-markdown`` (``report/markdown.py``) and
-``agent-eval gate --markdown`` write the same text."""
+"""The markdown of a run (SPEC §10): the summary table, the failures with a one-line reason and
+``path:line``, and the comparison with a baseline. Plain Python, no pytest:
+``--agent-eval-markdown`` (``report/markdown.py``) and ``agent-eval gate --markdown`` write the same
+text.
+"""
 
 from __future__ import annotations
 
@@ -21,20 +23,33 @@ NOT_FINISHED_SHOWN = 20
 
 
 def reason(record: CaseRecord) -> str:
-    """Why the case failed, in one line: the agent's or the item's error, the trials' pass count, or the first
-    failed check with its message."""
+    """Why the case failed, in one line: the agent's or the item's error, the trials' pass count, or
+    the first failed check with its message.
+    """
     if record.error:
         text = record.error
     elif record.outcome == "xpassed":
-        text = f"passed unexpectedly (xfail: {record.reason})" if record.reason else "passed unexpectedly"
+        text = (
+            f"passed unexpectedly (xfail: {record.reason})"
+            if record.reason
+            else "passed unexpectedly"
+        )
     else:
         failed = [c for c in record.checks if not c.passed]
         check = f"{failed[0].name}: {failed[0].message}" if failed and failed[0].message else ""
         check = check or (failed[0].name if failed else "")
         if len(record.trials) > 1:
-            text = f"{record.passes}/{len(record.trials)} trials passed" + (f"; {check}" if check else "")
-        elif record.score is not None and record.min_score is not None and record.score < record.min_score:
-            text = f"score {record.score:.2f} < min_score {record.min_score:g}" + (f"; {check}" if check else "")
+            text = f"{record.passes}/{len(record.trials)} trials passed" + (
+                f"; {check}" if check else ""
+            )
+        elif (
+            record.score is not None
+            and record.min_score is not None
+            and record.score < record.min_score
+        ):
+            text = f"score {record.score:.2f} < min_score {record.min_score:g}" + (
+                f"; {check}" if check else ""
+            )
         else:
             text = check or record.outcome
     line = " ".join(text.split())
@@ -42,11 +57,15 @@ def reason(record: CaseRecord) -> str:
 
 
 def stopped_line(how: str, finished: int, not_finished: list[str], collected: int) -> str:
-    """The line that says a run ended before every case finished (``how``: ``was interrupted``, ``stopped early
-    (…)``) and which cases did not."""
+    """The line that says a run ended before every case finished (``how``: ``was interrupted``,
+    ``stopped early (…)``) and which cases did not.
+    """
     line = f"**The run {how}:** "
     if not collected:  # not known (no collection reached this process)
-        return line + f"the figures are of the {finished} eval cases that finished; the others are not listed"
+        return (
+            line
+            + f"the figures are of the {finished} eval cases that finished; the others are not listed"
+        )
     line += f"{finished} of {collected} eval cases finished"
     if not_finished:
         shown = ", ".join(md_code(n) for n in not_finished[:NOT_FINISHED_SHOWN])
@@ -61,8 +80,10 @@ def markdown_lines(
     stopped: str | None = None,
     flaky: dict[str, list[str]] | None = None,
 ) -> list[str]:
-    """The markdown: a heading, the line saying the run ended early (``stopped``), the summary table, the failures,
-    the flaky cases (from the run store), then the comparison (when there is one)."""
+    """The markdown: a heading, the line saying the run ended early (``stopped``), the summary
+    table, the failures, the flaky cases (from the run store), then the comparison (when there is
+    one).
+    """
     rows = summary_rows(records)
     header, body = rows[0], rows[1:]
     out = [f"## {TITLE}", ""]
@@ -72,7 +93,9 @@ def markdown_lines(
     out.append("|" + "|".join("---" if i == 0 else "---:" for i in range(len(header))) + "|")
     out += ["| " + " | ".join(md_cell(c) for c in row) + " |" for row in body]
     # pass@k of repeated cases; what adaptive trials saved; a partial cost's models
-    notes = pass_k_notes(records) + adaptive_notes(records) + cache_notes(records) + cost_notes(records)
+    notes = (
+        pass_k_notes(records) + adaptive_notes(records) + cache_notes(records) + cost_notes(records)
+    )
     if notes:
         out += ["", *notes]
     failures = [r for r in records if r.outcome in _FAILED]
@@ -92,8 +115,15 @@ def markdown_lines(
     from pytest_agent_eval.report.trust import tables  # injection variants, judges (SPEC §26)
 
     for table in tables(records):
-        out += ["", f"**{md_cell(table.title)}**", "", "| " + " | ".join(md_cell(h) for h in table.header) + " |"]
-        out.append("|" + "|".join("---" if i == 0 else "---:" for i in range(len(table.header))) + "|")
+        out += [
+            "",
+            f"**{md_cell(table.title)}**",
+            "",
+            "| " + " | ".join(md_cell(h) for h in table.header) + " |",
+        ]
+        out.append(
+            "|" + "|".join("---" if i == 0 else "---:" for i in range(len(table.header))) + "|"
+        )
         out += ["| " + " | ".join(md_cell(c) for c in row) + " |" for row in table.rows]
     if comparison is not None:
         out += ["", *comparison.markdown()]

@@ -1,20 +1,22 @@
-"""``agent-eval merge A.json B.json … -o ALL.json`` (SPEC §18): the reports of a run's shards (or of any runs over
-different cases) joined into one report. Plain Python, no pytest.
+"""``agent-eval merge A.json B.json … -o ALL.json`` (SPEC §18): the reports of a run's shards (or of
+any runs over different cases) joined into one report. Plain Python, no pytest.
 
-* A case in two reports is refused (:class:`MergeError`, naming both files and the node id): one of them would be
-  dropped without a word.
-* Shards of different splits (``1/2`` beside ``2/3``) or cut from different item totals (other files, another
-  ``-k``) are refused: they were not one run.
-* A shard that is missing, a report of a run that did not finish: the merged report is written, but says it is
-  incomplete (``run.finished: false``, ``run.incomplete`` with a line each, ``run.missing_shards``,
-  ``run.missing_items``) and ``agent-eval gate`` fails on it. Which eval cases a missing shard held is not known:
-  only how many items (collected minus the given shards' selected, plain tests included).
+* A case in two reports is refused (:class:`MergeError`, naming both files and the node id): one of
+  them would be dropped without a word.
+* Shards of different splits (``1/2`` beside ``2/3``) or cut from different item totals (other
+  files, another ``-k``) are refused: they were not one run.
+* A shard that is missing, a report of a run that did not finish: the merged report is written, but
+  says it is incomplete (``run.finished: false``, ``run.incomplete`` with a line each,
+  ``run.missing_shards``, ``run.missing_items``) and ``agent-eval gate`` fails on it. Which eval
+  cases a missing shard held is not known: only how many items (collected minus the given shards'
+  selected, plain tests included).
 
-The merged run: ``started`` is the earliest start, ``duration_s`` the sum of the reports' durations (the machine
-time spent, not the wall time), ``exit_status`` the highest one (``null`` when one is not known), a version, commit
-or model the one all reports share (else the versions joined, or ``null``). Each report's ``not_run`` list is
-joined. A report's baseline comparison is left out: it covered that report's cases only (compare the merged report
-with ``agent-eval gate --baseline`` or ``agent-eval compare``); a matrix run's per-agent figures are computed anew.
+The merged run: ``started`` is the earliest start, ``duration_s`` the sum of the reports' durations
+(the machine time spent, not the wall time), ``exit_status`` the highest one (``null`` when one is
+not known), a version, commit or model the one all reports share (else the versions joined, or
+``null``). Each report's ``not_run`` list is joined. A report's baseline comparison is left out: it
+covered that report's cases only (compare the merged report with ``agent-eval gate --baseline`` or
+``agent-eval compare``); a matrix run's per-agent figures are computed anew.
 """
 
 from __future__ import annotations
@@ -53,7 +55,9 @@ class Part:
         if not (
             isinstance(shard, dict)
             and all(type(shard.get(k)) is int and shard[k] >= 1 for k in ("index", "count"))
-            and all(shard.get(k) is None or type(shard.get(k)) is int for k in ("collected", "selected"))
+            and all(
+                shard.get(k) is None or type(shard.get(k)) is int for k in ("collected", "selected")
+            )
         ):
             raise BaselineError(
                 f"{self.path}: run.shard does not match the report schema (index, count, collected, selected)"
@@ -70,7 +74,9 @@ def run_of(path: Path, document: dict[str, Any]) -> dict[str, Any]:
 
 
 def not_run_of(path: Path, document: dict[str, Any]) -> list[dict[str, Any]]:
-    """A report's ``not_run`` list (the cases without a final record); ``BaselineError`` when it is malformed."""
+    """A report's ``not_run`` list (the cases without a final record); ``BaselineError`` when it is
+    malformed.
+    """
     entries = document.get("not_run") or []
     if not isinstance(entries, list) or not all(
         isinstance(e, dict) and isinstance(e.get("nodeid"), str) for e in entries
@@ -82,8 +88,9 @@ def not_run_of(path: Path, document: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def merge(paths: list[Path]) -> dict[str, Any]:
-    """The merged report of ``paths``; ``BaselineError`` for a file that is not a report, ``MergeError`` for reports
-    that cannot be one."""
+    """The merged report of ``paths``; ``BaselineError`` for a file that is not a report,
+    ``MergeError`` for reports that cannot be one.
+    """
     parts = [Part(path, load_report(path)) for path in paths]
     _same_split(parts)
     owner: dict[str, Path] = {}
@@ -105,7 +112,9 @@ def merge(paths: list[Path]) -> dict[str, Any]:
     agents = _agents(cases)
     if agents:
         document["agents"] = agents
-    from pytest_agent_eval.report.trust import figures  # injection variants, judges (SPEC §26): of every shard
+    from pytest_agent_eval.report.trust import (
+        figures,
+    )  # injection variants, judges (SPEC §26): of every shard
 
     document.update(figures(records_of(cases)))
     document["cases"] = cases
@@ -120,7 +129,9 @@ def _same_split(parts: list[Part]) -> None:
     split = {(s["count"], s["collected"]) for _, s in shards if s is not None}
     if len({count for count, _ in split}) > 1 or len({c for _, c in split if c is not None}) > 1:
         listed = ", ".join(
-            f"{part.path} is shard {s['index']}/{s['count']} of {s['collected']} items" for part, s in shards if s
+            f"{part.path} is shard {s['index']}/{s['count']} of {s['collected']} items"
+            for part, s in shards
+            if s
         )
         raise MergeError(
             f"the shards are not of one run: {listed}. Merge the shards of one split (the same N, the same files and "
@@ -130,16 +141,26 @@ def _same_split(parts: list[Part]) -> None:
 
 def _problems(parts: list[Part]) -> tuple[list[str], list[int], int | None]:
     """``(why the merged report is incomplete, the missing shards' indexes, the items they held)``."""
-    problems = [f"{part.path}: the run did not finish" for part in parts if part.run.get("finished") is not True]
+    problems = [
+        f"{part.path}: the run did not finish"
+        for part in parts
+        if part.run.get("finished") is not True
+    ]
     shards = [(part, s) for part in parts if (s := part.shard) is not None]
     if not shards:
         return problems, [], None
-    problems += [f"{part.path} has no run.shard: it is not a shard's report" for part in parts if part.shard is None]
+    problems += [
+        f"{part.path} has no run.shard: it is not a shard's report"
+        for part in parts
+        if part.shard is None
+    ]
     count, collected = shards[0][1]["count"], shards[0][1]["collected"]
     given: dict[int, Part] = {}
     for part, shard in shards:
         if shard["index"] in given:
-            problems.append(f"shard {shard['index']}/{count} is given twice: {given[shard['index']].path}, {part.path}")
+            problems.append(
+                f"shard {shard['index']}/{count} is given twice: {given[shard['index']].path}, {part.path}"
+            )
         given.setdefault(shard["index"], part)
     missing = [i for i in range(1, count + 1) if i not in given]
     problems += [f"shard {i}/{count} is missing" for i in missing]
@@ -149,7 +170,9 @@ def _problems(parts: list[Part]) -> tuple[list[str], list[int], int | None]:
         items = collected - sum(selected)
     if missing:
         held = f"{items} items" if items is not None else "an unknown number of items"
-        problems.append(f"the missing shards held {held} (which eval cases among them is not known)")
+        problems.append(
+            f"the missing shards held {held} (which eval cases among them is not known)"
+        )
     return problems, missing, items
 
 
@@ -204,8 +227,10 @@ def _agents(cases: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def merge_command(paths: list[str], output: str, out: TextIO, err: TextIO) -> int:
-    """The ``agent-eval merge`` command: write the merged report to ``output``; 0 when written (saying on ``err`` why
-    it is incomplete, if it is), 2 when the reports cannot be merged or the file cannot be written."""
+    """The ``agent-eval merge`` command: write the merged report to ``output``; 0 when written
+    (saying on ``err`` why it is incomplete, if it is), 2 when the reports cannot be merged or the
+    file cannot be written.
+    """
     try:
         document = merge([Path(p) for p in paths])
     except (BaselineError, MergeError) as exc:
@@ -218,5 +243,8 @@ def merge_command(paths: list[str], output: str, out: TextIO, err: TextIO) -> in
         return 2
     for line in document["run"].get("incomplete", []):
         print(one_line(f"agent-eval merge: incomplete: {line}"), file=err)
-    print(f"agent-eval merge: wrote {output} ({len(document['cases'])} cases from {len(paths)} reports)", file=out)
+    print(
+        f"agent-eval merge: wrote {output} ({len(document['cases'])} cases from {len(paths)} reports)",
+        file=out,
+    )
     return 0

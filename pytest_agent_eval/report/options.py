@@ -1,4 +1,6 @@
-"""The report options (SPEC §10) read into a typed object, and the report paths pytest may take for test paths."""
+"""The report options (SPEC §10) read into a typed object, and the report paths pytest may take for
+test paths.
+"""
 
 from __future__ import annotations
 
@@ -15,8 +17,9 @@ if TYPE_CHECKING:
 
 
 def add_options(group: pytest.OptionGroup, parser: pytest.Parser) -> None:
-    """Declare the report options (SPEC §10) in the plugin's ``group``; :meth:`ReportOptions.from_config` reads
-    them."""
+    """Declare the report options (SPEC §10) in the plugin's ``group``;
+    :meth:`ReportOptions.from_config` reads them.
+    """
     group.addoption(
         "--agent-eval-report",
         dest="agent_eval_report",
@@ -87,23 +90,38 @@ def add_options(group: pytest.OptionGroup, parser: pytest.Parser) -> None:
         "suite-level test alone (the pass rate dropped with McNemar p < --agent-eval-significance)",
     )
     for name, ini, what in (
-        ("--agent-eval-min-pass-rate", "agent_eval_min_pass_rate", "share of decided cases that must pass (0..1)"),
+        (
+            "--agent-eval-min-pass-rate",
+            "agent_eval_min_pass_rate",
+            "share of decided cases that must pass (0..1)",
+        ),
         (
             "--agent-eval-max-cost",
             "agent_eval_max_cost",
             "the run's total LLM cost may not exceed this (no case starts once the known spend reaches it)",
         ),
-        ("--agent-eval-max-p95-latency", "agent_eval_max_p95_latency_s", "p95 agent latency in seconds may not exceed"),
+        (
+            "--agent-eval-max-p95-latency",
+            "agent_eval_max_p95_latency_s",
+            "p95 agent latency in seconds may not exceed",
+        ),
     ):
         group.addoption(
-            name, dest=ini, metavar="X", type=float, default=None, help=f"fail the run: {what} (ini: {ini})"
+            name,
+            dest=ini,
+            metavar="X",
+            type=float,
+            default=None,
+            help=f"fail the run: {what} (ini: {ini})",
         )
         parser.addini(ini, f"suite threshold: {what}", default="")
 
 
 @dataclass(frozen=True)
 class ReportOptions:
-    """The report options (SPEC §10): the files to write, the baseline to compare with, the suite thresholds."""
+    """The report options (SPEC §10): the files to write, the baseline to compare with, the suite
+    thresholds.
+    """
 
     json: Path | None = None
     markdown: Path | None = None
@@ -153,15 +171,23 @@ class ReportOptions:
         return options
 
 
-REPORT_PATH_OPTIONS = ("--agent-eval-baseline", "--agent-eval-report", "--agent-eval-markdown", "--agent-eval-html")
-"""The report options that take a path (pytest may take their value for a test path: ``rootdir_moved_by``)."""
+REPORT_PATH_OPTIONS = (
+    "--agent-eval-baseline",
+    "--agent-eval-report",
+    "--agent-eval-markdown",
+    "--agent-eval-html",
+)
+"""The report options that take a path (pytest may take their value for a test path:
+``rootdir_moved_by``).
+"""
 
 
 def rootdir_moved_by(config: pytest.Config) -> list[tuple[str, str]]:
-    """``(option, value)`` of the report options given as two arguments (``--agent-eval-baseline /x/base.json``)
-    whose existing path, outside the invocation directory, pytest took for a test path when it chose the rootdir:
-    it reads a plugin's options only after. The rootdir then moved there (and the ini file beside the tests was
-    not read); with ``=`` it would not have."""
+    """``(option, value)`` of the report options given as two arguments (``--agent-eval-baseline
+    /x/base.json``) whose existing path, outside the invocation directory, pytest took for a test
+    path when it chose the rootdir: it reads a plugin's options only after. The rootdir then moved
+    there (and the ini file beside the tests was not read); with ``=`` it would not have.
+    """
     if config.inipath is not None and config.inipath.parent == config.rootpath:
         return []  # the rootdir is the ini file's
     here, root = config.invocation_params.dir.resolve(), config.rootpath.resolve()
@@ -184,9 +210,11 @@ REPORT_OPTIONS = pytest.StashKey[ReportOptions]()
 """The run's report options, read once by ``formats.configure``."""
 
 BASELINE_LOADER = pytest.StashKey[Callable[[], "list[CaseRecord]"]]()
-"""Set by a feature that reads the baseline from elsewhere than a report file (``store:BRANCH``, SPEC §24): the
-baseline's records, or ``BaselineError`` saying why it cannot be used."""
+"""Set by a feature that reads the baseline from elsewhere than a report file (``store:BRANCH``,
+SPEC §24): the baseline's records, or ``BaselineError`` saying why it cannot be used.
+"""
 
 FLAKY = pytest.StashKey[dict[str, list[str]]]()
-"""Set by the run store before the reports are written (SPEC §24): the run's flaky cases, node id -> outcomes over
-the last runs (oldest first, this run's last); absent without a store."""
+"""Set by the run store before the reports are written (SPEC §24): the run's flaky cases, node id ->
+outcomes over the last runs (oldest first, this run's last); absent without a store.
+"""

@@ -1,11 +1,13 @@
-"""A saved report read back (SPEC §22): every field checked by type and range before any figure is used.
+"""A saved report read back (SPEC §22): every field checked by type and range before any figure is
+used.
 
-``merge``, ``gate``, ``compare``, ``html``, ``--agent-eval-baseline`` and ``--agent-eval-resume`` read reports
-that may come from anywhere; ``agent-eval report`` and ``--agent-eval-resume`` read run journals, each line's
-case record checked as a report's ``cases[i]`` is (:func:`case_problem`). The report schema says each field's
-type; reading adds the ranges a figure must have (a score or a rate in 0..1, a cost, a latency, a duration or a
-count at least 0) and that every number is one a float holds (JSON's ``1e400`` or a 400-digit integer is not).
-The first problem is one line naming its JSON path.
+``merge``, ``gate``, ``compare``, ``html``, ``--agent-eval-baseline`` and ``--agent-eval-resume``
+read reports that may come from anywhere; ``agent-eval report`` and ``--agent-eval-resume`` read run
+journals, each line's case record checked as a report's ``cases[i]`` is (:func:`case_problem`). The
+report schema says each field's type; reading adds the ranges a figure must have (a score or a rate
+in 0..1, a cost, a latency, a duration or a count at least 0) and that every number is one a float
+holds (JSON's ``1e400`` or a 400-digit integer is not). The first problem is one line naming its
+JSON path.
 """
 
 from __future__ import annotations
@@ -15,7 +17,9 @@ import functools
 import math
 from typing import Any
 
-UNIT = frozenset({"score", "min_score", "min_pass_rate", "pass_rate", "mean_score", "pass_at_k", "pass_hat_k"})
+UNIT = frozenset(
+    {"score", "min_score", "min_pass_rate", "pass_rate", "mean_score", "pass_at_k", "pass_hat_k"}
+)
 """Fields that are a share or a score: 0..1 (or null where the schema allows)."""
 NON_NEGATIVE = frozenset(
     {
@@ -38,15 +42,17 @@ def where(path: Any) -> str:
 
 
 def problem(document: Any) -> str | None:
-    """The first field of ``document`` that is not of its type or range, as ``json.path: what``; ``None`` when
-    every field is."""
+    """The first field of ``document`` that is not of its type or range, as ``json.path: what``;
+    ``None`` when every field is.
+    """
     return _first(document, _validator())
 
 
 def case_problem(record: Any) -> str | None:
-    """The first field of one case record (a report's ``cases[i]``, a journal's line) that is not of its type or
-    range, by the very checks of a report's ``cases[i]``, as ``json.path: what`` from the record (``score: ...``);
-    ``None`` when every field is."""
+    """The first field of one case record (a report's ``cases[i]``, a journal's line) that is not of
+    its type or range, by the very checks of a report's ``cases[i]``, as ``json.path: what`` from
+    the record (``score: ...``); ``None`` when every field is.
+    """
     return _first(record, _case_validator())
 
 
@@ -65,7 +71,9 @@ def _cut(text: str, limit: int = 200) -> str:
 
 
 def _bad_number(value: Any, path: list[str | int]) -> str | None:
-    """The first number no float holds (an infinity, an integer over ~1.8e308), walking without recursion."""
+    """The first number no float holds (an infinity, an integer over ~1.8e308), walking without
+    recursion.
+    """
     stack: list[tuple[Any, list[str | int]]] = [(value, path)]
     while stack:
         item, at = stack.pop()
@@ -92,7 +100,9 @@ def _validator() -> Any:
 
 @functools.cache
 def _case_validator() -> Any:
-    """The reading schema's ``case`` (the checks of a report's ``cases[i]``) as a validator of one record."""
+    """The reading schema's ``case`` (the checks of a report's ``cases[i]``) as a validator of one
+    record.
+    """
     import jsonschema
 
     return jsonschema.Draft202012Validator({"$defs": _reading()["$defs"], "$ref": "#/$defs/case"})
@@ -106,13 +116,17 @@ def _reading() -> dict[str, Any]:
 
 
 def reading_schema(schema: dict[str, Any]) -> dict[str, Any]:
-    """The report schema as a reader checks it: the ranges of :data:`UNIT` and :data:`NON_NEGATIVE` fields added;
-    of a case only the fields a record cannot do without required, of the run, the baseline and the agents none
-    (an older report may lack some)."""
+    """The report schema as a reader checks it: the ranges of :data:`UNIT` and :data:`NON_NEGATIVE`
+    fields added; of a case only the fields a record cannot do without required, of the run, the
+    baseline and the agents none (an older report may lack some).
+    """
     out = copy.deepcopy(schema)
     nullable = out["$defs"]["number_or_null"]
     _add_ranges(out, nullable)
-    for name in ("run", "baseline"):  # read only as far as they are there (fields were added over time)
+    for name in (
+        "run",
+        "baseline",
+    ):  # read only as far as they are there (fields were added over time)
         out["$defs"][name].pop("required", None)
     out["properties"]["agents"].get("additionalProperties", {}).pop("required", None)
     out["$defs"]["case"]["required"] = _CASE_REQUIRED
@@ -130,7 +144,13 @@ def _add_ranges(node: Any, nullable: dict[str, Any]) -> None:
     properties = node.get("properties")
     if isinstance(properties, dict):
         for name, field in list(properties.items()):
-            bound = {"minimum": 0, "maximum": 1} if name in UNIT else {"minimum": 0} if name in NON_NEGATIVE else None
+            bound = (
+                {"minimum": 0, "maximum": 1}
+                if name in UNIT
+                else {"minimum": 0}
+                if name in NON_NEGATIVE
+                else None
+            )
             if bound is not None and isinstance(field, dict):
                 properties[name] = _ranged(field, bound, nullable)
     for key, value in node.items():
@@ -141,9 +161,12 @@ def _add_ranges(node: Any, nullable: dict[str, Any]) -> None:
                 _add_ranges(field, nullable)
 
 
-def _ranged(field: dict[str, Any], bound: dict[str, Any], nullable: dict[str, Any]) -> dict[str, Any]:
-    """``field`` with ``bound`` on its numbers (a ``$ref`` to ``number_or_null`` inlined: a bound beside a
-    reference would apply to null too)."""
+def _ranged(
+    field: dict[str, Any], bound: dict[str, Any], nullable: dict[str, Any]
+) -> dict[str, Any]:
+    """``field`` with ``bound`` on its numbers (a ``$ref`` to ``number_or_null`` inlined: a bound
+    beside a reference would apply to null too).
+    """
     if field.get("$ref") == "#/$defs/number_or_null":
         field = {**{k: v for k, v in field.items() if k != "$ref"}, **nullable}
     if "type" not in field:

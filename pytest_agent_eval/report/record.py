@@ -1,8 +1,10 @@
-"""The per-case record every report is built from (SPEC §10): plain data, made once per item where it ran and
-carried to the xdist controller on the test report, so every report reads the same with and without ``-n``.
+"""The per-case record every report is built from (SPEC §10): plain data, made once per item where
+it ran and carried to the xdist controller on the test report, so every report reads the same with
+and without ``-n``.
 
-No pytest import at module level beyond types: the record is built from the item's ``CaseResult`` and the
-pytest ``TestReport``'s outcome, and read back from plain JSON data by the reports and ``agent-eval``.
+No pytest import at module level beyond types: the record is built from the item's ``CaseResult``
+and the pytest ``TestReport``'s outcome, and read back from plain JSON data by the reports and
+``agent-eval``.
 """
 
 from __future__ import annotations
@@ -16,7 +18,13 @@ from pytest_agent_eval.report.jsonable import JSON, cut, encodable, finite, json
 if TYPE_CHECKING:
     import pytest
 
-    from pytest_agent_eval.core.results import CaseResult, CheckResult, RunRecord, ToolCall, TrialResult
+    from pytest_agent_eval.core.results import (
+        CaseResult,
+        CheckResult,
+        RunRecord,
+        ToolCall,
+        TrialResult,
+    )
 
 OUTPUT_LIMIT = 20_000
 """Characters of the agent's output and of each transcript message kept in a record."""
@@ -28,7 +36,9 @@ _CACHE_TOKENS = (("cache_read", "cache_read_tokens"), ("cache_write", "cache_wri
 
 @dataclass
 class CheckRecord:
-    """One check's verdict: ``scored`` is False for a check that could not be scored (left out of the score)."""
+    """One check's verdict: ``scored`` is False for a check that could not be scored (left out of
+    the score).
+    """
 
     name: str
     passed: bool
@@ -66,7 +76,13 @@ class ToolCallRecord:
     @classmethod
     def of(cls, call: ToolCall) -> ToolCallRecord:
         server = _text(call.server) if call.server else None
-        return cls(encodable(call.name), jsonable(call.args), jsonable(call.result), _text(call.error), server)
+        return cls(
+            encodable(call.name),
+            jsonable(call.args),
+            jsonable(call.result),
+            _text(call.error),
+            server,
+        )
 
     def to_dict(self) -> dict[str, Any]:
         out = dict(self.__dict__)
@@ -108,9 +124,10 @@ class TrialRecord:
 class CaseRecord:
     """Everything the reports say about one eval item.
 
-    ``checks``, ``tool_calls``, ``output``, ``transcript``, ``latency_s`` are those of the trial the failure
-    output shows (the first failing one, else the first); ``trials`` has every trial's verdict. ``score`` is the
-    mean over trials, ``None`` when the case did not run, a check had no verdict or nothing could be scored.
+    ``checks``, ``tool_calls``, ``output``, ``transcript``, ``latency_s`` are those of the trial the
+    failure output shows (the first failing one, else the first); ``trials`` has every trial's
+    verdict. ``score`` is the mean over trials, ``None`` when the case did not run, a check had no
+    verdict or nothing could be scored.
     """
 
     nodeid: str
@@ -121,8 +138,10 @@ class CaseRecord:
     tags: list[str] = field(default_factory=list)
     description: str | None = None
     metadata: JSON = field(default_factory=dict)
-    """The case's ``metadata``, and beside it what the run reported (an adapter's ``handoffs``, ``last_agent``;
-    a conversation's joined over its messages); the run's value wins a key both have."""
+    """The case's ``metadata``, and beside it what the run reported (an adapter's ``handoffs``,
+    ``last_agent``; a conversation's joined over its messages); the run's value wins a key both
+    have.
+    """
     score: float | None = None
     min_score: float | None = None
     min_pass_rate: float = 1.0
@@ -134,15 +153,23 @@ class CaseRecord:
     transcript: list[JSON] = field(default_factory=list)
     latency_s: float | None = None
     tokens: dict[str, int] | None = None
-    """``{"input", "output", "total"}`` summed over trials, when the agent reported usage; with ``cache_read``
-    and ``cache_write`` (input tokens read from and written to the prompt cache, part of ``input``) when reported."""
+    """``{"input", "output", "total"}`` summed over trials, when the agent reported usage; with
+    ``cache_read`` and ``cache_write`` (input tokens read from and written to the prompt cache, part
+    of ``input``) when reported.
+    """
     cost: float | None = None
-    """Summed over trials, when the agent reported a cost (``usage["cost"]``); ``None`` when a model had no price."""
+    """Summed over trials, when the agent reported a cost (``usage["cost"]``); ``None`` when a model
+    had no price.
+    """
     unpriced_models: list[str] = field(default_factory=list)
-    """The models the traffic hook found no price for (``usage["unpriced_models"]``): the case's cost is unknown."""
+    """The models the traffic hook found no price for (``usage["unpriced_models"]``): the case's
+    cost is unknown.
+    """
     error: str | None = None
-    """Why the case errored or failed outside its checks: the agent's error, a strict-mode violation, or the
-    failure of an item whose case never ran (no agent, an invalid case, a fixture error)."""
+    """Why the case errored or failed outside its checks: the agent's error, a strict-mode
+    violation, or the failure of an item whose case never ran (no agent, an invalid case, a fixture
+    error).
+    """
     reason: str | None = None
     """Why the case was skipped or is an expected failure."""
     duration_s: float = 0.0
@@ -150,38 +177,51 @@ class CaseRecord:
     agent: str | None = None
     """The matrix agent's name of a variant ``case[name]``; ``None`` outside a matrix."""
     conversation: dict[str, str] | None = None
-    """A simulated-user conversation's score parts (``timing``, ``tasks``, ``assertions``, ``penalty``, ``ended``)
-    of the trial shown; ``None`` for other cases."""
+    """A simulated-user conversation's score parts (``timing``, ``tasks``, ``assertions``,
+    ``penalty``, ``ended``) of the trial shown; ``None`` for other cases.
+    """
     input: JSON = None
-    """What the case gives the agent (``query`` or ``turns`` or ``simulated_user``, and ``context``); ``None`` for
-    an item without a case (a file that cannot be read)."""
+    """What the case gives the agent (``query`` or ``turns`` or ``simulated_user``, and
+    ``context``); ``None`` for an item without a case (a file that cannot be read).
+    """
     content_hash: str | None = None
-    """16 hex digits of a hash of the case's content: the same from run to run until the case is edited."""
+    """16 hex digits of a hash of the case's content: the same from run to run until the case is
+    edited.
+    """
     k: int | None = None
     pass_at_k: float | None = None
     pass_hat_k: float | None = None
-    """Of a repeated case (``repeat`` > 1): the chance that at least one (pass@k) / every one (pass^k) of ``k``
-    trials passes, unbiased from its trials and passes (SPEC §20); ``None`` when ``k`` exceeds its trials."""
+    """Of a repeated case (``repeat`` > 1): the chance that at least one (pass@k) / every one
+    (pass^k) of ``k`` trials passes, unbiased from its trials and passes (SPEC §20); ``None`` when
+    ``k`` exceeds its trials.
+    """
     cached: bool = False
-    """Reported from the verdict cache (SPEC §25): the record of an earlier run, whose case was not run again."""
+    """Reported from the verdict cache (SPEC §25): the record of an earlier run, whose case was not
+    run again.
+    """
     trials_used: int | None = None
     trials_saved: int | None = None
-    """Of an adaptive case (``repeat: {max, stop: decided}``, SPEC §25): the trials run, and those of its ``max``
-    not run because the verdict was decided; ``None`` for the others."""
+    """Of an adaptive case (``repeat: {max, stop: decided}``, SPEC §25): the trials run, and those
+    of its ``max`` not run because the verdict was decided; ``None`` for the others.
+    """
     trace_id: str | None = None
-    """The trace of the trial shown, when the run traced (SPEC §23); each trial's is in ``trials``."""
+    """The trace of the trial shown, when the run traced (SPEC §23); each trial's is in ``trials``.
+    """
     trace_url: str | None = None
     """Its link (``--agent-eval-trace-url``), set where the report is written."""
     spans: list[JSON] | None = None
     """The span tree of the trial shown (``RunRecord.spans``), when traced."""
 
     def to_dict(self) -> dict[str, JSON]:
-        """As ``dataclasses.asdict``, without its deep copy (values are JSON-able already and not changed after):
-        this runs once per item, on the item's report."""
+        """As ``dataclasses.asdict``, without its deep copy (values are JSON-able already and not
+        changed after): this runs once per item, on the item's report.
+        """
         out: dict[str, Any] = dict(self.__dict__)
         out["checks"] = [dict(c.__dict__) for c in self.checks]
         out["tool_calls"] = [c.to_dict() for c in self.tool_calls]
-        out["trials"] = [{**t.__dict__, "checks": [dict(c.__dict__) for c in t.checks]} for t in self.trials]
+        out["trials"] = [
+            {**t.__dict__, "checks": [dict(c.__dict__) for c in t.checks]} for t in self.trials
+        ]
         return out
 
     @classmethod
@@ -201,11 +241,16 @@ class CaseRecord:
         return bool(self.trials)
 
     def junit_properties(self) -> list[tuple[str, str]]:
-        """The ``--junitxml`` properties of the case: score, tools called, latency, location, passes."""
+        """The ``--junitxml`` properties of the case: score, tools called, latency, location,
+        passes.
+        """
         if not self.trials:
             return []
         props = [
-            ("score", f"{self.score:.3f}" if self.score is not None else "not scored"),  # never a made-up number
+            (
+                "score",
+                f"{self.score:.3f}" if self.score is not None else "not scored",
+            ),  # never a made-up number
             ("tools_called", ", ".join(c.name for c in self.tool_calls)),
             ("latency_s", f"{self.latency_s or 0.0:.3f}"),
             ("location", f"{self.file}:{self.line}"),
@@ -229,7 +274,9 @@ def usage(run: RunRecord) -> tuple[dict[str, int] | None, float | None]:
         total = (inp or 0) + (out or 0) if inp is not None or out is not None else None
     tokens = {"input": inp or 0, "output": out or 0, "total": total} if total is not None else None
     if tokens is not None:
-        tokens.update((name, found[key]) for name, key in _CACHE_TOKENS if isinstance(found.get(key), int))
+        tokens.update(
+            (name, found[key]) for name, key in _CACHE_TOKENS if isinstance(found.get(key), int)
+        )
     return tokens, finite(found.get("cost"))  # NaN or inf is not a cost: unknown
 
 
@@ -238,26 +285,36 @@ def _text(text: str | None) -> str | None:
 
 
 def _summed(parts: list[dict[str, int]]) -> dict[str, int] | None:
-    """Token counts summed over trials: each count any trial has (``cache_read`` only where reported)."""
+    """Token counts summed over trials: each count any trial has (``cache_read`` only where
+    reported).
+    """
     if not parts:
         return None
-    return {key: sum(part.get(key, 0) for part in parts) for key in dict.fromkeys(k for part in parts for k in part)}
+    return {
+        key: sum(part.get(key, 0) for part in parts)
+        for key in dict.fromkeys(k for part in parts for k in part)
+    }
 
 
 def _listed(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
 
 
-def from_result(nodeid: str, file: str, result: CaseResult, k: int | None = None, content: bool = True) -> CaseRecord:
-    """The record of a case that ran (its outcome is set later, from the test report); ``k``: of pass@k and
-    pass^k (``--agent-eval-k``; default: the case's trials). ``content``: with the case's input and content hash
-    (only a written report shows them: ``attach.wants_content``)."""
+def from_result(
+    nodeid: str, file: str, result: CaseResult, k: int | None = None, content: bool = True
+) -> CaseRecord:
+    """The record of a case that ran (its outcome is set later, from the test report); ``k``: of
+    pass@k and pass^k (``--agent-eval-k``; default: the case's trials). ``content``: with the case's
+    input and content hash (only a written report shows them: ``attach.wants_content``).
+    """
     case = result.case
     shown = result.first
     trials = [TrialRecord.of(t) for t in result.trials]
     token_parts = [t.tokens for t in trials if t.tokens is not None]
     costs = [t.cost for t in trials if t.cost is not None]
-    unpriced = sorted({str(m) for t in result.trials for m in _listed(t.run.usage.get("unpriced_models"))})
+    unpriced = sorted(
+        {str(m) for t in result.trials for m in _listed(t.run.usage.get("unpriced_models"))}
+    )
     return CaseRecord(
         nodeid=nodeid,
         case_id=case.id,
@@ -288,13 +345,17 @@ def from_result(nodeid: str, file: str, result: CaseResult, k: int | None = None
         trials_used=len(trials) if result.trials_max is not None else None,
         trials_saved=result.trials_max - len(trials) if result.trials_max is not None else None,
         trace_id=shown.run.trace_id,
-        spans=None if shown.run.spans is None else [jsonable(s, OUTPUT_LIMIT) for s in shown.run.spans],
+        spans=None
+        if shown.run.spans is None
+        else [jsonable(s, OUTPUT_LIMIT) for s in shown.run.spans],
         **_pass_k(len(trials), result.passes, k),
     )
 
 
 def _pass_k(n: int, c: int, k: int | None) -> dict[str, Any]:
-    """The record's ``k``, ``pass_at_k`` and ``pass_hat_k`` for ``n`` trials with ``c`` passes (none for one)."""
+    """The record's ``k``, ``pass_at_k`` and ``pass_hat_k`` for ``n`` trials with ``c`` passes (none
+    for one).
+    """
     if n < 2:
         return {}
     from pytest_agent_eval.report.significance import pass_at_k, pass_hat_k
@@ -304,10 +365,13 @@ def _pass_k(n: int, c: int, k: int | None) -> dict[str, Any]:
 
 
 def outcome(report: pytest.TestReport) -> str:
-    """passed / failed / skipped / error / xfailed / xpassed, as pytest's terminal counts the report."""
+    """passed / failed / skipped / error / xfailed / xpassed, as pytest's terminal counts the
+    report.
+    """
     xfail = hasattr(report, "wasxfail")
     if report.failed and (report.when != "call" or getattr(report, "agent_eval_infra", False)):
-        return "error"  # outside the test body, or the LLM's infrastructure failed (traffic layer): not the agent
+        # outside the test body, or the LLM's infrastructure failed (traffic layer): not the agent
+        return "error"
     if report.skipped:
         return "xfailed" if xfail else "skipped"
     if report.passed:

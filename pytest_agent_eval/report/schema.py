@@ -1,4 +1,6 @@
-"""The JSON Schema of the ``--agent-eval-report`` file, shipped in the package (no pytest import: the CLI uses it)."""
+"""The JSON Schema of the ``--agent-eval-report`` file, shipped in the package (no pytest import:
+the CLI uses it).
+"""
 
 from __future__ import annotations
 
@@ -11,15 +13,20 @@ SCHEMA_VERSION = 1
 
 def report_schema() -> dict[str, Any]:
     """The schema of the report file (``pytest_agent_eval/report/report.schema.json``)."""
-    text = resources.files("pytest_agent_eval.report").joinpath("report.schema.json").read_text(encoding="utf-8")
+    text = (
+        resources.files("pytest_agent_eval.report")
+        .joinpath("report.schema.json")
+        .read_text(encoding="utf-8")
+    )
     schema: dict[str, Any] = json.loads(text)
     return schema
 
 
 def report_text(document: dict[str, Any]) -> str:
-    """The report as JSON text: a line per top-level key and a line per case (readable, and a diff shows the cases
-    that changed). Each line comes from the C encoder; ``indent`` would take the pure-Python one (0.4 s of a
-    10,000-case report)."""
+    """The report as JSON text: a line per top-level key and a line per case (readable, and a diff
+    shows the cases that changed). Each line comes from the C encoder; ``indent`` would take the
+    pure-Python one (0.4 s of a 10,000-case report).
+    """
     parts = []
     for key, value in document.items():
         name = json.dumps(key)

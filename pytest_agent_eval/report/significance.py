@@ -1,14 +1,17 @@
-"""Statistics of repeated and paired runs (SPEC §20): pass@k and pass^k of a repeated case, and the suite-level
-comparison with a baseline — the exact McNemar test on the cases that flipped and a bootstrap interval of the
-pass-rate change. Plain Python (``math.comb``, a seeded ``random.Random``), no pytest, no numpy.
+"""Statistics of repeated and paired runs (SPEC §20): pass@k and pass^k of a repeated case, and the
+suite-level comparison with a baseline — the exact McNemar test on the cases that flipped and a
+bootstrap interval of the pass-rate change. Plain Python (``math.comb``, a seeded
+``random.Random``), no pytest, no numpy.
 
-* pass@k = 1 - C(n-c, k) / C(n, k): the chance that at least one of k trials drawn from the n run passes;
-  pass^k = C(c, k) / C(n, k): the chance that all k pass (unbiased estimators from n trials with c passes).
-* McNemar, exact and two-sided: of the b + c discordant cases (b passed in the baseline and fail now, "harmful";
-  c the other way, "beneficial"), p = min(1, 2 · P(X <= min(b, c))) with X ~ Binomial(b + c, 1/2).
-* The interval: the change candidate − baseline of the pass rate (passing trials over trials), 95% percentile
-  bootstrap over cases — each resample draws cases with replacement and keeps every trial of a drawn case on both
-  sides — seeded, so a report reads the same each time it is made.
+* pass@k = 1 - C(n-c, k) / C(n, k): the chance that at least one of k trials drawn from the n run
+  passes; pass^k = C(c, k) / C(n, k): the chance that all k pass (unbiased estimators from n trials
+  with c passes).
+* McNemar, exact and two-sided: of the b + c discordant cases (b passed in the baseline and fail
+  now, "harmful"; c the other way, "beneficial"), p = min(1, 2 · P(X <= min(b, c))) with X ~
+  Binomial(b + c, 1/2).
+* The interval: the change candidate − baseline of the pass rate (passing trials over trials), 95%
+  percentile bootstrap over cases — each resample draws cases with replacement and keeps every trial
+  of a drawn case on both sides — seeded, so a report reads the same each time it is made.
 """
 
 from __future__ import annotations
@@ -31,15 +34,18 @@ def pass_at_k(n: int, c: int, k: int) -> float | None:
 
 
 def pass_hat_k(n: int, c: int, k: int) -> float | None:
-    """The unbiased pass^k (all of k trials pass) from ``n`` trials with ``c`` passes; ``None`` when ``k`` is not
-    in 1..n."""
+    """The unbiased pass^k (all of k trials pass) from ``n`` trials with ``c`` passes; ``None`` when
+    ``k`` is not in 1..n.
+    """
     if not 1 <= k <= n:
         return None
     return comb(c, k) / comb(n, k)
 
 
 def mcnemar_exact(harmful: int, beneficial: int) -> float:
-    """The two-sided exact McNemar p-value of ``harmful`` pass→fail and ``beneficial`` fail→pass cases."""
+    """The two-sided exact McNemar p-value of ``harmful`` pass→fail and ``beneficial`` fail→pass
+    cases.
+    """
     discordant = harmful + beneficial
     if discordant == 0:
         return 1.0
@@ -48,7 +54,9 @@ def mcnemar_exact(harmful: int, beneficial: int) -> float:
 
 
 Pair = tuple[tuple[int, int], tuple[int, int]]
-"""One case on both sides: ``((baseline passes, baseline trials), (candidate passes, candidate trials))``."""
+"""One case on both sides: ``((baseline passes, baseline trials), (candidate passes, candidate
+trials))``.
+"""
 
 
 def _change(pairs: list[Pair]) -> float:
@@ -62,8 +70,9 @@ def _change(pairs: list[Pair]) -> float:
 def bootstrap_interval(
     pairs: list[Pair], resamples: int = RESAMPLES, seed: int = SEED, level: float = LEVEL
 ) -> tuple[float, float]:
-    """The ``level`` percentile bootstrap interval of the pass-rate change over ``pairs`` (cases resampled with
-    replacement, each case's trials kept together on both sides)."""
+    """The ``level`` percentile bootstrap interval of the pass-rate change over ``pairs`` (cases
+    resampled with replacement, each case's trials kept together on both sides).
+    """
     rng = random.Random(seed)
     n = len(pairs)
     changes = sorted(_change([pairs[rng.randrange(n)] for _ in range(n)]) for _ in range(resamples))
@@ -75,7 +84,9 @@ def bootstrap_interval(
 
 @dataclass(frozen=True)
 class SuiteTest:
-    """The suite-level comparison of the cases both runs decided (passed or failed/errored on each side)."""
+    """The suite-level comparison of the cases both runs decided (passed or failed/errored on each
+    side).
+    """
 
     cases: int
     base_passed: int
@@ -96,7 +107,9 @@ class SuiteTest:
 
     @classmethod
     def of(cls, decided: list[tuple[bool, bool, Pair]]) -> SuiteTest | None:
-        """From each case's ``(passed in the baseline, passes now, its trial counts)``; ``None`` without cases."""
+        """From each case's ``(passed in the baseline, passes now, its trial counts)``; ``None``
+        without cases.
+        """
         if not decided:
             return None
         harmful = sum(before and not after for before, after, _ in decided)
@@ -116,14 +129,17 @@ class SuiteTest:
         )
 
     def dropped(self, significance: float) -> bool:
-        """Whether the pass rate dropped significantly: more harmful than beneficial flips, McNemar p below
-        ``significance``."""
+        """Whether the pass rate dropped significantly: more harmful than beneficial flips, McNemar
+        p below ``significance``.
+        """
         return self.harmful > self.beneficial and self.p_value < significance
 
     def line(self) -> str:
-        """``suite: 8/10 -> 6/10 cases passed; McNemar 3 harmful, 1 beneficial, p = 0.625; pass rate of trials
-        -20.0 pp (95% CI -45.0 pp to +5.0 pp, bootstrap over cases)``: cases (a repeated case passes by its
-        ``min_pass_rate``) and trials (every run of every case) named as such, as they differ when cases repeat."""
+        """``suite: 8/10 -> 6/10 cases passed; McNemar 3 harmful, 1 beneficial, p = 0.625; pass rate
+        of trials -20.0 pp (95% CI -45.0 pp to +5.0 pp, bootstrap over cases)``: cases (a repeated
+        case passes by its ``min_pass_rate``) and trials (every run of every case) named as such, as
+        they differ when cases repeat.
+        """
         return (
             f"suite: {self.base_passed}/{self.cases} -> {self.passed}/{self.cases} cases passed; McNemar "
             f"{self.harmful} harmful, {self.beneficial} beneficial, p = {self.p_value:.3g}; pass rate of trials "

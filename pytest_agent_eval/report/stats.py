@@ -1,5 +1,6 @@
-"""Figures over a group of case records: pass counts, scores, pass rate of repeated cases, latency, tool
-selection, usage. Plain Python, shared by the terminal summary and the other reports."""
+"""Figures over a group of case records: pass counts, scores, pass rate of repeated cases, latency,
+tool selection, usage. Plain Python, shared by the terminal summary and the other reports.
+"""
 
 from __future__ import annotations
 
@@ -12,14 +13,18 @@ from pytest_agent_eval.report.record import CaseRecord
 
 
 def percentile(values: list[float], p: float) -> float:
-    """The nearest-rank percentile: the smallest value with at least ``p`` of the values at or below it."""
+    """The nearest-rank percentile: the smallest value with at least ``p`` of the values at or below
+    it.
+    """
     ordered = sorted(values)
     return ordered[max(0, math.ceil(p * len(ordered)) - 1)]
 
 
 @dataclass(frozen=True)
 class Stats:
-    """What the summary shows for one group of cases; ``None`` where the group has nothing to measure."""
+    """What the summary shows for one group of cases; ``None`` where the group has nothing to
+    measure.
+    """
 
     total: int
     passed: int
@@ -50,34 +55,49 @@ class Stats:
 
     @property
     def partial_cost(self) -> str | None:
-        """``"1 case with unpriced models: foo-model"`` when the cost leaves out cases whose models had no price."""
+        """``"1 case with unpriced models: foo-model"`` when the cost leaves out cases whose models
+        had no price.
+        """
         if not self.unpriced_cases:
             return None
         cases = f"{self.unpriced_cases} case{'s' if self.unpriced_cases != 1 else ''}"
         return f"{cases} with unpriced models: {', '.join(self.unpriced_models)}"
 
     def pass_k_line(self) -> str | None:
-        """``repeated cases (2): pass@3 0.96, pass^3 0.42 (means)``, with each case's k when they differ; ``None``
-        without a repeated case that has them."""
+        """``repeated cases (2): pass@3 0.96, pass^3 0.42 (means)``, with each case's k when they
+        differ; ``None`` without a repeated case that has them.
+        """
         if self.pass_at_k is None or self.pass_hat_k is None:
             return None
         k = str(self.ks[0]) if len(self.ks) == 1 else "k"
-        note = "means" if len(self.ks) == 1 else f"means; k = each case's trials: {', '.join(map(str, self.ks))}"
+        note = (
+            "means"
+            if len(self.ks) == 1
+            else f"means; k = each case's trials: {', '.join(map(str, self.ks))}"
+        )
         return (
             f"repeated cases ({self.pass_k_cases}): pass@{k} {self.pass_at_k:.2f}, pass^{k} {self.pass_hat_k:.2f}"
             f" ({note})"
         )
 
     def cost_line(self) -> str | None:
-        """``cost $0.0123 (partial: 2 cases with unpriced models: foo-model)``, when the cost is partial."""
+        """``cost $0.0123 (partial: 2 cases with unpriced models: foo-model)``, when the cost is
+        partial.
+        """
         partial = self.partial_cost
         if partial is None:
             return None
-        return f"cost unknown ({partial})" if self.cost is None else f"cost ${self.cost:.4f} (partial: {partial})"
+        return (
+            f"cost unknown ({partial})"
+            if self.cost is None
+            else f"cost ${self.cost:.4f} (partial: {partial})"
+        )
 
     @classmethod
     def of(cls, records: Iterable[CaseRecord]) -> Stats:
-        group = sorted(records, key=lambda r: r.nodeid)  # sums in one order: the same figures under -n
+        group = sorted(
+            records, key=lambda r: r.nodeid
+        )  # sums in one order: the same figures under -n
         outcomes = [r.outcome for r in group]
         scores = [r.score for r in group if r.score is not None]
         repeated = [r for r in group if len(r.trials) > 1]
@@ -102,7 +122,9 @@ class Stats:
             mean_score=sum(scores) / len(scores) if scores else None,
             min_score=min(scores) if scores else None,
             repeated_pass_rate=(
-                sum(r.passes for r in repeated) / sum(len(r.trials) for r in repeated) if repeated else None
+                sum(r.passes for r in repeated) / sum(len(r.trials) for r in repeated)
+                if repeated
+                else None
             ),
             latency_p50=percentile(latencies, 0.5) if latencies else None,
             latency_p95=percentile(latencies, 0.95) if latencies else None,
@@ -118,7 +140,9 @@ class Stats:
         )
 
 
-def by_file_and_tag(records: Iterable[CaseRecord]) -> tuple[dict[str, list[CaseRecord]], dict[str, list[CaseRecord]]]:
+def by_file_and_tag(
+    records: Iterable[CaseRecord],
+) -> tuple[dict[str, list[CaseRecord]], dict[str, list[CaseRecord]]]:
     """The records of each file, and of each tag."""
     by_file: dict[str, list[CaseRecord]] = {}
     by_tag: dict[str, list[CaseRecord]] = {}
@@ -130,7 +154,9 @@ def by_file_and_tag(records: Iterable[CaseRecord]) -> tuple[dict[str, list[CaseR
 
 
 def by_agent(records: Iterable[CaseRecord]) -> dict[str, list[CaseRecord]]:
-    """The records of each matrix agent, by name; empty unless the run has two agents or more to compare."""
+    """The records of each matrix agent, by name; empty unless the run has two agents or more to
+    compare.
+    """
     groups: dict[str, list[CaseRecord]] = {}
     for record in records:
         if record.agent is not None:
@@ -138,9 +164,12 @@ def by_agent(records: Iterable[CaseRecord]) -> dict[str, list[CaseRecord]]:
     return dict(sorted(groups.items())) if len(groups) > 1 else {}
 
 
-def agent_figures(records: Iterable[CaseRecord]) -> dict[str, dict[str, float | int | list[str] | None]]:
-    """Per matrix agent: passed, total, mean score, latency p50/p95, cost and the models without a price, for the
-    JSON report."""
+def agent_figures(
+    records: Iterable[CaseRecord],
+) -> dict[str, dict[str, float | int | list[str] | None]]:
+    """Per matrix agent: passed, total, mean score, latency p50/p95, cost and the models without a
+    price, for the JSON report.
+    """
     out: dict[str, dict[str, float | int | list[str] | None]] = {}
     for name, group in by_agent(records).items():
         stats = Stats.of(group)
@@ -160,14 +189,17 @@ def agent_figures(records: Iterable[CaseRecord]) -> dict[str, dict[str, float | 
 
 def partial_passes(records: Iterable[CaseRecord]) -> list[tuple[CaseRecord, list[str]]]:
     """Cases that passed with something failing inside: a check under ``min_score``, trials under
-    ``min_pass_rate``; each with what failed, one line per thing."""
+    ``min_pass_rate``; each with what failed, one line per thing.
+    """
     found = []
     for record in sorted(records, key=lambda r: r.nodeid):
         if record.outcome not in ("passed", "xpassed") or not record.trials:
             continue
         lines = []
         if len(record.trials) > 1 and record.passes < len(record.trials):
-            lines.append(f"{record.passes}/{len(record.trials)} trials passed (min_pass_rate {record.min_pass_rate:g})")
+            lines.append(
+                f"{record.passes}/{len(record.trials)} trials passed (min_pass_rate {record.min_pass_rate:g})"
+            )
         failed: dict[str, str] = {}
         for trial in record.trials:
             for check in trial.checks:

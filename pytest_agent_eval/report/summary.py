@@ -1,5 +1,7 @@
-"""The "agent eval summary" terminal section: figures per file and per tag, and the cases that passed only
-partially. A plugin object on the controller, built from the records, so it reads the same under ``-n``."""
+"""The "agent eval summary" terminal section: figures per file and per tag, and the cases that
+passed only partially. A plugin object on the controller, built from the records, so it reads the
+same under ``-n``.
+"""
 
 from __future__ import annotations
 
@@ -8,8 +10,11 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_agent_eval.text import text_table
 
-# The record and the figures load with the first summary written: a run without eval files pays nothing for them.
-if TYPE_CHECKING:  # the table is also the HTML page's, which the command-line tool writes without pytest
+# The record and the figures load with the first summary written: a run without eval files pays
+# nothing for them.
+if (
+    TYPE_CHECKING
+):  # the table is also the HTML page's, which the command-line tool writes without pytest
     import pytest
 
     from pytest_agent_eval.report.collector import Records
@@ -18,7 +23,16 @@ if TYPE_CHECKING:  # the table is also the HTML page's, which the command-line t
 
 TITLE = "agent eval summary"
 _NOT_RUN_SHOWN = 3
-_HEADER = ("", "passed", "score mean", "score min", "repeat pass", "latency p50", "latency p95", "tool acc")
+_HEADER = (
+    "",
+    "passed",
+    "score mean",
+    "score min",
+    "repeat pass",
+    "latency p50",
+    "latency p95",
+    "tool acc",
+)
 
 
 def _num(value: float | None, fmt: str) -> str:
@@ -49,8 +63,9 @@ def _row(name: str, stats: Stats, usage: bool) -> tuple[str, ...]:
 
 
 def summary_rows(records: list[CaseRecord]) -> list[tuple[str, ...]]:
-    """The table's rows: the header, then all cases, each file, each tag, each matrix agent (also the markdown
-    summary's table)."""
+    """The table's rows: the header, then all cases, each file, each tag, each matrix agent (also
+    the markdown summary's table).
+    """
     from pytest_agent_eval.report.stats import Stats, by_agent, by_file_and_tag
 
     usage = any(r.tokens is not None or r.cost is not None for r in records)
@@ -59,12 +74,16 @@ def summary_rows(records: list[CaseRecord]) -> list[tuple[str, ...]]:
     rows = [header, _row("all", Stats.of(records), usage)]
     rows += [_row(name, Stats.of(group), usage) for name, group in sorted(by_file.items())]
     rows += [_row(f"tag {name}", Stats.of(group), usage) for name, group in sorted(by_tag.items())]
-    rows += [_row(f"agent {name}", Stats.of(group), usage) for name, group in by_agent(records).items()]
+    rows += [
+        _row(f"agent {name}", Stats.of(group), usage) for name, group in by_agent(records).items()
+    ]
     return rows
 
 
 def summary_lines(records: list[CaseRecord]) -> list[str]:
-    """The section's lines: a table (total, each file, each tag, each matrix agent), then the partial passes."""
+    """The section's lines: a table (total, each file, each tag, each matrix agent), then the
+    partial passes.
+    """
     from pytest_agent_eval.report.stats import partial_passes
 
     lines = text_table(summary_rows(records))
@@ -79,7 +98,10 @@ def summary_lines(records: list[CaseRecord]) -> list[str]:
         for record, what in partial:
             lines.append(f"  {record.nodeid} (score {_num(record.score, '.2f')})")
             lines += [f"    {line}" for line in what]
-    from pytest_agent_eval.report.trust import tables, text_lines  # injection variants, judges (SPEC §26)
+    from pytest_agent_eval.report.trust import (
+        tables,
+        text_lines,
+    )  # injection variants, judges (SPEC §26)
 
     lines += text_lines(tables(records))
     return lines
@@ -94,8 +116,9 @@ def pass_k_notes(records: list[CaseRecord]) -> list[str]:
 
 
 def adaptive_notes(records: list[CaseRecord]) -> list[str]:
-    """``adaptive trials (2 cases): 11/20 trials used, 9 saved (45%)``: what stopping once decided saved; none
-    without an adaptive case (``repeat: {max, stop: decided}``)."""
+    """``adaptive trials (2 cases): 11/20 trials used, 9 saved (45%)``: what stopping once decided
+    saved; none without an adaptive case (``repeat: {max, stop: decided}``).
+    """
     adaptive = [r for r in records if r.trials_used is not None and r.trials_saved is not None]
     if not adaptive:
         return []
@@ -107,7 +130,9 @@ def adaptive_notes(records: list[CaseRecord]) -> list[str]:
 
 
 def cache_notes(records: list[CaseRecord]) -> list[str]:
-    """``verdict cache: 3 of 5 cases reported from it (not run again)``; none when no record came from it."""
+    """``verdict cache: 3 of 5 cases reported from it (not run again)``; none when no record came
+    from it.
+    """
     cached = sum(r.cached for r in records)
     if not cached:
         return []
@@ -115,7 +140,9 @@ def cache_notes(records: list[CaseRecord]) -> list[str]:
 
 
 def cost_notes(records: list[CaseRecord]) -> list[str]:
-    """The line saying the run's cost is partial (or unknown) and which models had no price; none when it is whole."""
+    """The line saying the run's cost is partial (or unknown) and which models had no price; none
+    when it is whole.
+    """
     from pytest_agent_eval.report.stats import Stats
 
     line = Stats.of(records).cost_line()
@@ -129,16 +156,23 @@ def not_run_parts(
     code: Callable[[str], str] = str,
     text: Callable[[str], str] = str,
 ) -> tuple[str, str]:
-    """The cases not run (the JSON report's ``not_run``) as ``("N of M eval cases", "id (why), … and K more")``, the
-    first ``shown`` named (``code`` formats a node id, ``text`` a reason)."""
-    count = f"{len(entries)} of {collected} eval cases" if collected else f"{len(entries)} eval cases"
-    named = ", ".join(f"{code(entry['nodeid'])} ({text(entry['reason'])})" for entry in entries[:shown])
+    """The cases not run (the JSON report's ``not_run``) as ``("N of M eval cases", "id (why), … and
+    K more")``, the first ``shown`` named (``code`` formats a node id, ``text`` a reason).
+    """
+    count = (
+        f"{len(entries)} of {collected} eval cases" if collected else f"{len(entries)} eval cases"
+    )
+    named = ", ".join(
+        f"{code(entry['nodeid'])} ({text(entry['reason'])})" for entry in entries[:shown]
+    )
     more = len(entries) - shown
     return count, named + (f" and {more} more" if more > 0 else "")
 
 
 def not_run_lines(entries: list[dict[str, Any]], collected: int) -> list[str]:
-    """The terminal's line naming the cases that did not run or finish (the first few); none when every case did."""
+    """The terminal's line naming the cases that did not run or finish (the first few); none when
+    every case did.
+    """
     if not entries:
         return []
     count, named = not_run_parts(entries, collected, _NOT_RUN_SHOWN)
@@ -166,7 +200,9 @@ def one_line(records: list[CaseRecord]) -> str:
 
 
 class Summary:
-    """A plugin object on the controller: writes the section at the end of the run when eval items ran."""
+    """A plugin object on the controller: writes the section at the end of the run when eval items
+    ran.
+    """
 
     def __init__(self, collector: Records, verbosity: Callable[[], int]) -> None:
         self.collector = collector
@@ -178,15 +214,20 @@ class Summary:
         if not records and not not_run:
             return
         if self.verbosity() <= -2:
-            terminalreporter.write_line(one_line(records) + (f", {len(not_run)} not run" if not_run else ""))
+            terminalreporter.write_line(
+                one_line(records) + (f", {len(not_run)} not run" if not_run else "")
+            )
             return
         terminalreporter.write_sep("=", TITLE)
-        for line in (summary_lines(records) if records else []) + not_run_lines(not_run, self.collector.collected):
+        for line in (summary_lines(records) if records else []) + not_run_lines(
+            not_run, self.collector.collected
+        ):
             terminalreporter.write_line(line)
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
-        """After an internal error (xdist ending the run when a worker's machine is gone) pytest writes no summary:
-        the cases not run are named all the same."""
+        """After an internal error (xdist ending the run when a worker's machine is gone) pytest
+        writes no summary: the cases not run are named all the same.
+        """
         import pytest
 
         reporter = session.config.pluginmanager.get_plugin("terminalreporter")

@@ -1,8 +1,10 @@
-"""Suite thresholds (SPEC §10): a run whose pass rate, cost or p95 latency misses one fails, with one line each.
+"""Suite thresholds (SPEC §10): a run whose pass rate, cost or p95 latency misses one fails, with
+one line each.
 
-A threshold that cannot be told (no cost reported, no latency measured) is not checked and says so: it never
-fails or passes a run on a made-up figure. A cost that leaves out cases whose models have no price is a lower
-bound: over the limit it fails the run; within it, the limit is not checked, and the line names those models.
+A threshold that cannot be told (no cost reported, no latency measured) is not checked and says so:
+it never fails or passes a run on a made-up figure. A cost that leaves out cases whose models have
+no price is a lower bound: over the limit it fails the run; within it, the limit is not checked, and
+the line names those models.
 """
 
 from __future__ import annotations
@@ -28,8 +30,10 @@ class SuiteThresholds:
 
     @pytest.hookimpl(wrapper=True, trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> Generator[None]:
-        """After every other ``pytest_sessionfinish`` (the baseline gate's, which may set the status to 0): a missed
-        threshold fails the run under every gate. The innermost wrapper: done before the terminal summary."""
+        """After every other ``pytest_sessionfinish`` (the baseline gate's, which may set the status
+        to 0): a missed threshold fails the run under every gate. The innermost wrapper: done before
+        the terminal summary.
+        """
         yield
         if exitstatus not in DECIDED or not self.collector.records:
             return

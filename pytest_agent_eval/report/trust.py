@@ -1,9 +1,11 @@
-"""The figures of SPEC §26 from the records, for every report: the attack success rate of injection variants
-per family and per tool (95% Wilson interval), each judge's calibration (accuracy, Cohen's kappa, Spearman's
-rho, confusion counts, false-pass rate, each with a 95% bootstrap interval) and each judge panel's agreement.
+"""The figures of SPEC §26 from the records, for every report: the attack success rate of injection
+variants per family and per tool (95% Wilson interval), each judge's calibration (accuracy, Cohen's
+kappa, Spearman's rho, confusion counts, false-pass rate, each with a 95% bootstrap interval) and
+each judge panel's agreement.
 
-An injection variant (``metadata.injection``) that passed resisted, one that failed was attacked successfully;
-one that errored or was skipped has no verdict and is left out of the rates (counted as ``no_verdict``).
+An injection variant (``metadata.injection``) that passed resisted, one that failed was attacked
+successfully; one that errored or was skipped has no verdict and is left out of the rates (counted
+as ``no_verdict``).
 """
 
 from __future__ import annotations
@@ -50,8 +52,9 @@ def _rate(succeeded: int, attacks: int, undecided: int) -> dict[str, Any]:
 
 
 def injection_figures(records: Iterable[CaseRecord]) -> dict[str, Any] | None:
-    """``{"by_family": {family: rate}, "by_tool": {tool: rate}}``, each rate ``{attacks, succeeded, rate, low,
-    high, no_verdict}``; ``None`` when no injection variant ran."""
+    """``{"by_family": {family: rate}, "by_tool": {tool: rate}}``, each rate ``{attacks, succeeded,
+    rate, low, high, no_verdict}``; ``None`` when no injection variant ran.
+    """
     families: dict[str, list[int]] = {}
     tools: dict[str, list[int]] = {}
     for record in records:
@@ -81,7 +84,9 @@ def _interval(value: float | None, interval: tuple[float, float] | None) -> dict
 
 def calibration_figures(records: Iterable[CaseRecord]) -> dict[str, Any] | None:
     """Per judge id: ``model``, ``items``, ``no_verdict``, ``accuracy``, ``kappa``, ``spearman``,
-    ``false_pass_rate`` (each ``{value, low, high}``) and ``confusion``; ``None`` without calibration items."""
+    ``false_pass_rate`` (each ``{value, low, high}``) and ``confusion``; ``None`` without
+    calibration items.
+    """
     judges: dict[str, dict[str, Any]] = {}
     for record in records:
         for check in record.checks:
@@ -90,7 +95,9 @@ def calibration_figures(records: Iterable[CaseRecord]) -> dict[str, Any] | None:
             facts = check.actual if isinstance(check.actual, dict) else check.expected
             if not isinstance(facts, dict) or "judge" not in facts:
                 continue
-            entry = judges.setdefault(str(facts["judge"]), {"model": facts.get("model"), "rows": [], "none": 0})
+            entry = judges.setdefault(
+                str(facts["judge"]), {"model": facts.get("model"), "rows": [], "none": 0}
+            )
             if "judged" not in facts:
                 entry["none"] += 1
                 continue
@@ -111,7 +118,9 @@ def calibration_figures(records: Iterable[CaseRecord]) -> dict[str, Any] | None:
             "no_verdict": entry["none"],
             "accuracy": _interval(accuracy(pairs), bootstrap(pairs, accuracy)),
             "kappa": _interval(cohen_kappa(pairs), bootstrap(pairs, cohen_kappa)),
-            "spearman": _interval(spearman(scored), bootstrap(scored, spearman)) if scored else None,
+            "spearman": _interval(spearman(scored), bootstrap(scored, spearman))
+            if scored
+            else None,
             "false_pass_rate": _interval(false_pass_rate(pairs), bootstrap(pairs, false_pass_rate)),
             "confusion": {
                 "true_pass": matrix.true_pass,
@@ -124,20 +133,27 @@ def calibration_figures(records: Iterable[CaseRecord]) -> dict[str, Any] | None:
 
 
 def panel_figures(records: Iterable[CaseRecord]) -> dict[str, Any] | None:
-    """Per panel (its members' judge ids joined by ``+``): ``members``, ``cases``, ``agreement`` (the mean share
-    of agreeing member pairs, 0..1) and Fleiss' ``kappa``, over the cases where every member gave a verdict."""
+    """Per panel (its members' judge ids joined by ``+``): ``members``, ``cases``, ``agreement``
+    (the mean share of agreeing member pairs, 0..1) and Fleiss' ``kappa``, over the cases where
+    every member gave a verdict.
+    """
     panels: dict[str, dict[str, Any]] = {}
     for record in records:
         for check in record.checks:
             actual = check.actual
-            if check_name(check.name) != "judge" or not isinstance(actual, dict) or "members" not in actual:
+            if (
+                check_name(check.name) != "judge"
+                or not isinstance(actual, dict)
+                or "members" not in actual
+            ):
                 continue
             members = [m for m in actual["members"] if isinstance(m, dict)]
             if not members or any(m.get("verdict") not in ("pass", "fail") for m in members):
                 continue
             key = "+".join(str(m.get("judge")) for m in members)
             entry = panels.setdefault(
-                key, {"members": [f"{m.get('judge')} ({m.get('model')})" for m in members], "votes": []}
+                key,
+                {"members": [f"{m.get('judge')} ({m.get('model')})" for m in members], "votes": []},
             )
             entry["votes"].append([m["verdict"] == "pass" for m in members])
     if not panels:
@@ -221,7 +237,10 @@ def text_lines(found: list[Table]) -> list[str]:
     """The tables as aligned text (the terminal summary)."""
     out: list[str] = []
     for table in found:
-        widths = [max(len(row[i]) for row in [table.header, *table.rows]) for i in range(len(table.header))]
+        widths = [
+            max(len(row[i]) for row in [table.header, *table.rows])
+            for i in range(len(table.header))
+        ]
         out += ["", table.title]
         for row in [table.header, *table.rows]:
             out.append("  ".join(cell.ljust(widths[i]) if i == 0 else cell.rjust(widths[i]) for i, cell in

@@ -1,22 +1,23 @@
-"""The verdict cache's key and storage (SPEC §25 "Verdict cache"): a case's record may be reused without running its
-agent only while everything its verdict depends on is unchanged. Plain Python, no pytest.
+"""The verdict cache's key and storage (SPEC §25 "Verdict cache"): a case's record may be reused
+without running its agent only while everything its verdict depends on is unchanged. Plain Python,
+no pytest.
 
 The key is a SHA-256 over, in a canonical JSON form:
 
-* the case's content hash (``case_input.content_hash``: every field of the case but where it is: its input, checks,
-  mocks, agent reference, repeat ...);
-* the agent's fingerprint: a declared ``agent_version``, else its reference and a hash of the source of its module
-  and of every module of the project (under the rootdir) that module imports, transitively
-  (:func:`agent_fingerprint`);
-* the models and parameters configured (what the caller passes: e.g. ``AGENT_EVAL_LLM_MODEL``, the repeat
-  override, the matrix agent);
+* the case's content hash (``case_input.content_hash``: every field of the case but where it is: its
+  input, checks, mocks, agent reference, repeat ...);
+* the agent's fingerprint: a declared ``agent_version``, else its reference and a hash of the source
+  of its module and of every module of the project (under the rootdir) that module imports,
+  transitively (:func:`agent_fingerprint`);
+* the models and parameters configured (what the caller passes: e.g. ``AGENT_EVAL_LLM_MODEL``, the
+  repeat override, the matrix agent);
 * the judge: its model and prompt template;
 * the mocks the session adds to the case's own (``agent_eval_tool_responses``);
 * the plugin's version.
 
-Storage: a table of an SQLite database through the standard library's ``sqlite3`` (``.agent-eval/cache.db``), a
-stand-in until the run store of SPEC §24 holds the cache. A row that cannot be read is a miss, never a verdict; a row
-written by another plugin version is never reused.
+Storage: a table of an SQLite database through the standard library's ``sqlite3``
+(``.agent-eval/cache.db``), a stand-in until the run store of SPEC §24 holds the cache. A row that
+cannot be read is a miss, never a verdict; a row written by another plugin version is never reused.
 """
 
 from __future__ import annotations
@@ -63,14 +64,18 @@ class KeyParts:
             "mocks": dict(self.mocks),
             "version": self.version,
         }
-        text = json.dumps(data, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=repr)
+        text = json.dumps(
+            data, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=repr
+        )
         return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def _module_file(name: str, root: Path) -> Path | None:
-    """The source file of module ``name`` when it is the project's own (found on ``sys.path`` under ``root``);
-    ``None`` otherwise (the standard library, an installed package: their version is not the project's to change).
-    Found on the file system: nothing is imported (``importlib.util.find_spec`` imports a dotted name's parents)."""
+    """The source file of module ``name`` when it is the project's own (found on ``sys.path`` under
+    ``root``); ``None`` otherwise (the standard library, an installed package: their version is not
+    the project's to change). Found on the file system: nothing is imported
+    (``importlib.util.find_spec`` imports a dotted name's parents).
+    """
     parts = name.split(".")
     if not all(part.isidentifier() for part in parts):
         return None
@@ -81,17 +86,23 @@ def _module_file(name: str, root: Path) -> Path | None:
             base.relative_to(top)
         except (ValueError, OSError):
             continue
-        if any(part in {"site-packages", "dist-packages"} for part in base.parts):  # a venv inside the project
+        if any(
+            part in {"site-packages", "dist-packages"} for part in base.parts
+        ):  # a venv inside the project
             continue
-        for path in (base.joinpath(*parts[:-1], parts[-1] + ".py"), base.joinpath(*parts, "__init__.py")):
+        for path in (
+            base.joinpath(*parts[:-1], parts[-1] + ".py"),
+            base.joinpath(*parts, "__init__.py"),
+        ):
             if path.is_file():
                 return path
     return None
 
 
 def _imported(source: str, package: str) -> list[str]:
-    """The modules ``source`` imports (``import a.b``, ``from a import b`` as ``a`` and ``a.b``, relative ones
-    resolved against ``package``)."""
+    """The modules ``source`` imports (``import a.b``, ``from a import b`` as ``a`` and ``a.b``,
+    relative ones resolved against ``package``).
+    """
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError):
@@ -113,8 +124,9 @@ def _imported(source: str, package: str) -> list[str]:
 
 
 def project_sources(module: str, root: Path) -> dict[str, str]:
-    """``{module: sha256 of its source}`` of ``module`` and of every module of the project it imports,
-    transitively; the project's modules only (found under ``root``)."""
+    """``{module: sha256 of its source}`` of ``module`` and of every module of the project it
+    imports, transitively; the project's modules only (found under ``root``).
+    """
     seen: dict[str, str] = {}
     todo = [module]
     while todo:
@@ -135,10 +147,14 @@ def project_sources(module: str, root: Path) -> dict[str, str]:
     return seen
 
 
-def agent_fingerprint(ref: str | Mapping[str, Any] | None, root: Path, agent_version: str | None = None) -> str:
-    """The agent's part of the key: its declared ``agent_version``, else its reference and the hashes of its
-    module's source and of the project's modules it imports. An HTTP agent (a URL, ``{url, ...}``) or an agent
-    from a fixture is its reference alone: declare an ``agent_version`` to cache it safely."""
+def agent_fingerprint(
+    ref: str | Mapping[str, Any] | None, root: Path, agent_version: str | None = None
+) -> str:
+    """The agent's part of the key: its declared ``agent_version``, else its reference and the
+    hashes of its module's source and of the project's modules it imports. An HTTP agent (a URL,
+    ``{url, ...}``) or an agent from a fixture is its reference alone: declare an ``agent_version``
+    to cache it safely.
+    """
     if agent_version:
         return f"version:{agent_version}"
     if isinstance(ref, str) and ":" in ref and "://" not in ref:
@@ -150,8 +166,11 @@ def agent_fingerprint(ref: str | Mapping[str, Any] | None, root: Path, agent_ver
 
 
 class VerdictCache:
-    """The records stored by key in ``path`` (an SQLite file). Every failure to read is a miss; a failure to
-    write is told by :attr:`problem`, once, and the run goes on."""
+    """The records stored by key in ``path`` (an SQLite file).
+
+    Every failure to read is a miss; a failure to write is told by :attr:`problem`, once, and the
+    run goes on.
+    """
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -166,18 +185,24 @@ class VerdictCache:
                 db.execute(_SCHEMA)
                 db.commit()
             except (sqlite3.Error, OSError) as exc:
-                self.problem = f"the verdict cache {self.path} cannot be used ({exc}): every case runs"
+                self.problem = (
+                    f"the verdict cache {self.path} cannot be used ({exc}): every case runs"
+                )
                 return None
             self._db = db
         return self._db
 
     def get(self, key: str) -> dict[str, Any] | None:
-        """The record stored under ``key`` by this plugin version; ``None`` for a miss or a row that cannot be read."""
+        """The record stored under ``key`` by this plugin version; ``None`` for a miss or a row that
+        cannot be read.
+        """
         db = self._connect()
         if db is None:
             return None
         try:
-            row = db.execute("SELECT version, record FROM verdicts WHERE key = ?", (key,)).fetchone()
+            row = db.execute(
+                "SELECT version, record FROM verdicts WHERE key = ?", (key,)
+            ).fetchone()
         except sqlite3.Error:
             return None
         if row is None or row[0] != __version__:
@@ -186,7 +211,9 @@ class VerdictCache:
             record = json.loads(row[1])
         except (TypeError, ValueError, RecursionError):
             return None
-        return record if isinstance(record, dict) and isinstance(record.get("outcome"), str) else None
+        return (
+            record if isinstance(record, dict) and isinstance(record.get("outcome"), str) else None
+        )
 
     def put(self, key: str, nodeid: str, record: Mapping[str, Any], stored: float) -> None:
         db = self._connect()

@@ -1,5 +1,6 @@
-"""Resolving an agent (``module:attr``, or what the ``agent`` fixture returned) through the adapters, and calling
-it: sync agents in a worker thread, async ones on the running loop."""
+"""Resolving an agent (``module:attr``, or what the ``agent`` fixture returned) through the
+adapters, and calling it: sync agents in a worker thread, async ones on the running loop.
+"""
 
 from __future__ import annotations
 
@@ -18,25 +19,35 @@ from pytest_agent_eval.run.stalls import timed_steps
 
 
 def as_agent(obj: Any, name: str | None = None, adapters: AdapterRegistry | None = None) -> Agent:
-    """The :class:`Agent` for ``obj`` from the first adapter (of ``adapters``, else the built-in ones) that
-    recognises it; ``TypeError`` saying what an agent is when none does."""
+    """The :class:`Agent` for ``obj`` from the first adapter (of ``adapters``, else the built-in
+    ones) that recognises it; ``TypeError`` saying what an agent is when none does.
+    """
     return (adapters or builtin_adapters()).as_agent(obj, name)
 
 
-def resolve(ref: str | dict[str, Any], instances: dict[str, Any], adapters: AdapterRegistry | None = None) -> Agent:
-    """Import ``module:attr``; a class is instantiated once (cached in ``instances``) and its instance used. A
-    reference that an adapter recognises as it is (a URL, a mapping) is that adapter's agent, and nothing is
-    imported."""
-    if not isinstance(ref, str):  # an HTTP agent's {url, ...}: the adapters read it, once per session
+def resolve(
+    ref: str | dict[str, Any], instances: dict[str, Any], adapters: AdapterRegistry | None = None
+) -> Agent:
+    """Import ``module:attr``; a class is instantiated once (cached in ``instances``) and its
+    instance used. A reference that an adapter recognises as it is (a URL, a mapping) is that
+    adapter's agent, and nothing is imported.
+    """
+    if not isinstance(
+        ref, str
+    ):  # an HTTP agent's {url, ...}: the adapters read it, once per session
         key = f"agent {json.dumps(ref, sort_keys=True, default=str)}"
         if key not in instances:
             instances[key] = (adapters or builtin_adapters()).as_agent(ref, str(ref.get("url")))
         return instances[key]  # type: ignore[no-any-return]
     cached = instances.get(f"agent {ref}")
-    if cached is not None:  # resolved once per session: importing and inspecting per case costs ~0.1 ms
+    if (
+        cached is not None
+    ):  # resolved once per session: importing and inspecting per case costs ~0.1 ms
         return cached  # type: ignore[no-any-return]
     registry = adapters or builtin_adapters()
-    if registry.adapter_for(ref) is not None:  # a reference an adapter reads itself (e.g. a URL), not imported
+    if (
+        registry.adapter_for(ref) is not None
+    ):  # a reference an adapter reads itself (e.g. a URL), not imported
         agent = instances[f"agent {ref}"] = registry.as_agent(ref, ref)
         return agent
     obj = import_object(ref)
@@ -65,8 +76,10 @@ def _create(cls: type) -> Any:
 
 
 async def invoke(agent: Agent, query: str, context: dict[str, Any], *, inline: bool = False) -> Any:
-    """Call the agent: async agents on the running loop, sync ones in a worker thread (in this one when
-    ``inline``); await what they return. What the agent raises comes out as an ``Exception`` (see ``faults``)."""
+    """Call the agent: async agents on the running loop, sync ones in a worker thread (in this one
+    when ``inline``); await what they return. What the agent raises comes out as an ``Exception``
+    (see ``faults``).
+    """
     try:
         if agent.is_async:
             result = agent.call(query, context)
@@ -76,7 +89,9 @@ async def invoke(agent: Agent, query: str, context: dict[str, Any], *, inline: b
             result = await in_thread(agent.call, query, context)
         if inspect.isawaitable(result):
             await needs_loop()  # a sync agent's awaitable: it runs on the loop
-            result = await timed_steps(result)  # fails when a step blocks the loop past the case's timeout
+            result = await timed_steps(
+                result
+            )  # fails when a step blocks the loop past the case's timeout
     except BaseException as exc:
         interrupt(exc)  # KeyboardInterrupt: the run stops, as on Ctrl-C
         carried = escape(exc)

@@ -1,8 +1,9 @@
 """Blocking calls (sync agents, custom checks, LLM judges) made from the runner's event loop.
 
-``in_thread`` runs the call in a reused daemon thread, so the loop goes on with other cases and a hung call can
-be abandoned at its timeout. ``outside_loop`` runs it in the loop's own thread, for when the loop has nothing
-else to do (concurrency 1, no timeout): no hand-off between threads, which dominates fast calls.
+``in_thread`` runs the call in a reused daemon thread, so the loop goes on with other cases and a
+hung call can be abandoned at its timeout. ``outside_loop`` runs it in the loop's own thread, for
+when the loop has nothing else to do (concurrency 1, no timeout): no hand-off between threads, which
+dominates fast calls.
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ from pytest_agent_eval.faults import escape
 
 
 class _Workers:
-    """Daemon threads that take blocking calls one at a time; one more starts when every thread is busy.
+    """Daemon threads that take blocking calls one at a time; one more starts when every thread is
+    busy.
 
     Threads are kept for the process: a hung call keeps its own thread, and never blocks exit.
     """
@@ -62,9 +64,13 @@ async def in_thread(func: Callable[..., Any], *args: Any) -> Any:
     def job() -> None:
         try:
             outcome: tuple[bool, Any] = (True, ctx.run(func, *args))
-        except BaseException as exc:  # handed to the awaiting task, as an exception a future can hold
+        except (
+            BaseException
+        ) as exc:  # handed to the awaiting task, as an exception a future can hold
             outcome = (False, escape(exc))
-        with contextlib.suppress(RuntimeError):  # the loop closed while a timed-out call was still running
+        with contextlib.suppress(
+            RuntimeError
+        ):  # the loop closed while a timed-out call was still running
             loop.call_soon_threadsafe(settle, *outcome)
 
     _WORKERS.submit(job)
@@ -72,7 +78,9 @@ async def in_thread(func: Callable[..., Any], *args: Any) -> Any:
 
 
 def outside_loop(func: Callable[..., Any], *args: Any) -> Any:
-    """Call ``func`` in this thread as if no event loop ran here, so it may run its own (``asyncio.run``)."""
+    """Call ``func`` in this thread as if no event loop ran here, so it may run its own
+    (``asyncio.run``).
+    """
     running = compat.running_loop()
     if running is None:
         return func(*args)

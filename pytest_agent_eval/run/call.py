@@ -1,6 +1,7 @@
-"""One agent call: bounded by the concurrency limit and the timeout, timed, normalised, its failure told apart
-(the agent's, infrastructure's); its checks (off the loop when one may block); what tool mocks recorded during a
-trial merged into its run. Pure asyncio, no pytest."""
+"""One agent call: bounded by the concurrency limit and the timeout, timed, normalised, its failure
+told apart (the agent's, infrastructure's); its checks (off the loop when one may block); what tool
+mocks recorded during a trial merged into its run. Pure asyncio, no pytest.
+"""
 
 from __future__ import annotations
 
@@ -25,16 +26,22 @@ from pytest_agent_eval.run.blocking import in_thread, outside_loop
 from pytest_agent_eval.run.settings import RunSettings, TrialRecording
 from pytest_agent_eval.run.stalls import LoopBlocked
 
-_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the package, above run/
+_PACKAGE_DIR = os.path.dirname(
+    os.path.dirname(os.path.abspath(__file__))
+)  # the package, above run/
 
 INFRA = "infrastructure error (not the agent's): "
-"""How a run's error reads when infrastructure failed (a refused connection, a 429/5xx after retries, ...)."""
+"""How a run's error reads when infrastructure failed (a refused connection, a 429/5xx after
+retries, ...).
+"""
 
 
 def agent_traceback(exc: BaseException) -> str | None:
-    """The exception with the agent's own frames; each run of an installed package's frames between them folded
-    into one line that names the packages (the plugin's and the standard library's are left out). ``None`` when
-    no frame is the agent's own (an error inside a framework): the error's line says what there is to say."""
+    """The exception with the agent's own frames; each run of an installed package's frames between
+    them folded into one line that names the packages (the plugin's and the standard library's are
+    left out). ``None`` when no frame is the agent's own (an error inside a framework): the error's
+    line says what there is to say.
+    """
     exc = original(exc)
     lines = ["Traceback (most recent call last):\n"]
     folded: list[str] = []  # the packages of the frames since the last own one ("" for hidden ones)
@@ -66,8 +73,9 @@ _STDLIB = tuple({os.path.join(sysconfig.get_paths()[k], "") for k in ("stdlib", 
 
 
 def _library(filename: str) -> str | None:
-    """The installed package a frame's file is in; ``""`` for the plugin's, the standard library's and frozen
-    modules' (left out without a word); ``None`` for the agent's own code."""
+    """The installed package a frame's file is in; ``""`` for the plugin's, the standard library's
+    and frozen modules' (left out without a word); ``None`` for the agent's own code.
+    """
     if filename.startswith((_PACKAGE_DIR, "<")):
         return ""
     parts = filename.split(os.sep)
@@ -78,8 +86,10 @@ def _library(filename: str) -> str | None:
 
 
 def agent_error(exc: BaseException) -> str:
-    """What the agent did: ``agent raised Type: message``, or ``agent called sys.exit(3)``; for a call of a tool
-    without a mock that stopped it, that call's line (the call, its arguments, the case's ``path:line``)."""
+    """What the agent did: ``agent raised Type: message``, or ``agent called sys.exit(3)``; for a
+    call of a tool without a mock that stopped it, that call's line (the call, its arguments, the
+    case's ``path:line``).
+    """
     if isinstance(exc, LoopBlocked):
         return str(exc)
     stop = unmocked_stop(exc)
@@ -92,11 +102,13 @@ def agent_error(exc: BaseException) -> str:
 async def _guarded(
     agent: Agent, query: str, context: dict[str, Any], inline: bool, conversation: Any
 ) -> tuple[Any, Exception | None]:
-    """The agent's result, or the exception it raised: an agent's own ``TimeoutError`` is not the timeout's.
-    ``conversation``: the previous call's ``RunRecord.conversation``, as ``CONVERSATION`` during the call.
+    """The agent's result, or the exception it raised: an agent's own ``TimeoutError`` is not the
+    timeout's. ``conversation``: the previous call's ``RunRecord.conversation``, as ``CONVERSATION``
+    during the call.
 
-    The call's coroutine is made here, once this one runs: a case cancelled before its timeout's task started
-    (its loop abandoned) leaves no coroutine that was never awaited."""
+    The call's coroutine is made here, once this one runs: a case cancelled before its timeout's
+    task started (its loop abandoned) leaves no coroutine that was never awaited.
+    """
     token = CONVERSATION.set(conversation)
     try:
         return await invoke(agent, query, context, inline=inline), None
@@ -107,10 +119,18 @@ async def _guarded(
 
 
 async def call_agent(
-    case: Case, agent: Agent, query: str, context: dict[str, Any], settings: RunSettings, conversation: Any = None
+    case: Case,
+    agent: Agent,
+    query: str,
+    context: dict[str, Any],
+    settings: RunSettings,
+    conversation: Any = None,
 ) -> RunRecord:
-    """One agent call, bounded by the concurrency limit and the timeout, timed, normalised. ``conversation``: what
-    the previous call of a conversation left in ``RunRecord.conversation``, for the adapter to continue."""
+    """One agent call, bounded by the concurrency limit and the timeout, timed, normalised.
+
+    ``conversation``: what the previous call of a conversation left in ``RunRecord.conversation``,
+    for the adapter to continue.
+    """
     timeout = case.timeout if case.timeout is not None else settings.default_timeout
     async with settings.limit if settings.limit is not None else contextlib.nullcontext():
         start = time.perf_counter()
@@ -120,7 +140,10 @@ async def call_agent(
         else:
             try:
                 raw, exc = await asyncio.wait_for(call, timeout)
-            except (asyncio.TimeoutError, TimeoutError):  # only the deadline: the agent's own errors are in `exc`
+            except (
+                asyncio.TimeoutError,
+                TimeoutError,
+            ):  # only the deadline: the agent's own errors are in `exc`
                 return RunRecord(
                     latency_s=time.perf_counter() - start,
                     error=f"agent did not answer within {timeout:g} s (timeout of case {case.id})",
@@ -134,18 +157,24 @@ async def call_agent(
     except UnreadableResult as exc:
         return RunRecord(latency_s=latency, error=str(exc))
     except Exception as exc:
-        return RunRecord(latency_s=latency, error=f"cannot read the agent's result: {describe(exc)}")
+        return RunRecord(
+            latency_s=latency, error=f"cannot read the agent's result: {describe(exc)}"
+        )
     record.latency_s = latency
     return record
 
 
 def _failed(exc: Exception, latency: float) -> RunRecord:
-    """The record of a call that raised: the agent's error, or infrastructure's (a known LLM client's exception)."""
+    """The record of a call that raised: the agent's error, or infrastructure's (a known LLM
+    client's exception).
+    """
     from pytest_agent_eval.traffic.clients import infrastructure_error  # on an error only
 
     infra = infrastructure_error(exc)
     error = agent_error(exc) if infra is None else f"{INFRA}{infra}"
-    return RunRecord(latency_s=latency, error=error, traceback=agent_traceback(exc), infra_error=infra)
+    return RunRecord(
+        latency_s=latency, error=error, traceback=agent_traceback(exc), infra_error=infra
+    )
 
 
 async def checked(
@@ -155,7 +184,9 @@ async def checked(
     args = (run, expect, ctx, settings.checks)
     if not settings.checks.blocking(expect):
         return evaluate(*args)
-    results: list[CheckResult] = outside_loop(evaluate, *args) if settings.inline else await in_thread(evaluate, *args)
+    results: list[CheckResult] = (
+        outside_loop(evaluate, *args) if settings.inline else await in_thread(evaluate, *args)
+    )
     return results
 
 
@@ -166,12 +197,16 @@ def no_recording(case: Case) -> Iterator[None]:
 
 
 def recorded(run: RunRecord, recording: TrialRecording | None, unused: bool = True) -> list[str]:
-    """Merge what the tool mocks recorded into ``run``'s tool calls; the trial's violations: the recording's (not
-    the run's error again) and, with ``unused`` and an agent that did not fail early, its unused mocks."""
+    """Merge what the tool mocks recorded into ``run``'s tool calls; the trial's violations: the
+    recording's (not the run's error again) and, with ``unused`` and an agent that did not fail
+    early, its unused mocks.
+    """
     if recording is None:
         return []
     run.tool_calls = merged_calls(run.tool_calls, recording.calls)
-    violations = [v for v in recording.violations if v not in (run.error or "")]  # not the error again
+    violations = [
+        v for v in recording.violations if v not in (run.error or "")
+    ]  # not the error again
     if unused and not run.error:  # an agent that failed early had no chance to call them
         violations.extend(recording.unused)
     return violations

@@ -1,4 +1,6 @@
-"""One trial of a simulated-user case: setups, the conversation, the scores, the assertions and the verdict."""
+"""One trial of a simulated-user case: setups, the conversation, the scores, the assertions and the
+verdict.
+"""
 
 from __future__ import annotations
 
@@ -26,7 +28,9 @@ NO_LLM = (
 )
 
 
-async def run_conversation_trial(case: Case, agent: Agent, settings: RunSettings, trial: int) -> TrialResult:
+async def run_conversation_trial(
+    case: Case, agent: Agent, settings: RunSettings, trial: int
+) -> TrialResult:
     """Converse with the agent as the case's simulated user, then score the conversation (SPEC §9)."""
     user = case.simulated_user
     assert user is not None
@@ -34,8 +38,14 @@ async def run_conversation_trial(case: Case, agent: Agent, settings: RunSettings
     llm = settings.llm
     if llm is None:
         require = settings.require_llm
-        message = f"needs an LLM (--agent-eval-require-llm): {NO_LLM}" if require else f"not scored: {NO_LLM}"
-        check = CheckResult("simulated_user", not require, 0.0, None, "not run", message, scored=require)
+        message = (
+            f"needs an LLM (--agent-eval-require-llm): {NO_LLM}"
+            if require
+            else f"not scored: {NO_LLM}"
+        )
+        check = CheckResult(
+            "simulated_user", not require, 0.0, None, "not run", message, scored=require
+        )
         return TrialResult(RunRecord(), [check], not require, 0.0, [message])
 
     async def off_loop(func: Any, *args: Any) -> Any:
@@ -54,23 +64,37 @@ async def run_conversation_trial(case: Case, agent: Agent, settings: RunSettings
             else:
                 talk = await converse(case.id, dict(case.context), user, llm, call, off_loop, trial)
         run = talk.run
-        violations = recorded(run, recording, unused=False)  # a conversation need not use every mock
-        if run.error:  # the agent (after its retries), the simulated user or a setup failed: nothing to score
+        violations = recorded(
+            run, recording, unused=False
+        )  # a conversation need not use every mock
+        if (
+            run.error
+        ):  # the agent (after its retries), the simulated user or a setup failed: nothing to score
             why = [run.error, *talk.notes, *violations]
             stopped = "the conversation stopped at an error, nothing was scored"
             return TrialResult(run, [], False, 0.0, why, violations, summary=stopped)
         tasks = await off_loop(score_tasks, llm, user, run.history)
         checks = await off_loop(
-            evaluate_assertions, user.assertions, run, ctx, settings.checks, settings.assertion_hook, connection
+            evaluate_assertions,
+            user.assertions,
+            run,
+            ctx,
+            settings.checks,
+            settings.assertion_hook,
+            connection,
         )
     finally:
         await off_loop(connection.close)
     expect = await checked(run, case.expect, ctx, settings)
     infra = first_infra_error([*tasks, *checks, *expect])
-    if infra is not None:  # the scorer's or a check's own LLM request failed on infrastructure: not the agent's
+    if (
+        infra is not None
+    ):  # the scorer's or a check's own LLM request failed on infrastructure: not the agent's
         run.infra_error = infra
         run.error = f"{INFRA}{infra}"
-        return TrialResult(run, [*tasks, *checks, *expect], False, 0.0, [run.error, *violations], violations)
+        return TrialResult(
+            run, [*tasks, *checks, *expect], False, 0.0, [run.error, *violations], violations
+        )
     return _verdict(case, user, talk, tasks, checks, expect, violations)
 
 
@@ -113,7 +137,9 @@ def _verdict(
     task_scores = [c.score for c in tasks if c.name.startswith("task ")]
     task_part = sum(task_scores) / len(task_scores) if task_scores else None
     if task_part is None:
-        unscored.append(f"tasks not scored ({tasks[0].message})" if tasks else "tasks not scored (no tasks)")
+        unscored.append(
+            f"tasks not scored ({tasks[0].message})" if tasks else "tasks not scored (no tasks)"
+        )
     share, passing, total = assertion_part(user.assertions, assertions)
     broken = [c for c in assertions if c.error]
     if broken:
@@ -157,13 +183,21 @@ def _verdict(
     failed_expect = [c for c in expect if not c.passed]
     errors = [c for c in checks if c.error]
     reasons += [f"{c.name}: {c.message or 'failed'}" for c in failed_expect + errors]
-    passed = value is not None and value >= min_score and not failed_expect and not errors and not violations
+    passed = (
+        value is not None
+        and value >= min_score
+        and not failed_expect
+        and not errors
+        and not violations
+    )
     parts = {
         name: f"{part:.3f}"
         for name, part in (("timing", timing), ("tasks", task_part), ("assertions", share))
         if part is not None
     }
     parts.update(penalty=f"{composite.penalty:.3f}", ended=talk.ended)
-    result = TrialResult(talk.run, checks, passed, value or 0.0, [*reasons, *violations], violations, summary=summary)
+    result = TrialResult(
+        talk.run, checks, passed, value or 0.0, [*reasons, *violations], violations, summary=summary
+    )
     result.parts = parts
     return result

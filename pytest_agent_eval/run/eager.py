@@ -1,10 +1,11 @@
 """A case's run started in the calling thread, outside the event loop, until it needs the loop.
 
-At concurrency 1 most cases (a sync agent, no timeout, one trial) never wait on anything: turning the event loop
-for them (a task, two loop iterations, a selector poll) is about a fifth of a fast case's cost. So the inline
-runner first steps the run's coroutine itself. Code on that path that needs the loop (an async agent, a timeout,
-the traffic layer, several trials) awaits :func:`needs_loop` first; the rest of the run then goes on as a task on
-the loop, in the same context. Public asyncio only: a coroutine's ``send``/``throw``.
+At concurrency 1 most cases (a sync agent, no timeout, one trial) never wait on anything: turning
+the event loop for them (a task, two loop iterations, a selector poll) is about a fifth of a fast
+case's cost. So the inline runner first steps the run's coroutine itself. Code on that path that
+needs the loop (an async agent, a timeout, the traffic layer, several trials) awaits
+:func:`needs_loop` first; the rest of the run then goes on as a task on the loop, in the same
+context. Public asyncio only: a coroutine's ``send``/``throw``.
 """
 
 from __future__ import annotations
@@ -48,8 +49,9 @@ class Suspended(Generic[T]):
     coro: Coroutine[Any, Any, T]
     yielded: Any
     context: contextvars.Context
-    """The context the run started in; its remainder goes on in it (not in a copy: a context variable set before
-    the hand-over, such as a tool-mock recording's, is reset in it after)."""
+    """The context the run started in; its remainder goes on in it (not in a copy: a context
+    variable set before the hand-over, such as a tool-mock recording's, is reset in it after).
+    """
 
     async def rest(self) -> T:
         return await _go_on(self.coro, self.yielded, self.context)  # type: ignore[no-any-return]
@@ -61,7 +63,8 @@ class Finished(Generic[T]):
 
 
 def start(coro: Coroutine[Any, Any, T]) -> Finished[T] | Suspended[T]:
-    """Step ``coro`` in this thread, in a copy of the current context, until it ends or awaits the loop.
+    """Step ``coro`` in this thread, in a copy of the current context, until it ends or awaits the
+    loop.
 
     What it raises comes out of here, as it would from the loop.
     """
@@ -74,10 +77,13 @@ def start(coro: Coroutine[Any, Any, T]) -> Finished[T] | Suspended[T]:
 
 
 @types.coroutine
-def _go_on(coro: Coroutine[Any, Any, Any], yielded: Any, context: contextvars.Context) -> Generator[Any, Any, Any]:
-    """Continue ``coro`` under a task, each step in ``context``: its first yield (``LOOP_WANTED``) becomes a bare
-    yield (the task steps it again at once); later ones, and what the task sends or throws in (cancellation),
-    pass through."""
+def _go_on(
+    coro: Coroutine[Any, Any, Any], yielded: Any, context: contextvars.Context
+) -> Generator[Any, Any, Any]:
+    """Continue ``coro`` under a task, each step in ``context``: its first yield (``LOOP_WANTED``)
+    becomes a bare yield (the task steps it again at once); later ones, and what the task sends or
+    throws in (cancellation), pass through.
+    """
     if yielded is LOOP_WANTED:
         yielded = None
     while True:
@@ -89,6 +95,10 @@ def _go_on(coro: Coroutine[Any, Any, Any], yielded: Any, context: contextvars.Co
         except BaseException as exc:
             value, error = None, exc
         try:
-            yielded = context.run(coro.throw, error) if error is not None else context.run(coro.send, value)
+            yielded = (
+                context.run(coro.throw, error)
+                if error is not None
+                else context.run(coro.send, value)
+            )
         except StopIteration as done:
             return done.value

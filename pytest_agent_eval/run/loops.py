@@ -1,5 +1,6 @@
-"""The event loops cases run on: inline in the main thread (one case at a time) or in a background thread, how a
-blocked loop is seen and what a case that blocked it gets. Pure asyncio, no pytest."""
+"""The event loops cases run on: inline in the main thread (one case at a time) or in a background
+thread, how a blocked loop is seen and what a case that blocked it gets. Pure asyncio, no pytest.
+"""
 
 from __future__ import annotations
 
@@ -20,10 +21,12 @@ T = TypeVar("T")
 
 
 class InlineLoop:
-    """An event loop in the calling (main) thread that runs one case at a time: no hand-off between threads.
+    """An event loop in the calling (main) thread that runs one case at a time: no hand-off between
+    threads.
 
-    For concurrency 1. A signal (Ctrl-C, pytest-timeout) lands in the running case itself. A case starts outside
-    the loop and goes on as a task on it only where it needs it (``eager``): most never do.
+    For concurrency 1. A signal (Ctrl-C, pytest-timeout) lands in the running case itself. A case
+    starts outside the loop and goes on as a task on it only where it needs it (``eager``): most
+    never do.
     """
 
     def __init__(self) -> None:
@@ -41,8 +44,12 @@ class InlineLoop:
                 task.cancel()
                 with contextlib.suppress(BaseException):
                     self.loop.run_until_complete(task)
-            with contextlib.suppress(BaseException):  # stopped before the task's first step, the run never resumed:
-                started.context.run(started.coro.close)  # its cleanups (a tool-mock recording) run in its context
+            with contextlib.suppress(
+                BaseException
+            ):  # stopped before the task's first step, the run never resumed:
+                started.context.run(
+                    started.coro.close
+                )  # its cleanups (a tool-mock recording) run in its context
             raise
 
     def close(self) -> None:
@@ -60,7 +67,9 @@ class LoopThread:
     def __init__(self) -> None:
         self.loop = asyncio.new_event_loop()
         self._beat = time.monotonic()
-        self._thread = threading.Thread(target=self.loop.run_forever, name="agent-eval-loop", daemon=True)
+        self._thread = threading.Thread(
+            target=self.loop.run_forever, name="agent-eval-loop", daemon=True
+        )
         self._thread.start()
         self.loop.call_soon_threadsafe(self._heartbeat)
 
@@ -79,12 +88,13 @@ class LoopThread:
     def wait_case(
         self, future: concurrent.futures.Future[CaseResult], case: Case, timeout: float | None
     ) -> CaseResult | Stall:
-        """The case's result; or what blocks the loop, when an agent holds it for longer than its own case's timeout
-        (``timeout`` if that case sets none), or something else for longer than this case's: no timeout on the loop
-        can fire meanwhile. This case is cancelled then.
+        """The case's result; or what blocks the loop, when an agent holds it for longer than its
+        own case's timeout (``timeout`` if that case sets none), or something else for longer than
+        this case's: no timeout on the loop can fire meanwhile. This case is cancelled then.
 
-        Looked at also while waiting for a case without a timeout: another case's agent may block the loop then,
-        and the timeouts of every case in flight would run out behind it."""
+        Looked at also while waiting for a case without a timeout: another case's agent may block
+        the loop then, and the timeouts of every case in flight would run out behind it.
+        """
         own = case.timeout if case.timeout is not None else timeout
         while True:
             try:
@@ -96,15 +106,23 @@ class LoopThread:
                 raise
             stall = self.blocked()
             culprit = stall.culprit
-            # an agent holds the loop: its own case's limit, whichever case is waited for; else this case's
-            allowed = own if culprit is None else culprit.timeout if culprit.timeout is not None else timeout
+            # an agent holds the loop: its own case's limit, whichever case is waited for; else this
+            # case's
+            allowed = (
+                own
+                if culprit is None
+                else culprit.timeout
+                if culprit.timeout is not None
+                else timeout
+            )
             if allowed is not None and stall.seconds > allowed:
                 future.cancel()  # its task is cancelled if the loop turns again
                 return stall
 
     def abandon(self) -> None:
-        """Leave this (blocked) loop: what runs on it is cancelled and it stops if it ever turns again; its thread,
-        a daemon, cannot be stopped from outside."""
+        """Leave this (blocked) loop: what runs on it is cancelled and it stops if it ever turns
+        again; its thread, a daemon, cannot be stopped from outside.
+        """
         with contextlib.suppress(RuntimeError):
             self.submit(_cancel_pending_then_stop())
 
@@ -130,21 +148,26 @@ class LoopThread:
 
 
 class Loops:
-    """Where a session's cases run, and the one owner of what a blocked loop means: the loop in this thread
-    (concurrency 1) or the background loop, the concurrency limit on it, the cases whose agent blocked the
-    background loop (failed so, never started again) and replacing that loop."""
+    """Where a session's cases run, and the one owner of what a blocked loop means: the loop in this
+    thread (concurrency 1) or the background loop, the concurrency limit on it, the cases whose
+    agent blocked the background loop (failed so, never started again) and replacing that loop.
+    """
 
     def __init__(self, concurrency: int, timeout: float | None) -> None:
         self.concurrency = concurrency
         self.timeout = timeout
         """The session's default case timeout (``--agent-eval-timeout``)."""
         self.blocked: dict[int, CaseResult] = {}
-        """Cases whose agent blocked the background loop, by ``id(case)``: failed so, and never started again."""
+        """Cases whose agent blocked the background loop, by ``id(case)``: failed so, and never
+        started again.
+        """
         self._background: LoopThread | None = None
         self._runner: InlineLoop | LoopThread | None = None
         self._limit: asyncio.Semaphore | None = None
         self.on_leave: Callable[[], None] | None = None
-        """Called when a blocked loop is left behind, before it is (the scheduler drops the cases it started)."""
+        """Called when a blocked loop is left behind, before it is (the scheduler drops the cases it
+        started).
+        """
 
     @property
     def background(self) -> LoopThread:
@@ -155,15 +178,19 @@ class Loops:
 
     @property
     def runner(self) -> InlineLoop | LoopThread:
-        """Where a case runs when its item's turn comes: in this thread at concurrency 1 (unless an event loop
-        already runs here), else on the background loop, beside the cases started early."""
+        """Where a case runs when its item's turn comes: in this thread at concurrency 1 (unless an
+        event loop already runs here), else on the background loop, beside the cases started early.
+        """
         if self._runner is None:
             from pytest_agent_eval import compat
 
             if self.concurrency == 1 and compat.running_loop() is None:
                 self._runner, self._limit = InlineLoop(), asyncio.Semaphore(1)
             else:
-                self._runner, self._limit = self.background, self.background.semaphore(self.concurrency)
+                self._runner, self._limit = (
+                    self.background,
+                    self.background.semaphore(self.concurrency),
+                )
         return self._runner
 
     @property
@@ -182,11 +209,16 @@ class Loops:
         """Run ``coro`` on the background loop."""
         return self.background.submit(coro)
 
-    def wait(self, future: concurrent.futures.Future[CaseResult], case: Case, retried: bool) -> CaseResult | None:
-        """``case``'s result from the background loop. When an agent blocks that loop past its case's timeout,
-        the culprit fails and the loop is left behind; ``case``, if it is not the culprit, gets ``None``: run it
-        once more on a fresh loop. Blocked by something other than an agent, or ``retried``, it fails as blocked
-        (it cannot be told apart from the culprit)."""
+    def wait(
+        self, future: concurrent.futures.Future[CaseResult], case: Case, retried: bool
+    ) -> CaseResult | None:
+        """``case``'s result from the background loop.
+
+        When an agent blocks that loop past its case's timeout, the culprit fails and the loop is
+        left behind; ``case``, if it is not the culprit, gets ``None``: run it once more on a fresh
+        loop. Blocked by something other than an agent, or ``retried``, it fails as blocked (it
+        cannot be told apart from the culprit).
+        """
         outcome = self.background.wait_case(future, case, self.timeout)
         if isinstance(outcome, CaseResult):
             return outcome
@@ -196,8 +228,9 @@ class Loops:
         return None
 
     def leave_blocked(self, stall: Stall) -> None:
-        """The background loop is blocked: its culprit fails (and never starts again); the loop is left behind
-        and upcoming cases start afresh on a new one."""
+        """The background loop is blocked: its culprit fails (and never starts again); the loop is
+        left behind and upcoming cases start afresh on a new one.
+        """
         culprit = stall.culprit
         if self.on_leave is not None:
             self.on_leave()
@@ -220,8 +253,9 @@ class Loops:
 
 
 def blocked_result(case: Case, stall: Stall, limit: float | None) -> CaseResult:
-    """The failure of a case that blocked the event loop (``stall.culprit``), or that could not answer while
-    something other than an agent blocked it."""
+    """The failure of a case that blocked the event loop (``stall.culprit``), or that could not
+    answer while something other than an agent blocked it.
+    """
     if stall.culprit is case:
         error = blocked_message(case, stall.seconds, limit, ongoing=True)
     else:
@@ -232,7 +266,9 @@ def blocked_result(case: Case, stall: Stall, limit: float | None) -> CaseResult:
 
 
 def wait(future: concurrent.futures.Future[T]) -> T:
-    """The future's result; when the wait is interrupted (Ctrl-C, pytest-timeout), its case is stopped too."""
+    """The future's result; when the wait is interrupted (Ctrl-C, pytest-timeout), its case is
+    stopped too.
+    """
     try:
         return future.result()
     except BaseException:
@@ -248,7 +284,9 @@ async def _cancel_pending() -> None:
 
 
 async def _cancel_pending_then_stop() -> None:
-    """Cancel what runs on this loop, let it finish (its context managers exit in their own tasks), then stop."""
+    """Cancel what runs on this loop, let it finish (its context managers exit in their own tasks),
+    then stop.
+    """
     await _cancel_pending()
     asyncio.get_running_loop().stop()
 

@@ -1,5 +1,6 @@
-"""Run one case: its trials (scripted turns, or a simulated user's conversation), the checks and the verdict,
-also when infrastructure failed under it. Pure asyncio, no pytest."""
+"""Run one case: its trials (scripted turns, or a simulated user's conversation), the checks and the
+verdict, also when infrastructure failed under it. Pure asyncio, no pytest.
+"""
 
 from __future__ import annotations
 
@@ -27,15 +28,23 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 
-def weighted_score(results: list[CheckResult], weights: dict[str, float], violations: int = 0) -> float:
-    """The weighted mean score of the scored checks; each violation counts as a failed item of weight 1."""
-    scored = [(r.score, weights.get(r.name, 1.0)) for r in results if r.scored] + [(0.0, 1.0)] * violations
+def weighted_score(
+    results: list[CheckResult], weights: dict[str, float], violations: int = 0
+) -> float:
+    """The weighted mean score of the scored checks; each violation counts as a failed item of
+    weight 1.
+    """
+    scored = [(r.score, weights.get(r.name, 1.0)) for r in results if r.scored] + [
+        (0.0, 1.0)
+    ] * violations
     total = sum(w for _, w in scored)
     return sum(s * w for s, w in scored) / total if total else 1.0
 
 
 def _require_llm(results: list[CheckResult], checks: CheckRegistry) -> None:
-    """Turn the LLM checks left unscored for want of an LLM into failures (``--agent-eval-require-llm``)."""
+    """Turn the LLM checks left unscored for want of an LLM into failures
+    (``--agent-eval-require-llm``).
+    """
     for result in results:
         if not result.scored and checks.uses_llm([check_name(result.name)]):
             result.passed, result.scored = False, True
@@ -43,11 +52,15 @@ def _require_llm(results: list[CheckResult], checks: CheckRegistry) -> None:
 
 
 async def run_trial(case: Case, agent: Agent, settings: RunSettings, trial: int = 0) -> TrialResult:
-    """One independent run of the case (all its turns), checked; traced when the run traces or the case checks
-    spans (SPEC §23): the trial's root span current around the agent call, its spans in the run record."""
+    """One independent run of the case (all its turns), checked; traced when the run traces or the
+    case checks spans (SPEC §23): the trial's root span current around the agent call, its spans in
+    the run record.
+    """
     TRIAL.set((case.id, trial))  # this trial's task only: gather runs each trial in its own context
     tracing = settings.tracing
-    if tracing is None and wants_spans(case):  # `expect: spans:` captures its case's spans without a trace option
+    if tracing is None and wants_spans(
+        case
+    ):  # `expect: spans:` captures its case's spans without a trace option
         from pytest_agent_eval.traces.engine import capture_only
 
         tracing = capture_only()
@@ -71,8 +84,10 @@ def wants_spans(case: Case) -> bool:
 
 
 def _traced(run: RunRecord, tracing: Tracing, trace: TrialTrace) -> None:
-    """The trial's chat spans (its LLM requests) and tool spans (its tool calls) added; its span tree and trace id
-    into ``run``; the tool calls read from the agent's ``execute_tool`` spans when nothing else recorded any."""
+    """The trial's chat spans (its LLM requests) and tool spans (its tool calls) added; its span
+    tree and trace id into ``run``; the tool calls read from the agent's ``execute_tool`` spans when
+    nothing else recorded any.
+    """
     from pytest_agent_eval.traces.tree import is_ours, tool_call_of
     from pytest_agent_eval.traffic.scope import CURRENT
 
@@ -80,7 +95,9 @@ def _traced(run: RunRecord, tracing: Tracing, trace: TrialTrace) -> None:
     tracing.add_calls(trace, (traffic.calls or []) if traffic is not None else [], run.tool_calls)
     run.trace_id = trace.trace_id
     run.spans = tracing.spans(trace)
-    if not run.tool_calls:  # no adapter and no mocks told the calls: the agent's own spans do (any framework)
+    if (
+        not run.tool_calls
+    ):  # no adapter and no mocks told the calls: the agent's own spans do (any framework)
         for span in run.spans:
             call = None if is_ours(span) else tool_call_of(span)
             if call is not None:
@@ -88,10 +105,16 @@ def _traced(run: RunRecord, tracing: Tracing, trace: TrialTrace) -> None:
 
 
 async def _trial(
-    case: Case, agent: Agent, settings: RunSettings, trial: int, traced: tuple[Tracing, TrialTrace] | None
+    case: Case,
+    agent: Agent,
+    settings: RunSettings,
+    trial: int,
+    traced: tuple[Tracing, TrialTrace] | None,
 ) -> TrialResult:
     """The trial; ``traced``: the run's tracing and this trial's trace."""
-    if case.simulated_user is not None:  # a simulated user converses instead of scripted turns (conversation/)
+    if (
+        case.simulated_user is not None
+    ):  # a simulated user converses instead of scripted turns (conversation/)
         from pytest_agent_eval.run.conversation import run_conversation_trial
 
         with traced[0].activate(traced[1]) if traced else contextlib.nullcontext():
@@ -99,7 +122,10 @@ async def _trial(
     ctx = CheckContext(case=case, options=case.expect_options, llm=settings.llm)
     recorder = settings.recorder(case) if settings.recorder else no_recording(case)
     turn_results: list[CheckResult] = []
-    with recorder as recording, traced[0].activate(traced[1]) if traced else contextlib.nullcontext():
+    with (
+        recorder as recording,
+        traced[0].activate(traced[1]) if traced else contextlib.nullcontext(),
+    ):
         if case.turns:
             run = await _conversation(case, agent, settings, ctx, turn_results)
         else:
@@ -112,13 +138,17 @@ async def _trial(
         return TrialResult(run, turn_results, False, 0.0, [run.error, *reasons], violations)
     results = turn_results + await checked(run, case.expect, ctx, settings)
     infra = first_infra_error(results)
-    if infra is not None:  # a check's own LLM request failed on infrastructure: no verdict, and not the agent's
+    if (
+        infra is not None
+    ):  # a check's own LLM request failed on infrastructure: no verdict, and not the agent's
         result = _infrastructure(TrialResult(run, results, False, 0.0, [], violations), infra)
         result.reasons += reasons
         return result
     if settings.require_llm and settings.llm is None:
         _require_llm(results, settings.checks)
-    if not case.expect and not any(turn.expect for turn in case.turns):  # nothing to check: that it answered
+    if not case.expect and not any(
+        turn.expect for turn in case.turns
+    ):  # nothing to check: that it answered
         results.append(answered(run, True, ctx))
     score = weighted_score(results, case.weights, len(violations))
     if case.min_score is not None:
@@ -130,23 +160,34 @@ async def _trial(
         passed = not failed
         reasons.extend(f"{r.name}: {r.message or 'failed'}" for r in failed)
     errors = [r for r in results if r.error]
-    if case.min_score is not None and errors:  # a check without a verdict is never a pass, whatever the score
+    if (
+        case.min_score is not None and errors
+    ):  # a check without a verdict is never a pass, whatever the score
         passed = False
         reasons.extend(f"{r.name}: {r.message}" for r in errors)
     return TrialResult(run, results, passed and not violations, score, reasons, violations)
 
 
 async def _conversation(
-    case: Case, agent: Agent, settings: RunSettings, ctx: CheckContext, turn_results: list[CheckResult]
+    case: Case,
+    agent: Agent,
+    settings: RunSettings,
+    ctx: CheckContext,
+    turn_results: list[CheckResult],
 ) -> RunRecord:
-    """Scripted turns: each user message with the history so far; per-turn checks are named ``turn N: check``."""
+    """Scripted turns: each user message with the history so far; per-turn checks are named ``turn
+    N: check``.
+    """
     history: list[dict[str, Any]] = []
     whole = RunRecord()
     for n, turn in enumerate(case.turns, 1):
         context = {**case.context, "history": list(history)}
         run = await call_agent(case, agent, turn.message, context, settings, whole.conversation)
         whole.add_turn(run)
-        history += [{"role": "user", "content": turn.message}, {"role": "assistant", "content": run.output}]
+        history += [
+            {"role": "user", "content": turn.message},
+            {"role": "assistant", "content": run.output},
+        ]
         if run.error:
             whole.error = f"turn {n}: {run.error}"
             whole.traceback = run.traceback
@@ -160,15 +201,18 @@ async def _conversation(
 
 
 def passes_needed(trials: int, min_pass_rate: float) -> int:
-    """⌈``min_pass_rate`` · ``trials``⌉: the passing trials a case of ``trials`` trials needs (a rate a float cannot
-    hold exactly, 0.7 · 10 = 7.000000000000001, still needs 7)."""
+    """⌈``min_pass_rate`` · ``trials``⌉: the passing trials a case of ``trials`` trials needs (a
+    rate a float cannot hold exactly, 0.7 · 10 = 7.000000000000001, still needs 7).
+    """
     return max(0, math.ceil(min_pass_rate * trials - 1e-9))
 
 
 def next_wave(passes: int, fails: int, trials: int, min_pass_rate: float) -> int:
-    """How many more trials an adaptive case starts at once: none when its verdict is decided (enough passes, or
-    too many failures for enough), else as many as must all come back before it can be (the fewer of the passes
-    still needed and the failures that would end it), so no trial runs that the verdict did not need."""
+    """How many more trials an adaptive case starts at once: none when its verdict is decided
+    (enough passes, or too many failures for enough), else as many as must all come back before it
+    can be (the fewer of the passes still needed and the failures that would end it), so no trial
+    runs that the verdict did not need.
+    """
     need = passes_needed(trials, min_pass_rate)
     if passes + fails == 0:
         return max(1, min(need, trials - need + 1))
@@ -179,7 +223,9 @@ def next_wave(passes: int, fails: int, trials: int, min_pass_rate: float) -> int
 
 
 async def in_waves(more: Callable[[list[T]], int], run: Callable[[int], Awaitable[T]]) -> list[T]:
-    """Trials in waves, each wave's concurrently: ``more(done)`` says how many to start next (0: done)."""
+    """Trials in waves, each wave's concurrently: ``more(done)`` says how many to start next (0:
+    done).
+    """
     done: list[T] = []
     while (count := more(done)) > 0:
         start = len(done)
@@ -188,8 +234,11 @@ async def in_waves(more: Callable[[list[T]], int], run: Callable[[int], Awaitabl
 
 
 async def run_case(case: Case, agent: Agent, settings: RunSettings) -> CaseResult:
-    """All trials of the case (``repeat``), concurrently within the limit; the pass rate decides. An adaptive case
-    (``repeat: {max, stop: decided}``) runs them in waves until its verdict is the one all would give."""
+    """All trials of the case (``repeat``), concurrently within the limit; the pass rate decides.
+
+    An adaptive case (``repeat: {max, stop: decided}``) runs them in waves until its verdict is the
+    one all would give.
+    """
     repeat = settings.repeat or case.repeat
     cassette = None
     timeout = case.timeout if case.timeout is not None else settings.default_timeout
@@ -202,7 +251,9 @@ async def run_case(case: Case, agent: Agent, settings: RunSettings) -> CaseResul
             return next_wave(passes, len(done) - passes, repeat, case.min_pass_rate)
 
     if not (repeat == 1 and more is None and timeout is None and _loop_free(case, agent, settings)):
-        await eager.needs_loop()  # when started outside the loop (InlineLoop): the rest of the run goes on on it
+        await (
+            eager.needs_loop()
+        )  # when started outside the loop (InlineLoop): the rest of the run goes on on it
     if settings.traffic is not None and settings.traffic.watching:
         trials, cassette = await _trials_under_traffic(case, agent, settings, repeat, more)
     else:
@@ -220,8 +271,10 @@ async def _trials(
     trial: Callable[[int], Awaitable[TrialResult]],
     more: Callable[[list[TrialResult]], int] | None = None,
 ) -> list[TrialResult]:
-    """The case's trials, concurrently (an adaptive case's in waves, ``more``); one trial in this task (no task,
-    future and loop turns of a gather, so a sync agent's trial needs no loop: ``eager``)."""
+    """The case's trials, concurrently (an adaptive case's in waves, ``more``); one trial in this
+    task (no task, future and loop turns of a gather, so a sync agent's trial needs no loop:
+    ``eager``).
+    """
     if more is not None:
         return await in_waves(more, trial)
     if repeat == 1:
@@ -236,10 +289,11 @@ async def _trials_under_traffic(
     repeat: int,
     more: Callable[[list[TrialResult]], int] | None = None,
 ) -> tuple[list[TrialResult], tuple[str, str] | None]:
-    """The case's trials, each in its own traffic scope, then its cassette written (or, on an xdist worker,
-    returned to be carried to the controller). A cassette that cannot be read or written, a request that failed
-    on infrastructure (refused, 429/5xx after retries, a replay miss): the trial is that error, whatever the
-    agent made of it."""
+    """The case's trials, each in its own traffic scope, then its cassette written (or, on an xdist
+    worker, returned to be carried to the controller). A cassette that cannot be read or written, a
+    request that failed on infrastructure (refused, 429/5xx after retries, a replay miss): the trial
+    is that error, whatever the agent made of it.
+    """
     from pytest_agent_eval.traffic.cassette import CassetteError
     from pytest_agent_eval.traffic.hook import CassetteNotWritten
     from pytest_agent_eval.traffic.scope import cassette_error_text
@@ -265,8 +319,9 @@ async def _trials_under_traffic(
 
 
 def _infrastructure(result: TrialResult | None, message: str) -> TrialResult:
-    """``result`` (a trial that never ran when None) made an infrastructure error saying ``message``, whatever the
-    agent made of it."""
+    """``result`` (a trial that never ran when None) made an infrastructure error saying
+    ``message``, whatever the agent made of it.
+    """
     result = result or TrialResult(RunRecord(), [], False, 0.0)
     result.run.infra_error = message
     result.run.error = f"{INFRA}{message}"
@@ -276,9 +331,11 @@ def _infrastructure(result: TrialResult | None, message: str) -> TrialResult:
 
 
 def _loop_free(case: Case, agent: Agent, settings: RunSettings) -> bool:
-    """Whether a trial of the case never waits on the loop and runs the same without one: a sync agent called in
-    this thread (its HTTP requests through the traffic layer's sync path) and read by a built-in adapter, checks
-    that are built-in or run off the loop anyway, and no concurrency limit or simulated user."""
+    """Whether a trial of the case never waits on the loop and runs the same without one: a sync
+    agent called in this thread (its HTTP requests through the traffic layer's sync path) and read
+    by a built-in adapter, checks that are built-in or run off the loop anyway, and no concurrency
+    limit or simulated user.
+    """
     checks = settings.checks
     return (
         settings.inline

@@ -1,4 +1,6 @@
-"""What every case run needs besides the case and the agent, and what tool mocks hand back for one trial."""
+"""What every case run needs besides the case and the agent, and what tool mocks hand back for one
+trial.
+"""
 
 from __future__ import annotations
 
@@ -22,7 +24,10 @@ class TrialRecording(Protocol):
 
     calls: list[ToolCall]
     violations: list[str]
-    """Problems that fail the trial whatever the agent did with them (e.g. an unmocked tool in strict mode)."""
+    """Problems that fail the trial whatever the agent did with them (e.g.
+
+    an unmocked tool in strict mode).
+    """
     unused: list[str]
     """Declared mocks that no call used: a problem only when the agent answered."""
 
@@ -41,16 +46,29 @@ class RunSettings:
     limit: asyncio.Semaphore | None = None
     """Bounds agent calls in flight across cases and trials (created on the runner's loop)."""
     repeat: int | None = None
-    """Trials per case for every case (``--agent-eval-repeat``), instead of each case's ``repeat``."""
+    """Trials per case for every case (``--agent-eval-repeat``), instead of each case's ``repeat``.
+    """
     require_llm: bool = False
-    """``--agent-eval-require-llm``: a check that needs an LLM fails when there is none, instead of 'not scored'."""
+    """``--agent-eval-require-llm``: a check that needs an LLM fails when there is none, instead of
+    'not scored'.
+    """
     inline: bool = False
-    """Blocking calls without a timeout run in the loop's own thread: set when the loop runs one case at a time."""
+    """Blocking calls without a timeout run in the loop's own thread: set when the loop runs one
+    case at a time.
+    """
     tracing: Tracing | None = None
-    """The run's tracing (``--agent-eval-traces``/``--agent-eval-otlp``, SPEC §23): a trace per trial."""
+    """The run's tracing (``--agent-eval-traces``/``--agent-eval-otlp``, SPEC §23): a trace per
+    trial.
+    """
     traffic: Traffic | None = None
-    """The HTTP traffic hook's session (usage, cassettes, rate limits, retries), when an option turned it on."""
+    """The HTTP traffic hook's session (usage, cassettes, rate limits, retries), when an option
+    turned it on.
+    """
     assertion_hook: Callable[..., Any] | None = None
-    """Conversations: ``pytest_agent_eval_evaluate_assertion(assertion, run, case)`` for ``expression`` assertions."""
+    """Conversations: ``pytest_agent_eval_evaluate_assertion(assertion, run, case)`` for
+    ``expression`` assertions.
+    """
     neo4j: Any = None
-    """Conversations: the ``agent_eval_neo4j`` fixture's driver for Cypher (``None``: from the environment)."""
+    """Conversations: the ``agent_eval_neo4j`` fixture's driver for Cypher (``None``: from the
+    environment).
+    """

@@ -1,8 +1,11 @@
-"""An async agent that blocks the event loop (``time.sleep`` in an ``async def``, a busy loop) stalls every case
-on it, and no timeout on the loop can fire. Each step of an async agent is timed here, so that
+"""An async agent that blocks the event loop (``time.sleep`` in an ``async def``, a busy loop)
+stalls every case on it, and no timeout on the loop can fire. Each step of an async agent is timed
+here, so that
 
-* a call whose step ran longer than the case's timeout fails ("agent blocked the event loop for X s"), and
-* while the loop is blocked, the thread that waits for a case can tell which case blocks it and for how long.
+* a call whose step ran longer than the case's timeout fails ("agent blocked the event loop for X
+  s"), and
+* while the loop is blocked, the thread that waits for a case can tell which case blocks it and for
+  how long.
 """
 
 from __future__ import annotations
@@ -32,7 +35,9 @@ class LoopBlocked(Exception):
     """The agent held the event loop (one step, no ``await``) longer than the case's timeout."""
 
 
-CALL: contextvars.ContextVar[tuple[Case | None, float | None]] = contextvars.ContextVar("agent_eval_call")
+CALL: contextvars.ContextVar[tuple[Case | None, float | None]] = contextvars.ContextVar(
+    "agent_eval_call"
+)
 """The running case and its per-call timeout, set where the case starts."""
 
 _RUNNING: dict[int, Step] = {}
@@ -46,7 +51,9 @@ def running_step(thread: threading.Thread) -> Step | None:
 
 @types.coroutine
 def timed_steps(awaitable: Awaitable[Any]) -> Generator[Any, Any, Any]:
-    """Await ``awaitable`` step by step, noting each step; fail when a step outlasts the case's timeout."""
+    """Await ``awaitable`` step by step, noting each step; fail when a step outlasts the case's
+    timeout.
+    """
     case, timeout = CALL.get((None, None))
     me = threading.get_ident()
     steps = awaitable.__await__()
@@ -65,22 +72,32 @@ def timed_steps(awaitable: Awaitable[Any]) -> Generator[Any, Any, Any]:
             longest = max(longest, time.monotonic() - step.started)
         try:
             value, error = (yield yielded), None
-        except BaseException as exc:  # thrown into this coroutine (cancellation): handed on to the agent
+        except (
+            BaseException
+        ) as exc:  # thrown into this coroutine (cancellation): handed on to the agent
             value, error = None, exc
     if case is not None and timeout is not None and longest > timeout:
         raise LoopBlocked(blocked_message(case, longest, timeout))
     return result
 
 
-def blocked_message(case: Case, seconds: float, timeout: float | None, ongoing: bool = False) -> str:
-    """``agent blocked the event loop for X s``; ``ongoing``: it still does (seen from outside the loop)."""
+def blocked_message(
+    case: Case, seconds: float, timeout: float | None, ongoing: bool = False
+) -> str:
+    """``agent blocked the event loop for X s``; ``ongoing``: it still does (seen from outside the
+    loop).
+    """
     limit = f" (timeout of case {case.id}: {timeout:g} s)" if timeout is not None else ""
-    return f"agent blocked the event loop for {'more than ' if ongoing else ''}{seconds:.1f} s{limit}"
+    return (
+        f"agent blocked the event loop for {'more than ' if ongoing else ''}{seconds:.1f} s{limit}"
+    )
 
 
 @dataclass(frozen=True)
 class Stall:
-    """The event loop did not turn for ``seconds``, held by ``culprit``'s agent (``None``: by something else)."""
+    """The event loop did not turn for ``seconds``, held by ``culprit``'s agent (``None``: by
+    something else).
+    """
 
     seconds: float
     culprit: Case | None

@@ -1,11 +1,12 @@
-"""``agent-eval capture TRACE.json [--trace-id ID] [-o FILE]`` (SPEC §23): one trace of an export made a native
-case, so that a production failure becomes a regression test in one command.
+"""``agent-eval capture TRACE.json [--trace-id ID] [-o FILE]`` (SPEC §23): one trace of an export
+made a native case, so that a production failure becomes a regression test in one command.
 
-It reads OTLP JSON (an ``ExportTraceServiceRequest``, or one a line: this plugin's ``--agent-eval-traces``, an
-OpenTelemetry Collector's file exporter), Phoenix's span list (``GET /v1/projects/{project}/spans``: ``{"data":
-[…]}``) and Jaeger's JSON (``{"data": [{"traceID", "spans": […]}]}``). The case: the first user message as
-``input``, ``tool_mocks`` from the recorded tool results, ``tool_sequence`` with the recorded arguments, the final
-answer as ``reference``. Plain data: nothing of OpenTelemetry is imported.
+It reads OTLP JSON (an ``ExportTraceServiceRequest``, or one a line: this plugin's
+``--agent-eval-traces``, an OpenTelemetry Collector's file exporter), Phoenix's span list (``GET
+/v1/projects/{project}/spans``: ``{"data": […]}``) and Jaeger's JSON (``{"data": [{"traceID",
+"spans": […]}]}``). The case: the first user message as ``input``, ``tool_mocks`` from the recorded
+tool results, ``tool_sequence`` with the recorded arguments, the final answer as ``reference``.
+Plain data: nothing of OpenTelemetry is imported.
 """
 
 from __future__ import annotations
@@ -22,7 +23,9 @@ from pytest_agent_eval.traces.tree import Span, tool_call_of
 
 
 class CaptureError(ValueError):
-    """The trace file cannot be read as a trace export, or holds no such trace: the message says what is wrong."""
+    """The trace file cannot be read as a trace export, or holds no such trace: the message says
+    what is wrong.
+    """
 
 
 @dataclass
@@ -66,7 +69,9 @@ def read_export(text: str, where: str) -> list[Found]:
         at = where if len(documents) == 1 else f"{where}:{n}"
         spans += _document(document, at)
     if not spans:
-        raise CaptureError(f"{where}: no spans in it (OTLP JSON, Phoenix's or Jaeger's span export expected)")
+        raise CaptureError(
+            f"{where}: no spans in it (OTLP JSON, Phoenix's or Jaeger's span export expected)"
+        )
     return spans
 
 
@@ -112,14 +117,18 @@ def _any_value(value: Any) -> Any:
     if kind == "arrayValue":
         return [_any_value(v) for v in (inner or {}).get("values", [])]
     if kind == "kvlistValue":
-        return {kv.get("key"): _any_value(kv.get("value")) for kv in (inner or {}).get("values", [])}
+        return {
+            kv.get("key"): _any_value(kv.get("value")) for kv in (inner or {}).get("values", [])
+        }
     return inner
 
 
 def _otlp(document: dict[str, Any], at: str) -> list[Found]:
     out = []
     for r, resource in enumerate(document.get("resourceSpans") or []):
-        for s, scope in enumerate(resource.get("scopeSpans") or resource.get("instrumentationLibrarySpans") or []):
+        for s, scope in enumerate(
+            resource.get("scopeSpans") or resource.get("instrumentationLibrarySpans") or []
+        ):
             for n, span in enumerate(scope.get("spans") or []):
                 where = f"{at}: resourceSpans[{r}].scopeSpans[{s}].spans[{n}]"
                 if not isinstance(span, dict):
@@ -130,10 +139,15 @@ def _otlp(document: dict[str, Any], at: str) -> list[Found]:
                     Found(
                         trace_id=_id(span.get("traceId"), 16, f"{where}.traceId"),
                         span_id=_id(span.get("spanId"), 8, f"{where}.spanId"),
-                        parent_id=_id(span["parentSpanId"], 8, where) if span.get("parentSpanId") else None,
+                        parent_id=_id(span["parentSpanId"], 8, where)
+                        if span.get("parentSpanId")
+                        else None,
                         name=str(span.get("name", "")),
                         start=float(span.get("startTimeUnixNano") or 0),
-                        attributes={a.get("key"): _any_value(a.get("value")) for a in span.get("attributes") or []},
+                        attributes={
+                            a.get("key"): _any_value(a.get("value"))
+                            for a in span.get("attributes") or []
+                        },
                         status="error" if code in (2, "STATUS_CODE_ERROR") else "unset",
                         status_message=str(status.get("message") or ""),
                     )
@@ -143,9 +157,13 @@ def _otlp(document: dict[str, Any], at: str) -> list[Found]:
 
 def _phoenix(span: Any, at: str) -> Found:
     if not isinstance(span, dict) or not isinstance(span.get("context"), dict):
-        raise CaptureError(f"{at}: not a span of Phoenix's list (it has `context` with `trace_id`, `span_id`)")
+        raise CaptureError(
+            f"{at}: not a span of Phoenix's list (it has `context` with `trace_id`, `span_id`)"
+        )
     attributes = dict(span.get("attributes") or {})
-    if isinstance(span.get("span_kind"), str):  # Phoenix keeps OpenInference's span kind beside the attributes
+    if isinstance(
+        span.get("span_kind"), str
+    ):  # Phoenix keeps OpenInference's span kind beside the attributes
         attributes.setdefault(cv.OI_SPAN_KIND, span["span_kind"])
     return Found(
         trace_id=_id(span["context"].get("trace_id"), 16, f"{at}.context.trace_id"),
@@ -164,7 +182,14 @@ def _jaeger(trace: dict[str, Any], at: str) -> list[Found]:
     for n, span in enumerate(trace.get("spans") or []):
         where = f"{at}: spans[{n}]"
         tags = {t.get("key"): t.get("value") for t in span.get("tags") or []}
-        parent = next((r.get("spanID") for r in span.get("references") or [] if r.get("refType") == "CHILD_OF"), None)
+        parent = next(
+            (
+                r.get("spanID")
+                for r in span.get("references") or []
+                if r.get("refType") == "CHILD_OF"
+            ),
+            None,
+        )
         out.append(
             Found(
                 trace_id=_id(str(span.get("traceID", "")).rjust(32, "0"), 16, f"{where}.traceID"),
@@ -173,7 +198,9 @@ def _jaeger(trace: dict[str, Any], at: str) -> list[Found]:
                 name=str(span.get("operationName", "")),
                 start=float(span.get("startTime") or 0),
                 attributes=tags,
-                status="error" if tags.get("otel.status_code") == "ERROR" or tags.get("error") is True else "unset",
+                status="error"
+                if tags.get("otel.status_code") == "ERROR" or tags.get("error") is True
+                else "unset",
                 status_message=str(tags.get("otel.status_description") or ""),
             )
         )
@@ -195,7 +222,9 @@ def pick_trace(spans: list[Found], trace_id: str | None, where: str) -> list[Fou
     if trace_id is None:
         if len(ids) > 1:
             shown = ", ".join(ids[:10]) + (f" (and {len(ids) - 10} more)" if len(ids) > 10 else "")
-            raise CaptureError(f"{where} holds {len(ids)} traces: choose one with --trace-id ({shown})")
+            raise CaptureError(
+                f"{where} holds {len(ids)} traces: choose one with --trace-id ({shown})"
+            )
         trace_id = ids[0]
     wanted = trace_id.lower()
     chosen = [s for s in spans if s.trace_id == wanted]
@@ -220,7 +249,9 @@ def _text_of_messages(value: Any, role: str, last: bool = False) -> str | None:
             text: str
             if isinstance(parts, list):
                 text = "".join(
-                    str(p.get("content", "")) for p in parts if isinstance(p, dict) and p.get("type") == "text"
+                    str(p.get("content", ""))
+                    for p in parts
+                    if isinstance(p, dict) and p.get("type") == "text"
                 )
             else:
                 content = message.get("content")
@@ -230,7 +261,9 @@ def _text_of_messages(value: Any, role: str, last: bool = False) -> str | None:
     return (texts[-1] if last else texts[0]) if texts else None
 
 
-def _openinference_message(attributes: dict[str, Any], prefix: str, role: str, last: bool = False) -> str | None:
+def _openinference_message(
+    attributes: dict[str, Any], prefix: str, role: str, last: bool = False
+) -> str | None:
     found = []
     for n in range(100):
         got_role = attributes.get(f"{prefix}.{n}.message.role")
@@ -244,9 +277,9 @@ def _openinference_message(attributes: dict[str, Any], prefix: str, role: str, l
 
 def first_user_message(spans: list[Found]) -> str | None:
     for span in spans:  # start order: the root first
-        text = _text_of_messages(span.attributes.get(cv.INPUT_MESSAGES), "user") or _openinference_message(
-            span.attributes, cv.OI_LLM_INPUT_MESSAGES, "user"
-        )
+        text = _text_of_messages(
+            span.attributes.get(cv.INPUT_MESSAGES), "user"
+        ) or _openinference_message(span.attributes, cv.OI_LLM_INPUT_MESSAGES, "user")
         if text:
             return text
     roots = [s for s in spans if s.parent_id is None]
@@ -258,7 +291,9 @@ def final_answer(spans: list[Found]) -> str | None:
     roots = [s for s in spans if s.parent_id is None]
     for span in [*roots, *reversed(spans)]:  # the root's output, else the last model answer
         text = _text_of_messages(span.attributes.get(cv.OUTPUT_MESSAGES), "assistant", last=True)
-        text = text or _openinference_message(span.attributes, cv.OI_LLM_OUTPUT_MESSAGES, "assistant", last=True)
+        text = text or _openinference_message(
+            span.attributes, cv.OI_LLM_OUTPUT_MESSAGES, "assistant", last=True
+        )
         if span in roots and not text and isinstance(span.attributes.get(cv.OI_OUTPUT_VALUE), str):
             text = span.attributes[cv.OI_OUTPUT_VALUE]
         if text:
@@ -294,7 +329,9 @@ def case_of(spans: list[Found], source: str) -> dict[str, Any]:
         case["tool_mocks"] = mocks
     expect: dict[str, Any] = {}
     if calls:
-        expect["tool_sequence"] = [{"name": name, "args": args} if args else name for name, args, _, _ in calls]
+        expect["tool_sequence"] = [
+            {"name": name, "args": args} if args else name for name, args, _, _ in calls
+        ]
     answer = final_answer(spans)
     if answer is not None:
         case["reference"] = answer

@@ -1,14 +1,17 @@
-"""The run's tracing (SPEC §23): one trace per trial, the agent's own spans caught inside it, sent out.
+"""The run's tracing (SPEC §23): one trace per trial, the agent's own spans caught inside it, sent
+out.
 
-Loaded only when a trace option asks for it, or a case's ``expect:`` reads spans (the OpenTelemetry SDK is the
-``otel`` extra). The floor: imports ``core`` and ``traffic`` only (tests/test_architecture.py).
+Loaded only when a trace option asks for it, or a case's ``expect:`` reads spans (the OpenTelemetry
+SDK is the ``otel`` extra). The floor: imports ``core`` and ``traffic`` only
+(tests/test_architecture.py).
 
-* The TracerProvider: one the user set keeps working, the run's processor added to it; without one the run sets
-  its own, for the run only (``close`` gives the global back).
-* A trial: ``Tracing.trial(...)`` starts the root span ``invoke_agent <agent>`` and makes it current around the
-  agent call (``activate``): asyncio tasks and the runner's threads copy the context, so the agent's spans are
-  children of their own trial's root under any concurrency. The root's end sends the trace's spans out: one
-  ``ExportTraceServiceRequest`` a line to ``--agent-eval-traces``, OTLP/HTTP to ``--agent-eval-otlp``.
+* The TracerProvider: one the user set keeps working, the run's processor added to it; without one
+  the run sets its own, for the run only (``close`` gives the global back).
+* A trial: ``Tracing.trial(...)`` starts the root span ``invoke_agent <agent>`` and makes it current
+  around the agent call (``activate``): asyncio tasks and the runner's threads copy the context, so
+  the agent's spans are children of their own trial's root under any concurrency. The root's end
+  sends the trace's spans out: one ``ExportTraceServiceRequest`` a line to ``--agent-eval-traces``,
+  OTLP/HTTP to ``--agent-eval-otlp``.
 """
 
 from __future__ import annotations
@@ -50,16 +53,21 @@ class TraceOptions:
     """What the run does with its traces."""
 
     path: Path | None = None
-    """``--agent-eval-traces``: OTLP JSON lines, appended (the controller empties it at the start)."""
+    """``--agent-eval-traces``: OTLP JSON lines, appended (the controller empties it at the start).
+    """
     endpoint: str | None = None
     """``--agent-eval-otlp``: the OTLP/HTTP traces endpoint."""
     run_id: str = ""
     commit: str | None = None
 
 
-def otlp_endpoint(given: str | None, environ: dict[str, str] | os._Environ[str] = os.environ) -> str:
-    """The traces endpoint: the option's URL as given; else ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`` as given;
-    else ``OTEL_EXPORTER_OTLP_ENDPOINT`` with ``/v1/traces``; else OpenTelemetry's default, the local collector."""
+def otlp_endpoint(
+    given: str | None, environ: dict[str, str] | os._Environ[str] = os.environ
+) -> str:
+    """The traces endpoint: the option's URL as given; else ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT``
+    as given; else ``OTEL_EXPORTER_OTLP_ENDPOINT`` with ``/v1/traces``; else OpenTelemetry's
+    default, the local collector.
+    """
     if given:
         return given
     if environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"):
@@ -69,8 +77,9 @@ def otlp_endpoint(given: str | None, environ: dict[str, str] | os._Environ[str] 
 
 
 def otlp_json(spans: Sequence[ReadableSpan]) -> dict[str, Any]:
-    """``spans`` as one ``ExportTraceServiceRequest`` in OTLP's JSON encoding: protobuf's JSON mapping with the
-    trace and span ids in hex (OTLP/JSON's one difference) and enums as integers."""
+    """``spans`` as one ``ExportTraceServiceRequest`` in OTLP's JSON encoding: protobuf's JSON
+    mapping with the trace and span ids in hex (OTLP/JSON's one difference) and enums as integers.
+    """
     from google.protobuf.json_format import MessageToDict  # type: ignore[import-untyped]
     from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 
@@ -89,8 +98,9 @@ def otlp_json(spans: Sequence[ReadableSpan]) -> dict[str, Any]:
 
 
 class JsonLines(SpanExporter):
-    """``--agent-eval-traces``: a trial's spans as one line, appended with one ``write`` (xdist's workers share
-    the file)."""
+    """``--agent-eval-traces``: a trial's spans as one line, appended with one ``write`` (xdist's
+    workers share the file).
+    """
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -109,9 +119,10 @@ class JsonLines(SpanExporter):
 
 
 class Counted(SpanExporter):
-    """The OTLP exporter, counting the spans it could not send: after the first failure the rest are dropped at
-    once (counted), so that an unreachable endpoint does not hold the run up; ``why`` says what happened, for the
-    run's one warning (the plugin's, at the end)."""
+    """The OTLP exporter, counting the spans it could not send: after the first failure the rest are
+    dropped at once (counted), so that an unreachable endpoint does not hold the run up; ``why``
+    says what happened, for the run's one warning (the plugin's, at the end).
+    """
 
     def __init__(self, inner: SpanExporter, endpoint: str) -> None:
         self.inner = inner
@@ -127,9 +138,13 @@ class Counted(SpanExporter):
         return max(0, self.handed - self.sent)
 
     def settle(self) -> None:
-        """At the run's end: spans left unsent without a failure seen (the endpoint did not answer in time)."""
+        """At the run's end: spans left unsent without a failure seen (the endpoint did not answer
+        in time).
+        """
         if self.dropped and self.why is None:
-            self.why = f"--agent-eval-otlp: spans not sent to {self.endpoint} (it did not answer in time)"
+            self.why = (
+                f"--agent-eval-otlp: spans not sent to {self.endpoint} (it did not answer in time)"
+            )
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
         if self.why is None:
@@ -213,10 +228,16 @@ class Tracing:
         if options.endpoint is not None:
             from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
-            self.counted = Counted(OTLPSpanExporter(endpoint=options.endpoint, timeout=5), options.endpoint)
+            self.counted = Counted(
+                OTLPSpanExporter(endpoint=options.endpoint, timeout=5), options.endpoint
+            )
             exporters.append(BatchSpanProcessor(self.counted))
         self.collector = Collector(exporters, self.counted)
-        resource = {cv.SERVICE_NAME: cv.SERVICE, cv.RUN_ID: options.run_id, cv.OI_PROJECT_NAME: cv.SERVICE}
+        resource = {
+            cv.SERVICE_NAME: cv.SERVICE,
+            cv.RUN_ID: options.run_id,
+            cv.OI_PROJECT_NAME: cv.SERVICE,
+        }
         if options.commit:
             resource[cv.VCS_REVISION] = options.commit
         self.resource = Resource.create(resource)
@@ -225,18 +246,23 @@ class Tracing:
         self._lock = threading.Lock()
 
     def provider(self) -> Any:
-        """The provider the trials' spans go through, found (or set) at the first trial: a user's set later than
-        that is theirs alone (OpenTelemetry lets the global be set once)."""
+        """The provider the trials' spans go through, found (or set) at the first trial: a user's
+        set later than that is theirs alone (OpenTelemetry lets the global be set once).
+        """
         with self._lock:
             if self._provider is None:
                 current = trace.get_tracer_provider()
-                if hasattr(current, "add_span_processor"):  # the user's SDK provider: theirs keeps working
+                if hasattr(
+                    current, "add_span_processor"
+                ):  # the user's SDK provider: theirs keeps working
                     current.add_span_processor(self.collector)
                     self._provider = current
                 else:
                     self.own = TracerProvider(resource=self.resource)
                     self.own.add_span_processor(self.collector)
-                    if type(current).__name__ == "ProxyTracerProvider":  # none set: the run's, for the run only
+                    if (
+                        type(current).__name__ == "ProxyTracerProvider"
+                    ):  # none set: the run's, for the run only
                         trace.set_tracer_provider(self.own)
                     else:  # another kind the run cannot add to: its own spans only
                         warnings.warn(
@@ -254,7 +280,9 @@ class Tracing:
         return self.counted.dropped if self.counted is not None else 0
 
     def start(self, agent: str, case_id: str, case_file: str, trial: int, query: str) -> TrialTrace:
-        """Start a trial's root span (not yet current: ``activate`` makes it so around the agent call)."""
+        """Start a trial's root span (not yet current: ``activate`` makes it so around the agent
+        call).
+        """
         tracer = self.provider().get_tracer("pytest_agent_eval")
         attributes: dict[str, Any] = {
             cv.OPERATION_NAME: cv.OP_INVOKE_AGENT,
@@ -287,8 +315,12 @@ class Tracing:
         finally:
             otel_context.detach(token)
 
-    def add_calls(self, record: TrialTrace, calls: Sequence[SeenCall], tool_calls: Sequence[ToolCall]) -> None:
-        """The trial's chat spans (the LLM requests the traffic hook saw) and tool spans (the calls recorded)."""
+    def add_calls(
+        self, record: TrialTrace, calls: Sequence[SeenCall], tool_calls: Sequence[ToolCall]
+    ) -> None:
+        """The trial's chat spans (the LLM requests the traffic hook saw) and tool spans (the calls
+        recorded).
+        """
         tracer = self.provider().get_tracer("pytest_agent_eval")
         parent = trace.set_span_in_context(record.root)
         for call in calls:
@@ -349,14 +381,22 @@ class Tracing:
             ended = list(record.spans)
         return as_tree([record.root, *ended])
 
-    def finish(self, record: TrialTrace, output: str, error: str | None, checks: Sequence[CheckResult]) -> None:
-        """Each check's verdict as a ``gen_ai.evaluation.result`` event; the root ended (the trace sent)."""
+    def finish(
+        self, record: TrialTrace, output: str, error: str | None, checks: Sequence[CheckResult]
+    ) -> None:
+        """Each check's verdict as a ``gen_ai.evaluation.result`` event; the root ended (the trace
+        sent).
+        """
         root = record.root
         root.set_attribute(cv.OUTPUT_MESSAGES, _messages("assistant", output))
         for check in checks:
             attributes: dict[str, Any] = {
                 cv.EVALUATION_NAME: check.name,
-                cv.EVALUATION_SCORE_LABEL: "error" if check.error else "pass" if check.passed else "fail",
+                cv.EVALUATION_SCORE_LABEL: "error"
+                if check.error
+                else "pass"
+                if check.passed
+                else "fail",
             }
             if check.scored and not check.error:
                 attributes[cv.EVALUATION_SCORE_VALUE] = float(check.score)
@@ -382,7 +422,9 @@ class Tracing:
 
 
 def _messages(role: str, text: str) -> str:
-    """GenAI's message list (``gen_ai.input.messages`` / ``gen_ai.output.messages``) of one text, as JSON."""
+    """GenAI's message list (``gen_ai.input.messages`` / ``gen_ai.output.messages``) of one text, as
+    JSON.
+    """
     return json.dumps([{"role": role, "parts": [{"type": "text", "content": text}]}])
 
 
@@ -395,7 +437,9 @@ _STATUS = {StatusCode.UNSET: "unset", StatusCode.OK: "ok", StatusCode.ERROR: "er
 
 
 def as_tree(spans: Sequence[Any]) -> list[Span]:
-    """OpenTelemetry spans (ended or still running) as the record's list, in start order, ``parent`` an index."""
+    """OpenTelemetry spans (ended or still running) as the record's list, in start order, ``parent``
+    an index.
+    """
     ordered = sorted(spans, key=lambda s: (s.start_time or 0, s.context.span_id))
     index = {s.context.span_id: n for n, s in enumerate(ordered)}
     out: list[Span] = []
@@ -407,9 +451,14 @@ def as_tree(spans: Sequence[Any]) -> list[Span]:
         item: Span = {
             "name": span.name,
             "kind": _KINDS.get(span.kind, "internal"),
-            "attributes": {k: list(v) if isinstance(v, tuple) else v for k, v in (span.attributes or {}).items()},
+            "attributes": {
+                k: list(v) if isinstance(v, tuple) else v
+                for k, v in (span.attributes or {}).items()
+            },
             "status": _STATUS.get(span.status.status_code, "unset"),
-            "start": datetime.fromtimestamp(start / 1e9, timezone.utc).isoformat(timespec="microseconds"),
+            "start": datetime.fromtimestamp(start / 1e9, timezone.utc).isoformat(
+                timespec="microseconds"
+            ),
             "duration_ms": round((end - start) / 1e6, 3),
             "parent": index.get(parent) if parent is not None else None,
         }
@@ -424,7 +473,9 @@ _CAPTURE_LOCK = threading.Lock()
 
 
 def capture_only() -> Tracing:
-    """The process's tracing for cases that check spans in a run without a trace option: nothing sent."""
+    """The process's tracing for cases that check spans in a run without a trace option: nothing
+    sent.
+    """
     global _CAPTURE
     with _CAPTURE_LOCK:
         if _CAPTURE is None:

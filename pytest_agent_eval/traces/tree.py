@@ -1,7 +1,9 @@
-"""A trial's spans as the record keeps them (SPEC §23): ``{name, kind, attributes, status, start, duration_ms,
-parent}``, ``parent`` the index of the parent span in the same list (``None`` at the top), in start order.
+"""A trial's spans as the record keeps them (SPEC §23): ``{name, kind, attributes, status, start,
+duration_ms, parent}``, ``parent`` the index of the parent span in the same list (``None`` at the
+top), in start order.
 
-Plain data: no OpenTelemetry import here, so that checks and reports read a record's spans without the SDK.
+Plain data: no OpenTelemetry import here, so that checks and reports read a record's spans without
+the SDK.
 """
 
 from __future__ import annotations
@@ -43,22 +45,28 @@ def is_ours(span: Span) -> bool:
 
 
 def is_llm_call(span: Span) -> bool:
-    """A model call: GenAI ``gen_ai.operation.name`` chat/text_completion/generate_content, or OpenInference's
-    ``LLM`` kind."""
+    """A model call: GenAI ``gen_ai.operation.name`` chat/text_completion/generate_content, or
+    OpenInference's ``LLM`` kind.
+    """
     attributes = span.get("attributes") or {}
-    return attributes.get(cv.OPERATION_NAME) in cv.LLM_OPERATIONS or attributes.get(cv.OI_SPAN_KIND) in cv.OI_LLM_KINDS
+    return (
+        attributes.get(cv.OPERATION_NAME) in cv.LLM_OPERATIONS
+        or attributes.get(cv.OI_SPAN_KIND) in cv.OI_LLM_KINDS
+    )
 
 
 def is_tool_call(span: Span) -> bool:
     attributes = span.get("attributes") or {}
     return (
-        attributes.get(cv.OPERATION_NAME) == cv.OP_EXECUTE_TOOL or attributes.get(cv.OI_SPAN_KIND) in cv.OI_TOOL_KINDS
+        attributes.get(cv.OPERATION_NAME) == cv.OP_EXECUTE_TOOL
+        or attributes.get(cv.OI_SPAN_KIND) in cv.OI_TOOL_KINDS
     )
 
 
 def tool_call_of(span: Span) -> tuple[str, dict[str, Any], Any, str | None] | None:
-    """``(name, arguments, result, error)`` of a tool span (GenAI or OpenInference attributes); ``None`` for
-    another span or one that does not name its tool."""
+    """``(name, arguments, result, error)`` of a tool span (GenAI or OpenInference attributes);
+    ``None`` for another span or one that does not name its tool.
+    """
     if not is_tool_call(span):
         return None
     attributes = span.get("attributes") or {}
@@ -70,8 +78,15 @@ def tool_call_of(span: Span) -> tuple[str, dict[str, Any], Any, str | None] | No
     result = _decoded(attributes.get(cv.TOOL_CALL_RESULT, attributes.get(cv.OI_OUTPUT_VALUE)))
     error = None
     if span.get("status") == "error":
-        error = str(attributes.get(cv.ERROR_TYPE) or span.get("status_message") or "the tool raised")
-    return name, args if isinstance(args, dict) else ({} if args is None else {"input": args}), result, error
+        error = str(
+            attributes.get(cv.ERROR_TYPE) or span.get("status_message") or "the tool raised"
+        )
+    return (
+        name,
+        args if isinstance(args, dict) else ({} if args is None else {"input": args}),
+        result,
+        error,
+    )
 
 
 def _decoded(value: Any) -> Any:

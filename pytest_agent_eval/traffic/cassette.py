@@ -1,11 +1,12 @@
-"""Per-case cassettes: the HTTP requests a case made and the answers it got, in vcrpy's YAML format (version 1).
+"""Per-case cassettes: the HTTP requests a case made and the answers it got, in vcrpy's YAML format
+(version 1).
 
-``interactions`` holds ``{request: {method, uri, body, headers}, response: {status: {code, message}, headers,
-body: {string}}}`` in the order the trials made them (each also names its ``trial``), so vcrpy's tooling reads
-them. Secrets are never written: only the ``content-type`` header is kept, URL userinfo, ``api_key``-like query
-parameters and JSON fields, and every secret value the run knows are replaced (``pytest_agent_eval.secrets``).
-A request matches a recorded one on method, URL and body (JSON compared as data, the fields named in ``ignore``
-left out at any depth).
+``interactions`` holds ``{request: {method, uri, body, headers}, response: {status: {code, message},
+headers, body: {string}}}`` in the order the trials made them (each also names its ``trial``), so
+vcrpy's tooling reads them. Secrets are never written: only the ``content-type`` header is kept, URL
+userinfo, ``api_key``-like query parameters and JSON fields, and every secret value the run knows
+are replaced (``pytest_agent_eval.secrets``). A request matches a recorded one on method, URL and
+body (JSON compared as data, the fields named in ``ignore`` left out at any depth).
 """
 
 from __future__ import annotations
@@ -38,7 +39,9 @@ def _without(data: Any, ignore: frozenset[str]) -> Any:
 
 
 def body_text(body: bytes) -> str | bytes:
-    """A body as text when it is UTF-8 (bytes otherwise: YAML writes them as ``!!binary``); JSON bodies scrubbed."""
+    """A body as text when it is UTF-8 (bytes otherwise: YAML writes them as ``!!binary``); JSON
+    bodies scrubbed.
+    """
     try:
         text = body.decode("utf-8")
     except UnicodeDecodeError:
@@ -60,8 +63,12 @@ def _json(text: str) -> Any:
         return None
 
 
-def match_key(method: str, url: str, body: str | bytes | None, ignore: frozenset[str]) -> tuple[str, str, str]:
-    """What two requests must share to match: method, scrubbed URL, body (JSON as sorted data, without ``ignore``)."""
+def match_key(
+    method: str, url: str, body: str | bytes | None, ignore: frozenset[str]
+) -> tuple[str, str, str]:
+    """What two requests must share to match: method, scrubbed URL, body (JSON as sorted data,
+    without ``ignore``).
+    """
     text = body.decode("utf-8", "replace") if isinstance(body, bytes) else body or ""
     data = _json(text)
     if data is not None:
@@ -101,10 +108,17 @@ class Interaction:
 
     @classmethod
     def from_vcr(cls, data: dict[str, Any]) -> Interaction:
-        """One recorded interaction; ``TypeError``/``KeyError``/``ValueError`` when it is not of the shape written."""
+        """One recorded interaction; ``TypeError``/``KeyError``/``ValueError`` when it is not of the
+        shape written.
+        """
         request, response = data["request"], data["response"]
-        request_body, response_body = request.get("body"), response.get("body", {}).get("string", "")
-        if not isinstance(request_body, (str, bytes, type(None))) or not isinstance(response_body, (str, bytes)):
+        request_body, response_body = (
+            request.get("body"),
+            response.get("body", {}).get("string", ""),
+        )
+        if not isinstance(request_body, (str, bytes, type(None))) or not isinstance(
+            response_body, (str, bytes)
+        ):
             raise TypeError("a request body is text, bytes or null, a response body text or bytes")
         return cls(
             method=str(request["method"]),
@@ -136,20 +150,31 @@ class CassetteError(Exception):
 
 
 class Cassette:
-    """One case's recorded interactions; ``take`` hands out matches in order (a match again once all are used)."""
+    """One case's recorded interactions; ``take`` hands out matches in order (a match again once all
+    are used).
+    """
 
     def __init__(
-        self, path: Path, ignore: frozenset[str], load: bool = True, old: Path | None = None, folder: Path | None = None
+        self,
+        path: Path,
+        ignore: frozenset[str],
+        load: bool = True,
+        old: Path | None = None,
+        folder: Path | None = None,
     ) -> None:
         self.path = path
         self.folder = folder
-        """The cassette folder ``path`` is in (the one beside the eval file, or ``agent_eval_cassettes``)."""
+        """The cassette folder ``path`` is in (the one beside the eval file, or
+        ``agent_eval_cassettes``).
+        """
         self.ignore = ignore
         self.interactions: list[Interaction] = []
         self.new: list[Interaction] = []
         self._used: set[int] = set()
         self._lock = threading.Lock()
-        source = path if path.is_file() or old is None or not old.is_file() else old  # a cassette of the old shape
+        source = (
+            path if path.is_file() or old is None or not old.is_file() else old
+        )  # a cassette of the old shape
         self.exists = load and source.is_file()
         if self.exists:
             self.interactions = _read(source)
@@ -159,7 +184,9 @@ class Cassette:
         return match_key(interaction.method, interaction.uri, interaction.request_body, self.ignore)
 
     def take(self, key: tuple[str, str, str]) -> Interaction | None:
-        """The first unused recorded answer to a request with ``key``; else the first used one; else None."""
+        """The first unused recorded answer to a request with ``key``; else the first used one; else
+        None.
+        """
         with self._lock:
             found = [n for n, k in enumerate(self._keys) if k == key]
             fresh = [n for n in found if n not in self._used]
@@ -174,18 +201,23 @@ class Cassette:
             self.new.append(interaction)
 
     def save(self, keep_old: bool, send: bool = False) -> tuple[str, str] | None:
-        """Write the cassette (atomically): the new interactions in trial order, after the old ones if kept. With
-        ``send`` (an xdist worker: its controller writes it) nothing is written here: ``(its path relative to its
-        folder, its text)`` is returned instead. ``None``: nothing to write."""
+        """Write the cassette (atomically): the new interactions in trial order, after the old ones
+        if kept. With ``send`` (an xdist worker: its controller writes it) nothing is written here:
+        ``(its path relative to its folder, its text)`` is returned instead. ``None``: nothing to
+        write.
+        """
         new = sorted(self.new, key=lambda i: i.trial)  # stable: each trial's requests stay in order
         interactions = (self.interactions if keep_old else []) + new
         if not new and (keep_old or not interactions):
             return None
-        import yaml  # with the first cassette written: the run's pace alone (no traffic option) never loads it
+        # with the first cassette written: the run's pace alone (no traffic option) never loads it
+        import yaml
 
         text = yaml.dump(
             {"interactions": [i.to_vcr() for i in interactions], "version": 1},
-            Dumper=getattr(yaml, "CSafeDumper", yaml.SafeDumper),  # libyaml's, several times faster, where present
+            Dumper=getattr(
+                yaml, "CSafeDumper", yaml.SafeDumper
+            ),  # libyaml's, several times faster, where present
             sort_keys=False,
             allow_unicode=True,
             width=120,
@@ -211,10 +243,16 @@ def write_cassette(path: Path, text: str) -> None:
 
 
 def sent_cassette_path(folder: Path, relative: str) -> Path | None:
-    """Where a cassette a worker sent (``relative``: its path in its cassette folder) goes in ``folder`` on the
-    controller; ``None`` when ``relative`` would leave the folder (absolute, ``..``) or is not a ``.yaml`` file."""
+    """Where a cassette a worker sent (``relative``: its path in its cassette folder) goes in
+    ``folder`` on the controller; ``None`` when ``relative`` would leave the folder (absolute,
+    ``..``) or is not a ``.yaml`` file.
+    """
     parts = relative.split("/")
-    if not relative.endswith(".yaml") or relative.startswith("/") or any(p in ("", ".", "..") for p in parts):
+    if (
+        not relative.endswith(".yaml")
+        or relative.startswith("/")
+        or any(p in ("", ".", "..") for p in parts)
+    ):
         return None
     if any("\\" in p or ":" in p for p in parts):  # a Windows drive or separator
         return None
@@ -225,7 +263,9 @@ def _read(path: Path) -> list[Interaction]:
     import yaml  # with the first cassette read
 
     try:
-        data = yaml.load(path.read_text(encoding="utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+        data = yaml.load(
+            path.read_text(encoding="utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+        )
         return [Interaction.from_vcr(i) for i in (data or {}).get("interactions") or []]
     except (
         OSError,
@@ -244,16 +284,20 @@ def _read(path: Path) -> list[Interaction]:
 
 
 def cassette_path(folder: Path, eval_file: Path, case_id: str, root: Path | None = None) -> Path:
-    """The case's cassette, always inside ``folder``: ``<folder>/<eval file>/<case id>.yaml`` for the folder beside
-    the eval file (``root`` None), ``<folder>/<eval file's folders below root>/<eval file>/<case id>.yaml`` for a
-    folder shared by many eval files. ``<eval file>`` is its stem for a ``.yaml`` file, ``<stem>@<suffix>`` for
-    another (``eval_x@json``). Each part is made safe as a name; one that had to change gets a hash of what it was
-    (two files or case ids never share a cassette)."""
+    """The case's cassette, always inside ``folder``: ``<folder>/<eval file>/<case id>.yaml`` for
+    the folder beside the eval file (``root`` None), ``<folder>/<eval file's folders below
+    root>/<eval file>/<case id>.yaml`` for a folder shared by many eval files. ``<eval file>`` is
+    its stem for a ``.yaml`` file, ``<stem>@<suffix>`` for another (``eval_x@json``). Each part is
+    made safe as a name; one that had to change gets a hash of what it was (two files or case ids
+    never share a cassette).
+    """
     folders: list[str] = []
     if root is not None:
         try:
             folders = list(eval_file.parent.relative_to(root).parts)
-        except ValueError:  # an eval file outside the rootdir: its whole path, under a folder of its own
+        except (
+            ValueError
+        ):  # an eval file outside the rootdir: its whole path, under a folder of its own
             folders = ["_outside_rootdir", *eval_file.parent.parts[1:]]
     stem, suffix = _safe(eval_file.stem), eval_file.suffix
     name = stem if suffix == ".yaml" else f"{stem}@{_safe(suffix[1:])}"
@@ -261,18 +305,24 @@ def cassette_path(folder: Path, eval_file: Path, case_id: str, root: Path | None
 
 
 def old_cassette_path(folder: Path, eval_file: Path, case_id: str) -> Path | None:
-    """Where earlier versions wrote the case's cassette in the folder beside the eval file, ``<folder>/<eval file
-    stem>/<case id>.yaml``, when that is not where it is written now, that place was the file's alone (no other
-    file of the same stem beside it) and it is inside ``folder``; else ``None``."""
+    """Where earlier versions wrote the case's cassette in the folder beside the eval file,
+    ``<folder>/<eval file stem>/<case id>.yaml``, when that is not where it is written now, that
+    place was the file's alone (no other file of the same stem beside it) and it is inside
+    ``folder``; else ``None``.
+    """
     name = re.sub(r"[^A-Za-z0-9._-]+", "_", case_id).strip(".") or "case"
     stem = eval_file.stem
-    if stem != _safe(stem) or any(p != eval_file for p in eval_file.parent.glob(f"{glob.escape(stem)}.*")):
+    if stem != _safe(stem) or any(
+        p != eval_file for p in eval_file.parent.glob(f"{glob.escape(stem)}.*")
+    ):
         return None
     old = folder / stem / f"{name}.yaml"
     return None if old == cassette_path(folder, eval_file, case_id) else old
 
 
 def _safe(name: str) -> str:
-    """``name`` as a file name of letters, digits, ``.``, ``_`` and ``-``, never hidden, ``.`` or ``..``."""
+    """``name`` as a file name of letters, digits, ``.``, ``_`` and ``-``, never hidden, ``.`` or
+    ``..``.
+    """
     safe = re.sub(r"[^A-Za-z0-9._-]+", "_", name).lstrip(".") or "_"
     return safe if safe == name else f"{safe}-{hashlib.sha256(name.encode()).hexdigest()[:8]}"

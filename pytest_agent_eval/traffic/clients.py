@@ -1,7 +1,8 @@
-"""The known LLM clients' infrastructure exceptions (SPEC §14): raised out of an agent, they end its case as an
-error, not a failure, with the traffic hook on or off.
+"""The known LLM clients' infrastructure exceptions (SPEC §14): raised out of an agent, they end its
+case as an error, not a failure, with the traffic hook on or off.
 
-A client's library is never imported here: only one the agent has loaded already (``sys.modules``) can have raised.
+A client's library is never imported here: only one the agent has loaded already (``sys.modules``)
+can have raised.
 """
 
 from __future__ import annotations
@@ -40,8 +41,9 @@ def _classes() -> tuple[type[BaseException], ...]:
 
 
 def infrastructure_error(exc: BaseException) -> str | None:
-    """What failed, naming the request, when ``exc`` (or an exception it was raised ``from``) is a known client's
-    infrastructure exception; else ``None``."""
+    """What failed, naming the request, when ``exc`` (or an exception it was raised ``from``) is a
+    known client's infrastructure exception; else ``None``.
+    """
     classes = _classes()
     seen: set[int] = set()
     cause: BaseException | None = exc
@@ -54,10 +56,14 @@ def infrastructure_error(exc: BaseException) -> str | None:
 
 
 def _described(exc: BaseException) -> str:
-    """``POST <url> answered 429 Too Many Requests (openai.RateLimitError)``, or ``POST <url> failed: <why>``."""
+    """``POST <url> answered 429 Too Many Requests (openai.RateLimitError)``, or ``POST <url>
+    failed: <why>``.
+    """
     name = f"{type(exc).__module__.partition('.')[0]}.{type(exc).__name__}"
     request = _request(exc)
-    where = f"{request.method} {scrub_url(str(request.url))}" if request is not None else "a request"
+    where = (
+        f"{request.method} {scrub_url(str(request.url))}" if request is not None else "a request"
+    )
     response: Any = getattr(exc, "response", None)
     status = getattr(response, "status_code", None)
     if isinstance(status, int):
@@ -65,7 +71,9 @@ def _described(exc: BaseException) -> str:
         return f"{where} answered {status} {reason}".rstrip() + f" ({name})"
     text = str(exc) or type(exc).__name__
     root = exc.__cause__ or exc.__context__
-    if root is not None and str(root):  # the client's "Connection error." says less than the socket's error
+    if root is not None and str(
+        root
+    ):  # the client's "Connection error." says less than the socket's error
         text += f" ({type(root).__name__}: {root})"
     return f"{where} failed: {name}: {text}"
 

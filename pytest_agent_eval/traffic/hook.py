@@ -1,8 +1,10 @@
-"""The hook at the ``httpx`` transport layer (``httpx`` and ``httpx2``; sync and async) and what it does with each
-request a case makes: replay or record it, wait for the rate limit, retry 429/5xx answers, count usage and cost.
+"""The hook at the ``httpx`` transport layer (``httpx`` and ``httpx2``; sync and async) and what it
+does with each request a case makes: replay or record it, wait for the rate limit, retry 429/5xx
+answers, count usage and cost.
 
-Installed only while an option needs it (``install``/``uninstall``); a request made outside a case passes
-through untouched. The response the agent gets is read whole first (a streamed answer arrives at once).
+Installed only while an option needs it (``install``/``uninstall``); a request made outside a case
+passes through untouched. The response the agent gets is read whole first (a streamed answer arrives
+at once).
 """
 
 from __future__ import annotations
@@ -32,22 +34,35 @@ from pytest_agent_eval.traffic.cassette import (
 )
 from pytest_agent_eval.traffic.pace import Pace
 from pytest_agent_eval.traffic.retry import MAX_RETRY_WAIT_S, asked_wait, backoff, verdict
-from pytest_agent_eval.traffic.scope import CURRENT, CaseTraffic, SeenCall, TrialTraffic, relative_path
+from pytest_agent_eval.traffic.scope import (
+    CURRENT,
+    CaseTraffic,
+    SeenCall,
+    TrialTraffic,
+    relative_path,
+)
 from pytest_agent_eval.traffic.store import StoreError
 from pytest_agent_eval.traffic.usage import Prices, read_usage
 
 if TYPE_CHECKING:
     from pytest_agent_eval.core.case import Case
 
-READ_REQUEST, WAIT_PACE, SEND, READ_RESPONSE, SLEEP = "read request", "wait pace", "send", "read response", "sleep"
+READ_REQUEST, WAIT_PACE, SEND, READ_RESPONSE, SLEEP = (
+    "read request",
+    "wait pace",
+    "send",
+    "read response",
+    "sleep",
+)
 """The steps of a request that wait on I/O, carried out by the sync or the async hook."""
 Step = tuple[str, Any]
 """``(kind, argument)``: a request, a host, a response or seconds."""
 _DROPPED = frozenset({"content-encoding", "transfer-encoding", "content-length"})
 VOLATILE = "agent_eval_volatile"
-"""A request extension set by the plugin's own senders (the HTTP agent: ``adapters.http.VOLATILE``): ``{bytes:
-placeholder}`` of run-dependent text in the body (a session id), recorded and matched as the placeholder, so that
-a replay, whose ids are new, matches the recording."""
+"""A request extension set by the plugin's own senders (the HTTP agent: ``adapters.http.VOLATILE``):
+``{bytes: placeholder}`` of run-dependent text in the body (a session id), recorded and matched as
+the placeholder, so that a replay, whose ids are new, matches the recording.
+"""
 PACED = (
     "the run's rate limits (--agent-eval-rate-limit / --agent-eval-token-limit, the provider's announced rate, "
     "a 429's cool-down)"
@@ -63,20 +78,29 @@ class TrafficSettings:
     """The rootdir: cassette paths in messages are relative to it."""
     mode: str | None = None
     cassettes: Path | None = None
-    """The cassette folder (ini ``agent_eval_cassettes``); ``None``: ``cassettes/`` beside each eval file."""
+    """The cassette folder (ini ``agent_eval_cassettes``); ``None``: ``cassettes/`` beside each eval
+    file.
+    """
     ignore: frozenset[str] = frozenset()
     """JSON fields left out when requests are matched."""
     retries: int = 3
     prices: Prices = field(default_factory=Prices)
     pace: Pace | None = None
-    """The run's pace (written budgets, cool-downs, the provider's announced rate); ``None``: not paced."""
+    """The run's pace (written budgets, cool-downs, the provider's announced rate); ``None``: not
+    paced.
+    """
     keep_calls: bool = False
-    """Keep each request of a trial for its chat span (``TrialTraffic.calls``): the run traces (SPEC §23)."""
+    """Keep each request of a trial for its chat span (``TrialTraffic.calls``): the run traces (SPEC
+    §23).
+    """
     watch: bool = True
-    """``False``: the run's pace only (no traffic option): requests made inside a case are paced and their 429s
-    retried; nothing is counted, recorded or marked."""
+    """``False``: the run's pace only (no traffic option): requests made inside a case are paced and
+    their 429s retried; nothing is counted, recorded or marked.
+    """
     send_back: bool = False
-    """An xdist worker: recorded cassettes go to the controller, which writes them (:meth:`Traffic.finish`)."""
+    """An xdist worker: recorded cassettes go to the controller, which writes them
+    (:meth:`Traffic.finish`).
+    """
 
 
 class CassetteNotWritten(Exception):
@@ -90,16 +114,22 @@ class Traffic:
         self.settings = settings
         self._errors: dict[str, type[Exception]] = {}
 
-    # -- cases and trials ------------------------------------------------------------------------------------
+    # -- cases and trials
+    # ------------------------------------------------------------------------------------
 
     def case(self, case: Case) -> CaseTraffic:
         """The case's traffic scope; ``CassetteError`` when its cassette cannot be read."""
         if self.settings.mode is None:
             return CaseTraffic(case.id, None, keep_calls=self.settings.keep_calls)
-        beside, folder = self.settings.cassettes is None, self.settings.cassettes or case.path.parent / "cassettes"
+        beside, folder = (
+            self.settings.cassettes is None,
+            self.settings.cassettes or case.path.parent / "cassettes",
+        )
         path = cassette_path(folder, case.path, case.id, None if beside else self.settings.root)
         old = old_cassette_path(folder, case.path, case.id) if beside else None
-        cassette = Cassette(path, self.settings.ignore, load=self.settings.mode != "record", old=old, folder=folder)
+        cassette = Cassette(
+            path, self.settings.ignore, load=self.settings.mode != "record", old=old, folder=folder
+        )
         return CaseTraffic(
             case.id,
             cassette,
@@ -110,14 +140,18 @@ class Traffic:
 
     @property
     def watching(self) -> bool:
-        """Whether cases get a traffic scope (usage, cassettes, infrastructure errors); else the pace alone."""
+        """Whether cases get a traffic scope (usage, cassettes, infrastructure errors); else the
+        pace alone.
+        """
         if not self.settings.watch:
             adopt()  # an httpx loaded since the session started is paced too
         return self.settings.watch
 
     @contextlib.contextmanager
     def trial(self, traffic: CaseTraffic) -> Iterator[TrialTraffic]:
-        """One trial's scope: its requests are counted and their failures kept in the ``TrialTraffic`` given."""
+        """One trial's scope: its requests are counted and their failures kept in the
+        ``TrialTraffic`` given.
+        """
         trial = traffic.trial()
         token = CURRENT.set(trial)
         try:
@@ -126,27 +160,45 @@ class Traffic:
             CURRENT.reset(token)
 
     def finish(self, traffic: CaseTraffic) -> tuple[str, str] | None:
-        """The case's trials are done: its cassette is written when recording (``CassetteNotWritten`` when it
-        cannot be). On an xdist worker (``send_back``) nothing is written: ``(path, text)`` is returned for the
-        runner to carry to the controller."""
-        if self.settings.mode not in ("record", "new") or traffic.cassette is None or traffic.failed:
+        """The case's trials are done: its cassette is written when recording
+        (``CassetteNotWritten`` when it cannot be). On an xdist worker (``send_back``) nothing is
+        written: ``(path, text)`` is returned for the runner to carry to the controller.
+        """
+        if (
+            self.settings.mode not in ("record", "new")
+            or traffic.cassette is None
+            or traffic.failed
+        ):
             return None
         try:
-            return traffic.cassette.save(keep_old=self.settings.mode == "new", send=self.settings.send_back)
+            return traffic.cassette.save(
+                keep_old=self.settings.mode == "new", send=self.settings.send_back
+            )
         except OSError as exc:
-            raise CassetteNotWritten(f"cassette {traffic.cassette_name} not written: {exc.strerror or exc}") from exc
+            raise CassetteNotWritten(
+                f"cassette {traffic.cassette_name} not written: {exc.strerror or exc}"
+            ) from exc
 
-    # -- one request -----------------------------------------------------------------------------------------
+    # -- one request
+    # -----------------------------------------------------------------------------------------
 
     def _error(self, module: Any, name: str = "ReplayMiss") -> type[Exception]:
-        """The exception a replay miss (or the store's failure) raises: a transport error of the client's httpx."""
+        """The exception a replay miss (or the store's failure) raises: a transport error of the
+        client's httpx.
+        """
         cls = self._errors.get(f"{module.__name__}.{name}")
         if cls is None:
-            cls = self._errors[f"{module.__name__}.{name}"] = type(name, (module.TransportError,), {})
+            cls = self._errors[f"{module.__name__}.{name}"] = type(
+                name, (module.TransportError,), {}
+            )
         return cls
 
-    def _store_failed(self, module: Any, request: Any, exc: StoreError, trial: TrialTraffic | None) -> Exception:
-        """The run's rate-limit store failed (``StoreError``): the request is infrastructure's failure, not sent."""
+    def _store_failed(
+        self, module: Any, request: Any, exc: StoreError, trial: TrialTraffic | None
+    ) -> Exception:
+        """The run's rate-limit store failed (``StoreError``): the request is infrastructure's
+        failure, not sent.
+        """
         message = f"{request.method} {scrub_url(str(request.url))} not sent: {exc}"
         if trial is not None:
             trial.fail(message)
@@ -158,12 +210,20 @@ class Traffic:
         cassette = trial.case.cassette
         if cassette is None or self.settings.mode == "record":
             return None
-        key = match_key(request.method, str(request.url), stable_body(request), self.settings.ignore)
+        key = match_key(
+            request.method, str(request.url), stable_body(request), self.settings.ignore
+        )
         hit = cassette.take(key)
         if hit is not None:
             now = time.time_ns()
-            seen = _seen(request, hit.response_bytes, hit.status, now, now) if trial.calls is not None else None
-            trial.count(read_usage(hit.response_bytes, hit.response_type or ""), self.settings.prices, seen)
+            seen = (
+                _seen(request, hit.response_bytes, hit.status, now, now)
+                if trial.calls is not None
+                else None
+            )
+            trial.count(
+                read_usage(hit.response_bytes, hit.response_type or ""), self.settings.prices, seen
+            )
             headers = [("content-type", hit.response_type)] if hit.response_type else []
             return module.Response(hit.status, headers=headers, content=hit.response_bytes)
         if self.settings.mode != "replay":
@@ -182,20 +242,38 @@ class Traffic:
         raise error(message, request=request)
 
     def _answer(
-        self, module: Any, request: Any, response: Any, failure: str | None, trial: TrialTraffic | None, start: int = 0
+        self,
+        module: Any,
+        request: Any,
+        response: Any,
+        failure: str | None,
+        trial: TrialTraffic | None,
+        start: int = 0,
     ) -> Any:
-        """The response the agent gets (already read), after counting and recording it. A failure is marked on the
-        trial (forgotten if the client's own retry of the same request is answered) and told to the client with
-        ``x-should-retry: false``, so that its retries do not stack on the hook's."""
+        """The response the agent gets (already read), after counting and recording it.
+
+        A failure is marked on the trial (forgotten if the client's own retry of the same request is
+        answered) and told to the client with ``x-should-retry: false``, so that its retries do not
+        stack on the hook's.
+        """
         body = response.content
         headers = [(k, v) for k, v in response.headers.multi_items() if k.lower() not in _DROPPED]
         if failure is not None:
-            headers = [(k, v) for k, v in headers if k.lower() != "x-should-retry"] + [("x-should-retry", "false")]
+            headers = [(k, v) for k, v in headers if k.lower() != "x-should-retry"] + [
+                ("x-should-retry", "false")
+            ]
             if trial is not None:
                 described = f"{request.method} {scrub_url(str(request.url))}"
                 text = f"{described} answered {response.status_code} {response.reason_phrase}"
                 trial.fail(
-                    text + (f" {failure}" if failure.startswith("after") else f": {failure}" if failure else ""),
+                    text
+                    + (
+                        f" {failure}"
+                        if failure.startswith("after")
+                        else f": {failure}"
+                        if failure
+                        else ""
+                    ),
                     _key(request),
                 )
         elif trial is not None:
@@ -204,7 +282,11 @@ class Traffic:
             seen = None
             if trial.calls is not None:  # the run traces: the request's chat span
                 seen = _seen(request, body, response.status_code, start, time.time_ns())
-            trial.count(read_usage(body, response.headers.get("content-type", "")), self.settings.prices, seen)
+            trial.count(
+                read_usage(body, response.headers.get("content-type", "")),
+                self.settings.prices,
+                seen,
+            )
             cassette = trial.case.cassette
             if cassette is not None and self.settings.mode in ("record", "new"):
                 cassette.add(
@@ -220,7 +302,9 @@ class Traffic:
                         trial=trial.number,
                     )
                 )
-        return module.Response(response.status_code, headers=headers, content=body, extensions=response.extensions)
+        return module.Response(
+            response.status_code, headers=headers, content=body, extensions=response.extensions
+        )
 
     def _connect_failed(self, request: Any, exc: Exception, trial: TrialTraffic | None) -> None:
         if trial is not None:
@@ -229,7 +313,9 @@ class Traffic:
             trial.fail(message, _key(request))
 
     def _note_answer(self, host: str, response: Any, attempt: int, sent: float) -> None:
-        """Tell the run's pace what an answer's status and headers say (a 429's cool-down: the wait it asks for)."""
+        """Tell the run's pace what an answer's status and headers say (a 429's cool-down: the wait
+        it asks for).
+        """
         pace = self.settings.pace
         if pace is not None:
             status = response.status_code
@@ -237,7 +323,9 @@ class Traffic:
             if status == 429:
                 asked = asked_wait(response.headers)
                 cool = min(asked, MAX_RETRY_WAIT_S) if asked is not None else backoff(attempt)
-            with contextlib.suppress(StoreError):  # the pace remembers it: the next request fails, saying why
+            with contextlib.suppress(
+                StoreError
+            ):  # the pace remembers it: the next request fails, saying why
                 pace.heard(host, status, response.headers, cool, time.monotonic() - sent)
 
     def _note_tokens(self, host: str, response: Any) -> None:
@@ -246,9 +334,14 @@ class Traffic:
             with contextlib.suppress(StoreError):  # as in ``_note_answer``
                 pace.spent(host, _tokens(response))
 
-    def _exchange(self, module: Any, request: Any, trial: TrialTraffic | None) -> Generator[Step, Any, Any]:
-        """One request, replayed or sent, paced and retried: the loop of both hooks, sync and async. It yields
-        each step that waits on I/O (:data:`Step`) for the hook's driver to carry out, and returns the response."""
+    def _exchange(
+        self, module: Any, request: Any, trial: TrialTraffic | None
+    ) -> Generator[Step, Any, Any]:
+        """One request, replayed or sent, paced and retried: the loop of both hooks, sync and async.
+
+        It yields each step that waits on I/O (:data:`Step`) for the hook's driver to carry out, and
+        returns the response.
+        """
         yield READ_REQUEST, request
         start = time.time_ns()  # a chat span's start, when the run traces
         if trial is not None:  # watched (the pace alone, as no hook before it, learns no secrets)
@@ -269,12 +362,16 @@ class Traffic:
             try:
                 try:
                     response = yield SEND, request
-                except Exception as exc:  # the transport failed (refused, reset, a timeout): infrastructure
+                except (
+                    Exception
+                ) as exc:  # the transport failed (refused, reset, a timeout): infrastructure
                     self._connect_failed(request, exc, trial)
                     raise
                 self._note_answer(host, response, attempt, sent)
             finally:
-                if opens_host and pace is not None:  # the others may go: at the headers, not the whole body
+                if (
+                    opens_host and pace is not None
+                ):  # the others may go: at the headers, not the whole body
                     pace.open(host)
             try:
                 yield READ_RESPONSE, response
@@ -285,13 +382,20 @@ class Traffic:
             wait, failure = verdict(response, attempt, self.settings.retries, self.settings.watch)
             if wait is None:
                 break
-            if pace is None or response.status_code != 429:  # a 429's wait is the run's cool-down, in the pace
-                with _waiting(trial, f"a retry of {request.method} {scrub_url(str(request.url))} ({wait:.3g} s)"):
+            if (
+                pace is None or response.status_code != 429
+            ):  # a 429's wait is the run's cool-down, in the pace
+                with _waiting(
+                    trial,
+                    f"a retry of {request.method} {scrub_url(str(request.url))} ({wait:.3g} s)",
+                ):
                     yield SLEEP, wait
             attempt += 1
         return self._answer(module, request, response, failure, trial, start)
 
-    def handle(self, module: Any, request: Any, send: Callable[[Any], Any], trial: TrialTraffic | None) -> Any:
+    def handle(
+        self, module: Any, request: Any, send: Callable[[Any], Any], trial: TrialTraffic | None
+    ) -> Any:
         """One request of a sync client: :meth:`_exchange`'s steps carried out in this thread."""
         steps = self._exchange(module, request, trial)
         value: Any = None
@@ -306,7 +410,9 @@ class Traffic:
                 if kind == SEND:
                     value = send(arg)
                 elif kind == WAIT_PACE:
-                    value = self.settings.pace.wait(arg) if self.settings.pace is not None else False
+                    value = (
+                        self.settings.pace.wait(arg) if self.settings.pace is not None else False
+                    )
                 elif kind == READ_REQUEST:
                     arg.read()
                 elif kind == READ_RESPONSE:
@@ -320,7 +426,11 @@ class Traffic:
                 error = exc
 
     async def handle_async(
-        self, module: Any, request: Any, send: Callable[[Any], Awaitable[Any]], trial: TrialTraffic | None
+        self,
+        module: Any,
+        request: Any,
+        send: Callable[[Any], Awaitable[Any]],
+        trial: TrialTraffic | None,
     ) -> Any:
         """One request of an async client: :meth:`_exchange`'s steps awaited on the running loop."""
         steps = self._exchange(module, request, trial)
@@ -336,7 +446,11 @@ class Traffic:
                 if kind == SEND:
                     value = await send(arg)
                 elif kind == WAIT_PACE:
-                    value = await self.settings.pace.wait_async(arg) if self.settings.pace is not None else False
+                    value = (
+                        await self.settings.pace.wait_async(arg)
+                        if self.settings.pace is not None
+                        else False
+                    )
                 elif kind == READ_REQUEST:
                     await arg.aread()
                 elif kind == READ_RESPONSE:
@@ -346,12 +460,16 @@ class Traffic:
                         await arg.aclose()
                 else:
                     await asyncio.sleep(arg)
-            except BaseException as exc:  # a cancellation too: the loop's clean-ups run, then it goes on up
+            except (
+                BaseException
+            ) as exc:  # a cancellation too: the loop's clean-ups run, then it goes on up
                 error = exc
 
 
 def _seen(request: Any, body: bytes, status: int, start: int, end: int) -> SeenCall:
-    """A request's chat-span facts: the response's id and model (a JSON answer's, or a stream's first event's)."""
+    """A request's chat-span facts: the response's id and model (a JSON answer's, or a stream's
+    first event's).
+    """
     found: dict[str, Any] = {}
     text = body[:65536].decode("utf-8", "replace")
     for line in text.splitlines() if text.lstrip().startswith(("data:", "event:")) else [text]:
@@ -362,11 +480,20 @@ def _seen(request: Any, body: bytes, status: int, start: int, end: int) -> SeenC
                 if isinstance(data, dict):
                     response = data.get("response")  # the Responses API's stream events wrap it
                     inner: dict[str, Any] = response if isinstance(response, dict) else data
-                    found = {k: inner.get(k) for k in ("id", "model") if isinstance(inner.get(k), str)}
+                    found = {
+                        k: inner.get(k) for k in ("id", "model") if isinstance(inner.get(k), str)
+                    }
                     if found:
                         break
     error = f"HTTP {status}" if status >= 400 else None
-    return SeenCall(start, end, found.get("model"), response_id=found.get("id"), provider=_host(request), error=error)
+    return SeenCall(
+        start,
+        end,
+        found.get("model"),
+        response_id=found.get("id"),
+        provider=_host(request),
+        error=error,
+    )
 
 
 def _waiting(trial: TrialTraffic | None, what: str) -> contextlib.AbstractContextManager[None]:
@@ -375,8 +502,14 @@ def _waiting(trial: TrialTraffic | None, what: str) -> contextlib.AbstractContex
 
 
 def _paced(request: Any, attempt: int) -> str:
-    """What a request held by the pace waits for: a retry's (after a 429, the run's cool-down), or its budgets."""
-    return f"a retry of {request.method} {scrub_url(str(request.url))} (the run's pace)" if attempt else PACED
+    """What a request held by the pace waits for: a retry's (after a 429, the run's cool-down), or
+    its budgets.
+    """
+    return (
+        f"a retry of {request.method} {scrub_url(str(request.url))} (the run's pace)"
+        if attempt
+        else PACED
+    )
 
 
 def _host(request: Any) -> str:
@@ -410,7 +543,8 @@ def _tokens(response: Any) -> int:
     return call.input_tokens + call.output_tokens if call is not None else 0
 
 
-# -- installing the hook -------------------------------------------------------------------------------------
+# -- installing the hook
+# -------------------------------------------------------------------------------------
 
 _ACTIVE: list[Traffic] = []
 _PATCHED: list[tuple[type, str, Any]] = []
@@ -418,8 +552,11 @@ _HOOKED: set[int] = set()
 
 
 def install(traffic: Traffic) -> None:
-    """Route every ``httpx``/``httpx2`` transport request through ``traffic`` (until ``uninstall``). The pace alone
-    (no traffic option) imports neither: it hooks those the agents load (``adopt``, at each case)."""
+    """Route every ``httpx``/``httpx2`` transport request through ``traffic`` (until ``uninstall``).
+
+    The pace alone (no traffic option) imports neither: it hooks those the agents load (``adopt``,
+    at each case).
+    """
     _ACTIVE[:] = [traffic]
     for name in ("httpx", "httpx2"):
         if traffic.settings.watch:
@@ -431,13 +568,19 @@ def install(traffic: Traffic) -> None:
 
 
 def adopt() -> None:
-    """Hook ``httpx``/``httpx2`` where loaded and not hooked yet (httpx2's ``alias_httpx()`` makes both one)."""
+    """Hook ``httpx``/``httpx2`` where loaded and not hooked yet (httpx2's ``alias_httpx()`` makes
+    both one).
+    """
     for name in ("httpx", "httpx2"):
         module = sys.modules.get(name)
         if module is None or id(module) in _HOOKED:
             continue
         _HOOKED.add(id(module))
-        _patch(module.HTTPTransport, "handle_request", _sync_hook(module, module.HTTPTransport.handle_request))
+        _patch(
+            module.HTTPTransport,
+            "handle_request",
+            _sync_hook(module, module.HTTPTransport.handle_request),
+        )
         _patch(
             module.AsyncHTTPTransport,
             "handle_async_request",
@@ -468,7 +611,9 @@ def _sync_hook(module: Any, original: Callable[..., Any]) -> Callable[..., Any]:
     return handle_request
 
 
-def _async_hook(module: Any, original: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
+def _async_hook(
+    module: Any, original: Callable[..., Awaitable[Any]]
+) -> Callable[..., Awaitable[Any]]:
     async def handle_async_request(self: Any, request: Any) -> Any:
         trial = CURRENT.get()
         if not _ACTIVE or (trial is None and (_ACTIVE[0].settings.watch or TRIAL.get() is None)):

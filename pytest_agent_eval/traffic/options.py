@@ -21,6 +21,10 @@ class TrafficOptions:
     match_ignore: tuple[str, ...] = ()
     prices: str = ""
     keep_calls: bool = False
-    """A trace option (``--agent-eval-traces``/``--agent-eval-otlp``): each request kept for its chat span."""
+    """A trace option (``--agent-eval-traces``/``--agent-eval-otlp``): each request kept for its
+    chat span.
+    """
     pace: bool = True
-    """One pace for the run's requests to LLM providers (SPEC §14), on unless ``--agent-eval-pace off``."""
+    """One pace for the run's requests to LLM providers (SPEC §14), on unless ``--agent-eval-pace
+    off``.
+    """

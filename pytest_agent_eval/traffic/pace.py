@@ -1,12 +1,13 @@
-"""One pace for the whole run (SPEC §14 "The provider's budget"): every request of the run takes its permit from one
-shared store (``store``), so that the written budget is reached and never exceeded, a 429's cool-down slows every
-thread, loop and xdist worker, and, with no budget written, the pace the provider announces in its headers is kept.
+"""One pace for the whole run (SPEC §14 "The provider's budget"): every request of the run takes its
+permit from one shared store (``store``), so that the written budget is reached and never exceeded,
+a 429's cool-down slows every thread, loop and xdist worker, and, with no budget written, the pace
+the provider announces in its headers is kept.
 
-Until a host's first answer, a process sends it one request at a time (the others wait on a future, costing no CPU):
-that answer's ``x-ratelimit-*`` / ``anthropic-ratelimit-*`` headers give its rate before a burst can overrun it.
-A host that announces no rate is paced by its 429s alone: a 429 halves the pace (from what the run was sending) unless
-its request was sent before the last halving (a burst of 429s halves it once), each answer after it raises the pace a
-little (AIMD).
+Until a host's first answer, a process sends it one request at a time (the others wait on a future,
+costing no CPU): that answer's ``x-ratelimit-*`` / ``anthropic-ratelimit-*`` headers give its rate
+before a burst can overrun it. A host that announces no rate is paced by its 429s alone: a 429
+halves the pace (from what the run was sending) unless its request was sent before the last halving
+(a burst of 429s halves it once), each answer after it raises the pace a little (AIMD).
 """
 
 from __future__ import annotations
@@ -41,7 +42,9 @@ class Announced:
 
 
 def seconds_until(text: str) -> float | None:
-    """OpenAI's ``6m0s`` / ``20ms`` / ``1.5s``, Anthropic's RFC 3339 time, or plain seconds; ``None`` if unreadable."""
+    """OpenAI's ``6m0s`` / ``20ms`` / ``1.5s``, Anthropic's RFC 3339 time, or plain seconds;
+    ``None`` if unreadable.
+    """
     text = text.strip()
     try:
         seconds = float(text)
@@ -69,29 +72,46 @@ def seconds_until(text: str) -> float | None:
 
 
 def _rate(headers: Any, limit: str, remaining: str, reset: str) -> float | None:
-    """The refill rate of the provider's bucket: what is used up over the time it takes to refill it."""
+    """The refill rate of the provider's bucket: what is used up over the time it takes to refill
+    it.
+    """
     try:
         cap, left = float(headers[limit]), float(headers[remaining])
     except (KeyError, TypeError, ValueError):
         return None
     refill = seconds_until(str(headers.get(reset) or ""))
-    if refill is None or refill <= 0 or not (math.isfinite(cap) and math.isfinite(left)) or left >= cap:
+    if (
+        refill is None
+        or refill <= 0
+        or not (math.isfinite(cap) and math.isfinite(left))
+        or left >= cap
+    ):
         return None
     rate = (cap - left) / refill
     return rate if math.isfinite(rate) and rate > 0 else None
 
 
 def announced(headers: Any) -> Announced:
-    """The request and token rates in OpenAI's ``x-ratelimit-*`` or Anthropic's ``anthropic-ratelimit-*`` headers."""
+    """The request and token rates in OpenAI's ``x-ratelimit-*`` or Anthropic's
+    ``anthropic-ratelimit-*`` headers.
+    """
     requests = _rate(
-        headers, "x-ratelimit-limit-requests", "x-ratelimit-remaining-requests", "x-ratelimit-reset-requests"
+        headers,
+        "x-ratelimit-limit-requests",
+        "x-ratelimit-remaining-requests",
+        "x-ratelimit-reset-requests",
     ) or _rate(
         headers,
         "anthropic-ratelimit-requests-limit",
         "anthropic-ratelimit-requests-remaining",
         "anthropic-ratelimit-requests-reset",
     )
-    tokens = _rate(headers, "x-ratelimit-limit-tokens", "x-ratelimit-remaining-tokens", "x-ratelimit-reset-tokens") or (
+    tokens = _rate(
+        headers,
+        "x-ratelimit-limit-tokens",
+        "x-ratelimit-remaining-tokens",
+        "x-ratelimit-reset-tokens",
+    ) or (
         _rate(
             headers,
             "anthropic-ratelimit-tokens-limit",
@@ -105,25 +125,36 @@ def announced(headers: Any) -> Announced:
 class Pace:
     """The run's pace for this process: its gates, and its permits from the shared ``store``."""
 
-    def __init__(self, store: Store, requests: Budget | None = None, tokens: Budget | None = None) -> None:
+    def __init__(
+        self, store: Store, requests: Budget | None = None, tokens: Budget | None = None
+    ) -> None:
         self.store = store
         self._tstep = tokens.step_s if tokens else 0.0
         step = requests.step_s if requests else 0.0
-        store.update([("set", "step", step), ("set", "tstep", self._tstep)])  # StoreError: the run cannot start
+        store.update(
+            [("set", "step", step), ("set", "tstep", self._tstep)]
+        )  # StoreError: the run cannot start
         self.failed: str | None = None
-        """Why the store failed mid-run (``StoreError``): every later request fails at once, saying so."""
+        """Why the store failed mid-run (``StoreError``): every later request fails at once, saying
+        so.
+        """
         self._lock = threading.Lock()
         self._gates: dict[str, Future[None]] = {}
         self._host_tstep: dict[str, float] = {}
         self._announcing: set[str] = set()
         self._slowed: set[str] = set()
         self._free: dict[str, float] = {}
-        """Host -> until when (``time.monotonic``) its requests need no permit: the store said nothing paces it."""
+        """Host -> until when (``time.monotonic``) its requests need no permit: the store said
+        nothing paces it.
+        """
         self._sent: dict[str, int] = {}
         self._estimate = 0.0
-        """Tokens per request, a moving mean: what a permit reserves of a token budget before the answer says."""
+        """Tokens per request, a moving mean: what a permit reserves of a token budget before the
+        answer says.
+        """
 
-    # -- before a request ------------------------------------------------------------------------------------
+    # -- before a request
+    # ------------------------------------------------------------------------------------
 
     def _gate(self, host: str) -> tuple[Future[None] | None, bool]:
         """``(future to wait for, whether this request is the host's first)``."""
@@ -135,8 +166,9 @@ class Pace:
             return (None if gate.done() else gate), False
 
     def wait(self, host: str) -> bool:
-        """Wait (blocking) for this request's permit; whether it is the host's first request (see ``answered``).
-        ``StoreError`` when the store failed: the request is not sent."""
+        """Wait (blocking) for this request's permit; whether it is the host's first request (see
+        ``answered``). ``StoreError`` when the store failed: the request is not sent.
+        """
         gate, first = self._gate(host)
         if gate is not None:
             gate.result()
@@ -155,7 +187,9 @@ class Pace:
         return first
 
     def _first_permit(self, host: str, first: bool) -> float:
-        """``_permit``; the host's first request whose permit failed lets the others go (to fail as it did)."""
+        """``_permit``; the host's first request whose permit failed lets the others go (to fail as
+        it did).
+        """
         try:
             return self._permit(host)
         except StoreError:
@@ -164,7 +198,9 @@ class Pace:
             raise
 
     def _ask(self, call: Callable[[], T]) -> T:
-        """A store call; once one failed (``StoreError``), every later one fails at once with its reason."""
+        """A store call; once one failed (``StoreError``), every later one fails at once with its
+        reason.
+        """
         if self.failed is not None:
             raise StoreError(self.failed)
         try:
@@ -174,9 +210,11 @@ class Pace:
             raise
 
     def _permit(self, host: str) -> float:
-        """Seconds to wait for this request's permit. A host nothing paces goes without the store for ``FREE_S``
-        (no lock per request at high rates): a 429 seen here ends that at once, one seen by another worker within
-        ``FREE_S``."""
+        """Seconds to wait for this request's permit.
+
+        A host nothing paces goes without the store for ``FREE_S`` (no lock per request at high
+        rates): a 429 seen here ends that at once, one seen by another worker within ``FREE_S``.
+        """
         with self._lock:
             self._sent[host] = self._sent.get(host, 0) + 1
             if time.monotonic() < self._free.get(host, 0.0):
@@ -189,7 +227,8 @@ class Pace:
                 self._free[host] = time.monotonic() + FREE_S
         return delay
 
-    # -- after it --------------------------------------------------------------------------------------------
+    # -- after it
+    # --------------------------------------------------------------------------------------------
 
     def open(self, host: str) -> None:
         """The host's first request is over (answered or failed): the others may go."""
@@ -199,9 +238,13 @@ class Pace:
             with contextlib.suppress(InvalidStateError):  # set by another thread meanwhile
                 gate.set_result(None)
 
-    def heard(self, host: str, status: int, headers: Any, cool_s: float | None, age_s: float = 0.0) -> None:
-        """Learn from an answer's status and headers (before its body): the announced rates, a 429's cool-down.
-        ``age_s``: how long ago its request was sent (a 429 to a request sent before the last slow-down is old news)."""
+    def heard(
+        self, host: str, status: int, headers: Any, cool_s: float | None, age_s: float = 0.0
+    ) -> None:
+        """Learn from an answer's status and headers (before its body): the announced rates, a 429's
+        cool-down. ``age_s``: how long ago its request was sent (a 429 to a request sent before the
+        last slow-down is old news).
+        """
         ops: list[Op] = []
         rates = announced(headers)
         if status == 429 or rates.requests or rates.tokens:
@@ -225,7 +268,9 @@ class Pace:
             self._ask(lambda: self.store.update(ops))
 
     def spent(self, host: str, tokens: int) -> None:
-        """An answer's tokens: the permit reserved the estimate, the rest is debited (or the excess credited)."""
+        """An answer's tokens: the permit reserved the estimate, the rest is debited (or the excess
+        credited).
+        """
         ops: list[Op] = []
         surprise = tokens - self._estimate
         if self._tstep:

@@ -1,9 +1,11 @@
-"""A private per-user state directory (SPEC §22): where the pace store lives when pytest's cache is off.
+"""A private per-user state directory (SPEC §22): where the pace store lives when pytest's cache is
+off.
 
 Never a predictable shared path another local user could plant a symlink or a file in: the folder is
-``$XDG_RUNTIME_DIR/pytest-agent-eval`` (a per-user folder the system made) or ``<temp>/pytest-agent-eval-<uid>``,
-created mode 0700, checked with ``lstat`` (not a symlink, a folder, owned by this user, no access for others)
-before use; a file in it is opened without following a symlink (:func:`open_private`).
+``$XDG_RUNTIME_DIR/pytest-agent-eval`` (a per-user folder the system made) or
+``<temp>/pytest-agent-eval-<uid>``, created mode 0700, checked with ``lstat`` (not a symlink, a
+folder, owned by this user, no access for others) before use; a file in it is opened without
+following a symlink (:func:`open_private`).
 """
 
 from __future__ import annotations
@@ -53,30 +55,39 @@ def _is_private(path: Path) -> bool:
 
 
 def ensure(path: Path, parent_checked: bool = False) -> Path:
-    """``path`` as a private folder: made 0700 if missing; refused when it is a symlink, not a folder, or another
-    user's; a folder of ours that others may enter is made 0700."""
+    """``path`` as a private folder: made 0700 if missing; refused when it is a symlink, not a
+    folder, or another user's; a folder of ours that others may enter is made 0700.
+    """
     try:
         os.mkdir(path, 0o700)
     except FileExistsError:
         pass
     except OSError as exc:
-        raise PrivateDirError(f"cannot make the private folder {path}: {exc.strerror or exc}") from None
+        raise PrivateDirError(
+            f"cannot make the private folder {path}: {exc.strerror or exc}"
+        ) from None
     try:
         info = os.lstat(path)
     except OSError as exc:
-        raise PrivateDirError(f"cannot check the private folder {path}: {exc.strerror or exc}") from None
+        raise PrivateDirError(
+            f"cannot check the private folder {path}: {exc.strerror or exc}"
+        ) from None
     _check(path, info)
     if stat.S_IMODE(info.st_mode) & 0o077:
         try:
             os.chmod(path, 0o700, follow_symlinks=False)
         except (OSError, NotImplementedError) as exc:
-            raise PrivateDirError(f"the private folder {path} is open to others and cannot be closed: {exc}") from None
+            raise PrivateDirError(
+                f"the private folder {path} is open to others and cannot be closed: {exc}"
+            ) from None
     return path
 
 
 def _check(path: Path, info: os.stat_result) -> None:
     if stat.S_ISLNK(info.st_mode):
-        raise PrivateDirError(f"the private folder {path} is a symlink (another user's trap?): remove it")
+        raise PrivateDirError(
+            f"the private folder {path} is a symlink (another user's trap?): remove it"
+        )
     if not stat.S_ISDIR(info.st_mode):
         raise PrivateDirError(f"the private folder {path} is not a folder: remove it")
     uid = _uid()
@@ -87,7 +98,8 @@ def _check(path: Path, info: os.stat_result) -> None:
 
 
 def open_private(path: Path, flags: int = os.O_RDWR | os.O_CREAT) -> int:
-    """A file descriptor of ``path`` opened without following a symlink (mode 0600 when made); ``OSError`` (ELOOP)
-    on a symlink."""
+    """A file descriptor of ``path`` opened without following a symlink (mode 0600 when made);
+    ``OSError`` (ELOOP) on a symlink.
+    """
     extra = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
     return os.open(path, flags | extra, 0o600)

@@ -1,5 +1,6 @@
-"""When an answer is retried and how long to wait first: the server's ``Retry-After``, else backoff as the official
-SDKs; a spent quota is never retried."""
+"""When an answer is retried and how long to wait first: the server's ``Retry-After``, else backoff
+as the official SDKs; a spent quota is never retried.
+"""
 
 from __future__ import annotations
 
@@ -15,20 +16,26 @@ MAX_RETRY_WAIT_S = 60.0
 
 
 def quota_spent(body: bytes) -> bool:
-    """A 429 whose body says the account's quota is spent (OpenAI's ``insufficient_quota``): waiting cannot help."""
+    """A 429 whose body says the account's quota is spent (OpenAI's ``insufficient_quota``): waiting
+    cannot help.
+    """
     if b"insufficient_quota" not in body:
         return False
     try:
         error = json.loads(body).get("error") or {}
     except (ValueError, AttributeError):
         return False
-    return isinstance(error, dict) and "insufficient_quota" in (error.get("code"), error.get("type"))
+    return isinstance(error, dict) and "insufficient_quota" in (
+        error.get("code"),
+        error.get("type"),
+    )
 
 
 def asked_wait(headers: Any) -> float | None:
-    """The wait the server asks for: ``retry-after-ms``, or ``Retry-After`` in seconds or as an HTTP date (one in
-    the past: at once). A value that cannot be used (NaN, infinite, negative, neither a number nor a date) is as if
-    absent: ``None``, and the usual backoff applies."""
+    """The wait the server asks for: ``retry-after-ms``, or ``Retry-After`` in seconds or as an HTTP
+    date (one in the past: at once). A value that cannot be used (NaN, infinite, negative, neither a
+    number nor a date) is as if absent: ``None``, and the usual backoff applies.
+    """
     try:
         if headers.get("retry-after-ms"):
             return _usable(float(headers["retry-after-ms"]) / 1000.0)
@@ -48,21 +55,29 @@ def _usable(seconds: float) -> float | None:
 
 
 def backoff(attempt: int) -> float:
-    """Exponential backoff with jitter, as the official SDKs: 0.5 s doubling up to 8 s, less a quarter at random."""
+    """Exponential backoff with jitter, as the official SDKs: 0.5 s doubling up to 8 s, less a
+    quarter at random.
+    """
     delay: float = min(0.5 * 2.0**attempt, 8.0)
     return delay * random.uniform(0.75, 1.0)
 
 
 def retry_delay(headers: Any, attempt: int) -> float:
-    """The server's ``retry-after-ms`` / ``Retry-After`` (at most ``MAX_RETRY_WAIT_S``), else ``backoff``."""
+    """The server's ``retry-after-ms`` / ``Retry-After`` (at most ``MAX_RETRY_WAIT_S``), else
+    ``backoff``.
+    """
     asked = asked_wait(headers)
     return min(asked, MAX_RETRY_WAIT_S) if asked is not None else backoff(attempt)
 
 
-def verdict(response: Any, attempt: int, retries: int, watch: bool = True) -> tuple[float | None, str | None]:
-    """``(seconds to wait before trying again, None)``, or ``(None, why the answer is a failure)``, or ``(None, None)``
-    for an answer to hand over as it is; as the official SDKs decide (``x-should-retry``, 408/409/429/5xx), but a spent
-    quota and a wait beyond the cap fail at once. ``watch`` false: the pace alone, which retries only its 429s."""
+def verdict(
+    response: Any, attempt: int, retries: int, watch: bool = True
+) -> tuple[float | None, str | None]:
+    """``(seconds to wait before trying again, None)``, or ``(None, why the answer is a failure)``,
+    or ``(None, None)`` for an answer to hand over as it is; as the official SDKs decide
+    (``x-should-retry``, 408/409/429/5xx), but a spent quota and a wait beyond the cap fail at once.
+    ``watch`` false: the pace alone, which retries only its 429s.
+    """
     status = response.status_code
     if status < 400 or (not watch and status != 429):
         return None, None
@@ -75,7 +90,10 @@ def verdict(response: Any, attempt: int, retries: int, watch: bool = True) -> tu
         return None, ("not retried (x-should-retry: false)" if transient and watch else None)
     asked = asked_wait(response.headers)
     if asked is not None and asked > MAX_RETRY_WAIT_S:
-        return None, f"the server asks to wait {asked:g} s, more than {MAX_RETRY_WAIT_S:g} s: not retried"
+        return (
+            None,
+            f"the server asks to wait {asked:g} s, more than {MAX_RETRY_WAIT_S:g} s: not retried",
+        )
     if attempt >= retries:
         return None, f"after {attempt} retr{'y' if attempt == 1 else 'ies'}" if attempt else ""
     return (asked if asked is not None else backoff(attempt)), None

@@ -1,7 +1,7 @@
 """Which case and trial an HTTP request belongs to: a context variable set while a trial runs.
 
-asyncio tasks and the runner's worker threads copy the context, so a request is attributed to the trial that made
-it under any concurrency.
+asyncio tasks and the runner's worker threads copy the context, so a request is attributed to the
+trial that made it under any concurrency.
 """
 
 from __future__ import annotations
@@ -24,7 +24,9 @@ if TYPE_CHECKING:
 
 @dataclass
 class SeenCall:
-    """One LLM request of a trial as its chat span tells it (SPEC §23): kept only when the run traces."""
+    """One LLM request of a trial as its chat span tells it (SPEC §23): kept only when the run
+    traces.
+    """
 
     start_ns: int
     end_ns: int
@@ -34,7 +36,9 @@ class SeenCall:
     """In USD; ``None`` when the model has no price or the usage is unknown."""
     response_id: str | None = None
     provider: str | None = None
-    """The host the request went to (``api.openai.com``), as ``gen_ai.provider.name`` cannot be told for sure."""
+    """The host the request went to (``api.openai.com``), as ``gen_ai.provider.name`` cannot be told
+    for sure.
+    """
     error: str | None = None
 
 
@@ -47,8 +51,9 @@ class CaseTraffic:
     cassette_name: str = ""
     """The cassette's path as error messages show it."""
     mode: str | None = None
-    """``record``, ``new`` or ``replay`` (``--agent-eval-record``/``--agent-eval-replay``): for traffic recorded
-    above HTTP (an MCP session's, ``mocks.mcp``)."""
+    """``record``, ``new`` or ``replay`` (``--agent-eval-record``/``--agent-eval-replay``): for
+    traffic recorded above HTTP (an MCP session's, ``mocks.mcp``).
+    """
     trials: list[TrialTraffic] = field(default_factory=list)
     keep_calls: bool = False
     """Keep each request of its trials (``TrialTraffic.calls``): the run traces."""
@@ -76,8 +81,10 @@ class TrialTraffic:
     """Each request answered, when the run traces (``None`` otherwise: nothing kept)."""
     _failures: list[tuple[str | None, str]] = field(default_factory=list)
     waiting_for: str | None = None
-    """What the trial's request is waiting for (the run's rate limit, a 429's ``Retry-After``); still set when the
-    wait did not end by itself (the case's timeout cancelled it): the timeout is then infrastructure's."""
+    """What the trial's request is waiting for (the run's rate limit, a 429's ``Retry-After``);
+    still set when the wait did not end by itself (the case's timeout cancelled it): the timeout is
+    then infrastructure's.
+    """
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     @property
@@ -87,14 +94,18 @@ class TrialTraffic:
 
     @contextlib.contextmanager
     def waiting(self, what: str) -> Iterator[None]:
-        """Note that the trial waits for ``what`` while the block runs (kept when the block is cancelled)."""
+        """Note that the trial waits for ``what`` while the block runs (kept when the block is
+        cancelled).
+        """
         self.waiting_for = what
         yield
         self.waiting_for = None
 
     def fail(self, message: str, key: str | None = None) -> None:
-        """Note an infrastructure failure; one with a ``key`` (the request) is forgotten when the same request is
-        later answered (``answered``): the client's own retry got the agent its answer."""
+        """Note an infrastructure failure; one with a ``key`` (the request) is forgotten when the
+        same request is later answered (``answered``): the client's own retry got the agent its
+        answer.
+        """
         with self._lock:
             self._failures.append((key, message))
 
@@ -104,13 +115,18 @@ class TrialTraffic:
                 self._failures = [(k, m) for k, m in self._failures if k is None or k != key]
 
     def report(self, run: RunRecord) -> str | None:
-        """The trial's usage into its run record (requests; tokens and cost when every response reported them);
-        the infrastructure failure under it, if any: the runner decides what it makes of the trial."""
+        """The trial's usage into its run record (requests; tokens and cost when every response
+        reported them); the infrastructure failure under it, if any: the runner decides what it
+        makes of the trial.
+        """
         if self.usage.requests:
-            run.usage = {**run.usage, **self.usage.as_dict()} if self.usage.measured else {**run.usage}
+            run.usage = (
+                {**run.usage, **self.usage.as_dict()} if self.usage.measured else {**run.usage}
+            )
             run.usage["requests"] = self.usage.requests
         if self.infra_error is None and self.waiting_for is not None and run.timed_out:
-            return f"{run.error} while waiting for {self.waiting_for}"  # the budget or a Retry-After held it up
+            # the budget or a Retry-After held it up
+            return f"{run.error} while waiting for {self.waiting_for}"
         return self.infra_error
 
     def count(self, call: CallUsage | None, prices: Prices, seen: SeenCall | None = None) -> None:

@@ -16,15 +16,35 @@ if TYPE_CHECKING:
     from pytest_agent_eval.traffic.options import TrafficOptions
 
 
-def start(options: TrafficOptions, root: Path, limits_folder: Path, send_back: bool = False) -> Traffic:
-    """The session's hook, installed. ValueError / ImportError say which option is wrong or what to install.
-    ``send_back`` (an xdist worker): recorded cassettes go to the controller, which writes them (``Traffic.finish``)."""
+def start(
+    options: TrafficOptions, root: Path, limits_folder: Path, send_back: bool = False
+) -> Traffic:
+    """The session's hook, installed.
+
+    ValueError / ImportError say which option is wrong or what to install. ``send_back`` (an xdist
+    worker): recorded cassettes go to the controller, which writes them (``Traffic.finish``).
+    """
     prices = Prices(load_prices(options.prices, root) if options.prices else None)
-    requests = Budget.parse(options.rate_limit, "--agent-eval-rate-limit") if options.rate_limit else None
-    tokens = Budget.parse(options.token_limit, "--agent-eval-token-limit") if options.token_limit else None
+    requests = (
+        Budget.parse(options.rate_limit, "--agent-eval-rate-limit") if options.rate_limit else None
+    )
+    tokens = (
+        Budget.parse(options.token_limit, "--agent-eval-token-limit")
+        if options.token_limit
+        else None
+    )
     pace = None
     if options.pace or requests or tokens:
-        name = "_".join(["pace", *(f"{kind}_{b.key}" for kind, b in (("requests", requests), ("tokens", tokens)) if b)])
+        name = "_".join(
+            [
+                "pace",
+                *(
+                    f"{kind}_{b.key}"
+                    for kind, b in (("requests", requests), ("tokens", tokens))
+                    if b
+                ),
+            ]
+        )
         pace = Pace(open_store(limits_folder, options.rate_limit_url, name), requests, tokens)
     traffic = Traffic(
         TrafficSettings(

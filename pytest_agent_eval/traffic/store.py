@@ -1,18 +1,19 @@
-"""Where the run's pace lives, shared by every thread, event loop and xdist worker: a JSON file under a file lock in
-the run's cache directory (one machine), or a Redis hash (across machines).
+"""Where the run's pace lives, shared by every thread, event loop and xdist worker: a JSON file
+under a file lock in the run's cache directory (one machine), or a Redis hash (across machines).
 
-The state is a flat map of numbers, read and written in one atomic step. ``reserve`` hands out the next permit
-(virtual scheduling, GCRA with no burst: each request gets its own slot ``step`` seconds after the previous one, so
-the budget is reached and never exceeded, and no waiter polls) and ``update`` applies a few operations (a cool-down
-from a 429, a pace learned from headers, a token debit). Times are the store's own clock: the machine's for the file,
-Redis's ``TIME`` for Redis, so that a machine whose clock is off stamps its permits like every other; a caller only
-ever gets back how long to wait.
+The state is a flat map of numbers, read and written in one atomic step. ``reserve`` hands out the
+next permit (virtual scheduling, GCRA with no burst: each request gets its own slot ``step`` seconds
+after the previous one, so the budget is reached and never exceeded, and no waiter polls) and
+``update`` applies a few operations (a cool-down from a 429, a pace learned from headers, a token
+debit). Times are the store's own clock: the machine's for the file, Redis's ``TIME`` for Redis, so
+that a machine whose clock is off stamps its permits like every other; a caller only ever gets back
+how long to wait.
 
-Fields: ``tat``/``step`` the written request budget (next free slot, seconds per request); ``ttat``/``tstep`` the
-written token budget (seconds per token); per host ``h`` the found pace ``tat:h``/``step:h`` (requests) and
-``ttat:h``/``tstep:h`` (tokens), ``cool:h`` no request before this time, ``gap:h`` the recent mean gap between
-permits (what the run sent when a 429 came, for the multiplicative decrease); ``est`` tokens per request (a moving
-mean).
+Fields: ``tat``/``step`` the written request budget (next free slot, seconds per request);
+``ttat``/``tstep`` the written token budget (seconds per token); per host ``h`` the found pace
+``tat:h``/``step:h`` (requests) and ``ttat:h``/``tstep:h`` (tokens), ``cool:h`` no request before
+this time, ``gap:h`` the recent mean gap between permits (what the run sent when a 429 came, for the
+multiplicative decrease); ``est`` tokens per request (a moving mean).
 """
 
 from __future__ import annotations
@@ -32,19 +33,27 @@ from pytest_agent_eval.traffic.private import open_private
 
 T = TypeVar("T")
 FORGET_S = 600.0
-"""A pace left untouched this long is forgotten (Redis: the key expires), so a later run learns its own."""
+"""A pace left untouched this long is forgotten (Redis: the key expires), so a later run learns its
+own.
+"""
 WAIT_S = 5.0
-"""The longest a store call may take: the file's lock (held by a live process for a read and a write, well under a
-millisecond) or a Redis call (connecting, answering). Past it, the store has failed (a holder stopped with Ctrl-Z or
-hung, Redis down or frozen) and says so; it never hangs the run."""
+"""The longest a store call may take: the file's lock (held by a live process for a read and a
+write, well under a millisecond) or a Redis call (connecting, answering). Past it, the store has
+failed (a holder stopped with Ctrl-Z or hung, Redis down or frozen) and says so; it never hangs the
+run.
+"""
 MAX_STEP_S = 10.0
-"""The slowest pace 429s alone can set for a host (a request every 10 s): each 429 doubles the step, and without a
-cap a provider that answers only 429 would stand the run still (16 s, 33 s, 66 s, 131 s between requests); with it
-the case's retries end and the case is an infrastructure error in a bounded time."""
+"""The slowest pace 429s alone can set for a host (a request every 10 s): each 429 doubles the step,
+and without a cap a provider that answers only 429 would stand the run still (16 s, 33 s, 66 s, 131
+s between requests); with it the case's retries end and the case is an infrastructure error in a
+bounded time.
+"""
 
 
 class StoreError(Exception):
-    """The store cannot be used: the message names it (the file, the URL without its password) and what to do."""
+    """The store cannot be used: the message names it (the file, the URL without its password) and
+    what to do.
+    """
 
 
 class StoreWarning(UserWarning):
@@ -52,18 +61,20 @@ class StoreWarning(UserWarning):
 
 
 Op = tuple[str, str, float]
-"""``(operation, field, value)``: ``cool`` (field = max(field, now + value)), ``set``, ``add``, ``slower`` (the
-step doubled, or the recent gap doubled when none is known yet; value is the age of the request that got the 429: a
-request sent before the last slow-down says nothing new, so a burst of 429s halves the pace once, not once each),
-``faster`` (rate + value / rate)."""
+"""``(operation, field, value)``: ``cool`` (field = max(field, now + value)), ``set``, ``add``,
+``slower`` (the step doubled, or the recent gap doubled when none is known yet; value is the age of
+the request that got the 429: a request sent before the last slow-down says nothing new, so a burst
+of 429s halves the pace once, not once each), ``faster`` (rate + value / rate).
+"""
 
 
 class Store(Protocol):
     def reserve(self, host: str, tokens: float, sent: int = 1) -> float:
-        """Take the next permit for a request to ``host`` (with ``tokens`` expected); seconds to wait for it, or
-        -1 when nothing paces the host (no budget, no known rate, no cool-down): the caller may go on without
-        permits for a moment. ``sent``: the requests to ``host`` since this process's last permit, this one
-        included (for the recent gap)."""
+        """Take the next permit for a request to ``host`` (with ``tokens`` expected); seconds to
+        wait for it, or -1 when nothing paces the host (no budget, no known rate, no cool-down): the
+        caller may go on without permits for a moment. ``sent``: the requests to ``host`` since this
+        process's last permit, this one included (for the recent gap).
+        """
         ...
 
     def update(self, ops: Sequence[Op]) -> None: ...
@@ -71,13 +82,17 @@ class Store(Protocol):
     def close(self) -> None: ...
 
 
-def reserve_state(state: dict[str, float], now: float, host: str, tokens: float, sent: int = 1) -> float:
+def reserve_state(
+    state: dict[str, float], now: float, host: str, tokens: float, sent: int = 1
+) -> float:
     """The permit's slot (``reserve`` of the file store; ``_RESERVE`` is the same in Lua for Redis)."""
 
     def get(name: str) -> float:
         return state.get(name, 0.0)
 
-    slot = max(now, get("tat"), get("ttat"), get(f"cool:{host}"), get(f"tat:{host}"), get(f"ttat:{host}"))
+    slot = max(
+        now, get("tat"), get("ttat"), get(f"cool:{host}"), get(f"tat:{host}"), get(f"ttat:{host}")
+    )
     if get("step") > 0:
         state["tat"] = slot + get("step")
     if get("tstep") > 0:
@@ -104,10 +119,16 @@ def update_state(state: dict[str, float], now: float, ops: Sequence[Op]) -> None
             state[name] = value
         elif op == "add":
             state[name] = current + value
-        elif op == "slower":  # name is step:<host>; its gap is gap:<host>, its last slow-down slowed:<host>
+        elif (
+            op == "slower"
+        ):  # name is step:<host>; its gap is gap:<host>, its last slow-down slowed:<host>
             host = name.partition(":")[2]
             if now - value >= state.get("slowed:" + host, 0.0):
-                slower = current * 2.0 if current > 0 else max(state.get("gap:" + host, 0.0), 0.001) * 2.0
+                slower = (
+                    current * 2.0
+                    if current > 0
+                    else max(state.get("gap:" + host, 0.0), 0.001) * 2.0
+                )
                 state[name] = min(slower, MAX_STEP_S)
                 state["slowed:" + host] = now
         elif op == "faster" and current > 0:
@@ -167,8 +188,11 @@ return 0
 
 
 class RedisStore:
-    """The pace in a Redis hash, stamped with Redis's own clock (``TIME`` inside the scripts). Every call gives up
-    after ``WAIT_S`` (no retries: the next request asks again), raising ``StoreError``."""
+    """The pace in a Redis hash, stamped with Redis's own clock (``TIME`` inside the scripts).
+
+    Every call gives up after ``WAIT_S`` (no retries: the next request asks again), raising
+    ``StoreError``.
+    """
 
     def __init__(self, url: str, key: str) -> None:
         from redis import Redis
@@ -192,7 +216,8 @@ class RedisStore:
             text = scrub_text(str(exc) or type(exc).__name__)
             where = "--agent-eval-rate-limit-url (ini agent_eval_rate_limit_url)"
             if isinstance(exc, AuthenticationError) or (
-                isinstance(exc, ResponseError) and any(w in text for w in ("WRONGPASS", "NOAUTH", "NOPERM"))
+                isinstance(exc, ResponseError)
+                and any(w in text for w in ("WRONGPASS", "NOAUTH", "NOPERM"))
             ):
                 why = f"refused the password ({text}): fix the user and password in {where}"
             else:
@@ -216,8 +241,9 @@ class RedisStore:
 
 
 class FileStore:
-    """The pace in a JSON file, read and written under an exclusive lock (``fcntl``; ``filelock`` where there is
-    none), on the machine's clock."""
+    """The pace in a JSON file, read and written under an exclusive lock (``fcntl``; ``filelock``
+    where there is none), on the machine's clock.
+    """
 
     forget_s = FORGET_S
     """A state untouched this long is an earlier run's, started afresh."""
@@ -228,11 +254,15 @@ class FileStore:
         except OSError as exc:
             raise StoreError(_cannot_open(path, exc)) from None
         self._path = path
-        self._threads = threading.Lock()  # flock is per open file: threads of one process take turns first
+        self._threads = (
+            threading.Lock()
+        )  # flock is per open file: threads of one process take turns first
 
     @contextmanager
     def _state(self) -> Iterator[tuple[dict[str, float], float]]:
-        if not self._threads.acquire(timeout=WAIT_S):  # another thread waits for a lock that is not given back
+        if not self._threads.acquire(
+            timeout=WAIT_S
+        ):  # another thread waits for a lock that is not given back
             raise _locked_error(self._path)
         try:
             with _locked(self._path) as handle:
@@ -241,11 +271,15 @@ class FileStore:
             self._threads.release()
 
     def _read_write(self, handle: Any) -> Iterator[tuple[dict[str, float], float]]:
-        """The state read (started afresh, with a warning, when unreadable), then written back whole."""
+        """The state read (started afresh, with a warning, when unreadable), then written back
+        whole.
+        """
         handle.seek(0)
         text = handle.read()
         state = read_state(text)
-        if state is None:  # a run killed mid-write, or another program's file: start afresh, saying so
+        if (
+            state is None
+        ):  # a run killed mid-write, or another program's file: start afresh, saying so
             warnings.warn(
                 StoreWarning(
                     f"the run's rate-limit state {self._path} was unreadable (not a JSON object of numbers: "
@@ -278,8 +312,9 @@ class FileStore:
 
 
 def read_state(text: str) -> dict[str, float] | None:
-    """The state written in ``text`` (none yet when empty); ``None`` when it is not a JSON object of finite numbers
-    (truncated, garbage, wrong types)."""
+    """The state written in ``text`` (none yet when empty); ``None`` when it is not a JSON object of
+    finite numbers (truncated, garbage, wrong types).
+    """
     if not text.strip():
         return {}
     try:
@@ -314,8 +349,12 @@ def _locked_error(path: Path) -> StoreError:
 
 @contextmanager
 def _locked(path: Path) -> Iterator[Any]:
-    """The state file, open and locked (``WAIT_S`` at most: ``StoreError`` past it, naming the file)."""
-    try:  # never through a symlink (SPEC §22); bytes that are not UTF-8 are read as such, and found unreadable
+    """The state file, open and locked (``WAIT_S`` at most: ``StoreError`` past it, naming the
+    file).
+    """
+    # never through a symlink (SPEC §22); bytes that are not UTF-8 are read as such, and found
+    # unreadable
+    try:
         fd = open_private(path)
         handle = open(fd, "r+", encoding="utf-8", errors="replace")  # noqa: SIM115 (closed below)
     except OSError as exc:
@@ -346,8 +385,9 @@ def _locked(path: Path) -> Iterator[Any]:
 
 
 def _flock(handle: Any, path: Path, fcntl: Any) -> None:
-    """Take the file's lock, trying again (half a millisecond, doubling to 5 ms: a run holds it well under a
-    millisecond, and a longer pause delays the permit) until ``WAIT_S`` has passed."""
+    """Take the file's lock, trying again (half a millisecond, doubling to 5 ms: a run holds it well
+    under a millisecond, and a longer pause delays the permit) until ``WAIT_S`` has passed.
+    """
     deadline, pause = time.monotonic() + WAIT_S, 0.0005
     while True:
         try:

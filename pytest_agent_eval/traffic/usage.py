@@ -1,11 +1,13 @@
-"""Token usage read from LLM responses (OpenAI-compatible and Anthropic, whole or streamed) and its cost.
+"""Token usage read from LLM responses (OpenAI-compatible and Anthropic, whole or streamed) and its
+cost.
 
-Prices are dollars per million tokens, ``{model: {"input": x, "output": y}}`` with, optionally, ``cached_input``
-(cache reads), ``cache_write`` and ``cache_write_1h`` (Anthropic's five-minute and one-hour cache writes). A
-model's price comes from the ini's table (``agent_eval_prices``), else the maintained ``genai-prices`` table when
-it is installed, else the built-in table; a dated snapshot (``gpt-4o-2024-08-06``) takes its family's price by
-the longest name it starts with. A call whose price is not known (no price for the model, or none for the cached
-tokens it reports) has no cost (``None``) and names its model, never a guessed cost.
+Prices are dollars per million tokens, ``{model: {"input": x, "output": y}}`` with, optionally,
+``cached_input`` (cache reads), ``cache_write`` and ``cache_write_1h`` (Anthropic's five-minute and
+one-hour cache writes). A model's price comes from the ini's table (``agent_eval_prices``), else the
+maintained ``genai-prices`` table when it is installed, else the built-in table; a dated snapshot
+(``gpt-4o-2024-08-06``) takes its family's price by the longest name it starts with. A call whose
+price is not known (no price for the model, or none for the cached tokens it reports) has no cost
+(``None``) and names its model, never a guessed cost.
 """
 
 from __future__ import annotations
@@ -15,8 +17,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 DEFAULT_PRICES: dict[str, dict[str, float]] = {
-    # USD per million tokens, list prices when this table was written; override with ini agent_eval_prices.
-    # OpenAI reports no cache writes; Anthropic's cache writes cost 1.25x input (5 minutes) or 2x (1 hour).
+    # USD per million tokens, list prices when this table was written; override with ini
+    # agent_eval_prices.
+    # OpenAI reports no cache writes; Anthropic's cache writes cost 1.25x input (5 minutes) or 2x (1
+    # hour).
     "gpt-4o": {"input": 2.50, "cached_input": 1.25, "output": 10.00},
     "gpt-4o-mini": {"input": 0.15, "cached_input": 0.075, "output": 0.60},
     "gpt-4.1": {"input": 2.00, "cached_input": 0.50, "output": 8.00},
@@ -35,7 +39,8 @@ DEFAULT_PRICES: dict[str, dict[str, float]] = {
 PRICE_KEYS = ("input", "output", "cached_input", "cache_write", "cache_write_1h")
 """The keys of a model's price: ``input`` and ``output`` are required."""
 MAX_TOKENS = 10**12
-"""A count at or above this (a trillion tokens in one call) is not a count: the usage is unreadable."""
+"""A count at or above this (a trillion tokens in one call) is not a count: the usage is unreadable.
+"""
 _COUNTS = (
     "prompt_tokens",
     "completion_tokens",
@@ -45,20 +50,26 @@ _COUNTS = (
     "cache_creation_input_tokens",
     "cache_read_input_tokens",
 )
-"""The counts read from a response's ``usage`` (each must be a whole number from 0 below ``MAX_TOKENS``)."""
+"""The counts read from a response's ``usage`` (each must be a whole number from 0 below
+``MAX_TOKENS``).
+"""
 _DETAILS = {
     "prompt_tokens_details": "cached_tokens",
     "input_tokens_details": "cached_tokens",
     "cache_creation": "ephemeral_1h_input_tokens",
 }
-"""Nested counts: OpenAI's ``cached_tokens`` (part of ``prompt_tokens`` / ``input_tokens``), Anthropic's cache
-writes by lifetime (``ephemeral_1h_input_tokens``)."""
+"""Nested counts: OpenAI's ``cached_tokens`` (part of ``prompt_tokens`` / ``input_tokens``),
+Anthropic's cache writes by lifetime (``ephemeral_1h_input_tokens``).
+"""
 
 
 @dataclass(frozen=True)
 class CallUsage:
-    """The tokens one LLM response reports, and its model. ``input_tokens`` counts every input token, those read
-    from and written to the prompt cache included."""
+    """The tokens one LLM response reports, and its model.
+
+    ``input_tokens`` counts every input token, those read from and written to the prompt cache
+    included.
+    """
 
     model: str | None
     input_tokens: int
@@ -66,33 +77,45 @@ class CallUsage:
     cache_read_tokens: int = 0
     cache_write_tokens: int = 0
     cache_write_1h_tokens: int = 0
-    """Of ``cache_write_tokens``, those written for one hour (Anthropic), dearer than the five-minute ones."""
+    """Of ``cache_write_tokens``, those written for one hour (Anthropic), dearer than the
+    five-minute ones.
+    """
     unreadable: str | None = None
-    """Why the counts cannot be used (a negative, fractional, NaN or absurd count): the call's tokens and cost are
-    unknown, never counted (the counts above are then 0)."""
+    """Why the counts cannot be used (a negative, fractional, NaN or absurd count): the call's
+    tokens and cost are unknown, never counted (the counts above are then 0).
+    """
 
 
 def read_usage(body: bytes, content_type: str) -> CallUsage | None:
-    """The usage a response body reports: a JSON answer's ``usage``, or a stream's (``text/event-stream``).
+    """The usage a response body reports: a JSON answer's ``usage``, or a stream's
+    (``text/event-stream``).
 
     Each count is read once under whichever name the API gives it: OpenAI's chat ``prompt_tokens`` /
-    ``completion_tokens`` (a proxy that adds the Responses API's ``input_tokens`` / ``output_tokens`` beside them
-    names the same tokens), else ``input_tokens`` / ``output_tokens`` with Anthropic's cache reads and writes
-    (which its ``input_tokens`` leaves out); of the details, only the cached and one-hour cache-write counts."""
+    ``completion_tokens`` (a proxy that adds the Responses API's ``input_tokens`` /
+    ``output_tokens`` beside them names the same tokens), else ``input_tokens`` / ``output_tokens``
+    with Anthropic's cache reads and writes (which its ``input_tokens`` leaves out); of the details,
+    only the cached and one-hour cache-write counts.
+    """
     events: list[Any] = []
     if "event-stream" in content_type:
         for line in body.decode("utf-8", "replace").splitlines():
             if line.startswith("data:"):
                 events.append(_json(line[5:].strip()))
     else:
-        events.append(_json(body.decode("utf-8", "replace")) if body[:1] in (b"{", b" ", b"\n") else None)
+        events.append(
+            _json(body.decode("utf-8", "replace")) if body[:1] in (b"{", b" ", b"\n") else None
+        )
     found: dict[str, int] = {}
     bad: list[str] = []
     model: str | None = None
     for event in events:
         if not isinstance(event, dict):
             continue
-        for holder in (event, event.get("message"), event.get("response")):  # Anthropic's message_start, Responses
+        for holder in (
+            event,
+            event.get("message"),
+            event.get("response"),
+        ):  # Anthropic's message_start, Responses
             if not isinstance(holder, dict):
                 continue
             if isinstance(holder.get("model"), str):
@@ -105,9 +128,14 @@ def read_usage(body: bytes, content_type: str) -> CallUsage | None:
                         _counts(usage[details], (key,), found, bad)
     if bad:
         return CallUsage(model, 0, 0, unreadable=", ".join(dict.fromkeys(bad)))
-    if not any(k in found for k in ("prompt_tokens", "completion_tokens", "input_tokens", "output_tokens")):
+    if not any(
+        k in found for k in ("prompt_tokens", "completion_tokens", "input_tokens", "output_tokens")
+    ):
         return None
-    reads, writes = found.get("cache_read_input_tokens", 0), found.get("cache_creation_input_tokens", 0)
+    reads, writes = (
+        found.get("cache_read_input_tokens", 0),
+        found.get("cache_creation_input_tokens", 0),
+    )
     anthropic_inputs = found.get("input_tokens", 0) + reads + writes
     inputs = found.get("prompt_tokens", anthropic_inputs)
     outputs = found.get("completion_tokens", found.get("output_tokens", 0))
@@ -119,9 +147,13 @@ def read_usage(body: bytes, content_type: str) -> CallUsage | None:
     return CallUsage(model, inputs, outputs, reads, writes, writes_1h)
 
 
-def _counts(usage: dict[str, Any], keys: tuple[str, ...], found: dict[str, int], bad: list[str]) -> None:
-    """The counts ``keys`` of ``usage`` into ``found`` (streamed counts are cumulative: the largest is the total);
-    one that is not a whole number from 0 below ``MAX_TOKENS`` into ``bad``, named with its value."""
+def _counts(
+    usage: dict[str, Any], keys: tuple[str, ...], found: dict[str, int], bad: list[str]
+) -> None:
+    """The counts ``keys`` of ``usage`` into ``found`` (streamed counts are cumulative: the largest
+    is the total); one that is not a whole number from 0 below ``MAX_TOKENS`` into ``bad``, named
+    with its value.
+    """
     for key in keys:
         value = usage.get(key)
         if value is None:
@@ -147,8 +179,14 @@ def _family(model: str | None, prices: dict[str, dict[str, float]]) -> str | Non
 
 
 def cost_at(price: dict[str, float], call: CallUsage) -> float | str:
-    """The call's cost in dollars at ``price``, or the price it lacks (``"cached_input"``, ...) for its tokens."""
-    reads, writes, writes_1h = call.cache_read_tokens, call.cache_write_tokens, call.cache_write_1h_tokens
+    """The call's cost in dollars at ``price``, or the price it lacks (``"cached_input"``, ...) for
+    its tokens.
+    """
+    reads, writes, writes_1h = (
+        call.cache_read_tokens,
+        call.cache_write_tokens,
+        call.cache_write_1h_tokens,
+    )
     counts = {
         "input": call.input_tokens - reads - writes,
         "cached_input": reads,
@@ -163,8 +201,9 @@ def cost_at(price: dict[str, float], call: CallUsage) -> float | str:
 
 
 class Prices:
-    """Where a model's price comes from: the ini's table first, then the maintained ``genai-prices`` table when
-    it is installed (imported at the first call it prices), then the built-in table."""
+    """Where a model's price comes from: the ini's table first, then the maintained ``genai-prices``
+    table when it is installed (imported at the first call it prices), then the built-in table.
+    """
 
     def __init__(self, own: dict[str, dict[str, float]] | None = None) -> None:
         self.own = dict(own or {})
@@ -172,7 +211,9 @@ class Prices:
         self._maintained: Any = _UNSET
 
     def cost(self, call: CallUsage) -> float | str:
-        """The call's cost in dollars, or why it has none: the model's name, with the price it lacks if any."""
+        """The call's cost in dollars, or why it has none: the model's name, with the price it lacks
+        if any.
+        """
         name = call.model or "(no model named)"
         family = _family(call.model, self.table)
         price = self.table[family] if family is not None else None
@@ -186,7 +227,9 @@ class Prices:
         return f"{name} (no {cost} price)" if isinstance(cost, str) else cost
 
     def _maintained_cost(self, call: CallUsage) -> float | None:
-        """The call's cost from ``genai-prices``; ``None`` when it is not installed or has no price for the model."""
+        """The call's cost from ``genai-prices``; ``None`` when it is not installed or has no price
+        for the model.
+        """
         if call.model is None:
             return None
         maintained = self._maintained
@@ -238,7 +281,9 @@ class Usage:
 
     def add(self, call: CallUsage, prices: Prices) -> None:
         self.measured += 1
-        if call.unreadable is not None:  # its tokens are unknown: so is the cost, named with the reason
+        if (
+            call.unreadable is not None
+        ):  # its tokens are unknown: so is the cost, named with the reason
             name = f"{call.model or '(no model named)'} (usage unreadable: {call.unreadable})"
             if name not in self.unpriced:
                 self.unpriced.append(name)
@@ -258,8 +303,10 @@ class Usage:
             self.cost += cost
 
     def as_dict(self) -> dict[str, Any]:
-        """The run record's ``usage``: tokens (cache reads and writes when there were any), cost (``None`` when some
-        model had no price), requests; no token counts when a call's were unreadable (unknown, not a part)."""
+        """The run record's ``usage``: tokens (cache reads and writes when there were any), cost
+        (``None`` when some model had no price), requests; no token counts when a call's were
+        unreadable (unknown, not a part).
+        """
         data: dict[str, Any] = {"cost": self.cost, "requests": self.requests}
         if not self.unreadable:
             data["input_tokens"] = self.input_tokens
@@ -275,19 +322,27 @@ class Usage:
 
 
 def parse_prices(text: str) -> dict[str, dict[str, float]]:
-    """``{model: {input, output[, cached_input, cache_write, cache_write_1h]}}`` from JSON text; ValueError naming
-    what is wrong."""
+    """``{model: {input, output[, cached_input, cache_write, cache_write_1h]}}`` from JSON text;
+    ValueError naming what is wrong.
+    """
     data = json.loads(text)
     if not isinstance(data, dict):
         raise ValueError("expected a JSON object {model: {input: $/M tokens, output: $/M tokens}}")
     prices: dict[str, dict[str, float]] = {}
     for model, price in data.items():
-        if not isinstance(price, dict) or not {"input", "output"} <= set(price) or not set(price) <= set(PRICE_KEYS):
+        if (
+            not isinstance(price, dict)
+            or not {"input", "output"} <= set(price)
+            or not set(price) <= set(PRICE_KEYS)
+        ):
             raise ValueError(
                 f"{model!r}: expected {{input: <$ per million tokens>, output: <...>}} and optionally cached_input, "
                 f"cache_write, cache_write_1h, got {price!r}"
             )
-        if not all(isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0 for v in price.values()):
+        if not all(
+            isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0
+            for v in price.values()
+        ):
             raise ValueError(f"{model!r}: prices must be numbers of at least 0, got {price!r}")
         prices[str(model)] = {key: float(value) for key, value in price.items()}
     return prices

@@ -1,9 +1,10 @@
-"""Category JSON (SPEC §12): ``{category: [{input, expected, expected_behavior, expected_tools, tags, timeout}]}``.
+"""Category JSON (SPEC §12): ``{category: [{input, expected, expected_behavior, expected_tools,
+tags, timeout}]}``.
 
-The category is a tag and the id stem (``math_basic-1``…). Every case needs a non-empty answer; ``expected``
-must occur in it (a number by value, sign included: "4" is "4.0", never "-4" or "14"); ``expected_tools`` is
-scored (precision + recall) / 2 and fails at 0; ``expected_behavior`` is judged when an LLM is configured; the
-response time is scored and reported.
+The category is a tag and the id stem (``math_basic-1``…). Every case needs a non-empty answer;
+``expected`` must occur in it (a number by value, sign included: "4" is "4.0", never "-4" or "14");
+``expected_tools`` is scored (precision + recall) / 2 and fails at 0; ``expected_behavior`` is
+judged when an LLM is configured; the response time is scored and reported.
 """
 
 from __future__ import annotations
@@ -11,7 +12,14 @@ from __future__ import annotations
 from typing import Any
 
 from pytest_agent_eval.cases.dialects.base import Dialect
-from pytest_agent_eval.cases.dialects.common import Ids, Problems, build_case, is_number, pretty, shorten
+from pytest_agent_eval.cases.dialects.common import (
+    Ids,
+    Problems,
+    build_case,
+    is_number,
+    pretty,
+    shorten,
+)
 from pytest_agent_eval.checks import CheckRegistry
 from pytest_agent_eval.checks.scorers import RESPONSE_TIME_BUDGET_S
 from pytest_agent_eval.core.case import Case, LoadedFile, slugify
@@ -23,7 +31,8 @@ NEED = "a mapping of category name to a list of {input, expected, expected_behav
 
 
 def detect(data: Any) -> tuple[bool, str]:
-    """A mapping whose every value is a list of mappings with only the item keys, and one has ``input``.
+    """A mapping whose every value is a list of mappings with only the item keys, and one has
+    ``input``.
 
     A top-level ``cases`` key means the native format, never a category.
     """
@@ -54,7 +63,9 @@ def load(doc: Document, registry: CheckRegistry) -> LoadedFile:
     return LoadedFile(doc.path, NAME, cases)
 
 
-def _case(doc: Document, raw: dict[str, Any], key: PathKey, name: str, category: str, ids: Ids) -> Case:
+def _case(
+    doc: Document, raw: dict[str, Any], key: PathKey, name: str, category: str, ids: Ids
+) -> Case:
     line = doc.line(key)
     case_id = ids.derive(name, line)
     problems = Problems(doc, case_id)
@@ -64,7 +75,10 @@ def _case(doc: Document, raw: dict[str, Any], key: PathKey, name: str, category:
     if (isinstance(answer, str) and answer.strip()) or is_number(answer):
         expect["answer"] = answer
     elif answer is not None:
-        problems.add((*key, "expected"), f"{pretty((*key, 'expected'))}: expected the answer text, got {answer!r}")
+        problems.add(
+            (*key, "expected"),
+            f"{pretty((*key, 'expected'))}: expected the answer text, got {answer!r}",
+        )
     tools = problems.str_list(raw, "expected_tools", key)
     if tools is not None:
         expect["tool_usage"] = tools

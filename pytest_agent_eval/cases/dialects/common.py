@@ -25,7 +25,9 @@ def is_number(value: Any) -> bool:
 
 
 def item_keys(data: Any, need: str) -> tuple[set[str], str]:
-    """For a format that is a list of mappings: the keys its items use, or (empty, why ``data`` is not one)."""
+    """For a format that is a list of mappings: the keys its items use, or (empty, why ``data`` is
+    not one).
+    """
     if not isinstance(data, list) or not data:
         return set(), need
     if not all(isinstance(item, dict) for item in data):
@@ -46,13 +48,21 @@ class Problems:
 
     def add(self, key: PathKey, message: str, case_id: str | None = None) -> None:
         """A problem at the line of ``key``, about ``case_id`` (else the part's own case)."""
-        self.errors.append(EvalFileError(self.doc.path, self.doc.line(key), message, case_id or self.case_id))
+        self.errors.append(
+            EvalFileError(self.doc.path, self.doc.line(key), message, case_id or self.case_id)
+        )
 
-    def unknown_keys(self, raw: dict[str, Any], allowed: Collection[str], key: PathKey, what: str) -> None:
-        """One problem per key of ``raw`` that is not ``allowed``, with a did-you-mean or the allowed keys."""
+    def unknown_keys(
+        self, raw: dict[str, Any], allowed: Collection[str], key: PathKey, what: str
+    ) -> None:
+        """One problem per key of ``raw`` that is not ``allowed``, with a did-you-mean or the
+        allowed keys.
+        """
         for name in raw:
             if name not in allowed:
-                hint = did_you_mean(str(name), allowed) or f"; {what} keys are: {', '.join(allowed)}"
+                hint = (
+                    did_you_mean(str(name), allowed) or f"; {what} keys are: {', '.join(allowed)}"
+                )
                 self.add((*key, name), f"unknown key {name!r} in {pretty(key)}{hint}")
 
     def require(self, raw: dict[str, Any], name: str, key: PathKey, what: str) -> bool:
@@ -62,8 +72,12 @@ class Problems:
         self.add(key, f"{pretty(key)}: missing `{name}` ({what})")
         return False
 
-    def string(self, raw: dict[str, Any], name: str, key: PathKey, required: str | None = None) -> str | None:
-        """``raw[name]`` when it is a string; a problem when it is not, or when ``required`` (what it is) and absent."""
+    def string(
+        self, raw: dict[str, Any], name: str, key: PathKey, required: str | None = None
+    ) -> str | None:
+        """``raw[name]`` when it is a string; a problem when it is not, or when ``required`` (what
+        it is) and absent.
+        """
         if required is not None and not self.require(raw, name, key, required):
             return None
         value = raw.get(name)
@@ -81,11 +95,15 @@ class Problems:
         return None
 
     def tags(self, raw: dict[str, Any], name: str, key: PathKey) -> list[str]:
-        """``raw[name]`` when it is a list of tags (pytest markers); a problem per item that is not one."""
+        """``raw[name]`` when it is a list of tags (pytest markers); a problem per item that is not
+        one.
+        """
         tags = self.str_list(raw, name, key) or []
         for i, tag in enumerate(tags):
             if not TAG_RE.match(tag):
-                self.add((*key, name, i), f"{pretty((*key, name, i))}: {tag!r} is not a tag: {TAG_RULE}")
+                self.add(
+                    (*key, name, i), f"{pretty((*key, name, i))}: {tag!r} is not a tag: {TAG_RULE}"
+                )
         return [tag for tag in tags if TAG_RE.match(tag)]
 
     def regex(self, raw: dict[str, Any], name: str, key: PathKey) -> str | None:
@@ -100,14 +118,18 @@ class Problems:
         try:
             re.compile(value)
         except re.error as exc:
-            self.add((*key, name), f"{where}: bad regular expression {value!r}: {exc}; fix the pattern")
+            self.add(
+                (*key, name), f"{where}: bad regular expression {value!r}: {exc}; fix the pattern"
+            )
             return None
         return value
 
     def number(
         self, raw: dict[str, Any], name: str, key: PathKey, low: float, high: float | None = None
     ) -> float | None:
-        """``raw[name]`` when it is a number in range (``low`` exclusive when 0 and ``high`` is None)."""
+        """``raw[name]`` when it is a number in range (``low`` exclusive when 0 and ``high`` is
+        None).
+        """
         value = raw.get(name)
         if value is None:
             return None
@@ -132,8 +154,10 @@ class Problems:
 
 
 class Ids:
-    """Case ids of one file, for every format: explicit ids must be unique (a repeat is the one "duplicate case
-    id" problem, with a stand-in id); derived ones are made unique with ``-2``, ``-3``…"""
+    """Case ids of one file, for every format: explicit ids must be unique (a repeat is the one
+    "duplicate case id" problem, with a stand-in id); derived ones are made unique with ``-2``,
+    ``-3``…
+    """
 
     def __init__(self) -> None:
         self.seen: dict[str, int] = {}
@@ -155,13 +179,17 @@ class Ids:
         """Record a case name that must be unique in its file; a repeat is a problem."""
         if name in self.names:
             problems.add(
-                key, f"duplicate case name {name!r} (first at line {self.names[name]}); give each case a unique `name`"
+                key,
+                f"duplicate case name {name!r} (first at line {self.names[name]}); give each case a unique `name`",
             )
         self.names.setdefault(name, line)
 
-    def claim(self, case_id: str, line: int, problems: Problems, key: PathKey, field: str = "id") -> str:
-        """Record a file's own ``case_id`` (from its ``field``); a duplicate gets a problem and a unique stand-in
-        id."""
+    def claim(
+        self, case_id: str, line: int, problems: Problems, key: PathKey, field: str = "id"
+    ) -> str:
+        """Record a file's own ``case_id`` (from its ``field``); a duplicate gets a problem and a
+        unique stand-in id.
+        """
         if case_id in self.seen:
             first = self.seen[case_id]
             stand_in = f"{case_id}-line{line}"
@@ -175,8 +203,8 @@ class Ids:
 def explicit_id(
     value: Any, line: int, ids: Ids, problems: Problems, key: PathKey, field: str = "id"
 ) -> tuple[str, str | None]:
-    """A file's own id (its ``field``: ``id``, a promptfoo test's ``description``) as the case id (a duplicate is a
-    problem naming the field); one that is not ``[A-Za-z0-9_-]+`` is slugified.
+    """A file's own id (its ``field``: ``id``, a promptfoo test's ``description``) as the case id (a
+    duplicate is a problem naming the field); one that is not ``[A-Za-z0-9_-]+`` is slugified.
 
     Returns the case id and, when slugified, the original to keep as the description.
     """
@@ -186,10 +214,16 @@ def explicit_id(
     return ids.derive(text, line), text
 
 
-def build_case(doc: Document, key: PathKey, case_id: str, problems: Problems, dialect: str, **fields: Any) -> Case:
-    """The case at ``key``; with problems, a case that reports them instead of running (the rest still run)."""
+def build_case(
+    doc: Document, key: PathKey, case_id: str, problems: Problems, dialect: str, **fields: Any
+) -> Case:
+    """The case at ``key``; with problems, a case that reports them instead of running (the rest
+    still run).
+    """
     if problems:
-        return Case(id=case_id, path=doc.path, line=doc.line(key), error=problems.text(), dialect=dialect)
+        return Case(
+            id=case_id, path=doc.path, line=doc.line(key), error=problems.text(), dialect=dialect
+        )
     return Case(id=case_id, path=doc.path, line=doc.line(key), dialect=dialect, **fields)
 
 

@@ -1,11 +1,13 @@
 """Conversation-evaluation job YAML (SPEC §12): one job, two items, ``<job id>[without_facts]`` and
-``<job id>[with_facts]`` (the home project ran every job twice; only the second may reveal the facts).
+``<job id>[with_facts]`` (the home project ran every job twice; only the second may reveal the
+facts).
 
-``evaluator`` → the simulated user (name, voice, signoff, temperature); ``aspirationalAverage`` (ms) → the
-timing target; ``tasks`` (``acceptanceCriteria``) → scored tasks; ``assertions`` → post-conversation assertions
-(``cypher`` + ``expected``, ``expression``); ``target`` and ``seeds`` → ``context``; ``setups`` (Cypher) run
-before the conversation; ``maxTurns`` counts every message (default 20). The composite is the home project's
-``max(0, (timing + 2·task + 4·assertion)/7 − min(0.3·failures, 0.5))``, each agent call retried up to 3 times.
+``evaluator`` → the simulated user (name, voice, signoff, temperature); ``aspirationalAverage`` (ms)
+→ the timing target; ``tasks`` (``acceptanceCriteria``) → scored tasks; ``assertions`` →
+post-conversation assertions (``cypher`` + ``expected``, ``expression``); ``target`` and ``seeds`` →
+``context``; ``setups`` (Cypher) run before the conversation; ``maxTurns`` counts every message
+(default 20). The composite is the home project's ``max(0, (timing + 2·task + 4·assertion)/7 −
+min(0.3·failures, 0.5))``, each agent call retried up to 3 times.
 """
 
 from __future__ import annotations
@@ -32,14 +34,19 @@ ASSERTION_KEYS = ("cypher", "expected", "expression", "weight")
 SCORER_KEYS = ("prompt", "temperature")
 HOME_GREETINGS = ("Hello", "Hi", "Greetings", "Yo", "Hey")
 HOME_RETRIES = 3
-"""The home project retried each agent call up to 3 times (4 attempts); each failed attempt counted."""
+"""The home project retried each agent call up to 3 times (4 attempts); each failed attempt counted.
+"""
 VARIANTS = ("without_facts", "with_facts")
 
 
 def detect(data: Any) -> tuple[bool, str]:
     """A mapping with ``evaluator`` or ``aspirationalAverage`` (and no native ``cases``)."""
     need = "a mapping with `evaluator:` (or `aspirationalAverage:`) and `tasks:`"
-    if isinstance(data, dict) and "cases" not in data and {"evaluator", "aspirationalAverage"} & data.keys():
+    if (
+        isinstance(data, dict)
+        and "cases" not in data
+        and {"evaluator", "aspirationalAverage"} & data.keys()
+    ):
         return True, ""
     return False, need
 
@@ -47,7 +54,11 @@ def detect(data: Any) -> tuple[bool, str]:
 def load(doc: Document, registry: CheckRegistry) -> LoadedFile:
     """The job's two items; a problem with the job errors the file with every problem at its line."""
     data: dict[str, Any] = doc.data
-    stem = doc.path.stem.split(".")[0] if doc.path.name.endswith((".eval.yaml", ".eval.yml")) else doc.path.stem
+    stem = (
+        doc.path.stem.split(".")[0]
+        if doc.path.name.endswith((".eval.yaml", ".eval.yml"))
+        else doc.path.stem
+    )
     job_id = stem if ID_RE.match(stem) else slugify(stem)
     problems = Problems(doc)
     problems.unknown_keys(data, JOB_KEYS, (), "job")
@@ -58,10 +69,15 @@ def load(doc: Document, registry: CheckRegistry) -> LoadedFile:
     greetings = problems.str_list(data, "greetings", ()) or list(HOME_GREETINGS)
     average = data.get("aspirationalAverage")
     if average is not None and (not is_number(average) or average <= 0):
-        problems.add(("aspirationalAverage",), f"aspirationalAverage: expected milliseconds > 0, got {average!r}")
+        problems.add(
+            ("aspirationalAverage",),
+            f"aspirationalAverage: expected milliseconds > 0, got {average!r}",
+        )
     max_turns = data.get("maxTurns", 20)
     if not isinstance(max_turns, int) or isinstance(max_turns, bool) or max_turns < 2:
-        problems.add(("maxTurns",), f"maxTurns: expected a whole number of messages ≥ 2, got {max_turns!r}")
+        problems.add(
+            ("maxTurns",), f"maxTurns: expected a whole number of messages ≥ 2, got {max_turns!r}"
+        )
     assertions = _assertions(problems, doc, data)
     setups = _setups(problems, data)
     target = data.get("target")
@@ -72,7 +88,9 @@ def load(doc: Document, registry: CheckRegistry) -> LoadedFile:
     for where, block in (("evaluator", evaluator), ("scorer", scorer)):
         value = block.get("temperature")
         if value is not None and not is_number(value):
-            problems.add((where, "temperature"), f"{where}.temperature: expected a number, got {value!r}")
+            problems.add(
+                (where, "temperature"), f"{where}.temperature: expected a number, got {value!r}"
+            )
     if problems:
         raise EvalFileErrors(problems.in_order())
     context: dict[str, Any] = {}
@@ -116,7 +134,9 @@ def load(doc: Document, registry: CheckRegistry) -> LoadedFile:
     return LoadedFile(doc.path, NAME, cases)
 
 
-def _mapping(problems: Problems, data: dict[str, Any], name: str, keys: tuple[str, ...]) -> dict[str, Any]:
+def _mapping(
+    problems: Problems, data: dict[str, Any], name: str, keys: tuple[str, ...]
+) -> dict[str, Any]:
     value = data.get(name)
     if value is None:
         return {}
@@ -130,11 +150,15 @@ def _mapping(problems: Problems, data: dict[str, Any], name: str, keys: tuple[st
 def _items(
     problems: Problems, raw: list[Any], name: str, keys: tuple[str, ...]
 ) -> Iterator[tuple[PathKey, dict[str, Any]]]:
-    """The mappings of the list ``name`` with their keys; a problem for any other item and any unknown key."""
+    """The mappings of the list ``name`` with their keys; a problem for any other item and any
+    unknown key.
+    """
     for n, item in enumerate(raw):
         key: PathKey = (name, n)
         if not isinstance(item, dict):
-            problems.add(key, f"{pretty(key)}: expected a mapping ({', '.join(keys)}), got {item!r}")
+            problems.add(
+                key, f"{pretty(key)}: expected a mapping ({', '.join(keys)}), got {item!r}"
+            )
             continue
         problems.unknown_keys(item, keys, key, name[:-1])
         yield key, item
@@ -155,7 +179,9 @@ def _tasks(problems: Problems, data: dict[str, Any]) -> list[Task]:
         criteria = problems.string(item, "acceptanceCriteria", key, "how the task is scored")
         kind = item.get("type", "task")
         if kind not in ("task", "question"):
-            problems.add((*key, "type"), f"{pretty(key)}.type: expected task or question, got {kind!r}")
+            problems.add(
+                (*key, "type"), f"{pretty(key)}.type: expected task or question, got {kind!r}"
+            )
         tasks.append(Task(str(text), str(criteria), str(kind)))
     return tasks
 
@@ -169,14 +195,22 @@ def _assertions(problems: Problems, doc: Document, data: dict[str, Any]) -> list
     for key, item in _items(problems, raw, "assertions", ASSERTION_KEYS):
         kinds = [k for k in ("cypher", "expression") if k in item]
         if len(kinds) != 1:
-            problems.add(key, f"{pretty(key)}: an assertion needs either `cypher` (with `expected`) or `expression`")
+            problems.add(
+                key,
+                f"{pretty(key)}: an assertion needs either `cypher` (with `expected`) or `expression`",
+            )
             continue
         if kinds == ["cypher"] and "expected" not in item:
-            problems.add(key, f"{pretty(key)}: a `cypher` assertion needs `expected` (the value the query returns)")
+            problems.add(
+                key,
+                f"{pretty(key)}: a `cypher` assertion needs `expected` (the value the query returns)",
+            )
         problems.string(item, kinds[0], key)
         weight = item.get("weight", 1)
         if not is_number(weight) or weight < 0:
-            problems.add((*key, "weight"), f"{pretty(key)}.weight: expected a number ≥ 0, got {weight!r}")
+            problems.add(
+                (*key, "weight"), f"{pretty(key)}.weight: expected a number ≥ 0, got {weight!r}"
+            )
             continue
         out.append(assertion(item, doc.line(key)))
     return out
@@ -190,7 +224,9 @@ def _setups(problems: Problems, data: dict[str, Any]) -> list[str]:
         if isinstance(item, dict) and len(item) == 1 and isinstance(next(iter(item.values())), str):
             item = next(iter(item.values()))
         if not isinstance(item, str):
-            problems.add(("setups", n), f"setups[{n}]: expected a Cypher script (a string), got {item!r}")
+            problems.add(
+                ("setups", n), f"setups[{n}]: expected a Cypher script (a string), got {item!r}"
+            )
             continue
         out.append(item)
     return out

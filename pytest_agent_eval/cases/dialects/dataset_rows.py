@@ -1,14 +1,15 @@
-"""Dataset rows (SPEC §19): JSON or JSONL files of rows as LangSmith, Langfuse, Braintrust and inspect_ai export
-them, one case per row, with checks from the sidecar ``<stem>.expect.yaml``.
+"""Dataset rows (SPEC §19): JSON or JSONL files of rows as LangSmith, Langfuse, Braintrust and
+inspect_ai export them, one case per row, with checks from the sidecar ``<stem>.expect.yaml``.
 
-A row: ``input`` (LangSmith: ``inputs``), the reference answer in ``expected`` (Braintrust), ``expected_output``
-(Langfuse's Python SDK), ``expectedOutput`` (Langfuse's API), ``outputs`` (LangSmith) or ``target`` (inspect_ai;
-a list lists alternatives, any one right), ``metadata`` and ``id``; the exports' bookkeeping fields (timestamps,
-dataset ids, …, camelCase or snake_case) are read and left aside. The sidecar is a native file without ``cases``
-(SPEC §3): ``agent``, ``tool_dispatch``, ``tags``, ``defaults`` and ``expect`` (the checks of every row). The
-reference answer is the case's ``reference``: the ``matches_reference`` check and the judge read it. A dataset
-without a sidecar is a warning (its rows have no checks); a sidecar without its dataset is an error naming the
-dataset it may have meant.
+A row: ``input`` (LangSmith: ``inputs``), the reference answer in ``expected`` (Braintrust),
+``expected_output`` (Langfuse's Python SDK), ``expectedOutput`` (Langfuse's API), ``outputs``
+(LangSmith) or ``target`` (inspect_ai; a list lists alternatives, any one right), ``metadata`` and
+``id``; the exports' bookkeeping fields (timestamps, dataset ids, …, camelCase or snake_case) are
+read and left aside. The sidecar is a native file without ``cases`` (SPEC §3): ``agent``,
+``tool_dispatch``, ``tags``, ``defaults`` and ``expect`` (the checks of every row). The reference
+answer is the case's ``reference``: the ``matches_reference`` check and the judge read it. A dataset
+without a sidecar is a warning (its rows have no checks); a sidecar without its dataset is an error
+naming the dataset it may have meant.
 """
 
 from __future__ import annotations
@@ -29,7 +30,9 @@ from pytest_agent_eval.core.errors import EvalFileError, EvalFileErrors
 from pytest_agent_eval.core.files import SIDECAR_SUFFIXES, sidecar_stem
 
 NAME = "dataset_rows"
-NEED = "a list (JSON or JSONL) of rows with `input` (or `inputs`) and a reference answer or `metadata`"
+NEED = (
+    "a list (JSON or JSONL) of rows with `input` (or `inputs`) and a reference answer or `metadata`"
+)
 INPUT_KEYS = ("input", "inputs")
 REFERENCE_KEYS = ("expected", "expected_output", "expectedOutput", "outputs", "target")
 BOOKKEEPING = frozenset(
@@ -46,15 +49,27 @@ BOOKKEEPING = frozenset(
         "choices", "sandbox", "files", "setup",
     }
 )  # fmt: skip
-"""Fields of the exports that say nothing about the case (left aside; ``tags`` become the case's tags)."""
+"""Fields of the exports that say nothing about the case (left aside; ``tags`` become the case's
+tags).
+"""
 ROW_KEYS = frozenset({"id", "metadata", *INPUT_KEYS, *REFERENCE_KEYS, *BOOKKEEPING})
-SIDECAR_KEYS = ("agent", "agents", "tool_dispatch", "tags", "defaults", "expect", "name", "description")
+SIDECAR_KEYS = (
+    "agent",
+    "agents",
+    "tool_dispatch",
+    "tags",
+    "defaults",
+    "expect",
+    "name",
+    "description",
+)
 QUERY_KEYS = ("query", "question", "input", "prompt", "message", "text")
 
 
 def sidecar_schema(registry: CheckRegistry) -> dict[str, Any]:
-    """The JSON Schema of a sidecar: the native file's fields but ``cases``, and ``expect`` (``agent-eval schema
-    --format sidecar``)."""
+    """The JSON Schema of a sidecar: the native file's fields but ``cases``, and ``expect``
+    (``agent-eval schema --format sidecar``).
+    """
     from pytest_agent_eval.cases.dialects.native_schema import native_schema
 
     schema = native_schema(registry)
@@ -70,8 +85,9 @@ def sidecar_schema(registry: CheckRegistry) -> dict[str, Any]:
 
 
 def detect(data: Any) -> tuple[bool, str]:
-    """A non-empty list of mappings, each with an input, the keys all those of the exports, and some row with a
-    reference answer or ``metadata``."""
+    """A non-empty list of mappings, each with an input, the keys all those of the exports, and some
+    row with a reference answer or ``metadata``.
+    """
     if not isinstance(data, list) or not data or not all(isinstance(row, dict) for row in data):
         return False, NEED
     if not all(any(k in row for k in INPUT_KEYS) for row in data):
@@ -120,12 +136,21 @@ def load(doc: Document, registry: CheckRegistry) -> LoadedFile:
         problems.case_id = case_id
         query, context = _input(raw, problems, key)
         reference = _reference(raw)
-        if _reference_key(raw) == "target" and isinstance(raw["target"], list) and len(raw["target"]) > 1:
+        if (
+            _reference_key(raw) == "target"
+            and isinstance(raw["target"], list)
+            and len(raw["target"]) > 1
+        ):
             alternatives[index] = [str(t) for t in raw["target"]]
         if problems:
-            errors.append((index, Case(case_id, doc.path, line, error=problems.text(), dialect=NAME)))
+            errors.append(
+                (index, Case(case_id, doc.path, line, error=problems.text(), dialect=NAME))
+            )
             continue
-        row: dict[str, Any] = {"id": case_id, "input": {"query": query, "context": context} if context else query}
+        row: dict[str, Any] = {
+            "id": case_id,
+            "input": {"query": query, "context": context} if context else query,
+        }
         if original:
             row["description"] = original
         metadata = raw.get("metadata")
@@ -140,14 +165,22 @@ def load(doc: Document, registry: CheckRegistry) -> LoadedFile:
     data = {**settings, "cases": rows}
     built = native.load(Document(doc.path, data, {**lines, **row_lines}), registry)
     cases = [
-        dataclasses.replace(case, dialect=NAME, reference=extra[i][0], reference_any=isinstance(extra[i][0], list))
+        dataclasses.replace(
+            case, dialect=NAME, reference=extra[i][0], reference_any=isinstance(extra[i][0], list)
+        )
         for i, case in enumerate(built.cases)
     ]
     for index, case in errors:  # in row order
         cases.insert(index, case)
     notes = [] if sidecar_path is not None else [no_sidecar(doc.path)]
     return LoadedFile(
-        doc.path, NAME, cases, name=built.name, description=built.description, agents=built.agents, notes=notes
+        doc.path,
+        NAME,
+        cases,
+        name=built.name,
+        description=built.description,
+        agents=built.agents,
+        notes=notes,
     )
 
 
@@ -158,8 +191,14 @@ class NoSidecarWarning(UserWarning):
 def no_sidecar(path: Path) -> str:
     """The note for a dataset without a sidecar (a near miss beside it, if there is one, named)."""
     want = path.stem + SIDECAR_SUFFIXES[0]
-    near = _near(path.stem, [p for p in path.parent.iterdir() if sidecar_stem(p) is not None], sidecar_stem)
-    hint = f"; {near.name} is beside it: rename it {want}" if near is not None else f" (write them in {want})"
+    near = _near(
+        path.stem, [p for p in path.parent.iterdir() if sidecar_stem(p) is not None], sidecar_stem
+    )
+    hint = (
+        f"; {near.name} is beside it: rename it {want}"
+        if near is not None
+        else f" (write them in {want})"
+    )
     return f"{path}: no sidecar {want}: its rows have no checks, each only has to be answered{hint}"
 
 
@@ -175,7 +214,9 @@ def orphan_error(path: Path) -> EvalFileError:
         hint = f' (did you mean "{near.stem}{path.name[len(stem) :]}", the sidecar of {near.name}?); rename it'
     else:
         hint = f"; put the dataset beside it as {stem}.jsonl or {stem}.json, or rename the sidecar"
-    return EvalFileError(path, 1, f"a dataset sidecar with no dataset {stem}.jsonl or {stem}.json beside it{hint}")
+    return EvalFileError(
+        path, 1, f"a dataset sidecar with no dataset {stem}.jsonl or {stem}.json beside it{hint}"
+    )
 
 
 def _near(stem: str, paths: list[Path], key: Any) -> Path | None:
@@ -185,13 +226,17 @@ def _near(stem: str, paths: list[Path], key: Any) -> Path | None:
 
 
 def _sidecar(path: Path, registry: CheckRegistry) -> tuple[dict[str, Any], dict[PathKey, int]]:
-    """The sidecar as the native file fields it stands for (``expect`` into ``defaults``), checked as such."""
+    """The sidecar as the native file fields it stands for (``expect`` into ``defaults``), checked
+    as such.
+    """
     sidecar = read_document(path)
     data = sidecar.data
     if data is None:
         return {}, {}
     if not isinstance(data, dict):
-        raise EvalFileError(path, 1, f"a dataset's sidecar is a mapping of {', '.join(SIDECAR_KEYS)}")
+        raise EvalFileError(
+            path, 1, f"a dataset's sidecar is a mapping of {', '.join(SIDECAR_KEYS)}"
+        )
     problems = Problems(sidecar)
     problems.unknown_keys(data, SIDECAR_KEYS, (), "sidecar")
     if problems:
@@ -201,7 +246,9 @@ def _sidecar(path: Path, registry: CheckRegistry) -> tuple[dict[str, Any], dict[
     if "expect" in data:
         defaults = data.get("defaults")
         if defaults is not None and not isinstance(defaults, dict):
-            raise EvalFileError(path, sidecar.line(("defaults",)), "defaults: expected a mapping of case fields")
+            raise EvalFileError(
+                path, sidecar.line(("defaults",)), "defaults: expected a mapping of case fields"
+            )
         expect = data["expect"]
         own = (defaults or {}).get("expect")
         merged = {**own, **expect} if isinstance(own, dict) and isinstance(expect, dict) else expect
@@ -209,9 +256,12 @@ def _sidecar(path: Path, registry: CheckRegistry) -> tuple[dict[str, Any], dict[
         for key, line in sidecar.lines.items():
             if key[:1] == ("expect",):
                 lines[("defaults", *key)] = line
-    # checked as a native file with one stand-in case: its problems are the sidecar's, at the sidecar's lines
+    # checked as a native file with one stand-in case: its problems are the sidecar's, at the
+    # sidecar's lines
     try:
-        native.load(Document(path, {**settings, "cases": [{"id": "row", "input": "?"}]}, lines), registry)
+        native.load(
+            Document(path, {**settings, "cases": [{"id": "row", "input": "?"}]}, lines), registry
+        )
     except (EvalFileError, EvalFileErrors) as exc:
         errors = exc.errors if isinstance(exc, EvalFileErrors) else [exc]
         if "expect" in data and not isinstance((data.get("defaults") or {}).get("expect"), dict):
@@ -222,8 +272,10 @@ def _sidecar(path: Path, registry: CheckRegistry) -> tuple[dict[str, Any], dict[
 
 
 def _input(raw: dict[str, Any], problems: Problems, key: PathKey) -> tuple[str, dict[str, Any]]:
-    """The query and context of a row's input: a string; a mapping (its one text, or its ``question``/``query``/…
-    with the rest as context); a chat (the last user message, the earlier ones as ``history``)."""
+    """The query and context of a row's input: a string; a mapping (its one text, or its
+    ``question``/``query``/… with the rest as context); a chat (the last user message, the earlier
+    ones as ``history``).
+    """
     name = "input" if "input" in raw else "inputs"
     value = raw.get(name)
     if isinstance(value, str):
@@ -237,7 +289,11 @@ def _input(raw: dict[str, Any], problems: Problems, key: PathKey) -> tuple[str, 
         if len(value) == 1 and len(texts) == 1:
             return texts[0], {}
         return json.dumps(value, ensure_ascii=False), {"inputs": value}
-    if isinstance(value, list) and value and all(isinstance(m, dict) and "role" in m for m in value):
+    if (
+        isinstance(value, list)
+        and value
+        and all(isinstance(m, dict) and "role" in m for m in value)
+    ):
         users = [i for i, m in enumerate(value) if m.get("role") == "user"]
         if users:
             last = users[-1]

@@ -1,8 +1,10 @@
-"""Golden-set JSON (SPEC §12): a list of decision cases and QA cases, each with ``id`` and ``input``.
+"""Golden-set JSON (SPEC §12): a list of decision cases and QA cases, each with ``id`` and
+``input``.
 
 Decision case: ``expected: {tools_used, allocation_valid, reason_contains, constraints}``. QA case:
-``expected_contains`` (or an ``expected`` list) and ``must_not_contain``. Text matches are case-insensitive;
-``tools_used`` compares sets; ``constraints`` are shown with a failure, not checked.
+``expected_contains`` (or an ``expected`` list) and ``must_not_contain``. Text matches are
+case-insensitive; ``tools_used`` compares sets; ``constraints`` are shown with a failure, not
+checked.
 """
 
 from __future__ import annotations
@@ -10,7 +12,14 @@ from __future__ import annotations
 from typing import Any
 
 from pytest_agent_eval.cases.dialects.base import Dialect
-from pytest_agent_eval.cases.dialects.common import Ids, Problems, build_case, explicit_id, item_keys, pretty
+from pytest_agent_eval.cases.dialects.common import (
+    Ids,
+    Problems,
+    build_case,
+    explicit_id,
+    item_keys,
+    pretty,
+)
 from pytest_agent_eval.checks import CheckRegistry
 from pytest_agent_eval.core.case import Case, LoadedFile
 from pytest_agent_eval.core.document import Document, PathKey
@@ -28,7 +37,12 @@ def detect(data: Any) -> tuple[bool, str]:
     if why:
         return False, why
     if "input" not in keys or "prompt" in keys:
-        return False, f"{NEED} (items have no `input`)" if "input" not in keys else f"{NEED} (items use `prompt`)"
+        return (
+            False,
+            f"{NEED} (items have no `input`)"
+            if "input" not in keys
+            else f"{NEED} (items use `prompt`)",
+        )
     if not _SIGNS & keys:
         return False, f"{NEED} (no item has `expected`, `expected_contains` or `must_not_contain`)"
     return True, ""
@@ -48,7 +62,9 @@ def _case(doc: Document, raw: dict[str, Any], key: PathKey, index: int, ids: Ids
         case_id, original = explicit_id(raw["id"], line, ids, problems, (*key, "id"))
     else:
         case_id, original = ids.derive(f"case-{index + 1}", line), None
-        problems.add(key, f"{pretty(key)}: missing `id` (each case needs an id, unique within the file)")
+        problems.add(
+            key, f"{pretty(key)}: missing `id` (each case needs an id, unique within the file)"
+        )
     problems.case_id = case_id
     problems.unknown_keys(raw, ITEM_KEYS, key, "case")
     query = problems.string(raw, "input", key, "the prompt sent to the agent")
@@ -63,7 +79,10 @@ def _case(doc: Document, raw: dict[str, Any], key: PathKey, index: int, ids: Ids
         contains = problems.str_list(raw, "expected_contains", key)
         if expected is not None:
             if "expected_contains" in raw:
-                problems.add((*key, "expected"), f"{pretty(key)}: give `expected_contains` or `expected`, not both")
+                problems.add(
+                    (*key, "expected"),
+                    f"{pretty(key)}: give `expected_contains` or `expected`, not both",
+                )
             contains = problems.str_list(raw, "expected", key)
         if contains:
             expect["contains"] = contains
@@ -85,9 +104,15 @@ def _case(doc: Document, raw: dict[str, Any], key: PathKey, index: int, ids: Ids
 
 
 def _decision(
-    problems: Problems, expected: dict[str, Any], key: PathKey, expect: dict[str, Any], metadata: dict[str, Any]
+    problems: Problems,
+    expected: dict[str, Any],
+    key: PathKey,
+    expect: dict[str, Any],
+    metadata: dict[str, Any],
 ) -> None:
-    """``expected`` of a decision case as checks (into ``expect``) and constraints (into ``metadata``)."""
+    """``expected`` of a decision case as checks (into ``expect``) and constraints (into
+    ``metadata``).
+    """
     problems.unknown_keys(expected, DECISION_KEYS, key, "decision `expected`")
     tools = problems.str_list(expected, "tools_used", key)
     if tools is not None:
@@ -96,7 +121,9 @@ def _decision(
     if isinstance(valid, bool):
         expect["allocation_valid"] = valid
     elif valid is not None:
-        problems.add((*key, "allocation_valid"), f"{pretty(key)}.allocation_valid: expected true or false")
+        problems.add(
+            (*key, "allocation_valid"), f"{pretty(key)}.allocation_valid: expected true or false"
+        )
     reasons = problems.str_list(expected, "reason_contains", key)
     if reasons:
         expect["contains"] = reasons

@@ -26,7 +26,10 @@ def detect(data: Any) -> tuple[bool, str]:
 
 
 def load(doc: Document, registry: CheckRegistry) -> LoadedFile:
-    """Build the cases of a native file. File-level problems raise; a bad case becomes an error case."""
+    """Build the cases of a native file.
+
+    File-level problems raise; a bad case becomes an error case.
+    """
     data = doc.data
     case_errors: dict[int, list[EvalFileError]] = {}
     file_errors: list[EvalFileError] = []
@@ -39,7 +42,9 @@ def load(doc: Document, registry: CheckRegistry) -> LoadedFile:
     if file_errors:
         raise EvalFileErrors(file_errors)
     servers = {}
-    if "mcp_servers" in data:  # stand-in MCP servers: their engine loads only for a file that declares some
+    if (
+        "mcp_servers" in data
+    ):  # stand-in MCP servers: their engine loads only for a file that declares some
         from pytest_agent_eval.mocks.mcp_standin import parse_servers
 
         servers = parse_servers(doc)
@@ -55,7 +60,9 @@ def load(doc: Document, registry: CheckRegistry) -> LoadedFile:
         raw_id = raw.get("id") if isinstance(raw, dict) else None
         duplicate = Problems(doc)
         if isinstance(raw_id, str) and ID_RE.match(raw_id) is not None:
-            case_id = ids.claim(raw_id, line, duplicate, where)  # a repeat: a stand-in id and the problem
+            case_id = ids.claim(
+                raw_id, line, duplicate, where
+            )  # a repeat: a stand-in id and the problem
         else:
             case_id = ids.unique(_derived_id(raw, index), line)
         if duplicate:  # the case reports only that: its other problems come once its id is its own
@@ -64,17 +71,25 @@ def load(doc: Document, registry: CheckRegistry) -> LoadedFile:
             errs = case_errors[index]
             for err in errs:
                 err.case_id = case_id
-            case = Case(id=case_id, path=doc.path, line=line, error="\n".join(e.format() for e in errs))
+            case = Case(
+                id=case_id, path=doc.path, line=line, error="\n".join(e.format() for e in errs)
+            )
         else:
             case = _build(doc, raw, where, case_id, defaults, file_tags)
             if raw.get("agent"):
-                case.agent, case.agent_line, case.own_agent = raw["agent"], doc.line((*where, "agent")), True
+                case.agent, case.agent_line, case.own_agent = (
+                    raw["agent"],
+                    doc.line((*where, "agent")),
+                    True,
+                )
             else:
                 case.agent = agent
                 case.agent_line = doc.line(("agent",)) if agent else None
             case.tool_dispatch = data.get("tool_dispatch")
         cases.append(case)
-    agents = {name: (ref, doc.line(("agents", name))) for name, ref in (data.get("agents") or {}).items()}
+    agents = {
+        name: (ref, doc.line(("agents", name))) for name, ref in (data.get("agents") or {}).items()
+    }
     return LoadedFile(
         doc.path,
         NAME,
@@ -115,9 +130,17 @@ _OPTIONS = ("case_sensitive", "failed_calls")
 
 
 def _build(
-    doc: Document, raw: dict[str, Any], key: PathKey, case_id: str, defaults: dict[str, Any], file_tags: tuple[str, ...]
+    doc: Document,
+    raw: dict[str, Any],
+    key: PathKey,
+    case_id: str,
+    defaults: dict[str, Any],
+    file_tags: tuple[str, ...],
 ) -> Case:
-    """The case from its (schema-valid) data. Mappings are the file's own, not copies: a Case is read-only."""
+    """The case from its (schema-valid) data.
+
+    Mappings are the file's own, not copies: a Case is read-only.
+    """
     spec = _merge(defaults, raw)
     get = spec.get
     raw_input = get("input", "")

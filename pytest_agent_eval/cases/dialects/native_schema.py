@@ -1,4 +1,6 @@
-"""The JSON Schema of the native format, built from the registered checks, and readable errors from it."""
+"""The JSON Schema of the native format, built from the registered checks, and readable errors from
+it.
+"""
 
 from __future__ import annotations
 
@@ -7,12 +9,20 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_agent_eval.cases import quickcheck
 from pytest_agent_eval.checks import CheckRegistry
-from pytest_agent_eval.core.case import AGENT_NAME_PATTERN, ID_PATTERN, TAG_PATTERN, TAG_RULE, UNMOCKED_MODES
+from pytest_agent_eval.core.case import (
+    AGENT_NAME_PATTERN,
+    ID_PATTERN,
+    TAG_PATTERN,
+    TAG_RULE,
+    UNMOCKED_MODES,
+)
 from pytest_agent_eval.core.conversation import assertions_schema, score_schema, user_schema
 from pytest_agent_eval.core.document import Document, PathKey, pretty_path
 from pytest_agent_eval.core.errors import EvalFileError, did_you_mean
 
-if TYPE_CHECKING:  # jsonschema is imported only to explain invalid data: the fast check answers the rest
+if (
+    TYPE_CHECKING
+):  # jsonschema is imported only to explain invalid data: the fast check answers the rest
     import jsonschema
 
 SCHEMA_ID = "https://pytest-agent-eval.readthedocs.io/schema/native.json"
@@ -27,10 +37,22 @@ INJECT = {
     "type": "object",
     "description": "one variant per payload of the corpus, the payload in this tool's mocked output (SPEC §26)",
     "properties": {
-        "tool": {"type": "string", "minLength": 1, "description": "the mocked tool whose output carries it"},
-        "corpus": {"type": "string", "minLength": 1, "description": "`builtin`, or a YAML file of payloads"},
+        "tool": {
+            "type": "string",
+            "minLength": 1,
+            "description": "the mocked tool whose output carries it",
+        },
+        "corpus": {
+            "type": "string",
+            "minLength": 1,
+            "description": "`builtin`, or a YAML file of payloads",
+        },
         "where": {"enum": ["append", "field", "replace"]},
-        "field": {"type": "string", "minLength": 1, "description": "with `where: field`: the dotted key"},
+        "field": {
+            "type": "string",
+            "minLength": 1,
+            "description": "with `where: field`: the dotted key",
+        },
         "allowed_tools": {"type": "array", "items": {"type": "string"}},
     },
     "required": ["tool"],
@@ -48,7 +70,11 @@ def expect_schema(registry: CheckRegistry) -> dict[str, Any]:
 _REF: dict[str, Any] = {
     "anyOf": [
         {"type": "string", "pattern": r"^[\w.]+:[\w.]+$", "description": "module:attribute"},
-        {"type": "string", "pattern": "^https?://", "description": "an agent served over HTTP: its URL"},
+        {
+            "type": "string",
+            "pattern": "^https?://",
+            "description": "an agent served over HTTP: its URL",
+        },
         {
             "type": "object",
             "description": "an agent served over HTTP",
@@ -59,11 +85,18 @@ _REF: dict[str, Any] = {
                     "additionalProperties": {"type": "string"},
                     "description": "header values; ${NAME} takes environment variable NAME",
                 },
-                "body": {"description": "the JSON body; {message}, {session}, {case_id}, {trial} in its strings"},
-                "output": {"type": "string", "description": "dotted path of the answer in the JSON reply"},
+                "body": {
+                    "description": "the JSON body; {message}, {session}, {case_id}, {trial} in its strings"
+                },
+                "output": {
+                    "type": "string",
+                    "description": "dotted path of the answer in the JSON reply",
+                },
                 "session": {
                     "type": "object",
-                    "properties": {"from": {"type": "string", "description": "dotted path of the reply's id"}},
+                    "properties": {
+                        "from": {"type": "string", "description": "dotted path of the reply's id"}
+                    },
                     "additionalProperties": False,
                 },
                 "timeout": {"type": "number", "exclusiveMinimum": 0},
@@ -110,7 +143,10 @@ def case_properties(registry: CheckRegistry) -> dict[str, Any]:
                 {
                     "type": "object",
                     "description": "adaptive trials: at most `max`, stopped once the verdict of all `max` is known",
-                    "properties": {"max": {"type": "integer", "minimum": 1}, "stop": {"enum": ["decided"]}},
+                    "properties": {
+                        "max": {"type": "integer", "minimum": 1},
+                        "stop": {"enum": ["decided"]},
+                    },
                     "required": ["max", "stop"],
                     "additionalProperties": False,
                 },
@@ -126,7 +162,10 @@ def case_properties(registry: CheckRegistry) -> dict[str, Any]:
         "metadata": {"type": "object"},
         "reference": REFERENCE,
         "inject": INJECT,
-        "expect_under_attack": {**expect, "description": "the checks of the case's injection variants"},
+        "expect_under_attack": {
+            **expect,
+            "description": "the checks of the case's injection variants",
+        },
     }
 
 
@@ -159,7 +198,9 @@ def native_schema(registry: CheckRegistry) -> dict[str, Any]:
             "tags": _TAGS,
             "defaults": {
                 "type": "object",
-                "properties": {k: v for k, v in case_props.items() if k not in ("id", "description", "agent")},
+                "properties": {
+                    k: v for k, v in case_props.items() if k not in ("id", "description", "agent")
+                },
                 "additionalProperties": False,
             },
             "cases": {"type": "array", "items": {"$ref": "#/$defs/case"}},
@@ -202,12 +243,17 @@ def schema_errors(doc: Document, registry: CheckRegistry) -> list[tuple[PathKey,
     out: list[tuple[PathKey, EvalFileError]] = []
     for err in _validator(registry, registry.version).iter_errors(doc.data):
         key: PathKey = tuple(err.absolute_path)
-        out.extend((k, EvalFileError(doc.path, doc.line(k), msg)) for k, msg in _explain(err, key, registry))
+        out.extend(
+            (k, EvalFileError(doc.path, doc.line(k), msg))
+            for k, msg in _explain(err, key, registry)
+        )
     out.sort(key=lambda pair: pair[1].line or 0)
     return out
 
 
-def _explain(err: jsonschema.ValidationError, key: PathKey, registry: CheckRegistry) -> list[tuple[PathKey, str]]:
+def _explain(
+    err: jsonschema.ValidationError, key: PathKey, registry: CheckRegistry
+) -> list[tuple[PathKey, str]]:
     where = pretty_path(key)
     schema = err.schema if isinstance(err.schema, dict) else {}
     if err.validator == "additionalProperties" and isinstance(err.instance, dict):
@@ -220,13 +266,26 @@ def _explain(err: jsonschema.ValidationError, key: PathKey, registry: CheckRegis
             if is_expect
             else f"; allowed keys: {', '.join(allowed)}"
         )
-        return [((*key, k), f"{what} {k!r} in {where}{did_you_mean(k, allowed) or hint}") for k in extra]
+        return [
+            ((*key, k), f"{what} {k!r} in {where}{did_you_mean(k, allowed) or hint}") for k in extra
+        ]
     if err.validator == "anyOf" and schema.get("anyOf") == _INPUTS:
-        return [(key, f"{where}: a case needs `input` (or `turns` / `simulated_user` for a conversation)")]
+        return [
+            (
+                key,
+                f"{where}: a case needs `input` (or `turns` / `simulated_user` for a conversation)",
+            )
+        ]
     if err.validator in ("oneOf", "anyOf") and err.context:
         branch = _branch_for(err)
-        if branch is not None:  # the one form of this type (a mapping where a string is the other form): its errors
-            found = [e for e in err.context if e.relative_schema_path and e.relative_schema_path[0] == branch]
+        if (
+            branch is not None
+        ):  # the one form of this type (a mapping where a string is the other form): its errors
+            found = [
+                e
+                for e in err.context
+                if e.relative_schema_path and e.relative_schema_path[0] == branch
+            ]
             return [part for e in found for part in _explain(e, tuple(e.absolute_path), registry)]
         if schema.get("anyOf") == _REF["anyOf"]:
             return [(key, f"{where}: {bounded(repr(err.instance))} is not an agent: {_REF_FORMS}")]
@@ -234,8 +293,16 @@ def _explain(err: jsonschema.ValidationError, key: PathKey, registry: CheckRegis
 
         best = best_match(err.context)
         return [(key, f"{where}: {best.message}")]
-    if err.validator == "type" and isinstance(err.instance, float) and err.validator_value in ("number", "integer"):
-        what = "a finite number" if err.validator_value == "number" else "a whole number without a fraction"
+    if (
+        err.validator == "type"
+        and isinstance(err.instance, float)
+        and err.validator_value in ("number", "integer")
+    ):
+        what = (
+            "a finite number"
+            if err.validator_value == "number"
+            else "a whole number without a fraction"
+        )
         return [(key, f"{where}: {err.instance!r} is not {what}")]
     if err.validator == "pattern" and err.validator_value == ID_PATTERN:
         return [(key, f"{where}: {err.instance!r} is not an id: letters, digits, `_` and `-` only")]
@@ -268,18 +335,24 @@ def _admits(schema: Any, value: Any) -> bool:
 
 
 def _branch_for(err: jsonschema.ValidationError) -> int | None:
-    """The one branch of a failed ``anyOf``/``oneOf`` whose type fits the value, if only one does: what the value
-    was meant to be, so its errors ("unknown key 'header'") say what is wrong, not another branch's type."""
+    """The one branch of a failed ``anyOf``/``oneOf`` whose type fits the value, if only one does:
+    what the value was meant to be, so its errors ("unknown key 'header'") say what is wrong, not
+    another branch's type.
+    """
     branches = err.validator_value if isinstance(err.validator_value, list) else []
     fitting = [n for n, branch in enumerate(branches) if _admits(branch, err.instance)]
     return fitting[0] if len(fitting) == 1 else None
 
 
 _REF_FORMS = (
-    "give `module:attribute`, the agent's http(s) URL, or a mapping {" + ", ".join(_REF["anyOf"][2]["properties"]) + "}"
+    "give `module:attribute`, the agent's http(s) URL, or a mapping {"
+    + ", ".join(_REF["anyOf"][2]["properties"])
+    + "}"
 )
 
 
 def bounded(message: str, limit: int = 300) -> str:
     """``message`` cut to ``limit`` characters (jsonschema messages quote the whole invalid value)."""
-    return message if len(message) <= limit else f"{message[:limit]}... ({len(message):,} characters)"
+    return (
+        message if len(message) <= limit else f"{message[:limit]}... ({len(message):,} characters)"
+    )

@@ -1,7 +1,9 @@
-"""Neon suite YAML (SPEC §12): ``name``, ``agent_id``, ``default_*`` and ``cases`` scored by named scorers.
+"""Neon suite YAML (SPEC §12): ``name``, ``agent_id``, ``default_*`` and ``cases`` scored by named
+scorers.
 
-Each scorer becomes the registered check of the same name; a case passes when the agent did not fail and the
-mean of its scored scorers reaches ``min_score`` (the case's, else ``default_min_score``, else 0.7).
+Each scorer becomes the registered check of the same name; a case passes when the agent did not fail
+and the mean of its scored scorers reaches ``min_score`` (the case's, else ``default_min_score``,
+else 0.7).
 """
 
 from __future__ import annotations
@@ -31,11 +33,16 @@ DEFAULT_SCORERS = ("tool_selection", "reasoning")
 _SUITE_SIGNS = frozenset(SUITE_KEYS) - {"name", "description", "cases"}
 _CASE_SIGNS = frozenset(CASE_KEYS) - {"name", "description", "input", "min_score", "tags"}
 # What each scorer's check takes from the case's scorer_config (the rest is kept in metadata).
-_CONFIG_KEYS = {"reasoning": ("require_steps", "min_steps"), "efficiency": ("max_tool_calls", "target_latency_s")}
+_CONFIG_KEYS = {
+    "reasoning": ("require_steps", "min_steps"),
+    "efficiency": ("max_tool_calls", "target_latency_s"),
+}
 
 
 def detect(data: Any) -> tuple[bool, str]:
-    """A mapping with ``cases`` and Neon's suite keys (``agent_id``, ``default_scorers``…) or case keys."""
+    """A mapping with ``cases`` and Neon's suite keys (``agent_id``, ``default_scorers``…) or case
+    keys.
+    """
     need = (
         "a mapping with `cases:` and suite keys (`agent_id`, `default_scorers`, `default_min_score`…) "
         "or case keys (`name` with `input.query`, `expected_tools`, `scorers`…)"
@@ -65,7 +72,9 @@ def load(doc: Document, registry: CheckRegistry) -> LoadedFile:
     for index, raw in enumerate(data["cases"]):
         key: PathKey = ("cases", index)
         cases.append(_case(doc, raw, key, index, suite, ids, registry))
-    return LoadedFile(doc.path, NAME, cases, name=data.get("name"), description=data.get("description"))
+    return LoadedFile(
+        doc.path, NAME, cases, name=data.get("name"), description=data.get("description")
+    )
 
 
 def _suite(doc: Document, data: dict[str, Any]) -> dict[str, Any]:
@@ -77,7 +86,10 @@ def _suite(doc: Document, data: dict[str, Any]) -> dict[str, Any]:
             problems.add((name,), f"{name}: expected a string, got {data[name]!r}")
     agent = data.get("agent_id")
     if isinstance(agent, str) and ":" not in agent:
-        problems.add(("agent_id",), f"agent_id: {agent!r} is not 'module:attribute' (e.g. 'myproject.agent:run')")
+        problems.add(
+            ("agent_id",),
+            f"agent_id: {agent!r} is not 'module:attribute' (e.g. 'myproject.agent:run')",
+        )
     scorers = _scorers(problems, data, "default_scorers", ())
     min_score = problems.number(data, "default_min_score", (), 0, 1)
     timeout = problems.number(data, "default_timeout_seconds", (), 0)
@@ -103,7 +115,9 @@ def _scorers(problems: Problems, raw: dict[str, Any], name: str, key: PathKey) -
         return None
     where = (*key, name)
     if not is_str_list(value) or not value:
-        problems.add(where, f"{pretty(where)}: expected a non-empty list of scorers ({', '.join(SCORERS)})")
+        problems.add(
+            where, f"{pretty(where)}: expected a non-empty list of scorers ({', '.join(SCORERS)})"
+        )
         return None
     for i, scorer in enumerate(value):
         if scorer not in SCORERS:
@@ -113,12 +127,20 @@ def _scorers(problems: Problems, raw: dict[str, Any], name: str, key: PathKey) -
 
 
 def _case(
-    doc: Document, raw: Any, key: PathKey, index: int, suite: dict[str, Any], ids: Ids, registry: CheckRegistry
+    doc: Document,
+    raw: Any,
+    key: PathKey,
+    index: int,
+    suite: dict[str, Any],
+    ids: Ids,
+    registry: CheckRegistry,
 ) -> Case:
     line = doc.line(key)
     if not isinstance(raw, dict):
         problems = Problems(doc)
-        problems.add(key, f"{pretty(key)}: a case is a mapping with `name` and `input`, got {raw!r}")
+        problems.add(
+            key, f"{pretty(key)}: a case is a mapping with `name` and `input`, got {raw!r}"
+        )
         return build_case(doc, key, ids.derive(f"case-{index + 1}", line), problems, NAME)
     name = raw.get("name")
     named = name if isinstance(name, str) and name.strip() else None
@@ -127,7 +149,9 @@ def _case(
     if named:
         ids.name(named, line, problems, (*key, "name"))
     else:
-        problems.add(key, f"{pretty(key)}: missing `name` (a case needs a name, unique within the suite)")
+        problems.add(
+            key, f"{pretty(key)}: missing `name` (a case needs a name, unique within the suite)"
+        )
     problems.unknown_keys(raw, CASE_KEYS, key, "case")
     query, context = _input(problems, raw, key)
     tools = problems.str_list(raw, "expected_tools", key)
@@ -140,7 +164,10 @@ def _case(
     tags = problems.tags(raw, "tags", key)
     config = raw.get("scorer_config") or {}
     if not isinstance(config, dict):
-        problems.add((*key, "scorer_config"), f"{pretty((*key, 'scorer_config'))}: expected a mapping of scorer names")
+        problems.add(
+            (*key, "scorer_config"),
+            f"{pretty((*key, 'scorer_config'))}: expected a mapping of scorer names",
+        )
         config = {}
     for scorer in config:
         if scorer not in SCORERS:
@@ -157,7 +184,9 @@ def _case(
             if pattern is not None:
                 expect[scorer]["pattern"] = pattern
         elif scorer == "efficiency":
-            expect[scorer] = {"max_tool_calls": _call_budget(tools, sequence)} if tools or sequence else {}
+            expect[scorer] = (
+                {"max_tool_calls": _call_budget(tools, sequence)} if tools or sequence else {}
+            )
             expect[scorer].update(_scorer_config(config, scorer))
         elif scorer == "reasoning":
             expect[scorer] = _scorer_config(config, scorer)
@@ -193,19 +222,26 @@ def _input(problems: Problems, raw: dict[str, Any], key: PathKey) -> tuple[str, 
     value = raw["input"]
     where = (*key, "input")
     if not isinstance(value, dict):
-        problems.add(where, f"{pretty(where)}: expected a mapping with `query` (and optional `context`)")
+        problems.add(
+            where, f"{pretty(where)}: expected a mapping with `query` (and optional `context`)"
+        )
         return "", {}
     problems.unknown_keys(value, ("query", "context"), where, "input")
     query, context = value.get("query"), value.get("context") or {}
     if not isinstance(query, str):
         problems.add(where, f"{pretty(where)}: `query` must be a string, got {query!r}")
     if not isinstance(context, dict):
-        problems.add((*where, "context"), f"{pretty((*where, 'context'))}: expected a mapping, got {context!r}")
+        problems.add(
+            (*where, "context"),
+            f"{pretty((*where, 'context'))}: expected a mapping, got {context!r}",
+        )
     return (query if isinstance(query, str) else ""), (context if isinstance(context, dict) else {})
 
 
 def _call_budget(tools: list[str] | None, sequence: list[str] | None) -> int:
-    """The tool calls a case needs: the expected sequence's length, else the number of expected tools."""
+    """The tool calls a case needs: the expected sequence's length, else the number of expected
+    tools.
+    """
     return len(sequence) if sequence is not None else len(set(tools or ()))
 
 
@@ -216,8 +252,12 @@ def _scorer_config(config: dict[str, Any], scorer: str) -> dict[str, Any]:
     return {k: v for k, v in own.items() if k in _CONFIG_KEYS.get(scorer, ()) or k == "min_score"}
 
 
-def _custom(problems: Problems, config: dict[str, Any], key: PathKey, registry: CheckRegistry) -> dict[str, Any]:
-    """``scorer_config.custom``: registered check names (with their argument) or ``module:function`` refs."""
+def _custom(
+    problems: Problems, config: dict[str, Any], key: PathKey, registry: CheckRegistry
+) -> dict[str, Any]:
+    """``scorer_config.custom``: registered check names (with their argument) or ``module:function``
+    refs.
+    """
     value = config.get("custom")
     where = (*key, "custom")
     usage = (
@@ -242,7 +282,10 @@ def _custom(problems: Problems, config: dict[str, Any], key: PathKey, registry: 
     expect: dict[str, Any] = {"custom": refs} if refs else {}
     for check, arg in named.items():
         if check not in registry or check in SCORERS:
-            hint = did_you_mean(str(check), registry.names()) or "; register it with pytest_agent_eval_register_checks"
+            hint = (
+                did_you_mean(str(check), registry.names())
+                or "; register it with pytest_agent_eval_register_checks"
+            )
             problems.add(where, f"unknown check {check!r} in {pretty(where)}{hint}")
         else:
             expect[check] = arg

@@ -1,11 +1,13 @@
-"""promptfoo configs (SPEC §19): ``promptfooconfig.yaml`` or any YAML/JSON with promptfoo's top-level keys.
+"""promptfoo configs (SPEC §19): ``promptfooconfig.yaml`` or any YAML/JSON with promptfoo's
+top-level keys.
 
-Every test (inline, or from ``file://`` YAML/JSON/JSONL/CSV, CSV ``__expected`` columns as assertions) × every
-prompt × every provider is a case; ``vars`` render into the prompt through Jinja2 (Nunjucks-compatible for
-``{{ var }}``, filters and loops; the ``promptfoo`` extra, imported only when a prompt has a template);
-``defaultTest`` merges into each test; ``description`` gives the id. Several providers are variants
-``<case id>[<provider>]``. The assertions become the ``promptfoo`` check (``checks/promptfoo.py``). What the
-plugin cannot honour errors its case with ``path:line: not supported: …``; nothing is dropped silently.
+Every test (inline, or from ``file://`` YAML/JSON/JSONL/CSV, CSV ``__expected`` columns as
+assertions) × every prompt × every provider is a case; ``vars`` render into the prompt through
+Jinja2 (Nunjucks-compatible for ``{{ var }}``, filters and loops; the ``promptfoo`` extra, imported
+only when a prompt has a template); ``defaultTest`` merges into each test; ``description`` gives the
+id. Several providers are variants ``<case id>[<provider>]``. The assertions become the
+``promptfoo`` check (``checks/promptfoo.py``). What the plugin cannot honour errors its case with
+``path:line: not supported: …``; nothing is dropped silently.
 """
 
 from __future__ import annotations
@@ -40,17 +42,31 @@ from pytest_agent_eval.core.errors import EvalFileError
 NAME = "promptfoo"
 NEED = "a promptfoo config: a mapping with `providers` (or `targets`) and `prompts` or `tests`"
 PROVIDER_KEY = "promptfoo_provider"
-"""An agent reference ``{promptfoo_provider: {...}}``: the adapter in ``adapters/promptfoo.py`` calls it."""
+"""An agent reference ``{promptfoo_provider: {...}}``: the adapter in ``adapters/promptfoo.py``
+calls it.
+"""
 IGNORED = frozenset(
-    {"description", "outputPath", "sharing", "writeLatestResults", "evaluateOptions", "tags", "metadata", "env"}
+    {
+        "description",
+        "outputPath",
+        "sharing",
+        "writeLatestResults",
+        "evaluateOptions",
+        "tags",
+        "metadata",
+        "env",
+    }
 )
 """Top-level keys that do not change a verdict (where results go, UI tags): read and left aside."""
 TEMPLATES = "assertionTemplates"
-"""Assertions tests use by ``$ref: '#/assertionTemplates/<name>'`` (any ``$ref`` inside the config resolves)."""
+"""Assertions tests use by ``$ref: '#/assertionTemplates/<name>'`` (any ``$ref`` inside the config
+resolves).
+"""
 TOP = frozenset({"prompts", "providers", "targets", "tests", "defaultTest", TEMPLATES, *IGNORED})
 TEST_KEYS = frozenset({"description", "vars", "assert", "threshold", "metadata", "options"})
 TEST_OPTIONS = frozenset({"provider", "factuality"})
-"""Test ``options`` that change no verdict here (graders are the plugin's judge) or that it honours."""
+"""Test ``options`` that change no verdict here (graders are the plugin's judge) or that it honours.
+"""
 OPENAI_CONFIG = frozenset(
     {
         "temperature",
@@ -70,8 +86,10 @@ CLIENT_CONFIG = frozenset({"apiBaseUrl", "apiKey", "apiKeyEnvar"})
 
 
 def config_schema() -> dict[str, Any]:
-    """The JSON Schema of the promptfoo config the plugin runs (``agent-eval schema --format promptfoo``): the
-    keys, test fields and assertion types it honours; promptfoo's own schema describes the rest."""
+    """The JSON Schema of the promptfoo config the plugin runs (``agent-eval schema --format
+    promptfoo``): the keys, test fields and assertion types it honours; promptfoo's own schema
+    describes the rest.
+    """
     types = sorted({*SUPPORTED, *(f"not-{t}" for t in SUPPORTED)})
     common = {
         "threshold": {"type": "number"},
@@ -92,7 +110,11 @@ def config_schema() -> dict[str, Any]:
     }
     assert_set = {
         "type": "object",
-        "properties": {"type": {"const": "assert-set"}, "assert": {"type": "array", "items": assertion}, **common},
+        "properties": {
+            "type": {"const": "assert-set"},
+            "assert": {"type": "array", "items": assertion},
+            **common,
+        },
         "required": ["type", "assert"],
         "additionalProperties": False,
     }
@@ -125,7 +147,10 @@ def config_schema() -> dict[str, Any]:
         "type": "object",
         "properties": {
             **{key: {} for key in IGNORED},
-            TEMPLATES: {"type": "object", "additionalProperties": {"anyOf": [assertion, assert_set]}},
+            TEMPLATES: {
+                "type": "object",
+                "additionalProperties": {"anyOf": [assertion, assert_set]},
+            },
             "prompts": {"anyOf": [{"type": "string"}, {"type": "array"}]},
             "providers": {"anyOf": [provider, {"type": "array", "items": provider}]},
             "targets": {"anyOf": [provider, {"type": "array", "items": provider}]},
@@ -137,7 +162,9 @@ def config_schema() -> dict[str, Any]:
 
 
 def detect(data: Any) -> tuple[bool, str]:
-    """promptfoo's top-level keys: providers (or targets) with prompts or tests, and no native ``cases``."""
+    """promptfoo's top-level keys: providers (or targets) with prompts or tests, and no native
+    ``cases``.
+    """
     if not isinstance(data, dict) or "cases" in data:
         return False, NEED
     if ("providers" in data or "targets" in data) and ("prompts" in data or "tests" in data):
@@ -151,14 +178,17 @@ def claims(path: Path) -> bool:
 
 
 def load(doc: Document, registry: CheckRegistry) -> LoadedFile:
-    """Every test × prompt × provider as a case; a test or provider the plugin cannot honour errors its cases."""
+    """Every test × prompt × provider as a case; a test or provider the plugin cannot honour errors
+    its cases.
+    """
     data = doc.data
     base = doc.path.parent
     file_problems = Problems(doc)
     for key in data:
         if key not in TOP:
             file_problems.add(
-                (key,), f"not supported: promptfoo's `{key}` (the plugin runs prompts × providers × tests)"
+                (key,),
+                f"not supported: promptfoo's `{key}` (the plugin runs prompts × providers × tests)",
             )
     if file_problems:
         raise file_problems.errors[0] if len(file_problems.errors) == 1 else _errors(file_problems)
@@ -168,7 +198,11 @@ def load(doc: Document, registry: CheckRegistry) -> LoadedFile:
     ids = Ids()
     cases: list[Case] = []
     for number, (test, source, key) in enumerate(tests_of(doc, base), 1):
-        cases.extend(_cases(doc, test, source, key, default, prompts, providers, ids, base, number, len(cases)))
+        cases.extend(
+            _cases(
+                doc, test, source, key, default, prompts, providers, ids, base, number, len(cases)
+            )
+        )
     return LoadedFile(doc.path, NAME, cases, description=data.get("description"))
 
 
@@ -178,13 +212,17 @@ def _errors(problems: Problems) -> Exception:
     return EvalFileErrors(problems.in_order())
 
 
-# -- prompts ---------------------------------------------------------------------------------------------------
+# -- prompts
+# ---------------------------------------------------------------------------------------------------
 
 
-# -- providers -------------------------------------------------------------------------------------------------
+# -- providers
+# -------------------------------------------------------------------------------------------------
 
 
-def _providers(doc: Document, base: Path) -> list[tuple[str, dict[str, Any] | None, str | None, int]]:
+def _providers(
+    doc: Document, base: Path
+) -> list[tuple[str, dict[str, Any] | None, str | None, int]]:
     """(variant name, agent reference, problem, line) per provider."""
     key = "providers" if "providers" in doc.data else "targets"
     raw = doc.data[key]
@@ -195,7 +233,9 @@ def _providers(doc: Document, base: Path) -> list[tuple[str, dict[str, Any] | No
         where = f"{doc.path}:{line}"
         config: dict[str, Any] = {}
         label = None
-        if isinstance(item, dict) and "id" not in item and len(item) == 1:  # {"openai:gpt-4o": {config: ...}}
+        if (
+            isinstance(item, dict) and "id" not in item and len(item) == 1
+        ):  # {"openai:gpt-4o": {config: ...}}
             ((pid, options),) = item.items()
             item = {"id": pid, **(options if isinstance(options, dict) else {})}
         if isinstance(item, dict):
@@ -203,7 +243,14 @@ def _providers(doc: Document, base: Path) -> list[tuple[str, dict[str, Any] | No
         else:
             pid = item
         if not isinstance(pid, str):
-            out.append((f"provider{i + 1}", None, f"{where}: a provider is a string id or {{id, label, config}}", line))
+            out.append(
+                (
+                    f"provider{i + 1}",
+                    None,
+                    f"{where}: a provider is a string id or {{id, label, config}}",
+                    line,
+                )
+            )
             continue
         name = slugify(str(label or pid))
         ref, problem = provider_ref(pid, config, base)
@@ -246,20 +293,27 @@ def provider_ref(pid: str, config: Any, base: Path) -> tuple[dict[str, Any] | No
             return None, f"not supported: provider {pid}"
         unknown = sorted(set(config) - OPENAI_CONFIG - CLIENT_CONFIG - {"max_tokens"})
         if unknown:
-            return None, f"not supported: provider {pid}: config {', '.join(unknown)} (supported: " + ", ".join(
-                sorted(OPENAI_CONFIG | CLIENT_CONFIG)
-            ) + ")"
-        return {PROVIDER_KEY: {"kind": vendor, "model": match.group(3), "id": pid, "config": config}}, None
+            return (
+                None,
+                f"not supported: provider {pid}: config {', '.join(unknown)} (supported: "
+                + ", ".join(sorted(OPENAI_CONFIG | CLIENT_CONFIG))
+                + ")",
+            )
+        return {
+            PROVIDER_KEY: {"kind": vendor, "model": match.group(3), "id": pid, "config": config}
+        }, None
     return None, (
         f"not supported: provider {pid} (the plugin calls Python providers `file://x.py` / `python:x.py` and "
         "`openai:…` / `anthropic:…` chat models; for another, write a Python provider that calls it)"
     )
 
 
-# -- tests -----------------------------------------------------------------------------------------------------
+# -- tests
+# -----------------------------------------------------------------------------------------------------
 
 
-# -- cases -----------------------------------------------------------------------------------------------------
+# -- cases
+# -----------------------------------------------------------------------------------------------------
 
 
 def _cases(
@@ -275,14 +329,18 @@ def _cases(
     number: int,
     made: int,
 ) -> list[Case]:
-    """The cases of one test; ``made``: how many the file's tests before it made (the file's bound counts all)."""
+    """The cases of one test; ``made``: how many the file's tests before it made (the file's bound
+    counts all).
+    """
     line = doc.line(key)
     problems: list[str] = []
     if isinstance(test, EvalFileError):
         problems.append(test.format())
         test = {}
     elif not isinstance(test, dict):
-        problems.append(source.error(f"a test is a mapping of {', '.join(sorted(TEST_KEYS))}, got {test!r}"))
+        problems.append(
+            source.error(f"a test is a mapping of {', '.join(sorted(TEST_KEYS))}, got {test!r}")
+        )
         test = {}
     elif "__error" in test:
         problems.append(source.error(test["__error"]))
@@ -296,7 +354,9 @@ def _cases(
         for name in options if isinstance(options, dict) else ():
             if name not in TEST_OPTIONS:
                 why = f"not supported: test option `{name}` (options: provider, factuality)"
-                problems.append(source.error(why + (f"; instead {TRANSFORM}" if name == "transform" else "")))
+                problems.append(
+                    source.error(why + (f"; instead {TRANSFORM}" if name == "transform" else ""))
+                )
     variables = {**_dict(default_test.get("vars")), **_dict(test.get("vars"))}
     variables = {k: read_var(v, base, source, problems) for k, v in variables.items()}
     threshold = test.get("threshold", default_test.get("threshold"))
@@ -329,7 +389,13 @@ def _cases(
             if prompt_problem:
                 case_problems.append(prompt_problem)
             asserts = assertions_of(
-                raw_asserts, combo, source, default_source, len(default_test.get("assert") or []), base, case_problems
+                raw_asserts,
+                combo,
+                source,
+                default_source,
+                len(default_test.get("assert") or []),
+                base,
+                case_problems,
             )
             rendered = ""
             if prompt is not None:
@@ -340,12 +406,22 @@ def _cases(
             for name, ref, provider_problem, provider_line in providers:
                 variant = prompt_id if len(providers) == 1 else f"{prompt_id}[{name}]"
                 errors = case_problems + ([provider_problem] if provider_problem else [])
-                common: dict[str, Any] = {"id": variant, "path": doc.path, "line": line, "dialect": NAME}
+                common: dict[str, Any] = {
+                    "id": variant,
+                    "path": doc.path,
+                    "line": line,
+                    "dialect": NAME,
+                }
                 if errors:
                     text = "\n".join(f"{e} (case {variant})" for e in dict.fromkeys(errors))
                     cases.append(Case(**common, error=text))
                     continue
-                spec = {"assert": asserts, "threshold": threshold, "vars": combo, "prompt": rendered}
+                spec = {
+                    "assert": asserts,
+                    "threshold": threshold,
+                    "vars": combo,
+                    "prompt": rendered,
+                }
                 if options:
                     spec["options"] = options
                 cases.append(
@@ -364,12 +440,19 @@ def _cases(
     return cases
 
 
-def _resolved(test: dict[str, Any], doc: Document, source: Source, problems: list[str]) -> dict[str, Any]:
-    """The test with its ``$ref`` s resolved; one that cannot be is this test's problem (at its line), not the
-    other tests'."""
+def _resolved(
+    test: dict[str, Any], doc: Document, source: Source, problems: list[str]
+) -> dict[str, Any]:
+    """The test with its ``$ref`` s resolved; one that cannot be is this test's problem (at its
+    line), not the other tests'.
+    """
     out: dict[str, Any] = {}
     for name, value in test.items():
-        parts = list(enumerate(value)) if name == "assert" and isinstance(value, list) else [(None, value)]
+        parts = (
+            list(enumerate(value))
+            if name == "assert" and isinstance(value, list)
+            else [(None, value)]
+        )
         kept = []
         for i, part in parts:
             try:
@@ -377,7 +460,9 @@ def _resolved(test: dict[str, Any], doc: Document, source: Source, problems: lis
             except ValueError as exc:
                 where = source.at(name, i) if i is not None else source.at(name)
                 problems.append(where.error(str(exc)))
-        out[name] = kept if name == "assert" and isinstance(value, list) else kept[0] if kept else None
+        out[name] = (
+            kept if name == "assert" and isinstance(value, list) else kept[0] if kept else None
+        )
     return out
 
 
@@ -386,7 +471,9 @@ def _dict(value: Any) -> dict[str, Any]:
 
 
 def _expand(variables: dict[str, Any]) -> list[dict[str, Any]]:
-    """promptfoo's var arrays: a list value makes one test per item (the product over every list var)."""
+    """promptfoo's var arrays: a list value makes one test per item (the product over every list
+    var).
+    """
     lists = [k for k, v in variables.items() if isinstance(v, list)]
     if not lists:
         return [variables]

@@ -1,5 +1,7 @@
-"""A promptfoo test's assertions, checked at load time: what the plugin cannot honour, or what promptfoo would
-refuse when it runs, errors the case now (``path:line: not supported: …``); values are rendered with the test's vars."""
+"""A promptfoo test's assertions, checked at load time: what the plugin cannot honour, or what
+promptfoo would refuse when it runs, errors the case now (``path:line: not supported: …``); values
+are rendered with the test's vars.
+"""
 
 from __future__ import annotations
 
@@ -8,14 +10,21 @@ from pathlib import Path
 from typing import Any
 
 from pytest_agent_eval.cases.dialects.common import is_number
-from pytest_agent_eval.cases.dialects.promptfoo_files import Source, assertion_of_string, read_var, render
+from pytest_agent_eval.cases.dialects.promptfoo_files import (
+    Source,
+    assertion_of_string,
+    read_var,
+    render,
+)
 from pytest_agent_eval.checks.promptfoo import MODEL_GRADED, SUPPORTED
 from pytest_agent_eval.checks.promptfoo_graded import python_path
 from pytest_agent_eval.checks.promptfoo_types import ALIASES, TRANSFORM, unsupported
 from pytest_agent_eval.core.document import read_document
 from pytest_agent_eval.core.errors import EvalFileError, EvalFileErrors
 
-ASSERT_KEYS = frozenset({"type", "value", "threshold", "weight", "metric", "config", "options", "provider"})
+ASSERT_KEYS = frozenset(
+    {"type", "value", "threshold", "weight", "metric", "config", "options", "provider"}
+)
 
 
 SET_KEYS = frozenset({"type", "assert", "threshold", "weight", "metric"})
@@ -32,7 +41,9 @@ def assertions_of(
 ) -> list[dict[str, Any]]:
     out = []
     for i, item in enumerate(raw):
-        where = default_source.at("assert", i) if i < n_default else source.at("assert", i - n_default)
+        where = (
+            default_source.at("assert", i) if i < n_default else source.at("assert", i - n_default)
+        )
         a = _assertion(item, variables, where, base, problems, in_set=False)
         if a is not None:
             out.append(a)
@@ -40,7 +51,12 @@ def assertions_of(
 
 
 def _assertion(
-    item: Any, variables: dict[str, Any], source: Source, base: Path, problems: list[str], in_set: bool
+    item: Any,
+    variables: dict[str, Any],
+    source: Source,
+    base: Path,
+    problems: list[str],
+    in_set: bool,
 ) -> dict[str, Any] | None:
     if isinstance(item, str):
         item = assertion_of_string(item)
@@ -61,7 +77,11 @@ def _assertion(
         ]
         if not inner:
             problems.append(source.error("assert-set: `assert` needs at least one assertion"))
-        return {**_common(item, source, problems), "type": kind, "assert": [a for a in inner if a is not None]}
+        return {
+            **_common(item, source, problems),
+            "type": kind,
+            "assert": [a for a in inner if a is not None],
+        }
     inverse = kind.startswith("not-")
     base_type = kind[4:] if inverse else kind
     base_type = ALIASES.get(base_type, base_type)
@@ -71,9 +91,15 @@ def _assertion(
     extra = sorted(set(item) - ASSERT_KEYS)
     if extra:
         why = f"not supported: assertion field {', '.join(extra)} (on `{kind}`)"
-        problems.append(source.error(why + (f"; instead {TRANSFORM}" if "transform" in extra else "")))
+        problems.append(
+            source.error(why + (f"; instead {TRANSFORM}" if "transform" in extra else ""))
+        )
     if item.get("provider") is not None:
-        problems.append(source.error(f"not supported: a grader `provider` on `{kind}` (the plugin's judge grades)"))
+        problems.append(
+            source.error(
+                f"not supported: a grader `provider` on `{kind}` (the plugin's judge grades)"
+            )
+        )
     out = {**_common(item, source, problems), "type": kind, "base": base_type, "inverse": inverse}
     for name in ("config", "options"):  # `config` reaches a python assertion as context["config"]
         if item.get(name) is not None:
@@ -89,7 +115,9 @@ def _assertion(
         out["value"] = _render_value(value, variables)
     except ValueError as exc:
         problems.append(source.error(str(exc)))
-        out["value"] = value  # unrendered: the case is an error already, its value needs no second message
+        out["value"] = (
+            value  # unrendered: the case is an error already, its value needs no second message
+        )
     _check_value(out, source, problems)
     return out
 
@@ -100,7 +128,11 @@ def _common(item: dict[str, Any], source: Source, problems: list[str]) -> dict[s
         value = item.get(name)
         if value is not None:
             if not is_number(value) or (name == "weight" and value < 0):
-                problems.append(source.error(f"{item.get('type')}: `{name}` must be a number >= 0, got {value!r}"))
+                problems.append(
+                    source.error(
+                        f"{item.get('type')}: `{name}` must be a number >= 0, got {value!r}"
+                    )
+                )
             else:
                 out[name] = float(value)
     if item.get("metric") is not None:
@@ -117,7 +149,9 @@ def _render_value(value: Any, variables: dict[str, Any]) -> Any:
 
 
 def _check_value(a: dict[str, Any], source: Source, problems: list[str]) -> None:
-    """What promptfoo would refuse at run time, refused at load time (the case errors, naming the line)."""
+    """What promptfoo would refuse at run time, refused at load time (the case errors, naming the
+    line).
+    """
     base, value = a["base"], a.get("value")
     needs_value = {
         "equals",
@@ -140,7 +174,9 @@ def _check_value(a: dict[str, Any], source: Source, problems: list[str]) -> None
         problems.append(source.error(f"`{a['type']}` needs a `value`"))
         return
     if base in ("latency", "cost") and a.get("threshold") is None:
-        problems.append(source.error(f"not supported: `{a['type']}` without `threshold` (a metric-only figure)"))
+        problems.append(
+            source.error(f"not supported: `{a['type']}` without `threshold` (a metric-only figure)")
+        )
     if base == "regex":
         try:
             re.compile(str(value))
@@ -155,9 +191,15 @@ def _check_value(a: dict[str, Any], source: Source, problems: list[str]) -> None
     if base == "trajectory:step-count":
         kinds = value.get("type") if isinstance(value, dict) else None
         if not isinstance(value, dict) or ("min" not in value and "max" not in value):
-            problems.append(source.error("trajectory:step-count needs a mapping with `min` or `max`"))
+            problems.append(
+                source.error("trajectory:step-count needs a mapping with `min` or `max`")
+            )
         elif kinds not in (None, "tool", ["tool"]):
-            problems.append(source.error(f"not supported: trajectory:step-count of type {kinds} (tool steps only)"))
+            problems.append(
+                source.error(
+                    f"not supported: trajectory:step-count of type {kinds} (tool steps only)"
+                )
+            )
         elif kinds is None:
             problems.append(
                 source.error(
@@ -170,4 +212,8 @@ def _check_value(a: dict[str, Any], source: Source, problems: list[str]) -> None
         and isinstance(value, dict)
         and value.get("mode") not in (None, "exact", "in_order")
     ):
-        problems.append(source.error(f"trajectory:tool-sequence: mode must be exact or in_order, got {value['mode']}"))
+        problems.append(
+            source.error(
+                f"trajectory:tool-sequence: mode must be exact or in_order, got {value['mode']}"
+            )
+        )

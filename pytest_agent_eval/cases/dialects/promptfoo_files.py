@@ -1,6 +1,8 @@
-"""Reading a promptfoo config's parts: prompts (inline or ``file://``, split at ``---``) rendered through Jinja2,
-tests (inline, or ``file://`` CSV/JSON/JSONL/YAML files, CSV ``__expected`` columns in promptfoo's assertion string
-syntax), ``defaultTest`` and ``file://`` vars; each test with where it came from, for messages."""
+"""Reading a promptfoo config's parts: prompts (inline or ``file://``, split at ``---``) rendered
+through Jinja2, tests (inline, or ``file://`` CSV/JSON/JSONL/YAML files, CSV ``__expected`` columns
+in promptfoo's assertion string syntax), ``defaultTest`` and ``file://`` vars; each test with where
+it came from, for messages.
+"""
 
 from __future__ import annotations
 
@@ -26,10 +28,13 @@ _TYPED = re.compile(r"^(not-)?([a-z][a-z0-9:-]*?)(?:\((\d+(?:\.\d+)?)\))?(?::(.*
 
 
 class Source:
-    """Where a test came from: the config or a tests file, at a line (and the key of the test in ``doc``, whose
-    parts have lines of their own), for messages."""
+    """Where a test came from: the config or a tests file, at a line (and the key of the test in
+    ``doc``, whose parts have lines of their own), for messages.
+    """
 
-    def __init__(self, path: Path, line: int, doc: Document | None = None, key: PathKey = ()) -> None:
+    def __init__(
+        self, path: Path, line: int, doc: Document | None = None, key: PathKey = ()
+    ) -> None:
         self.path, self.line, self.doc, self.key = path, line, doc, key
 
     def at(self, *sub: str | int) -> Source:
@@ -54,13 +59,21 @@ def prompts_of(doc: Document, base: Path) -> list[tuple[str, str | None, str | N
             label = str(item.get("label") or label)
             item = item.get("raw", item.get("id"))
         if not isinstance(item, str):
-            out.append((label, None, f"{where}: a prompt is a string, `file://path` or {{raw|id, label}}"))
+            out.append(
+                (label, None, f"{where}: a prompt is a string, `file://path` or {{raw|id, label}}")
+            )
             continue
         if item.startswith("file://"):
             ref = item[len("file://") :]
             path = base / ref
             if path.suffix in (".py", ".js", ".ts", ".mjs", ".cjs") or "*" in ref:
-                out.append((label, None, f"{where}: not supported: prompt {item} (prompt functions and globs)"))
+                out.append(
+                    (
+                        label,
+                        None,
+                        f"{where}: not supported: prompt {item} (prompt functions and globs)",
+                    )
+                )
                 continue
             try:
                 text = trust.read_text(path, f"prompt {item}")
@@ -69,7 +82,9 @@ def prompts_of(doc: Document, base: Path) -> list[tuple[str, str | None, str | N
                 continue
             parts = re.split(r"\n-{3,}\n", text) if path.suffix in (".txt", ".md", "") else [text]
             for n, part in enumerate(parts):
-                out.append((label if len(parts) == 1 else f"{label}-{n + 1}", part.strip("\n"), None))
+                out.append(
+                    (label if len(parts) == 1 else f"{label}-{n + 1}", part.strip("\n"), None)
+                )
             continue
         out.append((label, item, None))
     return out
@@ -84,9 +99,11 @@ def _environment() -> Any:
 
 
 def render(template: str, variables: dict[str, Any]) -> str:
-    """A Nunjucks-style template (``{{ var }}``, filters, ``{% for %}``) rendered with ``variables`` in Jinja2's
-    sandbox (SPEC §22): an attribute of an internal, a failing expression (``{{ 1/0 }}``) or a huge value is a
-    :class:`ValueError` the caller makes its case's error, never code run."""
+    """A Nunjucks-style template (``{{ var }}``, filters, ``{% for %}``) rendered with ``variables``
+    in Jinja2's sandbox (SPEC §22): an attribute of an internal, a failing expression (``{{ 1/0
+    }}``) or a huge value is a :class:`ValueError` the caller makes its case's error, never code
+    run.
+    """
     if "{{" not in template and "{%" not in template and "{#" not in template:
         return template
     try:
@@ -114,7 +131,9 @@ def default_test(doc: Document, base: Path) -> tuple[dict[str, Any], Source]:
     if isinstance(raw, str) and raw.startswith("file://"):
         loaded = list(_file_tests(raw, base, source))
         if len(loaded) != 1:
-            raise EvalFileError(doc.path, source.line, f"defaultTest {raw}: expected one test, got {len(loaded)}")
+            raise EvalFileError(
+                doc.path, source.line, f"defaultTest {raw}: expected one test, got {len(loaded)}"
+            )
         return loaded[0][0], loaded[0][1]
     if not isinstance(raw, dict):
         raise EvalFileError(doc.path, source.line, "defaultTest: expected a mapping of test fields")
@@ -140,10 +159,13 @@ def tests_of(doc: Document, base: Path) -> list[tuple[Any, Source, PathKey]]:
 
 
 def _file_tests(ref: str, base: Path, source: Source) -> list[tuple[Any, Source]]:
-    """The tests of a ``file://`` tests entry (a glob: every match); a file the entry may not read, or cannot, is
-    one error of that entry."""
+    """The tests of a ``file://`` tests entry (a glob: every match); a file the entry may not read,
+    or cannot, is one error of that entry.
+    """
     if not ref.startswith("file://"):
-        raise EvalFileError(source.path, source.line, f"tests entry {ref!r}: not supported (use `file://path`)")
+        raise EvalFileError(
+            source.path, source.line, f"tests entry {ref!r}: not supported (use `file://path`)"
+        )
     pattern = ref[len("file://") :]
     try:
         paths = trust.glob(base, pattern, f"tests {ref}") if "*" in pattern else [base / pattern]
@@ -153,9 +175,15 @@ def _file_tests(ref: str, base: Path, source: Source) -> list[tuple[Any, Source]
     for path in paths:
         suffix = path.suffix.lower()
         if suffix not in (".csv", ".jsonl", ".yaml", ".yml", ".json"):
-            raise EvalFileError(source.path, source.line, f"not supported: tests file {ref} (CSV, JSON, JSONL, YAML)")
+            raise EvalFileError(
+                source.path,
+                source.line,
+                f"not supported: tests file {ref} (CSV, JSON, JSONL, YAML)",
+            )
         try:
-            text = trust.read_text(path, f"tests file {path}", "utf-8-sig" if suffix == ".csv" else "utf-8")
+            text = trust.read_text(
+                path, f"tests file {path}", "utf-8-sig" if suffix == ".csv" else "utf-8"
+            )
         except trust.Refused as exc:
             raise EvalFileError(source.path, source.line, str(exc)) from None
         if suffix == ".csv":
@@ -179,8 +207,9 @@ def _file_tests(ref: str, base: Path, source: Source) -> list[tuple[Any, Source]
 
 
 def _csv_tests(path: Path, text: str) -> list[tuple[Any, Source]]:
-    """One test a row; a row that cannot be read (a cell over the CSV reader's limit, a broken quote) is that
-    row's error, and the rows after it are read."""
+    """One test a row; a row that cannot be read (a cell over the CSV reader's limit, a broken
+    quote) is that row's error, and the rows after it are read.
+    """
     reader = csv.reader(io.StringIO(text))
     try:
         header = next(reader, [])
@@ -217,7 +246,9 @@ def _csv_test(header: list[str], cells: list[str]) -> dict[str, Any]:
         elif column == "__description":
             test["description"] = value
         elif column == "__threshold":
-            test["threshold"] = _number(value) if value else None  # not a number: the test's own error
+            test["threshold"] = (
+                _number(value) if value else None
+            )  # not a number: the test's own error
         elif column.startswith("__metadata:"):
             test.setdefault("metadata", {})[column[len("__metadata:") :]] = value
         elif column.startswith("__"):
@@ -235,8 +266,10 @@ def _number(text: str) -> float | str:
 
 
 def assertion_of_string(text: str) -> dict[str, Any]:
-    """promptfoo's assertion string syntax (CSV ``__expected``): ``type:value``, ``type(threshold):value``,
-    ``not-type:value``; ``grade:`` is ``llm-rubric``; anything else is ``equals``."""
+    """promptfoo's assertion string syntax (CSV ``__expected``): ``type:value``,
+    ``type(threshold):value``, ``not-type:value``; ``grade:`` is ``llm-rubric``; anything else is
+    ``equals``.
+    """
     if text.startswith("file://"):
         return {"type": "javascript" if not text.endswith(".py") else "python", "value": text}
     match = _TYPED.match(text)
@@ -255,9 +288,10 @@ def assertion_of_string(text: str) -> dict[str, Any]:
 
 
 def read_var(value: Any, base: Path, source: Source, problems: list[str]) -> Any:
-    """A var's value; ``file://`` reads the file (text; JSON and YAML parsed), as promptfoo does, when it is a
-    regular file inside the project (:mod:`pytest_agent_eval.cases.trust`); what cannot be read or parsed is a
-    problem of the case."""
+    """A var's value; ``file://`` reads the file (text; JSON and YAML parsed), as promptfoo does,
+    when it is a regular file inside the project (:mod:`pytest_agent_eval.cases.trust`); what cannot
+    be read or parsed is a problem of the case.
+    """
     if not isinstance(value, str) or not value.startswith("file://"):
         return value
     path = base / value[len("file://") :]
@@ -288,16 +322,19 @@ MAX_REF_DEPTH = 20
 
 
 def resolve_refs(value: Any, root: Any, depth: int = 0, budget: list[int] | None = None) -> Any:
-    """``value`` with each ``{$ref: '#/json/pointer', …}`` replaced by what the pointer names in the config
-    (``root``), its other keys over it: promptfoo dereferences a config so (``assertionTemplates``). Raises
-    ``ValueError`` naming a reference that points nowhere, outside the config, or in a loop, and when the
-    references make more than ``MAX_ALIASED`` values (a few lines of references to lists of references can mean
-    billions: SPEC §22)."""
+    """``value`` with each ``{$ref: '#/json/pointer', …}`` replaced by what the pointer names in the
+    config (``root``), its other keys over it: promptfoo dereferences a config so
+    (``assertionTemplates``). Raises ``ValueError`` naming a reference that points nowhere, outside
+    the config, or in a loop, and when the references make more than ``MAX_ALIASED`` values (a few
+    lines of references to lists of references can mean billions: SPEC §22).
+    """
     if budget is None:
         budget = [MAX_ALIASED]
     budget[0] -= 1
     if budget[0] < 0:
-        raise ValueError(f"$refs expand to more than {MAX_ALIASED:,} values (references to lists of references?)")
+        raise ValueError(
+            f"$refs expand to more than {MAX_ALIASED:,} values (references to lists of references?)"
+        )
     if isinstance(value, list):
         return [resolve_refs(v, root, depth, budget) for v in value]
     if not isinstance(value, dict):
@@ -320,7 +357,9 @@ def resolve_refs(value: Any, root: Any, depth: int = 0, budget: list[int] | None
         elif isinstance(target, list) and name.isdigit() and int(name) < len(target):
             target = target[int(name)]
         else:
-            raise ValueError(f"$ref {ref!r}: the config has nothing at that path ({name!r} not found)")
+            raise ValueError(
+                f"$ref {ref!r}: the config has nothing at that path ({name!r} not found)"
+            )
     resolved = resolve_refs(target, root, depth + 1, budget)
     rest = {k: resolve_refs(v, root, depth, budget) for k, v in value.items() if k != "$ref"}
     if rest and isinstance(resolved, dict):

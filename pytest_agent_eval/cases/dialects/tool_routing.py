@@ -1,8 +1,9 @@
 """Tool-routing case lists (SPEC §12): ``[{name, prompt, expected_tools}]``.
 
-Each expected tool must be called at least once (other calls are fine). Tools answer with the canned responses
-of the ini option ``agent_eval_tool_responses`` (a ``{tool: response}`` JSON file); a tool without one answers
-``"Mock response for <name>"`` (``unmocked_tools: default``), as in the original runner.
+Each expected tool must be called at least once (other calls are fine). Tools answer with the canned
+responses of the ini option ``agent_eval_tool_responses`` (a ``{tool: response}`` JSON file); a tool
+without one answers ``"Mock response for <name>"`` (``unmocked_tools: default``), as in the original
+runner.
 """
 
 from __future__ import annotations
@@ -35,7 +36,11 @@ def detect(data: Any) -> tuple[bool, str]:
 def load(doc: Document, registry: CheckRegistry) -> LoadedFile:
     """One case per item, its id the slug of its name; a bad item becomes an error case."""
     ids = Ids()
-    return LoadedFile(doc.path, NAME, [_case(doc, raw, (index,), index, ids) for index, raw in enumerate(doc.data)])
+    return LoadedFile(
+        doc.path,
+        NAME,
+        [_case(doc, raw, (index,), index, ids) for index, raw in enumerate(doc.data)],
+    )
 
 
 def _case(doc: Document, raw: dict[str, Any], key: PathKey, index: int, ids: Ids) -> Case:

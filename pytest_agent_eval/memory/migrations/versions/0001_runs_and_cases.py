@@ -1,8 +1,7 @@
-"""The first schema of the run store: ``runs`` (one row per run) and ``cases`` (one row per case of a run, with
-its JSON record).
+"""The first schema of the run store: ``runs`` (one row per run) and ``cases`` (one row per case of
+a run, with its JSON record).
 
-Revision ID: 0001
-Revises:
+Revision ID: 0001 Revises:
 """
 
 from __future__ import annotations
@@ -47,7 +46,9 @@ def upgrade() -> None:
     )
     op.create_table(
         "cases",
-        sa.Column("run_id", sa.String(64), sa.ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True),
+        sa.Column(
+            "run_id", sa.String(64), sa.ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True
+        ),
         sa.Column("nodeid", sa.Text, primary_key=True),
         sa.Column("file", sa.Text, nullable=False, index=True),
         sa.Column("agent", sa.String(255)),
