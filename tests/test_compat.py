@@ -127,7 +127,7 @@ def test_eval_items_run_with_and_without_the_items_own_request(
             tool_mocks: {search: {return: x}}
         """,
     )
-    result = evals.runpytest_subprocess("-p", "no:cacheprovider")
+    result = evals.runpytest("-p", "no:cacheprovider")
     result.assert_outcomes(passed=1, failed=2)
     result.stdout.fnmatch_lines(
         [

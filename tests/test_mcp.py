@@ -47,6 +47,13 @@ def marker(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> Path:
 FORMS = """
 agent: mcp_agent:run_agent
 cases:
+  # first: a bare name before any MCP session of the run
+  - id: mapping_bare_name
+    input: Any alerts for north?
+    tool_mocks:
+      get_alerts: {region: north, alerts: [flood]}
+    expect:
+      contains: ['structured={"alerts": ["flood"], "region": "north"}']
   - id: literal
     input: What is the weather in Paris?
     tool_mocks:
@@ -55,12 +62,6 @@ cases:
       contains: ["sunny in Paris"]
       tools_called: [get_forecast]
       tool_args: {get_forecast: {city: Paris}}
-  - id: mapping_bare_name
-    input: Any alerts for north?
-    tool_mocks:
-      get_alerts: {region: north, alerts: [flood]}
-    expect:
-      contains: ['structured={"alerts": ["flood"], "region": "north"}']
   - id: return_form
     input: What is the weather in Oslo?
     tool_mocks:
@@ -453,3 +454,67 @@ def test_the_patch_installs_when_the_agent_imports_mcp_and_nothing_of_it_loads_o
         ]
     )
     assert ran(marker) == []
+
+
+SHOP = """
+import pathlib
+
+def refund(order):
+    pathlib.Path("refunded.txt").write_text(order)  # the real side effect
+    return "refunded"
+
+def search(q):
+    return "real search"
+"""
+
+SHOP_CONFTEST = """
+import pytest
+import shop
+
+@pytest.fixture
+def agent(tool_mocks):
+    search = tool_mocks.wrap(shop.search)  # refund is left real
+    return lambda query, context: search(query) + shop.refund("A1")
+"""
+
+SHOP_CASES = """
+cases:
+  - id: typo
+    input: q
+    tool_mocks: {serch: hits}
+  - id: unwrapped
+    input: q
+    tool_mocks: {search: hits, refund: ok}
+"""
+
+
+def test_mcp_loaded_by_the_agents_sdk_does_not_relax_the_pre_run_check_of_a_python_tool_agent(
+    pytester: pytest.Pytester,
+) -> None:
+    """An agent with Python tools only keeps the strict pre-run check when ``mcp`` is loaded.
+
+    Importing the OpenAI Agents SDK loads ``mcp`` (and so installs the MCP patch); the mocked tools
+    of an agent that uses no MCP server are still checked before it runs: a typo, or a tool left
+    unwrapped, fails the case, and the real tool never runs (issue 39).
+    """
+    pytest.importorskip("agents")
+    assert "mcp.client.session" in __import__("sys").modules
+    pytester.makepyfile(shop=SHOP, conftest=SHOP_CONFTEST)
+    pytester.syspathinsert()
+    pytester.path.joinpath("eval_shop.yaml").write_text(SHOP_CASES)
+    result = pytester.runpytest(*RUN)
+    result.assert_outcomes(failed=2)
+    result.stdout.fnmatch_lines(
+        [
+            "*eval_shop.yaml:3: case typo: tool_mocks has a response for 'serch' but the agent "
+            'has no mocked tool of that name (did you mean "search"?); mocked tools: search; the '
+            "agent was not called*",
+            "*eval_shop.yaml:3: case typo: if serch is a tool of an MCP server, name it "
+            "`<server>.<tool>`: a bare name is taken for an MCP tool only when a stand-in server "
+            "serves it or the agent's module uses an MCP client",
+            "*eval_shop.yaml:6: case unwrapped: tool_mocks has a response for 'refund' but the "
+            "agent has no mocked tool of that name; mocked tools: search; the agent was not "
+            "called*",
+        ]
+    )
+    assert not pytester.path.joinpath("refunded.txt").exists()

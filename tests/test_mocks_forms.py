@@ -373,9 +373,7 @@ def test_mocks_that_nothing_patches_fail_before_the_real_tool_runs(
             tool_mocks: {refund: ok}
         """,
     )
-    result = pytester.runpytest_subprocess(
-        "-p", "no:randomly", "--agent-eval-concurrency", concurrency
-    )
+    result = pytester.runpytest("-p", "no:randomly", "--agent-eval-concurrency", concurrency)
     result.assert_outcomes(failed=1)
     where = f"eval_unpatched.yaml:{line_of(pytester, 'id: c', 'eval_unpatched.yaml')}"
     result.stdout.fnmatch_lines(
@@ -408,7 +406,7 @@ def test_a_dispatcher_patched_for_other_files_does_not_count(pytester: pytest.Py
         eval_a=dispatched + cases,
         eval_b="agent: shop:run\ncases:\n  - {id: b1, input: q, tool_mocks: {refund: ok}}\n",
     )
-    result = pytester.runpytest_subprocess("-p", "no:randomly", "--agent-eval-concurrency", "4")
+    result = pytester.runpytest("-p", "no:randomly", "--agent-eval-concurrency", "4")
     result.assert_outcomes(passed=3, failed=1)
     result.stdout.fnmatch_lines(
         ["eval_b.yaml:3: case b1 has tool_mocks for refund but no tool is patched*"]
@@ -437,7 +435,7 @@ def test_tools_wrapped_only_inside_the_agent_call_are_too_late(pytester: pytest.
     pytester.makefile(
         ".yaml", eval_late="cases:\n  - id: c\n    input: q\n    tool_mocks: {refund: ok}\n"
     )
-    result = pytester.runpytest_subprocess("-p", "no:randomly")
+    result = pytester.runpytest("-p", "no:randomly")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*tools must be patched or wrapped before the agent is called"])
     assert not pytester.path.joinpath("refunded.txt").exists()
@@ -473,7 +471,7 @@ def test_a_mock_of_a_tool_left_unwrapped_fails_before_the_agent_runs(
             tool_mocks: {search: hits, refund: ok}
         """,
     )
-    result = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "no:cacheprovider")
+    result = pytester.runpytest("-p", "no:randomly", "-p", "no:cacheprovider")
     result.assert_outcomes(passed=1, failed=1)
     where = f"eval_partly.yaml:{line_of(pytester, 'id: unwrapped', 'eval_partly.yaml')}"
     result.stdout.fnmatch_lines(
@@ -485,7 +483,7 @@ def test_a_mock_of_a_tool_left_unwrapped_fails_before_the_agent_runs(
     pytester.path.joinpath(
         "refunded.txt"
     ).unlink()  # written by `wrapped` (passthrough), not by `unwrapped`
-    result = pytester.runpytest_subprocess(
+    result = pytester.runpytest(
         "-p", "no:randomly", "-p", "no:cacheprovider", "eval_partly.yaml::unwrapped"
     )
     result.assert_outcomes(failed=1)

@@ -142,14 +142,11 @@ cases:
 
 
 def test_a_langgraph_agent_with_wrapped_tools_runs_mocked_and_recorded(
-    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+    pytester: pytest.Pytester,
 ) -> None:
     pytester.makeconftest(CONFTEST)
     pytester.path.joinpath("eval_graph.yaml").write_text(EVALS)
-    # a process of its own: an Agents SDK imported by an earlier test loads `mcp`, whose tools may
-    # have any name
-    monkeypatch.setenv("PYTHONPATH", str(Path(__file__).parent))
-    result = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "no:cacheprovider", "-v")
+    result = pytester.runpytest("-p", "no:randomly", "-p", "no:cacheprovider", "-v")
     result.assert_outcomes(passed=2, failed=2)
     result.stdout.re_match_lines(
         [

@@ -25,6 +25,7 @@ Process-wide state, as the patched class is process-wide: ``_PATCHED`` (the meth
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import sys
@@ -94,10 +95,75 @@ class ServerTools:
 TOOLS = ServerTools()
 
 
+CLIENT_PACKAGES = (
+    "mcp",
+    "agents.mcp",
+    "langchain_mcp_adapters",
+    "pydantic_ai.mcp",
+    "pydantic_ai.toolsets.fastmcp",
+    "fastmcp",
+)
+"""The packages whose objects in an agent's module say that the agent is an MCP client."""
+
+
+def _from_mcp(value: Any) -> bool:
+    """Whether ``value`` (a module, a class, a function, an instance) comes from an MCP client."""
+    name = (
+        value.__name__
+        if isinstance(value, types.ModuleType)
+        else getattr(value if callable(value) else type(value), "__module__", None)
+    )
+    return isinstance(name, str) and any(
+        name == package or name.startswith(package + ".") for package in CLIENT_PACKAGES
+    )
+
+
+def uses_mcp(agent: Any, module: str | None = None) -> bool:
+    """Whether the agent gets tools from MCP servers, as far as can be told before it runs.
+
+    An OpenAI Agents SDK agent with ``mcp_servers``, a pydantic-ai agent with an MCP toolset, or an
+    agent whose module holds an MCP client (imported one): a function's module, or ``module`` (of
+    its ``module:attr`` reference). Loading ``mcp`` is not enough (the Agents SDK loads it for every
+    agent), so an agent with Python tools only keeps the strict pre-run check of its mocks.
+    """
+    with contextlib.suppress(Exception):  # a property of the user's object may raise: not MCP
+        if getattr(agent, "mcp_servers", None):
+            return True
+        toolsets = getattr(agent, "toolsets", None)
+        if isinstance(toolsets, (list, tuple)) and any(_from_mcp(t) for t in toolsets):
+            return True
+    func = getattr(agent, "__func__", agent)  # a bound method: its function
+    func = getattr(func, "func", func)  # a functools.partial: its function
+    spaces = [getattr(func, "__globals__", None)]
+    if module:
+        spaces.append(getattr(sys.modules.get(module), "__dict__", None))
+    return any(
+        _from_mcp(value)
+        for space in spaces
+        if isinstance(space, dict)
+        for value in list(space.values())
+    )
+
+
+def mcp_names(names: Sequence[str], agent_uses_mcp: bool) -> list[str]:
+    """The mocked names an MCP server may serve.
+
+    A ``server.tool``, a tool of a stand-in server (known before any run), and, for an agent that
+    uses MCP (:func:`uses_mcp`), any name.
+    """
+    return [
+        name
+        for name in names
+        if "." in name or agent_uses_mcp or any(map(TOOLS.is_standin, TOOLS.servers_of(name)))
+    ]
+
+
 def mock_problems(names: Sequence[str]) -> list[str]:
-    """Problems of mocked tool names once MCP is in use: a ``server.tool`` whose server listed its
-    tools without ``tool`` (with a did-you-mean), a bare name that two servers serve. Any other name
-    may be a tool of a server not listed yet: whether it was called is told after the trial.
+    """Problems of mocked MCP tool names (:func:`mcp_names`).
+
+    A ``server.tool`` whose server listed its tools without ``tool`` (with a did-you-mean), a bare
+    name that two servers serve. Any other name may be a tool of a server not listed yet: whether it
+    was called is told after the trial.
     """
     problems = []
     for name in names:

@@ -88,7 +88,13 @@ class MockPlan:
         )
         return cls({**(base or {}), **own}, mode, case.id, case.location, tuple(own), tuple(must))
 
-    def require_patched(self, dispatched: bool = False, others: bool = True) -> None:
+    def require_patched(
+        self,
+        dispatched: bool = False,
+        others: bool = True,
+        agent: Any = None,
+        module: str | None = None,
+    ) -> None:
         """Raise :class:`MockConfigError` when a mocked tool has no stand-in: its real tool would
         run.
 
@@ -96,9 +102,10 @@ class MockPlan:
         patched dispatcher answers for every name). Stand-ins made inside the agent's call come too
         late. ``dispatched``: the case's own dispatcher is patched; ``others``: count dispatchers
         patched by the running test's fixtures (not for a case started early, while another test
-        runs).
+        runs); ``agent`` and ``module``: the agent's object and the module of its ``module:attr``
+        reference (whether it uses MCP).
         """
-        problems = _unpatched(self, dispatched, others)
+        problems = _unpatched(self, dispatched, others, agent, module)
         if problems:
             raise MockConfigError("\n".join(problems))
 
@@ -192,40 +199,65 @@ def _listed(items: list[str], most: int = 3) -> str:
     return shown + (f" and {len(items) - most} more" if len(items) > most else "")
 
 
-def _unpatched(plan: MockPlan, dispatched: bool, others: bool) -> list[str]:
+def _unpatched(
+    plan: MockPlan, dispatched: bool, others: bool, agent: Any = None, module: str | None = None
+) -> list[str]:
     """Problems for mocks of tools no stand-in answers for (a patched dispatcher answers for any
     name).
 
     ``dispatched``: the case's own dispatcher is patched. ``others``: a dispatcher patched for the
     running test counts too (those the scheduler keeps patched for the session, for cases it started
-    early, never do).
+    early, never do). ``agent`` (the object the agent's adapter recognised) and ``module`` (of its
+    ``module:attr`` reference) tell whether the agent uses MCP, whose servers may serve any name.
     """
     if dispatched or not plan.declared or (others and patched_dispatchers()):
         return []
     where = f"{plan.location}: case {plan.case_id}"
+    known, missing = live_tools(plan.declared)
+    if not missing:
+        return []
+    problems: list[str] = []
+    hints: list[str] = []
     mcp_tools = sys.modules.get(
         "pytest_agent_eval.mocks.mcp"
     )  # loaded with an MCP client only (SPEC §27)
-    if (
-        mcp_tools is not None and mcp_tools.installed()
-    ):  # its servers may serve any name (told after the trial)
-        return [
+    if mcp_tools is not None and mcp_tools.installed():
+        # mcp is loaded (the Agents SDK loads it for every agent): relaxed only for the names an
+        # MCP server of this agent may serve, the others must have a stand-in (issue 39)
+        served = mcp_tools.mcp_names(missing, mcp_tools.uses_mcp(agent, module))
+        problems = [
             f"{where}: {problem}; the agent was not called"
-            for problem in mcp_tools.mock_problems(plan.declared)
+            for problem in mcp_tools.mock_problems(served)
         ]
-    known, missing = live_tools(plan.declared)
+        missing = [name for name in missing if name not in served]
+        one = len(missing) == 1
+        hints = [
+            f"{where}: if {', '.join(missing)} {'is a tool' if one else 'are tools'} of an MCP "
+            f"server, name {'it' if one else 'them'} `<server>.<tool>`: a bare name is taken for "
+            "an MCP tool only when a stand-in server serves it or the agent's module uses an MCP "
+            "client"
+        ]
+    if not missing:
+        return problems
     if not known:
         return [
-            f"{where} has tool_mocks for {', '.join(plan.declared)} but no tool is patched, so the real tools "
-            "would run; the agent was not called. Set `tool_dispatch: module:function` in the file (or ini "
-            "agent_eval_tool_dispatch), or use the tool_mocks fixture (patch, patch_tool, wrap) in your `agent` "
-            "fixture: tools must be patched or wrapped before the agent is called"
+            *problems,
+            f"{where} has tool_mocks for {', '.join(missing)} but no tool is patched, so the real "
+            "tools would run; the agent was not called. Set `tool_dispatch: module:function` in "
+            "the file (or ini agent_eval_tool_dispatch), or use the tool_mocks fixture (patch, "
+            "patch_tool, wrap) in your `agent` fixture: tools must be patched or wrapped before "
+            "the agent is called",
+            *hints,
         ]
     return [
-        f"{where}: tool_mocks has a response for {name!r} but the agent has no mocked tool of that name"
-        f"{did_you_mean(name, known)}; mocked tools: {', '.join(known)}; the agent was not called "
-        "(tools must be patched or wrapped before it is)"
-        for name in missing
+        *problems,
+        *(
+            f"{where}: tool_mocks has a response for {name!r} but the agent has no mocked tool of "
+            f"that name{did_you_mean(name, known)}; mocked tools: {', '.join(known)}; the agent "
+            "was not called (tools must be patched or wrapped before it is)"
+            for name in missing
+        ),
+        *hints,
     ]
 
 

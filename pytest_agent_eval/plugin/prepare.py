@@ -60,18 +60,24 @@ def tool_recorder(
     mocks: Callable[[], ToolMocks] | None,
     *,
     others: bool = True,
+    agent: Agent | None = None,
 ) -> RecorderFactory:
     """Patch the case's dispatcher and compile its mocks; the runner records each trial with the
     result.
 
     ``mocks``: the ``ToolMocks`` to patch with and record on (``None``: nothing to patch, the plan
-    records itself); ``others``: count dispatchers patched by the running test's fixtures. Raises
-    :class:`MockConfigError` with the file, line and what to do when the mocks cannot be used.
+    records itself); ``others``: count dispatchers patched by the running test's fixtures;
+    ``agent``: the case's agent (whether it uses MCP). Raises :class:`MockConfigError` with the
+    file, line and what to do when the mocks cannot be used.
     """
     dispatch = case.tool_dispatch or settings.tool_dispatch
     plan = MockPlan.for_case(case, responses, settings.unmocked_tools)
+    ref = agent_ref(case, settings)
+    module = ref.partition(":")[0] if isinstance(ref, str) else None
+    source = agent.source if agent is not None else None
     if mocks is None:
-        plan.require_patched()  # e.g. tools wrapped where the agent's module builds them
+        # e.g. tools wrapped where the agent's module builds them
+        plan.require_patched(agent=source, module=module)
         return plan.recorder
     patcher = mocks()
     if dispatch:
@@ -82,7 +88,7 @@ def tool_recorder(
             patcher.patch(dispatch)
         except MockConfigError as exc:
             raise MockConfigError(f"{case.location}: {source} {dispatch!r}: {exc}") from None
-    plan.require_patched(dispatched=bool(dispatch), others=others)
+    plan.require_patched(dispatched=bool(dispatch), others=others, agent=source, module=module)
     return patcher.recorder(plan, dispatch)
 
 
@@ -169,7 +175,7 @@ def prepare_item(
     # after the agent and its fixtures: a mocked tool that nothing has patched by now fails the case
     # here
     try:
-        recorder: RecorderFactory | MockConfigError = item_recorder(request, case)
+        recorder: RecorderFactory | MockConfigError = item_recorder(request, case, agent)
     except MockConfigError as exc:
         recorder = exc
     if isinstance(
@@ -236,11 +242,13 @@ def item_agent(item: pytest.Item, case: Case, request: pytest.FixtureRequest) ->
     raise CaseCannotRun(problem)
 
 
-def item_recorder(request: pytest.FixtureRequest, case: Case) -> RecorderFactory:
+def item_recorder(
+    request: pytest.FixtureRequest, case: Case, agent: Agent | None = None
+) -> RecorderFactory:
     """The case's tool mocks on the item's ``tool_mocks`` fixture (undone when the test ends).
 
-    Call it after the agent and its fixtures are set up: it checks that every mocked tool is patched
-    by then.
+    Call it after the agent (``agent``) and its fixtures are set up: it checks that every mocked
+    tool is patched by then.
     """
     settings = get_state(request.config).settings
     needed = (
@@ -253,7 +261,7 @@ def item_recorder(request: pytest.FixtureRequest, case: Case) -> RecorderFactory
 
     # without a dispatcher to patch nor a fixture to report calls to, no fixture lookup to pay
     return tool_recorder(
-        case, settings, session_responses(request.config), fixture if needed else None
+        case, settings, session_responses(request.config), fixture if needed else None, agent=agent
     )
 
 
@@ -319,7 +327,7 @@ class EarlyStart:
         agent = self._agent(item, case)
         if agent is not None:
             agent = with_mocked_tools(agent, case, self._state)
-        recorder = self._recorder(case)
+        recorder = self._recorder(case, agent)
         if agent is None or recorder is None:
             return None
         return run_case(case, agent, self._state.run_settings(case, llm, recorder))
@@ -334,10 +342,12 @@ class EarlyStart:
         definition = _agent_fixture(item)
         return self._fixture_agents.get(id(definition)) if definition is not None else None
 
-    def _recorder(self, case: Case) -> RecorderFactory | None:
+    def _recorder(self, case: Case, agent: Agent | None) -> RecorderFactory | None:
         try:
             responses = session_responses(self._state.config)
-            return tool_recorder(case, self._state.settings, responses, self._held, others=False)
+            return tool_recorder(
+                case, self._state.settings, responses, self._held, others=False, agent=agent
+            )
         except MockConfigError:  # others: the running item's patches
             return None  # the item reports it when its turn comes
 
