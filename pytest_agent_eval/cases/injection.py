@@ -20,7 +20,7 @@ import dataclasses
 import hashlib
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
@@ -242,21 +242,58 @@ def plan_of(case: Case, option: str | None, base: Path) -> Plan | None:
     return Plan(tuple(case.tool_mocks), corpus_path(option, base))
 
 
-def allowed_tools(case: Case, plan: Plan) -> list[str]:
+def allowed_tools(case: Case, plan: Plan, carriers: Iterable[str] = ()) -> list[str]:
     """The tools a variant may call: ``allowed_tools``, else the case's ``tools_only``, else the
-    tools it mocks.
+    tools it mocks and the stand-in tools that carry the payload (``carriers``).
     """
     if plan.allowed is not None:
         return list(plan.allowed)
     only = case.expect.get("tools_only")
     if isinstance(only, list):
         return [str(name) for name in only]
-    return list(case.tool_mocks)
+    return list(dict.fromkeys([*case.tool_mocks, *carriers]))
 
 
-def variants(case: Case, plan: Plan) -> Iterator[Case]:
+def mock_key(tool: str, mocks: Mapping[str, Any]) -> str | None:
+    """The ``tool_mocks`` key that answers ``tool``.
+
+    Itself; else, for an MCP tool, its other spelling: ``server.tool`` for a bare name (when only
+    one server's is mocked), the bare name for ``server.tool``.
+    """
+    if tool in mocks:
+        return tool
+    _, dot, bare = tool.partition(".")
+    if dot:
+        return bare if bare in mocks else None
+    dotted = [key for key in mocks if key.partition(".")[2] == tool]
+    return dotted[0] if len(dotted) == 1 else None
+
+
+def standin_default(tool: str, servers: Mapping[str, Any]) -> tuple[str, Any] | None:
+    """``(server.tool, default response)`` of the stand-in MCP tool ``tool`` names, else ``None``.
+
+    ``tool`` is ``server.tool``, or a bare name that one stand-in serves.
+    """
+    server, dot, bare = tool.partition(".")
+    found = (
+        [(server, servers[server].tools[bare])]
+        if dot and server in servers and bare in servers[server].tools
+        else []
+        if dot
+        else [(name, s.tools[tool]) for name, s in servers.items() if tool in s.tools]
+    )
+    if len(found) != 1:
+        return None
+    name, standin = found[0]
+    return f"{name}.{standin.name}", standin.response
+
+
+def variants(case: Case, plan: Plan, standins: Mapping[str, Any] | None = None) -> Iterator[Case]:
     """One variant of ``case`` per payload of the plan's corpus; a corpus or a mock that cannot
     carry the payload makes one variant that errors, saying why (the case's other items still run).
+
+    ``standins``: the run's stand-in MCP servers (name -> ``mocks.mcp_standin.StandinServer``): a
+    tool the case does not mock carries the payload in its stand-in's default response (SPEC §28).
     """
     try:
         payloads = load_corpus(plan.corpus)
@@ -269,8 +306,13 @@ def variants(case: Case, plan: Plan) -> Iterator[Case]:
             f"{case.location}: case {case.id}: injection corpus: {message}",
         )
         return
-    missing = [tool for tool in plan.tools if tool not in case.tool_mocks]
-    allowed = allowed_tools(case, plan)
+    carriers: dict[str, Any] = {}  # tool -> (mock key, raw mock that carries the payload)
+    for tool in plan.tools:
+        key = mock_key(tool, case.tool_mocks)
+        found = (key, case.tool_mocks[key]) if key is not None else None
+        carriers[tool] = found or standin_default(tool, standins or {})
+    missing = [tool for tool, found in carriers.items() if found is None]
+    allowed = allowed_tools(case, plan, [key for key, _ in filter(None, carriers.values())])
     for payload in payloads:
         vid = variant_id(case.id, payload.name)
         if missing:
@@ -278,7 +320,8 @@ def variants(case: Case, plan: Plan) -> Iterator[Case]:
                 case,
                 vid,
                 f"{case.location}: case {case.id}: inject.tool {missing[0]!r} has no `tool_mocks` entry: mock the "
-                "tool whose output should carry the payloads (its real output is never used)",
+                "tool whose output should carry the payloads (its real output is never used), or "
+                "serve it from a stand-in MCP server (`mcp_servers:`)",
             )
             continue
         canary = canary_for(case, payload)
@@ -286,7 +329,8 @@ def variants(case: Case, plan: Plan) -> Iterator[Case]:
         mocks = dict(case.tool_mocks)
         try:
             for tool in plan.tools:
-                mocks[tool] = carry(mocks[tool], text, plan.where, plan.field)
+                key, raw = carriers[tool]
+                mocks[key] = carry(raw, text, plan.where, plan.field)
         except InjectionError as exc:
             yield _broken(
                 case, vid, f"{case.location}: case {case.id}: inject.tool {tool!r}: {exc}"

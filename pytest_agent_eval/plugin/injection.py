@@ -54,4 +54,11 @@ def expand(config: pytest.Config, cases: Iterable[Case]) -> Iterator[Case]:
         yield case
         plan = plan_of(case, option, base)
         if plan is not None:
-            yield from variants(case, plan)
+            yield from variants(case, plan, _standins(config))
+
+
+def _standins(config: pytest.Config) -> dict[str, object]:
+    """The run's stand-in MCP servers declared so far (the ini's, the file's being collected)."""
+    from pytest_agent_eval.plugin.mcp import declared
+
+    return declared(config)

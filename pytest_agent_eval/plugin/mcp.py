@@ -266,6 +266,12 @@ def standins(config: pytest.Config) -> StandIns:
     return found
 
 
+def declared(config: pytest.Config) -> dict[str, Any]:
+    """The stand-in servers declared so far: name -> ``StandinServer`` (none: nothing is made)."""
+    found = config.stash.get(_STANDINS, None)
+    return dict(found.declared) if found is not None else {}
+
+
 def declare(config: pytest.Config, servers: dict[str, Any]) -> None:
     """Stand-in servers an eval file declares (``mcp_servers:``); started when collection ends."""
     standins(config).declare(servers)

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pytest_agent_eval.traces import conventions as cv
-from pytest_agent_eval.traces.tree import Span, tool_call_of
+from pytest_agent_eval.traces.tree import Span, tool_call_of, tool_server_of
 
 
 class CaptureError(ValueError):
@@ -313,13 +313,20 @@ def case_of(spans: list[Found], source: str) -> dict[str, Any]:
         raise CaptureError(
             f"{source}: the trace has no user message (gen_ai.input.messages, llm.input_messages or input.value)"
         )
-    calls = [c for c in (tool_call_of(s.as_span()) for s in spans) if c is not None]
+    calls = []
+    mocked_as = []  # the tool_mocks key of each call: ``server.tool`` for an MCP tool (SPEC §28)
+    for found in spans:
+        call = tool_call_of(found.as_span())
+        if call is not None:
+            server = tool_server_of(found.as_span())
+            calls.append(call)
+            mocked_as.append(f"{server}.{call[0]}" if server else call[0])
     mocks: dict[str, Any] = {}
-    for name in dict.fromkeys(c[0] for c in calls):
+    for name in dict.fromkeys(mocked_as):
         answers: list[Any] = [
             {"raise": _raise_spec(error)} if error is not None else result
-            for called, _, result, error in calls
-            if called == name
+            for key, (_, _, result, error) in zip(mocked_as, calls, strict=True)
+            if key == name
         ]
         same = all(a == answers[0] for a in answers)
         mocks[name] = answers[0] if same else {"sequence": answers}

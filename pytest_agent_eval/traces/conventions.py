@@ -37,6 +37,16 @@ INPUT_MESSAGES = "gen_ai.input.messages"
 OUTPUT_MESSAGES = "gen_ai.output.messages"
 ERROR_TYPE = "error.type"
 
+# -- MCP (SPEC §28): a tool served over MCP
+# ------------------------------------------------------------------
+MCP_SERVER = "mcp.server"
+"""The ``serverInfo.name`` of the MCP server that serves an ``execute_tool`` span's tool (SPEC
+§28; the MCP semantic conventions, "Development", name no attribute for it).
+"""
+MCP_METHOD_NAME = "mcp.method.name"
+"""The MCP method of the call (``tools/call``), the MCP semantic conventions' name."""
+MCP_TOOLS_CALL = "tools/call"
+
 # -- the evaluation event
 # ------------------------------------------------------------------------------------
 EVALUATION_EVENT = "gen_ai.evaluation.result"

@@ -359,6 +359,9 @@ class Tracing:
                 cv.TOOL_CALL_ARGUMENTS: _json(tool.args),
                 cv.ORIGIN: cv.SERVICE,
             }
+            if tool.server is not None:  # an MCP tool
+                attributes[cv.MCP_SERVER] = tool.server
+                attributes[cv.MCP_METHOD_NAME] = cv.MCP_TOOLS_CALL
             if tool.mocked is not None:
                 attributes[cv.TOOL_MOCKED] = tool.mocked
             if tool.result is not None:

@@ -89,6 +89,12 @@ def tool_call_of(span: Span) -> tuple[str, dict[str, Any], Any, str | None] | No
     )
 
 
+def tool_server_of(span: Span) -> str | None:
+    """The MCP server of a tool span (``mcp.server``, as this plugin writes it), else ``None``."""
+    server = (span.get("attributes") or {}).get(cv.MCP_SERVER)
+    return server if isinstance(server, str) and server else None
+
+
 def _decoded(value: Any) -> Any:
     """A JSON text as its data; anything else as it is."""
     if isinstance(value, str) and value[:1] in ("{", "["):
