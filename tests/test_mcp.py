@@ -669,8 +669,10 @@ def _spans(path: Path) -> list[dict[str, Any]]:
 def test_mcp_calls_are_execute_tool_spans_with_their_server_and_capture_names_them_so(
     pytester: pytest.Pytester, chat: ChatServer, marker: Path
 ) -> None:
-    """Traces (SPEC §23, §28): an MCP call's ``execute_tool`` span carries ``mcp.server`` (and the
-    MCP method), mocked or not; ``agent-eval capture`` makes its mock ``server.tool``.
+    """Traces (SPEC §23, §28): an MCP call's span carries its server; capture names it so.
+
+    Its ``execute_tool`` span has ``mcp.server`` (and the MCP method), mocked or not; ``agent-eval
+    capture`` makes its mock ``server.tool``.
     """
     pytest.importorskip("opentelemetry.sdk")
     import yaml
