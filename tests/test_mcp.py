@@ -708,3 +708,30 @@ def test_mcp_calls_are_execute_tool_spans_with_their_server_and_capture_names_th
     assert main(["capture", traces, "--trace-id", roots["mocked"]["traceId"], "-o", str(out)]) == 0
     captured = yaml.safe_load(out.read_text())["cases"][0]
     assert captured["tool_mocks"] == {"weather.get_forecast": "sunny in Paris"}
+
+
+TURNS = """
+agent: mcp_agent:run_agent
+cases:
+  - id: two_turns
+    tool_mocks:
+      weather.get_forecast: "sunny in Paris"
+      weather.get_alerts: {alerts: []}
+    turns:
+      - input: What is the weather in Paris?
+        expect: {tools_called: [get_forecast], tools_not_called: [get_alerts]}
+      - input: Any alerts for north?
+        expect: {tools_called: [get_alerts], tools_not_called: [get_forecast]}
+"""
+
+
+def test_each_turns_checks_see_the_mcp_calls_of_that_turn(
+    pytester: pytest.Pytester, chat: ChatServer, marker: Path
+) -> None:
+    """A turn's tool checks see the MCP calls made during the turn, though the agent reports none."""
+    pytester.path.joinpath("eval_mcp.yaml").write_text(TURNS)
+    result = pytester.runpytest(*RUN, "--agent-eval-report=report.json")
+    result.assert_outcomes(passed=1)
+    [record] = json.loads((pytester.path / "report.json").read_text())["cases"]
+    assert [c["name"] for c in record["tool_calls"]] == ["get_forecast", "get_alerts"]
+    assert ran(marker) == []

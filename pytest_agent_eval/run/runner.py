@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import math
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -15,11 +16,18 @@ from pytest_agent_eval.checks import CheckContext, CheckRegistry
 from pytest_agent_eval.checks.answers import answered
 from pytest_agent_eval.checks.base import check_name, first_infra_error, in_turn
 from pytest_agent_eval.core.case import Case
-from pytest_agent_eval.core.results import CaseResult, CheckResult, RunRecord, ToolCall, TrialResult
+from pytest_agent_eval.core.results import (
+    CaseResult,
+    CheckResult,
+    RunRecord,
+    ToolCall,
+    TrialResult,
+    merged_calls,
+)
 from pytest_agent_eval.core.trial import TRIAL
 from pytest_agent_eval.run import eager
 from pytest_agent_eval.run.call import INFRA, call_agent, checked, no_recording, recorded
-from pytest_agent_eval.run.settings import RunSettings
+from pytest_agent_eval.run.settings import RunSettings, TrialRecording
 from pytest_agent_eval.run.stalls import CALL
 
 if TYPE_CHECKING:
@@ -127,7 +135,7 @@ async def _trial(
         traced[0].activate(traced[1]) if traced else contextlib.nullcontext(),
     ):
         if case.turns:
-            run = await _conversation(case, agent, settings, ctx, turn_results)
+            run = await _conversation(case, agent, settings, ctx, turn_results, recording)
         else:
             run = await call_agent(case, agent, case.query, dict(case.context), settings)
     violations = recorded(run, recording)
@@ -174,14 +182,19 @@ async def _conversation(
     settings: RunSettings,
     ctx: CheckContext,
     turn_results: list[CheckResult],
+    recording: TrialRecording | None = None,
 ) -> RunRecord:
     """Scripted turns: each user message with the history so far; per-turn checks are named ``turn
     N: check``.
+
+    A turn's checks see the tool calls the trial's ``recording`` got during the turn beside those
+    the agent reported (an agent that reports none, such as one on an MCP session, included).
     """
     history: list[dict[str, Any]] = []
     whole = RunRecord()
     for n, turn in enumerate(case.turns, 1):
         context = {**case.context, "history": list(history)}
+        mark = len(recording.calls) if recording is not None else 0
         run = await call_agent(case, agent, turn.message, context, settings, whole.conversation)
         whole.add_turn(run)
         history += [
@@ -193,7 +206,11 @@ async def _conversation(
             whole.traceback = run.traceback
             whole.infra_error = run.infra_error
             break
-        for result in await checked(run, turn.expect, ctx, settings):
+        seen = run
+        if recording is not None and len(recording.calls) > mark:
+            calls = merged_calls(run.tool_calls, recording.calls[mark:])
+            seen = dataclasses.replace(run, tool_calls=calls)
+        for result in await checked(seen, turn.expect, ctx, settings):
             result.name = in_turn(n, result.name)
             turn_results.append(result)
     whole.history = history
