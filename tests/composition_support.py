@@ -44,6 +44,7 @@ AGENTS = {
     "lg_graph": "travel_desk:LG_GRAPH",
     "lc_agent": "travel_desk:LC_AGENT",
     "http": "{http}",
+    "mcp": "travel_mcp:arun",
 }
 """Agent kind -> the reference an eval file names (``{http}``: the HTTP agent service's URL)."""
 NEEDS = {
@@ -54,8 +55,11 @@ NEEDS = {
     "lg_react": "langgraph.prebuilt",
     "lg_graph": "langgraph.graph",
     "lc_agent": "langchain.agents",
+    "mcp": "mcp.client.session",
 }
-"""The module a kind's framework needs (pydantic-ai is not installed on Python 3.10)."""
+"""The module a kind's framework needs (pydantic-ai is not installed on Python 3.10; ``mcp``: the
+travel desk's tools served over MCP, ``tests/travel_mcp.py``).
+"""
 RAISES_TOOL_ERRORS = frozenset({"pydantic_ai", "lg_react", "lg_graph", "lc_agent"})
 """Kinds whose framework lets an exception a tool raises end the run (pydantic-ai; LangGraph's
 ``ToolNode`` handles only argument errors); the others hand it to the model as the tool's result
@@ -295,6 +299,8 @@ def matrix_file(agents: tuple[str, str], http_url: str, token: str, in_file: boo
             "contains": ["confirmation"],
         },
     }
+    # an MCP agent's calls reach its server (no mock), as a function tool's reach the function
+    case["unmocked_tools"] = "passthrough"
     document: dict[str, Any] = {"cases": [case]}
     if in_file:
         document["agents"] = {kind: AGENTS[kind].format(http=http_url) for kind in agents}

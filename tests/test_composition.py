@@ -14,6 +14,7 @@ problems of a run are listed together, each naming its combination.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
 import shutil
@@ -62,25 +63,36 @@ for _module in {
     NEEDS[kind] for kind in KINDS if kind in NEEDS
 }:  # once here, not again in every in-process run
     importlib.import_module(_module)
+if "mcp" in KINDS:  # the engine once for the in-process runs (each would load its own)
+    importlib.import_module("pytest_agent_eval.mocks.mcp")
 ROWS = plan(KINDS)
 GROUPS = sorted({(row.mode, row.traffic) for row in ROWS})
 SOURCE = Path(__file__).with_name("travel_desk.py")
+MCP_SOURCE = Path(__file__).with_name("travel_mcp.py")
 MAIN, MATRIX = "eval_compose.json", "eval_matrix.json"
 
 
 @pytest.fixture
 def travel(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> Any:
-    """The run directory with the agent module, the loopback LLM and the HTTP agent service (both
-    running).
+    """The run directory with the agent modules and the servers the agents use, all running.
+
+    The loopback LLM, the HTTP agent service and the travel MCP server; the last item stops the
+    MCP server.
     """
     shutil.copy(SOURCE, pytester.path / "travel_desk.py")
+    shutil.copy(MCP_SOURCE, pytester.path / "travel_mcp.py")
     pytester.syspathinsert()
-    with TravelLLM() as llm, TravelService() as service:
+    with TravelLLM() as llm, TravelService() as service, contextlib.ExitStack() as mcp:
         monkeypatch.setenv("TRAVEL_LLM_URL", llm.base_url)
         monkeypatch.setenv("AGENT_EVAL_LLM_MODEL", USER_MODEL)
         monkeypatch.setenv("OPENAI_BASE_URL", llm.base_url)
         monkeypatch.setenv("OPENAI_API_KEY", "sk-loopback")
-        yield llm, service
+        if "mcp" in KINDS:
+            from mcp_support import http_server
+
+            url = mcp.enter_context(http_server(pytester.path / "travel_mcp.py", {}))
+            monkeypatch.setenv("TRAVEL_MCP_URL", url)
+        yield llm, service, mcp.close
 
 
 def _run(pytester: pytest.Pytester, mode: str, prefix: str, *args: str) -> RunOutput:
@@ -126,7 +138,7 @@ def _write(
 
 @pytest.mark.parametrize(("mode", "traffic"), GROUPS, ids=[f"{m}-{t}" for m, t in GROUPS])
 def test_features_compose(pytester: pytest.Pytester, travel: Any, mode: str, traffic: str) -> None:
-    llm, service = travel
+    llm, service, stop_mcp = travel
     group = GROUPS.index((mode, traffic))
     rows, pair, matrix = _write(pytester, service, group)
     findings = Findings()
@@ -134,6 +146,7 @@ def test_features_compose(pytester: pytest.Pytester, travel: Any, mode: str, tra
         live = _run(pytester, mode, "record", *matrix, "--agent-eval-record")
         llm.close()  # nothing answers the replay but the cassettes
         service.close()
+        stop_mcp()
         asked, served = len(llm.requests), service.calls
         replay = _run(
             pytester,
@@ -179,7 +192,7 @@ def test_shards_merge_gate_and_resume_compose(pytester: pytest.Pytester, travel:
     whole run; `agent-eval gate` passes the merged report against the whole run as its baseline, and
     fails it on the threshold the whole run missed.
     """
-    _, service = travel
+    _, service, _ = travel
     mode, traffic = SHARDED
     _, _, matrix = _write(pytester, service, GROUPS.index(SHARDED))
     args = [*matrix, *(["--agent-eval-traffic"] if traffic == "hook" else [])]

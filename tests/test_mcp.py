@@ -728,7 +728,7 @@ cases:
 def test_each_turns_checks_see_the_mcp_calls_of_that_turn(
     pytester: pytest.Pytester, chat: ChatServer, marker: Path
 ) -> None:
-    """A turn's tool checks see the MCP calls made during the turn, though the agent reports none."""
+    """A turn's tool checks see the MCP calls made during it, though the agent reports none."""
     pytester.path.joinpath("eval_mcp.yaml").write_text(TURNS)
     result = pytester.runpytest(*RUN, "--agent-eval-report=report.json")
     result.assert_outcomes(passed=1)
