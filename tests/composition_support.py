@@ -175,11 +175,12 @@ def plan(kinds: list[str]) -> list[Row]:
     the mocks with another agent (allpairspy's own filter loses pairs).
     """
     combos: list[tuple[Any, ...]] = []
+    mockable = [kind for kind in kinds if kind != "http"]
     for n, (agent, mocks, *rest) in enumerate(
         AllPairs([kinds, list(MOCKS), list(SHAPES), list(MODES), list(TRAFFIC)])
     ):
         if agent == "http" and mocks != "none":
-            combos += [(agent, "none", *rest), (kinds[n % (len(kinds) - 1)], mocks, *rest)]
+            combos += [(agent, "none", *rest), (mockable[n % len(mockable)], mocks, *rest)]
         else:
             combos.append((agent, mocks, *rest))
     unique = _balanced(list(dict.fromkeys(combos)))

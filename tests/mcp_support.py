@@ -135,6 +135,10 @@ def server_command(path: Path) -> list[str]:
     return [sys.executable, str(path)]
 
 
+START_S = 120
+"""How long a server may take to listen (a loaded machine, two xdist workers importing at once)."""
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -145,16 +149,20 @@ def free_port() -> int:
 def http_server(script: Path, env: dict[str, str]) -> Iterator[str]:
     """The server script over streamable HTTP on a free loopback port, for the block; its ``/mcp``
     URL.
+
+    Its log goes to a file beside the script (a pipe nobody reads would stop it once full).
     """
     port = free_port()
-    proc = subprocess.Popen(
-        [sys.executable, str(script), "http", str(port)],
-        env={**os.environ, **env},
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
+    log = script.with_name(f"{script.stem}-{port}.log")
+    with log.open("wb") as out:
+        proc = subprocess.Popen(
+            [sys.executable, str(script), "http", str(port)],
+            env={**os.environ, **env},
+            stdout=subprocess.DEVNULL,
+            stderr=out,
+        )
     try:
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + START_S
         while True:
             with (
                 contextlib.suppress(OSError),
@@ -162,9 +170,8 @@ def http_server(script: Path, env: dict[str, str]) -> Iterator[str]:
             ):
                 break
             if proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(
-                    f"the MCP server did not start: {proc.stderr.read() if proc.stderr else ''}"
-                )
+                said = log.read_text(errors="replace")
+                raise RuntimeError(f"the MCP server did not listen within {START_S} s: {said}")
             time.sleep(0.1)
         yield f"http://127.0.0.1:{port}/mcp"
     finally:
@@ -174,8 +181,6 @@ def http_server(script: Path, env: dict[str, str]) -> Iterator[str]:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
-        if proc.stderr:
-            proc.stderr.close()
 
 
 def ran(path: Path) -> list[str]:

@@ -1,8 +1,11 @@
-"""Features compose (SPEC §17): one travel-desk agent built every way (`tests/travel_desk.py`) ×
-case kinds (single, scripted turns, simulated user, repeat; every tool-mock form; a matrix) × run
-modes (serial, concurrency 4, -n 2, both) × traffic (off, hook, record then replay with every server
-stopped), crossed pairwise (allpairspy), every run writing every report (JSON, junit, markdown,
-HTML; a pass-rate threshold; the replay gated on the recording as its baseline).
+"""Features compose (SPEC §17): the travel desk's agents crossed pairwise with everything else.
+
+One travel-desk agent built every way (`tests/travel_desk.py`; with its tools served over MCP,
+`tests/travel_mcp.py`) × case kinds (single, scripted turns, simulated user, repeat; every tool-mock
+form; a matrix) × run modes (serial, concurrency 4, -n 2, both) × traffic (off, hook, record then
+replay with every server stopped), crossed pairwise (allpairspy), every run writing every report
+(JSON, junit, markdown, HTML; a pass-rate threshold; the replay gated on the recording as its
+baseline).
 
 One pytest run per (run mode, traffic) pair holds that pair's combinations, each a case of one eval
 file. For each combination the test asserts what a user sees — pytest's outcome, the tool calls in

@@ -20,6 +20,7 @@ pytest.importorskip("openai")
 import mcp.client.session  # noqa: F401 - loaded before the runs, as an agent's module loads it
 from mcp_support import AGENT, SERVER, http_server, loopback_llm, ran, route, server_command
 from openai_server import ChatServer
+from test_mocks_forms import SHOP  # a shop whose real refund writes a file
 
 # - the engine, loaded once for pytester's in-process runs
 import pytest_agent_eval.mocks.mcp  # noqa: F401
@@ -457,17 +458,6 @@ def test_the_patch_installs_when_the_agent_imports_mcp_and_nothing_of_it_loads_o
     )
     assert ran(marker) == []
 
-
-SHOP = """
-import pathlib
-
-def refund(order):
-    pathlib.Path("refunded.txt").write_text(order)  # the real side effect
-    return "refunded"
-
-def search(q):
-    return "real search"
-"""
 
 SHOP_CONFTEST = """
 import pytest
