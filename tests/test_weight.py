@@ -167,11 +167,6 @@ def test_a_plain_test_beside_eval_files_loads_no_engine(project: pytest.Pytester
     assert [name for name in _matches(names, OPTIONAL + ENGINE) if name not in CONFIGURED] == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 41's run memory is on by default: its journal loads memory.journal and report.json_report in "
-    "every run (and the checks beside a plain test); to do: load them with the first eval record",
-)
 def test_the_run_memory_costs_nothing_either(project: pytest.Pytester) -> None:
     project.makepyfile(test_plain="def test_plain():\n    pass\n")
     result = project.runpytest_subprocess(

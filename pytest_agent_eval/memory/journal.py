@@ -21,26 +21,14 @@ import contextlib
 import datetime
 import json
 import os
-import secrets
 import threading
 import time
 from pathlib import Path
 from typing import IO, Any
 
-from pytest_agent_eval.report.schema import SCHEMA_VERSION
-
 JOURNAL_VERSION = 1
 SYNC_EVERY_S = 1.0
 SUFFIX = ".journal.jsonl"
-
-
-def new_run_id() -> str:
-    """A run's id: its start (UTC, to the second) and 6 random hex digits, e.g.
-
-    ``20261127T123456Z-3f9a0c``.
-    """
-    now = datetime.datetime.now(datetime.timezone.utc)
-    return f"{now:%Y%m%dT%H%M%SZ}-{secrets.token_hex(3)}"
 
 
 def journal_path(rootdir: Path, report: Path | None, run_id: str) -> Path:
@@ -204,6 +192,7 @@ def read_journal(path: Path) -> dict[str, Any]:
     """
     from pytest_agent_eval.report.baseline import BaselineError, check_report
     from pytest_agent_eval.report.reading import case_problem
+    from pytest_agent_eval.report.schema import SCHEMA_VERSION
 
     try:
         lines = path.read_text(encoding="utf-8").split("\n")

@@ -13,7 +13,6 @@ processes writing one store lose nothing.
 
 from __future__ import annotations
 
-import datetime
 import hashlib
 import json
 from collections.abc import Callable, Iterator
@@ -26,17 +25,15 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine, make_url
 from sqlalchemy.exc import SQLAlchemyError
 
+from pytest_agent_eval.memory.rows import HEAD as HEAD
+from pytest_agent_eval.memory.rows import KNOWN as KNOWN
+from pytest_agent_eval.memory.rows import StoreError as StoreError
+from pytest_agent_eval.memory.rows import case_row, newer_schema
+from pytest_agent_eval.memory.rows import flaky_of as flaky_of
+from pytest_agent_eval.memory.rows import run_row as run_row
 from pytest_agent_eval.report.baseline import records_of
 from pytest_agent_eval.report.record import CaseRecord
-from pytest_agent_eval.report.stats import Stats
 
-HEAD = "0001"
-"""The newest schema revision this release knows (``migrations/versions``)."""
-KNOWN = ("0001",)
-TRUST_FIGURES = ("judges", "injection")
-"""A report's run-level figures of SPEC §26 (judge calibration, attack success rates), kept in a
-run's ``run``.
-"""
 _LOCK_KEY = 0x61676576  # "agev": PostgreSQL's advisory lock around a migration
 _WAIT_S = 60
 
@@ -90,12 +87,6 @@ _VERSION = sa.Table("alembic_version", sa.MetaData(), sa.Column("version_num", s
 
 def _none(data: dict[str, Any]) -> str | None:
     return None
-
-
-class StoreError(Exception):
-    """A store that cannot be used; the message names it (its password left out) and says what to
-    do.
-    """
 
 
 def shown(url: str) -> str:
@@ -190,11 +181,7 @@ class Store:
             return
         version = _version(conn)
         if version is not None and version not in KNOWN:
-            raise StoreError(
-                f"{self}: the store's schema version {version} is newer than this pytest-agent-evalset knows "
-                f"(up to {HEAD}): upgrade pytest-agent-evalset, or point --agent-eval-store (ini agent_eval_store) "
-                "at another store"
-            )
+            raise StoreError(newer_schema(str(self), version))
         if version != HEAD:
             if not self.sqlite:
                 conn.execute(sa.text("SELECT pg_advisory_xact_lock(:key)"), {"key": _LOCK_KEY})
@@ -217,7 +204,7 @@ class Store:
         """Save one run (``run_row``) and its cases' records, in one transaction;
         ``text_of(record)``: its JSON text when already made (the journal's line), else ``None``.
         """
-        rows = [_case_row(row["id"], data, text_of(data)) for data in cases]
+        rows = [case_row(row["id"], data, text_of(data)) for data in cases]
         try:
             with self._writing() as conn:
                 conn.execute(sa.insert(RUNS), [row])
@@ -342,30 +329,6 @@ class Store:
         )  # stable: each case's runs stay oldest first
 
 
-def flaky_of(rows: list[tuple[str, str, str | None]]) -> dict[str, list[str]]:
-    """From ``(nodeid, outcome, content hash)``, each case's oldest first: the cases that both
-    passed and failed under their newest content hash (an edited case starts afresh), with their
-    outcomes under it.
-    """
-    newest: dict[str, tuple[str | None, list[str]]] = {}
-    for nodeid, outcome, content in rows:
-        kept = newest.get(nodeid)
-        if kept is None or kept[0] != content:
-            kept = newest[nodeid] = (content, [])
-        kept[1].append(outcome)
-    out = {}
-    for nodeid, (content, outcomes) in newest.items():
-        decided = {
-            "pass" if o in ("passed", "xpassed") else "fail" for o in outcomes if o in _DECIDED
-        }
-        if content is not None and decided == {"pass", "fail"}:
-            out[nodeid] = outcomes
-    return out
-
-
-_DECIDED = ("passed", "xpassed", "failed", "error")
-
-
 def _engine(url: str, sqlite: bool) -> Engine:
     if not sqlite:
         return sa.create_engine(url, connect_args={"connect_timeout": 10}, pool_pre_ping=False)
@@ -415,86 +378,8 @@ def _summary(row: dict[str, Any]) -> RunSummary:
     return RunSummary(**row)
 
 
-def _json(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, sort_keys=True)
-
-
-def _case_row(run_id: str, data: dict[str, Any], text: str | None) -> dict[str, Any]:
-    return {
-        "run_id": run_id,
-        "nodeid": data["nodeid"],
-        "file": data.get("file", data["nodeid"].split("::")[0]),
-        "agent": data.get("agent"),
-        "tags": _json(data.get("tags") or []),
-        "outcome": data["outcome"],
-        "content_hash": data.get("content_hash"),
-        "score": data.get("score"),
-        "cost": data.get("cost"),
-        "latency_s": data.get("latency_s"),
-        "record": text if text is not None else json.dumps(data),
-    }
-
-
-def run_row(
-    document: dict[str, Any],
-    run_id: str,
-    git: dict[str, Any] | None = None,
-    options: dict[str, Any] | None = None,
-    source: str | None = None,
-    records: list[CaseRecord] | None = None,
-) -> dict[str, Any]:
-    """The ``runs`` row of a JSON report's document: its run, totals, cost and latency (over its
-    cases, or ``records``, the same cases made already).
-    """
-    run = document.get("run") or {}
-    git = git or {}
-    stats = Stats.of(records if records is not None else records_of(document.get("cases") or []))
-    decided = stats.passed + stats.failed + stats.errors
-    shard = run.get("shard") if isinstance(run.get("shard"), dict) else None
-    cases = document.get("cases") or []
-    models = {run["llm_model"]} if run.get("llm_model") else set()
-    models |= {str(m) for c in cases for m in c.get("unpriced_models") or []}
-    return {
-        "id": run_id,
-        "started": str(run.get("started") or ""),
-        "ended": _ended(run),
-        "saved": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="microseconds"),
-        "git_commit": run.get("git_commit"),
-        "git_branch": git.get("branch", run.get("git_branch")),
-        "git_dirty": git.get("dirty", run.get("git_dirty")),
-        "agents": _json(sorted({c["agent"] for c in cases if c.get("agent")})),
-        "models": _json(sorted(models)),
-        "options": _json(options if options is not None else {"args": run.get("args") or []}),
-        "shard": f"{shard.get('index')}/{shard.get('count')}" if shard else None,
-        "finished": bool(run.get("finished")),
-        "exit_status": run.get("exit_status"),
-        "total": stats.total,
-        "passed": stats.passed,
-        "failed": stats.failed,
-        "errors": stats.errors,
-        "skipped": stats.skipped,
-        "pass_rate": stats.passed / decided if decided else None,
-        "cost": None if stats.unpriced_cases else stats.cost,
-        "p50_latency_s": stats.latency_p50,
-        "p95_latency_s": stats.latency_p95,
-        "source": source,
-        "run": _json({**run, **{key: document[key] for key in TRUST_FIGURES if document.get(key)}}),
-    }
-
-
 def imported_id(text: str) -> str:
     """The id of a run imported from a report: from its content, so importing it again finds it
     stored.
     """
     return "import-" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
-
-
-def _ended(run: dict[str, Any]) -> str | None:
-    """When a report's run ended: its start plus its duration (``None`` when either is missing)."""
-    try:
-        started = datetime.datetime.fromisoformat(str(run.get("started")))
-        return (started + datetime.timedelta(seconds=float(run["duration_s"]))).isoformat(
-            timespec="seconds"
-        )
-    except (KeyError, TypeError, ValueError, OverflowError):
-        return None

@@ -118,7 +118,7 @@ class Traces:
         makes none).
         """
         if self._tracing is None:
-            from pytest_agent_eval.report.json_report import git_commit
+            from pytest_agent_eval.report.run_info import git_commit
             from pytest_agent_eval.traces.engine import TraceOptions, Tracing, otlp_endpoint
 
             self._tracing = Tracing(

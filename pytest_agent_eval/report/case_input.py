@@ -55,12 +55,21 @@ def _canonical(value: Any) -> Any:
     """``value`` as plain data for the hash: dataclasses as their fields (without ``_PLACE``), no
     object addresses.
     """
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+    kind = type(value)
+    if kind in _SCALARS:
+        return value
+    if kind is dict:
+        return {str(key): _canonical(item) for key, item in value.items()}
+    if kind is list or kind is tuple:
+        return [_canonical(item) for item in value]
+    names = _FIELDS.get(kind)
+    if names is None:
+        names = _FIELDS[kind] = _hashed_fields(kind)
+    if names:
         return {
-            f.name: _canonical(getattr(value, f.name))
-            for f in dataclasses.fields(value)
-            if f.name not in _PLACE
-            and not (f.name in _UNSET_LEFT_OUT and getattr(value, f.name) is None)
+            name: _canonical(item)
+            for name in names
+            if (item := getattr(value, name)) is not None or name not in _UNSET_LEFT_OUT
         }
     if isinstance(value, dict):
         return {str(key): _canonical(item) for key, item in value.items()}
@@ -71,3 +80,14 @@ def _canonical(value: Any) -> Any:
     if isinstance(value, Path):
         return value.as_posix()
     return _ADDRESS.sub("", repr(value))
+
+
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+_FIELDS: dict[type, tuple[str, ...]] = {}
+"""A dataclass's hashed field names by its class (empty for any other class), found once."""
+
+
+def _hashed_fields(kind: type) -> tuple[str, ...]:
+    if not dataclasses.is_dataclass(kind):
+        return ()
+    return tuple(f.name for f in dataclasses.fields(kind) if f.name not in _PLACE)
