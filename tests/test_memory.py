@@ -348,7 +348,7 @@ def test_the_store_loads_its_libraries_at_the_end_only_and_never_when_off(
     pytester: pytest.Pytester,
 ) -> None:
     """SPEC §27: the store is on by default: SQLAlchemy loads after the cases ran, never on their
-    way; off, never.
+    way, and only to make a new store; a current one is saved without it; off, never.
     """
     _say_suite(pytester)
     pytester.makeconftest(
@@ -363,6 +363,9 @@ def test_the_store_loads_its_libraries_at_the_end_only_and_never_when_off(
         on.stdout.str().count("during the run: False") == 2
         and "at the end: True" in on.stdout.str()
     )
+    again = pytester.runpytest_subprocess("-s", "-p", "no:randomly")
+    assert "at the end: False" in again.stdout.str()
+    assert [row[1:] for row in _runs(pytester.path / ".agent-eval" / "runs.db")] == [(2, 2, 0)] * 2
     off = pytester.runpytest_subprocess("-s", "-p", "no:randomly", "--agent-eval-store=off")
     assert (
         "at the end: False" in off.stdout.str() and "during the run: True" not in off.stdout.str()

@@ -57,6 +57,9 @@ OPTIONAL = (
     "yaml",
     "httpx",
     "httpx2",
+    # the run store's libraries: a current SQLite store is saved without them
+    "sqlalchemy",
+    "alembic",
 )
 """Modules (and packages: every module under them too) a run without options must not import."""
 
@@ -87,7 +90,7 @@ def pytest_sessionfinish(session):
     # xdist's own: an environment variable would be inherited from an outer run under -n
     worker = getattr(session.config, "workerinput", {}).get("workerid", "main")
     names = sorted(name for name in sys.modules if name.split(".")[0] in ("pytest_agent_eval", "yaml", "httpx",
-                   "httpx2"))
+                   "httpx2", "sqlalchemy", "alembic"))
     with open(f"loaded-{worker}.json", "w") as out:
         json.dump(names, out)
 """
@@ -124,10 +127,18 @@ def project(pytester: pytest.Pytester) -> pytest.Pytester:
 
 
 MEMORY_OFF = ("-p", "no:agent_eval_memory")
-"""The run memory (issue 41: the journal, on by default) loads ``memory.journal`` and
-``report.json_report`` in every run, and the checks with the first record: left out here, so the
-guard holds for everything else; ``test_the_run_memory_costs_nothing_either`` states the gap.
+"""The run memory (issue 41: the journal and the store, on by default) loads its own modules with
+the first eval record: left out here, so the guard holds for everything else;
+``test_the_run_memory_loads_its_own_modules_only`` holds what it loads.
 """
+MEMORY = (
+    "pytest_agent_eval.memory",
+    "pytest_agent_eval.memory.journal",
+    "pytest_agent_eval.memory.location",
+    "pytest_agent_eval.memory.quick",
+    "pytest_agent_eval.memory.rows",
+)
+"""What the run memory of a run with eval cases loads when its SQLite store is current."""
 
 
 @pytest.mark.parametrize("xdist", [(), ("-n", "2")], ids=["one process", "-n 2"])
@@ -175,6 +186,20 @@ def test_the_run_memory_costs_nothing_either(project: pytest.Pytester) -> None:
     result.assert_outcomes(passed=1)
     (names,) = _loaded(project).values()
     assert [name for name in _matches(names, OPTIONAL + ENGINE) if name not in CONFIGURED] == []
+
+
+def test_the_run_memory_loads_its_own_modules_only(project: pytest.Pytester) -> None:
+    """The journal writes its records without the JSON report; a current SQLite store is read (the
+    flaky cases) and saved without SQLAlchemy, which only the run that made the store loaded.
+    """
+    for _ in range(2):
+        result = project.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:randomly")
+        result.assert_outcomes(passed=3)
+    (names,) = _loaded(project).values()
+    assert _matches(names, ("pytest_agent_eval.memory",)) == list(MEMORY)
+    others = tuple(name for name in OPTIONAL if name != "pytest_agent_eval.memory")
+    assert _matches(names, others) == []
+    assert len(list((project.path / ".agent-eval" / "journal").glob("*.jsonl"))) == 2
 
 
 def test_a_written_report_loads_its_format(project: pytest.Pytester) -> None:
