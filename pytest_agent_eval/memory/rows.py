@@ -115,7 +115,7 @@ def case_row(run_id: str, data: dict[str, Any], text: str | None) -> dict[str, A
         "nodeid": data["nodeid"],
         "file": data.get("file", data["nodeid"].split("::")[0]),
         "agent": data.get("agent"),
-        "tags": _json(data.get("tags") or []),
+        "tags": _json(tags) if (tags := data.get("tags")) else "[]",
         "outcome": data["outcome"],
         "content_hash": data.get("content_hash"),
         "score": data.get("score"),
