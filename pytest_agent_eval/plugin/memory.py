@@ -410,9 +410,11 @@ class _Git:
         return self._state
 
     def close(self) -> None:
+        """Reap the process (killed when still running) unless its state was read."""
         process, self._process = self._process, None
-        if process is not None and process.poll() is None:
-            process.kill()
+        if process is not None and self._state is None:
+            if process.poll() is None:
+                process.kill()
             process.communicate()
 
 
