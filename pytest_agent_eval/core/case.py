@@ -1,6 +1,4 @@
-"""The case model: one eval case, with everything needed to run and check it, and where it came
-from.
-"""
+"""The case model: one eval case, with all it takes to run and check it, and where it came from."""
 
 from __future__ import annotations
 

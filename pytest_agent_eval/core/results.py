@@ -1,5 +1,6 @@
-"""What running produces: an agent run's record (output, tool calls, timing, usage), a check's, a
-trial's and a case's result.
+"""What running produces: an agent run's record, and a check's, a trial's and a case's result.
+
+A run's record holds its output, tool calls, timing and usage.
 """
 
 from __future__ import annotations
@@ -93,10 +94,11 @@ class RunRecord:
         return [c.name for c in self.tool_calls]
 
     def add_turn(self, turn: RunRecord) -> None:
-        """Add one agent call of a conversation to this, the conversation's record: latency and
-        usage summed, tool calls and metadata lists joined; the answer, reasoning, other metadata
-        and conversation the turn's. A usage figure that some call did not report is ``None``
-        (unknown), never the sum of the others.
+        """Add one agent call of a conversation to this, the conversation's record.
+
+        Latency and usage are summed, tool calls and metadata lists joined; the answer, reasoning,
+        other metadata and conversation are the turn's. A usage figure that some call did not report
+        is ``None`` (unknown), never the sum of the others.
         """
         self.latency_s += turn.latency_s
         self.tool_calls.extend(turn.tool_calls)
@@ -129,11 +131,12 @@ def _number(value: Any) -> TypeGuard[float]:
 
 
 def merged_calls(reported: list[ToolCall], recorded: list[ToolCall]) -> list[ToolCall]:
-    """The tool calls the agent reported with those tool mocks recorded: a call both saw once (the
-    mocks' record of it: the arguments the tool got, the answer it gave), in the agent's order; a
-    recorded call the agent did not report (a plain agent reports none) before the next recorded one
-    it did. Matched by name, and by arguments first: parallel calls may reach the mocks in another
-    order than the agent lists them.
+    """Merge the tool calls the agent reported with those the tool mocks recorded.
+
+    A call both saw is listed once (the mocks' record of it: the arguments the tool got, the answer
+    it gave), in the agent's order; a recorded call the agent did not report (a plain agent reports
+    none) before the next recorded one it did. Matched by name, and by arguments first: parallel
+    calls may reach the mocks in another order than the agent lists them.
     """
     matched: dict[int, int] = {}  # reported index -> recorded index
     for i, call in enumerate(reported):
@@ -210,9 +213,7 @@ class TrialResult:
 
     @property
     def scored(self) -> bool:
-        """Whether ``score`` is a real score: no check is without a verdict, and something was
-        scored.
-        """
+        """Whether ``score`` is a real score: no check lacks a verdict, and something was scored."""
         if any(c.error for c in self.checks):
             return False
         return bool(self.run.error or self.violations or any(c.scored for c in self.checks))
