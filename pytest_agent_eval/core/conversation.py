@@ -6,8 +6,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 DEFAULT_WEIGHTS = {"timing": 1.0, "tasks": 2.0, "assertions": 4.0}
-"""The composite's default weights (the conversation-job home project's ``(timing + 2·task +
-4·assertion) / 7``).
+"""The composite's default weights.
+
+As the conversation-job home project weighs them: ``(timing + 2·task + 4·assertion) / 7``.
 """
 DEFAULT_MIN_SCORE = 0.7
 DEFAULT_SIGNOFF = "Thanks, goodbye"

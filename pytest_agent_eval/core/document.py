@@ -47,12 +47,14 @@ _JSON_DEPTH = 2
 # Cached YAML documents decode lines this deep at once (a case's own line), the rest on demand.
 _SHALLOW = 2
 MAX_DEPTH = 50
-"""Data nested deeper than this is an error: what renders, copies or validates values recurses once
-per level.
+"""How deep data may nest; deeper is an error.
+
+What renders, copies or validates values recurses once per level.
 """
 MAX_ALIASED = 100_000
-"""YAML aliases may add this many values to a file's data (a few hundred bytes of aliases can mean
-billions).
+"""How many values YAML aliases may add to a file's data.
+
+A few hundred bytes of aliases can mean billions.
 """
 
 
@@ -64,12 +66,14 @@ class Document:
     data: Any
     lines: dict[PathKey, int] = field(default_factory=dict)
     locate: Callable[[PathKey], None] | None = field(default=None, repr=False)
-    """Fills ``lines`` below a key on demand (JSON decodes cases wholesale and locates their keys
-    lazily).
+    """Fills ``lines`` below a key on demand.
+
+    JSON decodes cases wholesale and locates their keys lazily.
     """
     bad_lines: list[EvalFileError] = field(default_factory=list)
-    """JSON Lines that are not JSON: each one error case of the file, beside the cases of the good
-    lines.
+    """JSON Lines that are not JSON, each one error case of the file.
+
+    They stand beside the cases of the good lines.
     """
 
     def line(self, key: PathKey) -> int:

@@ -20,8 +20,9 @@ CALIBRATION_SUFFIXES = (
     ".calibration.json",
     ".calibration.jsonl",
 )
-"""A judge's calibration set (SPEC §26): collected as calibration items (``plugin.calibration``),
-not cases.
+"""The suffixes of a judge's calibration set (SPEC §26).
+
+Such a file is collected as calibration items (``plugin.calibration``), not cases.
 """
 
 DEFAULT_FILES = (

@@ -16,8 +16,9 @@ class UnmockedToolError(Exception):
     def __init__(self, message: str, violation: str | None = None) -> None:
         super().__init__(message)
         self.violation = violation or message
-        """The line a failure shows: the call, its arguments, the case's ``path:line`` and what to
-        do.
+        """The line a failure shows.
+
+        It names the call, its arguments, the case's ``path:line`` and what to do.
         """
 
 
