@@ -1,5 +1,6 @@
-"""The pytest layer of pytest-agent-eval (the ``pytest11`` entry point): this module holds the hooks
-only, each delegating to the module of its concern beside it (collect, execute, prepare, options,
+"""The pytest layer of pytest-agent-eval (the ``pytest11`` entry point): the hooks only.
+
+Each hook delegates to the module of its concern beside it (collect, execute, prepare, options,
 state, scheduler, ...).
 """
 

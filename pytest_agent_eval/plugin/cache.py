@@ -1,6 +1,8 @@
-"""The verdict cache (SPEC §25): ``--agent-eval-cache off|read|write|on`` (ini ``agent_eval_cache``;
-default off) and ``--agent-eval-changed`` (the cache read and written: only the cases whose key
-changed run, the rest are reported from the cache).
+"""The verdict cache (SPEC §25): cases whose key is unchanged reported from the cache.
+
+``--agent-eval-cache off|read|write|on`` (ini ``agent_eval_cache``; default off) and
+``--agent-eval-changed`` (the cache read and written: only the cases whose key changed run, the rest
+are reported from the cache).
 
 With ``read``, an eval item whose key (``report.verdict_cache.KeyParts``) has a stored passed or
 failed record is not run: its record is that one, marked ``cached``, and the item passes or fails as
@@ -55,8 +57,9 @@ class Cache:
         return self._store
 
     def key(self, item: pytest.Item, case: Case) -> str | None:
-        """The item's cache key; ``None`` when its agent cannot be fingerprinted (a fixture's, no
-        version).
+        """The item's cache key.
+
+        ``None`` when its agent cannot be fingerprinted (a fixture's, no version).
         """
         from pytest_agent_eval.checks.judge import PROMPT, REFERENCE_RUBRIC
         from pytest_agent_eval.plugin.prepare import agent_ref, session_responses
@@ -132,8 +135,9 @@ class Cache:
 
 
 def _cassette(item: pytest.Item, case: Case) -> str | None:
-    """A hash of the case's cassette (what a replayed case is answered with); ``None`` when it has
-    none.
+    """A hash of the case's cassette (what a replayed case is answered with).
+
+    ``None`` when it has none.
     """
     import hashlib
 
@@ -155,8 +159,9 @@ def _cassette(item: pytest.Item, case: Case) -> str | None:
 
 
 def lookup(item: pytest.Item, case: Case) -> dict[str, Any] | None:
-    """The cached record of ``item`` (the cache read and a hit), else ``None``; nothing without the
-    cache.
+    """The cached record of ``item`` (the cache read and a hit), else ``None``.
+
+    Nothing without the cache.
     """
     cache = item.config.pluginmanager.get_plugin("agent_eval_cache_plugin")
     if not isinstance(cache, Cache):
@@ -174,15 +179,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         dest="agent_eval_cache",
         choices=MODES,
         default=None,
-        help="the verdict cache: read (reuse a case's record when nothing it depends on changed), write, on (both), "
-        "off (default; ini: agent_eval_cache)",
+        help="the verdict cache: read (reuse a case's record when nothing it depends on changed), "
+        "write, on (both), off (default; ini: agent_eval_cache)",
     )
     group.addoption(
         "--agent-eval-changed",
         dest="agent_eval_changed",
         action="store_true",
         default=False,
-        help="run only the cases whose cache key changed; report the others from the verdict cache (cache on)",
+        help="run only the cases whose cache key changed; report the others from the verdict "
+        "cache (cache on)",
     )
     parser.addini("agent_eval_cache", "the verdict cache: off, read, write or on", default="off")
     parser.addini(

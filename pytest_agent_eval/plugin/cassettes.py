@@ -22,8 +22,9 @@ from pytest_agent_eval.traffic.cassette import sent_cassette_path, write_cassett
 
 
 class ReturnedCassettes:
-    """A plugin object on the xdist controller of a recording run: writes the cassettes the workers
-    sent.
+    """A plugin object on the xdist controller of a recording run.
+
+    It writes the cassettes the workers sent.
     """
 
     def __init__(self, config: pytest.Config, folder: Path | None) -> None:
@@ -59,7 +60,8 @@ class ReturnedCassettes:
         if target is None:
             tell(
                 self.config,
-                f"{report.nodeid}: its worker sent a cassette outside the cassette folder: {sent['path']}",
+                f"{report.nodeid}: its worker sent a cassette outside the cassette folder: "
+                f"{sent['path']}",
             )
             return
         try:

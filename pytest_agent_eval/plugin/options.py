@@ -16,8 +16,9 @@ __all__ = ["Settings", "add_options", "is_eval_file", "option_group", "orphan_si
 
 
 def option_group(parser: pytest.Parser) -> pytest.OptionGroup:
-    """The plugin's group of options in ``pytest --help``, for every feature module's
-    ``pytest_addoption``.
+    """The plugin's group of options in ``pytest --help``.
+
+    For every feature module's ``pytest_addoption``.
     """
     return parser.getgroup(
         "agent-eval", "pytest-agent-eval: LLM agent evals from YAML/JSON golden sets"
@@ -39,8 +40,8 @@ def add_options(parser: pytest.Parser) -> None:
         metavar="NAME=MODULE:ATTR",
         action="append",
         default=[],
-        help="run every case against this agent as the variant case[NAME] (repeatable: a matrix; replaces the "
-        "files' `agent:`/`agents:`, not a case's own `agent:`)",
+        help="run every case against this agent as the variant case[NAME] (repeatable: a matrix; "
+        "replaces the files' `agent:`/`agents:`, not a case's own `agent:`)",
     )
     group.addoption(
         "--agent-eval-timeout",
@@ -48,7 +49,8 @@ def add_options(parser: pytest.Parser) -> None:
         metavar="SECONDS",
         type=float,
         default=None,
-        help="default per-call agent timeout for cases without `timeout:` (ini: agent_eval_timeout)",
+        help="default per-call agent timeout for cases without `timeout:` (ini: "
+        "agent_eval_timeout)",
     )
     group.addoption(
         "--agent-eval-concurrency",
@@ -72,15 +74,16 @@ def add_options(parser: pytest.Parser) -> None:
         dest="agent_eval_require_llm",
         action="store_true",
         default=None,
-        help="fail, instead of leaving 'not scored', a check that needs an LLM when none is configured "
-        "(ini: agent_eval_require_llm)",
+        help="fail, instead of leaving 'not scored', a check that needs an LLM when none is "
+        "configured (ini: agent_eval_require_llm)",
     )
     group.addoption(
         "--agent-eval-resume",
         dest="agent_eval_resume",
         metavar="REPORT",
         default=None,
-        help="run only the eval cases REPORT has no final record of; the report holds REPORT's records and the new",
+        help="run only the eval cases REPORT has no final record of; the report holds REPORT's "
+        "records and the new",
     )
     _add_traffic_options(group, parser)
     parser.addini(
@@ -101,13 +104,14 @@ def add_options(parser: pytest.Parser) -> None:
     parser.addini("agent_eval_timeout", "default per-call agent timeout in seconds", default="")
     parser.addini(
         "agent_eval_tool_dispatch",
-        "module:function of the agent's tool dispatcher (name, args) -> result that tool mocks patch, for eval "
-        "files without `tool_dispatch:`",
+        "module:function of the agent's tool dispatcher (name, args) -> result that tool mocks "
+        "patch, for eval files without `tool_dispatch:`",
         default="",
     )
     parser.addini(
         "agent_eval_unmocked_tools",
-        "what a call to a tool without a mock response does: strict (fails the case), default, passthrough",
+        "what a call to a tool without a mock response does: strict (fails the case), default, "
+        "passthrough",
         default="strict",
     )
     parser.addini(
@@ -118,16 +122,17 @@ def add_options(parser: pytest.Parser) -> None:
 
 
 def _add_traffic_options(group: pytest.OptionGroup, parser: pytest.Parser) -> None:
-    """SPEC §14: the hook on the agent's HTTP traffic to its LLM (usage, record/replay, budgets,
-    retries).
+    """SPEC §14: the options of the hook on the agent's HTTP traffic to its LLM.
+
+    Usage, record/replay, budgets, retries.
     """
     group.addoption(
         "--agent-eval-traffic",
         dest="agent_eval_traffic",
         action="store_true",
         default=None,
-        help="watch each case's HTTP traffic (httpx): token usage and cost per case, retries of 429/5xx "
-        "(ini: agent_eval_traffic; on by itself with any option below)",
+        help="watch each case's HTTP traffic (httpx): token usage and cost per case, retries of "
+        "429/5xx (ini: agent_eval_traffic; on by itself with any option below)",
     )
     group.addoption(
         "--agent-eval-record",
@@ -144,8 +149,8 @@ def _add_traffic_options(group: pytest.OptionGroup, parser: pytest.Parser) -> No
         dest="agent_eval_replay",
         action="store_true",
         default=False,
-        help="answer each case's HTTP requests from its cassette, never the network (a request not recorded "
-        "errors its case)",
+        help="answer each case's HTTP requests from its cassette, never the network (a request "
+        "not recorded errors its case)",
     )
     group.addoption(
         "--agent-eval-retries",
@@ -153,37 +158,41 @@ def _add_traffic_options(group: pytest.OptionGroup, parser: pytest.Parser) -> No
         metavar="N",
         type=int,
         default=None,
-        help="retry an LLM request answered 429 or 5xx up to N times, honouring Retry-After (ini: agent_eval_retries; "
-        "default 3)",
+        help="retry an LLM request answered 429 or 5xx up to N times, honouring Retry-After (ini: "
+        "agent_eval_retries; default 3)",
     )
     group.addoption(
         "--agent-eval-rate-limit",
         dest="agent_eval_rate_limit",
         metavar="N/s|N/min|N/h",
         default=None,
-        help="request budget for the whole run, shared by every worker (ini: agent_eval_rate_limit)",
+        help="request budget for the whole run, shared by every worker (ini: "
+        "agent_eval_rate_limit)",
     )
     group.addoption(
         "--agent-eval-token-limit",
         dest="agent_eval_token_limit",
         metavar="N/s|N/min|N/h",
         default=None,
-        help="token budget for the whole run, debited from each response's usage (ini: agent_eval_token_limit)",
+        help="token budget for the whole run, debited from each response's usage (ini: "
+        "agent_eval_token_limit)",
     )
     group.addoption(
         "--agent-eval-rate-limit-url",
         dest="agent_eval_rate_limit_url",
         metavar="redis://HOST:PORT/DB",
         default=None,
-        help="keep the budgets in Redis, shared across machines (ini: agent_eval_rate_limit_url; extra 'redis')",
+        help="keep the budgets in Redis, shared across machines (ini: agent_eval_rate_limit_url; "
+        "extra 'redis')",
     )
     group.addoption(
         "--agent-eval-pace",
         dest="agent_eval_pace",
         choices=("on", "off"),
         default=None,
-        help="one pace for the run's LLM requests: a 429's cool-down and the rate the provider announces slow every "
-        "worker together, so that no case is lost to a rate limit (ini: agent_eval_pace; default on)",
+        help="one pace for the run's LLM requests: a 429's cool-down and the rate the provider "
+        "announces slow every worker together, so that no case is lost to a rate limit (ini: "
+        "agent_eval_pace; default on)",
     )
     parser.addini(
         "agent_eval_traffic", "watch each case's HTTP traffic: usage, cost, retries", type="bool"
@@ -205,7 +214,8 @@ def _add_traffic_options(group: pytest.OptionGroup, parser: pytest.Parser) -> No
     )
     parser.addini(
         "agent_eval_cassettes",
-        "folder of the cassettes (relative to the rootdir); default: cassettes/ beside each eval file",
+        "folder of the cassettes (relative to the rootdir); default: cassettes/ beside each eval "
+        "file",
         default="",
     )
     parser.addini(
@@ -300,7 +310,8 @@ class Settings:
         unmocked = str(config.getini("agent_eval_unmocked_tools")).strip() or "strict"
         if unmocked not in UNMOCKED_MODES:
             raise pytest.UsageError(
-                f"ini agent_eval_unmocked_tools = {unmocked!r}: use one of {', '.join(UNMOCKED_MODES)}"
+                f"ini agent_eval_unmocked_tools = {unmocked!r}: use one of "
+                f"{', '.join(UNMOCKED_MODES)}"
             )
         responses = str(config.getini("agent_eval_tool_responses")).strip()
         concurrency = config.getoption("agent_eval_concurrency")

@@ -18,12 +18,16 @@ import pytest
 from pytest_agent_eval import compat
 from pytest_agent_eval.traffic.options import TrafficOptions
 
-_SHARE = "give --agent-eval-rate-limit-url redis://HOST:6379/0 (a Redis server every machine reaches, extra 'redis')"
+_SHARE = (
+    "give --agent-eval-rate-limit-url redis://HOST:6379/0 (a Redis server every machine reaches, "
+    "extra 'redis')"
+)
 
 
 def unshared_pace(options: TrafficOptions, remote: list[str]) -> str | None:
-    """Why the run's pace is not shared by its ``remote`` workers (``--tx`` specs), or ``None`` when
-    it is, or there is none.
+    """Why the run's pace is not shared by its ``remote`` workers (``--tx`` specs).
+
+    ``None`` when it is, or there is none.
     """
     if not remote or options.rate_limit_url:
         return None
@@ -38,21 +42,23 @@ def unshared_pace(options: TrafficOptions, remote: list[str]) -> str | None:
     ]
     if written:
         return (
-            f"{' and '.join(written)} without a shared store while {where}: each machine keeps the budget in its own "
-            f"cache directory, so the run may spend it once per machine; {_SHARE} to share it"
+            f"{' and '.join(written)} without a shared store while {where}: each machine keeps "
+            "the budget in its own cache directory, so the run may spend it once per machine; "
+            f"{_SHARE} to share it"
         )
     if options.pace:
         return (
-            f"the run's pace (--agent-eval-pace, on by default) has no shared store while {where}: each machine "
-            f"slows down for the provider's rate limit on its own, not together; {_SHARE} to share it, or "
-            "--agent-eval-pace off"
+            "the run's pace (--agent-eval-pace, on by default) has no shared store while "
+            f"{where}: each machine slows down for the provider's rate limit on its own, not "
+            f"together; {_SHARE} to share it, or --agent-eval-pace off"
         )
     return None
 
 
 def warn_unshared_pace(config: pytest.Config, options: TrafficOptions) -> None:
-    """On the controller: one pytest warning when a remote worker's pace is not shared (see the
-    module).
+    """On the controller: one pytest warning when a remote worker's pace is not shared.
+
+    See the module.
     """
     why = unshared_pace(options, compat.remote_workers(config))
     if why is not None:

@@ -116,8 +116,9 @@ class EvalSession:
 
     @property
     def adapters(self) -> AdapterRegistry:
-        """The framework adapters: plugins' (``pytest_agent_eval_register_adapters``) first, then
-        the built-in.
+        """The framework adapters.
+
+        Plugins' (``pytest_agent_eval_register_adapters``) first, then the built-in.
         """
         if self._adapters is None:
             from pytest_agent_eval.adapters import builtin_adapters
@@ -147,8 +148,10 @@ class EvalSession:
 
     @property
     def inflight(self) -> InFlight | None:
-        """On an xdist worker, where the cases in flight are noted for the controller (crashes);
-        ``None`` where the controller's folder for them is not (a worker on another machine).
+        """On an xdist worker, where the cases in flight are noted for the controller.
+
+        For crashes. ``None`` where the controller's folder for them is not (a worker on another
+        machine).
         """
         if self._inflight is _UNSET:
             from pytest_agent_eval import compat
@@ -183,8 +186,9 @@ class EvalSession:
     def run_settings(
         self, case: Case, llm: LLM | None, recorder: RecorderFactory | None
     ) -> RunSettings:
-        """What running ``case`` needs: checks, timeout, the LLM, tool-mock recorder and the
-        concurrency limit.
+        """What running ``case`` needs.
+
+        Checks, timeout, the LLM, tool-mock recorder and the concurrency limit.
         """
         from pytest_agent_eval.run.settings import RunSettings
 
@@ -268,10 +272,11 @@ a marker.
 
 
 def limits_folder(config: pytest.Config) -> Path:
-    """Where the run's shared budgets live (the pace, the spend): the run's cache directory, shared
-    by every xdist worker; without a writable cache, a folder by rootdir in the user's private
-    folder (SPEC §22: made 0700, checked to be the user's, never a symlink), never a predictable
-    shared path another local user could plant.
+    """Where the run's shared budgets live (the pace, the spend).
+
+    The run's cache directory, shared by every xdist worker; without a writable cache, a folder by
+    rootdir in the user's private folder (SPEC §22: made 0700, checked to be the user's, never a
+    symlink), never a predictable shared path another local user could plant.
     """
     import hashlib
 
@@ -296,7 +301,8 @@ def get_state(config: pytest.Config) -> EvalSession:
 
 
 def _http_client_loaded() -> bool:
-    """Whether an HTTP client the pace hooks (``traffic.hook.adopt``) is loaded: one dict look-up
-    per case.
+    """Whether an HTTP client the pace hooks (``traffic.hook.adopt``) is loaded.
+
+    One dict look-up per case.
     """
     return "httpx" in sys.modules or "httpx2" in sys.modules
