@@ -21,7 +21,7 @@ ATTRIBUTE = "agent_eval"
 """The test report attribute that carries the record (a dict) from the worker to the controller."""
 CASSETTE = "agent_eval_cassette"
 """The test report attribute that carries a cassette recorded on a worker to the controller
-(``plugin.cassettes``).
+(``plugin.traffic``).
 """
 
 DECIDED = (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED)
