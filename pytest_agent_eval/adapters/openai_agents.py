@@ -110,6 +110,29 @@ def read_result(result: Any) -> RunRecord:
     return record
 
 
+def keep_tracing_local() -> None:
+    """Take the SDK's exporter to OpenAI's servers out of its tracing; off if nothing else is left.
+
+    The SDK lists its processors only on a private attribute (read as OpenInference's instrumentor
+    reads it); where that cannot be read, tracing is turned off as a whole, as before.
+    """
+    from agents import set_trace_processors, set_tracing_disabled
+    from agents.tracing import get_trace_provider
+    from agents.tracing.processors import default_processor
+
+    multi = getattr(get_trace_provider(), "_multi_processor", None)
+    registered = getattr(multi, "_processors", None)
+    if not isinstance(registered, tuple | list):
+        set_tracing_disabled(True)
+        return
+    default = default_processor()
+    own = [p for p in registered if p is not default]
+    if len(own) != len(registered):
+        set_trace_processors(own)
+    if not own:
+        set_tracing_disabled(True)
+
+
 class OpenAIAgentsAdapter:
     """``agents.Agent`` objects, run with ``agents.Runner.run``.
 
@@ -125,12 +148,12 @@ class OpenAIAgentsAdapter:
     def agent(self, obj: Any, name: str) -> Agent:
         async def run_agent(query: str, context: dict[str, Any]) -> Any:
             try:
-                from agents import Runner, set_tracing_disabled
+                from agents import Runner
             except ImportError as exc:  # an object of the SDK, but the SDK cannot be imported whole
                 raise ImportError(
                     f"the OpenAI Agents SDK cannot be imported ({exc}): {EXTRA}"
                 ) from None
-            set_tracing_disabled(True)
+            keep_tracing_local()
             earlier = CONVERSATION.get()  # in a conversation: the earlier items, then this message
             given = [*earlier, {"role": "user", "content": query}] if earlier else query
             return await Runner.run(obj, given, context=context)

@@ -54,41 +54,13 @@ class EvalSession:
         self._inflight: Any = _UNSET
         self.eval_items = 0
         """How many items the eval files collected so far made (the GC policy depends on it)."""
-        self.traffic: Traffic | None = self._start_traffic() if self.settings.traffic.on else None
-        """The HTTP traffic hook (SPEC §14), installed only when an option needs it, or for the
-        run's pace alone (on by default) at the first case that starts with ``httpx`` or ``httpx2``
-        loaded: a run whose agents load neither (nothing the pace could hook) loads none of it.
+        self.traffic: Traffic | None = None
+        """The HTTP traffic hook (SPEC §14), installed at configure when an option needs it
+        (``plugin.traffic``), or for the run's pace alone (on by default) at the first case that
+        starts with ``httpx`` or ``httpx2`` loaded: a run whose agents load neither (nothing the
+        pace could hook) loads none of it.
         """
         self._pace_pending = not self.settings.traffic.on and self.settings.traffic.pace
-
-    def _start_traffic(self) -> Traffic:
-        import warnings
-
-        from pytest_agent_eval.traffic.session import start
-
-        folder = limits_folder(self.config)
-        from pytest_agent_eval.traffic.store import StoreError, StoreWarning
-
-        try:
-            from pytest_agent_eval import compat
-
-            worker = compat.is_worker(self.config)  # its recorded cassettes go to the controller
-            with warnings.catch_warnings(
-                record=True
-            ) as caught:  # at configure time pytest shows only those given it
-                warnings.simplefilter("always", StoreWarning)
-                traffic = start(
-                    self.settings.traffic, self.config.rootpath, folder, send_back=worker
-                )
-        except (
-            ValueError,
-            ImportError,
-            StoreError,
-        ) as exc:  # the store's: one message at start, what to do
-            raise pytest.UsageError(str(exc)) from None
-        for warning in caught:
-            self.config.issue_config_time_warning(warning.message, stacklevel=2)  # type: ignore[arg-type]
-        return traffic
 
     @property
     def checks(self) -> CheckRegistry:
@@ -197,7 +169,9 @@ class EvalSession:
         ):  # the pace hooks httpx/httpx2 only: none, nothing to pace
             self._pace_pending = False
             try:
-                self.traffic = self._start_traffic()
+                from pytest_agent_eval.plugin.traffic import start
+
+                self.traffic = start(self.config, self.settings.traffic)
             except (
                 pytest.UsageError
             ) as exc:  # the default pace's store failed: the run goes on unpaced, saying why

@@ -71,7 +71,7 @@ def note_result(item: pytest.Item, result: CaseResult) -> None:
     item.stash[_RECORD] = record
     if (
         result.cassette is not None
-    ):  # recorded on an xdist worker: the controller writes it (``plugin.cassettes``)
+    ):  # recorded on an xdist worker: the controller writes it (``plugin.traffic``)
         item.stash[_CASSETTE] = result.cassette
     item.user_properties.extend(record.junit_properties())
 

@@ -23,7 +23,7 @@ ATTRIBUTE = "agent_eval"
 CASSETTE = "agent_eval_cassette"
 """The test report attribute that carries a cassette recorded on a worker to the controller.
 
-Read by ``plugin.cassettes``.
+Read by ``plugin.traffic``.
 """
 
 DECIDED = (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED)
