@@ -4,8 +4,10 @@ An ``Agent`` is run with ``Runner.run`` (in a conversation, on the earlier items
 ``result.to_input_list()``, and the new message); the run's new items give the tool calls (arguments
 and outputs) and handoffs; ``FunctionTool`` objects are replaced by copies with the same name,
 description and JSON schema whose ``on_invoke_tool`` answers from the case's tool mocks. The SDK is
-imported only for an object that is already one of its own; its tracing is turned off (it would send
-spans to OpenAI's servers).
+imported only for an object that is already one of its own. Its tracing: the SDK's default processor
+(it sends the spans to OpenAI's servers) is taken out; processors the project registered (such as
+OpenInference's instrumentor) keep the SDK's spans, which land under the trial's root; with none
+left, the SDK's tracing is off (``keep_tracing_local``).
 """
 
 from __future__ import annotations
