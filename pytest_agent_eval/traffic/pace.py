@@ -180,8 +180,10 @@ class Pace:
         if gate is not None:
             gate.result()
         delay = self._first_permit(host, first)
-        if delay > 0:
-            time.sleep(delay)
+        while delay >= 0:  # paced: wait for the slot, then until a step after the last one sent
+            if delay > 0:
+                time.sleep(delay)
+            delay = self._send(host, first)
         return first
 
     async def wait_async(self, host: str) -> bool:
@@ -189,8 +191,10 @@ class Pace:
         if gate is not None:
             await asyncio.wrap_future(gate)
         delay = self._first_permit(host, first)
-        if delay > 0:
-            await asyncio.sleep(delay)
+        while delay >= 0:
+            if delay > 0:
+                await asyncio.sleep(delay)
+            delay = self._send(host, first)
         return first
 
     def _first_permit(self, host: str, first: bool) -> float:
@@ -204,6 +208,19 @@ class Pace:
             if first:
                 self.open(host)
             raise
+
+    def _send(self, host: str, first: bool) -> float:
+        """``store.send``: -1 once the request may go, else the seconds to wait before asking again.
+
+        The host's first request whose store call failed lets the others go (to fail as it did).
+        """
+        try:
+            wait = self._ask(lambda: self.store.send(host))
+        except StoreError:
+            if first:
+                self.open(host)
+            raise
+        return wait if wait > 0 else -1.0
 
     def _ask(self, call: Callable[[], T]) -> T:
         """A store call.
@@ -219,7 +236,7 @@ class Pace:
             raise
 
     def _permit(self, host: str) -> float:
-        """Seconds to wait for this request's permit.
+        """Seconds to wait for this request's permit; -1 when nothing paces the host.
 
         A host nothing paces goes without the store for ``FREE_S`` (no lock per request at high
         rates): a 429 seen here ends that at once, one seen by another worker within ``FREE_S``.
@@ -227,7 +244,7 @@ class Pace:
         with self._lock:
             self._sent[host] = self._sent.get(host, 0) + 1
             if time.monotonic() < self._free.get(host, 0.0):
-                return 0.0
+                return -1.0
             sent, self._sent[host] = self._sent[host], 0
         estimate = self._estimate
         delay = self._ask(lambda: self.store.reserve(host, estimate, sent))

@@ -82,6 +82,16 @@ class Store(Protocol):
         """
         ...
 
+    def send(self, host: str) -> float:
+        """Record that a paced request to ``host`` is sent now; or the seconds it must still wait.
+
+        Permits are slots; a process that wakes late (a loaded machine) would send its late
+        requests together with the ones on time. So each request is sent at least one step after
+        the last one actually sent (the written budget's and the host's), across processes: 0 when
+        it may go (recorded), else how long to wait before asking again.
+        """
+        ...
+
     def update(self, ops: Sequence[Op]) -> None: ...
 
     def close(self) -> None: ...
@@ -115,6 +125,18 @@ def reserve_state(
     state[f"last:{host}"] = slot
     paced = any(get(name) > 0 for name in ("step", "tstep", f"step:{host}", f"tstep:{host}"))
     return slot - now if paced or get(f"cool:{host}") > now else -1.0
+
+
+def send_state(state: dict[str, float], now: float, host: str) -> float:
+    """``send`` of the file store (``_SEND`` in Lua for Redis)."""
+    wait = max(
+        state.get("sent", 0.0) + state.get("step", 0.0) - now,
+        state.get(f"sent:{host}", 0.0) + state.get(f"step:{host}", 0.0) - now,
+    )
+    if wait > 0:
+        return wait
+    state["sent"] = state[f"sent:{host}"] = now
+    return 0.0
 
 
 def update_state(state: dict[str, float], now: float, ops: Sequence[Op]) -> None:
@@ -169,6 +191,20 @@ return '-1'
 
 """
 
+_SEND = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
+local key, host = KEYS[1], ARGV[1]
+local function get(name) return tonumber(redis.call('HGET', key, name) or '0') or 0 end
+local wait = math.max(get('sent') + get('step') - now,
+  get('sent:' .. host) + get('step:' .. host) - now)
+if wait > 0 then return string.format('%.6f', wait) end
+redis.call('HSET', key, 'sent', string.format('%.6f', now), 'sent:' .. host,
+  string.format('%.6f', now))
+redis.call('EXPIRE', key, 600)
+return '0'
+"""
+
 _UPDATE = f"""
 local MAX_STEP_S = {MAX_STEP_S}
 local t = redis.call('TIME')
@@ -218,6 +254,7 @@ class RedisStore:
         self._key = key
         self._reserve = self._client.register_script(_RESERVE)
         self._update = self._client.register_script(_UPDATE)
+        self._send = self._client.register_script(_SEND)
 
     def _call(self, call: Callable[[], T]) -> T:
         from redis import AuthenticationError, RedisError, ResponseError
@@ -242,6 +279,9 @@ class RedisStore:
     def reserve(self, host: str, tokens: float, sent: int = 1) -> float:
         args = [host, f"{tokens:.3f}", str(sent)]
         return float(self._call(lambda: self._reserve(keys=[self._key], args=args)))
+
+    def send(self, host: str) -> float:
+        return float(self._call(lambda: self._send(keys=[self._key], args=[host])))
 
     def update(self, ops: Sequence[Op]) -> None:
         if ops:
@@ -315,6 +355,10 @@ class FileStore:
     def reserve(self, host: str, tokens: float, sent: int = 1) -> float:
         with self._state() as (state, now):
             return reserve_state(state, now, host, tokens, sent)
+
+    def send(self, host: str) -> float:
+        with self._state() as (state, now):
+            return send_state(state, now, host)
 
     def update(self, ops: Sequence[Op]) -> None:
         if ops:
