@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from pytest_agent_eval.checks.base import CheckContext, CheckError, CheckRegistry
-from pytest_agent_eval.checks.promptfoo_asserts import DETERMINISTIC, Verdict, cost_so_far
+from pytest_agent_eval.checks.promptfoo_deterministic import DETERMINISTIC, Verdict, cost_so_far
 from pytest_agent_eval.checks.promptfoo_graded import Judge, graded, python
 from pytest_agent_eval.checks.promptfoo_types import ALIASES, unsupported
 from pytest_agent_eval.core.results import CheckResult, RunRecord

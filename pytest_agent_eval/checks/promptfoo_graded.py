@@ -14,7 +14,7 @@ from typing import Any
 
 from pytest_agent_eval.checks.base import CheckContext, CheckError
 from pytest_agent_eval.checks.judge import NO_LLM, prompt_fields, read_score
-from pytest_agent_eval.checks.promptfoo_asserts import Verdict
+from pytest_agent_eval.checks.promptfoo_deterministic import Verdict
 from pytest_agent_eval.core.results import RunRecord
 from pytest_agent_eval.imports import file_module
 from pytest_agent_eval.llm import ask
