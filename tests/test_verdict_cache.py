@@ -14,7 +14,7 @@ import pytest
 
 from pytest_agent_eval.core.case import Case
 from pytest_agent_eval.report.case_input import content_hash
-from pytest_agent_eval.report.verdict_cache import KeyParts, VerdictCache, agent_fingerprint
+from pytest_agent_eval.report.verdict_cache import KeyParts, agent_fingerprint
 from pytest_agent_eval.version import __version__
 
 BASE = KeyParts(
@@ -107,40 +107,6 @@ def test_a_declared_agent_version_stands_for_the_source(project: Path) -> None:
         "fp_agent:run", project
     )
     assert agent_fingerprint("http://127.0.0.1:9/agent", project).startswith("ref:")
-
-
-def test_records_round_trip_and_unreadable_rows_are_misses(tmp_path: Path) -> None:
-    path = tmp_path / ".agent-eval" / "cache.db"
-    cache = VerdictCache(path)
-    record = {"nodeid": "e.yaml::a", "outcome": "passed", "score": 1.0}
-    cache.put("k1", "e.yaml::a", record, 1.0)
-    assert cache.get("k1") == record
-    assert cache.get("k2") is None
-    cache.close()
-    db = sqlite3.connect(path)
-    db.execute(
-        "INSERT INTO verdicts VALUES ('old', 'e.yaml::b', '0.0.1', ?, 1.0)",
-        ('{"outcome": "passed"}',),
-    )
-    db.execute(
-        "INSERT INTO verdicts VALUES ('bad', 'e.yaml::c', ?, '{not json', 1.0)", (__version__,)
-    )
-    db.execute("INSERT INTO verdicts VALUES ('odd', 'e.yaml::d', ?, '[1]', 1.0)", (__version__,))
-    db.commit()
-    db.close()
-    again = VerdictCache(path)
-    assert again.get("old") is None  # another plugin version's record is never reused
-    assert again.get("bad") is None and again.get("odd") is None
-    assert again.get("k1") == record
-
-
-def test_a_corrupt_database_is_a_miss_and_says_so(tmp_path: Path) -> None:
-    path = tmp_path / "cache.db"
-    path.write_bytes(b"this is not an SQLite database" * 100)
-    cache = VerdictCache(path)
-    assert cache.get("k1") is None
-    cache.put("k1", "e.yaml::a", {"outcome": "passed"}, 1.0)
-    assert cache.problem is not None and "cache.db" in cache.problem
 
 
 CACHE_AGENT = '''
