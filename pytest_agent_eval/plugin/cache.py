@@ -317,8 +317,8 @@ class Cache:
         if self.told:
             count = len(self.told)
             terminalreporter.write_line(
-                f"agent eval cache: {count} stored record{'s' if count > 1 else ''} could not be "
-                f"trusted and {'were' if count > 1 else 'was'} not reused (the case ran): "
+                f"agent eval cache: {count} stored entr{'ies' if count > 1 else 'y'} could not be "
+                f"trusted and {'were' if count > 1 else 'was'} not reused (run or asked again): "
                 f"{self.told[0]}",
                 yellow=True,
             )
