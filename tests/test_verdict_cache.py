@@ -379,6 +379,8 @@ def test_a_reused_record_keeps_its_run_and_trace_ids_and_says_cached_everywhere(
         assert record["trace_id"] == before[name]["trace_id"], name
         assert record["trials"] == before[name]["trials"], name  # each trial's trace id with it
     assert (cached.path / "t2.jsonl").read_text() == ""  # nothing ran, nothing traced
+    spans = (cached.path / "t1.jsonl").read_text()
+    assert f'"stringValue": "{run_id}"' in spans or f'"stringValue":"{run_id}"' in spans
     # junit
     cases = {c.get("name"): c for c in ET.parse(cached.path / "j.xml").iter("testcase")}
     for name in ("bad", "good", "other"):
@@ -400,7 +402,9 @@ def test_the_html_page_shows_a_cached_case(cached: pytest.Pytester, browser: Any
     )
     store = cached.path / ".agent-eval" / "runs.db"
     ((run_id,),) = _rows(store, "SELECT id FROM runs")
-    edited = CACHE_CASES.replace("other, say: ok}, expect: {contains: [ok]}", "other, say: ok}, expect: {contains: [o]}")
+    edited = CACHE_CASES.replace(
+        "other, say: ok}, expect: {contains: [ok]}", "other, say: ok}, expect: {contains: [o]}"
+    )
     cached.makefile(".yaml", eval_cached=edited)  # `other` runs again, the others are cached
     cached.runpytest(
         "-p", "no:cacheprovider", "--agent-eval-changed", "--agent-eval-html=page.html"
@@ -436,8 +440,9 @@ def test_the_html_page_shows_a_cached_case(cached: pytest.Pytester, browser: Any
 
 
 def _plant(store: Path, nodeid: str, **changes: Any) -> None:
-    """Change the stored row of ``nodeid``: its columns as given, ``record`` a function of its
-    record's JSON text.
+    """Change the stored row of ``nodeid``: its columns as given.
+
+    ``record`` may be a function of the record's JSON text.
     """
     db = sqlite3.connect(store)
     try:
@@ -513,9 +518,9 @@ RECORD = {
     ids=lambda value: next(iter(value)) if isinstance(value, dict) else None,
 )
 def test_a_stored_record_is_checked_field_by_field(change: dict[str, Any], why: str) -> None:
-    from pytest_agent_eval.report.verdict_cache import trusted
-
     import json
+
+    from pytest_agent_eval.report.verdict_cache import trusted
 
     assert trusted(json.dumps(RECORD), "a", "0123456789abcdef") == (RECORD, "")
     record, said = trusted(json.dumps({**RECORD, **change}), "a", "0123456789abcdef")
@@ -529,15 +534,19 @@ JUDGED_CASES = """\
 agent: cache_agent:run
 cases:
   - {id: a, input: hi, context: {case: a, say: ok}, expect: {judge: answers politely}}
-  - {id: b, input: hi, context: {case: b, say: ok}, expect: {judge: answers politely, contains: [ok]}}
+  - id: b
+    input: hi
+    context: {case: b, say: ok}
+    expect: {judge: answers politely, contains: [ok]}
   - {id: c, input: hi, context: {case: c, say: hello}, expect: {judge: answers politely}}
 """
 
 
 @pytest.fixture
 def judge_llm(monkeypatch: pytest.MonkeyPatch) -> Any:
-    """The loopback OpenAI-compatible judge (tests/openai_server.py): every reply a score; its
-    ``log`` counts the requests.
+    """The loopback OpenAI-compatible judge (tests/openai_server.py): every reply a score.
+
+    Its ``log`` counts the requests.
     """
     pytest.importorskip("openai", reason="the default judge LLM talks through the openai client")
     from openai_server import ChatServer
@@ -582,9 +591,7 @@ def test_a_judgment_is_paid_for_once_even_when_the_case_changed(
     judged = _records(cached, "r.json")["a"]["checks"]
     assert [(c["name"], c["score"]) for c in judged] == [("judge", 0.9), ("contains", 1.0)]
     # the judged output changed: asked again
-    (cached.path / "cache_helper.py").write_text(
-        "def answer(text):\n    return text + '!'\n"
-    )
+    (cached.path / "cache_helper.py").write_text("def answer(text):\n    return text + '!'\n")
     cached.runpytest(*run).assert_outcomes(passed=3)
     assert _calls(cached) == ["a", "b", "c"] and _asked(judge_llm) == 2
     # a garbled judgment is asked again, said once, never a score
@@ -599,4 +606,6 @@ def test_a_judgment_is_paid_for_once_even_when_the_case_changed(
     garbled.assert_outcomes(passed=3)
     assert _calls(cached) == ["a", "b", "c"] and _asked(judge_llm) == 2
     said = [line for line in garbled.outlines if line.startswith("agent eval cache:")]
-    assert len(said) == 1 and "could not be trusted" in said[0] and "judge reply unreadable" in said[0]
+    assert (
+        len(said) == 1 and "could not be trusted" in said[0] and "judge reply unreadable" in said[0]
+    )

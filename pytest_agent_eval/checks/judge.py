@@ -162,8 +162,9 @@ already paid for.
 
 
 def judgment_key(model: str, prompt: str, samples: int, options: dict[str, Any]) -> str:
-    """A judgment's key: a SHA-256 of the judge's model, the prompt it is sent (the rubric, the
-    output, the reference and all else it is shown), the samples asked and the options sent.
+    """A judgment's key: a SHA-256 of the judge's model, prompt, samples and options.
+
+    The prompt as sent: the rubric, the output, the reference and all else the judge is shown.
     """
     text = json.dumps(
         [model, prompt, samples, options], sort_keys=True, ensure_ascii=False, default=repr
@@ -174,7 +175,8 @@ def judgment_key(model: str, prompt: str, samples: int, options: dict[str, Any])
 def ask_score(
     ctx: CheckContext, prompt: str, samples: int = 1, model: str | None = None
 ) -> tuple[float, str]:
-    """The mean score of ``samples`` LLM replies to ``prompt`` and their reasons;
+    """The mean score of ``samples`` LLM replies to ``prompt`` and their reasons.
+
     :class:`CheckError` if one fails. ``model``: asked of the LLM as its ``model`` option (a panel
     member's own model). With the judge cache, replies to the same prompt of the same model are
     asked once: a judge whose model is not known (an ``agent_eval_llm`` of the user's, without

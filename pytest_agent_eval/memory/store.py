@@ -264,9 +264,7 @@ class Store:
         return None if row is None else dict(row._mapping)
 
     def cache(self, rows: dict[sa.Table, list[dict[str, Any]]]) -> None:
-        """Store cache rows (each table's rows replacing those of the same key), in one
-        transaction.
-        """
+        """Store cache rows in one transaction, each replacing a stored row of the same key."""
         try:
             with self._writing() as conn:
                 for table, items in rows.items():
@@ -435,8 +433,9 @@ def _engine(url: str, sqlite: bool) -> Engine:
 
 
 def _upsert(conn: Connection, table: sa.Table) -> Any:
-    """An ``INSERT`` (of many rows: executemany) whose key, when stored already, updates that row instead (SQLite's
-    and PostgreSQL's ``ON CONFLICT``): two runs caching one key at once both succeed.
+    """An ``INSERT`` (of many rows: executemany) that updates the row of a key stored already.
+
+    SQLite's and PostgreSQL's ``ON CONFLICT``: two runs caching one key at once both succeed.
     """
     from sqlalchemy.dialects import postgresql, sqlite
 

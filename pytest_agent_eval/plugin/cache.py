@@ -1,6 +1,8 @@
-"""The verdict cache (SPEC §25): ``--agent-eval-cache off|read|write|on`` (ini ``agent_eval_cache``;
-default off) and ``--agent-eval-changed`` (the cache read and written: only the cases whose key
-changed run, the rest are reported from the cache).
+"""The verdict cache (SPEC §25): ``--agent-eval-cache`` and ``--agent-eval-changed``.
+
+``--agent-eval-cache off|read|write|on`` (ini ``agent_eval_cache``; default off);
+``--agent-eval-changed``: the cache read and written, only the cases whose key changed run, the rest
+are reported from the cache.
 
 With ``read``, an eval item whose key (``report.verdict_cache.KeyParts``) has a stored passed or
 failed record is not run: its record is that one, marked ``cached``, keeping the id of the run that
@@ -52,8 +54,9 @@ DISTRUSTED = "agent_eval_cache_distrusted"
 
 
 class Cache:
-    """A plugin object in every process: looks cases and judgments up where cases run; stores what
-    the run made on the controller.
+    """A plugin object in every process: looks cases and judgments up, stores what the run made.
+
+    Cases and judgments are looked up where cases run; the controller stores what the run made.
     """
 
     def __init__(self, config: pytest.Config, url: str, read: bool, write: bool) -> None:
@@ -96,9 +99,7 @@ class Cache:
             return self._store
 
     def _row(self, table: Any, key: str) -> dict[str, Any] | None:
-        """The row of ``key`` in ``table`` (``VERDICTS``, ``JUDGMENTS``); ``None`` for a miss or a
-        store that cannot be read.
-        """
+        """The row of ``key`` in ``table`` (``VERDICTS``, ``JUDGMENTS``); ``None``: none to read."""
         from pytest_agent_eval.memory.store import StoreError
 
         store = self.store()
@@ -112,9 +113,7 @@ class Cache:
                 return None
 
     def stored_keys(self, table: Any, version: str | None) -> set[str]:
-        """The keys of ``table`` in the store, read once per process (an empty set when the store
-        cannot be read).
-        """
+        """The keys of ``table`` in the store (none when the store cannot be read)."""
         from pytest_agent_eval.memory.store import StoreError
 
         store = self.store()
@@ -128,8 +127,9 @@ class Cache:
                 return set()
 
     def key(self, item: pytest.Item, case: Case) -> str | None:
-        """The item's cache key; ``None`` when its agent cannot be fingerprinted (a fixture's, no
-        version).
+        """The item's cache key; ``None`` when its agent cannot be fingerprinted.
+
+        An agent from a fixture, without a declared version, cannot.
         """
         from pytest_agent_eval.checks.judge import PROMPT, REFERENCE_RUBRIC
         from pytest_agent_eval.plugin.prepare import agent_ref, session_responses
@@ -190,8 +190,9 @@ class Cache:
         return self._trusted(row, case, item.nodeid)
 
     def _trusted(self, row: dict[str, Any], case: Case, nodeid: str) -> dict[str, Any] | None:
-        """The row's record, checked field by field, with its run's id; ``None`` (and why, for the
-        summary) when it cannot be trusted.
+        """The row's record, checked field by field, with its run's id; ``None``: not trusted.
+
+        Why it is not is kept for the summary.
         """
         from pytest_agent_eval.report.case_input import content_hash
         from pytest_agent_eval.report.record import CaseRecord
@@ -216,8 +217,9 @@ class Cache:
     def pytest_runtest_makereport(
         self, item: pytest.Item, call: pytest.CallInfo[None]
     ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
-        """Put on the item's call report, for the controller: its key, the judgments made since
-        the last report, why rows were not trusted.
+        """Put on the item's call report what the controller needs of this process.
+
+        The item's key, the judgments made since the last report, why rows were not trusted.
         """
         report = yield
         if call.when != "call":
@@ -297,9 +299,7 @@ class Cache:
     def pytest_report_teststatus(
         self, report: pytest.TestReport, config: pytest.Config
     ) -> tuple[str, str, tuple[str, dict[str, bool]]] | None:
-        """``PASSED (cached)`` / ``FAILED (cached)`` (with ``-v``) for a case reported from the
-        cache.
-        """
+        """``PASSED (cached)`` / ``FAILED (cached)`` (with ``-v``) for a case from the cache."""
         from pytest_agent_eval.report.collector import ATTRIBUTE
 
         data = getattr(report, ATTRIBUTE, None)
@@ -344,8 +344,9 @@ class Cache:
 
 
 class JudgeCache:
-    """The judge-verdict cache of one process (``checks.judge.Judgments``): the judgments of this
-    run, then those of the store.
+    """The judge-verdict cache of one process (``checks.judge.Judgments``).
+
+    The judgments of this run first, then those of the store.
     """
 
     def __init__(self, cache: Cache) -> None:
@@ -396,9 +397,7 @@ class JudgeCache:
 
 
 def _cassette(item: pytest.Item, case: Case) -> str | None:
-    """A hash of the case's cassette (what a replayed case is answered with); ``None`` when it has
-    none.
-    """
+    """A hash of the case's cassette (what a replayed case is answered with); ``None``: none."""
     import hashlib
 
     from pytest_agent_eval.plugin.state import get_state
@@ -419,9 +418,7 @@ def _cassette(item: pytest.Item, case: Case) -> str | None:
 
 
 def lookup(item: pytest.Item, case: Case) -> dict[str, Any] | None:
-    """The cached record of ``item`` (the cache read and a hit), else ``None``; nothing without the
-    cache.
-    """
+    """The cached record of ``item`` (the cache read and a hit), else ``None``."""
     cache = item.config.pluginmanager.get_plugin("agent_eval_cache_plugin")
     if not isinstance(cache, Cache):
         return None
@@ -438,15 +435,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         dest="agent_eval_cache",
         choices=MODES,
         default=None,
-        help="the verdict cache, in the run store: read (reuse a case's record when nothing it depends on "
-        "changed), write, on (both), off (default; ini: agent_eval_cache)",
+        help="the verdict cache, in the run store: read (reuse a case's record when nothing it "
+        "depends on changed), write, on (both), off (default; ini: agent_eval_cache)",
     )
     group.addoption(
         "--agent-eval-changed",
         dest="agent_eval_changed",
         action="store_true",
         default=False,
-        help="run only the cases whose cache key changed; report the others from the verdict cache (cache on)",
+        help="run only the cases whose cache key changed; report the others from the verdict "
+        "cache (cache on)",
     )
     parser.addini("agent_eval_cache", "the verdict cache: off, read, write or on", default="off")
     parser.addini(
@@ -467,8 +465,10 @@ def pytest_configure(config: pytest.Config) -> None:
         return
     from pytest_agent_eval.plugin.memory import given_store, store_url_of
 
-    asked = "--agent-eval-changed" if config.getoption("agent_eval_changed", False) else (
-        f"--agent-eval-cache {mode}"
+    asked = (
+        "--agent-eval-changed"
+        if config.getoption("agent_eval_changed", False)
+        else (f"--agent-eval-cache {mode}")
     )
     if importlib.util.find_spec("sqlalchemy") is None:
         raise pytest.UsageError(
@@ -479,7 +479,8 @@ def pytest_configure(config: pytest.Config) -> None:
     if url is None:
         raise pytest.UsageError(
             f"{asked}: the verdict cache lives in the run store, which is off "
-            f"(--agent-eval-store {given_store(config) or 'off'}): give a store, or leave the cache off"
+            f"(--agent-eval-store {given_store(config) or 'off'}): give a store, or leave the "
+            "cache off"
         )
     cache = Cache(config, url, read=mode in ("read", "on"), write=mode in ("write", "on"))
     config.pluginmanager.register(cache, "agent_eval_cache_plugin")

@@ -87,12 +87,15 @@ _URL = pytest.StashKey[tuple[str | None]]()
 
 def given_store(config: pytest.Config) -> str:
     """``--agent-eval-store`` / ini ``agent_eval_store`` as given (``""``: not given)."""
-    return str(config.getoption("agent_eval_store", None) or config.getini("agent_eval_store") or "")
+    return str(
+        config.getoption("agent_eval_store", None) or config.getini("agent_eval_store") or ""
+    )
 
 
 def store_url_of(config: pytest.Config) -> str | None:
-    """The run store's SQLAlchemy URL (``None``: off, or its libraries missing and it was not asked
-    for), worked out (and a PostgreSQL store checked) once per process.
+    """The run store's SQLAlchemy URL, worked out (a PostgreSQL store checked) once per process.
+
+    ``None``: off, or its libraries missing and it was not asked for.
     """
     found = config.stash.get(_URL, None)
     if found is None:

@@ -166,8 +166,9 @@ def agent_fingerprint(
 
 
 def trusted(text: str, case_id: str, content: str | None) -> tuple[dict[str, Any] | None, str]:
-    """The record a cache row's JSON ``text`` holds for the case ``case_id`` of content hash
-    ``content``, and ``""``; or ``None`` and why it cannot be trusted.
+    """The record a cache row's JSON ``text`` holds, and ``""``; or ``None`` and why not trusted.
+
+    Of the case ``case_id`` of content hash ``content``.
 
     Trusted: a report's case record field by field (``reading.case_problem``: types, ranges),
     of this case (its id and content hash), a verdict (passed or failed) that ran (trials), whose
@@ -200,8 +201,9 @@ def trusted(text: str, case_id: str, content: str | None) -> tuple[dict[str, Any
 
 
 def _verdict(record: dict[str, Any], passes: int, n: int) -> str:
-    """The outcome a record's trials give: enough passes at its ``min_pass_rate`` (of an adaptive
-    case: of all its ``max`` trials).
+    """The outcome a record's trials give: enough passes at its ``min_pass_rate``.
+
+    Of an adaptive case: of all its ``max`` trials.
     """
     rate = float(record.get("min_pass_rate", 1.0))
     used, saved = record.get("trials_used"), record.get("trials_saved")

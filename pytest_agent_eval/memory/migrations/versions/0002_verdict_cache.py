@@ -1,5 +1,7 @@
-"""The verdict cache in the run store (SPEC §25): ``verdicts`` (a case's record by its cache key)
-and ``judgments`` (a judge's replies by model, prompt and samples).
+"""The verdict cache in the run store (SPEC §25): the tables ``verdicts`` and ``judgments``.
+
+``verdicts``: a case's record by its cache key; ``judgments``: a judge's replies by model, prompt
+and samples.
 
 Revision ID: 0002 Revises: 0001
 """
