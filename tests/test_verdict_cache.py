@@ -609,3 +609,18 @@ def test_a_judgment_is_paid_for_once_even_when_the_case_changed(
     assert (
         len(said) == 1 and "could not be trusted" in said[0] and "judge reply unreadable" in said[0]
     )
+
+
+def test_judgments_made_on_xdist_workers_are_stored_by_the_controller(
+    cached: pytest.Pytester, judge_llm: Any
+) -> None:
+    cached.makefile(".yaml", eval_cached=JUDGED_CASES)
+    run = ("-p", "no:cacheprovider", "-n", "2", "--agent-eval-changed")
+    cached.runpytest_subprocess(*run).assert_outcomes(passed=3)
+    assert _calls(cached) == ["a", "b", "c"]
+    assert _asked(judge_llm) in (2, 3)  # a and b on one worker or on two
+    rows = _rows(cached.path / ".agent-eval" / "runs.db", "SELECT model FROM judgments")
+    assert rows == [("judge-model",), ("judge-model",)]
+    (cached.path / "cache_helper.py").write_text("def answer(text):\n    return text  # edited\n")
+    cached.runpytest_subprocess(*run).assert_outcomes(passed=3)
+    assert _calls(cached) == ["a", "b", "c"] and _asked(judge_llm) == 0

@@ -87,9 +87,11 @@ _URL = pytest.StashKey[tuple[str | None]]()
 
 def given_store(config: pytest.Config) -> str:
     """``--agent-eval-store`` / ini ``agent_eval_store`` as given (``""``: not given)."""
-    return str(
-        config.getoption("agent_eval_store", None) or config.getini("agent_eval_store") or ""
-    )
+    try:
+        ini = config.getini("agent_eval_store")
+    except ValueError:  # this module's options are not there (``-p no:agent_eval_memory``)
+        ini = ""
+    return str(config.getoption("agent_eval_store", None) or ini or "")
 
 
 def store_url_of(config: pytest.Config) -> str | None:
