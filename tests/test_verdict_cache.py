@@ -391,6 +391,17 @@ def test_a_reused_record_keeps_its_run_and_trace_ids_and_says_cached_everywhere(
     markdown = (cached.path / "r.md").read_text()
     assert "verdict cache: 3 of 3 cases reported from it (not run again)" in markdown
     assert "| `eval_cached.yaml::bad` | failed (cached) |" in markdown
+    # the run store's viewer: the second run's cases, each linking the run that made it
+    from pytest_agent_eval.memory.store import Store
+    from pytest_agent_eval.memory.viewer import Viewer
+
+    store = Store(f"sqlite:///{cached.path / '.agent-eval' / 'runs.db'}")
+    try:
+        (second,) = [r.id for r in store.runs() if r.id != run_id]
+        status, html = Viewer(store).run(second)
+    finally:
+        store.close()
+    assert status == 200 and html.count(f'(cached from <a href="/run/{run_id}">{run_id}</a>)') == 3
     # the HTML page's data (the page itself: test_the_html_page_shows_a_cached_case)
     page = (cached.path / "r.html").read_text()
     assert f'"run_id": "{run_id}"' in page or f'"run_id":"{run_id}"' in page
@@ -409,19 +420,9 @@ def test_the_html_page_shows_a_cached_case(cached: pytest.Pytester, browser: Any
     cached.runpytest(
         "-p", "no:cacheprovider", "--agent-eval-changed", "--agent-eval-html=page.html"
     ).assert_outcomes(passed=2, failed=1)
-    path = cached.path / "page.html"
-    page = browser.new_page()
-    requested: list[str] = []
+    from test_html_report import _open  # the page from disk, any other request refused and noted
 
-    def route(r: Any) -> None:
-        if r.request.url == path.as_uri():
-            r.continue_()
-        else:
-            requested.append(r.request.url)
-            r.abort()
-
-    page.route("**/*", route)
-    page.goto(path.as_uri())
+    page, requested = _open(browser, cached.path / "page.html")
     rows = page.locator("#case-table tbody tr.case").all_inner_texts()
     outcomes = {row.split("\t")[0].strip(): row.split("\t")[1].strip() for row in rows}
     assert outcomes == {
@@ -550,14 +551,13 @@ def judge_llm(monkeypatch: pytest.MonkeyPatch) -> Any:
     """
     pytest.importorskip("openai", reason="the default judge LLM talks through the openai client")
     from openai_server import ChatServer
+    from test_traffic import point_at
 
     with ChatServer(
         lambda prompt: None, answer=lambda body: '{"score": 0.9, "reason": "polite"}'
     ) as server:
         monkeypatch.setenv("AGENT_EVAL_LLM_MODEL", "judge-model")
-        monkeypatch.setenv("OPENAI_API_KEY", "sk-loopback")
-        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
-        monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+        point_at(monkeypatch, server.base_url)
         yield server
 
 

@@ -65,7 +65,8 @@ class Cache:
         self.read = read
         self.write = write
         self._store: Store | None = None
-        self._keys: set[str] | None = None
+        self._keys: dict[str, set[str]] = {}
+        """The keys stored of each table (``verdicts``: of this plugin version), read once."""
         self._lock = threading.RLock()
         self._fingerprints: dict[str, str] = {}
         self.keys: dict[str, str] = {}
@@ -177,17 +178,31 @@ class Cache:
         if key is None:
             return None
         self.keys[item.nodeid] = key
+        row = self.stored(VERDICTS, key, __version__)
+        return None if row is None else self._trusted(row, case, item.nodeid)
+
+    def stored(self, table: Any, key: str, version: str | None = None) -> dict[str, Any] | None:
+        """The row of ``key`` in ``table`` when the cache is read; ``None`` for a miss.
+
+        Of plugin ``version`` only, when given.
+        """
         if not self.read:
             return None
         with self._lock:
-            if self._keys is None:
-                self._keys = self.stored_keys(VERDICTS, __version__)
-        if key not in self._keys:
+            keys = self._keys.get(table.name)
+            if keys is None:
+                keys = self._keys[table.name] = self.stored_keys(table, version)
+        if key not in keys:
             return None
-        row = self._row(VERDICTS, key)
-        if row is None or row.get("version") != __version__:
+        row = self._row(table, key)
+        if row is None or (version is not None and row.get("version") != version):
             return None
-        return self._trusted(row, case, item.nodeid)
+        return row
+
+    def forget(self, table: Any, key: str) -> None:
+        """``key`` is not to be read again from ``table`` in this process."""
+        with self._lock:
+            self._keys.get(table.name, set()).discard(key)
 
     def _trusted(self, row: dict[str, Any], case: Case, nodeid: str) -> dict[str, Any] | None:
         """The row's record, checked field by field, with its run's id; ``None``: not trusted.
@@ -355,22 +370,13 @@ class JudgeCache:
         """The judgments this process made or read, by key."""
         self.made: list[dict[str, Any]] = []
         """Made since the last report (for the controller to store)."""
-        self._keys: set[str] | None = None
 
     def get(self, key: str) -> list[str] | None:
         from pytest_agent_eval.memory.store import JUDGMENTS
 
-        cache = self.cache
         if key in self.known:
             return self.known[key]
-        if not cache.read:
-            return None
-        with cache._lock:
-            if self._keys is None:
-                self._keys = cache.stored_keys(JUDGMENTS, None)
-        if key not in self._keys:
-            return None
-        row = cache._row(JUDGMENTS, key)
+        row = self.cache.stored(JUDGMENTS, key)
         if row is None:
             return None
         try:
@@ -389,10 +395,11 @@ class JudgeCache:
                 self.made.append({"key": key, "model": model, "replies": replies})
 
     def distrust(self, key: str, why: str) -> None:
+        from pytest_agent_eval.memory.store import JUDGMENTS
+
+        self.cache.forget(JUDGMENTS, key)
         with self.cache._lock:
             self.known.pop(key, None)
-            if self._keys is not None:
-                self._keys.discard(key)
             self.cache.distrusted.append(f"judgment {key[:12]}: {why}")
 
 
