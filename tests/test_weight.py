@@ -42,7 +42,6 @@ OPTIONAL = (
     "pytest_agent_eval.checks.calibration",
     "pytest_agent_eval.checks.agreement",
     "pytest_agent_eval.plugin.resume",
-    "pytest_agent_eval.plugin.cassettes",
     "pytest_agent_eval.plugin.scheduler",
     # this round's features (module prefixes: the guard holds as they land)
     "pytest_agent_eval.traces",

@@ -1,7 +1,8 @@
-"""The run store (SPEC §24): every run and the JSON record of each of its cases, in SQLite (by
-default ``.agent-eval/runs.db`` under the rootdir) or PostgreSQL, through SQLAlchemy Core; its
-schema is versioned by Alembic (the migrations in ``memory/migrations/versions``, run in code: no
-``alembic.ini``).
+"""The run store (SPEC §24): every run and the JSON record of each of its cases, kept in a database.
+
+In SQLite (by default ``.agent-eval/runs.db`` under the rootdir) or PostgreSQL, through SQLAlchemy
+Core; its schema is versioned by Alembic (the migrations in ``memory/migrations/versions``, run in
+code: no ``alembic.ini``).
 
 Opening a store reads its schema version (``alembic_version``) with SQLAlchemy alone; Alembic is
 imported only when the store is new or older than this release. A store of a newer version (an
@@ -34,8 +35,9 @@ HEAD = "0002"
 """The newest schema revision this release knows (``migrations/versions``)."""
 KNOWN = ("0001", "0002")
 TRUST_FIGURES = ("judges", "injection")
-"""A report's run-level figures of SPEC §26 (judge calibration, attack success rates), kept in a
-run's ``run``.
+"""A report's run-level figures of SPEC §26, kept in a run's ``run``.
+
+The judge calibration and the attack success rates.
 """
 _LOCK_KEY = 0x61676576  # "agev": PostgreSQL's advisory lock around a migration
 _WAIT_S = 60
@@ -116,8 +118,9 @@ def _none(data: dict[str, Any]) -> str | None:
 
 
 class StoreError(Exception):
-    """A store that cannot be used; the message names it (its password left out) and says what to
-    do.
+    """A store that cannot be used.
+
+    The message names it (its password left out) and says what to do.
     """
 
 
@@ -199,8 +202,9 @@ class Store:
             yield conn
 
     def open(self) -> None:
-        """Check (and, new or older, migrate) the schema; ``StoreError`` when the store cannot be
-        used.
+        """Check (and, new or older, migrate) the schema.
+
+        ``StoreError`` when the store cannot be used.
         """
         try:
             with self.engine.begin() as conn:
@@ -214,9 +218,9 @@ class Store:
         version = _version(conn)
         if version is not None and version not in KNOWN:
             raise StoreError(
-                f"{self}: the store's schema version {version} is newer than this pytest-agent-evalset knows "
-                f"(up to {HEAD}): upgrade pytest-agent-evalset, or point --agent-eval-store (ini agent_eval_store) "
-                "at another store"
+                f"{self}: the store's schema version {version} is newer than this "
+                f"pytest-agent-evalset knows (up to {HEAD}): upgrade pytest-agent-evalset, "
+                "or point --agent-eval-store (ini agent_eval_store) at another store"
             )
         if version != HEAD:
             if not self.sqlite:
@@ -237,7 +241,8 @@ class Store:
         cases: list[dict[str, Any]],
         text_of: Callable[[dict[str, Any]], str | None] = _none,
     ) -> None:
-        """Save one run (``run_row``) and its cases' records, in one transaction;
+        """Save one run (``run_row``) and its cases' records, in one transaction.
+
         ``text_of(record)``: its JSON text when already made (the journal's line), else ``None``.
         """
         rows = [_case_row(row["id"], data, text_of(data)) for data in cases]
@@ -316,9 +321,10 @@ class Store:
         return found[0].id, records_of(self.cases(found[0].id))
 
     def history(self, nodeid: str, limit: int = 50) -> list[dict[str, Any]]:
-        """A case across runs, newest first: the run, its start and branch, the case's figures, its
-        ``trace_id`` and the template its run linked traces with (``trace_url``, ``None`` when it
-        had none).
+        """A case across runs, newest first.
+
+        Each row: the run, its start and branch, the case's figures, its ``trace_id`` and the
+        template its run linked traces with (``trace_url``, ``None`` when it had none).
         """
         query = (
             sa.select(
@@ -353,10 +359,11 @@ class Store:
         nodeids: list[str] | None = None,
         newest: list[dict[str, Any]] | None = None,
     ) -> dict[str, list[str]]:
-        """Cases whose outcome flipped between passing and failing over the last ``last`` runs while
-        their content hash stayed the same: node id -> the outcomes, oldest first (of ``nodeids``
-        only, when given). ``newest``: the records of a run not stored yet, taken as the newest of
-        the ``last``.
+        """The flaky cases of the last ``last`` runs: node id -> the outcomes, oldest first.
+
+        Cases whose outcome flipped between passing and failing over the last ``last`` runs while
+        their content hash stayed the same (of ``nodeids`` only, when given). ``newest``: the
+        records of a run not stored yet, taken as the newest of the ``last``.
         """
         if newest is not None:
             last -= 1
@@ -390,9 +397,10 @@ class Store:
 
 
 def flaky_of(rows: list[tuple[str, str, str | None]]) -> dict[str, list[str]]:
-    """From ``(nodeid, outcome, content hash)``, each case's oldest first: the cases that both
-    passed and failed under their newest content hash (an edited case starts afresh), with their
-    outcomes under it.
+    """The flaky cases of ``(nodeid, outcome, content hash)`` rows, with their outcomes.
+
+    From the rows, each case's oldest first: the cases that both passed and failed under their
+    newest content hash (an edited case starts afresh), with their outcomes under it.
     """
     newest: dict[str, tuple[str | None, list[str]]] = {}
     for nodeid, outcome, content in rows:
@@ -503,8 +511,9 @@ def run_row(
     source: str | None = None,
     records: list[CaseRecord] | None = None,
 ) -> dict[str, Any]:
-    """The ``runs`` row of a JSON report's document: its run, totals, cost and latency (over its
-    cases, or ``records``, the same cases made already).
+    """The ``runs`` row of a JSON report's document: its run, totals, cost and latency.
+
+    The figures are over its cases, or ``records``, the same cases made already.
     """
     run = document.get("run") or {}
     git = git or {}
@@ -543,8 +552,9 @@ def run_row(
 
 
 def imported_id(text: str) -> str:
-    """The id of a run imported from a report: from its content, so importing it again finds it
-    stored.
+    """The id of a run imported from a report, made from its content.
+
+    So importing the report again finds it stored.
     """
     return "import-" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 

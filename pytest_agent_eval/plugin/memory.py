@@ -1,6 +1,7 @@
-"""The run's memory (SPEC §24), as pytest sees it: the journal each finished case is appended to,
-and the run store every run is saved to (``--agent-eval-store``, ini ``agent_eval_store``; ``off``
-saves nothing).
+"""The run's memory (SPEC §24), as pytest sees it: the journal and the run store.
+
+The journal each finished case is appended to, and the run store every run is saved to
+(``--agent-eval-store``, ini ``agent_eval_store``; ``off`` saves nothing).
 
 On the xdist controller (or the only process) only. The journal is opened with the first record; the
 store is written when the session ends, after the reports, so that its libraries (SQLAlchemy,
@@ -52,8 +53,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         dest="agent_eval_store",
         metavar="URL",
         default=None,
-        help="where every run is saved: a SQLite file (default .agent-eval/runs.db under the rootdir), "
-        "postgresql://user:password@host/db, or off",
+        help="where every run is saved: a SQLite file (default .agent-eval/runs.db under the "
+        "rootdir), postgresql://user:password@host/db, or off",
     )
     parser.addini(
         "agent_eval_store",
@@ -106,8 +107,10 @@ def store_url_of(config: pytest.Config) -> str | None:
 
 
 def _url(config: pytest.Config, given: str) -> str | None:
-    """The store's SQLAlchemy URL (``None``: off); a usage error when its libraries are missing and
-    it was asked for, or when a PostgreSQL store cannot be used now.
+    """The store's SQLAlchemy URL (``None``: off).
+
+    A usage error when its libraries are missing and it was asked for, or when a PostgreSQL store
+    cannot be used now.
     """
     if given.strip().lower() == "off":
         return None
@@ -136,7 +139,8 @@ def _url(config: pytest.Config, given: str) -> str | None:
             raise pytest.UsageError(f"--agent-eval-store: {exc}") from None
         except ImportError as exc:
             raise pytest.UsageError(
-                f"--agent-eval-store {shown(url)}: {exc}: pip install 'pytest-agent-evalset[postgres]'"
+                f"--agent-eval-store {shown(url)}: {exc}: pip install "
+                "'pytest-agent-evalset[postgres]'"
             ) from None
     return url
 
@@ -167,8 +171,9 @@ class Memory:
         return Store(self.url)
 
     def baseline(self, branch: str) -> list[CaseRecord]:
-        """The records of the newest run of ``branch`` in the store; ``BaselineError`` when there is
-        none.
+        """The records of the newest run of ``branch`` in the store.
+
+        ``BaselineError`` when there is none.
         """
         from pytest_agent_eval.memory.store import StoreError
         from pytest_agent_eval.report.baseline import BaselineError
@@ -230,8 +235,10 @@ class Memory:
             self._save(int(session.exitstatus), bool(session.shouldfail or session.shouldstop))
 
     def _flaky(self) -> None:
-        """The run's flaky cases over the last runs in the store and this one, for the reports and
-        the summary; a store that cannot be read is the warning of the save that follows.
+        """The run's flaky cases over the last runs in the store and this one.
+
+        For the reports and the summary; a store that cannot be read is the warning of the save that
+        follows.
         """
         from pytest_agent_eval.memory.store import StoreError
         from pytest_agent_eval.report.options import FLAKY
@@ -270,8 +277,9 @@ class Memory:
             store.close()
 
     def _options(self) -> dict[str, Any]:
-        """The options that can change a verdict (every agent-eval option but where results go;
-        ``-k``, ``-m``).
+        """The options that can change a verdict.
+
+        Every agent-eval option but where results go; ``-k``, ``-m``.
         """
         out: dict[str, Any] = {}
         for name, value in sorted(vars(self.config.option).items()):
@@ -301,7 +309,8 @@ class Memory:
             )
         if self.flaky:
             terminalreporter.write_line(
-                f"flaky: {len(self.flaky)} cases changed outcome over the last runs with their content unchanged: "
+                f"flaky: {len(self.flaky)} cases changed outcome over the last runs with their "
+                "content unchanged: "
                 + ", ".join(
                     f"{nodeid} ({' '.join(o)})" for nodeid, o in sorted(self.flaky.items())[:10]
                 ),
@@ -313,7 +322,10 @@ class Memory:
 
 
 def _git(directory: Path) -> dict[str, Any]:
-    """The checkout's branch (a CI's branch on a detached HEAD) and whether tracked files changed."""
+    """The checkout's branch and whether tracked files changed.
+
+    On a detached HEAD, the branch is the CI's.
+    """
     out: dict[str, Any] = {}
     branch = _run_git(directory, "rev-parse", "--abbrev-ref", "HEAD")
     if branch == "HEAD":  # detached: the branch CI names

@@ -1,6 +1,7 @@
-"""The verdict cache's key and storage (SPEC §25 "Verdict cache"): a case's record may be reused
-without running its agent only while everything its verdict depends on is unchanged. Plain Python,
-no pytest.
+"""The verdict cache's key and storage (SPEC §25 "Verdict cache").
+
+A case's record may be reused without running its agent only while everything its verdict depends
+on is unchanged. Plain Python, no pytest.
 
 The key is a SHA-256 over, in a canonical JSON form:
 
@@ -34,11 +35,6 @@ from typing import Any
 
 from pytest_agent_eval.version import __version__
 
-_SCHEMA = (
-    "CREATE TABLE IF NOT EXISTS verdicts (key TEXT PRIMARY KEY, nodeid TEXT NOT NULL, version TEXT NOT NULL, "
-    "record TEXT NOT NULL, stored REAL NOT NULL)"
-)
-
 
 @dataclass(frozen=True)
 class KeyParts:
@@ -71,10 +67,11 @@ class KeyParts:
 
 
 def _module_file(name: str, root: Path) -> Path | None:
-    """The source file of module ``name`` when it is the project's own (found on ``sys.path`` under
-    ``root``); ``None`` otherwise (the standard library, an installed package: their version is not
-    the project's to change). Found on the file system: nothing is imported
-    (``importlib.util.find_spec`` imports a dotted name's parents).
+    """The source file of module ``name`` when it is the project's own.
+
+    The project's own: found on ``sys.path`` under ``root``; ``None`` otherwise (the standard
+    library, an installed package: their version is not the project's to change). Found on the file
+    system: nothing is imported (``importlib.util.find_spec`` imports a dotted name's parents).
     """
     parts = name.split(".")
     if not all(part.isidentifier() for part in parts):
@@ -100,8 +97,10 @@ def _module_file(name: str, root: Path) -> Path | None:
 
 
 def _imported(source: str, package: str) -> list[str]:
-    """The modules ``source`` imports (``import a.b``, ``from a import b`` as ``a`` and ``a.b``,
-    relative ones resolved against ``package``).
+    """The modules ``source`` imports.
+
+    ``import a.b``, ``from a import b`` as ``a`` and ``a.b``, relative ones resolved against
+    ``package``.
     """
     try:
         tree = ast.parse(source)
@@ -124,8 +123,10 @@ def _imported(source: str, package: str) -> list[str]:
 
 
 def project_sources(module: str, root: Path) -> dict[str, str]:
-    """``{module: sha256 of its source}`` of ``module`` and of every module of the project it
-    imports, transitively; the project's modules only (found under ``root``).
+    """``{module: sha256 of its source}`` of ``module`` and of the project's modules it imports.
+
+    Every module of the project it imports, transitively; the project's modules only (found under
+    ``root``).
     """
     seen: dict[str, str] = {}
     todo = [module]
@@ -150,10 +151,11 @@ def project_sources(module: str, root: Path) -> dict[str, str]:
 def agent_fingerprint(
     ref: str | Mapping[str, Any] | None, root: Path, agent_version: str | None = None
 ) -> str:
-    """The agent's part of the key: its declared ``agent_version``, else its reference and the
-    hashes of its module's source and of the project's modules it imports. An HTTP agent (a URL,
-    ``{url, ...}``) or an agent from a fixture is its reference alone: declare an ``agent_version``
-    to cache it safely.
+    """The agent's part of the key.
+
+    Its declared ``agent_version``, else its reference and the hashes of its module's source and of
+    the project's modules it imports. An HTTP agent (a URL, ``{url, ...}``) or an agent from a
+    fixture is its reference alone: declare an ``agent_version`` to cache it safely.
     """
     if agent_version:
         return f"version:{agent_version}"
