@@ -108,7 +108,8 @@ WORKFLOW_TEXT = """\
 # network, deterministic). Under GitHub Actions each failed case is annotated at its line in the diff and the
 # summary lands on the job page; one sticky comment on the pull request gives the regressions, fixes and cost
 # against the last nightly run; the JSON and HTML reports are artifacts. Cases whose verdict cannot have changed
-# (same case, agent source, models, judge, mocks, cassette) come from the verdict cache, kept by actions/cache.
+# (same case, agent source, models, judge, mocks, cassette) come from the verdict cache, in the run store
+# (.agent-eval/runs.db) that actions/cache keeps.
 # Nightly: every case runs against the live model with the secret key and records its cassettes anew; review the
 # `cassettes` artifact and commit it, so that pull requests replay what the model answers today. Its spend stops
 # at --agent-eval-max-cost.
@@ -135,10 +136,10 @@ jobs:
         with:
           python-version: "3.12"
       - name: install
-        run: pip install 'pytest-agent-evalset[traffic]'   # and your agent's own dependencies
-      - uses: actions/cache@v4   # the verdict cache: a case whose key did not change is reported, not run
+        run: pip install 'pytest-agent-evalset[traffic,store]'   # and your agent's own dependencies
+      - uses: actions/cache@v4   # the run store and its verdict cache: an unchanged case is reported, not run
         with:
-          path: .agent-eval/cache.db
+          path: .agent-eval/runs.db
           key: agent-eval-${{{{ github.sha }}}}
           restore-keys: agent-eval-
       - name: evals (replayed)

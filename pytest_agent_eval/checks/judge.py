@@ -15,7 +15,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from pytest_agent_eval.checks.base import CheckContext, CheckError, CheckRegistry
 from pytest_agent_eval.core.results import CheckResult, RunRecord
@@ -148,13 +148,45 @@ def read_score(reply: str) -> tuple[float, str]:
     return _plain_score(text), excerpt(text)
 
 
+class Judgments(Protocol):
+    """The judge-verdict cache (SPEC §25), as the judge asks it: replies by :func:`judgment_key`."""
+
+    def get(self, key: str) -> list[str] | None:
+        """The replies stored under ``key``; ``None`` for a miss."""
+
+    def put(self, key: str, model: str, replies: list[str]) -> None:
+        """Keep the replies the LLM gave (all of them read)."""
+
+    def distrust(self, key: str, why: str) -> None:
+        """The replies of ``key`` cannot be trusted (``why``): they were asked again."""
+
+
+JUDGMENTS: Judgments | None = None
+"""Process-wide, set by ``--agent-eval-cache`` (``plugin.cache``) for the session: judgments
+already paid for.
+"""
+
+
+def judgment_key(model: str, prompt: str, samples: int, options: dict[str, Any]) -> str:
+    """A judgment's key: a SHA-256 of the judge's model, prompt, samples and options.
+
+    The prompt as sent: the rubric, the output, the reference and all else the judge is shown.
+    """
+    text = json.dumps(
+        [model, prompt, samples, options], sort_keys=True, ensure_ascii=False, default=repr
+    )
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
 def ask_score(
     ctx: CheckContext, prompt: str, samples: int = 1, model: str | None = None
 ) -> tuple[float, str]:
     """The mean score of ``samples`` LLM replies to ``prompt`` and their reasons.
 
     :class:`CheckError` if one fails. ``model``: asked of the LLM as its ``model`` option (a panel
-    member's own model).
+    member's own model). With the judge cache, replies to the same prompt of the same model are
+    asked once: a judge whose model is not known (an ``agent_eval_llm`` of the user's, without
+    ``AGENT_EVAL_LLM_MODEL`` or a ``model:``) is not cached.
     """
     assert ctx.llm is not None
     options = dict(JSON_OPTIONS)
@@ -168,7 +200,19 @@ def ask_score(
         options["model"] = model
     if samples > 1:
         options["temperature"] = SAMPLE_TEMPERATURE
-    readings = []
+    cache, key = JUDGMENTS, None
+    name = model or os.environ.get("AGENT_EVAL_LLM_MODEL")
+    if cache is not None and name:
+        key = judgment_key(name, prompt, samples, options)
+        kept = cache.get(key)
+        if kept is not None:
+            try:
+                if len(kept) != samples:
+                    raise unreadable(str(kept), f"{len(kept)} replies, not {samples}")
+                return _mean([read_score(reply) for reply in kept])
+            except CheckError as exc:  # a garbled row: asked again, never a verdict
+                cache.distrust(key, str(exc))
+    readings, replies = [], []
     for _ in range(samples):
         try:
             reply = ask(ctx.llm, [{"role": "user", "content": prompt}], **options)
@@ -178,11 +222,19 @@ def ask_score(
                 f"judge LLM call failed: {type(exc).__name__}" + (f": {text}" if text else "")
             ) from exc
         readings.append(read_score(reply))
-    score = sum(s for s, _ in readings) / samples
-    if samples == 1:
+        replies.append(reply)
+    if cache is not None and key is not None and name:
+        cache.put(key, name, replies)
+    return _mean(readings)
+
+
+def _mean(readings: list[tuple[float, str]]) -> tuple[float, str]:
+    """The mean score of the readings of a judge's samples and their reasons."""
+    if len(readings) == 1:
         return readings[0]
+    score = sum(s for s, _ in readings) / len(readings)
     reasons = "; ".join(f"{s:.2f}: {r}" for s, r in readings)
-    return score, f"mean of {samples} samples ({reasons})"
+    return score, f"mean of {len(readings)} samples ({reasons})"
 
 
 def reference_text(reference: str | list[str] | None, any_of: bool = False) -> str:

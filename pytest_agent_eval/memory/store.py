@@ -31,9 +31,9 @@ from pytest_agent_eval.report.baseline import records_of
 from pytest_agent_eval.report.record import CaseRecord
 from pytest_agent_eval.report.stats import Stats
 
-HEAD = "0001"
+HEAD = "0002"
 """The newest schema revision this release knows (``migrations/versions``)."""
-KNOWN = ("0001",)
+KNOWN = ("0001", "0002")
 TRUST_FIGURES = ("judges", "injection")
 """A report's run-level figures of SPEC §26, kept in a run's ``run``.
 
@@ -87,6 +87,29 @@ CASES = sa.Table(
     sa.Column("latency_s", sa.Float),
     sa.Column("record", sa.Text),
 )
+VERDICTS = sa.Table(
+    "verdicts",
+    METADATA,
+    sa.Column("key", sa.String(64), primary_key=True),
+    sa.Column("nodeid", sa.Text),
+    sa.Column("version", sa.String(40)),
+    sa.Column("run_id", sa.String(64)),
+    sa.Column("record", sa.Text),
+    sa.Column("stored", sa.String(40)),
+)
+"""The verdict cache (SPEC §25): a case's record by its cache key, the plugin version and the run
+that made it.
+"""
+JUDGMENTS = sa.Table(
+    "judgments",
+    METADATA,
+    sa.Column("key", sa.String(64), primary_key=True),
+    sa.Column("model", sa.String(255)),
+    sa.Column("replies", sa.Text),
+    sa.Column("stored", sa.String(40)),
+)
+"""The judge-verdict cache (SPEC §25): a judge's replies (a JSON list) by model, prompt and samples.
+"""
 _VERSION = sa.Table("alembic_version", sa.MetaData(), sa.Column("version_num", sa.String(32)))
 
 
@@ -228,6 +251,30 @@ class Store:
                 conn.execute(sa.insert(RUNS), [row])
                 if rows:
                     conn.execute(sa.insert(CASES), rows)
+        except SQLAlchemyError as exc:
+            raise StoreError(f"{self}: {why(self.url, exc)}") from None
+
+    def cache_keys(self, table: sa.Table, version: str | None = None) -> set[str]:
+        """The keys of the cache ``table`` (``VERDICTS``: of plugin ``version`` only)."""
+        query = sa.select(table.c.key)
+        if version is not None:
+            query = query.where(table.c.version == version)
+        with self._reading() as conn:
+            return {key for (key,) in conn.execute(query)}
+
+    def cache_row(self, table: sa.Table, key: str) -> dict[str, Any] | None:
+        """The row of ``key`` in the cache ``table``; ``None`` when there is none."""
+        with self._reading() as conn:
+            row = conn.execute(sa.select(table).where(table.c.key == key)).first()
+        return None if row is None else dict(row._mapping)
+
+    def cache(self, rows: dict[sa.Table, list[dict[str, Any]]]) -> None:
+        """Store cache rows in one transaction, each replacing a stored row of the same key."""
+        try:
+            with self._writing() as conn:
+                for table, items in rows.items():
+                    if items:
+                        conn.execute(_upsert(conn, table), items)
         except SQLAlchemyError as exc:
             raise StoreError(f"{self}: {why(self.url, exc)}") from None
 
@@ -391,6 +438,19 @@ def _engine(url: str, sqlite: bool) -> Engine:
         conn.exec_driver_sql("BEGIN IMMEDIATE")  # the write lock now: no two writers interleave
 
     return engine
+
+
+def _upsert(conn: Connection, table: sa.Table) -> Any:
+    """An ``INSERT`` (of many rows: executemany) that updates the row of a key stored already.
+
+    SQLite's and PostgreSQL's ``ON CONFLICT``: two runs caching one key at once both succeed.
+    """
+    from sqlalchemy.dialects import postgresql, sqlite
+
+    dialect: Any = postgresql if conn.dialect.name == "postgresql" else sqlite
+    statement = dialect.insert(table)
+    updated = {c.name: statement.excluded[c.name] for c in table.columns if c.name != "key"}
+    return statement.on_conflict_do_update(index_elements=[table.c.key], set_=updated)
 
 
 def _version(conn: Connection) -> str | None:

@@ -271,7 +271,7 @@ class Viewer:
             rows.append(
                 f'<tr><td><a href="/case?nodeid={quote(case["nodeid"])}">{esc(case["nodeid"])}</a>'
                 f"{badge}</td>"
-                f'<td class="{esc(case["outcome"])}">{esc(case["outcome"])}</td>'
+                f'<td class="{esc(case["outcome"])}">{esc(case["outcome"])}{_cached(case)}</td>'
                 f"<td>{_num(case.get('score'), '.2f')}</td><td>{_num(case.get('cost'), '.4f')}</td>"
                 f"<td>{_num(case.get('latency_s'), '.2f')}</td>"
                 f"<td>{trace_link(case.get('trace_id'), template)}</td>"
@@ -370,6 +370,16 @@ def _diff(old: dict[str, Any] | None, new: dict[str, Any] | None) -> str:
         cls = {"+": "add", "-": "del"}.get(line[:1], "")
         out.append(f'<span class="{cls}">{esc(line)}</span>' if cls else esc(line))
     return "\n".join(out)
+
+
+def _cached(case: dict[str, Any]) -> str:
+    """`` (cached from RUN)`` for a record from the verdict cache, linking the run that made it."""
+    if case.get("cached") is not True:
+        return ""
+    origin = case.get("run_id")
+    if not isinstance(origin, str):
+        return " (cached)"
+    return f' (cached from <a href="/run/{quote(origin)}">{esc(origin)}</a>)'
 
 
 def _details(case: dict[str, Any]) -> str:

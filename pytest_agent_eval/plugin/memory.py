@@ -72,10 +72,7 @@ def pytest_configure(config: pytest.Config) -> None:
     run_id = new_run_id()
     report = config.getoption("agent_eval_report", None)
     journal = journal_path(config.rootpath, Path(report) if report else None, run_id)
-    given = config.getoption("agent_eval_store", None) or str(
-        config.getini("agent_eval_store") or ""
-    )
-    url = _url(config, given)
+    url = store_url_of(config)
     memory = Memory(config, run_records(config), run_id, journal, url)
     config.pluginmanager.register(memory, "agent_eval_run_memory")
     baseline = str(config.getoption("agent_eval_baseline", None) or "")
@@ -84,6 +81,29 @@ def pytest_configure(config: pytest.Config) -> None:
 
         branch = baseline[len(STORE_PREFIX) :]
         config.stash[BASELINE_LOADER] = lambda: memory.baseline(branch)
+
+
+_URL = pytest.StashKey[tuple[str | None]]()
+
+
+def given_store(config: pytest.Config) -> str:
+    """``--agent-eval-store`` / ini ``agent_eval_store`` as given (``""``: not given)."""
+    try:
+        ini = config.getini("agent_eval_store")
+    except ValueError:  # this module's options are not there (``-p no:agent_eval_memory``)
+        ini = ""
+    return str(config.getoption("agent_eval_store", None) or ini or "")
+
+
+def store_url_of(config: pytest.Config) -> str | None:
+    """The run store's SQLAlchemy URL, worked out (a PostgreSQL store checked) once per process.
+
+    ``None``: off, or its libraries missing and it was not asked for.
+    """
+    found = config.stash.get(_URL, None)
+    if found is None:
+        found = config.stash[_URL] = (_url(config, given_store(config)),)
+    return found[0]
 
 
 def _url(config: pytest.Config, given: str) -> str | None:

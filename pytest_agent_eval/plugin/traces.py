@@ -98,7 +98,9 @@ class Traces:
     def __init__(self, config: pytest.Config, path: str | None, endpoint: str | None) -> None:
         self.config = config
         worker = compat.worker_input(config)
-        self.run_id = str((worker or {}).get(_RUN_ID) or uuid.uuid4().hex)
+        memory = config.pluginmanager.get_plugin("agent_eval_run_memory")
+        own = getattr(memory, "run_id", None)  # the run store's id of the run: one id everywhere
+        self.run_id = str((worker or {}).get(_RUN_ID) or own or uuid.uuid4().hex)
         self.path = Path(config.invocation_params.dir, path) if path is not None else None
         if (
             self.path is not None and worker is None

@@ -79,13 +79,15 @@ def note_result(item: pytest.Item, result: CaseResult) -> None:
 def note_cached(item: pytest.Item, data: dict[str, Any]) -> CaseRecord:
     """The record of a case reported from the verdict cache.
 
-    The stored one, marked ``cached``, at this item.
+    The stored one, marked ``cached``, at this item, with the id of the run that made it
+    (``run_id``).
     """
     record = CaseRecord.from_dict(
         {**data, "nodeid": item.nodeid, "file": item.location[0], "cached": True}
     )
     item.stash[_RECORD] = record
-    item.user_properties.extend([*record.junit_properties(), ("cached", "true")])
+    cached = [("cached", "true")] + ([("run_id", record.run_id)] if record.run_id else [])
+    item.user_properties.extend([*record.junit_properties(), *cached])
     return record
 
 

@@ -108,8 +108,8 @@ def markdown_lines(
         out += ["", f"**Failures ({len(failures)})**", "", "| case | outcome | reason | location |"]
         out.append("|---|---|---|---|")
         out += [
-            f"| {md_code(r.nodeid)} | {r.outcome} | {md_cell(reason(r))} | "
-            f"{md_code(f'{r.file}:{r.line}')} |"
+            f"| {md_code(r.nodeid)} | {r.outcome}{' (cached)' if r.cached else ''} | "
+            f"{md_cell(reason(r))} | {md_code(f'{r.file}:{r.line}')} |"
             for r in failures
         ]
     if flaky:

@@ -218,6 +218,10 @@ class CaseRecord:
 
     The record of an earlier run, whose case was not run again.
     """
+    run_id: str | None = None
+    """Of a record from the verdict cache: the id of the run that made it (its trace ids are that
+    run's too); ``None`` for the others.
+    """
     trials_used: int | None = None
     trials_saved: int | None = None
     """Of an adaptive case (``repeat: {max, stop: decided}``, SPEC §25): the trials run and saved.
