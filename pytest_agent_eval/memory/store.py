@@ -323,8 +323,8 @@ class Store:
     def history(self, nodeid: str, limit: int = 50) -> list[dict[str, Any]]:
         """A case across runs, newest first.
 
-        Each row: the run, its start and branch, the case's figures, its ``trace_id`` and the
-        template its run linked traces with (``trace_url``, ``None`` when it had none).
+        Each row: the run, its start and branch, the case's figures, its ``trace_id``, its record
+        and the template its run linked traces with (``trace_url``, ``None`` when it had none).
         """
         query = (
             sa.select(
@@ -350,6 +350,7 @@ class Store:
         for row in rows:
             record, run = json.loads(row.pop("record") or "{}"), json.loads(row.pop("run") or "{}")
             row["trace_id"] = record.get("trace_id") if isinstance(record, dict) else None
+            row["record"] = record
             row["trace_url"] = run.get("trace_url") if isinstance(run, dict) else None
         return rows
 

@@ -46,7 +46,7 @@ def esc(value: Any) -> str:
     return html.escape("" if value is None else str(value), quote=True)
 
 
-def trace_link(trace_id: Any, template: Any) -> str:
+def trace_link(trace_id: Any, template: Any, label: str = "trace") -> str:
     """A case's trace as HTML: a link through ``template``, else the bare id, else nothing.
 
     A link to ``template`` with ``{trace_id}`` filled in (an http(s) one only: the template is
@@ -60,8 +60,18 @@ def trace_link(trace_id: Any, template: Any) -> str:
         and template.startswith(("http://", "https://"))
     ):
         href = template.replace("{trace_id}", quote(trace_id, safe=""))
-        return f'<a class="trace" href="{esc(href)}" rel="noreferrer">trace</a>'
+        return f'<a class="trace" href="{esc(href)}" rel="noreferrer">{esc(label)}</a>'
     return f'<code class="trace">{esc(trace_id)}</code>'
+
+
+def trace_links(record: Any, template: Any) -> str:
+    """Every trial's trace of a case (``trial 1``, ``trial 2``, …), or the case's one trace."""
+    trials = record.get("trials") if isinstance(record, dict) else None
+    ids = [t.get("trace_id") for t in trials or [] if isinstance(t, dict)]
+    ids = [i for k, i in enumerate(ids) if isinstance(i, str) and i and i not in ids[:k]]
+    if len(ids) < 2:
+        return trace_link(record.get("trace_id") if isinstance(record, dict) else None, template)
+    return " ".join(trace_link(i, template, f"trial {k}") for k, i in enumerate(ids, 1))
 
 
 def _page(title: str, body: str) -> str:
@@ -274,7 +284,7 @@ class Viewer:
                 f'<td class="{esc(case["outcome"])}">{esc(case["outcome"])}{_cached(case)}</td>'
                 f"<td>{_num(case.get('score'), '.2f')}</td><td>{_num(case.get('cost'), '.4f')}</td>"
                 f"<td>{_num(case.get('latency_s'), '.2f')}</td>"
-                f"<td>{trace_link(case.get('trace_id'), template)}</td>"
+                f"<td>{trace_links(case, template)}</td>"
                 f"<td>{_details(case)}</td></tr>"
             )
         return 200, _page(f"Run {run_id}", head + f'<table id="cases">{"".join(rows)}</table>')
@@ -306,7 +316,7 @@ class Viewer:
                 f'<td class="{esc(row["outcome"])}">{esc(row["outcome"])}</td>'
                 f"<td>{_num(row['score'], '.2f')}</td>"
                 f"<td>{_num(row['cost'], '.4f')}</td><td>{esc(row['content_hash'] or '-')}</td>"
-                f"<td>{trace_link(row['trace_id'], self.trace_url or row['trace_url'])}</td>"
+                f"<td>{trace_links(row['record'], self.trace_url or row['trace_url'])}</td>"
                 f"<td>{esc(note)}</td></tr>"
             )
             before = row
