@@ -42,7 +42,6 @@ OPTIONAL = (
     "pytest_agent_eval.checks.calibration",
     "pytest_agent_eval.checks.agreement",
     "pytest_agent_eval.plugin.resume",
-    "pytest_agent_eval.plugin.cassettes",
     "pytest_agent_eval.plugin.scheduler",
     # this round's features (module prefixes: the guard holds as they land)
     "pytest_agent_eval.traces",
@@ -57,7 +56,8 @@ OPTIONAL = (
     "yaml",
     "httpx",
     "httpx2",
-    # the run store's libraries: a current SQLite store is saved without them
+    # the run store's (the verdict cache's too): loaded only to make a store, or read one through
+    # SQLAlchemy (a current SQLite store is read and written without it)
     "sqlalchemy",
     "alembic",
 )
@@ -200,6 +200,17 @@ def test_the_run_memory_loads_its_own_modules_only(project: pytest.Pytester) -> 
     others = tuple(name for name in OPTIONAL if name != "pytest_agent_eval.memory")
     assert _matches(names, others) == []
     assert len(list((project.path / ".agent-eval" / "journal").glob("*.jsonl"))) == 2
+
+
+def test_the_verdict_cache_loads_the_store_only_when_asked_for(project: pytest.Pytester) -> None:
+    """The guard's other side for the cache: asked for, it loads the run store and SQLAlchemy."""
+    pytest.importorskip("sqlalchemy", reason="the verdict cache lives in the run store ([store])")
+    result = project.runpytest_subprocess(
+        "-p", "no:cacheprovider", "-p", "no:randomly", *MEMORY_OFF, "--agent-eval-cache=on"
+    )
+    result.assert_outcomes(passed=3)
+    (names,) = _loaded(project).values()
+    assert {"pytest_agent_eval.memory.store", "sqlalchemy"} <= set(names)
 
 
 def test_a_written_report_loads_its_format(project: pytest.Pytester) -> None:

@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from pytest_agent_eval.report.record import CaseRecord
 
-HEAD = "0001"
+HEAD = "0002"
 """The newest schema revision this release knows (``migrations/versions``)."""
-KNOWN = ("0001",)
+KNOWN = ("0001", "0002")
 TRUST_FIGURES = ("judges", "injection")
 """A report's run-level figures of SPEC §26 (judge calibration, attack success rates), kept in a
 run's ``run``.

@@ -56,8 +56,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         dest="agent_eval_store",
         metavar="URL",
         default=None,
-        help="where every run is saved: a SQLite file (default .agent-eval/runs.db under the rootdir), "
-        "postgresql://user:password@host/db, or off",
+        help="where every run is saved: a SQLite file (default .agent-eval/runs.db under the "
+        "rootdir), postgresql://user:password@host/db, or off",
     )
     parser.addini(
         "agent_eval_store",
@@ -71,10 +71,7 @@ def pytest_configure(config: pytest.Config) -> None:
         return
     from pytest_agent_eval.report.formats import run_records
 
-    given = config.getoption("agent_eval_store", None) or str(
-        config.getini("agent_eval_store") or ""
-    )
-    memory = Memory(config, run_records(config), _url(config, given))
+    memory = Memory(config, run_records(config), _checked_url(config))
     config.pluginmanager.register(memory, "agent_eval_run_memory")
     baseline = str(config.getoption("agent_eval_baseline", None) or "")
     if baseline.startswith(STORE_PREFIX):
@@ -86,6 +83,37 @@ def pytest_configure(config: pytest.Config) -> None:
 
 _DEFAULT = ""
 """The store's URL when none is given: the default SQLite file, resolved when it is opened."""
+_URL = pytest.StashKey[tuple[str | None]]()
+
+
+def given_store(config: pytest.Config) -> str:
+    """``--agent-eval-store`` / ini ``agent_eval_store`` as given (``""``: not given)."""
+    try:
+        ini = config.getini("agent_eval_store")
+    except ValueError:  # this module's options are not there (``-p no:agent_eval_memory``)
+        ini = ""
+    return str(config.getoption("agent_eval_store", None) or ini or "")
+
+
+def _checked_url(config: pytest.Config) -> str | None:
+    """:func:`_url` of the store given, worked out (a PostgreSQL store checked) once per process."""
+    found = config.stash.get(_URL, None)
+    if found is None:
+        found = config.stash[_URL] = (_url(config, given_store(config)),)
+    return found[0]
+
+
+def store_url_of(config: pytest.Config) -> str | None:
+    """The run store's SQLAlchemy URL, worked out (a PostgreSQL store checked) once per process.
+
+    ``None``: off, or its libraries missing and it was not asked for.
+    """
+    url = _checked_url(config)
+    if url == _DEFAULT:
+        from pytest_agent_eval.memory.location import store_url
+
+        url = store_url(None, config.rootpath)
+    return url
 
 
 def _url(config: pytest.Config, given: str) -> str | None:
@@ -123,7 +151,8 @@ def _url(config: pytest.Config, given: str) -> str | None:
             raise pytest.UsageError(f"--agent-eval-store: {exc}") from None
         except ImportError as exc:
             raise pytest.UsageError(
-                f"--agent-eval-store {shown(url)}: {exc}: pip install 'pytest-agent-evalset[postgres]'"
+                f"--agent-eval-store {shown(url)}: {exc}: pip install "
+                "'pytest-agent-evalset[postgres]'"
             ) from None
     return url
 
@@ -167,8 +196,9 @@ class Memory:
         return Store(self.url)
 
     def baseline(self, branch: str) -> list[CaseRecord]:
-        """The records of the newest run of ``branch`` in the store; ``BaselineError`` when there is
-        none.
+        """The records of the newest run of ``branch`` in the store.
+
+        ``BaselineError`` when there is none.
         """
         from pytest_agent_eval.memory.store import StoreError
         from pytest_agent_eval.report.baseline import BaselineError
@@ -277,8 +307,10 @@ class Memory:
             store.close()
 
     def _flaky(self) -> None:
-        """The run's flaky cases over the last runs in the store and this one, for the reports and
-        the summary; a store that cannot be read is the warning of the save that follows.
+        """The run's flaky cases over the last runs in the store and this one.
+
+        For the reports and the summary; a store that cannot be read is the warning of the save that
+        follows.
         """
         from pytest_agent_eval.memory.rows import StoreError
         from pytest_agent_eval.report.options import FLAKY
@@ -331,8 +363,9 @@ class Memory:
         return {"branch": state.get("branch"), "dirty": state.get("dirty")}
 
     def _options(self) -> dict[str, Any]:
-        """The options that can change a verdict (every agent-eval option but where results go;
-        ``-k``, ``-m``).
+        """The options that can change a verdict.
+
+        Every agent-eval option but where results go; ``-k``, ``-m``.
         """
         out: dict[str, Any] = {}
         for name, value in sorted(vars(self.config.option).items()):
@@ -363,7 +396,8 @@ class Memory:
             )
         if self.flaky:
             terminalreporter.write_line(
-                f"flaky: {len(self.flaky)} cases changed outcome over the last runs with their content unchanged: "
+                f"flaky: {len(self.flaky)} cases changed outcome over the last runs with their "
+                "content unchanged: "
                 + ", ".join(
                     f"{nodeid} ({' '.join(o)})" for nodeid, o in sorted(self.flaky.items())[:10]
                 ),
