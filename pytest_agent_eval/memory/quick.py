@@ -23,7 +23,7 @@ from pytest_agent_eval.memory.rows import (
     RUN_COLUMNS,
     StoreError,
     case_row,
-    flaky_of,
+    flaky_in,
     newer_schema,
 )
 
@@ -122,11 +122,7 @@ class QuickStore:
                 )
         except sqlite3.Error as exc:
             raise StoreError(f"{self}: {_why(exc)}") from None
-        rows += [(c["nodeid"], c["outcome"], c.get("content_hash")) for c in newest or []]
-        if nodeids is not None:
-            wanted = set(nodeids)
-            rows = [row for row in rows if row[0] in wanted]
-        return flaky_of(sorted(rows, key=lambda row: row[0]))
+        return flaky_in(rows, nodeids, newest)
 
     def save(
         self,

@@ -80,6 +80,27 @@ def newer_schema(store: str, version: str) -> str:
     )
 
 
+def flaky_in(
+    rows: list[tuple[str, str, str | None]],
+    nodeids: list[str] | None,
+    newest: list[dict[str, Any]] | None,
+) -> dict[str, list[str]]:
+    """The flaky cases of the stored ``rows`` and ``newest``, the records of a run not stored yet.
+
+    ``rows``: ``(nodeid, outcome, content hash)`` of the runs read, each case's oldest first; only
+    the cases of ``nodeids`` when given.
+    """
+    rows = [*rows, *((c["nodeid"], c["outcome"], c.get("content_hash")) for c in newest or [])]
+    if (
+        nodeids is not None
+    ):  # in Python: an IN list of 10,000 node ids is past some databases' limits
+        wanted = set(nodeids)
+        rows = [row for row in rows if row[0] in wanted]
+    return flaky_of(
+        sorted(rows, key=lambda row: row[0])
+    )  # stable: each case's runs stay oldest first
+
+
 def flaky_of(rows: list[tuple[str, str, str | None]]) -> dict[str, list[str]]:
     """The flaky cases of ``(nodeid, outcome, content hash)`` rows, each case's oldest first.
 

@@ -29,7 +29,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from pytest_agent_eval.memory.rows import HEAD as HEAD
 from pytest_agent_eval.memory.rows import KNOWN as KNOWN
 from pytest_agent_eval.memory.rows import StoreError as StoreError
-from pytest_agent_eval.memory.rows import case_row, newer_schema
+from pytest_agent_eval.memory.rows import case_row, flaky_in, newer_schema
 from pytest_agent_eval.memory.rows import flaky_of as flaky_of
 from pytest_agent_eval.memory.rows import run_row as run_row
 from pytest_agent_eval.report.baseline import records_of
@@ -371,15 +371,7 @@ class Store:
             rows = (
                 [(r.nodeid, r.outcome, r.content_hash) for r in conn.execute(query)] if ids else []
             )
-        rows += [(c["nodeid"], c["outcome"], c.get("content_hash")) for c in newest or []]
-        if (
-            nodeids is not None
-        ):  # in Python: an IN list of 10,000 node ids is past some databases' limits
-            wanted = set(nodeids)
-            rows = [row for row in rows if row[0] in wanted]
-        return flaky_of(
-            sorted(rows, key=lambda row: row[0])
-        )  # stable: each case's runs stay oldest first
+        return flaky_in(rows, nodeids, newest)
 
 
 def _engine(url: str, sqlite: bool) -> Engine:
