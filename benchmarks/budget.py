@@ -291,7 +291,8 @@ def cost(root: Path, server: Provider, folder: Path) -> list[str]:
         ("zero", f"{ZERO_CASES} zero-latency cases, one process (no HTTP request)"),
         (
             "http",
-            f"the HTTP cases above, provider unlimited, `-n 2 --agent-eval-concurrency {CONCURRENCY}`",
+            "the HTTP cases above, provider unlimited, `-n 2 "
+            f"--agent-eval-concurrency {CONCURRENCY}`",
         ),
     ):
         cells = [label]
@@ -300,7 +301,8 @@ def cost(root: Path, server: Provider, folder: Path) -> list[str]:
             cells += [f"{on:.2f}", f"{off:.2f}", f"{on / off:.3f}"]
         rows.append("| " + " | ".join(cells) + " |")
     return [
-        "What the pace costs (this checkout, least of 3, alternating; wall and CPU seconds of the pytest processes):",
+        "What the pace costs (this checkout, least of 3, alternating; wall and CPU seconds of "
+        "the pytest processes):",
         "",
         "| run | wall on | wall off | on / off | CPU on | CPU off | on / off |",
         "| --- | --- | --- | --- | --- | --- | --- |",
@@ -362,12 +364,13 @@ def main() -> int:
         threading.Thread(target=server.serve_forever, daemon=True).start()
         print(f"load average at start: {os.getloadavg()[0]:.2f}", file=sys.stderr)
         table = [
-            f"{cases} one-call cases (openai client, its default retries), `-n 2 --agent-eval-concurrency "
-            f"{CONCURRENCY}` (two-process rows: two pytest processes at once, each half the cases at concurrency "
-            f"{CONCURRENCY}), provider {rate} requests/s; ideal {ideal:g} s",
+            f"{cases} one-call cases (openai client, its default retries), `-n 2 "
+            f"--agent-eval-concurrency {CONCURRENCY}` (two-process rows: two pytest processes at "
+            f"once, each half the cases at concurrency {CONCURRENCY}), provider {rate} "
+            f"requests/s; ideal {ideal:g} s",
             "",
-            "| options | code | passed | wall / ideal | span / ideal | answered 429 | CPU s | target (on the span) "
-            "| meets target |",
+            "| options | code | passed | wall / ideal | span / ideal | answered 429 | CPU s | "
+            "target (on the span) | meets target |",
             "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
         ]
         if args.cost:
@@ -422,7 +425,8 @@ def main() -> int:
                 table.append(line)
         table += [
             "",
-            "The same runs against an unlimited provider (pytest start-up, collection, the run's own cost):",
+            "The same runs against an unlimited provider (pytest start-up, collection, "
+            "the run's own cost):",
             "",
         ]
         table += [

@@ -643,7 +643,8 @@ def measure_traffic(runner: Runner) -> tuple[Comparison, list[Comparison]]:
     base = [HTTP_FILE, CONCURRENCY_OPTION, str(HTTP_CONCURRENCY)]
     try:
         http = runner.measure(
-            f"{N_IO_CASES} cases of a {round(HTTP_LATENCY * 1000)} ms HTTP agent, C={HTTP_CONCURRENCY}",
+            f"{N_IO_CASES} cases of a {round(HTTP_LATENCY * 1000)} ms HTTP agent, "
+            f"C={HTTP_CONCURRENCY}",
             {
                 "live": base,
                 "record": [*base, "--agent-eval-record"],
@@ -989,8 +990,8 @@ def perf12_comparisons(perf: Perf12) -> list[Comparison]:
     label = f"{PERF12_CASES:,} cases, {round(PERF12_LATENCY * 1000)} ms"
     rows = [
         Comparison(
-            f"{label} {kind} agent: `-n {XDIST_WORKERS}` C={PERF12_XDIST_CONCURRENCY} vs one process "
-            f"C={PERF12_CONCURRENCY}",
+            f"{label} {kind} agent: `-n {XDIST_WORKERS}` C={PERF12_XDIST_CONCURRENCY} vs one "
+            f"process C={PERF12_CONCURRENCY}",
             perf.many[xdist_name(kind)],
             perf.many[kind],
             TARGET_PERF12_XDIST,
@@ -1084,23 +1085,25 @@ def perf12_section(perf: Perf12 | None) -> list[str]:
     lines += perf12_wall_table(perf)
     lines += [
         "",
-        f"Target: (T₀ + ⌈{PERF12_CASES}/{PERF12_CONCURRENCY}⌉ × {PERF12_LATENCY:g} s) × {TARGET_PERF12_MARGIN:.2f}, "
-        "T₀ of this run.",
+        f"Target: (T₀ + ⌈{PERF12_CASES}/{PERF12_CONCURRENCY}⌉ × {PERF12_LATENCY:g} s) × "
+        f"{TARGET_PERF12_MARGIN:.2f}, T₀ of this run.",
         "",
     ]
     lines += comparison_table(perf12_comparisons(perf), "compared with, s")
     lines += [
         "",
-        "The start-up row: an eval file of one zero-latency case against `test_startup.py` without the plugin.",
+        "The start-up row: an eval file of one zero-latency case against "
+        "`test_startup.py` without the plugin.",
         "",
     ]
     lines += perf12_cpu_table(cpu_rows(perf))
     startup = cpu_of(perf.startup.plugin)
     lines += [
         "",
-        "CPU: user + sys seconds of the pytest process (least over the repetitions), start-up included; the last "
-        f"column first subtracts the CPU of the one-case run ({'n/a' if startup is None else f'{startup:.2f} s'}), "
-        "and its C=128 row is compared with the C=1 row of the same agent.",
+        "CPU: user + sys seconds of the pytest process (least over the repetitions), start-up "
+        "included; the last column first subtracts the CPU of the one-case run "
+        f"({'n/a' if startup is None else f'{startup:.2f} s'}), and its C=128 row is compared "
+        "with the C=1 row of the same agent.",
     ]
     return lines
 
@@ -1135,10 +1138,10 @@ def find_setting(runner: Runner) -> Setting:
 
 def machine_line(setting: Setting) -> str:
     return (
-        f"Machine: {os.cpu_count()} cores, {platform.system()} {platform.machine()}, "
-        f"Python {platform.python_version()}, pytest {version('pytest')}, pytest-xdist {version('pytest-xdist')}, "
-        f"pytest-agent-evalset {version('pytest-agent-evalset')} (git {git_revision()}, {setting.plugin}); "
-        f"load average at start {setting.load}."
+        f"Machine: {os.cpu_count()} cores, {platform.system()} {platform.machine()}, Python "
+        f"{platform.python_version()}, pytest {version('pytest')}, pytest-xdist "
+        f"{version('pytest-xdist')}, pytest-agent-evalset {version('pytest-agent-evalset')} (git "
+        f"{git_revision()}, {setting.plugin}); load average at start {setting.load}."
     )
 
 
@@ -1151,15 +1154,15 @@ def method_line(args: argparse.Namespace, supported: bool) -> str:
     )
     option = "available" if supported else "not available in this checkout"
     return (
-        f"Each figure: wall seconds of `python -m pytest <args> -q {disabled}`, pytest start-up included, {repeats}. "
-        "Unrelated plugins installed on this machine are disabled equally for plugin and baseline runs; baseline "
-        "runs also add `-p no:agent_eval` (a project without the plugin). Bytecode is cached (in the temporary "
-        "directory) and an untimed first run compiles it. "
-        "Collection: JSON with `-p no:cacheprovider`; YAML cold with a fresh `-o cache_dir`; YAML warm with the "
-        "cache dir of a first collection. Runs: `-p no:cacheprovider`. "
-        f"I/O-bound rows with an ideal ≥ {SIDE_BY_SIDE_S:g} s run the sync and the async agent side by side. "
-        "Issue 12's rows also give the CPU seconds (user + sys) of the pytest process, from `RUSAGE_CHILDREN`. "
-        f"`{CONCURRENCY_OPTION}`: {option}."
+        f"Each figure: wall seconds of `python -m pytest <args> -q {disabled}`, pytest start-up "
+        f"included, {repeats}. Unrelated plugins installed on this machine are disabled equally "
+        "for plugin and baseline runs; baseline runs also add `-p no:agent_eval` (a project "
+        "without the plugin). Bytecode is cached (in the temporary directory) and an untimed "
+        "first run compiles it. Collection: JSON with `-p no:cacheprovider`; YAML cold with a "
+        "fresh `-o cache_dir`; YAML warm with the cache dir of a first collection. Runs: `-p "
+        f"no:cacheprovider`. I/O-bound rows with an ideal ≥ {SIDE_BY_SIDE_S:g} s run the sync and "
+        "the async agent side by side. Issue 12's rows also give the CPU seconds (user + sys) of "
+        f"the pytest process, from `RUSAGE_CHILDREN`. `{CONCURRENCY_OPTION}`: {option}."
     )
 
 
@@ -1190,20 +1193,22 @@ def report(
         lines += io_table(io_rows)
         lines += [
             "",
-            "Ideal: ⌈N/C⌉·latency (for `-n 2`, C=2). Speed-up against the C=1 row of the same agent.",
+            "Ideal: ⌈N/C⌉·latency (for `-n 2`, C=2). Speed-up against the C=1 "
+            "row of the same agent.",
         ]
         if args.quick:
             lines += [
-                "`--quick`: the 0.5 s C=1 rows are N·latency, not measured (so speed-ups are conservative)."
+                "`--quick`: the 0.5 s C=1 rows are N·latency, not measured (so "
+                "speed-ups are conservative)."
             ]
     if traffic_rows:
         lines += ["", "### The LLM traffic hook (`--agent-eval-traffic`, record and replay)", ""]
         lines += comparison_table(traffic_rows, "compared with, s")
         lines += [
             "",
-            "The HTTP agent posts to a loopback chat-completions server in the benchmark's process that answers "
-            f"after {round(HTTP_LATENCY * 1000)} ms; recording writes one cassette per case, replay answers from "
-            "them without the server.",
+            "The HTTP agent posts to a loopback chat-completions server in the benchmark's "
+            f"process that answers after {round(HTTP_LATENCY * 1000)} ms; recording writes one "
+            "cassette per case, replay answers from them without the server.",
         ]
     if report_rows:
         lines += ["", "### The JSON report (`--agent-eval-report`)", ""]

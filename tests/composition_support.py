@@ -143,7 +143,10 @@ class Row:
         return f"{self.token}-{self.agent}-{self.shape}-{self.mocks}".replace("_", "")
 
     def __str__(self) -> str:
-        return f"[{self.agent} × {self.shape} × mocks {self.mocks} × {self.mode} × traffic {self.traffic}]"
+        return (
+            f"[{self.agent} × {self.shape} × mocks {self.mocks} × {self.mode} × "
+            f"traffic {self.traffic}]"
+        )
 
     @property
     def messages(self) -> tuple[str, str]:

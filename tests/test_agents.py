@@ -181,7 +181,8 @@ cases:
 def test_cli_agent_overrides_the_file(agents: pytest.Pytester) -> None:
     agents.makefile(
         ".yaml",
-        eval_cli="agent: agents_mod:boom\ncases:\n  - {id: one, input: a, expect: {equals: sync one a}}\n",
+        eval_cli="agent: agents_mod:boom\ncases:\n"
+        "  - {id: one, input: a, expect: {equals: sync one a}}\n",
     )
     agents.runpytest().assert_outcomes(failed=1)
     agents.runpytest("--agent", "agents_mod:sync_one").assert_outcomes(passed=1)
@@ -322,7 +323,8 @@ def test_no_agent_says_how_to_provide_one(evals: pytest.Pytester) -> None:
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         [
-            "eval_none.yaml:2: no agent for case lonely: set `agent: module:function` in the file, pass --agent*"
+            "eval_none.yaml:2: no agent for case lonely: set `agent: module:function` in "
+            "the file, pass --agent*"
         ]
     )
     result.stdout.no_fnmatch_line("*FixtureRequest*")  # no internal objects, no exception chain

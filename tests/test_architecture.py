@@ -121,5 +121,6 @@ def test_the_order_test_sees_an_upward_import(tmp_path: Path) -> None:
     finally:
         probe.unlink()
     assert problems == [
-        "core/_architecture_probe.py:2: core imports plugin, a floor above it (pytest_agent_eval.plugin)"
+        "core/_architecture_probe.py:2: core imports plugin, a floor above it "
+        "(pytest_agent_eval.plugin)"
     ]

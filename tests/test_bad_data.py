@@ -150,7 +150,10 @@ FIELDS = [  # file, field, message
     ),
 ]
 
-BOM = '\ufeff{"agent": "scripted:run", "cases": [{"id": "b", "input": "x", "context": {"say": "ok"}}]}'
+BOM = (
+    '\ufeff{"agent": "scripted:run", "cases": [{"id": "b", "input": "x", '
+    '"context": {"say": "ok"}}]}'
+)
 
 
 def refs_file(address: str, local: Path) -> str:
@@ -184,7 +187,8 @@ def bad_run(
     )
     for name, field, _ in FIELDS:
         files[f"{name}.yaml"] = (
-            f"{AGENT}cases:\n  - {{id: a, input: x, context: {{say: ok}}}}\n  - input: x\n    {field}\n"
+            f"{AGENT}cases:\n  - {{id: a, input: x, context: {{say: ok}}}}\n  - "
+            f"input: x\n    {field}\n"
         )
     files["eval_bom.json"] = BOM
     files["eval_refs.yaml"] = refs_file(loopback[0], local)
@@ -221,7 +225,8 @@ def test_a_tag_that_cannot_be_a_marker_is_an_error(tags_run: SharedRun, name: st
 def test_tags_select_with_dashes_and_digits(evals: pytest.Pytester) -> None:
     evals.makefile(
         ".yaml",
-        eval_tags=f"{AGENT}cases:\n  - {{id: a, input: x, tags: [kb-search, 2fa]}}\n  - {{id: b, input: y}}\n",
+        eval_tags=f"{AGENT}cases:\n  - {{id: a, input: x, tags: [kb-search, 2fa]}}\n"
+        "  - {id: b, input: y}\n",
     )
     result = evals.runpytest("--strict-markers", "-m", "kb-search and 2fa")
     assert (

@@ -157,7 +157,8 @@ def test_max_turns_aborts_the_conversation_and_it_is_still_scored(
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         [
-            "case short failed: timing 1.00, tasks 0.20, penalty 0.00 → 0.47 < 0.70 (aborted at max_turns: 4 messages)",
+            "case short failed: timing 1.00, tasks 0.20, penalty 0.00 → 0.47 < 0.70 (aborted at "
+            "max_turns: 4 messages)",
             "*✗ task 1: Ask where your order is: scored 0.20 (score 0.20)",
         ]
     )

@@ -47,7 +47,8 @@ def test_a_worker_that_dies_names_its_case_as_not_run(pytester: pytest.Pytester)
     cases = "".join(f"  - {{id: ok{n}, input: hi, context: {{say: hello}}}}\n" for n in range(4))
     pytester.makefile(
         ".yaml",
-        eval_w=f"agent: usage_agent:run\ncases:\n{cases}  - {{id: dies, input: hi, context: {{crash: true}}}}\n",
+        eval_w="agent: usage_agent:run\ncases:\n"
+        f"{cases}  - {{id: dies, input: hi, context: {{crash: true}}}}\n",
     )
     result = pytester.runpytest(
         "-p", "no:cacheprovider", "-n", "2", "--agent-eval-report", "r.json", "--agent-eval-markdown", "r.md",

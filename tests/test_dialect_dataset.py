@@ -140,7 +140,8 @@ def test_the_sidecar_gives_agent_defaults_and_tags(pytester: pytest.Pytester) ->
     answering(pytester, ANSWERS)
     write_rows(pytester, "eval_rows.json", BRAINTRUST)
     (pytester.path / "eval_rows.expect.yaml").write_text(
-        "agent: table_agent:run\ntags: [smoke]\ndefaults:\n  timeout: 5\nexpect:\n  contains: [Paris]\n"
+        "agent: table_agent:run\ntags: [smoke]\ndefaults:\n  timeout: 5\nexpect:\n"
+        "  contains: [Paris]\n"
     )
     result = pytester.runpytest("-p", "no:cacheprovider", "-rA", "-m", "smoke and geo")
     result.assert_outcomes(
@@ -259,7 +260,8 @@ def test_an_inspect_list_target_is_right_when_any_one_of_its_answers_is(
     from pytest_agent_eval.checks.judge import reference_text
 
     assert reference_text(["30 days", "thirty days"], any_of=True) == (
-        "Reference answers (the answer is correct when it agrees with any one of them):\n  - 30 days\n  - thirty days\n"
+        "Reference answers (the answer is correct when it agrees with any one of them):\n"
+        "  - 30 days\n  - thirty days\n"
     )
 
 
@@ -278,14 +280,16 @@ def test_a_misnamed_sidecar_is_an_error_naming_the_dataset_it_may_have_meant(
     result.assert_outcomes(passed=2, errors=1, warnings=1)
     text = " ".join(result.stdout.str().split())
     assert (
-        "eval_refunds_rows.expect.yaml:1: a dataset sidecar with no dataset eval_refunds_rows.jsonl or "
-        'eval_refunds_rows.json beside it (did you mean "eval_refund_rows.expect.yaml", the sidecar of '
+        "eval_refunds_rows.expect.yaml:1: a dataset sidecar with no dataset "
+        "eval_refunds_rows.jsonl or "
+        "eval_refunds_rows.json beside it (did you mean "
+        '"eval_refund_rows.expect.yaml", the sidecar of '
         "eval_refund_rows.jsonl?); rename it"
     ) in text
     assert (
-        "NoSidecarWarning: eval_refund_rows.jsonl: no sidecar eval_refund_rows.expect.yaml: its rows have no "
-        "checks, each only has to be answered; eval_refunds_rows.expect.yaml is beside it: rename it "
-        "eval_refund_rows.expect.yaml"
+        "NoSidecarWarning: eval_refund_rows.jsonl: no sidecar eval_refund_rows.expect.yaml: its "
+        "rows have no checks, each only has to be answered; eval_refunds_rows.expect.yaml is "
+        "beside it: rename it eval_refund_rows.expect.yaml"
     ) in text
     assert main(["validate", str(pytester.path)]) == 1
     out = capsys.readouterr().out
@@ -304,6 +308,7 @@ def test_a_sidecar_without_any_dataset_near_it_says_what_to_do(pytester: pytest.
     result = run_evals(pytester, "-rA")
     result.assert_outcomes(errors=1)
     assert (
-        "eval_orphan.expect.yaml:1: a dataset sidecar with no dataset eval_orphan.jsonl or eval_orphan.json "
-        "beside it; put the dataset beside it as eval_orphan.jsonl or eval_orphan.json, or rename the sidecar"
+        "eval_orphan.expect.yaml:1: a dataset sidecar with no dataset eval_orphan.jsonl or "
+        "eval_orphan.json beside it; put the dataset beside it as eval_orphan.jsonl or "
+        "eval_orphan.json, or rename the sidecar"
     ) in " ".join(result.stdout.str().split())

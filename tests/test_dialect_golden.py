@@ -208,10 +208,12 @@ def test_ids_and_bad_items(pytester: pytest.Pytester) -> None:
             "PASSED eval_golden.json::basis",
             # not an [A-Za-z0-9_-]+ id: slugified, the original kept
             "PASSED eval_golden.json::alloc_v1*",
-            "eval_golden.json:4: duplicate case id 'basis' (first at line 2); give each case a unique `id`"
-            " (case basis-line4)",
-            "eval_golden.json:5: [[]3]: missing `input` (the prompt sent to the agent) (case no_input)",
-            "eval_golden.json:7: unknown key 'tool_used' in [[]4].expected (did you mean \"tools_used\"?) (case typo)",
+            "eval_golden.json:4: duplicate case id 'basis' (first at line 2); give each case a "
+            "unique `id` (case basis-line4)",
+            "eval_golden.json:5: [[]3]: missing `input` (the prompt sent to the "
+            "agent) (case no_input)",
+            "eval_golden.json:7: unknown key 'tool_used' in [[]4].expected (did you mean "
+            '"tools_used"?) (case typo)',
         ]
     )
 

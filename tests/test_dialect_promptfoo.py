@@ -468,29 +468,30 @@ def test_what_the_plugin_cannot_honour_errors_its_case_saying_what_to_write_inst
     text = " ".join(result.stdout.str().split())
     docs = '(see docs/reference/formats.md, section "promptfoo assertions")'
     assert (
-        f"{path.name}:8: not supported: assertion `javascript`; instead write a `python` assertion: the same "
-        "expression in Python (`output.startswith('Ahoy')`), a body that `return`s, or `file://x.py` with "
-        f"`get_assert(output, context)` {docs}"
+        f"{path.name}:8: not supported: assertion `javascript`; instead write a `python` "
+        "assertion: the same expression in Python (`output.startswith('Ahoy')`), a body that "
+        f"`return`s, or `file://x.py` with `get_assert(output, context)` {docs}"
     ) in text
     assert (
-        f"{path.name}:12: not supported: assertion `similar`; instead write `factuality` with the expected text "
-        "as its value, or an `llm-rubric` (`value: says the same as: <text>`)"
+        f"{path.name}:12: not supported: assertion `similar`; instead write `factuality` with the "
+        "expected text as its value, or an `llm-rubric` (`value: says the same as: <text>`)"
     ) in text
     assert (
         "more.csv:2: not supported: assertion `javascript`; instead write a `python` assertion"
         in text
     )
     assert (
-        "not supported: assertion `trajectory:tool-args-match`; instead write a `python` assertion reading the "
-        "calls' arguments from the output (`json.loads(output)['tool_calls']`); in a native eval file, the "
-        "`tool_args` check"
+        "not supported: assertion `trajectory:tool-args-match`; instead write a `python` "
+        "assertion reading the calls' arguments from the output "
+        "(`json.loads(output)['tool_calls']`); in a native eval file, the `tool_args` check"
     ) in text
     assert (
-        "not supported: assertion `trajectory:goal-success`; instead write an `llm-rubric` whose value states it"
+        "not supported: assertion `trajectory:goal-success`; instead write an `llm-rubric` "
+        "whose value states it"
     ) in text
     assert (
-        "not supported: assertion field transform (on `equals`); instead transform the output inside a `python` "
-        "assertion"
+        "not supported: assertion field transform (on `equals`); instead transform the output "
+        "inside a `python` assertion"
     ) in text
 
 
@@ -1084,7 +1085,8 @@ def test_vars_reach_the_prompt_as_promptfoo_reads_them(pytester: pytest.Pytester
           - file://more.yaml
         """,
         provider__py=PROVIDER,
-        more__yaml="- description: from a file\n  vars: {body: No, flag: off, mode: 010, day: 2024-01-02}\n"
+        more__yaml="- description: from a file\n"
+        "  vars: {body: No, flag: off, mode: 010, day: 2024-01-02}\n"
         "  assert: [{type: equals, value: No off 10 2024-01-02}]\n",
     )
     result = run(pytester)

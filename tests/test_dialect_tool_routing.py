@@ -120,8 +120,10 @@ def test_bad_items_are_reported_and_the_rest_run(pytester: pytest.Pytester) -> N
     result.assert_outcomes(passed=1, errors=2)
     result.stdout.fnmatch_lines_random(
         [
-            "eval_routing.json:3: [[]1]: missing `expected_tools` (the tools the agent should call) (case no_tools)",
-            "eval_routing.json:4: unknown key 'expected_tool' in [[]2] (did you mean \"expected_tools\"?) (case typo)",
+            "eval_routing.json:3: [[]1]: missing `expected_tools` (the tools the agent should "
+            "call) (case no_tools)",
+            "eval_routing.json:4: unknown key 'expected_tool' in [[]2] (did you mean "
+            '"expected_tools"?) (case typo)',
         ]
     )
 
@@ -151,7 +153,8 @@ def test_the_example_case_list_answers_from_its_canned_responses(pytester: pytes
     examples = repo / "examples" / "formats"
     pytester.syspathinsert(repo)
     pytester.makepyfile(
-        probe="def pytest_agent_eval_case_result(item, result):\n    print('OUT', result.first.run.output)\n"
+        probe="def pytest_agent_eval_case_result(item, result):\n"
+        "    print('OUT', result.first.run.output)\n"
     )
     pytester.syspathinsert()
     result = pytester.runpytest(
@@ -171,7 +174,8 @@ def test_the_example_case_list_answers_from_its_canned_responses(pytester: pytes
     )  # 15, and the promptfoo config and dataset of SPEC §19 (5 + 2)
     result.stdout.fnmatch_lines_random(
         [
-            "*OUT From the knowledge base: Result 1 (r/python, summary): type hints make code easier to read.",
+            "*OUT From the knowledge base: Result 1 (r/python, summary): type hints make "
+            "code easier to read.",
             "*OUT The thread: Mock response for fetch_reddit_thread",
         ]
     )

@@ -36,7 +36,8 @@ tool_dispatch: desk:dispatch_tool
 cases:
 """
         + "".join(
-            f"  - {{id: mocked{n}, input: q{n}, tool_mocks: {{search: mocked}}, expect: {{contains: [mocked]}}}}\n"
+            f"  - {{id: mocked{n}, input: q{n}, tool_mocks: {{search: mocked}}, expect: "
+            "{contains: [mocked]}}\n"
             for n in range(3)
         ),
         eval_real="""

@@ -154,7 +154,8 @@ FAULTS = {  # file: (agent, case fields, file head, the failure's summary line)
     "eval_tool_stop": (
         "uses_tool",
         ", timeout: 5",
-        "tool_dispatch: fault_agents:dispatch_tool\ndefaults: {tool_mocks: {lookup: {raise: StopIteration}}}\n",
+        "tool_dispatch: fault_agents:dispatch_tool\n"
+        "defaults: {tool_mocks: {lookup: {raise: StopIteration}}}\n",
         "agent raised StopIteration",
     ),
 }
@@ -236,13 +237,17 @@ def test_an_agent_that_exits_or_raises_stop_iteration_fails_its_own_case(shared:
     assert {line: printed[line] for line in expected} == expected, shared.stdout
     for name in FAULTS:
         shared.shows(
-            f"FAILED {name}.yaml::bad - Failed: case bad failed: the agent failed, nothing was checked (score 0.00)"
+            f"FAILED {name}.yaml::bad - Failed: case bad failed: the agent failed, nothing was "
+            "checked (score 0.00)"
         )
 
 
 def test_an_agent_class_that_cannot_be_created_fails_with_one_line(shared: SharedRun) -> None:
     shared.assert_outcomes(scenario("eval_broken"), passed=6, failed=2)
-    message = "eval_broken.yaml:1: agent 'fault_agents:Broken': could not be created: ValueError: no API key"
+    message = (
+        "eval_broken.yaml:1: agent 'fault_agents:Broken': could not be created: "
+        "ValueError: no API key"
+    )
     lines = [line for line in shared.lines if message in line and line.startswith("eval_broken")]
     assert lines == [f"{message} (fault_agents.py:61)"] * 2, shared.stdout
     printed = shared.text_of(*scenario("eval_broken"))
@@ -307,7 +312,10 @@ def test_a_blocked_loop_is_seen_while_waiting_for_a_case_without_a_timeout(
     on a fresh loop (they used to fail with their own timeouts, which ran out while the loop was
     held).
     """
-    first = "agent: fault_agents:unhurried\ncases:\n  - {id: first, input: f, expect: {contains: [answer]}}\n"
+    first = (
+        "agent: fault_agents:unhurried\ncases:\n"
+        "  - {id: first, input: f, expect: {contains: [answer]}}\n"
+    )
     blocker = "agent: fault_agents:blocks\ncases:\n  - {id: bad, input: b, timeout: 1}\n"
     good = good_file(6, ", timeout: 1").replace("fault_agents:good", "fault_agents:slow")
     faults.makefile(".yaml", eval_a_first=first, eval_b_blocks=blocker, eval_c_good=good)
@@ -330,8 +338,8 @@ def test_a_blocked_loop_is_seen_while_waiting_for_a_case_without_a_timeout(
 def test_a_catastrophic_regex_fails_its_case_at_the_timeout(shared: SharedRun) -> None:
     shared.assert_outcomes(scenario("eval_regex"), passed=6, failed=2)
     shared.shows(
-        "✗ regex: check regex did not finish within 1 s: the pattern /(a+)+$/ backtracks catastrophically on "
-        "this output",
+        "✗ regex: check regex did not finish within 1 s: the pattern /(a+)+$/ backtracks "
+        "catastrophically on this output",
     )
 
 

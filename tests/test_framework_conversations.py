@@ -259,7 +259,10 @@ def test_tool_mocks_keep_the_handoff_the_sdk_reported(
     metadata kept.
     """
     project.makepyfile(handoff_checks=HANDED_OFF)
-    expect = "{tool_sequence: [lookup_order, transfer_to_billing, refund_order], custom: ['handoff_checks:to_billing']}"
+    expect = (
+        "{tool_sequence: [lookup_order, transfer_to_billing, refund_order], custom: "
+        "['handoff_checks:to_billing']}"
+    )
     project.makefile(
         ".yaml",
         eval_refund=f"""

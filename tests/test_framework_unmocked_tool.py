@@ -74,8 +74,8 @@ def test_an_unmocked_tool_inside_pydantic_ai_fails_with_the_line_that_matters(
     failure = result.stdout.str().split(" refund ___")[1].split("___ lookup ___")[0]
     where = "eval_orders.yaml:3"
     line = (
-        f"unmocked tool call refund_order(order_id='42') in case refund ({where}): `tool_mocks` has no response "
-        "for 'refund_order'"
+        f"unmocked tool call refund_order(order_id='42') in case refund ({where}): `tool_mocks` "
+        "has no response for 'refund_order'"
     )
     assert line in failure
     assert "pydantic_ai" not in failure and "pydantic_graph" not in failure  # no framework frames
@@ -86,7 +86,8 @@ def test_an_unmocked_tool_inside_pydantic_ai_fails_with_the_line_that_matters(
         ("refund_order", {"order_id": "42"})
     ]
     said = re.compile(
-        r"unmocked tool call refund_order\(order_id='42'\) in case refund \((\S*/)?eval_orders.yaml:3\)"
+        r"unmocked tool call refund_order\(order_id='42'\) in case refund "
+        r"\((\S*/)?eval_orders.yaml:3\)"
     )
     assert said.match(case["error"]), case["error"]
     assert said.search((pytester.path / "r.html").read_text())

@@ -72,7 +72,8 @@ def test_item5_a_lone_surrogate_in_the_output_loses_no_report(
 ) -> None:
     _project(
         pytester,
-        "agent: odd_agents:cut_emoji\ncases:\n  - {id: cut, input: hi, expect: {contains: [smile]}}\n"
+        "agent: odd_agents:cut_emoji\ncases:\n"
+        "  - {id: cut, input: hi, expect: {contains: [smile]}}\n"
         "  - {id: other, input: hi, expect: {contains: [nothing]}}\n",
     )
     result = pytester.runpytest_subprocess(*RUN, *REPORTS, *mode)
@@ -105,7 +106,8 @@ def test_item6_a_check_scoring_nan_or_inf_has_no_verdict_and_every_report_is_wri
 ) -> None:
     _project(
         pytester,
-        f"agent: odd_agents:inject\ncases:\n  - {{id: c, input: hi, expect: {{custom: odd_agents:{check}}}}}\n",
+        "agent: odd_agents:inject\ncases:\n"
+        f"  - {{id: c, input: hi, expect: {{custom: odd_agents:{check}}}}}\n",
     )
     result = pytester.runpytest(*RUN, *REPORTS)
     assert "INTERNALERROR" not in result.stdout.str()
@@ -119,7 +121,8 @@ def test_item6_a_check_scoring_nan_or_inf_has_no_verdict_and_every_report_is_wri
 def test_item4_agent_text_in_the_markdown_summary_is_escaped(pytester: pytest.Pytester) -> None:
     _project(
         pytester,
-        "agent: odd_agents:inject_error\ncases:\n  - {id: c, input: hi, expect: {contains: [absent]}}\n",
+        "agent: odd_agents:inject_error\ncases:\n"
+        "  - {id: c, input: hi, expect: {contains: [absent]}}\n",
     )
     pytester.runpytest(*RUN, "--agent-eval-markdown", "s.md").assert_outcomes(failed=1)
     text = (pytester.path / "s.md").read_text(encoding="utf-8")
@@ -138,7 +141,8 @@ def test_item7_sigterm_is_treated_as_ctrl_c_and_every_report_is_written(
     pytester.makepyfile(usage_agent=USAGE_AGENT)
     pytester.makeconftest(
         "def pytest_runtest_logreport(report):\n"
-        "    if report.when == 'call' and 'fast' in report.nodeid and not hasattr(report, 'node'):\n"
+        "    if report.when == 'call' and 'fast' in report.nodeid and not "
+        "hasattr(report, 'node'):\n"
         "        open('fast-done', 'w').close()\n"
     )
     cases = "  - {id: fast, input: hi, context: {say: hello}}\n" + "".join(
@@ -247,8 +251,8 @@ MALFORMED: dict[str, Any] = {
     "trials_not_a_list": {"schema_version": 1, "run": {}, "cases": [{**GOOD_CASE, "trials": "x"}]},
     "score_a_string": {"schema_version": 1, "run": {}, "cases": [{**GOOD_CASE, "score": "high"}]},
     "cases_not_a_list": {"schema_version": 1, "run": {}, "cases": 3},
-    "bare_nan": '{"schema_version": 1, "run": {}, "cases": [{"nodeid": "a::b", "case_id": "b", "file": "a", '
-    '"line": 1, "outcome": "passed", "score": NaN}]}',
+    "bare_nan": '{"schema_version": 1, "run": {}, "cases": [{"nodeid": "a::b", "case_id": "b", '
+    '"file": "a", "line": 1, "outcome": "passed", "score": NaN}]}',
     "not_utf8": b'{"schema_version": 1, "cases": ["\xff"]}',
 }
 
@@ -344,7 +348,8 @@ def test_a_sessions_secrets_are_forgotten_when_it_ends(pytester: pytest.Pytester
     from pytest_agent_eval.secrets import scrub_text
 
     pytester.makeconftest(
-        "from pytest_agent_eval import secrets\n\ndef pytest_configure(config):\n    secrets.remember('unused')\n"
+        "from pytest_agent_eval import secrets\n\ndef pytest_configure(config):\n"
+        "    secrets.remember('unused')\n"
     )
     pytester.makepyfile(test_one="def test_one():\n    pass\n")
     pytester.runpytest_inprocess("-p", "no:cacheprovider").assert_outcomes(passed=1)

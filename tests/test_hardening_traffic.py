@@ -175,7 +175,10 @@ def test_item15_a_timeout_while_waiting_on_retry_after_is_infrastructure(
 def test_item15_a_timeout_while_waiting_on_the_runs_rate_limit_is_infrastructure(
     agents: pytest.Pytester, echo: ChatServer
 ) -> None:
-    suite = "agent: traffic_agents:async_agent\ncases:\n  - {id: c, input: hi, timeout: 1, expect: {contains: [x]}}\n"
+    suite = (
+        "agent: traffic_agents:async_agent\ncases:\n"
+        "  - {id: c, input: hi, timeout: 1, expect: {contains: [x]}}\n"
+    )
     (agents.path / "eval_wait.yaml").write_text(suite)
     result = agents.runpytest(
         *RUN, "--agent-eval-rate-limit", "1/h"

@@ -318,7 +318,8 @@ def test_without_httpx_a_traffic_option_says_what_to_install(
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         [
-            "  ✗ agent raised HttpAgentError: the HTTP agent's calls are recorded and replayed through httpx, "
+            "  ✗ agent raised HttpAgentError: the HTTP agent's calls are recorded and "
+            "replayed through httpx, "
             # [[] : a literal [ for fnmatch
             "which is not installed: pip install 'pytest-agent-evalset[[]traffic]'"
         ]

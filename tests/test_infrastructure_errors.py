@@ -58,7 +58,8 @@ def test_an_agent_clients_infrastructure_exception_is_an_error_without_the_hook(
     said = "answered 429 Too Many Requests" if server == "always 429" else "failed: "
     result.stdout.fnmatch_lines(
         [
-            f"eval_infra.yaml:3: case ask: infrastructure error, not the agent's: POST {url}/chat/completions {said}*",
+            "eval_infra.yaml:3: case ask: infrastructure error, not the agent's: POST "
+            f"{url}/chat/completions {said}*",
             "*short test summary info*",
             "ERROR eval_infra.yaml::ask - InfrastructureError: *",
         ]
@@ -135,8 +136,9 @@ cases:
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(
         [
-            "eval_talk.yaml:3: case talk: infrastructure error, not the agent's: "
-            f"POST {chat.base_url}/chat/completions answered 429 Too Many Requests (openai.RateLimitError)"
+            "eval_talk.yaml:3: case talk: infrastructure error, not the agent's: POST "
+            f"{chat.base_url}/chat/completions answered 429 Too Many Requests "
+            "(openai.RateLimitError)"
         ]
     )
     assert _outcome(pytester)[0] == "error"
@@ -227,8 +229,9 @@ cases:
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(
         [
-            "eval_talk.yaml:3: case talk: infrastructure error, not the agent's: "
-            f"POST {chat.base_url}/chat/completions answered 429 Too Many Requests (openai.RateLimitError)"
+            "eval_talk.yaml:3: case talk: infrastructure error, not the agent's: POST "
+            f"{chat.base_url}/chat/completions answered 429 Too Many Requests "
+            "(openai.RateLimitError)"
         ]
     )
     assert _outcome(pytester)[0] == "error"

@@ -76,8 +76,10 @@ def test_a_prompt_template_never_runs_code(pytester: pytest.Pytester) -> None:
     assert checked.ret == 1, checked.stdout.str()
     checked.stdout.fnmatch_lines(
         [
-            "eval_asserted.yaml:7: template error: access to attribute '__init__' *unsafe* (case escape)",
-            "promptfooconfig.yaml:4: template error: access to attribute '__init__' *unsafe* (case test-1)",
+            "eval_asserted.yaml:7: template error: access to attribute '__init__' "
+            "*unsafe* (case escape)",
+            "promptfooconfig.yaml:4: template error: access to attribute '__init__' "
+            "*unsafe* (case test-1)",
         ],
         consecutive=False,
     )

@@ -164,7 +164,8 @@ def test_own_prompt_from_a_template_file(tmp_path: Path) -> None:
     llm = Scripted('{"score": 1}')
     judge(RUN, {"rubric": "brevity", "prompt": "judge.txt"}, _ctx(llm, tmp_path))
     assert llm.prompts == [
-        'Grade \'Refunded.\' for brevity; calls [{"tool": "refund_order", "args": {"order_id": 7}}]. JSON {"score": x}'
+        'Grade \'Refunded.\' for brevity; calls [{"tool": "refund_order", "args": {"order_id": '
+        '7}}]. JSON {"score": x}'
     ]
 
 

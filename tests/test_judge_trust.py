@@ -197,8 +197,8 @@ cases:
     assert check["actual"]["agreement"] == pytest.approx(1 / 3)
     assert "judge panel (all) failed the answer: 2 pass, 1 fail" in result.stdout.str()
     assert (
-        "judge panel (majority) has no verdict: 1 pass, 1 fail, 1 no verdict; member 3: judge reply unreadable"
-        in (result.stdout.str())
+        "judge panel (majority) has no verdict: 1 pass, 1 fail, 1 no verdict; member 3: "
+        "judge reply unreadable" in (result.stdout.str())
     )
     panels = _report(judged)["panels"]
     three = next(p for p in panels.values() if len(p["members"]) == 3)
@@ -215,14 +215,15 @@ def test_a_panel_member_with_a_model_needs_an_llm_that_takes_one(judged: pytest.
     )
     judged.makefile(
         ".yaml",
-        eval_panel="agent: agent:run\ncases:\n  - {id: p, input: nice, expect: {judge: {rubric: x, panel: [{}, "
-        "{model: other}, {model: third}]}}}\n",
+        eval_panel="agent: agent:run\ncases:\n"
+        "  - {id: p, input: nice, expect: {judge: {rubric: x, panel: [{}, {model: other}, "
+        "{model: third}]}}}\n",
     )
     result = judged.runpytest_inprocess("-p", "no:cacheprovider")
     result.assert_outcomes(failed=1)
     assert (
-        "the judge's model 'other' cannot be asked: the agent_eval_llm callable takes no `model` option"
-        in (result.stdout.str())
+        "the judge's model 'other' cannot be asked: the agent_eval_llm callable "
+        "takes no `model` option" in (result.stdout.str())
     )
 
 
@@ -241,7 +242,8 @@ items:
 def test_calibration_items_run_the_judge_and_report_its_figures(judged: pytest.Pytester) -> None:
     (judged.path / "polite.calibration.yaml").write_text(CALIBRATION)
     (judged.path / "lenient.calibration.jsonl").write_text(
-        '{"input": "hi", "output": "bad", "judge": {"rubric": "polite", "model": "lenient"}, "label": "fail"}\n'
+        '{"input": "hi", "output": "bad", "judge": {"rubric": "polite", "model": '
+        '"lenient"}, "label": "fail"}\n'
         '{"input": "hi", "output": "good", "rubric": "polite", "label": "pass"}\n'
     )
     result = judged.runpytest_inprocess(

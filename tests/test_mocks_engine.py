@@ -202,9 +202,10 @@ def test_strict_raises_and_records_a_violation_naming_tool_args_and_location() -
     ):
         wrap(search)("py", limit=1)
     assert rec.violations == [
-        "unmocked tool call search(query='py', limit=1) in case c1 (evals/eval_x.yaml:7): `tool_mocks` has no "
-        "response for 'search'; add a response under `tool_mocks:` (in the case or the file's `defaults:`), "
-        "or set `unmocked_tools: default` (canned answer) or `passthrough` (the real tool runs)"
+        "unmocked tool call search(query='py', limit=1) in case c1 (evals/eval_x.yaml:7): "
+        "`tool_mocks` has no response for 'search'; add a response under `tool_mocks:` (in the "
+        "case or the file's `defaults:`), or set `unmocked_tools: default` (canned answer) or "
+        "`passthrough` (the real tool runs)"
     ]
     assert rec.calls[0].error is not None and rec.calls[0].error.startswith("UnmockedToolError")
 

@@ -273,7 +273,8 @@ def test_a_cassette_sent_outside_the_cassette_folder_is_not_written(
     result.assert_outcomes(passed=10)
     result.stdout.fnmatch_lines(
         [
-            "*eval_*.yaml::case_0: its worker sent a cassette outside the cassette folder: ../../escaped.yaml"
+            "*eval_*.yaml::case_0: its worker sent a cassette outside the cassette "
+            "folder: ../../escaped.yaml"
         ]
     )
     assert not list(remote_project.path.parent.rglob("escaped.yaml"))
@@ -332,9 +333,10 @@ def test_a_pace_without_a_shared_store_is_warned_about_while_workers_are_remote(
     assert len(lines) == 1
     result.stdout.fnmatch_lines(
         [
-            f"*PytestConfigWarning: {warned}workers run on other machines (--tx socket=127.0.0.1:*//chdir=*): each "
-            "machine *; give --agent-eval-rate-limit-url redis://HOST:6379/0 (a Redis server every machine reaches, "
-            "extra 'redis') to share it*"
+            f"*PytestConfigWarning: {warned}workers run on other machines (--tx "
+            "socket=127.0.0.1:*//chdir=*): each machine *; give --agent-eval-rate-limit-url "
+            "redis://HOST:6379/0 (a Redis server every machine reaches, extra "
+            "'redis') to share it*"
         ]
     )
 

@@ -195,8 +195,9 @@ def test_fail_on_regression_fails_a_run_of_passing_cases_whose_score_dropped(
     runs: pytest.Pytester,
 ) -> None:
     scored = (
-        "agent: usage_agent:run\ncases:\n  - {{id: s, input: hi, min_score: 0.4, context: {{say: {say}}}, "
-        "expect: {{contains: [hello, there]}}}}\n"
+        "agent: usage_agent:run\ncases:\n"
+        "  - {{id: s, input: hi, min_score: 0.4, context: {{say: {say}}}, expect: {{contains: "
+        "[hello, there]}}}}\n"
     )
     _baseline(runs, scored.format(say="hello there"))
     runs.makefile(".yaml", eval_s=scored.format(say="hello"))
@@ -311,7 +312,8 @@ def test_a_gate_without_a_baseline_is_a_usage_error(runs: pytest.Pytester, args:
 TEN_WORDS = "one two three four five six seven eight nine ten"
 SCORED = (
     "agent: usage_agent:run\ncases:\n"
-    "  - {{id: s, input: hi, min_score: 0.8, context: {{say: {say}}}, expect: {{contains: [{words}]}}}}\n"
+    "  - {{id: s, input: hi, min_score: 0.8, context: {{say: {say}}}, expect: "
+    "{{contains: [{words}]}}}}\n"
 )
 
 
@@ -431,7 +433,8 @@ def test_a_baseline_written_from_another_rootdir_is_compared(runs: pytest.Pytest
     result.stdout.fnmatch_lines(
         [
             "compared with the baseline: 1 regressions, 1 fixes, 1 new, 1 missing",
-            "node ids matched across rootdirs: the baseline's evals/eval_s.yaml::* is this run's eval_s.yaml::*",
+            "node ids matched across rootdirs: the baseline's evals/eval_s.yaml::* is this "
+            "run's eval_s.yaml::*",
             "regressions:",
             "  eval_s.yaml::breaks: passed -> failed",
         ]

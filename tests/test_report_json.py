@@ -199,7 +199,8 @@ def test_a_crashed_xdist_worker_leaves_a_report_of_the_other_cases(
     cases = "".join(f"  - {{id: ok{n}, input: hi, context: {{say: hello}}}}\n" for n in range(4))
     pytester.makefile(
         ".yaml",
-        eval_w=f"agent: usage_agent:run\ncases:\n{cases}  - {{id: dies, input: hi, context: {{crash: true}}}}\n",
+        eval_w="agent: usage_agent:run\ncases:\n"
+        f"{cases}  - {{id: dies, input: hi, context: {{crash: true}}}}\n",
     )
     result = pytester.runpytest(
         "-p", "no:cacheprovider", "-n", "2", "--agent-eval-report", "r.json"

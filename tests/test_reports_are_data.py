@@ -346,11 +346,13 @@ def test_an_interrupt_of_the_whole_process_group_under_xdist_keeps_every_finishe
     import time
 
     pytester.makepyfile(
-        agent="import time\n\ndef run(query, context):\n    time.sleep(context['sleep'])\n    return 'hi'\n"
+        agent="import time\n\ndef run(query, context):\n    "
+        "time.sleep(context['sleep'])\n    return 'hi'\n"
     )
     pytester.makeconftest(
         "def pytest_runtest_logreport(report):\n"
-        "    if report.when == 'call' and 'fast3' in report.nodeid and not hasattr(report, 'node'):\n"
+        "    if report.when == 'call' and 'fast3' in report.nodeid and not "
+        "hasattr(report, 'node'):\n"
         "        open('fast-done', 'w').close()\n"
     )
     cases = "".join(f"  - {{id: fast{n}, input: hi, context: {{sleep: 0}}}}\n" for n in range(4))

@@ -27,7 +27,8 @@ def run(query, context):
     return context.get("say", "ok")
 """
 CASES = "agent: shard_agent:run\ncases:\n" + "".join(
-    f"  - {{id: c{i:02d}, input: hi, context: {{flip: {str(i == 3).lower()}}}, expect: {{contains: [ok]}}}}\n"
+    f"  - {{id: c{i:02d}, input: hi, context: {{flip: {str(i == 3).lower()}}}, expect: "
+    "{contains: [ok]}}\n"
     for i in range(12)
 )
 PLAIN = "def test_plain():\n    pass\n"
@@ -474,9 +475,11 @@ def test_merge_and_gate_import_no_pytest(project: pytest.Pytester) -> None:
     paths = _shards(project)
     script = (
         "import sys\nfrom pytest_agent_eval.cli import main\n"
-        f"codes = [main(['merge', *{[str(p) for p in paths]!r}, '-o', 'all.json']),"
-        " main(['gate', 'all.json', '--baseline', 'all.json', '--min-pass-rate', '0.5', '--markdown', 'x.md'])]\n"
-        "print('codes', codes, 'pytest imported:', 'pytest' in sys.modules or '_pytest' in sys.modules)\n"
+        f"codes = [main(['merge', *{[str(p) for p in paths]!r}, '-o', 'all.json']), main(['gate', "
+        "'all.json', '--baseline', 'all.json', '--min-pass-rate', '0.5', "
+        "'--markdown', 'x.md'])]\n"
+        "print('codes', codes, 'pytest imported:', 'pytest' in sys.modules or "
+        "'_pytest' in sys.modules)\n"
     )
     done = subprocess.run(
         [sys.executable, "-c", script], cwd=project.path, capture_output=True, text=True

@@ -292,5 +292,6 @@ def test_the_suite_line_says_which_figure_counts_cases_and_which_trials() -> Non
     suite = SuiteTest.of(decided)
     assert suite is not None
     assert suite.line().startswith(
-        "suite: 8/8 -> 0/8 cases passed; McNemar 8 harmful, 0 beneficial, p = 0.00781; pass rate of trials -90.0 pp"
+        "suite: 8/8 -> 0/8 cases passed; McNemar 8 harmful, 0 beneficial, p = 0.00781; pass "
+        "rate of trials -90.0 pp"
     )

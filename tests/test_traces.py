@@ -267,7 +267,8 @@ cases:
         [
             "*max_llm_calls: 1 LLM calls, at most 0 allowed*",
             "*invoke_agent weather:agent > ChatCompletion",
-            '*spans: 0 spans like {"name": "lookup", "attributes": {"tool.name": "search"}}, at least 1 expected*',
+            '*spans: 0 spans like {"name": "lookup", "attributes": {"tool.name": "search"}}, '
+            "at least 1 expected*",
             "*closest span: invoke_agent weather:agent > lookup: tool.name='lookup', not 'search'*",
         ]
     )
@@ -318,12 +319,12 @@ def test_a_span_matcher_with_a_typo_is_a_validate_error_at_its_line_with_did_you
     assert main(["validate", str(tmp_path / "eval_typo.yaml")]) != 0
     out = capsys.readouterr().out
     assert (
-        "eval_typo.yaml:7: unknown key 'atributes' in cases[0].expect.spans[0] (did you mean \"attributes\"?) (case c)"
-        in out
+        "eval_typo.yaml:7: unknown key 'atributes' in cases[0].expect.spans[0] (did you mean "
+        '"attributes"?) (case c)' in out
     ), out
     assert (
-        "eval_typo.yaml:8: cases[0].expect.spans[1].status: 'fine' is not one of ['ok', 'error'] (case c)"
-        in out
+        "eval_typo.yaml:8: cases[0].expect.spans[1].status: 'fine' is not one of "
+        "['ok', 'error'] (case c)" in out
     )
 
 
@@ -350,7 +351,8 @@ def test_an_unreachable_otlp_endpoint_is_one_warning_and_the_run_goes_on(
     # counted
     result.stdout.fnmatch_lines(
         [
-            f"agent eval traces over OTLP: {counts[0]} spans dropped (--agent-eval-otlp: spans not sent to *"
+            f"agent eval traces over OTLP: {counts[0]} spans dropped "
+            "(--agent-eval-otlp: spans not sent to *"
         ]
     )
 
@@ -454,7 +456,8 @@ def test_capture_makes_a_trace_a_case_that_validates_and_runs(
         ("{not json", "t.json: not JSON"),
         (
             '{"resourceSpans": [{"scopeSpans": [{"spans": [{"traceId": "zz", "spanId": "00"}]}]}]}',
-            "t.json: resourceSpans[0].scopeSpans[0].spans[0].traceId: 'zz' is not a hex or base64 id",
+            "t.json: resourceSpans[0].scopeSpans[0].spans[0].traceId: 'zz' is "
+            "not a hex or base64 id",
         ),
         ('{"cases": []}', "t.json: not a trace export"),
         ('{"resourceSpans": []}', "t.json: no spans in it"),
@@ -503,8 +506,9 @@ def phoenix(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     command = os.environ.get("AGENT_EVAL_PHOENIX") or shutil.which("phoenix")
     if not command:
         pytest.skip(
-            "no Arize Phoenix: set AGENT_EVAL_PHOENIX to the `phoenix` command of a venv with arize-phoenix "
-            "(python -m venv /tmp/phoenix && /tmp/phoenix/bin/pip install arize-phoenix; .ci/run does)"
+            "no Arize Phoenix: set AGENT_EVAL_PHOENIX to the `phoenix` command of a venv with "
+            "arize-phoenix (python -m venv /tmp/phoenix && /tmp/phoenix/bin/pip install "
+            "arize-phoenix; .ci/run does)"
         )
     port = _free_port()
     folder = tmp_path_factory.mktemp("phoenix")

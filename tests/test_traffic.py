@@ -330,8 +330,8 @@ def test_a_replay_miss_errors_only_its_case_naming_the_request(
     result.stdout.fnmatch_lines(
         [
             "eval_rr.yaml:8: case case_1: infrastructure error, not the agent's: replay miss: "
-            f"POST {chat.base_url}/chat/completions (no recorded answer in cassettes/eval_rr/case_1.yaml; "
-            "record it with --agent-eval-record=new)",
+            f"POST {chat.base_url}/chat/completions (no recorded answer in "
+            "cassettes/eval_rr/case_1.yaml; record it with --agent-eval-record=new)",
             "*short test summary info*",
             "ERROR eval_rr.yaml::case_1 - InfrastructureError: *",
         ]
@@ -485,7 +485,8 @@ def test_the_json_report_and_summary_carry_usage_cost_and_infrastructure_errors(
     agents.write_text(
         agents.read_text().replace(
             "def sync_agent(query):\n    client = openai.OpenAI(max_retries=0)",
-            "def sync_agent(query):\n    client = openai.OpenAI(max_retries=0, base_url='http://127.0.0.1:9/v1')",
+            "def sync_agent(query):\n"
+            "    client = openai.OpenAI(max_retries=0, base_url='http://127.0.0.1:9/v1')",
         )
     )
     result = project.runpytest(*RUN, "--agent-eval-report", "report.json", "-n", "0")
@@ -499,6 +500,7 @@ def test_the_json_report_and_summary_carry_usage_cost_and_infrastructure_errors(
         assert cases[name]["cost"] == pytest.approx(2 * (10 * 1.0 + 5 * 2.0) / 1e6)
     assert cases["down"]["outcome"] == "error"
     assert cases["down"]["error"].startswith(
-        "infrastructure error (not the agent's): POST http://127.0.0.1:9/v1/chat/completions failed: "
+        "infrastructure error (not the agent's): POST "
+        "http://127.0.0.1:9/v1/chat/completions failed: "
     )
     result.stdout.fnmatch_lines(["*agent eval summary*", "*tokens*cost*"])

@@ -307,8 +307,8 @@ def test_max_cost_fails_on_the_known_part_of_a_partial_sum(
     assert result.ret == 1
     result.stdout.fnmatch_lines(
         [
-            "agent eval threshold missed: cost 0.0000 (partial: 1 case with unpriced models: foo-model)"
-            " > agent_eval_max_cost 1e-05"
+            "agent eval threshold missed: cost 0.0000 (partial: 1 case with unpriced models: "
+            "foo-model) > agent_eval_max_cost 1e-05"
         ]
     )
 
@@ -325,8 +325,9 @@ def test_max_cost_within_a_partial_sum_is_not_checked_and_says_why(
     assert result.ret == 0
     result.stdout.fnmatch_lines(
         [
-            "agent eval threshold not checked: agent_eval_max_cost: the known cost 0.0000 is within 5, but it leaves"
-            " out 1 case with unpriced models: foo-model (give their prices in agent_eval_prices)"
+            "agent eval threshold not checked: agent_eval_max_cost: the known cost 0.0000 is "
+            "within 5, but it leaves out 1 case with unpriced models: foo-model (give their "
+            "prices in agent_eval_prices)"
         ]
     )
 

@@ -70,7 +70,8 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     stdlib.
     """
     (tmp_path / "fp_agent.py").write_text(
-        "import json\nimport fp_helper\nfrom fp_pkg import tools\n\ndef run(q, c):\n    return fp_helper.say()\n"
+        "import json\nimport fp_helper\nfrom fp_pkg import tools\n\ndef run(q, c):\n"
+        "    return fp_helper.say()\n"
     )
     (tmp_path / "fp_helper.py").write_text("def say():\n    return 'ok'\n")
     (tmp_path / "fp_pkg").mkdir()

@@ -38,7 +38,8 @@ def run(query: str, context: dict[str, Any]) -> AgentResult:
         if "error" in order:
             return AgentResult(f"Sorry, {order['error']}.", [call])
         return AgentResult(
-            f"Order {order_id.group(1)} ({order['item']}) has {order['status']}; ETA {order['eta']}.",
+            f"Order {order_id.group(1)} ({order['item']}) has "
+            f"{order['status']}; ETA {order['eta']}.",
             [call],
         )
     if "order" in text and not re.search(r"\b[A-Z]\d{3}\b", said):

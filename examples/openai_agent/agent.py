@@ -15,8 +15,9 @@ from examples.openai_agent.tools import TOOLS, dispatch_tool
 
 MAX_ROUNDS = 5
 SYSTEM = (
-    "You answer questions about Reddit discussions. Use search_knowledge_base for what people have said, "
-    "fetch_subreddit_posts for what is trending now, and fetch_reddit_thread for a thread named by its id."
+    "You answer questions about Reddit discussions. Use search_knowledge_base for what people "
+    "have said, fetch_subreddit_posts for what is trending now, and fetch_reddit_thread for a "
+    "thread named by its id."
 )
 
 
