@@ -48,7 +48,8 @@ CLIENT = openai.OpenAI()
 
 
 def run(query):
-    reply = CLIENT.chat.completions.create(model="bench-model", messages=[{"role": "user", "content": query}])
+    reply = CLIENT.chat.completions.create(model="bench-model", messages=[{"role": "user", \
+"content": query}])
     return reply.choices[0].message.content
 """
 

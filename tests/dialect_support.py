@@ -32,7 +32,8 @@ def run(query, context=None):
     if spec.get("raise"):
         raise RuntimeError(spec["raise"])
     time.sleep(spec.get("sleep", 0))
-    if spec.get("dispatch"):  # call the tools through dispatch_tool (what tool mocks patch) and say what came back
+    if spec.get("dispatch"):  # call the tools through dispatch_tool (what tool mocks patch) and \
+say what came back
         results = [dispatch_tool(t, {"q": query}) for t in spec["tools"]]
         return {"output": " | ".join(str(r) for r in results)}
     return {"output": spec.get("output", ""), "tools_called": spec.get("tools", [])}

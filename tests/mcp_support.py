@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any
 
 SERVER = '''
-"""A real MCP server (FastMCP of the official SDK): its tools append a line to $MCP_RAN when they run."""
+"""A real MCP server (FastMCP of the official SDK): its tools append a line to $MCP_RAN \
+when they run."""
 import os
 import sys
 
@@ -49,7 +50,8 @@ if __name__ == "__main__":
 '''
 
 AGENT = '''
-"""An agent on the mcp SDK's own ClientSession: the server's tools offered to the LLM, its calls sent to the
+"""An agent on the mcp SDK's own ClientSession: the server's tools offered to the LLM, its \
+calls sent to the
 server (streamable HTTP at $AGENT_EVAL_MCP_WEATHER_URL or $MCP_URL; else stdio: the command in
 $AGENT_EVAL_MCP_WEATHER_COMMAND or $MCP_COMMAND)."""
 import contextlib
@@ -71,7 +73,8 @@ async def connect():
             async with ClientSession(read, write) as session:
                 yield session
         return
-    command, *args = shlex.split(os.environ.get("AGENT_EVAL_MCP_WEATHER_COMMAND") or os.environ["MCP_COMMAND"])
+    command, *args = shlex.split(os.environ.get("AGENT_EVAL_MCP_WEATHER_COMMAND") or \
+os.environ["MCP_COMMAND"])
     params = StdioServerParameters(command=command, args=args, env=dict(os.environ))
     async with stdio_client(params) as (read, write):
         async with ClientSession(read, write) as session:
@@ -90,13 +93,15 @@ async def run_agent(query: str) -> str:
         ]
         messages = [{"role": "user", "content": query}]
         for _ in range(4):
-            reply = await client.chat.completions.create(model="loopback", messages=messages, tools=tools)
+            reply = await client.chat.completions.create(model="loopback", \
+messages=messages, tools=tools)
             message = reply.choices[0].message
             if not message.tool_calls:
                 return message.content or ""
             messages.append(message.model_dump(exclude_none=True))
             for call in message.tool_calls:
-                result = await session.call_tool(call.function.name, json.loads(call.function.arguments))
+                result = await session.call_tool(call.function.name, \
+json.loads(call.function.arguments))
                 text = "\\n".join(block.text for block in result.content if block.type == "text")
                 if result.isError:
                     text = "tool error: " + text
@@ -184,7 +189,8 @@ def ran(path: Path) -> list[str]:
 
 
 SDK_AGENT = '''
-"""An OpenAI Agents SDK agent with its tools from an MCP server (MCPServerStdio, or MCPServerStreamableHttp at
+"""An OpenAI Agents SDK agent with its tools from an MCP server (MCPServerStdio, or \
+MCPServerStreamableHttp at
 $MCP_URL) and its model on the loopback LLM."""
 import os
 import shlex
@@ -200,7 +206,8 @@ def server():
     if os.environ.get("MCP_URL"):
         return MCPServerStreamableHttp(params={"url": os.environ["MCP_URL"]}, name="wx")
     command, *args = shlex.split(os.environ["MCP_COMMAND"])
-    return MCPServerStdio(params={"command": command, "args": args, "env": dict(os.environ)}, name="wx")
+    return MCPServerStdio(params={"command": command, "args": args, \
+"env": dict(os.environ)}, name="wx")
 
 
 async def run_agent(query: str) -> str:
@@ -208,7 +215,8 @@ async def run_agent(query: str) -> str:
         agent = Agent(
             name="forecaster",
             instructions="Answer weather questions with the tools.",
-            model=OpenAIChatCompletionsModel(model="loopback", openai_client=AsyncOpenAI(max_retries=0)),
+            model=OpenAIChatCompletionsModel(model="loopback", \
+openai_client=AsyncOpenAI(max_retries=0)),
             mcp_servers=[mcp_server],
         )
         result = await Runner.run(agent, query)
@@ -216,7 +224,8 @@ async def run_agent(query: str) -> str:
 '''
 
 LANGCHAIN_AGENT = '''
-"""A LangChain agent with its tools from langchain-mcp-adapters' MultiServerMCPClient (stdio, or streamable HTTP
+"""A LangChain agent with its tools from langchain-mcp-adapters' MultiServerMCPClient (stdio, or \
+streamable HTTP
 at $MCP_URL) and its model on the loopback LLM."""
 import os
 import shlex

@@ -8,7 +8,8 @@ import collections, time
 CALLS = collections.Counter()
 
 def run(query, context):
-    """Answers from the case's context: `say`, `calls` (names or {name, args}), `usage`, `sleep`, `raise`;
+    """Answers from the case's context: `say`, `calls` (names or {name, args}), `usage`, \
+`sleep`, `raise`;
     `flaky: key` answers "nope" on the first call with that key; `crash` ends the process."""
     if context.get("raise"):
         raise RuntimeError(context["raise"])

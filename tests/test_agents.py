@@ -30,7 +30,8 @@ class Bot:
     def __init__(self):
         Bot.instances += 1
     def run(self, query, context):
-        return AgentResult(output=f"bot {query} #{Bot.instances}", tool_calls=[ToolCall("lookup", {"id": 1})])
+        return AgentResult(output=f"bot {query} #{Bot.instances}", \
+tool_calls=[ToolCall("lookup", {"id": 1})])
 
 class AsyncBot:
     async def ainvoke(self, query, context):
@@ -43,7 +44,8 @@ class Invoker:
 def graph_state(query, context):
     return {"messages": [
         {"role": "user", "content": query},
-        {"role": "assistant", "content": "", "tool_calls": [{"id": "c1", "name": "search", "args": {"q": query}}]},
+        {"role": "assistant", "content": "", "tool_calls": [{"id": "c1", "name": "search", \
+"args": {"q": query}}]},
         {"role": "tool", "tool_call_id": "c1", "content": "result text"},
         {"role": "assistant", "content": "graph answer"},
     ]}
@@ -122,7 +124,8 @@ cases:
         """
 import pytest
 
-REFS = {"sync_two": "agents_mod:sync_two", "sync_one": "agents_mod:sync_one", "async_two": "agents_mod:async_two",
+REFS = {"sync_two": "agents_mod:sync_two", "sync_one": "agents_mod:sync_one", \
+"async_two": "agents_mod:async_two",
         "sync_awaitable": "agents_mod:sync_awaitable",
         "bot": "agents_mod:Bot", "bot_again": "agents_mod:Bot", "abot": "agents_mod:AsyncBot",
         "invoker": "agents_mod:Invoker", "graph_state": "agents_mod:graph_state"}

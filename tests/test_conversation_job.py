@@ -56,7 +56,8 @@ def run(query, context):
         raise ConnectionError("agent service hiccup")
     if query.startswith("Please create"):
         reminders = json.loads(STORE.read_text()) if STORE.exists() else []
-        STORE.write_text(json.dumps(reminders + [{"at": "tomorrow 9am", "user": context["target"]["user"]}]))
+        STORE.write_text(json.dumps(reminders + [{"at": "tomorrow 9am", \
+"user": context["target"]["user"]}]))
         return "Done: reminder set for tomorrow at 9am."
     if "capital of France" in query:
         return "The capital of France is Paris."
@@ -76,7 +77,8 @@ def agent_eval_llm():
     def llm(messages, **options):
         if messages[-1]["content"].startswith("You score a conversation"):
             return json.dumps({"tone": 0.9, "tasks": [
-                {"scored": "Ask the assistant to create a reminder for tomorrow at 9am", "score": 0.8},
+                {"scored": "Ask the assistant to create a reminder for tomorrow at \
+9am", "score": 0.8},
                 {"scored": "Ask what the capital of France is", "score": 0.6},
             ]})
         system = messages[0]["content"]

@@ -89,7 +89,8 @@ MARKS = pathlib.Path(os.environ["AGENT_EVAL_MARKS"])
 
 
 def run(query, context):
-    """`hold`: note the case in flight (with this process's id), then wait for the release (at most 20 s)."""
+    """`hold`: note the case in flight (with this process's id), then wait for the release \
+(at most 20 s)."""
     if context.get("hold"):
         (MARKS / f"{context['hold']}.{os.getpid()}").write_text("")
         end = time.monotonic() + 20

@@ -163,7 +163,8 @@ def test_the_judge_sees_the_reference_answer(pytester: pytest.Pytester) -> None:
         def agent_eval_llm():
             def llm(messages, **options):
                 PROMPTS.append(messages[-1]["content"])
-                ok = "Reference answer (the answer is correct when it agrees with it): Paris" in messages[-1]["content"]
+                ok = "Reference answer (the answer is correct when it agrees with it): Paris" in \
+messages[-1]["content"]
                 return json.dumps({"score": 1.0 if ok else 0.0, "reason": "compared"})
             return llm
         """

@@ -132,7 +132,8 @@ import pytest
 def agent_eval_llm():
     def llm(messages):
         text = messages[-1]["content"]
-        return '{"score": 0.2, "reason": "jumps to a conclusion"}' if "reasoning" in text else '{"score": 1}'
+        return '{"score": 0.2, "reason": "jumps to a conclusion"}' if "reasoning" in text \
+else '{"score": 1}'
     return llm
 """
     )

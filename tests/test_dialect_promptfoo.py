@@ -29,14 +29,16 @@ import json
 def call_api(prompt, options, context):
     kind = context["vars"].get("kind")
     if kind == "tools":
-        calls = [{"type": "function", "function": {"name": n, "arguments": json.dumps({"city": "Paris"})}}
+        calls = [{"type": "function", "function": {"name": n, \
+"arguments": json.dumps({"city": "Paris"})}}
                  for n in ("get_weather", "get_forecast")]
         return {"output": {"tool_calls": calls}, "cost": 0.0005}
     if kind == "json":
         return {"output": 'Here: {"city": "Paris", "population": 2100000}', "cost": 0.002}
     if kind == "error":
         return {"error": "upstream refused"}
-    return {"output": {"greeting": "Hello world", "goodbye": "Goodbye world"}.get(kind, prompt), "cost": 0.0005}
+    return {"output": {"greeting": "Hello world", "goodbye": "Goodbye world"}.get(kind, prompt), \
+"cost": 0.0005}
 
 def shouty(prompt, options, context):
     answer = call_api(prompt, options, context)
@@ -152,7 +154,8 @@ ASSERTIONS = """
           - {type: trajectory:tool-used, value: {pattern: 'get_*', min: 2}}
           - {type: not-trajectory:tool-used, value: book_flight}
           - {type: trajectory:tool-sequence, value: [get_weather, get_forecast]}
-          - {type: trajectory:tool-sequence, value: {mode: exact, steps: [get_weather, get_forecast]}}
+          - {type: trajectory:tool-sequence, value: {mode: exact, steps: [get_weather, \
+get_forecast]}}
           - {type: trajectory:step-count, value: {type: tool, max: 2}}
           - {type: tool-call-f1, value: [get_weather, get_forecast]}
           - {type: cost, threshold: 0.001}
@@ -442,7 +445,8 @@ def test_what_the_plugin_cannot_honour_errors_its_case_saying_what_to_write_inst
           - description: tool args
             vars: {kind: tools}
             assert:
-              - {type: 'trajectory:tool-args-match', value: {name: get_weather, args: {city: Paris}}}
+              - {type: 'trajectory:tool-args-match', value: {name: get_weather, \
+args: {city: Paris}}}
           - description: goal
             vars: {kind: greeting}
             assert:

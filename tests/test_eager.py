@@ -211,7 +211,8 @@ def test_a_plugins_non_blocking_check_sees_the_loop_at_any_concurrency(
         from pytest_agent_eval.checks import CheckResult
 
         def on_loop(run, spec, ctx):
-            asyncio.get_running_loop()  # registered with blocking=False: "safe to run on the event loop"
+            asyncio.get_running_loop()  # registered with blocking=False: \
+"safe to run on the event loop"
             return CheckResult.of("on_loop", True)
 
         def pytest_agent_eval_register_checks(registry):

@@ -46,9 +46,12 @@ def refund_order(order_id: str) -> str:
     return f"refund {order_id}: done for real"
 
 
-SDK_MODEL = OpenAIChatCompletionsModel(model="sdk", openai_client=AsyncOpenAI(base_url=URL, api_key="-", max_retries=0))
-SDK = Agent(name="support", instructions="Answer about orders.", model=SDK_MODEL, tools=[function_tool(lookup_order)])
-BILLING = Agent(name="billing", instructions="Refund orders.", model=SDK_MODEL, tools=[function_tool(refund_order)])
+SDK_MODEL = OpenAIChatCompletionsModel(model="sdk", openai_client=AsyncOpenAI(base_url=URL, \
+api_key="-", max_retries=0))
+SDK = Agent(name="support", instructions="Answer about orders.", model=SDK_MODEL, \
+tools=[function_tool(lookup_order)])
+BILLING = Agent(name="billing", instructions="Refund orders.", model=SDK_MODEL, \
+tools=[function_tool(refund_order)])
 TRIAGE = Agent(
     name="triage", instructions="Look orders up; hand refunds to billing.", model=SDK_MODEL,
     tools=[function_tool(lookup_order)], handoffs=[BILLING],
@@ -248,7 +251,8 @@ HANDED_OFF = '''
 def to_billing(run):
     """The run record's metadata names the handoff and the agent that answered last."""
     meta = run.metadata
-    return meta.get("handoffs") == ["billing"] and meta.get("last_agent") == "billing", f"metadata {meta}"
+    return meta.get("handoffs") == ["billing"] and meta.get("last_agent") == "billing", \
+f"metadata {meta}"
 '''
 
 
@@ -339,7 +343,8 @@ cases:
     tool_mocks:
       lookup_order: {raise: "RuntimeError: order system down"}
       refund_order: "refund 42: done"
-    expect: {tool_sequence: [lookup_order, transfer_to_billing, refund_order], contains: ["refund 42: done"]}
+    expect: {tool_sequence: [lookup_order, transfer_to_billing, refund_order], \
+contains: ["refund 42: done"]}
 """,
     )
     with ChatServer(route, answer=handoff_script, max_requests=100) as server:

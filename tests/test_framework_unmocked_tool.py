@@ -23,7 +23,8 @@ from pydantic_ai import Agent
 from pydantic_ai.models.openai import OpenAIChatModel
 from pydantic_ai.providers.openai import OpenAIProvider
 
-MODEL = OpenAIChatModel("loopback", provider=OpenAIProvider(base_url=os.environ["LOOPBACK_URL"], api_key="unused"))
+MODEL = OpenAIChatModel("loopback", provider=OpenAIProvider(base_url=os.environ["LOOPBACK_URL"], \
+api_key="unused"))
 AGENT = Agent(MODEL, instructions="Answer questions about orders.")
 
 

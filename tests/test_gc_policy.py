@@ -22,7 +22,8 @@ class Cycle:
         open("finalized.txt", "w").write("yes")
 
 
-def _at_exit():  # registered before the plugin's handler, so it runs after it (atexit runs last-in first-out)
+def _at_exit():  # registered before the plugin's handler, \
+so it runs after it (atexit runs last-in first-out)
     open("frozen.txt", "w").write(str(gc.get_freeze_count()))
 
 

@@ -25,7 +25,8 @@ def cut_emoji(query, context):
     return {"output": "half a smile \\ud83d and more", "tools_called": []}
 
 def nan_cost(query, context):
-    return {"output": "hello", "usage": {"prompt_tokens": 1, "completion_tokens": 1, "cost": float("nan")}}
+    return {"output": "hello", "usage": {"prompt_tokens": 1, "completion_tokens": 1, \
+"cost": float("nan")}}
 
 def inject(query, context):
     return {"output": "<img src=x onerror=alert(1)> [click](http://evil.example) | # heading"}

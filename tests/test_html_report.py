@@ -17,10 +17,12 @@ def run(query, context):
     if query == "xss":
         return "<script>window.__xss = 1</script><img src=x onerror='window.__xss = 2'>"
     if query == "refund":
-        return {"output": "Refunds take 30 days.", "tools_called": [{"name": "lookup_order", "args": {"id": 7},
+        return {"output": "Refunds take 30 days.", "tools_called": [{"name": "lookup_order", \
+"args": {"id": 7},
                 "result": "order 7: shipped"}]}
     if query == "broken":
-        return {"output": "No idea.", "tools_called": [{"name": "search_kb", "args": {"q": "refund"}}]}
+        return {"output": "No idea.", "tools_called": [{"name": "search_kb", \
+"args": {"q": "refund"}}]}
     return "You said: " + query
 """
 

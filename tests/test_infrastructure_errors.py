@@ -19,7 +19,8 @@ import openai
 
 def agent(query):
     client = openai.OpenAI(max_retries=0)
-    reply = client.chat.completions.create(model="loopback-model", messages=[{"role": "user", "content": query}])
+    reply = client.chat.completions.create(model="loopback-model", messages=[{"role": "user", \
+"content": query}])
     return reply.choices[0].message.content
 """
 

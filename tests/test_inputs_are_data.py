@@ -176,7 +176,8 @@ def test_a_file_var_outside_the_project_is_an_error_of_its_case(
           - {{description: dotdot, vars: {{secret: "file://{relative}"}}}}
           - {{description: absolute, vars: {{secret: "file://{outside / "credentials"}"}}}}
           - {{description: symlink, vars: {{secret: "file://link.txt"}}}}
-          - {{description: inside, vars: {{secret: "file://inside.txt"}}, assert: [{{type: equals, value: fine}}]}}
+          - {{description: inside, vars: {{secret: "file://inside.txt"}}, assert: [{{type: equals, \
+value: fine}}]}}
         """,
     )
     report = project / "report.json"

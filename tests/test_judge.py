@@ -287,7 +287,8 @@ NO_LLM_FILE = """\
 agent: scripted:run
 cases:
   - {id: judged_only, input: q, context: {say: Refunded.}, expect: {judge: polite}}
-  - {id: judged_and_checked, input: q, context: {say: Refunded.}, expect: {contains: [refunded], judge: polite}}
+  - {id: judged_and_checked, input: q, context: {say: Refunded.}, expect: {contains: [refunded], \
+judge: polite}}
 """
 
 
@@ -370,7 +371,8 @@ def agent_eval_llm():
         single = re.search(r"^Reference answer \\(.*?\\): (.*)$", prompt, re.M)
         facts = [single.group(1)] if single else re.findall(r"^  - (.*)$", prompt, re.M)
         missing = [fact for fact in facts if fact.lower() not in answer.lower()]
-        return '{"score": %d, "reason": "%s"}' % (0 if missing or not facts else 1, "; ".join(missing) or "agrees")
+        return '{"score": %d, "reason": "%s"}' % (0 if missing or not facts else 1, \
+"; ".join(missing) or "agrees")
     return llm
 """
 
@@ -385,8 +387,10 @@ def test_the_judge_compares_the_answer_with_a_reference(evals: pytest.Pytester) 
         eval_reference="""\
 agent: scripted:run
 cases:
-  - {id: case_ref_pass, input: q, context: {say: Paris is the capital}, reference: Paris, expect: {judge: correct}}
-  - {id: case_ref_fail, input: q, context: {say: Lyon is the capital}, reference: Paris, expect: {judge: correct}}
+  - {id: case_ref_pass, input: q, context: {say: Paris is the capital}, reference: Paris, \
+expect: {judge: correct}}
+  - {id: case_ref_fail, input: q, context: {say: Lyon is the capital}, reference: Paris, \
+expect: {judge: correct}}
   - id: facts_pass
     input: q
     context: {say: 'Refund of 20 EUR within 5 days'}

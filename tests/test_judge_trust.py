@@ -123,7 +123,8 @@ import pytest
 
 @pytest.fixture
 def agent_eval_llm():
-    """A judge that passes answers with "good" in them; model "contrarian" fails them, "broken" replies nonsense."""
+    """A judge that passes answers with "good" in them; model "contrarian" fails them, "broken" \
+replies nonsense."""
     def llm(messages, model=None, **options):
         answer = re.search(r"Agent answer: (.*)", messages[-1]["content"]).group(1)
         if model == "broken":

@@ -36,7 +36,8 @@ def lookup_order(order_id: str) -> str:
     return f"order {order_id}: in the warehouse"
 
 
-MODEL = ChatOpenAI(model="loopback", base_url=os.environ["LOOPBACK_URL"], api_key="unused", max_retries=0)
+MODEL = ChatOpenAI(model="loopback", base_url=os.environ["LOOPBACK_URL"], \
+api_key="unused", max_retries=0)
 GRAPH = create_react_agent(MODEL, [lookup_order])
 '''
 

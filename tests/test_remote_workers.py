@@ -69,13 +69,15 @@ MODEL = "loopback-model"
 
 def sync_agent(query):
     client = openai.OpenAI(max_retries=0)
-    reply = client.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": query}])
+    reply = client.chat.completions.create(model=MODEL, messages=[{"role": "user", \
+"content": query}])
     return reply.choices[0].message.content
 
 
 async def async_agent(query):
     async with openai.AsyncOpenAI(max_retries=0) as client:
-        reply = await client.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": query}])
+        reply = await client.chat.completions.create(model=MODEL, messages=[{"role": "user", \
+"content": query}])
     return reply.choices[0].message.content
 """
 

@@ -15,7 +15,8 @@ import time
 def run(query, context):
     time.sleep(float(context.get("sleep", 0)))
     if "cost" in context:
-        return {"output": query, "usage": {"prompt_tokens": 5, "completion_tokens": 5, "cost": context["cost"]}}
+        return {"output": query, "usage": {"prompt_tokens": 5, "completion_tokens": 5, \
+"cost": context["cost"]}}
     return query
 """
 

@@ -151,7 +151,8 @@ from collections import Counter
 _TRIALS = Counter()
 
 def run(query, context):
-    \"\"\"Trial n of a case answers `hello` when `pattern[n]` is 1 (the pattern repeats), else `nope`.\"\"\"
+    \"\"\"Trial n of a case answers `hello` when `pattern[n]` is 1 (the pattern repeats), \
+else `nope`.\"\"\"
     n = _TRIALS[query]
     _TRIALS[query] += 1
     pattern = context.get("pattern", [1])

@@ -30,7 +30,8 @@ def dispatch_tool(name, args):
 
 def agent(query):
     client = openai.OpenAI(max_retries=0)
-    reply = client.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": query}])
+    reply = client.chat.completions.create(model=MODEL, messages=[{"role": "user", \
+"content": query}])
     try:
         found = dispatch_tool("lookup", {"city": query})
     except Exception as exc:
@@ -157,7 +158,8 @@ tracer = trace.get_tracer("weather-agent")
 
 def lookup(city):
     """A tool the agent traces itself, with OpenInference's attributes (no adapter, no mocks)."""
-    attributes = {"openinference.span.kind": "TOOL", "tool.name": "lookup", "input.value": json.dumps({"city": city})}
+    attributes = {"openinference.span.kind": "TOOL", "tool.name": "lookup", \
+"input.value": json.dumps({"city": city})}
     with tracer.start_as_current_span("lookup", attributes=attributes) as span:
         span.set_attribute("output.value", f"sunny in {city}")
         return f"sunny in {city}"
@@ -184,7 +186,8 @@ def _instrumented_suite(n: int) -> str:
       max_llm_calls: 1
       no_error_spans: true
       spans:
-        - {{name: ChatCompletion, attributes: {{openinference.span.kind: LLM}}, within: {{name: "invoke_agent *"}}}}
+        - {{name: ChatCompletion, attributes: {{openinference.span.kind: LLM}}, \
+within: {{name: "invoke_agent *"}}}}
         - {{name: lookup, attributes: {{input.value: {{regex: 'City{k}\\b'}}}}, max_count: 1}}
 """
         for k in range(n)
@@ -399,7 +402,8 @@ import sys
 
 
 def pytest_sessionfinish(session):
-    loaded = sorted(m for m in sys.modules if m.startswith("opentelemetry") or m == "pytest_agent_eval.traces.engine")
+    loaded = sorted(m for m in sys.modules if m.startswith("opentelemetry") or m == \
+"pytest_agent_eval.traces.engine")
     (session.config.rootpath / "loaded.txt").write_text(" ".join(loaded))
 """
 

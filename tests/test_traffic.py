@@ -30,13 +30,15 @@ MODEL = "loopback-model"
 
 def sync_agent(query):
     client = openai.OpenAI(max_retries=0)
-    reply = client.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": query}])
+    reply = client.chat.completions.create(model=MODEL, messages=[{"role": "user", \
+"content": query}])
     return reply.choices[0].message.content
 
 
 async def async_agent(query):
     async with openai.AsyncOpenAI(max_retries=0) as client:
-        first = await client.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": query}])
+        first = await client.chat.completions.create(model=MODEL, messages=[{"role": "user", \
+"content": query}])
         second = await client.chat.completions.create(
             model=MODEL, messages=[{"role": "user", "content": query + " again"}]
         )
@@ -50,7 +52,8 @@ def graph_agent():
     async def ask(state):
         async with openai.AsyncOpenAI(max_retries=0) as client:
             prompt = state["messages"][-1].content
-            reply = await client.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": prompt}])
+            reply = await client.chat.completions.create(model=MODEL, messages=[{"role": "user", \
+"content": prompt}])
         return {"messages": [{"role": "assistant", "content": reply.choices[0].message.content}]}
 
     graph = StateGraph(MessagesState)
@@ -76,7 +79,8 @@ def pytest_agent_eval_case_result(item, result):
     hooked = httpx2.HTTPTransport.handle_request.__module__.startswith("pytest_agent_eval")
     with open("usage.jsonl", "a") as out:
         for trial in result.trials:
-            use = {"case": item.case.id, "usage": trial.run.usage, "error": trial.run.error, "hooked": hooked}
+            use = {"case": item.case.id, "usage": trial.run.usage, "error": trial.run.error, \
+"hooked": hooked}
             out.write(json.dumps(use) + "\\n")
 """
 

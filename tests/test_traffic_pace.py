@@ -26,13 +26,15 @@ import openai
 
 def no_retries(query):
     client = openai.OpenAI(max_retries=0)
-    reply = client.chat.completions.create(model="loopback-model", messages=[{"role": "user", "content": query}])
+    reply = client.chat.completions.create(model="loopback-model", messages=[{"role": "user", \
+"content": query}])
     return reply.choices[0].message.content
 
 
 def sdk_retries(query):
     client = openai.OpenAI()  # its default: 2 retries
-    reply = client.chat.completions.create(model="loopback-model", messages=[{"role": "user", "content": query}])
+    reply = client.chat.completions.create(model="loopback-model", messages=[{"role": "user", \
+"content": query}])
     return reply.choices[0].message.content
 
 

@@ -28,7 +28,8 @@ import openai
 
 def chat(query, context):
     client = openai.OpenAI(max_retries=0)
-    reply = client.chat.completions.create(model=context["model"], messages=[{"role": "user", "content": query}])
+    reply = client.chat.completions.create(model=context["model"], messages=[{"role": "user", \
+"content": query}])
     return reply.choices[0].message.content
 
 
@@ -42,7 +43,8 @@ def anthropic(query, context):
     reply = httpx.post(
         os.environ["OPENAI_BASE_URL"] + "/messages",
         headers={"x-api-key": "sk-ant-loopback", "anthropic-version": "2023-06-01"},
-        json={"model": context["model"], "max_tokens": 100, "messages": [{"role": "user", "content": query}]},
+        json={"model": context["model"], "max_tokens": 100, "messages": [{"role": "user", \
+"content": query}]},
     )
     reply.raise_for_status()
     return reply.json()["content"][0]["text"]
@@ -342,7 +344,8 @@ def sdk_agent():
     from agents import Agent, OpenAIChatCompletionsModel
 
     client = AsyncOpenAI(base_url=os.environ["OPENAI_BASE_URL"], api_key="unused", max_retries=0)
-    return Agent(name="travel", model=OpenAIChatCompletionsModel(model="gpt-4o", openai_client=client))
+    return Agent(name="travel", model=OpenAIChatCompletionsModel(model="gpt-4o", \
+openai_client=client))
 
 
 def pydantic_ai_agent():

@@ -24,7 +24,8 @@ def dispatch(name, args):
     raise RuntimeError(f"real tool {name} reached")
 
 def run(query, context):
-    """Calls the tools in the context (catching their errors), then answers `say`, or raises `raise`."""
+    """Calls the tools in the context (catching their errors), then answers `say`, or \
+raises `raise`."""
     for name in context.get("calls", []):
         try:
             dispatch(name, {})
