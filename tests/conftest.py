@@ -126,8 +126,8 @@ def browser() -> Iterator[Any]:
     with sync_api.sync_playwright() as p:
         launched = p.chromium.launch(
             executable_path=CHROMIUM,
-            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                  "--disable-sync", "--no-first-run"],
+            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                  "--disable-component-update", "--disable-sync", "--no-first-run"],
         )  # fmt: skip
         yield launched
         launched.close()

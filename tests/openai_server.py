@@ -204,7 +204,8 @@ class ChatServer:
         if name not in offered:
             return 400, {
                 "error": {
-                    "message": f"loopback server: tool {name!r} is not among the tools sent {offered}"
+                    "message": f"loopback server: tool {name!r} is not among the "
+                    f"tools sent {offered}"
                 }
             }
         call = {

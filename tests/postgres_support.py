@@ -84,14 +84,14 @@ def postgres_server() -> Iterator[str]:
         data, port = home / "data", _free_port()
         run = {"check": True, "capture_output": True, "text": True, "timeout": 120}
         subprocess.run(
-            [*prefix, str(bindir / "initdb"), "-D", str(data), "-U", USER, f"--pwfile={home / 'pw'}",
-             "-A", "scram-sha-256", "-E", "UTF8", "--no-sync"],
+            [*prefix, str(bindir / "initdb"), "-D", str(data), "-U", USER,
+             f"--pwfile={home / 'pw'}", "-A", "scram-sha-256", "-E", "UTF8", "--no-sync"],
             **run,  # type: ignore[call-overload]
         )  # fmt: skip
         options = f"-p {port} -k {home} -c listen_addresses=127.0.0.1 -c fsync=off"
         subprocess.run(
-            [*prefix, str(bindir / "pg_ctl"), "-D", str(data), "-o", options, "-l", str(home / "log"), "-w",
-             "-t", "60", "start"],
+            [*prefix, str(bindir / "pg_ctl"), "-D", str(data), "-o", options,
+             "-l", str(home / "log"), "-w", "-t", "60", "start"],
             **run,  # type: ignore[call-overload]
         )  # fmt: skip
         try:

@@ -168,7 +168,8 @@ cases:
 def test_agent_path_that_does_not_import(evals: pytest.Pytester) -> None:
     result = run_with(
         evals,
-        eval_imp="agent: no_such_module:run\ncases:\n  - {id: a, input: x}\n  - {id: b, input: y}\n",
+        eval_imp="agent: no_such_module:run\ncases:\n  - {id: a, input: x}\n"
+        "  - {id: b, input: y}\n",
     )
     result.assert_outcomes(passed=1, failed=2)
     result.stdout.fnmatch_lines(

@@ -40,7 +40,8 @@ CASES: list[tuple[str, str, str, list[str]]] = [
         "context: {say: 'All fine'}\n    expect: {not_contains: [\"I don't know\"]}",
         "context: {say: \"Well, I don't know that\"}\n"
         "    expect: {not_contains: [\"I don't know\"]}",
-        ["expected: none of [\"I don't know\"]", "found \"I don't know\"", "output: Well, I don't know that"],
+        ["expected: none of [\"I don't know\"]", "found \"I don't know\"",
+         "output: Well, I don't know that"],
     ),
     (
         "regex",
@@ -90,7 +91,8 @@ CASES: list[tuple[str, str, str, list[str]]] = [
         "context: {calls: [search, summarize, fetch]}\n"
         "    expect: {tool_sequence: [search, fetch]}",
         ["calls differ at position 2", "expected: ['search', 'fetch']",
-         "actual:   ['search', 'summarize', 'fetch']", "expected    actual", "1. search      search()",
+         "actual:   ['search', 'summarize', 'fetch']", "expected    actual",
+         "1. search      search()",
          "2. -         + summarize()", "3. fetch       fetch()"],
     ),
     (
@@ -134,7 +136,8 @@ CASES: list[tuple[str, str, str, list[str]]] = [
         "    expect: {tool_counts: {search: 2, fetch: {min: 1, max: 2}}}",
         "context: {calls: [search, fetch, fetch, fetch]}\n"
         "    expect: {tool_counts: {search: 2, fetch: {min: 1, max: 2}}}",
-        ["search: called once, expected exactly 2 times; fetch: called 3 times, expected 1 to 2 times",
+        ["search: called once, expected exactly 2 times; fetch: called 3 times, "
+         "expected 1 to 2 times",
          "actual:   {'fetch': 3, 'search': 1}"],
     ),
     (
@@ -148,7 +151,8 @@ CASES: list[tuple[str, str, str, list[str]]] = [
         "x}}, match: exact,\n"
         "                         ignore: [meta.trace_id], occurrence: first}}",
         ["pay (first call): arguments differ (exact match)",
-         "1. pay(amount=5, currency='EUR', meta={'trace_id': 't1'})", "pay.currency: unexpected (got 'EUR')"],
+         "1. pay(amount=5, currency='EUR', meta={'trace_id': 't1'})",
+         "pay.currency: unexpected (got 'EUR')"],
     ),
     (
         "tool_call_occurrence",
@@ -165,7 +169,8 @@ CASES: list[tuple[str, str, str, list[str]]] = [
         "    expect: {tool_sequence: [{name: search, args: {q: tea}}, fetch]}",
         "context: {calls: [{name: search, args: {q: coffee}}, {name: fetch, args: {id: 7}}]}\n"
         "    expect: {tool_sequence: [{name: search, args: {q: tea}}, fetch]}",
-        ["arguments differ at step 1", "1. search(q='coffee')", "search.q: expected 'tea', got 'coffee'"],
+        ["arguments differ at step 1", "1. search(q='coffee')",
+         "search.q: expected 'tea', got 'coffee'"],
     ),
     (
         "max_repeated_calls",
@@ -175,7 +180,8 @@ CASES: list[tuple[str, str, str, list[str]]] = [
         "context: {calls: [{name: get, args: {id: 1, v: 2}}, {name: get, args: {v: 2, id: 1}},\n"
         "                  {name: get, args: {id: 1, v: 2}}]}\n"
         "    expect: {max_repeated_calls: 2}",
-        ["get(id=1, v=2) made 3 times, at most 2 allowed", "expected: each call at most 2 times", "actual:   3"],
+        ["get(id=1, v=2) made 3 times, at most 2 allowed", "expected: each call at most 2 times",
+         "actual:   3"],
     ),
     (
         "failed_calls_ignore",
@@ -219,7 +225,8 @@ CASES: list[tuple[str, str, str, list[str]]] = [
         "context: {say: '{\"n\": \"one\"}'}\n"
         "    expect: {output_schema: {type: object, required: [status], properties: "
         "{n: {type: integer}}}}",
-        ["2 schema error(s)", "'status' is a required property", "at $['n']: 'one' is not of type 'integer'",
+        ["2 schema error(s)", "'status' is a required property",
+         "at $['n']: 'one' is not of type 'integer'",
          "actual:   {'n': 'one'}"],
     ),
     (
@@ -301,9 +308,9 @@ def test_every_case_ran(check_run: str) -> None:
 
 
 SPEC_CHECKS = {
-    "contains", "contains_any", "not_contains", "regex", "not_regex", "equals", "tools_called", "tools_not_called",
-    "tools_exactly", "tool_sequence", "tools_in_order", "max_tool_calls", "tool_args", "outcome", "max_latency_s",
-    "output_schema", "judge", "custom",
+    "contains", "contains_any", "not_contains", "regex", "not_regex", "equals", "tools_called",
+    "tools_not_called", "tools_exactly", "tool_sequence", "tools_in_order", "max_tool_calls",
+    "tool_args", "outcome", "max_latency_s", "output_schema", "judge", "custom",
     # SPEC §20
     "tools_only", "tool_counts", "tool_call", "max_repeated_calls",
 }  # fmt: skip

@@ -41,9 +41,10 @@ JSON_FILE = {
     "cases": [
         {"id": "first", "input": "hello", "tags": ["kb"], "context": {"say": "all good"},
          "expect": {"contains": ["good"]}},
-        {"id": "second", "input": "hello", "context": {"say": "nope"}, "expect": {"contains": ["good"]}},
-        {"id": "third", "input": "hello", "tags": ["kb", "slow_one"], "context": {"say": "good again"},
+        {"id": "second", "input": "hello", "context": {"say": "nope"},
          "expect": {"contains": ["good"]}},
+        {"id": "third", "input": "hello", "tags": ["kb", "slow_one"],
+         "context": {"say": "good again"}, "expect": {"contains": ["good"]}},
     ],
 }  # fmt: skip
 

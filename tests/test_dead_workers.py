@@ -51,8 +51,8 @@ def test_a_worker_that_dies_names_its_case_as_not_run(pytester: pytest.Pytester)
         f"{cases}  - {{id: dies, input: hi, context: {{crash: true}}}}\n",
     )
     result = pytester.runpytest(
-        "-p", "no:cacheprovider", "-n", "2", "--agent-eval-report", "r.json", "--agent-eval-markdown", "r.md",
-        "--agent-eval-html", "r.html",
+        "-p", "no:cacheprovider", "-n", "2", "--agent-eval-report", "r.json",
+        "--agent-eval-markdown", "r.md", "--agent-eval-html", "r.html",
     )  # fmt: skip
     result.assert_outcomes(passed=4, failed=1)
     report = _load(pytester.path / "r.json")
@@ -171,8 +171,8 @@ def test_a_machine_that_dies_mid_run_leaves_every_case_it_had_named(
     # the recovery: resume runs exactly the cases not run (here on this machine) and writes one
     # whole report
     resumed = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-rA", "--agent-eval-resume=r.json",
-         "--agent-eval-report=r.json"],
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-rA",
+         "--agent-eval-resume=r.json", "--agent-eval-report=r.json"],
         cwd=pytester.path, env=env, capture_output=True, text=True, timeout=120, check=False,
     )  # fmt: skip
     ran = {line.split()[1] for line in resumed.stdout.splitlines() if line.startswith("PASSED ")}

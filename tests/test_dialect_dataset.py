@@ -93,8 +93,10 @@ BRAINTRUST = [  # Braintrust dataset records (JSON): input, expected, tags, _xac
     {"id": "b2", "input": "2 + 2?", "expected": "4", "metadata": None, "tags": []},
 ]
 INSPECT = [  # inspect_ai samples (JSONL): input (a string or a chat), target, id, metadata
-    {"id": 1, "input": "What is the capital of France?", "target": "Paris", "metadata": {"topic": "geo"}},
-    {"id": 2, "input": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "2 + 2?"}],
+    {"id": 1, "input": "What is the capital of France?", "target": "Paris",
+     "metadata": {"topic": "geo"}},
+    {"id": 2,
+     "input": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "2 + 2?"}],
      "target": ["4"]},
 ]  # fmt: skip
 SIDECAR = "expect:\n  matches_reference: contains\n"

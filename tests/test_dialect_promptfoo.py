@@ -718,7 +718,8 @@ def test_an_anthropic_provider_sends_the_prompt_through_the_official_client(
             text = "Bonjour " + body["messages"][-1]["content"].split()[-1]
             reply = json.dumps({
                 "id": "msg_1", "type": "message", "role": "assistant", "model": body["model"],
-                "content": [{"type": "text", "text": text}], "stop_reason": "end_turn", "stop_sequence": None,
+                "content": [{"type": "text", "text": text}], "stop_reason": "end_turn",
+                "stop_sequence": None,
                 "usage": {"input_tokens": 7, "output_tokens": 3},
             }).encode()  # fmt: skip
             self.send_response(200)
@@ -802,7 +803,8 @@ def test_a_provider_that_does_not_load_fails_its_cases_naming_it(pytester: pytes
           - vars: {kind: greeting}
             assert: [{type: contains, value: x}]
         """,
-        provider__py="def call_api(prompt, options, context):\n    return 1\nraise ImportError('no sdk')\n",
+        provider__py="def call_api(prompt, options, context):\n    return 1\n"
+        "raise ImportError('no sdk')\n",
     )
     result = run(pytester)
     assert outcomes(result) == {"test-1": "FAILED"}
@@ -816,8 +818,8 @@ def test_a_provider_that_does_not_load_fails_its_cases_naming_it(pytester: pytes
 def test_a_test_without_assertions_passes_with_score_1_as_in_promptfoo(
     pytester: pytest.Pytester,
 ) -> None:
-    config(pytester, 'prompts: ["{{kind}}"]\nproviders: [file://provider.py]\ntests: [{vars: {kind: greeting}}]\n',
-           provider__py=PROVIDER)  # fmt: skip
+    config(pytester, 'prompts: ["{{kind}}"]\nproviders: [file://provider.py]\n'
+                     "tests: [{vars: {kind: greeting}}]\n", provider__py=PROVIDER)  # fmt: skip
     result = run(pytester, "--agent-eval-report", "report.json")
     assert outcomes(result) == {"test-1": "PASSED"}
     (case,) = json.loads((pytester.path / "report.json").read_text())["cases"]
@@ -837,7 +839,8 @@ def pirate(body: dict[str, Any]) -> str:
         "I'm hungry": "Arr, I be needin' some grub",
         "Output the story of your life in JSON": '{"life": "at sea"}',
         "Hello world": "Ahoy, world",
-        "The quick brown fox jumps over the lazy dog": "Arrr, the quick brown fox leaps o'er the lazy dog",
+        "The quick brown fox jumps over the lazy dog": "Arrr, the quick brown fox "
+        "leaps o'er the lazy dog",
     }
     return answers.get(said, f"Arr? {said}")
 
@@ -885,11 +888,14 @@ def test_a_promptfoo_config_is_read_as_promptfoo_reads_yaml(
 def test_yaml_core_schema_scalars_as_js_yaml_reads_them(tmp_path: Path) -> None:
     from pytest_agent_eval.core.document import read_document
 
-    text = "a: Yes\nb: on\nc: 0755\nd: 2024-01-02\ne: true\nf: ~\ng: 1_000\nh: 0x1F\ni: 0o17\nj: NO\nk: 12:30\nl: 1e3\n"
+    text = (
+        "a: Yes\nb: on\nc: 0755\nd: 2024-01-02\ne: true\nf: ~\ng: 1_000\nh: 0x1F\ni: 0o17\nj: NO\n"
+        "k: 12:30\nl: 1e3\n"
+    )
     data = read_document(tmp_path / "promptfooconfig.yaml", text, core=True).data
     assert data == {
-        "a": "Yes", "b": "on", "c": 755, "d": "2024-01-02", "e": True, "f": None, "g": 1000, "h": 31, "i": 15,
-        "j": "NO", "k": "12:30", "l": 1000.0,
+        "a": "Yes", "b": "on", "c": 755, "d": "2024-01-02", "e": True, "f": None, "g": 1000,
+        "h": 31, "i": 15, "j": "NO", "k": "12:30", "l": 1000.0,
     }  # fmt: skip
 
 
@@ -990,17 +996,19 @@ def test_the_formats_page_lists_every_promptfoo_assertion_type_with_its_status()
     assert set(rows) == ALL_TYPES
     # promptfoo's src/types/index.ts, BaseAssertionTypesSchema + SpecialAssertionTypesSchema
     promptfoos = {
-        "answer-relevance", "bleu", "classifier", "contains", "contains-all", "contains-any", "contains-html",
-        "contains-json", "contains-sql", "contains-xml", "context-faithfulness", "context-recall",
-        "context-relevance", "conversation-relevance", "cost", "equals", "factuality", "finish-reason", "g-eval",
-        "gleu", "guardrails", "icontains", "icontains-all", "icontains-any", "is-html", "is-json", "is-refusal",
-        "is-sql", "is-valid-function-call", "is-valid-openai-function-call", "is-valid-openai-tools-call", "is-xml",
-        "javascript", "latency", "levenshtein", "llm-rubric", "pi", "meteor", "model-graded-closedqa",
-        "model-graded-factuality", "moderation", "perplexity", "perplexity-score", "python", "regex", "rouge-n",
-        "ruby", "similar", "similar:cosine", "similar:dot", "similar:euclidean", "starts-with", "tool-call-f1",
-        "skill-used", "trajectory:goal-success", "trajectory:tool-args-match", "trajectory:step-count",
-        "trajectory:tool-sequence", "trajectory:tool-used", "trace-error-spans", "trace-span-count",
-        "trace-span-duration", "search-rubric", "webhook", "word-count", "select-best", "human", "max-score",
+        "answer-relevance", "bleu", "classifier", "contains", "contains-all", "contains-any",
+        "contains-html", "contains-json", "contains-sql", "contains-xml", "context-faithfulness",
+        "context-recall", "context-relevance", "conversation-relevance", "cost", "equals",
+        "factuality", "finish-reason", "g-eval", "gleu", "guardrails", "icontains", "icontains-all",
+        "icontains-any", "is-html", "is-json", "is-refusal", "is-sql", "is-valid-function-call",
+        "is-valid-openai-function-call", "is-valid-openai-tools-call", "is-xml", "javascript",
+        "latency", "levenshtein", "llm-rubric", "pi", "meteor", "model-graded-closedqa",
+        "model-graded-factuality", "moderation", "perplexity", "perplexity-score", "python",
+        "regex", "rouge-n", "ruby", "similar", "similar:cosine", "similar:dot", "similar:euclidean",
+        "starts-with", "tool-call-f1", "skill-used", "trajectory:goal-success",
+        "trajectory:tool-args-match", "trajectory:step-count", "trajectory:tool-sequence",
+        "trajectory:tool-used", "trace-error-spans", "trace-span-count", "trace-span-duration",
+        "search-rubric", "webhook", "word-count", "select-best", "human", "max-score",
     }  # fmt: skip
     assert promptfoos | {"assert-set", "promptfoo:redteam:*"} == ALL_TYPES
     for name, (status, how) in rows.items():

@@ -66,14 +66,17 @@ def _record(nodeid: str, outcome: str, passes: int, trials: int) -> dict[str, An
 
 REPORT: dict[str, Any] = {
     "schema_version": 1,
-    "run": {"started": "2026-01-01T00:00:00+00:00", "duration_s": 1.5, "finished": True, "exit_status": 1,
-            "args": ["-q"], "git_commit": None, "plugin_version": "0", "pytest_version": "9", "python_version": "3",
+    "run": {"started": "2026-01-01T00:00:00+00:00", "duration_s": 1.5, "finished": True,
+            "exit_status": 1, "args": ["-q"], "git_commit": None, "plugin_version": "0",
+            "pytest_version": "9", "python_version": "3",
             "shard": {"index": 1, "count": 2, "collected": 4, "selected": 2}},
-    "agents": {"a": {"passed": 1, "total": 2, "pass_rate": 0.5, "mean_score": 0.5, "latency_p50_s": 0.2,
-                     "latency_p95_s": 0.3, "tokens": 7, "cost": 0.01}},
+    "agents": {"a": {"passed": 1, "total": 2, "pass_rate": 0.5, "mean_score": 0.5,
+                     "latency_p50_s": 0.2, "latency_p95_s": 0.3, "tokens": 7, "cost": 0.01}},
     "baseline": {**Comparison(tolerance=0.05).to_dict(), "path": "base.json"},
-    "cases": [_record("eval_a.yaml::one", "passed", 1, 1), _record("eval_a.yaml::two", "failed", 1, 3)],
-    "not_run": [{"nodeid": "eval_a.yaml::three", "file": "eval_a.yaml", "line": 9, "reason": "worker crashed"}],
+    "cases": [_record("eval_a.yaml::one", "passed", 1, 1),
+              _record("eval_a.yaml::two", "failed", 1, 3)],
+    "not_run": [{"nodeid": "eval_a.yaml::three", "file": "eval_a.yaml", "line": 9,
+                 "reason": "worker crashed"}],
 }  # fmt: skip
 OTHER_SHARD: dict[str, Any] = {
     **REPORT,
@@ -82,8 +85,8 @@ OTHER_SHARD: dict[str, Any] = {
     "not_run": [],
 }
 ODD = st.sampled_from(
-    [None, True, False, 0, -1, 1.5, 1e308, 10**30, "", "x", "\ud83d", "<script>", "a|b", [], {}, [None], {"": 1},
-     {"x": [1]}, "NaN", [[[[[]]]]], "passed", "error", "eval_a.yaml::one"]
+    [None, True, False, 0, -1, 1.5, 1e308, 10**30, "", "x", "\ud83d", "<script>", "a|b", [], {},
+     [None], {"": 1}, {"x": [1]}, "NaN", [[[[[]]]]], "passed", "error", "eval_a.yaml::one"]
 )  # fmt: skip
 KEYS = st.sampled_from(
     ["", "x", "nodeid", "trials", "cases", "score", "baseline", "__class__", "regressions"]
@@ -208,8 +211,9 @@ def test_mutated_baselines_load_as_records_or_give_a_baseline_error(text: str) -
 CASSETTE = {
     "interactions": [
         {
-            "request": {"body": '{"model": "m", "messages": []}', "headers": {"Content-Type": ["application/json"]},
-                        "method": "POST", "uri": "http://127.0.0.1:1/v1/chat/completions"},
+            "request": {"body": '{"model": "m", "messages": []}',
+                        "headers": {"Content-Type": ["application/json"]}, "method": "POST",
+                        "uri": "http://127.0.0.1:1/v1/chat/completions"},
             "response": {"status": {"code": 200, "message": "OK"},
                          "headers": {"Content-Type": ["application/json"]},
                          "body": {"string": '{"usage": {"prompt_tokens": 1}}'}},
@@ -265,8 +269,9 @@ USAGES = st.one_of(
     st.fixed_dictionaries(
         {},
         optional={
-            "prompt_tokens": ODD, "completion_tokens": ODD, "total_tokens": ODD, "input_tokens": ODD,
-            "output_tokens": ODD, "prompt_tokens_details": st.one_of(ODD, st.fixed_dictionaries(
+            "prompt_tokens": ODD, "completion_tokens": ODD, "total_tokens": ODD,
+            "input_tokens": ODD, "output_tokens": ODD,
+            "prompt_tokens_details": st.one_of(ODD, st.fixed_dictionaries(
                 {}, optional={"cached_tokens": ODD})), "cache_read_input_tokens": ODD,
         },
     ),
@@ -343,11 +348,13 @@ def test_provider_responses_through_the_traffic_hook_are_counted_or_fail_cleanly
 # -----------------------------
 
 HOSTILE = st.sampled_from(
-    ["{{ 1/0 }}", "{{ cycler.__init__.__globals__.os }}", "{{ x.__class__.__mro__ }}", "{% for %}", "{{ 'a' * 10**9 }}",
-     "{{ 9 ** 9999999 }}", "{{ range(10**9) | list }}", "{{ v | load }}", "{{", "file://../../etc/hostname",
-     "file:///etc/hostname", "file://*.csv", "file://../**/*.csv", "file:///*", "file://missing.json",
-     "file://rows.csv", "file://vars.json", "file://broken.yaml", "file://.", "not-contains:", "similar(2):x",
-     "javascript:1", "python:x.py", "file://x.py", "__threshold", "__expected", "__metadata:a", "__nope", "\x00", "é"]
+    ["{{ 1/0 }}", "{{ cycler.__init__.__globals__.os }}", "{{ x.__class__.__mro__ }}", "{% for %}",
+     "{{ 'a' * 10**9 }}", "{{ 9 ** 9999999 }}", "{{ range(10**9) | list }}", "{{ v | load }}", "{{",
+     "file://../../etc/hostname", "file:///etc/hostname", "file://*.csv", "file://../**/*.csv",
+     "file:///*", "file://missing.json", "file://rows.csv", "file://vars.json",
+     "file://broken.yaml", "file://.", "not-contains:", "similar(2):x", "javascript:1",
+     "python:x.py", "file://x.py", "__threshold", "__expected", "__metadata:a", "__nope", "\x00",
+     "é"]
 )  # fmt: skip
 VALUES = st.one_of(ODD, HOSTILE, st.lists(st.one_of(ODD, HOSTILE), max_size=4))
 PROMPTFOO: dict[str, Any] = {
@@ -395,7 +402,8 @@ def _mutated_with(draw: st.DrawFn, seed: Any) -> Any:
 @st.composite
 def csv_texts(draw: st.DrawFn) -> bytes:
     cells = st.one_of(HOSTILE, st.text(max_size=8), st.just('"'), st.just("x" * 200_000))
-    header = draw(st.lists(st.sampled_from(["name", "v", "__expected", "__threshold", "__description", "__x"]),
+    header = draw(st.lists(st.sampled_from(["name", "v", "__expected", "__threshold",
+                                            "__description", "__x"]),
                            min_size=1, max_size=4))  # fmt: skip
     rows = draw(st.lists(st.lists(cells, max_size=5), max_size=4))
     text = "\n".join(",".join(row) for row in [header, *rows])

@@ -182,7 +182,7 @@ def test_item7_sigterm_is_treated_as_ctrl_c_and_every_report_is_written(
 
 
 # -- report paths
-# ---------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 
 OK_SUITE = "agent: odd_agents:inject\ncases:\n  - {id: c, input: hi, expect: {contains: [img]}}\n"
 

@@ -47,7 +47,8 @@ def test_the_builtin_corpus_covers_the_documented_families_each_payload_citing_i
 
 def test_a_bad_user_corpus_names_each_bad_payload_by_its_line(tmp_path: Path) -> None:
     corpus = tmp_path / "mine.yaml"
-    corpus.write_text("payloads:\n  - {family: ok, text: 'say {canary}'}\n  - {family: Bad Name, text: x}\n"
+    corpus.write_text("payloads:\n  - {family: ok, text: 'say {canary}'}\n"
+                      "  - {family: Bad Name, text: x}\n"
                       "  - {family: ok, text: 'no canary'}\n")  # fmt: skip
     with pytest.raises(EvalFileErrors) as info:
         load_corpus(corpus)

@@ -180,7 +180,8 @@ def test_a_bad_template_names_its_fields(tmp_path: Path) -> None:
 
 def test_own_prompt_from_a_function(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(
-        my_prompts="def grade(run, case, rubric):\n    return f'{case.id}: {run.output} / {rubric}'\n"
+        my_prompts="def grade(run, case, rubric):\n"
+        "    return f'{case.id}: {run.output} / {rubric}'\n"
     )
     pytester.syspathinsert()
     llm = Scripted('{"score": 1}')
@@ -200,8 +201,10 @@ def judge_server(monkeypatch: pytest.MonkeyPatch) -> Iterator[ChatServer]:
             if "response_format" in body and not self.json_mode:
                 return 400, {"error": {"message": "response_format is not supported"}}
             message = {"role": "assistant", "content": '{"score": 0.9, "reason": "fine"}'}
-            return 200, {"id": "x", "object": "chat.completion", "created": 0, "model": body["model"],
-                         "choices": [{"index": 0, "message": message, "finish_reason": "stop"}]}  # fmt: skip
+            return 200, {"id": "x", "object": "chat.completion", "created": 0,
+                         "model": body["model"],
+                         "choices": [{"index": 0, "message": message,
+                                      "finish_reason": "stop"}]}  # fmt: skip
 
     with JudgeServer(lambda prompt: None) as chat:
         monkeypatch.setenv("AGENT_EVAL_LLM_MODEL", "judge-model")

@@ -84,8 +84,9 @@ def test_the_bootstrap_is_seeded_and_agrees_with_scipys_percentile_interval() ->
     ours = bootstrap(pairs, accuracy)
     assert ours == bootstrap(pairs, accuracy)  # the same every time
     agree = [float(j == lab) for j, lab in pairs]
-    theirs = stats.bootstrap((agree,), lambda x: sum(x) / len(x), method="percentile", n_resamples=4000,
-                             random_state=0, vectorized=False).confidence_interval  # fmt: skip
+    theirs = stats.bootstrap((agree,), lambda x: sum(x) / len(x), method="percentile",
+                             n_resamples=4000, random_state=0,
+                             vectorized=False).confidence_interval  # fmt: skip
     assert ours is not None
     assert ours[0] == pytest.approx(theirs.low, abs=0.04) and ours[1] == pytest.approx(
         theirs.high, abs=0.04
@@ -359,8 +360,9 @@ def test_no_agent_runs_for_a_calibration_item_not_even_started_early(
 
 def test_a_calibrated_judge_gives_its_verdicts(judged: pytest.Pytester) -> None:
     _min_kappa_files(judged, wrong_labels=0)  # kappa 1.0
-    result = judged.runpytest_inprocess("-p", "no:cacheprovider", "-rA", "--agent-eval-judge-min-kappa", "0.6",
-                                        "eval_judged.yaml", "polite.calibration.yaml")  # fmt: skip
+    result = judged.runpytest_inprocess("-p", "no:cacheprovider", "-rA",
+                                        "--agent-eval-judge-min-kappa", "0.6", "eval_judged.yaml",
+                                        "polite.calibration.yaml")  # fmt: skip
     out = result.stdout.str()
     assert "PASSED eval_judged.yaml::gated" in out and "FAILED eval_judged.yaml::unlabelled" in out
     assert out.index("polite.calibration.yaml::item-1") < out.index(

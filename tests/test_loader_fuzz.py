@@ -74,8 +74,9 @@ SEEDS = [
     ),
 ]
 ODD_VALUES = st.sampled_from(
-    [None, True, 0, -1, 2.0, 1e308, float("nan"), float("inf"), "", "x\n", "_wip", "__class__", "kb\n", [], {},
-     [None], {"": 1}, {1: "y"}, {True: "x"}, {None: "x"}, [[[[[]]]]], "http://127.0.0.1:1/x", {"$ref": "file:///etc/passwd"}]
+    [None, True, 0, -1, 2.0, 1e308, float("nan"), float("inf"), "", "x\n", "_wip", "__class__",
+     "kb\n", [], {}, [None], {"": 1}, {1: "y"}, {True: "x"}, {None: "x"}, [[[[[]]]]],
+     "http://127.0.0.1:1/x", {"$ref": "file:///etc/passwd"}]
 )  # fmt: skip
 ODD_KEYS = st.sampled_from(
     [1, True, None, "", "__class__", "_wip", "cases", "id", "expect", "x\ny", 2.5]

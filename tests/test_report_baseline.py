@@ -215,8 +215,8 @@ def test_fail_on_regression_fails_a_run_of_passing_cases_whose_score_dropped(
     failing.stdout.fnmatch_lines(["the run fails: regressions against the baseline"])
     assert failing.ret == pytest.ExitCode.TESTS_FAILED
     tolerant = runs.runpytest(
-        "-p", "no:cacheprovider", "--agent-eval-baseline", "base.json", "--agent-eval-fail-on-regression",
-        "--agent-eval-tolerance", "0.6",
+        "-p", "no:cacheprovider", "--agent-eval-baseline", "base.json",
+        "--agent-eval-fail-on-regression", "--agent-eval-tolerance", "0.6",
     )  # fmt: skip
     assert tolerant.ret == pytest.ExitCode.OK
 
@@ -248,8 +248,8 @@ def test_a_bad_baseline_is_one_line_and_the_run_still_runs_and_reports(
     if content is not None:
         (runs.path / "base.json").write_text(content)
     result = runs.runpytest(
-        "-p", "no:cacheprovider", "--agent-eval-baseline", "base.json", "--agent-eval-gate", "regressions",
-        "--agent-eval-report", "r.json",
+        "-p", "no:cacheprovider", "--agent-eval-baseline", "base.json",
+        "--agent-eval-gate", "regressions", "--agent-eval-report", "r.json",
     )  # fmt: skip
     result.assert_outcomes(passed=1, failed=1)
     assert (
@@ -335,8 +335,9 @@ def test_every_report_shows_the_one_comparison_made_with_the_runs_tolerance(
         ".yaml", eval_s=SCORED.format(say=repr(TEN_WORDS.replace(" ten", "")), words=words)
     )  # 0.9
     result = runs.runpytest(
-        "-p", "no:cacheprovider", "--agent-eval-baseline", "base.json", "--agent-eval-tolerance", "0.2",
-        "--agent-eval-report", "r.json", "--agent-eval-markdown", "m.md", "--agent-eval-html", "page.html",
+        "-p", "no:cacheprovider", "--agent-eval-baseline", "base.json",
+        "--agent-eval-tolerance", "0.2", "--agent-eval-report", "r.json",
+        "--agent-eval-markdown", "m.md", "--agent-eval-html", "page.html",
     )  # fmt: skip
     result.stdout.fnmatch_lines(
         ["compared with the baseline: 0 regressions, 0 fixes, 0 new, 0 missing"]
@@ -390,13 +391,14 @@ def test_a_baseline_with_no_case_in_common_is_not_compared_and_fails_a_gate(
     assert plain.ret == pytest.ExitCode.OK  # no gate asked for: the run's own status
     for gate in (["--agent-eval-gate", "regressions"], ["--agent-eval-fail-on-regression"]):
         gated = runs.runpytest(
-            "-p", "no:cacheprovider", "--agent-eval-baseline", "base.json", *gate, "--agent-eval-report", "r.json",
-            "--agent-eval-markdown", "m.md", "--agent-eval-html", "page.html",
+            "-p", "no:cacheprovider", "--agent-eval-baseline", "base.json", *gate,
+            "--agent-eval-report", "r.json", "--agent-eval-markdown", "m.md",
+            "--agent-eval-html", "page.html",
         )  # fmt: skip
         gated.assert_outcomes(passed=1)
         gated.stdout.fnmatch_lines(
-            ["baseline not compared: no case in common with this run (the baseline has eval_s.yaml::breaks, "
-             "eval_s.yaml::goes and 2 more, this run eval_s.yaml::other)",
+            ["baseline not compared: no case in common with this run (the baseline has "
+             "eval_s.yaml::breaks, eval_s.yaml::goes and 2 more, this run eval_s.yaml::other)",
              "the run fails: the baseline was not compared with it"]
         )  # fmt: skip
         assert gated.ret == pytest.ExitCode.TESTS_FAILED
@@ -427,8 +429,8 @@ def test_a_baseline_written_from_another_rootdir_is_compared(runs: pytest.Pytest
     )
     (runs.path / "evals" / "eval_s.yaml").write_text(CAND_SUITE)
     result = runs.runpytest(
-        "-p", "no:cacheprovider", "--rootdir", "evals", "evals", "--agent-eval-baseline", "base.json",
-        "--agent-eval-gate", "regressions",
+        "-p", "no:cacheprovider", "--rootdir", "evals", "evals",
+        "--agent-eval-baseline", "base.json", "--agent-eval-gate", "regressions",
     )  # fmt: skip
     result.stdout.fnmatch_lines(
         [
@@ -495,8 +497,9 @@ def test_a_report_path_that_moved_the_rootdir_is_named(
         "-p", "no:cacheprovider", "--agent-eval-baseline", str(elsewhere / "base.json")
     )
     moved.stdout.fnmatch_lines(
-        [f"*pytest chose the rootdir {runs.path.parent} with {elsewhere / 'base.json'} (--agent-eval-baseline) "
-         f"as a test path; write --agent-eval-baseline={elsewhere / 'base.json'}*"]
+        [f"*pytest chose the rootdir {runs.path.parent} with {elsewhere / 'base.json'} "
+         f"(--agent-eval-baseline) as a test path; write --agent-eval-baseline="
+         f"{elsewhere / 'base.json'}*"]
     )  # fmt: skip
     moved.stdout.fnmatch_lines(["node ids matched across rootdirs: *"])
     kept = runs.runpytest(

@@ -95,7 +95,9 @@ def test_the_report_names_the_git_commit_and_hides_secrets(pytester: pytest.Pyte
 
 
 def test_secret_looking_option_values_are_redacted() -> None:
-    assert redacted(["--api-key", "s1", "--token=s2", "-o", "auth_header=s3", "-k", "key_case", "x"]) == [
+    assert redacted(
+        ["--api-key", "s1", "--token=s2", "-o", "auth_header=s3", "-k", "key_case", "x"]
+    ) == [
         "--api-key", "***", "--token=***", "-o", "auth_header=***", "-k", "key_case", "x",
     ]  # fmt: skip
 

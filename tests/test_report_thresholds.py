@@ -50,16 +50,21 @@ def suite(pytester: pytest.Pytester) -> pytest.Pytester:
 @pytest.mark.parametrize(
     ("args", "code", "line"),
     [
-        (["--agent-eval-min-pass-rate", "0.6"], 1, "*missed: pass rate 0.50 (2/4) < agent_eval_min_pass_rate 0.6"),
+        (["--agent-eval-min-pass-rate", "0.6"], 1,
+         "*missed: pass rate 0.50 (2/4) < agent_eval_min_pass_rate 0.6"),
         (["--agent-eval-min-pass-rate", "0.5", "-k", "not c and not d"], 0, None),
-        (["--agent-eval-max-p95-latency", "0.2"], 1, "*missed: latency p95 0.* s > agent_eval_max_p95_latency_s 0.2"),
+        (["--agent-eval-max-p95-latency", "0.2"], 1,
+         "*missed: latency p95 0.* s > agent_eval_max_p95_latency_s 0.2"),
         (["--agent-eval-max-p95-latency", "5", "-k", "not c and not d"], 0, None),
-        (["--agent-eval-max-cost", "0.01", "eval_thr.yaml::a"], 0, "*not checked: agent_eval_max_cost: no cost*"),
-        (["--agent-eval-max-cost", "0.04", "costly.yaml"], 1, "*missed: cost 0.0500 > agent_eval_max_cost 0.04"),
+        (["--agent-eval-max-cost", "0.01", "eval_thr.yaml::a"], 0,
+         "*not checked: agent_eval_max_cost: no cost*"),
+        (["--agent-eval-max-cost", "0.04", "costly.yaml"], 1,
+         "*missed: cost 0.0500 > agent_eval_max_cost 0.04"),
         (["--agent-eval-max-cost", "0.05", "costly.yaml"], 0, None),
     ],
     ids=[
-        "pass-rate-missed", "pass-rate-met", "latency-missed", "latency-met", "cost-unknown", "cost-missed", "cost-met"
+        "pass-rate-missed", "pass-rate-met", "latency-missed", "latency-met", "cost-unknown",
+        "cost-missed", "cost-met",
     ],
 )  # fmt: skip
 def test_a_threshold_decides_the_exit_status(
@@ -86,8 +91,9 @@ def test_thresholds_from_the_ini_file(suite: pytest.Pytester) -> None:
 
 def _stats(**figures: object) -> Stats:
     base: dict[str, object] = dict(
-        total=4, passed=3, failed=1, errors=0, skipped=0, mean_score=0.8, min_score=0.0, repeated_pass_rate=None,
-        latency_p50=0.1, latency_p95=0.4, tool_accuracy=None, tokens=1200, cost=0.02,
+        total=4, passed=3, failed=1, errors=0, skipped=0, mean_score=0.8, min_score=0.0,
+        repeated_pass_rate=None, latency_p50=0.1, latency_p95=0.4, tool_accuracy=None, tokens=1200,
+        cost=0.02,
     )  # fmt: skip
     return Stats(**{**base, **figures})  # type: ignore[arg-type]
 

@@ -163,8 +163,8 @@ def test_a_bad_baseline_or_resume_report_is_one_line_naming_the_field(
         assert "Traceback" not in text
 
 
-JOURNAL_FIELDS = [(where[2:], value, message.split(".", 1)[1]) for where, value, message in BAD_FIELDS
-                  if where[0] == "cases"]  # fmt: skip
+JOURNAL_FIELDS = [(where[2:], value, message.split(".", 1)[1])
+                  for where, value, message in BAD_FIELDS if where[0] == "cases"]  # fmt: skip
 """The case fields of :data:`BAD_FIELDS` as a journal line holds them (the record itself:
 ``score``).
 """

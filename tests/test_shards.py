@@ -78,7 +78,7 @@ def _cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]
 
 
 # -- 1. shards
-# ---------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 
 
 def test_shards_split_the_items_into_disjoint_parts_recorded_in_each_report(
@@ -162,7 +162,7 @@ def test_shards_apply_after_k_and_with_xdist(project: pytest.Pytester) -> None:
 
 
 # -- 2. merge
-# ----------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 
 
 def test_merge_joins_the_shards_and_html_and_compare_take_the_merged_report(
@@ -264,7 +264,7 @@ def test_merge_says_when_shards_of_different_runs_are_joined(
 
 
 # -- 3. gate
-# -----------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 
 
 def test_shard_merge_gate_with_a_planted_regression_and_a_missing_shard(
@@ -379,7 +379,7 @@ def test_gate_exits_2_on_an_unusable_report(
 
 
 # -- 4. resume
-# ---------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 
 
 def test_resume_runs_exactly_the_cases_without_a_final_record_and_writes_one_report(

@@ -182,8 +182,8 @@ cases:
 """,
     )
     result = flaky.runpytest(
-        "-p", "no:cacheprovider", "--agent-eval-k", "2", "--agent-eval-report", "r.json", "--agent-eval-markdown",
-        "s.md", "--agent-eval-html", "r.html",
+        "-p", "no:cacheprovider", "--agent-eval-k", "2", "--agent-eval-report", "r.json",
+        "--agent-eval-markdown", "s.md", "--agent-eval-html", "r.html",
     )  # fmt: skip
     result.assert_outcomes(passed=3)
     comb = scipy_special.comb
@@ -225,8 +225,9 @@ def test_gate_suite_fails_a_significant_drop_of_the_pass_rate(flaky: pytest.Pyte
     )
     flaky.makefile(".yaml", eval_s=_suite(7))
     result = flaky.runpytest(
-        "-p", "no:cacheprovider", "--agent-eval-baseline", "base.json", "--agent-eval-gate", "suite",
-        "--agent-eval-report", "cand.json", "--agent-eval-html", "cand.html",
+        "-p", "no:cacheprovider", "--agent-eval-baseline", "base.json",
+        "--agent-eval-gate", "suite", "--agent-eval-report", "cand.json",
+        "--agent-eval-html", "cand.html",
     )  # fmt: skip
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     p = scipy_stats.binomtest(0, 7).pvalue
