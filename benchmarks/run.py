@@ -155,7 +155,7 @@ def test_case(case):
 
 
 def baseline_module(cases_file: str) -> str:
-    """The baseline module over the cases of ``cases_file`` (an eval file of ``bench_agent:run``)."""
+    """The baseline module over the cases of ``cases_file``, an eval file of ``bench_agent:run``."""
     return BASELINE_MODULE.replace("BASELINE_CASES", cases_file)
 
 
@@ -187,7 +187,7 @@ def native_yaml(agent: str, n: int) -> str:
 
 
 def write_project(root: Path) -> None:
-    """The eval files, the agents and the baseline test module, with ``root`` as pytest's rootdir."""
+    """The eval files, the agents and the baseline test module; ``root`` is pytest's rootdir."""
     files = {
         "pytest.ini": "[pytest]\n",
         "conftest.py": "",  # puts the rootdir on sys.path, so `bench_agent` imports
@@ -249,7 +249,7 @@ class Run:
 
 @dataclass(frozen=True)
 class Comparison:
-    """The plugin against a baseline run (the plain parametrized module, or pytest alone), same run."""
+    """The plugin against a baseline (the plain parametrized module, or pytest alone), same run."""
 
     name: str
     plugin: Outcome | None
@@ -575,7 +575,7 @@ def measure_io(
 
 
 def measure_all_io(runner: Runner, *, supported: bool, quick: bool) -> list[IoRow]:
-    """Every configuration; the rows in table order: by latency, agent kind, then C=1, 8, 32, -n 2."""
+    """Every configuration; rows in table order: by latency, agent kind, then C=1, 8, 32, -n 2."""
     rows = [
         row
         for mode in io_modes()

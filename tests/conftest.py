@@ -1,4 +1,4 @@
-"""Shared helpers: a scripted agent module that pytester runs write into their temporary directory."""
+"""Shared helpers: a scripted agent module that pytester runs write into their temporary folder."""
 
 from __future__ import annotations
 
@@ -72,7 +72,7 @@ def pytester(
 
 @pytest.fixture
 def evals(pytester: pytest.Pytester) -> pytest.Pytester:
-    """A pytester directory holding `scripted.py` (the agent above), importable by the eval files."""
+    """A pytester directory holding `scripted.py` (the agent above), which eval files can import."""
     pytester.makepyfile(scripted=SCRIPTED_AGENT)
     pytester.syspathinsert()
     return pytester

@@ -1,4 +1,4 @@
-"""Support for the dialect tests: a table-driven agent, and the real files of the original projects."""
+"""Support for the dialect tests: a table-driven agent, and the original projects' real files."""
 
 from __future__ import annotations
 

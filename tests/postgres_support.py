@@ -35,7 +35,7 @@ def _bin() -> Path | None:
 
 
 def _owner() -> pwd.struct_passwd | None:
-    """The system user the server runs as when this process is root; ``None`` when it is not root."""
+    """The system user the server runs as when this process is root; ``None`` when it is not."""
     if os.geteuid() != 0:
         return None
     for name in ("postgres", "nobody"):

@@ -38,7 +38,7 @@ _PLURAL = {
 
 
 class SharedRun:
-    """What one pytest run printed: the whole output, and per eval file the outcomes of its items."""
+    """What one pytest run printed: the whole output, and per eval file its items' outcomes."""
 
     def __init__(self, path: Path, ret: int, stdout: str, stderr: str) -> None:
         self.path, self.ret, self.stdout, self.stderr = path, ret, stdout, stderr
@@ -49,7 +49,7 @@ class SharedRun:
 
     @property
     def matcher(self) -> pytest.LineMatcher:
-        """The run's standard output, for ``fnmatch_lines`` and friends (as ``RunResult.stdout``)."""
+        """The run's standard output for ``fnmatch_lines`` and friends (as ``RunResult.stdout``)."""
         return pytest.LineMatcher(self.lines)
 
     def summary(self) -> list[tuple[str, str]]:

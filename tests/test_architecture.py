@@ -76,7 +76,7 @@ def imports_of(path: Path) -> list[tuple[int, str]]:
 
 
 def upward_imports() -> list[str]:
-    """Every import of a floor above the importing module's own, as ``path:line: floor -> floor``."""
+    """Every import of a floor above the importing module's, as ``path:line: floor -> floor``."""
     rank = {name: i for i, name in enumerate(ORDER)}
     problems = []
     for path in sorted(PACKAGE.rglob("*.py")):

@@ -78,7 +78,7 @@ def loopback() -> Iterator[tuple[str, list[str]]]:
 
 
 def shared_run(base: Path, mode: str, files: dict[str, str], *options: str) -> SharedRun:
-    """One run of `files` beside the good file (and the scripted agent) in `base`/run, in the mode."""
+    """One run in the mode of `files` beside the good file and the scripted agent in `base`/run."""
     path = base / "run"
     write_files(path, {"scripted.py": SCRIPTED_AGENT, "eval_good.yaml": GOOD, **files})
     (path / "tox.ini").write_text(f"[pytest]\naddopts = {' '.join([MODES[mode], *options])}\n")
@@ -197,7 +197,7 @@ def bad_run(
 
 @pytest.fixture(scope="module")
 def tags_run(mode: str, tmp_path_factory: pytest.TempPathFactory) -> SharedRun:
-    """The files with a tag that cannot be a marker, in one run of the mode with --strict-markers."""
+    """The files with a tag that cannot be a marker, in one run of the mode, --strict-markers on."""
     ok = "  - {id: ok, input: x, context: {say: ok}}"
     files = {
         f"{name}.yaml": f"{AGENT}cases:\n{ok}\n  - id: tagged\n    input: x\n    tags: [{tag}]\n"

@@ -1,4 +1,4 @@
-"""Every check of SPEC §4 (but judge) passes and fails as a user sees it: outcome and failure text."""
+"""Every check of SPEC §4 (but judge) passes and fails as a user sees it: outcome, failure text."""
 
 from __future__ import annotations
 

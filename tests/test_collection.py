@@ -51,7 +51,7 @@ JSON_FILE = {
 
 @pytest.fixture(params=["yaml", "json"])
 def suite(request: pytest.FixtureRequest, evals: pytest.Pytester) -> str:
-    """The same three cases (first passes, second fails, third passes) as eval_suite.yaml or .json."""
+    """The same three cases (first passes, second fails, third passes): eval_suite.yaml or .json."""
     if request.param == "yaml":
         evals.makefile(".yaml", eval_suite=YAML_FILE)
         return "eval_suite.yaml"

@@ -282,7 +282,7 @@ def pytest_agent_eval_register_checks(registry):
 
 
 def test_a_blocking_check_from_a_plugin_runs_off_the_loop(conc: pytest.Pytester) -> None:
-    """Checks registered through the hook may block: they run in threads, so cases' checks overlap."""
+    """Checks registered through the hook may block: they run in threads, so the checks overlap."""
     conc.makeconftest(SLOW_CHECK)
     conc.makefile(
         ".yaml", eval_slow=_suite(n=8, failing=()).replace("contains: [answer]", "slow_ok: true")

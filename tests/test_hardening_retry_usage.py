@@ -206,7 +206,7 @@ def test_item17_absurd_counts_are_unknown_never_the_runs_cost(
 def test_item17_an_absurd_count_with_nan_is_unknown(
     project: pytest.Pytester, usage_server: ChatServer
 ) -> None:
-    """``NaN`` is not JSON, but Python's ``json`` reads it: a proxy written in Python may send it."""
+    """``NaN`` is not JSON, but Python's ``json`` reads it: a proxy in Python may send it."""
     usage_server.usage = {"prompt_tokens": float("nan"), "completion_tokens": 5}
     found = _run_with_usage(project, usage_server, usage_server.usage)
     assert found["usage"]["cost"] is None

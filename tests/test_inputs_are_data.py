@@ -384,7 +384,7 @@ def test_one_malformed_jsonl_line_errors_only_that_row(pytester: pytest.Pytester
 
 @pytest.fixture
 def shared_tmp(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A temp folder standing for the machine's shared ``/tmp`` (where other local users may write)."""
+    """A temp folder standing for the machine's shared ``/tmp``, where other local users write."""
     folder = tmp_path_factory.mktemp("shared_tmp")
     monkeypatch.setattr(tempfile, "tempdir", str(folder))
     monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)

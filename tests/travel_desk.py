@@ -110,7 +110,7 @@ class _Loop:
         self.usage = {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
 
     def step(self, completion: Any) -> str | None:
-        """Take one answer: run the tools it calls (``None``: ask again), or its text (the answer)."""
+        """Take one answer: run the tools it calls (``None``: ask again), or return its text."""
         for key in self.usage:
             self.usage[key] += getattr(completion.usage, key)
         message = completion.choices[0].message

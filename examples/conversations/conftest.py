@@ -98,7 +98,7 @@ def agent_eval_neo4j() -> Tickets | None:
 def pytest_agent_eval_evaluate_assertion(
     assertion: dict[str, Any], run: Any, case: Any
 ) -> bool | None:
-    """The job's expressions (Kotlin in the home project) that this example knows how to evaluate."""
+    """The job's expressions (Kotlin in the home project) that this example can evaluate."""
     if assertion["expression"] == "tickets.size == 1":
         return len(support.TICKETS) == 1
     return None
