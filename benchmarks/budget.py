@@ -10,8 +10,8 @@ answered 429 and the CPU seconds of the pytest processes — for this checkout (
 an unlimited provider, and what the pace (on by default) costs. Never asserts. See
 benchmarks/README.md.
 
-    python benchmarks/budget.py                 # ≈ 10 minutes on 2 cores (3 of them the cost
-    section) python benchmarks/budget.py --cases 100 --only after
+    python benchmarks/budget.py           # ≈ 10 minutes on 2 cores (3 of them the cost section)
+    python benchmarks/budget.py --cases 100 --only after
 """
 
 from __future__ import annotations
@@ -55,9 +55,7 @@ def run(query):
 
 
 class Provider(ThreadingHTTPServer):
-    """The rate-limited loopback provider: a bucket of ``rate`` requests refilled at ``rate`` a
-    second.
-    """
+    """The rate-limited loopback provider: a bucket of ``rate`` requests refilled at ``rate``/s."""
 
     daemon_threads = True
     request_queue_size = 256
@@ -173,9 +171,7 @@ def run_row(
     split: bool,
     workers: bool = True,
 ) -> dict[str, Any]:
-    """One measured run (or two processes at once, each half the cases): passed, wall, 429s,
-    requests.
-    """
+    """One measured run (or two processes, each half the cases): passed, wall, 429s, requests."""
     env = {
         **os.environ,
         "PYTHONPATH": f"{package}{os.pathsep}{folder}",
@@ -257,9 +253,10 @@ ZERO_AGENT = "def run(query):\n    return 'done'\n"
 
 
 def cost(root: Path, server: Provider, folder: Path) -> list[str]:
-    """What the pace (on by default) costs: 10,000 zero-latency cases (no HTTP request) and the 300
-    HTTP cases against an unlimited provider, each with the pace on and off, alternating, best of
-    three.
+    """What the pace (on by default) costs, with the pace on and off, alternating, best of three.
+
+    Measured on 10,000 zero-latency cases (no HTTP request) and on the 300 HTTP cases against an
+    unlimited provider.
     """
     zero = root / "zero"
     zero.mkdir()

@@ -1,8 +1,8 @@
-"""A small support agent for conversations: it asks for what it needs, looks orders up and opens
-return tickets.
+"""A small support agent for conversations: asks what it needs, looks up orders, opens returns.
 
-Offline and deterministic (keyword-routed, no LLM). Its tickets live in ``TICKETS``, the "knowledge
-graph" that the conversation job's assertions query (see ``conftest.py``).
+It asks for what it needs, looks orders up and opens return tickets. Offline and deterministic
+(keyword-routed, no LLM). Its tickets live in ``TICKETS``, the "knowledge graph" that the
+conversation job's assertions query (see ``conftest.py``).
 """
 
 from __future__ import annotations

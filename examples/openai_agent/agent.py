@@ -1,5 +1,6 @@
-"""The agent loop: the LLM picks tools, ``dispatch_tool`` runs them, until the LLM answers or rounds
-run out.
+"""The agent loop: the LLM picks tools and ``dispatch_tool`` runs them.
+
+It goes on until the LLM answers or the rounds run out.
 """
 
 from __future__ import annotations

@@ -1,6 +1,4 @@
-"""The `agent` fixture of the OpenAI example: the real agent when OPENAI_API_KEY is set; without it,
-a skip.
-"""
+"""The `agent` fixture of the OpenAI example: the real agent with OPENAI_API_KEY, else a skip."""
 
 from __future__ import annotations
 
