@@ -329,7 +329,10 @@ def _usage(
             total is not None
             and TOKENS_PER_REQUEST * agent_n <= total <= TOKENS_PER_REQUEST * all_n
         )
-        want = f"{TOKENS_PER_REQUEST * agent_n}..{TOKENS_PER_REQUEST * all_n} ({agent_n} agent requests of {all_n})"
+        want = (
+            f"{TOKENS_PER_REQUEST * agent_n}..{TOKENS_PER_REQUEST * all_n} ({agent_n} agent "
+            f"requests of {all_n})"
+        )
     findings.check(ok, row, f"total tokens {total}, expected {want}")
 
 

@@ -27,7 +27,8 @@ BLOCKING_AGENT = '''
 import os, pathlib, time
 
 def run(query, context):
-    """Answers at once, or (``wait: true``) once the file ``release`` exists in the working directory;
+    """Answers at once, or (``wait: true``) once the file ``release`` exists in the \
+working directory;
     ``say_env`` answers the named environment variable's value."""
     if context.get("wait"):
         while not pathlib.Path("release").exists():
@@ -161,8 +162,8 @@ def _runs(db: Path) -> list[tuple[Any, ...]]:
 
 
 def _git(path: Path, *args: str) -> None:
-    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
-           "GIT_COMMITTER_EMAIL": "t@t"}  # fmt: skip
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t",
+           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}  # fmt: skip
     subprocess.run(["git", *args], cwd=path, env=env, check=True, capture_output=True)
 
 

@@ -232,5 +232,6 @@ def test_a_trace_url_without_the_trace_id_is_refused(tmp_path: Any) -> None:
         == 2
     )
     assert err.getvalue() == (
-        "agent-eval view: --trace-url 'https://traces.example/': put {trace_id} where the trace id goes\n"
+        "agent-eval view: --trace-url 'https://traces.example/': put {trace_id} "
+        "where the trace id goes\n"
     )

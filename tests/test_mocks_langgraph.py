@@ -158,14 +158,17 @@ def test_a_langgraph_agent_with_wrapped_tools_runs_mocked_and_recorded(
                 "case docs_wrong_expectation failed: 1 of 1 checks failed (score 0.00)",
                 "  ✗ tools_called: not called: get_weather (score 0.00)",
                 "  calls:",
-                "     1. search_docs(query='shipping', max_results=3) -> 'Shipping is free over 50 EUR.'",
+                "     1. search_docs(query='shipping', max_results=3) -> 'Shipping "
+                "is free over 50 EUR.'",
                 "eval_graph.yaml:20: docs_wrong_expectation",
                 ".* Captured agent output call .*",
                 "Here is what I found: Shipping is free over 50 EUR.",
                 # a mock of a tool without a stand-in fails before the agent runs (its real tool
                 # might run)
-                "eval_graph.yaml:26: case docs_typo: tool_mocks has a response for 'serch_docs' but the agent has no "
-                'mocked tool of that name (did you mean "search_docs"?); mocked tools: get_weather, search_docs; '
+                "eval_graph.yaml:26: case docs_typo: tool_mocks has a response for 'serch_docs' "
+                "but the agent has no "
+                'mocked tool of that name (did you mean "search_docs"?); mocked tools: '
+                "get_weather, search_docs; "
                 "the agent was not called",
             ]
         ]
@@ -187,7 +190,8 @@ def test_a_graphs_mocked_copy_goes_with_its_graph(
         "from test_mocks_langgraph import build_graph, get_weather, search_docs\n\n"
         "@pytest.fixture\n"
         "def agent():\n"
-        "    return build_graph([search_docs, get_weather])  # the plugin mocks the graph's tool node in a copy\n"
+        "    return build_graph([search_docs, get_weather])  # the plugin mocks the graph's "
+        "tool node in a copy\n"
     )
     graphs.joinpath("eval_graph.yaml").write_text(
         "cases:\n"
@@ -221,8 +225,10 @@ def test_the_suites_in_process_runs_leave_no_stand_ins_to_later_tests(
     """
     here = Path(__file__).parent
     result = pytester.runpytest_subprocess(
-        f"{here / 'test_mocks_langgraph.py'}::test_a_langgraph_agent_with_wrapped_tools_runs_mocked_and_recorded",
-        f"{here / 'test_mocks_forms.py'}::test_mocks_that_nothing_patches_fail_before_the_real_tool_runs",
+        f"{here / 'test_mocks_langgraph.py'}::test_a_langgraph_agent_with_wrapped_tools_runs_"
+        "mocked_and_recorded",
+        f"{here / 'test_mocks_forms.py'}::test_mocks_that_nothing_patches_fail_before_the_real_"
+        "tool_runs",
         f"--rootdir={here.parent}",
         f"-c={here.parent / 'pyproject.toml'}",
         "-p",

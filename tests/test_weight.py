@@ -86,7 +86,8 @@ import json, sys
 def pytest_sessionfinish(session):
     # xdist's own: an environment variable would be inherited from an outer run under -n
     worker = getattr(session.config, "workerinput", {}).get("workerid", "main")
-    names = sorted(name for name in sys.modules if name.split(".")[0] in ("pytest_agent_eval", "yaml", "httpx",
+    names = sorted(name for name in sys.modules if name.split(".")[0] in ("pytest_agent_eval", \
+"yaml", "httpx",
                    "httpx2"))
     with open(f"loaded-{worker}.json", "w") as out:
         json.dump(names, out)
@@ -169,8 +170,9 @@ def test_a_plain_test_beside_eval_files_loads_no_engine(project: pytest.Pytester
 
 @pytest.mark.xfail(
     strict=True,
-    reason="issue 41's run memory is on by default: its journal loads memory.journal and report.json_report in "
-    "every run (and the checks beside a plain test); to do: load them with the first eval record",
+    reason="issue 41's run memory is on by default: its journal loads memory.journal and "
+    "report.json_report in every run (and the checks beside a plain test); to do: load them "
+    "with the first eval record",
 )
 def test_the_run_memory_costs_nothing_either(project: pytest.Pytester) -> None:
     project.makepyfile(test_plain="def test_plain():\n    pass\n")
