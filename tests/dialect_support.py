@@ -41,9 +41,7 @@ say what came back
 
 
 def answering(pytester: pytest.Pytester, answers: dict[str, Any]) -> pytest.Pytester:
-    """Write the agent module ``table_agent`` (``--agent table_agent:run``) answering from
-    ``answers``.
-    """
+    """Write ``table_agent`` (``--agent table_agent:run``), an agent answering from ``answers``."""
     pytester.makepyfile(table_agent=AGENT)
     (pytester.path / "answers.json").write_text(json.dumps(answers))
     pytester.syspathinsert()

@@ -1,6 +1,8 @@
-"""Real MCP servers for the tests: a FastMCP server of the official SDK, run as a subprocess over
-stdio or over streamable HTTP on loopback, whose tools write a file when they really run (a mocked
-call never does); and an agent that uses the SDK's own ``ClientSession`` against the loopback LLM.
+"""Real MCP servers for the tests, and an agent on the SDK's own ``ClientSession``.
+
+A FastMCP server of the official SDK, run as a subprocess over stdio or over streamable HTTP on
+loopback, whose tools write a file when they really run (a mocked call never does); and an agent
+that uses the SDK's own ``ClientSession`` against the loopback LLM.
 """
 
 from __future__ import annotations
@@ -123,9 +125,7 @@ def route(prompt: str) -> tuple[str, dict[str, Any]] | None:
 
 @contextlib.contextmanager
 def loopback_llm(monkeypatch: Any) -> Iterator[Any]:
-    """The scripted loopback LLM (``route``), the OpenAI client pointed at it through the
-    environment.
-    """
+    """The scripted loopback LLM (``route``), the OpenAI client pointed at it through the env."""
     from openai_server import ChatServer
 
     with ChatServer(route) as server:
@@ -148,8 +148,9 @@ def free_port() -> int:
 
 @contextlib.contextmanager
 def http_server(script: Path, env: dict[str, str]) -> Iterator[str]:
-    """The server script over streamable HTTP on a free loopback port, for the block; its ``/mcp``
-    URL.
+    """The server script over streamable HTTP on a free loopback port, for the block.
+
+    Yields its ``/mcp`` URL.
     """
     port = free_port()
     proc = subprocess.Popen(

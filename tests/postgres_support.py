@@ -1,6 +1,7 @@
-"""A private PostgreSQL server for the run store's tests: Debian's ``postgresql`` binaries, a
-cluster made with ``initdb`` in a temporary directory and started with ``pg_ctl`` on a free loopback
-port (password logins only).
+"""A private PostgreSQL server for the run store's tests, from Debian's ``postgresql`` binaries.
+
+A cluster made with ``initdb`` in a temporary directory and started with ``pg_ctl`` on a free
+loopback port (password logins only).
 
 PostgreSQL refuses to run as root: as root (CI), the cluster belongs to the ``postgres`` system user
 (``nobody`` where there is none) and its programs run through ``runuser``. Where no ``initdb`` is
@@ -66,8 +67,9 @@ def unavailable() -> str | None:
 
 @contextmanager
 def postgres_server() -> Iterator[str]:
-    """A running server; yields its URL
-    ``postgresql://agent_eval:PASSWORD@127.0.0.1:PORT/postgres``.
+    """A running server; yields its URL.
+
+    The URL is ``postgresql://agent_eval:PASSWORD@127.0.0.1:PORT/postgres``.
     """
     bindir = _bin()
     assert bindir is not None
