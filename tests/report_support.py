@@ -1,6 +1,4 @@
-"""A suite of known outcomes for the report tests, and a conftest that dumps the records the
-controller got.
-"""
+"""Known outcomes for the report tests, and a conftest dumping the records the controller got."""
 
 USAGE_AGENT = '''
 import collections, time

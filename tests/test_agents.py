@@ -1,6 +1,4 @@
-"""Agents of every accepted shape run; failures and hangs stay inside their own case (SPEC §5, §7
-timeouts).
-"""
+"""Agents of every accepted shape run; failures and hangs stay in their case (SPEC §5, §7)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""The package's folders stack in one order: each imports only the folders below it (SPEC §21, issue
-37).
+"""The package's folders stack in one order: each imports only those below it (SPEC §21, issue 37).
 
 Every import counts: at module level, inside functions (deferred imports) and under
 ``TYPE_CHECKING``. The order is stated here once; a folder that imports one above it fails this test
@@ -44,9 +43,7 @@ EXCEPTIONS: dict[tuple[str, str], str] = {}
 
 
 def floor_of(module: str) -> str | None:
-    """The floor (or leaf) of ``pytest_agent_eval.<x>...``; ``None`` for anything outside the
-    package.
-    """
+    """The floor (or leaf) of ``pytest_agent_eval.<x>...``; ``None`` outside the package."""
     parts = module.split(".")
     if parts[0] != "pytest_agent_eval":
         return None
@@ -54,9 +51,7 @@ def floor_of(module: str) -> str | None:
 
 
 def imports_of(path: Path) -> list[tuple[int, str]]:
-    """``(line, module)`` for every import of the package in ``path``, deferred and typing-only ones
-    included.
-    """
+    """``(line, module)`` for each import of the package in ``path``, deferred and typing too."""
     module = ".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts)
     found = []
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):

@@ -1,6 +1,4 @@
-"""Bad input (SPEC §13): one clear `path:line` message each, no INTERNALERROR, every other file
-still runs.
-"""
+"""Bad input (SPEC §13): one `path:line` message each, no INTERNALERROR, other files still run."""
 
 from __future__ import annotations
 
@@ -106,8 +104,9 @@ cases:
 
 
 def test_http_agent_mapping_typo_says_did_you_mean(evals: pytest.Pytester) -> None:
-    """Before, every mistake in an HTTP agent mapping read "… is not of type 'string'" (the first
-    form of `agent`).
+    """Before, every mistake in an HTTP agent mapping read "… is not of type 'string'".
+
+    That is the first form of `agent`.
     """
     result = run_with(
         evals,
@@ -204,9 +203,7 @@ def test_loading_is_safe(evals: pytest.Pytester) -> None:
 
 
 def test_weight_and_mock_form_typos_error_their_case_at_collection(evals: pytest.Pytester) -> None:
-    """Before, the weight was ignored and the mapping answered literally (or failed only once the
-    agent ran).
-    """
+    """Before, the weight was ignored and the mapping answered literally (or failed once run)."""
     result = run_with(
         evals,
         eval_typos="""\

@@ -247,8 +247,9 @@ def short(run):
 
 @pytest.fixture(scope="module")
 def check_run(tmp_path_factory: pytest.TempPathFactory) -> str:
-    """One real pytest run (a subprocess) over a file with every check's cases; a run per check
-    would be slow.
+    """One real pytest run (a subprocess) over a file with every check's cases.
+
+    A run per check would be slow.
     """
     path = tmp_path_factory.mktemp("checks")
     (path / "scripted.py").write_text(SCRIPTED_AGENT)
@@ -347,9 +348,7 @@ cases:
 
 
 def test_checks_registered_by_a_sub_directory_conftest(evals: pytest.Pytester) -> None:
-    """The root's eval file is read before `sub/conftest.py` loads; the later check still reaches
-    sub's files.
-    """
+    """The root's eval file is read before `sub/conftest.py` loads; sub's check still reaches it."""
     evals.makefile(
         ".yaml",
         eval_a="agent: scripted:run\ncases:\n  - {id: root, input: q, context: {say: ok}}\n",
@@ -373,8 +372,9 @@ def test_checks_registered_by_a_sub_directory_conftest(evals: pytest.Pytester) -
 
 
 def test_only_pure_built_in_checks_run_on_the_event_loop() -> None:
-    """User code, LLM checks, checks of plugins (registered without saying) and regex searches
-    (which may wait on their helper process up to the case's timeout) run off the loop.
+    """User code, LLM checks, checks of plugins (registered without saying) and regex run off-loop.
+
+    Regex searches may wait on their helper process up to the case's timeout.
     """
     from pytest_agent_eval.checks import builtin_registry
 
@@ -440,9 +440,7 @@ FORECAST_SCHEMA = {
 def test_output_schema_reads_the_fenced_block(
     evals: pytest.Pytester, say: str, passes: bool, lines: list[str]
 ) -> None:
-    """Before, only an output that was all one fenced block was unwrapped: a sentence before it made
-    it "not JSON".
-    """
+    """Before, only all-fenced output was unwrapped: a sentence before a block made it not JSON."""
     case = {
         "id": "forecast",
         "input": "q",

@@ -128,9 +128,7 @@ def test_plugins_add_checks_and_formats(tmp_path: Path, capsys: pytest.CaptureFi
 def test_the_conftest_files_of_the_checked_files_add_their_checks(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """As pytest loads them: a check registered in the file's directory's conftest.py is known, with
-    or without -p.
-    """
+    """As pytest loads them: a check of the file's folder's conftest.py is known, with or w/o -p."""
     (tmp_path / "sub").mkdir()
     (tmp_path / "sub" / "eval_custom.yaml").write_text(
         "cases:\n  - {id: a, input: hi, expect: {polite: true}}\n"
@@ -143,9 +141,7 @@ def test_the_conftest_files_of_the_checked_files_add_their_checks(
 
 
 def test_installed_pytest_plugins_add_their_checks(pytester: pytest.Pytester) -> None:
-    """A ``pytest11`` entry-point plugin that implements the hook is loaded; the command still
-    imports no pytest.
-    """
+    """A ``pytest11`` entry-point plugin implementing the hook is loaded; still no pytest import."""
     site = pytester.mkdir("site")
     (site / "polite_plugin.py").write_text(POLITE_PLUGIN)
     info = site / "polite_plugin-1.0.dist-info"
@@ -196,9 +192,7 @@ def test_the_console_script(pytester: pytest.Pytester) -> None:
 def test_duplicate_keys_are_reported_per_file_and_the_other_files_still_validated(
     pytester: pytest.Pytester,
 ) -> None:
-    """Before, the first duplicate key ended `agent-eval validate` with a traceback, and later files
-    went unchecked.
-    """
+    """Before, a duplicate key ended `agent-eval validate` in a traceback; later files unchecked."""
     pytester.makefile(".yaml", eval_a_dup="cases:\n  - id: a\n    input: hi\n    input: ho\n")
     pytester.makefile(
         ".json", eval_b_dup='{"cases": [\n  {"id": "b",\n   "input": "x",\n   "input": "y"}\n]}\n'
@@ -229,9 +223,7 @@ def test_the_examples_validate() -> None:
 
 
 def test_the_shipped_schema_file_is_what_schema_prints(capsys: pytest.CaptureFixture[str]) -> None:
-    """Editors read pytest_agent_eval/cases/native.schema.json; regenerate it with `agent-eval
-    schema > ...`.
-    """
+    """Editors read pytest_agent_eval/cases/native.schema.json; `agent-eval schema >` redoes it."""
     main(["schema"])
     shipped = (
         Path(__file__).resolve().parents[1] / "pytest_agent_eval" / "cases" / "native.schema.json"
@@ -306,9 +298,7 @@ def test_a_json_file_may_name_its_schema(
 def test_a_conftest_imports_from_its_package_root(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """As pytest imports a conftest.py of a package: its imports start at the first folder that is
-    no package.
-    """
+    """As pytest imports a package's conftest.py: its imports start at the first non-package dir."""
     pkg = tmp_path / "proj" / "evals"
     pkg.mkdir(parents=True)
     (tmp_path / "proj" / "__init__.py").write_text("")

@@ -1,5 +1,6 @@
-"""Collection and selection as users drive it: ids, -k, -m, node ids, --lf, -x, -n 2, junit,
-locations.
+"""Collection and selection as users drive them.
+
+Ids, -k, -m, node ids, --lf, -x, -n 2, junit, locations.
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
-"""Simulated-user conversations offline (scripted ``agent_eval_llm``): scores, assertions, Neo4j,
-bad input.
+"""Simulated-user conversations offline, with a scripted ``agent_eval_llm``.
+
+Scores, assertions, Neo4j, bad input.
 """
 
 from __future__ import annotations

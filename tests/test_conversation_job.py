@@ -1,6 +1,4 @@
-"""The conversation-evaluation job (SPEC §12) runs unchanged as two items, scored with the home
-formula.
-"""
+"""The conversation-evaluation job (SPEC §12) runs unchanged as two items, scored as at home."""
 
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
-"""Dataset exports (LangSmith, Langfuse, Braintrust, inspect_ai) run one case per row, with checks
-from the sidecar ``<stem>.expect.yaml`` and the row's reference answer for ``matches_reference`` and
-the judge (SPEC §19).
+"""Dataset exports (LangSmith, Langfuse, Braintrust, inspect_ai) run one case per row (SPEC §19).
+
+Checks come from the sidecar ``<stem>.expect.yaml``, and the row's reference answer is used for
+``matches_reference`` and the judge.
 """
 
 from __future__ import annotations
@@ -242,8 +243,10 @@ def test_validate_and_the_schema_know_datasets_and_sidecars(
 def test_an_inspect_list_target_is_right_when_any_one_of_its_answers_is(
     pytester: pytest.Pytester,
 ) -> None:
-    """inspect_ai's ``target: [...]``: for its ``includes``/``match`` scorers any one target counts;
-    the judge is told the answers are alternatives.
+    """inspect_ai's ``target: [...]``: for ``includes``/``match`` any target counts; judge told so.
+
+    For its ``includes``/``match`` scorers any one target counts; the judge is told the answers are
+    alternatives.
     """
     answering(
         pytester,
@@ -271,8 +274,10 @@ def test_an_inspect_list_target_is_right_when_any_one_of_its_answers_is(
 def test_a_misnamed_sidecar_is_an_error_naming_the_dataset_it_may_have_meant(
     pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """``eval_refunds_rows.expect.yaml`` beside ``eval_refund_rows.jsonl``: its checks would never
-    run; the rows would pass unchecked. The sidecar errors, and the dataset warns that it has none.
+    """``eval_refunds_rows.expect.yaml`` beside ``eval_refund_rows.jsonl`` is an error, not a pass.
+
+    Its checks would never run; the rows would pass unchecked. The sidecar errors, and the dataset
+    warns that it has none.
     """
     from pytest_agent_eval.cli import main
 

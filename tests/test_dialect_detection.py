@@ -1,6 +1,4 @@
-"""Each format is detected from the file's shape; a file that fits none, or several, gets one clear
-error.
-"""
+"""Each format is detected from the file's shape; one fitting none or several gets a clear error."""
 
 from __future__ import annotations
 
@@ -121,9 +119,7 @@ EXPECTED_SEED_FORMATS = {
 
 @pytest.mark.skipif(not SEED_DATA.is_dir(), reason=f"seed data not available: {SEED_DATA}")
 def test_every_seed_file_loads_as_its_home_format() -> None:
-    """Every real file of the original projects: eval files load without a problem; the others are
-    told apart.
-    """
+    """Every real file of the original projects: eval files load cleanly; others are told apart."""
     checks, dialects = builtin_registry(), builtin_dialects()
     seen = {}
     for path in sorted(SEED_DATA.rglob("*")):
