@@ -152,9 +152,7 @@ def test_every_seed_file_loads_as_its_home_format() -> None:
 def test_every_format_reports_a_duplicate_case_id_alike(
     tmp_path: Path, name: str, text: str
 ) -> None:
-    """One id dedup for all formats: the repeat errors as `<id>-line<N>`, naming itself and the
-    first line.
-    """
+    """One id dedup for all formats: a repeat errors as `<id>-line<N>`, naming it and the first."""
     (tmp_path / name).write_text(text)
     first, second = load_file(tmp_path / name, builtin_registry(), builtin_dialects()).cases
     assert (first.id, first.error) == ("a", None)

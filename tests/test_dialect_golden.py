@@ -106,9 +106,7 @@ def test_allocation_reading_uses_the_home_projects_word_lists(answer: str, readi
 
 
 def test_a_metrics_answer_passes_allocation_valid_false(pytester: pytest.Pytester) -> None:
-    """A decision case that is no allocation (a count) passes `allocation_valid: false`, as in its
-    home project.
-    """
+    """A decision case that is no allocation (a count) passes `allocation_valid: false`, as home."""
     answering(
         pytester,
         {"How many tests are completed right now?": ["There are 42 completed tests.", ["count"]]},
@@ -219,9 +217,7 @@ def test_ids_and_bad_items(pytester: pytest.Pytester) -> None:
 
 
 def test_seed_golden_sets_run_with_an_agent_that_answers_them(pytester: pytest.Pytester) -> None:
-    """Every decision and QA file of the original project runs; each case fails or passes on its own
-    merits.
-    """
+    """Every decision and QA file of the original project runs; each case passes on its merits."""
     items = json.loads(
         seed_file("dyno-agent/agent_qa_v1.0.0.HEAD-expected-key-variant.json").read_text()
     )
@@ -235,9 +231,7 @@ def test_seed_golden_sets_run_with_an_agent_that_answers_them(pytester: pytest.P
 
 
 def test_seed_completed_tests_metric_passes_with_its_home_answer(pytester: pytest.Pytester) -> None:
-    """The real decision case `completed_tests_metric` passes with the answer that passed in its
-    home project.
-    """
+    """The real decision case `completed_tests_metric` passes with the answer passing at home."""
     items = json.loads(seed_file("dyno-agent/agent_decisions_v1.0.0.json").read_text())
     case = next(item for item in items if item["id"] == "completed_tests_metric")
     answering(

@@ -1,5 +1,4 @@
-"""promptfoo configs run as pytest items with the verdicts promptfoo's documentation gives (SPEC
-§19).
+"""promptfoo configs run as pytest items with the verdicts promptfoo's docs give (SPEC §19).
 
 Real promptfoo examples (``tests/promptfoo_examples/``, copied from promptfoo's ``examples/``, their
 providers made deterministic), and configs written here for every supported assertion, ``not-``,
@@ -280,9 +279,7 @@ def test_csv_tests_and_a_chat_provider_from_promptfoos_simple_csv_example(
 
 @pytest.fixture
 def grader(monkeypatch: pytest.MonkeyPatch) -> Iterator[ChatServer]:
-    """A loopback grader behind the plugin's default judge (AGENT_EVAL_LLM_MODEL): it passes what it
-    is told to.
-    """
+    """A loopback grader behind the default judge (AGENT_EVAL_LLM_MODEL), passing as told."""
 
     def answer(body: dict[str, Any]) -> str:
         prompt = body["messages"][-1]["content"]
@@ -827,9 +824,7 @@ def test_a_test_without_assertions_passes_with_score_1_as_in_promptfoo(
 
 
 def pirate(body: dict[str, Any]) -> str:
-    """The loopback model behind promptfoo's simple-test example: a pirate (and the grader of its
-    llm-rubric).
-    """
+    """The loopback model of promptfoo's simple-test example: a pirate (and its rubric's grader)."""
     prompt = body["messages"][-1]["content"]
     if "Rubric:" in prompt:
         return json.dumps({"pass": True, "score": 1.0, "reason": "spoken like a pirate"})
@@ -847,9 +842,7 @@ def pirate(body: dict[str, Any]) -> str:
 
 @pytest.fixture
 def simple_test(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> Iterator[ChatServer]:
-    """promptfoo's own ``examples/simple-test`` (``tests/promptfoo_examples/simple_test``) against
-    the pirate.
-    """
+    """promptfoo's own ``examples/simple-test`` (see tests/promptfoo_examples) vs the pirate."""
     shutil.copytree(EXAMPLES / "simple_test", pytester.path, dirs_exist_ok=True)
     with ChatServer(lambda prompt: None, answer=pirate) as server:
         monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
@@ -861,9 +854,7 @@ def simple_test(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> I
 def test_a_promptfoo_config_is_read_as_promptfoo_reads_yaml(
     pytester: pytest.Pytester, simple_test: ChatServer
 ) -> None:
-    """js-yaml's YAML 1.2 core schema: ``body: Yes`` is the text "Yes" (PyYAML's YAML 1.1 made it
-    ``True``).
-    """
+    """js-yaml's YAML 1.2 core schema: ``body: Yes`` is the text "Yes" (PyYAML's 1.1: ``True``)."""
     result = run(pytester, "-k", "exact_match")
     assert outcomes(result) == {
         "check_for_exact_match-prompt1-1": "PASSED",
@@ -902,9 +893,7 @@ def test_yaml_core_schema_scalars_as_js_yaml_reads_them(tmp_path: Path) -> None:
 def test_promptfoos_simple_test_example_runs_every_case_its_ref_resolved(
     pytester: pytest.Pytester, simple_test: ChatServer
 ) -> None:
-    """``$ref: '#/assertionTemplates/…'`` is a reference inside the config: the test that uses it
-    runs it.
-    """
+    """``$ref: '#/assertionTemplates/…'`` refers inside the config: the test using it runs it."""
     result = run(pytester)
     found = outcomes(result)
     assert len(found) == 10  # 5 tests × the 2 prompts of prompts.txt
@@ -922,8 +911,9 @@ def test_promptfoos_simple_test_example_runs_every_case_its_ref_resolved(
 def test_promptfoos_python_assert_example_gets_its_config(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """promptfoo's ``examples/python-assert``: ``config: {fruitList: …}`` reaches ``get_assert`` as
-    ``context["config"]``.
+    """promptfoo's ``examples/python-assert``: ``config: {fruitList: …}`` reaches ``get_assert``.
+
+    It arrives as ``context["config"]``.
     """
     shutil.copytree(EXAMPLES / "python_assert", pytester.path, dirs_exist_ok=True)
     (pytester.path / "promptfooconfig-external.yaml").rename(pytester.path / "promptfooconfig.yaml")
@@ -979,9 +969,10 @@ def test_a_ref_that_points_nowhere_errors_only_the_test_that_uses_it(
 
 
 def test_the_formats_page_lists_every_promptfoo_assertion_type_with_its_status() -> None:
-    """promptfoo's assertion types (its ``BaseAssertionTypesSchema`` and special types): each a row
-    of the docs' table, with whether it runs and, if not, what to write instead: the same words as
-    the error.
+    """promptfoo's assertion types, each a row of the docs' table: whether it runs, else what to do.
+
+    The types are its ``BaseAssertionTypesSchema`` and special types; what to write instead uses the
+    same words as the error.
     """
     from pytest_agent_eval.checks.promptfoo import SUPPORTED
     from pytest_agent_eval.checks.promptfoo_types import ALIASES, ALL_TYPES, INSTEAD
@@ -1082,8 +1073,9 @@ def test_factuality_reads_promptfoos_category_and_an_unreadable_reply_is_no_verd
 
 
 def test_vars_reach_the_prompt_as_promptfoo_reads_them(pytester: pytest.Pytester) -> None:
-    """``Yes``, ``on``, ``0755`` and a date, plain in the YAML: the prompt gets what js-yaml reads
-    (text, 755, the date as written), in the config and in a ``file://`` tests file alike.
+    """``Yes``, ``on``, ``0755`` and a date, plain in the YAML: the prompt gets what js-yaml reads.
+
+    That is text, 755 and the date as written, in the config and in a ``file://`` tests file alike.
     """
     config(
         pytester,
@@ -1108,9 +1100,7 @@ def test_vars_reach_the_prompt_as_promptfoo_reads_them(pytester: pytest.Pytester
 def test_a_key_yaml_1_1_reads_as_a_boolean_is_text_in_a_promptfoo_config(
     pytester: pytest.Pytester,
 ) -> None:
-    """``on:`` and ``yes:`` as keys: under YAML 1.1 booleans (not a string key: an error), under
-    promptfoo's reading the text they are.
-    """
+    """``on:`` and ``yes:`` as keys: YAML 1.1 booleans (an error), under promptfoo their text."""
     config(
         pytester,
         """

@@ -70,9 +70,7 @@ def test_ids_come_from_names_and_names_stay_the_description(pytester: pytest.Pyt
 
 
 def test_canned_responses_and_mock_response_for_unmocked_tools(pytester: pytest.Pytester) -> None:
-    """The agent's own tool dispatch is patched: canned responses from the ini file, the rest answer
-    a stand-in.
-    """
+    """The agent's own tool dispatch is patched: the ini file's responses, then the stand-in's."""
     answering(
         pytester,
         {"both": {"tools": ["search_knowledge_base", "fetch_reddit_thread"], "dispatch": True}},
@@ -146,9 +144,7 @@ def test_the_original_case_list_runs_with_its_canned_responses(pytester: pytest.
 
 
 def test_the_example_case_list_answers_from_its_canned_responses(pytester: pytest.Pytester) -> None:
-    """examples/formats with the ini wiring given on the command line: canned responses, then the
-    stand-in.
-    """
+    """examples/formats with the ini wiring on the command line: canned responses, then stand-in."""
     repo = Path(__file__).resolve().parents[1]
     examples = repo / "examples" / "formats"
     pytester.syspathinsert(repo)

@@ -1,6 +1,7 @@
-"""A file's ``tool_dispatch:`` patch answers that file's cases only: at ``--agent-eval-concurrency``
-> 1, cases of another file (no dispatch, no mocks) that run while it is patched get the real
-dispatcher, as they do serially.
+"""A file's ``tool_dispatch:`` patch answers that file's cases only, at any concurrency.
+
+At ``--agent-eval-concurrency`` > 1, cases of another file (no dispatch, no mocks) that run while
+it is patched get the real dispatcher, as they do serially.
 """
 
 from __future__ import annotations

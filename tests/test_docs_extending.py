@@ -1,5 +1,7 @@
-"""The "Extending" page's examples (docs/extending.md), run as written: each section's files go into
-a fresh directory, and a user's run there shows what the page says it does.
+"""The "Extending" page's examples (docs/extending.md), run as written.
+
+Each section's files go into a fresh directory, and a user's run there shows what the page says it
+does.
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
-"""A call to an unmocked tool (``unmocked_tools: strict``) inside a framework agent: the stand-in
-raises inside the framework's machinery, and the failure text shows the line that matters (the call,
-its arguments, the case's ``path:line`` and what to do) with the user's own frames, not the
-framework's traceback; the JSON and HTML reports keep the call and that line (SPEC §17).
+"""A call to an unmocked tool (``unmocked_tools: strict``) inside a framework agent (SPEC §17).
+
+The stand-in raises inside the framework's machinery, and the failure text shows the line that
+matters (the call, its arguments, the case's ``path:line`` and what to do) with the user's own
+frames, not the framework's traceback; the JSON and HTML reports keep the call and that line.
 """
 
 from __future__ import annotations

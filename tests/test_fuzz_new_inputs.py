@@ -1,7 +1,9 @@
-"""A standing guard on the inputs added since the loader's (issue 27): saved reports fed to
-``agent-eval compare``, ``html``, ``merge`` and ``gate`` (issue 28), baselines, cassettes, and
-provider responses through the traffic hook. Mutated inputs give the plugin's own clean error (exit
-2, ``BaselineError``, ``CassetteError``, a transport error), never another exception.
+"""A standing guard on the inputs added since the loader's (issue 27): mutated, a clean error.
+
+Saved reports fed to ``agent-eval compare``, ``html``, ``merge`` and ``gate`` (issue 28),
+baselines, cassettes, and provider responses through the traffic hook. Mutated inputs give the
+plugin's own clean error (exit 2, ``BaselineError``, ``CassetteError``, a transport error), never
+another exception.
 """
 
 from __future__ import annotations
@@ -385,9 +387,7 @@ CHECK_SETTINGS = settings(
 
 
 def _mutated_with(draw: st.DrawFn, seed: Any) -> Any:
-    """``seed`` with one to three values replaced by odd or hostile ones (templates, paths out, bad
-    types).
-    """
+    """``seed`` with one to three values made odd or hostile (templates, paths out, bad types)."""
     data = json.loads(json.dumps(seed))
     for _ in range(draw(st.integers(1, 3))):
         paths = [p for p in _paths(data) if p]
@@ -414,9 +414,7 @@ def csv_texts(draw: st.DrawFn) -> bytes:
 
 
 def _loads_cleanly(folder: Path, path: Path) -> None:
-    """The file through ``validate`` (problems as lines) and through collection's loader (its own
-    errors only).
-    """
+    """The file through ``validate`` (problems as lines) and the loader (its own errors only)."""
     from pytest_agent_eval.cases import trust
     from pytest_agent_eval.cases.load import builtin_dialects, load_file
     from pytest_agent_eval.checks import builtin_registry
@@ -491,8 +489,10 @@ def test_mutated_dataset_rows_load_as_cases_or_errors(text: bytes) -> None:
 
 
 def _reads_or_says_which(read: Callable[[Path], dict[str, Any]], path: Path) -> None:
-    """``read(path)`` gives a document each reader's own use of raises nothing on (records, the
-    resume's final records, the HTML page), or one ``BaselineError`` line naming ``path``.
+    """``read(path)`` gives a document every reader uses without raising, or one BaselineError.
+
+    Every reader's own use (records, the resume's final records, the HTML page) raises nothing; the
+    one ``BaselineError`` line names ``path``.
     """
     from pytest_agent_eval.plugin.resume import final_records
     from pytest_agent_eval.report.baseline import records_of
@@ -511,8 +511,10 @@ def _reads_or_says_which(read: Callable[[Path], dict[str, Any]], path: Path) -> 
 @FUZZ
 @given(reports())
 def test_every_report_reader_reads_a_mutated_report_or_says_which_field(text: str) -> None:
-    """``load_report`` is every reader's door (merge, gate, compare, html, baseline, resume): past
-    it, each reader's own use of the document (records, the resume's final records) raises nothing.
+    """``load_report`` is every reader's door: past it, no reader's own use raises.
+
+    The readers are merge, gate, compare, html, baseline and resume; their own use of the document
+    (records, the resume's final records) raises nothing.
     """
     from pytest_agent_eval.report.baseline import load_report
 
