@@ -525,9 +525,10 @@ def test_every_report_reader_reads_a_mutated_report_or_says_which_field(text: st
 @FUZZ
 @given(reports())
 def test_a_journal_of_mutated_records_reads_or_says_which_line_and_field(text: str) -> None:
-    """The journal is a report reader's door too (``agent-eval report``, ``--agent-eval-resume``): a
-    mutated report's cases as a journal's lines read back, or one ``BaselineError`` line naming the
-    file and line.
+    """The journal is a report reader's door too (``agent-eval report``, ``--agent-eval-resume``).
+
+    A mutated report's cases as a journal's lines read back, or give one ``BaselineError`` line
+    naming the file and line.
     """
     from pytest_agent_eval.memory.journal import read_journal
 

@@ -1,6 +1,7 @@
-"""The reports hold under bad data, faults and signals (issue 27): agent text that cannot be
-encoded, numbers that are not finite, a run stopped by SIGTERM, report paths that are not regular
-files, malformed baselines.
+"""The reports hold under bad data, faults and signals (issue 27).
+
+Agent text that cannot be encoded, numbers that are not finite, a run stopped by SIGTERM, report
+paths that are not regular files, malformed baselines.
 """
 
 from __future__ import annotations
@@ -342,9 +343,10 @@ def test_item19_a_task_scorer_reply_with_two_scores_for_one_task_is_unreadable()
 
 
 def test_a_sessions_secrets_are_forgotten_when_it_ends(pytester: pytest.Pytester) -> None:
-    """Secrets scrubbed by value are the session's own: a later session in the same process
-    (pytest.main again, pytester's in-process runs) shows its own text whole, such as a case id that
-    equals an earlier run's key.
+    """Secrets scrubbed by value are the session's own: a later session shows its own text whole.
+
+    A later session in the same process (pytest.main again, pytester's in-process runs) shows its
+    own text whole, such as a case id that equals an earlier run's key.
     """
     from pytest_agent_eval.secrets import scrub_text
 

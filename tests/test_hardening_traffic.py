@@ -1,6 +1,7 @@
-"""The traffic layer and HTTP agents hold under bad data, faults and hostile servers (issue 27):
-cassettes that collide or escape their folder, cassettes that cannot be read or written, connections
-cut mid-body.
+"""The traffic layer and HTTP agents hold under bad data, faults and hostile servers (issue 27).
+
+Cassettes that collide or escape their folder, cassettes that cannot be read or written,
+connections cut mid-body.
 """
 
 from __future__ import annotations
@@ -48,9 +49,7 @@ def _json_suite(question: str) -> str:
 
 
 def _files(root: Path) -> set[str]:
-    """The files under ``root`` but caches and the run's memory (its journal and run store, SPEC
-    §24).
-    """
+    """The files under ``root`` but caches and the run's memory (journal, run store; SPEC §24)."""
     return {
         str(p.relative_to(root))
         for p in root.rglob("*")

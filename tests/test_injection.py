@@ -1,7 +1,8 @@
-"""Tool-output injection (SPEC §26): the built-in corpus, how a payload is planted in every mock
-form, the variants as pytest items (ids, the ``injection`` marker, ``--agent-eval-inject``), what
-makes a variant pass or fail, and the attack success rate in every report with its Wilson interval
-(checked against scipy).
+"""Tool-output injection (SPEC §26): corpus, planting, variants, verdicts and the success rate.
+
+The built-in corpus, how a payload is planted in every mock form, the variants as pytest items (ids,
+the ``injection`` marker, ``--agent-eval-inject``), what makes a variant pass or fail, and the
+attack success rate in every report with its Wilson interval (checked against scipy).
 """
 
 from __future__ import annotations

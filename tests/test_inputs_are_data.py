@@ -1,6 +1,7 @@
-"""Inputs are data (SPEC §22): a promptfoo config, a CSV cell, a ``file://`` var or a dataset row
-from an untrusted pull request never runs code, never reads outside the project, and one bad one
-errors only its own case.
+"""Inputs are data (SPEC §22): untrusted files never run code or read outside the project.
+
+A promptfoo config, a CSV cell, a ``file://`` var or a dataset row from an untrusted pull request
+never runs code, never reads outside the project, and one bad one errors only its own case.
 
 Each test runs real pytest (``pytester``) or the real ``agent-eval`` command on files written here,
 and asserts what a user sees: outcomes, the error text, whether a marker file appeared.
@@ -414,8 +415,10 @@ PACE = "pace_requests_5_per_1000ms.json"
 def test_with_the_cache_off_the_pace_store_is_private(
     llm_project: pytest.Pytester, shared_tmp: Path
 ) -> None:
-    """Another local user plants ``pace.json -> victim`` where the store used to be (a predictable
-    shared path): the run never writes through it, and keeps its state in a folder of its own, 0700.
+    """A planted ``pace.json -> victim`` where the store used to be is never written through.
+
+    Another local user plants it at that predictable shared path: the run never writes through it,
+    and keeps its state in a folder of its own, 0700.
     """
     victim = llm_project.path / "victim.txt"
     victim.write_text("precious")
@@ -478,9 +481,10 @@ def test_the_step_429s_set_is_capped() -> None:
 def test_a_provider_answering_only_429_ends_each_case_as_an_infrastructure_error(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """``Retry-After: nan`` on every answer, and a pace already slowed to 8 s a request by earlier
-    429s: one more 429 doubles it to the cap, not past it, and every case ends as an error naming
-    the 429.
+    """``Retry-After: nan`` on every answer, the pace already at 8 s a request: capped, then errors.
+
+    The pace was slowed to 8 s a request by earlier 429s: one more 429 doubles it to the cap, not
+    past it, and every case ends as an error naming the 429.
     """
     pytest.importorskip("openai")
     from openai_server import ChatServer
@@ -556,9 +560,7 @@ def test_init_checks_every_target_first_and_writes_nothing_when_one_is_blocked(
 
 
 def test_a_reference_bomb_is_an_error_of_its_test(pytester: pytest.Pytester) -> None:
-    """Eleven lines of ``$ref`` s to lists of ten ``$ref`` s would be 10^11 assertions: the
-    references are bounded.
-    """
+    """Eleven lines of ``$ref`` s to lists of ten ``$ref`` s: 10^11 assertions; refs are bounded."""
     templates = {f"t{i}": [{"$ref": f"#/assertionTemplates/t{i - 1}"}] * 10 for i in range(1, 12)}
     templates["t0"] = {"type": "contains", "value": "x"}
     config = {

@@ -1,6 +1,4 @@
-"""The LLM judge (SPEC §8): what it is shown, how its reply is read, and that no reply is ever read
-as a pass.
-"""
+"""The LLM judge (SPEC §8): what it is shown, how its reply is read; no reply ever reads as pass."""
 
 from __future__ import annotations
 
@@ -63,9 +61,7 @@ def _ctx(llm: Any, tmp_path: Path | None = None, **case: Any) -> CheckContext:
 
 
 class Scripted:
-    """An ``agent_eval_llm`` that replies from a list and records what it was asked, with which
-    options.
-    """
+    """An ``agent_eval_llm`` replying from a list; it records each prompt and its options."""
 
     def __init__(self, *replies: str) -> None:
         self.replies = list(replies)
@@ -345,9 +341,7 @@ class Opaque:
 
 
 def test_no_prompt_carries_a_memory_address() -> None:
-    """A recorded judge request must match on replay (SPEC §17): an object's address differs from
-    run to run.
-    """
+    """A recorded judge request must match on replay (SPEC §17): an object's address may differ."""
     from pytest_agent_eval.checks.scorers import grounding
 
     run = RunRecord(
@@ -381,8 +375,9 @@ def agent_eval_llm():
 
 
 def test_the_judge_compares_the_answer_with_a_reference(evals: pytest.Pytester) -> None:
-    """`judge: {rubric, reference}` and a case's `reference:` are shown to the judge (a fact list as
-    facts); the rubric may be left out when a reference is given.
+    """`judge: {rubric, reference}` and a case's `reference:` are shown to the judge.
+
+    A fact list is shown as facts; the rubric may be left out when a reference is given.
     """
     evals.makeconftest(REFERENCE_CONFTEST)
     evals.makefile(

@@ -1,8 +1,10 @@
-"""Judges you can trust (SPEC §26): judge panels (votes, each member's verdict and the agreement in
-the record and the reports), calibration sets (items, per-judge figures with bootstrap intervals in
-every report) and ``--agent-eval-judge-min-kappa`` (an uncalibrated judge's verdicts are errors,
-never passes). The statistics are checked against scikit-learn, scipy and statsmodels (dev extra
-only; the plugin never imports them).
+"""Judges you can trust (SPEC §26): panels, calibration sets and a minimum kappa.
+
+Judge panels (votes, each member's verdict and the agreement in the record and the reports),
+calibration sets (items, per-judge figures with bootstrap intervals in every report) and
+``--agent-eval-judge-min-kappa`` (an uncalibrated judge's verdicts are errors, never passes). The
+statistics are checked against scikit-learn, scipy and statsmodels (dev extra only; the plugin
+never imports them).
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
-"""The OpenAI example agent, unchanged, through the plugin: the real `openai` client and agent loop
-against a loopback chat-completions server, its dispatch layer mocked. The real dispatch raises if
-reached.
+"""The OpenAI example agent, unchanged, through the plugin, its dispatch layer mocked.
+
+The real `openai` client and agent loop run against a loopback chat-completions server. The real
+dispatch raises if reached.
 """
 
 from __future__ import annotations
@@ -31,9 +32,7 @@ def route(prompt: str) -> tuple[str, dict[str, Any]] | None:
 
 @pytest.fixture
 def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[ChatServer]:
-    """A loopback server the example's `OpenAI()` client talks to (set through the environment, as
-    users do).
-    """
+    """A loopback server for the example's `OpenAI()` client (set through the env, as users do)."""
     with ChatServer(route) as chat:
         monkeypatch.setenv("OPENAI_API_KEY", "sk-loopback")
         monkeypatch.setenv("OPENAI_BASE_URL", chat.base_url)
