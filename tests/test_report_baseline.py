@@ -1,6 +1,4 @@
-"""Baseline comparison (SPEC §10): regressions, fixes, new, missing; Fisher's test for repeated
-cases.
-"""
+"""Baseline comparison (SPEC §10): regressions, fixes, new, missing; Fisher's test for repeats."""
 
 from __future__ import annotations
 
@@ -416,9 +414,7 @@ def test_a_baseline_with_no_case_in_common_is_not_compared_and_fails_a_gate(
 
 
 def test_a_baseline_written_from_another_rootdir_is_compared(runs: pytest.Pytester) -> None:
-    """Issue 24 item 12: the same suite seen from another rootdir has other node ids; they are
-    matched by path.
-    """
+    """Issue 24 item 12: seen from another rootdir the node ids differ; they match by path."""
     (runs.path / "evals").mkdir()
     (runs.path / "evals" / "eval_s.yaml").write_text(BASE_SUITE)
     runs.runpytest(
@@ -485,9 +481,10 @@ def test_agent_eval_compare_into_a_closed_pipe_exits_quietly(runs: pytest.Pytest
 def test_a_report_path_that_moved_the_rootdir_is_named(
     runs: pytest.Pytester, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
-    """Issue 24 item 12: `--agent-eval-baseline /elsewhere/base.json` (a space, not `=`) is a test
-    path to pytest when it chooses the rootdir, before it knows the plugin's options: the rootdir
-    moves, the node ids with it.
+    """Issue 24 item 12: `--agent-eval-baseline /elsewhere/base.json` moves pytest's rootdir.
+
+    With a space, not `=`, the path is a test path to pytest when it chooses the rootdir, before it
+    knows the plugin's options: the rootdir moves, the node ids with it.
     """
     runs.makeini("[pytest]\n")
     runs.makefile(".yaml", eval_s=KNOWN_FAILURE)

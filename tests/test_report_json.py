@@ -1,6 +1,4 @@
-"""``--agent-eval-report PATH``: the JSON report, its shipped schema, and what it holds after an
-interrupt.
-"""
+"""``--agent-eval-report PATH``: the JSON report, its shipped schema, what it holds after Ctrl-C."""
 
 from __future__ import annotations
 

@@ -1,6 +1,4 @@
-"""``--agent-eval-markdown PATH`` and ``agent-eval compare --markdown`` (SPEC §10): what a CI job
-summary shows.
-"""
+"""``--agent-eval-markdown`` and ``agent-eval compare --markdown`` (SPEC §10): CI job summaries."""
 
 from __future__ import annotations
 

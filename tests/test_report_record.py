@@ -1,6 +1,4 @@
-"""The per-case record (SPEC §10): made where the case ran, carried on the test report, the same
-under -n 2.
-"""
+"""The per-case record (SPEC §10): made where the case ran, on the test report, same under -n 2."""
 
 from __future__ import annotations
 

@@ -1,6 +1,4 @@
-"""Suite thresholds: a run that misses one fails with one line naming it; one that cannot be told
-says so.
-"""
+"""Suite thresholds: a missed one fails the run with a line naming it; an unknown one says so."""
 
 from __future__ import annotations
 
@@ -122,9 +120,7 @@ def test_a_threshold_in_the_ini_file_that_is_no_number_is_a_usage_error(
 
 
 def test_a_threshold_missed_fails_the_run_under_the_regression_gate(suite: pytest.Pytester) -> None:
-    """Issue 24 item 10: `--agent-eval-gate regressions` decides on regressions, but a missed
-    threshold still fails.
-    """
+    """Issue 24 item 10: `--agent-eval-gate regressions`, but a missed threshold still fails."""
     suite.runpytest("-p", "no:cacheprovider", "--agent-eval-report", "base.json")
     gated = [
         "-p",

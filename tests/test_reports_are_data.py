@@ -1,7 +1,9 @@
-"""Saved reports read back are data (SPEC §22): every field checked by type and range wherever a
-report is read (``merge``, ``gate``, ``compare``, ``html``, ``--agent-eval-baseline``,
-``--agent-eval-resume``), exit 2 with one line naming the field's JSON path, never a traceback; the
-gate fails an empty run and a baseline sharing no case.
+"""Saved reports read back are data (SPEC §22): every field checked, exit 2, never a traceback.
+
+Every field is checked by type and range wherever a report is read (``merge``, ``gate``,
+``compare``, ``html``, ``--agent-eval-baseline``, ``--agent-eval-resume``), exit 2 with one line
+naming the field's JSON path, never a traceback; the gate fails an empty run and a baseline sharing
+no case.
 
 Reports are written by real pytest runs (``pytester``), then edited as a hostile pull request would.
 """
@@ -336,9 +338,7 @@ def test_a_duplicate_promptfoo_description_says_to_change_the_description(
 def test_an_interrupt_of_the_whole_process_group_under_xdist_keeps_every_finished_case(
     pytester: pytest.Pytester, name: str
 ) -> None:
-    """Ctrl-C in a terminal signals the whole process group (controller and workers), as CI's cancel
-    does.
-    """
+    """Ctrl-C in a terminal signals the whole process group (controller, workers), as CI cancels."""
     import os
     import signal
     import subprocess

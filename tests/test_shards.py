@@ -1,6 +1,8 @@
-"""One run over many CI jobs (SPEC §18, issue 28): ``--agent-eval-shard I/N`` runs a deterministic
-1/N of the items, ``agent-eval merge`` joins the shards' reports, ``agent-eval gate`` judges the
-merged report, and ``--agent-eval-resume REPORT`` runs the cases a report has no final record of.
+"""One run over many CI jobs (SPEC §18, issue 28): shards, merge, gate and resume.
+
+``--agent-eval-shard I/N`` runs a deterministic 1/N of the items, ``agent-eval merge`` joins the
+shards' reports, ``agent-eval gate`` judges the merged report, and ``--agent-eval-resume REPORT``
+runs the cases a report has no final record of.
 """
 
 from __future__ import annotations
@@ -192,9 +194,11 @@ def test_merge_joins_the_shards_and_html_and_compare_take_the_merged_report(
 def test_merge_refuses_a_duration_no_float_holds_naming_the_field(
     project: pytest.Pytester, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """A shard whose ``run.duration_s`` is an integer too large for a float (a hand-edited or
-    damaged report) is exit 2 with one line naming the field (SPEC §22: every field of a report read
-    back of its type and range), not a traceback, and no merged report.
+    """A shard whose ``run.duration_s`` is too large for a float: exit 2, one line, no merge.
+
+    A hand-edited or damaged report's integer too large for a float is exit 2 with one line naming
+    the field (SPEC §22: every field of a report read back of its type and range), not a traceback,
+    and no merged report.
     """
     paths = _shards(project)
     damaged = _load(paths[0])
@@ -270,9 +274,7 @@ def test_merge_says_when_shards_of_different_runs_are_joined(
 def test_shard_merge_gate_with_a_planted_regression_and_a_missing_shard(
     project: pytest.Pytester, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The issue's done-when: a baseline run, the same suite in 3 shards with one case broken,
-    merged and gated.
-    """
+    """The issue's done-when: a baseline run, then 3 shards (a case broken), merged and gated."""
     base = project.path / "base.json"
     project.runpytest(*RUN, "--agent-eval-report", str(base))
     monkeypatch.setenv("FLIP", "1")  # c03 fails from now on

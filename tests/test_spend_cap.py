@@ -1,7 +1,8 @@
-"""The spend cap (SPEC §25): ``--agent-eval-max-cost X`` starts no case once the run's known spend
-reached X; the cases not started are "not run: spend cap" in every report, ``--agent-eval-resume``
-runs them, and the run fails. One spend for the run: under ``--agent-eval-concurrency``, under ``-n
-2`` (a file store), and in Redis.
+"""The spend cap (SPEC §25): ``--agent-eval-max-cost X`` starts no case once spend reached X.
+
+No case starts once the run's known spend reached X; the cases not started are "not run: spend
+cap" in every report, ``--agent-eval-resume`` runs them, and the run fails. One spend for the run:
+under ``--agent-eval-concurrency``, under ``-n 2`` (a file store), and in Redis.
 """
 
 from __future__ import annotations

@@ -1,6 +1,8 @@
-"""Statistics of repeated and compared runs (SPEC §20): pass@k / pass^k, the exact McNemar test and
-the bootstrap interval of the pass-rate change, each checked against an independent computation
-(scipy, itertools), and the `--agent-eval-gate suite` gate as a user runs it.
+"""Statistics of repeated and compared runs (SPEC §20), each checked independently.
+
+pass@k / pass^k, the exact McNemar test and the bootstrap interval of the pass-rate change, each
+checked against an independent computation (scipy, itertools), and the `--agent-eval-gate suite`
+gate as a user runs it.
 """
 
 from __future__ import annotations
@@ -70,8 +72,9 @@ def _pairs(seed: int, cases: int) -> list[tuple[tuple[int, int], tuple[int, int]
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_the_bootstrap_interval_matches_scipys_bootstrap_over_cases(seed: int) -> None:
-    """scipy resamples the case indices (each case's trials stay together); the percentile intervals
-    agree within the Monte Carlo error of the resampling.
+    """scipy resamples the case indices (a case's trials together); percentile intervals agree.
+
+    They agree within the Monte Carlo error of the resampling.
     """
     np = pytest.importorskip("numpy")
     pairs = _pairs(seed, 40)
@@ -285,8 +288,10 @@ def test_gate_suite_fails_a_baseline_not_compared(flaky: pytest.Pytester) -> Non
 
 
 def test_the_suite_line_says_which_figure_counts_cases_and_which_trials() -> None:
-    """Repeated cases: 8/8 -> 0/8 cases passed (each by its min_pass_rate) while 40/40 -> 4/40
-    trials passed; the -90.0 pp is the trials' pass rate, and the line says so.
+    """Repeated cases: the pass-rate change is the trials', and the line says so.
+
+    8/8 -> 0/8 cases passed (each by its min_pass_rate) while 40/40 -> 4/40 trials passed; the
+    -90.0 pp is the trials' pass rate.
     """
     from pytest_agent_eval.report.significance import SuiteTest
 

@@ -1,6 +1,7 @@
-"""Traces in and out (SPEC §23, issue 40): every trial an OpenTelemetry trace (OTLP JSON lines,
-OTLP/HTTP), the agent's own spans caught under its trial's root, span checks, tool checks from
-spans, a trace made a case.
+"""Traces in and out (SPEC §23, issue 40): every trial a trace, span checks, a trace as a case.
+
+Every trial an OpenTelemetry trace (OTLP JSON lines, OTLP/HTTP), the agent's own spans caught
+under its trial's root, span checks, tool checks from spans, a trace made a case.
 """
 
 from __future__ import annotations
@@ -218,9 +219,10 @@ def instrumented(pytester: pytest.Pytester, request: pytest.FixtureRequest) -> p
 def test_the_agents_own_spans_are_children_of_their_trials_root(
     instrumented: pytest.Pytester, how: tuple[str, ...]
 ) -> None:
-    """OpenInference's OpenAI instrumentation and the agent's own tool spans: span checks and tool
-    checks read them, each case's spans its own under concurrency and -n; `expect: spans:` needs no
-    trace option.
+    """OpenInference's OpenAI instrumentation and the agent's own tool spans, read by the checks.
+
+    Span checks and tool checks read them, each case's spans its own under concurrency and -n;
+    `expect: spans:` needs no trace option.
     """
     result = instrumented.runpytest(*RUN, *how, "--agent-eval-report", "report.json")
     result.assert_outcomes(passed=6)
@@ -493,8 +495,7 @@ def _free_port() -> int:
 
 @pytest.fixture
 def phoenix(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A real Arize Phoenix (``phoenix serve``) on loopback ports, its working directory a temporary
-    one.
+    """A real Arize Phoenix (``phoenix serve``) on loopback ports, in a temporary working dir.
 
     Phoenix runs from its own virtual environment (``AGENT_EVAL_PHOENIX``: its ``phoenix`` command;
     .ci/run makes it), not the test venv: arize-phoenix brings arize-phoenix-client, whose pytest
@@ -556,9 +557,7 @@ def phoenix(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 
 def _phoenix_spans(url: str, want: set[str]) -> list[dict[str, Any]]:
-    """The spans of the project agent-eval through Phoenix's REST API, once every trace of ``want``
-    is in.
-    """
+    """The spans of project agent-eval via Phoenix's REST API, once each trace of ``want`` is in."""
     import time
     import urllib.error
     import urllib.request

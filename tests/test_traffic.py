@@ -1,7 +1,8 @@
-"""The LLM traffic layer (SPEC §14) as users run it: the real `openai` client (sync and async) and a
-LangGraph agent against the loopback chat-completions server — usage and cost per case, retries,
-infrastructure errors, record and replay (with the server stopped), per-case cassettes with no
-secret in them.
+"""The LLM traffic layer (SPEC §14) as users run it, with real clients against a loopback server.
+
+The real `openai` client (sync and async) and a LangGraph agent against the loopback
+chat-completions server — usage and cost per case, retries, infrastructure errors, record and
+replay (with the server stopped), per-case cassettes with no secret in them.
 """
 
 from __future__ import annotations
@@ -438,9 +439,7 @@ def redis_server_binary() -> str | None:
 
 @pytest.fixture
 def redis_url(tmp_path: Path) -> Iterator[str]:
-    """A real redis-server on a loopback port (the Debian package; CI installs it), else the test is
-    skipped.
-    """
+    """A real redis-server on a loopback port (the Debian package; CI installs it), else a skip."""
     pytest.importorskip("redis")
     binary = redis_server_binary()
     if binary is None:

@@ -1,8 +1,9 @@
-"""What a run's LLM calls cost (SPEC §14) as a user reads it in the reports: cached and
-cache-written input tokens at their own list prices (OpenAI chat completions and Responses through
-the real `openai` client, Anthropic's messages through `httpx`), prices from the ini beside the
-maintained table, and a model without a price named in the record, the terminal summary and every
-report, with the sums it leaves out marked partial.
+"""What a run's LLM calls cost (SPEC §14) as a user reads it in the reports.
+
+Cached and cache-written input tokens at their own list prices (OpenAI chat completions and
+Responses through the real `openai` client, Anthropic's messages through `httpx`), prices from the
+ini beside the maintained table, and a model without a price named in the record, the terminal
+summary and every report, with the sums it leaves out marked partial.
 """
 
 from __future__ import annotations
@@ -91,9 +92,7 @@ def project(pytester: pytest.Pytester) -> pytest.Pytester:
 
 
 def use_table(pytester: pytest.Pytester, table: str) -> None:
-    """``maintained``: genai-prices' table (the ``prices`` extra); ``built-in``: as where it is not
-    installed.
-    """
+    """``maintained``: genai-prices' table (the ``prices`` extra); ``built-in``: as without it."""
     if table == "maintained":
         pytest.importorskip("genai_prices", reason="the dev extra installs genai-prices")
     else:

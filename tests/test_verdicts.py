@@ -1,6 +1,7 @@
-"""Verdicts and failure text as users see them: scores and counts that agree with the ✗ lines, each
-message once, cases without `expect`, the failure-text hook, agent references from the rootdir
-(pytester).
+"""Verdicts and failure text as users see them, in pytester runs.
+
+Scores and counts that agree with the ✗ lines, each message once, cases without `expect`, the
+failure-text hook, agent references from the rootdir.
 """
 
 from __future__ import annotations
@@ -41,9 +42,7 @@ def broken_check(run):
 
 
 def run_evals(pytester: pytest.Pytester, cases: str, *args: str) -> pytest.RunResult:
-    """Write `vagent.py` and `eval_v.yaml` (its cases under `cases:`) and run pytest with a junit
-    report.
-    """
+    """Write `vagent.py` and `eval_v.yaml` (cases under `cases:`); run pytest, a junit report on."""
     pytester.makepyfile(vagent=AGENT)
     pytester.syspathinsert()
     head = "agent: vagent:run\ntool_dispatch: vagent:dispatch\ncases:\n"
