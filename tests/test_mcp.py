@@ -1,7 +1,8 @@
-"""MCP tools mocked per case (SPEC §28), against real MCP servers: a FastMCP server of the official
-SDK as a subprocess over stdio and over streamable HTTP on loopback, whose tools write a file when
-they really run; the agent is the SDK's own ``ClientSession`` (and each framework's MCP client)
-against the loopback LLM.
+"""MCP tools mocked per case (SPEC §28), against real MCP servers.
+
+A FastMCP server of the official SDK as a subprocess over stdio and over streamable HTTP on
+loopback, whose tools write a file when they really run; the agent is the SDK's own
+``ClientSession`` (and each framework's MCP client) against the loopback LLM.
 """
 
 from __future__ import annotations
@@ -33,9 +34,7 @@ def chat(monkeypatch: pytest.MonkeyPatch) -> Iterator[ChatServer]:
 
 @pytest.fixture
 def marker(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """The file the server's tools write when they really run; the server script and the agent in
-    place.
-    """
+    """The file the server's tools write when they really run; server script and agent in place."""
     pytester.makepyfile(mcp_server=SERVER, mcp_agent=AGENT)
     path = pytester.path / "ran.txt"
     monkeypatch.setenv("MCP_RAN", str(path))

@@ -1,6 +1,4 @@
-"""Tool mocks as users run them: each response form and `unmocked_tools` mode passing and failing
-(pytester).
-"""
+"""Tool mocks as users run them: each response form and `unmocked_tools` mode, pass and fail."""
 
 from __future__ import annotations
 
@@ -38,9 +36,7 @@ def run(query, context):
 def run_evals(
     pytester: pytest.Pytester, cases: str, *args: str, header: str = ""
 ) -> pytest.RunResult:
-    """Write `toolbox.py` and `eval_mocks.yaml` (the agent and dispatcher are toolbox's) and run
-    pytest.
-    """
+    """Write `toolbox.py` and `eval_mocks.yaml` (agent and dispatcher are toolbox's), run pytest."""
     pytester.makepyfile(toolbox=TOOLBOX)
     pytester.syspathinsert()
     head = "agent: toolbox:run\ntool_dispatch: toolbox:dispatch\n" + textwrap.dedent(header)
@@ -403,9 +399,7 @@ def test_mocks_that_nothing_patches_fail_before_the_real_tool_runs(
 
 
 def test_a_dispatcher_patched_for_other_files_does_not_count(pytester: pytest.Pytester) -> None:
-    """With concurrency, the dispatcher of cases started early stays patched; it is not this case's
-    patch.
-    """
+    """With concurrency, cases started early keep the dispatcher patched: not this case's patch."""
     pytester.makepyfile(shop=SHOP + "\ndef dispatch(name, args):\n    raise RuntimeError('real')\n")
     pytester.syspathinsert()
     dispatched = "agent: toolbox:run\ntool_dispatch: shop:dispatch\ncases:\n"
@@ -431,8 +425,9 @@ def test_a_dispatcher_patched_for_other_files_does_not_count(pytester: pytest.Py
 
 
 def test_tools_wrapped_only_inside_the_agent_call_are_too_late(pytester: pytest.Pytester) -> None:
-    """Stand-ins made while the agent runs cannot be known before it runs: the case fails without
-    calling it.
+    """Stand-ins made while the agent runs cannot be known before it runs.
+
+    The case fails without calling it.
     """
     pytester.makepyfile(shop=SHOP)
     pytester.syspathinsert()
@@ -556,9 +551,7 @@ def run(query, context):
 def test_a_patched_tool_the_agent_reaches_through_a_dict_is_named(
     pytester: pytest.Pytester,
 ) -> None:
-    """Before: "the agent called no tool", though it called the real `search` through `TOOLS` (the
-    patch missed).
-    """
+    """Before: "the agent called no tool", though it called the real `search` via `TOOLS`."""
     pytester.makepyfile(travel_tools=TRAVEL_TOOLS)
     pytester.syspathinsert()
     pytester.makeconftest(
@@ -623,9 +616,7 @@ def agent(tool_mocks, monkeypatch):
 
 
 def test_mocks_that_may_go_unused_do_not_fail(pytester: pytest.Pytester) -> None:
-    """Spare mocks from `defaults`, safety nets for tools that must not be called, and passthrough
-    cases.
-    """
+    """Spare mocks from `defaults`, safety nets for tools never to be called, passthrough cases."""
     result = run_evals(
         pytester,
         """
@@ -678,9 +669,7 @@ def test_an_agent_that_fails_early_is_not_blamed_for_mocks_it_never_reached(
 
 
 def test_repeated_trials_each_record_their_own_calls(pytester: pytest.Pytester) -> None:
-    """Trials of one case run at the same time (threads, concurrency 3); each sees its own two
-    calls, the fixture all six.
-    """
+    """Trials of one case run at once (threads, concurrency 3): each sees its 2 calls, fixture 6."""
     pytester.makepyfile(toolbox=TOOLBOX)
     pytester.syspathinsert()
     pytester.makeconftest(

@@ -1,6 +1,7 @@
-"""LangChain / LangGraph tools mocked through `tool_mocks.wrap`: the stand-ins keep what the LLM
-sees, and a LangGraph agent (StateGraph + ToolNode) run by the plugin against a scripted chat model
-has its calls recorded.
+"""LangChain / LangGraph tools mocked through `tool_mocks.wrap`, calls recorded.
+
+The stand-ins keep what the LLM sees, and a LangGraph agent (StateGraph + ToolNode) run by the
+plugin against a scripted chat model has its calls recorded.
 """
 
 from __future__ import annotations
@@ -28,8 +29,9 @@ from pytest_agent_eval.mocks import MockPlan, UnmockedToolError, wrap
 
 
 class ScriptedChatModel(BaseChatModel):
-    """A chat model that calls the tool ``route(prompt)`` picks (only if it was bound), then answers
-    from results.
+    """A chat model calling the tool that ``route(prompt)`` picks, then answering from results.
+
+    It calls the tool only if it was bound.
     """
 
     route: Callable[[str], tuple[str, dict[str, Any]] | None]
@@ -179,8 +181,9 @@ def test_a_langgraph_agent_with_wrapped_tools_runs_mocked_and_recorded(
 def test_a_graphs_mocked_copy_goes_with_its_graph(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The copy with stand-ins that the plugin makes of a function-scoped `agent` fixture's graph
-    goes with that graph, also when the graph outlives its test in a reference cycle (a failed
+    """The plugin's copy with stand-ins of a function-scoped `agent` fixture's graph goes with it.
+
+    It goes with that graph also when the graph outlives its test in a reference cycle (a failed
     case's traceback): a later file's case that mocks a tool nothing patches reads so, and names no
     leftover stand-in.
     """
@@ -218,8 +221,9 @@ def test_a_graphs_mocked_copy_goes_with_its_graph(
 def test_the_suites_in_process_runs_leave_no_stand_ins_to_later_tests(
     pytester: pytest.Pytester,
 ) -> None:
-    """This suite in one process, this file before test_mocks_forms.py (as `-n 2` may order them):
-    what a pytester run recorded (a failed case's traceback, with the agent and its stand-ins) goes
+    """This suite in one process, this file before test_mocks_forms.py (as `-n 2` may order them).
+
+    What a pytester run recorded (a failed case's traceback, with the agent and its stand-ins) goes
     with its test (the `pytester` fixture of tests/conftest.py), so a later test's run does not
     count those stand-ins as live.
     """

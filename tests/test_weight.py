@@ -1,7 +1,8 @@
-"""A feature that is off costs nothing (SPEC §27): a run that asks for no option imports none of the
-optional features' modules. Not timed: what a run loads is read from ``sys.modules`` at the
-session's end, in a real pytest subprocess (and in each xdist worker), so the guard bites the day a
-feature's module is imported without its option.
+"""A feature that is off costs nothing (SPEC §27): a run without options imports no feature module.
+
+A run that asks for no option imports none of the optional features' modules. Not timed: what a
+run loads is read from ``sys.modules`` at the session's end, in a real pytest subprocess (and in
+each xdist worker), so the guard bites the day a feature's module is imported without its option.
 """
 
 from __future__ import annotations
@@ -97,9 +98,7 @@ AGENT = "def run(query):\n    return f'answer to {query}'\n"
 
 
 def _loaded(pytester: pytest.Pytester) -> dict[str, list[str]]:
-    """The modules each process of the last run had loaded at its session's end, by process
-    (``main``, ``gw0``).
-    """
+    """The modules each process of the last run had loaded at its end (``main``, ``gw0``...)."""
     return {
         path.stem.removeprefix("loaded-"): json.loads(path.read_text())
         for path in pytester.path.glob("loaded-*.json")
@@ -155,9 +154,7 @@ def test_a_run_without_options_imports_no_optional_feature(
 
 
 def test_a_plain_test_beside_eval_files_loads_no_engine(project: pytest.Pytester) -> None:
-    """pytest makes a node of every file of the directory: the eval file next door is not collected,
-    not read.
-    """
+    """pytest makes a node of every file of the directory: the eval file next door is not read."""
     project.makepyfile(test_plain="def test_plain():\n    pass\n")
     result = project.runpytest_subprocess(
         "-p", "no:cacheprovider", "-p", "no:randomly", *MEMORY_OFF, "test_plain.py"
@@ -185,9 +182,7 @@ def test_the_run_memory_costs_nothing_either(project: pytest.Pytester) -> None:
 
 
 def test_a_written_report_loads_its_format(project: pytest.Pytester) -> None:
-    """The guard's other side: with the option, its module is loaded (the names above are the real
-    ones).
-    """
+    """The guard's other side: with the option, its module loads (the names above are real)."""
     result = project.runpytest_subprocess(
         "-p", "no:cacheprovider", "-p", "no:randomly", "--agent-eval-report=r.json"
     )
@@ -199,9 +194,7 @@ def test_a_written_report_loads_its_format(project: pytest.Pytester) -> None:
 
 
 def test_records_with_nothing_to_scrub_are_not_copied_and_the_rest_still_are_scrubbed() -> None:
-    """The records' secrets pass (run on every case) is one look in C when no string can hold a
-    secret.
-    """
+    """The records' secrets pass (every case) is one look in C when no string can hold a secret."""
     from pytest_agent_eval import secrets
 
     clean = {"output": "answer", "transcript": [{"role": "user", "content": "hi"}], "score": 1.0}
