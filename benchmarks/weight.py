@@ -350,7 +350,10 @@ def budget_rows(bench_: Bench, workers: bool) -> tuple[list[Row], list[str]]:
 
 
 def phases(bench_: Bench) -> list[str]:
-    """Where the time before the first request goes under -n 2: a run more per code, by process."""
+    """Where the seconds before the first request go under -n 2.
+
+    One more run of each code, read per process.
+    """
     notes = []
     n = bench_.sizes.budget
     for code in ("after", "before", "plain"):

@@ -221,7 +221,10 @@ class ChatServer:
         return reply
 
     def limit_headers(self, status: int) -> dict[str, str]:
-        """An answer's rate-limit headers: ``retry-after-ms`` on a 429; ``x-ratelimit-*``: rate."""
+        """The rate-limit headers of an answer.
+
+        ``retry-after-ms`` on a 429, ``x-ratelimit-*`` when ``rate`` is set.
+        """
         headers = {}
         with self._lock:
             if status == 429 and self.retry_after_ms:

@@ -106,7 +106,10 @@ def test_allocation_reading_uses_the_home_projects_word_lists(answer: str, readi
 
 
 def test_a_metrics_answer_passes_allocation_valid_false(pytester: pytest.Pytester) -> None:
-    """A decision case that is no allocation (a count) passes `allocation_valid: false`, as home."""
+    """A decision case that is no allocation (a count) passes `allocation_valid: false`.
+
+    As in its home project.
+    """
     answering(
         pytester,
         {"How many tests are completed right now?": ["There are 42 completed tests.", ["count"]]},

@@ -60,7 +60,10 @@ def test_suite_defaults_apply_to_cases_that_do_not_set_their_own(tmp_path: Path)
 
 
 def test_suite_defaults_decide_the_verdict(pytester: pytest.Pytester) -> None:
-    """Jaccard({web_search}, {web_search, browser}) = 0.5: under the suite's 0.9, at the case's."""
+    """Jaccard({web_search}, {web_search, browser}) = 0.5.
+
+    Below the suite's 0.9, above the case's own 0.5.
+    """
     answering(
         pytester, {"two tools": {"output": "Paris", "tools": ["web_search", "browser"], "sleep": 1}}
     )

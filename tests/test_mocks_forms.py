@@ -669,7 +669,10 @@ def test_an_agent_that_fails_early_is_not_blamed_for_mocks_it_never_reached(
 
 
 def test_repeated_trials_each_record_their_own_calls(pytester: pytest.Pytester) -> None:
-    """Trials of one case run at once (threads, concurrency 3): each sees its 2 calls, fixture 6."""
+    """Trials of one case run at the same time (threads, concurrency 3).
+
+    Each sees its own two calls, the fixture all six.
+    """
     pytester.makepyfile(toolbox=TOOLBOX)
     pytester.syspathinsert()
     pytester.makeconftest(
