@@ -521,6 +521,19 @@ class RunOutput:
     def records(self) -> dict[str, dict[str, Any]]:
         return {c["nodeid"]: c for c in self.report()["cases"]}
 
+    def spans(self) -> list[dict[str, Any]]:
+        """Every span of the run's OTLP JSON lines file, its attributes as ``attrs``."""
+        spans = []
+        path = self.path / f"{self.prefix}.traces.jsonl"
+        for line in path.read_text(encoding="utf-8").splitlines():
+            for resource in json.loads(line)["resourceSpans"]:
+                for scope in resource["scopeSpans"]:
+                    for span in scope["spans"]:
+                        attrs = span.get("attributes", [])
+                        span["attrs"] = {a["key"]: _otlp_value(a["value"]) for a in attrs}
+                        spans.append(span)
+        return spans
+
     def junit(self) -> dict[str, dict[str, Any]]:
         """junit testcase (``file::name``) -> outcome and properties."""
         cases = {}
@@ -570,3 +583,8 @@ class Findings:
         assert not self.problems, (
             f"{len(self.problems)} problems:\n" + "\n".join(self.problems) + f"\n\n{run}"
         )
+
+
+def _otlp_value(value: dict[str, Any]) -> Any:
+    ((kind, inner),) = value.items()
+    return int(inner) if kind == "intValue" else inner

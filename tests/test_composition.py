@@ -89,6 +89,7 @@ def _run(pytester: pytest.Pytester, mode: str, prefix: str, *args: str) -> RunOu
         f"--junitxml={prefix}.xml",
         f"--agent-eval-markdown={prefix}.md",
         f"--agent-eval-html={prefix}.html",
+        f"--agent-eval-traces={prefix}.traces.jsonl",
         "--agent-eval-min-pass-rate=1.0",
     ]
     argv = ["-p", "no:cacheprovider", "-rA", *MODE_ARGS[mode], *outputs, *args]
@@ -165,6 +166,7 @@ def test_features_compose(pytester: pytest.Pytester, travel: Any, mode: str, tra
         _matrix_variant(findings, kind, group, mode, traffic, live, llm, hooked)
     for run in runs:
         _reports_agree(findings, f"{mode} × traffic {traffic} ({run.prefix})", run)
+        _traces_agree(findings, f"{mode} × traffic {traffic} ({run.prefix})", run)
     findings.assert_none(
         "\n\n".join(f"--- {run.prefix} (exit {run.ret})\n{run.stdout}" for run in runs)
     )
@@ -482,6 +484,38 @@ def _reports_agree(findings: Findings, where: str, run: RunOutput) -> None:
         where,
         f"exit {run.ret}; wanted 1 and {threshold!r}",
     )
+
+
+def _traces_agree(findings: Findings, where: str, run: RunOutput) -> None:
+    """Traces on (SPEC §23): every trial that ran is one trace, rooted at ``invoke_agent``.
+
+    Each trace names its case and holds one ``execute_tool`` span per tool call of the record.
+    """
+    roots: dict[str, str] = {}
+    tools: dict[str, int] = {}
+    for span in run.spans():
+        trace_id = span["traceId"]
+        if span["name"].startswith("invoke_agent") and not span.get("parentSpanId"):
+            roots[trace_id] = span["attrs"].get("agent_eval.case.id", "")
+        elif span["name"].startswith("execute_tool"):
+            tools[trace_id] = tools.get(trace_id, 0) + 1
+    for nodeid, record in run.records().items():
+        if record["outcome"] == "skipped":
+            continue
+        trials = record.get("trials") or [record]
+        ids = [t.get("trace_id") for t in trials]
+        findings.check(
+            all(roots.get(str(i)) == record["case_id"] for i in ids),
+            where,
+            f"{nodeid}: trace ids {ids} are not roots naming the case in the traces file",
+        )
+        if len(trials) == 1:
+            calls = len(tool_calls(record))
+            findings.check(
+                tools.get(str(ids[0]), 0) == calls,
+                where,
+                f"{nodeid}: {tools.get(str(ids[0]), 0)} execute_tool spans, {calls} tool calls",
+            )
 
 
 def _failures_in_markdown(markdown: str) -> list[str]:

@@ -308,7 +308,7 @@ def test_a_store_of_a_newer_schema_is_refused_with_what_to_do(
     monkeypatch.chdir(pytester.path)
     assert main(["runs"]) == 2
     err = capsys.readouterr().err
-    assert "schema version 0099 is newer than this pytest-agent-evalset knows (up to 0001)" in err
+    assert "schema version 0099 is newer than this pytest-agent-evalset knows (up to 0002)" in err
     assert "upgrade pytest-agent-evalset" in err
 
 

@@ -16,7 +16,7 @@ from openai_server import ChatServer
 from test_traffic import busiest_second, point_at, redis_url  # noqa: F401 (a fixture)
 
 from pytest_agent_eval.traffic.pace import announced
-from pytest_agent_eval.traffic.store import RedisStore, update_state
+from pytest_agent_eval.traffic.store import RedisStore, reserve_state, send_state, update_state
 
 pytest.importorskip("openai")
 
@@ -156,6 +156,32 @@ def test_redis_halves_the_pace_once_for_a_burst_of_429s(redis_url: str) -> None:
     assert float(client.hget("agent-eval:test-burst", "step:api") or 0) == pytest.approx(0.02)
     store.update([("slower", "step:api", 0.0)])  # sent now, after the halving
     assert float(client.hget("agent-eval:test-burst", "step:api") or 0) == pytest.approx(0.04)
+    store.close()
+
+
+def test_requests_that_wake_late_together_are_sent_a_step_apart() -> None:
+    """A loaded machine wakes its sleepers late and together: a send gate spaces them apart.
+
+    The permits were slots, so those requests would have reached the provider in one burst; the
+    send gate spaces them a step apart.
+    """
+    state: dict[str, float] = {}
+    update_state(state, 100.0, [("set", "step", 0.1)])
+    slots = [reserve_state(state, 100.0, "api", 0.0) for _ in range(10)]  # ten permits at once
+    assert slots == pytest.approx([k / 10 for k in range(10)])
+    waits = [send_state(state, 101.0, "api") for _ in range(10)]  # every sleeper woke at 101.0
+    assert waits == pytest.approx([0.0] + [0.1] * 9)
+    assert send_state(state, 101.1, "api") == 0.0  # a step later, the next goes
+
+
+def test_redis_spaces_late_requests_with_its_own_clock(redis_url: str) -> None:  # noqa: F811
+    """The same gate in the store's Lua script, on Redis's clock."""
+    store = RedisStore(redis_url, "agent-eval:test-send")
+    store.update([("set", "step", 0.5)])
+    for _ in range(10):
+        store.reserve("api", 0.0)
+    waits = [store.send("api") for _ in range(10)]  # all at once, whatever their slots
+    assert waits[0] == 0.0 and all(0.3 < w <= 0.5 for w in waits[1:]), waits
     store.close()
 
 

@@ -43,7 +43,6 @@ OPTIONAL = (
     "pytest_agent_eval.checks.calibration",
     "pytest_agent_eval.checks.agreement",
     "pytest_agent_eval.plugin.resume",
-    "pytest_agent_eval.plugin.cassettes",
     "pytest_agent_eval.plugin.scheduler",
     # this round's features (module prefixes: the guard holds as they land)
     "pytest_agent_eval.traces",
@@ -58,6 +57,9 @@ OPTIONAL = (
     "yaml",
     "httpx",
     "httpx2",
+    # the run store's (the verdict cache's too): loaded only when a store is written or read
+    "sqlalchemy",
+    "alembic",
 )
 """Modules (and packages: every module under them too) a run without options must not import."""
 
@@ -89,7 +91,7 @@ def pytest_sessionfinish(session):
     worker = getattr(session.config, "workerinput", {}).get("workerid", "main")
     names = sorted(name for name in sys.modules if name.split(".")[0] in ("pytest_agent_eval", \
 "yaml", "httpx",
-                   "httpx2"))
+                   "httpx2", "sqlalchemy", "alembic"))
     with open(f"loaded-{worker}.json", "w") as out:
         json.dump(names, out)
 """
@@ -179,6 +181,17 @@ def test_the_run_memory_costs_nothing_either(project: pytest.Pytester) -> None:
     result.assert_outcomes(passed=1)
     (names,) = _loaded(project).values()
     assert [name for name in _matches(names, OPTIONAL + ENGINE) if name not in CONFIGURED] == []
+
+
+def test_the_verdict_cache_loads_the_store_only_when_asked_for(project: pytest.Pytester) -> None:
+    """The guard's other side for the cache: asked for, it loads the run store and SQLAlchemy."""
+    pytest.importorskip("sqlalchemy", reason="the verdict cache lives in the run store ([store])")
+    result = project.runpytest_subprocess(
+        "-p", "no:cacheprovider", "-p", "no:randomly", *MEMORY_OFF, "--agent-eval-cache=on"
+    )
+    result.assert_outcomes(passed=3)
+    (names,) = _loaded(project).values()
+    assert {"pytest_agent_eval.memory.store", "sqlalchemy"} <= set(names)
 
 
 def test_a_written_report_loads_its_format(project: pytest.Pytester) -> None:

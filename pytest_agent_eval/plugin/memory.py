@@ -1,6 +1,7 @@
-"""The run's memory (SPEC §24), as pytest sees it: the journal each finished case is appended to,
-and the run store every run is saved to (``--agent-eval-store``, ini ``agent_eval_store``; ``off``
-saves nothing).
+"""The run's memory (SPEC §24), as pytest sees it: the journal and the run store.
+
+The journal each finished case is appended to, and the run store every run is saved to
+(``--agent-eval-store``, ini ``agent_eval_store``; ``off`` saves nothing).
 
 On the xdist controller (or the only process) only. The journal is opened with the first record; the
 store is written when the session ends, after the reports, so that its libraries (SQLAlchemy,
@@ -52,8 +53,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         dest="agent_eval_store",
         metavar="URL",
         default=None,
-        help="where every run is saved: a SQLite file (default .agent-eval/runs.db under the rootdir), "
-        "postgresql://user:password@host/db, or off",
+        help="where every run is saved: a SQLite file (default .agent-eval/runs.db under the "
+        "rootdir), postgresql://user:password@host/db, or off",
     )
     parser.addini(
         "agent_eval_store",
@@ -71,10 +72,7 @@ def pytest_configure(config: pytest.Config) -> None:
     run_id = new_run_id()
     report = config.getoption("agent_eval_report", None)
     journal = journal_path(config.rootpath, Path(report) if report else None, run_id)
-    given = config.getoption("agent_eval_store", None) or str(
-        config.getini("agent_eval_store") or ""
-    )
-    url = _url(config, given)
+    url = store_url_of(config)
     memory = Memory(config, run_records(config), run_id, journal, url)
     config.pluginmanager.register(memory, "agent_eval_run_memory")
     baseline = str(config.getoption("agent_eval_baseline", None) or "")
@@ -85,9 +83,34 @@ def pytest_configure(config: pytest.Config) -> None:
         config.stash[BASELINE_LOADER] = lambda: memory.baseline(branch)
 
 
+_URL = pytest.StashKey[tuple[str | None]]()
+
+
+def given_store(config: pytest.Config) -> str:
+    """``--agent-eval-store`` / ini ``agent_eval_store`` as given (``""``: not given)."""
+    try:
+        ini = config.getini("agent_eval_store")
+    except ValueError:  # this module's options are not there (``-p no:agent_eval_memory``)
+        ini = ""
+    return str(config.getoption("agent_eval_store", None) or ini or "")
+
+
+def store_url_of(config: pytest.Config) -> str | None:
+    """The run store's SQLAlchemy URL, worked out (a PostgreSQL store checked) once per process.
+
+    ``None``: off, or its libraries missing and it was not asked for.
+    """
+    found = config.stash.get(_URL, None)
+    if found is None:
+        found = config.stash[_URL] = (_url(config, given_store(config)),)
+    return found[0]
+
+
 def _url(config: pytest.Config, given: str) -> str | None:
-    """The store's SQLAlchemy URL (``None``: off); a usage error when its libraries are missing and
-    it was asked for, or when a PostgreSQL store cannot be used now.
+    """The store's SQLAlchemy URL (``None``: off).
+
+    A usage error when its libraries are missing and it was asked for, or when a PostgreSQL store
+    cannot be used now.
     """
     if given.strip().lower() == "off":
         return None
@@ -116,7 +139,8 @@ def _url(config: pytest.Config, given: str) -> str | None:
             raise pytest.UsageError(f"--agent-eval-store: {exc}") from None
         except ImportError as exc:
             raise pytest.UsageError(
-                f"--agent-eval-store {shown(url)}: {exc}: pip install 'pytest-agent-evalset[postgres]'"
+                f"--agent-eval-store {shown(url)}: {exc}: pip install "
+                "'pytest-agent-evalset[postgres]'"
             ) from None
     return url
 
@@ -147,8 +171,9 @@ class Memory:
         return Store(self.url)
 
     def baseline(self, branch: str) -> list[CaseRecord]:
-        """The records of the newest run of ``branch`` in the store; ``BaselineError`` when there is
-        none.
+        """The records of the newest run of ``branch`` in the store.
+
+        ``BaselineError`` when there is none.
         """
         from pytest_agent_eval.memory.store import StoreError
         from pytest_agent_eval.report.baseline import BaselineError
@@ -210,8 +235,10 @@ class Memory:
             self._save(int(session.exitstatus), bool(session.shouldfail or session.shouldstop))
 
     def _flaky(self) -> None:
-        """The run's flaky cases over the last runs in the store and this one, for the reports and
-        the summary; a store that cannot be read is the warning of the save that follows.
+        """The run's flaky cases over the last runs in the store and this one.
+
+        For the reports and the summary; a store that cannot be read is the warning of the save that
+        follows.
         """
         from pytest_agent_eval.memory.store import StoreError
         from pytest_agent_eval.report.options import FLAKY
@@ -250,8 +277,9 @@ class Memory:
             store.close()
 
     def _options(self) -> dict[str, Any]:
-        """The options that can change a verdict (every agent-eval option but where results go;
-        ``-k``, ``-m``).
+        """The options that can change a verdict.
+
+        Every agent-eval option but where results go; ``-k``, ``-m``.
         """
         out: dict[str, Any] = {}
         for name, value in sorted(vars(self.config.option).items()):
@@ -281,7 +309,8 @@ class Memory:
             )
         if self.flaky:
             terminalreporter.write_line(
-                f"flaky: {len(self.flaky)} cases changed outcome over the last runs with their content unchanged: "
+                f"flaky: {len(self.flaky)} cases changed outcome over the last runs with their "
+                "content unchanged: "
                 + ", ".join(
                     f"{nodeid} ({' '.join(o)})" for nodeid, o in sorted(self.flaky.items())[:10]
                 ),
@@ -293,7 +322,10 @@ class Memory:
 
 
 def _git(directory: Path) -> dict[str, Any]:
-    """The checkout's branch (a CI's branch on a detached HEAD) and whether tracked files changed."""
+    """The checkout's branch and whether tracked files changed.
+
+    On a detached HEAD, the branch is the CI's.
+    """
     out: dict[str, Any] = {}
     branch = _run_git(directory, "rev-parse", "--abbrev-ref", "HEAD")
     if branch == "HEAD":  # detached: the branch CI names

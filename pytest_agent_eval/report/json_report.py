@@ -1,5 +1,6 @@
-"""``--agent-eval-report PATH``: the run's metadata and every record as JSON, written atomically
-when the session ends, also when it is interrupted (then with what finished).
+"""``--agent-eval-report PATH``: the run's metadata and every record as JSON.
+
+Written atomically when the session ends, also when it is interrupted (then with what finished).
 """
 
 from __future__ import annotations
@@ -32,8 +33,9 @@ _NOT_FINISHED = (
 
 
 def redacted(args: list[str]) -> list[str]:
-    """Command-line arguments with the values of secret-looking options (``--api-key=x``, ``-o
-    token=x``, ``--token x``) replaced by ``***``.
+    """Command-line arguments with the values of secret-looking options replaced by ``***``.
+
+    Secret-looking options: ``--api-key=x``, ``-o token=x``, ``--token x``.
     """
     out: list[str] = []
     hide_next = False
@@ -85,8 +87,9 @@ class JsonReport:
         self.written = False
 
     def document(self, exit_status: int | None, stopped: bool = False) -> dict[str, Any]:
-        """The report: run metadata and one record per finished item; ``stopped`` when the run
-        stopped early.
+        """The report: run metadata and one record per finished item.
+
+        ``stopped`` when the run stopped early.
         """
         document: dict[str, Any] = {
             "schema_version": SCHEMA_VERSION,
