@@ -1,5 +1,4 @@
-"""The package's folders stack in one order: each imports only the folders below it (SPEC §21, issue
-37).
+"""The package's folders stack in one order: each imports only those below it (SPEC §21, issue 37).
 
 Every import counts: at module level, inside functions (deferred imports) and under
 ``TYPE_CHECKING``. The order is stated here once; a folder that imports one above it fails this test
@@ -45,9 +44,7 @@ EXCEPTIONS: dict[tuple[str, str], str] = {}
 
 
 def floor_of(module: str) -> str | None:
-    """The floor (or leaf) of ``pytest_agent_eval.<x>...``; ``None`` for anything outside the
-    package.
-    """
+    """The floor (or leaf) of ``pytest_agent_eval.<x>...``; ``None`` outside the package."""
     parts = module.split(".")
     if parts[0] != "pytest_agent_eval":
         return None
@@ -55,9 +52,7 @@ def floor_of(module: str) -> str | None:
 
 
 def imports_of(path: Path, package: Path = PACKAGE) -> list[tuple[int, str]]:
-    """``(line, module)`` for every import of the package in ``path``, deferred and typing-only ones
-    included.
-    """
+    """``(line, module)`` for each import of the package in ``path``, deferred and typing too."""
     module = ".".join(path.relative_to(package.parent).with_suffix("").parts)
     found = []
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
@@ -77,7 +72,7 @@ def imports_of(path: Path, package: Path = PACKAGE) -> list[tuple[int, str]]:
 
 
 def upward_imports(package: Path = PACKAGE) -> list[str]:
-    """Every import of a floor above the importing module's own, as ``path:line: floor -> floor``."""
+    """Every import of a floor above the importing module's, as ``path:line: floor -> floor``."""
     rank = {name: i for i, name in enumerate(ORDER)}
     problems = []
     for path in sorted(package.rglob("*.py")):
@@ -124,5 +119,6 @@ def test_the_order_test_sees_an_upward_import(tmp_path: Path) -> None:
     probe.write_text("def f():\n    from pytest_agent_eval.plugin import state\n", encoding="utf-8")
     problems = upward_imports(copy)
     assert problems == [
-        "core/_architecture_probe.py:2: core imports plugin, a floor above it (pytest_agent_eval.plugin)"
+        "core/_architecture_probe.py:2: core imports plugin, a floor above it "
+        "(pytest_agent_eval.plugin)"
     ]

@@ -1,8 +1,10 @@
-"""Features compose (SPEC §17): one travel-desk agent built every way (`tests/travel_desk.py`) ×
-case kinds (single, scripted turns, simulated user, repeat; every tool-mock form; a matrix) × run
-modes (serial, concurrency 4, -n 2, both) × traffic (off, hook, record then replay with every server
-stopped), crossed pairwise (allpairspy), every run writing every report (JSON, junit, markdown,
-HTML; a pass-rate threshold; the replay gated on the recording as its baseline).
+"""Features compose (SPEC §17): agent builds × case kinds × run modes × traffic, crossed pairwise.
+
+One travel-desk agent built every way (`tests/travel_desk.py`) × case kinds (single, scripted
+turns, simulated user, repeat; every tool-mock form; a matrix) × run modes (serial, concurrency 4,
+-n 2, both) × traffic (off, hook, record then replay with every server stopped), crossed pairwise
+(allpairspy), every run writing every report (JSON, junit, markdown, HTML; a pass-rate threshold;
+the replay gated on the recording as its baseline).
 
 One pytest run per (run mode, traffic) pair holds that pair's combinations, each a case of one eval
 file. For each combination the test asserts what a user sees — pytest's outcome, the tool calls in
@@ -70,9 +72,7 @@ MAIN, MATRIX = "eval_compose.json", "eval_matrix.json"
 
 @pytest.fixture
 def travel(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> Any:
-    """The run directory with the agent module, the loopback LLM and the HTTP agent service (both
-    running).
-    """
+    """The run directory: agent module, loopback LLM and HTTP agent service (both running)."""
     shutil.copy(SOURCE, pytester.path / "travel_desk.py")
     pytester.syspathinsert()
     with TravelLLM() as llm, TravelService() as service:
@@ -105,8 +105,9 @@ def _run(pytester: pytest.Pytester, mode: str, prefix: str, *args: str) -> RunOu
 def _write(
     pytester: pytest.Pytester, service: TravelService, group: int
 ) -> tuple[list[Row], tuple[str, str], list[str]]:
-    """The eval files of a (run mode, traffic) run: its rows, its matrix's two agents and the
-    options naming them.
+    """The eval files of a (run mode, traffic) run.
+
+    Its rows, its matrix's two agents and the options naming them.
     """
     rows = [row for row in ROWS if (row.mode, row.traffic) == GROUPS[group]]
     pair = matrix_agents(KINDS, group)
@@ -175,11 +176,12 @@ SHARDED = ("xdist_concurrency", "hook") if ("xdist_concurrency", "hook") in GROU
 
 
 def test_shards_merge_gate_and_resume_compose(pytester: pytest.Pytester, travel: Any) -> None:
-    """Shards and resume (SPEC §18) with every agent kind and case kind: one (run mode, traffic)
-    run's cases split in two shards and merged by `agent-eval merge`, and a run resumed from a
-    report that lost half its cases, give each case the outcome, tool calls, score and tokens of the
-    whole run; `agent-eval gate` passes the merged report against the whole run as its baseline, and
-    fails it on the threshold the whole run missed.
+    """Shards and resume (SPEC §18) with every agent and case kind give the whole run's results.
+
+    One (run mode, traffic) run's cases split in two shards and merged by `agent-eval merge`, and a
+    run resumed from a report that lost half its cases, give each case the outcome, tool calls,
+    score and tokens of the whole run; `agent-eval gate` passes the merged report against the whole
+    run as its baseline, and fails it on the threshold the whole run missed.
     """
     _, service = travel
     mode, traffic = SHARDED
@@ -316,9 +318,10 @@ def _combination(
 def _usage(
     findings: Findings, row: object, record: dict[str, Any], agent_n: int, all_n: int, hooked: bool
 ) -> None:
-    """The tokens the server reported, summed over every request of the case: all of them (the
-    simulated user's and the scorer's included) with the hook on; the agent's own at least, with the
-    hook off.
+    """The tokens the server reported, summed over every request of the case.
+
+    All of them (the simulated user's and the scorer's included) with the hook on; the agent's own
+    at least, with the hook off.
     """
     total = total_tokens(record)
     if hooked:
@@ -331,7 +334,10 @@ def _usage(
             total is not None
             and TOKENS_PER_REQUEST * agent_n <= total <= TOKENS_PER_REQUEST * all_n
         )
-        want = f"{TOKENS_PER_REQUEST * agent_n}..{TOKENS_PER_REQUEST * all_n} ({agent_n} agent requests of {all_n})"
+        want = (
+            f"{TOKENS_PER_REQUEST * agent_n}..{TOKENS_PER_REQUEST * all_n} ({agent_n} agent "
+            f"requests of {all_n})"
+        )
     findings.check(ok, row, f"total tokens {total}, expected {want}")
 
 
@@ -370,9 +376,7 @@ def _matrix_variant(
 def _same_as_recorded(
     findings: Findings, rows: list[Row], pair: tuple[str, str], live: RunOutput, replay: RunOutput
 ) -> None:
-    """A recorded run and its replay give the same outcomes, tool calls, scores and tokens (SPEC
-    §14).
-    """
+    """A recorded run and its replay: same outcomes, tool calls, scores and tokens (SPEC §14)."""
     recorded, replayed = live.records(), replay.records()
     outcomes = replay.pytest_outcomes()
     nodeids = [(f"{MAIN}::{r.case_id}", r) for r in rows] + [
@@ -403,8 +407,9 @@ def _same_as_recorded(
 
 
 def _baseline_unchanged(findings: Findings, replay: RunOutput) -> None:
-    """The replay, gated on its own recording as the baseline: nothing changed, and the missed
-    pass-rate threshold still fails the run under ``--agent-eval-gate regressions``.
+    """The replay, gated on its own recording as the baseline: nothing changed, the threshold fails.
+
+    The missed pass-rate threshold still fails the run under ``--agent-eval-gate regressions``.
     """
     same = "compared with the baseline: 0 regressions, 0 fixes, 0 new, 0 missing"
     findings.check(same in replay.stdout, "baseline", f"the terminal does not say {same!r}")
@@ -417,9 +422,7 @@ def _baseline_unchanged(findings: Findings, replay: RunOutput) -> None:
 
 
 def _reports_agree(findings: Findings, where: str, run: RunOutput) -> None:
-    """pytest, the JSON report, junit, the HTML page's data and the markdown tell the same cases and
-    figures.
-    """
+    """pytest, JSON report, junit, the HTML page's data and the markdown tell the same figures."""
     pytest_says = {k: v for k, v in run.pytest_outcomes().items() if k.startswith(("eval_",))}
     records = run.records()
     json_says = {k: r["outcome"] for k, r in records.items()}
@@ -484,8 +487,9 @@ def _reports_agree(findings: Findings, where: str, run: RunOutput) -> None:
 
 
 def _traces_agree(findings: Findings, where: str, run: RunOutput) -> None:
-    """Traces on (SPEC §23): every trial that ran is one trace, rooted at ``invoke_agent``, naming
-    its case, and holding one ``execute_tool`` span per tool call of the record.
+    """Traces on (SPEC §23): every trial that ran is one trace, rooted at ``invoke_agent``.
+
+    Each trace names its case and holds one ``execute_tool`` span per tool call of the record.
     """
     roots: dict[str, str] = {}
     tools: dict[str, int] = {}

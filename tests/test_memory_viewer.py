@@ -1,6 +1,8 @@
-"""``agent-eval view`` (SPEC §24) over a store of real runs, on SQLite and on the PostgreSQL server
-the tests start: every page answers and every link leads somewhere; in headless Chromium the charts
-draw, links work, no request leaves the loopback and the console stays clean.
+"""``agent-eval view`` (SPEC §24) over a store of real runs, on SQLite and PostgreSQL.
+
+On SQLite and on the PostgreSQL server the tests start: every page answers and every link leads
+somewhere; in headless Chromium the charts draw, links work, no request leaves the loopback and the
+console stays clean.
 """
 
 from __future__ import annotations
@@ -35,9 +37,7 @@ cases:
 def viewer(
     request: pytest.FixtureRequest, pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> Iterator[str]:
-    """The base URL of a viewer of three runs of one suite, ``greet`` failing in the second only
-    (flaky).
-    """
+    """The URL of a viewer of three runs of a suite, ``greet`` failing in the 2nd only (flaky)."""
     if request.param == "sqlite":
         url = str(pytester.path / "runs.db")
     else:
@@ -161,8 +161,10 @@ TRACES = "https://traces.example/trace/{trace_id}"
 def test_each_trial_of_a_repeated_case_links_its_own_trace(
     pytester: pytest.Pytester, browser: Any
 ) -> None:
-    """Under ``--agent-eval-repeat 3`` every trial is a trace of its own: the run page and the
-    case's history link the three (``trial 1`` … ``trial 3``), each to its trial's trace.
+    """Under ``--agent-eval-repeat 3`` every trial is a trace of its own, each linked.
+
+    The run page and the case's history link the three (``trial 1`` … ``trial 3``), each to its
+    trial's trace.
     """
     pytest.importorskip("opentelemetry.sdk", reason="the traces need the [otel] extra")
     import json
@@ -216,8 +218,9 @@ def test_each_trial_of_a_repeated_case_links_its_own_trace(
 def test_a_case_links_its_trace_on_its_run_and_its_history(
     pytester: pytest.Pytester, browser: Any
 ) -> None:
-    """A run made with traces links each case's trace by the run's own template (or ``--trace-url``,
-    which wins); the cases of a run without traces link none.
+    """A run made with traces links each case's trace by the run's own template.
+
+    ``--trace-url`` wins over the template; the cases of a run without traces link none.
     """
     pytest.importorskip("opentelemetry.sdk", reason="the traces need the [otel] extra")
     import json
@@ -287,5 +290,6 @@ def test_a_trace_url_without_the_trace_id_is_refused(tmp_path: Any) -> None:
         == 2
     )
     assert err.getvalue() == (
-        "agent-eval view: --trace-url 'https://traces.example/': put {trace_id} where the trace id goes\n"
+        "agent-eval view: --trace-url 'https://traces.example/': put {trace_id} "
+        "where the trace id goes\n"
     )

@@ -1,6 +1,7 @@
-"""The verdict cache's key and storage (SPEC §25): the key changes with each thing a verdict depends
-on, and with nothing else; a row that cannot be read, or that another plugin version wrote, is a
-miss.
+"""The verdict cache's key and storage (SPEC §25): the key follows what a verdict depends on.
+
+The key changes with each thing a verdict depends on, and with nothing else; a row that cannot be
+read, or that another plugin version wrote, is a miss.
 """
 
 from __future__ import annotations
@@ -67,11 +68,10 @@ def test_the_case_content_is_the_case_not_its_place(tmp_path: Path) -> None:
 
 @pytest.fixture
 def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A project with an agent module that imports a helper of its own, a package's module and the
-    stdlib.
-    """
+    """A project whose agent module imports a helper of its own, a package's module and stdlib."""
     (tmp_path / "fp_agent.py").write_text(
-        "import json\nimport fp_helper\nfrom fp_pkg import tools\n\ndef run(q, c):\n    return fp_helper.say()\n"
+        "import json\nimport fp_helper\nfrom fp_pkg import tools\n\ndef run(q, c):\n"
+        "    return fp_helper.say()\n"
     )
     (tmp_path / "fp_helper.py").write_text("def say():\n    return 'ok'\n")
     (tmp_path / "fp_pkg").mkdir()

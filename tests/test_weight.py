@@ -1,7 +1,8 @@
-"""A feature that is off costs nothing (SPEC §27): a run that asks for no option imports none of the
-optional features' modules. Not timed: what a run loads is read from ``sys.modules`` at the
-session's end, in a real pytest subprocess (and in each xdist worker), so the guard bites the day a
-feature's module is imported without its option.
+"""A feature that is off costs nothing (SPEC §27): a run without options imports no feature module.
+
+A run that asks for no option imports none of the optional features' modules. Not timed: what a
+run loads is read from ``sys.modules`` at the session's end, in a real pytest subprocess (and in
+each xdist worker), so the guard bites the day a feature's module is imported without its option.
 """
 
 from __future__ import annotations
@@ -89,7 +90,8 @@ import json, sys
 def pytest_sessionfinish(session):
     # xdist's own: an environment variable would be inherited from an outer run under -n
     worker = getattr(session.config, "workerinput", {}).get("workerid", "main")
-    names = sorted(name for name in sys.modules if name.split(".")[0] in ("pytest_agent_eval", "yaml", "httpx",
+    names = sorted(name for name in sys.modules if name.split(".")[0] in ("pytest_agent_eval", \
+"yaml", "httpx",
                    "httpx2", "sqlalchemy", "alembic"))
     with open(f"loaded-{worker}.json", "w") as out:
         json.dump(names, out)
@@ -99,9 +101,7 @@ AGENT = "def run(query):\n    return f'answer to {query}'\n"
 
 
 def _loaded(pytester: pytest.Pytester) -> dict[str, list[str]]:
-    """The modules each process of the last run had loaded at its session's end, by process
-    (``main``, ``gw0``).
-    """
+    """The modules each process of the last run had loaded at its end (``main``, ``gw0``...)."""
     return {
         path.stem.removeprefix("loaded-"): json.loads(path.read_text())
         for path in pytester.path.glob("loaded-*.json")
@@ -165,9 +165,7 @@ def test_a_run_without_options_imports_no_optional_feature(
 
 
 def test_a_plain_test_beside_eval_files_loads_no_engine(project: pytest.Pytester) -> None:
-    """pytest makes a node of every file of the directory: the eval file next door is not collected,
-    not read.
-    """
+    """pytest makes a node of every file of the directory: the eval file next door is not read."""
     project.makepyfile(test_plain="def test_plain():\n    pass\n")
     result = project.runpytest_subprocess(
         "-p", "no:cacheprovider", "-p", "no:randomly", *MEMORY_OFF, "test_plain.py"
@@ -189,7 +187,9 @@ def test_the_run_memory_costs_nothing_either(project: pytest.Pytester) -> None:
 
 
 def test_the_run_memory_loads_its_own_modules_only(project: pytest.Pytester) -> None:
-    """The journal writes its records without the JSON report; a current SQLite store is read (the
+    """The run memory of a run with eval cases loads its own modules, and no report or SQLAlchemy.
+
+    The journal writes its records without the JSON report; a current SQLite store is read (the
     flaky cases) and saved without SQLAlchemy, which only the run that made the store loaded.
     """
     for _ in range(2):
@@ -214,9 +214,7 @@ def test_the_verdict_cache_loads_the_store_only_when_asked_for(project: pytest.P
 
 
 def test_a_written_report_loads_its_format(project: pytest.Pytester) -> None:
-    """The guard's other side: with the option, its module is loaded (the names above are the real
-    ones).
-    """
+    """The guard's other side: with the option, its module loads (the names above are real)."""
     result = project.runpytest_subprocess(
         "-p", "no:cacheprovider", "-p", "no:randomly", "--agent-eval-report=r.json"
     )
@@ -228,9 +226,7 @@ def test_a_written_report_loads_its_format(project: pytest.Pytester) -> None:
 
 
 def test_records_with_nothing_to_scrub_are_not_copied_and_the_rest_still_are_scrubbed() -> None:
-    """The records' secrets pass (run on every case) is one look in C when no string can hold a
-    secret.
-    """
+    """The records' secrets pass (every case) is one look in C when no string can hold a secret."""
     from pytest_agent_eval import secrets
 
     clean = {"output": "answer", "transcript": [{"role": "user", "content": "hi"}], "score": 1.0}
