@@ -45,7 +45,7 @@ def _kind(example: Example) -> str:
 
 
 def _validate_eval_file(text: str, suffix: str, example: Example) -> None:
-    """Load the text as an eval file with the plugin's loader; fail with every problem it reports."""
+    """Load the text as an eval file with the plugin's loader; fail with every problem it finds."""
     from pytest_agent_eval.cases.load import builtin_dialects
     from pytest_agent_eval.checks import builtin_registry
     from pytest_agent_eval.cli import validate_file

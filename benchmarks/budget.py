@@ -10,8 +10,8 @@ answered 429 and the CPU seconds of the pytest processes — for this checkout (
 an unlimited provider, and what the pace (on by default) costs. Never asserts. See
 benchmarks/README.md.
 
-    python benchmarks/budget.py                 # ≈ 10 minutes on 2 cores (3 of them the cost
-    section) python benchmarks/budget.py --cases 100 --only after
+    python benchmarks/budget.py           # ≈ 10 minutes on 2 cores (3 of them the cost section)
+    python benchmarks/budget.py --cases 100 --only after
 """
 
 from __future__ import annotations
@@ -48,15 +48,14 @@ CLIENT = openai.OpenAI()
 
 
 def run(query):
-    reply = CLIENT.chat.completions.create(model="bench-model", messages=[{"role": "user", "content": query}])
+    reply = CLIENT.chat.completions.create(model="bench-model", messages=[{"role": "user", \
+"content": query}])
     return reply.choices[0].message.content
 """
 
 
 class Provider(ThreadingHTTPServer):
-    """The rate-limited loopback provider: a bucket of ``rate`` requests refilled at ``rate`` a
-    second.
-    """
+    """The rate-limited loopback provider: a bucket of ``rate`` requests refilled at ``rate``/s."""
 
     daemon_threads = True
     request_queue_size = 256
@@ -172,9 +171,7 @@ def run_row(
     split: bool,
     workers: bool = True,
 ) -> dict[str, Any]:
-    """One measured run (or two processes at once, each half the cases): passed, wall, 429s,
-    requests.
-    """
+    """One measured run (or two processes, each half the cases): passed, wall, 429s, requests."""
     env = {
         **os.environ,
         "PYTHONPATH": f"{package}{os.pathsep}{folder}",
@@ -256,9 +253,10 @@ ZERO_AGENT = "def run(query):\n    return 'done'\n"
 
 
 def cost(root: Path, server: Provider, folder: Path) -> list[str]:
-    """What the pace (on by default) costs: 10,000 zero-latency cases (no HTTP request) and the 300
-    HTTP cases against an unlimited provider, each with the pace on and off, alternating, best of
-    three.
+    """What the pace (on by default) costs, with the pace on and off, alternating, best of three.
+
+    Measured on 10,000 zero-latency cases (no HTTP request) and on the 300 HTTP cases against an
+    unlimited provider.
     """
     zero = root / "zero"
     zero.mkdir()
@@ -291,7 +289,8 @@ def cost(root: Path, server: Provider, folder: Path) -> list[str]:
         ("zero", f"{ZERO_CASES} zero-latency cases, one process (no HTTP request)"),
         (
             "http",
-            f"the HTTP cases above, provider unlimited, `-n 2 --agent-eval-concurrency {CONCURRENCY}`",
+            "the HTTP cases above, provider unlimited, `-n 2 "
+            f"--agent-eval-concurrency {CONCURRENCY}`",
         ),
     ):
         cells = [label]
@@ -300,7 +299,8 @@ def cost(root: Path, server: Provider, folder: Path) -> list[str]:
             cells += [f"{on:.2f}", f"{off:.2f}", f"{on / off:.3f}"]
         rows.append("| " + " | ".join(cells) + " |")
     return [
-        "What the pace costs (this checkout, least of 3, alternating; wall and CPU seconds of the pytest processes):",
+        "What the pace costs (this checkout, least of 3, alternating; wall and CPU seconds of "
+        "the pytest processes):",
         "",
         "| run | wall on | wall off | on / off | CPU on | CPU off | on / off |",
         "| --- | --- | --- | --- | --- | --- | --- |",
@@ -362,12 +362,13 @@ def main() -> int:
         threading.Thread(target=server.serve_forever, daemon=True).start()
         print(f"load average at start: {os.getloadavg()[0]:.2f}", file=sys.stderr)
         table = [
-            f"{cases} one-call cases (openai client, its default retries), `-n 2 --agent-eval-concurrency "
-            f"{CONCURRENCY}` (two-process rows: two pytest processes at once, each half the cases at concurrency "
-            f"{CONCURRENCY}), provider {rate} requests/s; ideal {ideal:g} s",
+            f"{cases} one-call cases (openai client, its default retries), `-n 2 "
+            f"--agent-eval-concurrency {CONCURRENCY}` (two-process rows: two pytest processes at "
+            f"once, each half the cases at concurrency {CONCURRENCY}), provider {rate} "
+            f"requests/s; ideal {ideal:g} s",
             "",
-            "| options | code | passed | wall / ideal | span / ideal | answered 429 | CPU s | target (on the span) "
-            "| meets target |",
+            "| options | code | passed | wall / ideal | span / ideal | answered 429 | CPU s | "
+            "target (on the span) | meets target |",
             "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
         ]
         if args.cost:
@@ -422,7 +423,8 @@ def main() -> int:
                 table.append(line)
         table += [
             "",
-            "The same runs against an unlimited provider (pytest start-up, collection, the run's own cost):",
+            "The same runs against an unlimited provider (pytest start-up, collection, "
+            "the run's own cost):",
             "",
         ]
         table += [

@@ -1,14 +1,14 @@
-"""Benchmark pytest-agent-eval against plain ``@pytest.mark.parametrize`` and against the ideal
-(issues 5 and 12).
+"""Benchmark pytest-agent-eval against plain parametrize and the ideal (issues 5 and 12).
 
-Every figure is the wall time of one ``python -m pytest ...`` subprocess, pytest start-up included,
-best of k repetitions (the ``perf12`` section also reports the subprocess's CPU time); baselines are
-measured in the same run, with the same flags and without the plugin. Prints markdown tables with
-the targets of issues 5 and 12; never asserts. See benchmarks/README.md.
+Benchmarks against plain ``@pytest.mark.parametrize`` and against the ideal. Every figure is the
+wall time of one ``python -m pytest ...`` subprocess, pytest start-up included, best of k
+repetitions (the ``perf12`` section also reports the subprocess's CPU time); baselines are measured
+in the same run, with the same flags and without the plugin. Prints markdown tables with the targets
+of issues 5 and 12; never asserts. See benchmarks/README.md.
 
-    python benchmarks/run.py              # full run (about 8 minutes on 2 cores) python
-    benchmarks/run.py --quick      # one repetition, the slowest rows derived or skipped python
-    benchmarks/run.py --markdown benchmarks/RESULTS.md
+    python benchmarks/run.py              # full run (about 8 minutes on 2 cores)
+    python benchmarks/run.py --quick      # one repetition, the slowest rows derived or skipped
+    python benchmarks/run.py --markdown benchmarks/RESULTS.md
 """
 
 from __future__ import annotations
@@ -155,7 +155,7 @@ def test_case(case):
 
 
 def baseline_module(cases_file: str) -> str:
-    """The baseline module over the cases of ``cases_file`` (an eval file of ``bench_agent:run``)."""
+    """The baseline module over the cases of ``cases_file``, an eval file of ``bench_agent:run``."""
     return BASELINE_MODULE.replace("BASELINE_CASES", cases_file)
 
 
@@ -187,7 +187,7 @@ def native_yaml(agent: str, n: int) -> str:
 
 
 def write_project(root: Path) -> None:
-    """The eval files, the agents and the baseline test module, with ``root`` as pytest's rootdir."""
+    """The eval files, the agents and the baseline test module; ``root`` is pytest's rootdir."""
     files = {
         "pytest.ini": "[pytest]\n",
         "conftest.py": "",  # puts the rootdir on sys.path, so `bench_agent` imports
@@ -225,9 +225,10 @@ class RunError(Exception):
 
 @dataclass(frozen=True)
 class Outcome:
-    """What one measurement gave: the best wall time, a note when the run was not clean, and the
-    least CPU time (user + sys) of the pytest process over the repetitions (None when its runs went
-    side by side with others).
+    """What one measurement gave: the best wall time, a note, and the least CPU time.
+
+    The note is there when the run was not clean; the CPU time is the least user + sys time of the
+    pytest process over the repetitions (None when its runs went side by side with others).
     """
 
     seconds: float
@@ -237,9 +238,10 @@ class Outcome:
 
 @dataclass(frozen=True)
 class Run:
-    """One pytest run: wall seconds, the summary line, and CPU seconds (user + sys) of the pytest
-    process and of the children it waited for (a difference of ``RUSAGE_CHILDREN``, so None when
-    other runs went side by side).
+    """One pytest run: wall seconds, the summary line, and CPU seconds (user + sys).
+
+    The CPU seconds are those of the pytest process and of the children it waited for (a difference
+    of ``RUSAGE_CHILDREN``, so None when other runs went side by side).
     """
 
     seconds: float
@@ -249,7 +251,7 @@ class Run:
 
 @dataclass(frozen=True)
 class Comparison:
-    """The plugin against a baseline run (the plain parametrized module, or pytest alone), same run."""
+    """The plugin against a baseline (the plain parametrized module, or pytest alone), same run."""
 
     name: str
     plugin: Outcome | None
@@ -277,9 +279,7 @@ class Runner:
         return [sys.executable, "-m", "pytest", *args, "-q", *disabled, "--rootdir", str(self.root)]
 
     def cache_args(self, cache: str) -> list[str]:
-        """``off``: no cache provider; ``fresh``: an empty cache dir per run; ``warm``: one dir kept
-        across runs.
-        """
+        """``off``: no cache provider; ``fresh``: a new cache dir a run; ``warm``: one dir kept."""
         if cache == "off":
             return ["-p", "no:cacheprovider"]
         name = f"cache-{next(self._caches)}" if cache == "fresh" else "cache-warm"
@@ -331,9 +331,7 @@ class Runner:
     def run_round(
         self, variants: dict[str, list[str]], cache: str, timeout: float, parallel: bool
     ) -> dict[str, Run | RunError]:
-        """Run each variant once, one after another or all at once (then without CPU times), or the
-        error.
-        """
+        """Run each variant once, in turn or all at once (then without CPU times), or the error."""
 
         def run(args: list[str]) -> Run | RunError:
             try:
@@ -404,9 +402,7 @@ class Runner:
         expect: str,
         target: float | None,
     ) -> Comparison:
-        """A plugin run against a baseline run without the plugin (a project that does not use it),
-        interleaved.
-        """
+        """A plugin run against a run without the plugin (a project not using it), interleaved."""
         variants = {"plugin": plugin, "baseline": [*baseline, *WITHOUT_PLUGIN]}
         outcomes = self.measure(name, variants, cache, expect, self.repeat)
         return Comparison(name, outcomes["plugin"], outcomes["baseline"], target)
@@ -423,8 +419,9 @@ def concurrency_supported(runner: Runner) -> bool:
 
 
 def plugin_location(runner: Runner) -> str:
-    """Where the measured plugin was imported from, as pytest reports it: relative to this checkout,
-    or "installed" (no machine's own path is written into the results).
+    """Where the measured plugin was imported from, as pytest reports it.
+
+    Relative to this checkout, or "installed" (no machine's own path is written into the results).
     """
     found = re.search(
         r"pytest-agent-evalset?-\S+ at (\S+)", runner.probe(["--version", "--version"])
@@ -474,17 +471,13 @@ def measure_zero_latency(runner: Runner) -> Comparison:
 
 
 def measure_startup(runner: Runner) -> Comparison:
-    """The fixed cost every row pays: pytest running one plain test, with the plugin loaded and
-    without.
-    """
+    """The fixed cost every row pays: pytest running one plain test, with the plugin and without."""
     return runner.compare("start-up: one plain test", [STARTUP], [STARTUP], "off", "1 passed", None)
 
 
 @dataclass(frozen=True)
 class IoSetup:
-    """One I/O-bound configuration: an agent latency and kind, in-process concurrency and xdist
-    workers.
-    """
+    """One I/O-bound configuration: agent latency and kind, in-process concurrency, -n workers."""
 
     latency: float
     kind: str
@@ -550,9 +543,7 @@ def skipped_io(setup: IoSetup, *, supported: bool, quick: bool) -> IoRow | None:
 def measure_io(
     runner: Runner, setups: list[IoSetup], *, supported: bool, quick: bool
 ) -> list[IoRow]:
-    """One configuration for the sync and the async agent; side by side when the runs are long and
-    idle.
-    """
+    """One configuration for the sync and the async agent; side by side when runs are long, idle."""
     rows = [row for s in setups if (row := skipped_io(s, supported=supported, quick=quick))]
     todo = [s for s in setups if not skipped_io(s, supported=supported, quick=quick)]
     if not todo:
@@ -575,7 +566,7 @@ def measure_io(
 
 
 def measure_all_io(runner: Runner, *, supported: bool, quick: bool) -> list[IoRow]:
-    """Every configuration; the rows in table order: by latency, agent kind, then C=1, 8, 32, -n 2."""
+    """Every configuration; rows in table order: by latency, agent kind, then C=1, 8, 32, -n 2."""
     rows = [
         row
         for mode in io_modes()
@@ -621,9 +612,7 @@ class _ChatServer(ThreadingHTTPServer):
 
 
 def measure_traffic(runner: Runner) -> tuple[Comparison, list[Comparison]]:
-    """The hook's own cost on zero-latency cases; and a 50 ms HTTP agent live, recording and
-    replaying.
-    """
+    """The hook's own cost on zero-latency cases; a 50 ms HTTP agent live, recording, replaying."""
     zero = runner.measure(
         f"traffic hook, {N_CASES:,} zero-latency cases",
         {"off": ["eval_bench.json"], "on": ["eval_bench.json", "--agent-eval-traffic"]},
@@ -643,7 +632,8 @@ def measure_traffic(runner: Runner) -> tuple[Comparison, list[Comparison]]:
     base = [HTTP_FILE, CONCURRENCY_OPTION, str(HTTP_CONCURRENCY)]
     try:
         http = runner.measure(
-            f"{N_IO_CASES} cases of a {round(HTTP_LATENCY * 1000)} ms HTTP agent, C={HTTP_CONCURRENCY}",
+            f"{N_IO_CASES} cases of a {round(HTTP_LATENCY * 1000)} ms HTTP agent, "
+            f"C={HTTP_CONCURRENCY}",
             {
                 "live": base,
                 "record": [*base, "--agent-eval-record"],
@@ -665,9 +655,7 @@ def measure_traffic(runner: Runner) -> tuple[Comparison, list[Comparison]]:
 
 
 def measure_report(runner: Runner) -> Comparison:
-    """The cost of ``--agent-eval-report`` (a record per case, carried to the report and written as
-    JSON).
-    """
+    """The cost of ``--agent-eval-report``: a record per case, carried to the report, as JSON."""
     path = str(runner.root / "report.json")
     outcomes = runner.measure(
         f"JSON report, {N_CASES:,} zero-latency cases",
@@ -693,9 +681,10 @@ TARGET_HTML_S = (
 
 
 def measure_html(runner: Runner) -> list[list[str]]:
-    """Issue 16: the page of a 10,000-case report, generated (best of the repetitions, a fresh
-    process each) and then opened and filtered in headless Chromium through Playwright (skipped when
-    either is missing).
+    """Issue 16: the page of a 10,000-case report, generated, then opened and filtered in Chromium.
+
+    Generated best of the repetitions, a fresh process each; opened and filtered in headless
+    Chromium through Playwright (skipped when either is missing).
     """
     report_path, page_path = runner.root / "html-report.json", runner.root / "html-report.html"
     runner.once(
@@ -710,8 +699,8 @@ def measure_html(runner: Runner) -> list[list[str]]:
         generated.append(float(proc.stdout.split("seconds ")[1]))
     size = page_path.stat().st_size / 1e6
     rows = [
-        [f"generate the page of {N_CASES:,} cases (`agent-eval html`)", f"{min(generated):.2f}", f"≤ {TARGET_HTML_S:g}",
-         "yes" if min(generated) <= TARGET_HTML_S else "no"],
+        [f"generate the page of {N_CASES:,} cases (`agent-eval html`)", f"{min(generated):.2f}",
+         f"≤ {TARGET_HTML_S:g}", "yes" if min(generated) <= TARGET_HTML_S else "no"],
         ["page size", f"{size:.1f} MB", "", ""],
     ]  # fmt: skip
     return rows + browser_rows(page_path)
@@ -751,8 +740,8 @@ def browser_rows(page_path: Path) -> list[list[str]]:
                 + "; return (performance.now() - t) / 1000; }"
             )
         browser.close()
-    rows = [["open the page in headless Chromium (load and first draw)", f"{opened:.2f}", f"≤ {TARGET_HTML_S:g}",
-             "yes" if opened <= TARGET_HTML_S else "no"]]  # fmt: skip
+    rows = [["open the page in headless Chromium (load and first draw)", f"{opened:.2f}",
+             f"≤ {TARGET_HTML_S:g}", "yes" if opened <= TARGET_HTML_S else "no"]]  # fmt: skip
     rows += [
         [name, f"{t:.2f}", f"≤ {TARGET_HTML_S:g}", "yes" if t <= TARGET_HTML_S else "no"]
         for name, t in timings.items()
@@ -762,8 +751,10 @@ def browser_rows(page_path: Path) -> list[list[str]]:
 
 @dataclass(frozen=True)
 class Perf12:
-    """Issue 12's runs: ``many`` by variant (see perf12_variants), ``serial`` (C=1) by agent kind,
-    and start-up with one eval case against one plain test without the plugin.
+    """Issue 12's runs: ``many`` by variant, ``serial`` (C=1) by agent kind, and start-up.
+
+    ``many`` runs by variant (see perf12_variants); start-up is one eval case against one plain test
+    without the plugin.
     """
 
     many: dict[str, Outcome | None]
@@ -776,9 +767,7 @@ def xdist_name(name: str) -> str:
 
 
 def perf12_variants() -> dict[str, list[str]]:
-    """The runs of PERF12_CASES cases: T₀ (no plugin) and each agent at C=128, then the same with -n
-    2 (C=64).
-    """
+    """The runs of PERF12_CASES cases: T₀ (no plugin) and each agent at C=128, then -n 2 (C=64)."""
     plain = [PERF12_PLAIN, *WITHOUT_PLUGIN]
     xdist = ["-n", str(XDIST_WORKERS)]
     variants = {"T0": plain}
@@ -799,9 +788,7 @@ def perf12_variants() -> dict[str, list[str]]:
 
 
 def measure_perf12(runner: Runner) -> Perf12:
-    """Issue 12: the 2000-case runs (alternating), the C=1 runs for CPU per case, and start-up with
-    one case.
-    """
+    """Issue 12: the 2000-case runs (alternating), C=1 runs for CPU per case, start-up (1 case)."""
     warm = [
         PERF12_PLAIN,
         ONE_CASE,
@@ -899,9 +886,7 @@ def io_target(setup: IoSetup) -> tuple[str, Callable[[float, float], bool]] | No
 
 
 def io_cells(row: IoRow, serial: Outcome | None) -> list[str]:
-    """Wall time, speed-up against ``serial`` (the C=1 run), fraction of the ideal, target and
-    verdict.
-    """
+    """Wall time, speed-up against ``serial`` (C=1), fraction of the ideal, target and verdict."""
     target = io_target(row.setup)
     if row.outcome is None:
         return [
@@ -989,8 +974,8 @@ def perf12_comparisons(perf: Perf12) -> list[Comparison]:
     label = f"{PERF12_CASES:,} cases, {round(PERF12_LATENCY * 1000)} ms"
     rows = [
         Comparison(
-            f"{label} {kind} agent: `-n {XDIST_WORKERS}` C={PERF12_XDIST_CONCURRENCY} vs one process "
-            f"C={PERF12_CONCURRENCY}",
+            f"{label} {kind} agent: `-n {XDIST_WORKERS}` C={PERF12_XDIST_CONCURRENCY} vs one "
+            f"process C={PERF12_CONCURRENCY}",
             perf.many[xdist_name(kind)],
             perf.many[kind],
             TARGET_PERF12_XDIST,
@@ -1002,9 +987,7 @@ def perf12_comparisons(perf: Perf12) -> list[Comparison]:
 
 @dataclass(frozen=True)
 class CpuRow:
-    """CPU seconds of one run of ``cases`` cases, and ``startup``: those of the one-case run (plugin
-    loaded).
-    """
+    """CPU seconds of one run of ``cases`` cases; ``startup``: the one-case run's, plugin loaded."""
 
     kind: str
     concurrency: int
@@ -1084,23 +1067,25 @@ def perf12_section(perf: Perf12 | None) -> list[str]:
     lines += perf12_wall_table(perf)
     lines += [
         "",
-        f"Target: (T₀ + ⌈{PERF12_CASES}/{PERF12_CONCURRENCY}⌉ × {PERF12_LATENCY:g} s) × {TARGET_PERF12_MARGIN:.2f}, "
-        "T₀ of this run.",
+        f"Target: (T₀ + ⌈{PERF12_CASES}/{PERF12_CONCURRENCY}⌉ × {PERF12_LATENCY:g} s) × "
+        f"{TARGET_PERF12_MARGIN:.2f}, T₀ of this run.",
         "",
     ]
     lines += comparison_table(perf12_comparisons(perf), "compared with, s")
     lines += [
         "",
-        "The start-up row: an eval file of one zero-latency case against `test_startup.py` without the plugin.",
+        "The start-up row: an eval file of one zero-latency case against "
+        "`test_startup.py` without the plugin.",
         "",
     ]
     lines += perf12_cpu_table(cpu_rows(perf))
     startup = cpu_of(perf.startup.plugin)
     lines += [
         "",
-        "CPU: user + sys seconds of the pytest process (least over the repetitions), start-up included; the last "
-        f"column first subtracts the CPU of the one-case run ({'n/a' if startup is None else f'{startup:.2f} s'}), "
-        "and its C=128 row is compared with the C=1 row of the same agent.",
+        "CPU: user + sys seconds of the pytest process (least over the repetitions), start-up "
+        "included; the last column first subtracts the CPU of the one-case run "
+        f"({'n/a' if startup is None else f'{startup:.2f} s'}), and its C=128 row is compared "
+        "with the C=1 row of the same agent.",
     ]
     return lines
 
@@ -1135,10 +1120,10 @@ def find_setting(runner: Runner) -> Setting:
 
 def machine_line(setting: Setting) -> str:
     return (
-        f"Machine: {os.cpu_count()} cores, {platform.system()} {platform.machine()}, "
-        f"Python {platform.python_version()}, pytest {version('pytest')}, pytest-xdist {version('pytest-xdist')}, "
-        f"pytest-agent-evalset {version('pytest-agent-evalset')} (git {git_revision()}, {setting.plugin}); "
-        f"load average at start {setting.load}."
+        f"Machine: {os.cpu_count()} cores, {platform.system()} {platform.machine()}, Python "
+        f"{platform.python_version()}, pytest {version('pytest')}, pytest-xdist "
+        f"{version('pytest-xdist')}, pytest-agent-evalset {version('pytest-agent-evalset')} (git "
+        f"{git_revision()}, {setting.plugin}); load average at start {setting.load}."
     )
 
 
@@ -1151,15 +1136,15 @@ def method_line(args: argparse.Namespace, supported: bool) -> str:
     )
     option = "available" if supported else "not available in this checkout"
     return (
-        f"Each figure: wall seconds of `python -m pytest <args> -q {disabled}`, pytest start-up included, {repeats}. "
-        "Unrelated plugins installed on this machine are disabled equally for plugin and baseline runs; baseline "
-        "runs also add `-p no:agent_eval` (a project without the plugin). Bytecode is cached (in the temporary "
-        "directory) and an untimed first run compiles it. "
-        "Collection: JSON with `-p no:cacheprovider`; YAML cold with a fresh `-o cache_dir`; YAML warm with the "
-        "cache dir of a first collection. Runs: `-p no:cacheprovider`. "
-        f"I/O-bound rows with an ideal ≥ {SIDE_BY_SIDE_S:g} s run the sync and the async agent side by side. "
-        "Issue 12's rows also give the CPU seconds (user + sys) of the pytest process, from `RUSAGE_CHILDREN`. "
-        f"`{CONCURRENCY_OPTION}`: {option}."
+        f"Each figure: wall seconds of `python -m pytest <args> -q {disabled}`, pytest start-up "
+        f"included, {repeats}. Unrelated plugins installed on this machine are disabled equally "
+        "for plugin and baseline runs; baseline runs also add `-p no:agent_eval` (a project "
+        "without the plugin). Bytecode is cached (in the temporary directory) and an untimed "
+        "first run compiles it. Collection: JSON with `-p no:cacheprovider`; YAML cold with a "
+        "fresh `-o cache_dir`; YAML warm with the cache dir of a first collection. Runs: `-p "
+        f"no:cacheprovider`. I/O-bound rows with an ideal ≥ {SIDE_BY_SIDE_S:g} s run the sync and "
+        "the async agent side by side. Issue 12's rows also give the CPU seconds (user + sys) of "
+        f"the pytest process, from `RUSAGE_CHILDREN`. `{CONCURRENCY_OPTION}`: {option}."
     )
 
 
@@ -1190,20 +1175,22 @@ def report(
         lines += io_table(io_rows)
         lines += [
             "",
-            "Ideal: ⌈N/C⌉·latency (for `-n 2`, C=2). Speed-up against the C=1 row of the same agent.",
+            "Ideal: ⌈N/C⌉·latency (for `-n 2`, C=2). Speed-up against the C=1 "
+            "row of the same agent.",
         ]
         if args.quick:
             lines += [
-                "`--quick`: the 0.5 s C=1 rows are N·latency, not measured (so speed-ups are conservative)."
+                "`--quick`: the 0.5 s C=1 rows are N·latency, not measured (so "
+                "speed-ups are conservative)."
             ]
     if traffic_rows:
         lines += ["", "### The LLM traffic hook (`--agent-eval-traffic`, record and replay)", ""]
         lines += comparison_table(traffic_rows, "compared with, s")
         lines += [
             "",
-            "The HTTP agent posts to a loopback chat-completions server in the benchmark's process that answers "
-            f"after {round(HTTP_LATENCY * 1000)} ms; recording writes one cassette per case, replay answers from "
-            "them without the server.",
+            "The HTTP agent posts to a loopback chat-completions server in the benchmark's "
+            f"process that answers after {round(HTTP_LATENCY * 1000)} ms; recording writes one "
+            "cassette per case, replay answers from them without the server.",
         ]
     if report_rows:
         lines += ["", "### The JSON report (`--agent-eval-report`)", ""]
@@ -1217,7 +1204,7 @@ def report(
 
 
 # --- main
-# ----------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:

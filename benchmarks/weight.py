@@ -5,9 +5,9 @@ archive``) and a plain pytest run without the plugin, alternating within each ro
 medians (wall seconds; CPU seconds of the pytest processes) and the ratios against plain and against
 before, with the machine's load. Never asserts. See benchmarks/README.md.
 
-    python benchmarks/weight.py                    # the issue's sizes, 5 rounds (≈ 10 minutes on 2
-    cores) python benchmarks/weight.py --short            # CI: small sizes, 1–3 rounds, < 60 s; not
-    gated python benchmarks/weight.py --before 292e16a --row start-up --rounds 9
+    python benchmarks/weight.py            # the issue's sizes, 5 rounds (≈ 10 minutes on 2 cores)
+    python benchmarks/weight.py --short    # CI: small sizes, 1–3 rounds, < 60 s; not gated
+    python benchmarks/weight.py --before 292e16a --row start-up --rounds 9
 """
 
 from __future__ import annotations
@@ -46,14 +46,16 @@ CONCURRENCY = 128
 BUDGET_CONCURRENCY = 32
 RATE = 20
 TIMING_PLUGIN = '''\
-"""Benchmark only (``-p bench_timing``): when this process started, and when it reached each phase."""
+"""Benchmark only (``-p bench_timing``): when this process started, and when it \
+reached each phase."""
 
 import json, os, time
 
 def _started():
     with open("/proc/self/stat") as f:
         ticks = int(f.read().rpartition(")")[2].split()[19])  # since boot
-    return time.time() - (time.clock_gettime(time.CLOCK_BOOTTIME) - ticks / os.sysconf("SC_CLK_TCK"))
+    return time.time() - (time.clock_gettime(time.CLOCK_BOOTTIME) - ticks / \
+os.sysconf("SC_CLK_TCK"))
 
 MARKS = {"process": _started(), "pytest imported": time.time()}
 
@@ -83,7 +85,8 @@ bench_timing._mark("agent import starts")
 bench_timing._mark("agent imported (openai)")
 """
 PLAIN_OPENAI = '''\
-"""The budget rows' plain run: the same calls as a parametrized test (the openai client's own retries)."""
+"""The budget rows' plain run: the same calls as a parametrized test (the openai client's \
+own retries)."""
 
 import pytest
 
@@ -145,7 +148,7 @@ class Bench:
         return env
 
     def pytest(self, code: str, args: list[str], sample: Sample | None) -> str:
-        """One pytest run of ``code`` (``plain``: without the plugin); its times go to ``sample``."""
+        """One pytest run of ``code`` (``plain``: no plugin); its times go to ``sample``."""
         command = [
             sys.executable,
             "-m",
@@ -182,8 +185,9 @@ class Bench:
         return out
 
     def warm_up(self) -> None:
-        """Untimed runs that compile every module the measured runs import (the package of each
-        code, pytest, xdist, openai) into the shared bytecode cache.
+        """Untimed runs that fill the shared bytecode cache with every module the runs import.
+
+        The modules are those of each code's package, pytest, xdist and openai.
         """
         for code in ("after", "before", "plain"):
             self.pytest(code, ["eval_one.json"] if code != "plain" else ["test_startup.py"], None)
@@ -203,9 +207,7 @@ class Bench:
         return samples
 
     def timings(self) -> dict[str, dict[str, float]]:
-        """The last run's phase times per process (``main``, ``gw0`` ...), from the timing plugin's
-        files.
-        """
+        """The last run's phase times per process (``main``, ``gw0`` ...), from the timing files."""
         return {
             p.stem.removeprefix("timing-"): json.loads(p.read_text())
             for p in self.root.glob("timing-*.json")
@@ -289,9 +291,7 @@ def sleepers_row(bench_: Bench) -> list[Row]:
 
 
 def budget_rows(bench_: Bench, workers: bool) -> tuple[list[Row], list[str]]:
-    """The provider rows: no option and a written budget, -n 2 or one process; the ideal is cases /
-    rate.
-    """
+    """Provider rows: no option and a written budget, -n 2 or one process; ideal: cases / rate."""
     n = bench_.sizes.budget
     ideal = n / RATE
     where = ["-n", "2"] if workers else []
@@ -308,7 +308,10 @@ def budget_rows(bench_: Bench, workers: bool) -> tuple[list[Row], list[str]]:
             *where,
             *extra,
         ]
-        name = f"{n} one-call cases, {RATE} req/s, C={BUDGET_CONCURRENCY}, {'-n 2' if workers else 'one process'}"
+        name = (
+            f"{n} one-call cases, {RATE} req/s, C={BUDGET_CONCURRENCY}, "
+            f"{'-n 2' if workers else 'one process'}"
+        )
         bench_.log(f"{name}, {label}:")
         variants = {"after": ("after", plugin), "before": ("before", plugin)}
         # a plain run: the same calls, parametrized, xdist alone (its rate is the provider's
@@ -338,8 +341,8 @@ def budget_rows(bench_: Bench, workers: bool) -> tuple[list[Row], list[str]]:
             ]
         )
         notes.append(
-            f"* {name}, {label}: wall / ideal {ratio(after, ideal)} after, {ratio(before, ideal)} before; "
-            f"start → first request {first} s (after/before)"
+            f"* {name}, {label}: wall / ideal {ratio(after, ideal)} after, {ratio(before, ideal)} "
+            f"before; start → first request {first} s (after/before)"
         )
     if workers:
         notes += phases(bench_)
@@ -347,8 +350,9 @@ def budget_rows(bench_: Bench, workers: bool) -> tuple[list[Row], list[str]]:
 
 
 def phases(bench_: Bench) -> list[str]:
-    """Where the seconds before the first request go under -n 2: one more run of each code, read per
-    process.
+    """Where the seconds before the first request go under -n 2.
+
+    One more run of each code, read per process.
     """
     notes = []
     n = bench_.sizes.budget
@@ -366,8 +370,8 @@ def phases(bench_: Bench) -> list[str]:
             steps = ", ".join(f"{k} +{v - start:.2f}" for k, v in marks.items())
             parts.append(f"{process}: {steps}")
         notes.append(
-            f"* {code}, {n} cases `-n 2`, seconds from the launch: {'; '.join(parts)}; first request "
-            f"+{wall_first - start:.2f}"
+            f"* {code}, {n} cases `-n 2`, seconds from the launch: {'; '.join(parts)}; first "
+            f"request +{wall_first - start:.2f}"
         )
     return notes
 
@@ -380,8 +384,9 @@ def main() -> int:
     parser.add_argument("--short", action="store_true", help="small sizes, few rounds (CI; < 60 s)")
     parser.add_argument("--rounds", type=int, default=None)
     parser.add_argument("--startup-rounds", type=int, default=None)
-    parser.add_argument("--row", action="append", default=[], help="only rows whose key contains this: start-up, "
-                        "sleepers, collect, run, budget-n2, budget-one")  # fmt: skip
+    parser.add_argument("--row", action="append", default=[],
+                        help="only rows whose key contains this: start-up, sleepers, collect, run, "
+                        "budget-n2, budget-one")  # fmt: skip
     parser.add_argument("--quiet", action="store_true", help="no per-run lines on stderr")
     args = parser.parse_args()
     sizes = SHORT if args.short else FULL
@@ -434,11 +439,12 @@ def main() -> int:
                 ["eval_zero.json", "--collect-only"],
                 ["test_plain.py", "--collect-only"],
             )
-            rows += compared(b, f"collect {sizes.cases} JSON cases vs plain parametrize", plugin, plain, "≤ 1.0×",
-                             sizes.rounds)  # fmt: skip
+            rows += compared(b, f"collect {sizes.cases} JSON cases vs plain parametrize", plugin,
+                             plain, "≤ 1.0×", sizes.rounds)  # fmt: skip
         if wanted("run"):
-            rows += compared(b, f"run {sizes.cases} zero-latency cases vs plain", ["eval_zero.json"], ["test_plain.py"],
-                             "≤ 1.3×", sizes.rounds)  # fmt: skip
+            rows += compared(b, f"run {sizes.cases} zero-latency cases vs plain",
+                             ["eval_zero.json"], ["test_plain.py"], "≤ 1.3×",
+                             sizes.rounds)  # fmt: skip
         for key, workers in (("budget-n2", True), ("budget-one", False)):
             if wanted(key) and (
                 workers or not args.short or args.row
@@ -448,12 +454,13 @@ def main() -> int:
                 notes += said
         provider.shutdown()
         shutil.rmtree(before, ignore_errors=True)
-    head = ["what", "after s", f"before ({revision}) s", "plain s", "after / plain", "before / plain",
-            "after / before", "CPU s (after/before/plain)", "target"]  # fmt: skip
+    head = ["what", "after s", f"before ({revision}) s", "plain s", "after / plain",
+            "before / plain", "after / before", "CPU s (after/before/plain)", "target"]  # fmt: skip
     took = time.perf_counter() - started
     lines = [
-        f"Load average at the start: {' '.join(load)}; at the end: {os.getloadavg()[0]:.2f}. Medians of "
-        f"{sizes.rounds} rounds ({sizes.startup_rounds} for start-up), codes alternating; {took:.0f} s.",
+        f"Load average at the start: {' '.join(load)}; at the end: {os.getloadavg()[0]:.2f}. "
+        f"Medians of {sizes.rounds} rounds ({sizes.startup_rounds} for start-up), codes "
+        f"alternating; {took:.0f} s.",
         "",
         *bench.markdown_table(head, rows),
     ]

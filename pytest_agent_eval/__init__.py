@@ -1,5 +1,6 @@
-"""pytest-agent-eval: golden-set files of LLM-agent eval cases as pytest items that run the real
-agent.
+"""pytest-agent-eval: golden-set files of LLM-agent eval cases as pytest items.
+
+Each item runs the real agent.
 
 The public API is ``__all__``: what the documentation tells users to import, for agents
 (``AgentResult``, ``ToolCall``), checks (``Check``, ``CheckContext``, ``CheckError``,

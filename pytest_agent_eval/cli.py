@@ -1,7 +1,9 @@
-"""The ``agent-eval`` command: ``init`` a project, ``validate`` eval files, print the native
-``schema``, ``compare`` reports, write their ``html`` page, ``merge`` shards' reports, ``gate`` a
-report and print its pull-request ``comment``; rebuild a killed run's ``report`` from its journal,
-list the stored ``runs``, ``import`` reports into the store, ``view`` it.
+"""The ``agent-eval`` command and its subcommands.
+
+``init`` a project, ``validate`` eval files, print the native ``schema``, ``compare`` reports, write
+their ``html`` page, ``merge`` shards' reports, ``gate`` a report and print its pull-request
+``comment``; rebuild a killed run's ``report`` from its journal, list the stored ``runs``,
+``import`` reports into the store, ``view`` it.
 """
 
 from __future__ import annotations
@@ -69,8 +71,9 @@ HOOK_PREFIX = "pytest_agent_eval_register_"
 
 
 def entry_point_plugins() -> list[str]:
-    """Installed pytest plugins (``pytest11`` entry points) whose module implements a registration
-    hook.
+    """Installed pytest plugins whose module implements a registration hook.
+
+    The plugins are the ``pytest11`` entry points.
 
     A module's source is read, not imported, to tell: plugins that add nothing here are never
     loaded.
@@ -90,8 +93,9 @@ def entry_point_plugins() -> list[str]:
 
 
 def _module_file(name: str) -> Path | None:
-    """The source file of module ``name``, found on ``sys.path`` without importing it or its
-    packages.
+    """The source file of module ``name``, found without importing it.
+
+    It is looked up on ``sys.path``; neither the module nor its packages are imported.
     """
     relative = Path(*name.split("."))
     for base in sys.path:
@@ -111,8 +115,9 @@ def _module_file(name: str) -> Path | None:
 
 
 def conftest_files(paths: list[str]) -> list[str]:
-    """The ``conftest.py`` files pytest would load for ``paths``: in each one's directory and its
-    parents, up to the current directory.
+    """The ``conftest.py`` files pytest would load for ``paths``.
+
+    They are looked for in each path's directory and its parents, up to the current directory.
     """
     here = Path.cwd().resolve()
     found: dict[Path, None] = {}
@@ -134,9 +139,11 @@ class Registries(NamedTuple):
 
 
 def registries(plugins: list[str], paths: Sequence[str] = ()) -> Registries:
-    """The built-in checks, formats and adapters, plus those added through the registration hooks by
-    installed pytest plugins, the ``conftest.py`` files of ``paths`` and the ``plugins`` named with
-    ``-p``, in that order.
+    """The checks, formats and adapters a command sees: the built-in ones and the added ones.
+
+    The built-in ones come first, then those added through the registration hooks by installed
+    pytest plugins, the ``conftest.py`` files of ``paths`` and the ``plugins`` named with ``-p``, in
+    that order.
     """
     checks, dialects, adapters = builtin_registry(), builtin_dialects(), builtin_adapters()
     refs = [*entry_point_plugins(), *conftest_files(list(paths)), *plugins]
@@ -155,7 +162,7 @@ def registries(plugins: list[str], paths: Sequence[str] = ()) -> Registries:
 
 
 def eval_files(paths: list[str]) -> Iterator[Path]:
-    """Files named on the command line, and under named directories the files pytest would collect."""
+    """Files named on the command line and, under named directories, those pytest would collect."""
     patterns = tuple(DEFAULT_FILES.split())
     for name in paths:
         path = Path(name)
@@ -173,8 +180,10 @@ def eval_files(paths: list[str]) -> Iterator[Path]:
 def validate_file(
     path: Path, checks: CheckRegistry, dialects: DialectRegistry
 ) -> tuple[str, list[str], list[str]]:
-    """``(what the file is, problems as "path:line: message", notes)`` for one file (a note is no
-    problem: a dataset without its sidecar).
+    """What one file is, with its problems and notes.
+
+    Returns ``(what the file is, problems as "path:line: message", notes)``; a note is no problem: a
+    dataset without its sidecar.
     """
     if not path.is_file():
         return "missing", [f"{path}: no such file"], []
@@ -198,7 +207,8 @@ def validate_file(
         return (
             what,
             [
-                f"{path}:1: cannot be read: {type(exc).__name__}: {exc} (please report this as a bug)"
+                f"{path}:1: cannot be read: {type(exc).__name__}: {exc} (please report this as a "
+                "bug)"
             ],
             [],
         )
@@ -249,8 +259,10 @@ def _validate(paths: list[str], plugins: list[str], out: TextIO) -> int:
 def compare_reports(
     base: str, cand: str, tolerance: float, significance: float, fail: bool, markdown: bool = False
 ) -> int:
-    """Print how ``cand`` differs from ``base`` (as text or markdown); 1 when a case regressed (or
-    the two share no case) and ``fail``, 2 for an unreadable file.
+    """Print how ``cand`` differs from ``base``, as text or markdown.
+
+    Returns 1 when a case regressed (or the two share no case) and ``fail``, 2 for an unreadable
+    file.
     """
     try:
         before, after = load_records(Path(base)), load_records(Path(cand))
@@ -270,8 +282,10 @@ def html_page(
     tolerance: float = DEFAULT_TOLERANCE,
     significance: float = DEFAULT_SIGNIFICANCE,
 ) -> int:
-    """Write the HTML page of ``report`` (compared with ``base`` as ``agent-eval compare`` compares;
-    without it, the comparison the report kept, if any) to ``output``; 2 for an unreadable report.
+    """Write the HTML page of ``report`` to ``output``; 2 for an unreadable report.
+
+    It is compared with ``base`` as ``agent-eval compare`` compares; without it, with the comparison
+    the report kept, if any.
     """
     from pytest_agent_eval.report.html import Baseline, write_html
 
@@ -301,8 +315,9 @@ def html_page(
 
 
 def init_project(folder: str, out: TextIO) -> int:
-    """Write the starting project into ``folder`` (:mod:`pytest_agent_eval.cases.scaffold`); 1 when
-    a file exists.
+    """Write the starting project into ``folder``; 1 when a file exists.
+
+    The project is :mod:`pytest_agent_eval.cases.scaffold`'s.
     """
     from pytest_agent_eval.cases import scaffold
 
@@ -318,15 +333,18 @@ def init_project(folder: str, out: TextIO) -> int:
         print(f"\n{note}", file=out)
     target = "" if folder in (".", "") else f" {folder}"
     print(
-        f"\nnext: pytest{target}   (the example agent is in {Path(folder) / scaffold.CONFTEST}: replace it with yours)",
+        "\n"
+        f"next: pytest{target}   (the example agent is in {Path(folder) / scaffold.CONFTEST}: "
+        "replace it with yours)",
         file=out,
     )
     return 0
 
 
 def _report_command(args: argparse.Namespace) -> int:
-    """``agent-eval merge``, ``gate`` (SPEC §18) and ``comment`` (SPEC §25), run by their report
-    modules.
+    """``agent-eval merge``, ``gate`` and ``comment``, run by their report modules.
+
+    ``gate`` is SPEC §18, ``comment`` SPEC §25.
     """
     if args.command == "comment":
         from pytest_agent_eval.report.comment import comment
@@ -393,7 +411,8 @@ def _memory_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     view.add_argument(
         "--trace-url",
         metavar="TEMPLATE",
-        help="link each case's trace: a URL with {trace_id} (default: the one each run was made with, if any)",
+        help="link each case's trace: a URL with {trace_id} (default: the one each run was made "
+        "with, if any)",
     )
 
 
@@ -417,8 +436,9 @@ def _memory_command(args: argparse.Namespace) -> int:
 
 
 def capture(trace: str, trace_id: str | None, output: str | None) -> int:
-    """``agent-eval capture``: one trace made a native eval case (SPEC §23); 2 with a message on bad
-    input.
+    """``agent-eval capture``: one trace made a native eval case (SPEC §23).
+
+    Returns 2 with a message on bad input.
     """
     import yaml
 
@@ -428,7 +448,8 @@ def capture(trace: str, trace_id: str | None, output: str | None) -> int:
         text = Path(trace).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         print(
-            f"agent-eval capture: {trace}: cannot read it ({getattr(exc, 'strerror', None) or exc})",
+            f"agent-eval capture: {trace}: cannot read it "
+            f"({getattr(exc, 'strerror', None) or exc})",
             file=sys.stderr,
         )
         return 2
@@ -439,8 +460,10 @@ def capture(trace: str, trace_id: str | None, output: str | None) -> int:
         return 2
     chosen = document["cases"][0]["metadata"]["captured_from"]["trace_id"]
     body = (
-        f"# Captured from trace {chosen} of {trace} (agent-eval capture). Name the agent (`agent:` here, or\n"
-        "# --agent) and the tool dispatcher its mocks patch (`tool_dispatch:`, or ini agent_eval_tool_dispatch).\n"
+        f"# Captured from trace {chosen} of {trace} (agent-eval capture). Name the agent "
+        "(`agent:` here, or\n"
+        "# --agent) and the tool dispatcher its mocks patch (`tool_dispatch:`, or ini "
+        "agent_eval_tool_dispatch).\n"
         + yaml.safe_dump(document, sort_keys=False, allow_unicode=True)
     )
     if output is None:
@@ -456,8 +479,9 @@ def capture(trace: str, trace_id: str | None, output: str | None) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """The command; a reader that went away (``agent-eval compare … | head``) ends it quietly, as
-    Unix tools end.
+    """The ``agent-eval`` command.
+
+    A reader that went away (``agent-eval compare … | head``) ends it quietly, as Unix tools end.
     """
     try:
         code = _command(argv)
@@ -469,8 +493,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _silence_stdout() -> None:
-    """Point standard output at the null device: what is still buffered for it is dropped at exit,
-    not reported.
+    """Point standard output at the null device.
+
+    What is still buffered for it is dropped at exit, not reported.
     """
     try:
         fd = sys.stdout.fileno()
@@ -490,7 +515,10 @@ def _command(argv: list[str] | None) -> int:
     start.add_argument(
         "folder", nargs="?", default=".", metavar="DIR", help="where to write it (default: here)"
     )
-    plugin_help = "a module or .py file (e.g. conftest.py) whose pytest_agent_eval_register_* hooks add checks/formats"
+    plugin_help = (
+        "a module or .py file (e.g. conftest.py) whose pytest_agent_eval_register_* hooks add "
+        "checks/formats"
+    )
     check = sub.add_parser(
         "validate", help="check eval files: syntax, format, schema; print path:line: problem"
     )
@@ -521,8 +549,8 @@ def _command(argv: list[str] | None) -> int:
         "--format",
         choices=("native", "promptfoo", "sidecar"),
         default="native",
-        help="the eval file format: native (default), promptfoo (the config subset it runs), sidecar (a dataset's "
-        "<stem>.expect.yaml)",
+        help="the eval file format: native (default), promptfoo (the config subset it runs), "
+        "sidecar (a dataset's <stem>.expect.yaml)",
     )
     cmp = sub.add_parser(
         "compare", help="compare two --agent-eval-report files: regressions, fixes, new, missing"

@@ -1,5 +1,6 @@
-"""Every touch of a private pytest, pytest-xdist or asyncio API, each with a fallback that degrades,
-never fails.
+"""Every touch of a private pytest, pytest-xdist or asyncio API, each with a fallback.
+
+A fallback degrades, never fails.
 
 The plugin works without any of these; they only make it faster (reusing a fixture closure, starting
 upcoming cases early) or let a blocking call start its own event loop. When a newer release changes
@@ -23,16 +24,18 @@ if (
 
 
 def fixtureinfo(item: pytest.Item) -> Any:
-    """The item's fixture closure, so the next item of its file can reuse it (``None``: each
-    computes its own).
+    """The item's fixture closure, so the next item of its file can reuse it.
+
+    ``None``: each item computes its own.
     """
     return getattr(item, "_fixtureinfo", None)
 
 
 @functools.cache
 def item_keeps_request() -> bool:
-    """pytest keeps a test function's own ``FixtureRequest`` as ``item._request``
-    (``Function._initrequest``).
+    """Whether pytest keeps a test function's own ``FixtureRequest`` on the item.
+
+    It keeps it as ``item._request`` (``Function._initrequest``).
 
     Then an eval item's function takes no argument: a ``request`` argument makes pytest build a
     fixture definition for it per item (about 20 us each). Fallback: the function takes ``request``.
@@ -55,8 +58,7 @@ def item_request(item: pytest.Item) -> pytest.FixtureRequest:
 
 
 def bracketed_node_id(item: pytest.Item) -> None:
-    """Give an item named ``case[variant]`` the structured id pytest >= 9.2 reads from a saved node
-    id.
+    """Give an item named ``case[variant]`` the structured id pytest >= 9.2 reads from a saved id.
 
     pytest 9.2 keeps node ids as ``NodeId(path, names, params)`` and parses a saved id's ``[...]``
     as params (``--lf``, the xdist controller); an item built without a callspec gets
@@ -75,8 +77,9 @@ def bracketed_node_id(item: pytest.Item) -> None:
 
 
 def fixture_definition(item: pytest.Item, name: str) -> Any:
-    """The definition of fixture ``name`` that applies to ``item``, or ``None`` when it cannot be
-    told.
+    """The definition of fixture ``name`` that applies to ``item``.
+
+    ``None`` when it cannot be told.
     """
     manager = getattr(item.session, "_fixturemanager", None)
     if manager is None:
@@ -136,8 +139,9 @@ def running_loop() -> asyncio.AbstractEventLoop | None:
 
 
 def set_running_loop(loop: asyncio.AbstractEventLoop | None) -> bool:
-    """Declare ``loop`` as this thread's running loop (``None``: none); False when this Python
-    cannot.
+    """Declare ``loop`` as this thread's running loop (``None``: none).
+
+    Returns False when this Python cannot.
     """
     import asyncio
 
@@ -149,39 +153,46 @@ def set_running_loop(loop: asyncio.AbstractEventLoop | None) -> bool:
 
 
 def worker_input(config: pytest.Config) -> dict[str, Any] | None:
-    """On an xdist worker, what the controller sent it (``config.workerinput``); ``None`` elsewhere."""
+    """On an xdist worker, what the controller sent it (``config.workerinput``).
+
+    ``None`` elsewhere.
+    """
     value = getattr(config, "workerinput", None)
     return value if isinstance(value, dict) else None
 
 
 def is_worker(config: pytest.Config) -> bool:
-    """Whether this process is a pytest-xdist worker (its reports go to the controller, which
-    reports).
+    """Whether this process is a pytest-xdist worker.
+
+    A worker's reports go to the controller, which reports.
     """
     return worker_input(config) is not None
 
 
 def worker_output(config: pytest.Config) -> dict[str, Any] | None:
-    """On an xdist worker, what it sends the controller when it finishes (``config.workeroutput``);
-    ``None`` elsewhere.
+    """On an xdist worker, what it sends the controller when it finishes.
+
+    That is ``config.workeroutput``; ``None`` elsewhere.
     """
     value = getattr(config, "workeroutput", None)
     return value if isinstance(value, dict) else None
 
 
 def node_output(node: object) -> dict[str, Any]:
-    """On the xdist controller, what a finished worker sent (``node.workeroutput``); empty when it
-    sent nothing (it crashed).
+    """On the xdist controller, what a finished worker sent (``node.workeroutput``).
+
+    Empty when it sent nothing (it crashed).
     """
     value = getattr(node, "workeroutput", None)
     return value if isinstance(value, dict) else {}
 
 
 def remote_workers(config: pytest.Config) -> list[str]:
-    """The ``--tx`` specs of the run's xdist workers that run elsewhere than this machine's
-    processes: ``socket=``, ``ssh=``, anything through a proxy (``via=``); not ``popen`` (``-n``).
-    Read from the options xdist leaves set (``tx``, ``dist``); empty without xdist, without
-    distribution (``--dist no``), or when they cannot be read.
+    """The ``--tx`` specs of the run's xdist workers that run elsewhere than this machine.
+
+    That is ``socket=``, ``ssh=``, anything through a proxy (``via=``); not ``popen`` (``-n``), this
+    machine's processes. Read from the options xdist leaves set (``tx``, ``dist``); empty without
+    xdist, without distribution (``--dist no``), or when they cannot be read.
     """
     try:
         specs = [str(spec) for spec in config.getoption("tx", None) or []]
@@ -200,8 +211,9 @@ def remote_workers(config: pytest.Config) -> list[str]:
 
 
 def crashed_worker(report: pytest.TestReport) -> str | None:
-    """The id (``gw0``) of the worker an xdist crash report is about, or ``None`` when it cannot be
-    told.
+    """The id (``gw0``) of the worker an xdist crash report is about.
+
+    ``None`` when it cannot be told.
     """
     node = getattr(report, "node", None)  # set by xdist's DSession.handle_crashitem
     gateway = getattr(node, "gateway", None)
@@ -210,18 +222,20 @@ def crashed_worker(report: pytest.TestReport) -> str | None:
 
 
 def worker_id(node: Any) -> str:
-    """The id (``gw0``) of an xdist worker controller (``node.gateway.id``); ``""`` when it cannot
-    be told.
+    """The id (``gw0``) of an xdist worker controller (``node.gateway.id``).
+
+    ``""`` when it cannot be told.
     """
     worker = getattr(getattr(node, "gateway", None), "id", None)
     return worker if isinstance(worker, str) else ""
 
 
 def pending_on(node: Any) -> list[str]:
-    """The node ids an xdist worker that went down had been sent and not finished, read from the
-    controller's scheduler (``DSession.sched``: ``node2pending`` indices into ``collection`` for the
-    load schedulers, ``assigned_work`` for the scope ones) before xdist hands them to other workers;
-    empty when it cannot be told.
+    """The node ids an xdist worker that went down had been sent and not finished.
+
+    They are read from the controller's scheduler (``DSession.sched``: ``node2pending`` indices into
+    ``collection`` for the load schedulers, ``assigned_work`` for the scope ones) before xdist hands
+    them to other workers; empty when it cannot be told.
     """
     try:
         sched: Any = getattr(node.config.pluginmanager.get_plugin("dsession"), "sched", None)
@@ -243,8 +257,9 @@ def pending_on(node: Any) -> list[str]:
 
 
 def run_again(sched: Any, nodeid: str) -> bool:
-    """Send a crashed item to run again (``sched.mark_test_pending``, xdist >= 2.2.1); False when
-    the scheduler cannot.
+    """Send a crashed item to run again (``sched.mark_test_pending``, xdist >= 2.2.1).
+
+    Returns False when the scheduler cannot.
     """
     try:
         sched.mark_test_pending(nodeid)
@@ -254,17 +269,19 @@ def run_again(sched: Any, nodeid: str) -> bool:
 
 
 def is_worker_crash(report: pytest.TestReport) -> bool:
-    """Whether ``report`` is pytest-xdist's stand-in for an item whose worker died while running it
-    (xdist makes it with ``when="???"``); ``False`` when that cannot be told, and the crashed case
-    is then left out.
+    """Whether ``report`` is pytest-xdist's stand-in for an item whose worker died running it.
+
+    xdist makes it with ``when="???"``. ``False`` when that cannot be told, and the crashed case is
+    then left out.
     """
     return report.failed and report.when not in ("setup", "call", "teardown", "collect")
 
 
 def junit_failure_as_error(config: pytest.Config, report: pytest.TestReport) -> bool:
-    """Turn the ``<failure>`` pytest's ``--junitxml`` just wrote for ``report`` (a failed call) into
-    ``<error>``, counts included; ``False`` (the ``<failure>`` stays) when pytest's junitxml
-    internals are not as expected.
+    """Turn the ``<failure>`` pytest's ``--junitxml`` just wrote for ``report`` into ``<error>``.
+
+    The report is a failed call; the counts are changed too. ``False`` (the ``<failure>`` stays)
+    when pytest's junitxml internals are not as expected.
     """
     try:
         from _pytest.junitxml import xml_key
@@ -285,10 +302,11 @@ def junit_failure_as_error(config: pytest.Config, report: pytest.TestReport) -> 
 
 
 def pydantic_ai_with_tools(agent: Any, wrap: Any) -> Any:
-    """A shallow copy of a pydantic-ai ``Agent`` whose own function toolset
-    (``_function_toolset.tools``, private) holds ``wrap(tool)`` for each tool. Fallback (the
-    attribute gone or another shape): ``None``, and the adapter says the agent's tools cannot be
-    reached, so its cases' tool mocks fail before the agent runs.
+    """A shallow copy of a pydantic-ai ``Agent`` whose own tools are wrapped.
+
+    Its own function toolset (``_function_toolset.tools``, private) holds ``wrap(tool)`` for each
+    tool. Fallback (the attribute gone or another shape): ``None``, and the adapter says the agent's
+    tools cannot be reached, so its cases' tool mocks fail before the agent runs.
     """
     toolset: Any = getattr(agent, "_function_toolset", None)
     tools = getattr(toolset, "tools", None)
@@ -302,8 +320,9 @@ def pydantic_ai_with_tools(agent: Any, wrap: Any) -> Any:
 
 
 def unset_tracer_provider() -> None:
-    """Give OpenTelemetry's global TracerProvider back (unset), as before the run set its own (SPEC
-    §23): ``opentelemetry.trace`` lets it be set once per process and has no public way back.
+    """Give OpenTelemetry's global TracerProvider back (unset), as before the run set its own.
+
+    SPEC §23. ``opentelemetry.trace`` lets it be set once per process and has no public way back.
     """
     from opentelemetry import trace
     from opentelemetry.util._once import Once

@@ -1,5 +1,6 @@
-"""Exceptions from agent code that asyncio cannot carry, made into ordinary ones that fail their own
-case.
+"""Exceptions from agent code that asyncio cannot carry, made into ordinary ones.
+
+Each such exception fails its own case.
 
 ``SystemExit`` would stop the event loop that runs every case; ``StopIteration`` cannot be set on a
 future or leave a coroutine (it becomes a ``RuntimeError``, or hangs the awaiting task). A
@@ -13,9 +14,7 @@ import threading
 
 
 class Escaped(Exception):
-    """A ``BaseException`` or ``StopIteration`` raised by agent code, carried as an ordinary
-    exception.
-    """
+    """A ``BaseException`` or ``StopIteration`` raised by agent code, carried as an ordinary one."""
 
     def __init__(self, original: BaseException) -> None:
         super().__init__(describe(original))
@@ -23,7 +22,10 @@ class Escaped(Exception):
 
 
 def escape(exc: BaseException) -> BaseException:
-    """``exc`` as something a future and a coroutine can carry: an :class:`Escaped` when it must be."""
+    """``exc`` as something a future and a coroutine can carry.
+
+    An :class:`Escaped` when it must be.
+    """
     # loaded by then (the runner's): not at import, which the checks' and the reader's is
     import asyncio
 
@@ -36,8 +38,9 @@ def escape(exc: BaseException) -> BaseException:
 
 
 def original(exc: BaseException) -> BaseException:
-    """What the agent raised: the carried exception, or the ``StopIteration`` a coroutine turned
-    into an error.
+    """What the agent raised.
+
+    The carried exception, or the ``StopIteration`` a coroutine turned into an error.
     """
     if isinstance(exc, Escaped):
         return exc.original
@@ -62,8 +65,10 @@ def describe(exc: BaseException) -> str:
 
 
 def interrupt(exc: BaseException) -> None:
-    """Interrupt the run when the agent raised ``KeyboardInterrupt``: raised here in the main
-    thread, else delivered to the main thread as Ctrl-C would be (and this call fails its case).
+    """Interrupt the run when the agent raised ``KeyboardInterrupt``.
+
+    Raised here in the main thread, else delivered to the main thread as Ctrl-C would be (and this
+    call fails its case).
     """
     agents = original(exc)
     if not isinstance(agents, KeyboardInterrupt):

@@ -1,5 +1,6 @@
-"""Keeping the cyclic garbage collector from going over a large run's long-lived objects for
-nothing.
+"""Keeping the cyclic garbage collector off a large run's long-lived objects.
+
+Its passes over them are for nothing.
 
 A run of 10,000 cases keeps hundreds of thousands of objects alive until it ends (items, reports,
 records). The cyclic GC scans them over and over while they are made and while the cases run, and
@@ -27,8 +28,9 @@ _frozen_by: object | None = None
 
 @contextlib.contextmanager
 def paused() -> Iterator[None]:
-    """No cyclic collection while a file's items are made (reference counting still frees what it
-    can).
+    """No cyclic collection while a file's items are made.
+
+    Reference counting still frees what it can.
     """
     if not gc.isenabled():
         yield
@@ -41,8 +43,9 @@ def paused() -> Iterator[None]:
 
 
 def no_sweep_at_exit() -> None:
-    """At interpreter exit, collect what is garbage then, once, and leave what is still alive to the
-    process's end instead of the collector's passes over it while modules are torn down (1.1 s of a
+    """At interpreter exit, collect garbage once and leave what is alive to the process's end.
+
+    Leaving it spares the collector's passes over it while modules are torn down (1.1 s of a
     10,000-case run's 8 s).
 
     Garbage cycles are collected first, so their finalizers run; objects that are still reachable
@@ -62,9 +65,10 @@ def _collect_then_freeze() -> None:
 
 
 def freeze_collected(owner: object, items: int) -> None:
-    """Move every object alive now (the collected items, first of all) out of the collector's reach
-    while the cases run: for a session of ``FREEZE_FROM`` eval items or more, unless something froze
-    objects before (an outer pytest session in this process, the user).
+    """Move every object alive now out of the collector's reach while the cases run.
+
+    The collected items first of all. Done for a session of ``FREEZE_FROM`` eval items or more,
+    unless something froze objects before (an outer pytest session in this process, the user).
 
     Garbage is collected first, so that only live objects are frozen: what tells liveness by weak
     references (the tool stand-ins still alive, ``mocks.standins``) must not see a dead object kept
@@ -78,8 +82,9 @@ def freeze_collected(owner: object, items: int) -> None:
 
 
 def unfreeze(owner: object) -> None:
-    """Give back what ``freeze_collected(owner)`` froze, at the end of ``owner``'s session (objects
-    that turned into garbage meanwhile are freed by the next collection).
+    """Give back what ``freeze_collected(owner)`` froze, at the end of ``owner``'s session.
+
+    Objects that turned into garbage meanwhile are freed by the next collection.
     """
     global _frozen_by
     if _frozen_by is owner:

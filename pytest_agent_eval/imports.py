@@ -24,7 +24,10 @@ class ImportRefError(Exception):
 
 
 def add_root(path: Path) -> None:
-    """Look in ``path`` for modules not importable from ``sys.path`` (called when a session starts)."""
+    """Look in ``path`` for modules not importable from ``sys.path``.
+
+    Called when a session starts.
+    """
     _ROOTS.append(path)
 
 
@@ -53,7 +56,10 @@ def _missing_top_level(exc: ModuleNotFoundError, module_name: str) -> bool:
 
 
 def import_module(module_name: str) -> Any:
-    """``importlib.import_module``, looking in the rootdir for a module that sys.path does not have."""
+    """``importlib.import_module``, also looking in the rootdir.
+
+    The rootdir is looked in for a module that sys.path does not have.
+    """
     try:
         return importlib.import_module(module_name)
     except ModuleNotFoundError as exc:
@@ -66,8 +72,9 @@ def import_module(module_name: str) -> Any:
 
 
 def _where(exc: Exception) -> str:
-    """`` (at file:line)`` of the innermost frame of an error raised while the module ran, else
-    nothing.
+    """`` (at file:line)`` of the innermost frame of an error raised while the module ran.
+
+    Else nothing.
     """
     if isinstance(exc, ModuleNotFoundError):
         return ""
@@ -82,8 +89,9 @@ def _where(exc: Exception) -> str:
 
 
 def import_object(ref: str) -> Any:
-    """Import ``module:attr`` (``attr`` may be dotted); raise :class:`ImportRefError` with the
-    cause.
+    """Import ``module:attr`` (``attr`` may be dotted).
+
+    Raises :class:`ImportRefError` with the cause.
     """
     module_name, sep, attr = ref.partition(":")
     if not sep or not module_name or not attr:
@@ -105,7 +113,8 @@ def import_object(ref: str) -> Any:
             else "check the module path and that it is importable from the rootdir or sys.path"
         )
         error = ImportRefError(
-            f"cannot import module {module_name!r}: {type(exc).__name__}: {exc}{_where(exc)}; {advice}"
+            f"cannot import module {module_name!r}: {type(exc).__name__}: {exc}{_where(exc)}; "
+            f"{advice}"
         )
     if (
         error is not None
@@ -122,8 +131,9 @@ _FILE_MODULES: dict[tuple[str, Path], ModuleType] = {}
 
 
 def file_module(path: Path, prefix: str) -> ModuleType:
-    """The ``.py`` file ``path`` run as a module (once per path and ``prefix``; named
-    ``<prefix><n>``).
+    """The ``.py`` file ``path`` run as a module.
+
+    Once per path and ``prefix``; named ``<prefix><n>``.
 
     What a user declared as code (a promptfoo ``python:`` provider or assertion, a ``-p x.py``
     plugin): run only when asked for. ``FileNotFoundError`` when there is no such file; the module's

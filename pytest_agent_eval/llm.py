@@ -21,8 +21,9 @@ _NAMED = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONL
 
 
 def accepted(llm: LLM, options: dict[str, Any]) -> dict[str, Any]:
-    """The options ``llm``'s signature accepts (all of them for ``**options`` or an unreadable
-    signature).
+    """The options ``llm``'s signature accepts.
+
+    All of them for ``**options`` or an unreadable signature.
     """
     try:
         params = list(inspect.signature(llm).parameters.values())
@@ -47,8 +48,9 @@ def prompt_json(value: Any) -> str:
 
 
 def ask(llm: LLM, messages: list[dict[str, str]], **options: Any) -> str:
-    """``llm``'s reply to ``messages``, with the options it accepts; a reply that is not text is an
-    error.
+    """``llm``'s reply to ``messages``, with the options it accepts.
+
+    A reply that is not text is an error.
     """
     reply = llm(messages, **accepted(llm, options))
     if not isinstance(reply, str):
@@ -74,8 +76,10 @@ def default_llm() -> LLM | None:
     json_mode = [True]  # cleared when the endpoint rejects response_format
 
     def call(messages: list[dict[str, str]], **options: Any) -> str:
-        """One chat completion; temperature 0 unless given; ``response_format`` dropped where
-        unsupported; ``model`` (a judge panel member's own) instead of ``AGENT_EVAL_LLM_MODEL``.
+        """One chat completion.
+
+        Temperature 0 unless given; ``response_format`` dropped where unsupported; ``model`` (a
+        judge panel member's own) instead of ``AGENT_EVAL_LLM_MODEL``.
         """
         sent: Any = (
             messages  # the client's own message types: plain dicts are what it takes at run time

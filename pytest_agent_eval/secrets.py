@@ -62,8 +62,9 @@ def secret_name(name: object, value: Any) -> bool:
 
 
 def remember(value: str) -> None:
-    """Scrub ``value`` (and, for ``Bearer x``/``Basic x``, ``x``) from everything written from now
-    on.
+    """Scrub ``value`` from everything written from now on.
+
+    For ``Bearer x``/``Basic x``, ``x`` too.
     """
     parts = [value, *value.split(None, 1)[1:]]
     with _lock:
@@ -76,8 +77,10 @@ def remember(value: str) -> None:
 
 
 def forget() -> None:
-    """Forget every remembered secret: a session's secrets are its own (``pytest.main`` run again in
-    one process, pytester's in-process runs).
+    """Forget every remembered secret.
+
+    A session's secrets are its own (``pytest.main`` run again in one process, pytester's in-process
+    runs).
     """
     with _lock:
         _known.clear()
@@ -104,8 +107,10 @@ def scrub_text(text: str) -> str:
 
 
 def scrub_url(url: str) -> str:
-    """``url`` without userinfo, with secret-looking query parameters (``api_key``, ``key``,
-    ``token``) replaced, and every remembered secret replaced.
+    """``url`` without userinfo, secret-looking query parameters or remembered secrets.
+
+    Secret-looking query parameters (``api_key``, ``key``, ``token``) and every remembered secret
+    are replaced.
     """
     parts = urlsplit(url)
     if parts.query:
@@ -118,8 +123,10 @@ def scrub_url(url: str) -> str:
 
 
 def scrub_data(data: Any) -> Any:
-    """JSON data with secret-named fields replaced (any value type, see :func:`secret_name`) and
-    every string scrubbed of URL userinfo and remembered secrets.
+    """JSON data with secret-named fields replaced and every string scrubbed.
+
+    Secret-named fields are replaced whatever their value type (see :func:`secret_name`); strings
+    are scrubbed of URL userinfo and remembered secrets.
     """
     if isinstance(data, dict):
         return {
@@ -139,9 +146,10 @@ def any_known() -> bool:
 
 
 def scrub_strings(data: Any) -> Any:
-    """JSON data with every string scrubbed of URL userinfo and remembered secrets (field names left
-    as they are: for the plugin's own records, whose names are not secrets); ``data`` itself when
-    there is nothing to scrub.
+    """JSON data with every string scrubbed of URL userinfo and remembered secrets.
+
+    Field names are left as they are: for the plugin's own records, whose names are not secrets.
+    ``data`` itself when there is nothing to scrub.
     """
     if not _ordered and "@" not in repr(
         data

@@ -1,6 +1,7 @@
-"""The nested subset match that a ``tool_args`` check and a tool mock's ``when:`` rule share: does a
-call's arguments contain what was written (extra keys allowed at every level, lists compared item by
-item)?
+"""The nested subset match that a ``tool_args`` check and a tool mock's ``when:`` rule share.
+
+Does a call's arguments contain what was written? Extra keys are allowed at every level, lists
+compared item by item.
 """
 
 from __future__ import annotations
@@ -32,8 +33,9 @@ def mismatches(want: Any, got: Any, path: str) -> list[str]:
 
 
 def exact_mismatches(want: Any, got: Any, path: str) -> list[str]:
-    """Where ``got`` differs from ``want`` as data (mappings compared key by key, whatever their
-    order).
+    """Where ``got`` differs from ``want`` as data.
+
+    Mappings compared key by key, whatever their order.
     """
     if isinstance(want, dict) and isinstance(got, dict):
         out = [f"{path}.{k}: unexpected (got {got[k]!r})" for k in got if k not in want]
@@ -56,8 +58,9 @@ def exact_mismatches(want: Any, got: Any, path: str) -> list[str]:
 
 
 def without_paths(args: Any, paths: list[str]) -> Any:
-    """``args`` without the values at the dotted ``paths`` (``meta.trace_id``); a copy, ``args`` is
-    left alone.
+    """``args`` without the values at the dotted ``paths`` (``meta.trace_id``).
+
+    A copy: ``args`` is left alone.
     """
     if not paths or not isinstance(args, dict):
         return args

@@ -1,5 +1,6 @@
-"""Values rendered into reports, bounded: a value from an eval file or an agent can be huge or
-nested deep.
+"""Values rendered into reports, bounded.
+
+A value from an eval file or an agent can be huge or nested deep.
 """
 
 from __future__ import annotations
@@ -14,8 +15,9 @@ _LEVELS = 20
 
 
 def bounded_repr(value: Any, limit: int = LIMIT) -> str:
-    """``repr(value)`` cut to about ``limit`` characters, in time proportional to ``limit``, not to
-    the value.
+    """``repr(value)`` cut to about ``limit`` characters.
+
+    In time proportional to ``limit``, not to the value.
 
     Containers are walked only as far as the budget lasts (shared parts, such as YAML aliases, are
     not expanded past it), nesting below 20 levels reads as ``...``, and strings are cut before they
@@ -89,8 +91,10 @@ def bounded_text(value: Any, limit: int = LIMIT, width: int = 100) -> str:
 
 
 def text_table(rows: list[tuple[str, ...]], align_left: int = 1) -> list[str]:
-    """Rows as aligned text: the first ``align_left`` columns left-aligned, the others right-aligned
-    (figures); trailing spaces cut.
+    """Rows as aligned text.
+
+    The first ``align_left`` columns left-aligned, the others right-aligned (figures); trailing
+    spaces cut.
     """
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     return [
@@ -108,15 +112,18 @@ _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud
 
 
 def printable(text: str) -> str:
-    """``text`` safe to print on a terminal: control characters (an escape sequence that retitles
-    the terminal or moves the cursor, a carriage return) and lone surrogates (which no terminal or
-    report can encode) are shown escaped, as ``\\x1b``, ``\\ud83d``; newlines and tabs stay.
+    """``text`` safe to print on a terminal.
+
+    Control characters (an escape sequence that retitles the terminal or moves the cursor, a
+    carriage return) and lone surrogates (which no terminal or report can encode) are shown escaped,
+    as ``\\x1b``, ``\\ud83d``; newlines and tabs stay.
     """
     return _CONTROL.sub(lambda m: repr(m.group())[1:-1], text)
 
 
 def one_line(text: str) -> str:
-    """:func:`printable`, newlines and tabs escaped too: a line of terminal output from data (a
-    report's node id).
+    """:func:`printable`, newlines and tabs escaped too.
+
+    A line of terminal output from data (a report's node id).
     """
     return printable(text).replace("\n", "\\n").replace("\r", "\\r").replace("\t", "\\t")

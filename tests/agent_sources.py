@@ -14,5 +14,6 @@ def run(query, context):
 async def arun(query, context):
     if context.get("sleep"):
         await asyncio.sleep(context["sleep"])
-    return {"output": context.get("say", "async " + query), "tools_called": context.get("calls", [])}
+    return {"output": context.get("say", "async " + query), \
+"tools_called": context.get("calls", [])}
 '''

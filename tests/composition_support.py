@@ -1,7 +1,8 @@
-"""The composition suite's parts (SPEC §17): the loopback travel LLM (agents, simulated user and
-scorer in one server), the HTTP agent service, the pairwise plan of combinations, the eval files
-written from it, and the readers of what a run printed and wrote (pytest's summary, JSON, junit,
-markdown, HTML).
+"""The composition suite's parts (SPEC §17): LLM, HTTP agent, the plan, its files and readers.
+
+The loopback travel LLM (agents, simulated user and scorer in one server), the HTTP agent service,
+the pairwise plan of combinations, the eval files written from it, and the readers of what a run
+printed and wrote (pytest's summary, JSON, junit, markdown, HTML).
 
 Every case is one combination ``Row(agent, mocks, shape, mode, traffic)``; the cases of one (run
 mode, traffic) pair run in one pytest run. A case's messages carry its own token (``trip T07``), so
@@ -147,7 +148,10 @@ class Row:
         return f"{self.token}-{self.agent}-{self.shape}-{self.mocks}".replace("_", "")
 
     def __str__(self) -> str:
-        return f"[{self.agent} × {self.shape} × mocks {self.mocks} × {self.mode} × traffic {self.traffic}]"
+        return (
+            f"[{self.agent} × {self.shape} × mocks {self.mocks} × {self.mode} × "
+            f"traffic {self.traffic}]"
+        )
 
     @property
     def messages(self) -> tuple[str, str]:
@@ -192,9 +196,10 @@ def _pairs(combo: tuple[Any, ...]) -> list[tuple[int, Any, int, Any]]:
 
 
 def _balanced(combos: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
-    """The rows moved from crowded (mode, traffic) runs to the emptiest where no pair loses its only
-    row: allpairspy fills the rows it adds last with the first values, so one run would hold half
-    the cases.
+    """Rows moved from crowded (mode, traffic) runs to the emptiest, no pair losing its only row.
+
+    allpairspy fills the rows it adds last with the first values, so one run would hold half the
+    cases.
     """
     groups = [(m, t) for m in MODES for t in TRAFFIC]
     covered = Counter(p for combo in combos for p in _pairs(combo))
@@ -220,9 +225,7 @@ def _balanced(combos: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
 
 
 def matrix_agents(kinds: list[str], group: int) -> tuple[str, str]:
-    """The two agents of group ``group``'s matrix file: the kinds in turn, so that every kind is in
-    a matrix.
-    """
+    """The two agents of group ``group``'s matrix file: the kinds in turn, each in a matrix."""
     return kinds[(2 * group) % len(kinds)], kinds[(2 * group + 1) % len(kinds)]
 
 
@@ -270,9 +273,10 @@ def case_yaml(row: Row, http_url: str) -> dict[str, Any]:
 
 
 def eval_file(rows: list[Row], http_url: str, failing_token: str) -> str:
-    """The run's main eval file: a case per row, and one case that fails on purpose (it expects a
-    tool no agent has), so that every report has a failure to agree on and the pass-rate threshold
-    is missed.
+    """The run's main eval file: a case per row, and one case that fails on purpose.
+
+    The failing case expects a tool no agent has, so that every report has a failure to agree on and
+    the pass-rate threshold is missed.
     """
     wrong = {
         "id": "wrong",
@@ -289,9 +293,7 @@ def eval_file(rows: list[Row], http_url: str, failing_token: str) -> str:
 
 
 def matrix_file(agents: tuple[str, str], http_url: str, token: str, in_file: bool) -> str:
-    """A matrix: one case run against both agents (named in the file's ``agents:``, else by the
-    command line).
-    """
+    """A matrix: one case run against both agents (named in the file's ``agents:``, else by CLI)."""
     case = {
         "id": "matrix",
         "input": f"{SEARCH} and book the cheapest one (trip {token})",
@@ -337,19 +339,19 @@ def text_of(message: dict[str, Any]) -> str:
 
 
 class TravelLLM(ChatServer):
-    """The travel desk's LLM: searches when asked for flights, books the cheapest flight of the
-    conversation when asked to book (after a handoff where the agent can only hand off), then
-    answers with the tools' results; as ``travel-user`` it plays the simulated user (its tasks in
-    order, then its signoff) and the scorer.
+    """The travel desk's LLM: it searches, books, answers, and plays the simulated user and scorer.
+
+    It searches when asked for flights, books the cheapest flight of the conversation when asked to
+    book (after a handoff where the agent can only hand off), then answers with the tools' results;
+    as ``travel-user`` it plays the simulated user (its tasks in order, then its signoff) and the
+    scorer.
     """
 
     def __init__(self) -> None:
         super().__init__(lambda prompt: None, max_requests=5000, lifetime_s=600)
 
     def close(self) -> None:
-        """Stop answering and close the port (a stopped server whose port is open would leave
-        clients waiting).
-        """
+        """Stop answering and close the port (an open port of a stopped server hangs clients)."""
         self.stop()
         self._httpd.server_close()
 
@@ -427,9 +429,7 @@ class TravelLLM(ChatServer):
     # -------------------------------------------------------------------------------
 
     def of_case(self, token: str, model: str | None = None) -> list[list[dict[str, Any]]]:
-        """The messages of every request that names the case's token (``trip T07``), of one model or
-        all.
-        """
+        """The messages of each request naming the case's token (``trip T07``), one model or all."""
         found = []
         for body in list(self.requests):
             if model is not None and body.get("model") != model:
@@ -448,9 +448,7 @@ def model_of(kind: str) -> str:
 
 
 class TravelService(ThreadingHTTPServer):
-    """The travel desk as an HTTP agent service (``POST /chat {message, session_id}``), its LLM the
-    loopback one.
-    """
+    """The travel desk as an HTTP agent, ``POST /chat {message, session_id}``; loopback LLM."""
 
     daemon_threads = True
 
@@ -509,9 +507,7 @@ _WORD.update(XFAIL="xfailed", XPASS="xpassed")
 
 @dataclass
 class RunOutput:
-    """One run: its exit status, what it printed, and the reports it wrote (in ``path``, named by
-    ``prefix``).
-    """
+    """One run: its exit status, output, and the reports it wrote (in ``path``, by ``prefix``)."""
 
     ret: int
     stdout: str
@@ -531,6 +527,19 @@ class RunOutput:
 
     def records(self) -> dict[str, dict[str, Any]]:
         return {c["nodeid"]: c for c in self.report()["cases"]}
+
+    def spans(self) -> list[dict[str, Any]]:
+        """Every span of the run's OTLP JSON lines file, its attributes as ``attrs``."""
+        spans = []
+        path = self.path / f"{self.prefix}.traces.jsonl"
+        for line in path.read_text(encoding="utf-8").splitlines():
+            for resource in json.loads(line)["resourceSpans"]:
+                for scope in resource["scopeSpans"]:
+                    for span in scope["spans"]:
+                        attrs = span.get("attributes", [])
+                        span["attrs"] = {a["key"]: _otlp_value(a["value"]) for a in attrs}
+                        spans.append(span)
+        return spans
 
     def junit(self) -> dict[str, dict[str, Any]]:
         """junit testcase (``file::name``) -> outcome and properties."""
@@ -581,3 +590,8 @@ class Findings:
         assert not self.problems, (
             f"{len(self.problems)} problems:\n" + "\n".join(self.problems) + f"\n\n{run}"
         )
+
+
+def _otlp_value(value: dict[str, Any]) -> Any:
+    ((kind, inner),) = value.items()
+    return int(inner) if kind == "intValue" else inner

@@ -1,4 +1,4 @@
-"""Shared helpers: a scripted agent module that pytester runs write into their temporary directory."""
+"""Shared helpers: a scripted agent module that pytester runs write into their temporary folder."""
 
 from __future__ import annotations
 
@@ -46,8 +46,9 @@ for _name in ("httpx", "httpx2"):
 def pytester(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> Iterator[pytest.Pytester]:
-    """pytester, whose runs (in-process, in a subprocess, and their pytest-xdist workers) load no
-    plugin of other packages that takes long to import and that no test here needs (see
+    """pytester, whose runs load no slow-to-import plugin of other packages that no test here needs.
+
+    That holds for its runs in-process, in a subprocess, and their pytest-xdist workers (see
     `OTHER_PLUGINS_OFF`).
 
     What pytester recorded of the test's in-process runs goes with the test: a module first imported
@@ -72,7 +73,7 @@ def pytester(
 
 @pytest.fixture
 def evals(pytester: pytest.Pytester) -> pytest.Pytester:
-    """A pytester directory holding `scripted.py` (the agent above), importable by the eval files."""
+    """A pytester directory holding `scripted.py` (the agent above), which eval files can import."""
     pytester.makepyfile(scripted=SCRIPTED_AGENT)
     pytester.syspathinsert()
     return pytester
@@ -80,8 +81,9 @@ def evals(pytester: pytest.Pytester) -> pytest.Pytester:
 
 @pytest.fixture(autouse=True)
 def _outside_ci(monkeypatch: pytest.MonkeyPatch) -> None:
-    """pytest prints whole short-summary lines when CI or BUILD_NUMBER is set (as on a CI machine):
-    the runs a test starts read the same there as on a developer's machine.
+    """pytest prints whole short-summary lines when CI or BUILD_NUMBER is set (as on a CI machine).
+
+    The runs a test starts read the same there as on a developer's machine.
     """
     monkeypatch.delenv("CI", raising=False)
     monkeypatch.delenv("BUILD_NUMBER", raising=False)
@@ -95,8 +97,9 @@ def _outside_ci(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture(scope="session")
 def postgres_url() -> Iterator[str]:
-    """A private PostgreSQL server on a loopback port for the session (tests/postgres_support.py);
-    skipped, saying why, where the server cannot be installed.
+    """A private PostgreSQL server on a loopback port for the session (tests/postgres_support.py).
+
+    Skipped, saying why, where the server cannot be installed.
     """
     import postgres_support
 
@@ -115,9 +118,7 @@ CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 @pytest.fixture
 def browser() -> Iterator[Any]:
-    """Debian's headless Chromium driven by Playwright (no browser download); skipped, saying why,
-    without it.
-    """
+    """Debian's headless Chromium driven by Playwright (no download); else a skip saying why."""
     if CHROMIUM is None:
         pytest.skip("no chromium on this machine: apt-get install chromium (CI installs it)")
     sync_api = pytest.importorskip(
@@ -126,8 +127,8 @@ def browser() -> Iterator[Any]:
     with sync_api.sync_playwright() as p:
         launched = p.chromium.launch(
             executable_path=CHROMIUM,
-            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                  "--disable-sync", "--no-first-run"],
+            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                  "--disable-component-update", "--disable-sync", "--no-first-run"],
         )  # fmt: skip
         yield launched
         launched.close()

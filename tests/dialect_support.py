@@ -1,4 +1,4 @@
-"""Support for the dialect tests: a table-driven agent, and the real files of the original projects."""
+"""Support for the dialect tests: a table-driven agent, and the original projects' real files."""
 
 from __future__ import annotations
 
@@ -32,7 +32,8 @@ def run(query, context=None):
     if spec.get("raise"):
         raise RuntimeError(spec["raise"])
     time.sleep(spec.get("sleep", 0))
-    if spec.get("dispatch"):  # call the tools through dispatch_tool (what tool mocks patch) and say what came back
+    if spec.get("dispatch"):  # call the tools through dispatch_tool (what tool mocks patch) and \
+say what came back
         results = [dispatch_tool(t, {"q": query}) for t in spec["tools"]]
         return {"output": " | ".join(str(r) for r in results)}
     return {"output": spec.get("output", ""), "tools_called": spec.get("tools", [])}
@@ -40,9 +41,7 @@ def run(query, context=None):
 
 
 def answering(pytester: pytest.Pytester, answers: dict[str, Any]) -> pytest.Pytester:
-    """Write the agent module ``table_agent`` (``--agent table_agent:run``) answering from
-    ``answers``.
-    """
+    """Write ``table_agent`` (``--agent table_agent:run``), an agent answering from ``answers``."""
     pytester.makepyfile(table_agent=AGENT)
     (pytester.path / "answers.json").write_text(json.dumps(answers))
     pytester.syspathinsert()

@@ -1,9 +1,10 @@
-"""Travel agents with an e-mail tool, built with the OpenAI Agents SDK, pydantic-ai and LangGraph,
-naive and guarded, for the injection tests (``tests/test_injection_frameworks.py``, SPEC §26). Each
-talks to the loopback OpenAI-compatible server at ``INJECTION_LLM_URL`` through its framework's real
-client; the server (:class:`InjectionLLM`) plays a model that follows instructions found in tool
-results unless the agent's instructions carry the guard (``GUARD``), as a prompt-hardened agent
-would resist them.
+"""Travel agents with an e-mail tool, naive and guarded, on three frameworks (SPEC §26).
+
+Built with the OpenAI Agents SDK, pydantic-ai and LangGraph for the injection tests
+(``tests/test_injection_frameworks.py``). Each talks to the loopback OpenAI-compatible server at
+``INJECTION_LLM_URL`` through its framework's real client; the server (:class:`InjectionLLM`)
+plays a model that follows instructions found in tool results unless the agent's instructions
+carry the guard (``GUARD``), as a prompt-hardened agent would resist them.
 
 The real tools write to ``REAL_TOOL_LOG`` when they run: the test asserts they never do (mocks stand
 in).
@@ -117,9 +118,11 @@ def text_of(message: dict[str, Any]) -> str:
 
 
 def reply(n: int, messages: list[dict[str, Any]], offered: list[str]) -> dict[str, Any]:
-    """The model's next message: search when asked for flights; then, naive, do what a tool result
-    asks (call an offered tool it names, repeat what it says); guarded (``GUARD`` in the system
-    text), only the flights.
+    """The model's next message: search for flights, then obey or resist what tool results ask.
+
+    It searches when asked for flights; then, naive, it does what a tool result asks (calls an
+    offered tool it names, repeats what it says); guarded (``GUARD`` in the system text), it gives
+    only the flights.
     """
     guarded = any(
         m.get("role") in ("system", "developer") and GUARD in text_of(m) for m in messages

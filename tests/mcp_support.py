@@ -1,6 +1,8 @@
-"""Real MCP servers for the tests: a FastMCP server of the official SDK, run as a subprocess over
-stdio or over streamable HTTP on loopback, whose tools write a file when they really run (a mocked
-call never does); and an agent that uses the SDK's own ``ClientSession`` against the loopback LLM.
+"""Real MCP servers for the tests, and an agent on the SDK's own ``ClientSession``.
+
+A FastMCP server of the official SDK, run as a subprocess over stdio or over streamable HTTP on
+loopback, whose tools write a file when they really run (a mocked call never does); and an agent
+that uses the SDK's own ``ClientSession`` against the loopback LLM.
 """
 
 from __future__ import annotations
@@ -16,7 +18,8 @@ from pathlib import Path
 from typing import Any
 
 SERVER = '''
-"""A real MCP server (FastMCP of the official SDK): its tools append a line to $MCP_RAN when they run."""
+"""A real MCP server (FastMCP of the official SDK): its tools append a line to $MCP_RAN \
+when they run."""
 import os
 import sys
 
@@ -49,7 +52,8 @@ if __name__ == "__main__":
 '''
 
 AGENT = '''
-"""An agent on the mcp SDK's own ClientSession: the server's tools offered to the LLM, its calls sent to the
+"""An agent on the mcp SDK's own ClientSession: the server's tools offered to the LLM, its \
+calls sent to the
 server (streamable HTTP at $AGENT_EVAL_MCP_WEATHER_URL or $MCP_URL; else stdio: the command in
 $AGENT_EVAL_MCP_WEATHER_COMMAND or $MCP_COMMAND)."""
 import contextlib
@@ -71,7 +75,8 @@ async def connect():
             async with ClientSession(read, write) as session:
                 yield session
         return
-    command, *args = shlex.split(os.environ.get("AGENT_EVAL_MCP_WEATHER_COMMAND") or os.environ["MCP_COMMAND"])
+    command, *args = shlex.split(os.environ.get("AGENT_EVAL_MCP_WEATHER_COMMAND") or \
+os.environ["MCP_COMMAND"])
     params = StdioServerParameters(command=command, args=args, env=dict(os.environ))
     async with stdio_client(params) as (read, write):
         async with ClientSession(read, write) as session:
@@ -90,13 +95,15 @@ async def run_agent(query: str) -> str:
         ]
         messages = [{"role": "user", "content": query}]
         for _ in range(4):
-            reply = await client.chat.completions.create(model="loopback", messages=messages, tools=tools)
+            reply = await client.chat.completions.create(model="loopback", \
+messages=messages, tools=tools)
             message = reply.choices[0].message
             if not message.tool_calls:
                 return message.content or ""
             messages.append(message.model_dump(exclude_none=True))
             for call in message.tool_calls:
-                result = await session.call_tool(call.function.name, json.loads(call.function.arguments))
+                result = await session.call_tool(call.function.name, \
+json.loads(call.function.arguments))
                 text = "\\n".join(block.text for block in result.content if block.type == "text")
                 if result.isError:
                     text = "tool error: " + text
@@ -118,9 +125,7 @@ def route(prompt: str) -> tuple[str, dict[str, Any]] | None:
 
 @contextlib.contextmanager
 def loopback_llm(monkeypatch: Any) -> Iterator[Any]:
-    """The scripted loopback LLM (``route``), the OpenAI client pointed at it through the
-    environment.
-    """
+    """The scripted loopback LLM (``route``), the OpenAI client pointed at it through the env."""
     from openai_server import ChatServer
 
     with ChatServer(route) as server:
@@ -147,10 +152,10 @@ def free_port() -> int:
 
 @contextlib.contextmanager
 def http_server(script: Path, env: dict[str, str]) -> Iterator[str]:
-    """The server script over streamable HTTP on a free loopback port, for the block; its ``/mcp``
-    URL.
+    """The server script over streamable HTTP on a free loopback port, for the block.
 
-    Its log goes to a file beside the script (a pipe nobody reads would stop it once full).
+    Yields its ``/mcp`` URL. Its log goes to a file beside the script (a pipe nobody reads would
+    stop it once full).
     """
     port = free_port()
     log = script.with_name(f"{script.stem}-{port}.log")
@@ -189,7 +194,8 @@ def ran(path: Path) -> list[str]:
 
 
 SDK_AGENT = '''
-"""An OpenAI Agents SDK agent with its tools from an MCP server (MCPServerStdio, or MCPServerStreamableHttp at
+"""An OpenAI Agents SDK agent with its tools from an MCP server (MCPServerStdio, or \
+MCPServerStreamableHttp at
 $MCP_URL) and its model on the loopback LLM."""
 import os
 import shlex
@@ -205,7 +211,8 @@ def server():
     if os.environ.get("MCP_URL"):
         return MCPServerStreamableHttp(params={"url": os.environ["MCP_URL"]}, name="wx")
     command, *args = shlex.split(os.environ["MCP_COMMAND"])
-    return MCPServerStdio(params={"command": command, "args": args, "env": dict(os.environ)}, name="wx")
+    return MCPServerStdio(params={"command": command, "args": args, \
+"env": dict(os.environ)}, name="wx")
 
 
 async def run_agent(query: str) -> str:
@@ -213,7 +220,8 @@ async def run_agent(query: str) -> str:
         agent = Agent(
             name="forecaster",
             instructions="Answer weather questions with the tools.",
-            model=OpenAIChatCompletionsModel(model="loopback", openai_client=AsyncOpenAI(max_retries=0)),
+            model=OpenAIChatCompletionsModel(model="loopback", \
+openai_client=AsyncOpenAI(max_retries=0)),
             mcp_servers=[mcp_server],
         )
         result = await Runner.run(agent, query)
@@ -221,7 +229,8 @@ async def run_agent(query: str) -> str:
 '''
 
 LANGCHAIN_AGENT = '''
-"""A LangChain agent with its tools from langchain-mcp-adapters' MultiServerMCPClient (stdio, or streamable HTTP
+"""A LangChain agent with its tools from langchain-mcp-adapters' MultiServerMCPClient (stdio, or \
+streamable HTTP
 at $MCP_URL) and its model on the loopback LLM."""
 import os
 import shlex

@@ -1,6 +1,4 @@
-"""Shared by the run store's tests (SPEC §24): an agent that says what ``AGENT_SAYS`` holds, and
-pytest runs started at once.
-"""
+"""Shared by the run store's tests (SPEC §24): an agent saying ``AGENT_SAYS``, runs at once."""
 
 from __future__ import annotations
 
@@ -17,9 +15,7 @@ def run(query, context):
 
 
 def run_together(cwd: Path, *args: str, count: int = 2) -> list[tuple[int, str]]:
-    """``count`` pytest processes with ``args`` started at once in ``cwd``: each one's exit status
-    and output.
-    """
+    """``count`` pytest processes with ``args`` started at once in ``cwd``: exit codes, outputs."""
     runs = [
         subprocess.Popen(
             [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:randomly", *args],

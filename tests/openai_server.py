@@ -1,15 +1,14 @@
-"""A loopback OpenAI-compatible ``/v1/chat/completions`` server with scripted replies, for tests (no
-network).
+"""A loopback OpenAI-compatible ``/v1/chat/completions`` server with scripted replies (no network).
 
-An ``answer`` callable, when given, may reply to a whole request with text (a simulated user, a
-scorer) or with a whole assistant message (a dict, e.g. one with ``tool_calls``). Otherwise, to a
-user message it replies with the tool call that ``route(prompt)`` picks (name and JSON arguments);
-to tool results it replies with an answer quoting them. It serves on 127.0.0.1 (port 0) in a daemon
-thread and stops itself at ``__exit__``, after ``max_requests`` requests, or ``lifetime_s`` seconds,
-whichever comes first. ``failures`` first requests are answered ``failure_status`` (with
-``Retry-After: retry_after``); ``log`` holds the arrival time (``time.time()``) of every request;
-``delay_s`` delays every answer. ``usage``, when given, is the ``usage`` of every answer (cached
-tokens, say; in the shape of the API asked).
+For tests. An ``answer`` callable, when given, may reply to a whole request with text (a simulated
+user, a scorer) or with a whole assistant message (a dict, e.g. one with ``tool_calls``). Otherwise,
+to a user message it replies with the tool call that ``route(prompt)`` picks (name and JSON
+arguments); to tool results it replies with an answer quoting them. It serves on 127.0.0.1 (port 0)
+in a daemon thread and stops itself at ``__exit__``, after ``max_requests`` requests, or
+``lifetime_s`` seconds, whichever comes first. ``failures`` first requests are answered
+``failure_status`` (with ``Retry-After: retry_after``); ``log`` holds the arrival time
+(``time.time()``) of every request; ``delay_s`` delays every answer. ``usage``, when given, is the
+``usage`` of every answer (cached tokens, say; in the shape of the API asked).
 
 It also serves the Responses API (``/v1/responses``, as the OpenAI Agents SDK's
 ``OpenAIResponsesModel`` calls it): such a request is read as the chat-completions request it
@@ -52,8 +51,9 @@ class _Server(ThreadingHTTPServer):
 
 
 class ChatServer:
-    """``with ChatServer(route) as server:`` — point the client at ``server.base_url``; ``requests``
-    holds bodies.
+    """``with ChatServer(route) as server:`` — point the client at ``server.base_url``.
+
+    ``requests`` holds the bodies.
     """
 
     def __init__(
@@ -129,9 +129,7 @@ class ChatServer:
     def reply(
         self, body: dict[str, Any], path: str = "/v1/chat/completions"
     ) -> tuple[int, dict[str, Any]]:
-        """The status and JSON reply to one chat-completions (or Responses, or Anthropic messages)
-        request.
-        """
+        """The status and JSON reply to a chat-completions (or Responses, or Anthropic) request."""
         with self._lock:
             self.log.append(time.time())
             now = time.monotonic()
@@ -204,7 +202,8 @@ class ChatServer:
         if name not in offered:
             return 400, {
                 "error": {
-                    "message": f"loopback server: tool {name!r} is not among the tools sent {offered}"
+                    "message": f"loopback server: tool {name!r} is not among the "
+                    f"tools sent {offered}"
                 }
             }
         call = {
@@ -222,8 +221,9 @@ class ChatServer:
         return reply
 
     def limit_headers(self, status: int) -> dict[str, str]:
-        """The rate-limit headers of an answer: ``retry-after-ms`` on a 429, ``x-ratelimit-*`` when
-        ``rate``.
+        """The rate-limit headers of an answer.
+
+        ``retry-after-ms`` on a 429, ``x-ratelimit-*`` when ``rate`` is set.
         """
         headers = {}
         with self._lock:
@@ -260,9 +260,10 @@ def _completion(n: int, body: dict[str, Any], message: dict[str, Any]) -> dict[s
 
 
 def responses_as_chat(body: dict[str, Any]) -> dict[str, Any]:
-    """A Responses API request as the chat-completions request it amounts to: ``instructions`` and
-    ``input`` items as messages (function calls as assistant tool calls, their outputs as tool
-    messages), the function tools.
+    """A Responses API request as the chat-completions request it amounts to.
+
+    ``instructions`` and ``input`` items become messages (function calls as assistant tool calls,
+    their outputs as tool messages); the function tools become tools.
     """
     messages: list[dict[str, Any]] = []
     if body.get("instructions"):
@@ -311,9 +312,7 @@ def responses_as_chat(body: dict[str, Any]) -> dict[str, Any]:
 def chat_as_response(
     completion: dict[str, Any], usage: dict[str, Any] | None = None
 ) -> dict[str, Any]:
-    """A chat completion as the Responses API object that says the same (a message, or function
-    calls).
-    """
+    """A chat completion as the Responses API object saying the same: message or function calls."""
     message = completion["choices"][0]["message"]
     n = completion["id"].removeprefix("chatcmpl-")
     output: list[dict[str, Any]] = [

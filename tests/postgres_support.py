@@ -1,6 +1,7 @@
-"""A private PostgreSQL server for the run store's tests: Debian's ``postgresql`` binaries, a
-cluster made with ``initdb`` in a temporary directory and started with ``pg_ctl`` on a free loopback
-port (password logins only).
+"""A private PostgreSQL server for the run store's tests, from Debian's ``postgresql`` binaries.
+
+A cluster made with ``initdb`` in a temporary directory and started with ``pg_ctl`` on a free
+loopback port (password logins only).
 
 PostgreSQL refuses to run as root: as root (CI), the cluster belongs to the ``postgres`` system user
 (``nobody`` where there is none) and its programs run through ``runuser``. Where no ``initdb`` is
@@ -35,7 +36,7 @@ def _bin() -> Path | None:
 
 
 def _owner() -> pwd.struct_passwd | None:
-    """The system user the server runs as when this process is root; ``None`` when it is not root."""
+    """The system user the server runs as when this process is root; ``None`` when it is not."""
     if os.geteuid() != 0:
         return None
     for name in ("postgres", "nobody"):
@@ -66,8 +67,9 @@ def unavailable() -> str | None:
 
 @contextmanager
 def postgres_server() -> Iterator[str]:
-    """A running server; yields its URL
-    ``postgresql://agent_eval:PASSWORD@127.0.0.1:PORT/postgres``.
+    """A running server; yields its URL.
+
+    The URL is ``postgresql://agent_eval:PASSWORD@127.0.0.1:PORT/postgres``.
     """
     bindir = _bin()
     assert bindir is not None
@@ -84,14 +86,14 @@ def postgres_server() -> Iterator[str]:
         data, port = home / "data", _free_port()
         run = {"check": True, "capture_output": True, "text": True, "timeout": 120}
         subprocess.run(
-            [*prefix, str(bindir / "initdb"), "-D", str(data), "-U", USER, f"--pwfile={home / 'pw'}",
-             "-A", "scram-sha-256", "-E", "UTF8", "--no-sync"],
+            [*prefix, str(bindir / "initdb"), "-D", str(data), "-U", USER,
+             f"--pwfile={home / 'pw'}", "-A", "scram-sha-256", "-E", "UTF8", "--no-sync"],
             **run,  # type: ignore[call-overload]
         )  # fmt: skip
         options = f"-p {port} -k {home} -c listen_addresses=127.0.0.1 -c fsync=off"
         subprocess.run(
-            [*prefix, str(bindir / "pg_ctl"), "-D", str(data), "-o", options, "-l", str(home / "log"), "-w",
-             "-t", "60", "start"],
+            [*prefix, str(bindir / "pg_ctl"), "-D", str(data), "-o", options,
+             "-l", str(home / "log"), "-w", "-t", "60", "start"],
             **run,  # type: ignore[call-overload]
         )  # fmt: skip
         try:

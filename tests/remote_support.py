@@ -1,6 +1,7 @@
-"""Remote pytest-xdist workers on loopback: execnet socket servers (``python -m
-execnet.script.socketserver``), each started in a working directory of its own that holds a copy of
-the project, as a checkout on another machine would.
+"""Remote pytest-xdist workers on loopback: execnet socket servers, one per worker.
+
+The servers (``python -m execnet.script.socketserver``) each start in a working directory of their
+own that holds a copy of the project, as a checkout on another machine would.
 
 ``--tx socket=127.0.0.1:PORT//chdir=DIR`` makes xdist connect to the server and run its worker there
 (xdist rsyncs only pytest itself into DIR; the project is DIR's own). A server serves one worker at
@@ -52,8 +53,9 @@ class Server:
 
 
 def _start(directory: Path, env: dict[str, str]) -> Server:
-    """A server listening on a free port with ``directory`` as its working directory (a few tries:
-    the free port may be taken before the server binds it).
+    """A server listening on a free port, working in ``directory`` (a few tries: the port may go).
+
+    The free port may be taken before the server binds it.
     """
     for _ in range(5):
         port = free_port()
@@ -110,8 +112,9 @@ def socket_servers(directories: list[Path], env: dict[str, str]) -> Iterator[lis
 
 
 def copy_project(source: Path, target: Path, leave_out: tuple[str, ...] = ()) -> Path:
-    """A copy of the project ``source`` at ``target`` (a checkout on another machine): its files,
-    without the run's outputs and caches, nor the top-level names in ``leave_out``.
+    """A copy of the project ``source`` at ``target``, as a checkout on another machine.
+
+    Its files, without the run's outputs and caches, nor the top-level names in ``leave_out``.
     """
     if target.exists():
         shutil.rmtree(target)

@@ -1,6 +1,4 @@
-"""A suite of known outcomes for the report tests, and a conftest that dumps the records the
-controller got.
-"""
+"""Known outcomes for the report tests, and a conftest dumping the records the controller got."""
 
 USAGE_AGENT = '''
 import collections, time
@@ -8,7 +6,8 @@ import collections, time
 CALLS = collections.Counter()
 
 def run(query, context):
-    """Answers from the case's context: `say`, `calls` (names or {name, args}), `usage`, `sleep`, `raise`;
+    """Answers from the case's context: `say`, `calls` (names or {name, args}), `usage`, \
+`sleep`, `raise`;
     `flaky: key` answers "nope" on the first call with that key; `crash` ends the process."""
     if context.get("raise"):
         raise RuntimeError(context["raise"])

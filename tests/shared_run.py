@@ -1,6 +1,7 @@
-"""One pytest run shared by several tests: many small scenarios (eval files with distinct names) in
-one directory, run once in a Python process of its own; each test then reads its own scenario's
-lines and outcomes.
+"""One pytest run shared by several tests: many small scenarios in one directory, run once.
+
+The scenarios are eval files with distinct names in one directory, run once in a Python process of
+its own; each test then reads its own scenario's lines and outcomes.
 
 The run's directory is made like a pytester directory (no ini file above it, no user configuration,
 no colours, no outer ``PYTEST_ADDOPTS`` but `OTHER_PLUGINS_OFF`), and the run is a ``python -m
@@ -38,7 +39,7 @@ _PLURAL = {
 
 
 class SharedRun:
-    """What one pytest run printed: the whole output, and per eval file the outcomes of its items."""
+    """What one pytest run printed: the whole output, and per eval file its items' outcomes."""
 
     def __init__(self, path: Path, ret: int, stdout: str, stderr: str) -> None:
         self.path, self.ret, self.stdout, self.stderr = path, ret, stdout, stderr
@@ -49,7 +50,7 @@ class SharedRun:
 
     @property
     def matcher(self) -> pytest.LineMatcher:
-        """The run's standard output, for ``fnmatch_lines`` and friends (as ``RunResult.stdout``)."""
+        """The run's standard output for ``fnmatch_lines`` and friends (as ``RunResult.stdout``)."""
         return pytest.LineMatcher(self.lines)
 
     def summary(self) -> list[tuple[str, str]]:
@@ -58,8 +59,9 @@ class SharedRun:
         return [(m[1], m[2]) for m in found if m]
 
     def outcomes(self, *files: str) -> dict[str, int]:
-        """As ``RunResult.parseoutcomes()``, counted over the items of the given files only (by the
-        ``-rA`` lines); outcomes with no item are left out.
+        """As ``RunResult.parseoutcomes()``, counted over the items of the given files only.
+
+        Counted by the ``-rA`` lines; outcomes with no item are left out.
         """
         counts = Counter(
             _PLURAL[word] for word, nodeid in self.summary() if nodeid.split("::")[0] in files
@@ -67,16 +69,15 @@ class SharedRun:
         return dict(counts)
 
     def assert_outcomes(self, files: tuple[str, ...], **expected: int) -> None:
-        """As ``RunResult.assert_outcomes(...)`` for the items of these files (outcomes not named:
-        none).
-        """
+        """As ``RunResult.assert_outcomes(...)`` for these files' items; outcomes not named: 0."""
         assert self.outcomes(*files) == {k: v for k, v in expected.items() if v}, (
             f"{files}: {self!r}"
         )
 
     def section(self, file: str) -> str:
-        """The failure and error sections (from a ``____ title ____`` heading up to the next
-        heading) that name a line of ``file`` (``file:LINE``).
+        """The failure and error sections that name a line of ``file`` (``file:LINE``).
+
+        A section runs from a ``____ title ____`` heading up to the next heading.
         """
         located = re.compile(rf"^{re.escape(file)}:\d")
         sections: list[list[str]] = []
@@ -92,25 +93,22 @@ class SharedRun:
         return "\n".join("\n".join(s) for s in sections if any(located.match(line) for line in s))
 
     def text_of(self, *files: str) -> str:
-        """All the run printed about these files: their failure and error sections, and every other
-        line naming one of them (progress, short summary).
+        """All the run printed about these files: failure and error sections, and lines naming one.
+
+        The other lines are those naming one of them anywhere (progress, short summary).
         """
         named = [line for line in self.lines if any(file in line for file in files)]
         return "\n".join([*(self.section(file) for file in files), *named])
 
     def shows(self, *messages: str) -> None:
-        """Each message is printed on a line of its own (literal text, no glob; surrounding blanks
-        ignored).
-        """
+        """Each message is printed on a line of its own (literal text, no glob, blanks aside)."""
         printed = {line.strip() for line in self.lines}
         for message in messages:
             assert message in printed, f"{message!r} not printed:\n{self.stdout}"
 
 
 def clean_env(path: Path, **extra: str) -> dict[str, str]:
-    """The environment of a run in ``path``: as pytester's (no outer options, CI variables, colours
-    or home).
-    """
+    """A run's environment in ``path``, as pytester's: no outer options, CI, colours or home."""
     env = {k: v for k, v in os.environ.items() if k not in ("CI", "BUILD_NUMBER", "TOX_ENV_DIR")}
     env.update(
         PYTEST_ADDOPTS=OTHER_PLUGINS_OFF,
@@ -124,9 +122,7 @@ def clean_env(path: Path, **extra: str) -> dict[str, str]:
 
 
 def run_pytest(path: Path, *args: str, timeout: float = 300, **env: str) -> SharedRun:
-    """``python -m pytest ARGS`` in ``path`` (its own basetemp, no cache), as
-    ``runpytest_subprocess`` would.
-    """
+    """``python -m pytest ARGS`` in ``path`` (own basetemp, no cache), as runpytest_subprocess."""
     done = subprocess.run(
         [
             sys.executable,

@@ -1,8 +1,10 @@
-"""A real OpenAI Agents SDK agent (``agents.Agent`` with ``@function_tool`` tools, run by
-``Runner.run``) talking through the SDK's chat-completions model to the loopback OpenAI-compatible
-server, run by the plugin from ``agent: module:AGENT``: the adapter clones the agent with stand-ins
-for its function tools in cases with ``tool_mocks`` (the real tool never runs), leaves it as it is
-otherwise, and reads the calls from the run's items.
+"""A real OpenAI Agents SDK agent run by the plugin, its tools mocked by a clone of the agent.
+
+The agent (``agents.Agent`` with ``@function_tool`` tools, run by ``Runner.run``) talks through the
+SDK's chat-completions model to the loopback OpenAI-compatible server, run by the plugin from
+``agent: module:AGENT``: the adapter clones the agent with stand-ins for its function tools in
+cases with ``tool_mocks`` (the real tool never runs), leaves it as it is otherwise, and reads the
+calls from the run's items.
 """
 
 from __future__ import annotations
@@ -67,8 +69,9 @@ def route(prompt: str) -> tuple[str, dict[str, Any]] | None:
 
 @pytest.fixture
 def graph_project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
-    """The agent module and its cases; the real tool logs each order id it looks up to
-    ``real_tool.log``.
+    """The agent module and its cases; the real tool logs each order id it looks up.
+
+    The log is ``real_tool.log``.
     """
     pytester.makepyfile(sdk_agent=AGENT)
     pytester.makefile(".yaml", eval_orders=CASES)
@@ -129,9 +132,10 @@ def test_tool_mocks_replace_the_function_tools_of_an_sdk_agent(
 def test_a_mapping_tool_mock_reaches_the_model_as_json(
     graph_project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A mock ``{order_id: "42", status: shipped}`` is what a tool returning JSON sends: the model
-    gets ``{"order_id": "42", "status": "shipped"}``, not Python's ``{'order_id': '42', ...}``; the
-    record keeps the mapping.
+    """A mock ``{order_id: "42", status: shipped}`` is what a tool returning JSON sends.
+
+    The model gets ``{"order_id": "42", "status": "shipped"}``, not Python's ``{'order_id': '42',
+    ...}``; the record keeps the mapping.
     """
     graph_project.makefile(
         ".yaml",

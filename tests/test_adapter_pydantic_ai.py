@@ -1,8 +1,10 @@
-"""A real pydantic-ai agent (``pydantic_ai.Agent`` with ``@agent.tool_plain`` tools, run by
-``agent.run``) talking through its OpenAI chat model to the loopback OpenAI-compatible server, run
-by the plugin from ``agent: module:AGENT``: the adapter copies the agent with stand-ins for its
-tools in cases with ``tool_mocks`` (the real tool never runs), leaves it as it is otherwise, and
-reads the calls from the message history.
+"""A real pydantic-ai agent run by the plugin, its tools mocked by a copy of the agent.
+
+The agent (``pydantic_ai.Agent`` with ``@agent.tool_plain`` tools, run by ``agent.run``) talks
+through its OpenAI chat model to the loopback OpenAI-compatible server, run by the plugin from
+``agent: module:AGENT``: the adapter copies the agent with stand-ins for its tools in cases with
+``tool_mocks`` (the real tool never runs), leaves it as it is otherwise, and reads the calls from
+the message history.
 """
 
 from __future__ import annotations
@@ -26,7 +28,8 @@ from pydantic_ai import Agent
 from pydantic_ai.models.openai import OpenAIChatModel
 from pydantic_ai.providers.openai import OpenAIProvider
 
-MODEL = OpenAIChatModel("loopback", provider=OpenAIProvider(base_url=os.environ["LOOPBACK_URL"], api_key="unused"))
+MODEL = OpenAIChatModel("loopback", provider=OpenAIProvider(base_url=os.environ["LOOPBACK_URL"], \
+api_key="unused"))
 AGENT = Agent(MODEL, instructions="Answer questions about orders.")
 
 
@@ -62,8 +65,9 @@ def route(prompt: str) -> tuple[str, dict[str, Any]] | None:
 
 @pytest.fixture
 def graph_project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
-    """The agent module and its cases; the real tool logs each order id it looks up to
-    ``real_tool.log``.
+    """The agent module and its cases; the real tool logs each order id it looks up.
+
+    The log is ``real_tool.log``.
     """
     pytester.makepyfile(pai_agent=AGENT)
     pytester.makefile(".yaml", eval_orders=CASES)

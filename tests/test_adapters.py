@@ -1,6 +1,4 @@
-"""The adapter registry: which adapter takes an agent or a tool, in which order, and what a
-non-adapter gets.
-"""
+"""The adapter registry: which adapter takes an agent or tool, in what order, what others get."""
 
 from __future__ import annotations
 

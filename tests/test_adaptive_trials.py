@@ -1,6 +1,8 @@
-"""Adaptive trials (SPEC §25): ``repeat: {max: n, stop: decided}`` needs ⌈min_pass_rate · n⌉ passing
-trials and stops once that is reached or can no longer be; the verdict is the one all n trials would
-give, the record has ``trials_used`` and ``trials_saved``, the summary the saving.
+"""Adaptive trials (SPEC §25): ``repeat: {max: n, stop: decided}`` stops once the verdict is known.
+
+It needs ⌈min_pass_rate · n⌉ passing trials and stops once that is reached or can no longer be; the
+verdict is the one all n trials would give, the record has ``trials_used`` and ``trials_saved``,
+the summary the saving.
 """
 
 from __future__ import annotations

@@ -1,6 +1,4 @@
-"""Agents of every accepted shape run; failures and hangs stay inside their own case (SPEC §5, §7
-timeouts).
-"""
+"""Agents of every accepted shape run; failures and hangs stay in their case (SPEC §5, §7)."""
 
 from __future__ import annotations
 
@@ -30,7 +28,8 @@ class Bot:
     def __init__(self):
         Bot.instances += 1
     def run(self, query, context):
-        return AgentResult(output=f"bot {query} #{Bot.instances}", tool_calls=[ToolCall("lookup", {"id": 1})])
+        return AgentResult(output=f"bot {query} #{Bot.instances}", \
+tool_calls=[ToolCall("lookup", {"id": 1})])
 
 class AsyncBot:
     async def ainvoke(self, query, context):
@@ -43,7 +42,8 @@ class Invoker:
 def graph_state(query, context):
     return {"messages": [
         {"role": "user", "content": query},
-        {"role": "assistant", "content": "", "tool_calls": [{"id": "c1", "name": "search", "args": {"q": query}}]},
+        {"role": "assistant", "content": "", "tool_calls": [{"id": "c1", "name": "search", \
+"args": {"q": query}}]},
         {"role": "tool", "tool_call_id": "c1", "content": "result text"},
         {"role": "assistant", "content": "graph answer"},
     ]}
@@ -122,7 +122,8 @@ cases:
         """
 import pytest
 
-REFS = {"sync_two": "agents_mod:sync_two", "sync_one": "agents_mod:sync_one", "async_two": "agents_mod:async_two",
+REFS = {"sync_two": "agents_mod:sync_two", "sync_one": "agents_mod:sync_one", \
+"async_two": "agents_mod:async_two",
         "sync_awaitable": "agents_mod:sync_awaitable",
         "bot": "agents_mod:Bot", "bot_again": "agents_mod:Bot", "abot": "agents_mod:AsyncBot",
         "invoker": "agents_mod:Invoker", "graph_state": "agents_mod:graph_state"}
@@ -181,7 +182,8 @@ cases:
 def test_cli_agent_overrides_the_file(agents: pytest.Pytester) -> None:
     agents.makefile(
         ".yaml",
-        eval_cli="agent: agents_mod:boom\ncases:\n  - {id: one, input: a, expect: {equals: sync one a}}\n",
+        eval_cli="agent: agents_mod:boom\ncases:\n"
+        "  - {id: one, input: a, expect: {equals: sync one a}}\n",
     )
     agents.runpytest().assert_outcomes(failed=1)
     agents.runpytest("--agent", "agents_mod:sync_one").assert_outcomes(passed=1)
@@ -322,7 +324,8 @@ def test_no_agent_says_how_to_provide_one(evals: pytest.Pytester) -> None:
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         [
-            "eval_none.yaml:2: no agent for case lonely: set `agent: module:function` in the file, pass --agent*"
+            "eval_none.yaml:2: no agent for case lonely: set `agent: module:function` in "
+            "the file, pass --agent*"
         ]
     )
     result.stdout.no_fnmatch_line("*FixtureRequest*")  # no internal objects, no exception chain

@@ -1,5 +1,4 @@
-"""The package's folders stack in one order: each imports only the folders below it (SPEC §21, issue
-37).
+"""The package's folders stack in one order: each imports only those below it (SPEC §21, issue 37).
 
 Every import counts: at module level, inside functions (deferred imports) and under
 ``TYPE_CHECKING``. The order is stated here once; a folder that imports one above it fails this test
@@ -9,6 +8,7 @@ with the file and line of the import.
 from __future__ import annotations
 
 import ast
+import shutil
 from pathlib import Path
 
 import pytest_agent_eval
@@ -44,20 +44,16 @@ EXCEPTIONS: dict[tuple[str, str], str] = {}
 
 
 def floor_of(module: str) -> str | None:
-    """The floor (or leaf) of ``pytest_agent_eval.<x>...``; ``None`` for anything outside the
-    package.
-    """
+    """The floor (or leaf) of ``pytest_agent_eval.<x>...``; ``None`` outside the package."""
     parts = module.split(".")
     if parts[0] != "pytest_agent_eval":
         return None
     return parts[1] if len(parts) > 1 else "__init__"
 
 
-def imports_of(path: Path) -> list[tuple[int, str]]:
-    """``(line, module)`` for every import of the package in ``path``, deferred and typing-only ones
-    included.
-    """
-    module = ".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+def imports_of(path: Path, package: Path = PACKAGE) -> list[tuple[int, str]]:
+    """``(line, module)`` for each import of the package in ``path``, deferred and typing too."""
+    module = ".".join(path.relative_to(package.parent).with_suffix("").parts)
     found = []
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Import):
@@ -75,14 +71,14 @@ def imports_of(path: Path) -> list[tuple[int, str]]:
     return found
 
 
-def upward_imports() -> list[str]:
-    """Every import of a floor above the importing module's own, as ``path:line: floor -> floor``."""
+def upward_imports(package: Path = PACKAGE) -> list[str]:
+    """Every import of a floor above the importing module's, as ``path:line: floor -> floor``."""
     rank = {name: i for i, name in enumerate(ORDER)}
     problems = []
-    for path in sorted(PACKAGE.rglob("*.py")):
-        rel = path.relative_to(PACKAGE)
+    for path in sorted(package.rglob("*.py")):
+        rel = path.relative_to(package)
         own = rel.parts[0].removesuffix(".py")
-        for line, target in imports_of(path):
+        for line, target in imports_of(path, package):
             floor = floor_of(target)
             if floor is None or floor == own or floor in LEAVES:
                 continue
@@ -113,13 +109,16 @@ def test_every_floor_of_the_package_is_named_in_the_order() -> None:
 
 
 def test_the_order_test_sees_an_upward_import(tmp_path: Path) -> None:
-    """The check itself can fail: an import of ``plugin`` inside a function of ``core`` is found."""
-    probe = PACKAGE / "core" / "_architecture_probe.py"
+    """The check itself can fail: an import of ``plugin`` inside a function of ``core`` is found.
+
+    The probe goes into a copy of the package: the real one is read by other tests at the same time.
+    """
+    copy = tmp_path / "pytest_agent_eval"
+    shutil.copytree(PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    probe = copy / "core" / "_architecture_probe.py"
     probe.write_text("def f():\n    from pytest_agent_eval.plugin import state\n", encoding="utf-8")
-    try:
-        problems = upward_imports()
-    finally:
-        probe.unlink()
+    problems = upward_imports(copy)
     assert problems == [
-        "core/_architecture_probe.py:2: core imports plugin, a floor above it (pytest_agent_eval.plugin)"
+        "core/_architecture_probe.py:2: core imports plugin, a floor above it "
+        "(pytest_agent_eval.plugin)"
     ]

@@ -78,7 +78,7 @@ def loopback() -> Iterator[tuple[str, list[str]]]:
 
 
 def shared_run(base: Path, mode: str, files: dict[str, str], *options: str) -> SharedRun:
-    """One run of `files` beside the good file (and the scripted agent) in `base`/run, in the mode."""
+    """One run in the mode of `files` beside the good file and the scripted agent in `base`/run."""
     path = base / "run"
     write_files(path, {"scripted.py": SCRIPTED_AGENT, "eval_good.yaml": GOOD, **files})
     (path / "tox.ini").write_text(f"[pytest]\naddopts = {' '.join([MODES[mode], *options])}\n")
@@ -150,7 +150,10 @@ FIELDS = [  # file, field, message
     ),
 ]
 
-BOM = '\ufeff{"agent": "scripted:run", "cases": [{"id": "b", "input": "x", "context": {"say": "ok"}}]}'
+BOM = (
+    '\ufeff{"agent": "scripted:run", "cases": [{"id": "b", "input": "x", '
+    '"context": {"say": "ok"}}]}'
+)
 
 
 def refs_file(address: str, local: Path) -> str:
@@ -184,7 +187,8 @@ def bad_run(
     )
     for name, field, _ in FIELDS:
         files[f"{name}.yaml"] = (
-            f"{AGENT}cases:\n  - {{id: a, input: x, context: {{say: ok}}}}\n  - input: x\n    {field}\n"
+            f"{AGENT}cases:\n  - {{id: a, input: x, context: {{say: ok}}}}\n  - "
+            f"input: x\n    {field}\n"
         )
     files["eval_bom.json"] = BOM
     files["eval_refs.yaml"] = refs_file(loopback[0], local)
@@ -193,7 +197,7 @@ def bad_run(
 
 @pytest.fixture(scope="module")
 def tags_run(mode: str, tmp_path_factory: pytest.TempPathFactory) -> SharedRun:
-    """The files with a tag that cannot be a marker, in one run of the mode with --strict-markers."""
+    """The files with a tag that cannot be a marker, in one run of the mode, --strict-markers on."""
     ok = "  - {id: ok, input: x, context: {say: ok}}"
     files = {
         f"{name}.yaml": f"{AGENT}cases:\n{ok}\n  - id: tagged\n    input: x\n    tags: [{tag}]\n"
@@ -221,7 +225,8 @@ def test_a_tag_that_cannot_be_a_marker_is_an_error(tags_run: SharedRun, name: st
 def test_tags_select_with_dashes_and_digits(evals: pytest.Pytester) -> None:
     evals.makefile(
         ".yaml",
-        eval_tags=f"{AGENT}cases:\n  - {{id: a, input: x, tags: [kb-search, 2fa]}}\n  - {{id: b, input: y}}\n",
+        eval_tags=f"{AGENT}cases:\n  - {{id: a, input: x, tags: [kb-search, 2fa]}}\n"
+        "  - {id: b, input: y}\n",
     )
     result = evals.runpytest("--strict-markers", "-m", "kb-search and 2fa")
     assert (

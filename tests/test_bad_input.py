@@ -1,12 +1,13 @@
-"""Bad input (SPEC §13): one clear `path:line` message each, no INTERNALERROR, every other file
-still runs.
-"""
+"""Bad input (SPEC §13): one `path:line` message each, no INTERNALERROR, other files still run."""
 
 from __future__ import annotations
 
 import pytest
 
-GOOD = "agent: scripted:run\ncases:\n  - {id: fine, input: a, context: {say: ok}, expect: {contains: [ok]}}\n"
+GOOD = (
+    "agent: scripted:run\ncases:\n"
+    "  - {id: fine, input: a, context: {say: ok}, expect: {contains: [ok]}}\n"
+)
 
 
 def run_with(evals: pytest.Pytester, **files: str) -> pytest.RunResult:
@@ -46,8 +47,8 @@ def test_json_syntax_error(evals: pytest.Pytester) -> None:
     # from 3.13
     result.stdout.re_match_lines(
         [
-            r".*eval_bad.json:3: JSON syntax error: (Expecting property name|Illegal trailing comma).*; fix the JSON "
-            "syntax"
+            r".*eval_bad.json:3: JSON syntax error: (Expecting property name|Illegal trailing "
+            r"comma).*; fix the JSON syntax"
         ]
     )
 
@@ -97,14 +98,15 @@ cases:
     shows(
         result,
         "eval_typo.yaml:5: unknown key 'expct' in cases[0] (did you mean \"expect\"?) (case typo)",
-        "eval_typo.yaml:9: unknown check 'tool_called' in cases[1].expect (did you mean \"tools_called\"?) "
-        "(case check_typo)",
+        "eval_typo.yaml:9: unknown check 'tool_called' in cases[1].expect (did you mean "
+        '"tools_called"?) (case check_typo)',
     )
 
 
 def test_http_agent_mapping_typo_says_did_you_mean(evals: pytest.Pytester) -> None:
-    """Before, every mistake in an HTTP agent mapping read "… is not of type 'string'" (the first
-    form of `agent`).
+    """Before, every mistake in an HTTP agent mapping read "… is not of type 'string'".
+
+    That is the first form of `agent`.
     """
     result = run_with(
         evals,
@@ -134,10 +136,13 @@ cases:
     shows(
         result,
         "eval_http.yaml:1: unknown key 'header' in agent (did you mean \"headers\"?)",
-        "eval_http_case.yaml:3: cases[0].agent.headers.X-Key: 1 is not of type 'string' (case numbers)",
-        "eval_http_case.yaml:6: cases[1].agent: 'scripted' is not an agent: give `module:attribute`, the agent's "
-        "http(s) URL, or a mapping {url, headers, body, output, session, timeout} (case neither)",
-        "eval_http_matrix.yaml:3: unknown key 'timout' in agents.served (did you mean \"timeout\"?)",
+        "eval_http_case.yaml:3: cases[0].agent.headers.X-Key: 1 is not of type "
+        "'string' (case numbers)",
+        "eval_http_case.yaml:6: cases[1].agent: 'scripted' is not an agent: give "
+        "`module:attribute`, the agent's http(s) URL, or a mapping {url, headers, body, output, "
+        "session, timeout} (case neither)",
+        "eval_http_matrix.yaml:3: unknown key 'timout' in agents.served (did "
+        'you mean "timeout"?)',
     )
 
 
@@ -154,19 +159,22 @@ cases:
     result.assert_outcomes(passed=2, errors=1)
     shows(
         result,
-        "eval_dup.yaml:4: duplicate case id 'same' (first at line 3); give each case a unique `id` (case same-line4)",
+        "eval_dup.yaml:4: duplicate case id 'same' (first at line 3); give each case a unique "
+        "`id` (case same-line4)",
     )
 
 
 def test_agent_path_that_does_not_import(evals: pytest.Pytester) -> None:
     result = run_with(
         evals,
-        eval_imp="agent: no_such_module:run\ncases:\n  - {id: a, input: x}\n  - {id: b, input: y}\n",
+        eval_imp="agent: no_such_module:run\ncases:\n  - {id: a, input: x}\n"
+        "  - {id: b, input: y}\n",
     )
     result.assert_outcomes(passed=1, failed=2)
     result.stdout.fnmatch_lines(
         [
-            "eval_imp.yaml:1: agent 'no_such_module:run': cannot import module 'no_such_module'*ModuleNotFoundError*"
+            "eval_imp.yaml:1: agent 'no_such_module:run': cannot import module "
+            "'no_such_module'*ModuleNotFoundError*"
         ]
     )
 
@@ -195,9 +203,7 @@ def test_loading_is_safe(evals: pytest.Pytester) -> None:
 
 
 def test_weight_and_mock_form_typos_error_their_case_at_collection(evals: pytest.Pytester) -> None:
-    """Before, the weight was ignored and the mapping answered literally (or failed only once the
-    agent ran).
-    """
+    """Before, the weight was ignored and the mapping answered literally (or failed once run)."""
     result = run_with(
         evals,
         eval_typos="""\
@@ -217,10 +223,10 @@ cases:
     result.assert_outcomes(passed=2, errors=2)
     shows(
         result,
-        "eval_typos.yaml:5: weights: unknown check 'contians' (did you mean \"contains\"?); a weight names a check "
-        "of `expect` (case weighted)",
-        "eval_typos.yaml:10: tool_mocks.search: unknown response form 'sequnce' (did you mean 'sequence'?); to answer "
-        "with this mapping as it is, write {return: {...}} (case mocked)",
+        "eval_typos.yaml:5: weights: unknown check 'contians' (did you mean \"contains\"?); a "
+        "weight names a check of `expect` (case weighted)",
+        "eval_typos.yaml:10: tool_mocks.search: unknown response form 'sequnce' (did you mean "
+        "'sequence'?); to answer with this mapping as it is, write {return: {...}} (case mocked)",
     )
 
 
@@ -228,6 +234,7 @@ def test_a_json_file_with_a_schema_key_runs_as_native(evals: pytest.Pytester) ->
     result = run_with(
         evals,
         eval_editor_json='{"$schema": "./native.schema.json", "agent": "scripted:run",\n'
-        ' "cases": [{"id": "a", "input": "x", "context": {"say": "ok"}, "expect": {"contains": ["ok"]}}]}\n',
+        ' "cases": [{"id": "a", "input": "x", "context": {"say": "ok"}, "expect": '
+        '{"contains": ["ok"]}}]}\n',
     )
     result.assert_outcomes(passed=2)

@@ -1,4 +1,4 @@
-"""Every check of SPEC §4 (but judge) passes and fails as a user sees it: outcome and failure text."""
+"""Every check of SPEC §4 (but judge) passes and fails as a user sees it: outcome, failure text."""
 
 from __future__ import annotations
 
@@ -18,7 +18,8 @@ CASES: list[tuple[str, str, str, list[str]]] = [
     (
         "contains",
         "context: {say: 'The Python 3.13 release is out'}\n    expect: {contains: [python 3.13]}",
-        "context: {say: 'The Python 3.12 release is out'}\n    expect: {contains: [Python 3.13 release]}",
+        "context: {say: 'The Python 3.12 release is out'}\n"
+        "    expect: {contains: [Python 3.13 release]}",
         ["expected: ['Python 3.13 release']", "missing 'Python 3.13 release'",
          "output: The Python 3.12 release is out", "closest: 'python'"],
     ),
@@ -37,8 +38,10 @@ CASES: list[tuple[str, str, str, list[str]]] = [
     (
         "not_contains",
         "context: {say: 'All fine'}\n    expect: {not_contains: [\"I don't know\"]}",
-        "context: {say: \"Well, I don't know that\"}\n    expect: {not_contains: [\"I don't know\"]}",
-        ["expected: none of [\"I don't know\"]", "found \"I don't know\"", "output: Well, I don't know that"],
+        "context: {say: \"Well, I don't know that\"}\n"
+        "    expect: {not_contains: [\"I don't know\"]}",
+        ["expected: none of [\"I don't know\"]", "found \"I don't know\"",
+         "output: Well, I don't know that"],
     ),
     (
         "regex",
@@ -85,9 +88,11 @@ CASES: list[tuple[str, str, str, list[str]]] = [
     (
         "tool_sequence",
         "context: {calls: [search, fetch]}\n    expect: {tool_sequence: [search, fetch]}",
-        "context: {calls: [search, summarize, fetch]}\n    expect: {tool_sequence: [search, fetch]}",
+        "context: {calls: [search, summarize, fetch]}\n"
+        "    expect: {tool_sequence: [search, fetch]}",
         ["calls differ at position 2", "expected: ['search', 'fetch']",
-         "actual:   ['search', 'summarize', 'fetch']", "expected    actual", "1. search      search()",
+         "actual:   ['search', 'summarize', 'fetch']", "expected    actual",
+         "1. search      search()",
          "2. -         + summarize()", "3. fetch       fetch()"],
     ),
     (
@@ -114,7 +119,8 @@ CASES: list[tuple[str, str, str, list[str]]] = [
     (
         "tools_only",
         "context: {calls: [search, fetch, search]}\n    expect: {tools_only: [search, fetch]}",
-        "context: {calls: [search, delete_order, fetch]}\n    expect: {tools_only: [search, fetch]}",
+        "context: {calls: [search, delete_order, fetch]}\n"
+        "    expect: {tools_only: [search, fetch]}",
         ["1 call(s) of other tools: delete_order", "expected: only ['fetch', 'search']",
          "2. delete_order()"],
     ),
@@ -126,25 +132,32 @@ CASES: list[tuple[str, str, str, list[str]]] = [
     ),
     (
         "tool_counts",
-        "context: {calls: [search, search, fetch]}\n    expect: {tool_counts: {search: 2, fetch: {min: 1, max: 2}}}",
+        "context: {calls: [search, search, fetch]}\n"
+        "    expect: {tool_counts: {search: 2, fetch: {min: 1, max: 2}}}",
         "context: {calls: [search, fetch, fetch, fetch]}\n"
         "    expect: {tool_counts: {search: 2, fetch: {min: 1, max: 2}}}",
-        ["search: called once, expected exactly 2 times; fetch: called 3 times, expected 1 to 2 times",
+        ["search: called once, expected exactly 2 times; fetch: called 3 times, "
+         "expected 1 to 2 times",
          "actual:   {'fetch': 3, 'search': 1}"],
     ),
     (
         "tool_call",
-        "context: {calls: [{name: pay, args: {amount: 5, meta: {trace_id: t1}}}, {name: pay, args: {amount: 9}}]}\n"
-        "    expect: {tool_call: {name: pay, args: {amount: 5}, match: exact, ignore: [meta], occurrence: first}}",
+        "context: {calls: [{name: pay, args: {amount: 5, meta: {trace_id: t1}}}, {name: pay, "
+        "args: {amount: 9}}]}\n"
+        "    expect: {tool_call: {name: pay, args: {amount: 5}, match: exact, ignore: "
+        "[meta], occurrence: first}}",
         "context: {calls: [{name: pay, args: {amount: 5, currency: EUR, meta: {trace_id: t1}}}]}\n"
-        "    expect: {tool_call: {name: pay, args: {amount: 5, meta: {trace_id: x}}, match: exact,\n"
+        "    expect: {tool_call: {name: pay, args: {amount: 5, meta: {trace_id: "
+        "x}}, match: exact,\n"
         "                         ignore: [meta.trace_id], occurrence: first}}",
         ["pay (first call): arguments differ (exact match)",
-         "1. pay(amount=5, currency='EUR', meta={'trace_id': 't1'})", "pay.currency: unexpected (got 'EUR')"],
+         "1. pay(amount=5, currency='EUR', meta={'trace_id': 't1'})",
+         "pay.currency: unexpected (got 'EUR')"],
     ),
     (
         "tool_call_occurrence",
-        "context: {calls: [{name: pay, args: {amount: 1}}, {name: pay, args: {amount: 2, note: x}}]}\n"
+        "context: {calls: [{name: pay, args: {amount: 1}}, {name: pay, args: "
+        "{amount: 2, note: x}}]}\n"
         "    expect: {tool_call: {name: pay, args: {amount: 2}, occurrence: 2}}",
         "context: {calls: [{name: pay, args: {amount: 1}}, {name: pay, args: {amount: 2}}]}\n"
         "    expect: {tool_call: {name: pay, args: {amount: 2}, occurrence: 1}}",
@@ -156,7 +169,8 @@ CASES: list[tuple[str, str, str, list[str]]] = [
         "    expect: {tool_sequence: [{name: search, args: {q: tea}}, fetch]}",
         "context: {calls: [{name: search, args: {q: coffee}}, {name: fetch, args: {id: 7}}]}\n"
         "    expect: {tool_sequence: [{name: search, args: {q: tea}}, fetch]}",
-        ["arguments differ at step 1", "1. search(q='coffee')", "search.q: expected 'tea', got 'coffee'"],
+        ["arguments differ at step 1", "1. search(q='coffee')",
+         "search.q: expected 'tea', got 'coffee'"],
     ),
     (
         "max_repeated_calls",
@@ -166,7 +180,8 @@ CASES: list[tuple[str, str, str, list[str]]] = [
         "context: {calls: [{name: get, args: {id: 1, v: 2}}, {name: get, args: {v: 2, id: 1}},\n"
         "                  {name: get, args: {id: 1, v: 2}}]}\n"
         "    expect: {max_repeated_calls: 2}",
-        ["get(id=1, v=2) made 3 times, at most 2 allowed", "expected: each call at most 2 times", "actual:   3"],
+        ["get(id=1, v=2) made 3 times, at most 2 allowed", "expected: each call at most 2 times",
+         "actual:   3"],
     ),
     (
         "failed_calls_ignore",
@@ -190,8 +205,10 @@ CASES: list[tuple[str, str, str, list[str]]] = [
     ),
     (
         "outcome_custom_words",
-        "context: {say: 'Ticket filed'}\n    expect: {outcome: {expected: success, success_words: [filed]}}",
-        "context: {say: 'Ticket parked'}\n    expect: {outcome: {expected: success, success_words: [filed]}}",
+        "context: {say: 'Ticket filed'}\n"
+        "    expect: {outcome: {expected: success, success_words: [filed]}}",
+        "context: {say: 'Ticket parked'}\n"
+        "    expect: {outcome: {expected: success, success_words: [filed]}}",
         ["expected: success", "reads as unclear"],
     ),
     (
@@ -203,16 +220,20 @@ CASES: list[tuple[str, str, str, list[str]]] = [
     (
         "output_schema",
         "context: {say: '{\"status\": \"ok\", \"n\": 1}'}\n"
-        "    expect: {output_schema: {type: object, required: [status], properties: {n: {type: integer}}}}",
+        "    expect: {output_schema: {type: object, required: [status], properties: "
+        "{n: {type: integer}}}}",
         "context: {say: '{\"n\": \"one\"}'}\n"
-        "    expect: {output_schema: {type: object, required: [status], properties: {n: {type: integer}}}}",
-        ["2 schema error(s)", "'status' is a required property", "at $['n']: 'one' is not of type 'integer'",
+        "    expect: {output_schema: {type: object, required: [status], properties: "
+        "{n: {type: integer}}}}",
+        ["2 schema error(s)", "'status' is a required property",
+         "at $['n']: 'one' is not of type 'integer'",
          "actual:   {'n': 'one'}"],
     ),
     (
         "custom",
         "context: {say: 'short answer'}\n    expect: {custom: [checks_mod:short]}",
-        "context: {say: 'a very long answer that goes on and on'}\n    expect: {custom: [checks_mod:short]}",
+        "context: {say: 'a very long answer that goes on and on'}\n"
+        "    expect: {custom: [checks_mod:short]}",
         ["checks_mod:short: 9 words, at most 5", "expected: ['checks_mod:short']"],
     ),
 ]  # fmt: skip
@@ -226,15 +247,19 @@ def short(run):
 
 @pytest.fixture(scope="module")
 def check_run(tmp_path_factory: pytest.TempPathFactory) -> str:
-    """One real pytest run (a subprocess) over a file with every check's cases; a run per check
-    would be slow.
+    """One real pytest run (a subprocess) over a file with every check's cases.
+
+    A run per check would be slow.
     """
     path = tmp_path_factory.mktemp("checks")
     (path / "scripted.py").write_text(SCRIPTED_AGENT)
     (path / "checks_mod.py").write_text(CUSTOM_CHECKS)
     body = "agent: scripted:run\ncases:\n"
     for name, good, bad, _ in CASES:
-        body += f"  - id: {name}-pass\n    input: q\n    {good}\n  - id: {name}-fail\n    input: q\n    {bad}\n"
+        body += (
+            f"  - id: {name}-pass\n    input: q\n    {good}\n  - id: {name}-fail\n    "
+            f"input: q\n    {bad}\n"
+        )
     (path / "eval_checks.yaml").write_text(body)
     proc = subprocess.run(
         [
@@ -284,9 +309,9 @@ def test_every_case_ran(check_run: str) -> None:
 
 
 SPEC_CHECKS = {
-    "contains", "contains_any", "not_contains", "regex", "not_regex", "equals", "tools_called", "tools_not_called",
-    "tools_exactly", "tool_sequence", "tools_in_order", "max_tool_calls", "tool_args", "outcome", "max_latency_s",
-    "output_schema", "judge", "custom",
+    "contains", "contains_any", "not_contains", "regex", "not_regex", "equals", "tools_called",
+    "tools_not_called", "tools_exactly", "tool_sequence", "tools_in_order", "max_tool_calls",
+    "tool_args", "outcome", "max_latency_s", "output_schema", "judge", "custom",
     # SPEC §20
     "tools_only", "tool_counts", "tool_call", "max_repeated_calls",
 }  # fmt: skip
@@ -323,9 +348,7 @@ cases:
 
 
 def test_checks_registered_by_a_sub_directory_conftest(evals: pytest.Pytester) -> None:
-    """The root's eval file is read before `sub/conftest.py` loads; the later check still reaches
-    sub's files.
-    """
+    """The root's eval file is read before `sub/conftest.py` loads; sub's check still reaches it."""
     evals.makefile(
         ".yaml",
         eval_a="agent: scripted:run\ncases:\n  - {id: root, input: q, context: {say: ok}}\n",
@@ -349,8 +372,9 @@ def test_checks_registered_by_a_sub_directory_conftest(evals: pytest.Pytester) -
 
 
 def test_only_pure_built_in_checks_run_on_the_event_loop() -> None:
-    """User code, LLM checks, checks of plugins (registered without saying) and regex searches
-    (which may wait on their helper process up to the case's timeout) run off the loop.
+    """User code, LLM checks, checks of plugins (registered without saying) and regex run off-loop.
+
+    Regex searches may wait on their helper process up to the case's timeout.
     """
     from pytest_agent_eval.checks import builtin_registry
 
@@ -385,11 +409,12 @@ FORECAST_SCHEMA = {
         ('Here is the forecast:\n```json\n{"city": "Oslo", "high": 4}\n```\nEnjoy!', True, []),
         ('Notes:\n```\nnot JSON\n```\nThe data:\n```\n{"city": "Oslo", "high": 4}\n```', True, []),
         (
-            'Two options:\n```json\n{"city": "Oslo"}\n```\nor\n```json\n{"city": "Bergen", "high": 9}\n```',
+            'Two options:\n```json\n{"city": "Oslo"}\n```\nor\n```json\n'
+            '{"city": "Bergen", "high": 9}\n```',
             False,
             [
-                "*✗ output_schema: 1 schema error(s) in the first ```json block at line 2 of the output (fenced "
-                "block 1 of 2)*",
+                "*✗ output_schema: 1 schema error(s) in the first ```json block at line 2 of the "
+                "output (fenced block 1 of 2)*",
                 "*at $: 'high' is a required property",
             ],
         ),
@@ -415,9 +440,7 @@ FORECAST_SCHEMA = {
 def test_output_schema_reads_the_fenced_block(
     evals: pytest.Pytester, say: str, passes: bool, lines: list[str]
 ) -> None:
-    """Before, only an output that was all one fenced block was unwrapped: a sentence before it made
-    it "not JSON".
-    """
+    """Before, only all-fenced output was unwrapped: a sentence before a block made it not JSON."""
     case = {
         "id": "forecast",
         "input": "q",
@@ -438,8 +461,10 @@ def test_validate_and_the_schema_know_the_trajectory_checks(
     good = tmp_path / "eval_good.yaml"
     good.write_text(
         "cases:\n  - id: c\n    input: q\n    reference: [20 EUR]\n    expect:\n"
-        "      tools_only: [a]\n      tool_counts: {a: 1, b: {max: 2}}\n      max_repeated_calls: 1\n"
-        "      tool_call: [{name: a, args: {x: 1}, match: exact, ignore: [meta.id], occurrence: last}]\n"
+        "      tools_only: [a]\n      tool_counts: {a: 1, b: {max: 2}}\n"
+        "      max_repeated_calls: 1\n"
+        "      tool_call: [{name: a, args: {x: 1}, match: exact, ignore: [meta.id], "
+        "occurrence: last}]\n"
         "      tool_sequence: [{name: a, args: {x: 1}}, b]\n      failed_calls: ignore\n"
         "      judge: {reference: Paris}\n"
     )
@@ -447,7 +472,8 @@ def test_validate_and_the_schema_know_the_trajectory_checks(
     bad = tmp_path / "eval_bad.yaml"
     bad.write_text(
         "cases:\n  - id: c\n    input: q\n    expect:\n"
-        "      tool_call: {name: pay, match: fuzzy, occurrence: 0}\n      tool_counts: {a: {mn: 1}}\n"
+        "      tool_call: {name: pay, match: fuzzy, occurrence: 0}\n"
+        "      tool_counts: {a: {mn: 1}}\n"
         "      failed_calls: skip\n      max_repeated_calls: 0\n"
     )
     capsys.readouterr()

@@ -63,14 +63,17 @@ cases:
     assert code == 1
     assert out == [
         f"{suite}: neon_suite, 4 cases: 4 problems",
-        f"{suite}:5: unknown scorer 'reasonning' in cases[0].scorers (did you mean \"reasoning\"?) (case a)",
-        f"{suite}:8: cases[1].expected_output_pattern: bad regular expression '[unclosed': unterminated character "
-        "set at position 0; fix the pattern (case b)",
-        f"{suite}:9: duplicate case name 'a' (first at line 3); give each case a unique `name` (case a-2)",
+        f"{suite}:5: unknown scorer 'reasonning' in cases[0].scorers (did you mean "
+        '"reasoning"?) (case a)',
+        f"{suite}:8: cases[1].expected_output_pattern: bad regular expression '[unclosed': "
+        "unterminated character set at position 0; fix the pattern (case b)",
+        f"{suite}:9: duplicate case name 'a' (first at line 3); give each case a "
+        "unique `name` (case a-2)",
         f"{suite}:12: cases[3]: missing `input` (`input: {{query: ...}}`) (case c)",
         f"{native}: native, 2 cases: 2 problems",
         f"{native}:2: cases[0].expect.regex: '(bad' is not a 'regex' (case x)",
-        f"{native}:3: duplicate case id 'x' (first at line 2); give each case a unique `id` (case x-line3)",
+        f"{native}:3: duplicate case id 'x' (first at line 2); give each case a "
+        "unique `id` (case x-line3)",
         "2 files checked, 2 with problems (6 in all)",
     ]
 
@@ -99,7 +102,8 @@ def test_a_directory_without_eval_files(tmp_path: Path, capsys: pytest.CaptureFi
 
 POLITE_PLUGIN = (
     "def polite(run, spec, ctx):\n    return None\n\n"
-    "def pytest_agent_eval_register_checks(registry):\n    registry.register('polite', polite, {'const': True})\n"
+    "def pytest_agent_eval_register_checks(registry):\n"
+    "    registry.register('polite', polite, {'const': True})\n"
 )
 
 
@@ -124,9 +128,7 @@ def test_plugins_add_checks_and_formats(tmp_path: Path, capsys: pytest.CaptureFi
 def test_the_conftest_files_of_the_checked_files_add_their_checks(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """As pytest loads them: a check registered in the file's directory's conftest.py is known, with
-    or without -p.
-    """
+    """As pytest loads them: a check of the file's folder's conftest.py is known, with or w/o -p."""
     (tmp_path / "sub").mkdir()
     (tmp_path / "sub" / "eval_custom.yaml").write_text(
         "cases:\n  - {id: a, input: hi, expect: {polite: true}}\n"
@@ -139,9 +141,7 @@ def test_the_conftest_files_of_the_checked_files_add_their_checks(
 
 
 def test_installed_pytest_plugins_add_their_checks(pytester: pytest.Pytester) -> None:
-    """A ``pytest11`` entry-point plugin that implements the hook is loaded; the command still
-    imports no pytest.
-    """
+    """A ``pytest11`` entry-point plugin implementing the hook is loaded; still no pytest import."""
     site = pytester.mkdir("site")
     (site / "polite_plugin.py").write_text(POLITE_PLUGIN)
     info = site / "polite_plugin-1.0.dist-info"
@@ -152,7 +152,8 @@ def test_installed_pytest_plugins_add_their_checks(pytester: pytest.Pytester) ->
         ".yaml", eval_custom="cases:\n  - {id: a, input: hi, expect: {polite: true}}\n"
     )
     script = (
-        "import sys\nfrom pytest_agent_eval.cli import main\ncode = main(['validate', 'eval_custom.yaml'])\n"
+        "import sys\nfrom pytest_agent_eval.cli import main\n"
+        "code = main(['validate', 'eval_custom.yaml'])\n"
         "print('pytest imported:', 'pytest' in sys.modules)\nsys.exit(code)\n"
     )
     env = {**os.environ, "PYTHONPATH": str(site)}
@@ -191,9 +192,7 @@ def test_the_console_script(pytester: pytest.Pytester) -> None:
 def test_duplicate_keys_are_reported_per_file_and_the_other_files_still_validated(
     pytester: pytest.Pytester,
 ) -> None:
-    """Before, the first duplicate key ended `agent-eval validate` with a traceback, and later files
-    went unchecked.
-    """
+    """Before, a duplicate key ended `agent-eval validate` in a traceback; later files unchecked."""
     pytester.makefile(".yaml", eval_a_dup="cases:\n  - id: a\n    input: hi\n    input: ho\n")
     pytester.makefile(
         ".json", eval_b_dup='{"cases": [\n  {"id": "b",\n   "input": "x",\n   "input": "y"}\n]}\n'
@@ -212,7 +211,8 @@ def test_duplicate_keys_are_reported_per_file_and_the_other_files_still_validate
         "eval_b_dup.json:4: duplicate key 'input' (first at line 3); remove one",
         "eval_c_ok.yaml: native, 1 case: ok",
         "eval_d_typo.yaml: native, 1 case: 1 problem",
-        "eval_d_typo.yaml:2: unknown check 'contain' in cases[0].expect (did you mean \"contains\"?) (case d)",
+        "eval_d_typo.yaml:2: unknown check 'contain' in cases[0].expect (did you mean "
+        '"contains"?) (case d)',
         "4 files checked, 3 with problems (3 in all)",
     ]
 
@@ -223,9 +223,7 @@ def test_the_examples_validate() -> None:
 
 
 def test_the_shipped_schema_file_is_what_schema_prints(capsys: pytest.CaptureFixture[str]) -> None:
-    """Editors read pytest_agent_eval/cases/native.schema.json; regenerate it with `agent-eval
-    schema > ...`.
-    """
+    """Editors read pytest_agent_eval/cases/native.schema.json; `agent-eval schema >` redoes it."""
     main(["schema"])
     shipped = (
         Path(__file__).resolve().parents[1] / "pytest_agent_eval" / "cases" / "native.schema.json"
@@ -266,16 +264,20 @@ cases:
     assert code == 1
     assert out == [
         f"{path}: native, 3 cases: 6 problems",
-        f"{path}:5: weights: unknown check 'contians' (did you mean \"contains\"?); a weight names a check of "
-        "`expect` (case weighted)",
-        f"{path}:10: tool_mocks.search: unknown response form 'sequnce' (did you mean 'sequence'?); to answer with "
-        "this mapping as it is, write {return: {...}} (case mocked)",
-        f"{path}:12: tool_mocks.fetch: unknown key 'defualt' in a response form (did you mean \"default\"?); to "
-        "answer with this mapping as it is, write {return: {...}} (case mocked)",
-        f"{path}:18: unknown check 'case_sensitiv' in cases[2].expect (did you mean \"case_sensitive\"?) "
-        "(case options)",
-        f"{path}:19: unknown key 'min_scor' in cases[2].expect.judge (did you mean \"min_score\"?) (case options)",
-        f"{path}:20: unknown key 'min_step' in cases[2].expect.reasoning (did you mean \"min_steps\"?) (case options)",
+        f"{path}:5: weights: unknown check 'contians' (did you mean \"contains\"?); a weight "
+        "names a check of `expect` (case weighted)",
+        f"{path}:10: tool_mocks.search: unknown response form 'sequnce' (did you mean "
+        "'sequence'?); to answer with this mapping as it is, write {return: "
+        "{...}} (case mocked)",
+        f"{path}:12: tool_mocks.fetch: unknown key 'defualt' in a response form (did you mean "
+        '"default"?); to answer with this mapping as it is, write {return: '
+        "{...}} (case mocked)",
+        f"{path}:18: unknown check 'case_sensitiv' in cases[2].expect (did you mean "
+        '"case_sensitive"?) (case options)',
+        f"{path}:19: unknown key 'min_scor' in cases[2].expect.judge (did you mean "
+        '"min_score"?) (case options)',
+        f"{path}:20: unknown key 'min_step' in cases[2].expect.reasoning (did you mean "
+        '"min_steps"?) (case options)',
         "1 file checked, 1 with problems (6 in all)",
     ]
 
@@ -296,9 +298,7 @@ def test_a_json_file_may_name_its_schema(
 def test_a_conftest_imports_from_its_package_root(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """As pytest imports a conftest.py of a package: its imports start at the first folder that is
-    no package.
-    """
+    """As pytest imports a package's conftest.py: its imports start at the first non-package dir."""
     pkg = tmp_path / "proj" / "evals"
     pkg.mkdir(parents=True)
     (tmp_path / "proj" / "__init__.py").write_text("")

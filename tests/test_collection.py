@@ -1,5 +1,6 @@
-"""Collection and selection as users drive it: ids, -k, -m, node ids, --lf, -x, -n 2, junit,
-locations.
+"""Collection and selection as users drive them.
+
+Ids, -k, -m, node ids, --lf, -x, -n 2, junit, locations.
 """
 
 from __future__ import annotations
@@ -41,16 +42,17 @@ JSON_FILE = {
     "cases": [
         {"id": "first", "input": "hello", "tags": ["kb"], "context": {"say": "all good"},
          "expect": {"contains": ["good"]}},
-        {"id": "second", "input": "hello", "context": {"say": "nope"}, "expect": {"contains": ["good"]}},
-        {"id": "third", "input": "hello", "tags": ["kb", "slow_one"], "context": {"say": "good again"},
+        {"id": "second", "input": "hello", "context": {"say": "nope"},
          "expect": {"contains": ["good"]}},
+        {"id": "third", "input": "hello", "tags": ["kb", "slow_one"],
+         "context": {"say": "good again"}, "expect": {"contains": ["good"]}},
     ],
 }  # fmt: skip
 
 
 @pytest.fixture(params=["yaml", "json"])
 def suite(request: pytest.FixtureRequest, evals: pytest.Pytester) -> str:
-    """The same three cases (first passes, second fails, third passes) as eval_suite.yaml or .json."""
+    """The same three cases (first passes, second fails, third passes): eval_suite.yaml or .json."""
     if request.param == "yaml":
         evals.makefile(".yaml", eval_suite=YAML_FILE)
         return "eval_suite.yaml"

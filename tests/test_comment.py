@@ -1,6 +1,4 @@
-"""``agent-eval comment REPORT [--baseline B]`` (SPEC §25): the sticky pull-request comment of a
-report.
-"""
+"""``agent-eval comment REPORT [--baseline B]`` (SPEC §25): a report's sticky PR comment."""
 
 from __future__ import annotations
 

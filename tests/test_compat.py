@@ -1,6 +1,4 @@
-"""The private-API wrappers degrade instead of failing when pytest, xdist or asyncio change under
-them.
-"""
+"""The private-API wrappers degrade instead of failing when pytest, xdist or asyncio change."""
 
 from __future__ import annotations
 

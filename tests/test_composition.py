@@ -1,4 +1,4 @@
-"""Features compose (SPEC §17): the travel desk's agents crossed pairwise with everything else.
+"""Features compose (SPEC §17): agent builds × case kinds × run modes × traffic, crossed pairwise.
 
 One travel-desk agent built every way (`tests/travel_desk.py`; with its tools served over MCP,
 `tests/travel_mcp.py`) × case kinds (single, scripted turns, simulated user, repeat; every tool-mock
@@ -104,6 +104,7 @@ def _run(pytester: pytest.Pytester, mode: str, prefix: str, *args: str) -> RunOu
         f"--junitxml={prefix}.xml",
         f"--agent-eval-markdown={prefix}.md",
         f"--agent-eval-html={prefix}.html",
+        f"--agent-eval-traces={prefix}.traces.jsonl",
         "--agent-eval-min-pass-rate=1.0",
     ]
     argv = ["-p", "no:cacheprovider", "-rA", *MODE_ARGS[mode], *outputs, *args]
@@ -119,8 +120,9 @@ def _run(pytester: pytest.Pytester, mode: str, prefix: str, *args: str) -> RunOu
 def _write(
     pytester: pytest.Pytester, service: TravelService, group: int
 ) -> tuple[list[Row], tuple[str, str], list[str]]:
-    """The eval files of a (run mode, traffic) run: its rows, its matrix's two agents and the
-    options naming them.
+    """The eval files of a (run mode, traffic) run.
+
+    Its rows, its matrix's two agents and the options naming them.
     """
     rows = [row for row in ROWS if (row.mode, row.traffic) == GROUPS[group]]
     pair = matrix_agents(KINDS, group)
@@ -180,6 +182,7 @@ def test_features_compose(pytester: pytest.Pytester, travel: Any, mode: str, tra
         _matrix_variant(findings, kind, group, mode, traffic, live, llm, hooked)
     for run in runs:
         _reports_agree(findings, f"{mode} × traffic {traffic} ({run.prefix})", run)
+        _traces_agree(findings, f"{mode} × traffic {traffic} ({run.prefix})", run)
     findings.assert_none(
         "\n\n".join(f"--- {run.prefix} (exit {run.ret})\n{run.stdout}" for run in runs)
     )
@@ -189,11 +192,12 @@ SHARDED = ("xdist_concurrency", "hook") if ("xdist_concurrency", "hook") in GROU
 
 
 def test_shards_merge_gate_and_resume_compose(pytester: pytest.Pytester, travel: Any) -> None:
-    """Shards and resume (SPEC §18) with every agent kind and case kind: one (run mode, traffic)
-    run's cases split in two shards and merged by `agent-eval merge`, and a run resumed from a
-    report that lost half its cases, give each case the outcome, tool calls, score and tokens of the
-    whole run; `agent-eval gate` passes the merged report against the whole run as its baseline, and
-    fails it on the threshold the whole run missed.
+    """Shards and resume (SPEC §18) with every agent and case kind give the whole run's results.
+
+    One (run mode, traffic) run's cases split in two shards and merged by `agent-eval merge`, and a
+    run resumed from a report that lost half its cases, give each case the outcome, tool calls,
+    score and tokens of the whole run; `agent-eval gate` passes the merged report against the whole
+    run as its baseline, and fails it on the threshold the whole run missed.
     """
     _, service, _ = travel
     mode, traffic = SHARDED
@@ -330,9 +334,10 @@ def _combination(
 def _usage(
     findings: Findings, row: object, record: dict[str, Any], agent_n: int, all_n: int, hooked: bool
 ) -> None:
-    """The tokens the server reported, summed over every request of the case: all of them (the
-    simulated user's and the scorer's included) with the hook on; the agent's own at least, with the
-    hook off.
+    """The tokens the server reported, summed over every request of the case.
+
+    All of them (the simulated user's and the scorer's included) with the hook on; the agent's own
+    at least, with the hook off.
     """
     total = total_tokens(record)
     if hooked:
@@ -345,7 +350,10 @@ def _usage(
             total is not None
             and TOKENS_PER_REQUEST * agent_n <= total <= TOKENS_PER_REQUEST * all_n
         )
-        want = f"{TOKENS_PER_REQUEST * agent_n}..{TOKENS_PER_REQUEST * all_n} ({agent_n} agent requests of {all_n})"
+        want = (
+            f"{TOKENS_PER_REQUEST * agent_n}..{TOKENS_PER_REQUEST * all_n} ({agent_n} agent "
+            f"requests of {all_n})"
+        )
     findings.check(ok, row, f"total tokens {total}, expected {want}")
 
 
@@ -384,9 +392,7 @@ def _matrix_variant(
 def _same_as_recorded(
     findings: Findings, rows: list[Row], pair: tuple[str, str], live: RunOutput, replay: RunOutput
 ) -> None:
-    """A recorded run and its replay give the same outcomes, tool calls, scores and tokens (SPEC
-    §14).
-    """
+    """A recorded run and its replay: same outcomes, tool calls, scores and tokens (SPEC §14)."""
     recorded, replayed = live.records(), replay.records()
     outcomes = replay.pytest_outcomes()
     nodeids = [(f"{MAIN}::{r.case_id}", r) for r in rows] + [
@@ -417,8 +423,9 @@ def _same_as_recorded(
 
 
 def _baseline_unchanged(findings: Findings, replay: RunOutput) -> None:
-    """The replay, gated on its own recording as the baseline: nothing changed, and the missed
-    pass-rate threshold still fails the run under ``--agent-eval-gate regressions``.
+    """The replay, gated on its own recording as the baseline: nothing changed, the threshold fails.
+
+    The missed pass-rate threshold still fails the run under ``--agent-eval-gate regressions``.
     """
     same = "compared with the baseline: 0 regressions, 0 fixes, 0 new, 0 missing"
     findings.check(same in replay.stdout, "baseline", f"the terminal does not say {same!r}")
@@ -431,9 +438,7 @@ def _baseline_unchanged(findings: Findings, replay: RunOutput) -> None:
 
 
 def _reports_agree(findings: Findings, where: str, run: RunOutput) -> None:
-    """pytest, the JSON report, junit, the HTML page's data and the markdown tell the same cases and
-    figures.
-    """
+    """pytest, JSON report, junit, the HTML page's data and the markdown tell the same figures."""
     pytest_says = {k: v for k, v in run.pytest_outcomes().items() if k.startswith(("eval_",))}
     records = run.records()
     json_says = {k: r["outcome"] for k, r in records.items()}
@@ -495,6 +500,38 @@ def _reports_agree(findings: Findings, where: str, run: RunOutput) -> None:
         where,
         f"exit {run.ret}; wanted 1 and {threshold!r}",
     )
+
+
+def _traces_agree(findings: Findings, where: str, run: RunOutput) -> None:
+    """Traces on (SPEC §23): every trial that ran is one trace, rooted at ``invoke_agent``.
+
+    Each trace names its case and holds one ``execute_tool`` span per tool call of the record.
+    """
+    roots: dict[str, str] = {}
+    tools: dict[str, int] = {}
+    for span in run.spans():
+        trace_id = span["traceId"]
+        if span["name"].startswith("invoke_agent") and not span.get("parentSpanId"):
+            roots[trace_id] = span["attrs"].get("agent_eval.case.id", "")
+        elif span["name"].startswith("execute_tool"):
+            tools[trace_id] = tools.get(trace_id, 0) + 1
+    for nodeid, record in run.records().items():
+        if record["outcome"] == "skipped":
+            continue
+        trials = record.get("trials") or [record]
+        ids = [t.get("trace_id") for t in trials]
+        findings.check(
+            all(roots.get(str(i)) == record["case_id"] for i in ids),
+            where,
+            f"{nodeid}: trace ids {ids} are not roots naming the case in the traces file",
+        )
+        if len(trials) == 1:
+            calls = len(tool_calls(record))
+            findings.check(
+                tools.get(str(ids[0]), 0) == calls,
+                where,
+                f"{nodeid}: {tools.get(str(ids[0]), 0)} execute_tool spans, {calls} tool calls",
+            )
 
 
 def _failures_in_markdown(markdown: str) -> list[str]:

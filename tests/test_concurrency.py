@@ -1,6 +1,4 @@
-"""Many agent calls in flight (SPEC §7): the same results as serial, -x in order, per-trial
-recording, repeats.
-"""
+"""Many agent calls in flight (SPEC §7): serial's results, -x in order, trial records, repeats."""
 
 from __future__ import annotations
 
@@ -127,9 +125,7 @@ def test_same_outcomes_ids_and_junit_with_and_without_concurrency_and_xdist(
 
 
 def test_the_scheduler_is_a_plugin_only_at_concurrency_above_one(conc: pytest.Pytester) -> None:
-    """As xdist registers its DSession only with -n: at concurrency 1 the scheduler is neither made
-    nor imported.
-    """
+    """As xdist makes its DSession only with -n: at concurrency 1 no scheduler is made or loaded."""
     conc.makefile(".yaml", eval_conc=_suite(2, failing=()))
     conc.makeconftest(
         "import sys\n"
@@ -282,7 +278,7 @@ def pytest_agent_eval_register_checks(registry):
 
 
 def test_a_blocking_check_from_a_plugin_runs_off_the_loop(conc: pytest.Pytester) -> None:
-    """Checks registered through the hook may block: they run in threads, so cases' checks overlap."""
+    """Checks registered through the hook may block: they run in threads, so the checks overlap."""
     conc.makeconftest(SLOW_CHECK)
     conc.makefile(
         ".yaml", eval_slow=_suite(n=8, failing=()).replace("contains: [answer]", "slow_ok: true")

@@ -1,5 +1,6 @@
-"""Simulated-user conversations offline (scripted ``agent_eval_llm``): scores, assertions, Neo4j,
-bad input.
+"""Simulated-user conversations offline, with a scripted ``agent_eval_llm``.
+
+Scores, assertions, Neo4j, bad input.
 """
 
 from __future__ import annotations
@@ -95,7 +96,8 @@ def test_native_assertions_are_weighted_in_the_failure_text(pytester: pytest.Pyt
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         [
-            "case order failed: tasks 1.00, assertions 0.40 (2/5 by weight), penalty 0.00 → 0.55 < 0.70",
+            "case order failed: tasks 1.00, assertions 0.40 (2/5 by weight), "
+            "penalty 0.00 → 0.55 < 0.70",
             "*✓ assertion 1: contains",
             "*✗ assertion 2: tools_called*",
         ]
@@ -112,8 +114,10 @@ def test_an_unreadable_scorer_reply_is_no_verdict_and_shown(pytester: pytest.Pyt
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         [
-            "case order failed: tasks not scored (task scorer reply unreadable: 'Great job overall, 9/10!'; "
-            'expected {"tone": *}), assertions 1.00 (1/1 by weight), penalty 0.00 → no composite score',
+            "case order failed: tasks not scored (task scorer reply unreadable: 'Great "
+            "job overall, 9/10!'; "
+            'expected {"tone": *}), assertions 1.00 (1/1 by weight), penalty 0.00 '
+            "→ no composite score",
             "*✗ tasks: task scorer reply unreadable: 'Great job overall, 9/10!'*",
         ]
     )
@@ -129,7 +133,8 @@ def test_an_empty_simulated_user_reply_fails_the_case_saying_so(pytester: pytest
     result.stdout.fnmatch_lines(
         [
             "case order failed: the conversation stopped at an error, nothing was scored",
-            "*✗ message 5: simulated user reply unusable: '' (expected the next user message as text)",
+            "*✗ message 5: simulated user reply unusable: '' (expected the next "
+            "user message as text)",
         ]
     )
 
@@ -139,7 +144,8 @@ def test_an_agent_call_that_fails_after_its_retries_stops_the_conversation(
 ) -> None:
     _setup(pytester, "      retries: 1\n")
     pytester.makepyfile(
-        chat_agent="def run(query, context):\n    if 'order' in query:\n        raise TimeoutError('upstream')\n"
+        chat_agent="def run(query, context):\n    if 'order' in query:\n"
+        "        raise TimeoutError('upstream')\n"
         "    return 'Hi! How can I help?'\n"
     )
     result = run_evals(pytester)
@@ -171,7 +177,8 @@ def test_without_an_llm_the_conversation_is_not_scored_and_skipped(
     [
         (
             "    assertions:\n      - {weight: 2}\n",
-            "eval_chat.yaml:8: assertions?0?: an assertion needs `cypher` (with `expected`), `expression`, or one*",
+            "eval_chat.yaml:8: assertions?0?: an assertion needs `cypher` (with `expected`), "
+            "`expression`, or one*",
         ),
         (
             "    assertions:\n      - {cypher: 'RETURN 1'}\n",
@@ -244,21 +251,25 @@ def test_a_refused_neo4j_connection_is_the_assertions_error(
     result.assert_outcomes(failed=1, passed=1)
     result.stdout.fnmatch_lines(
         [
-            "case order failed: tasks 1.00, assertions no verdict (1 could not be evaluated), penalty 0.00 → no*",
-            "*✗ assertion 1: cypher MATCH (o:Order) RETURN count(o): no verdict: cypher failed: ServiceUnavailable: "
-            f"*{port}*Connection refused*",
+            "case order failed: tasks 1.00, assertions no verdict (1 could not be "
+            "evaluated), penalty 0.00 → no*",
+            "*✗ assertion 1: cypher MATCH (o:Order) RETURN count(o): no verdict: cypher failed: "
+            f"ServiceUnavailable: *{port}*Connection refused*",
         ]
     )
 
 
 # -- the engine
-# ---------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 
 USER = SimulatedUser(tasks=(Task("Ask A", "a"), Task("Ask B", "b")))
 
 
 def test_the_task_scorer_reads_the_home_reply_shape_only() -> None:
-    reply = '```json\n{"tone": 0.5, "tasks": [{"scored": "ask b", "score": 0.4}, {"scored": "Ask A", "score": 1}]}\n```'
+    reply = (
+        '```json\n{"tone": 0.5, "tasks": [{"scored": "ask b", "score": 0.4}, {"scored": "Ask '
+        'A", "score": 1}]}\n```'
+    )
     assert read_task_scores(reply, USER) == ([1.0, 0.4], 0.5)
     assert read_task_scores(
         '{"tasks": [{"scored": "x", "score": 0.1}, {"scored": "y", "score": 0.2}]}', USER

@@ -1,6 +1,4 @@
-"""The conversation-evaluation job (SPEC §12) runs unchanged as two items, scored with the home
-formula.
-"""
+"""The conversation-evaluation job (SPEC §12) runs unchanged as two items, scored as at home."""
 
 from __future__ import annotations
 
@@ -56,7 +54,8 @@ def run(query, context):
         raise ConnectionError("agent service hiccup")
     if query.startswith("Please create"):
         reminders = json.loads(STORE.read_text()) if STORE.exists() else []
-        STORE.write_text(json.dumps(reminders + [{"at": "tomorrow 9am", "user": context["target"]["user"]}]))
+        STORE.write_text(json.dumps(reminders + [{"at": "tomorrow 9am", \
+"user": context["target"]["user"]}]))
         return "Done: reminder set for tomorrow at 9am."
     if "capital of France" in query:
         return "The capital of France is Paris."
@@ -76,7 +75,8 @@ def agent_eval_llm():
     def llm(messages, **options):
         if messages[-1]["content"].startswith("You score a conversation"):
             return json.dumps({"tone": 0.9, "tasks": [
-                {"scored": "Ask the assistant to create a reminder for tomorrow at 9am", "score": 0.8},
+                {"scored": "Ask the assistant to create a reminder for tomorrow at \
+9am", "score": 0.8},
                 {"scored": "Ask what the capital of France is", "score": 0.6},
             ]})
         system = messages[0]["content"]
@@ -164,15 +164,16 @@ def test_a_job_runs_as_two_items_scored_with_the_home_formula(
     assert round(first, 2) == 0.61 and round(second, 2) == 0.27
     result.stdout.fnmatch_lines(
         [
-            "case readme-example-job?without_facts? failed: timing 1.00, tasks 0.70, assertions 1.00 (5/5 by weight), "
-            f"penalty 0.30 → {first:.2f} < 0.70",
+            "case readme-example-job?without_facts? failed: timing 1.00, tasks 0.70, assertions "
+            f"1.00 (5/5 by weight), penalty 0.30 → {first:.2f} < 0.70",
             "*✗ penalty: 1 failed agent call, retried: penalty 0.30 (score 0.70)",
             "*agent call failed, retried (1/3): agent raised ConnectionError: agent service hiccup",
             "*✓ assertion 1: expression objectContext.resources.size == 1",
             "*✓ assertion 2: cypher MATCH (r:Reminder) RETURN count(r) AS count",
-            "case readme-example-job?with_facts? failed: timing 1.00, tasks 0.70, assertions 0.40 (2/5 by weight), "
-            f"penalty 0.30 → {second:.2f} < 0.70",
-            "*✗ assertion 2: cypher MATCH (r:Reminder) RETURN count(r) AS count: value differs (score 0.00)",
+            "case readme-example-job?with_facts? failed: timing 1.00, tasks 0.70, assertions "
+            f"0.40 (2/5 by weight), penalty 0.30 → {second:.2f} < 0.70",
+            "*✗ assertion 2: cypher MATCH (r:Reminder) RETURN count(r) AS count: value "
+            "differs (score 0.00)",
             "*expected: 1",
             "*actual:   2",
         ]
@@ -225,7 +226,8 @@ def test_an_expression_nothing_evaluates_is_not_scored_and_the_rest_scores(
     expected = home_composite(1.0, [0.8, 0.6], [(True, 3)], failures=1)
     result.stdout.fnmatch_lines(
         [
-            f"*timing 1.00, tasks 0.70, assertions 1.00 (3/3 by weight), penalty 0.30 → {expected:.2f} < 0.70",
+            "*timing 1.00, tasks 0.70, assertions 1.00 (3/3 by weight), penalty 0.30 → "
+            f"{expected:.2f} < 0.70",
             "*✓ assertion 1: expression objectContext.resources.size == 1 (not scored)",
             "*not scored: no plugin evaluates expressions; implement the hook "
             "pytest_agent_eval_evaluate_assertion(assertion, run, case) in conftest.py",
@@ -252,8 +254,10 @@ def test_max_turns_counts_every_message_and_aborts_still_scored(pytester: pytest
             "eval_job.yaml:1: a conversation job needs `tasks:`*",
         ),
         (
-            "evaluator: {name: S}\ntasks:\n  - {task: t, acceptanceCriteria: c}\nassertions:\n  - {weight: 2}\n",
-            "eval_job.yaml:5: assertions[0]: an assertion needs either `cypher` (with `expected`) or `expression`",
+            "evaluator: {name: S}\ntasks:\n  - {task: t, acceptanceCriteria: "
+            "c}\nassertions:\n  - {weight: 2}\n",
+            "eval_job.yaml:5: assertions[0]: an assertion needs either `cypher` (with "
+            "`expected`) or `expression`",
         ),
         (
             "evaluator: {name: S, voise: x}\ntasks:\n  - {task: t, acceptanceCriteria: c}\n",

@@ -1,6 +1,7 @@
-"""A native simulated-user conversation through the plugin's default ``agent_eval_llm`` and the real
-``openai`` client, against a loopback OpenAI-compatible server that plays the user and the scorer
-(SPEC §9).
+"""A native simulated-user conversation through the default ``agent_eval_llm`` (SPEC §9).
+
+It goes through the real ``openai`` client, against a loopback OpenAI-compatible server that plays
+the user and the scorer.
 """
 
 from __future__ import annotations
@@ -49,9 +50,7 @@ def _cases(agent: str, *specs: tuple[str, int | None]) -> str:
 
 
 class Player:
-    """The loopback LLM: plays the simulated user (tasks in order, a fact only when asked for it)
-    and the scorer.
-    """
+    """The loopback LLM: the simulated user (tasks in order, facts only when asked), the scorer."""
 
     TASK = re.compile(r"^\d+\. \[\w+\] (.*)$", re.M)
 
@@ -157,7 +156,8 @@ def test_max_turns_aborts_the_conversation_and_it_is_still_scored(
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         [
-            "case short failed: timing 1.00, tasks 0.20, penalty 0.00 → 0.47 < 0.70 (aborted at max_turns: 4 messages)",
+            "case short failed: timing 1.00, tasks 0.20, penalty 0.00 → 0.47 < 0.70 (aborted at "
+            "max_turns: 4 messages)",
             "*✗ task 1: Ask where your order is: scored 0.20 (score 0.20)",
         ]
     )
@@ -199,9 +199,10 @@ def test_conversations_at_concurrency_4_end_as_at_concurrency_1(
 def test_a_recorded_conversation_replays_with_the_server_stopped(
     pytester: pytest.Pytester, player: Player, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Replay covers the simulated user's and the scorer's requests (SPEC §17): no prompt carries
-    run-dependent text such as the agent's response times, which differ here between the recording
-    and the replay.
+    """Replay covers the simulated user's and the scorer's requests (SPEC §17).
+
+    No prompt carries run-dependent text such as the agent's response times, which differ here
+    between the recording and the replay.
     """
     pytester.makepyfile(
         support=AGENT.replace("time.sleep(0.02)", "time.sleep(float(os.environ['AGENT_DELAY_S']))")

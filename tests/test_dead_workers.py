@@ -1,7 +1,8 @@
-"""A worker (or machine) that dies (SPEC §18): every case it had not finished is named in the
-reports as not run — the JSON report's ``not_run`` (``{nodeid, file, line, reason}``), the HTML
-page, the markdown and the terminal — and the cases that finished plus those not run add up to the
-cases collected.
+"""A worker (or machine) that dies (SPEC §18): every case it had not finished is named as not run.
+
+The reports name them: the JSON report's ``not_run`` (``{nodeid, file, line, reason}``), the HTML
+page, the markdown and the terminal; the cases that finished plus those not run add up to the cases
+collected.
 """
 
 from __future__ import annotations
@@ -25,8 +26,9 @@ def _load(path: Path) -> dict[str, Any]:
 
 
 def _adds_up(report: dict[str, Any], collected: set[str]) -> dict[str, dict[str, Any]]:
-    """The not-run entries by node id, having checked that they and the cases that finished are
-    apart and together every case collected.
+    """The not-run entries by node id, checked apart from the finished cases and, with them, all.
+
+    Together they are every case collected.
     """
     not_run = {entry["nodeid"]: entry for entry in report["not_run"]}
     assert len(not_run) == len(report["not_run"])  # each case once
@@ -39,19 +41,21 @@ def _adds_up(report: dict[str, Any], collected: set[str]) -> dict[str, dict[str,
 
 
 def test_a_worker_that_dies_names_its_case_as_not_run(pytester: pytest.Pytester) -> None:
-    """An agent ends its worker (``os._exit``): xdist starts another worker and the run goes on; the
-    case is an ``error`` in ``cases`` and, as it did not finish, in ``not_run``, with its line and
-    the worker named.
+    """An agent ends its worker (``os._exit``): xdist starts another and the run goes on.
+
+    The case is an ``error`` in ``cases`` and, as it did not finish, in ``not_run``, with its line
+    and the worker named.
     """
     pytester.makepyfile(usage_agent=USAGE_AGENT)
     cases = "".join(f"  - {{id: ok{n}, input: hi, context: {{say: hello}}}}\n" for n in range(4))
     pytester.makefile(
         ".yaml",
-        eval_w=f"agent: usage_agent:run\ncases:\n{cases}  - {{id: dies, input: hi, context: {{crash: true}}}}\n",
+        eval_w="agent: usage_agent:run\ncases:\n"
+        f"{cases}  - {{id: dies, input: hi, context: {{crash: true}}}}\n",
     )
     result = pytester.runpytest(
-        "-p", "no:cacheprovider", "-n", "2", "--agent-eval-report", "r.json", "--agent-eval-markdown", "r.md",
-        "--agent-eval-html", "r.html",
+        "-p", "no:cacheprovider", "-n", "2", "--agent-eval-report", "r.json",
+        "--agent-eval-markdown", "r.md", "--agent-eval-html", "r.html",
     )  # fmt: skip
     result.assert_outcomes(passed=4, failed=1)
     report = _load(pytester.path / "r.json")
@@ -88,7 +92,8 @@ MARKS = pathlib.Path(os.environ["AGENT_EVAL_MARKS"])
 
 
 def run(query, context):
-    """`hold`: note the case in flight (with this process's id), then wait for the release (at most 20 s)."""
+    """`hold`: note the case in flight (with this process's id), then wait for the release \
+(at most 20 s)."""
     if context.get("hold"):
         (MARKS / f"{context['hold']}.{os.getpid()}").write_text("")
         end = time.monotonic() + 20
@@ -101,10 +106,11 @@ def run(query, context):
 def test_a_machine_that_dies_mid_run_leaves_every_case_it_had_named(
     pytester: pytest.Pytester, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
-    """Two socket-server workers at concurrency 4; one server process is killed while its cases are
-    in flight, as a machine that goes away. xdist cannot replace it and ends the run: the reports
-    name every case that did not finish, and the finished ones plus those add up to the cases
-    collected.
+    """A socket-server worker killed with cases in flight: the reports name every unfinished case.
+
+    Two socket-server workers at concurrency 4; one server process is killed while its cases are in
+    flight, as a machine that goes away. xdist cannot replace it and ends the run: the reports name
+    every case that did not finish, and the finished ones plus those add up to the cases collected.
     """
     pytest.importorskip("execnet")
     marks = tmp_path_factory.mktemp("marks")
@@ -169,8 +175,8 @@ def test_a_machine_that_dies_mid_run_leaves_every_case_it_had_named(
     # the recovery: resume runs exactly the cases not run (here on this machine) and writes one
     # whole report
     resumed = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-rA", "--agent-eval-resume=r.json",
-         "--agent-eval-report=r.json"],
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-rA",
+         "--agent-eval-resume=r.json", "--agent-eval-report=r.json"],
         cwd=pytester.path, env=env, capture_output=True, text=True, timeout=120, check=False,
     )  # fmt: skip
     ran = {line.split()[1] for line in resumed.stdout.splitlines() if line.startswith("PASSED ")}

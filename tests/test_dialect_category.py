@@ -127,7 +127,8 @@ def test_expected_tools_are_scored_and_fail_only_at_zero(pytester: pytest.Pytest
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(
         [
-            "*✗ tool_usage: not called: company_search_tool, web_search; unexpected: browser (score 0.00)*"
+            "*✗ tool_usage: not called: company_search_tool, web_search; unexpected: "
+            "browser (score 0.00)*"
         ]
     )
 

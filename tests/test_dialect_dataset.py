@@ -1,6 +1,7 @@
-"""Dataset exports (LangSmith, Langfuse, Braintrust, inspect_ai) run one case per row, with checks
-from the sidecar ``<stem>.expect.yaml`` and the row's reference answer for ``matches_reference`` and
-the judge (SPEC §19).
+"""Dataset exports (LangSmith, Langfuse, Braintrust, inspect_ai) run one case per row (SPEC §19).
+
+Checks come from the sidecar ``<stem>.expect.yaml``, and the row's reference answer is used for
+``matches_reference`` and the judge.
 """
 
 from __future__ import annotations
@@ -93,8 +94,10 @@ BRAINTRUST = [  # Braintrust dataset records (JSON): input, expected, tags, _xac
     {"id": "b2", "input": "2 + 2?", "expected": "4", "metadata": None, "tags": []},
 ]
 INSPECT = [  # inspect_ai samples (JSONL): input (a string or a chat), target, id, metadata
-    {"id": 1, "input": "What is the capital of France?", "target": "Paris", "metadata": {"topic": "geo"}},
-    {"id": 2, "input": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "2 + 2?"}],
+    {"id": 1, "input": "What is the capital of France?", "target": "Paris",
+     "metadata": {"topic": "geo"}},
+    {"id": 2,
+     "input": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "2 + 2?"}],
      "target": ["4"]},
 ]  # fmt: skip
 SIDECAR = "expect:\n  matches_reference: contains\n"
@@ -140,7 +143,8 @@ def test_the_sidecar_gives_agent_defaults_and_tags(pytester: pytest.Pytester) ->
     answering(pytester, ANSWERS)
     write_rows(pytester, "eval_rows.json", BRAINTRUST)
     (pytester.path / "eval_rows.expect.yaml").write_text(
-        "agent: table_agent:run\ntags: [smoke]\ndefaults:\n  timeout: 5\nexpect:\n  contains: [Paris]\n"
+        "agent: table_agent:run\ntags: [smoke]\ndefaults:\n  timeout: 5\nexpect:\n"
+        "  contains: [Paris]\n"
     )
     result = pytester.runpytest("-p", "no:cacheprovider", "-rA", "-m", "smoke and geo")
     result.assert_outcomes(
@@ -162,7 +166,8 @@ def test_the_judge_sees_the_reference_answer(pytester: pytest.Pytester) -> None:
         def agent_eval_llm():
             def llm(messages, **options):
                 PROMPTS.append(messages[-1]["content"])
-                ok = "Reference answer (the answer is correct when it agrees with it): Paris" in messages[-1]["content"]
+                ok = "Reference answer (the answer is correct when it agrees with it): Paris" in \
+messages[-1]["content"]
                 return json.dumps({"score": 1.0 if ok else 0.0, "reason": "compared"})
             return llm
         """
@@ -238,8 +243,10 @@ def test_validate_and_the_schema_know_datasets_and_sidecars(
 def test_an_inspect_list_target_is_right_when_any_one_of_its_answers_is(
     pytester: pytest.Pytester,
 ) -> None:
-    """inspect_ai's ``target: [...]``: for its ``includes``/``match`` scorers any one target counts;
-    the judge is told the answers are alternatives.
+    """inspect_ai's ``target: [...]``: for ``includes``/``match`` any target counts; judge told so.
+
+    For its ``includes``/``match`` scorers any one target counts; the judge is told the answers are
+    alternatives.
     """
     answering(
         pytester,
@@ -259,15 +266,18 @@ def test_an_inspect_list_target_is_right_when_any_one_of_its_answers_is(
     from pytest_agent_eval.checks.judge import reference_text
 
     assert reference_text(["30 days", "thirty days"], any_of=True) == (
-        "Reference answers (the answer is correct when it agrees with any one of them):\n  - 30 days\n  - thirty days\n"
+        "Reference answers (the answer is correct when it agrees with any one of them):\n"
+        "  - 30 days\n  - thirty days\n"
     )
 
 
 def test_a_misnamed_sidecar_is_an_error_naming_the_dataset_it_may_have_meant(
     pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """``eval_refunds_rows.expect.yaml`` beside ``eval_refund_rows.jsonl``: its checks would never
-    run; the rows would pass unchecked. The sidecar errors, and the dataset warns that it has none.
+    """``eval_refunds_rows.expect.yaml`` beside ``eval_refund_rows.jsonl`` is an error, not a pass.
+
+    Its checks would never run; the rows would pass unchecked. The sidecar errors, and the dataset
+    warns that it has none.
     """
     from pytest_agent_eval.cli import main
 
@@ -278,14 +288,16 @@ def test_a_misnamed_sidecar_is_an_error_naming_the_dataset_it_may_have_meant(
     result.assert_outcomes(passed=2, errors=1, warnings=1)
     text = " ".join(result.stdout.str().split())
     assert (
-        "eval_refunds_rows.expect.yaml:1: a dataset sidecar with no dataset eval_refunds_rows.jsonl or "
-        'eval_refunds_rows.json beside it (did you mean "eval_refund_rows.expect.yaml", the sidecar of '
+        "eval_refunds_rows.expect.yaml:1: a dataset sidecar with no dataset "
+        "eval_refunds_rows.jsonl or "
+        "eval_refunds_rows.json beside it (did you mean "
+        '"eval_refund_rows.expect.yaml", the sidecar of '
         "eval_refund_rows.jsonl?); rename it"
     ) in text
     assert (
-        "NoSidecarWarning: eval_refund_rows.jsonl: no sidecar eval_refund_rows.expect.yaml: its rows have no "
-        "checks, each only has to be answered; eval_refunds_rows.expect.yaml is beside it: rename it "
-        "eval_refund_rows.expect.yaml"
+        "NoSidecarWarning: eval_refund_rows.jsonl: no sidecar eval_refund_rows.expect.yaml: its "
+        "rows have no checks, each only has to be answered; eval_refunds_rows.expect.yaml is "
+        "beside it: rename it eval_refund_rows.expect.yaml"
     ) in text
     assert main(["validate", str(pytester.path)]) == 1
     out = capsys.readouterr().out
@@ -304,6 +316,7 @@ def test_a_sidecar_without_any_dataset_near_it_says_what_to_do(pytester: pytest.
     result = run_evals(pytester, "-rA")
     result.assert_outcomes(errors=1)
     assert (
-        "eval_orphan.expect.yaml:1: a dataset sidecar with no dataset eval_orphan.jsonl or eval_orphan.json "
-        "beside it; put the dataset beside it as eval_orphan.jsonl or eval_orphan.json, or rename the sidecar"
+        "eval_orphan.expect.yaml:1: a dataset sidecar with no dataset eval_orphan.jsonl or "
+        "eval_orphan.json beside it; put the dataset beside it as eval_orphan.jsonl or "
+        "eval_orphan.json, or rename the sidecar"
     ) in " ".join(result.stdout.str().split())

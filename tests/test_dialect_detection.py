@@ -1,6 +1,4 @@
-"""Each format is detected from the file's shape; a file that fits none, or several, gets one clear
-error.
-"""
+"""Each format is detected from the file's shape; one fitting none or several gets a clear error."""
 
 from __future__ import annotations
 
@@ -54,7 +52,8 @@ def test_a_file_of_no_known_shape_names_every_format_and_what_was_missing(
             "eval_odd.json:1: not an eval file of any known format; compared with:",
             "  native: a mapping with a `cases:` list",
             "  neon_suite: a mapping with `cases:` and suite keys *",
-            "  golden_set: a list of {id, input, *} (no item has `expected`, `expected_contains` or *)",
+            "  golden_set: a list of {id, input, *} (no item has `expected`, "
+            "`expected_contains` or *)",
             "  category_json: a mapping of category name to a list of *",
             "  tool_routing: a list of {name, prompt, expected_tools} (items have no `prompt`)",
             "  conversation_job: a mapping with `evaluator:` *",
@@ -82,7 +81,8 @@ def pytest_agent_eval_register_dialects(registry):
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(
         [
-            "eval_both.json:1: file fits several formats (golden_set, my_golden); make its shape unambiguous"
+            "eval_both.json:1: file fits several formats (golden_set, my_golden); make "
+            "its shape unambiguous"
         ]
     )
 
@@ -93,7 +93,8 @@ def test_a_conversation_job_with_a_bad_task_errors_at_its_line_and_the_rest_runs
     answering(pytester, {"hi": ["hello", []]})
     pytester.makefile(
         ".yaml",
-        eval_job="# job\nevaluator:\n  name: Socrates\naspirationalAverage: 3000\ntasks:\n  - {type: task, task: x}\n",
+        eval_job="# job\nevaluator:\n  name: Socrates\naspirationalAverage: 3000\ntasks:\n"
+        "  - {type: task, task: x}\n",
         eval_other="cases:\n  - {id: a, input: hi}\n",
     )
     result = run_evals(pytester)
@@ -118,9 +119,7 @@ EXPECTED_SEED_FORMATS = {
 
 @pytest.mark.skipif(not SEED_DATA.is_dir(), reason=f"seed data not available: {SEED_DATA}")
 def test_every_seed_file_loads_as_its_home_format() -> None:
-    """Every real file of the original projects: eval files load without a problem; the others are
-    told apart.
-    """
+    """Every real file of the original projects: eval files load cleanly; others are told apart."""
     checks, dialects = builtin_registry(), builtin_dialects()
     seen = {}
     for path in sorted(SEED_DATA.rglob("*")):
@@ -153,15 +152,14 @@ def test_every_seed_file_loads_as_its_home_format() -> None:
 def test_every_format_reports_a_duplicate_case_id_alike(
     tmp_path: Path, name: str, text: str
 ) -> None:
-    """One id dedup for all formats: the repeat errors as `<id>-line<N>`, naming itself and the
-    first line.
-    """
+    """One id dedup for all formats: a repeat errors as `<id>-line<N>`, naming it and the first."""
     (tmp_path / name).write_text(text)
     first, second = load_file(tmp_path / name, builtin_registry(), builtin_dialects()).cases
     assert (first.id, first.error) == ("a", None)
     assert second.id == "a-line3"
     assert second.error == (
-        f"{tmp_path / name}:3: duplicate case id 'a' (first at line 2); give each case a unique `id` (case a-line3)"
+        f"{tmp_path / name}:3: duplicate case id 'a' (first at line 2); give each case a "
+        "unique `id` (case a-line3)"
     )
 
 

@@ -106,8 +106,9 @@ def test_allocation_reading_uses_the_home_projects_word_lists(answer: str, readi
 
 
 def test_a_metrics_answer_passes_allocation_valid_false(pytester: pytest.Pytester) -> None:
-    """A decision case that is no allocation (a count) passes `allocation_valid: false`, as in its
-    home project.
+    """A decision case that is no allocation (a count) passes `allocation_valid: false`.
+
+    As in its home project.
     """
     answering(
         pytester,
@@ -208,18 +209,18 @@ def test_ids_and_bad_items(pytester: pytest.Pytester) -> None:
             "PASSED eval_golden.json::basis",
             # not an [A-Za-z0-9_-]+ id: slugified, the original kept
             "PASSED eval_golden.json::alloc_v1*",
-            "eval_golden.json:4: duplicate case id 'basis' (first at line 2); give each case a unique `id`"
-            " (case basis-line4)",
-            "eval_golden.json:5: [[]3]: missing `input` (the prompt sent to the agent) (case no_input)",
-            "eval_golden.json:7: unknown key 'tool_used' in [[]4].expected (did you mean \"tools_used\"?) (case typo)",
+            "eval_golden.json:4: duplicate case id 'basis' (first at line 2); give each case a "
+            "unique `id` (case basis-line4)",
+            "eval_golden.json:5: [[]3]: missing `input` (the prompt sent to the "
+            "agent) (case no_input)",
+            "eval_golden.json:7: unknown key 'tool_used' in [[]4].expected (did you mean "
+            '"tools_used"?) (case typo)',
         ]
     )
 
 
 def test_seed_golden_sets_run_with_an_agent_that_answers_them(pytester: pytest.Pytester) -> None:
-    """Every decision and QA file of the original project runs; each case fails or passes on its own
-    merits.
-    """
+    """Every decision and QA file of the original project runs; each case passes on its merits."""
     items = json.loads(
         seed_file("dyno-agent/agent_qa_v1.0.0.HEAD-expected-key-variant.json").read_text()
     )
@@ -233,9 +234,7 @@ def test_seed_golden_sets_run_with_an_agent_that_answers_them(pytester: pytest.P
 
 
 def test_seed_completed_tests_metric_passes_with_its_home_answer(pytester: pytest.Pytester) -> None:
-    """The real decision case `completed_tests_metric` passes with the answer that passed in its
-    home project.
-    """
+    """The real decision case `completed_tests_metric` passes with the answer passing at home."""
     items = json.loads(seed_file("dyno-agent/agent_decisions_v1.0.0.json").read_text())
     case = next(item for item in items if item["id"] == "completed_tests_metric")
     answering(

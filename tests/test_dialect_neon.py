@@ -60,8 +60,9 @@ def test_suite_defaults_apply_to_cases_that_do_not_set_their_own(tmp_path: Path)
 
 
 def test_suite_defaults_decide_the_verdict(pytester: pytest.Pytester) -> None:
-    """Jaccard({web_search}, {web_search, browser}) = 0.5: below the suite's 0.9, above the case's
-    own 0.5.
+    """Jaccard({web_search}, {web_search, browser}) = 0.5.
+
+    Below the suite's 0.9, above the case's own 0.5.
     """
     answering(
         pytester, {"two tools": {"output": "Paris", "tools": ["web_search", "browser"], "sleep": 1}}
@@ -132,7 +133,8 @@ import pytest
 def agent_eval_llm():
     def llm(messages):
         text = messages[-1]["content"]
-        return '{"score": 0.2, "reason": "jumps to a conclusion"}' if "reasoning" in text else '{"score": 1}'
+        return '{"score": 0.2, "reason": "jumps to a conclusion"}' if "reasoning" in text \
+else '{"score": 1}'
     return llm
 """
     )
@@ -245,8 +247,10 @@ cases:
     result.stdout.fnmatch_lines_random(
         [
             "  ✗ polite: no thanks (score 0.00)",
-            "eval_suite.yaml:6: unknown check 'politeness' in cases[[]2].scorer_config.custom (did you mean*",
-            "eval_suite.yaml:7: scorer `custom` needs `scorer_config: *` naming a check registered through *",
+            "eval_suite.yaml:6: unknown check 'politeness' in "
+            "cases[[]2].scorer_config.custom (did you mean*",
+            "eval_suite.yaml:7: scorer `custom` needs `scorer_config: *` naming a check "
+            "registered through *",
         ]
     )
 
@@ -268,7 +272,8 @@ def test_stop_on_failure_skips_the_rest_of_the_suite(pytester: pytest.Pytester) 
     result.assert_outcomes(passed=4, failed=2, skipped=2)
     result.stdout.fnmatch_lines(
         [
-            "SKIPPED [[]2] eval_stop.yaml*: stop_on_failure: eval_stop.yaml::second failed earlier in this file"
+            "SKIPPED [[]2] eval_stop.yaml*: stop_on_failure: eval_stop.yaml::second failed "
+            "earlier in this file"
         ]
     )
 
@@ -310,10 +315,14 @@ cases:
     result.assert_outcomes(passed=1, errors=4)
     result.stdout.fnmatch_lines_random(
         [
-            "eval_suite.yaml:6: unknown scorer 'groundedness' in cases[[]1].scorers (did you mean \"grounding\"?)*",
-            "eval_suite.yaml:9: cases[[]2].expected_output_pattern: bad regular expression '(unclosed': *",
-            "eval_suite.yaml:10: duplicate case name 'good' (first at line 3); give each case a unique `name`*",
-            "eval_suite.yaml:11: cases[[]4]: missing `input` (`input: {query: ...}`) (case no_input)",
+            "eval_suite.yaml:6: unknown scorer 'groundedness' in cases[[]1].scorers (did you "
+            'mean "grounding"?)*',
+            "eval_suite.yaml:9: cases[[]2].expected_output_pattern: bad regular "
+            "expression '(unclosed': *",
+            "eval_suite.yaml:10: duplicate case name 'good' (first at line 3); give each "
+            "case a unique `name`*",
+            "eval_suite.yaml:11: cases[[]4]: missing `input` (`input: {query: "
+            "...}`) (case no_input)",
         ]
     )
 
@@ -329,7 +338,8 @@ def test_suite_level_problems_fail_the_file_with_every_message(pytester: pytest.
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(
         [
-            "eval_suite.yaml:2: unknown scorer 'reasonning' in default_scorers (did you mean \"reasoning\"?)",
+            "eval_suite.yaml:2: unknown scorer 'reasonning' in default_scorers (did you "
+            'mean "reasoning"?)',
             "eval_suite.yaml:3: default_min_score: must be between 0 and 1, got 2",
             "eval_suite.yaml:4: unknown key 'paralel' in (top level) (did you mean \"parallel\"?)",
         ]

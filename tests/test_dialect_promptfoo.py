@@ -1,5 +1,4 @@
-"""promptfoo configs run as pytest items with the verdicts promptfoo's documentation gives (SPEC
-§19).
+"""promptfoo configs run as pytest items with the verdicts promptfoo's docs give (SPEC §19).
 
 Real promptfoo examples (``tests/promptfoo_examples/``, copied from promptfoo's ``examples/``, their
 providers made deterministic), and configs written here for every supported assertion, ``not-``,
@@ -29,14 +28,16 @@ import json
 def call_api(prompt, options, context):
     kind = context["vars"].get("kind")
     if kind == "tools":
-        calls = [{"type": "function", "function": {"name": n, "arguments": json.dumps({"city": "Paris"})}}
+        calls = [{"type": "function", "function": {"name": n, \
+"arguments": json.dumps({"city": "Paris"})}}
                  for n in ("get_weather", "get_forecast")]
         return {"output": {"tool_calls": calls}, "cost": 0.0005}
     if kind == "json":
         return {"output": 'Here: {"city": "Paris", "population": 2100000}', "cost": 0.002}
     if kind == "error":
         return {"error": "upstream refused"}
-    return {"output": {"greeting": "Hello world", "goodbye": "Goodbye world"}.get(kind, prompt), "cost": 0.0005}
+    return {"output": {"greeting": "Hello world", "goodbye": "Goodbye world"}.get(kind, prompt), \
+"cost": 0.0005}
 
 def shouty(prompt, options, context):
     answer = call_api(prompt, options, context)
@@ -152,7 +153,8 @@ ASSERTIONS = """
           - {type: trajectory:tool-used, value: {pattern: 'get_*', min: 2}}
           - {type: not-trajectory:tool-used, value: book_flight}
           - {type: trajectory:tool-sequence, value: [get_weather, get_forecast]}
-          - {type: trajectory:tool-sequence, value: {mode: exact, steps: [get_weather, get_forecast]}}
+          - {type: trajectory:tool-sequence, value: {mode: exact, steps: [get_weather, \
+get_forecast]}}
           - {type: trajectory:step-count, value: {type: tool, max: 2}}
           - {type: tool-call-f1, value: [get_weather, get_forecast]}
           - {type: cost, threshold: 0.001}
@@ -277,9 +279,7 @@ def test_csv_tests_and_a_chat_provider_from_promptfoos_simple_csv_example(
 
 @pytest.fixture
 def grader(monkeypatch: pytest.MonkeyPatch) -> Iterator[ChatServer]:
-    """A loopback grader behind the plugin's default judge (AGENT_EVAL_LLM_MODEL): it passes what it
-    is told to.
-    """
+    """A loopback grader behind the default judge (AGENT_EVAL_LLM_MODEL), passing as told."""
 
     def answer(body: dict[str, Any]) -> str:
         prompt = body["messages"][-1]["content"]
@@ -442,7 +442,8 @@ def test_what_the_plugin_cannot_honour_errors_its_case_saying_what_to_write_inst
           - description: tool args
             vars: {kind: tools}
             assert:
-              - {type: 'trajectory:tool-args-match', value: {name: get_weather, args: {city: Paris}}}
+              - {type: 'trajectory:tool-args-match', value: {name: get_weather, \
+args: {city: Paris}}}
           - description: goal
             vars: {kind: greeting}
             assert:
@@ -468,29 +469,30 @@ def test_what_the_plugin_cannot_honour_errors_its_case_saying_what_to_write_inst
     text = " ".join(result.stdout.str().split())
     docs = '(see docs/reference/formats.md, section "promptfoo assertions")'
     assert (
-        f"{path.name}:8: not supported: assertion `javascript`; instead write a `python` assertion: the same "
-        "expression in Python (`output.startswith('Ahoy')`), a body that `return`s, or `file://x.py` with "
-        f"`get_assert(output, context)` {docs}"
+        f"{path.name}:8: not supported: assertion `javascript`; instead write a `python` "
+        "assertion: the same expression in Python (`output.startswith('Ahoy')`), a body that "
+        f"`return`s, or `file://x.py` with `get_assert(output, context)` {docs}"
     ) in text
     assert (
-        f"{path.name}:12: not supported: assertion `similar`; instead write `factuality` with the expected text "
-        "as its value, or an `llm-rubric` (`value: says the same as: <text>`)"
+        f"{path.name}:12: not supported: assertion `similar`; instead write `factuality` with the "
+        "expected text as its value, or an `llm-rubric` (`value: says the same as: <text>`)"
     ) in text
     assert (
         "more.csv:2: not supported: assertion `javascript`; instead write a `python` assertion"
         in text
     )
     assert (
-        "not supported: assertion `trajectory:tool-args-match`; instead write a `python` assertion reading the "
-        "calls' arguments from the output (`json.loads(output)['tool_calls']`); in a native eval file, the "
-        "`tool_args` check"
+        "not supported: assertion `trajectory:tool-args-match`; instead write a `python` "
+        "assertion reading the calls' arguments from the output "
+        "(`json.loads(output)['tool_calls']`); in a native eval file, the `tool_args` check"
     ) in text
     assert (
-        "not supported: assertion `trajectory:goal-success`; instead write an `llm-rubric` whose value states it"
+        "not supported: assertion `trajectory:goal-success`; instead write an `llm-rubric` "
+        "whose value states it"
     ) in text
     assert (
-        "not supported: assertion field transform (on `equals`); instead transform the output inside a `python` "
-        "assertion"
+        "not supported: assertion field transform (on `equals`); instead transform the output "
+        "inside a `python` assertion"
     ) in text
 
 
@@ -713,7 +715,8 @@ def test_an_anthropic_provider_sends_the_prompt_through_the_official_client(
             text = "Bonjour " + body["messages"][-1]["content"].split()[-1]
             reply = json.dumps({
                 "id": "msg_1", "type": "message", "role": "assistant", "model": body["model"],
-                "content": [{"type": "text", "text": text}], "stop_reason": "end_turn", "stop_sequence": None,
+                "content": [{"type": "text", "text": text}], "stop_reason": "end_turn",
+                "stop_sequence": None,
                 "usage": {"input_tokens": 7, "output_tokens": 3},
             }).encode()  # fmt: skip
             self.send_response(200)
@@ -797,7 +800,8 @@ def test_a_provider_that_does_not_load_fails_its_cases_naming_it(pytester: pytes
           - vars: {kind: greeting}
             assert: [{type: contains, value: x}]
         """,
-        provider__py="def call_api(prompt, options, context):\n    return 1\nraise ImportError('no sdk')\n",
+        provider__py="def call_api(prompt, options, context):\n    return 1\n"
+        "raise ImportError('no sdk')\n",
     )
     result = run(pytester)
     assert outcomes(result) == {"test-1": "FAILED"}
@@ -811,8 +815,8 @@ def test_a_provider_that_does_not_load_fails_its_cases_naming_it(pytester: pytes
 def test_a_test_without_assertions_passes_with_score_1_as_in_promptfoo(
     pytester: pytest.Pytester,
 ) -> None:
-    config(pytester, 'prompts: ["{{kind}}"]\nproviders: [file://provider.py]\ntests: [{vars: {kind: greeting}}]\n',
-           provider__py=PROVIDER)  # fmt: skip
+    config(pytester, 'prompts: ["{{kind}}"]\nproviders: [file://provider.py]\n'
+                     "tests: [{vars: {kind: greeting}}]\n", provider__py=PROVIDER)  # fmt: skip
     result = run(pytester, "--agent-eval-report", "report.json")
     assert outcomes(result) == {"test-1": "PASSED"}
     (case,) = json.loads((pytester.path / "report.json").read_text())["cases"]
@@ -820,9 +824,7 @@ def test_a_test_without_assertions_passes_with_score_1_as_in_promptfoo(
 
 
 def pirate(body: dict[str, Any]) -> str:
-    """The loopback model behind promptfoo's simple-test example: a pirate (and the grader of its
-    llm-rubric).
-    """
+    """The loopback model of promptfoo's simple-test example: a pirate (and its rubric's grader)."""
     prompt = body["messages"][-1]["content"]
     if "Rubric:" in prompt:
         return json.dumps({"pass": True, "score": 1.0, "reason": "spoken like a pirate"})
@@ -832,16 +834,15 @@ def pirate(body: dict[str, Any]) -> str:
         "I'm hungry": "Arr, I be needin' some grub",
         "Output the story of your life in JSON": '{"life": "at sea"}',
         "Hello world": "Ahoy, world",
-        "The quick brown fox jumps over the lazy dog": "Arrr, the quick brown fox leaps o'er the lazy dog",
+        "The quick brown fox jumps over the lazy dog": "Arrr, the quick brown fox "
+        "leaps o'er the lazy dog",
     }
     return answers.get(said, f"Arr? {said}")
 
 
 @pytest.fixture
 def simple_test(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> Iterator[ChatServer]:
-    """promptfoo's own ``examples/simple-test`` (``tests/promptfoo_examples/simple_test``) against
-    the pirate.
-    """
+    """promptfoo's own ``examples/simple-test`` (see tests/promptfoo_examples) vs the pirate."""
     shutil.copytree(EXAMPLES / "simple_test", pytester.path, dirs_exist_ok=True)
     with ChatServer(lambda prompt: None, answer=pirate) as server:
         monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
@@ -853,9 +854,7 @@ def simple_test(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> I
 def test_a_promptfoo_config_is_read_as_promptfoo_reads_yaml(
     pytester: pytest.Pytester, simple_test: ChatServer
 ) -> None:
-    """js-yaml's YAML 1.2 core schema: ``body: Yes`` is the text "Yes" (PyYAML's YAML 1.1 made it
-    ``True``).
-    """
+    """js-yaml's YAML 1.2 core schema: ``body: Yes`` is the text "Yes" (PyYAML's 1.1: ``True``)."""
     result = run(pytester, "-k", "exact_match")
     assert outcomes(result) == {
         "check_for_exact_match-prompt1-1": "PASSED",
@@ -880,20 +879,21 @@ def test_a_promptfoo_config_is_read_as_promptfoo_reads_yaml(
 def test_yaml_core_schema_scalars_as_js_yaml_reads_them(tmp_path: Path) -> None:
     from pytest_agent_eval.core.document import read_document
 
-    text = "a: Yes\nb: on\nc: 0755\nd: 2024-01-02\ne: true\nf: ~\ng: 1_000\nh: 0x1F\ni: 0o17\nj: NO\nk: 12:30\nl: 1e3\n"
+    text = (
+        "a: Yes\nb: on\nc: 0755\nd: 2024-01-02\ne: true\nf: ~\ng: 1_000\nh: 0x1F\ni: 0o17\nj: NO\n"
+        "k: 12:30\nl: 1e3\n"
+    )
     data = read_document(tmp_path / "promptfooconfig.yaml", text, core=True).data
     assert data == {
-        "a": "Yes", "b": "on", "c": 755, "d": "2024-01-02", "e": True, "f": None, "g": 1000, "h": 31, "i": 15,
-        "j": "NO", "k": "12:30", "l": 1000.0,
+        "a": "Yes", "b": "on", "c": 755, "d": "2024-01-02", "e": True, "f": None, "g": 1000,
+        "h": 31, "i": 15, "j": "NO", "k": "12:30", "l": 1000.0,
     }  # fmt: skip
 
 
 def test_promptfoos_simple_test_example_runs_every_case_its_ref_resolved(
     pytester: pytest.Pytester, simple_test: ChatServer
 ) -> None:
-    """``$ref: '#/assertionTemplates/…'`` is a reference inside the config: the test that uses it
-    runs it.
-    """
+    """``$ref: '#/assertionTemplates/…'`` refers inside the config: the test using it runs it."""
     result = run(pytester)
     found = outcomes(result)
     assert len(found) == 10  # 5 tests × the 2 prompts of prompts.txt
@@ -911,8 +911,9 @@ def test_promptfoos_simple_test_example_runs_every_case_its_ref_resolved(
 def test_promptfoos_python_assert_example_gets_its_config(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """promptfoo's ``examples/python-assert``: ``config: {fruitList: …}`` reaches ``get_assert`` as
-    ``context["config"]``.
+    """promptfoo's ``examples/python-assert``: ``config: {fruitList: …}`` reaches ``get_assert``.
+
+    It arrives as ``context["config"]``.
     """
     shutil.copytree(EXAMPLES / "python_assert", pytester.path, dirs_exist_ok=True)
     (pytester.path / "promptfooconfig-external.yaml").rename(pytester.path / "promptfooconfig.yaml")
@@ -968,9 +969,10 @@ def test_a_ref_that_points_nowhere_errors_only_the_test_that_uses_it(
 
 
 def test_the_formats_page_lists_every_promptfoo_assertion_type_with_its_status() -> None:
-    """promptfoo's assertion types (its ``BaseAssertionTypesSchema`` and special types): each a row
-    of the docs' table, with whether it runs and, if not, what to write instead: the same words as
-    the error.
+    """promptfoo's assertion types, each a row of the docs' table: whether it runs, else what to do.
+
+    The types are its ``BaseAssertionTypesSchema`` and special types; what to write instead uses the
+    same words as the error.
     """
     from pytest_agent_eval.checks.promptfoo import SUPPORTED
     from pytest_agent_eval.checks.promptfoo_types import ALIASES, ALL_TYPES, INSTEAD
@@ -985,17 +987,19 @@ def test_the_formats_page_lists_every_promptfoo_assertion_type_with_its_status()
     assert set(rows) == ALL_TYPES
     # promptfoo's src/types/index.ts, BaseAssertionTypesSchema + SpecialAssertionTypesSchema
     promptfoos = {
-        "answer-relevance", "bleu", "classifier", "contains", "contains-all", "contains-any", "contains-html",
-        "contains-json", "contains-sql", "contains-xml", "context-faithfulness", "context-recall",
-        "context-relevance", "conversation-relevance", "cost", "equals", "factuality", "finish-reason", "g-eval",
-        "gleu", "guardrails", "icontains", "icontains-all", "icontains-any", "is-html", "is-json", "is-refusal",
-        "is-sql", "is-valid-function-call", "is-valid-openai-function-call", "is-valid-openai-tools-call", "is-xml",
-        "javascript", "latency", "levenshtein", "llm-rubric", "pi", "meteor", "model-graded-closedqa",
-        "model-graded-factuality", "moderation", "perplexity", "perplexity-score", "python", "regex", "rouge-n",
-        "ruby", "similar", "similar:cosine", "similar:dot", "similar:euclidean", "starts-with", "tool-call-f1",
-        "skill-used", "trajectory:goal-success", "trajectory:tool-args-match", "trajectory:step-count",
-        "trajectory:tool-sequence", "trajectory:tool-used", "trace-error-spans", "trace-span-count",
-        "trace-span-duration", "search-rubric", "webhook", "word-count", "select-best", "human", "max-score",
+        "answer-relevance", "bleu", "classifier", "contains", "contains-all", "contains-any",
+        "contains-html", "contains-json", "contains-sql", "contains-xml", "context-faithfulness",
+        "context-recall", "context-relevance", "conversation-relevance", "cost", "equals",
+        "factuality", "finish-reason", "g-eval", "gleu", "guardrails", "icontains", "icontains-all",
+        "icontains-any", "is-html", "is-json", "is-refusal", "is-sql", "is-valid-function-call",
+        "is-valid-openai-function-call", "is-valid-openai-tools-call", "is-xml", "javascript",
+        "latency", "levenshtein", "llm-rubric", "pi", "meteor", "model-graded-closedqa",
+        "model-graded-factuality", "moderation", "perplexity", "perplexity-score", "python",
+        "regex", "rouge-n", "ruby", "similar", "similar:cosine", "similar:dot", "similar:euclidean",
+        "starts-with", "tool-call-f1", "skill-used", "trajectory:goal-success",
+        "trajectory:tool-args-match", "trajectory:step-count", "trajectory:tool-sequence",
+        "trajectory:tool-used", "trace-error-spans", "trace-span-count", "trace-span-duration",
+        "search-rubric", "webhook", "word-count", "select-best", "human", "max-score",
     }  # fmt: skip
     assert promptfoos | {"assert-set", "promptfoo:redteam:*"} == ALL_TYPES
     for name, (status, how) in rows.items():
@@ -1069,8 +1073,9 @@ def test_factuality_reads_promptfoos_category_and_an_unreadable_reply_is_no_verd
 
 
 def test_vars_reach_the_prompt_as_promptfoo_reads_them(pytester: pytest.Pytester) -> None:
-    """``Yes``, ``on``, ``0755`` and a date, plain in the YAML: the prompt gets what js-yaml reads
-    (text, 755, the date as written), in the config and in a ``file://`` tests file alike.
+    """``Yes``, ``on``, ``0755`` and a date, plain in the YAML: the prompt gets what js-yaml reads.
+
+    That is text, 755 and the date as written, in the config and in a ``file://`` tests file alike.
     """
     config(
         pytester,
@@ -1084,7 +1089,8 @@ def test_vars_reach_the_prompt_as_promptfoo_reads_them(pytester: pytest.Pytester
           - file://more.yaml
         """,
         provider__py=PROVIDER,
-        more__yaml="- description: from a file\n  vars: {body: No, flag: off, mode: 010, day: 2024-01-02}\n"
+        more__yaml="- description: from a file\n"
+        "  vars: {body: No, flag: off, mode: 010, day: 2024-01-02}\n"
         "  assert: [{type: equals, value: No off 10 2024-01-02}]\n",
     )
     result = run(pytester)
@@ -1094,9 +1100,7 @@ def test_vars_reach_the_prompt_as_promptfoo_reads_them(pytester: pytest.Pytester
 def test_a_key_yaml_1_1_reads_as_a_boolean_is_text_in_a_promptfoo_config(
     pytester: pytest.Pytester,
 ) -> None:
-    """``on:`` and ``yes:`` as keys: under YAML 1.1 booleans (not a string key: an error), under
-    promptfoo's reading the text they are.
-    """
+    """``on:`` and ``yes:`` as keys: YAML 1.1 booleans (an error), under promptfoo their text."""
     config(
         pytester,
         """

@@ -70,9 +70,7 @@ def test_ids_come_from_names_and_names_stay_the_description(pytester: pytest.Pyt
 
 
 def test_canned_responses_and_mock_response_for_unmocked_tools(pytester: pytest.Pytester) -> None:
-    """The agent's own tool dispatch is patched: canned responses from the ini file, the rest answer
-    a stand-in.
-    """
+    """The agent's own tool dispatch is patched: the ini file's responses, then the stand-in's."""
     answering(
         pytester,
         {"both": {"tools": ["search_knowledge_base", "fetch_reddit_thread"], "dispatch": True}},
@@ -120,8 +118,10 @@ def test_bad_items_are_reported_and_the_rest_run(pytester: pytest.Pytester) -> N
     result.assert_outcomes(passed=1, errors=2)
     result.stdout.fnmatch_lines_random(
         [
-            "eval_routing.json:3: [[]1]: missing `expected_tools` (the tools the agent should call) (case no_tools)",
-            "eval_routing.json:4: unknown key 'expected_tool' in [[]2] (did you mean \"expected_tools\"?) (case typo)",
+            "eval_routing.json:3: [[]1]: missing `expected_tools` (the tools the agent should "
+            "call) (case no_tools)",
+            "eval_routing.json:4: unknown key 'expected_tool' in [[]2] (did you mean "
+            '"expected_tools"?) (case typo)',
         ]
     )
 
@@ -144,14 +144,13 @@ def test_the_original_case_list_runs_with_its_canned_responses(pytester: pytest.
 
 
 def test_the_example_case_list_answers_from_its_canned_responses(pytester: pytest.Pytester) -> None:
-    """examples/formats with the ini wiring given on the command line: canned responses, then the
-    stand-in.
-    """
+    """examples/formats with the ini wiring on the command line: canned responses, then stand-in."""
     repo = Path(__file__).resolve().parents[1]
     examples = repo / "examples" / "formats"
     pytester.syspathinsert(repo)
     pytester.makepyfile(
-        probe="def pytest_agent_eval_case_result(item, result):\n    print('OUT', result.first.run.output)\n"
+        probe="def pytest_agent_eval_case_result(item, result):\n"
+        "    print('OUT', result.first.run.output)\n"
     )
     pytester.syspathinsert()
     result = pytester.runpytest(
@@ -171,7 +170,8 @@ def test_the_example_case_list_answers_from_its_canned_responses(pytester: pytes
     )  # 15, and the promptfoo config and dataset of SPEC §19 (5 + 2)
     result.stdout.fnmatch_lines_random(
         [
-            "*OUT From the knowledge base: Result 1 (r/python, summary): type hints make code easier to read.",
+            "*OUT From the knowledge base: Result 1 (r/python, summary): type hints make "
+            "code easier to read.",
             "*OUT The thread: Mock response for fetch_reddit_thread",
         ]
     )

@@ -1,6 +1,7 @@
-"""A file's ``tool_dispatch:`` patch answers that file's cases only: at ``--agent-eval-concurrency``
-> 1, cases of another file (no dispatch, no mocks) that run while it is patched get the real
-dispatcher, as they do serially.
+"""A file's ``tool_dispatch:`` patch answers that file's cases only, at any concurrency.
+
+At ``--agent-eval-concurrency`` > 1, cases of another file (no dispatch, no mocks) that run while
+it is patched get the real dispatcher, as they do serially.
 """
 
 from __future__ import annotations
@@ -36,7 +37,8 @@ tool_dispatch: desk:dispatch_tool
 cases:
 """
         + "".join(
-            f"  - {{id: mocked{n}, input: q{n}, tool_mocks: {{search: mocked}}, expect: {{contains: [mocked]}}}}\n"
+            f"  - {{id: mocked{n}, input: q{n}, tool_mocks: {{search: mocked}}, expect: "
+            "{contains: [mocked]}}\n"
             for n in range(3)
         ),
         eval_real="""

@@ -1,7 +1,8 @@
-"""The documentation's reference pages against the code (SPEC §21): the prompts the plugin sends and
-its default word lists appear verbatim, and every option, ini key, fixture, hook, check, format and
-command is documented. (The docs' YAML, JSON and Python examples are run by the sybil set-up in the
-root ``conftest.py``.)
+"""The documentation's reference pages against the code (SPEC §21).
+
+The prompts the plugin sends and its default word lists appear verbatim, and every option, ini key,
+fixture, hook, check, format and command is documented. (The docs' YAML, JSON and Python examples
+are run by the sybil set-up in the root ``conftest.py``.)
 """
 
 from __future__ import annotations
@@ -127,8 +128,9 @@ def test_every_command_is_documented() -> None:
 def test_the_scripted_llm_of_the_prompts_page_drives_a_judge_and_a_simulated_user(
     pytester: pytest.Pytester,
 ) -> None:
-    """The page's scripted ``agent_eval_llm`` tells the plugin's calls apart as the page says: it
-    passes a judged case and a simulated-user conversation end to end.
+    """The page's scripted ``agent_eval_llm`` tells the plugin's calls apart as the page says.
+
+    It passes a judged case and a simulated-user conversation end to end.
     """
     found = re.search(r"```python\n(# conftest\.py\n.*?)```", page("reference/prompts.md"), re.S)
     assert found is not None

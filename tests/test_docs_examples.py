@@ -1,5 +1,7 @@
-"""The docs' examples are tests (SPEC §21): the root conftest.py's sybil set-up fails a page whose
-eval example the plugin would reject, or whose Python does not run, and says where.
+"""The docs' examples are tests (SPEC §21), run by the root conftest.py's sybil set-up.
+
+It fails a page whose eval example the plugin would reject, or whose Python does not run, and says
+where.
 """
 
 from __future__ import annotations

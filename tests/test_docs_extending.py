@@ -1,5 +1,7 @@
-"""The "Extending" page's examples (docs/extending.md), run as written: each section's files go into
-a fresh directory, and a user's run there shows what the page says it does.
+"""The "Extending" page's examples (docs/extending.md), run as written.
+
+Each section's files go into a fresh directory, and a user's run there shows what the page says it
+does.
 """
 
 from __future__ import annotations
@@ -94,8 +96,8 @@ def test_a_report_format_only_with_its_option_and_alike_under_xdist(
     assert not list(example.path.glob("*.csv"))  # no option, no report
     rows = {}
     for name, args in {"serial": (), "n2": ("-n", "2")}.items():
-        result = example.runpytest_subprocess("--agent", "agent:run", "-p", "no:cacheprovider", "--csv-report",
-                                              f"{name}.csv", *args)  # fmt: skip
+        result = example.runpytest_subprocess("--agent", "agent:run", "-p", "no:cacheprovider",
+                                              "--csv-report", f"{name}.csv", *args)  # fmt: skip
         result.assert_outcomes(passed=1, failed=1)
         with open(example.path / f"{name}.csv", newline="") as f:
             rows[name] = list(csv.reader(f))

@@ -1,5 +1,6 @@
-"""The "Tools from MCP servers" page (docs/guide/mcp.md), run as written: its agent and its eval
-file with a stand-in server, against the loopback LLM.
+"""The "Tools from MCP servers" page (docs/guide/mcp.md), run as written.
+
+Its agent and its eval file, with a stand-in server, against the loopback LLM.
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
-"""The "Testing prompt injection" and "Trusting your judge" guides' examples
-(docs/guide/injection.md, docs/guide/judges.md), run as written: the files their "Try it" sections
+"""The "Testing prompt injection" and "Trusting your judge" guides' examples, run as written.
+
+The guides are docs/guide/injection.md and docs/guide/judges.md: the files their "Try it" sections
 name go into a fresh directory, and a run there shows what the page says.
 """
 
@@ -14,9 +15,7 @@ DOCS = Path(__file__).parent.parent / "docs" / "guide"
 
 
 def _files(page: str) -> dict[str, str]:
-    """The page's fenced blocks whose first line names their file (``# agents.py``), the last of
-    each name.
-    """
+    """The page's fenced blocks whose first line names their file (``# agents.py``), last wins."""
     found = {}
     for block in re.findall(r"```\w+\n(.*?)```", (DOCS / page).read_text(encoding="utf-8"), re.S):
         first, _, _ = block.partition("\n")

@@ -1,6 +1,7 @@
-"""A case's run starts outside the event loop at concurrency 1 and moves onto the loop where it
-needs it (``run.eager``, ``run.loops.InlineLoop``): the verdicts, the task and the context are as on
-the loop.
+"""A case's run starts off the event loop at concurrency 1 and moves onto it where it needs it.
+
+That is ``run.eager`` and ``run.loops.InlineLoop``: the verdicts, the task and the context are as
+on the loop.
 """
 
 from __future__ import annotations
@@ -57,8 +58,10 @@ def _run(
     checks: CheckRegistry | None = None,
     **fields: Any,
 ) -> CaseResult:
-    """The case's run as an eval item's at concurrency 1: tool calls recorded (a context variable
-    set and reset around each trial), no concurrency limit for a lone trial.
+    """The case's run as an eval item's at concurrency 1: tool calls recorded, lone trials free.
+
+    The calls are recorded through a context variable set and reset around each trial; a lone trial
+    has no concurrency limit.
     """
     case = _case(**fields)
     recorder = MockPlan.for_case(case).recorder
@@ -154,9 +157,7 @@ def test_what_needs_the_loop_runs_in_a_task_on_it(
 
 
 def _plugin_checks(replace_builtin: bool) -> CheckRegistry:
-    """The built-in checks, and a plugin's non-blocking check that uses the loop (as
-    ``blocking=False`` allows).
-    """
+    """The built-in checks, and a plugin's non-blocking check on the loop (``blocking=False``)."""
 
     def on_loop(run: Any, spec: Any, ctx: Any) -> CheckResult:
         return CheckResult.of("on_loop", _in_task() == "yes")
@@ -211,7 +212,8 @@ def test_a_plugins_non_blocking_check_sees_the_loop_at_any_concurrency(
         from pytest_agent_eval.checks import CheckResult
 
         def on_loop(run, spec, ctx):
-            asyncio.get_running_loop()  # registered with blocking=False: "safe to run on the event loop"
+            asyncio.get_running_loop()  # registered with blocking=False: \
+"safe to run on the event loop"
             return CheckResult.of("on_loop", True)
 
         def pytest_agent_eval_register_checks(registry):
@@ -303,8 +305,9 @@ def test_start_raises_what_the_run_raises() -> None:
 
 
 def test_a_run_stopped_before_its_hand_over_took_a_step_ends_its_trial(inline: InlineLoop) -> None:
-    """Ctrl-C or pytest-timeout's signal landing between the hand-over and the task's first step:
-    the trial's tool-mock recording ends, so a tool called later from a thread without the context
+    """Ctrl-C or pytest-timeout's signal between the hand-over and the task's first step.
+
+    The trial's tool-mock recording ends, so a tool called later from a thread without the context
     is not served from it.
     """
     real = inline.loop.run_until_complete

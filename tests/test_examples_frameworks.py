@@ -1,6 +1,8 @@
-"""examples/frameworks: one support agent built with the OpenAI Agents SDK, pydantic-ai and
-LangGraph, one eval file running every case against each (a matrix), the tool mocks replacing each
-framework's own tools, a two-turn conversation reaching each framework its own way.
+"""examples/frameworks: one support agent on three frameworks, one eval file running each case.
+
+The agent is built with the OpenAI Agents SDK, pydantic-ai and LangGraph; one eval file runs every
+case against each (a matrix), the tool mocks replace each framework's own tools, and a two-turn
+conversation reaches each framework its own way.
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
-"""Faults stay in their case (SPEC §7, §13): whatever an agent does, the run ends, every good case
-passes and the bad one fails with one message — serially, with many calls in flight, and under ``-n
-2``.
+"""Faults stay in their case (SPEC §7, §13): whatever an agent does, the run ends cleanly.
+
+Every good case passes and the bad one fails with one message — serially, with many calls in
+flight, and under ``-n 2``.
 
 The faults that leave the run going on share one run per mode (each in files of its own, read by its
 test); an agent that blocks or spins, Ctrl-C and a crashing worker each have runs of their own.
@@ -127,9 +128,7 @@ OPTIONS = ("-p", "no:cacheprovider", "-p", "no:hypothesispytest", "--timeout", "
 def run(
     pytester: pytest.Pytester, mode: str, *args: str, ok_exit: tuple[int, ...] = (0, 1)
 ) -> pytest.RunResult:
-    """The run ends (pytest-timeout as a backstop inside, a hard limit outside) without an internal
-    error.
-    """
+    """The run ends without an internal error (pytest-timeout inside, a hard limit outside)."""
     result = pytester.runpytest_subprocess(*OPTIONS, *MODES[mode], *args, timeout=180)
     output = result.stdout.str() + result.stderr.str()
     assert "INTERNALERROR" not in output, output
@@ -154,7 +153,8 @@ FAULTS = {  # file: (agent, case fields, file head, the failure's summary line)
     "eval_tool_stop": (
         "uses_tool",
         ", timeout: 5",
-        "tool_dispatch: fault_agents:dispatch_tool\ndefaults: {tool_mocks: {lookup: {raise: StopIteration}}}\n",
+        "tool_dispatch: fault_agents:dispatch_tool\n"
+        "defaults: {tool_mocks: {lookup: {raise: StopIteration}}}\n",
         "agent raised StopIteration",
     ),
 }
@@ -188,8 +188,9 @@ SCENARIOS = {  # name: (the bad file, its good neighbour)
 
 @pytest.fixture(scope="module")
 def shared_runs(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], SharedRun]:
-    """The run of a mode: this module's faults that leave the run going on, each file run once per
-    mode in one run of them all (`-v`, short summary in full).
+    """The run of a mode: this module's faults that leave the run going on, in one run of them all.
+
+    Each file runs once per mode (`-v`, short summary in full).
     """
     runs: dict[str, SharedRun] = {}
 
@@ -236,13 +237,17 @@ def test_an_agent_that_exits_or_raises_stop_iteration_fails_its_own_case(shared:
     assert {line: printed[line] for line in expected} == expected, shared.stdout
     for name in FAULTS:
         shared.shows(
-            f"FAILED {name}.yaml::bad - Failed: case bad failed: the agent failed, nothing was checked (score 0.00)"
+            f"FAILED {name}.yaml::bad - Failed: case bad failed: the agent failed, nothing was "
+            "checked (score 0.00)"
         )
 
 
 def test_an_agent_class_that_cannot_be_created_fails_with_one_line(shared: SharedRun) -> None:
     shared.assert_outcomes(scenario("eval_broken"), passed=6, failed=2)
-    message = "eval_broken.yaml:1: agent 'fault_agents:Broken': could not be created: ValueError: no API key"
+    message = (
+        "eval_broken.yaml:1: agent 'fault_agents:Broken': could not be created: "
+        "ValueError: no API key"
+    )
     lines = [line for line in shared.lines if message in line and line.startswith("eval_broken")]
     assert lines == [f"{message} (fault_agents.py:61)"] * 2, shared.stdout
     printed = shared.text_of(*scenario("eval_broken"))
@@ -302,12 +307,16 @@ def test_an_agent_that_blocks_the_event_loop_fails_alone_at_its_timeout(
 def test_a_blocked_loop_is_seen_while_waiting_for_a_case_without_a_timeout(
     faults: pytest.Pytester,
 ) -> None:
-    """The first case has no timeout and is still in flight when the next one's agent blocks the
-    loop: the blocking agent fails at its own timeout, and the cases in flight behind it run again
-    on a fresh loop (they used to fail with their own timeouts, which ran out while the loop was
-    held).
+    """An agent blocking the loop fails at its own timeout; the cases behind it run again.
+
+    The first case has no timeout and is still in flight when the next one's agent blocks the loop:
+    the blocking agent fails at its own timeout, and the cases in flight behind it run again on a
+    fresh loop (they used to fail with their own timeouts, which ran out while the loop was held).
     """
-    first = "agent: fault_agents:unhurried\ncases:\n  - {id: first, input: f, expect: {contains: [answer]}}\n"
+    first = (
+        "agent: fault_agents:unhurried\ncases:\n"
+        "  - {id: first, input: f, expect: {contains: [answer]}}\n"
+    )
     blocker = "agent: fault_agents:blocks\ncases:\n  - {id: bad, input: b, timeout: 1}\n"
     good = good_file(6, ", timeout: 1").replace("fault_agents:good", "fault_agents:slow")
     faults.makefile(".yaml", eval_a_first=first, eval_b_blocks=blocker, eval_c_good=good)
@@ -330,8 +339,8 @@ def test_a_blocked_loop_is_seen_while_waiting_for_a_case_without_a_timeout(
 def test_a_catastrophic_regex_fails_its_case_at_the_timeout(shared: SharedRun) -> None:
     shared.assert_outcomes(scenario("eval_regex"), passed=6, failed=2)
     shared.shows(
-        "✗ regex: check regex did not finish within 1 s: the pattern /(a+)+$/ backtracks catastrophically on "
-        "this output",
+        "✗ regex: check regex did not finish within 1 s: the pattern /(a+)+$/ backtracks "
+        "catastrophically on this output",
     )
 
 

@@ -1,10 +1,11 @@
-"""Conversations with the framework agents (SPEC §17): a real OpenAI Agents SDK agent, pydantic-ai
-agent and LangGraph ReAct agent, each talking to the loopback OpenAI-compatible server, run by the
-plugin through `turns:` and `simulated_user:`. Each turn's request carries the conversation so far
-in the framework's own form (the SDK's input list, pydantic-ai's `message_history`, LangGraph's
-`messages` state); the usage each framework reports is summed over every turn with the traffic hook
-off; tool mocks keep the calls the framework reported itself (an SDK handoff) beside the ones they
-recorded.
+"""Conversations with the framework agents (SPEC §17), through `turns:` and `simulated_user:`.
+
+A real OpenAI Agents SDK agent, pydantic-ai agent and LangGraph ReAct agent, each talking to the
+loopback OpenAI-compatible server, run by the plugin through `turns:` and `simulated_user:`. Each
+turn's request carries the conversation so far in the framework's own form (the SDK's input list,
+pydantic-ai's `message_history`, LangGraph's `messages` state); the usage each framework reports is
+summed over every turn with the traffic hook off; tool mocks keep the calls the framework reported
+itself (an SDK handoff) beside the ones they recorded.
 """
 
 from __future__ import annotations
@@ -46,9 +47,12 @@ def refund_order(order_id: str) -> str:
     return f"refund {order_id}: done for real"
 
 
-SDK_MODEL = OpenAIChatCompletionsModel(model="sdk", openai_client=AsyncOpenAI(base_url=URL, api_key="-", max_retries=0))
-SDK = Agent(name="support", instructions="Answer about orders.", model=SDK_MODEL, tools=[function_tool(lookup_order)])
-BILLING = Agent(name="billing", instructions="Refund orders.", model=SDK_MODEL, tools=[function_tool(refund_order)])
+SDK_MODEL = OpenAIChatCompletionsModel(model="sdk", openai_client=AsyncOpenAI(base_url=URL, \
+api_key="-", max_retries=0))
+SDK = Agent(name="support", instructions="Answer about orders.", model=SDK_MODEL, \
+tools=[function_tool(lookup_order)])
+BILLING = Agent(name="billing", instructions="Refund orders.", model=SDK_MODEL, \
+tools=[function_tool(refund_order)])
 TRIAGE = Agent(
     name="triage", instructions="Look orders up; hand refunds to billing.", model=SDK_MODEL,
     tools=[function_tool(lookup_order)], handoffs=[BILLING],
@@ -88,9 +92,7 @@ def _text(content: Any) -> str:
 
 
 def _said(body: dict[str, Any]) -> list[tuple[str, str]]:
-    """The user's and the assistant's texts in a request, in order (tool calls and results left
-    out).
-    """
+    """The user's and the assistant's texts in a request, in order (no tool calls or results)."""
     return [
         (m["role"], _text(m.get("content")))
         for m in body.get("messages", [])
@@ -132,9 +134,7 @@ def _run(
 def test_turns_give_each_framework_the_conversation_so_far_and_sum_its_usage(
     project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Items 1 and 3: turn 2's request holds turn 1's message and answer; tokens are those of every
-    request.
-    """
+    """Items 1 and 3: turn 2's request holds turn 1's message and answer; tokens of all requests."""
     project.makefile(
         ".yaml",
         eval_turns=MATRIX
@@ -163,8 +163,10 @@ def test_turns_give_each_framework_the_conversation_so_far_and_sum_its_usage(
 
 
 class Player:
-    """The loopback LLM's part as the simulated user (asks about order 42 after its greeting, then
-    signs off) and as the scorer (every task done); the agents' requests are routed as usual.
+    """The loopback LLM as the simulated user and as the scorer; agents' requests routed as usual.
+
+    As the user it asks about order 42 after its greeting, then signs off; as the scorer it finds
+    every task done.
     """
 
     def __call__(self, body: dict[str, Any]) -> str | None:
@@ -185,9 +187,7 @@ class Player:
 def test_a_simulated_user_talks_to_each_framework_with_the_history_and_its_usage_is_summed(
     project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Items 1 and 3: the agent's second call holds the greeting and its answer; tokens are those of
-    its requests.
-    """
+    """Items 1 and 3: the agent's 2nd call holds the greeting and its answer; its calls' tokens."""
     project.makefile(
         ".yaml",
         eval_chat=MATRIX
@@ -220,9 +220,10 @@ def test_a_simulated_user_talks_to_each_framework_with_the_history_and_its_usage
 
 
 def handoff_script(body: dict[str, Any]) -> dict[str, Any] | None:
-    """After a user message asking for a refund: each of these tools the request offers, once, in
-    this order (the SDK's triage agent looks the order up and hands off to billing, which refunds);
-    then the usual answer.
+    """After a user message asking for a refund: each tool offered here, once, in order; an answer.
+
+    The SDK's triage agent looks the order up and hands off to billing, which refunds; then the
+    usual answer.
     """
     messages = body.get("messages") or []
     last_user = max((n for n, m in enumerate(messages) if m.get("role") == "user"), default=0)
@@ -248,18 +249,20 @@ HANDED_OFF = '''
 def to_billing(run):
     """The run record's metadata names the handoff and the agent that answered last."""
     meta = run.metadata
-    return meta.get("handoffs") == ["billing"] and meta.get("last_agent") == "billing", f"metadata {meta}"
+    return meta.get("handoffs") == ["billing"] and meta.get("last_agent") == "billing", \
+f"metadata {meta}"
 '''
 
 
 def test_tool_mocks_keep_the_handoff_the_sdk_reported(
     project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Item 2: the mocks' calls and the SDK's handoff, in the order they happened, each once; the
-    metadata kept.
-    """
+    """Item 2: the mocks' calls and the SDK's handoff, in order, each once; the metadata kept."""
     project.makepyfile(handoff_checks=HANDED_OFF)
-    expect = "{tool_sequence: [lookup_order, transfer_to_billing, refund_order], custom: ['handoff_checks:to_billing']}"
+    expect = (
+        "{tool_sequence: [lookup_order, transfer_to_billing, refund_order], custom: "
+        "['handoff_checks:to_billing']}"
+    )
     project.makefile(
         ".yaml",
         eval_refund=f"""
@@ -290,8 +293,9 @@ cases:
 def test_the_report_keeps_the_handoff_metadata_the_sdk_reported(
     project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The JSON report's case metadata has the run's ``handoffs`` / ``last_agent`` beside the case's
-    own metadata; a conversation's joins its turns'.
+    """The JSON report's case metadata has the run's ``handoffs`` / ``last_agent`` beside its own.
+
+    A conversation's metadata joins its turns'.
     """
     project.makefile(
         ".yaml",
@@ -322,8 +326,9 @@ cases:
 def test_a_raising_tool_mock_in_the_sdk_is_handed_to_the_model_as_a_raising_tool_is(
     project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A ``{raise: …}`` mock of an Agents SDK function tool does what the real tool raising does:
-    the SDK's ``failure_error_function`` answers the model with its message and the run goes on; the
+    """A ``{raise: …}`` mock of an Agents SDK function tool does what the real tool raising does.
+
+    The SDK's ``failure_error_function`` answers the model with its message and the run goes on; the
     record keeps the error.
     """
     project.makefile(
@@ -336,7 +341,8 @@ cases:
     tool_mocks:
       lookup_order: {raise: "RuntimeError: order system down"}
       refund_order: "refund 42: done"
-    expect: {tool_sequence: [lookup_order, transfer_to_billing, refund_order], contains: ["refund 42: done"]}
+    expect: {tool_sequence: [lookup_order, transfer_to_billing, refund_order], \
+contains: ["refund 42: done"]}
 """,
     )
     with ChatServer(route, answer=handoff_script, max_requests=100) as server:

@@ -1,7 +1,8 @@
-"""A call to an unmocked tool (``unmocked_tools: strict``) inside a framework agent: the stand-in
-raises inside the framework's machinery, and the failure text shows the line that matters (the call,
-its arguments, the case's ``path:line`` and what to do) with the user's own frames, not the
-framework's traceback; the JSON and HTML reports keep the call and that line (SPEC §17).
+"""A call to an unmocked tool (``unmocked_tools: strict``) inside a framework agent (SPEC §17).
+
+The stand-in raises inside the framework's machinery, and the failure text shows the line that
+matters (the call, its arguments, the case's ``path:line`` and what to do) with the user's own
+frames, not the framework's traceback; the JSON and HTML reports keep the call and that line.
 """
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ from pydantic_ai import Agent
 from pydantic_ai.models.openai import OpenAIChatModel
 from pydantic_ai.providers.openai import OpenAIProvider
 
-MODEL = OpenAIChatModel("loopback", provider=OpenAIProvider(base_url=os.environ["LOOPBACK_URL"], api_key="unused"))
+MODEL = OpenAIChatModel("loopback", provider=OpenAIProvider(base_url=os.environ["LOOPBACK_URL"], \
+api_key="unused"))
 AGENT = Agent(MODEL, instructions="Answer questions about orders.")
 
 
@@ -74,8 +76,8 @@ def test_an_unmocked_tool_inside_pydantic_ai_fails_with_the_line_that_matters(
     failure = result.stdout.str().split(" refund ___")[1].split("___ lookup ___")[0]
     where = "eval_orders.yaml:3"
     line = (
-        f"unmocked tool call refund_order(order_id='42') in case refund ({where}): `tool_mocks` has no response "
-        "for 'refund_order'"
+        f"unmocked tool call refund_order(order_id='42') in case refund ({where}): `tool_mocks` "
+        "has no response for 'refund_order'"
     )
     assert line in failure
     assert "pydantic_ai" not in failure and "pydantic_graph" not in failure  # no framework frames
@@ -86,7 +88,8 @@ def test_an_unmocked_tool_inside_pydantic_ai_fails_with_the_line_that_matters(
         ("refund_order", {"order_id": "42"})
     ]
     said = re.compile(
-        r"unmocked tool call refund_order\(order_id='42'\) in case refund \((\S*/)?eval_orders.yaml:3\)"
+        r"unmocked tool call refund_order\(order_id='42'\) in case refund "
+        r"\((\S*/)?eval_orders.yaml:3\)"
     )
     assert said.match(case["error"]), case["error"]
     assert said.search((pytester.path / "r.html").read_text())

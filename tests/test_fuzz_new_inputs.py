@@ -1,7 +1,9 @@
-"""A standing guard on the inputs added since the loader's (issue 27): saved reports fed to
-``agent-eval compare``, ``html``, ``merge`` and ``gate`` (issue 28), baselines, cassettes, and
-provider responses through the traffic hook. Mutated inputs give the plugin's own clean error (exit
-2, ``BaselineError``, ``CassetteError``, a transport error), never another exception.
+"""A standing guard on the inputs added since the loader's (issue 27): mutated, a clean error.
+
+Saved reports fed to ``agent-eval compare``, ``html``, ``merge`` and ``gate`` (issue 28),
+baselines, cassettes, and provider responses through the traffic hook. Mutated inputs give the
+plugin's own clean error (exit 2, ``BaselineError``, ``CassetteError``, a transport error), never
+another exception.
 """
 
 from __future__ import annotations
@@ -66,14 +68,17 @@ def _record(nodeid: str, outcome: str, passes: int, trials: int) -> dict[str, An
 
 REPORT: dict[str, Any] = {
     "schema_version": 1,
-    "run": {"started": "2026-01-01T00:00:00+00:00", "duration_s": 1.5, "finished": True, "exit_status": 1,
-            "args": ["-q"], "git_commit": None, "plugin_version": "0", "pytest_version": "9", "python_version": "3",
+    "run": {"started": "2026-01-01T00:00:00+00:00", "duration_s": 1.5, "finished": True,
+            "exit_status": 1, "args": ["-q"], "git_commit": None, "plugin_version": "0",
+            "pytest_version": "9", "python_version": "3",
             "shard": {"index": 1, "count": 2, "collected": 4, "selected": 2}},
-    "agents": {"a": {"passed": 1, "total": 2, "pass_rate": 0.5, "mean_score": 0.5, "latency_p50_s": 0.2,
-                     "latency_p95_s": 0.3, "tokens": 7, "cost": 0.01}},
+    "agents": {"a": {"passed": 1, "total": 2, "pass_rate": 0.5, "mean_score": 0.5,
+                     "latency_p50_s": 0.2, "latency_p95_s": 0.3, "tokens": 7, "cost": 0.01}},
     "baseline": {**Comparison(tolerance=0.05).to_dict(), "path": "base.json"},
-    "cases": [_record("eval_a.yaml::one", "passed", 1, 1), _record("eval_a.yaml::two", "failed", 1, 3)],
-    "not_run": [{"nodeid": "eval_a.yaml::three", "file": "eval_a.yaml", "line": 9, "reason": "worker crashed"}],
+    "cases": [_record("eval_a.yaml::one", "passed", 1, 1),
+              _record("eval_a.yaml::two", "failed", 1, 3)],
+    "not_run": [{"nodeid": "eval_a.yaml::three", "file": "eval_a.yaml", "line": 9,
+                 "reason": "worker crashed"}],
 }  # fmt: skip
 OTHER_SHARD: dict[str, Any] = {
     **REPORT,
@@ -82,8 +87,8 @@ OTHER_SHARD: dict[str, Any] = {
     "not_run": [],
 }
 ODD = st.sampled_from(
-    [None, True, False, 0, -1, 1.5, 1e308, 10**30, "", "x", "\ud83d", "<script>", "a|b", [], {}, [None], {"": 1},
-     {"x": [1]}, "NaN", [[[[[]]]]], "passed", "error", "eval_a.yaml::one"]
+    [None, True, False, 0, -1, 1.5, 1e308, 10**30, "", "x", "\ud83d", "<script>", "a|b", [], {},
+     [None], {"": 1}, {"x": [1]}, "NaN", [[[[[]]]]], "passed", "error", "eval_a.yaml::one"]
 )  # fmt: skip
 KEYS = st.sampled_from(
     ["", "x", "nodeid", "trials", "cases", "score", "baseline", "__class__", "regressions"]
@@ -208,8 +213,9 @@ def test_mutated_baselines_load_as_records_or_give_a_baseline_error(text: str) -
 CASSETTE = {
     "interactions": [
         {
-            "request": {"body": '{"model": "m", "messages": []}', "headers": {"Content-Type": ["application/json"]},
-                        "method": "POST", "uri": "http://127.0.0.1:1/v1/chat/completions"},
+            "request": {"body": '{"model": "m", "messages": []}',
+                        "headers": {"Content-Type": ["application/json"]}, "method": "POST",
+                        "uri": "http://127.0.0.1:1/v1/chat/completions"},
             "response": {"status": {"code": 200, "message": "OK"},
                          "headers": {"Content-Type": ["application/json"]},
                          "body": {"string": '{"usage": {"prompt_tokens": 1}}'}},
@@ -265,8 +271,9 @@ USAGES = st.one_of(
     st.fixed_dictionaries(
         {},
         optional={
-            "prompt_tokens": ODD, "completion_tokens": ODD, "total_tokens": ODD, "input_tokens": ODD,
-            "output_tokens": ODD, "prompt_tokens_details": st.one_of(ODD, st.fixed_dictionaries(
+            "prompt_tokens": ODD, "completion_tokens": ODD, "total_tokens": ODD,
+            "input_tokens": ODD, "output_tokens": ODD,
+            "prompt_tokens_details": st.one_of(ODD, st.fixed_dictionaries(
                 {}, optional={"cached_tokens": ODD})), "cache_read_input_tokens": ODD,
         },
     ),
@@ -343,11 +350,13 @@ def test_provider_responses_through_the_traffic_hook_are_counted_or_fail_cleanly
 # -----------------------------
 
 HOSTILE = st.sampled_from(
-    ["{{ 1/0 }}", "{{ cycler.__init__.__globals__.os }}", "{{ x.__class__.__mro__ }}", "{% for %}", "{{ 'a' * 10**9 }}",
-     "{{ 9 ** 9999999 }}", "{{ range(10**9) | list }}", "{{ v | load }}", "{{", "file://../../etc/hostname",
-     "file:///etc/hostname", "file://*.csv", "file://../**/*.csv", "file:///*", "file://missing.json",
-     "file://rows.csv", "file://vars.json", "file://broken.yaml", "file://.", "not-contains:", "similar(2):x",
-     "javascript:1", "python:x.py", "file://x.py", "__threshold", "__expected", "__metadata:a", "__nope", "\x00", "é"]
+    ["{{ 1/0 }}", "{{ cycler.__init__.__globals__.os }}", "{{ x.__class__.__mro__ }}", "{% for %}",
+     "{{ 'a' * 10**9 }}", "{{ 9 ** 9999999 }}", "{{ range(10**9) | list }}", "{{ v | load }}", "{{",
+     "file://../../etc/hostname", "file:///etc/hostname", "file://*.csv", "file://../**/*.csv",
+     "file:///*", "file://missing.json", "file://rows.csv", "file://vars.json",
+     "file://broken.yaml", "file://.", "not-contains:", "similar(2):x", "javascript:1",
+     "python:x.py", "file://x.py", "__threshold", "__expected", "__metadata:a", "__nope", "\x00",
+     "é"]
 )  # fmt: skip
 VALUES = st.one_of(ODD, HOSTILE, st.lists(st.one_of(ODD, HOSTILE), max_size=4))
 PROMPTFOO: dict[str, Any] = {
@@ -378,9 +387,7 @@ CHECK_SETTINGS = settings(
 
 
 def _mutated_with(draw: st.DrawFn, seed: Any) -> Any:
-    """``seed`` with one to three values replaced by odd or hostile ones (templates, paths out, bad
-    types).
-    """
+    """``seed`` with one to three values made odd or hostile (templates, paths out, bad types)."""
     data = json.loads(json.dumps(seed))
     for _ in range(draw(st.integers(1, 3))):
         paths = [p for p in _paths(data) if p]
@@ -395,7 +402,8 @@ def _mutated_with(draw: st.DrawFn, seed: Any) -> Any:
 @st.composite
 def csv_texts(draw: st.DrawFn) -> bytes:
     cells = st.one_of(HOSTILE, st.text(max_size=8), st.just('"'), st.just("x" * 200_000))
-    header = draw(st.lists(st.sampled_from(["name", "v", "__expected", "__threshold", "__description", "__x"]),
+    header = draw(st.lists(st.sampled_from(["name", "v", "__expected", "__threshold",
+                                            "__description", "__x"]),
                            min_size=1, max_size=4))  # fmt: skip
     rows = draw(st.lists(st.lists(cells, max_size=5), max_size=4))
     text = "\n".join(",".join(row) for row in [header, *rows])
@@ -406,9 +414,7 @@ def csv_texts(draw: st.DrawFn) -> bytes:
 
 
 def _loads_cleanly(folder: Path, path: Path) -> None:
-    """The file through ``validate`` (problems as lines) and through collection's loader (its own
-    errors only).
-    """
+    """The file through ``validate`` (problems as lines) and the loader (its own errors only)."""
     from pytest_agent_eval.cases import trust
     from pytest_agent_eval.cases.load import builtin_dialects, load_file
     from pytest_agent_eval.checks import builtin_registry
@@ -483,8 +489,10 @@ def test_mutated_dataset_rows_load_as_cases_or_errors(text: bytes) -> None:
 
 
 def _reads_or_says_which(read: Callable[[Path], dict[str, Any]], path: Path) -> None:
-    """``read(path)`` gives a document each reader's own use of raises nothing on (records, the
-    resume's final records, the HTML page), or one ``BaselineError`` line naming ``path``.
+    """``read(path)`` gives a document every reader uses without raising, or one BaselineError.
+
+    Every reader's own use (records, the resume's final records, the HTML page) raises nothing; the
+    one ``BaselineError`` line names ``path``.
     """
     from pytest_agent_eval.plugin.resume import final_records
     from pytest_agent_eval.report.baseline import records_of
@@ -503,8 +511,10 @@ def _reads_or_says_which(read: Callable[[Path], dict[str, Any]], path: Path) -> 
 @FUZZ
 @given(reports())
 def test_every_report_reader_reads_a_mutated_report_or_says_which_field(text: str) -> None:
-    """``load_report`` is every reader's door (merge, gate, compare, html, baseline, resume): past
-    it, each reader's own use of the document (records, the resume's final records) raises nothing.
+    """``load_report`` is every reader's door: past it, no reader's own use raises.
+
+    The readers are merge, gate, compare, html, baseline and resume; their own use of the document
+    (records, the resume's final records) raises nothing.
     """
     from pytest_agent_eval.report.baseline import load_report
 
@@ -515,9 +525,10 @@ def test_every_report_reader_reads_a_mutated_report_or_says_which_field(text: st
 @FUZZ
 @given(reports())
 def test_a_journal_of_mutated_records_reads_or_says_which_line_and_field(text: str) -> None:
-    """The journal is a report reader's door too (``agent-eval report``, ``--agent-eval-resume``): a
-    mutated report's cases as a journal's lines read back, or one ``BaselineError`` line naming the
-    file and line.
+    """The journal is a report reader's door too (``agent-eval report``, ``--agent-eval-resume``).
+
+    A mutated report's cases as a journal's lines read back, or give one ``BaselineError`` line
+    naming the file and line.
     """
     from pytest_agent_eval.memory.journal import read_journal
 

@@ -1,6 +1,4 @@
-"""At exit, a run that collected eval files leaves its live objects to the process's end
-(gc_policy).
-"""
+"""At exit, a run that collected eval files leaves its live objects to the process's end."""
 
 from __future__ import annotations
 
@@ -22,7 +20,8 @@ class Cycle:
         open("finalized.txt", "w").write("yes")
 
 
-def _at_exit():  # registered before the plugin's handler, so it runs after it (atexit runs last-in first-out)
+def _at_exit():  # registered before the plugin's handler, \
+so it runs after it (atexit runs last-in first-out)
     open("frozen.txt", "w").write(str(gc.get_freeze_count()))
 
 
@@ -58,9 +57,7 @@ def test_objects_left_at_exit_are_not_swept_and_garbage_is_still_finalized(
 def test_a_stand_in_left_in_a_garbage_cycle_is_not_counted_as_mocked(
     pytester: pytest.Pytester,
 ) -> None:
-    """Objects frozen while cases run are live ones: a dead stand-in kept in a cycle is collected
-    first.
-    """
+    """Objects frozen while cases run are live: a dead stand-in in a cycle is collected first."""
     pytester.makepyfile(
         shop="def search(query):\n    return 'real'\n\ndef leftover():\n    return 'old'\n"
     )

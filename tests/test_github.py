@@ -1,5 +1,7 @@
-"""The run in a GitHub pull request (SPEC §25): ``::error`` annotations per failed or errored case,
-read back as GitHub's runner reads them, and the markdown summary in ``$GITHUB_STEP_SUMMARY``.
+"""The run in a GitHub pull request (SPEC §25): annotations per bad case, and the summary.
+
+``::error`` annotations per failed or errored case, read back as GitHub's runner reads them, and
+the markdown summary in ``$GITHUB_STEP_SUMMARY``.
 """
 
 from __future__ import annotations
@@ -62,9 +64,7 @@ def unescape_data(text: str) -> str:
 
 
 def parse(line: str) -> tuple[str, dict[str, str], str]:
-    """``::name k=v,k=v::message`` as the runner parses it: the command, its properties, its
-    message.
-    """
+    """``::name k=v,k=v::message`` as the runner parses it: the command, properties, message."""
     assert line.startswith("::"), line
     end = line.index("::", 2)
     info, data = line[2:end], line[end + 2 :]

@@ -1,6 +1,7 @@
-"""HTTP agents and the traffic hook against hostile or broken servers (issue 27): a redirect to
-another origin, replies that are not an answer, bodies cut mid-way, secrets in URLs, headers and
-echoed replies.
+"""HTTP agents and the traffic hook against hostile or broken servers (issue 27).
+
+A redirect to another origin, replies that are not an answer, bodies cut mid-way, secrets in URLs,
+headers and echoed replies.
 """
 
 from __future__ import annotations
@@ -210,7 +211,7 @@ def test_item14_a_body_cut_mid_way_through_the_traffic_hook_is_infrastructure(
 
 
 # -- secrets
-# ------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 
 
 def _everything(root: Path) -> str:

@@ -20,7 +20,8 @@ import pytest
 
 @pytest.hookimpl(trylast=True)
 def pytest_configure_node(node):
-    # what an interrupted controller does before this worker configures: its shared directory is removed
+    # what an interrupted controller does before this worker configures: its shared \
+directory is removed
     shutil.rmtree(node.workerinput["agent_eval_crash_dir"], ignore_errors=True)
 """
 

@@ -1,6 +1,7 @@
-"""The reports hold under bad data, faults and signals (issue 27): agent text that cannot be
-encoded, numbers that are not finite, a run stopped by SIGTERM, report paths that are not regular
-files, malformed baselines.
+"""The reports hold under bad data, faults and signals (issue 27).
+
+Agent text that cannot be encoded, numbers that are not finite, a run stopped by SIGTERM, report
+paths that are not regular files, malformed baselines.
 """
 
 from __future__ import annotations
@@ -25,7 +26,8 @@ def cut_emoji(query, context):
     return {"output": "half a smile \\ud83d and more", "tools_called": []}
 
 def nan_cost(query, context):
-    return {"output": "hello", "usage": {"prompt_tokens": 1, "completion_tokens": 1, "cost": float("nan")}}
+    return {"output": "hello", "usage": {"prompt_tokens": 1, "completion_tokens": 1, \
+"cost": float("nan")}}
 
 def inject(query, context):
     return {"output": "<img src=x onerror=alert(1)> [click](http://evil.example) | # heading"}
@@ -72,7 +74,8 @@ def test_item5_a_lone_surrogate_in_the_output_loses_no_report(
 ) -> None:
     _project(
         pytester,
-        "agent: odd_agents:cut_emoji\ncases:\n  - {id: cut, input: hi, expect: {contains: [smile]}}\n"
+        "agent: odd_agents:cut_emoji\ncases:\n"
+        "  - {id: cut, input: hi, expect: {contains: [smile]}}\n"
         "  - {id: other, input: hi, expect: {contains: [nothing]}}\n",
     )
     result = pytester.runpytest_subprocess(*RUN, *REPORTS, *mode)
@@ -105,7 +108,8 @@ def test_item6_a_check_scoring_nan_or_inf_has_no_verdict_and_every_report_is_wri
 ) -> None:
     _project(
         pytester,
-        f"agent: odd_agents:inject\ncases:\n  - {{id: c, input: hi, expect: {{custom: odd_agents:{check}}}}}\n",
+        "agent: odd_agents:inject\ncases:\n"
+        f"  - {{id: c, input: hi, expect: {{custom: odd_agents:{check}}}}}\n",
     )
     result = pytester.runpytest(*RUN, *REPORTS)
     assert "INTERNALERROR" not in result.stdout.str()
@@ -119,7 +123,8 @@ def test_item6_a_check_scoring_nan_or_inf_has_no_verdict_and_every_report_is_wri
 def test_item4_agent_text_in_the_markdown_summary_is_escaped(pytester: pytest.Pytester) -> None:
     _project(
         pytester,
-        "agent: odd_agents:inject_error\ncases:\n  - {id: c, input: hi, expect: {contains: [absent]}}\n",
+        "agent: odd_agents:inject_error\ncases:\n"
+        "  - {id: c, input: hi, expect: {contains: [absent]}}\n",
     )
     pytester.runpytest(*RUN, "--agent-eval-markdown", "s.md").assert_outcomes(failed=1)
     text = (pytester.path / "s.md").read_text(encoding="utf-8")
@@ -138,7 +143,8 @@ def test_item7_sigterm_is_treated_as_ctrl_c_and_every_report_is_written(
     pytester.makepyfile(usage_agent=USAGE_AGENT)
     pytester.makeconftest(
         "def pytest_runtest_logreport(report):\n"
-        "    if report.when == 'call' and 'fast' in report.nodeid and not hasattr(report, 'node'):\n"
+        "    if report.when == 'call' and 'fast' in report.nodeid and not "
+        "hasattr(report, 'node'):\n"
         "        open('fast-done', 'w').close()\n"
     )
     cases = "  - {id: fast, input: hi, context: {say: hello}}\n" + "".join(
@@ -177,7 +183,7 @@ def test_item7_sigterm_is_treated_as_ctrl_c_and_every_report_is_written(
 
 
 # -- report paths
-# ---------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 
 OK_SUITE = "agent: odd_agents:inject\ncases:\n  - {id: c, input: hi, expect: {contains: [img]}}\n"
 
@@ -247,8 +253,8 @@ MALFORMED: dict[str, Any] = {
     "trials_not_a_list": {"schema_version": 1, "run": {}, "cases": [{**GOOD_CASE, "trials": "x"}]},
     "score_a_string": {"schema_version": 1, "run": {}, "cases": [{**GOOD_CASE, "score": "high"}]},
     "cases_not_a_list": {"schema_version": 1, "run": {}, "cases": 3},
-    "bare_nan": '{"schema_version": 1, "run": {}, "cases": [{"nodeid": "a::b", "case_id": "b", "file": "a", '
-    '"line": 1, "outcome": "passed", "score": NaN}]}',
+    "bare_nan": '{"schema_version": 1, "run": {}, "cases": [{"nodeid": "a::b", "case_id": "b", '
+    '"file": "a", "line": 1, "outcome": "passed", "score": NaN}]}',
     "not_utf8": b'{"schema_version": 1, "cases": ["\xff"]}',
 }
 
@@ -337,14 +343,16 @@ def test_item19_a_task_scorer_reply_with_two_scores_for_one_task_is_unreadable()
 
 
 def test_a_sessions_secrets_are_forgotten_when_it_ends(pytester: pytest.Pytester) -> None:
-    """Secrets scrubbed by value are the session's own: a later session in the same process
-    (pytest.main again, pytester's in-process runs) shows its own text whole, such as a case id that
-    equals an earlier run's key.
+    """Secrets scrubbed by value are the session's own: a later session shows its own text whole.
+
+    A later session in the same process (pytest.main again, pytester's in-process runs) shows its
+    own text whole, such as a case id that equals an earlier run's key.
     """
     from pytest_agent_eval.secrets import scrub_text
 
     pytester.makeconftest(
-        "from pytest_agent_eval import secrets\n\ndef pytest_configure(config):\n    secrets.remember('unused')\n"
+        "from pytest_agent_eval import secrets\n\ndef pytest_configure(config):\n"
+        "    secrets.remember('unused')\n"
     )
     pytester.makepyfile(test_one="def test_one():\n    pass\n")
     pytester.runpytest_inprocess("-p", "no:cacheprovider").assert_outcomes(passed=1)

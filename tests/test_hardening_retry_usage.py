@@ -1,6 +1,7 @@
-"""The retry loop and the usage count hold under what a provider (or a proxy in front of it) really
-sends (issue 27, items 13 and 17): a ``Retry-After`` that cannot be used is as if absent; tokens
-named twice are counted once; absurd counts are unknown, never the run's cost.
+"""The retry loop and the usage count hold under what providers really send (issue 27, 13 and 17).
+
+What a provider (or a proxy in front of it) sends: a ``Retry-After`` that cannot be used is as if
+absent; tokens named twice are counted once; absurd counts are unknown, never the run's cost.
 """
 
 from __future__ import annotations
@@ -57,8 +58,9 @@ UNUSABLE_RETRY_AFTER = [
 def test_item13_an_unusable_retry_after_is_as_if_absent(
     project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, value: str, pace: str
 ) -> None:
-    """A 429 whose ``Retry-After`` is NaN, infinite, negative, garbage or a date in the past is
-    retried after the usual backoff, and the agent gets its answer.
+    """A 429 with a useless ``Retry-After`` is retried after the usual backoff; the agent answers.
+
+    Useless: NaN, infinite, negative, garbage or a date in the past.
     """
     project.makefile(".yaml", eval_retry=evals_file("sync_agent", cases=1))
     with ChatServer(lambda prompt: None, failures=1, retry_after=value) as chat:
@@ -206,7 +208,7 @@ def test_item17_absurd_counts_are_unknown_never_the_runs_cost(
 def test_item17_an_absurd_count_with_nan_is_unknown(
     project: pytest.Pytester, usage_server: ChatServer
 ) -> None:
-    """``NaN`` is not JSON, but Python's ``json`` reads it: a proxy written in Python may send it."""
+    """``NaN`` is not JSON, but Python's ``json`` reads it: a proxy in Python may send it."""
     usage_server.usage = {"prompt_tokens": float("nan"), "completion_tokens": 5}
     found = _run_with_usage(project, usage_server, usage_server.usage)
     assert found["usage"]["cost"] is None

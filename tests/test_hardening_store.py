@@ -1,7 +1,8 @@
-"""The run's rate-limit store holds under faults (issue 27, items 11 and 12): the JSON file (one
-machine) shared by two pytest processes, damaged, or locked by a stopped process; Redis (across
-machines) unreachable, with a wrong password, killed or frozen mid-run. The store's failure is never
-the agent's, and never hangs the run silently.
+"""The run's rate-limit store holds under faults (issue 27, items 11 and 12).
+
+The JSON file (one machine) shared by two pytest processes, damaged, or locked by a stopped
+process; Redis (across machines) unreachable, with a wrong password, killed or frozen mid-run. The
+store's failure is never the agent's, and never hangs the run silently.
 """
 
 from __future__ import annotations
@@ -63,11 +64,12 @@ def _outcomes(result: pytest.RunResult) -> dict[str, int]:
 def test_item11_two_pytest_processes_sharing_the_file_store_never_exceed_the_limit(
     project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Two pytest runs of one project (one machine, one cache directory) share
-    ``--agent-eval-rate-limit 5/s``: the server, a token bucket of 5 a second (as OpenAI's and
-    Anthropic's limits are), answers no 429 — each run keeping its own budget would send 10 a
-    second. Counted as a sliding window, a second sees at most one more: arrivals jitter by more
-    than the 2% guard (a new connection's set-up), see docs/guide/traffic.md.
+    """Two pytest runs of one project share ``--agent-eval-rate-limit 5/s``: the server sees no 429.
+
+    The runs are on one machine, with one cache directory. The server, a token bucket of 5 a second
+    (as OpenAI's and Anthropic's limits are), answers no 429 — each run keeping its own budget would
+    send 10 a second. Counted as a sliding window, a second sees at most one more: arrivals jitter
+    by more than the 2% guard (a new connection's set-up), see docs/guide/traffic.md.
     """
     project.makefile(".yaml", eval_a=evals_file("sync_agent", cases=12).replace("case_", "a_"))
     project.makefile(".yaml", eval_b=evals_file("sync_agent", cases=12).replace("case_", "b_"))
@@ -130,8 +132,9 @@ def test_item11_a_directory_in_place_of_the_store_file_is_one_clear_error(
 def test_item11_a_broken_store_of_the_default_pace_leaves_the_run_unpaced_with_a_warning(
     project: pytest.Pytester, server: ChatServer
 ) -> None:
-    """With no rate-limit option, the pace is on by default: its store failing (a directory in its
-    place) is a warning, and every case still runs and is judged.
+    """With no rate-limit option the pace is on; its store failing is a warning, cases still run.
+
+    The store fails with a directory in its place; every case still runs and is judged.
     """
     state = project.path / STATE.with_name("pace.json")
     state.mkdir(parents=True)
@@ -153,9 +156,7 @@ os.kill(os.getpid(), signal.SIGSTOP)
 
 
 def _stopped_locker(path: Path) -> subprocess.Popen[str]:
-    """A process that takes the store's lock and is stopped holding it (a pytest suspended with
-    Ctrl-Z).
-    """
+    """A process that takes the store's lock and is stopped holding it (a pytest in Ctrl-Z)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     locker = subprocess.Popen(
         [sys.executable, "-c", LOCKER, str(path)], stdout=subprocess.PIPE, text=True
@@ -190,8 +191,9 @@ def test_item11_a_lock_held_by_a_stopped_process_at_start_is_one_clear_error(
 def test_item11_a_lock_held_by_a_stopped_process_mid_run_makes_the_rest_infrastructure_errors(
     project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The lock is taken (and its holder stopped) while the first case's request is answered: the
-    cases after it end as errors naming the lock file, none as the agent's failure, and the run
+    """The lock is taken (its holder stopped) while the first case's request is answered.
+
+    The cases after it end as errors naming the lock file, none as the agent's failure, and the run
     ends.
     """
     lockers: list[subprocess.Popen[str]] = []
@@ -290,9 +292,10 @@ def test_item12_redis_failing_mid_run_makes_the_rest_infrastructure_errors(
     fault: str,
     redis_url: str,  # noqa: F811
 ) -> None:
-    """Redis is killed (or frozen: SIGSTOP) while the first case's request is answered: the run ends
-    (within the store's timeouts), every case after it an error naming the store, none the agent's
-    failure.
+    """Redis is killed (or frozen: SIGSTOP) while the first case's request is answered.
+
+    The run ends (within the store's timeouts), every case after it an error naming the store, none
+    the agent's failure.
     """
     pid = _redis_pid(redis_url)
     done: list[bool] = []

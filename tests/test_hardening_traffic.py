@@ -1,6 +1,7 @@
-"""The traffic layer and HTTP agents hold under bad data, faults and hostile servers (issue 27):
-cassettes that collide or escape their folder, cassettes that cannot be read or written, connections
-cut mid-body.
+"""The traffic layer and HTTP agents hold under bad data, faults and hostile servers (issue 27).
+
+Cassettes that collide or escape their folder, cassettes that cannot be read or written,
+connections cut mid-body.
 """
 
 from __future__ import annotations
@@ -48,9 +49,7 @@ def _json_suite(question: str) -> str:
 
 
 def _files(root: Path) -> set[str]:
-    """The files under ``root`` but caches and the run's memory (its journal and run store, SPEC
-    §24).
-    """
+    """The files under ``root`` but caches and the run's memory (journal, run store; SPEC §24)."""
     return {
         str(p.relative_to(root))
         for p in root.rglob("*")
@@ -175,7 +174,10 @@ def test_item15_a_timeout_while_waiting_on_retry_after_is_infrastructure(
 def test_item15_a_timeout_while_waiting_on_the_runs_rate_limit_is_infrastructure(
     agents: pytest.Pytester, echo: ChatServer
 ) -> None:
-    suite = "agent: traffic_agents:async_agent\ncases:\n  - {id: c, input: hi, timeout: 1, expect: {contains: [x]}}\n"
+    suite = (
+        "agent: traffic_agents:async_agent\ncases:\n"
+        "  - {id: c, input: hi, timeout: 1, expect: {contains: [x]}}\n"
+    )
     (agents.path / "eval_wait.yaml").write_text(suite)
     result = agents.runpytest(
         *RUN, "--agent-eval-rate-limit", "1/h"

@@ -1,6 +1,4 @@
-"""``--agent-eval-html`` and ``agent-eval html``: the page as a person sees it, in a real headless
-Chromium.
-"""
+"""``--agent-eval-html`` and ``agent-eval html``: the page as a person sees it, in Chromium."""
 
 from __future__ import annotations
 
@@ -17,10 +15,12 @@ def run(query, context):
     if query == "xss":
         return "<script>window.__xss = 1</script><img src=x onerror='window.__xss = 2'>"
     if query == "refund":
-        return {"output": "Refunds take 30 days.", "tools_called": [{"name": "lookup_order", "args": {"id": 7},
+        return {"output": "Refunds take 30 days.", "tools_called": [{"name": "lookup_order", \
+"args": {"id": 7},
                 "result": "order 7: shipped"}]}
     if query == "broken":
-        return {"output": "No idea.", "tools_called": [{"name": "search_kb", "args": {"q": "refund"}}]}
+        return {"output": "No idea.", "tools_called": [{"name": "search_kb", \
+"args": {"q": "refund"}}]}
     return "You said: " + query
 """
 
@@ -197,9 +197,7 @@ def test_the_baseline_comparison_is_side_by_side(site: pytest.Pytester, browser:
 def test_a_cases_detail_shows_its_input_and_content_hash(
     site: pytest.Pytester, browser: Any
 ) -> None:
-    """Issue 24 item 20: the page shows what the case gave the agent, and the hash of the case's
-    content.
-    """
+    """Issue 24 item 20: the page shows what the case gave the agent, and its content's hash."""
     _report_run(site, SUITE, "--agent-eval-html", "page.html", "--agent-eval-report", "r.json")
     hashes = {
         c["case_id"]: c["content_hash"]

@@ -256,9 +256,10 @@ def test_the_reply_without_a_known_key_says_what_to_set(tmp_path: Path) -> None:
 def test_an_http_agent_is_recorded_and_replayed_with_the_service_stopped(
     pytester: pytest.Pytester, service: Service, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The service's calls go through the hooked client (SPEC §14, §17): recorded beside the case,
-    replayed with nothing listening; a request the cassette lacks is an error naming it, never a
-    call to the service.
+    """The service's calls go through the hooked client (SPEC §14, §17): recorded and replayed.
+
+    They are recorded beside the case and replayed with nothing listening; a request the cassette
+    lacks is an error naming it, never a call to the service.
     """
     monkeypatch.setenv("AGENT_TOKEN", SECRET)
     eval_file = f"""\
@@ -302,9 +303,10 @@ cases:
 def test_without_httpx_a_traffic_option_says_what_to_install(
     pytester: pytest.Pytester, service: Service
 ) -> None:
-    """Without httpx the service is called with urllib, which the traffic hook cannot see: fine with
-    no traffic option, an error saying what to install with one (the call would escape recording and
-    replay).
+    """Without httpx the service is called with urllib, which the traffic hook cannot see.
+
+    Fine with no traffic option; with one, an error saying what to install (the call would escape
+    recording and replay).
     """
     pytester.makeconftest(
         'import sys\n\nsys.modules["httpx"] = sys.modules["httpx2"] = None  # not installed\n'
@@ -318,7 +320,8 @@ def test_without_httpx_a_traffic_option_says_what_to_install(
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         [
-            "  ✗ agent raised HttpAgentError: the HTTP agent's calls are recorded and replayed through httpx, "
+            "  ✗ agent raised HttpAgentError: the HTTP agent's calls are recorded and "
+            "replayed through httpx, "
             # [[] : a literal [ for fnmatch
             "which is not installed: pip install 'pytest-agent-evalset[[]traffic]'"
         ]

@@ -1,5 +1,6 @@
-"""Infrastructure errors are not the agent's failures, with or without the traffic hook (SPEC §14):
-an exception of a known client's infrastructure class raised out of the agent ends its case as
+"""Infrastructure errors are not the agent's failures, with or without the hook (SPEC §14).
+
+An exception of a known client's infrastructure class raised out of the agent ends its case as
 ERROR, naming the request; the plugin's own error class is matched by identity, so a user's class of
 the same name is an ordinary failure.
 """
@@ -19,7 +20,8 @@ import openai
 
 def agent(query):
     client = openai.OpenAI(max_retries=0)
-    reply = client.chat.completions.create(model="loopback-model", messages=[{"role": "user", "content": query}])
+    reply = client.chat.completions.create(model="loopback-model", messages=[{"role": "user", \
+"content": query}])
     return reply.choices[0].message.content
 """
 
@@ -58,7 +60,8 @@ def test_an_agent_clients_infrastructure_exception_is_an_error_without_the_hook(
     said = "answered 429 Too Many Requests" if server == "always 429" else "failed: "
     result.stdout.fnmatch_lines(
         [
-            f"eval_infra.yaml:3: case ask: infrastructure error, not the agent's: POST {url}/chat/completions {said}*",
+            "eval_infra.yaml:3: case ask: infrastructure error, not the agent's: POST "
+            f"{url}/chat/completions {said}*",
             "*short test summary info*",
             "ERROR eval_infra.yaml::ask - InfrastructureError: *",
         ]
@@ -111,8 +114,10 @@ def test_mine():
 def test_the_simulated_users_llm_failing_on_infrastructure_is_an_error(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The plugin's own LLM (the simulated user's, through the default `agent_eval_llm`) answering
-    429: the case errors naming the request, with no traffic option, as the agent's client would.
+    """The plugin's own LLM answering 429: the case errors naming the request, no traffic option.
+
+    That is the simulated user's LLM, through the default `agent_eval_llm`; the case errors as the
+    agent's client would make it.
     """
     pytester.makepyfile(support="def run(query, context):\n    return 'Hi! How can I help?'\n")
     pytester.syspathinsert()
@@ -135,8 +140,9 @@ cases:
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(
         [
-            "eval_talk.yaml:3: case talk: infrastructure error, not the agent's: "
-            f"POST {chat.base_url}/chat/completions answered 429 Too Many Requests (openai.RateLimitError)"
+            "eval_talk.yaml:3: case talk: infrastructure error, not the agent's: POST "
+            f"{chat.base_url}/chat/completions answered 429 Too Many Requests "
+            "(openai.RateLimitError)"
         ]
     )
     assert _outcome(pytester)[0] == "error"
@@ -146,8 +152,10 @@ cases:
 def test_the_judges_llm_failing_on_infrastructure_is_an_error(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, server: str
 ) -> None:
-    """The judge's own LLM call (the default `agent_eval_llm`) failing on infrastructure, no traffic
-    option: the case errors naming the request, not "no verdict" failing it.
+    """The judge's own LLM call failing on infrastructure (no traffic option): the case errors.
+
+    The call is the default `agent_eval_llm`'s; the case errors naming the request, not "no verdict"
+    failing it.
     """
     pytester.makepyfile(
         plain_agent="def run(query):\n    return 'Paris is the capital of France.'\n"
@@ -185,9 +193,7 @@ def test_the_judges_llm_failing_on_infrastructure_is_an_error(
 def test_the_task_scorers_llm_failing_on_infrastructure_is_an_error(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A conversation's task scorer (the user's `agent_eval_llm`, an openai client) answered 429:
-    the case errors.
-    """
+    """A conversation's task scorer (the user's `agent_eval_llm`, openai) answered 429: an error."""
     pytester.makepyfile(support="def run(query, context):\n    return 'Your order ships today.'\n")
     pytester.makeconftest(
         """
@@ -227,8 +233,9 @@ cases:
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(
         [
-            "eval_talk.yaml:3: case talk: infrastructure error, not the agent's: "
-            f"POST {chat.base_url}/chat/completions answered 429 Too Many Requests (openai.RateLimitError)"
+            "eval_talk.yaml:3: case talk: infrastructure error, not the agent's: POST "
+            f"{chat.base_url}/chat/completions answered 429 Too Many Requests "
+            "(openai.RateLimitError)"
         ]
     )
     assert _outcome(pytester)[0] == "error"
@@ -237,9 +244,10 @@ cases:
 def test_an_http_agent_refused_inside_a_simulated_conversation_is_an_error(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The agent's service refusing the connection at its first reply of a simulated-user
-    conversation: the case errors (infrastructure, not the agent), in the terminal and in the
-    report.
+    """The agent's service refusing a conversation's first reply: the case errors, not the agent.
+
+    The connection is refused at its first reply of a simulated-user conversation: the case errors
+    (infrastructure, not the agent), in the terminal and in the report.
     """
     with ChatServer(lambda prompt: None) as closed:
         refused = f"{closed.base_url}/chat"  # the server is stopped below: its port refuses

@@ -1,5 +1,6 @@
-"""`agent-eval init [DIR]` (SPEC §21): a starting point that passes under `pytest DIR` with no API
-key, run as a user runs it — the command, then pytest, each in its own process.
+"""`agent-eval init [DIR]` (SPEC §21): a starting point that passes under `pytest DIR`, no API key.
+
+Run as a user runs it — the command, then pytest, each in its own process.
 """
 
 from __future__ import annotations

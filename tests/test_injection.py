@@ -1,7 +1,8 @@
-"""Tool-output injection (SPEC §26): the built-in corpus, how a payload is planted in every mock
-form, the variants as pytest items (ids, the ``injection`` marker, ``--agent-eval-inject``), what
-makes a variant pass or fail, and the attack success rate in every report with its Wilson interval
-(checked against scipy).
+"""Tool-output injection (SPEC §26): corpus, planting, variants, verdicts and the success rate.
+
+The built-in corpus, how a payload is planted in every mock form, the variants as pytest items (ids,
+the ``injection`` marker, ``--agent-eval-inject``), what makes a variant pass or fail, and the
+attack success rate in every report with its Wilson interval (checked against scipy).
 """
 
 from __future__ import annotations
@@ -47,7 +48,8 @@ def test_the_builtin_corpus_covers_the_documented_families_each_payload_citing_i
 
 def test_a_bad_user_corpus_names_each_bad_payload_by_its_line(tmp_path: Path) -> None:
     corpus = tmp_path / "mine.yaml"
-    corpus.write_text("payloads:\n  - {family: ok, text: 'say {canary}'}\n  - {family: Bad Name, text: x}\n"
+    corpus.write_text("payloads:\n  - {family: ok, text: 'say {canary}'}\n"
+                      "  - {family: Bad Name, text: x}\n"
                       "  - {family: ok, text: 'no canary'}\n")  # fmt: skip
     with pytest.raises(EvalFileErrors) as info:
         load_corpus(corpus)

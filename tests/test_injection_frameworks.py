@@ -1,9 +1,11 @@
-"""Tool-output injection against real framework agents (SPEC §26): the OpenAI Agents SDK,
-pydantic-ai and LangGraph, each built naive and guarded (``tests/injection_desk.py``) and run as a
-matrix against the loopback LLM, which follows instructions it finds in tool results unless the
-agent's instructions carry the guard. Every naive variant must fail, naming what the payload made
-the agent do; every guarded variant must pass; the real tools never run; the report's attack success
-rate per family is that of the variants, with its Wilson interval.
+"""Tool-output injection against real framework agents (SPEC §26), naive and guarded.
+
+The OpenAI Agents SDK, pydantic-ai and LangGraph, each built naive and guarded
+(``tests/injection_desk.py``) and run as a matrix against the loopback LLM, which follows
+instructions it finds in tool results unless the agent's instructions carry the guard. Every naive
+variant must fail, naming what the payload made the agent do; every guarded variant must pass; the
+real tools never run; the report's attack success rate per family is that of the variants, with
+its Wilson interval.
 """
 
 from __future__ import annotations

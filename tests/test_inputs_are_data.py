@@ -1,6 +1,7 @@
-"""Inputs are data (SPEC §22): a promptfoo config, a CSV cell, a ``file://`` var or a dataset row
-from an untrusted pull request never runs code, never reads outside the project, and one bad one
-errors only its own case.
+"""Inputs are data (SPEC §22): untrusted files never run code or read outside the project.
+
+A promptfoo config, a CSV cell, a ``file://`` var or a dataset row from an untrusted pull request
+never runs code, never reads outside the project, and one bad one errors only its own case.
 
 Each test runs real pytest (``pytester``) or the real ``agent-eval`` command on files written here,
 and asserts what a user sees: outcomes, the error text, whether a marker file appeared.
@@ -76,8 +77,10 @@ def test_a_prompt_template_never_runs_code(pytester: pytest.Pytester) -> None:
     assert checked.ret == 1, checked.stdout.str()
     checked.stdout.fnmatch_lines(
         [
-            "eval_asserted.yaml:7: template error: access to attribute '__init__' *unsafe* (case escape)",
-            "promptfooconfig.yaml:4: template error: access to attribute '__init__' *unsafe* (case test-1)",
+            "eval_asserted.yaml:7: template error: access to attribute '__init__' "
+            "*unsafe* (case escape)",
+            "promptfooconfig.yaml:4: template error: access to attribute '__init__' "
+            "*unsafe* (case test-1)",
         ],
         consecutive=False,
     )
@@ -174,7 +177,8 @@ def test_a_file_var_outside_the_project_is_an_error_of_its_case(
           - {{description: dotdot, vars: {{secret: "file://{relative}"}}}}
           - {{description: absolute, vars: {{secret: "file://{outside / "credentials"}"}}}}
           - {{description: symlink, vars: {{secret: "file://link.txt"}}}}
-          - {{description: inside, vars: {{secret: "file://inside.txt"}}, assert: [{{type: equals, value: fine}}]}}
+          - {{description: inside, vars: {{secret: "file://inside.txt"}}, assert: [{{type: equals, \
+value: fine}}]}}
         """,
     )
     report = project / "report.json"
@@ -381,7 +385,7 @@ def test_one_malformed_jsonl_line_errors_only_that_row(pytester: pytest.Pytester
 
 @pytest.fixture
 def shared_tmp(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A temp folder standing for the machine's shared ``/tmp`` (where other local users may write)."""
+    """A temp folder standing for the machine's shared ``/tmp``, where other local users write."""
     folder = tmp_path_factory.mktemp("shared_tmp")
     monkeypatch.setattr(tempfile, "tempdir", str(folder))
     monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)
@@ -411,8 +415,10 @@ PACE = "pace_requests_5_per_1000ms.json"
 def test_with_the_cache_off_the_pace_store_is_private(
     llm_project: pytest.Pytester, shared_tmp: Path
 ) -> None:
-    """Another local user plants ``pace.json -> victim`` where the store used to be (a predictable
-    shared path): the run never writes through it, and keeps its state in a folder of its own, 0700.
+    """A planted ``pace.json -> victim`` where the store used to be is never written through.
+
+    Another local user plants it at that predictable shared path: the run never writes through it,
+    and keeps its state in a folder of its own, 0700.
     """
     victim = llm_project.path / "victim.txt"
     victim.write_text("precious")
@@ -475,9 +481,10 @@ def test_the_step_429s_set_is_capped() -> None:
 def test_a_provider_answering_only_429_ends_each_case_as_an_infrastructure_error(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """``Retry-After: nan`` on every answer, and a pace already slowed to 8 s a request by earlier
-    429s: one more 429 doubles it to the cap, not past it, and every case ends as an error naming
-    the 429.
+    """``Retry-After: nan`` on every answer, the pace already at 8 s a request: capped, then errors.
+
+    The pace was slowed to 8 s a request by earlier 429s: one more 429 doubles it to the cap, not
+    past it, and every case ends as an error naming the 429.
     """
     pytest.importorskip("openai")
     from openai_server import ChatServer
@@ -553,9 +560,7 @@ def test_init_checks_every_target_first_and_writes_nothing_when_one_is_blocked(
 
 
 def test_a_reference_bomb_is_an_error_of_its_test(pytester: pytest.Pytester) -> None:
-    """Eleven lines of ``$ref`` s to lists of ten ``$ref`` s would be 10^11 assertions: the
-    references are bounded.
-    """
+    """Eleven lines of ``$ref`` s to lists of ten ``$ref`` s: 10^11 assertions; refs are bounded."""
     templates = {f"t{i}": [{"$ref": f"#/assertionTemplates/t{i - 1}"}] * 10 for i in range(1, 12)}
     templates["t0"] = {"type": "contains", "value": "x"}
     config = {

@@ -1,6 +1,4 @@
-"""The LLM judge (SPEC §8): what it is shown, how its reply is read, and that no reply is ever read
-as a pass.
-"""
+"""The LLM judge (SPEC §8): what it is shown, how its reply is read; no reply ever reads as pass."""
 
 from __future__ import annotations
 
@@ -63,9 +61,7 @@ def _ctx(llm: Any, tmp_path: Path | None = None, **case: Any) -> CheckContext:
 
 
 class Scripted:
-    """An ``agent_eval_llm`` that replies from a list and records what it was asked, with which
-    options.
-    """
+    """An ``agent_eval_llm`` replying from a list; it records each prompt and its options."""
 
     def __init__(self, *replies: str) -> None:
         self.replies = list(replies)
@@ -164,7 +160,8 @@ def test_own_prompt_from_a_template_file(tmp_path: Path) -> None:
     llm = Scripted('{"score": 1}')
     judge(RUN, {"rubric": "brevity", "prompt": "judge.txt"}, _ctx(llm, tmp_path))
     assert llm.prompts == [
-        'Grade \'Refunded.\' for brevity; calls [{"tool": "refund_order", "args": {"order_id": 7}}]. JSON {"score": x}'
+        'Grade \'Refunded.\' for brevity; calls [{"tool": "refund_order", "args": {"order_id": '
+        '7}}]. JSON {"score": x}'
     ]
 
 
@@ -179,7 +176,8 @@ def test_a_bad_template_names_its_fields(tmp_path: Path) -> None:
 
 def test_own_prompt_from_a_function(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(
-        my_prompts="def grade(run, case, rubric):\n    return f'{case.id}: {run.output} / {rubric}'\n"
+        my_prompts="def grade(run, case, rubric):\n"
+        "    return f'{case.id}: {run.output} / {rubric}'\n"
     )
     pytester.syspathinsert()
     llm = Scripted('{"score": 1}')
@@ -199,8 +197,10 @@ def judge_server(monkeypatch: pytest.MonkeyPatch) -> Iterator[ChatServer]:
             if "response_format" in body and not self.json_mode:
                 return 400, {"error": {"message": "response_format is not supported"}}
             message = {"role": "assistant", "content": '{"score": 0.9, "reason": "fine"}'}
-            return 200, {"id": "x", "object": "chat.completion", "created": 0, "model": body["model"],
-                         "choices": [{"index": 0, "message": message, "finish_reason": "stop"}]}  # fmt: skip
+            return 200, {"id": "x", "object": "chat.completion", "created": 0,
+                         "model": body["model"],
+                         "choices": [{"index": 0, "message": message,
+                                      "finish_reason": "stop"}]}  # fmt: skip
 
     with JudgeServer(lambda prompt: None) as chat:
         monkeypatch.setenv("AGENT_EVAL_LLM_MODEL", "judge-model")
@@ -286,7 +286,8 @@ NO_LLM_FILE = """\
 agent: scripted:run
 cases:
   - {id: judged_only, input: q, context: {say: Refunded.}, expect: {judge: polite}}
-  - {id: judged_and_checked, input: q, context: {say: Refunded.}, expect: {contains: [refunded], judge: polite}}
+  - {id: judged_and_checked, input: q, context: {say: Refunded.}, expect: {contains: [refunded], \
+judge: polite}}
 """
 
 
@@ -340,9 +341,7 @@ class Opaque:
 
 
 def test_no_prompt_carries_a_memory_address() -> None:
-    """A recorded judge request must match on replay (SPEC §17): an object's address differs from
-    run to run.
-    """
+    """A recorded judge request must match on replay (SPEC §17): an object's address may differ."""
     from pytest_agent_eval.checks.scorers import grounding
 
     run = RunRecord(
@@ -369,14 +368,16 @@ def agent_eval_llm():
         single = re.search(r"^Reference answer \\(.*?\\): (.*)$", prompt, re.M)
         facts = [single.group(1)] if single else re.findall(r"^  - (.*)$", prompt, re.M)
         missing = [fact for fact in facts if fact.lower() not in answer.lower()]
-        return '{"score": %d, "reason": "%s"}' % (0 if missing or not facts else 1, "; ".join(missing) or "agrees")
+        return '{"score": %d, "reason": "%s"}' % (0 if missing or not facts else 1, \
+"; ".join(missing) or "agrees")
     return llm
 """
 
 
 def test_the_judge_compares_the_answer_with_a_reference(evals: pytest.Pytester) -> None:
-    """`judge: {rubric, reference}` and a case's `reference:` are shown to the judge (a fact list as
-    facts); the rubric may be left out when a reference is given.
+    """`judge: {rubric, reference}` and a case's `reference:` are shown to the judge.
+
+    A fact list is shown as facts; the rubric may be left out when a reference is given.
     """
     evals.makeconftest(REFERENCE_CONFTEST)
     evals.makefile(
@@ -384,8 +385,10 @@ def test_the_judge_compares_the_answer_with_a_reference(evals: pytest.Pytester) 
         eval_reference="""\
 agent: scripted:run
 cases:
-  - {id: case_ref_pass, input: q, context: {say: Paris is the capital}, reference: Paris, expect: {judge: correct}}
-  - {id: case_ref_fail, input: q, context: {say: Lyon is the capital}, reference: Paris, expect: {judge: correct}}
+  - {id: case_ref_pass, input: q, context: {say: Paris is the capital}, reference: Paris, \
+expect: {judge: correct}}
+  - {id: case_ref_fail, input: q, context: {say: Lyon is the capital}, reference: Paris, \
+expect: {judge: correct}}
   - id: facts_pass
     input: q
     context: {say: 'Refund of 20 EUR within 5 days'}

@@ -1,8 +1,10 @@
-"""Judges you can trust (SPEC §26): judge panels (votes, each member's verdict and the agreement in
-the record and the reports), calibration sets (items, per-judge figures with bootstrap intervals in
-every report) and ``--agent-eval-judge-min-kappa`` (an uncalibrated judge's verdicts are errors,
-never passes). The statistics are checked against scikit-learn, scipy and statsmodels (dev extra
-only; the plugin never imports them).
+"""Judges you can trust (SPEC §26): panels, calibration sets and a minimum kappa.
+
+Judge panels (votes, each member's verdict and the agreement in the record and the reports),
+calibration sets (items, per-judge figures with bootstrap intervals in every report) and
+``--agent-eval-judge-min-kappa`` (an uncalibrated judge's verdicts are errors, never passes). The
+statistics are checked against scikit-learn, scipy and statsmodels (dev extra only; the plugin
+never imports them).
 """
 
 from __future__ import annotations
@@ -84,8 +86,9 @@ def test_the_bootstrap_is_seeded_and_agrees_with_scipys_percentile_interval() ->
     ours = bootstrap(pairs, accuracy)
     assert ours == bootstrap(pairs, accuracy)  # the same every time
     agree = [float(j == lab) for j, lab in pairs]
-    theirs = stats.bootstrap((agree,), lambda x: sum(x) / len(x), method="percentile", n_resamples=4000,
-                             random_state=0, vectorized=False).confidence_interval  # fmt: skip
+    theirs = stats.bootstrap((agree,), lambda x: sum(x) / len(x), method="percentile",
+                             n_resamples=4000, random_state=0,
+                             vectorized=False).confidence_interval  # fmt: skip
     assert ours is not None
     assert ours[0] == pytest.approx(theirs.low, abs=0.04) and ours[1] == pytest.approx(
         theirs.high, abs=0.04
@@ -115,7 +118,7 @@ def test_a_panel_decides_only_when_its_missing_votes_could_not_swing_it(
 
 
 # -- runs
-# --------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 
 CONFTEST = '''
 import json, re
@@ -123,7 +126,8 @@ import pytest
 
 @pytest.fixture
 def agent_eval_llm():
-    """A judge that passes answers with "good" in them; model "contrarian" fails them, "broken" replies nonsense."""
+    """A judge that passes answers with "good" in them; model "contrarian" fails them, "broken" \
+replies nonsense."""
     def llm(messages, model=None, **options):
         answer = re.search(r"Agent answer: (.*)", messages[-1]["content"]).group(1)
         if model == "broken":
@@ -197,8 +201,8 @@ cases:
     assert check["actual"]["agreement"] == pytest.approx(1 / 3)
     assert "judge panel (all) failed the answer: 2 pass, 1 fail" in result.stdout.str()
     assert (
-        "judge panel (majority) has no verdict: 1 pass, 1 fail, 1 no verdict; member 3: judge reply unreadable"
-        in (result.stdout.str())
+        "judge panel (majority) has no verdict: 1 pass, 1 fail, 1 no verdict; member 3: "
+        "judge reply unreadable" in (result.stdout.str())
     )
     panels = _report(judged)["panels"]
     three = next(p for p in panels.values() if len(p["members"]) == 3)
@@ -215,14 +219,15 @@ def test_a_panel_member_with_a_model_needs_an_llm_that_takes_one(judged: pytest.
     )
     judged.makefile(
         ".yaml",
-        eval_panel="agent: agent:run\ncases:\n  - {id: p, input: nice, expect: {judge: {rubric: x, panel: [{}, "
-        "{model: other}, {model: third}]}}}\n",
+        eval_panel="agent: agent:run\ncases:\n"
+        "  - {id: p, input: nice, expect: {judge: {rubric: x, panel: [{}, {model: other}, "
+        "{model: third}]}}}\n",
     )
     result = judged.runpytest_inprocess("-p", "no:cacheprovider")
     result.assert_outcomes(failed=1)
     assert (
-        "the judge's model 'other' cannot be asked: the agent_eval_llm callable takes no `model` option"
-        in (result.stdout.str())
+        "the judge's model 'other' cannot be asked: the agent_eval_llm callable "
+        "takes no `model` option" in (result.stdout.str())
     )
 
 
@@ -241,7 +246,8 @@ items:
 def test_calibration_items_run_the_judge_and_report_its_figures(judged: pytest.Pytester) -> None:
     (judged.path / "polite.calibration.yaml").write_text(CALIBRATION)
     (judged.path / "lenient.calibration.jsonl").write_text(
-        '{"input": "hi", "output": "bad", "judge": {"rubric": "polite", "model": "lenient"}, "label": "fail"}\n'
+        '{"input": "hi", "output": "bad", "judge": {"rubric": "polite", "model": '
+        '"lenient"}, "label": "fail"}\n'
         '{"input": "hi", "output": "good", "rubric": "polite", "label": "pass"}\n'
     )
     result = judged.runpytest_inprocess(
@@ -356,8 +362,9 @@ def test_no_agent_runs_for_a_calibration_item_not_even_started_early(
 
 def test_a_calibrated_judge_gives_its_verdicts(judged: pytest.Pytester) -> None:
     _min_kappa_files(judged, wrong_labels=0)  # kappa 1.0
-    result = judged.runpytest_inprocess("-p", "no:cacheprovider", "-rA", "--agent-eval-judge-min-kappa", "0.6",
-                                        "eval_judged.yaml", "polite.calibration.yaml")  # fmt: skip
+    result = judged.runpytest_inprocess("-p", "no:cacheprovider", "-rA",
+                                        "--agent-eval-judge-min-kappa", "0.6", "eval_judged.yaml",
+                                        "polite.calibration.yaml")  # fmt: skip
     out = result.stdout.str()
     assert "PASSED eval_judged.yaml::gated" in out and "FAILED eval_judged.yaml::unlabelled" in out
     assert out.index("polite.calibration.yaml::item-1") < out.index(

@@ -1,5 +1,7 @@
-"""A real LangGraph ReAct agent (``create_react_agent``: a ``ToolNode`` of ``@tool`` tools) talking
-through langchain-openai to the loopback OpenAI-compatible server, run by the plugin from ``agent:
+"""A real LangGraph ReAct agent run by the plugin, its tool node given stand-ins for mocks.
+
+The agent (``create_react_agent``: a ``ToolNode`` of ``@tool`` tools) talks through
+langchain-openai to the loopback OpenAI-compatible server, run by the plugin from ``agent:
 module:GRAPH``: the LangChain adapter puts stand-ins into the graph's tool node for cases with
 ``tool_mocks`` (the real tool never runs), leaves the graph as it is for cases without, and the
 calls reach the failure text, junit and the JSON report as the model requested them.
@@ -36,7 +38,8 @@ def lookup_order(order_id: str) -> str:
     return f"order {order_id}: in the warehouse"
 
 
-MODEL = ChatOpenAI(model="loopback", base_url=os.environ["LOOPBACK_URL"], api_key="unused", max_retries=0)
+MODEL = ChatOpenAI(model="loopback", base_url=os.environ["LOOPBACK_URL"], \
+api_key="unused", max_retries=0)
 GRAPH = create_react_agent(MODEL, [lookup_order])
 '''
 
@@ -64,8 +67,9 @@ def route(prompt: str) -> tuple[str, dict[str, Any]] | None:
 
 @pytest.fixture
 def graph_project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
-    """The agent module and its cases; the real tool logs each order id it looks up to
-    ``real_tool.log``.
+    """The agent module and its cases; the real tool logs each order id it looks up.
+
+    The log is ``real_tool.log``.
     """
     pytester.makepyfile(react_agent=AGENT)
     pytester.makefile(".yaml", eval_orders=CASES)

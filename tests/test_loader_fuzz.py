@@ -1,6 +1,4 @@
-"""A standing guard on the loader: mutated valid files give located errors, never another exception
-(SPEC §13).
-"""
+"""A standing guard on the loader (SPEC §13): mutated valid files give located errors only."""
 
 from __future__ import annotations
 
@@ -74,8 +72,9 @@ SEEDS = [
     ),
 ]
 ODD_VALUES = st.sampled_from(
-    [None, True, 0, -1, 2.0, 1e308, float("nan"), float("inf"), "", "x\n", "_wip", "__class__", "kb\n", [], {},
-     [None], {"": 1}, {1: "y"}, {True: "x"}, {None: "x"}, [[[[[]]]]], "http://127.0.0.1:1/x", {"$ref": "file:///etc/passwd"}]
+    [None, True, 0, -1, 2.0, 1e308, float("nan"), float("inf"), "", "x\n", "_wip", "__class__",
+     "kb\n", [], {}, [None], {"": 1}, {1: "y"}, {True: "x"}, {None: "x"}, [[[[[]]]]],
+     "http://127.0.0.1:1/x", {"$ref": "file:///etc/passwd"}]
 )  # fmt: skip
 ODD_KEYS = st.sampled_from(
     [1, True, None, "", "__class__", "_wip", "cases", "id", "expect", "x\ny", 2.5]
@@ -87,9 +86,7 @@ DEEP = "deep-data-goes-here"
 
 
 def _nested(depth: int) -> str:
-    """Flow-style nesting, the same text in YAML and JSON (a dumper would recurse too deep to write
-    it).
-    """
+    """Flow-style nesting, the same text in YAML and JSON (a dumper would recurse too deep)."""
     return '[{"k": ' * (depth // 2) + "1" + "}]" * (depth // 2)
 
 
@@ -106,9 +103,7 @@ def _paths(data: Any, key: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
 
 @st.composite
 def structured(draw: st.DrawFn) -> tuple[str, str]:
-    """A valid native file with one field set to a wrong value, an odd key added, or deep data put
-    in.
-    """
+    """A valid native file with a field set to a wrong value, an odd key added, or deep data in."""
     data = json.loads(json.dumps(NATIVE))
     paths = [p for p in _paths(data) if p]
     target = draw(st.sampled_from(paths))

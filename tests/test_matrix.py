@@ -1,6 +1,4 @@
-"""A matrix: every case against each agent as ``case[name]`` (``agents:`` in a file,
-``--agent-eval-agent``).
-"""
+"""A matrix: every case against each agent as ``case[name]`` (``agents:``, --agent-eval-agent)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,8 @@
-"""MCP tools mocked per case (SPEC §28), against real MCP servers: a FastMCP server of the official
-SDK as a subprocess over stdio and over streamable HTTP on loopback, whose tools write a file when
-they really run; the agent is the SDK's own ``ClientSession`` (and each framework's MCP client)
-against the loopback LLM.
+"""MCP tools mocked per case (SPEC §28), against real MCP servers.
+
+A FastMCP server of the official SDK as a subprocess over stdio and over streamable HTTP on
+loopback, whose tools write a file when they really run; the agent is the SDK's own
+``ClientSession`` (and each framework's MCP client) against the loopback LLM.
 """
 
 from __future__ import annotations
@@ -36,9 +37,7 @@ def chat(monkeypatch: pytest.MonkeyPatch) -> Iterator[ChatServer]:
 
 @pytest.fixture
 def marker(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """The file the server's tools write when they really run; the server script and the agent in
-    place.
-    """
+    """The file the server's tools write when they really run; server script and agent in place."""
     pytester.makepyfile(mcp_server=SERVER, mcp_agent=AGENT)
     path = pytester.path / "ran.txt"
     monkeypatch.setenv("MCP_RAN", str(path))
@@ -139,8 +138,8 @@ def test_strict_mode_fails_an_unmocked_mcp_call_naming_server_tool_arguments_and
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         [
-            "*unmocked tool call weather.get_forecast(city='Oslo') in case unmocked (eval_mcp.yaml:4): "
-            "`tool_mocks` has no response for 'weather.get_forecast'*",
+            "*unmocked tool call weather.get_forecast(city='Oslo') in case unmocked "
+            "(eval_mcp.yaml:4): `tool_mocks` has no response for 'weather.get_forecast'*",
         ]
     )
     assert ran(marker) == []
@@ -219,8 +218,9 @@ def test_a_mock_naming_a_tool_the_server_lacks_is_an_error_with_a_did_you_mean(
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(
         [
-            "*eval_mcp.yaml:8: case typo: tool_mocks: 'weather.get_forcast': the MCP server 'weather' has no "
-            "tool 'get_forcast' (did you mean \"get_forecast\"?); its tools: get_forecast, get_alerts;*"
+            "*eval_mcp.yaml:8: case typo: tool_mocks: 'weather.get_forcast': the MCP server "
+            "'weather' has no tool 'get_forcast' (did you mean \"get_forecast\"?); its tools: "
+            "get_forecast, get_alerts;*"
         ]
     )
     assert ran(marker) == []
@@ -301,8 +301,8 @@ def test_a_stand_in_server_from_yaml_answers_its_defaults_and_a_case_mock_overri
     result.assert_outcomes(passed=3, failed=1)
     result.stdout.fnmatch_lines(
         [
-            "*eval_standin.yaml:30: case typo: tool_mocks: 'weather.get_forcast': the MCP server 'weather' has no "
-            "tool 'get_forcast' (did you mean \"get_forecast\"?)*"
+            "*eval_standin.yaml:30: case typo: tool_mocks: 'weather.get_forcast': the MCP server "
+            "'weather' has no tool 'get_forcast' (did you mean \"get_forecast\"?)*"
         ]
     )
     assert (
@@ -338,14 +338,15 @@ def test_a_malformed_mcp_servers_block_is_a_validate_error_at_its_line(
 
     path = pytester.path / "eval_bad.yaml"
     path.write_text(
-        "agent: a:b\nmcp_servers:\n  weather:\n    transport: stdio\n    tools:\n      get_forecast:\n"
+        "agent: a:b\nmcp_servers:\n  weather:\n    transport: stdio\n    tools:\n"
+        "      get_forecast:\n"
         "        input_shema: {type: object}\ncases:\n  - input: hi\n"
     )
     assert main(["validate", str(path)]) == 1
     out = capsys.readouterr().out
     assert (
-        f"{path}:7: mcp_servers: tool 'get_forecast': unknown key 'input_shema' (did you mean \"input_schema\"?)"
-        in out
+        f"{path}:7: mcp_servers: tool 'get_forecast': unknown key 'input_shema' (did you "
+        'mean "input_schema"?)' in out
     )
     result = pytester.runpytest(*RUN)
     result.assert_outcomes(errors=1)
@@ -367,9 +368,9 @@ def test_a_stand_in_that_does_not_start_is_an_infrastructure_error_naming_its_co
     result.assert_outcomes(errors=4)
     result.stdout.fnmatch_lines(
         [
-            "*eval_standin.yaml:4: the stand-in MCP server 'weather' did not start (*"
-            "-m pytest_agent_eval.mocks.mcp_standin *weather.json --http *): it exited with code 1: *"
-            "ImportError: no MCP SDK here*"
+            "*eval_standin.yaml:4: the stand-in MCP server 'weather' did not start (*-m "
+            "pytest_agent_eval.mocks.mcp_standin *weather.json --http *): it exited with code 1: "
+            "*ImportError: no MCP SDK here*"
         ]
     )
 
@@ -417,8 +418,9 @@ def test_a_recorded_cassette_replays_the_mcp_traffic_with_no_mcp_server_running(
     missed.assert_outcomes(errors=1)
     missed.stdout.fnmatch_lines(
         [
-            '*infrastructure error*replay miss: MCP mcp://weather/tools/call {"arguments": {"city": "Oslo"}, '
-            '"name": "get_forecast"} (no recorded answer in cassettes*real_call.yaml; record it with '
+            '*infrastructure error*replay miss: MCP mcp://weather/tools/call {"arguments": '
+            '{"city": "Oslo"}, "name": "get_forecast"} (no recorded answer in '
+            "cassettes*real_call.yaml; record it with "
             "--agent-eval-record=new)*"
         ]
     )
@@ -440,7 +442,8 @@ def test_the_patch_installs_when_the_agent_imports_mcp_and_nothing_of_it_loads_o
     pytester.makeconftest(SEEN)
     pytester.makepyfile(plain_agent="def run(query):\n    return 'no tools here'\n")
     pytester.path.joinpath("eval_plain.yaml").write_text(
-        "agent: plain_agent:run\ncases:\n  - id: plain\n    input: hi\n    expect: {contains: [no tools]}\n"
+        "agent: plain_agent:run\ncases:\n  - id: plain\n    input: hi\n"
+        "    expect: {contains: [no tools]}\n"
     )
     plain = pytester.runpytest_subprocess(*RUN, "eval_plain.yaml", "-s")
     plain.assert_outcomes(passed=1)

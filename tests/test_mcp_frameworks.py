@@ -1,8 +1,10 @@
-"""Each framework's own MCP client goes through the ``mcp`` SDK's ``ClientSession.call_tool``, so
-the one patch mocks its MCP tools per case (SPEC §28): the OpenAI Agents SDK's
-``MCPServerStdio``/``MCPServerStreamableHttp`` and langchain-mcp-adapters' ``MultiServerMCPClient``,
-each against a real FastMCP server (stdio and streamable HTTP on loopback) whose tools write a file
-when they really run, with the model on the loopback LLM.
+"""Each framework's own MCP client is mocked per case by the one patch (SPEC §28).
+
+Each goes through the ``mcp`` SDK's ``ClientSession.call_tool``, so the one patch mocks its MCP
+tools per case: the OpenAI Agents SDK's ``MCPServerStdio``/``MCPServerStreamableHttp`` and
+langchain-mcp-adapters' ``MultiServerMCPClient``, each against a real FastMCP server (stdio and
+streamable HTTP on loopback) whose tools write a file when they really run, with the model on the
+loopback LLM.
 
 pydantic-ai is not among them: its MCP toolsets (``MCPToolset``;
 ``MCPServerStdio``/``MCPServerStreamableHTTP`` were removed in pydantic-ai 2) are built on the

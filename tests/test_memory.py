@@ -1,6 +1,7 @@
-"""The run's memory (SPEC §24): the journal a SIGKILLed run leaves and resumes from, and the run
-store (SQLite here; PostgreSQL in test_memory_postgres.py) with ``agent-eval runs``, ``import`` and
-``store:BRANCH``.
+"""The run's memory (SPEC §24): the journal of a SIGKILLed run, and the run store.
+
+The journal a SIGKILLed run leaves and resumes from, and the run store (SQLite here; PostgreSQL in
+test_memory_postgres.py) with ``agent-eval runs``, ``import`` and ``store:BRANCH``.
 """
 
 from __future__ import annotations
@@ -27,7 +28,8 @@ BLOCKING_AGENT = '''
 import os, pathlib, time
 
 def run(query, context):
-    """Answers at once, or (``wait: true``) once the file ``release`` exists in the working directory;
+    """Answers at once, or (``wait: true``) once the file ``release`` exists in the \
+working directory;
     ``say_env`` answers the named environment variable's value."""
     if context.get("wait"):
         while not pathlib.Path("release").exists():
@@ -64,9 +66,11 @@ def _journal_records(path: Path) -> list[dict[str, Any]]:
 def test_a_killed_run_resumes_exactly_the_cases_its_journal_lacks(
     pytester: pytest.Pytester, workers: list[str]
 ) -> None:
-    """SIGKILL mid-run (the cases left block on a file): no report is written, the journal holds
-    every case that finished; ``--agent-eval-resume JOURNAL`` runs exactly the others and writes one
-    whole report, and ``agent-eval report JOURNAL`` rebuilds the killed run's reports.
+    """SIGKILL mid-run: no report, the journal holds what finished; resume and report rebuild it.
+
+    The cases left block on a file. No report is written, the journal holds every case that
+    finished; ``--agent-eval-resume JOURNAL`` runs exactly the others and writes one whole report,
+    and ``agent-eval report JOURNAL`` rebuilds the killed run's reports.
     """
     pytester.makepyfile(blocking_agent=BLOCKING_AGENT)
     pytester.makefile(".yaml", eval_k=_suite(quick=4, waiting=3))
@@ -117,8 +121,9 @@ def test_a_killed_run_resumes_exactly_the_cases_its_journal_lacks(
 
 
 def test_a_journal_cut_short_mid_line_loses_only_that_line(pytester: pytest.Pytester) -> None:
-    """A power loss may leave half a line: that case did not finish (a resume runs it); a bad line
-    elsewhere is an error naming the file and line.
+    """A power loss may leave half a line: that case did not finish (a resume runs it).
+
+    A bad line elsewhere is an error naming the file and line.
     """
     pytester.makepyfile(blocking_agent=BLOCKING_AGENT)
     pytester.makefile(".yaml", eval_k=_suite(quick=3, waiting=0))
@@ -161,8 +166,8 @@ def _runs(db: Path) -> list[tuple[Any, ...]]:
 
 
 def _git(path: Path, *args: str) -> None:
-    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
-           "GIT_COMMITTER_EMAIL": "t@t"}  # fmt: skip
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t",
+           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}  # fmt: skip
     subprocess.run(["git", *args], cwd=path, env=env, check=True, capture_output=True)
 
 
@@ -179,9 +184,10 @@ def _say_suite(pytester: pytest.Pytester) -> None:
 def test_every_run_is_stored_and_store_branch_is_a_baseline(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Each run lands in .agent-eval/runs.db with its branch, commit and cases; ``agent-eval runs``
-    lists them; ``--agent-eval-baseline store:main`` compares with the newest run of main; a case
-    whose outcome flips while its content stays is flaky in the summary.
+    """Each run lands in .agent-eval/runs.db with its branch, commit and cases.
+
+    ``agent-eval runs`` lists them; ``--agent-eval-baseline store:main`` compares with the newest
+    run of main; a case whose outcome flips while its content stays is flaky in the summary.
     """
     _say_suite(pytester)
     _git(pytester.path, "init", "-q", "-b", "main")
@@ -236,9 +242,7 @@ def test_every_run_is_stored_and_store_branch_is_a_baseline(
 def test_the_store_records_git_and_agent_eval_runs_lists_it(
     pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A run's row: its branch, commit and whether tracked files changed; ``agent-eval runs`` shows
-    them.
-    """
+    """A run's row: branch, commit, tracked files changed or not; ``agent-eval runs`` shows them."""
     _say_suite(pytester)
     _git(pytester.path, "init", "-q", "-b", "feature")
     _git(pytester.path, "add", "eval_s.yaml", "say_agent.py")
@@ -304,7 +308,7 @@ def test_a_store_of_a_newer_schema_is_refused_with_what_to_do(
     monkeypatch.chdir(pytester.path)
     assert main(["runs"]) == 2
     err = capsys.readouterr().err
-    assert "schema version 0099 is newer than this pytest-agent-evalset knows (up to 0001)" in err
+    assert "schema version 0099 is newer than this pytest-agent-evalset knows (up to 0002)" in err
     assert "upgrade pytest-agent-evalset" in err
 
 
@@ -347,8 +351,9 @@ def test_agent_eval_import_stores_reports_once(
 def test_the_store_loads_its_libraries_at_the_end_only_and_never_when_off(
     pytester: pytest.Pytester,
 ) -> None:
-    """SPEC §27: the store is on by default: SQLAlchemy loads after the cases ran, never on their
-    way; off, never.
+    """SPEC §27: the store is on by default: SQLAlchemy loads after the cases ran, not on their way.
+
+    It loads only to make a new store: a current one is saved without it. Off, it never loads.
     """
     _say_suite(pytester)
     pytester.makeconftest(
@@ -363,6 +368,9 @@ def test_the_store_loads_its_libraries_at_the_end_only_and_never_when_off(
         on.stdout.str().count("during the run: False") == 2
         and "at the end: True" in on.stdout.str()
     )
+    again = pytester.runpytest_subprocess("-s", "-p", "no:randomly")
+    assert "at the end: False" in again.stdout.str()
+    assert [row[1:] for row in _runs(pytester.path / ".agent-eval" / "runs.db")] == [(2, 2, 0)] * 2
     off = pytester.runpytest_subprocess("-s", "-p", "no:randomly", "--agent-eval-store=off")
     assert (
         "at the end: False" in off.stdout.str() and "during the run: True" not in off.stdout.str()

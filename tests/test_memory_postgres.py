@@ -1,7 +1,8 @@
-"""The run store on a real PostgreSQL server that the tests start (``postgres_url``,
-tests/postgres_support.py): runs saved and listed, ``store:BRANCH``, two writers at once on a new
-database, and a URL that cannot be used (a wrong password, nothing listening) as one usage error
-with the password left out.
+"""The run store on a real PostgreSQL server that the tests start.
+
+The server is ``postgres_url`` (tests/postgres_support.py): runs saved and listed,
+``store:BRANCH``, two writers at once on a new database, and a URL that cannot be used (a wrong
+password, nothing listening) as one usage error with the password left out.
 """
 
 from __future__ import annotations

@@ -1,6 +1,8 @@
-"""``agent-eval view`` (SPEC §24) over a store of real runs, on SQLite and on the PostgreSQL server
-the tests start: every page answers and every link leads somewhere; in headless Chromium the charts
-draw, links work, no request leaves the loopback and the console stays clean.
+"""``agent-eval view`` (SPEC §24) over a store of real runs, on SQLite and PostgreSQL.
+
+On SQLite and on the PostgreSQL server the tests start: every page answers and every link leads
+somewhere; in headless Chromium the charts draw, links work, no request leaves the loopback and the
+console stays clean.
 """
 
 from __future__ import annotations
@@ -35,9 +37,7 @@ cases:
 def viewer(
     request: pytest.FixtureRequest, pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> Iterator[str]:
-    """The base URL of a viewer of three runs of one suite, ``greet`` failing in the second only
-    (flaky).
-    """
+    """The URL of a viewer of three runs of a suite, ``greet`` failing in the 2nd only (flaky)."""
     if request.param == "sqlite":
         url = str(pytester.path / "runs.db")
     else:
@@ -158,11 +158,69 @@ def test_a_person_browses_runs_a_run_a_case_and_a_comparison(viewer: str, browse
 TRACES = "https://traces.example/trace/{trace_id}"
 
 
+def test_each_trial_of_a_repeated_case_links_its_own_trace(
+    pytester: pytest.Pytester, browser: Any
+) -> None:
+    """Under ``--agent-eval-repeat 3`` every trial is a trace of its own, each linked.
+
+    The run page and the case's history link the three (``trial 1`` … ``trial 3``), each to its
+    trial's trace.
+    """
+    pytest.importorskip("opentelemetry.sdk", reason="the traces need the [otel] extra")
+    import json
+
+    from pytest_agent_eval.memory.location import store_url
+    from pytest_agent_eval.memory.store import Store
+    from pytest_agent_eval.memory.viewer import background
+
+    pytester.makepyfile(say_agent=SAY_AGENT)
+    pytester.makefile(".yaml", eval_v=SUITE)
+    options = (
+        f"--agent-eval-store={pytester.path / 'runs.db'}",
+        "--agent-eval-repeat=3",
+        "--agent-eval-traces=t.jsonl",
+        f"--agent-eval-trace-url={TRACES}",
+        "--agent-eval-report=r.json",
+    )
+    pytester.runpytest(*options).assert_outcomes(passed=2)
+    report = json.loads((pytester.path / "r.json").read_text())
+    trials = {
+        c["nodeid"]: [TRACES.format(trace_id=t["trace_id"]) for t in c["trials"]]
+        for c in report["cases"]
+    }
+    assert all(len(set(links)) == 3 for links in trials.values()), trials
+    resolved = store_url(str(pytester.path / "runs.db"), pytester.path)
+    assert resolved is not None
+    store = Store(resolved)
+    server, stop = background(store)
+    page = browser.new_page()
+    page.route(
+        "**/*",
+        lambda r: r.continue_() if r.request.url.startswith("http://127.0.0.1:") else r.abort(),
+    )
+    try:
+        page.goto(f"http://127.0.0.1:{server.server_address[1]}/")
+        page.locator("#runs a").first.click()
+        for nodeid, links in trials.items():
+            row = page.locator("#cases tr", has_text=nodeid)
+            shown = row.locator("a.trace")
+            assert shown.all_inner_texts() == ["trial 1", "trial 2", "trial 3"]
+            assert [a.get_attribute("href") for a in shown.all()] == links
+        page.locator("#cases a", has_text="eval_v.yaml::greet").click()
+        history = page.locator("#history a.trace")
+        assert [a.get_attribute("href") for a in history.all()] == trials["eval_v.yaml::greet"]
+    finally:
+        page.close()
+        stop()
+        store.close()
+
+
 def test_a_case_links_its_trace_on_its_run_and_its_history(
     pytester: pytest.Pytester, browser: Any
 ) -> None:
-    """A run made with traces links each case's trace by the run's own template (or ``--trace-url``,
-    which wins); the cases of a run without traces link none.
+    """A run made with traces links each case's trace by the run's own template.
+
+    ``--trace-url`` wins over the template; the cases of a run without traces link none.
     """
     pytest.importorskip("opentelemetry.sdk", reason="the traces need the [otel] extra")
     import json
@@ -232,5 +290,6 @@ def test_a_trace_url_without_the_trace_id_is_refused(tmp_path: Any) -> None:
         == 2
     )
     assert err.getvalue() == (
-        "agent-eval view: --trace-url 'https://traces.example/': put {trace_id} where the trace id goes\n"
+        "agent-eval view: --trace-url 'https://traces.example/': put {trace_id} "
+        "where the trace id goes\n"
     )

@@ -1,6 +1,4 @@
-"""The tool-mock engine without pytest's plugin layer: response forms, modes, stand-ins, patching,
-concurrency.
-"""
+"""The tool-mock engine without the plugin layer: forms, modes, stand-ins, patching, concurrency."""
 
 from __future__ import annotations
 
@@ -49,9 +47,7 @@ def plan(mocks: dict[str, Any], unmocked: str | None = None, **case: Any) -> Moc
 
 @pytest.fixture
 def toolbox(monkeypatch: pytest.MonkeyPatch) -> types.ModuleType:
-    """A module `toolbox` with a dispatcher whose real tools raise, and an `agent` module that
-    imported it by name.
-    """
+    """A module `toolbox` whose dispatcher's real tools raise; an `agent` importing it by name."""
     module = types.ModuleType("toolbox")
 
     def dispatch(name: str, args: dict[str, Any]) -> str:
@@ -202,9 +198,10 @@ def test_strict_raises_and_records_a_violation_naming_tool_args_and_location() -
     ):
         wrap(search)("py", limit=1)
     assert rec.violations == [
-        "unmocked tool call search(query='py', limit=1) in case c1 (evals/eval_x.yaml:7): `tool_mocks` has no "
-        "response for 'search'; add a response under `tool_mocks:` (in the case or the file's `defaults:`), "
-        "or set `unmocked_tools: default` (canned answer) or `passthrough` (the real tool runs)"
+        "unmocked tool call search(query='py', limit=1) in case c1 (evals/eval_x.yaml:7): "
+        "`tool_mocks` has no response for 'search'; add a response under `tool_mocks:` (in the "
+        "case or the file's `defaults:`), or set `unmocked_tools: default` (canned answer) or "
+        "`passthrough` (the real tool runs)"
     ]
     assert rec.calls[0].error is not None and rec.calls[0].error.startswith("UnmockedToolError")
 
@@ -256,9 +253,10 @@ def test_a_bad_unmocked_mode_is_an_error() -> None:
 
 
 def test_a_stand_in_collected_while_the_registry_is_busy_does_not_deadlock() -> None:
-    """The cyclic GC may run a dead stand-in's finalizer inside any allocation, also one made while
-    the registry of live stand-ins holds its lock in the same thread (it hung a Python 3.13 run in
-    CI).
+    """A dead stand-in's finalizer may run under the registry's lock in the same thread.
+
+    The cyclic GC may run it inside any allocation, also one made while the registry of live
+    stand-ins holds its lock in the same thread (it hung a Python 3.13 run in CI).
     """
 
     def lost_tool(query: str) -> str:

@@ -1,6 +1,4 @@
-"""Tool mocks as users run them: each response form and `unmocked_tools` mode passing and failing
-(pytester).
-"""
+"""Tool mocks as users run them: each response form and `unmocked_tools` mode, pass and fail."""
 
 from __future__ import annotations
 
@@ -10,7 +8,8 @@ import pytest
 
 TOOLBOX = '''
 def dispatch(name, args):
-    """The real dispatch layer: only `clock` is harmless, anything else would touch the outside world."""
+    """The real dispatch layer: only `clock` is harmless, anything else would touch the \
+outside world."""
     if name == "clock":
         return "real clock: 12:00"
     raise RuntimeError(f"real tool {name} reached")
@@ -19,7 +18,8 @@ def echo(query, limit=1):
     return f"echo {query} x{limit}"
 
 def run(query, context):
-    """Calls the tools listed in the case's context; reports tool errors unless `let_raise` is set."""
+    """Calls the tools listed in the case's context; reports tool errors unless \
+`let_raise` is set."""
     lines = []
     for call in context.get("calls", []):
         try:
@@ -36,9 +36,7 @@ def run(query, context):
 def run_evals(
     pytester: pytest.Pytester, cases: str, *args: str, header: str = ""
 ) -> pytest.RunResult:
-    """Write `toolbox.py` and `eval_mocks.yaml` (the agent and dispatcher are toolbox's) and run
-    pytest.
-    """
+    """Write `toolbox.py` and `eval_mocks.yaml` (agent and dispatcher are toolbox's), run pytest."""
     pytester.makepyfile(toolbox=TOOLBOX)
     pytester.syspathinsert()
     head = "agent: toolbox:run\ntool_dispatch: toolbox:dispatch\n" + textwrap.dedent(header)
@@ -59,7 +57,8 @@ def test_literal_values(pytester: pytest.Pytester) -> None:
         pytester,
         """
         - id: literal_pass
-          input: {query: q, context: {calls: [{name: search, args: {q: python}}, {name: stats, args: {}}]}}
+          input: {query: q, context: {calls: [{name: search, args: {q: python}}, \
+{name: stats, args: {}}]}}
           tool_mocks:
             search: "3 results"
             stats: {return: {sequence: 1}}
@@ -90,11 +89,13 @@ def test_sequence_one_response_per_call_then_unmocked(pytester: pytest.Pytester)
         pytester,
         """
         - id: sequence_pass
-          input: {query: q, context: {calls: [{name: poll, args: {n: 1}}, {name: poll, args: {n: 2}}]}}
+          input: {query: q, context: {calls: [{name: poll, args: {n: 1}}, {name: poll, \
+args: {n: 2}}]}}
           tool_mocks: {poll: {sequence: [pending, {raise: "TimeoutError: slow"}]}}
           expect: {contains: ["poll -> pending", "poll -> !! TimeoutError: slow"]}
         - id: sequence_fail
-          input: {query: q, context: {calls: [{name: poll}, {name: poll}, {name: poll, args: {n: 3}}]}}
+          input: {query: q, context: {calls: [{name: poll}, {name: poll}, {name: poll, \
+args: {n: 3}}]}}
           tool_mocks: {poll: {sequence: [pending, done]}}
           expect: {contains: ["poll -> done"]}
         """,
@@ -105,8 +106,8 @@ def test_sequence_one_response_per_call_then_unmocked(pytester: pytest.Pytester)
         [
             "*case sequence_fail failed: *",
             "*✓ contains",
-            f"*✗ unmocked tool call poll(n=3) in case sequence_fail ({where}): its `sequence` has 2 responses and "
-            "this is call 3; add a response under `tool_mocks:`*",
+            f"*✗ unmocked tool call poll(n=3) in case sequence_fail ({where}): its `sequence` has "
+            "2 responses and this is call 3; add a response under `tool_mocks:`*",
         ]
     )
 
@@ -121,7 +122,8 @@ def test_raise_builtin_types_and_others(pytester: pytest.Pytester) -> None:
             fetch: {raise: "TimeoutError: upstream"}
             pay: {raise: "PaymentDeclined: card expired"}
           expect:
-            contains: ["fetch -> !! TimeoutError: upstream", "pay -> !! ToolMockError: PaymentDeclined: card expired"]
+            contains: ["fetch -> !! TimeoutError: upstream", \
+"pay -> !! ToolMockError: PaymentDeclined: card expired"]
         - id: raise_fail
           input: {query: q, context: {let_raise: true, calls: [{name: fetch, args: {id: 7}}]}}
           tool_mocks: {fetch: {raise: "ConnectionError: reset by peer"}}
@@ -146,7 +148,8 @@ def test_when_and_default(pytester: pytest.Pytester) -> None:
           input:
             query: q
             context:
-              calls: [{name: weather, args: {city: Oslo, units: {temp: C}}}, {name: weather, args: {city: Rome}}]
+              calls: [{name: weather, args: {city: Oslo, units: {temp: C}}}, {name: weather, \
+args: {city: Rome}}]
           tool_mocks:
             weather:
               when:
@@ -166,8 +169,8 @@ def test_when_and_default(pytester: pytest.Pytester) -> None:
     where = f"eval_mocks.yaml:{line_of(pytester, 'id: when_fail')}"
     result.stdout.fnmatch_lines(
         [
-            f"*✗ unmocked tool call weather(city='Lima') in case when_fail ({where}): no `when` entry matches these "
-            "arguments and there is no `default`*"
+            f"*✗ unmocked tool call weather(city='Lima') in case when_fail ({where}): no `when` "
+            "entry matches these arguments and there is no `default`*"
         ]
     )
 
@@ -190,7 +193,8 @@ def test_call_a_function_with_the_arguments(pytester: pytest.Pytester) -> None:
     where = f"eval_mocks.yaml:{line_of(pytester, 'id: call_fail')}"
     result.stdout.fnmatch_lines(
         [
-            f"{where}: case call_fail: tool_mocks.search.call: module 'toolbox' has no attribute 'no_such_responder'*"
+            f"{where}: case call_fail: tool_mocks.search.call: module 'toolbox' has no attribute "
+            "'no_such_responder'*"
         ]
     )
 
@@ -209,7 +213,8 @@ def test_strict_fails_the_case_even_when_the_agent_catches_the_error(
         - id: strict_fail
           input:
             query: q
-            context: {calls: [{name: search, args: {q: x}}, {name: refund, args: {order: A1, amount: 5}}]}
+            context: {calls: [{name: search, args: {q: x}}, {name: refund, \
+args: {order: A1, amount: 5}}]}
           tool_mocks: {search: hits}
           expect: {contains: ["search -> hits"]}
         """,
@@ -220,9 +225,10 @@ def test_strict_fails_the_case_even_when_the_agent_catches_the_error(
         [
             "case strict_fail failed: 1 of 2 checks failed (score 0.50)",
             "*✓ contains",
-            f"*✗ unmocked tool call refund(order='A1', amount=5) in case strict_fail ({where}): `tool_mocks` has no "
-            "response for 'refund'; add a response under `tool_mocks:` (in the case or the file's `defaults:`), or "
-            "set `unmocked_tools: default` (canned answer) or `passthrough` (the real tool runs)",
+            f"*✗ unmocked tool call refund(order='A1', amount=5) in case strict_fail ({where}): "
+            "`tool_mocks` has no response for 'refund'; add a response under `tool_mocks:` (in "
+            "the case or the file's `defaults:`), or set `unmocked_tools: default` (canned "
+            "answer) or `passthrough` (the real tool runs)",
         ]
     )
     assert "real tool refund reached" not in result.stdout.str()
@@ -255,7 +261,8 @@ def test_passthrough_runs_the_real_tool(pytester: pytest.Pytester) -> None:
           tool_mocks: {search: hits}
           expect: {contains: ["clock -> real clock: 12:00", "search -> hits"]}
         - id: passthrough_fail
-          input: {query: q, context: {let_raise: true, calls: [{name: weather, args: {city: Oslo}}]}}
+          input: {query: q, context: {let_raise: true, calls: [{name: weather, \
+args: {city: Oslo}}]}}
           expect: {contains: ["sunny"]}
         """,
         header="defaults: {unmocked_tools: passthrough}\n",
@@ -286,7 +293,8 @@ def test_ini_options_set_dispatch_mode_and_default_responses(pytester: pytest.Py
           - id: ini_defaults
             input: {query: q, context: {calls: [{name: search}, {name: stats}, {name: weather}]}}
             tool_mocks: {stats: "own"}
-            expect: {contains: ["search -> from the ini file", "stats -> own", "weather -> Mock response for weather"]}
+            expect: {contains: ["search -> from the ini file", "stats -> own", \
+"weather -> Mock response for weather"]}
           - id: case_mode_wins
             unmocked_tools: strict
             input: {query: q, context: {calls: [{name: weather}]}}
@@ -378,19 +386,18 @@ def test_mocks_that_nothing_patches_fail_before_the_real_tool_runs(
     where = f"eval_unpatched.yaml:{line_of(pytester, 'id: c', 'eval_unpatched.yaml')}"
     result.stdout.fnmatch_lines(
         [
-            f"{where}: case c has tool_mocks for refund but no tool is patched, so the real tools would run; the "
-            "agent was not called. Set `tool_dispatch: module:function` in the file (or ini "
-            "agent_eval_tool_dispatch), or use the tool_mocks fixture (patch, patch_tool, wrap) in your `agent` "
-            "fixture: tools must be patched or wrapped before the agent is called"
+            f"{where}: case c has tool_mocks for refund but no tool is patched, so the real tools "
+            "would run; the agent was not called. Set `tool_dispatch: module:function` in the "
+            "file (or ini agent_eval_tool_dispatch), or use the tool_mocks fixture (patch, "
+            "patch_tool, wrap) in your `agent` fixture: tools must be patched or wrapped "
+            "before the agent is called"
         ]
     )
     assert not pytester.path.joinpath("refunded.txt").exists()
 
 
 def test_a_dispatcher_patched_for_other_files_does_not_count(pytester: pytest.Pytester) -> None:
-    """With concurrency, the dispatcher of cases started early stays patched; it is not this case's
-    patch.
-    """
+    """With concurrency, cases started early keep the dispatcher patched: not this case's patch."""
     pytester.makepyfile(shop=SHOP + "\ndef dispatch(name, args):\n    raise RuntimeError('real')\n")
     pytester.syspathinsert()
     dispatched = "agent: toolbox:run\ntool_dispatch: shop:dispatch\ncases:\n"
@@ -398,7 +405,8 @@ def test_a_dispatcher_patched_for_other_files_does_not_count(pytester: pytest.Py
         toolbox=TOOLBOX.replace("result = dispatch(", "result = shop.dispatch(") + "\nimport shop\n"
     )
     cases = "".join(
-        f"  - {{id: a{n}, input: {{query: q, context: {{calls: [{{name: clock}}]}}}}, tool_mocks: {{clock: t}}}}\n"
+        f"  - {{id: a{n}, input: {{query: q, context: {{calls: [{{name: clock}}]}}}}, "
+        "tool_mocks: {clock: t}}\n"
         for n in range(3)
     )
     pytester.makefile(
@@ -415,8 +423,9 @@ def test_a_dispatcher_patched_for_other_files_does_not_count(pytester: pytest.Py
 
 
 def test_tools_wrapped_only_inside_the_agent_call_are_too_late(pytester: pytest.Pytester) -> None:
-    """Stand-ins made while the agent runs cannot be known before it runs: the case fails without
-    calling it.
+    """Stand-ins made while the agent runs cannot be known before it runs.
+
+    The case fails without calling it.
     """
     pytester.makepyfile(shop=SHOP)
     pytester.syspathinsert()
@@ -476,8 +485,9 @@ def test_a_mock_of_a_tool_left_unwrapped_fails_before_the_agent_runs(
     where = f"eval_partly.yaml:{line_of(pytester, 'id: unwrapped', 'eval_partly.yaml')}"
     result.stdout.fnmatch_lines(
         [
-            f"{where}: case unwrapped: tool_mocks has a response for 'refund' but the agent has no mocked tool of "
-            "that name; mocked tools: search; the agent was not called (tools must be patched or wrapped before it is)"
+            f"{where}: case unwrapped: tool_mocks has a response for 'refund' but the agent has "
+            "no mocked tool of that name; mocked tools: search; the agent was not called (tools "
+            "must be patched or wrapped before it is)"
         ]
     )
     pytester.path.joinpath(
@@ -507,9 +517,10 @@ def test_a_mock_never_called_fails_the_case_with_did_you_mean(
     where = f"eval_mocks.yaml:{line_of(pytester, 'id: typo')}"
     result.stdout.fnmatch_lines(
         [
-            f"  ✗ tool_mocks: 'get_ordr' was mocked but never called (did you mean \"get_order\"?); the agent called "
-            f"get_order (case typo, {where}); fix the name, remove the mock, or list the tool under `tools_not_called` "
-            "if the agent must not call it"
+            "  ✗ tool_mocks: 'get_ordr' was mocked but never called (did you mean "
+            f'"get_order"?); the agent called get_order (case typo, {where}); fix the name, '
+            "remove the mock, or list the tool under `tools_not_called` if the "
+            "agent must not call it"
         ]
     )
     if mode == "strict":  # the unmocked call says which mock was probably meant
@@ -525,7 +536,8 @@ def search(query):
 def weather(city):
     return "REAL weather in " + city
 
-TOOLS = {"search": search}  # built at import: patch_tool("travel_tools:search") does not reach this entry
+TOOLS = {"search": search}  # built at import: patch_tool("travel_tools:search") does not \
+reach this entry
 
 def run(query, context):
     if context.get("use") == "search":
@@ -537,9 +549,7 @@ def run(query, context):
 def test_a_patched_tool_the_agent_reaches_through_a_dict_is_named(
     pytester: pytest.Pytester,
 ) -> None:
-    """Before: "the agent called no tool", though it called the real `search` through `TOOLS` (the
-    patch missed).
-    """
+    """Before: "the agent called no tool", though it called the real `search` via `TOOLS`."""
     pytester.makepyfile(travel_tools=TRAVEL_TOOLS)
     pytester.syspathinsert()
     pytester.makeconftest(
@@ -572,15 +582,17 @@ cases:
     shown = result.stdout.lines
     for line in (
         "  ✗ tool_mocks: 'search' was mocked but never called: no call reached its stand-in; "
-        "patch_tool('travel_tools:search') did not reach travel_tools.TOOLS['search'], which still holds the "
-        "real tool: a call through it runs the real tool, unrecorded. Patch it too "
-        "(monkeypatch.setitem(travel_tools.TOOLS, 'search', tool_mocks.wrap(travel_tools.TOOLS['search']))) or "
-        "have the agent look the tool up when it calls it (case via_dict, eval_travel.yaml:2); fix the name, "
-        "remove the mock, or list the tool under `tools_not_called` if the agent must not call it",
-        "  ✗ tool_mocks: 'weather' was mocked but never called: no call reached its stand-in (either no tool was "
-        "called, or one was called through a reference no patch reached: a dict, a list or a closure made before "
-        "the patch) (case no_call, eval_travel.yaml:5); fix the name, remove the mock, or list the tool under "
-        "`tools_not_called` if the agent must not call it",
+        "patch_tool('travel_tools:search') did not reach travel_tools.TOOLS['search'], which "
+        "still holds the real tool: a call through it runs the real tool, unrecorded. Patch it "
+        "too (monkeypatch.setitem(travel_tools.TOOLS, 'search', "
+        "tool_mocks.wrap(travel_tools.TOOLS['search']))) or have the agent look the tool up when "
+        "it calls it (case via_dict, eval_travel.yaml:2); fix the name, remove the mock, or list "
+        "the tool under `tools_not_called` if the agent must not call it",
+        "  ✗ tool_mocks: 'weather' was mocked but never called: no call reached its stand-in "
+        "(either no tool was called, or one was called through a reference no patch reached: a "
+        "dict, a list or a closure made before the patch) (case no_call, eval_travel.yaml:5); fix "
+        "the name, remove the mock, or list the tool under `tools_not_called` if the "
+        "agent must not call it",
     ):
         assert line in shown, f"{line!r} not in:\n{result.stdout.str()}"
     pytester.makeconftest(  # the fix the message gives
@@ -602,9 +614,7 @@ def agent(tool_mocks, monkeypatch):
 
 
 def test_mocks_that_may_go_unused_do_not_fail(pytester: pytest.Pytester) -> None:
-    """Spare mocks from `defaults`, safety nets for tools that must not be called, and passthrough
-    cases.
-    """
+    """Spare mocks from `defaults`, safety nets for tools never to be called, passthrough cases."""
     result = run_evals(
         pytester,
         """
@@ -629,7 +639,8 @@ def test_mocks_that_may_go_unused_do_not_fail(pytester: pytest.Pytester) -> None
     result.assert_outcomes(passed=3, failed=1)
     result.stdout.fnmatch_lines(
         [
-            "*✗ tool_mocks: 'search' was mocked but never called; the agent called clock (case own_unused*"
+            "*✗ tool_mocks: 'search' was mocked but never called; the agent called "
+            "clock (case own_unused*"
         ]
     )
 
@@ -656,8 +667,9 @@ def test_an_agent_that_fails_early_is_not_blamed_for_mocks_it_never_reached(
 
 
 def test_repeated_trials_each_record_their_own_calls(pytester: pytest.Pytester) -> None:
-    """Trials of one case run at the same time (threads, concurrency 3); each sees its own two
-    calls, the fixture all six.
+    """Trials of one case run at the same time (threads, concurrency 3).
+
+    Each sees its own two calls, the fixture all six.
     """
     pytester.makepyfile(toolbox=TOOLBOX)
     pytester.syspathinsert()
@@ -707,7 +719,8 @@ def test_failing_tool_checks_show_the_calls_with_arguments_and_mock_responses(
         pytester,
         """
         - id: trajectory
-          input: {query: q, context: {calls: [{name: search, args: {q: py}}, {name: fetch, args: {id: 7}}]}}
+          input: {query: q, context: {calls: [{name: search, args: {q: py}}, {name: fetch, \
+args: {id: 7}}]}}
           tool_mocks:
             search: "3 results"
             fetch: {raise: "TimeoutError: slow"}

@@ -1,6 +1,7 @@
-"""LangChain / LangGraph tools mocked through `tool_mocks.wrap`: the stand-ins keep what the LLM
-sees, and a LangGraph agent (StateGraph + ToolNode) run by the plugin against a scripted chat model
-has its calls recorded.
+"""LangChain / LangGraph tools mocked through `tool_mocks.wrap`, calls recorded.
+
+The stand-ins keep what the LLM sees, and a LangGraph agent (StateGraph + ToolNode) run by the
+plugin against a scripted chat model has its calls recorded.
 """
 
 from __future__ import annotations
@@ -28,8 +29,9 @@ from pytest_agent_eval.mocks import MockPlan, UnmockedToolError, wrap
 
 
 class ScriptedChatModel(BaseChatModel):
-    """A chat model that calls the tool ``route(prompt)`` picks (only if it was bound), then answers
-    from results.
+    """A chat model calling the tool that ``route(prompt)`` picks, then answering from results.
+
+    It calls the tool only if it was bound.
     """
 
     route: Callable[[str], tuple[str, dict[str, Any]] | None]
@@ -155,14 +157,17 @@ def test_a_langgraph_agent_with_wrapped_tools_runs_mocked_and_recorded(
                 "case docs_wrong_expectation failed: 1 of 1 checks failed (score 0.00)",
                 "  ✗ tools_called: not called: get_weather (score 0.00)",
                 "  calls:",
-                "     1. search_docs(query='shipping', max_results=3) -> 'Shipping is free over 50 EUR.'",
+                "     1. search_docs(query='shipping', max_results=3) -> 'Shipping "
+                "is free over 50 EUR.'",
                 "eval_graph.yaml:20: docs_wrong_expectation",
                 ".* Captured agent output call .*",
                 "Here is what I found: Shipping is free over 50 EUR.",
                 # a mock of a tool without a stand-in fails before the agent runs (its real tool
                 # might run)
-                "eval_graph.yaml:26: case docs_typo: tool_mocks has a response for 'serch_docs' but the agent has no "
-                'mocked tool of that name (did you mean "search_docs"?); mocked tools: get_weather, search_docs; '
+                "eval_graph.yaml:26: case docs_typo: tool_mocks has a response for 'serch_docs' "
+                "but the agent has no "
+                'mocked tool of that name (did you mean "search_docs"?); mocked tools: '
+                "get_weather, search_docs; "
                 "the agent was not called",
             ]
         ]
@@ -173,8 +178,9 @@ def test_a_langgraph_agent_with_wrapped_tools_runs_mocked_and_recorded(
 def test_a_graphs_mocked_copy_goes_with_its_graph(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The copy with stand-ins that the plugin makes of a function-scoped `agent` fixture's graph
-    goes with that graph, also when the graph outlives its test in a reference cycle (a failed
+    """The plugin's copy with stand-ins of a function-scoped `agent` fixture's graph goes with it.
+
+    It goes with that graph also when the graph outlives its test in a reference cycle (a failed
     case's traceback): a later file's case that mocks a tool nothing patches reads so, and names no
     leftover stand-in.
     """
@@ -184,7 +190,8 @@ def test_a_graphs_mocked_copy_goes_with_its_graph(
         "from test_mocks_langgraph import build_graph, get_weather, search_docs\n\n"
         "@pytest.fixture\n"
         "def agent():\n"
-        "    return build_graph([search_docs, get_weather])  # the plugin mocks the graph's tool node in a copy\n"
+        "    return build_graph([search_docs, get_weather])  # the plugin mocks the graph's "
+        "tool node in a copy\n"
     )
     graphs.joinpath("eval_graph.yaml").write_text(
         "cases:\n"
@@ -211,15 +218,18 @@ def test_a_graphs_mocked_copy_goes_with_its_graph(
 def test_the_suites_in_process_runs_leave_no_stand_ins_to_later_tests(
     pytester: pytest.Pytester,
 ) -> None:
-    """This suite in one process, this file before test_mocks_forms.py (as `-n 2` may order them):
-    what a pytester run recorded (a failed case's traceback, with the agent and its stand-ins) goes
+    """This suite in one process, this file before test_mocks_forms.py (as `-n 2` may order them).
+
+    What a pytester run recorded (a failed case's traceback, with the agent and its stand-ins) goes
     with its test (the `pytester` fixture of tests/conftest.py), so a later test's run does not
     count those stand-ins as live.
     """
     here = Path(__file__).parent
     result = pytester.runpytest_subprocess(
-        f"{here / 'test_mocks_langgraph.py'}::test_a_langgraph_agent_with_wrapped_tools_runs_mocked_and_recorded",
-        f"{here / 'test_mocks_forms.py'}::test_mocks_that_nothing_patches_fail_before_the_real_tool_runs",
+        f"{here / 'test_mocks_langgraph.py'}::test_a_langgraph_agent_with_wrapped_tools_runs_"
+        "mocked_and_recorded",
+        f"{here / 'test_mocks_forms.py'}::test_mocks_that_nothing_patches_fail_before_the_real_"
+        "tool_runs",
         f"--rootdir={here.parent}",
         f"-c={here.parent / 'pyproject.toml'}",
         "-p",

@@ -1,6 +1,7 @@
-"""The OpenAI example agent, unchanged, through the plugin: the real `openai` client and agent loop
-against a loopback chat-completions server, its dispatch layer mocked. The real dispatch raises if
-reached.
+"""The OpenAI example agent, unchanged, through the plugin, its dispatch layer mocked.
+
+The real `openai` client and agent loop run against a loopback chat-completions server. The real
+dispatch raises if reached.
 """
 
 from __future__ import annotations
@@ -31,9 +32,7 @@ def route(prompt: str) -> tuple[str, dict[str, Any]] | None:
 
 @pytest.fixture
 def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[ChatServer]:
-    """A loopback server the example's `OpenAI()` client talks to (set through the environment, as
-    users do).
-    """
+    """A loopback server for the example's `OpenAI()` client (set through the env, as users do)."""
     with ChatServer(route) as chat:
         monkeypatch.setenv("OPENAI_API_KEY", "sk-loopback")
         monkeypatch.setenv("OPENAI_BASE_URL", chat.base_url)
@@ -71,7 +70,8 @@ def test_the_example_eval_file_runs_unchanged_against_a_loopback_llm(
     assert server.requests[0]["model"] == "loopback-model"
     assert sorted(tool_results(server)) == sorted(
         [
-            "Result 1 (r/python, summary): Discussion about Python type hints: most people like them for\n"
+            "Result 1 (r/python, summary): Discussion about Python type hints: most "
+            "people like them for\n"
             "large codebases; some find the syntax for generics noisy.",
             "Latest hot posts from r/python:\n1. [150 pts, 45 comments] What's new in Python 3.13\n"
             "2. [89 pts, 23 comments] Best practices for async Python",
@@ -119,14 +119,16 @@ def test_failures_show_the_recorded_calls_and_strict_mode_names_the_unmocked_cal
                 "  ✗ tool_args: arguments differ for fetch_subreddit_posts (score 0.00)",
                 "      fetch_subreddit_posts.subreddit: expected 'rust', got 'python'",
                 "  calls:",
-                "     1. fetch_subreddit_posts(subreddit='python', limit=2) -> \"1. What's new in Python 3.13\"",
+                "     1. fetch_subreddit_posts(subreddit='python', limit=2) -> \"1. What's "
+                'new in Python 3.13"',
                 "eval_openai.yaml:5: wrong_tool",
                 # The agent caught the unmocked call's error and answered anyway: the case still
                 # fails.
                 "case unmocked_thread failed: 1 of 2 checks failed (score 0.50)",
                 "  ✓ contains",
-                "  ✗ unmocked tool call fetch_reddit_thread(thread_id='abc123') in case unmocked_thread "
-                "(eval_openai.yaml:13): `tool_mocks` has no response for 'fetch_reddit_thread'",
+                "  ✗ unmocked tool call fetch_reddit_thread(thread_id='abc123') in case "
+                "unmocked_thread (eval_openai.yaml:13): `tool_mocks` has no response for "
+                "'fetch_reddit_thread'",
             ]
         ]
     )

@@ -1,6 +1,8 @@
-"""What a team installing the plugin gets (SPEC §21): the wheel carries the license and full
-metadata under the distribution's own name, every install command names that distribution, and no
-development machine's path is printed anywhere a user reads.
+"""What a team installing the plugin gets (SPEC §21): license, metadata, names, no local paths.
+
+The wheel carries the license and full metadata under the distribution's own name, every install
+command names that distribution, and no development machine's path is printed anywhere a user
+reads.
 """
 
 from __future__ import annotations
@@ -36,9 +38,7 @@ def _user_files() -> list[Path]:
 
 
 def test_every_install_command_names_the_distribution() -> None:
-    """PyPI's `pytest-agent-eval` is another project: `pip install 'pytest-agent-evalset[x]'` would
-    install it.
-    """
+    """PyPI's `pytest-agent-eval` is another project: `pip install 'pytest-agent-evalset[x]'`."""
     wrong = [
         f"{path.relative_to(ROOT)}:{n}: {line.strip()}"
         for path in _user_files()
@@ -103,8 +103,9 @@ def test_the_wheel_carries_the_license_and_metadata_under_the_new_name(
 
 
 def test_the_changelog_names_this_version() -> None:
-    """The version is written once, in ``pytest_agent_eval/version.py`` (pyproject reads it), and
-    the changelog has its section.
+    """The version is written once, in ``pytest_agent_eval/version.py``; the changelog has it.
+
+    pyproject reads the version from there, and the changelog has its section.
     """
     assert 'dynamic = ["version"]' in (ROOT / "pyproject.toml").read_text()
     version = re.search(

@@ -1,4 +1,4 @@
-"""The YAML parse cache: a second collection reads parsed data back; a changed file is parsed again."""
+"""The YAML parse cache: a second collection reads parsed data back; an edited file is re-parsed."""
 
 from __future__ import annotations
 

@@ -1,6 +1,4 @@
-"""The compiled schema pre-check agrees with jsonschema: whatever jsonschema rejects, it rejects
-too.
-"""
+"""The compiled schema pre-check agrees with jsonschema: it rejects whatever jsonschema rejects."""
 
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
-"""xdist workers on other machines (SPEC §18): nothing the controller writes to its own disk is
-assumed on a worker, cassettes recorded on a worker come back to the controller, and a budget kept
-per machine is warned about.
+"""xdist workers on other machines (SPEC §18): no shared disk assumed, cassettes come back.
+
+Nothing the controller writes to its own disk is assumed on a worker, cassettes recorded on a
+worker come back to the controller, and a budget kept per machine is warned about.
 
 Other machines are simulated: a worker handed a path that does not exist where it runs, and
 (``remote_workers``) execnet socket servers on loopback, each in a working directory of its own
@@ -34,9 +35,10 @@ def pytest_configure_node(node):
 def test_a_worker_without_the_controllers_crash_folder_runs_its_cases(
     pytester: pytest.Pytester,
 ) -> None:
-    """The controller's crash-log folder does not exist where a remote worker runs: the worker runs
-    without the crash triage, it does not fail (it did: FileNotFoundError in pytest_configure, and
-    the controller hung).
+    """A remote worker without the controller's crash-log folder runs without the crash triage.
+
+    The folder does not exist where the remote worker runs: the worker does not fail (it did:
+    FileNotFoundError in pytest_configure, and the controller hung).
     """
     pytester.makepyfile(usage_agent=USAGE_AGENT)
     pytester.makeconftest(MISSING_CRASH_DIR)
@@ -69,13 +71,15 @@ MODEL = "loopback-model"
 
 def sync_agent(query):
     client = openai.OpenAI(max_retries=0)
-    reply = client.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": query}])
+    reply = client.chat.completions.create(model=MODEL, messages=[{"role": "user", \
+"content": query}])
     return reply.choices[0].message.content
 
 
 async def async_agent(query):
     async with openai.AsyncOpenAI(max_retries=0) as client:
-        reply = await client.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": query}])
+        reply = await client.chat.completions.create(model=MODEL, messages=[{"role": "user", \
+"content": query}])
     return reply.choices[0].message.content
 """
 
@@ -113,8 +117,9 @@ def cassettes_in(root: Path) -> dict[str, str]:
 
 
 def verdicts(result: pytest.RunResult) -> dict[str, tuple[str, str]]:
-    """``{node id: (worker, outcome)}`` from ``-v`` lines such as ``[gw1] [ 50%] PASSED
-    eval_sync.yaml::case_0``.
+    """``{node id: (worker, outcome)}`` from ``-v`` lines.
+
+    Such as ``[gw1] [ 50%] PASSED eval_sync.yaml::case_0``.
     """
     found = {}
     for line in result.outlines:
@@ -137,11 +142,13 @@ def test_two_socket_workers_in_their_own_checkouts_record_then_replay(
     monkeypatch: pytest.MonkeyPatch,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> None:
-    """The issue's done-when: two execnet socket-server workers on loopback, each in a working
-    directory holding a copy of the project, at concurrency 4. Recording against the loopback LLM
-    writes every cassette on the controller's project (none on the machines); with those cassettes
-    in each checkout, replay with the LLM stopped passes every case, in one JSON report on the
-    controller. A checkout without the cassettes fails its cases, naming the missing cassette.
+    """The issue's done-when: record on two remote workers, replay with the LLM stopped.
+
+    Two execnet socket-server workers on loopback, each in a working directory holding a copy of the
+    project, at concurrency 4. Recording against the loopback LLM writes every cassette on the
+    controller's project (none on the machines); with those cassettes in each checkout, replay with
+    the LLM stopped passes every case, in one JSON report on the controller. A checkout without the
+    cassettes fails its cases, naming the missing cassette.
     """
     project = remote_project.path
     machines = [
@@ -206,9 +213,10 @@ def test_two_socket_workers_in_their_own_checkouts_record_then_replay(
 def test_local_workers_record_the_same_cassettes_as_a_serial_run(
     remote_project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, folder: str
 ) -> None:
-    """Under ``-n`` the controller writes what the workers recorded: the same files, in the same
-    place, as serially (beside each eval file, or ini ``agent_eval_cassettes``); ``=new`` keeps what
-    is recorded.
+    """Under ``-n`` the controller writes what the workers recorded, as serially.
+
+    The same files in the same place as serially (beside each eval file, or ini
+    ``agent_eval_cassettes``); ``=new`` keeps what is recorded.
     """
     if folder:
         remote_project.makeini(f"[pytest]\nagent_eval_cassettes = {folder}\n")
@@ -240,9 +248,7 @@ def _texts(folder: Path) -> dict[str, str]:
 
 
 def _no_host(texts: dict[str, str]) -> dict[str, str]:
-    """The cassettes without the answers' ids (the loopback server counts its requests: the order
-    differs).
-    """
+    """The cassettes without the answers' ids, which count the requests in an order that varies."""
     return {k: re.sub(r"chatcmpl-\d+", "", v) for k, v in texts.items()}
 
 
@@ -261,8 +267,9 @@ def pytest_runtest_logreport(report):
 def test_a_cassette_sent_outside_the_cassette_folder_is_not_written(
     remote_project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The controller writes a worker's cassette only inside its cassette folder: a path that leaves
-    it is named on the terminal and not written; the other cassettes are.
+    """The controller writes a worker's cassette only inside its cassette folder.
+
+    A path that leaves it is named on the terminal and not written; the other cassettes are.
     """
     remote_project.makeconftest(ESCAPING_CASSETTE)
     with ChatServer(lambda prompt: None, max_requests=100) as chat:
@@ -273,7 +280,8 @@ def test_a_cassette_sent_outside_the_cassette_folder_is_not_written(
     result.assert_outcomes(passed=10)
     result.stdout.fnmatch_lines(
         [
-            "*eval_*.yaml::case_0: its worker sent a cassette outside the cassette folder: ../../escaped.yaml"
+            "*eval_*.yaml::case_0: its worker sent a cassette outside the cassette "
+            "folder: ../../escaped.yaml"
         ]
     )
     assert not list(remote_project.path.parent.rglob("escaped.yaml"))
@@ -332,9 +340,10 @@ def test_a_pace_without_a_shared_store_is_warned_about_while_workers_are_remote(
     assert len(lines) == 1
     result.stdout.fnmatch_lines(
         [
-            f"*PytestConfigWarning: {warned}workers run on other machines (--tx socket=127.0.0.1:*//chdir=*): each "
-            "machine *; give --agent-eval-rate-limit-url redis://HOST:6379/0 (a Redis server every machine reaches, "
-            "extra 'redis') to share it*"
+            f"*PytestConfigWarning: {warned}workers run on other machines (--tx "
+            "socket=127.0.0.1:*//chdir=*): each machine *; give --agent-eval-rate-limit-url "
+            "redis://HOST:6379/0 (a Redis server every machine reaches, extra "
+            "'redis') to share it*"
         ]
     )
 

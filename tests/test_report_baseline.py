@@ -1,6 +1,4 @@
-"""Baseline comparison (SPEC §10): regressions, fixes, new, missing; Fisher's test for repeated
-cases.
-"""
+"""Baseline comparison (SPEC §10): regressions, fixes, new, missing; Fisher's test for repeats."""
 
 from __future__ import annotations
 
@@ -195,8 +193,9 @@ def test_fail_on_regression_fails_a_run_of_passing_cases_whose_score_dropped(
     runs: pytest.Pytester,
 ) -> None:
     scored = (
-        "agent: usage_agent:run\ncases:\n  - {{id: s, input: hi, min_score: 0.4, context: {{say: {say}}}, "
-        "expect: {{contains: [hello, there]}}}}\n"
+        "agent: usage_agent:run\ncases:\n"
+        "  - {{id: s, input: hi, min_score: 0.4, context: {{say: {say}}}, expect: {{contains: "
+        "[hello, there]}}}}\n"
     )
     _baseline(runs, scored.format(say="hello there"))
     runs.makefile(".yaml", eval_s=scored.format(say="hello"))
@@ -214,8 +213,8 @@ def test_fail_on_regression_fails_a_run_of_passing_cases_whose_score_dropped(
     failing.stdout.fnmatch_lines(["the run fails: regressions against the baseline"])
     assert failing.ret == pytest.ExitCode.TESTS_FAILED
     tolerant = runs.runpytest(
-        "-p", "no:cacheprovider", "--agent-eval-baseline", "base.json", "--agent-eval-fail-on-regression",
-        "--agent-eval-tolerance", "0.6",
+        "-p", "no:cacheprovider", "--agent-eval-baseline", "base.json",
+        "--agent-eval-fail-on-regression", "--agent-eval-tolerance", "0.6",
     )  # fmt: skip
     assert tolerant.ret == pytest.ExitCode.OK
 
@@ -247,8 +246,8 @@ def test_a_bad_baseline_is_one_line_and_the_run_still_runs_and_reports(
     if content is not None:
         (runs.path / "base.json").write_text(content)
     result = runs.runpytest(
-        "-p", "no:cacheprovider", "--agent-eval-baseline", "base.json", "--agent-eval-gate", "regressions",
-        "--agent-eval-report", "r.json",
+        "-p", "no:cacheprovider", "--agent-eval-baseline", "base.json",
+        "--agent-eval-gate", "regressions", "--agent-eval-report", "r.json",
     )  # fmt: skip
     result.assert_outcomes(passed=1, failed=1)
     assert (
@@ -311,7 +310,8 @@ def test_a_gate_without_a_baseline_is_a_usage_error(runs: pytest.Pytester, args:
 TEN_WORDS = "one two three four five six seven eight nine ten"
 SCORED = (
     "agent: usage_agent:run\ncases:\n"
-    "  - {{id: s, input: hi, min_score: 0.8, context: {{say: {say}}}, expect: {{contains: [{words}]}}}}\n"
+    "  - {{id: s, input: hi, min_score: 0.8, context: {{say: {say}}}, expect: "
+    "{{contains: [{words}]}}}}\n"
 )
 
 
@@ -333,8 +333,9 @@ def test_every_report_shows_the_one_comparison_made_with_the_runs_tolerance(
         ".yaml", eval_s=SCORED.format(say=repr(TEN_WORDS.replace(" ten", "")), words=words)
     )  # 0.9
     result = runs.runpytest(
-        "-p", "no:cacheprovider", "--agent-eval-baseline", "base.json", "--agent-eval-tolerance", "0.2",
-        "--agent-eval-report", "r.json", "--agent-eval-markdown", "m.md", "--agent-eval-html", "page.html",
+        "-p", "no:cacheprovider", "--agent-eval-baseline", "base.json",
+        "--agent-eval-tolerance", "0.2", "--agent-eval-report", "r.json",
+        "--agent-eval-markdown", "m.md", "--agent-eval-html", "page.html",
     )  # fmt: skip
     result.stdout.fnmatch_lines(
         ["compared with the baseline: 0 regressions, 0 fixes, 0 new, 0 missing"]
@@ -388,13 +389,14 @@ def test_a_baseline_with_no_case_in_common_is_not_compared_and_fails_a_gate(
     assert plain.ret == pytest.ExitCode.OK  # no gate asked for: the run's own status
     for gate in (["--agent-eval-gate", "regressions"], ["--agent-eval-fail-on-regression"]):
         gated = runs.runpytest(
-            "-p", "no:cacheprovider", "--agent-eval-baseline", "base.json", *gate, "--agent-eval-report", "r.json",
-            "--agent-eval-markdown", "m.md", "--agent-eval-html", "page.html",
+            "-p", "no:cacheprovider", "--agent-eval-baseline", "base.json", *gate,
+            "--agent-eval-report", "r.json", "--agent-eval-markdown", "m.md",
+            "--agent-eval-html", "page.html",
         )  # fmt: skip
         gated.assert_outcomes(passed=1)
         gated.stdout.fnmatch_lines(
-            ["baseline not compared: no case in common with this run (the baseline has eval_s.yaml::breaks, "
-             "eval_s.yaml::goes and 2 more, this run eval_s.yaml::other)",
+            ["baseline not compared: no case in common with this run (the baseline has "
+             "eval_s.yaml::breaks, eval_s.yaml::goes and 2 more, this run eval_s.yaml::other)",
              "the run fails: the baseline was not compared with it"]
         )  # fmt: skip
         assert gated.ret == pytest.ExitCode.TESTS_FAILED
@@ -412,9 +414,7 @@ def test_a_baseline_with_no_case_in_common_is_not_compared_and_fails_a_gate(
 
 
 def test_a_baseline_written_from_another_rootdir_is_compared(runs: pytest.Pytester) -> None:
-    """Issue 24 item 12: the same suite seen from another rootdir has other node ids; they are
-    matched by path.
-    """
+    """Issue 24 item 12: seen from another rootdir the node ids differ; they match by path."""
     (runs.path / "evals").mkdir()
     (runs.path / "evals" / "eval_s.yaml").write_text(BASE_SUITE)
     runs.runpytest(
@@ -425,13 +425,14 @@ def test_a_baseline_written_from_another_rootdir_is_compared(runs: pytest.Pytest
     )
     (runs.path / "evals" / "eval_s.yaml").write_text(CAND_SUITE)
     result = runs.runpytest(
-        "-p", "no:cacheprovider", "--rootdir", "evals", "evals", "--agent-eval-baseline", "base.json",
-        "--agent-eval-gate", "regressions",
+        "-p", "no:cacheprovider", "--rootdir", "evals", "evals",
+        "--agent-eval-baseline", "base.json", "--agent-eval-gate", "regressions",
     )  # fmt: skip
     result.stdout.fnmatch_lines(
         [
             "compared with the baseline: 1 regressions, 1 fixes, 1 new, 1 missing",
-            "node ids matched across rootdirs: the baseline's evals/eval_s.yaml::* is this run's eval_s.yaml::*",
+            "node ids matched across rootdirs: the baseline's evals/eval_s.yaml::* is this "
+            "run's eval_s.yaml::*",
             "regressions:",
             "  eval_s.yaml::breaks: passed -> failed",
         ]
@@ -480,9 +481,10 @@ def test_agent_eval_compare_into_a_closed_pipe_exits_quietly(runs: pytest.Pytest
 def test_a_report_path_that_moved_the_rootdir_is_named(
     runs: pytest.Pytester, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
-    """Issue 24 item 12: `--agent-eval-baseline /elsewhere/base.json` (a space, not `=`) is a test
-    path to pytest when it chooses the rootdir, before it knows the plugin's options: the rootdir
-    moves, the node ids with it.
+    """Issue 24 item 12: `--agent-eval-baseline /elsewhere/base.json` moves pytest's rootdir.
+
+    With a space, not `=`, the path is a test path to pytest when it chooses the rootdir, before it
+    knows the plugin's options: the rootdir moves, the node ids with it.
     """
     runs.makeini("[pytest]\n")
     runs.makefile(".yaml", eval_s=KNOWN_FAILURE)
@@ -492,8 +494,9 @@ def test_a_report_path_that_moved_the_rootdir_is_named(
         "-p", "no:cacheprovider", "--agent-eval-baseline", str(elsewhere / "base.json")
     )
     moved.stdout.fnmatch_lines(
-        [f"*pytest chose the rootdir {runs.path.parent} with {elsewhere / 'base.json'} (--agent-eval-baseline) "
-         f"as a test path; write --agent-eval-baseline={elsewhere / 'base.json'}*"]
+        [f"*pytest chose the rootdir {runs.path.parent} with {elsewhere / 'base.json'} "
+         f"(--agent-eval-baseline) as a test path; write --agent-eval-baseline="
+         f"{elsewhere / 'base.json'}*"]
     )  # fmt: skip
     moved.stdout.fnmatch_lines(["node ids matched across rootdirs: *"])
     kept = runs.runpytest(

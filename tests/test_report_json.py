@@ -1,6 +1,4 @@
-"""``--agent-eval-report PATH``: the JSON report, its shipped schema, and what it holds after an
-interrupt.
-"""
+"""``--agent-eval-report PATH``: the JSON report, its shipped schema, what it holds after Ctrl-C."""
 
 from __future__ import annotations
 
@@ -95,7 +93,9 @@ def test_the_report_names_the_git_commit_and_hides_secrets(pytester: pytest.Pyte
 
 
 def test_secret_looking_option_values_are_redacted() -> None:
-    assert redacted(["--api-key", "s1", "--token=s2", "-o", "auth_header=s3", "-k", "key_case", "x"]) == [
+    assert redacted(
+        ["--api-key", "s1", "--token=s2", "-o", "auth_header=s3", "-k", "key_case", "x"]
+    ) == [
         "--api-key", "***", "--token=***", "-o", "auth_header=***", "-k", "key_case", "x",
     ]  # fmt: skip
 
@@ -199,7 +199,8 @@ def test_a_crashed_xdist_worker_leaves_a_report_of_the_other_cases(
     cases = "".join(f"  - {{id: ok{n}, input: hi, context: {{say: hello}}}}\n" for n in range(4))
     pytester.makefile(
         ".yaml",
-        eval_w=f"agent: usage_agent:run\ncases:\n{cases}  - {{id: dies, input: hi, context: {{crash: true}}}}\n",
+        eval_w="agent: usage_agent:run\ncases:\n"
+        f"{cases}  - {{id: dies, input: hi, context: {{crash: true}}}}\n",
     )
     result = pytester.runpytest(
         "-p", "no:cacheprovider", "-n", "2", "--agent-eval-report", "r.json"

@@ -1,6 +1,4 @@
-"""``--agent-eval-markdown PATH`` and ``agent-eval compare --markdown`` (SPEC §10): what a CI job
-summary shows.
-"""
+"""``--agent-eval-markdown`` and ``agent-eval compare --markdown`` (SPEC §10): CI job summaries."""
 
 from __future__ import annotations
 
@@ -45,7 +43,8 @@ def test_markdown_of_records_and_a_comparison() -> None:
     assert lines[:4] == [
         "## agent eval summary",
         "",
-        "|  | passed | score mean | score min | repeat pass | latency p50 | latency p95 | tool acc |",
+        "|  | passed | score mean | score min | repeat pass | latency p50 | "
+        "latency p95 | tool acc |",
         "|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     assert lines[4] == "| all | 1/2 | 0.50 | 0.00 | - | 0.10 s | 0.10 s | - |"
@@ -54,8 +53,8 @@ def test_markdown_of_records_and_a_comparison() -> None:
         "",
         "**Compared with the baseline:** 1 regressions, 1 fixes, 0 new, 0 missing",
         "",
-        "suite: 1/2 -> 1/2 cases passed; McNemar 1 harmful, 1 beneficial, p = 1; pass rate of trials +0.0 pp "
-        "(95% CI -100.0 pp to +100.0 pp, bootstrap over cases)",
+        "suite: 1/2 -> 1/2 cases passed; McNemar 1 harmful, 1 beneficial, p = 1; pass rate of "
+        "trials +0.0 pp (95% CI -100.0 pp to +100.0 pp, bootstrap over cases)",
         "",
         "| change | case | detail |",
         "|---|---|---|",
@@ -118,8 +117,8 @@ def test_agent_eval_compare_markdown(runs: pytest.Pytester) -> None:
     assert result.outlines == [
         "**Compared with the baseline:** 1 regressions, 1 fixes, 1 new, 1 missing",
         "",
-        "suite: 2/3 -> 2/3 cases passed; McNemar 1 harmful, 1 beneficial, p = 1; pass rate of trials +0.0 pp "
-        "(95% CI -100.0 pp to +100.0 pp, bootstrap over cases)",
+        "suite: 2/3 -> 2/3 cases passed; McNemar 1 harmful, 1 beneficial, p = 1; pass rate of "
+        "trials +0.0 pp (95% CI -100.0 pp to +100.0 pp, bootstrap over cases)",
         "",
         "| change | case | detail |",
         "|---|---|---|",
@@ -177,6 +176,6 @@ def test_the_markdown_of_an_interrupted_run_says_so_and_what_did_not_run(
     )
     stopped.assert_outcomes(failed=1)
     assert (
-        "**The run stopped early (stopping after 1 failures):** 1 of 3 eval cases finished; these did not: "
-        "`eval_s.yaml::c`, `eval_s.yaml::d`"
+        "**The run stopped early (stopping after 1 failures):** 1 of 3 eval cases finished; these "
+        "did not: `eval_s.yaml::c`, `eval_s.yaml::d`"
     ) in (pytester.path / "x.md").read_text()

@@ -1,6 +1,4 @@
-"""The per-case record (SPEC §10): made where the case ran, carried on the test report, the same
-under -n 2.
-"""
+"""The per-case record (SPEC §10): made where the case ran, on the test report, same under -n 2."""
 
 from __future__ import annotations
 
@@ -203,7 +201,7 @@ cases:
 def test_the_record_carries_the_cases_input_and_a_hash_of_its_content(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Issue 24 item 20 (SPEC §17): what the agent was given, and a hash that tells an edited case."""
+    """Issue 24 item 20 (SPEC §17): what the agent was given, and a hash telling an edited case."""
     monkeypatch.setenv("RECORDS_OUT", str(pytester.path / "records.jsonl"))
     pytester.makepyfile(usage_agent=USAGE_AGENT, conftest=DUMP_CONFTEST)
 

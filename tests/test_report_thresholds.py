@@ -1,6 +1,4 @@
-"""Suite thresholds: a run that misses one fails with one line naming it; one that cannot be told
-says so.
-"""
+"""Suite thresholds: a missed one fails the run with a line naming it; an unknown one says so."""
 
 from __future__ import annotations
 
@@ -15,7 +13,8 @@ import time
 def run(query, context):
     time.sleep(float(context.get("sleep", 0)))
     if "cost" in context:
-        return {"output": query, "usage": {"prompt_tokens": 5, "completion_tokens": 5, "cost": context["cost"]}}
+        return {"output": query, "usage": {"prompt_tokens": 5, "completion_tokens": 5, \
+"cost": context["cost"]}}
     return query
 """
 
@@ -49,16 +48,21 @@ def suite(pytester: pytest.Pytester) -> pytest.Pytester:
 @pytest.mark.parametrize(
     ("args", "code", "line"),
     [
-        (["--agent-eval-min-pass-rate", "0.6"], 1, "*missed: pass rate 0.50 (2/4) < agent_eval_min_pass_rate 0.6"),
+        (["--agent-eval-min-pass-rate", "0.6"], 1,
+         "*missed: pass rate 0.50 (2/4) < agent_eval_min_pass_rate 0.6"),
         (["--agent-eval-min-pass-rate", "0.5", "-k", "not c and not d"], 0, None),
-        (["--agent-eval-max-p95-latency", "0.2"], 1, "*missed: latency p95 0.* s > agent_eval_max_p95_latency_s 0.2"),
+        (["--agent-eval-max-p95-latency", "0.2"], 1,
+         "*missed: latency p95 0.* s > agent_eval_max_p95_latency_s 0.2"),
         (["--agent-eval-max-p95-latency", "5", "-k", "not c and not d"], 0, None),
-        (["--agent-eval-max-cost", "0.01", "eval_thr.yaml::a"], 0, "*not checked: agent_eval_max_cost: no cost*"),
-        (["--agent-eval-max-cost", "0.04", "costly.yaml"], 1, "*missed: cost 0.0500 > agent_eval_max_cost 0.04"),
+        (["--agent-eval-max-cost", "0.01", "eval_thr.yaml::a"], 0,
+         "*not checked: agent_eval_max_cost: no cost*"),
+        (["--agent-eval-max-cost", "0.04", "costly.yaml"], 1,
+         "*missed: cost 0.0500 > agent_eval_max_cost 0.04"),
         (["--agent-eval-max-cost", "0.05", "costly.yaml"], 0, None),
     ],
     ids=[
-        "pass-rate-missed", "pass-rate-met", "latency-missed", "latency-met", "cost-unknown", "cost-missed", "cost-met"
+        "pass-rate-missed", "pass-rate-met", "latency-missed", "latency-met", "cost-unknown",
+        "cost-missed", "cost-met",
     ],
 )  # fmt: skip
 def test_a_threshold_decides_the_exit_status(
@@ -85,8 +89,9 @@ def test_thresholds_from_the_ini_file(suite: pytest.Pytester) -> None:
 
 def _stats(**figures: object) -> Stats:
     base: dict[str, object] = dict(
-        total=4, passed=3, failed=1, errors=0, skipped=0, mean_score=0.8, min_score=0.0, repeated_pass_rate=None,
-        latency_p50=0.1, latency_p95=0.4, tool_accuracy=None, tokens=1200, cost=0.02,
+        total=4, passed=3, failed=1, errors=0, skipped=0, mean_score=0.8, min_score=0.0,
+        repeated_pass_rate=None, latency_p50=0.1, latency_p95=0.4, tool_accuracy=None, tokens=1200,
+        cost=0.02,
     )  # fmt: skip
     return Stats(**{**base, **figures})  # type: ignore[arg-type]
 
@@ -115,9 +120,7 @@ def test_a_threshold_in_the_ini_file_that_is_no_number_is_a_usage_error(
 
 
 def test_a_threshold_missed_fails_the_run_under_the_regression_gate(suite: pytest.Pytester) -> None:
-    """Issue 24 item 10: `--agent-eval-gate regressions` decides on regressions, but a missed
-    threshold still fails.
-    """
+    """Issue 24 item 10: `--agent-eval-gate regressions`, but a missed threshold still fails."""
     suite.runpytest("-p", "no:cacheprovider", "--agent-eval-report", "base.json")
     gated = [
         "-p",

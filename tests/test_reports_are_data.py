@@ -1,7 +1,9 @@
-"""Saved reports read back are data (SPEC §22): every field checked by type and range wherever a
-report is read (``merge``, ``gate``, ``compare``, ``html``, ``--agent-eval-baseline``,
-``--agent-eval-resume``), exit 2 with one line naming the field's JSON path, never a traceback; the
-gate fails an empty run and a baseline sharing no case.
+"""Saved reports read back are data (SPEC §22): every field checked, exit 2, never a traceback.
+
+Every field is checked by type and range wherever a report is read (``merge``, ``gate``,
+``compare``, ``html``, ``--agent-eval-baseline``, ``--agent-eval-resume``), exit 2 with one line
+naming the field's JSON path, never a traceback; the gate fails an empty run and a baseline sharing
+no case.
 
 Reports are written by real pytest runs (``pytester``), then edited as a hostile pull request would.
 """
@@ -163,8 +165,8 @@ def test_a_bad_baseline_or_resume_report_is_one_line_naming_the_field(
         assert "Traceback" not in text
 
 
-JOURNAL_FIELDS = [(where[2:], value, message.split(".", 1)[1]) for where, value, message in BAD_FIELDS
-                  if where[0] == "cases"]  # fmt: skip
+JOURNAL_FIELDS = [(where[2:], value, message.split(".", 1)[1])
+                  for where, value, message in BAD_FIELDS if where[0] == "cases"]  # fmt: skip
 """The case fields of :data:`BAD_FIELDS` as a journal line holds them (the record itself:
 ``score``).
 """
@@ -336,9 +338,7 @@ def test_a_duplicate_promptfoo_description_says_to_change_the_description(
 def test_an_interrupt_of_the_whole_process_group_under_xdist_keeps_every_finished_case(
     pytester: pytest.Pytester, name: str
 ) -> None:
-    """Ctrl-C in a terminal signals the whole process group (controller and workers), as CI's cancel
-    does.
-    """
+    """Ctrl-C in a terminal signals the whole process group (controller, workers), as CI cancels."""
     import os
     import signal
     import subprocess
@@ -346,11 +346,13 @@ def test_an_interrupt_of_the_whole_process_group_under_xdist_keeps_every_finishe
     import time
 
     pytester.makepyfile(
-        agent="import time\n\ndef run(query, context):\n    time.sleep(context['sleep'])\n    return 'hi'\n"
+        agent="import time\n\ndef run(query, context):\n    "
+        "time.sleep(context['sleep'])\n    return 'hi'\n"
     )
     pytester.makeconftest(
         "def pytest_runtest_logreport(report):\n"
-        "    if report.when == 'call' and 'fast3' in report.nodeid and not hasattr(report, 'node'):\n"
+        "    if report.when == 'call' and 'fast3' in report.nodeid and not "
+        "hasattr(report, 'node'):\n"
         "        open('fast-done', 'w').close()\n"
     )
     cases = "".join(f"  - {{id: fast{n}, input: hi, context: {{sleep: 0}}}}\n" for n in range(4))

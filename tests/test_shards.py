@@ -1,6 +1,8 @@
-"""One run over many CI jobs (SPEC §18, issue 28): ``--agent-eval-shard I/N`` runs a deterministic
-1/N of the items, ``agent-eval merge`` joins the shards' reports, ``agent-eval gate`` judges the
-merged report, and ``--agent-eval-resume REPORT`` runs the cases a report has no final record of.
+"""One run over many CI jobs (SPEC §18, issue 28): shards, merge, gate and resume.
+
+``--agent-eval-shard I/N`` runs a deterministic 1/N of the items, ``agent-eval merge`` joins the
+shards' reports, ``agent-eval gate`` judges the merged report, and ``--agent-eval-resume REPORT``
+runs the cases a report has no final record of.
 """
 
 from __future__ import annotations
@@ -27,7 +29,8 @@ def run(query, context):
     return context.get("say", "ok")
 """
 CASES = "agent: shard_agent:run\ncases:\n" + "".join(
-    f"  - {{id: c{i:02d}, input: hi, context: {{flip: {str(i == 3).lower()}}}, expect: {{contains: [ok]}}}}\n"
+    f"  - {{id: c{i:02d}, input: hi, context: {{flip: {str(i == 3).lower()}}}, expect: "
+    "{contains: [ok]}}\n"
     for i in range(12)
 )
 PLAIN = "def test_plain():\n    pass\n"
@@ -77,7 +80,7 @@ def _cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]
 
 
 # -- 1. shards
-# ---------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 
 
 def test_shards_split_the_items_into_disjoint_parts_recorded_in_each_report(
@@ -161,7 +164,7 @@ def test_shards_apply_after_k_and_with_xdist(project: pytest.Pytester) -> None:
 
 
 # -- 2. merge
-# ----------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 
 
 def test_merge_joins_the_shards_and_html_and_compare_take_the_merged_report(
@@ -191,9 +194,11 @@ def test_merge_joins_the_shards_and_html_and_compare_take_the_merged_report(
 def test_merge_refuses_a_duration_no_float_holds_naming_the_field(
     project: pytest.Pytester, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """A shard whose ``run.duration_s`` is an integer too large for a float (a hand-edited or
-    damaged report) is exit 2 with one line naming the field (SPEC §22: every field of a report read
-    back of its type and range), not a traceback, and no merged report.
+    """A shard whose ``run.duration_s`` is too large for a float: exit 2, one line, no merge.
+
+    A hand-edited or damaged report's integer too large for a float is exit 2 with one line naming
+    the field (SPEC §22: every field of a report read back of its type and range), not a traceback,
+    and no merged report.
     """
     paths = _shards(project)
     damaged = _load(paths[0])
@@ -263,15 +268,13 @@ def test_merge_says_when_shards_of_different_runs_are_joined(
 
 
 # -- 3. gate
-# -----------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 
 
 def test_shard_merge_gate_with_a_planted_regression_and_a_missing_shard(
     project: pytest.Pytester, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The issue's done-when: a baseline run, the same suite in 3 shards with one case broken,
-    merged and gated.
-    """
+    """The issue's done-when: a baseline run, then 3 shards (a case broken), merged and gated."""
     base = project.path / "base.json"
     project.runpytest(*RUN, "--agent-eval-report", str(base))
     monkeypatch.setenv("FLIP", "1")  # c03 fails from now on
@@ -378,7 +381,7 @@ def test_gate_exits_2_on_an_unusable_report(
 
 
 # -- 4. resume
-# ---------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 
 
 def test_resume_runs_exactly_the_cases_without_a_final_record_and_writes_one_report(
@@ -474,9 +477,11 @@ def test_merge_and_gate_import_no_pytest(project: pytest.Pytester) -> None:
     paths = _shards(project)
     script = (
         "import sys\nfrom pytest_agent_eval.cli import main\n"
-        f"codes = [main(['merge', *{[str(p) for p in paths]!r}, '-o', 'all.json']),"
-        " main(['gate', 'all.json', '--baseline', 'all.json', '--min-pass-rate', '0.5', '--markdown', 'x.md'])]\n"
-        "print('codes', codes, 'pytest imported:', 'pytest' in sys.modules or '_pytest' in sys.modules)\n"
+        f"codes = [main(['merge', *{[str(p) for p in paths]!r}, '-o', 'all.json']), main(['gate', "
+        "'all.json', '--baseline', 'all.json', '--min-pass-rate', '0.5', "
+        "'--markdown', 'x.md'])]\n"
+        "print('codes', codes, 'pytest imported:', 'pytest' in sys.modules or "
+        "'_pytest' in sys.modules)\n"
     )
     done = subprocess.run(
         [sys.executable, "-c", script], cwd=project.path, capture_output=True, text=True

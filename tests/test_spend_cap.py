@@ -1,7 +1,8 @@
-"""The spend cap (SPEC §25): ``--agent-eval-max-cost X`` starts no case once the run's known spend
-reached X; the cases not started are "not run: spend cap" in every report, ``--agent-eval-resume``
-runs them, and the run fails. One spend for the run: under ``--agent-eval-concurrency``, under ``-n
-2`` (a file store), and in Redis.
+"""The spend cap (SPEC §25): ``--agent-eval-max-cost X`` starts no case once spend reached X.
+
+No case starts once the run's known spend reached X; the cases not started are "not run: spend
+cap" in every report, ``--agent-eval-resume`` runs them, and the run fails. One spend for the run:
+under ``--agent-eval-concurrency``, under ``-n 2`` (a file store), and in Redis.
 """
 
 from __future__ import annotations
@@ -20,8 +21,8 @@ RUN = ("-p", "no:cacheprovider")
 def suite(n: int, sleep: float = 0.0) -> str:
     """``n`` cases, each costing 1.0 (its agent's reported usage)."""
     return "agent: usage_agent:run\ncases:\n" + "".join(
-        f"  - {{id: c{i:02d}, input: hi, context: {{say: hello, sleep: {sleep}, usage: {{cost: 1.0}}}}, "
-        "expect: {contains: [hello]}}\n"
+        f"  - {{id: c{i:02d}, input: hi, context: {{say: hello, sleep: {sleep}, usage: {{cost: "
+        "1.0}}, expect: {contains: [hello]}}\n"
         for i in range(n)
     )
 
@@ -71,8 +72,8 @@ def test_no_case_starts_once_the_spend_reached_the_cap(paid: pytest.Pytester) ->
     assert [e["line"] for e in not_run] == [6, 7, 8]
     result.stdout.fnmatch_lines(
         [
-            "agent eval spend cap: 3 cases not started (the known spend 3.0000 reached --agent-eval-max-cost 2.5); "
-            "run them later with --agent-eval-resume REPORT",
+            "agent eval spend cap: 3 cases not started (the known spend 3.0000 reached "
+            "--agent-eval-max-cost 2.5); run them later with --agent-eval-resume REPORT",
         ]
     )
     result.stdout.fnmatch_lines(

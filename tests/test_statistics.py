@@ -1,6 +1,8 @@
-"""Statistics of repeated and compared runs (SPEC §20): pass@k / pass^k, the exact McNemar test and
-the bootstrap interval of the pass-rate change, each checked against an independent computation
-(scipy, itertools), and the `--agent-eval-gate suite` gate as a user runs it.
+"""Statistics of repeated and compared runs (SPEC §20), each checked independently.
+
+pass@k / pass^k, the exact McNemar test and the bootstrap interval of the pass-rate change, each
+checked against an independent computation (scipy, itertools), and the `--agent-eval-gate suite`
+gate as a user runs it.
 """
 
 from __future__ import annotations
@@ -70,8 +72,9 @@ def _pairs(seed: int, cases: int) -> list[tuple[tuple[int, int], tuple[int, int]
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_the_bootstrap_interval_matches_scipys_bootstrap_over_cases(seed: int) -> None:
-    """scipy resamples the case indices (each case's trials stay together); the percentile intervals
-    agree within the Monte Carlo error of the resampling.
+    """scipy resamples the case indices (a case's trials together); percentile intervals agree.
+
+    They agree within the Monte Carlo error of the resampling.
     """
     np = pytest.importorskip("numpy")
     pairs = _pairs(seed, 40)
@@ -151,7 +154,8 @@ from collections import Counter
 _TRIALS = Counter()
 
 def run(query, context):
-    \"\"\"Trial n of a case answers `hello` when `pattern[n]` is 1 (the pattern repeats), else `nope`.\"\"\"
+    \"\"\"Trial n of a case answers `hello` when `pattern[n]` is 1 (the pattern repeats), \
+else `nope`.\"\"\"
     n = _TRIALS[query]
     _TRIALS[query] += 1
     pattern = context.get("pattern", [1])
@@ -181,8 +185,8 @@ cases:
 """,
     )
     result = flaky.runpytest(
-        "-p", "no:cacheprovider", "--agent-eval-k", "2", "--agent-eval-report", "r.json", "--agent-eval-markdown",
-        "s.md", "--agent-eval-html", "r.html",
+        "-p", "no:cacheprovider", "--agent-eval-k", "2", "--agent-eval-report", "r.json",
+        "--agent-eval-markdown", "s.md", "--agent-eval-html", "r.html",
     )  # fmt: skip
     result.assert_outcomes(passed=3)
     comb = scipy_special.comb
@@ -224,8 +228,9 @@ def test_gate_suite_fails_a_significant_drop_of_the_pass_rate(flaky: pytest.Pyte
     )
     flaky.makefile(".yaml", eval_s=_suite(7))
     result = flaky.runpytest(
-        "-p", "no:cacheprovider", "--agent-eval-baseline", "base.json", "--agent-eval-gate", "suite",
-        "--agent-eval-report", "cand.json", "--agent-eval-html", "cand.html",
+        "-p", "no:cacheprovider", "--agent-eval-baseline", "base.json",
+        "--agent-eval-gate", "suite", "--agent-eval-report", "cand.json",
+        "--agent-eval-html", "cand.html",
     )  # fmt: skip
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     p = scipy_stats.binomtest(0, 7).pvalue
@@ -283,8 +288,10 @@ def test_gate_suite_fails_a_baseline_not_compared(flaky: pytest.Pytester) -> Non
 
 
 def test_the_suite_line_says_which_figure_counts_cases_and_which_trials() -> None:
-    """Repeated cases: 8/8 -> 0/8 cases passed (each by its min_pass_rate) while 40/40 -> 4/40
-    trials passed; the -90.0 pp is the trials' pass rate, and the line says so.
+    """Repeated cases: the pass-rate change is the trials', and the line says so.
+
+    8/8 -> 0/8 cases passed (each by its min_pass_rate) while 40/40 -> 4/40 trials passed; the
+    -90.0 pp is the trials' pass rate.
     """
     from pytest_agent_eval.report.significance import SuiteTest
 
@@ -292,5 +299,6 @@ def test_the_suite_line_says_which_figure_counts_cases_and_which_trials() -> Non
     suite = SuiteTest.of(decided)
     assert suite is not None
     assert suite.line().startswith(
-        "suite: 8/8 -> 0/8 cases passed; McNemar 8 harmful, 0 beneficial, p = 0.00781; pass rate of trials -90.0 pp"
+        "suite: 8/8 -> 0/8 cases passed; McNemar 8 harmful, 0 beneficial, p = 0.00781; pass "
+        "rate of trials -90.0 pp"
     )

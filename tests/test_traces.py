@@ -1,6 +1,7 @@
-"""Traces in and out (SPEC §23, issue 40): every trial an OpenTelemetry trace (OTLP JSON lines,
-OTLP/HTTP), the agent's own spans caught under its trial's root, span checks, tool checks from
-spans, a trace made a case.
+"""Traces in and out (SPEC §23, issue 40): every trial a trace, span checks, a trace as a case.
+
+Every trial an OpenTelemetry trace (OTLP JSON lines, OTLP/HTTP), the agent's own spans caught
+under its trial's root, span checks, tool checks from spans, a trace made a case.
 """
 
 from __future__ import annotations
@@ -30,7 +31,8 @@ def dispatch_tool(name, args):
 
 def agent(query):
     client = openai.OpenAI(max_retries=0)
-    reply = client.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": query}])
+    reply = client.chat.completions.create(model=MODEL, messages=[{"role": "user", \
+"content": query}])
     try:
         found = dispatch_tool("lookup", {"city": query})
     except Exception as exc:
@@ -157,7 +159,8 @@ tracer = trace.get_tracer("weather-agent")
 
 def lookup(city):
     """A tool the agent traces itself, with OpenInference's attributes (no adapter, no mocks)."""
-    attributes = {"openinference.span.kind": "TOOL", "tool.name": "lookup", "input.value": json.dumps({"city": city})}
+    attributes = {"openinference.span.kind": "TOOL", "tool.name": "lookup", \
+"input.value": json.dumps({"city": city})}
     with tracer.start_as_current_span("lookup", attributes=attributes) as span:
         span.set_attribute("output.value", f"sunny in {city}")
         return f"sunny in {city}"
@@ -184,7 +187,8 @@ def _instrumented_suite(n: int) -> str:
       max_llm_calls: 1
       no_error_spans: true
       spans:
-        - {{name: ChatCompletion, attributes: {{openinference.span.kind: LLM}}, within: {{name: "invoke_agent *"}}}}
+        - {{name: ChatCompletion, attributes: {{openinference.span.kind: LLM}}, \
+within: {{name: "invoke_agent *"}}}}
         - {{name: lookup, attributes: {{input.value: {{regex: 'City{k}\\b'}}}}, max_count: 1}}
 """
         for k in range(n)
@@ -215,9 +219,10 @@ def instrumented(pytester: pytest.Pytester, request: pytest.FixtureRequest) -> p
 def test_the_agents_own_spans_are_children_of_their_trials_root(
     instrumented: pytest.Pytester, how: tuple[str, ...]
 ) -> None:
-    """OpenInference's OpenAI instrumentation and the agent's own tool spans: span checks and tool
-    checks read them, each case's spans its own under concurrency and -n; `expect: spans:` needs no
-    trace option.
+    """OpenInference's OpenAI instrumentation and the agent's own tool spans, read by the checks.
+
+    Span checks and tool checks read them, each case's spans its own under concurrency and -n;
+    `expect: spans:` needs no trace option.
     """
     result = instrumented.runpytest(*RUN, *how, "--agent-eval-report", "report.json")
     result.assert_outcomes(passed=6)
@@ -267,7 +272,8 @@ cases:
         [
             "*max_llm_calls: 1 LLM calls, at most 0 allowed*",
             "*invoke_agent weather:agent > ChatCompletion",
-            '*spans: 0 spans like {"name": "lookup", "attributes": {"tool.name": "search"}}, at least 1 expected*',
+            '*spans: 0 spans like {"name": "lookup", "attributes": {"tool.name": "search"}}, '
+            "at least 1 expected*",
             "*closest span: invoke_agent weather:agent > lookup: tool.name='lookup', not 'search'*",
         ]
     )
@@ -318,12 +324,12 @@ def test_a_span_matcher_with_a_typo_is_a_validate_error_at_its_line_with_did_you
     assert main(["validate", str(tmp_path / "eval_typo.yaml")]) != 0
     out = capsys.readouterr().out
     assert (
-        "eval_typo.yaml:7: unknown key 'atributes' in cases[0].expect.spans[0] (did you mean \"attributes\"?) (case c)"
-        in out
+        "eval_typo.yaml:7: unknown key 'atributes' in cases[0].expect.spans[0] (did you mean "
+        '"attributes"?) (case c)' in out
     ), out
     assert (
-        "eval_typo.yaml:8: cases[0].expect.spans[1].status: 'fine' is not one of ['ok', 'error'] (case c)"
-        in out
+        "eval_typo.yaml:8: cases[0].expect.spans[1].status: 'fine' is not one of "
+        "['ok', 'error'] (case c)" in out
     )
 
 
@@ -350,7 +356,8 @@ def test_an_unreachable_otlp_endpoint_is_one_warning_and_the_run_goes_on(
     # counted
     result.stdout.fnmatch_lines(
         [
-            f"agent eval traces over OTLP: {counts[0]} spans dropped (--agent-eval-otlp: spans not sent to *"
+            f"agent eval traces over OTLP: {counts[0]} spans dropped "
+            "(--agent-eval-otlp: spans not sent to *"
         ]
     )
 
@@ -397,7 +404,8 @@ import sys
 
 
 def pytest_sessionfinish(session):
-    loaded = sorted(m for m in sys.modules if m.startswith("opentelemetry") or m == "pytest_agent_eval.traces.engine")
+    loaded = sorted(m for m in sys.modules if m.startswith("opentelemetry") or m == \
+"pytest_agent_eval.traces.engine")
     (session.config.rootpath / "loaded.txt").write_text(" ".join(loaded))
 """
 
@@ -454,7 +462,8 @@ def test_capture_makes_a_trace_a_case_that_validates_and_runs(
         ("{not json", "t.json: not JSON"),
         (
             '{"resourceSpans": [{"scopeSpans": [{"spans": [{"traceId": "zz", "spanId": "00"}]}]}]}',
-            "t.json: resourceSpans[0].scopeSpans[0].spans[0].traceId: 'zz' is not a hex or base64 id",
+            "t.json: resourceSpans[0].scopeSpans[0].spans[0].traceId: 'zz' is "
+            "not a hex or base64 id",
         ),
         ('{"cases": []}', "t.json: not a trace export"),
         ('{"resourceSpans": []}', "t.json: no spans in it"),
@@ -486,8 +495,7 @@ def _free_port() -> int:
 
 @pytest.fixture
 def phoenix(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A real Arize Phoenix (``phoenix serve``) on loopback ports, its working directory a temporary
-    one.
+    """A real Arize Phoenix (``phoenix serve``) on loopback ports, in a temporary working dir.
 
     Phoenix runs from its own virtual environment (``AGENT_EVAL_PHOENIX``: its ``phoenix`` command;
     .ci/run makes it), not the test venv: arize-phoenix brings arize-phoenix-client, whose pytest
@@ -503,8 +511,9 @@ def phoenix(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     command = os.environ.get("AGENT_EVAL_PHOENIX") or shutil.which("phoenix")
     if not command:
         pytest.skip(
-            "no Arize Phoenix: set AGENT_EVAL_PHOENIX to the `phoenix` command of a venv with arize-phoenix "
-            "(python -m venv /tmp/phoenix && /tmp/phoenix/bin/pip install arize-phoenix; .ci/run does)"
+            "no Arize Phoenix: set AGENT_EVAL_PHOENIX to the `phoenix` command of a venv with "
+            "arize-phoenix (python -m venv /tmp/phoenix && /tmp/phoenix/bin/pip install "
+            "arize-phoenix; .ci/run does)"
         )
     port = _free_port()
     folder = tmp_path_factory.mktemp("phoenix")
@@ -548,9 +557,7 @@ def phoenix(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 
 def _phoenix_spans(url: str, want: set[str]) -> list[dict[str, Any]]:
-    """The spans of the project agent-eval through Phoenix's REST API, once every trace of ``want``
-    is in.
-    """
+    """The spans of project agent-eval via Phoenix's REST API, once each trace of ``want`` is in."""
     import time
     import urllib.error
     import urllib.request

@@ -1,7 +1,8 @@
-"""The LLM traffic layer (SPEC §14) as users run it: the real `openai` client (sync and async) and a
-LangGraph agent against the loopback chat-completions server — usage and cost per case, retries,
-infrastructure errors, record and replay (with the server stopped), per-case cassettes with no
-secret in them.
+"""The LLM traffic layer (SPEC §14) as users run it, with real clients against a loopback server.
+
+The real `openai` client (sync and async) and a LangGraph agent against the loopback
+chat-completions server — usage and cost per case, retries, infrastructure errors, record and
+replay (with the server stopped), per-case cassettes with no secret in them.
 """
 
 from __future__ import annotations
@@ -30,13 +31,15 @@ MODEL = "loopback-model"
 
 def sync_agent(query):
     client = openai.OpenAI(max_retries=0)
-    reply = client.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": query}])
+    reply = client.chat.completions.create(model=MODEL, messages=[{"role": "user", \
+"content": query}])
     return reply.choices[0].message.content
 
 
 async def async_agent(query):
     async with openai.AsyncOpenAI(max_retries=0) as client:
-        first = await client.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": query}])
+        first = await client.chat.completions.create(model=MODEL, messages=[{"role": "user", \
+"content": query}])
         second = await client.chat.completions.create(
             model=MODEL, messages=[{"role": "user", "content": query + " again"}]
         )
@@ -50,7 +53,8 @@ def graph_agent():
     async def ask(state):
         async with openai.AsyncOpenAI(max_retries=0) as client:
             prompt = state["messages"][-1].content
-            reply = await client.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": prompt}])
+            reply = await client.chat.completions.create(model=MODEL, messages=[{"role": "user", \
+"content": prompt}])
         return {"messages": [{"role": "assistant", "content": reply.choices[0].message.content}]}
 
     graph = StateGraph(MessagesState)
@@ -76,7 +80,8 @@ def pytest_agent_eval_case_result(item, result):
     hooked = httpx2.HTTPTransport.handle_request.__module__.startswith("pytest_agent_eval")
     with open("usage.jsonl", "a") as out:
         for trial in result.trials:
-            use = {"case": item.case.id, "usage": trial.run.usage, "error": trial.run.error, "hooked": hooked}
+            use = {"case": item.case.id, "usage": trial.run.usage, "error": trial.run.error, \
+"hooked": hooked}
             out.write(json.dumps(use) + "\\n")
 """
 
@@ -330,8 +335,8 @@ def test_a_replay_miss_errors_only_its_case_naming_the_request(
     result.stdout.fnmatch_lines(
         [
             "eval_rr.yaml:8: case case_1: infrastructure error, not the agent's: replay miss: "
-            f"POST {chat.base_url}/chat/completions (no recorded answer in cassettes/eval_rr/case_1.yaml; "
-            "record it with --agent-eval-record=new)",
+            f"POST {chat.base_url}/chat/completions (no recorded answer in "
+            "cassettes/eval_rr/case_1.yaml; record it with --agent-eval-record=new)",
             "*short test summary info*",
             "ERROR eval_rr.yaml::case_1 - InfrastructureError: *",
         ]
@@ -434,9 +439,7 @@ def redis_server_binary() -> str | None:
 
 @pytest.fixture
 def redis_url(tmp_path: Path) -> Iterator[str]:
-    """A real redis-server on a loopback port (the Debian package; CI installs it), else the test is
-    skipped.
-    """
+    """A real redis-server on a loopback port (the Debian package; CI installs it), else a skip."""
     pytest.importorskip("redis")
     binary = redis_server_binary()
     if binary is None:
@@ -485,7 +488,8 @@ def test_the_json_report_and_summary_carry_usage_cost_and_infrastructure_errors(
     agents.write_text(
         agents.read_text().replace(
             "def sync_agent(query):\n    client = openai.OpenAI(max_retries=0)",
-            "def sync_agent(query):\n    client = openai.OpenAI(max_retries=0, base_url='http://127.0.0.1:9/v1')",
+            "def sync_agent(query):\n"
+            "    client = openai.OpenAI(max_retries=0, base_url='http://127.0.0.1:9/v1')",
         )
     )
     result = project.runpytest(*RUN, "--agent-eval-report", "report.json", "-n", "0")
@@ -499,6 +503,7 @@ def test_the_json_report_and_summary_carry_usage_cost_and_infrastructure_errors(
         assert cases[name]["cost"] == pytest.approx(2 * (10 * 1.0 + 5 * 2.0) / 1e6)
     assert cases["down"]["outcome"] == "error"
     assert cases["down"]["error"].startswith(
-        "infrastructure error (not the agent's): POST http://127.0.0.1:9/v1/chat/completions failed: "
+        "infrastructure error (not the agent's): POST "
+        "http://127.0.0.1:9/v1/chat/completions failed: "
     )
     result.stdout.fnmatch_lines(["*agent eval summary*", "*tokens*cost*"])

@@ -1,5 +1,7 @@
-"""The traffic layer's engine alone: usage from whole and streamed answers (OpenAI, Anthropic),
-prices, request matching and scrubbing, cassettes in vcrpy's format, Retry-After, budgets.
+"""The traffic layer's engine alone: usage, prices, matching, scrubbing, cassettes, budgets.
+
+Usage from whole and streamed answers (OpenAI, Anthropic), prices, request matching and scrubbing,
+cassettes in vcrpy's format, Retry-After, budgets.
 """
 
 from __future__ import annotations

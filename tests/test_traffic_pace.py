@@ -1,8 +1,9 @@
-"""The provider's budget (SPEC §14, issue 26) as users run it: the official `openai` client against
-the loopback provider answering 429s — one pace for the whole run (a 429's cool-down shared by every
-thread, the rate the provider announces kept), on with no option at all; a spent quota not retried;
-a case judged on what the agent got when its own retry succeeded; the written budget stamped with
-Redis's clock.
+"""The provider's budget (SPEC §14, issue 26) as users run it: one pace for the run, on by default.
+
+The official `openai` client against the loopback provider answering 429s — one pace for the whole
+run (a 429's cool-down shared by every thread, the rate the provider announces kept), on with no
+option at all; a spent quota not retried; a case judged on what the agent got when its own retry
+succeeded; the written budget stamped with Redis's clock.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from openai_server import ChatServer
 from test_traffic import busiest_second, point_at, redis_url  # noqa: F401 (a fixture)
 
 from pytest_agent_eval.traffic.pace import announced
-from pytest_agent_eval.traffic.store import RedisStore, update_state
+from pytest_agent_eval.traffic.store import RedisStore, reserve_state, send_state, update_state
 
 pytest.importorskip("openai")
 
@@ -26,13 +27,15 @@ import openai
 
 def no_retries(query):
     client = openai.OpenAI(max_retries=0)
-    reply = client.chat.completions.create(model="loopback-model", messages=[{"role": "user", "content": query}])
+    reply = client.chat.completions.create(model="loopback-model", messages=[{"role": "user", \
+"content": query}])
     return reply.choices[0].message.content
 
 
 def sdk_retries(query):
     client = openai.OpenAI()  # its default: 2 retries
-    reply = client.chat.completions.create(model="loopback-model", messages=[{"role": "user", "content": query}])
+    reply = client.chat.completions.create(model="loopback-model", messages=[{"role": "user", \
+"content": query}])
     return reply.choices[0].message.content
 
 
@@ -75,9 +78,10 @@ def project(pytester: pytest.Pytester) -> pytest.Pytester:
 def test_a_429s_cool_down_holds_back_every_thread_with_no_option(
     project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The first answer is a 429 asking for 1 s, and the provider answers 429 to anything within
-    that second: six cases at concurrency 6 whose client does not retry all pass, the provider
-    answering one 429 in all.
+    """A 429 asking for 1 s, and 429s to anything within it: six cases all pass, one 429 in all.
+
+    The six cases run at concurrency 6 and their client does not retry; the provider answers one
+    429 in all.
     """
     project.makefile(".yaml", eval_cool=evals("no_retries", 6))
     with ChatServer(lambda prompt: None, failures=1, retry_after="1", retry_after_ms=1000) as chat:
@@ -90,11 +94,13 @@ def test_a_429s_cool_down_holds_back_every_thread_with_no_option(
 def test_the_rate_the_provider_announces_is_kept(
     project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A provider of 5 requests/s announcing it in OpenAI's `x-ratelimit-*` headers: 20 cases at
-    concurrency 20 and no option pass, with few requests answered 429 (without the pace most cases
-    fail on one). Not none: each answer's rate is read as used / time to full, and `remaining` is
-    rounded down while the time is not (a level of 3.6 of 5 reads as 7/s); under load the next
-    requests can overrun the bucket a few times before the cool-down holds them.
+    """A provider of 5 requests/s announcing it in `x-ratelimit-*` headers: 20 cases pass, few 429s.
+
+    The 20 cases run at concurrency 20 with no option, and pass with few requests answered 429
+    (without the pace most cases fail on one). Not none: each answer's rate is read as used / time
+    to full, and `remaining` is rounded down while the time is not (a level of 3.6 of 5 reads as
+    7/s); under load the next requests can overrun the bucket a few times before the cool-down holds
+    them.
     """
     project.makefile(".yaml", eval_rate=evals("no_retries", 20))
     with ChatServer(lambda prompt: None, rate=5) as chat:
@@ -107,9 +113,10 @@ def test_the_rate_the_provider_announces_is_kept(
 def test_a_provider_that_announces_no_rate_is_paced_by_its_429s(
     project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A provider of 5 requests/s that sends no rate-limit header, only bare 429s beyond it: 20
-    cases at concurrency 20 whose client does not retry and no option all pass; each 429 slows the
-    run's pace (AIMD), so fewer requests are answered 429 than there are cases.
+    """A provider of 5 requests/s sending only bare 429s beyond it: 20 cases pass, fewer 429s.
+
+    20 cases at concurrency 20 whose client does not retry and no option all pass; each 429 slows
+    the run's pace (AIMD), so fewer requests are answered 429 than there are cases.
     """
     project.makefile(".yaml", eval_bare=evals("no_retries", 20))
     with ChatServer(lambda prompt: None, rate=5, announce=False, retry_after=None) as chat:
@@ -119,9 +126,10 @@ def test_a_provider_that_announces_no_rate_is_paced_by_its_429s(
 
 
 def test_a_burst_of_429s_halves_the_pace_once() -> None:
-    """Twenty requests sent together all answered 429: the pace halves once, not twenty times (2^20
-    times slower was a run that stood still); a 429 to a request sent after that halving halves it
-    again.
+    """Twenty requests sent together all answered 429: the pace halves once, not twenty times.
+
+    2^20 times slower was a run that stood still; a 429 to a request sent after that halving halves
+    it again.
     """
     state: dict[str, float] = {"gap:api": 0.01}
     update_state(state, 100.0, [("slower", "step:api", 0.05)] * 20)
@@ -148,6 +156,32 @@ def test_redis_halves_the_pace_once_for_a_burst_of_429s(redis_url: str) -> None:
     assert float(client.hget("agent-eval:test-burst", "step:api") or 0) == pytest.approx(0.02)
     store.update([("slower", "step:api", 0.0)])  # sent now, after the halving
     assert float(client.hget("agent-eval:test-burst", "step:api") or 0) == pytest.approx(0.04)
+    store.close()
+
+
+def test_requests_that_wake_late_together_are_sent_a_step_apart() -> None:
+    """A loaded machine wakes its sleepers late and together: a send gate spaces them apart.
+
+    The permits were slots, so those requests would have reached the provider in one burst; the
+    send gate spaces them a step apart.
+    """
+    state: dict[str, float] = {}
+    update_state(state, 100.0, [("set", "step", 0.1)])
+    slots = [reserve_state(state, 100.0, "api", 0.0) for _ in range(10)]  # ten permits at once
+    assert slots == pytest.approx([k / 10 for k in range(10)])
+    waits = [send_state(state, 101.0, "api") for _ in range(10)]  # every sleeper woke at 101.0
+    assert waits == pytest.approx([0.0] + [0.1] * 9)
+    assert send_state(state, 101.1, "api") == 0.0  # a step later, the next goes
+
+
+def test_redis_spaces_late_requests_with_its_own_clock(redis_url: str) -> None:  # noqa: F811
+    """The same gate in the store's Lua script, on Redis's clock."""
+    store = RedisStore(redis_url, "agent-eval:test-send")
+    store.update([("set", "step", 0.5)])
+    for _ in range(10):
+        store.reserve("api", 0.0)
+    waits = [store.send("api") for _ in range(10)]  # all at once, whatever their slots
+    assert waits[0] == 0.0 and all(0.3 < w <= 0.5 for w in waits[1:]), waits
     store.close()
 
 
@@ -179,9 +213,7 @@ def test_openai_and_anthropic_rate_limit_headers_are_read() -> None:
 def test_a_spent_quota_is_not_retried_and_errors_at_once(
     project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """`insufficient_quota`: neither the hook nor the client (told `x-should-retry: false`) tries
-    again.
-    """
+    """`insufficient_quota`: neither the hook nor the client (`x-should-retry: false`) retries."""
     project.makefile(".yaml", eval_quota=evals("sdk_retries", 1))
     with ChatServer(lambda prompt: None, failures=100, quota_spent=True) as chat:
         point_at(monkeypatch, chat.base_url)
@@ -214,9 +246,7 @@ def test_a_wait_beyond_the_cap_is_not_retried_and_says_so(
 def test_the_agents_own_retry_that_succeeds_is_judged_not_an_error(
     project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The hook gives up (one retry) twice, the agent's own loop sends the request a third time and
-    gets its answer: the case is judged on that answer.
-    """
+    """The hook gives up (one retry) twice, the agent's own third try succeeds: judged on that."""
     project.makefile(".yaml", eval_own=evals("own_retries", 1))
     with ChatServer(lambda prompt: None, failures=4, retry_after="0") as chat:
         point_at(monkeypatch, chat.base_url)
@@ -240,8 +270,9 @@ def test_a_redis_budget_is_stamped_with_redis_clock(
     monkeypatch: pytest.MonkeyPatch,
     redis_url: str,  # noqa: F811
 ) -> None:
-    """Two pytest processes share a 4/s budget in Redis, one with its clock 2 s ahead: the provider
-    never sees more than the budget in a second (one more for the edges of the window).
+    """Two processes share a 4/s budget in Redis, one clock 2 s ahead: the provider sees no excess.
+
+    The provider never sees more than the budget in a second (one more for the edges of the window).
     """
     project.makepyfile(skewed_clock=SKEW)
     project.makefile(".yaml", eval_a=evals("no_retries", 10).replace("case_", "a_"))

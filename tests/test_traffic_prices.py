@@ -1,8 +1,9 @@
-"""What a run's LLM calls cost (SPEC §14) as a user reads it in the reports: cached and
-cache-written input tokens at their own list prices (OpenAI chat completions and Responses through
-the real `openai` client, Anthropic's messages through `httpx`), prices from the ini beside the
-maintained table, and a model without a price named in the record, the terminal summary and every
-report, with the sums it leaves out marked partial.
+"""What a run's LLM calls cost (SPEC §14) as a user reads it in the reports.
+
+Cached and cache-written input tokens at their own list prices (OpenAI chat completions and
+Responses through the real `openai` client, Anthropic's messages through `httpx`), prices from the
+ini beside the maintained table, and a model without a price named in the record, the terminal
+summary and every report, with the sums it leaves out marked partial.
 """
 
 from __future__ import annotations
@@ -28,7 +29,8 @@ import openai
 
 def chat(query, context):
     client = openai.OpenAI(max_retries=0)
-    reply = client.chat.completions.create(model=context["model"], messages=[{"role": "user", "content": query}])
+    reply = client.chat.completions.create(model=context["model"], messages=[{"role": "user", \
+"content": query}])
     return reply.choices[0].message.content
 
 
@@ -42,7 +44,8 @@ def anthropic(query, context):
     reply = httpx.post(
         os.environ["OPENAI_BASE_URL"] + "/messages",
         headers={"x-api-key": "sk-ant-loopback", "anthropic-version": "2023-06-01"},
-        json={"model": context["model"], "max_tokens": 100, "messages": [{"role": "user", "content": query}]},
+        json={"model": context["model"], "max_tokens": 100, "messages": [{"role": "user", \
+"content": query}]},
     )
     reply.raise_for_status()
     return reply.json()["content"][0]["text"]
@@ -89,9 +92,7 @@ def project(pytester: pytest.Pytester) -> pytest.Pytester:
 
 
 def use_table(pytester: pytest.Pytester, table: str) -> None:
-    """``maintained``: genai-prices' table (the ``prices`` extra); ``built-in``: as where it is not
-    installed.
-    """
+    """``maintained``: genai-prices' table (the ``prices`` extra); ``built-in``: as without it."""
     if table == "maintained":
         pytest.importorskip("genai_prices", reason="the dev extra installs genai-prices")
     else:
@@ -307,8 +308,8 @@ def test_max_cost_fails_on_the_known_part_of_a_partial_sum(
     assert result.ret == 1
     result.stdout.fnmatch_lines(
         [
-            "agent eval threshold missed: cost 0.0000 (partial: 1 case with unpriced models: foo-model)"
-            " > agent_eval_max_cost 1e-05"
+            "agent eval threshold missed: cost 0.0000 (partial: 1 case with unpriced models: "
+            "foo-model) > agent_eval_max_cost 1e-05"
         ]
     )
 
@@ -325,8 +326,9 @@ def test_max_cost_within_a_partial_sum_is_not_checked_and_says_why(
     assert result.ret == 0
     result.stdout.fnmatch_lines(
         [
-            "agent eval threshold not checked: agent_eval_max_cost: the known cost 0.0000 is within 5, but it leaves"
-            " out 1 case with unpriced models: foo-model (give their prices in agent_eval_prices)"
+            "agent eval threshold not checked: agent_eval_max_cost: the known cost 0.0000 is "
+            "within 5, but it leaves out 1 case with unpriced models: foo-model (give their "
+            "prices in agent_eval_prices)"
         ]
     )
 
@@ -341,7 +343,8 @@ def sdk_agent():
     from agents import Agent, OpenAIChatCompletionsModel
 
     client = AsyncOpenAI(base_url=os.environ["OPENAI_BASE_URL"], api_key="unused", max_retries=0)
-    return Agent(name="travel", model=OpenAIChatCompletionsModel(model="gpt-4o", openai_client=client))
+    return Agent(name="travel", model=OpenAIChatCompletionsModel(model="gpt-4o", \
+openai_client=client))
 
 
 def pydantic_ai_agent():

@@ -1,6 +1,7 @@
-"""The verdict cache's key and storage (SPEC §25): the key changes with each thing a verdict depends
-on, and with nothing else; a row that cannot be read, or that another plugin version wrote, is a
-miss.
+"""The verdict cache's key and storage (SPEC §25): the key follows what a verdict depends on.
+
+The key changes with each thing a verdict depends on, and with nothing else; a row that cannot be
+read, or that another plugin version wrote, is a miss.
 """
 
 from __future__ import annotations
@@ -9,12 +10,13 @@ import dataclasses
 import importlib
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from pytest_agent_eval.core.case import Case
 from pytest_agent_eval.report.case_input import content_hash
-from pytest_agent_eval.report.verdict_cache import KeyParts, VerdictCache, agent_fingerprint
+from pytest_agent_eval.report.verdict_cache import KeyParts, agent_fingerprint
 from pytest_agent_eval.version import __version__
 
 BASE = KeyParts(
@@ -66,11 +68,10 @@ def test_the_case_content_is_the_case_not_its_place(tmp_path: Path) -> None:
 
 @pytest.fixture
 def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A project with an agent module that imports a helper of its own, a package's module and the
-    stdlib.
-    """
+    """A project whose agent module imports a helper of its own, a package's module and stdlib."""
     (tmp_path / "fp_agent.py").write_text(
-        "import json\nimport fp_helper\nfrom fp_pkg import tools\n\ndef run(q, c):\n    return fp_helper.say()\n"
+        "import json\nimport fp_helper\nfrom fp_pkg import tools\n\ndef run(q, c):\n"
+        "    return fp_helper.say()\n"
     )
     (tmp_path / "fp_helper.py").write_text("def say():\n    return 'ok'\n")
     (tmp_path / "fp_pkg").mkdir()
@@ -107,40 +108,6 @@ def test_a_declared_agent_version_stands_for_the_source(project: Path) -> None:
         "fp_agent:run", project
     )
     assert agent_fingerprint("http://127.0.0.1:9/agent", project).startswith("ref:")
-
-
-def test_records_round_trip_and_unreadable_rows_are_misses(tmp_path: Path) -> None:
-    path = tmp_path / ".agent-eval" / "cache.db"
-    cache = VerdictCache(path)
-    record = {"nodeid": "e.yaml::a", "outcome": "passed", "score": 1.0}
-    cache.put("k1", "e.yaml::a", record, 1.0)
-    assert cache.get("k1") == record
-    assert cache.get("k2") is None
-    cache.close()
-    db = sqlite3.connect(path)
-    db.execute(
-        "INSERT INTO verdicts VALUES ('old', 'e.yaml::b', '0.0.1', ?, 1.0)",
-        ('{"outcome": "passed"}',),
-    )
-    db.execute(
-        "INSERT INTO verdicts VALUES ('bad', 'e.yaml::c', ?, '{not json', 1.0)", (__version__,)
-    )
-    db.execute("INSERT INTO verdicts VALUES ('odd', 'e.yaml::d', ?, '[1]', 1.0)", (__version__,))
-    db.commit()
-    db.close()
-    again = VerdictCache(path)
-    assert again.get("old") is None  # another plugin version's record is never reused
-    assert again.get("bad") is None and again.get("odd") is None
-    assert again.get("k1") == record
-
-
-def test_a_corrupt_database_is_a_miss_and_says_so(tmp_path: Path) -> None:
-    path = tmp_path / "cache.db"
-    path.write_bytes(b"this is not an SQLite database" * 100)
-    cache = VerdictCache(path)
-    assert cache.get("k1") is None
-    cache.put("k1", "e.yaml::a", {"outcome": "passed"}, 1.0)
-    assert cache.problem is not None and "cache.db" in cache.problem
 
 
 CACHE_AGENT = '''
@@ -274,3 +241,386 @@ def test_a_replayed_cases_cassette_is_part_of_its_key(cached: pytest.Pytester) -
     cached.runpytest(*run)
     records = _records(cached, "r.json")
     assert {name for name, r in records.items() if not r["cached"]} == {"good"}
+
+
+# -- where the cache lives: the run store (SPEC §24)
+# ---------------------------------------------------------------------
+
+
+def _rows(path: Path, query: str) -> list[tuple[object, ...]]:
+    db = sqlite3.connect(path)
+    try:
+        return db.execute(query).fetchall()
+    finally:
+        db.close()
+
+
+def test_the_cache_lives_in_the_run_store(cached: pytest.Pytester) -> None:
+    """The records go to the store's ``verdicts`` table, beside the runs; no file of its own."""
+    cached.runpytest("-p", "no:cacheprovider", "--agent-eval-changed").assert_outcomes(
+        passed=2, failed=1
+    )
+    store = cached.path / ".agent-eval" / "runs.db"
+    ((run_id,),) = _rows(store, "SELECT id FROM runs")
+    rows = _rows(store, "SELECT nodeid, version, run_id FROM verdicts ORDER BY nodeid")
+    assert rows == [
+        (f"eval_cached.yaml::{name}", __version__, run_id) for name in ("bad", "good", "other")
+    ]
+    assert not (cached.path / ".agent-eval" / "cache.db").exists()
+    _calls(cached)
+    elsewhere = cached.path / "team.db"  # another store: nothing cached there yet
+    cached.runpytest(
+        "-p", "no:cacheprovider", "--agent-eval-changed", f"--agent-eval-store={elsewhere}"
+    ).assert_outcomes(passed=2, failed=1)
+    assert len(_calls(cached)) == 3
+    assert len(_rows(elsewhere, "SELECT key FROM verdicts")) == 3
+
+
+def test_an_old_cache_file_is_not_read_and_said_once(cached: pytest.Pytester) -> None:
+    old = cached.path / ".agent-eval" / "cache.db"
+    old.parent.mkdir()
+    old.write_bytes(b"an earlier build's cache")
+    result = cached.runpytest("-p", "no:cacheprovider", "--agent-eval-changed")
+    result.assert_outcomes(passed=2, failed=1)
+    assert len(_calls(cached)) == 3  # nothing came from it
+    told = [line for line in result.outlines if ".agent-eval/cache.db is no longer read" in line]
+    assert told == [
+        "agent eval cache: .agent-eval/cache.db is no longer read: the verdict cache is in the run "
+        "store now (--agent-eval-store); delete the file"
+    ]
+    assert old.read_bytes() == b"an earlier build's cache"  # left as it was
+
+
+def test_the_cache_without_a_store_is_a_usage_error(cached: pytest.Pytester) -> None:
+    result = cached.runpytest(
+        "-p", "no:cacheprovider", "--agent-eval-cache=on", "--agent-eval-store=off"
+    )
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        ["*--agent-eval-cache on: the verdict cache lives in the run store, which is off*"]
+    )
+
+
+def test_a_corrupt_store_runs_every_case_and_says_so_once(cached: pytest.Pytester) -> None:
+    store = cached.path / ".agent-eval" / "runs.db"
+    store.parent.mkdir()
+    store.write_bytes(b"this is not an SQLite database" * 100)
+    result = cached.runpytest("-p", "no:cacheprovider", "--agent-eval-changed")
+    result.assert_outcomes(passed=2, failed=1)  # the verdicts of a run, not of the cache
+    assert len(_calls(cached)) == 3
+    said = [line for line in result.outlines if line.startswith("agent eval cache:")]
+    assert len(said) == 1 and "the run store cannot be used" in said[0] and "runs.db" in said[0]
+
+
+def test_the_cache_on_a_postgresql_store(cached: pytest.Pytester, postgres_url: str) -> None:
+    """A team's store: a run on one machine fills it, the next run (anywhere) reuses it."""
+    import uuid
+
+    from postgres_support import fresh_database
+
+    database = fresh_database(postgres_url, f"t_{uuid.uuid4().hex[:12]}")
+    run = ("-p", "no:cacheprovider", "--agent-eval-changed", f"--agent-eval-store={database}")
+    cached.runpytest(*run).assert_outcomes(passed=2, failed=1)
+    assert len(_calls(cached)) == 3
+    again = cached.runpytest(*run, "--agent-eval-report", "r.json")
+    again.assert_outcomes(passed=2, failed=1)
+    assert _calls(cached) == []
+    assert all(r["cached"] for r in _records(cached, "r.json").values())
+    import psycopg
+
+    with psycopg.connect(database) as conn:
+        runs = [r for (r,) in conn.execute("SELECT id FROM runs ORDER BY started, saved")]
+        stored = conn.execute("SELECT count(*), min(run_id), max(run_id) FROM verdicts").fetchone()
+    assert len(runs) == 2 and stored == (3, runs[0], runs[0])  # the first run made them
+    assert {r["run_id"] for r in _records(cached, "r.json").values()} == {runs[0]}
+
+
+# -- what the user sees of a reused record
+# ---------------------------------------------------------------------------
+
+
+def test_a_reused_record_keeps_its_run_and_trace_ids_and_says_cached_everywhere(
+    cached: pytest.Pytester,
+) -> None:
+    pytest.importorskip("opentelemetry.sdk", reason="the otel extra traces the first run")
+    import xml.etree.ElementTree as ET
+
+    first = cached.runpytest(
+        "-p", "no:cacheprovider", "-v", "--agent-eval-changed", "--agent-eval-report=r1.json",
+        "--agent-eval-traces=t1.jsonl",
+    )  # fmt: skip
+    first.assert_outcomes(passed=2, failed=1)
+    (saved,) = [line for line in first.outlines if line.startswith("agent eval store: run ")]
+    run_id = saved.split()[4]
+    before = _records(cached, "r1.json")
+    assert all(len(str(r["trace_id"])) == 32 for r in before.values())
+    _calls(cached)
+    again = cached.runpytest(
+        "-p", "no:cacheprovider", "-v", "--agent-eval-changed", "--agent-eval-report=r2.json",
+        "--agent-eval-traces=t2.jsonl", "--junitxml=j.xml", "--agent-eval-markdown=r.md",
+        "--agent-eval-html=r.html",
+    )  # fmt: skip
+    again.assert_outcomes(passed=2, failed=1)
+    assert _calls(cached) == []
+    # the terminal
+    again.stdout.fnmatch_lines(
+        [
+            "eval_cached.yaml::good PASSED (cached)*",
+            "eval_cached.yaml::bad FAILED (cached)*",
+            "eval_cached.yaml::other PASSED (cached)*",
+        ],
+        consecutive=True,
+    )
+    again.stdout.fnmatch_lines(["verdict cache: 3 of 3 cases reported from it (not run again)"])
+    # the JSON report: the first run's ids
+    after = _records(cached, "r2.json")
+    for name, record in after.items():
+        assert record["cached"] is True and record["run_id"] == run_id, name
+        assert record["trace_id"] == before[name]["trace_id"], name
+        assert record["trials"] == before[name]["trials"], name  # each trial's trace id with it
+    assert (cached.path / "t2.jsonl").read_text() == ""  # nothing ran, nothing traced
+    spans = (cached.path / "t1.jsonl").read_text()
+    assert f'"stringValue": "{run_id}"' in spans or f'"stringValue":"{run_id}"' in spans
+    # junit
+    cases = {c.get("name"): c for c in ET.parse(cached.path / "j.xml").iter("testcase")}
+    for name in ("bad", "good", "other"):
+        props = {p.get("name"): p.get("value") for p in cases[name].iter("property")}
+        assert props["cached"] == "true" and props["run_id"] == run_id, name
+        assert props["trace_id"] == before[name]["trace_id"], name
+    # markdown: the summary's note and the failure's row
+    markdown = (cached.path / "r.md").read_text()
+    assert "verdict cache: 3 of 3 cases reported from it (not run again)" in markdown
+    assert "| `eval_cached.yaml::bad` | failed (cached) |" in markdown
+    # the run store's viewer: the second run's cases, each linking the run that made it
+    from pytest_agent_eval.memory.store import Store
+    from pytest_agent_eval.memory.viewer import Viewer
+
+    store = Store(f"sqlite:///{cached.path / '.agent-eval' / 'runs.db'}")
+    try:
+        (second,) = [r.id for r in store.runs() if r.id != run_id]
+        status, html = Viewer(store).run(second)
+    finally:
+        store.close()
+    assert status == 200 and html.count(f'(cached from <a href="/run/{run_id}">{run_id}</a>)') == 3
+    # the HTML page's data (the page itself: test_the_html_page_shows_a_cached_case)
+    page = (cached.path / "r.html").read_text()
+    assert f'"run_id": "{run_id}"' in page or f'"run_id":"{run_id}"' in page
+
+
+def test_the_html_page_shows_a_cached_case(cached: pytest.Pytester, browser: Any) -> None:
+    cached.runpytest("-p", "no:cacheprovider", "-v", "--agent-eval-changed").assert_outcomes(
+        passed=2, failed=1
+    )
+    store = cached.path / ".agent-eval" / "runs.db"
+    ((run_id,),) = _rows(store, "SELECT id FROM runs")
+    edited = CACHE_CASES.replace(
+        "other, say: ok}, expect: {contains: [ok]}", "other, say: ok}, expect: {contains: [o]}"
+    )
+    cached.makefile(".yaml", eval_cached=edited)  # `other` runs again, the others are cached
+    cached.runpytest(
+        "-p", "no:cacheprovider", "--agent-eval-changed", "--agent-eval-html=page.html"
+    ).assert_outcomes(passed=2, failed=1)
+    from test_html_report import _open  # the page from disk, any other request refused and noted
+
+    page, requested = _open(browser, cached.path / "page.html")
+    rows = page.locator("#case-table tbody tr.case").all_inner_texts()
+    outcomes = {row.split("\t")[0].strip(): row.split("\t")[1].strip() for row in rows}
+    assert outcomes == {
+        "eval_cached.yaml::good": "passed (cached)",
+        "eval_cached.yaml::bad": "failed (cached)",
+        "eval_cached.yaml::other": "passed",
+    }
+    page.fill("#f-text", "eval_cached.yaml::bad")
+    page.click("#case-table tbody tr.case")
+    assert f"from the verdict cache (run {run_id})" in page.inner_text("#case-table tr.detail")
+    assert requested == []
+
+
+# -- rows read back are data (SPEC §22)
+# ---------------------------------------------------------------------------
+
+
+def _plant(store: Path, nodeid: str, **changes: Any) -> None:
+    """Change the stored row of ``nodeid``: its columns as given.
+
+    ``record`` may be a function of the record's JSON text.
+    """
+    db = sqlite3.connect(store)
+    try:
+        (text,) = db.execute("SELECT record FROM verdicts WHERE nodeid = ?", (nodeid,)).fetchone()
+        values = {k: (v(text) if callable(v) else v) for k, v in changes.items()}
+        sets = ", ".join(f"{k} = ?" for k in values)
+        db.execute(f"UPDATE verdicts SET {sets} WHERE nodeid = ?", (*values.values(), nodeid))
+        db.commit()
+    finally:
+        db.close()
+
+
+def _flipped(text: str) -> str:
+    import json
+
+    record = json.loads(text)
+    record["outcome"] = "passed"  # its trials still say it failed
+    return json.dumps(record)
+
+
+def test_a_planted_or_garbled_row_is_a_miss_said_once_never_a_verdict(
+    cached: pytest.Pytester,
+) -> None:
+    cached.runpytest("-p", "no:cacheprovider", "--agent-eval-changed").assert_outcomes(
+        passed=2, failed=1
+    )
+    _calls(cached)
+    store = cached.path / ".agent-eval" / "runs.db"
+    _plant(store, "eval_cached.yaml::good", record="{not json")
+    _plant(store, "eval_cached.yaml::bad", record=_flipped)
+    _plant(store, "eval_cached.yaml::other", version="0.0.1")  # another plugin version's
+    result = cached.runpytest("-p", "no:cacheprovider", "--agent-eval-changed")
+    result.assert_outcomes(passed=2, failed=1)  # bad still fails: its own verdict, not the row's
+    assert _calls(cached) == ["bad", "good", "other"]
+    said = [line for line in result.outlines if line.startswith("agent eval cache:")]
+    assert said == [
+        "agent eval cache: 2 stored entries could not be trusted and were not reused (run or "
+        "asked again): eval_cached.yaml::good: not JSON"
+    ]
+    assert "Traceback" not in result.stdout.str()
+    # the cases that ran stored their records again: the next run reuses them all
+    cached.runpytest("-p", "no:cacheprovider", "--agent-eval-changed").assert_outcomes(
+        passed=2, failed=1
+    )
+    assert _calls(cached) == []
+
+
+RECORD = {
+    "nodeid": "e.yaml::a", "case_id": "a", "file": "e.yaml", "line": 2, "outcome": "failed",
+    "tags": [], "description": None, "metadata": {}, "score": 0.0, "min_score": None,
+    "min_pass_rate": 1.0, "passes": 0, "checks": [], "tool_calls": [], "output": "nope",
+    "transcript": [], "latency_s": 0.1, "tokens": None, "cost": None, "error": None, "reason": None,
+    "duration_s": 0.1, "content_hash": "0123456789abcdef",
+    "trials": [{"passed": False, "score": 0.0, "latency_s": 0.1, "error": None, "tokens": None,
+                "cost": None, "checks": []}],
+}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("change", "why"),
+    [
+        ({"outcome": "passed"}, "outcome: 'passed', not the one its trials give"),
+        ({"passes": 1}, "passes: 1, but 0 of its trials passed"),
+        ({"outcome": "error"}, "outcome: 'error' is not a verdict"),
+        ({"case_id": "b"}, "case_id: 'b', not the case's 'a'"),
+        ({"content_hash": "fedcba9876543210"}, "content_hash: 'fedcba9876543210', not the case's"),
+        ({"trials": []}, "trials: none"),
+        ({"score": "high"}, "score: 'high' is not of type"),
+        ({"score": 7.5}, "score: 7.5 is greater than the maximum of 1"),
+        ({"cost": -1.0}, "cost: -1.0 is less than the minimum of 0"),
+        ({"planted": "x"}, "(the document): Additional properties are not allowed ('planted' was"),
+    ],
+    ids=lambda value: next(iter(value)) if isinstance(value, dict) else None,
+)
+def test_a_stored_record_is_checked_field_by_field(change: dict[str, Any], why: str) -> None:
+    import json
+
+    from pytest_agent_eval.report.verdict_cache import trusted
+
+    assert trusted(json.dumps(RECORD), "a", "0123456789abcdef") == (RECORD, "")
+    record, said = trusted(json.dumps({**RECORD, **change}), "a", "0123456789abcdef")
+    assert record is None and said.startswith(why), said
+
+
+# -- the judge-verdict cache
+# ----------------------------------------------------------------------------------------
+
+JUDGED_CASES = """\
+agent: cache_agent:run
+cases:
+  - {id: a, input: hi, context: {case: a, say: ok}, expect: {judge: answers politely}}
+  - id: b
+    input: hi
+    context: {case: b, say: ok}
+    expect: {judge: answers politely, contains: [ok]}
+  - {id: c, input: hi, context: {case: c, say: hello}, expect: {judge: answers politely}}
+"""
+
+
+@pytest.fixture
+def judge_llm(monkeypatch: pytest.MonkeyPatch) -> Any:
+    """The loopback OpenAI-compatible judge (tests/openai_server.py): every reply a score.
+
+    Its ``log`` counts the requests.
+    """
+    pytest.importorskip("openai", reason="the default judge LLM talks through the openai client")
+    from openai_server import ChatServer
+    from test_traffic import point_at
+
+    with ChatServer(
+        lambda prompt: None, answer=lambda body: '{"score": 0.9, "reason": "polite"}'
+    ) as server:
+        monkeypatch.setenv("AGENT_EVAL_LLM_MODEL", "judge-model")
+        point_at(monkeypatch, server.base_url)
+        yield server
+
+
+def _asked(server: Any) -> int:
+    count = len(server.log)
+    server.log.clear()
+    return count
+
+
+def test_a_judgment_is_paid_for_once_even_when_the_case_changed(
+    cached: pytest.Pytester, judge_llm: Any
+) -> None:
+    cached.makefile(".yaml", eval_cached=JUDGED_CASES)
+    run = ("-p", "no:cacheprovider", "--agent-eval-changed")
+    cached.runpytest(*run).assert_outcomes(passed=3)
+    assert _calls(cached) == ["a", "b", "c"]
+    assert _asked(judge_llm) == 2  # a and b show the judge the same prompt and answer: once
+    # a's other checks change (its key too), not what the judge is shown: the agent runs, the judge
+    # is not asked again
+    cached.makefile(
+        ".yaml",
+        eval_cached=JUDGED_CASES.replace(
+            "say: ok}, expect: {judge: answers politely}}",
+            "say: ok}, expect: {judge: answers politely, contains: [o]}}",
+        ),
+    )
+    again = cached.runpytest(*run, "--agent-eval-report", "r.json")
+    again.assert_outcomes(passed=3)
+    assert _calls(cached) == ["a"]
+    assert _asked(judge_llm) == 0
+    judged = _records(cached, "r.json")["a"]["checks"]
+    assert [(c["name"], c["score"]) for c in judged] == [("judge", 0.9), ("contains", 1.0)]
+    # the judged output changed: asked again
+    (cached.path / "cache_helper.py").write_text("def answer(text):\n    return text + '!'\n")
+    cached.runpytest(*run).assert_outcomes(passed=3)
+    assert _calls(cached) == ["a", "b", "c"] and _asked(judge_llm) == 2
+    # a garbled judgment is asked again, said once, never a score
+    db = sqlite3.connect(cached.path / ".agent-eval" / "runs.db")
+    db.execute("UPDATE judgments SET replies = ?", ('["no score in here"]',))
+    db.commit()
+    db.close()
+    (cached.path / "cache_helper.py").write_text(
+        "def answer(text):\n    return text + '!'  # edited\n"
+    )
+    garbled = cached.runpytest(*run)
+    garbled.assert_outcomes(passed=3)
+    assert _calls(cached) == ["a", "b", "c"] and _asked(judge_llm) == 2
+    said = [line for line in garbled.outlines if line.startswith("agent eval cache:")]
+    assert (
+        len(said) == 1 and "could not be trusted" in said[0] and "judge reply unreadable" in said[0]
+    )
+
+
+def test_judgments_made_on_xdist_workers_are_stored_by_the_controller(
+    cached: pytest.Pytester, judge_llm: Any
+) -> None:
+    cached.makefile(".yaml", eval_cached=JUDGED_CASES)
+    run = ("-p", "no:cacheprovider", "-n", "2", "--agent-eval-changed")
+    cached.runpytest_subprocess(*run).assert_outcomes(passed=3)
+    assert _calls(cached) == ["a", "b", "c"]
+    assert _asked(judge_llm) in (2, 3)  # a and b on one worker or on two
+    rows = _rows(cached.path / ".agent-eval" / "runs.db", "SELECT model FROM judgments")
+    assert rows == [("judge-model",), ("judge-model",)]
+    (cached.path / "cache_helper.py").write_text("def answer(text):\n    return text  # edited\n")
+    cached.runpytest_subprocess(*run).assert_outcomes(passed=3)
+    assert _calls(cached) == ["a", "b", "c"] and _asked(judge_llm) == 0

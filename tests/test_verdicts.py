@@ -1,6 +1,7 @@
-"""Verdicts and failure text as users see them: scores and counts that agree with the ✗ lines, each
-message once, cases without `expect`, the failure-text hook, agent references from the rootdir
-(pytester).
+"""Verdicts and failure text as users see them, in pytester runs.
+
+Scores and counts that agree with the ✗ lines, each message once, cases without `expect`, the
+failure-text hook, agent references from the rootdir.
 """
 
 from __future__ import annotations
@@ -24,7 +25,8 @@ def dispatch(name, args):
     raise RuntimeError(f"real tool {name} reached")
 
 def run(query, context):
-    """Calls the tools in the context (catching their errors), then answers `say`, or raises `raise`."""
+    """Calls the tools in the context (catching their errors), then answers `say`, or \
+raises `raise`."""
     for name in context.get("calls", []):
         try:
             dispatch(name, {})
@@ -40,9 +42,7 @@ def broken_check(run):
 
 
 def run_evals(pytester: pytest.Pytester, cases: str, *args: str) -> pytest.RunResult:
-    """Write `vagent.py` and `eval_v.yaml` (its cases under `cases:`) and run pytest with a junit
-    report.
-    """
+    """Write `vagent.py` and `eval_v.yaml` (cases under `cases:`); run pytest, a junit report on."""
     pytester.makepyfile(vagent=AGENT)
     pytester.syspathinsert()
     head = "agent: vagent:run\ntool_dispatch: vagent:dispatch\ncases:\n"
@@ -141,9 +141,9 @@ def test_a_dict_without_an_answer_fails_naming_the_keys_it_accepts(
     )
     result.assert_outcomes(passed=1, failed=1)
     assert (
-        "  ✗ the agent returned a dict without an answer: its keys are ['text']; put the answer under 'output', "
-        "'response', 'answer', 'final_message', or return a chat state with 'messages' (a list), a string or an "
-        "AgentResult\n"
+        "  ✗ the agent returned a dict without an answer: its keys are ['text']; put the answer "
+        "under 'output', 'response', 'answer', 'final_message', or return a chat state with "
+        "'messages' (a list), a string or an AgentResult\n"
     ) in result.stdout.str()
 
 
@@ -193,9 +193,9 @@ def test_an_unimportable_agent_reads_as_one_message(pytester: pytest.Pytester) -
     result.stdout.fnmatch_lines(
         [
             "_* a _*",
-            "eval_imp.yaml:1: agent 'nosuchmodule:run': cannot import module 'nosuchmodule': ModuleNotFoundError: "
-            "No module named 'nosuchmodule'; check the module path and that it is importable from the rootdir or "
-            "sys.path",
+            "eval_imp.yaml:1: agent 'nosuchmodule:run': cannot import module 'nosuchmodule': "
+            "ModuleNotFoundError: No module named 'nosuchmodule'; check the module path and that "
+            "it is importable from the rootdir or sys.path",
             "*short test summary info*",
         ]
     )
@@ -262,8 +262,8 @@ def test_an_agent_fixture_of_the_wrong_kind_reads_as_one_message(pytester: pytes
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         [
-            "eval_fx.yaml:2: the `agent` fixture: got int 42, not an agent: expected a callable (query, context) -> "
-            "result, or an object with run/invoke/ainvoke"
+            "eval_fx.yaml:2: the `agent` fixture: got int 42, not an agent: expected a callable "
+            "(query, context) -> result, or an object with run/invoke/ainvoke"
         ]
     )
     result.stdout.no_fnmatch_line("*During handling of the above exception*")
@@ -285,7 +285,8 @@ def test_an_agent_reference_imports_from_the_rootdir_under_bare_pytest(
     (proj / "myproject" / "broken.py").write_text("import no_such_dependency\n")
     (proj / "evals").mkdir()
     (proj / "evals" / "eval_x.yaml").write_text(
-        "agent: myproject.agents:run\ncases:\n  - {id: a, input: q, expect: {contains: [answer to q]}}\n"
+        "agent: myproject.agents:run\ncases:\n"
+        "  - {id: a, input: q, expect: {contains: [answer to q]}}\n"
     )
     (proj / "evals" / "eval_broken.yaml").write_text(
         "agent: myproject.broken:run\ncases:\n  - {id: b, input: q}\n"
@@ -295,8 +296,8 @@ def test_an_agent_reference_imports_from_the_rootdir_under_bare_pytest(
     # a module the agent's module imports is not looked for elsewhere: the message names it
     result.stdout.fnmatch_lines(
         [
-            "evals/eval_broken.yaml:1: agent 'myproject.broken:run': cannot import module 'myproject.broken': "
-            "ModuleNotFoundError: No module named 'no_such_dependency'*"
+            "evals/eval_broken.yaml:1: agent 'myproject.broken:run': cannot import module "
+            "'myproject.broken': ModuleNotFoundError: No module named 'no_such_dependency'*"
         ]
     )
 

@@ -1,7 +1,8 @@
-"""A feature that is off costs nothing (SPEC §27): a run that asks for no option imports none of the
-optional features' modules. Not timed: what a run loads is read from ``sys.modules`` at the
-session's end, in a real pytest subprocess (and in each xdist worker), so the guard bites the day a
-feature's module is imported without its option.
+"""A feature that is off costs nothing (SPEC §27): a run without options imports no feature module.
+
+A run that asks for no option imports none of the optional features' modules. Not timed: what a
+run loads is read from ``sys.modules`` at the session's end, in a real pytest subprocess (and in
+each xdist worker), so the guard bites the day a feature's module is imported without its option.
 """
 
 from __future__ import annotations
@@ -42,7 +43,6 @@ OPTIONAL = (
     "pytest_agent_eval.checks.calibration",
     "pytest_agent_eval.checks.agreement",
     "pytest_agent_eval.plugin.resume",
-    "pytest_agent_eval.plugin.cassettes",
     "pytest_agent_eval.plugin.scheduler",
     # this round's features (module prefixes: the guard holds as they land)
     "pytest_agent_eval.traces",
@@ -57,6 +57,10 @@ OPTIONAL = (
     "yaml",
     "httpx",
     "httpx2",
+    # the run store's (the verdict cache's too): loaded only to make a store, or read one through
+    # SQLAlchemy (a current SQLite store is read and written without it)
+    "sqlalchemy",
+    "alembic",
 )
 """Modules (and packages: every module under them too) a run without options must not import."""
 
@@ -86,8 +90,9 @@ import json, sys
 def pytest_sessionfinish(session):
     # xdist's own: an environment variable would be inherited from an outer run under -n
     worker = getattr(session.config, "workerinput", {}).get("workerid", "main")
-    names = sorted(name for name in sys.modules if name.split(".")[0] in ("pytest_agent_eval", "yaml", "httpx",
-                   "httpx2"))
+    names = sorted(name for name in sys.modules if name.split(".")[0] in ("pytest_agent_eval", \
+"yaml", "httpx",
+                   "httpx2", "sqlalchemy", "alembic"))
     with open(f"loaded-{worker}.json", "w") as out:
         json.dump(names, out)
 """
@@ -96,9 +101,7 @@ AGENT = "def run(query):\n    return f'answer to {query}'\n"
 
 
 def _loaded(pytester: pytest.Pytester) -> dict[str, list[str]]:
-    """The modules each process of the last run had loaded at its session's end, by process
-    (``main``, ``gw0``).
-    """
+    """The modules each process of the last run had loaded at its end (``main``, ``gw0``...)."""
     return {
         path.stem.removeprefix("loaded-"): json.loads(path.read_text())
         for path in pytester.path.glob("loaded-*.json")
@@ -124,10 +127,18 @@ def project(pytester: pytest.Pytester) -> pytest.Pytester:
 
 
 MEMORY_OFF = ("-p", "no:agent_eval_memory")
-"""The run memory (issue 41: the journal, on by default) loads ``memory.journal`` and
-``report.json_report`` in every run, and the checks with the first record: left out here, so the
-guard holds for everything else; ``test_the_run_memory_costs_nothing_either`` states the gap.
+"""The run memory (issue 41: the journal and the store, on by default) loads its own modules with
+the first eval record: left out here, so the guard holds for everything else;
+``test_the_run_memory_loads_its_own_modules_only`` holds what it loads.
 """
+MEMORY = (
+    "pytest_agent_eval.memory",
+    "pytest_agent_eval.memory.journal",
+    "pytest_agent_eval.memory.location",
+    "pytest_agent_eval.memory.quick",
+    "pytest_agent_eval.memory.rows",
+)
+"""What the run memory of a run with eval cases loads when its SQLite store is current."""
 
 
 @pytest.mark.parametrize("xdist", [(), ("-n", "2")], ids=["one process", "-n 2"])
@@ -154,9 +165,7 @@ def test_a_run_without_options_imports_no_optional_feature(
 
 
 def test_a_plain_test_beside_eval_files_loads_no_engine(project: pytest.Pytester) -> None:
-    """pytest makes a node of every file of the directory: the eval file next door is not collected,
-    not read.
-    """
+    """pytest makes a node of every file of the directory: the eval file next door is not read."""
     project.makepyfile(test_plain="def test_plain():\n    pass\n")
     result = project.runpytest_subprocess(
         "-p", "no:cacheprovider", "-p", "no:randomly", *MEMORY_OFF, "test_plain.py"
@@ -167,11 +176,6 @@ def test_a_plain_test_beside_eval_files_loads_no_engine(project: pytest.Pytester
     assert [name for name in _matches(names, OPTIONAL + ENGINE) if name not in CONFIGURED] == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 41's run memory is on by default: its journal loads memory.journal and report.json_report in "
-    "every run (and the checks beside a plain test); to do: load them with the first eval record",
-)
 def test_the_run_memory_costs_nothing_either(project: pytest.Pytester) -> None:
     project.makepyfile(test_plain="def test_plain():\n    pass\n")
     result = project.runpytest_subprocess(
@@ -182,10 +186,35 @@ def test_the_run_memory_costs_nothing_either(project: pytest.Pytester) -> None:
     assert [name for name in _matches(names, OPTIONAL + ENGINE) if name not in CONFIGURED] == []
 
 
-def test_a_written_report_loads_its_format(project: pytest.Pytester) -> None:
-    """The guard's other side: with the option, its module is loaded (the names above are the real
-    ones).
+def test_the_run_memory_loads_its_own_modules_only(project: pytest.Pytester) -> None:
+    """The run memory of a run with eval cases loads its own modules, and no report or SQLAlchemy.
+
+    The journal writes its records without the JSON report; a current SQLite store is read (the
+    flaky cases) and saved without SQLAlchemy, which only the run that made the store loaded.
     """
+    for _ in range(2):
+        result = project.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:randomly")
+        result.assert_outcomes(passed=3)
+    (names,) = _loaded(project).values()
+    assert _matches(names, ("pytest_agent_eval.memory",)) == list(MEMORY)
+    others = tuple(name for name in OPTIONAL if name != "pytest_agent_eval.memory")
+    assert _matches(names, others) == []
+    assert len(list((project.path / ".agent-eval" / "journal").glob("*.jsonl"))) == 2
+
+
+def test_the_verdict_cache_loads_the_store_only_when_asked_for(project: pytest.Pytester) -> None:
+    """The guard's other side for the cache: asked for, it loads the run store and SQLAlchemy."""
+    pytest.importorskip("sqlalchemy", reason="the verdict cache lives in the run store ([store])")
+    result = project.runpytest_subprocess(
+        "-p", "no:cacheprovider", "-p", "no:randomly", *MEMORY_OFF, "--agent-eval-cache=on"
+    )
+    result.assert_outcomes(passed=3)
+    (names,) = _loaded(project).values()
+    assert {"pytest_agent_eval.memory.store", "sqlalchemy"} <= set(names)
+
+
+def test_a_written_report_loads_its_format(project: pytest.Pytester) -> None:
+    """The guard's other side: with the option, its module loads (the names above are real)."""
     result = project.runpytest_subprocess(
         "-p", "no:cacheprovider", "-p", "no:randomly", "--agent-eval-report=r.json"
     )
@@ -197,9 +226,7 @@ def test_a_written_report_loads_its_format(project: pytest.Pytester) -> None:
 
 
 def test_records_with_nothing_to_scrub_are_not_copied_and_the_rest_still_are_scrubbed() -> None:
-    """The records' secrets pass (run on every case) is one look in C when no string can hold a
-    secret.
-    """
+    """The records' secrets pass (every case) is one look in C when no string can hold a secret."""
     from pytest_agent_eval import secrets
 
     clean = {"output": "answer", "transcript": [{"role": "user", "content": "hi"}], "score": 1.0}

@@ -1,7 +1,9 @@
-"""One travel-desk agent (tools ``search_flights`` and ``book_flight``) built every way a user
-builds an agent, for the composition suite (``tests/test_composition.py``, SPEC §17). Each talks to
-the loopback OpenAI-compatible server at ``TRAVEL_LLM_URL`` through its real client, as model
-``travel-<kind>`` (the server tells the kinds apart by it):
+"""One travel-desk agent built every way a user builds an agent, for the composition suite.
+
+The agent has the tools ``search_flights`` and ``book_flight``; the suite is
+``tests/test_composition.py`` (SPEC §17). Each talks to the loopback OpenAI-compatible server at
+``TRAVEL_LLM_URL`` through its real client, as model ``travel-<kind>`` (the server tells the kinds
+apart by it):
 
 * ``run`` (sync), ``arun`` (async) and ``TravelDesk`` (a class: ``module:Class``): a tool loop on
   the official ``openai`` client; the history of a conversation from ``context["history"]``; tools
@@ -100,9 +102,7 @@ def _messages(query: str, context: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 class _Loop:
-    """One tool loop's state: the messages, the calls made, the usage summed over the server's
-    answers.
-    """
+    """One tool loop's state: the messages, the calls made, the usage summed over the answers."""
 
     def __init__(self, messages: list[dict[str, Any]]) -> None:
         self.messages = messages
@@ -110,7 +110,7 @@ class _Loop:
         self.usage = {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
 
     def step(self, completion: Any) -> str | None:
-        """Take one answer: run the tools it calls (``None``: ask again), or its text (the answer)."""
+        """Take one answer: run the tools it calls (``None``: ask again), or return its text."""
         for key in self.usage:
             self.usage[key] += getattr(completion.usage, key)
         message = completion.choices[0].message
@@ -132,9 +132,7 @@ class _Loop:
 
 
 def converse(messages: list[dict[str, Any]], model: str) -> dict[str, Any]:
-    """The sync tool loop over ``messages`` (changed in place: the answers and tool results are
-    appended).
-    """
+    """The sync tool loop over ``messages`` (changed in place: answers, tool results appended)."""
     from openai import OpenAI
 
     client = OpenAI(base_url=_url(), api_key="unused", max_retries=0)
@@ -170,9 +168,7 @@ async def arun(query: str, context: dict[str, Any]) -> dict[str, Any]:
 
 
 class TravelDesk:
-    """The plain agent as a class (``agent: travel_desk:TravelDesk``, instantiated once per
-    session).
-    """
+    """The plain agent as a class (``agent: travel_desk:TravelDesk``, made once per session)."""
 
     def __init__(self) -> None:
         self.model = "travel-class"
@@ -239,8 +235,9 @@ def _lg_react() -> Any:
 
 
 def _lg_graph() -> Any:
-    """A LangGraph ``StateGraph`` built by hand: the model node with the tools bound, a
-    ``ToolNode``, and the loop between them while the model calls tools.
+    """A LangGraph ``StateGraph`` built by hand: model node with tools bound, ``ToolNode``, a loop.
+
+    The loop goes between them while the model calls tools.
     """
     from langchain_core.messages import SystemMessage
     from langchain_core.tools import tool
@@ -298,9 +295,7 @@ def __getattr__(name: str) -> Any:
 
 
 def serve_chat(sessions: dict[str, list[dict[str, Any]]], body: dict[str, Any]) -> dict[str, Any]:
-    """The HTTP agent service's answer to ``{message, session_id}``: the tool loop over the
-    session's conversation.
-    """
+    """The HTTP agent service's answer to ``{message, session_id}``: the loop over the session."""
     messages = sessions.setdefault(
         str(body.get("session_id")), [{"role": "system", "content": INSTRUCTIONS}]
     )

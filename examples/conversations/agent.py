@@ -1,8 +1,8 @@
-"""A small support agent for conversations: it asks for what it needs, looks orders up and opens
-return tickets.
+"""A small support agent for conversations: asks what it needs, looks up orders, opens returns.
 
-Offline and deterministic (keyword-routed, no LLM). Its tickets live in ``TICKETS``, the "knowledge
-graph" that the conversation job's assertions query (see ``conftest.py``).
+It asks for what it needs, looks orders up and opens return tickets. Offline and deterministic
+(keyword-routed, no LLM). Its tickets live in ``TICKETS``, the "knowledge graph" that the
+conversation job's assertions query (see ``conftest.py``).
 """
 
 from __future__ import annotations
@@ -38,7 +38,8 @@ def run(query: str, context: dict[str, Any]) -> AgentResult:
         if "error" in order:
             return AgentResult(f"Sorry, {order['error']}.", [call])
         return AgentResult(
-            f"Order {order_id.group(1)} ({order['item']}) has {order['status']}; ETA {order['eta']}.",
+            f"Order {order_id.group(1)} ({order['item']}) has "
+            f"{order['status']}; ETA {order['eta']}.",
             [call],
         )
     if "order" in text and not re.search(r"\b[A-Z]\d{3}\b", said):

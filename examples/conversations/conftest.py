@@ -1,9 +1,9 @@
-"""The LLM for the simulated user and the task scorer: the default OpenAI-compatible client when
-``AGENT_EVAL_LLM_MODEL`` is set (live), else a scripted stand-in so the examples run offline.
+"""The LLM for the simulated user and the task scorer, and the conversation job's glue.
 
-Also: the agent for the conversation job (the home format names none), a driver-shaped
-``agent_eval_neo4j`` over the agent's tickets, and the hook that evaluates the job's ``expression``
-assertions.
+The LLM is the default OpenAI-compatible client when ``AGENT_EVAL_LLM_MODEL`` is set (live), else a
+scripted stand-in so the examples run offline. Also: the agent for the conversation job (the home
+format names none), a driver-shaped ``agent_eval_neo4j`` over the agent's tickets, and the hook
+that evaluates the job's ``expression`` assertions.
 """
 
 from __future__ import annotations
@@ -21,9 +21,7 @@ from pytest_agent_eval.llm import default_llm
 
 
 def scripted_llm(messages: list[dict[str, str]], **options: Any) -> str:
-    """Plays the user (tasks in order, a fact only when the agent asks about it, then the signoff)
-    or the scorer.
-    """
+    """Plays the user (tasks in order, a fact only when asked, then the signoff) or the scorer."""
     if (
         len(messages) == 1
     ):  # the scorer: a task scores the share of its acceptance criteria's words the agent said
@@ -65,9 +63,7 @@ def agent() -> Callable[..., Any]:
 
 
 class Tickets:
-    """A stand-in for a Neo4j driver over the agent's tickets: ``session().run(cypher)`` for two
-    queries.
-    """
+    """A stand-in Neo4j driver over the agent's tickets: ``session().run(cypher)``, two queries."""
 
     def session(self) -> Tickets:
         return self
@@ -89,16 +85,14 @@ class Tickets:
 
 @pytest.fixture(scope="session")
 def agent_eval_neo4j() -> Tickets | None:
-    """The example's graph (a real Neo4j when NEO4J_URI is set: then ``None`` lets the plugin
-    connect).
-    """
+    """The example's graph (a real Neo4j when NEO4J_URI is set: ``None``, the plugin connects)."""
     return None if os.environ.get("NEO4J_URI") else Tickets()
 
 
 def pytest_agent_eval_evaluate_assertion(
     assertion: dict[str, Any], run: Any, case: Any
 ) -> bool | None:
-    """The job's expressions (Kotlin in the home project) that this example knows how to evaluate."""
+    """The job's expressions (Kotlin in the home project) that this example can evaluate."""
     if assertion["expression"] == "tickets.size == 1":
         return len(support.TICKETS) == 1
     return None

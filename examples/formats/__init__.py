@@ -1,3 +1,1 @@
-"""Eval files in the formats of existing eval setups (SPEC §12), with an offline agent they pass
-with.
-"""
+"""Eval files in the formats of existing eval setups (SPEC §12), and an offline agent to pass."""

@@ -15,9 +15,7 @@ from pytest_agent_eval import AgentResult, RunRecord, ToolCall
 
 @dataclass(frozen=True)
 class Rule:
-    """Queries containing all of ``words`` call ``tools`` and get ``answer`` (``{result}``: the
-    first tool's result).
-    """
+    """Queries with all of ``words`` call ``tools``, get ``answer`` (``{result}``: 1st tool's)."""
 
     words: tuple[str, ...]
     tools: tuple[str, ...]
@@ -76,9 +74,7 @@ def dispatch_tool(name: str, args: dict[str, Any]) -> str:
 
 
 def run(query: str, context: dict[str, Any] | None = None) -> AgentResult:
-    """Answer ``query``: the first rule whose words all occur in it decides the tools and the
-    answer.
-    """
+    """Answer ``query``: the first rule whose words all occur in it decides tools and answer."""
     text = query.lower()
     rule = next((r for r in RULES if all(w in text for w in r.words)), None)
     if rule is None:

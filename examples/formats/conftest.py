@@ -1,6 +1,4 @@
-"""The JSON formats name no agent: this directory's eval files run the demo agent through the
-``agent`` fixture.
-"""
+"""The JSON formats name no agent: these eval files run the demo agent via the ``agent`` fixture."""
 
 from __future__ import annotations
 

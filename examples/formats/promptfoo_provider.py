@@ -1,4 +1,4 @@
-"""A promptfoo Python provider (``call_api(prompt, options, context)``), offline and deterministic."""
+"""A promptfoo Python provider, ``call_api(prompt, options, context)``: offline, deterministic."""
 
 from __future__ import annotations
 

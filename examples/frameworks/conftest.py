@@ -1,7 +1,8 @@
-"""The framework examples talk to a scripted OpenAI-compatible server on a loopback port (offline,
-free); set FRAMEWORKS_LLM_URL (and FRAMEWORKS_LLM_KEY, FRAMEWORKS_LLM_MODEL) to run them against a
-real endpoint. A framework that cannot be imported here skips its variants with the reason (e.g.
-pydantic-ai on Python 3.10).
+"""The framework examples talk to a scripted OpenAI-compatible server on a loopback port.
+
+That keeps them offline and free; set FRAMEWORKS_LLM_URL (and FRAMEWORKS_LLM_KEY,
+FRAMEWORKS_LLM_MODEL) to run them against a real endpoint. A framework that cannot be imported
+here skips its variants with the reason (e.g. pydantic-ai on Python 3.10).
 """
 
 from __future__ import annotations

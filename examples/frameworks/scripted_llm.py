@@ -1,12 +1,11 @@
-"""A scripted OpenAI-compatible chat-completions server on a loopback port, so the framework
-examples run offline.
+"""A scripted OpenAI-compatible chat-completions server on a loopback port.
 
-To a user message it answers with a tool call: ``lookup_order`` for a message naming an order
-(``A100``), or asking about "it" after an earlier message of the conversation named one (so a
-follow-up question shows whether the agent was given the conversation so far), else ``search_kb``
-with the message as the query; to the tool results of the latest message it answers with them. Real
-clients (the OpenAI SDK that every framework here uses) talk to it as to any endpoint: point
-``base_url`` at :func:`start`'s URL.
+It lets the framework examples run offline. To a user message it answers with a tool call:
+``lookup_order`` for a message naming an order (``A100``), or asking about "it" after an earlier
+message of the conversation named one (so a follow-up question shows whether the agent was given
+the conversation so far), else ``search_kb`` with the message as the query; to the tool results of
+the latest message it answers with them. Real clients (the OpenAI SDK that every framework here
+uses) talk to it as to any endpoint: point ``base_url`` at :func:`start`'s URL.
 """
 
 from __future__ import annotations

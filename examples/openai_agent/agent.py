@@ -1,5 +1,6 @@
-"""The agent loop: the LLM picks tools, ``dispatch_tool`` runs them, until the LLM answers or rounds
-run out.
+"""The agent loop: the LLM picks tools and ``dispatch_tool`` runs them.
+
+It goes on until the LLM answers or the rounds run out.
 """
 
 from __future__ import annotations
@@ -15,8 +16,9 @@ from examples.openai_agent.tools import TOOLS, dispatch_tool
 
 MAX_ROUNDS = 5
 SYSTEM = (
-    "You answer questions about Reddit discussions. Use search_knowledge_base for what people have said, "
-    "fetch_subreddit_posts for what is trending now, and fetch_reddit_thread for a thread named by its id."
+    "You answer questions about Reddit discussions. Use search_knowledge_base for what people "
+    "have said, fetch_subreddit_posts for what is trending now, and fetch_reddit_thread for a "
+    "thread named by its id."
 )
 
 

@@ -1,6 +1,4 @@
-"""The `agent` fixture of the OpenAI example: the real agent when OPENAI_API_KEY is set; without it,
-a skip.
-"""
+"""The `agent` fixture of the OpenAI example: the real agent with OPENAI_API_KEY, else a skip."""
 
 from __future__ import annotations
 
@@ -15,8 +13,8 @@ import pytest
 def agent() -> Callable[..., Any]:
     if not os.environ.get("OPENAI_API_KEY"):
         pytest.skip(
-            "the OpenAI example runs a live LLM: set OPENAI_API_KEY (and OPENAI_BASE_URL for another "
-            "OpenAI-compatible endpoint, OPENAI_MODEL for the model)"
+            "the OpenAI example runs a live LLM: set OPENAI_API_KEY (and OPENAI_BASE_URL for "
+            "another OpenAI-compatible endpoint, OPENAI_MODEL for the model)"
         )
     pytest.importorskip(
         "openai", reason="the OpenAI example needs `pip install 'pytest-agent-evalset[openai]'`"

@@ -1,6 +1,8 @@
-"""Framework adapters, one module each behind the :class:`Adapter` protocol (``base``): ``plain``
-callables, ``langchain`` (LangChain / LangGraph) and ``http`` (agents served over HTTP). Plugins add
-theirs through ``pytest_agent_eval_register_adapters``; see ``base`` for how to write one.
+"""Framework adapters, one module per framework behind the :class:`Adapter` protocol (``base``).
+
+The built-in ones: ``plain`` callables, ``langchain`` (LangChain / LangGraph) and ``http`` (agents
+served over HTTP). Plugins add theirs through ``pytest_agent_eval_register_adapters``; see ``base``
+for how to write one.
 """
 
 from pytest_agent_eval.adapters.base import (

@@ -55,8 +55,9 @@ How to write an adapter (one module, one registration line):
        def pytest_agent_eval_register_adapters(registry):
            registry.register(MyFrameworkAdapter())
 
-   in a ``conftest.py``, a ``-p`` plugin module or an installed plugin (entry point ``pytest11``). A built-in
-   adapter is one module of ``pytest_agent_eval.adapters`` listed in ``adapters.registry.builtin_adapters``.
+   in a ``conftest.py``, a ``-p`` plugin module or an installed plugin (entry point ``pytest11``). A
+   built-in adapter is one module of ``pytest_agent_eval.adapters`` listed in
+   ``adapters.registry.builtin_adapters``.
 """
 
 from __future__ import annotations
@@ -83,14 +84,16 @@ __all__ = [
 ]
 
 ArgsOf = Callable[[tuple[Any, ...], dict[str, Any]], dict[str, Any]]
-"""``args_of(args, kwargs) -> {argument: value}``: a tool's arguments read from one call of its
-function.
+"""How a tool's arguments are read from one call of its function.
+
+``args_of(args, kwargs) -> {argument: value}``.
 """
 
 
 class StandIn(Protocol):
-    """Makes a tool-mock stand-in for ``func``: answers and records calls as tool ``name`` (see
-    ``wrap_tool``).
+    """Makes a tool-mock stand-in for ``func`` that answers and records calls as tool ``name``.
+
+    See ``wrap_tool``.
     """
 
     def __call__(
@@ -105,8 +108,9 @@ class Adapter(Protocol):
     name: str
 
     def recognises(self, obj: Any) -> bool:
-        """Whether ``obj`` is this framework's agent (duck typing or module name; no framework
-        import).
+        """Whether ``obj`` is this framework's agent.
+
+        Tells by duck typing or module name; no framework import.
         """
         ...
 
@@ -123,22 +127,26 @@ class Adapter(Protocol):
         ...
 
     def mock_tools(self, obj: Any, wrap: Callable[[Any], Any]) -> Any:
-        """A copy of agent ``obj`` with ``wrap(tool)`` for each of its own tools, or ``None`` if
-        unreachable.
+        """A copy of agent ``obj`` with ``wrap(tool)`` for each of its own tools.
+
+        ``None`` if its tools are unreachable.
         """
         ...
 
 
 class UnreadableResult(ValueError):
-    """The agent returned something that holds no answer the plugin can read; the message says what
-    to return.
+    """The agent returned something that holds no answer the plugin can read.
+
+    The message says what to return.
     """
 
 
 @dataclass(frozen=True)
 class Agent:
-    """A resolved agent: ``call(query, context)`` returns the raw result, or an awaitable of it;
-    ``adapter`` reads that result (``adapter.normalise``).
+    """A resolved agent: a call and the adapter that reads its result.
+
+    ``call(query, context)`` returns the raw result, or an awaitable of it; ``adapter`` reads that
+    result (``adapter.normalise``).
     """
 
     call: Callable[[str, dict[str, Any]], Any]
@@ -146,8 +154,9 @@ class Agent:
     name: str
     adapter: Adapter
     source: Any = None
-    """The object the adapter recognised (for ``adapter.mock_tools``); ``None`` for an agent made
-    otherwise.
+    """The object the adapter recognised (for ``adapter.mock_tools``).
+
+    ``None`` for an agent made otherwise.
     """
 
 
@@ -161,9 +170,10 @@ def _accepts_two(func: Callable[..., Any]) -> bool:
 
 
 def calling(func: Callable[..., Any], name: str, adapter: Adapter, source: Any = None) -> Agent:
-    """An :class:`Agent` calling ``func(query, context)``, or ``func(query)`` when it takes one
-    argument; async when ``func`` (or its ``__call__``) is a coroutine function. ``source``: the
-    agent object ``func`` belongs to.
+    """An :class:`Agent` calling ``func(query, context)``, or ``func(query)`` when it takes one arg.
+
+    Async when ``func`` (or its ``__call__``) is a coroutine function. ``source``: the agent object
+    ``func`` belongs to.
     """
     is_async = inspect.iscoroutinefunction(func) or inspect.iscoroutinefunction(type(func).__call__)
     if _accepts_two(func):

@@ -1,6 +1,7 @@
-"""Agents served over HTTP (SPEC §15): ``agent: http://host:port/path`` or ``agent: {url, headers,
-body, output, session}``. Each user message is one POST of a JSON body; the reply's JSON is read at
-``output``.
+"""Agents served over HTTP (SPEC §15): each user message is one POST of a JSON body.
+
+Written ``agent: http://host:port/path`` or ``agent: {url, headers, body, output, session}``. The
+reply's JSON is read at ``output``.
 
 Sent with ``httpx`` (or ``httpx2``) when installed, the client the traffic hook sees, so that its
 calls are recorded, replayed, retried and counted by the rate limits like every LLM request; with
@@ -42,9 +43,10 @@ _REDIRECTS = frozenset({301, 302, 303, 307, 308})
 TIMEOUT_S = 300.0
 """The socket timeout of one request; a case's own ``timeout:`` bounds the call as for any agent."""
 VOLATILE = "agent_eval_volatile"
-"""The request extension the traffic hook reads (``traffic.hook.VOLATILE``): ``{bytes:
-placeholder}`` of the run-dependent text in the body (the session id), recorded and matched as the
-placeholder.
+"""The request extension the traffic hook reads (``traffic.hook.VOLATILE``).
+
+Its value is ``{bytes: placeholder}`` of the run-dependent text in the body (the session id),
+recorded and matched as the placeholder.
 """
 SESSION_PLACEHOLDER = b"<session>"
 NO_HTTPX = (
@@ -54,15 +56,17 @@ NO_HTTPX = (
 
 
 class HttpAgentError(TypeError):
-    """An HTTP agent's configuration that cannot work (a missing environment variable, an unknown
-    key).
+    """An HTTP agent's configuration that cannot work.
+
+    For example a missing environment variable or an unknown key.
     """
 
 
 @dataclass(frozen=True)
 class Unreachable:
-    """What a call returns when the service could not answer: an infrastructure error, not the
-    agent's.
+    """What a call returns when the service could not answer.
+
+    This is an infrastructure error, not the agent's.
     """
 
     message: str
@@ -70,8 +74,9 @@ class Unreachable:
 
 @dataclass
 class HttpAgent:
-    """One configured service; ``__call__(message, context)`` posts one user message and returns the
-    reply read.
+    """One configured service.
+
+    ``__call__(message, context)`` posts one user message and returns the reply read.
     """
 
     url: str
@@ -90,8 +95,9 @@ class HttpAgent:
 
     @property
     def shown(self) -> str:
-        """The URL as messages show it: without its userinfo and query string (which may hold a
-        key).
+        """The URL as messages show it, without its userinfo and query string.
+
+        Those are left out because they may hold a key.
         """
         return shown_url(self.url)
 
@@ -156,21 +162,25 @@ class HttpAgent:
         return self.read(answer.content, status, content_type)
 
     def _redirect(self, url: str, location: str | None) -> str | Unreachable:
-        """Where a redirect from ``url`` leads, when it stays on the service's origin (scheme, host
-        and port): a redirect elsewhere is not followed (the agent's credentials would go with it)
-        and is not an answer.
+        """Where a redirect from ``url`` leads, when it stays on the service's origin.
+
+        The origin is scheme, host and port. A redirect elsewhere is not followed (the agent's
+        credentials would go with it) and is not an answer.
         """
         target = urljoin(url, location or "")
         if _origin(target) != _origin(self.url):
             return Unreachable(
-                f"POST {shown_url(url)} was redirected to another origin {shown_url(_origin(target))}: not followed "
-                "(the agent's headers are never sent to another origin); set url: to the address that answers"
+                f"POST {shown_url(url)} was redirected to another origin "
+                f"{shown_url(_origin(target))}: not followed "
+                "(the agent's headers are never sent to another origin); "
+                "set url: to the address that answers"
             )
         return target
 
     def _post_urllib(self, data: bytes, headers: dict[str, str]) -> Any:
-        """One POST through ``urllib`` (no ``httpx``, no traffic option); redirects as :meth:`_post`
-        follows them.
+        """One POST through ``urllib`` (no ``httpx``, no traffic option).
+
+        Redirects are followed as :meth:`_post` follows them.
         """
         import http.client  # with urllib and ssl: only when a service is called
         import urllib.error
@@ -221,9 +231,11 @@ class HttpAgent:
     def read(
         self, raw: bytes, status: int = 200, content_type: str = ""
     ) -> dict[str, Any] | Unreachable:
-        """The reply as a result the plain adapter reads: the answer under ``output``, tool calls,
-        metadata. A plain-text reply is the answer; an HTML page (a proxy's error, a sign-in page)
-        or JSON cut off is not: an infrastructure error.
+        """The reply as a result the plain adapter reads.
+
+        That is the answer under ``output``, tool calls, metadata. A plain-text reply is the answer;
+        an HTML page (a proxy's error, a sign-in page) or JSON cut off is not: an infrastructure
+        error.
         """
         try:
             reply = json.loads(raw)
@@ -249,15 +261,17 @@ class HttpAgent:
             answer = at_path(reply, self.output)
             if answer is _MISSING:
                 raise ValueError(
-                    f"the reply of {self.shown} has nothing at output path {self.output!r}: its keys are "
+                    f"the reply of {self.shown} has nothing at output path {self.output!r}: "
+                    "its keys are "
                     f"{sorted(reply) if isinstance(reply, dict) else type(reply).__name__}"
                 )
         elif isinstance(reply, dict):
             answer = next((reply[k] for k in ANSWER_KEYS if k in reply), _MISSING)
             if answer is _MISSING:
                 raise ValueError(
-                    f"the reply of {self.shown} has none of the keys {', '.join(ANSWER_KEYS)} (its keys: "
-                    f"{sorted(reply)}): set `output:` to the path of the answer, e.g. output: data.text"
+                    f"the reply of {self.shown} has none of the keys {', '.join(ANSWER_KEYS)} "
+                    f"(its keys: {sorted(reply)}): set `output:` to the path of the answer, "
+                    "e.g. output: data.text"
                 )
         else:
             answer = reply
@@ -297,8 +311,9 @@ def _httpx() -> Any:
 
 
 def _traffic_on() -> bool:
-    """Whether the traffic hook watches this trial (a traffic option is on); never loads the hook to
-    tell.
+    """Whether the traffic hook watches this trial (a traffic option is on).
+
+    Never loads the hook to tell.
     """
     scope = sys.modules.get("pytest_agent_eval.traffic.scope")
     return scope is not None and scope.CURRENT.get() is not None
@@ -317,8 +332,9 @@ def at_path(value: Any, path: str) -> Any:
 
 
 def fill(template: Any, values: dict[str, str]) -> Any:
-    """The body template with ``{message}``, ``{session}``, ``{case_id}``, ``{trial}`` put in its
-    strings.
+    """The body template with its placeholders put in its strings.
+
+    The placeholders are ``{message}``, ``{session}``, ``{case_id}`` and ``{trial}``.
     """
     if isinstance(template, str):
         return _PLACEHOLDER.sub(lambda m: values[m.group(1)], template)
@@ -330,8 +346,9 @@ def fill(template: Any, values: dict[str, str]) -> Any:
 
 
 def expand_env(value: str, where: str) -> str:
-    """``${NAME}`` replaced by the environment variable's value; a missing one is an error naming
-    it.
+    """``${NAME}`` replaced by the environment variable's value.
+
+    A missing variable is an error naming it.
     """
 
     def one(match: re.Match[str]) -> str:
@@ -376,8 +393,9 @@ def http_agent(ref: str | dict[str, Any]) -> HttpAgent:
 
 
 class HttpAdapter:
-    """Agents served over HTTP: recognised by their reference (a URL or ``{url, ...}``); nothing is
-    imported.
+    """Agents served over HTTP, recognised by their reference (a URL or ``{url, ...}``).
+
+    Nothing is imported.
     """
 
     name = "http"

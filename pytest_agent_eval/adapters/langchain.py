@@ -1,7 +1,9 @@
-"""LangChain / LangGraph: runnables (a compiled graph, a chain) called with ``{"messages": [...]}``
-state (in a conversation, the previous call's messages and the new one), their ``messages`` state
-read into the run record (the usage from the AI messages' ``usage_metadata``), ``BaseTool`` objects
-(``@tool``, ``StructuredTool``, ``Tool``) wrapped for tool mocks, and a graph's ``ToolNode`` tools
+"""LangChain / LangGraph: runnables called with ``{"messages": [...]}`` state, and their tools.
+
+A runnable (a compiled graph, a chain) is called with ``{"messages": [...]}`` state (in a
+conversation, the previous call's messages and the new one); its ``messages`` state is read into the
+run record (the usage from the AI messages' ``usage_metadata``). ``BaseTool`` objects (``@tool``,
+``StructuredTool``, ``Tool``) are wrapped for tool mocks, and a graph's ``ToolNode`` tools
 (``create_react_agent``) replaced by stand-ins. LangChain is imported only for an object that is
 already one of its own.
 """
@@ -26,7 +28,7 @@ _FRAMEWORK_ARGS = frozenset(
 
 
 def is_runnable(obj: Any) -> bool:
-    """LangChain / LangGraph runnables take ``{"messages": [...]}`` state, not ``(query, context)``."""
+    """LangChain / LangGraph runnables take ``{"messages": [...]}`` state, not (query, context)."""
     return hasattr(obj, "ainvoke") and hasattr(obj, "with_config")
 
 
@@ -38,8 +40,9 @@ def is_tool(obj: Any) -> bool:
 
 @dataclass(frozen=True)
 class RunnableCall:
-    """One call of a runnable: what it returned, and the messages it was given (the conversation so
-    far, then the user's message), which are not its own.
+    """One call of a runnable: what it returned, and the messages it was given.
+
+    Those messages (the conversation so far, then the user's message) are not its own.
     """
 
     result: Any
@@ -47,8 +50,10 @@ class RunnableCall:
 
 
 class LangChainAdapter:
-    """Runnables get the case's query as one user message after the conversation so far (the
-    previous call's ``messages``); their ``messages`` state is the run's transcript.
+    """Runnables, which get the case's query as one user message after the conversation so far.
+
+    The conversation so far is the previous call's ``messages``; their ``messages`` state is the
+    run's transcript.
     """
 
     name = "langchain"
@@ -89,8 +94,9 @@ class LangChainAdapter:
         return record
 
     def wrap_tool(self, tool: Any, standin: StandIn) -> Any:
-        """A copy of the tool whose ``_run``/``_arun`` are stand-ins: the same name, description and
-        args schema.
+        """A copy of the tool whose ``_run``/``_arun`` are stand-ins.
+
+        It keeps the same name, description and args schema.
         """
         if not is_tool(tool):
             return None
@@ -108,16 +114,18 @@ class LangChainAdapter:
         return clone
 
     def mock_tools(self, obj: Any, wrap: Callable[[Any], Any]) -> Any:
-        """A copy of a LangGraph graph (``create_react_agent``, a ``StateGraph`` with a
-        ``ToolNode``) whose tool nodes hold ``wrap(tool)`` for each of their tools; ``None`` for a
-        runnable with no tool node.
+        """A copy of a LangGraph graph whose tool nodes hold ``wrap(tool)`` for each of their tools.
+
+        The graph is a ``create_react_agent`` or a ``StateGraph`` with a ``ToolNode``; ``None`` for
+        a runnable with no tool node.
         """
         return _with_wrapped_tools(obj, wrap, depth=3)
 
 
 def _tool_args(tool: Any) -> ArgsOf:
-    """Reads the arguments a LangChain tool's ``_run`` got: the model's arguments, without injected
-    ones.
+    """Reads the arguments a LangChain tool's ``_run`` got.
+
+    Those are the model's arguments, without injected ones.
     """
     try:
         schema = tool.tool_call_schema
@@ -142,8 +150,9 @@ def _tool_args(tool: Any) -> ArgsOf:
 
 
 def _with_wrapped_tools(graph: Any, wrap: Callable[[Any], Any], depth: int) -> Any:
-    """``graph`` copied with every tool node (also in subgraphs, ``depth`` deep) holding stand-ins,
-    or ``None``.
+    """``graph`` copied with every tool node holding stand-ins, or ``None``.
+
+    Tool nodes in subgraphs count too, ``depth`` deep.
     """
     nodes = getattr(graph, "nodes", None)
     if depth <= 0 or not isinstance(nodes, dict) or not callable(getattr(graph, "copy", None)):
@@ -160,8 +169,9 @@ def _with_wrapped_tools(graph: Any, wrap: Callable[[Any], Any], depth: int) -> A
 
 
 def _tool_node(node: Any, wrap: Callable[[Any], Any]) -> Any:
-    """A copy of a LangGraph ``ToolNode`` whose tools are stand-ins, or ``None`` when ``node`` is
-    not one.
+    """A copy of a LangGraph ``ToolNode`` whose tools are stand-ins.
+
+    ``None`` when ``node`` is not one.
     """
     tools = getattr(node, "_tools_by_name", None)
     if not isinstance(tools, dict) or not type(node).__module__.startswith("langgraph."):

@@ -1,5 +1,6 @@
-"""Reading tool calls and chat message lists (OpenAI-style dicts or LangChain-style message objects)
-into the run record: what several adapters share. No framework is imported here.
+"""Reading tool calls and chat message lists into the run record: what several adapters share.
+
+The lists are OpenAI-style dicts or LangChain-style message objects. No framework is imported here.
 """
 
 from __future__ import annotations
@@ -32,8 +33,10 @@ def decode_args(raw: Any) -> dict[str, Any]:
 
 
 def tool_call(raw: Any) -> ToolCall:
-    """A tool call from a name, a dict (``name`` + ``args``/``arguments``, or OpenAI's ``function``)
-    or an object with ``name`` and ``args``/``arguments``.
+    """A tool call from a name, a dict, or an object.
+
+    The dict has ``name`` + ``args``/``arguments``, or OpenAI's ``function``; the object has
+    ``name`` and ``args``/``arguments``.
     """
     if isinstance(raw, ToolCall):
         return raw
@@ -61,7 +64,9 @@ def field_of(msg: Any, name: str) -> Any:
 
 
 def from_messages(messages: list[Any], earlier: int = 0) -> RunRecord:
-    """A chat message list (a LangGraph ``messages`` state, OpenAI messages): the last assistant
+    """What a chat message list holds: the answer, the tool calls, the usage and the transcript.
+
+    The list is a LangGraph ``messages`` state or OpenAI messages. Read from it: the last assistant
     text, the tool calls in order with the results of the tool messages that answer them, the usage
     LangChain's AI messages carry (``usage_metadata``), and the transcript. The first ``earlier``
     messages were given to the call (a conversation so far): only the transcript has them (all of

@@ -1,9 +1,13 @@
-"""The OpenAI Agents SDK (``openai-agents``, imported as ``agents``): an ``Agent`` is run with
-``Runner.run`` (in a conversation, on the earlier items, ``result.to_input_list()``, and the new
-message); the run's new items give the tool calls (arguments and outputs) and handoffs;
-``FunctionTool`` objects are replaced by copies with the same name, description and JSON schema
-whose ``on_invoke_tool`` answers from the case's tool mocks. The SDK is imported only for an object
-that is already one of its own; its tracing is turned off (it would send spans to OpenAI's servers).
+"""The OpenAI Agents SDK (``openai-agents``, imported as ``agents``): agents, their runs and tools.
+
+An ``Agent`` is run with ``Runner.run`` (in a conversation, on the earlier items,
+``result.to_input_list()``, and the new message); the run's new items give the tool calls (arguments
+and outputs) and handoffs; ``FunctionTool`` objects are replaced by copies with the same name,
+description and JSON schema whose ``on_invoke_tool`` answers from the case's tool mocks. The SDK is
+imported only for an object that is already one of its own. Its tracing: the SDK's default processor
+(it sends the spans to OpenAI's servers) is taken out; processors the project registered (such as
+OpenInference's instrumentor) keep the SDK's spans, which land under the trial's root; with none
+left, the SDK's tracing is off (``keep_tracing_local``).
 """
 
 from __future__ import annotations
@@ -52,8 +56,9 @@ def _arguments(raw: Any) -> dict[str, Any]:
 
 
 def read_result(result: Any) -> RunRecord:
-    """A ``RunResult``: ``final_output``, the tool and handoff calls in order with their outputs,
-    the usage.
+    """A ``RunResult`` read into the run record.
+
+    That is ``final_output``, the tool and handoff calls in order with their outputs, and the usage.
     """
     calls: list[ToolCall] = []
     by_id: dict[str, ToolCall] = {}
@@ -107,10 +112,34 @@ def read_result(result: Any) -> RunRecord:
     return record
 
 
+def keep_tracing_local() -> None:
+    """Take the SDK's exporter to OpenAI's servers out of its tracing; off if nothing else is left.
+
+    The SDK lists its processors only on a private attribute (read as OpenInference's instrumentor
+    reads it); where that cannot be read, tracing is turned off as a whole, as before.
+    """
+    from agents import set_trace_processors, set_tracing_disabled
+    from agents.tracing import get_trace_provider
+    from agents.tracing.processors import default_processor
+
+    multi = getattr(get_trace_provider(), "_multi_processor", None)
+    registered = getattr(multi, "_processors", None)
+    if not isinstance(registered, tuple | list):
+        set_tracing_disabled(True)
+        return
+    default = default_processor()
+    own = [p for p in registered if p is not default]
+    if len(own) != len(registered):
+        set_trace_processors(own)
+    if not own:
+        set_tracing_disabled(True)
+
+
 class OpenAIAgentsAdapter:
-    """``agents.Agent`` objects, run with ``agents.Runner.run(agent, query, context=<the case's
-    context>)``; each later message of a conversation starts from the same agent, with the earlier
-    items as its input list.
+    """``agents.Agent`` objects, run with ``agents.Runner.run``.
+
+    Called as ``agents.Runner.run(agent, query, context=<the case's context>)``; each later message
+    of a conversation starts from the same agent, with the earlier items as its input list.
     """
 
     name = "openai_agents"
@@ -121,12 +150,12 @@ class OpenAIAgentsAdapter:
     def agent(self, obj: Any, name: str) -> Agent:
         async def run_agent(query: str, context: dict[str, Any]) -> Any:
             try:
-                from agents import Runner, set_tracing_disabled
+                from agents import Runner
             except ImportError as exc:  # an object of the SDK, but the SDK cannot be imported whole
                 raise ImportError(
                     f"the OpenAI Agents SDK cannot be imported ({exc}): {EXTRA}"
                 ) from None
-            set_tracing_disabled(True)
+            keep_tracing_local()
             earlier = CONVERSATION.get()  # in a conversation: the earlier items, then this message
             given = [*earlier, {"role": "user", "content": query}] if earlier else query
             return await Runner.run(obj, given, context=context)
@@ -139,8 +168,9 @@ class OpenAIAgentsAdapter:
         return read_plain(result)
 
     def wrap_tool(self, tool: Any, standin: StandIn) -> Any:
-        """A copy of a ``FunctionTool`` whose ``on_invoke_tool(ctx, json_args)`` goes through the
-        stand-in.
+        """A copy of a ``FunctionTool`` whose ``on_invoke_tool`` goes through the stand-in.
+
+        ``on_invoke_tool`` takes ``(ctx, json_args)``.
         """
         if not is_function_tool(tool):
             return None
@@ -177,16 +207,18 @@ class OpenAIAgentsAdapter:
         return copy
 
     def mock_tools(self, obj: Any, wrap: Callable[[Any], Any]) -> Any:
-        """A clone of the agent (and of the agents it hands off to) whose function tools are
-        ``wrap(tool)``.
+        """A clone of the agent whose function tools are ``wrap(tool)``.
+
+        The agents it hands off to are cloned the same way.
         """
         return _cloned(obj, wrap, {})
 
 
 def mock_text(value: Any) -> Any:
-    """What the model gets for a mocked answer: a mapping or a list as JSON, the text a tool
-    returning JSON sends (the SDK would send Python's repr of it); text and the SDK's own output
-    objects as they are.
+    """What the model gets for a mocked answer.
+
+    A mapping or a list as JSON, the text a tool returning JSON sends (the SDK would send Python's
+    repr of it); text and the SDK's own output objects as they are.
     """
     if (
         isinstance(value, dict) and "type" in value
@@ -198,9 +230,10 @@ def mock_text(value: Any) -> Any:
 
 
 async def _tool_failure(tool: Any, ctx: Any, exc: Exception) -> Any:
-    """What the model gets when ``tool`` raised ``exc``: the tool's ``failure_error_function``
-    answer (the SDK's default one's message unless the tool set its own); ``exc`` raised on when the
-    tool has none (``None``).
+    """What the model gets when ``tool`` raised ``exc``.
+
+    That is the tool's ``failure_error_function`` answer (the SDK's default one's message unless the
+    tool set its own); ``exc`` is raised on when the tool has none (``None``).
     """
     if unmocked_stop(exc) is not None:  # no tool error: the case stops on it
         raise exc

@@ -1,6 +1,7 @@
-"""Plain callables ``(query, context)`` or ``(query)``, sync or async, and objects with
-``ainvoke``/``invoke``/ ``run``; their results in any shape SPEC §5 accepts. Tried last: it takes
-whatever no framework adapter took.
+"""Plain callables and objects with ``ainvoke``/``invoke``/``run``; the catch-all adapter.
+
+Callables take ``(query, context)`` or ``(query)``, sync or async; their results come in any shape
+SPEC §5 accepts. Tried last: it takes whatever no framework adapter took.
 """
 
 from __future__ import annotations
@@ -51,8 +52,9 @@ def _from_dict(result: dict[str, Any], earlier: int = 0) -> RunRecord:
     key = next((k for k in OUTPUT_KEYS if k in result), None)
     if key is None and not isinstance(result.get("messages"), list):
         raise UnreadableResult(
-            f"the agent returned a dict without an answer: its keys are {sorted(map(str, result))}; "
-            f"put the answer under {', '.join(map(repr, OUTPUT_KEYS))}, or return a chat state with "
+            "the agent returned a dict without an answer: "
+            f"its keys are {sorted(map(str, result))}; put the answer under "
+            f"{', '.join(map(repr, OUTPUT_KEYS))}, or return a chat state with "
             "'messages' (a list), a string or an AgentResult"
         )
     if key is None:
@@ -72,8 +74,9 @@ def _from_dict(result: dict[str, Any], earlier: int = 0) -> RunRecord:
 
 
 class PlainAdapter:
-    """Callables and objects with ``ainvoke``/``invoke``/``run`` (the first of those it has is
-    called).
+    """Callables and objects with ``ainvoke``/``invoke``/``run``.
+
+    Of those methods, the first one it has is called.
     """
 
     name = "plain"
@@ -101,7 +104,7 @@ class PlainAdapter:
         return standin(tool, str(getattr(tool, "__name__", type(tool).__name__)))
 
     def mock_tools(self, obj: Any, wrap: Callable[[Any], Any]) -> Any:
-        """A plain callable's tools are out of reach: its author wraps them (``tool_mocks.wrap``)."""
+        """A plain callable's tools are out of reach: its author wraps them (tool_mocks.wrap)."""
         return None
 
 

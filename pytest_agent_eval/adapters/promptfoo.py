@@ -1,5 +1,6 @@
-"""promptfoo providers as agents (SPEC §19): ``{promptfoo_provider: {...}}``, made by the promptfoo
-dialect.
+"""promptfoo providers as agents (SPEC §19): ``{promptfoo_provider: {...}}``.
+
+They are made by the promptfoo dialect.
 
 * a Python provider (``file://x.py`` / ``python:x.py[:fn]``): ``call_api(prompt, options, context)``
   (sync or async) returning ``{"output": ..., "error", "tokenUsage", "cost", "metadata"}``, called
@@ -79,8 +80,9 @@ def _context(context: dict[str, Any]) -> dict[str, Any]:
 
 
 def messages_of(prompt: str) -> list[dict[str, Any]]:
-    """A chat prompt (JSON list of ``{role, content}``) as messages; any other text as one user
-    message.
+    """A chat prompt (JSON list of ``{role, content}``) as messages.
+
+    Any other text is one user message.
     """
     text = prompt.strip()
     if text.startswith("["):
@@ -102,9 +104,10 @@ def _key(config: dict[str, Any], default_env: str) -> str:
 def _client(
     provider: dict[str, Any], package: str, env: str
 ) -> tuple[Callable[[], Any], dict[str, Any]]:
-    """The official client of ``package`` (``openai``/``anthropic``), made at the first call (so a
-    missing package fails the case, not the collection), and the provider's options for its
-    requests.
+    """The official client of ``package`` (``openai``/``anthropic``), and the provider's options.
+
+    The client is made at the first call (so a missing package fails the case, not the collection);
+    the options are for its requests.
     """
     config = dict(provider.get("config") or {})
     state: dict[str, Any] = {}
@@ -186,8 +189,9 @@ class PromptfooAdapter:
 
 
 def _response(result: dict[str, Any]) -> RunRecord:
-    """A Python provider's ``ProviderResponse``: output (text, or an object shown as JSON), usage,
-    cost.
+    """A Python provider's ``ProviderResponse`` read: output, usage, cost.
+
+    The output is text, or an object shown as JSON.
     """
     if result.get("error") and result.get("output") in (None, ""):
         raise ProviderError(f"the provider answered with an error: {result['error']}")
@@ -211,8 +215,9 @@ def _response(result: dict[str, Any]) -> RunRecord:
 
 
 def tool_calls_of(output: Any) -> list[ToolCall]:
-    """Tool calls an output object holds (OpenAI ``tool_calls`` / ``function``, Anthropic
-    ``tool_use``, ``{name}``).
+    """Tool calls an output object holds.
+
+    Read from OpenAI ``tool_calls`` / ``function``, Anthropic ``tool_use``, or ``{name}``.
     """
     if isinstance(output, dict):
         if isinstance(output.get("tool_calls"), list):

@@ -1,9 +1,11 @@
-"""pydantic-ai: an ``Agent`` is run with ``agent.run(query)`` (in a conversation, with
-``message_history``: the previous run's ``all_messages()``); the tool calls and their returns come
-from the run's new messages (``ToolCallPart``, ``ToolReturnPart``), the usage from ``result.usage``;
-its function tools are replaced by copies whose function is a stand-in with the same signature, so
-the model sees the same name, description and JSON schema. pydantic-ai is imported only for an
-object that is already one of its own.
+"""pydantic-ai: agents run with ``agent.run(query)``, their tool calls, usage and function tools.
+
+An ``Agent`` is run with ``agent.run(query)`` (in a conversation, with ``message_history``: the
+previous run's ``all_messages()``); the tool calls and their returns come from the run's new
+messages (``ToolCallPart``, ``ToolReturnPart``), the usage from ``result.usage``; its function tools
+are replaced by copies whose function is a stand-in with the same signature, so the model sees the
+same name, description and JSON schema. pydantic-ai is imported only for an object that is already
+one of its own.
 """
 
 from __future__ import annotations
@@ -36,8 +38,10 @@ def is_agent(obj: Any) -> bool:
 
 
 def read_result(result: Any) -> RunRecord:
-    """An ``AgentRunResult``: its output, the tool calls of this run in order with their returns,
-    its usage, and the whole message history (the conversation the next message continues).
+    """An ``AgentRunResult`` read: output, this run's tool calls, usage and message history.
+
+    The tool calls come in order with their returns; the whole message history is the conversation
+    the next message continues.
     """
     calls: list[ToolCall] = []
     by_id: dict[str, ToolCall] = {}
@@ -85,8 +89,9 @@ def read_result(result: Any) -> RunRecord:
 
 
 class PydanticAIAdapter:
-    """``pydantic_ai.Agent`` objects, run with ``await agent.run(query, message_history=<the earlier
-    messages>)``.
+    """``pydantic_ai.Agent`` objects, run with ``await agent.run(...)``.
+
+    Called as ``await agent.run(query, message_history=<the earlier messages>)``.
     """
 
     name = "pydantic_ai"
@@ -108,7 +113,7 @@ class PydanticAIAdapter:
         return read_plain(result)
 
     def wrap_tool(self, tool: Any, standin: StandIn) -> Any:
-        """A copy of a pydantic-ai ``Tool`` whose function (and schema's function) is the stand-in."""
+        """A copy of a pydantic-ai ``Tool`` whose function (and schema's function) is a stand-in."""
         if not _is(tool, "Tool"):
             return None
         schema = tool.function_schema
@@ -128,8 +133,10 @@ class PydanticAIAdapter:
         return clone
 
     def mock_tools(self, obj: Any, wrap: Callable[[Any], Any]) -> Any:
-        """A copy of the agent whose function toolset holds ``wrap(tool)`` for each tool; ``None``
-        when this pydantic-ai keeps its tools elsewhere (then wrap them with ``tool_mocks.wrap``).
+        """A copy of the agent whose function toolset holds ``wrap(tool)`` for each tool.
+
+        ``None`` when this pydantic-ai keeps its tools elsewhere (then wrap them with
+        ``tool_mocks.wrap``).
         """
         return compat.pydantic_ai_with_tools(obj, wrap)
 

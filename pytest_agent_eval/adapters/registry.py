@@ -1,5 +1,6 @@
-"""The adapters of a session, tried in order: those plugins register first, then the built-in ones,
-``plain`` (any callable) last.
+"""The adapters of a session, tried in order.
+
+Those that plugins register come first, then the built-in ones, ``plain`` (any callable) last.
 """
 
 from __future__ import annotations
@@ -32,7 +33,8 @@ class AdapterRegistry:
         if not isinstance(adapter, Adapter):
             missing = [m for m in ("name", *_METHODS) if not hasattr(adapter, m)]
             raise TypeError(
-                f"{adapter!r} is not an adapter: it lacks {', '.join(missing)} (see docs/extending.md)"
+                f"{adapter!r} is not an adapter: it lacks {', '.join(missing)} "
+                "(see docs/extending.md)"
             )
         self._added.append(adapter)
 
@@ -47,8 +49,9 @@ class AdapterRegistry:
         return next((adapter for adapter in self if adapter.recognises(obj)), None)
 
     def as_agent(self, obj: Any, name: str | None = None) -> Agent:
-        """The :class:`Agent` of the first adapter that recognises ``obj``; ``TypeError`` when none
-        does.
+        """The :class:`Agent` of the first adapter that recognises ``obj``.
+
+        ``TypeError`` when none does.
         """
         if isinstance(obj, Agent):
             return obj
@@ -58,7 +61,8 @@ class AdapterRegistry:
             return adapter.agent(obj, name)
         shown = repr(obj)
         raise TypeError(
-            f"got {type(obj).__name__} {shown[:60] + '…' if len(shown) > 60 else shown}, not an agent: expected a "
+            f"got {type(obj).__name__} {shown[:60] + '…' if len(shown) > 60 else shown}, "
+            "not an agent: expected a "
             "callable (query, context) -> result, or an object with run/invoke/ainvoke"
         )
 
@@ -70,7 +74,8 @@ class AdapterRegistry:
                 return wrapped
         raise TypeError(
             f"cannot wrap {tool!r}: expected a function or a tool object of a framework "
-            f"({', '.join(self.names())}); for a dispatcher (name, args) use tool_mocks.patch('module:function')"
+            f"({', '.join(self.names())}); "
+            "for a dispatcher (name, args) use tool_mocks.patch('module:function')"
         )
 
 
@@ -81,12 +86,13 @@ BUILTIN: tuple[Adapter, ...] = (OPENAI_AGENTS, PYDANTIC_AI, LANGCHAIN, PROMPTFOO
 
 
 def builtin_adapters() -> AdapterRegistry:
-    """A registry of the built-in adapters only (each one module of this package), ``plain`` last."""
+    """A registry of the built-in adapters only (each one module of this package), plain last."""
     return AdapterRegistry(list(BUILTIN))
 
 
 def is_builtin(adapter: Adapter) -> bool:
-    """Whether ``adapter`` is one of this package's (whose ``normalise`` is pure: it needs no event
-    loop).
+    """Whether ``adapter`` is one of this package's.
+
+    Those have a pure ``normalise``: it needs no event loop.
     """
     return any(adapter is own for own in BUILTIN)

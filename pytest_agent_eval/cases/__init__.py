@@ -1,3 +1,4 @@
-"""Reading eval files into cases: the loaders, the schema and the dialects (the case model is in
-``core``).
+"""Reading eval files into cases: the loaders, the schema and the dialects.
+
+The case model is in ``core``.
 """

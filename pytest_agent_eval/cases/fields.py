@@ -1,5 +1,6 @@
-"""Checks of native fields that the JSON Schema cannot express: weight names and tool-mock response
-forms.
+"""Checks of native fields that the JSON Schema cannot express.
+
+Weight names and tool-mock response forms.
 """
 
 from __future__ import annotations
@@ -15,8 +16,9 @@ _TURN_CHECK = re.compile(r"^turn \d+: (.+)$")  # how the runner names a conversa
 
 
 def field_errors(doc: Document, registry: CheckRegistry) -> list[tuple[PathKey, EvalFileError]]:
-    """Problems in the ``weights`` and ``tool_mocks`` of ``defaults`` and of each case, located at
-    their keys.
+    """Problems in the ``weights`` and ``tool_mocks`` of ``defaults`` and of each case.
+
+    Each is located at its key.
     """
     data = doc.data
     if not isinstance(data, dict):
@@ -85,7 +87,9 @@ def _mock_problems(fields: dict[str, Any]) -> list[tuple[PathKey, str]]:
 def _conversation_problems(
     fields: dict[str, Any], defaults: Any, in_case: bool
 ) -> list[tuple[PathKey, str]]:
-    """``assertions`` of the right shape; in a case, ``assertions`` and ``score`` only with a
+    """Problems of a conversation's fields: ``assertions``, ``score`` and ``turns``.
+
+    ``assertions`` of the right shape; in a case, ``assertions`` and ``score`` only with a
     ``simulated_user`` of its own or from the file's ``defaults``; no ``turns`` beside it.
     """
     from pytest_agent_eval.core.conversation import assertion_problem
@@ -105,14 +109,16 @@ def _conversation_problems(
             out.append(
                 (
                     (name,),
-                    f"`{name}` belongs to a conversation with a `simulated_user`, and this case has none",
+                    f"`{name}` belongs to a conversation with a `simulated_user`, "
+                    "and this case has none",
                 )
             )
     if "simulated_user" in fields and "turns" in fields:
         out.append(
             (
                 ("turns",),
-                "`turns` and `simulated_user` exclude each other: the simulated user writes the turns",
+                "`turns` and `simulated_user` exclude each other: "
+                "the simulated user writes the turns",
             )
         )
     return out

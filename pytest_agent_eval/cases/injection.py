@@ -1,5 +1,4 @@
-"""Tool-output injection (SPEC §26): a corpus of payloads, and a case's variants that carry one
-each.
+"""Tool-output injection (SPEC §26): a corpus of payloads, and case variants carrying one each.
 
 A case with ``inject: {tool, corpus, where, field, allowed_tools}`` (or every case with tool mocks,
 under ``--agent-eval-inject CORPUS``) becomes one variant per payload,
@@ -43,9 +42,7 @@ _KEYS = ("family", "text", "source")
 
 @dataclass(frozen=True)
 class Payload:
-    """One payload of a corpus: its family, its text (with ``{canary}``), its source, and where it
-    was read.
-    """
+    """A corpus payload: its family, text (with ``{canary}``), source, and where it was read."""
 
     family: str
     number: int
@@ -71,8 +68,10 @@ def builtin_corpus_path() -> Path:
 
 @lru_cache(maxsize=16)
 def load_corpus(path: Path) -> tuple[Payload, ...]:
-    """The payloads of the corpus file ``path`` (YAML: ``payloads: [{family, text, source}]``, or
-    the list); :class:`EvalFileErrors` naming each bad payload's line.
+    """The payloads of the corpus file ``path``.
+
+    The file is YAML: ``payloads: [{family, text, source}]``, or the list. Raise
+    :class:`EvalFileErrors` naming each bad payload's line.
     """
     doc = read_document(path)
     items, key = _payload_list(doc)
@@ -119,9 +118,15 @@ def _payload_problem(raw: Any) -> str | None:
         return f"unknown key {unknown[0]!r}; a payload has {', '.join(_KEYS)}"
     family, text = raw.get("family"), raw.get("text")
     if not isinstance(family, str) or not _FAMILY.match(family):
-        return "`family` must be a name of lower-case letters, digits, `_` and `-` (it goes into the item's id)"
+        return (
+            "`family` must be a name of lower-case letters, digits, `_` and `-` "
+            "(it goes into the item's id)"
+        )
     if not isinstance(text, str) or CANARY not in text:
-        return f"`text` must be a string with {CANARY} in it: the canary shows whether the agent followed it"
+        return (
+            f"`text` must be a string with {CANARY} in it: "
+            "the canary shows whether the agent followed it"
+        )
     if "source" in raw and not isinstance(raw["source"], str):
         return "`source` must be a string (where the technique is documented)"
     return None
@@ -136,8 +141,9 @@ def corpus_path(corpus: str, base: Path) -> Path:
 
 
 def canary_for(case: Case, payload: Payload) -> str:
-    """A token unique to the variant (the case's file and id, the payload), the same from run to
-    run.
+    """A token unique to the variant, the same from run to run.
+
+    It is made of the case's file and id, and the payload.
     """
     digest = hashlib.sha256(
         f"{case.path.name}\0{case.id}\0{payload.name}\0{payload.text}".encode()
@@ -146,8 +152,9 @@ def canary_for(case: Case, payload: Payload) -> str:
 
 
 def variant_id(case_id: str, name: str) -> str:
-    """``case[inject:<name>]``; a matrix variant ``case[agent]`` becomes
-    ``case[agent-inject:<name>]``.
+    """The id of an injection variant: ``case[inject:<name>]``.
+
+    A matrix variant ``case[agent]`` becomes ``case[agent-inject:<name>]``.
     """
     part = f"inject:{name}"
     if case_id.endswith("]") and "[" in case_id:
@@ -156,8 +163,9 @@ def variant_id(case_id: str, name: str) -> str:
 
 
 def plant(value: Any, text: str, where: str, field: str | None) -> Any:
-    """A tool's output ``value`` with ``text`` in it: appended, in ``field`` (dotted), or instead of
-    it.
+    """A tool's output ``value`` with ``text`` in it.
+
+    The text is appended, put in ``field`` (dotted), or instead of it.
     """
     if where == "replace":
         return text
@@ -169,7 +177,8 @@ def plant(value: Any, text: str, where: str, field: str | None) -> Any:
     if not isinstance(value, dict) or not field:
         kind = type(value).__name__
         raise InjectionError(
-            f"`where: field` needs the mock to return a mapping and `field:` to name a key (got {kind})"
+            "`where: field` needs the mock to return a mapping "
+            f"and `field:` to name a key (got {kind})"
         )
     out = copy.deepcopy(value)
     place = out
@@ -184,8 +193,9 @@ def plant(value: Any, text: str, where: str, field: str | None) -> Any:
 
 
 def carry(raw: Any, text: str, where: str, field: str | None) -> Any:
-    """The raw mock ``raw`` (any response form of SPEC §6) with every output it can give carrying
-    ``text``.
+    """The raw mock ``raw`` with every output it can give carrying ``text``.
+
+    ``raw`` is any response form of SPEC §6.
     """
     if not (isinstance(raw, dict) and raw.keys() & _FORMS):
         return plant(raw, text, where, field)
@@ -212,9 +222,7 @@ def carry(raw: Any, text: str, where: str, field: str | None) -> Any:
 
 @dataclass(frozen=True)
 class Plan:
-    """How a case is attacked: the tools whose output carries the payloads, where, and the corpus
-    file.
-    """
+    """How a case is attacked: which tools' output carries the payloads, where, and the corpus."""
 
     tools: tuple[str, ...]
     corpus: Path
@@ -224,8 +232,10 @@ class Plan:
 
 
 def plan_of(case: Case, option: str | None, base: Path) -> Plan | None:
-    """The case's own ``inject:``; else, under ``--agent-eval-inject`` (``option``, relative to
-    ``base``), every tool the case mocks; ``None`` when the case is not attacked.
+    """How the case is attacked, or ``None`` when it is not.
+
+    The case's own ``inject:``; else, under ``--agent-eval-inject`` (``option``, relative to
+    ``base``), every tool the case mocks.
     """
     spec = case.inject
     if spec is not None:
@@ -243,8 +253,10 @@ def plan_of(case: Case, option: str | None, base: Path) -> Plan | None:
 
 
 def allowed_tools(case: Case, plan: Plan, carriers: Iterable[str] = ()) -> list[str]:
-    """The tools a variant may call: ``allowed_tools``, else the case's ``tools_only``, else the
-    tools it mocks and the stand-in tools that carry the payload (``carriers``).
+    """The tools a variant may call.
+
+    ``allowed_tools``, else the case's ``tools_only``, else the tools it mocks and the stand-in
+    tools that carry the payload (``carriers``).
     """
     if plan.allowed is not None:
         return list(plan.allowed)
@@ -289,11 +301,12 @@ def standin_default(tool: str, servers: Mapping[str, Any]) -> tuple[str, Any] | 
 
 
 def variants(case: Case, plan: Plan, standins: Mapping[str, Any] | None = None) -> Iterator[Case]:
-    """One variant of ``case`` per payload of the plan's corpus; a corpus or a mock that cannot
-    carry the payload makes one variant that errors, saying why (the case's other items still run).
+    """One variant of ``case`` per payload of the plan's corpus.
 
-    ``standins``: the run's stand-in MCP servers (name -> ``mocks.mcp_standin.StandinServer``): a
-    tool the case does not mock carries the payload in its stand-in's default response (SPEC §28).
+    A corpus or a mock that cannot carry the payload makes one variant that errors, saying why (the
+    case's other items still run). ``standins``: the run's stand-in MCP servers (name ->
+    ``mocks.mcp_standin.StandinServer``): a tool the case does not mock carries the payload in its
+    stand-in's default response (SPEC §28).
     """
     try:
         payloads = load_corpus(plan.corpus)
@@ -319,7 +332,8 @@ def variants(case: Case, plan: Plan, standins: Mapping[str, Any] | None = None) 
             yield _broken(
                 case,
                 vid,
-                f"{case.location}: case {case.id}: inject.tool {missing[0]!r} has no `tool_mocks` entry: mock the "
+                f"{case.location}: case {case.id}: "
+                f"inject.tool {missing[0]!r} has no `tool_mocks` entry: mock the "
                 "tool whose output should carry the payloads (its real output is never used), or "
                 "serve it from a stand-in MCP server (`mcp_servers:`)",
             )

@@ -35,8 +35,9 @@ __all__ = [
 
 
 def builtin_dialects() -> DialectRegistry:
-    """The native format, the formats of existing eval setups (SPEC §12) and those users migrate
-    with (§19).
+    """The built-in dialects: the native format and the formats of existing eval setups.
+
+    Those of existing eval setups (SPEC §12) and those users migrate with (§19).
     """
     registry = DialectRegistry()
     for module in (
@@ -54,8 +55,9 @@ def builtin_dialects() -> DialectRegistry:
 
 
 def detect(doc: Document, dialects: DialectRegistry) -> Dialect:
-    """The one dialect whose shape ``doc`` has; an error naming all of them when none or several
-    fit.
+    """The one dialect whose shape ``doc`` has.
+
+    Raise an error naming all of them when none or several fit.
     """
     fits: list[tuple[Dialect, str]] = []
     needs: list[tuple[Dialect, str]] = []
@@ -102,9 +104,11 @@ def load_file(
 def read_and_detect(
     path: Path, dialects: DialectRegistry, text: str | None = None, cache: ParseCache | None = None
 ) -> tuple[Document, Dialect]:
-    """The file's data and its format; a YAML file of a format whose tool reads YAML 1.2 (promptfoo)
-    is read again with the core schema, as that tool reads it (a key such as ``on:``, not a string
-    under YAML 1.1, is then text).
+    """The file's data and its format.
+
+    A YAML file of a format whose tool reads YAML 1.2 (promptfoo) is read again with the core
+    schema, as that tool reads it (a key such as ``on:``, not a string under YAML 1.1, is then
+    text).
     """
     yaml = path.suffix.lower() not in JSON_SUFFIXES + JSONL_SUFFIXES
     try:
@@ -127,7 +131,10 @@ def read_and_detect(
 
 
 def finish(doc: Document, loaded: LoadedFile) -> LoadedFile:
-    """The dialect's cases, bounded (SPEC §22), with one error case per JSON Line that is not JSON."""
+    """The dialect's cases, bounded (SPEC §22).
+
+    With one error case per JSON Line that is not JSON.
+    """
     try:
         trust.check_count(len(loaded.cases), "the file")
     except trust.Refused as exc:

@@ -1,5 +1,4 @@
-"""A compiled yes/no JSON Schema check for the keywords our schemas use, ~10x faster than
-jsonschema.
+"""A compiled yes/no JSON Schema check for our schemas' keywords, ~10x faster than jsonschema.
 
 Collection validates every case; most are valid. This check answers "valid?" fast; when it says no,
 jsonschema runs and produces the messages, so jsonschema stays the one source of errors. A schema
@@ -35,8 +34,9 @@ def _integer(checker: Any, value: Any) -> bool:
 
 
 TYPE_CHECKS: dict[str, Callable[[Any, Any], bool]] = {"number": _finite_number, "integer": _integer}
-"""Redefinitions of jsonschema's ``number`` and ``integer`` for eval files (see the module
-docstring).
+"""Redefinitions of jsonschema's ``number`` and ``integer`` for eval files.
+
+See the module docstring.
 """
 
 
@@ -75,8 +75,9 @@ def _regex_ok(value: Any) -> bool:
 
 
 def _all(checks: list[Validator]) -> Validator:
-    """One check that passes when every one of ``checks`` passes (fewest calls for the common
-    lengths).
+    """One check that passes when every one of ``checks`` passes.
+
+    Written for the fewest calls at the common lengths.
     """
     if not checks:
         return lambda v: True
@@ -136,7 +137,7 @@ class _Compiler:
         return _all(checks)
 
     def mapping(self, schema: dict[str, Any], is_object: bool) -> Validator:
-        """type object, properties, additionalProperties and required in one pass over the mapping."""
+        """``type: object``, properties, additionalProperties and required in one pass."""
         props = {k: self.compile(s) for k, s in schema.get("properties", {}).items()}
         additional = schema.get("additionalProperties", True)
         extra = None if additional is True else self.compile(additional)
@@ -227,7 +228,7 @@ class _Compiler:
 
 
 def compile_schema(schema: dict[str, Any]) -> Validator | None:
-    """A fast ``valid?`` function for ``schema``, or ``None`` if it uses keywords not compiled here."""
+    """A fast ``valid?`` function for ``schema``; ``None`` if it uses keywords not compiled here."""
     try:
         return _Compiler(schema).compile(schema)
     except Unsupported:

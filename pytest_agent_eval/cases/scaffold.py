@@ -1,6 +1,7 @@
-"""``agent-eval init [DIR]``: a starting project — an eval file with its schema, a ``conftest.py``
-with an offline ``agent`` fixture, the ini block and a GitHub Actions workflow — that passes under
-``pytest DIR``.
+"""``agent-eval init [DIR]``: write a starting project that passes under ``pytest DIR``.
+
+The project is an eval file with its schema, a ``conftest.py`` with an offline ``agent`` fixture,
+the ini block and a GitHub Actions workflow.
 
 Plain Python: never imports pytest. Existing files are never overwritten.
 """
@@ -52,7 +53,7 @@ cases:
     expect:
       tools_called: [lookup_order]
       outcome: failure              # the answer reads as a failure ("not found")
-"""
+"""  # noqa: E501, RUF100 - a file's text for the user, kept as it is
 
 CONFTEST_TEXT = '''\
 """The agent the eval cases in this folder run (written by `agent-eval init`).
@@ -92,7 +93,7 @@ def support_agent(query: str, context: dict[str, Any] | None = None) -> dict[str
 @pytest.fixture(scope="session")
 def agent() -> Any:
     return support_agent
-'''
+'''  # noqa: E501, RUF100 - a file's text for the user, kept as it is
 
 # The ini block: (key, value, comment). Values are strings, as pytest reads them from any
 # configuration file.
@@ -107,7 +108,8 @@ WORKFLOW_TEXT = """\
 # network, deterministic). Under GitHub Actions each failed case is annotated at its line in the diff and the
 # summary lands on the job page; one sticky comment on the pull request gives the regressions, fixes and cost
 # against the last nightly run; the JSON and HTML reports are artifacts. Cases whose verdict cannot have changed
-# (same case, agent source, models, judge, mocks, cassette) come from the verdict cache, kept by actions/cache.
+# (same case, agent source, models, judge, mocks, cassette) come from the verdict cache, in the run store
+# (.agent-eval/runs.db) that actions/cache keeps.
 # Nightly: every case runs against the live model with the secret key and records its cassettes anew; review the
 # `cassettes` artifact and commit it, so that pull requests replay what the model answers today. Its spend stops
 # at --agent-eval-max-cost.
@@ -134,10 +136,10 @@ jobs:
         with:
           python-version: "3.12"
       - name: install
-        run: pip install 'pytest-agent-evalset[traffic]'   # and your agent's own dependencies
-      - uses: actions/cache@v4   # the verdict cache: a case whose key did not change is reported, not run
+        run: pip install 'pytest-agent-evalset[traffic,store]'   # and your agent's own dependencies
+      - uses: actions/cache@v4   # the run store and its verdict cache: an unchanged case is reported, not run
         with:
-          path: .agent-eval/cache.db
+          path: .agent-eval/runs.db
           key: agent-eval-${{{{ github.sha }}}}
           restore-keys: agent-eval-
       - name: evals (replayed)
@@ -202,7 +204,7 @@ jobs:
         with:
           name: cassettes
           path: {evals}/cassettes
-"""
+"""  # noqa: E501, RUF100 - a file's text for the user, kept as it is
 
 
 class InitError(Exception):
@@ -218,8 +220,9 @@ class InitError(Exception):
 
 @dataclass(frozen=True)
 class Plan:
-    """What ``init`` writes (paths relative to the target folder) and the ini block it prints
-    instead of writing.
+    """What ``init`` writes, and the ini block it prints instead of writing.
+
+    The files' paths are relative to the target folder.
     """
 
     files: dict[str, str]
@@ -227,8 +230,9 @@ class Plan:
 
 
 def pytest_config(folder: Path) -> tuple[str, str] | None:
-    """``(file, section)`` of the pytest configuration already in ``folder``, as pytest looks for
-    it; else ``None``.
+    """Where pytest is configured in ``folder`` already: ``(file, section)``, else ``None``.
+
+    The files are looked for as pytest looks for them.
     """
     for name, section in (("pytest.ini", "pytest"), (".pytest.ini", "pytest")):
         if (folder / name).is_file():
@@ -255,9 +259,7 @@ def pytest_config(folder: Path) -> tuple[str, str] | None:
 
 
 def ini_block(toml: bool) -> str:
-    """The plugin's ini keys, as lines of a ``pytest.ini`` section or of
-    ``[tool.pytest.ini_options]``.
-    """
+    """The plugin's ini keys, as lines for ``pytest.ini`` or ``[tool.pytest.ini_options]``."""
     quote = '"' if toml else ""
     return "".join(
         f"# {comment}\n{key} = {quote}{value}{quote}\n" for key, value, comment in INI_KEYS
@@ -265,9 +267,10 @@ def ini_block(toml: bool) -> str:
 
 
 def plan(folder: Path, schema: dict[str, Any]) -> Plan:
-    """The files to write into ``folder``; the ini block goes into a new ``pytest.ini`` unless
-    pytest is configured there already, in which case it is only printed (a new ``pytest.ini`` would
-    take over from that file).
+    """The files to write into ``folder``, and the ini block to print.
+
+    The ini block goes into a new ``pytest.ini`` unless pytest is configured there already, in which
+    case it is only printed (a new ``pytest.ini`` would take over from that file).
     """
     files = {
         EVAL_FILE: EVAL_TEXT.format(docs=DOCS),
@@ -289,9 +292,10 @@ def plan(folder: Path, schema: dict[str, Any]) -> Plan:
 
 
 def _blocked(folder: Path, name: str) -> list[str]:
-    """Why ``folder/name`` cannot be written as a new file: it exists (a dangling symlink too), or a
-    folder on the way is a file or a symlink (never written through: it could lead outside
-    ``folder``).
+    """Why ``folder/name`` cannot be written as a new file, if it cannot.
+
+    It exists (a dangling symlink too), or a folder on the way is a file or a symlink (never written
+    through: it could lead outside ``folder``).
     """
     path = folder / name
     for parent in reversed(path.relative_to(folder).parents[:-1]):
@@ -322,7 +326,8 @@ def write(folder: Path, schema: dict[str, Any]) -> tuple[list[Path], str]:
         raise InitError(
             [
                 *lines,
-                "nothing was written: move those files away, or name another folder (agent-eval init DIR)",
+                "nothing was written: move those files away, "
+                "or name another folder (agent-eval init DIR)",
             ]
         )
     written: list[Path] = []

@@ -1,6 +1,7 @@
-"""What a data file may read and make (SPEC §22): ``file://`` references inside the project, regular
-files only, size-bounded; how many cases one file may expand to; templates rendered in Jinja2's
-sandbox.
+"""What a data file may read and make (SPEC §22): the files, the number of cases, the templates.
+
+``file://`` references inside the project, regular files only, size-bounded; how many cases one file
+may expand to; templates rendered in Jinja2's sandbox.
 
 A data file is data, often from an untrusted pull request: it reads only what lies under the rootdir
 (or a folder the user allowed with ``--agent-eval-allow-path`` / ini ``agent_eval_allow_paths``),
@@ -24,19 +25,22 @@ MAX_FILE_BYTES = 16 * 1024 * 1024
 """A ``file://`` reference larger than this is an error of its case (a prompt, a var, a tests file).
 """
 MAX_CASES_PER_FILE = 100_000
-"""One file's expansion (tests × var lists × prompts × providers) above this is one error of that
-file.
+"""How many cases one file may expand to; above it, one error of that file.
+
+The expansion is tests × var lists × prompts × providers.
 """
 MAX_TEMPLATE_VALUE = 1_000_000
-"""A template's ``*`` or ``**`` may make a value this large (characters, items, digits); beyond, it
-is an error.
+"""How large a value a template's ``*`` or ``**`` may make; beyond, it is an error.
+
+Counted in characters, items or digits.
 """
 _GLOB_CHARS = frozenset("*?[")
 
 
 class Refused(ValueError):
-    """A reference a data file may not follow, or a file it may not read; the message names the path
-    and why.
+    """A reference a data file may not follow, or a file it may not read.
+
+    The message names the path and why.
     """
 
 
@@ -80,12 +84,16 @@ def configured(roots: list[Path], max_cases: int = MAX_CASES_PER_FILE) -> Iterat
 
 
 def _allowed_hint() -> str:
-    return "allow its folder with --agent-eval-allow-path DIR (ini agent_eval_allow_paths) if it is yours"
+    return (
+        "allow its folder with --agent-eval-allow-path DIR (ini agent_eval_allow_paths) "
+        "if it is yours"
+    )
 
 
 def confined(path: Path, shown: str) -> Path:
-    """``path`` resolved (symlinks followed), if it lies under an allowed folder; else
-    :class:`Refused`.
+    """``path`` resolved (symlinks followed), if it lies under an allowed folder.
+
+    Else raise :class:`Refused`.
     """
     try:
         resolved = path.resolve()
@@ -99,12 +107,11 @@ def confined(path: Path, shown: str) -> Path:
 
 
 def read_bytes(path: Path, shown: str) -> bytes:
-    """The bytes of a regular file under an allowed folder, at most :data:`MAX_FILE_BYTES`; else
-    :class:`Refused`.
+    """The bytes of a regular file under an allowed folder, at most :data:`MAX_FILE_BYTES`.
 
-    The file's kind and size are checked with ``stat`` before it is opened (a FIFO would block the
-    open), and it is opened non-blocking without following a symlink planted after the check, then
-    checked again.
+    Else raise :class:`Refused`. The file's kind and size are checked with ``stat`` before it is
+    opened (a FIFO would block the open), and it is opened non-blocking without following a symlink
+    planted after the check, then checked again.
     """
     resolved = confined(path, shown)
     try:
@@ -139,7 +146,10 @@ def _check_kind(info: os.stat_result, shown: str) -> None:
 
 
 def read_text(path: Path, shown: str, encoding: str = "utf-8") -> str:
-    """:func:`read_bytes` decoded; bytes that are not UTF-8 are :class:`Refused` naming the offset."""
+    """:func:`read_bytes` decoded.
+
+    Bytes that are not UTF-8 are :class:`Refused` naming the offset.
+    """
     data = read_bytes(path, shown)
     try:
         return data.decode(encoding)
@@ -151,9 +161,10 @@ def read_text(path: Path, shown: str, encoding: str = "utf-8") -> str:
 
 
 def glob(base: Path, pattern: str, shown: str) -> list[Path]:
-    """The files ``pattern`` matches under ``base``, each under an allowed folder; the walk starts
-    at the pattern's fixed part, itself checked first, so that ``../../**`` never walks the
-    filesystem.
+    """The files ``pattern`` matches under ``base``, each under an allowed folder.
+
+    The walk starts at the pattern's fixed part, itself checked first, so that ``../../**`` never
+    walks the filesystem.
     """
     parts = Path(pattern).parts
     if Path(pattern).is_absolute():
@@ -198,8 +209,9 @@ def check_count(count: int, what: str) -> None:
 def _bounded(
     operator: str, left: Any, right: Any, table: dict[str, Callable[[Any, Any], Any]]
 ) -> Any:
-    """``*`` and ``**`` of a template, refused when the result would be huge (a sandbox bounds
-    ``range`` only).
+    """``*`` and ``**`` of a template, refused when the result would be huge.
+
+    A sandbox bounds ``range`` only.
     """
     if operator == "*":
         for seq, times in ((left, right), (right, left)):
@@ -214,9 +226,10 @@ def _bounded(
 
 @functools.cache
 def sandbox(undefined: str = "ChainableUndefined") -> Any:
-    """Jinja2's ``ImmutableSandboxedEnvironment``: attributes of internals, calls that change data,
-    huge ranges and (here) huge ``*``/``**`` are errors, never code run. Jinja2 is imported here,
-    with the first template.
+    """Jinja2's ``ImmutableSandboxedEnvironment``, for the templates of data files.
+
+    Attributes of internals, calls that change data, huge ranges and (here) huge ``*``/``**`` are
+    errors, never code run. Jinja2 is imported here, with the first template.
     """
     import jinja2
     from jinja2 import sandbox as jinja_sandbox

@@ -1,7 +1,8 @@
-"""Agreement statistics for judges (SPEC §26): of a judge with labels (accuracy, Cohen's kappa,
-Spearman's rho, confusion counts, false-pass rate) and of a panel's members with each other (Fleiss'
-kappa), with seeded percentile bootstrap intervals. Plain Python; a figure that cannot be had from
-the data is ``None``, never made up.
+"""Agreement statistics for judges (SPEC §26): of a judge with labels, and of a panel's members.
+
+Of a judge with labels: accuracy, Cohen's kappa, Spearman's rho, confusion counts, false-pass rate;
+of a panel's members with each other: Fleiss' kappa; with seeded percentile bootstrap intervals.
+Plain Python; a figure that cannot be had from the data is ``None``, never made up.
 
 * Cohen's kappa: (p_o - p_e) / (1 - p_e) over pass/fail, p_e from the two marginals; ``None`` when
   p_e is 1.
@@ -105,8 +106,9 @@ def spearman(pairs: Sequence[tuple[float, float]]) -> float | None:
 
 
 def item_agreement(votes: Sequence[bool]) -> float | None:
-    """The share of agreeing pairs among one item's pass/fail ``votes`` (0..1); ``None`` with fewer
-    than 2.
+    """The share of agreeing pairs among one item's pass/fail ``votes`` (0..1).
+
+    ``None`` with fewer than 2 votes.
     """
     n = len(votes)
     if n < 2:
@@ -117,8 +119,9 @@ def item_agreement(votes: Sequence[bool]) -> float | None:
 
 @dataclass(frozen=True)
 class Fleiss:
-    """Agreement of a panel over its items: ``agreement`` P̄ (0..1) and Fleiss' ``kappa`` (``None``
-    when chance agreement is total: every vote the same).
+    """Agreement of a panel over its items: ``agreement`` P̄ (0..1) and Fleiss' ``kappa``.
+
+    ``kappa`` is ``None`` when chance agreement is total: every vote the same.
     """
 
     items: int
@@ -128,7 +131,8 @@ class Fleiss:
 
 
 def fleiss(items: Sequence[Sequence[bool]]) -> Fleiss | None:
-    """Fleiss' kappa of pass/fail votes, items each rated by the same number (>= 2) of raters;
+    """Fleiss' kappa of pass/fail votes, items each rated by the same number (>= 2) of raters.
+
     ``None`` else.
     """
     if not items or len({len(votes) for votes in items}) != 1 or len(items[0]) < 2:
@@ -149,8 +153,9 @@ def bootstrap(
     seed: int = SEED,
     level: float = LEVEL,
 ) -> tuple[float, float] | None:
-    """The ``level`` percentile bootstrap interval of ``statistic`` over ``items`` (resampled with
-    replacement).
+    """The ``level`` percentile bootstrap interval of ``statistic`` over ``items``.
+
+    The items are resampled with replacement.
     """
     n = len(items)
     if n == 0:

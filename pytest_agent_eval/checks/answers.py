@@ -1,5 +1,7 @@
-"""Readings of the answer from existing eval formats: ``answer``, ``answered``,
-``allocation_valid``, ``matches_reference`` (a dataset row's reference answer).
+"""Readings of the answer from existing eval formats.
+
+The checks: ``answer``, ``answered``, ``allocation_valid``, ``matches_reference`` (a dataset row's
+reference answer).
 """
 
 from __future__ import annotations
@@ -32,8 +34,9 @@ ALLOCATION_FAILURE = (
     "error",
     "required",
 )
-"""The golden-set home project's word lists (SPEC §12); a word also matches its longer forms
-(errors).
+"""The golden-set home project's word lists (SPEC §12).
+
+A word also matches its longer forms (errors).
 """
 _ALLOCATION = (
     phrase_pattern(ALLOCATION_SUCCESS, longer_forms=True),
@@ -41,13 +44,15 @@ _ALLOCATION = (
 )
 _SIGNS = "+-\u2212"  # "−" (U+2212) is the typographic minus
 _DIGITS = r"(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?"
-"""A number without its sign, thousands grouped by commas or not, with a decimal point or not
-(``1,000.5``).
+"""A number without its sign, thousands grouped by commas or not, a decimal point or not.
+
+For example ``1,000.5``.
 """
 _SIGNED = re.compile(rf"([-+\u2212]?)({_DIGITS})")
 _IN_TEXT = re.compile(rf"(?<![\w.,]){_DIGITS}(?!\w|[.,]\d)")
-"""A number in running text: never part of a word or of a longer number ("4" is not in "14", "4.5",
-"v4").
+"""A number in running text: never part of a word or of a longer number.
+
+"4" is not in "14", "4.5", "v4".
 """
 _NUMBER_LIKE = re.compile(r"^[-+]?\d+(?:[.,]\d+)*$")
 
@@ -58,16 +63,18 @@ def _value(sign: str, digits: str) -> Decimal:
 
 
 def number_value(text: str) -> Decimal | None:
-    """The value of ``text`` if it is one number as written (``"4"``, ``"-4.0"``, ``"1,000"``), else
-    ``None``.
+    """The value of ``text`` if it is one number as written, else ``None``.
+
+    Numbers as written: ``"4"``, ``"-4.0"``, ``"1,000"``.
     """
     match = _SIGNED.fullmatch(text.strip())
     return _value(match.group(1), match.group(2)) if match else None
 
 
 def numbers_in(text: str) -> list[tuple[str, Decimal]]:
-    """Every number written in ``text``, as written and as a value: "-4" is minus four, "4.0" is
-    four.
+    """Every number written in ``text``, as written and as a value.
+
+    "-4" is minus four, "4.0" is four.
 
     A sign is one right before the digits, not after a letter or digit: "3-4" holds 3 and 4, "x =
     -4" minus four.
@@ -83,8 +90,10 @@ def numbers_in(text: str) -> list[tuple[str, Decimal]]:
 
 
 def find_answer(expected: str | float, output: str) -> tuple[str | None, list[tuple[str, Decimal]]]:
-    """``(the expected answer as written in output, or None; the numbers the output holds when it is
-    a number)``.
+    """Where the expected answer is in ``output``, and the numbers the output holds.
+
+    Returns ``(the expected answer as written in output, or None; the numbers the output holds when
+    it is a number)``.
 
     A number matches a number of the same value, sign included: ``4`` matches "4", "4.0" and "+4",
     never "-4", "14" or "4.5". Anything else is text, found case-insensitively (a number-like text
@@ -104,8 +113,9 @@ def find_answer(expected: str | float, output: str) -> tuple[str | None, list[tu
 
 
 def answer(run: RunRecord, spec: Any, ctx: CheckContext) -> CheckResult:
-    """The expected answer occurs in the output: a number as a number of the same value, sign
-    included; text case-insensitively.
+    """The expected answer occurs in the output.
+
+    A number as a number of the same value, sign included; text case-insensitively.
     """
     hit, numbers = find_answer(spec, run.output)
     if hit is not None:
@@ -145,7 +155,9 @@ def answered(run: RunRecord, spec: Any, ctx: CheckContext) -> CheckResult:
 
 
 def allocation_valid(run: RunRecord, spec: Any, ctx: CheckContext) -> CheckResult:
-    """``true``: the answer reads as a successful allocation (a success word, no failure phrase);
+    """Whether the answer reads as a successful allocation, as ``allocation_valid`` says it should.
+
+    ``true``: the answer reads as a successful allocation (a success word, no failure phrase);
     ``false``: it does not (it may read as failure, or as neither: "There are 42 completed tests.").
 
     Failure phrases win, and are whole phrases: "not found" is never read as "found", "unavailable"
@@ -167,9 +179,11 @@ def allocation_valid(run: RunRecord, spec: Any, ctx: CheckContext) -> CheckResul
 
 
 def matches_reference(run: RunRecord, spec: Any, ctx: CheckContext) -> CheckResult:
-    """The output equals (stripped) or contains the case's reference answer (a dataset row's; a list
-    of facts: equals one, or contains every one), case-insensitively unless ``case_sensitive:
-    true``; "not scored" for a case without one.
+    """The output equals (stripped) or contains the case's reference answer.
+
+    The reference is a dataset row's; for a list of facts: equals one, or contains every one.
+    Compared case-insensitively unless ``case_sensitive: true``; "not scored" for a case without
+    one.
     """
     reference = ctx.case.reference
     if reference is None:
@@ -216,14 +230,16 @@ def register(registry: CheckRegistry) -> None:
         "matches_reference",
         matches_reference,
         {"enum": ["equals", "contains"]},
-        "the output equals / contains the case's reference answer (a dataset row's expected output)",
+        "the output equals / contains the case's reference answer "
+        "(a dataset row's expected output)",
         blocking=False,
     )
     registry.register(
         "answer",
         answer,
         {"type": ["string", "number"]},
-        "the answer occurs in the output (text case-insensitively; a number by value, sign included: 4 is 4.0, "
+        "the answer occurs in the output (text case-insensitively; "
+        "a number by value, sign included: 4 is 4.0, "
         "not -4, 14 or 4.5)",
         blocking=False,
     )
@@ -234,6 +250,7 @@ def register(registry: CheckRegistry) -> None:
         "allocation_valid",
         allocation_valid,
         {"type": "boolean"},
-        "true: the answer reads as a successful allocation; false: it does not (failure phrases always win)",
+        "true: the answer reads as a successful allocation; "
+        "false: it does not (failure phrases always win)",
         blocking=False,
     )

@@ -1,7 +1,7 @@
-"""The check protocol and the registry that maps ``expect:`` keys to checks; how a per-turn result
-is named.
+"""The check protocol and the registry that maps ``expect:`` keys to checks.
 
-A check's result, ``CheckResult``, is one of the shared words in ``core.results``.
+It also says how a per-turn result is named. A check's result, ``CheckResult``, is one of the shared
+words in ``core.results``.
 """
 
 from __future__ import annotations
@@ -27,14 +27,16 @@ class CheckContext:
     case: Case
     options: dict[str, Any] = field(default_factory=dict)
     llm: Callable[..., str] | None = None
-    """``agent_eval_llm``: ``(messages, **options) -> str``; call it through ``llm.ask`` (options it
-    cannot take are left out).
+    """``agent_eval_llm``: ``(messages, **options) -> str``; call it through ``llm.ask``.
+
+    ``llm.ask`` leaves out the options it cannot take.
     """
 
 
 class CheckError(Exception):
-    """Raised by a check that cannot reach a verdict; its message is shown as is and the check
-    errors.
+    """Raised by a check that cannot reach a verdict.
+
+    Its message is shown as is and the check errors.
     """
 
 
@@ -55,9 +57,10 @@ class CheckSpec:
     uses_llm: bool = False
     """The check may call ``agent_eval_llm``: the item fetches that fixture."""
     blocking: bool = True
-    """The check may block (I/O, sleeps, user code, the LLM): it runs in a worker thread, off the
-    event loop, so that it never holds up other cases. Pure, fast checks declare ``blocking=False``
-    and run on the loop.
+    """The check may block (I/O, sleeps, user code, the LLM): it runs in a worker thread.
+
+    It runs off the event loop, so that it never holds up other cases. Pure, fast checks declare
+    ``blocking=False`` and run on the loop.
     """
 
 
@@ -69,8 +72,9 @@ class CheckRegistry:
         self.modifiers: dict[str, dict[str, Any]] = {}
         """``expect:`` keys that tune other checks (``case_sensitive``), with their schema."""
         self.version = 0
-        """Counts registrations: what is derived from the registry (the compiled schema) is kept per
-        version.
+        """Counts registrations.
+
+        What is derived from the registry (the compiled schema) is kept per version.
         """
         self._builtin: dict[str, CheckSpec] = {}
 
@@ -105,8 +109,9 @@ class CheckRegistry:
         return any(name in self._checks and self._checks[name].uses_llm for name in names)
 
     def case_uses_llm(self, case: Case) -> bool:
-        """Whether ``case`` may call the LLM: a simulated user, or a check of its own or of one of
-        its turns.
+        """Whether ``case`` may call the LLM.
+
+        It may with a simulated user, or a check of its own or of one of its turns.
         """
         if case.simulated_user is not None:
             return True
@@ -117,15 +122,17 @@ class CheckRegistry:
         return any(name in self._checks and self._checks[name].blocking for name in names)
 
     def mark_builtin(self) -> None:
-        """The checks registered so far are the built-in ones (pure when non-blocking: see
-        :meth:`need_no_loop`).
+        """The checks registered so far are the built-in ones.
+
+        Those are pure when non-blocking: see :meth:`need_no_loop`.
         """
         self._builtin = dict(self._checks)
 
     def need_no_loop(self, names: Iterable[str]) -> bool:
-        """Whether the checks ``names`` run the same without a running event loop: blocking ones run
-        off it anyway and the built-in non-blocking ones are pure; a plugin's non-blocking check was
-        promised the loop.
+        """Whether the checks ``names`` run the same without a running event loop.
+
+        Blocking ones run off it anyway and the built-in non-blocking ones are pure; a plugin's
+        non-blocking check was promised the loop.
         """
         checks, builtin = self._checks, self._builtin
         return all(
@@ -149,7 +156,10 @@ class CheckRegistry:
 def evaluate(
     run: RunRecord, expect: dict[str, Any], ctx: CheckContext, registry: CheckRegistry
 ) -> list[CheckResult]:
-    """Every check of ``expect`` on ``run``; a check that raises errors (no verdict) with the error."""
+    """Every check of ``expect`` on ``run``.
+
+    A check that raises errors (no verdict) with the error.
+    """
     results = []
     for name, spec in expect.items():
         try:
@@ -179,17 +189,19 @@ def evaluate(
 _TURN = re.compile(r"^turn \d+: ")
 
 TOOL_SELECTION_CHECKS = frozenset(
-    {"tools_called", "tools_not_called", "tools_exactly", "tool_sequence", "tools_in_order", "tool_selection",
-     "tool_usage"}
+    {"tools_called", "tools_not_called", "tools_exactly", "tool_sequence", "tools_in_order",
+     "tool_selection", "tool_usage"}
 )  # fmt: skip
-"""The checks that judge which tools the agent chose; their mean score is the tool-selection
-accuracy.
+"""The checks that judge which tools the agent chose.
+
+Their mean score is the tool-selection accuracy.
 """
 
 
 def in_turn(n: int, name: str) -> str:
-    """The name of check ``name``'s result on turn ``n`` of a scripted conversation: ``turn N:
-    name``.
+    """The name of check ``name``'s result on turn ``n`` of a scripted conversation.
+
+    The name is ``turn N: name``.
     """
     return f"turn {n}: {name}"
 
@@ -200,8 +212,9 @@ def check_name(result_name: str) -> str:
 
 
 def _finite(score: object) -> bool:
-    """Whether ``score`` is a real number that is not NaN or infinite (anything else has no
-    verdict).
+    """Whether ``score`` is a real number that is not NaN or infinite.
+
+    Anything else has no verdict.
     """
     return isinstance(score, (int, float)) and not isinstance(score, bool) and math.isfinite(score)
 

@@ -1,5 +1,4 @@
-"""Calibration sets (SPEC §26): labelled answers that measure a judge, and the gate of uncalibrated
-judges.
+"""Calibration sets (SPEC §26): labelled answers that measure a judge; the uncalibrated-judge gate.
 
 A file ``*.calibration.yaml`` / ``.yml`` / ``.json`` / ``.jsonl`` holds items ``{id?, input, output,
 reference?, judge | rubric, label}``; ``label`` is ``pass``, ``fail`` or a score in 0..1 (a pass at
@@ -65,8 +64,9 @@ class Loaded:
 
 
 def load(path: Path) -> Loaded:
-    """The items of the calibration file ``path``; :class:`EvalFileError` when the file as a whole
-    is wrong.
+    """The items of the calibration file ``path``.
+
+    :class:`EvalFileError` when the file as a whole is wrong.
     """
     doc = read_document(path)
     rows, key, default = _rows(doc)
@@ -188,8 +188,9 @@ def ask(item: Labelled, llm: LLM) -> Verdict:
 
 
 def result(item: Labelled, found: Verdict | CheckError | None) -> CaseResult:
-    """The item's case result: passed when the judge's verdict is the label's; ``found`` is the
-    verdict, the reason there is none, or ``None`` without an LLM (not scored).
+    """The item's case result: passed when the judge's verdict is the label's.
+
+    ``found`` is the verdict, the reason there is none, or ``None`` without an LLM (not scored).
     """
     label = "pass" if item.label else "fail"
     facts: dict[str, Any] = {"judge": item.judge_id, "model": item.model, "label": label}
@@ -259,13 +260,15 @@ class Gate:
             return found
 
     def why(self, judge: str, ctx: CheckContext) -> str | None:
-        """Why ``judge`` is uncalibrated in this run, or ``None`` when its kappa reaches the
-        minimum.
+        """Why ``judge`` is uncalibrated in this run.
+
+        ``None`` when its kappa reaches the minimum.
         """
         items = self.items.get(judge, [])
         if not items:
             return (
-                f"no calibration item of this run labels it (--agent-eval-judge-min-kappa {self.min_kappa:g}); add "
+                "no calibration item of this run labels it "
+                f"(--agent-eval-judge-min-kappa {self.min_kappa:g}); add "
                 "a *.calibration.yaml whose items use the same model, prompt and rubric"
             )
         if ctx.llm is None:
@@ -277,7 +280,10 @@ class Gate:
                 pairs.append((found.passed, item.label))
         kappa = cohen_kappa(pairs)
         if kappa is None:
-            return f"Cohen's kappa cannot be had from its {len(pairs)} labelled items with a verdict (one class only)"
+            return (
+                f"Cohen's kappa cannot be had from its {len(pairs)} labelled items "
+                "with a verdict (one class only)"
+            )
         if kappa < self.min_kappa:
             return f"Cohen's kappa {kappa:.2f} < {self.min_kappa:g} on {len(pairs)} labelled items"
         return None

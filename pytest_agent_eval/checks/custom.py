@@ -22,7 +22,8 @@ def _to_result(name: str, value: Any) -> CheckResult:
         ok, msg = value
         return CheckResult.of(name, bool(ok), message=str(msg))
     raise TypeError(
-        f"custom check {name} returned {type(value).__name__}; return a bool, a score, (bool, message) or a CheckResult"
+        f"custom check {name} returned {type(value).__name__}; "
+        "return a bool, a score, (bool, message) or a CheckResult"
     )
 
 

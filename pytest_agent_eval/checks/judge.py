@@ -15,7 +15,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from pytest_agent_eval.checks.base import CheckContext, CheckError, CheckRegistry
 from pytest_agent_eval.core.results import CheckResult, RunRecord
@@ -23,7 +23,8 @@ from pytest_agent_eval.imports import import_object
 from pytest_agent_eval.llm import accepted, ask, prompt_json
 
 NO_LLM = (
-    "no LLM configured for the judge: set AGENT_EVAL_LLM_MODEL (with OPENAI_API_KEY / OPENAI_BASE_URL and the "
+    "no LLM configured for the judge: set AGENT_EVAL_LLM_MODEL "
+    "(with OPENAI_API_KEY / OPENAI_BASE_URL and the "
     "`openai` extra), or override the `agent_eval_llm` fixture in conftest.py"
 )
 REPLY_FORMAT = 'Reply with JSON only: {"score": <number from 0 to 1>, "reason": "<one sentence>"}'
@@ -34,7 +35,9 @@ Tool calls the agent made: {tool_calls}
 {transcript}{reference}Agent answer: {output}
 """ + REPLY_FORMAT.replace("{", "{{").replace("}", "}}")
 FIELDS = ("rubric", "input", "output", "tool_calls", "transcript", "reference")
-"""The fields of a prompt template (``prompt: path``); a literal brace is written ``{{`` / ``}}``.
+"""The fields of a prompt template (``prompt: path``).
+
+A literal brace is written ``{{`` / ``}}``.
 """
 REFERENCE_RUBRIC = (
     "The answer agrees with the reference: it states what the reference states and contradicts"
@@ -43,8 +46,9 @@ REFERENCE_RUBRIC = (
 """The rubric of a judge given only a reference."""
 JSON_OPTIONS: dict[str, Any] = {"response_format": {"type": "json_object"}}
 SAMPLE_TEMPERATURE = 1.0
-"""The temperature of each sample when ``samples`` > 1 (at the default 0 every sample would be the
-same).
+"""The temperature of each sample when ``samples`` > 1.
+
+At the default 0 every sample would be the same.
 """
 
 _FENCE = re.compile(r"```[ \t]*(?:json)?[ \t]*\n?(.*?)```", re.DOTALL | re.IGNORECASE)
@@ -101,8 +105,9 @@ def _json_objects(text: str) -> list[Any]:
 
 
 def _plain_score(reply: str) -> float:
-    """The one score the reply gives as ``7/10``, ``70%`` or ``score: 0.7``; else the reply is
-    unreadable.
+    """The one score the reply gives as ``7/10``, ``70%`` or ``score: 0.7``.
+
+    Else the reply is unreadable.
     """
     values: set[float] = set()
     for pattern, divisor in _FORMS:
@@ -122,8 +127,9 @@ def _plain_score(reply: str) -> float:
 
 
 def read_score(reply: str) -> tuple[float, str]:
-    """The score in [0, 1] and the reason from a judge's reply; :class:`CheckError` when there is
-    none.
+    """The score in [0, 1] and the reason from a judge's reply.
+
+    :class:`CheckError` when there is none.
     """
     text = reply.strip()
     fenced = _FENCE.search(text)
@@ -142,25 +148,71 @@ def read_score(reply: str) -> tuple[float, str]:
     return _plain_score(text), excerpt(text)
 
 
+class Judgments(Protocol):
+    """The judge-verdict cache (SPEC §25), as the judge asks it: replies by :func:`judgment_key`."""
+
+    def get(self, key: str) -> list[str] | None:
+        """The replies stored under ``key``; ``None`` for a miss."""
+
+    def put(self, key: str, model: str, replies: list[str]) -> None:
+        """Keep the replies the LLM gave (all of them read)."""
+
+    def distrust(self, key: str, why: str) -> None:
+        """The replies of ``key`` cannot be trusted (``why``): they were asked again."""
+
+
+JUDGMENTS: Judgments | None = None
+"""Process-wide, set by ``--agent-eval-cache`` (``plugin.cache``) for the session: judgments
+already paid for.
+"""
+
+
+def judgment_key(model: str, prompt: str, samples: int, options: dict[str, Any]) -> str:
+    """A judgment's key: a SHA-256 of the judge's model, prompt, samples and options.
+
+    The prompt as sent: the rubric, the output, the reference and all else the judge is shown.
+    """
+    text = json.dumps(
+        [model, prompt, samples, options], sort_keys=True, ensure_ascii=False, default=repr
+    )
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
 def ask_score(
     ctx: CheckContext, prompt: str, samples: int = 1, model: str | None = None
 ) -> tuple[float, str]:
-    """The mean score of ``samples`` LLM replies to ``prompt`` and their reasons;
+    """The mean score of ``samples`` LLM replies to ``prompt`` and their reasons.
+
     :class:`CheckError` if one fails. ``model``: asked of the LLM as its ``model`` option (a panel
-    member's own model).
+    member's own model). With the judge cache, replies to the same prompt of the same model are
+    asked once: a judge whose model is not known (an ``agent_eval_llm`` of the user's, without
+    ``AGENT_EVAL_LLM_MODEL`` or a ``model:``) is not cached.
     """
     assert ctx.llm is not None
     options = dict(JSON_OPTIONS)
     if model is not None:
         if "model" not in accepted(ctx.llm, {"model": model}):
             raise CheckError(
-                f"the judge's model {model!r} cannot be asked: the agent_eval_llm callable takes no `model` option "
+                f"the judge's model {model!r} cannot be asked: "
+                "the agent_eval_llm callable takes no `model` option "
                 "(give it a `model` keyword or **options)"
             )
         options["model"] = model
     if samples > 1:
         options["temperature"] = SAMPLE_TEMPERATURE
-    readings = []
+    cache, key = JUDGMENTS, None
+    name = model or os.environ.get("AGENT_EVAL_LLM_MODEL")
+    if cache is not None and name:
+        key = judgment_key(name, prompt, samples, options)
+        kept = cache.get(key)
+        if kept is not None:
+            try:
+                if len(kept) != samples:
+                    raise unreadable(str(kept), f"{len(kept)} replies, not {samples}")
+                return _mean([read_score(reply) for reply in kept])
+            except CheckError as exc:  # a garbled row: asked again, never a verdict
+                cache.distrust(key, str(exc))
+    readings, replies = [], []
     for _ in range(samples):
         try:
             reply = ask(ctx.llm, [{"role": "user", "content": prompt}], **options)
@@ -170,16 +222,25 @@ def ask_score(
                 f"judge LLM call failed: {type(exc).__name__}" + (f": {text}" if text else "")
             ) from exc
         readings.append(read_score(reply))
-    score = sum(s for s, _ in readings) / samples
-    if samples == 1:
+        replies.append(reply)
+    if cache is not None and key is not None and name:
+        cache.put(key, name, replies)
+    return _mean(readings)
+
+
+def _mean(readings: list[tuple[float, str]]) -> tuple[float, str]:
+    """The mean score of the readings of a judge's samples and their reasons."""
+    if len(readings) == 1:
         return readings[0]
+    score = sum(s for s, _ in readings) / len(readings)
     reasons = "; ".join(f"{s:.2f}: {r}" for s, r in readings)
-    return score, f"mean of {samples} samples ({reasons})"
+    return score, f"mean of {len(readings)} samples ({reasons})"
 
 
 def reference_text(reference: str | list[str] | None, any_of: bool = False) -> str:
-    """The prompt's lines for a reference answer, for alternative answers (``any_of``) or for facts
-    (a list), that the answer is compared with.
+    """The prompt's lines for what the answer is compared with.
+
+    That is a reference answer, alternative answers (``any_of``) or facts (a list).
     """
     if reference is None:
         return ""
@@ -187,7 +248,10 @@ def reference_text(reference: str | list[str] | None, any_of: bool = False) -> s
         return f"Reference answer (the answer is correct when it agrees with it): {reference}\n"
     if any_of:
         answers = "\n".join(f"  - {answer}" for answer in reference)
-        return f"Reference answers (the answer is correct when it agrees with any one of them):\n{answers}\n"
+        return (
+            "Reference answers (the answer is correct when it agrees with any one of them):\n"
+            f"{answers}\n"
+        )
     facts = "\n".join(f"  - {fact}" for fact in reference)
     return f"Facts the answer must agree with:\n{facts}\n"
 
@@ -195,8 +259,10 @@ def reference_text(reference: str | list[str] | None, any_of: bool = False) -> s
 def prompt_fields(
     run: RunRecord, ctx: CheckContext, rubric: str, reference: str | list[str] | None = None
 ) -> dict[str, str]:
-    """What the judge is shown: the rubric, the input, the answer, the tool calls, (conversations)
-    the turns and the reference answer or facts when there are some.
+    """What the judge is shown.
+
+    That is the rubric, the input, the answer, the tool calls, (conversations) the turns and the
+    reference answer or facts when there are some.
     """
     calls = [{"tool": c.name, "args": c.args} for c in run.tool_calls]
     turns = "\n".join(f"  {m.get('role', '?')}: {m.get('content', '')}" for m in run.history)
@@ -213,8 +279,9 @@ def prompt_fields(
 
 
 def _own_prompt(ref: str, fields: dict[str, str], run: RunRecord, ctx: CheckContext) -> str:
-    """The prompt from ``prompt: module:function`` (called with the run, the case, the rubric) or a
-    template file.
+    """The prompt from ``prompt: module:function`` or a template file.
+
+    The function is called with the run, the case, the rubric.
     """
     if re.fullmatch(r"[A-Za-z_][\w.]*:[A-Za-z_][\w.]*", ref):
         func = import_object(ref)
@@ -237,30 +304,31 @@ def _own_prompt(ref: str, fields: dict[str, str], run: RunRecord, ctx: CheckCont
 
 
 UNCALIBRATED: Callable[[str, CheckContext], str | None] | None = None
-"""Process-wide, set by ``--agent-eval-judge-min-kappa`` (``plugin.calibration``) for the session:
-given a judge's id, why it is uncalibrated in this run (its verdicts are then no verdict), or
-``None``.
+"""The calibration gate's question: given a judge's id, why it is uncalibrated in this run, or None.
+
+Process-wide, set by ``--agent-eval-judge-min-kappa`` (``plugin.calibration``) for the session. The
+verdicts of an uncalibrated judge are no verdict.
 """
 
 
 def judge_model(options: dict[str, Any]) -> str:
-    """The model a judge asks: its ``model``, else ``AGENT_EVAL_LLM_MODEL``, else the
-    ``agent_eval_llm`` fixture's.
+    """The model a judge asks.
+
+    That is its ``model``, else ``AGENT_EVAL_LLM_MODEL``, else the ``agent_eval_llm`` fixture's.
     """
     return str(options.get("model") or os.environ.get("AGENT_EVAL_LLM_MODEL") or "agent_eval_llm")
 
 
 def judge_id(model: str, prompt: str, rubric: str) -> str:
-    """A judge's identity: 12 hex digits of a hash of its model, its prompt (template) and its
-    rubric.
-    """
+    """A judge's identity: 12 hex digits of a hash of its model, prompt (template) and rubric."""
     text = json.dumps([model, prompt, rubric], ensure_ascii=False)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
 
 
 def _prompt_identity(ref: str | None, base: Path) -> str:
-    """What identifies the prompt: the built-in template, a ``module:function``, or a template
-    file's text.
+    """What identifies the prompt.
+
+    That is the built-in template, a ``module:function``, or a template file's text.
     """
     if ref is None:
         return PROMPT
@@ -302,8 +370,10 @@ def identity(spec: Any, base: Path) -> tuple[str, str]:
 
 
 def verdict(run: RunRecord, spec: Any, ctx: CheckContext, gated: bool = True) -> Verdict:
-    """The judge ``spec``'s verdict on ``run``; :class:`CheckError` when it has none (an unreadable
-    reply, a failed call, or, ``gated``, a judge uncalibrated in this run).
+    """The judge ``spec``'s verdict on ``run``.
+
+    :class:`CheckError` when it has none (an unreadable reply, a failed call, or, ``gated``, a judge
+    uncalibrated in this run).
     """
     options, rubric = judge_options(spec)
     reference = options.get("reference", ctx.case.reference)
@@ -322,9 +392,10 @@ def verdict(run: RunRecord, spec: Any, ctx: CheckContext, gated: bool = True) ->
 
 
 def judge(run: RunRecord, spec: Any, ctx: CheckContext) -> CheckResult:
-    """An LLM judge scores the answer against the rubric at least ``min_score`` (default 0.7); with
-    a reference (the judge's ``reference``, else the case's ``reference:``), the judge compares the
-    answer with it; with a ``panel``, its members vote (``checks.panel``).
+    """An LLM judge scores the answer against the rubric at least ``min_score`` (default 0.7).
+
+    With a reference (the judge's ``reference``, else the case's ``reference:``), the judge compares
+    the answer with it; with a ``panel``, its members vote (``checks.panel``).
     """
     options, rubric = judge_options(spec)
     if "panel" in options:
@@ -341,7 +412,8 @@ def judge(run: RunRecord, spec: Any, ctx: CheckContext) -> CheckResult:
     against = (
         ""
         if reference is None
-        else f" (reference: {excerpt(str(reference) if isinstance(reference, str) else '; '.join(reference), 80)})"
+        else " (reference: "
+        f"{excerpt(str(reference) if isinstance(reference, str) else '; '.join(reference), 80)})"
     )
     return CheckResult.of(
         "judge",
@@ -355,7 +427,9 @@ def judge(run: RunRecord, spec: Any, ctx: CheckContext) -> CheckResult:
 
 _REFERENCE = {
     "anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}],
-    "description": "a reference answer, or facts, to compare the answer with (else the case's `reference`)",
+    "description": (
+        "a reference answer, or facts, to compare the answer with (else the case's `reference`)"
+    ),
 }
 _ONE = {
     "rubric": {"type": "string"},

@@ -9,12 +9,14 @@ from pytest_agent_eval.checks.base import CheckContext, CheckRegistry
 from pytest_agent_eval.core.results import CheckResult, RunRecord
 
 SUCCESS_WORDS = (
-    "success", "successful", "successfully", "succeeded", "completed", "complete", "done", "confirmed",
-    "approved", "allocated", "assigned", "booked", "scheduled", "created", "found", "here is", "here are",
+    "success", "successful", "successfully", "succeeded", "completed", "complete", "done",
+    "confirmed", "approved", "allocated", "assigned", "booked", "scheduled", "created", "found",
+    "here is", "here are",
 )  # fmt: skip
 FAILURE_WORDS = (
-    "not found", "no results", "unavailable", "not available", "cannot", "can't", "could not", "couldn't",
-    "unable", "failed", "failure", "error", "denied", "rejected", "refused", "insufficient", "invalid",
+    "not found", "no results", "unavailable", "not available", "cannot", "can't", "could not",
+    "couldn't", "unable", "failed", "failure", "error", "denied", "rejected", "refused",
+    "insufficient", "invalid",
     "no capacity", "not possible", "impossible", "sorry",
 )  # fmt: skip
 
@@ -22,8 +24,9 @@ FAILURE_WORDS = (
 def phrase_pattern(
     words: list[str] | tuple[str, ...], *, longer_forms: bool = False
 ) -> re.Pattern[str]:
-    """The phrases as whole words; with ``longer_forms`` a phrase also matches as a word's start
-    (error, errors).
+    """The phrases as whole words.
+
+    With ``longer_forms`` a phrase also matches as a word's start (error, errors).
     """
     alts = "|".join(re.escape(w) for w in sorted(words, key=len, reverse=True))
     end = r"\w*" if longer_forms else r"(?!\w)"
@@ -36,7 +39,10 @@ _DEFAULT = (phrase_pattern(SUCCESS_WORDS), phrase_pattern(FAILURE_WORDS))
 def read_outcome(
     text: str, success: re.Pattern[str] | None = None, failure: re.Pattern[str] | None = None
 ) -> tuple[str, str | None]:
-    """``("failure", phrase)``, ``("success", word)`` or ``("unclear", None)``; failure phrases win."""
+    """How ``text`` reads: ``("failure", phrase)``, ``("success", word)`` or ``("unclear", None)``.
+
+    Failure phrases win.
+    """
     success = success or _DEFAULT[0]
     failure = failure or _DEFAULT[1]
     bad = failure.search(text)

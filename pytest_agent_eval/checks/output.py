@@ -1,5 +1,6 @@
-"""Checks on the agent's output text: contains, contains_any, not_contains, regex, not_regex,
-equals.
+"""Checks on the agent's output text.
+
+The checks: contains, contains_any, not_contains, regex, not_regex, equals.
 """
 
 from __future__ import annotations
@@ -27,8 +28,9 @@ def _fold(text: str, ctx: CheckContext) -> str:
 
 
 def excerpt(output: str, phrase: str, case_sensitive: bool = False) -> list[str]:
-    """The output around where ``phrase`` was expected: its longest leading part found, else the
-    start.
+    """The output around where ``phrase`` was expected.
+
+    That is around its longest leading part found, else the start.
     """
     hay = output if case_sensitive else output.casefold()
     needle = phrase if case_sensitive else phrase.casefold()
@@ -66,8 +68,9 @@ def _split(run: RunRecord, spec: Any, ctx: CheckContext) -> tuple[list[str], lis
 
 
 def _excerpts(run: RunRecord, phrases: list[str], what: str, ctx: CheckContext) -> list[str]:
-    """For each phrase, ``<what> 'phrase'`` and the output around it (or around where it was
-    expected).
+    """For each phrase, ``<what> 'phrase'`` and the output around it.
+
+    Or around where it was expected.
     """
     lines: list[str] = []
     for p in phrases:
@@ -133,8 +136,9 @@ def _regex_flags(ctx: CheckContext) -> int:
 
 
 def _search(name: str, spec: Any, run: RunRecord, ctx: CheckContext) -> Found | None:
-    """Where the pattern matches the output (``None``: nowhere); no verdict when the search does not
-    finish.
+    """Where the pattern matches the output (``None``: nowhere).
+
+    No verdict when the search does not finish.
     """
     limit = ctx.case.timeout if ctx.case.timeout is not None else DEFAULT_LIMIT
     try:

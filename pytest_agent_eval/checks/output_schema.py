@@ -16,9 +16,7 @@ from pytest_agent_eval.core.results import CheckResult, RunRecord
 
 
 class Fence(NamedTuple):
-    """A fenced block of the output: its language tag, its body, and the line its opening fence is
-    on.
-    """
+    """A fenced block of the output: its language tag, its body, and its opening fence's line."""
 
     language: str
     body: str
@@ -29,8 +27,9 @@ _OPENING = re.compile(r"^ {0,3}(`{3,}|~{3,})[ \t]*([^\s`]*)")
 
 
 def fenced_blocks(text: str) -> list[Fence]:
-    """The fenced blocks of markdown ``text`` in order (```` ```json ```` … ```` ``` ````); an
-    unclosed last one runs to the end.
+    """The fenced blocks of markdown ``text`` in order (```` ```json ```` … ```` ``` ````).
+
+    An unclosed last one runs to the end.
     """
     blocks: list[Fence] = []
     lines = text.splitlines()
@@ -128,7 +127,8 @@ def output_schema(run: RunRecord, spec: Any, ctx: CheckContext) -> CheckResult:
             False,
             expected="output matching the schema",
             actual=data,
-            message=f"$ref {ref!r} is not inside the schema: only references within it (`#/...`) resolve, "
+            message=f"$ref {ref!r} is not inside the schema: "
+            "only references within it (`#/...`) resolve, "
             "nothing is fetched or read; put the referenced schema under `$defs`",
         )
     detail = [f"at ${''.join(f'[{p!r}]' for p in e.absolute_path)}: {e.message}" for e in errors]

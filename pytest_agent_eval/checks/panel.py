@@ -30,8 +30,9 @@ def member_spec(panel: dict[str, Any], member: Any) -> dict[str, Any]:
 
 
 def decide(vote: str, passes: int, fails: int, unknown: int) -> bool | None:
-    """The panel's verdict from its members' votes; ``None`` when the members without a verdict
-    could swing it.
+    """The panel's verdict from its members' votes.
+
+    ``None`` when the members without a verdict could swing it.
     """
 
     def outcome(p: int, f: int) -> bool:

@@ -37,8 +37,9 @@ for line in sys.stdin:
 
 
 class PatternTimeout(CheckError):
-    """The search did not finish within its time limit (the pattern backtracks catastrophically on
-    this text): the check has no verdict.
+    """The search did not finish within its time limit: the check has no verdict.
+
+    The pattern backtracks catastrophically on this text.
     """
 
 
@@ -53,8 +54,9 @@ class Found:
 
 
 def search(pattern: str, text: str, flags: int = 0, limit: float | None = None) -> Found | None:
-    """``re.search(pattern, text, flags)``; :class:`PatternTimeout` after ``limit`` seconds (default
-    10).
+    """``re.search(pattern, text, flags)``; :class:`PatternTimeout` after ``limit`` seconds.
+
+    ``limit`` defaults to 10.
     """
     compiled = _compile(pattern, flags)  # a bad pattern raises re.error here, as re.search would
     if not _REPEATS.search(pattern):
@@ -71,8 +73,9 @@ def _compile(pattern: str, flags: int) -> re.Pattern[str]:
 
 
 class _Helper:
-    """A Python process that runs searches sent to it, one at a time; killed when one takes too
-    long.
+    """A Python process that runs searches sent to it, one at a time.
+
+    It is killed when one takes too long.
     """
 
     _idle: ClassVar[list[_Helper]] = []
@@ -109,7 +112,8 @@ class _Helper:
         except queue.Empty:
             self._kill()
             raise PatternTimeout(
-                f"did not finish within {limit:g} s: the pattern /{pattern}/ backtracks catastrophically on this output"
+                f"did not finish within {limit:g} s: the pattern /{pattern}/ "
+                "backtracks catastrophically on this output"
             ) from None
         except OSError as exc:
             self._kill()

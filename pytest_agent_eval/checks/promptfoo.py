@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from pytest_agent_eval.checks.base import CheckContext, CheckError, CheckRegistry
-from pytest_agent_eval.checks.promptfoo_asserts import DETERMINISTIC, Verdict, cost_so_far
+from pytest_agent_eval.checks.promptfoo_deterministic import DETERMINISTIC, Verdict, cost_so_far
 from pytest_agent_eval.checks.promptfoo_graded import Judge, graded, python
 from pytest_agent_eval.checks.promptfoo_types import ALIASES, unsupported
 from pytest_agent_eval.core.results import CheckResult, RunRecord
@@ -51,8 +51,9 @@ SUPPORTED = frozenset(
         *MODEL_GRADED,
     }
 )
-"""The assertion types (without ``not-``) the plugin honours; any other errors its case as not
-supported.
+"""The assertion types (without ``not-``) the plugin honours.
+
+Any other errors its case as not supported.
 """
 
 
@@ -153,12 +154,16 @@ def _line(assertion: dict[str, Any], verdict: Verdict) -> str:
     weight = assertion.get("weight", 1.0)
     extra = f", weight {weight:g}" if weight != 1.0 else ""
     metric = f", metric {assertion['metric']}" if assertion.get("metric") else ""
-    return f"{mark} {label(assertion)}: score {verdict.low:.2f}{extra}{metric}: {verdict.error or verdict.reason}"
+    return (
+        f"{mark} {label(assertion)}: score {verdict.low:.2f}{extra}{metric}: "
+        f"{verdict.error or verdict.reason}"
+    )
 
 
 def _one(assertion: dict[str, Any], run: RunRecord, cost: float | None, judge: Judge) -> Verdict:
-    """One assertion's verdict, ``not-`` applied; weight 0 always passes (promptfoo's metric-only
-    assertion).
+    """One assertion's verdict, ``not-`` applied.
+
+    Weight 0 always passes (promptfoo's metric-only assertion).
     """
     kind = str(assertion["type"])
     inverse = assertion.get("inverse", kind.startswith("not-"))
@@ -191,9 +196,10 @@ SCHEMA: dict[str, Any] = {
     },
     "required": ["assert"],
 }
-"""What the promptfoo dialect makes of a test (``{assert, threshold, vars, prompt}``); in a native
-file, ``promptfoo: {assert: [...]}`` judges promptfoo assertions (values as promptfoo reads them, no
-templates).
+"""What the promptfoo dialect makes of a test (``{assert, threshold, vars, prompt}``).
+
+In a native file, ``promptfoo: {assert: [...]}`` judges promptfoo assertions (values as promptfoo
+reads them, no templates).
 """
 
 

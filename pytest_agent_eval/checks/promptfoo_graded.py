@@ -1,6 +1,7 @@
-"""promptfoo's assertions that run a model or code: ``llm-rubric``, ``factuality``,
-``model-graded-closedqa`` through the plugin's judge (``agent_eval_llm``), and ``python`` (inline or
-a file's ``get_assert``).
+"""promptfoo's assertions that run a model or code.
+
+``llm-rubric``, ``factuality``, ``model-graded-closedqa`` run through the plugin's judge
+(``agent_eval_llm``), and ``python`` (inline or a file's ``get_assert``).
 """
 
 from __future__ import annotations
@@ -13,34 +14,45 @@ from typing import Any
 
 from pytest_agent_eval.checks.base import CheckContext, CheckError
 from pytest_agent_eval.checks.judge import NO_LLM, prompt_fields, read_score
-from pytest_agent_eval.checks.promptfoo_asserts import Verdict
+from pytest_agent_eval.checks.promptfoo_deterministic import Verdict
 from pytest_agent_eval.core.results import RunRecord
 from pytest_agent_eval.imports import file_module
 from pytest_agent_eval.llm import ask
 
-RUBRIC_PROMPT = """You grade an output against a rubric.
-Rubric: {rubric}
-Input: {input}
-Output: {output}
-Reply with JSON only: {{"pass": true or false, "score": <number from 0 to 1>, "reason": "<one sentence>"}}"""
+RUBRIC_PROMPT = (
+    "You grade an output against a rubric.\n"
+    "Rubric: {rubric}\n"
+    "Input: {input}\n"
+    "Output: {output}\n"
+    'Reply with JSON only: {{"pass": true or false, "score": <number from 0 to 1>, '
+    '"reason": "<one sentence>"}}'
+)
 
 
-FACTUALITY_PROMPT = """You compare the factual content of a submitted answer with an expert answer.
-Question: {input}
-Expert answer: {reference}
-Submitted answer: {output}
-Pick one option: (A) the submitted answer is a subset of the expert answer and fully consistent with it; (B) it is
-a superset of the expert answer and fully consistent with it; (C) it contains all the same details as the expert
-answer; (D) there is a disagreement between the submitted answer and the expert answer; (E) the answers differ,
-but these differences don't matter from the perspective of factuality.
-Reply with JSON only: {{"choice": "<A, B, C, D or E>", "reason": "<one sentence>"}}"""
+FACTUALITY_PROMPT = (
+    "You compare the factual content of a submitted answer with an expert answer.\n"
+    "Question: {input}\n"
+    "Expert answer: {reference}\n"
+    "Submitted answer: {output}\n"
+    "Pick one option: (A) the submitted answer is a subset of the expert answer and fully "
+    "consistent with it; (B) it is\n"
+    "a superset of the expert answer and fully consistent with it; (C) it contains all the same "
+    "details as the expert\n"
+    "answer; (D) there is a disagreement between the submitted answer and the expert answer; "
+    "(E) the answers differ,\n"
+    "but these differences don't matter from the perspective of factuality.\n"
+    'Reply with JSON only: {{"choice": "<A, B, C, D or E>", "reason": "<one sentence>"}}'
+)
 
 
-CLOSEDQA_PROMPT = """You assess a submitted answer on a given task against a criterion.
-Task: {input}
-Submission: {output}
-Criterion: {criteria}
-Does the submission meet the criterion? Reply with JSON only: {{"answer": "Y" or "N", "reason": "<one sentence>"}}"""
+CLOSEDQA_PROMPT = (
+    "You assess a submitted answer on a given task against a criterion.\n"
+    "Task: {input}\n"
+    "Submission: {output}\n"
+    "Criterion: {criteria}\n"
+    "Does the submission meet the criterion? "
+    'Reply with JSON only: {{"answer": "Y" or "N", "reason": "<one sentence>"}}'
+)
 
 
 FACTUALITY_SCORES = {
@@ -50,8 +62,9 @@ FACTUALITY_SCORES = {
     "D": "disagree",
     "E": "differButFactual",
 }
-"""promptfoo's factuality categories and the option names that set their scores (default 1, disagree
-0).
+"""promptfoo's factuality categories and the option names that set their scores.
+
+The scores default to 1, and to 0 for disagree.
 """
 
 
@@ -148,8 +161,9 @@ def graded(
 def python(
     a: dict[str, Any], run: RunRecord, inverse: bool, cost: float | None, judge: Judge
 ) -> Verdict:
-    """promptfoo's ``python``: a bool, a number (a score: passes above 0, or at ``threshold``) or a
-    GradingResult.
+    """promptfoo's ``python``: a bool, a number or a GradingResult.
+
+    A number is a score: it passes above 0, or at ``threshold``.
     """
     context = {
         "vars": judge.spec.get("vars", {}),
@@ -183,7 +197,8 @@ def python(
             passed = passed and score >= threshold
     else:
         raise CheckError(
-            f"python assertion returned {result!r}: return a bool, a number or {{pass, score, reason}}"
+            f"python assertion returned {result!r}: "
+            "return a bool, a number or {pass, score, reason}"
         )
     if inverse:
         passed, score = not passed, 1.0 - score

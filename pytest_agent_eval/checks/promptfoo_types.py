@@ -1,5 +1,4 @@
-"""Every assertion type promptfoo has, and for each one the plugin does not run, what to write
-instead.
+"""Every assertion type promptfoo has; for each one the plugin does not run, what to write instead.
 
 The list is promptfoo's own: ``BaseAssertionTypesSchema`` and ``SpecialAssertionTypesSchema`` in its
 ``src/types/index.ts``, plus ``assert-set`` and the red team's ``promptfoo:redteam:*``. The formats
@@ -42,7 +41,8 @@ INSTEAD: dict[str, str] = {
     "answer-relevance": _RUBRIC.format(example="`value: answers the question that was asked`"),
     "bleu": _METRIC,
     "classifier": (
-        "a `python` assertion file that runs the classifier (e.g. a transformers pipeline) on the output"
+        "a `python` assertion file that runs the classifier "
+        "(e.g. a transformers pipeline) on the output"
     ),
     "contains-html": _PARSE.format(how="`html.parser.HTMLParser`, or `regex: <[a-z]+[^>]*>`"),
     "contains-sql": _PARSE.format(how="the SQL part, e.g. with sqlglot or sqlparse"),
@@ -66,7 +66,8 @@ INSTEAD: dict[str, str] = {
     "human": "none: promptfoo's web UI grades by hand; the plugin needs a verdict it can compute",
     "is-html": _PARSE.format(how="`html.parser.HTMLParser`"),
     "is-refusal": (
-        "`llm-rubric` with `value: refuses to help` (or `not-…` for the opposite), or a `regex` of refusal phrases"
+        "`llm-rubric` with `value: refuses to help` (or `not-…` for the opposite), "
+        "or a `regex` of refusal phrases"
     ),
     "is-sql": _PARSE.format(how="e.g. with sqlglot or sqlparse"),
     "is-valid-function-call": _FUNCTION_CALL,
@@ -116,8 +117,9 @@ INSTEAD: dict[str, str] = {
     ),
     "word-count": "a `python` assertion: `len(output.split()) <= 50`",
 }
-"""What to write instead of each promptfoo assertion type the plugin does not run (shown in the
-error); ``none: <why>`` where nothing can stand in for it.
+"""What to write instead of each promptfoo assertion type the plugin does not run.
+
+Shown in the error; ``none: <why>`` where nothing can stand in for it.
 """
 
 _AS_IN = "as in promptfoo"
@@ -129,7 +131,8 @@ SUPPORTED_TYPES: dict[str, str] = {
     "contains-any": f"{_AS_IN} (a list, or a comma-separated string)",
     "contains-json": f"{_AS_IN}, with a JSON Schema value",
     "cost": (
-        f"{_AS_IN}, with `threshold` (dollars; the traffic hook's priced usage, else the provider's)"
+        f"{_AS_IN}, with `threshold` "
+        "(dollars; the traffic hook's priced usage, else the provider's)"
     ),
     "equals": f"{_AS_IN} (an object value compares JSON)",
     "factuality": "as in promptfoo's five categories, graded by the plugin's judge",
@@ -142,7 +145,8 @@ SUPPORTED_TYPES: dict[str, str] = {
     "model-graded-closedqa": f"{_AS_IN} (Y/N), graded by the plugin's judge",
     "model-graded-factuality": "promptfoo's other name for `factuality`",
     "python": (
-        f"{_AS_IN}: an expression, a body that `return`s, or `file://x.py[:fn]`; `config` is `context['config']`"
+        f"{_AS_IN}: an expression, a body that `return`s, or `file://x.py[:fn]`; "
+        "`config` is `context['config']`"
     ),
     "regex": f"{_AS_IN} (Python's `re`)",
     "starts-with": _AS_IN,
@@ -151,8 +155,9 @@ SUPPORTED_TYPES: dict[str, str] = {
     "trajectory:tool-sequence": f"{_AS_IN} (`mode: exact | in_order`)",
     "trajectory:tool-used": f"{_AS_IN} (a name, names, or `{{name | pattern, min, max}}`)",
 }
-"""The promptfoo assertion types the plugin runs, and how (``not-<type>`` of each too, but
-``assert-set``).
+"""The promptfoo assertion types the plugin runs, and how.
+
+``not-<type>`` of each runs too, but not of ``assert-set``.
 """
 
 ALL_TYPES = frozenset({*INSTEAD, *SUPPORTED_TYPES})
@@ -171,8 +176,9 @@ DOCS = 'docs/reference/formats.md, section "promptfoo assertions"'
 
 
 def unsupported(kind: str) -> str:
-    """Why an assertion type does not run and what to write instead; for a typo, the type it is
-    close to.
+    """Why an assertion type does not run and what to write instead.
+
+    For a typo, the type it is close to.
     """
     base = kind[4:] if kind.startswith("not-") else kind
     instead = INSTEAD.get("promptfoo:redteam:*" if base.startswith("promptfoo:redteam:") else base)

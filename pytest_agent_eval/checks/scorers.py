@@ -1,5 +1,4 @@
-"""Scored checks from existing eval formats (SPEC §12): each gives a score in [0, 1] and passes at a
-threshold.
+"""Scored checks from existing eval formats (SPEC §12): a score in [0, 1], passing at a threshold.
 
 ``tool_selection``, ``grounding``, ``reasoning`` and ``efficiency`` are Neon's scorers;
 ``tool_usage``, ``behavior`` and ``response_time`` are the category-JSON ones. Checks that need an
@@ -20,13 +19,17 @@ from pytest_agent_eval.core.results import CheckResult, RunRecord
 from pytest_agent_eval.llm import prompt_json
 
 DEFAULT_MIN_SCORE = 0.7
-"""The pass threshold of a scorer when neither it nor its case sets ``min_score`` (Neon's default).
+"""The pass threshold of a scorer when neither it nor its case sets ``min_score``.
+
+Neon's default.
 """
 TARGET_LATENCY_S = 10.0
 RESPONSE_TIME_BUDGET_S = 30.0
 GROUNDING_LLM_WEIGHT = 0.7
-"""With an LLM, grounding is 0.3 x the share of expected content found + 0.7 x the LLM's score (as
-in Neon).
+"""The LLM's weight in grounding.
+
+With an LLM, grounding is 0.3 x the share of expected content found + 0.7 x the LLM's score (as in
+Neon).
 """
 
 _MIN_SCORE = {"type": "number", "minimum": 0, "maximum": 1}
@@ -66,11 +69,11 @@ def lcs_length(a: list[str], b: list[str]) -> int:
 
 
 def tool_selection(run: RunRecord, spec: Any, ctx: CheckContext) -> CheckResult:
-    """Jaccard overlap of expected and called tool sets, averaged with an order score when a
-    sequence is set.
+    """Jaccard overlap of expected and called tool sets, with an order score when a sequence is set.
 
-    ``expected_tools: []`` scores 1.0 when nothing was called and 0 otherwise; the order score is
-    the longest common subsequence of expected and actual calls over the longer of the two.
+    The two are averaged. ``expected_tools: []`` scores 1.0 when nothing was called and 0 otherwise;
+    the order score is the longest common subsequence of expected and actual calls over the longer
+    of the two.
     """
     tools, sequence = spec.get("expected_tools"), spec.get("expected_tool_sequence")
     if tools is None and sequence is None:
@@ -138,8 +141,9 @@ Reply with JSON only: {{"score": <number from 0 to 1>, "reason": "<one sentence>
 
 
 def grounding(run: RunRecord, spec: Any, ctx: CheckContext) -> CheckResult:
-    """The share of expected phrases found (case-insensitive) and pattern matched; blended with the
-    LLM if set.
+    """The share of expected phrases found (case-insensitive) and pattern matched.
+
+    Blended with the LLM if set.
     """
     phrases: list[str] = list(spec.get("contains") or [])
     pattern: str | None = spec.get("pattern")
@@ -188,19 +192,23 @@ def grounding(run: RunRecord, spec: Any, ctx: CheckContext) -> CheckResult:
     )
 
 
-REASONING_PROMPT = """You grade the reasoning of an AI agent's answer.
-User input: {query}
-Tools called: {tools}
-Agent's reasoning trace: {reasoning}
-Agent answer: {output}
-Is the reasoning logically coherent, does it use the tools' information correctly, break the problem into
-sensible steps{steps} and address every part of the question?
-Reply with JSON only: {{"score": <number from 0 to 1>, "reason": "<one sentence>"}}"""
+REASONING_PROMPT = (
+    "You grade the reasoning of an AI agent's answer.\n"
+    "User input: {query}\n"
+    "Tools called: {tools}\n"
+    "Agent's reasoning trace: {reasoning}\n"
+    "Agent answer: {output}\n"
+    "Is the reasoning logically coherent, does it use the tools' information correctly, "
+    "break the problem into\n"
+    "sensible steps{steps} and address every part of the question?\n"
+    'Reply with JSON only: {{"score": <number from 0 to 1>, "reason": "<one sentence>"}}'
+)
 
 
 def reasoning(run: RunRecord, spec: Any, ctx: CheckContext) -> CheckResult:
-    """An LLM judges the reasoning; without an LLM the check is "not scored" and left out of the
-    mean.
+    """An LLM judges the reasoning.
+
+    Without an LLM the check is "not scored" and left out of the mean.
     """
     if ctx.llm is None:
         return not_scored("reasoning", NO_LLM)
@@ -257,8 +265,9 @@ def efficiency(run: RunRecord, spec: Any, ctx: CheckContext) -> CheckResult:
 
 
 def behavior(run: RunRecord, spec: Any, ctx: CheckContext) -> CheckResult:
-    """An LLM judges the answer against the expected behaviour; without an LLM it is listed as not
-    checked.
+    """An LLM judges the answer against the expected behaviour.
+
+    Without an LLM it is listed as not checked.
     """
     rubric = spec if isinstance(spec, str) else spec["rubric"]
     if ctx.llm is None:
@@ -294,7 +303,8 @@ def register(registry: CheckRegistry) -> None:
             },
             "additionalProperties": False,
         },
-        "Jaccard overlap of expected and called tools, averaged with the order (LCS) when a sequence is given",
+        "Jaccard overlap of expected and called tools, "
+        "averaged with the order (LCS) when a sequence is given",
         blocking=False,
     )
     registry.register(

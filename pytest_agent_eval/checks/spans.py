@@ -121,7 +121,7 @@ def _shown(matcher: dict[str, Any]) -> str:
 
 
 def spans(run: RunRecord, spec: Any, ctx: CheckContext) -> CheckResult:
-    """Each matcher counts between ``min_count`` (default 1) and ``max_count`` spans of the trial."""
+    """Each matcher counts ``min_count`` (default 1) to ``max_count`` spans of the trial."""
     from pytest_agent_eval.traces.tree import path_to
 
     found = _spans(run, "spans")
@@ -149,7 +149,7 @@ def spans(run: RunRecord, spec: Any, ctx: CheckContext) -> CheckResult:
 
 
 def _closest(found: list[Span], matcher: dict[str, Any]) -> str:
-    """The span that misses the fewest parts of ``matcher``, with its tree path and what it misses."""
+    """The span missing the fewest parts of ``matcher``, with its tree path and what it misses."""
     from pytest_agent_eval.traces.tree import path_to
 
     if not found:
@@ -185,8 +185,10 @@ def no_error_spans(run: RunRecord, spec: Any, ctx: CheckContext) -> CheckResult:
 
 
 def max_llm_calls(run: RunRecord, spec: Any, ctx: CheckContext) -> CheckResult:
-    """At most n model calls: the agent's LLM spans (GenAI chat, OpenInference LLM), else the
-    plugin's chat spans of the requests the traffic hook saw; no verdict when neither tells.
+    """At most n model calls: the agent's LLM spans, else the plugin's chat spans.
+
+    The agent's LLM spans are GenAI chat or OpenInference LLM ones; the plugin's chat spans are
+    those of the requests the traffic hook saw. No verdict when neither tells.
     """
     from pytest_agent_eval.traces.tree import is_llm_call, is_ours, path_to
 
@@ -226,7 +228,8 @@ def register(registry: CheckRegistry) -> None:
         "spans",
         spans,
         {"type": "array", "items": MATCHER, "minItems": 1},
-        "each matcher `{name, attributes, status, min_count, max_count, max_duration_ms, within}` counts the "
+        "each matcher "
+        "`{name, attributes, status, min_count, max_count, max_duration_ms, within}` counts the "
         "trial's spans (SPEC §23)",
         blocking=False,
     )

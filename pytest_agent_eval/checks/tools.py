@@ -24,14 +24,16 @@ ARGS_STEP = {
     "required": ["name"],
     "additionalProperties": False,
 }
-"""A ``tool_sequence`` step with arguments: ``{name, args}`` (the call's arguments contain
-``args``).
+"""A ``tool_sequence`` step with arguments: ``{name, args}``.
+
+The call's arguments contain ``args``.
 """
 
 
 def counted(run: RunRecord, ctx: CheckContext) -> RunRecord:
-    """The run as the tool checks see it: with ``failed_calls: ignore``, without the calls whose
-    tool raised.
+    """The run as the tool checks see it.
+
+    With ``failed_calls: ignore``, it is without the calls whose tool raised.
     """
     if ctx.options.get("failed_calls", "count") != "ignore" or all(
         c.error is None for c in run.tool_calls
@@ -45,8 +47,9 @@ def _numbered(calls: list[tuple[int, ToolCall]]) -> list[str]:
 
 
 def calls_table(calls: list[ToolCall]) -> list[str]:
-    """The recorded calls, one a line, with what each returned or raised (once per failure text, not
-    per check).
+    """The recorded calls, one a line, with what each returned or raised.
+
+    Shown once per failure text, not per check.
     """
     if not calls:
         return ["(no tool calls)"]
@@ -132,8 +135,9 @@ def tools_exactly(run: RunRecord, spec: Any, ctx: CheckContext) -> CheckResult:
 
 
 def tool_sequence(run: RunRecord, spec: Any, ctx: CheckContext) -> CheckResult:
-    """The ordered list of calls equals this list; a ``{name, args}`` step's call has arguments
-    containing these.
+    """The ordered list of calls equals this list.
+
+    A ``{name, args}`` step's call has arguments containing these.
     """
     run = counted(run, ctx)
     want, got = [step if isinstance(step, str) else step["name"] for step in spec], run.tool_names
@@ -303,8 +307,9 @@ def _chosen(calls: list[tuple[int, ToolCall]], occurrence: Any) -> list[tuple[in
 
 
 def _one_tool_call(run: RunRecord, want: dict[str, Any]) -> tuple[bool, str, list[str]]:
-    """Whether the chosen call(s) of ``want["name"]`` have the arguments; the message and detail
-    lines.
+    """Whether the chosen call(s) of ``want["name"]`` have the arguments.
+
+    Also the message and detail lines.
     """
     name, occurrence = want["name"], want.get("occurrence", "any")
     exact, ignore = want.get("match", "subset") == "exact", list(want.get("ignore", []))
@@ -340,9 +345,10 @@ def _one_tool_call(run: RunRecord, want: dict[str, Any]) -> tuple[bool, str, lis
 
 
 def tool_call(run: RunRecord, spec: Any, ctx: CheckContext) -> CheckResult:
-    """That call of the tool (``occurrence``: any, first, last or N from 1) has these arguments:
-    contained in its own (``match: subset``, the default) or equal to them (``exact``), leaving out
-    the ``ignore`` paths.
+    """That call of the tool has these arguments.
+
+    The call: ``occurrence``: any, first, last or N from 1. The arguments: contained in its own
+    (``match: subset``, the default) or equal to them (``exact``), leaving out the ``ignore`` paths.
     """
     run = counted(run, ctx)
     wants = spec if isinstance(spec, list) else [spec]
@@ -365,13 +371,14 @@ def tool_call(run: RunRecord, spec: Any, ctx: CheckContext) -> CheckResult:
 
 
 def _same_call(call: ToolCall) -> str:
-    """A key equal for calls of one tool with arguments equal as data (key order does not matter)."""
+    """A key equal for calls of one tool with arguments equal as data (key order doesn't matter)."""
     return json.dumps([call.name, call.args], sort_keys=True, default=repr)
 
 
 def max_repeated_calls(run: RunRecord, spec: Any, ctx: CheckContext) -> CheckResult:
-    """No identical call (same tool, same arguments) is made more than n times: the agent does not
-    loop.
+    """No identical call (same tool, same arguments) is made more than n times.
+
+    The agent does not loop.
     """
     run = counted(run, ctx)
     limit = int(spec)
@@ -397,9 +404,10 @@ def max_repeated_calls(run: RunRecord, spec: Any, ctx: CheckContext) -> CheckRes
 
 
 def forbidden_tools(case: Case) -> Callable[[str], bool]:
-    """Whether the case's checks say a tool must not be called (``max_tool_calls: 0``,
-    ``tools_not_called``, left out of ``tools_exactly``): tool mocks take a mock of it for a safety
-    net, not a typo.
+    """Whether the case's checks say a tool must not be called.
+
+    They do with ``max_tool_calls: 0``, ``tools_not_called``, or by leaving it out of
+    ``tools_exactly``. Tool mocks take a mock of it for a safety net, not a typo.
     """
     banned: set[str] = set()
     allowed: list[set[str]] = []
@@ -435,7 +443,8 @@ def register(registry: CheckRegistry) -> None:
         "tool_sequence",
         tool_sequence,
         {"type": "array", "items": {"anyOf": [{"type": "string"}, ARGS_STEP]}},
-        "the ordered calls equal this list ({name, args} steps: the call's arguments contain these)",
+        "the ordered calls equal this list "
+        "({name, args} steps: the call's arguments contain these)",
         blocking=False,
     )
     registry.register(

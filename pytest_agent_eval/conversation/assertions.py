@@ -1,6 +1,7 @@
-"""Post-conversation assertions (SPEC §9): native checks with a weight, Cypher through Neo4j, and
-expressions handed to the hook ``pytest_agent_eval_evaluate_assertion``. What nothing can evaluate
-is "not scored".
+"""Post-conversation assertions (SPEC §9): weighted checks, Cypher queries and expressions.
+
+Native checks carry a weight, Cypher runs through Neo4j, and expressions are handed to the hook
+``pytest_agent_eval_evaluate_assertion``. What nothing can evaluate is "not scored".
 """
 
 from __future__ import annotations
@@ -70,7 +71,10 @@ def _expression(
         return CheckResult.of(
             name, answer >= 0.5, score=float(answer), expected="true", actual=f"{answer:g}"
         )
-    why = f"{HOOK.split('(')[0]} returned {answer!r}; expected a bool, a score in 0..1, a CheckResult or None"
+    why = (
+        f"{HOOK.split('(')[0]} returned {answer!r}; "
+        "expected a bool, a score in 0..1, a CheckResult or None"
+    )
     return CheckResult(
         name, False, 0.0, expression, why, f"no verdict: {why}", scored=False, error=True
     )
@@ -102,8 +106,9 @@ def evaluate_assertions(
 def assertion_part(
     assertions: tuple[Assertion, ...], results: list[CheckResult]
 ) -> tuple[float | None, float, float]:
-    """The weighted share of passing scored assertions: (share or None, passing weight, scored
-    weight).
+    """The weighted share of passing scored assertions.
+
+    Returned as (share or None, passing weight, scored weight).
     """
     scored = [
         (a.weight, r) for a, r in zip(assertions, results, strict=True) if r.scored and not r.error

@@ -1,6 +1,7 @@
-"""The Neo4j connection for Cypher assertions and setups: the ``agent_eval_neo4j`` fixture's driver,
-else the official ``neo4j`` driver (optional extra ``neo4j``) connected from the environment,
-created when first used.
+"""The Neo4j connection for Cypher assertions and setups.
+
+It is the ``agent_eval_neo4j`` fixture's driver, else the official ``neo4j`` driver (optional extra
+``neo4j``) connected from the environment, created when first used.
 """
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ ENV_USER = ("NEO4J_USERNAME", "NEO_USERNAME")
 ENV_PASSWORD = ("NEO4J_PASSWORD", "NEO_PASSWORD")
 HOW = (
     "set NEO4J_URI (or NEO_URI), NEO4J_USERNAME, NEO4J_PASSWORD and install the `neo4j` extra "
-    "(pip install 'pytest-agent-evalset[neo4j]'), or define an `agent_eval_neo4j` fixture that returns a driver"
+    "(pip install 'pytest-agent-evalset[neo4j]'), "
+    "or define an `agent_eval_neo4j` fixture that returns a driver"
 )
 
 
@@ -27,8 +29,9 @@ def _env(names: tuple[str, ...], default: str | None = None) -> str | None:
 
 
 def env_driver() -> Any:
-    """The official driver connected as the environment says; :class:`NotConfigured` without a URI
-    or the package.
+    """The official driver, connected as the environment says.
+
+    Raise :class:`NotConfigured` without a URI or the package.
     """
     uri = _env(ENV_URI)
     if not uri:
@@ -45,8 +48,9 @@ def env_driver() -> Any:
 
 
 class Connection:
-    """One conversation's connection: the given driver, else one from the environment made on first
-    use.
+    """One conversation's connection: the given driver, else one from the environment.
+
+    The environment's driver is made on first use.
     """
 
     def __init__(self, driver: Any = None, factory: Callable[[], Any] = env_driver) -> None:

@@ -1,5 +1,6 @@
-"""A conversation's scores (SPEC §9): timing, tasks (read from the LLM scorer), assertions and the
-composite.
+"""A conversation's scores (SPEC §9): timing, tasks, assertions and the composite.
+
+The tasks' scores are read from the LLM scorer.
 
 The task scorer asks for, and reads only, the conversation-job home project's reply shape:
 ``{"tone": 0..1, "tasks": [{"scored": "<task text>", "score": 0..1}]}``. A reply it cannot read
@@ -20,7 +21,8 @@ from pytest_agent_eval.traffic.clients import infrastructure_error
 
 REPLY_SHAPE = '{"tone": <0..1>, "tasks": [{"scored": "<the task text>", "score": <0..1>}, ...]}'
 SCORER_PROMPT = """You score a conversation between a user and an AI assistant.
-For each task below, score from 0 to 1 how well the assistant accomplished it, judged by its acceptance criteria.
+For each task below, score from 0 to 1 how well the assistant accomplished it, \
+judged by its acceptance criteria.
 Also score the assistant's tone from 0 to 1.
 Tasks:
 {tasks}
@@ -95,8 +97,9 @@ def read_task_scores(reply: str, user: SimulatedUser) -> tuple[list[float], floa
 
 
 def score_tasks(llm: LLM, user: SimulatedUser, history: list[dict[str, Any]]) -> list[CheckResult]:
-    """Ask the LLM to score every task and the tone; one result per task, then ``tone`` (shown, not
-    weighed).
+    """Ask the LLM to score every task and the tone.
+
+    One result per task, then ``tone`` (shown, not weighed).
     """
     tasks = "\n".join(
         f"{n}. [{t.type}] {t.task} (acceptance criteria: {t.acceptance_criteria})"
@@ -169,14 +172,16 @@ class Composite:
     unscored: list[str]
     """Parts that could not be scored, with why."""
     no_verdict: bool = False
-    """A part could not reach a verdict (an unreadable scorer reply, an assertion that errored): no
-    composite.
+    """Whether a part could not reach a verdict, which leaves no composite.
+
+    Such as an unreadable scorer reply, or an assertion that errored.
     """
 
     @property
     def value(self) -> float | None:
-        """The weighted mean of the scored parts minus the penalty, floored at 0; none when tasks
-        have no verdict.
+        """The weighted mean of the scored parts minus the penalty, floored at 0.
+
+        None when tasks have no verdict.
         """
         if self.no_verdict:
             return None
@@ -192,7 +197,11 @@ class Composite:
         return max(0.0, sum(s * w for s, w in parts) / total - self.penalty)
 
     def line(self) -> str:
-        """``timing 0.75, tasks 0.80, assertions 0.40 (2/5 by weight), penalty 0.30 → 0.26 < 0.70``."""
+        """The score as one line of text.
+
+        For example:
+        ``timing 0.75, tasks 0.80, assertions 0.40 (2/5 by weight), penalty 0.30 → 0.26 < 0.70``.
+        """
         parts: list[str] = []
         for name in ("timing", "tasks", "assertions"):
             value = getattr(self, name)

@@ -1,5 +1,4 @@
-"""The conversation loop: a greeting, then the simulated user's and the agent's messages in turn
-(SPEC §9).
+"""The conversation loop (SPEC §9): a greeting, then simulated user and agent messages in turn.
 
 It ends when the user says its signoff, or when the transcript reaches ``max_turns`` messages (every
 message counts, the greeting included: the conversation-job home project's rule). Each agent call
@@ -19,16 +18,19 @@ from pytest_agent_eval.llm import LLM, ask
 from pytest_agent_eval.traffic.clients import infrastructure_error
 
 AgentCall = Callable[[str, dict[str, Any], Any], Awaitable[RunRecord]]
-"""One agent call: ``(message, context, conversation) -> run record`` (timed, bounded by the timeout
-and the concurrency); ``conversation``: the previous call's ``RunRecord.conversation``, for the
-adapter to continue.
+"""One agent call: ``(message, context, conversation) -> run record``.
+
+Timed, bounded by the timeout and the concurrency; ``conversation``: the previous call's
+``RunRecord.conversation``, for the adapter to continue.
 """
 OffLoop = Callable[..., Awaitable[Any]]
 """Runs a blocking call (the LLM) off the event loop: ``await off_loop(func, *args)``."""
 
-SIMULATOR_PROMPT = """You are role-playing a human user who talks to an AI assistant, to test it. Stay in character.
+SIMULATOR_PROMPT = """You are role-playing a human user who talks to an AI assistant, to test it. \
+Stay in character.
 Your name: {name}.{voice}
-Pursue these tasks in order, one at a time; go on to the next when the assistant has dealt with the current one:
+Pursue these tasks in order, one at a time; \
+go on to the next when the assistant has dealt with the current one:
 {tasks}
 {facts}
 When every task is done, end the conversation with a message that contains exactly: "{signoff}".
@@ -42,13 +44,17 @@ NO_FACTS = (
 
 
 class SimulatorError(Exception):
-    """The simulated user could not give a next message (its LLM failed, or replied nothing usable)."""
+    """The simulated user could not give a next message.
+
+    Its LLM failed, or replied nothing usable.
+    """
 
 
 @dataclass
 class Conversation:
-    """What happened: the run (output, tool calls, transcript with per-message latency) and how it
-    ended.
+    """What happened in a conversation: the run and how it ended.
+
+    The run holds the output, the tool calls and the transcript with per-message latency.
     """
 
     run: RunRecord
@@ -64,8 +70,9 @@ class Conversation:
 
 
 def simulator_messages(user: SimulatedUser, history: list[dict[str, Any]]) -> list[dict[str, str]]:
-    """The prompt of the simulated user: who it is, its tasks and facts; the conversation from its
-    side.
+    """The prompt of the simulated user: who it is, its tasks and facts.
+
+    Then the conversation from its side.
     """
     tasks = "\n".join(f"{n}. [{t.type}] {t.task}" for n, t in enumerate(user.tasks, 1))
     facts = FACTS_HEADER + "".join(f"\n- {f}" for f in user.facts) if user.facts else NO_FACTS

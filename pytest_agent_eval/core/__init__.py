@@ -1,5 +1,4 @@
-"""The words every layer speaks: the case model, the results of running it, the trial's context, the
-errors.
+"""The words every layer speaks: the case model, run results, the trial's context, the errors.
 
 The ground floor of the package: it imports nothing of the package but leaf helpers (``text``), so
 every folder above (traffic, adapters, checks, mocks, conversation, cases, run, report, plugin) can

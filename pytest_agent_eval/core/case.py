@@ -1,6 +1,4 @@
-"""The case model: one eval case, with everything needed to run and check it, and where it came
-from.
-"""
+"""The case model: one eval case, with all it takes to run and check it, and where it came from."""
 
 from __future__ import annotations
 
@@ -21,8 +19,9 @@ ID_PATTERN = r"^[A-Za-z0-9_-]+(?![\s\S])"
 ID_RE = re.compile(ID_PATTERN)
 TAG_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_-]*(?![\s\S])"
 TAG_RE = re.compile(TAG_PATTERN)
-"""A tag becomes a pytest marker (``-m tag`` selects it): a name pytest accepts as a marker and in
-``-m``.
+"""What a tag may be: a name pytest accepts as a marker and in ``-m``.
+
+A tag becomes a pytest marker (``-m tag`` selects it).
 """
 TAG_RULE = "a tag starts with a letter or digit, then letters, digits, `_` or `-`"
 _SLUG_RE = re.compile(r"[^A-Za-z0-9_-]+")
@@ -57,8 +56,9 @@ class Case:
     description: str | None = None
     turns: tuple[Turn, ...] = ()
     simulated_user: SimulatedUser | None = None
-    """A conversation with an LLM playing the user (SPEC §9), its assertions and scores; instead of
-    ``turns``.
+    """A conversation with an LLM playing the user (SPEC §9), its assertions and scores.
+
+    Given instead of ``turns``.
     """
     expect: dict[str, Any] = field(default_factory=dict)
     expect_options: dict[str, Any] = field(default_factory=dict)
@@ -68,16 +68,18 @@ class Case:
     repeat: int = 1
     """Trials of the case; with ``stop_when_decided``, at most this many."""
     stop_when_decided: bool = False
-    """``repeat: {max: n, stop: decided}``: the trials stop once the verdict of all ``repeat`` is
-    known (SPEC §25).
+    """Whether the trials stop once the verdict of all ``repeat`` is known (SPEC §25).
+
+    Set by ``repeat: {max: n, stop: decided}``.
     """
     min_pass_rate: float = 1.0
     min_score: float | None = None
     weights: dict[str, float] = field(default_factory=dict)
     tool_mocks: dict[str, Any] = field(default_factory=dict)
     inherited_mocks: tuple[str, ...] = ()
-    """Names in ``tool_mocks`` that come only from the file's ``defaults`` (spare mocks the case may
-    leave unused).
+    """Names in ``tool_mocks`` that come only from the file's ``defaults``.
+
+    These are spare mocks the case may leave unused.
     """
     unmocked_tools: str | None = None
     skip: str | None = None
@@ -86,26 +88,29 @@ class Case:
     reference: str | list[str] | None = None
     """A reference answer (or facts) the ``judge`` compares the answer with."""
     reference_any: bool = False
-    """Whether a list ``reference`` lists alternative answers, any one of which is right
-    (inspect_ai's targets), rather than facts the answer must all agree with.
+    """Whether a list ``reference`` lists alternative answers, any one of which is right.
+
+    As inspect_ai's targets do, rather than facts the answer must all agree with.
     """
     agent: str | dict[str, Any] | None = None
-    """``module:attr``, an HTTP agent's URL or ``{url, ...}`` from the file, or ``None`` for
+    """The case's agent, as the file names it.
+
+    ``module:attr``, an HTTP agent's URL or ``{url, ...}`` from the file, or ``None`` for
     ``--agent`` / the ``agent`` fixture.
     """
     agent_line: int | None = None
     own_agent: bool = False
-    """Whether ``agent`` is the case's own (``agent:`` in the case), which a matrix does not
-    replace.
-    """
+    """Whether ``agent`` is the case's own (``agent:`` in the case), which a matrix keeps."""
     agent_name: str | None = None
     """The matrix agent this variant runs (``case[name]``); ``None`` outside a matrix."""
     tool_dispatch: str | None = None
     dialect: str = "native"
     stop_on_failure: bool = False
     inject: dict[str, Any] | None = None
-    """``inject: {tool, corpus, where, field, allowed_tools}``: the case runs once per payload of
-    the corpus, each variant with the payload in the tool's mocked output (SPEC §26).
+    """The case's prompt-injection test (SPEC §26).
+
+    ``inject: {tool, corpus, where, field, allowed_tools}``: the case runs once per payload of the
+    corpus, each variant with the payload in the tool's mocked output.
     """
     expect_under_attack: dict[str, Any] | None = None
     """The checks of an injection variant (default: the case's own ``expect``)."""
@@ -129,10 +134,12 @@ class LoadedFile:
     agents: dict[str, tuple[str | dict[str, Any], int]] = field(default_factory=dict)
     """The file's matrix (``agents:``): name -> (``module:attr``, line)."""
     notes: list[str] = field(default_factory=list)
-    """What a user may not expect but is no error (a dataset without its sidecar): a warning in
-    pytest, a note in ``agent-eval validate``.
+    """What a user may not expect but is no error, such as a dataset without its sidecar.
+
+    Shown as a warning in pytest, a note in ``agent-eval validate``.
     """
     mcp_servers: dict[str, Any] = field(default_factory=dict)
-    """The file's stand-in MCP servers (``mcp_servers:``): name ->
-    ``mocks.mcp_standin.StandinServer``.
+    """The file's stand-in MCP servers (``mcp_servers:``).
+
+    Name -> ``mocks.mcp_standin.StandinServer``.
     """

@@ -1,6 +1,4 @@
-"""What a simulated-user conversation is made of: the user, its tasks, the assertions and how it is
-scored.
-"""
+"""The parts of a simulated-user conversation: the user, its tasks, the assertions, the scoring."""
 
 from __future__ import annotations
 
@@ -8,8 +6,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 DEFAULT_WEIGHTS = {"timing": 1.0, "tasks": 2.0, "assertions": 4.0}
-"""The composite's default weights (the conversation-job home project's ``(timing + 2·task +
-4·assertion) / 7``).
+"""The composite's default weights.
+
+As the conversation-job home project weighs them: ``(timing + 2·task + 4·assertion) / 7``.
 """
 DEFAULT_MIN_SCORE = 0.7
 DEFAULT_SIGNOFF = "Thanks, goodbye"
@@ -17,8 +16,9 @@ DEFAULT_SIGNOFF = "Thanks, goodbye"
 
 @dataclass(frozen=True)
 class Task:
-    """One thing the simulated user pursues, scored after the conversation against its acceptance
-    criteria.
+    """One thing the simulated user pursues.
+
+    It is scored after the conversation against its acceptance criteria.
     """
 
     task: str
@@ -29,8 +29,9 @@ class Task:
 
 @dataclass(frozen=True)
 class Assertion:
-    """A post-conversation check of what the agent did: a native check, a Cypher query or an
-    expression.
+    """A post-conversation check of what the agent did.
+
+    It is a native check, a Cypher query or an expression.
     """
 
     kind: str
@@ -50,7 +51,7 @@ class Assertion:
 
 @dataclass(frozen=True)
 class SimulatedUser:
-    """An LLM playing the user (SPEC §9): who it is, what it wants, what it knows and when it stops."""
+    """An LLM playing the user (SPEC §9): who it is, what it wants and knows, when it stops."""
 
     tasks: tuple[Task, ...]
     name: str = "User"
@@ -90,8 +91,10 @@ ASSERTION_KEYS = ("cypher", "expression")
 
 
 def assertion(raw: dict[str, Any], line: int = 0) -> Assertion:
-    """An assertion from its (validated) mapping: ``{cypher, expected, weight}``, ``{expression,
-    weight}`` or ``{<check>: value, weight}``.
+    """Build an assertion from its (validated) mapping.
+
+    The mapping is ``{cypher, expected, weight}``, ``{expression, weight}`` or
+    ``{<check>: value, weight}``.
     """
     spec = {k: v for k, v in raw.items() if k != "weight"}
     kind = next((k for k in ASSERTION_KEYS if k in spec), "check")
@@ -104,8 +107,9 @@ def from_native(
     score: dict[str, Any],
     lines: list[int] | None = None,
 ) -> SimulatedUser:
-    """The simulated user of a native case: ``simulated_user:``, ``assertions:`` and ``score:``
-    (schema-valid).
+    """Build the simulated user of a native case.
+
+    From its ``simulated_user:``, ``assertions:`` and ``score:`` (schema-valid).
     """
     persona = raw.get("persona") or {}
     if isinstance(persona, str):
@@ -191,8 +195,10 @@ def score_schema() -> dict[str, Any]:
 
 
 def assertions_schema(check_properties: dict[str, Any]) -> dict[str, Any]:
-    """The JSON Schema of ``assertions:``: a native check, ``cypher`` + ``expected`` or
-    ``expression``, each with an optional ``weight``.
+    """The JSON Schema of ``assertions:``.
+
+    Each item is a native check, ``cypher`` + ``expected`` or ``expression``, each with an optional
+    ``weight``.
     """
     return {
         "type": "array",
@@ -215,9 +221,15 @@ def assertion_problem(raw: dict[str, Any]) -> str | None:
     """What is wrong with an assertion's shape that the schema cannot say, or ``None``."""
     keys = [k for k in raw if k not in ("weight", "expected")]
     if not keys:
-        return "an assertion needs `cypher` (with `expected`), `expression`, or one check (e.g. `contains`)"
+        return (
+            "an assertion needs `cypher` (with `expected`), `expression`, "
+            "or one check (e.g. `contains`)"
+        )
     if len(keys) > 1:
-        return f"an assertion is one of `cypher`, `expression` or a check; this one has {', '.join(keys)}"
+        return (
+            "an assertion is one of `cypher`, `expression` or a check; "
+            f"this one has {', '.join(keys)}"
+        )
     if "expected" in raw and keys[0] != "cypher":
         return "`expected` belongs to a `cypher` assertion"
     if keys[0] == "cypher" and "expected" not in raw:

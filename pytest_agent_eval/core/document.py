@@ -27,12 +27,11 @@ if TYPE_CHECKING:
 
 @functools.cache
 def _pyyaml() -> ModuleType:
-    """PyYAML, imported with the first YAML file (a JSON-only run never pays for it) and cached
-    here.
+    """PyYAML, imported with the first YAML file and cached here.
 
-    Kept, not looked up again: pytester's in-process runs drop the modules a run imported from
-    ``sys.modules``, and a re-imported PyYAML's C loader constructs nothing ("could not determine a
-    constructor for the tag None").
+    A JSON-only run never pays for it. Kept, not looked up again: pytester's in-process runs drop
+    the modules a run imported from ``sys.modules``, and a re-imported PyYAML's C loader constructs
+    nothing ("could not determine a constructor for the tag None").
     """
     import yaml
 
@@ -48,12 +47,14 @@ _JSON_DEPTH = 2
 # Cached YAML documents decode lines this deep at once (a case's own line), the rest on demand.
 _SHALLOW = 2
 MAX_DEPTH = 50
-"""Data nested deeper than this is an error: what renders, copies or validates values recurses once
-per level.
+"""How deep data may nest; deeper is an error.
+
+What renders, copies or validates values recurses once per level.
 """
 MAX_ALIASED = 100_000
-"""YAML aliases may add this many values to a file's data (a few hundred bytes of aliases can mean
-billions).
+"""How many values YAML aliases may add to a file's data.
+
+A few hundred bytes of aliases can mean billions.
 """
 
 
@@ -65,12 +66,14 @@ class Document:
     data: Any
     lines: dict[PathKey, int] = field(default_factory=dict)
     locate: Callable[[PathKey], None] | None = field(default=None, repr=False)
-    """Fills ``lines`` below a key on demand (JSON decodes cases wholesale and locates their keys
-    lazily).
+    """Fills ``lines`` below a key on demand.
+
+    JSON decodes cases wholesale and locates their keys lazily.
     """
     bad_lines: list[EvalFileError] = field(default_factory=list)
-    """JSON Lines that are not JSON: each one error case of the file, beside the cases of the good
-    lines.
+    """JSON Lines that are not JSON, each one error case of the file.
+
+    They stand beside the cases of the good lines.
     """
 
     def line(self, key: PathKey) -> int:
@@ -88,12 +91,12 @@ class Document:
 def read_document(
     path: Path, text: str | None = None, cache: ParseCache | None = None, core: bool = False
 ) -> Document:
-    """Parse ``path`` (YAML, JSON or JSON Lines by suffix); raise :class:`EvalFileError` on syntax
-    errors.
+    """Parse ``path`` (YAML, JSON or JSON Lines by suffix).
 
-    YAML documents are read from / stored in ``cache`` when one is given. ``core`` reads YAML with
-    the YAML 1.2 core schema as js-yaml does (promptfoo's files: ``Yes``, ``on``, dates stay text;
-    ``0755`` is 755), not PyYAML's YAML 1.1 rules; such documents are not cached.
+    Raise :class:`EvalFileError` on syntax errors. YAML documents are read from / stored in
+    ``cache`` when one is given. ``core`` reads YAML with the YAML 1.2 core schema as js-yaml does
+    (promptfoo's files: ``Yes``, ``on``, dates stay text; ``0755`` is 755), not PyYAML's YAML 1.1
+    rules; such documents are not cached.
     """
     if text is None:
         try:
@@ -128,8 +131,9 @@ def read_document(
 
 
 def _cached_document(path: Path, data: Any, shallow: dict[PathKey, int], deep: bytes) -> Document:
-    """A document from the parse cache: lines below the cases are decoded only when a message needs
-    them.
+    """A document from the parse cache.
+
+    Lines below the cases are decoded only when a message needs them.
     """
     pending = [deep]
 
@@ -144,9 +148,7 @@ def _cached_document(path: Path, data: Any, shallow: dict[PathKey, int], deep: b
 
 @functools.cache
 def _strict_loader() -> type:
-    """PyYAML's safe loader (the C one where libyaml is there), which also notes duplicate and
-    non-string keys.
-    """
+    """PyYAML's safe loader (the C one given libyaml) that notes duplicate and non-string keys."""
     yaml = _pyyaml()
     base = getattr(
         yaml, "CSafeLoader", yaml.SafeLoader
@@ -190,11 +192,12 @@ def _strict_loader() -> type:
 
 @functools.cache
 def _core_loader() -> type:
-    """The strict loader with the YAML 1.2 core schema's plain scalars, as js-yaml reads them
-    (promptfoo's files): only ``true``/``false`` (three spellings each) are booleans, ``~``/``null``
-    and empty are null, ints are decimal or ``0b``/``0o``/``0x`` (``0755`` is 755), ``_`` separators
-    allowed; ``yes``, ``on``, dates and sexagesimals stay text. js-yaml would make a date a
-    JavaScript ``Date``; here it keeps the text written.
+    """The strict loader with the YAML 1.2 core schema's plain scalars, as js-yaml reads them.
+
+    Used for promptfoo's files. Only ``true``/``false`` (three spellings each) are booleans,
+    ``~``/``null`` and empty are null, ints are decimal or ``0b``/``0o``/``0x`` (``0755`` is 755),
+    ``_`` separators allowed; ``yes``, ``on``, dates and sexagesimals stay text. js-yaml would make
+    a date a JavaScript ``Date``; here it keeps the text written.
     """
 
     class CoreLoader(_strict_loader()):  # type: ignore[misc]
@@ -349,8 +352,9 @@ class _JsonReader:
         self._decoder = json.JSONDecoder(object_pairs_hook=self._pairs)
 
     def _pairs(self, pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-        """The C decoder's mappings; a repeated name is noted (its place is found when the file is
-        reported).
+        """The C decoder's mappings, noting a repeated name.
+
+        The repeated name's place is found when the file is reported.
         """
         out = dict(pairs)
         if len(out) != len(pairs):
@@ -452,9 +456,10 @@ def _too_deep(path: Path, text: str) -> EvalFileError:
 
 
 def _check_shape(doc: Document, aliased: str | None) -> None:
-    """Raise for data nested deeper than :data:`MAX_DEPTH`; for a YAML text ``aliased`` (one that
-    may use aliases), also for aliases that refer to themselves or expand past :data:`MAX_ALIASED`
-    values.
+    """Raise for data nested too deep, or whose aliases loop or expand too far.
+
+    Data nested deeper than :data:`MAX_DEPTH` is refused; for a YAML text ``aliased`` (one that may
+    use aliases), so are aliases that refer to themselves or expand past :data:`MAX_ALIASED` values.
 
     Without aliases the data is a tree: one pass, each value once. With them, a value may be shared:
     each container is measured once (its depth and expanded size), and the sizes are added up as the
@@ -468,7 +473,7 @@ def _check_shape(doc: Document, aliased: str | None) -> None:
 
 
 def _depth_exceeds(data: Any, limit: int) -> bool:
-    """Whether containers in ``data`` (a tree) nest deeper than ``limit``: one pass per level, fast."""
+    """Whether containers in ``data`` (a tree) nest deeper than ``limit``: a fast pass per level."""
     level = [data] if type(data) is dict or type(data) is list else []
     for _ in range(limit):
         below: list[Any] = []
@@ -524,7 +529,8 @@ def _check_aliased(doc: Document, text: str) -> None:
                 raise EvalFileError(
                     doc.path,
                     doc.line(key),
-                    f"{_where(key)}: nested deeper than {MAX_DEPTH} levels (through aliases); flatten it",
+                    f"{_where(key)}: nested deeper than {MAX_DEPTH} levels (through aliases); "
+                    "flatten it",
                 )
             sizes[ident] = (depth, size)
             unique += 1 + sum(1 for _, v in children if type(v) is not dict and type(v) is not list)
@@ -556,7 +562,8 @@ def _check_aliased(doc: Document, text: str) -> None:
         raise EvalFileError(
             doc.path,
             first_alias,
-            f"aliases expand this file's data to {total:,} values (more than {MAX_ALIASED:,} added by aliases); "
+            f"aliases expand this file's data to {total:,} values "
+            f"(more than {MAX_ALIASED:,} added by aliases); "
             "write the values out or use fewer aliases",
         )
 

@@ -1,5 +1,6 @@
-"""Which files are eval files (SPEC §2): shared by the plugin and the command-line tool, which
-imports no pytest.
+"""Which files are eval files (SPEC §2).
+
+Shared by the plugin and the command-line tool, which imports no pytest.
 """
 
 from __future__ import annotations
@@ -19,19 +20,23 @@ CALIBRATION_SUFFIXES = (
     ".calibration.json",
     ".calibration.jsonl",
 )
-"""A judge's calibration set (SPEC §26): collected as calibration items (``plugin.calibration``),
-not cases.
+"""The suffixes of a judge's calibration set (SPEC §26).
+
+Such a file is collected as calibration items (``plugin.calibration``), not cases.
 """
 
 DEFAULT_FILES = (
-    "eval_*.yaml eval_*.yml eval_*.json eval_*.jsonl *.eval.yaml *.eval.yml *.eval.json *.eval.jsonl "
+    "eval_*.yaml eval_*.yml eval_*.json eval_*.jsonl "
+    "*.eval.yaml *.eval.yml *.eval.json *.eval.jsonl "
     "promptfooconfig.yaml promptfooconfig.yml"
 )
 
 
 def is_eval_file(path: Path, patterns: tuple[str, ...], explicit: bool) -> bool:
-    """Collected when the name matches an ``agent_eval_files`` pattern, or a YAML/JSON(L) file is
-    named on the CLI; a dataset's sidecar (``<stem>.expect.yaml``) never is.
+    """Whether ``path`` is collected as an eval file.
+
+    It is when the name matches an ``agent_eval_files`` pattern, or a YAML/JSON(L) file is named on
+    the CLI; a dataset's sidecar (``<stem>.expect.yaml``) never is.
     """
     if path.suffix.lower() not in YAML_SUFFIXES + JSON_SUFFIXES + JSONL_SUFFIXES:
         return False
@@ -41,8 +46,9 @@ def is_eval_file(path: Path, patterns: tuple[str, ...], explicit: bool) -> bool:
 
 
 def sidecar_stem(path: Path) -> str | None:
-    """The dataset stem of a sidecar's name (``eval_rows.expect.yaml`` -> ``eval_rows``); ``None``
-    for another file.
+    """The dataset stem of a sidecar's name, or ``None`` for another file.
+
+    ``eval_rows.expect.yaml`` -> ``eval_rows``.
     """
     name = path.name
     suffix = next((s for s in SIDECAR_SUFFIXES if name.lower().endswith(s)), None)
@@ -50,9 +56,10 @@ def sidecar_stem(path: Path) -> str | None:
 
 
 def orphan_sidecar(path: Path, patterns: tuple[str, ...], explicit: bool) -> bool:
-    """A sidecar with no dataset beside it, whose dataset would be an eval file (or that was named
-    on the command line): reported as an error, never ignored in silence (a misnamed sidecar would
-    leave its rows unchecked).
+    """Whether ``path`` is a sidecar with no dataset beside it, to be reported as an error.
+
+    A sidecar whose dataset would be an eval file (or that was named on the command line) is
+    reported, never ignored in silence: a misnamed sidecar would leave its rows unchecked.
     """
     stem = sidecar_stem(path)
     if stem is None:

@@ -1,4 +1,4 @@
-"""JSON Lines files (dataset exports, SPEC §19): one JSON value a line, each item at its own line."""
+"""JSON Lines files (dataset exports, SPEC §19): one JSON value a line, each item at its line."""
 
 from __future__ import annotations
 
@@ -12,9 +12,10 @@ from pytest_agent_eval.core.errors import EvalFileError
 def read_jsonl(
     path: Path, text: str
 ) -> tuple[list[Any], dict[tuple[str | int, ...], int], list[EvalFileError]]:
-    """The lines' values (blank lines skipped), the line of each (``(n,)``) and the error of each
-    line that is not JSON: one bad line is its own error, the other lines are read (SPEC §22); a
-    file with no good line is one error.
+    """The lines' values, the line of each and the error of each line that is not JSON.
+
+    Blank lines are skipped; each value's line is ``(n,)``. One bad line is its own error, the other
+    lines are read (SPEC §22); a file with no good line is one error.
     """
     data: list[Any] = []
     lines: dict[tuple[str | int, ...], int] = {(): 1}
@@ -25,7 +26,10 @@ def read_jsonl(
         try:
             data.append(json.loads(line))
         except json.JSONDecodeError as exc:
-            why = f"JSON Lines syntax error: {exc.msg} (column {exc.colno}); each line is one JSON value"
+            why = (
+                f"JSON Lines syntax error: {exc.msg} (column {exc.colno}); "
+                "each line is one JSON value"
+            )
             bad.append(EvalFileError(path, number, why))
             continue
         except RecursionError:

@@ -1,5 +1,6 @@
-"""What running produces: an agent run's record (output, tool calls, timing, usage), a check's, a
-trial's and a case's result.
+"""What running produces: an agent run's record, and a check's, a trial's and a case's result.
+
+A run's record holds its output, tool calls, timing and usage.
 """
 
 from __future__ import annotations
@@ -25,13 +26,15 @@ class ToolCall:
     """The MCP server that serves the tool (its ``serverInfo.name``); ``None`` for a function tool.
     """
     mocked: bool | None = field(default=None, compare=False)
-    """Answered by a tool mock (``True``) or the real tool (``False``); ``None``: not known (the
-    agent reported it).
+    """Answered by a tool mock (``True``) or the real tool (``False``).
+
+    ``None``: not known (the agent reported it).
     """
     start_ns: int | None = field(default=None, compare=False)
     end_ns: int | None = field(default=None, compare=False)
-    """When the call began and ended (``time.time_ns``), where tool mocks saw it: its span's times
-    (SPEC §23).
+    """When the call began and ended (``time.time_ns``), where tool mocks saw it.
+
+    These are its span's times (SPEC §23).
     """
 
     def describe(self) -> str:
@@ -64,28 +67,33 @@ class RunRecord:
     error: str | None = None
     """Set when the agent raised or timed out: a one-line description."""
     timed_out: bool = False
-    """The case's timeout ended the call (``error`` says so): while a request waited on traffic,
-    infrastructure's.
+    """Whether the case's timeout ended the call (``error`` says so).
+
+    While a request waited on traffic, the timeout is infrastructure's.
     """
     traceback: str | None = None
     history: list[dict[str, Any]] = field(default_factory=list)
     """Multi-turn cases: the conversation, ``{"role", "content"}`` per message."""
     infra_error: str | None = None
-    """An LLM request that failed on infrastructure (refused, 429/5xx after retries, replay miss):
-    the case errors.
+    """An LLM request that failed on infrastructure: the case errors.
+
+    Such as a refused one, a 429/5xx after retries, a replay miss.
     """
     turns: int = 0
     """The agent calls added to this record with :meth:`add_turn` (a conversation's)."""
     trace_id: str | None = None
     """The trial's trace (32 hex digits) when the run traces (SPEC §23)."""
     spans: list[dict[str, Any]] | None = None
-    """The trial's span tree when the run traces or its case checks spans: ``{name, kind,
-    attributes, status, start, duration_ms, parent}`` each, ``parent`` an index in this list.
+    """The trial's span tree when the run traces or its case checks spans.
+
+    Each span is ``{name, kind, attributes, status, start, duration_ms, parent}``, ``parent`` an
+    index in this list.
     """
     conversation: Any = field(default=None, repr=False, compare=False)
-    """The conversation after this call in the agent's own form (a framework's message list), which
-    the next message of a ``turns:`` or simulated-user case continues (``core.trial.CONVERSATION``);
-    never reported.
+    """The conversation after this call, in the agent's own form; never reported.
+
+    It is a framework's message list, which the next message of a ``turns:`` or simulated-user case
+    continues (``core.trial.CONVERSATION``).
     """
 
     @property
@@ -93,10 +101,11 @@ class RunRecord:
         return [c.name for c in self.tool_calls]
 
     def add_turn(self, turn: RunRecord) -> None:
-        """Add one agent call of a conversation to this, the conversation's record: latency and
-        usage summed, tool calls and metadata lists joined; the answer, reasoning, other metadata
-        and conversation the turn's. A usage figure that some call did not report is ``None``
-        (unknown), never the sum of the others.
+        """Add one agent call of a conversation to this, the conversation's record.
+
+        Latency and usage are summed, tool calls and metadata lists joined; the answer, reasoning,
+        other metadata and conversation are the turn's. A usage figure that some call did not report
+        is ``None`` (unknown), never the sum of the others.
         """
         self.latency_s += turn.latency_s
         self.tool_calls.extend(turn.tool_calls)
@@ -129,11 +138,12 @@ def _number(value: Any) -> TypeGuard[float]:
 
 
 def merged_calls(reported: list[ToolCall], recorded: list[ToolCall]) -> list[ToolCall]:
-    """The tool calls the agent reported with those tool mocks recorded: a call both saw once (the
-    mocks' record of it: the arguments the tool got, the answer it gave), in the agent's order; a
-    recorded call the agent did not report (a plain agent reports none) before the next recorded one
-    it did. Matched by name, and by arguments first: parallel calls may reach the mocks in another
-    order than the agent lists them.
+    """Merge the tool calls the agent reported with those the tool mocks recorded.
+
+    A call both saw is listed once (the mocks' record of it: the arguments the tool got, the answer
+    it gave), in the agent's order; a recorded call the agent did not report (a plain agent reports
+    none) before the next recorded one it did. Matched by name, and by arguments first: parallel
+    calls may reach the mocks in another order than the agent lists them.
     """
     matched: dict[int, int] = {}  # reported index -> recorded index
     for i, call in enumerate(reported):
@@ -173,12 +183,15 @@ class CheckResult:
     scored: bool = True
     """False for a check that could not be scored (e.g. no LLM): left out of the mean."""
     error: bool = False
-    """The check could not reach a verdict (an unreadable judge reply, an LLM call that failed, a
-    check that raised): never a pass, whatever the score says; ``message`` says why.
+    """Whether the check could not reach a verdict; never a pass, whatever the score says.
+
+    Such as an unreadable judge reply, an LLM call that failed, a check that raised; ``message``
+    says why.
     """
     infra_error: str | None = None
-    """The check's own LLM request failed on infrastructure (a known client's exception, naming the
-    request): not the agent's failure, the case errors (SPEC §14).
+    """Set when the check's own LLM request failed on infrastructure: the case errors (SPEC §14).
+
+    A known client's exception, naming the request; not the agent's failure.
     """
 
     @classmethod
@@ -200,19 +213,19 @@ class TrialResult:
     violations: list[str] = field(default_factory=list)
     """Failures not tied to a check, e.g. a call to an unmocked tool in strict mode."""
     summary: str | None = None
-    """The failure's one-line summary when the trial's own verdict says it best (a conversation's
-    composite).
+    """The failure's one-line summary when the trial's own verdict says it best.
+
+    Such as a conversation's composite.
     """
     parts: dict[str, str] = field(default_factory=dict)
-    """A conversation's score parts for reports (``timing``, ``tasks``, ``assertions``, ``penalty``,
-    ``ended``).
+    """A conversation's score parts for reports.
+
+    ``timing``, ``tasks``, ``assertions``, ``penalty``, ``ended``.
     """
 
     @property
     def scored(self) -> bool:
-        """Whether ``score`` is a real score: no check is without a verdict, and something was
-        scored.
-        """
+        """Whether ``score`` is a real score: no check lacks a verdict, and something was scored."""
         if any(c.error for c in self.checks):
             return False
         return bool(self.run.error or self.violations or any(c.scored for c in self.checks))
@@ -227,8 +240,9 @@ class CaseResult:
     passed: bool
     score: float
     cassette: tuple[str, str] | None = None
-    """The cassette recorded on an xdist worker, for its controller to write: (its path in its
-    folder, its text).
+    """The cassette recorded on an xdist worker, for its controller to write.
+
+    As (its path in its folder, its text).
     """
     trials_max: int | None = None
     """Of an adaptive case (``repeat: {max, stop: decided}``): its ``max``; ``None`` for the others.

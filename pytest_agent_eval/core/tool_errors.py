@@ -1,30 +1,32 @@
-"""What tool mocks raise: a mock configuration that cannot be used, a mocked error, an unmocked
-call.
-"""
+"""The errors tool mocks raise: an unusable mock configuration, a mocked error, an unmocked call."""
 
 from __future__ import annotations
 
 
 class ToolMockError(Exception):
-    """Raised by a ``{raise: "Type: message"}`` response whose ``Type`` is not a builtin exception."""
+    """Raised by a ``{raise: "Type: message"}`` response whose ``Type`` is no builtin exception."""
 
 
 class UnmockedToolError(Exception):
-    """Raised by a call to a tool that has no response for the running case (``unmocked_tools:
-    strict``).
+    """Raised by a call to a tool that has no response for the running case.
+
+    Raised under ``unmocked_tools: strict``.
     """
 
     def __init__(self, message: str, violation: str | None = None) -> None:
         super().__init__(message)
         self.violation = violation or message
-        """The line a failure shows: the call, its arguments, the case's ``path:line`` and what to
-        do.
+        """The line a failure shows.
+
+        It names the call, its arguments, the case's ``path:line`` and what to do.
         """
 
 
 def unmocked_stop(exc: BaseException) -> UnmockedToolError | None:
-    """The unmocked-tool error behind ``exc``: ``exc`` itself, or what it was raised from or during
-    (a framework that wraps a tool's error, a task group's exception group).
+    """The unmocked-tool error behind ``exc``, if any.
+
+    It is ``exc`` itself, or what it was raised from or during (a framework that wraps a tool's
+    error, a task group's exception group).
     """
     todo, seen = [exc], set()
     while todo:
@@ -43,6 +45,7 @@ def unmocked_stop(exc: BaseException) -> UnmockedToolError | None:
 
 
 class MockConfigError(ValueError):
-    """A tool mock, patch target or responses file that cannot be used; the message says where and
-    what to do.
+    """A tool mock, patch target or responses file that cannot be used.
+
+    The message says where and what to do.
     """

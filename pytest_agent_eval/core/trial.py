@@ -11,12 +11,15 @@ from contextvars import ContextVar
 from typing import Any
 
 TRIAL: ContextVar[tuple[str, int] | None] = ContextVar("agent_eval_trial_id", default=None)
-"""The running case's id and trial number, set by the runner for each trial: for adapters that keep
-state per case and trial (an HTTP agent's session id).
+"""The running case's id and trial number, set by the runner for each trial.
+
+For adapters that keep state per case and trial (an HTTP agent's session id).
 """
 
 CONVERSATION: ContextVar[Any] = ContextVar("agent_eval_conversation", default=None)
-"""During an agent call of a conversation: the ``RunRecord.conversation`` that ``normalise`` read
-from the previous call's result (a framework's own message list), to be continued; ``None`` for the
-first message and single calls.
+"""The conversation an agent call continues, in the agent's own form.
+
+During an agent call of a conversation: the ``RunRecord.conversation`` that ``normalise`` read from
+the previous call's result (a framework's own message list), to be continued; ``None`` for the first
+message and single calls.
 """

@@ -1,5 +1,6 @@
-"""``agent-eval report JOURNAL``, ``agent-eval runs`` and ``agent-eval import REPORT…`` (SPEC §24);
-no pytest.
+"""The run store's commands: ``agent-eval report``, ``runs`` and ``import`` (SPEC §24).
+
+``agent-eval report JOURNAL``, ``agent-eval runs`` and ``agent-eval import REPORT…``; no pytest.
 """
 
 from __future__ import annotations
@@ -10,7 +11,10 @@ from typing import Any, TextIO
 
 from pytest_agent_eval.report.baseline import BaselineError, Comparison, load_report
 
-_NO_LIBRARIES = "the run store needs SQLAlchemy: pip install 'pytest-agent-evalset[store]' ([postgres] for PostgreSQL)"
+_NO_LIBRARIES = (
+    "the run store needs SQLAlchemy: pip install 'pytest-agent-evalset[store]' "
+    "([postgres] for PostgreSQL)"
+)
 
 
 def report_command(
@@ -21,9 +25,10 @@ def report_command(
     out: TextIO,
     err: TextIO,
 ) -> int:
-    """Rebuild a run's reports from its journal: the JSON report (``output``), the HTML page, the
-    markdown (appended, as ``--agent-eval-markdown`` appends); 2 when the journal cannot be read or
-    a file written.
+    """Rebuild a run's reports from its journal; 2 when it cannot be read or a file written.
+
+    The reports: the JSON report (``output``), the HTML page, the markdown (appended, as
+    ``--agent-eval-markdown`` appends).
     """
     from pytest_agent_eval.memory.journal import read_journal
     from pytest_agent_eval.report.atomic import append_text, write_text_atomically
@@ -81,8 +86,9 @@ def _markdown(document: dict[str, Any]) -> list[str]:
 
 
 def open_store(url: str | None, err: TextIO, command: str) -> Any:
-    """The store at ``url`` (default ``.agent-eval/runs.db`` here), opened; ``None`` (said on
-    ``err``) when it cannot be.
+    """The store at ``url``, opened; ``None`` (said on ``err``) when it cannot be.
+
+    The default ``url`` is ``.agent-eval/runs.db`` here.
     """
     if importlib.util.find_spec("sqlalchemy") is None:
         print(f"agent-eval {command}: {_NO_LIBRARIES}", file=err)
@@ -150,8 +156,9 @@ def runs_command(url: str | None, branch: str | None, limit: int, out: TextIO, e
 def import_command(
     url: str | None, reports: list[str], branch: str | None, out: TextIO, err: TextIO
 ) -> int:
-    """Store saved reports (or journals), each as one run; 2 when one cannot be read or stored (the
-    others are).
+    """Store saved reports (or journals), each as one run.
+
+    2 when one cannot be read or stored (the others are stored).
     """
     from pytest_agent_eval.memory.journal import is_journal, read_journal
     from pytest_agent_eval.memory.store import StoreError, imported_id, run_row
@@ -178,7 +185,8 @@ def import_command(
                 code = 2
                 continue
             print(
-                f"agent-eval import: {name}: run {run_id}, {len(document['cases'])} cases -> {store}",
+                f"agent-eval import: {name}: run {run_id}, {len(document['cases'])} cases "
+                f"-> {store}",
                 file=out,
             )
     finally:

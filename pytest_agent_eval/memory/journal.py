@@ -1,6 +1,7 @@
-"""The journal (SPEC §24): each finished case's final record appended as one JSON line as the case
-finishes, so that SIGKILL, an OOM kill or a power loss leave every finished case to resume from or
-to report.
+"""The journal (SPEC §24): each finished case's final record, appended as one JSON line.
+
+The line is appended as the case finishes, so that SIGKILL, an OOM kill or a power loss leave every
+finished case to resume from or to report.
 
 The file is ``<report>.journal.jsonl`` beside ``--agent-eval-report``, else
 ``.agent-eval/journal/<run>.jsonl`` under the rootdir; only the controller (or the only process)
@@ -21,31 +22,20 @@ import contextlib
 import datetime
 import json
 import os
-import secrets
 import threading
 import time
 from pathlib import Path
 from typing import IO, Any
-
-from pytest_agent_eval.report.schema import SCHEMA_VERSION
 
 JOURNAL_VERSION = 1
 SYNC_EVERY_S = 1.0
 SUFFIX = ".journal.jsonl"
 
 
-def new_run_id() -> str:
-    """A run's id: its start (UTC, to the second) and 6 random hex digits, e.g.
-
-    ``20261127T123456Z-3f9a0c``.
-    """
-    now = datetime.datetime.now(datetime.timezone.utc)
-    return f"{now:%Y%m%dT%H%M%SZ}-{secrets.token_hex(3)}"
-
-
 def journal_path(rootdir: Path, report: Path | None, run_id: str) -> Path:
-    """Where a run's journal goes: beside its JSON report, else under ``.agent-eval/journal/`` in
-    the rootdir.
+    """Where a run's journal goes.
+
+    Beside its JSON report, else under ``.agent-eval/journal/`` in the rootdir.
     """
     if report is not None:
         return report.with_name(report.name + SUFFIX)
@@ -59,15 +49,17 @@ def _created(path: Path) -> IO[str]:
 
 
 def is_journal(path: Path) -> bool:
-    """Whether ``path`` names a journal (``--agent-eval-resume`` and ``agent-eval report`` take
-    one).
+    """Whether ``path`` names a journal.
+
+    ``--agent-eval-resume`` and ``agent-eval report`` take one.
     """
     return path.name.endswith(".jsonl")
 
 
 class Journal:
-    """A journal being written: lines appended and flushed at once, ``fsync`` ed at least every
-    second.
+    """A journal being written: lines appended and flushed at once.
+
+    What is written is ``fsync`` ed at least every second.
     """
 
     def __init__(
@@ -79,12 +71,14 @@ class Journal:
     ) -> None:
         self.path = path
         self.fallback = fallback
-        """Where the journal goes when ``path`` cannot be written (a report path in a folder that is
-        a file).
+        """Where the journal goes when ``path`` cannot be written.
+
+        For example a report path in a folder that is a file.
         """
         self.moved: str | None = None
-        """Why the journal went to ``fallback`` (said once in the summary); ``None`` while it is at
-        ``path``.
+        """Why the journal went to ``fallback`` (said once in the summary).
+
+        ``None`` while it is at ``path``.
         """
         self.run_id = run_id
         self.run = run or {}
@@ -106,8 +100,10 @@ class Journal:
         return self._file is not None
 
     def open(self, records: list[dict[str, Any]]) -> bool:
-        """Open (truncate) the journal with its first line and ``records`` (those the run started
-        from, a resumed run's), unless open already; ``False`` when it cannot be written.
+        """Open (truncate) the journal with its first line and ``records``, unless open already.
+
+        ``records``: those the run started from, a resumed run's. ``False`` when the journal cannot
+        be written.
         """
         if self._file is None and self.error is None:
             try:
@@ -136,8 +132,9 @@ class Journal:
             self.texts[data["nodeid"]] = self._line(data)
 
     def text_of(self, data: dict[str, Any]) -> str | None:
-        """The JSON text this journal wrote of the record ``data`` (the store keeps it as it is), if
-        it did.
+        """The JSON text this journal wrote of the record ``data``, if it did.
+
+        The store keeps that text as it is.
         """
         return self.texts.get(data["nodeid"]) if self._written.get(data["nodeid"]) is data else None
 
@@ -169,8 +166,9 @@ class Journal:
         return text
 
     def _sync(self) -> None:
-        """``fsync`` what was written (a power loss keeps it); by the timer's thread or the
-        writer's.
+        """``fsync`` what was written, so that a power loss keeps it.
+
+        Called by the timer's thread or the writer's.
         """
         with self._lock:
             self._timer = None
@@ -196,14 +194,17 @@ class Journal:
 
 
 def read_journal(path: Path) -> dict[str, Any]:
-    """A journal as the JSON report it stands for: its run, the last record of each node id (by node
-    id) and the cases its run left unfinished (when the run ended at all); ``BaselineError`` naming
-    the file and line when it is not a journal, or naming the file, line and field when a case
-    record's field is not of its type or range (the checks of a report's ``cases[i]``, SPEC §22). A
-    last line cut short (the process died writing it) is left out: its case did not finish.
+    """A journal as the JSON report it stands for.
+
+    Its run, the last record of each node id (by node id) and the cases its run left unfinished
+    (when the run ended at all); ``BaselineError`` naming the file and line when it is not a
+    journal, or naming the file, line and field when a case record's field is not of its type or
+    range (the checks of a report's ``cases[i]``, SPEC §22). A last line cut short (the process died
+    writing it) is left out: its case did not finish.
     """
     from pytest_agent_eval.report.baseline import BaselineError, check_report
     from pytest_agent_eval.report.reading import case_problem
+    from pytest_agent_eval.report.schema import SCHEMA_VERSION
 
     try:
         lines = path.read_text(encoding="utf-8").split("\n")
@@ -229,8 +230,9 @@ def read_journal(path: Path) -> dict[str, Any]:
         if number == 1:
             if data.get("journal") != JOURNAL_VERSION or not isinstance(data.get("run"), dict):
                 raise BaselineError(
-                    f"{path}:1: not an agent eval journal of version {JOURNAL_VERSION}; pytest writes one beside "
-                    "--agent-eval-report PATH (PATH.journal.jsonl) or under .agent-eval/journal/"
+                    f"{path}:1: not an agent eval journal of version {JOURNAL_VERSION}; "
+                    "pytest writes one beside --agent-eval-report PATH (PATH.journal.jsonl) "
+                    "or under .agent-eval/journal/"
                 )
             run = {**data["run"], "finished": False, "exit_status": None}
         elif "end" in data:
@@ -261,8 +263,9 @@ def read_journal(path: Path) -> dict[str, Any]:
 
 
 def _until_written(path: Path, started: Any) -> float:
-    """Seconds from ``started`` (ISO 8601) to the journal's last write: how long a killed run ran,
-    as far as its journal tells (0 when either cannot be read).
+    """Seconds from ``started`` (ISO 8601) to the journal's last write.
+
+    How long a killed run ran, as far as its journal tells (0 when either cannot be read).
     """
     try:
         begun = datetime.datetime.fromisoformat(str(started)).timestamp()

@@ -12,10 +12,11 @@ DEFAULT_PATH = Path(".agent-eval") / "runs.db"
 
 
 def store_url(value: str | None, rootdir: Path) -> str | None:
-    """The SQLAlchemy URL of ``--agent-eval-store`` / ini ``agent_eval_store``: ``None`` for
-    ``off``; SQLite ``.agent-eval/runs.db`` under the rootdir when not given; ``postgresql://``
-    through psycopg 3; a ``sqlite:`` URL as it is; anything else a SQLite file's path (relative to
-    the rootdir).
+    """The SQLAlchemy URL of ``--agent-eval-store`` / ini ``agent_eval_store``.
+
+    ``None`` for ``off``; SQLite ``.agent-eval/runs.db`` under the rootdir when not given;
+    ``postgresql://`` through psycopg 3; a ``sqlite:`` URL as it is; anything else a SQLite file's
+    path (relative to the rootdir).
     """
     text = (value or "").strip()
     if text.lower() == "off":

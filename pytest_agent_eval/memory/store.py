@@ -1,7 +1,8 @@
-"""The run store (SPEC §24): every run and the JSON record of each of its cases, in SQLite (by
-default ``.agent-eval/runs.db`` under the rootdir) or PostgreSQL, through SQLAlchemy Core; its
-schema is versioned by Alembic (the migrations in ``memory/migrations/versions``, run in code: no
-``alembic.ini``).
+"""The run store (SPEC §24): every run and the JSON record of each of its cases, kept in a database.
+
+In SQLite (by default ``.agent-eval/runs.db`` under the rootdir) or PostgreSQL, through SQLAlchemy
+Core; its schema is versioned by Alembic (the migrations in ``memory/migrations/versions``, run in
+code: no ``alembic.ini``).
 
 Opening a store reads its schema version (``alembic_version``) with SQLAlchemy alone; Alembic is
 imported only when the store is new or older than this release. A store of a newer version (an
@@ -13,7 +14,6 @@ processes writing one store lose nothing.
 
 from __future__ import annotations
 
-import datetime
 import hashlib
 import json
 from collections.abc import Callable, Iterator
@@ -26,17 +26,15 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine, make_url
 from sqlalchemy.exc import SQLAlchemyError
 
+from pytest_agent_eval.memory.rows import HEAD as HEAD
+from pytest_agent_eval.memory.rows import KNOWN as KNOWN
+from pytest_agent_eval.memory.rows import StoreError as StoreError
+from pytest_agent_eval.memory.rows import case_row, flaky_in, newer_schema
+from pytest_agent_eval.memory.rows import flaky_of as flaky_of
+from pytest_agent_eval.memory.rows import run_row as run_row
 from pytest_agent_eval.report.baseline import records_of
 from pytest_agent_eval.report.record import CaseRecord
-from pytest_agent_eval.report.stats import Stats
 
-HEAD = "0001"
-"""The newest schema revision this release knows (``migrations/versions``)."""
-KNOWN = ("0001",)
-TRUST_FIGURES = ("judges", "injection")
-"""A report's run-level figures of SPEC §26 (judge calibration, attack success rates), kept in a
-run's ``run``.
-"""
 _LOCK_KEY = 0x61676576  # "agev": PostgreSQL's advisory lock around a migration
 _WAIT_S = 60
 
@@ -85,17 +83,34 @@ CASES = sa.Table(
     sa.Column("latency_s", sa.Float),
     sa.Column("record", sa.Text),
 )
+VERDICTS = sa.Table(
+    "verdicts",
+    METADATA,
+    sa.Column("key", sa.String(64), primary_key=True),
+    sa.Column("nodeid", sa.Text),
+    sa.Column("version", sa.String(40)),
+    sa.Column("run_id", sa.String(64)),
+    sa.Column("record", sa.Text),
+    sa.Column("stored", sa.String(40)),
+)
+"""The verdict cache (SPEC §25): a case's record by its cache key, the plugin version and the run
+that made it.
+"""
+JUDGMENTS = sa.Table(
+    "judgments",
+    METADATA,
+    sa.Column("key", sa.String(64), primary_key=True),
+    sa.Column("model", sa.String(255)),
+    sa.Column("replies", sa.Text),
+    sa.Column("stored", sa.String(40)),
+)
+"""The judge-verdict cache (SPEC §25): a judge's replies (a JSON list) by model, prompt and samples.
+"""
 _VERSION = sa.Table("alembic_version", sa.MetaData(), sa.Column("version_num", sa.String(32)))
 
 
 def _none(data: dict[str, Any]) -> str | None:
     return None
-
-
-class StoreError(Exception):
-    """A store that cannot be used; the message names it (its password left out) and says what to
-    do.
-    """
 
 
 def shown(url: str) -> str:
@@ -176,8 +191,9 @@ class Store:
             yield conn
 
     def open(self) -> None:
-        """Check (and, new or older, migrate) the schema; ``StoreError`` when the store cannot be
-        used.
+        """Check (and, new or older, migrate) the schema.
+
+        ``StoreError`` when the store cannot be used.
         """
         try:
             with self.engine.begin() as conn:
@@ -190,11 +206,7 @@ class Store:
             return
         version = _version(conn)
         if version is not None and version not in KNOWN:
-            raise StoreError(
-                f"{self}: the store's schema version {version} is newer than this pytest-agent-evalset knows "
-                f"(up to {HEAD}): upgrade pytest-agent-evalset, or point --agent-eval-store (ini agent_eval_store) "
-                "at another store"
-            )
+            raise StoreError(newer_schema(str(self), version))
         if version != HEAD:
             if not self.sqlite:
                 conn.execute(sa.text("SELECT pg_advisory_xact_lock(:key)"), {"key": _LOCK_KEY})
@@ -214,15 +226,40 @@ class Store:
         cases: list[dict[str, Any]],
         text_of: Callable[[dict[str, Any]], str | None] = _none,
     ) -> None:
-        """Save one run (``run_row``) and its cases' records, in one transaction;
+        """Save one run (``run_row``) and its cases' records, in one transaction.
+
         ``text_of(record)``: its JSON text when already made (the journal's line), else ``None``.
         """
-        rows = [_case_row(row["id"], data, text_of(data)) for data in cases]
+        rows = [case_row(row["id"], data, text_of(data)) for data in cases]
         try:
             with self._writing() as conn:
                 conn.execute(sa.insert(RUNS), [row])
                 if rows:
                     conn.execute(sa.insert(CASES), rows)
+        except SQLAlchemyError as exc:
+            raise StoreError(f"{self}: {why(self.url, exc)}") from None
+
+    def cache_keys(self, table: sa.Table, version: str | None = None) -> set[str]:
+        """The keys of the cache ``table`` (``VERDICTS``: of plugin ``version`` only)."""
+        query = sa.select(table.c.key)
+        if version is not None:
+            query = query.where(table.c.version == version)
+        with self._reading() as conn:
+            return {key for (key,) in conn.execute(query)}
+
+    def cache_row(self, table: sa.Table, key: str) -> dict[str, Any] | None:
+        """The row of ``key`` in the cache ``table``; ``None`` when there is none."""
+        with self._reading() as conn:
+            row = conn.execute(sa.select(table).where(table.c.key == key)).first()
+        return None if row is None else dict(row._mapping)
+
+    def cache(self, rows: dict[sa.Table, list[dict[str, Any]]]) -> None:
+        """Store cache rows in one transaction, each replacing a stored row of the same key."""
+        try:
+            with self._writing() as conn:
+                for table, items in rows.items():
+                    if items:
+                        conn.execute(_upsert(conn, table), items)
         except SQLAlchemyError as exc:
             raise StoreError(f"{self}: {why(self.url, exc)}") from None
 
@@ -269,9 +306,10 @@ class Store:
         return found[0].id, records_of(self.cases(found[0].id))
 
     def history(self, nodeid: str, limit: int = 50) -> list[dict[str, Any]]:
-        """A case across runs, newest first: the run, its start and branch, the case's figures, its
-        ``trace_id`` and the template its run linked traces with (``trace_url``, ``None`` when it
-        had none).
+        """A case across runs, newest first.
+
+        Each row: the run, its start and branch, the case's figures, its ``trace_id``, its record
+        and the template its run linked traces with (``trace_url``, ``None`` when it had none).
         """
         query = (
             sa.select(
@@ -297,6 +335,7 @@ class Store:
         for row in rows:
             record, run = json.loads(row.pop("record") or "{}"), json.loads(row.pop("run") or "{}")
             row["trace_id"] = record.get("trace_id") if isinstance(record, dict) else None
+            row["record"] = record
             row["trace_url"] = run.get("trace_url") if isinstance(run, dict) else None
         return rows
 
@@ -306,10 +345,11 @@ class Store:
         nodeids: list[str] | None = None,
         newest: list[dict[str, Any]] | None = None,
     ) -> dict[str, list[str]]:
-        """Cases whose outcome flipped between passing and failing over the last ``last`` runs while
-        their content hash stayed the same: node id -> the outcomes, oldest first (of ``nodeids``
-        only, when given). ``newest``: the records of a run not stored yet, taken as the newest of
-        the ``last``.
+        """The flaky cases of the last ``last`` runs: node id -> the outcomes, oldest first.
+
+        Cases whose outcome flipped between passing and failing over the last ``last`` runs while
+        their content hash stayed the same (of ``nodeids`` only, when given). ``newest``: the
+        records of a run not stored yet, taken as the newest of the ``last``.
         """
         if newest is not None:
             last -= 1
@@ -331,39 +371,7 @@ class Store:
             rows = (
                 [(r.nodeid, r.outcome, r.content_hash) for r in conn.execute(query)] if ids else []
             )
-        rows += [(c["nodeid"], c["outcome"], c.get("content_hash")) for c in newest or []]
-        if (
-            nodeids is not None
-        ):  # in Python: an IN list of 10,000 node ids is past some databases' limits
-            wanted = set(nodeids)
-            rows = [row for row in rows if row[0] in wanted]
-        return flaky_of(
-            sorted(rows, key=lambda row: row[0])
-        )  # stable: each case's runs stay oldest first
-
-
-def flaky_of(rows: list[tuple[str, str, str | None]]) -> dict[str, list[str]]:
-    """From ``(nodeid, outcome, content hash)``, each case's oldest first: the cases that both
-    passed and failed under their newest content hash (an edited case starts afresh), with their
-    outcomes under it.
-    """
-    newest: dict[str, tuple[str | None, list[str]]] = {}
-    for nodeid, outcome, content in rows:
-        kept = newest.get(nodeid)
-        if kept is None or kept[0] != content:
-            kept = newest[nodeid] = (content, [])
-        kept[1].append(outcome)
-    out = {}
-    for nodeid, (content, outcomes) in newest.items():
-        decided = {
-            "pass" if o in ("passed", "xpassed") else "fail" for o in outcomes if o in _DECIDED
-        }
-        if content is not None and decided == {"pass", "fail"}:
-            out[nodeid] = outcomes
-    return out
-
-
-_DECIDED = ("passed", "xpassed", "failed", "error")
+        return flaky_in(rows, nodeids, newest)
 
 
 def _engine(url: str, sqlite: bool) -> Engine:
@@ -383,6 +391,19 @@ def _engine(url: str, sqlite: bool) -> Engine:
         conn.exec_driver_sql("BEGIN IMMEDIATE")  # the write lock now: no two writers interleave
 
     return engine
+
+
+def _upsert(conn: Connection, table: sa.Table) -> Any:
+    """An ``INSERT`` (of many rows: executemany) that updates the row of a key stored already.
+
+    SQLite's and PostgreSQL's ``ON CONFLICT``: two runs caching one key at once both succeed.
+    """
+    from sqlalchemy.dialects import postgresql, sqlite
+
+    dialect: Any = postgresql if conn.dialect.name == "postgresql" else sqlite
+    statement = dialect.insert(table)
+    updated = {c.name: statement.excluded[c.name] for c in table.columns if c.name != "key"}
+    return statement.on_conflict_do_update(index_elements=[table.c.key], set_=updated)
 
 
 def _version(conn: Connection) -> str | None:
@@ -415,86 +436,9 @@ def _summary(row: dict[str, Any]) -> RunSummary:
     return RunSummary(**row)
 
 
-def _json(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, sort_keys=True)
-
-
-def _case_row(run_id: str, data: dict[str, Any], text: str | None) -> dict[str, Any]:
-    return {
-        "run_id": run_id,
-        "nodeid": data["nodeid"],
-        "file": data.get("file", data["nodeid"].split("::")[0]),
-        "agent": data.get("agent"),
-        "tags": _json(data.get("tags") or []),
-        "outcome": data["outcome"],
-        "content_hash": data.get("content_hash"),
-        "score": data.get("score"),
-        "cost": data.get("cost"),
-        "latency_s": data.get("latency_s"),
-        "record": text if text is not None else json.dumps(data),
-    }
-
-
-def run_row(
-    document: dict[str, Any],
-    run_id: str,
-    git: dict[str, Any] | None = None,
-    options: dict[str, Any] | None = None,
-    source: str | None = None,
-    records: list[CaseRecord] | None = None,
-) -> dict[str, Any]:
-    """The ``runs`` row of a JSON report's document: its run, totals, cost and latency (over its
-    cases, or ``records``, the same cases made already).
-    """
-    run = document.get("run") or {}
-    git = git or {}
-    stats = Stats.of(records if records is not None else records_of(document.get("cases") or []))
-    decided = stats.passed + stats.failed + stats.errors
-    shard = run.get("shard") if isinstance(run.get("shard"), dict) else None
-    cases = document.get("cases") or []
-    models = {run["llm_model"]} if run.get("llm_model") else set()
-    models |= {str(m) for c in cases for m in c.get("unpriced_models") or []}
-    return {
-        "id": run_id,
-        "started": str(run.get("started") or ""),
-        "ended": _ended(run),
-        "saved": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="microseconds"),
-        "git_commit": run.get("git_commit"),
-        "git_branch": git.get("branch", run.get("git_branch")),
-        "git_dirty": git.get("dirty", run.get("git_dirty")),
-        "agents": _json(sorted({c["agent"] for c in cases if c.get("agent")})),
-        "models": _json(sorted(models)),
-        "options": _json(options if options is not None else {"args": run.get("args") or []}),
-        "shard": f"{shard.get('index')}/{shard.get('count')}" if shard else None,
-        "finished": bool(run.get("finished")),
-        "exit_status": run.get("exit_status"),
-        "total": stats.total,
-        "passed": stats.passed,
-        "failed": stats.failed,
-        "errors": stats.errors,
-        "skipped": stats.skipped,
-        "pass_rate": stats.passed / decided if decided else None,
-        "cost": None if stats.unpriced_cases else stats.cost,
-        "p50_latency_s": stats.latency_p50,
-        "p95_latency_s": stats.latency_p95,
-        "source": source,
-        "run": _json({**run, **{key: document[key] for key in TRUST_FIGURES if document.get(key)}}),
-    }
-
-
 def imported_id(text: str) -> str:
-    """The id of a run imported from a report: from its content, so importing it again finds it
-    stored.
+    """The id of a run imported from a report, made from its content.
+
+    So importing the report again finds it stored.
     """
     return "import-" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
-
-
-def _ended(run: dict[str, Any]) -> str | None:
-    """When a report's run ended: its start plus its duration (``None`` when either is missing)."""
-    try:
-        started = datetime.datetime.fromisoformat(str(run.get("started")))
-        return (started + datetime.timedelta(seconds=float(run["duration_s"]))).isoformat(
-            timespec="seconds"
-        )
-    except (KeyError, TypeError, ValueError, OverflowError):
-        return None

@@ -22,9 +22,10 @@ from pytest_agent_eval.core.tool_errors import UnmockedToolError
 
 
 class Answering(Protocol):
-    """What a stand-in asks of the running trial's recording (``mocks.recording.Recording``): answer
-    a call of tool ``name`` with ``args`` and record it; ``real`` runs the real tool when the call
-    passes through.
+    """What a stand-in asks of the running trial's recording (``mocks.recording.Recording``).
+
+    Answer a call of tool ``name`` with ``args`` and record it; ``real`` runs the real tool when the
+    call passes through.
     """
 
     def handle(self, name: str, args: dict[str, Any], real: Callable[[], Any]) -> Any: ...
@@ -39,7 +40,10 @@ class Answering(Protocol):
     ) -> Any: ...
 
     def patched(self, target: str) -> bool:
-        """Whether the trial's case patched ``target`` (``module:attr``): its stand-in answers it."""
+        """Whether the trial's case patched ``target`` (``module:attr``).
+
+        If so, its stand-in answers it.
+        """
         ...
 
 
@@ -95,8 +99,9 @@ def passing_through() -> Iterator[None]:
 
 
 def current_recording(tool: str = "a tool") -> Answering | None:
-    """The recording of the trial this code runs for; ``None`` outside a running case (the real tool
-    runs).
+    """The recording of the trial this code runs for.
+
+    ``None`` outside a running case (the real tool runs).
 
     Code that lost the context (a thread started without copying it) gets the one recording in
     progress; with several in progress it cannot be told which case it belongs to, and the call
@@ -111,7 +116,8 @@ def current_recording(tool: str = "a tool") -> Answering | None:
     if len(active) > 1:
         raise UnmockedToolError(
             f"{tool} was called from a thread that did not inherit the eval case's context while "
-            f"{len(active)} cases run; start threads with contextvars.copy_context().run(...) or use "
+            f"{len(active)} cases run; "
+            "start threads with contextvars.copy_context().run(...) or use "
             "asyncio.to_thread / loop.run_in_executor with a copied context"
         )
     return active[0] if active else None

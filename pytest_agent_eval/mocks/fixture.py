@@ -1,5 +1,6 @@
-"""The ``tool_mocks`` fixture's object: patch a dispatcher or a tool, wrap tool objects, read the
-calls.
+"""The ``tool_mocks`` fixture's object.
+
+It patches a dispatcher or a tool, wraps tool objects and reads the calls.
 """
 
 from __future__ import annotations
@@ -22,8 +23,7 @@ T = TypeVar("T")
 
 
 class ToolMocks:
-    """What the ``tool_mocks`` fixture gives: patch a dispatcher or a tool, wrap tool objects, read
-    the calls.
+    """What the ``tool_mocks`` fixture gives: patch a dispatcher or a tool, wrap tools, read calls.
 
     Patches last until :meth:`undo` (the fixture's teardown). Calls are answered from the running
     case's ``tool_mocks`` and recorded per trial; outside a running case the real tools run.
@@ -31,19 +31,22 @@ class ToolMocks:
 
     def __init__(self, held: bool = False, adapters: AdapterRegistry | None = None) -> None:
         self._adapters = adapters
-        """The session's adapters, which know the tool objects of frameworks (built-in ones when not
-        given).
+        """The session's adapters, which know the tool objects of frameworks.
+
+        The built-in ones when not given.
         """
         self._held = held
-        """Patches kept for the session for cases started early: they do not count as patched for
-        other cases.
+        """Patches kept for the session for cases started early.
+
+        They do not count as patched for other cases.
         """
         self._patches: list[Key] = []
         self._recordings: list[Recording] = []
 
     def patch(self, target: str) -> Callable[..., Any]:
-        """Patch the dispatcher ``(name, args) -> result`` at ``module:attr``; each call is recorded
-        as tool ``name``.
+        """Patch the dispatcher ``(name, args) -> result`` at ``module:attr``.
+
+        Each call is recorded as tool ``name``.
 
         Also patched: modules that imported it by the same name (``from pkg.mod import
         dispatch_tool``). References kept elsewhere (a dict, a closure, a default argument) are not
@@ -63,8 +66,9 @@ class ToolMocks:
         return cast(Callable[..., Any], standin)
 
     def patch_tool(self, target: str) -> Any:
-        """Patch one tool at ``module:attr`` (a function or a LangChain tool) with its :func:`wrap`
-        stand-in.
+        """Patch one tool at ``module:attr`` with its :func:`wrap` stand-in.
+
+        The tool is a function or a LangChain tool.
         """
 
         def make(original: Any) -> Any:
@@ -83,8 +87,9 @@ class ToolMocks:
 
     @property
     def calls(self) -> list[ToolCall]:
-        """The calls recorded for the current test's case so far: every trial, trial by trial, in
-        call order.
+        """The calls recorded for the current test's case so far.
+
+        Every trial, trial by trial, in call order.
         """
         return [call for recording in self._recordings for call in recording.calls]
 
@@ -108,6 +113,9 @@ class ToolMocks:
         return record
 
     def undo(self) -> None:
-        """Undo this object's patches (the last user of a patched attribute restores the original)."""
+        """Undo this object's patches.
+
+        The last user of a patched attribute restores the original.
+        """
         while self._patches:
             uninstall(self._patches.pop(), self._held)

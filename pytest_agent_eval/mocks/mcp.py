@@ -1,5 +1,6 @@
-"""MCP tools mocked per case (SPEC §28): one patch at the ``mcp`` SDK's ``ClientSession``, which
-every MCP client built on it goes through (the OpenAI Agents SDK's
+"""MCP tools mocked per case (SPEC §28): one patch at the ``mcp`` SDK's ``ClientSession``.
+
+Every MCP client built on it goes through it (the OpenAI Agents SDK's
 ``MCPServerStdio``/``MCPServerStreamableHttp``, ``langchain-mcp-adapters``, the SDK used directly).
 
 * ``ClientSession.initialize`` notes the server's name on the session: the ``serverInfo.name`` the
@@ -79,8 +80,9 @@ class ServerTools:
             self._standins.add(server)
 
     def drop_standins(self, servers: Iterable[str]) -> None:
-        """The run that provided these stand-ins ended: forget them (a later run's server of that
-        name is a real one).
+        """The run that provided these stand-ins ended: forget them.
+
+        A later run's server of that name is a real one.
         """
         with self._lock:
             for server in servers:
@@ -190,8 +192,10 @@ def server_of(session: Any) -> str | None:
 
 
 def plain(result: Any) -> Any:
-    """A ``CallToolResult`` as the record holds it: its structured content, else its text (blocks
-    joined by a newline), else the content blocks as data.
+    """A ``CallToolResult`` as the record holds it.
+
+    That is its structured content, else its text (blocks joined by a newline), else the content
+    blocks as data.
     """
     structured = getattr(result, "structuredContent", None)
     if structured is not None:
@@ -204,8 +208,10 @@ def plain(result: Any) -> Any:
 
 
 def as_result(value: Any, error: bool = False) -> Any:
-    """A mock's value as the ``CallToolResult`` a server sends: a string as text; a mapping as JSON
-    text and ``structuredContent``; any other value as JSON text; a ``CallToolResult`` as it is.
+    """A mock's value as the ``CallToolResult`` a server sends.
+
+    A string as text; a mapping as JSON text and ``structuredContent``; any other value as JSON
+    text; a ``CallToolResult`` as it is.
     """
     from mcp.types import CallToolResult, TextContent
 
@@ -223,8 +229,9 @@ def as_result(value: Any, error: bool = False) -> Any:
 async def _answer(
     original: Callable[..., Any], session: Any, name: str, arguments: Any, *a: Any, **kw: Any
 ) -> Any:
-    """A ``call_tool`` of a running trial: answered by the recording (mocked) or the server (passed
-    through).
+    """A ``call_tool`` of a running trial, answered by the recording or the server.
+
+    The recording answers a mocked call; the server one passed through.
     """
     recording = current_recording(f"MCP tool {name!r}")
     if recording is None:
@@ -264,8 +271,9 @@ class McpReplayMiss(RuntimeError):
 
 
 def _trial() -> Any:
-    """The running trial's traffic scope when it records or replays a cassette (``traffic.scope``),
-    else None.
+    """The running trial's traffic scope (``traffic.scope``) when it records or replays a cassette.
+
+    Else None.
     """
     scope = sys.modules.get(
         "pytest_agent_eval.traffic.scope"
@@ -277,9 +285,9 @@ def _trial() -> Any:
 
 
 def _replayed(trial: Any, uri: str, body: str | None, kind: str) -> Any:
-    """The recorded answer (an ``mcp.types`` ``kind``) to an MCP request, or ``None`` to ask the
-    server; under replay a miss is the trial's infrastructure failure, raised as
-    :class:`McpReplayMiss`.
+    """The recorded answer (an ``mcp.types`` ``kind``) to an MCP request, or None to ask the server.
+
+    Under replay a miss is the trial's infrastructure failure, raised as :class:`McpReplayMiss`.
     """
     if trial is None or trial.case.mode == "record":
         return None
@@ -303,8 +311,9 @@ def _replayed(trial: Any, uri: str, body: str | None, kind: str) -> Any:
 
 
 def _record(trial: Any, uri: str, body: str | None, result: Any) -> None:
-    """Keep an MCP answer in the trial's cassette when recording (secrets scrubbed, as HTTP answers
-    are).
+    """Keep an MCP answer in the trial's cassette when recording.
+
+    Secrets are scrubbed, as in HTTP answers.
     """
     if trial is None or trial.case.mode not in ("record", "new"):
         return
@@ -328,8 +337,9 @@ def _record(trial: Any, uri: str, body: str | None, result: Any) -> None:
 
 _LOCK = threading.Lock()
 _PATCHED: dict[int, tuple[type, dict[str, Any]]] = {}
-"""Each patched ``ClientSession`` class (a module loaded anew, as pytester's runs do, has its own)
-and the methods the patch replaced, to restore.
+"""Each patched ``ClientSession`` class and the methods the patch replaced, to restore.
+
+A module loaded anew, as pytester's runs do, has its own class.
 """
 _MARK = "__agent_eval_mcp__"
 

@@ -1,6 +1,7 @@
-"""Stand-in MCP servers declared in YAML (SPEC §28): their tools, input schemas and default
-responses, served by the official SDK's FastMCP over stdio or loopback streamable HTTP, so a case
-needs no real server.
+"""Stand-in MCP servers declared in YAML (SPEC §28), so a case needs no real server.
+
+They have their tools, input schemas and default responses, served by the official SDK's FastMCP
+over stdio or loopback streamable HTTP.
 
 The block (an eval file's or the ini ``agent_eval_mcp_servers`` file's ``mcp_servers:``)::
 
@@ -50,8 +51,9 @@ class StandinTool:
 
 @dataclass(frozen=True)
 class StandinServer:
-    """A stand-in server: its name (``serverInfo.name``), transport and tools; where it was
-    declared.
+    """A stand-in server: its name, transport and tools; where it was declared.
+
+    The name is its ``serverInfo.name``.
     """
 
     name: str
@@ -83,8 +85,10 @@ class StandinServer:
 def parse_servers(
     doc: Document, key: tuple[Any, ...] = ("mcp_servers",)
 ) -> dict[str, StandinServer]:
-    """The servers of the block at ``key`` in ``doc``; :class:`EvalFileError` at the ``path:line``
-    of the first problem (what is wrong and what to write instead).
+    """The servers of the block at ``key`` in ``doc``.
+
+    :class:`EvalFileError` at the ``path:line`` of the first problem (what is wrong and what to
+    write instead).
     """
     block = _at(doc.data, key)
 
@@ -107,7 +111,8 @@ def parse_servers(
         for unknown in [k for k in spec if k not in _SERVER_KEYS]:
             raise error(
                 (*at, unknown),
-                f"server {name!r}: unknown key {unknown!r}{did_you_mean(str(unknown), _SERVER_KEYS)}",
+                f"server {name!r}: unknown key {unknown!r}"
+                f"{did_you_mean(str(unknown), _SERVER_KEYS)}",
             )
         transport = spec.get("transport", "stdio")
         if transport not in TRANSPORTS:
@@ -183,10 +188,11 @@ def load_servers(path: Path) -> dict[str, StandinServer]:
 
 
 def serve(spec: dict[str, Any], port: int | None = None) -> None:
-    """Serve the stand-in ``spec`` (:meth:`StandinServer.to_json`) with FastMCP: over stdio, or over
-    streamable HTTP on ``127.0.0.1:port``. Its tools answer their default response; their arguments
-    are checked against their input schema first (a call that does not fit is an ``isError`` result,
-    as a real server's).
+    """Serve the stand-in ``spec`` (:meth:`StandinServer.to_json`) with FastMCP.
+
+    It is served over stdio, or over streamable HTTP on ``127.0.0.1:port``. Its tools answer their
+    default response; their arguments are checked against their input schema first (a call that does
+    not fit is an ``isError`` result, as a real server's).
     """
     import jsonschema
     from mcp.server.fastmcp import FastMCP

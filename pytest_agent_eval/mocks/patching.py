@@ -1,6 +1,8 @@
-"""Patching module attributes with stand-ins: ``module:attr`` and every module that imported the
-same object by the same name, reference-counted so overlapping patches (a test's and one held for
-the session) share one stand-in and the last one out restores the original.
+"""Patching module attributes with stand-ins, reference-counted so that patches can overlap.
+
+A patch covers ``module:attr`` and every module that imported the same object by the same name; with
+the reference counts, overlapping patches (a test's and one held for the session) share one stand-in
+and the last one out restores the original.
 
 One process-wide piece of state, ``_PATCHES``: module attributes are process-wide, so the record of
 who patched them (and what to restore) must be too.
@@ -25,8 +27,9 @@ from pytest_agent_eval.mocks.standins import answers_for
 
 @dataclass
 class _Patch:
-    """A stand-in installed at a module attribute and wherever that object was imported by the same
-    name.
+    """A stand-in installed at a module attribute and wherever that object was imported.
+
+    That is, imported by the same name.
     """
 
     target: str
@@ -46,8 +49,9 @@ _LOCK = threading.Lock()  # guards _PATCHES
 
 
 def _owner(target: str) -> tuple[Any, str]:
-    """The object holding the attribute named by ``module:attr`` (``attr`` may be dotted), and the
-    last name.
+    """The object holding the attribute named by ``module:attr``, and the last name.
+
+    ``attr`` may be dotted.
     """
     module_name, sep, attr = target.partition(":")
     if not sep or not module_name or not attr:
@@ -69,7 +73,8 @@ def _owner(target: str) -> tuple[Any, str]:
         )
     if inspect.isclass(owner) and inspect.isfunction(inspect.getattr_static(owner, name)):
         raise MockConfigError(
-            f"{target}: a method on a class cannot be patched this way; patch a module-level function, "
+            f"{target}: a method on a class cannot be patched this way; "
+            "patch a module-level function, "
             "or wrap the tool where the agent is built (tool_mocks.wrap)"
         )
     return owner, name
@@ -78,9 +83,10 @@ def _owner(target: str) -> tuple[Any, str]:
 def install(
     target: str, make: Callable[[Any], Any], dispatcher: bool, held: bool
 ) -> tuple[Key, Any]:
-    """Install ``make(original)`` at ``target`` (ref-counted: overlapping patches share one
-    stand-in); the key to :func:`uninstall` it with, and the stand-in. ``held``: for the session
-    (cases started early).
+    """Install ``make(original)`` at ``target``; the key to :func:`uninstall` it, and the stand-in.
+
+    Ref-counted: overlapping patches share one stand-in. ``held``: for the session (cases started
+    early).
     """
     owner, name = _owner(target)
     key: Key = (id(owner), name)
@@ -136,8 +142,9 @@ def _importers(name: str, obj: Any) -> list[Any]:
 
 
 class Holder(NamedTuple):
-    """Where a module holds an object: ``module.attr`` (``key`` None) or the item ``key`` of
-    ``module.attr``.
+    """Where a module holds an object.
+
+    That is ``module.attr`` (``key`` None) or the item ``key`` of ``module.attr``.
     """
 
     module: str
@@ -151,8 +158,9 @@ class Holder(NamedTuple):
 
 
 class Unreached(NamedTuple):
-    """References to a patched original that the patch did not replace: a call through them runs the
-    real tool.
+    """References to a patched original that the patch did not replace.
+
+    A call through them runs the real tool.
     """
 
     target: str
@@ -165,9 +173,10 @@ class Unreached(NamedTuple):
 
 
 def unreached(tool: str) -> list[Unreached]:
-    """For the patches that stand in for ``tool`` (the tool's own, or a dispatcher), the references
-    to the real function that they did not replace, found in loaded modules and, unnamed, through
-    the garbage collector.
+    """The references to the real function that the patches standing in for ``tool`` missed.
+
+    The patches are the tool's own, or a dispatcher's; the references are found in loaded modules
+    and, unnamed, through the garbage collector.
 
     Slow (it reads every module and asks the collector): for a failure message only.
     """
@@ -183,8 +192,9 @@ def unreached(tool: str) -> list[Unreached]:
 
 
 def _holders(obj: Any) -> list[Holder]:
-    """Where loaded modules hold ``obj``: as an attribute, or as an item of a dict, list or tuple
-    attribute.
+    """Where loaded modules hold ``obj``.
+
+    As an attribute, or as an item of a dict, list or tuple attribute.
     """
     found: list[Holder] = []
     for name, module in list(sys.modules.items()):
@@ -212,8 +222,10 @@ def _held_by(obj: Any, value: Any, module: str, attr: str) -> list[Holder]:
 
 
 def _other_holders(patch: _Patch, named: list[Holder]) -> list[str]:
-    """What else holds ``patch.original``, by kind: not a module (:func:`_holders` names those), not
-    this patch and its stand-in, not a running frame.
+    """What else holds ``patch.original``, by kind.
+
+    Not a module (:func:`_holders` names those), not this patch and its stand-in, not a running
+    frame.
     """
     ours = {
         id(patch),

@@ -1,5 +1,6 @@
-"""One case's compiled tool mocks (:class:`MockPlan`) and one trial's record of calls
-(:class:`Recording`), which answers each call from the plan: a response, the real tool
+"""One case's compiled tool mocks (:class:`MockPlan`) and one trial's record of calls.
+
+The record, :class:`Recording`, answers each call from the plan: a response, the real tool
 (``passthrough``), a canned answer (``default``) or, in ``strict`` mode, an error that fails the
 trial.
 """
@@ -42,26 +43,30 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class MockPlan:
-    """The compiled tool mocks of one case: a response per tool, and what a call without one does."""
+    """The compiled tool mocks of one case: a response per tool; what a call without one does."""
 
     responses: Mapping[str, Response]
     unmocked: str = "strict"
     case_id: str = "(no case)"
     location: str = "(no file)"
     declared: tuple[str, ...] = ()
-    """The tools the case mocks (its own and its file's ``defaults``, not the ini defaults): each
-    must be patched.
+    """The tools the case mocks: each must be patched.
+
+    Its own and its file's ``defaults``, not the ini defaults.
     """
     must_call: tuple[str, ...] = ()
-    """The case's own mocks that a trial must call: a mock never called is a typo or a stale case.
+    """The case's own mocks that a trial must call.
+
+    A mock never called is a typo or a stale case.
     """
 
     @classmethod
     def for_case(
         cls, case: Case, base: Mapping[str, Response] | None = None, unmocked: str | None = None
     ) -> MockPlan:
-        """The case's ``tool_mocks`` over ``base`` (the ini defaults); its ``unmocked_tools``, else
-        ``unmocked``.
+        """The case's ``tool_mocks`` over ``base`` (the ini defaults).
+
+        Its ``unmocked_tools``, else ``unmocked``.
         """
         where = f"{case.location}: case {case.id}: tool_mocks"
         own = {
@@ -95,43 +100,46 @@ class MockPlan:
         agent: Any = None,
         module: str | None = None,
     ) -> None:
-        """Raise :class:`MockConfigError` when a mocked tool has no stand-in: its real tool would
-        run.
+        """Raise :class:`MockConfigError` when a mocked tool has no stand-in.
 
-        Called before the agent: every tool the case mocks must be patched or wrapped by then (a
-        patched dispatcher answers for every name). Stand-ins made inside the agent's call come too
-        late. ``dispatched``: the case's own dispatcher is patched; ``others``: count dispatchers
-        patched by the running test's fixtures (not for a case started early, while another test
-        runs); ``agent`` and ``module``: the agent's object and the module of its ``module:attr``
-        reference (whether it uses MCP).
+        Its real tool would run. Called before the agent: every tool the case mocks must be patched
+        or wrapped by then (a patched dispatcher answers for every name). Stand-ins made inside the
+        agent's call come too late. ``dispatched``: the case's own dispatcher is patched;
+        ``others``: count dispatchers patched by the running test's fixtures (not for a case started
+        early, while another test runs); ``agent`` and ``module``: the agent's object and the module
+        of its ``module:attr`` reference (whether it uses MCP).
         """
         problems = _unpatched(self, dispatched, others, agent, module)
         if problems:
             raise MockConfigError("\n".join(problems))
 
     def never_called(self, calls: list[ToolCall]) -> list[str]:
-        """Violations for the case's own mocks that no call of the trial used, with the closest
-        called tool, and the references to the real tool that its patch did not reach (a call
-        through them is not seen).
+        """Violations for the case's own mocks that no call of the trial used.
+
+        Each names the closest called tool, and the references to the real tool that its patch did
+        not reach (a call through them is not seen).
         """
         called = list(dict.fromkeys(name for call in calls for name in _names(call)))
         return [
             f"tool_mocks: {name!r} was mocked but never called{did_you_mean(name, called)}"
-            f"{_why_not_called(name, called)} (case {self.case_id}, {self.location}); fix the name, remove the "
+            f"{_why_not_called(name, called)} (case {self.case_id}, {self.location}); "
+            "fix the name, remove the "
             "mock, or list the tool under `tools_not_called` if the agent must not call it"
             for name in self.must_call
             if name not in called
         ]
 
     def recorder(self, case: Any) -> AbstractContextManager[Recording]:
-        """:meth:`record`, as the runner's per-trial recorder (which is handed the case) of a case
-        that patched nothing: a patch another case holds meanwhile is not its own.
+        """:meth:`record`, as the runner's per-trial recorder of a case that patched nothing.
+
+        The recorder is handed the case: a patch another case holds meanwhile is not its own.
         """
         return self.record(frozenset())
 
     @contextlib.contextmanager
     def record(self, patches: frozenset[str] | None = None) -> Iterator[Recording]:
-        """Make a fresh recording current for the code run inside the block (one trial);
+        """Make a fresh recording current for the code run inside the block (one trial).
+
         ``patches``: the ``module:attr`` patches of the case (``None``: every patch in force).
         """
         recording = Recording(self, patches=patches)
@@ -143,15 +151,17 @@ class MockPlan:
 
 
 def _names(call: ToolCall) -> list[str]:
-    """The names a mock may give a call: ``server.tool`` and ``tool`` for an MCP tool, else its
-    name.
+    """The names a mock may give a call.
+
+    For an MCP tool ``server.tool`` and ``tool``, else its name.
     """
     return [f"{call.server}.{call.name}", call.name] if call.server else [call.name]
 
 
 def _why_not_called(name: str, called: list[str]) -> str:
-    """What the stand-ins saw instead, and where the real tool is still reachable: only calls that
-    reach a stand-in are seen, so "the agent called no tool" cannot be told.
+    """What the stand-ins saw instead, and where the real tool is still reachable.
+
+    Only calls that reach a stand-in are seen, so "the agent called no tool" cannot be told.
     """
     seen = f"; the agent called {', '.join(called)}" if called else ": no call reached its stand-in"
     missed = unreached(name)
@@ -159,7 +169,8 @@ def _why_not_called(name: str, called: list[str]) -> str:
         if called:
             return seen
         return (
-            f"{seen} (either no tool was called, or one was called through a reference no patch reached: a dict, "
+            f"{seen} (either no tool was called, "
+            "or one was called through a reference no patch reached: a dict, "
             "a list or a closure made before the patch)"
         )
     notes = []
@@ -173,25 +184,35 @@ def _why_not_called(name: str, called: list[str]) -> str:
             f"Patch {'it' if one else 'them'} too ({'; '.join(fixes)}) or have" if fixes else "Have"
         )
         notes.append(
-            f"{'patch' if patch.dispatcher else 'patch_tool'}({patch.target!r}) did not reach {_listed(held)}, "
-            f"which still {'holds' if one else 'hold'} the real {'dispatcher' if patch.dispatcher else 'tool'}: a "
-            f"call through {'it' if one else 'them'} runs the real tool, unrecorded. {how} the agent look the "
+            f"{'patch' if patch.dispatcher else 'patch_tool'}({patch.target!r}) "
+            f"did not reach {_listed(held)}, "
+            f"which still {'holds' if one else 'hold'} "
+            f"the real {'dispatcher' if patch.dispatcher else 'tool'}: a "
+            f"call through {'it' if one else 'them'} runs the real tool, unrecorded. "
+            f"{how} the agent look the "
             f"{'dispatcher' if patch.dispatcher else 'tool'} up when it calls it"
         )
     return f"{seen}; {' '.join(notes)}"
 
 
 def _fix(place: Holder, dispatcher: bool) -> str | None:
-    """The line that patches ``place`` too, for the test only: a module attribute with the
-    ``tool_mocks`` fixture, a dict or list entry with ``monkeypatch.setitem`` (a tuple cannot be
-    patched; nor can a dispatcher's entry).
+    """The line that patches ``place`` too, for the test only.
+
+    A module attribute with the ``tool_mocks`` fixture, a dict or list entry with
+    ``monkeypatch.setitem`` (a tuple cannot be patched; nor can a dispatcher's entry).
     """
     if not place.container:
-        return f"tool_mocks.{'patch' if dispatcher else 'patch_tool'}({place.module + ':' + place.attr!r})"
+        return (
+            f"tool_mocks.{'patch' if dispatcher else 'patch_tool'}"
+            f"({place.module + ':' + place.attr!r})"
+        )
     if dispatcher or place.container not in ("dict", "list"):
         return None
     container = f"{place.module}.{place.attr}"
-    return f"monkeypatch.setitem({container}, {place.key!r}, tool_mocks.wrap({container}[{place.key!r}]))"
+    return (
+        f"monkeypatch.setitem({container}, {place.key!r}, "
+        f"tool_mocks.wrap({container}[{place.key!r}]))"
+    )
 
 
 def _listed(items: list[str], most: int = 3) -> str:
@@ -202,8 +223,9 @@ def _listed(items: list[str], most: int = 3) -> str:
 def _unpatched(
     plan: MockPlan, dispatched: bool, others: bool, agent: Any = None, module: str | None = None
 ) -> list[str]:
-    """Problems for mocks of tools no stand-in answers for (a patched dispatcher answers for any
-    name).
+    """Problems for mocks of tools no stand-in answers for.
+
+    A patched dispatcher answers for any name.
 
     ``dispatched``: the case's own dispatcher is patched. ``others``: a dispatcher patched for the
     running test counts too (those the scheduler keeps patched for the session, for cases it started
@@ -267,23 +289,28 @@ class Recording:
 
     plan: MockPlan
     patches: frozenset[str] | None = None
-    """The ``module:attr`` patches of the trial's case; ``None``: every patch in force is the
-    case's.
+    """The ``module:attr`` patches of the trial's case.
+
+    ``None``: every patch in force is the case's.
     """
     calls: list[ToolCall] = field(default_factory=list)
     violations: list[str] = field(default_factory=list)
-    """Problems that fail the trial whatever the agent did with them: unmocked calls in strict mode.
+    """Problems that fail the trial whatever the agent did with them.
+
+    They are unmocked calls in strict mode.
     """
     unused: list[str] = field(default_factory=list)
-    """The case's own mocks that no call used: a failure only when the agent answered (else it is
-    noise).
+    """The case's own mocks that no call used.
+
+    A failure only when the agent answered (else it is noise).
     """
     _served: dict[int, int] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def patched(self, target: str) -> bool:
-        """Whether the case patched ``target``: a patch another case holds meanwhile does not answer
-        it.
+        """Whether the case patched ``target``.
+
+        A patch another case holds meanwhile does not answer it.
         """
         return self.patches is None or target in self.patches
 
@@ -312,10 +339,11 @@ class Recording:
         server: str | None = None,
         standin: bool = False,
     ) -> Any:
-        """Answer an async call and record it; ``real`` returns the real tool's awaitable
-        (passthrough); ``server``: the MCP server of the tool (a mock named ``server.name`` answers
-        before one named ``name``); ``standin``: the server is a stand-in, whose default response
-        answers a call no mock answers.
+        """Answer an async call and record it.
+
+        ``real`` returns the real tool's awaitable (passthrough); ``server``: the MCP server of the
+        tool (a mock named ``server.name`` answers before one named ``name``); ``standin``: the
+        server is a stand-in, whose default response answers a call no mock answers.
         """
         call = self._begin(name, args, server)
         try:
@@ -341,8 +369,10 @@ class Recording:
         return call
 
     def _resolve(self, call: ToolCall, standin: bool = False) -> Value | Raise | Call | None:
-        """The response for this call; ``None`` runs the real tool (or the stand-in server's
-        default, with ``standin``); an unmocked call in strict mode raises.
+        """The response for this call; ``None`` runs the real tool.
+
+        With ``standin``, ``None`` runs the stand-in server's default; an unmocked call in strict
+        mode raises.
         """
         spec = self.plan.responses.get(f"{call.server}.{call.name}") if call.server else None
         if spec is None:
@@ -364,7 +394,8 @@ class Recording:
             else picked
         )
         violation = (
-            f"unmocked tool call {call.describe()} in case {self.plan.case_id} ({self.plan.location}): {why}; "
+            f"unmocked tool call {call.describe()} in case {self.plan.case_id} "
+            f"({self.plan.location}): {why}; "
             f"add a response under `tool_mocks:` (in the case or the file's `defaults:`), or set "
             "`unmocked_tools: default` (canned answer) or `passthrough` (the real tool runs)"
         )

@@ -1,7 +1,8 @@
-"""Response forms of tool mocks: a literal, ``{return: x}``, ``{sequence: [...]}``, ``{raise: "Type:
-msg"}``, ``{when: [{args, return}], default: r}``, ``{call: "module:function"}``; compiled once,
-checked with the file and line of a malformed one (:func:`compile_response`), and the ini's
-responses file (:func:`load_responses`).
+"""Response forms of tool mocks: compiled once, checked with the file and line of a malformed one.
+
+The forms: a literal, ``{return: x}``, ``{sequence: [...]}``, ``{raise: "Type: msg"}``,
+``{when: [{args, return}], default: r}``, ``{call: "module:function"}``. Compiled by
+:func:`compile_response`; the ini's responses file is read by :func:`load_responses`.
 """
 
 from __future__ import annotations
@@ -26,8 +27,9 @@ _RAISE_RE = re.compile(r"^\s*([A-Za-z_]\w*)\s*(?::\s*(.*))?$", re.DOTALL)
 
 @dataclass(frozen=True, eq=False)
 class Value:
-    """Answer with this value (a fresh copy per call, so an agent that mutates it cannot leak into
-    other calls).
+    """Answer with this value, a fresh copy per call.
+
+    So an agent that mutates it cannot leak into other calls.
     """
 
     value: Any
@@ -35,8 +37,9 @@ class Value:
 
 @dataclass(frozen=True, eq=False)
 class Raise:
-    """Raise ``Type(message)`` for a builtin exception type, else :class:`ToolMockError` with the
-    whole text.
+    """Raise ``Type(message)`` for a builtin exception type, else :class:`ToolMockError`.
+
+    The :class:`ToolMockError` has the whole text.
     """
 
     text: str
@@ -62,8 +65,9 @@ class Sequence:
 
 @dataclass(frozen=True, eq=False)
 class When:
-    """The first rule whose ``args`` are contained in the call's arguments (nested subset match)
-    answers.
+    """The first rule whose ``args`` are contained in the call's arguments answers.
+
+    Contained: a nested subset match.
     """
 
     rules: tuple[tuple[dict[str, Any], Response], ...]
@@ -138,12 +142,15 @@ def compile_response(raw: Any, where: str, resolve: bool = True) -> Response:
     unknown = sorted(str(k) for k in keys - _FORM_KEYS)
     if unknown:
         raise MockConfigError(
-            f"{where}: unknown key {unknown[0]!r} in a response form{did_you_mean(unknown[0], _FORM_KEYS)}; "
+            f"{where}: unknown key {unknown[0]!r} in a response form"
+            f"{did_you_mean(unknown[0], _FORM_KEYS)}; "
             "to answer with this mapping as it is, write {return: {...}}"
         )
     raise MockConfigError(
-        f"{where}: a response mapping with keys {sorted(keys)} mixes or misuses the response forms; use one of "
-        "{sequence: [...]}, {raise: 'Type: message'}, {when: [...], default: r}, {call: 'module:function'}, "
+        f"{where}: a response mapping with keys {sorted(keys)} "
+        "mixes or misuses the response forms; use one of "
+        "{sequence: [...]}, {raise: 'Type: message'}, {when: [...], default: r}, "
+        "{call: 'module:function'}, "
         "or {return: <value>} to answer with this mapping as it is"
     )
 
@@ -188,7 +195,8 @@ def load_responses(path: Path) -> dict[str, Response]:
     """Read a JSON/YAML file of ``{tool: response}`` (ini ``agent_eval_tool_responses``)."""
     if not path.is_file():
         raise MockConfigError(
-            f"{path}: agent_eval_tool_responses names a file that does not exist (paths are relative to the rootdir)"
+            f"{path}: agent_eval_tool_responses names a file that does not exist "
+            "(paths are relative to the rootdir)"
         )
     try:
         doc = read_document(path)
@@ -205,8 +213,9 @@ def load_responses(path: Path) -> dict[str, Response]:
 
 
 def produce(response: Value | Raise | Call, args: dict[str, Any]) -> Any:
-    """What a leaf response gives for a call with ``args``: a fresh copy of a value, a raise, a
-    call's result.
+    """What a leaf response gives for a call with ``args``.
+
+    A fresh copy of a value, a raise, a call's result.
     """
     if isinstance(response, Value):
         return copy.deepcopy(response.value)

@@ -1,5 +1,7 @@
-"""Stand-ins: functions (and framework tool objects) that take a tool's place, answer from the
-current recording and record the call; outside a running case they call the real tool.
+"""Stand-ins: functions (and framework tool objects) that take a tool's place.
+
+They answer from the current recording and record the call; outside a running case they call the
+real tool.
 
 One process-wide piece of state, ``_STANDINS``: the names of the live tool stand-ins (and the tool
 objects adapters wrapped), so a case that mocks a tool nothing stands in for fails before its real
@@ -67,8 +69,9 @@ class _StandIns:
         weakref.finalize(standin, self._gone.append, name)
 
     def add_wrapped(self, tool: object) -> None:
-        """Note a framework's tool object that an adapter wrapped (wrapping it again returns it as
-        it is).
+        """Note a framework's tool object that an adapter wrapped.
+
+        Wrapping it again returns it as it is.
         """
         with contextlib.suppress(
             TypeError
@@ -94,10 +97,12 @@ _STANDINS = _StandIns()
 
 
 def live_tools(names: tuple[str, ...]) -> tuple[list[str], list[str]]:
-    """``(names of all live stand-ins, those of `names` without one)``; collects garbage before
-    saying "missing" (stand-ins left in reference cycles must not count). A collection can release
-    more cycles (an agent's copy with stand-ins goes with its agent object, through a weak
-    reference's callback), so it collects again while one freed something, a few times at most.
+    """``(names of all live stand-ins, those of `names` without one)``, collecting garbage first.
+
+    It collects garbage before saying "missing" (stand-ins left in reference cycles must not count).
+    A collection can release more cycles (an agent's copy with stand-ins goes with its agent object,
+    through a weak reference's callback), so it collects again while one freed something, a few
+    times at most.
     """
     known = _STANDINS.names()
     missing = [name for name in names if name not in known]
@@ -114,8 +119,9 @@ def _is_standin(obj: Any) -> bool:
 
 
 def answers_for(obj: Any, tool: str) -> bool:
-    """Whether ``obj`` is a stand-in (a function or a wrapped framework tool object) for the tool
-    ``tool``.
+    """Whether ``obj`` is a stand-in for the tool ``tool``.
+
+    A stand-in is a function or a wrapped framework tool object.
     """
     if getattr(obj, _MARK, None) == tool:
         return True
@@ -127,8 +133,9 @@ def _mark(standin: Callable[..., Any], name: str) -> None:
 
 
 def bound_args(func: Callable[..., Any]) -> ArgsOf:
-    """Reads a call of ``func`` as ``{parameter: value}`` (``**kwargs`` flattened, ``*args`` as a
-    list).
+    """Reads a call of ``func`` as ``{parameter: value}``.
+
+    ``**kwargs`` are flattened, ``*args`` kept as a list.
     """
     try:
         sig: inspect.Signature | None = inspect.signature(func)
@@ -164,8 +171,9 @@ def _standin(
     label: str,
     patched_as: str | None = None,
 ) -> Callable[..., Any]:
-    """A function with ``func``'s metadata that answers from the current recording, or calls
-    ``func`` outside one.
+    """A function with ``func``'s metadata that answers from the current recording.
+
+    Outside a recording it calls ``func``.
 
     ``patched_as``: the ``module:attr`` patch this stand-in was installed by; a running case that
     did not patch it (another file's, in flight at the same time) gets ``func``, as it would without
@@ -202,8 +210,9 @@ def _standin(
 def standin(
     func: Callable[..., Any], name: str, args_of: ArgsOf | None = None
 ) -> Callable[..., Any]:
-    """A stand-in for the tool function ``func``, recorded as tool ``name`` (what adapters wrap
-    tools with).
+    """A stand-in for the tool function ``func``, recorded as tool ``name``.
+
+    This is what adapters wrap tools with.
     """
     made = _standin(func, lambda a, kw: name, args_of or bound_args(func), f"tool {name!r}")
     _mark(made, name)
@@ -231,8 +240,9 @@ def wrap(tool: T, adapters: AdapterRegistry | None = None) -> T:
 
 
 def dispatcher(original: Callable[..., Any], target: str) -> Callable[..., Any]:
-    """A stand-in for a dispatcher ``(name, args, ...)``: the call is recorded as tool ``name`` with
-    ``args``.
+    """A stand-in for a dispatcher ``(name, args, ...)``.
+
+    The call is recorded as tool ``name`` with ``args``.
     """
     read = bound_args(original)
 

@@ -1,5 +1,6 @@
-"""The pytest layer of pytest-agent-eval (the ``pytest11`` entry point): this module holds the hooks
-only, each delegating to the module of its concern beside it (collect, execute, prepare, options,
+"""The pytest layer of pytest-agent-eval (the ``pytest11`` entry point): the hooks only.
+
+Each hook delegates to the module of its concern beside it (collect, execute, prepare, options,
 state, scheduler, ...).
 """
 
@@ -39,6 +40,7 @@ FEATURES = (
     "pytest_agent_eval.plugin.mcp",
     "pytest_agent_eval.plugin.trust",
     "pytest_agent_eval.plugin.traces",
+    "pytest_agent_eval.plugin.traffic",
 )
 """One module per feature, each owning its options (``pytest_addoption``), its ``pytest_configure``
 and its plugin objects, as pytest's ``junitxml`` and ``terminal`` do; registered here, in this
@@ -80,11 +82,10 @@ def pytest_configure(config: pytest.Config) -> None:
         resume.configure(config)
     signals.install()
     if config.pluginmanager.hasplugin("xdist") and not compat.is_worker(config):
-        from pytest_agent_eval.plugin.remote import configure_controller
+        from pytest_agent_eval.plugin.crashes import CrashReporter
 
-        configure_controller(
-            config, state.settings.traffic
-        )  # crashes, the workers' cassettes, an unshared pace
+        # names the cases a crash hit
+        config.pluginmanager.register(CrashReporter(), "agent_eval_crashes")
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

@@ -35,8 +35,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="X",
         type=float,
         default=None,
-        help="a judge whose Cohen's kappa on this run's calibration items (*.calibration.yaml) is below X, or "
-        "that no item labels, is uncalibrated: its verdicts are errors (no verdict), never passes",
+        help="a judge whose Cohen's kappa on this run's calibration items (*.calibration.yaml) is "
+        "below X, or that no item labels, is uncalibrated: its verdicts are errors (no verdict), "
+        "never passes",
     )
 
 
@@ -98,8 +99,9 @@ class CalibrationFile(pytest.File):
 
 
 class CalibrationItem(pytest.Function):
-    """One labelled answer: asks its judge (the ``agent_eval_llm`` fixture) and compares with the
-    label.
+    """One labelled answer: asks its judge and compares with the label.
+
+    The judge is the ``agent_eval_llm`` fixture.
     """
 
     runs_no_agent = True

@@ -1,4 +1,7 @@
-"""Eval files as pytest collectors and eval cases as pytest items (``pytest.Function`` subclasses)."""
+"""Eval files as pytest collectors and eval cases as pytest items.
+
+The items are ``pytest.Function`` subclasses.
+"""
 
 from __future__ import annotations
 
@@ -24,9 +27,9 @@ if TYPE_CHECKING:
 # (-k).
 RESERVED_TAGS = frozenset(
     {
-        "skip", "skipif", "xfail", "usefixtures", "parametrize", "filterwarnings", "timeout", "flaky",
-        "xdist_group", "asyncio", "anyio", "trio", "tryfirst", "trylast", "no_cover", "order", "dependency",
-        "repeat", "django_db", "agent_eval",
+        "skip", "skipif", "xfail", "usefixtures", "parametrize", "filterwarnings", "timeout",
+        "flaky", "xdist_group", "asyncio", "anyio", "trio", "tryfirst", "trylast", "no_cover",
+        "order", "dependency", "repeat", "django_db", "agent_eval",
     }
 )  # fmt: skip
 
@@ -99,9 +102,10 @@ class EvalFile(pytest.File):
 
 
 def matrix_variants(loaded: LoadedFile, matrix: tuple[tuple[str, str], ...]) -> Iterator[Case]:
-    """The file's cases, each as one variant ``case[name]`` per matrix agent:
-    ``--agent-eval-agent``'s, else the file's ``agents:``. A case with its own ``agent:`` or an
-    error stays one item.
+    """The file's cases, each as one variant ``case[name]`` per matrix agent.
+
+    The matrix agents are ``--agent-eval-agent``'s, else the file's ``agents:``. A case with its own
+    ``agent:`` or an error stays one item.
     """
     agents: list[tuple[str, str | dict[str, Any], int | None]] = [
         (name, ref, None) for name, ref in matrix
@@ -117,8 +121,9 @@ def matrix_variants(loaded: LoadedFile, matrix: tuple[tuple[str, str], ...]) -> 
 
 
 class FileProblem(pytest.Item):
-    """Stands for a file that cannot be read as eval cases; errors at setup with the file's
-    problems.
+    """Stands for a file that cannot be read as eval cases.
+
+    It errors at setup with the file's problems.
     """
 
     NAME = "@file"  # case ids never contain "@", so this cannot clash with a case
@@ -143,8 +148,10 @@ class FileProblem(pytest.Item):
 
 
 def agent_eval_case(request: pytest.FixtureRequest) -> None:
-    """Runs one eval case: the test function behind every eval item when pytest keeps no request on
-    the item (:func:`compat.item_keeps_request`); else :meth:`EvalItem.run_case` is.
+    """Runs one eval case: the test function behind every eval item.
+
+    That is when pytest keeps no request on the item (:func:`compat.item_keeps_request`); else
+    :meth:`EvalItem.run_case` is.
     """
     from pytest_agent_eval.plugin.prepare import user_error
 
@@ -188,9 +195,10 @@ class EvalItem(pytest.Function):
             self.stash[STOPS] = True
 
     def run_case(self, request: pytest.FixtureRequest | None = None) -> None:
-        """Runs the eval case: the test function behind the item (pytest passes no argument: a
-        parameter with a default is no fixture), with the request pytest keeps on the item unless
-        ``request`` is given.
+        """Runs the eval case: the test function behind the item.
+
+        pytest passes no argument: a parameter with a default is no fixture. The request pytest
+        keeps on the item is used unless ``request`` is given.
         """
         from pytest_agent_eval.plugin.execute import (
             run_item,

@@ -33,8 +33,9 @@ _SUSPECTS = "suspects"
 
 
 class InFlight:
-    """Worker side: the cases started and finished on this worker, and the suspects the controller
-    names.
+    """Worker side: the cases started and finished on this worker.
+
+    Also the suspects the controller names.
     """
 
     def __init__(self, directory: Path, worker: str) -> None:
@@ -46,8 +47,9 @@ class InFlight:
 
     @classmethod
     def open(cls, directory: Path, worker: str) -> InFlight | None:
-        """The worker's notes in ``directory``; ``None`` when it cannot be written here (not on this
-        machine).
+        """The worker's notes in ``directory``.
+
+        ``None`` when it cannot be written here (not on this machine).
         """
         try:
             return cls(directory, worker)
@@ -90,8 +92,9 @@ def in_flight(log: Path) -> list[str]:
 
 
 class CrashReporter:
-    """Controller side (a plugin object): shares the directory with workers and rewrites crash
-    reports.
+    """Controller side (a plugin object): shares the directory with workers.
+
+    It also rewrites crash reports.
     """
 
     def __init__(self) -> None:
@@ -118,10 +121,12 @@ class CrashReporter:
             return
         if cases == [crashitem] or crashitem in self._rerun:
             report.longrepr = (
-                f"worker {worker!r} crashed while running {crashitem!r}, the only case in flight on it: its agent "
-                "ended the worker process (os._exit, a signal, a crash in native code)"
+                f"worker {worker!r} crashed while running {crashitem!r}, the only case in flight "
+                "on it: its agent ended the worker process (os._exit, a signal, a crash in "
+                "native code)"
                 if cases == [crashitem]
-                else f"worker {worker!r} crashed again while {crashitem!r} was in flight (with {', '.join(cases)})"
+                else f"worker {worker!r} crashed again while {crashitem!r} was in flight (with "
+                f"{', '.join(cases)})"
             )
             return
         with open(self._dir / _SUSPECTS, "a", encoding="utf-8") as suspects:

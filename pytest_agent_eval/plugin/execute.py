@@ -1,5 +1,6 @@
-"""Running one eval item: its agent and fixtures, its case on the runner, and the verdict as pytest
-reports it.
+"""Running one eval item: its agent and fixtures, its case on the runner, and the verdict.
+
+The verdict is reported as pytest reports it.
 """
 
 from __future__ import annotations
@@ -24,8 +25,9 @@ if TYPE_CHECKING:
 
 
 def run_item(item: pytest.Item, case: Case, request: pytest.FixtureRequest) -> None:
-    """Run the item's case (or wait for it, if it started early) and pass, skip or fail the item; a
-    case that cannot run (``prepare.CaseCannotRun``) fails it with the reason.
+    """Run the item's case (or wait for it, if it started early) and pass, skip or fail the item.
+
+    A case that cannot run (``prepare.CaseCannotRun``) fails it with the reason.
     """
     __tracebackhide__ = user_error
     cached = lookup(item, case)
@@ -36,7 +38,8 @@ def run_item(item: pytest.Item, case: Case, request: pytest.FixtureRequest) -> N
 
             fail_item(
                 item,
-                f"case {case.id} failed (from the verdict cache, not run again): {failure_reason(record)}",
+                f"case {case.id} failed (from the verdict cache, not run again): "
+                f"{failure_reason(record)}",
             )
         return
     state = get_state(item.config)
@@ -100,9 +103,10 @@ def _run_concurrently(
 
 
 class InfrastructureError(pytest.fail.Exception):  # type: ignore[name-defined,misc]
-    """The case's LLM requests failed on infrastructure (refused, 429/5xx after retries, replay
-    miss): its report reads as ERROR, not FAILED (``plugin.pytest_report_teststatus``), with the
-    request named.
+    """The case's LLM requests failed on infrastructure: its report reads as ERROR, not FAILED.
+
+    Failed on infrastructure: refused, 429/5xx after retries, a replay miss. The status comes from
+    ``plugin.pytest_report_teststatus``; the request is named.
     """
 
     __module__ = (

@@ -1,5 +1,6 @@
-"""Fixtures the plugin provides: ``agent_eval_case``, ``agent_eval_llm``, ``agent_eval_neo4j`` and
-``tool_mocks``.
+"""Fixtures the plugin provides.
+
+``agent_eval_case``, ``agent_eval_llm``, ``agent_eval_neo4j`` and ``tool_mocks``.
 """
 
 from __future__ import annotations
@@ -30,8 +31,9 @@ def agent_eval_case(request: pytest.FixtureRequest) -> Case:
 
 @pytest.fixture(scope="session")
 def agent_eval_llm() -> LLM | None:
-    """``(messages, **options) -> str`` for LLM judges; override it in conftest.py, or set
-    AGENT_EVAL_LLM_MODEL.
+    """``(messages, **options) -> str`` for LLM judges.
+
+    Override it in conftest.py, or set AGENT_EVAL_LLM_MODEL.
     """
     from pytest_agent_eval.llm import default_llm
 
@@ -40,17 +42,19 @@ def agent_eval_llm() -> LLM | None:
 
 @pytest.fixture(scope="session")
 def agent_eval_neo4j() -> Any:
-    """A Neo4j driver for conversations' Cypher assertions and setups; ``None``: the official
-    driver, connected from NEO4J_URI / NEO4J_USERNAME / NEO4J_PASSWORD (or NEO_*) when first needed.
-    Override it in conftest.py.
+    """A Neo4j driver for conversations' Cypher assertions and setups.
+
+    ``None``: the official driver, connected from NEO4J_URI / NEO4J_USERNAME / NEO4J_PASSWORD (or
+    NEO_*) when first needed. Override it in conftest.py.
     """
     return None
 
 
 @pytest.fixture
 def tool_mocks(request: pytest.FixtureRequest) -> Iterator[ToolMocks]:
-    """Mock tool dispatch for the running case: ``patch``, ``patch_tool``, ``wrap``; ``calls`` lists
-    what was called.
+    """Mock tool dispatch for the running case: ``patch``, ``patch_tool``, ``wrap``.
+
+    ``calls`` lists what was called.
 
     Eval items apply the file's ``tool_dispatch:`` (or ini ``agent_eval_tool_dispatch``) themselves;
     patches are undone when the test ends.

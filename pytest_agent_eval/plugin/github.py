@@ -1,6 +1,8 @@
-"""The run in a GitHub pull request (SPEC §25): under GitHub Actions (``GITHUB_ACTIONS=true``) or
-with ``--agent-eval-github``, an ``::error`` annotation per failed or errored case at its file and
-line, and the markdown summary appended to ``$GITHUB_STEP_SUMMARY``.
+"""The run in a GitHub pull request (SPEC §25): error annotations and the step summary.
+
+Under GitHub Actions (``GITHUB_ACTIONS=true``) or with ``--agent-eval-github``, an ``::error``
+annotation per failed or errored case at its file and line, and the markdown summary appended to
+``$GITHUB_STEP_SUMMARY``.
 
 On the xdist controller (or the only process) only: the annotations are made from the run's records,
 one per case, so a case is annotated once however many workers ran. The engine (``report.github``)
@@ -46,8 +48,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         dest="agent_eval_github",
         action="store_true",
         default=False,
-        help="GitHub annotations for failed cases and the summary in $GITHUB_STEP_SUMMARY (on by itself under "
-        "GitHub Actions)",
+        help="GitHub annotations for failed cases and the summary in $GITHUB_STEP_SUMMARY (on by "
+        "itself under GitHub Actions)",
     )
 
 

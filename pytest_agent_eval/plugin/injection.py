@@ -1,5 +1,6 @@
-"""``--agent-eval-inject CORPUS`` and a case's ``inject:`` (SPEC §26): injection variants as pytest
-items.
+"""Injection variants as pytest items (SPEC §26).
+
+For ``--agent-eval-inject CORPUS`` and a case's ``inject:``.
 
 Every case with ``inject:`` (and, under the option, every case with tool mocks) is followed by one
 variant per payload, ``case[inject:<family>-<n>]``, marked ``injection`` (``-m injection`` selects
@@ -19,7 +20,10 @@ from pytest_agent_eval.plugin.options import option_group
 if TYPE_CHECKING:
     from pytest_agent_eval.core.case import Case
 
-MARKER = "injection: a tool-output injection variant case[inject:<family>-<n>] (pytest-agent-eval, SPEC §26)"
+MARKER = (
+    "injection: a tool-output injection variant case[inject:<family>-<n>] (pytest-agent-eval, "
+    "SPEC §26)"
+)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -28,8 +32,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         dest="agent_eval_inject",
         metavar="CORPUS",
         default=None,
-        help="add injection variants of every case with tool mocks: one per payload of CORPUS (`builtin`, or a "
-        "YAML file of payloads), the payload in every mocked tool's output",
+        help="add injection variants of every case with tool mocks: one per payload of CORPUS "
+        "(`builtin`, or a YAML file of payloads), the payload in every mocked tool's output",
     )
 
 

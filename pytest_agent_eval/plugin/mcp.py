@@ -100,7 +100,10 @@ def watch() -> None:
 
 
 def unwatch() -> None:
-    """Undo one :func:`watch`; the last one restores ``ClientSession`` and removes the import hook."""
+    """Undo one :func:`watch`.
+
+    The last one restores ``ClientSession`` and removes the import hook.
+    """
     with _LOCK:
         _USERS[0] = max(0, _USERS[0] - 1)
         if _USERS[0]:
@@ -118,8 +121,10 @@ _START_S = 30.0
 
 
 class StandIns:
-    """The stand-in MCP servers of the run (this process): declared by the ini's file and the eval
-    files, started when collection ends, stopped at the session's end.
+    """The stand-in MCP servers of the run (this process).
+
+    Declared by the ini's file and the eval files, started when collection ends, stopped at the
+    session's end.
     """
 
     def __init__(self) -> None:
@@ -170,8 +175,9 @@ class StandIns:
                 self._setenv(server.env_name("URL"), url)
 
     def _serve_http(self, server: Any, command: list[str]) -> str | None:
-        """Start an HTTP stand-in on a free loopback port; its URL, or ``None`` with the problem
-        noted.
+        """Start an HTTP stand-in on a free loopback port.
+
+        Returns its URL, or ``None`` with the problem noted.
         """
         with socket.socket() as sock:
             sock.bind(("127.0.0.1", 0))
@@ -206,7 +212,8 @@ class StandIns:
 
     def _failed(self, server: Any, command: list[str], why: str) -> None:
         self.problems.append(
-            f"{server.where}: the stand-in MCP server {server.name!r} did not start ({shlex.join(command)}): {why}"
+            f"{server.where}: the stand-in MCP server {server.name!r} did not start "
+            f"({shlex.join(command)}): {why}"
         )
 
     def _setenv(self, name: str, value: str) -> None:
@@ -255,8 +262,9 @@ def import_session() -> None:
 
 
 def standins(config: pytest.Config) -> StandIns:
-    """The run's stand-ins, registered as a plugin object (``agent_eval_mcp_standins``) with the
-    first.
+    """The run's stand-ins, registered as a plugin object with the first.
+
+    The plugin object is named ``agent_eval_mcp_standins``.
     """
     found = config.stash.get(_STANDINS, None)
     if found is None:
@@ -279,8 +287,10 @@ def declare(config: pytest.Config, servers: dict[str, Any]) -> None:
 
 @pytest.fixture(scope="session")
 def agent_eval_mcp_servers(request: pytest.FixtureRequest) -> dict[str, dict[str, Any]]:
-    """The run's stand-in MCP servers: name -> ``{"command": [...] | None, "url":
-    "http://127.0.0.1:…/mcp" | None}`` (a stdio stand-in has a command, an HTTP one a URL).
+    """The run's stand-in MCP servers: name -> its command or URL.
+
+    The value is ``{"command": [...] | None, "url": "http://127.0.0.1:…/mcp" | None}`` (a stdio
+    stand-in has a command, an HTTP one a URL).
     """
     found = request.config.stash.get(_STANDINS, None)
     if found is None:

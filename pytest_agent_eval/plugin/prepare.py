@@ -1,5 +1,6 @@
-"""Preparing a case's run: its agent and its tool mocks, for its item's own run and for an early
-start.
+"""Preparing a case's run: its agent and its tool mocks.
+
+For its item's own run and for an early start.
 
 One place for both: the item's run (``execute``) takes what it needs from the item's fixtures and
 fails the item with what to do; an early start (the scheduler's, at concurrency > 1) takes only what
@@ -62,8 +63,9 @@ def tool_recorder(
     others: bool = True,
     agent: Agent | None = None,
 ) -> RecorderFactory:
-    """Patch the case's dispatcher and compile its mocks; the runner records each trial with the
-    result.
+    """Patch the case's dispatcher and compile its mocks.
+
+    The runner records each trial with the result.
 
     ``mocks``: the ``ToolMocks`` to patch with and record on (``None``: nothing to patch, the plan
     records itself); ``others``: count dispatchers patched by the running test's fixtures;
@@ -93,9 +95,10 @@ def tool_recorder(
 
 
 def with_mocked_tools(agent: Agent, case: Case, state: EvalSession) -> Agent:
-    """For a case with ``tool_mocks``, the agent with its own tools replaced by stand-ins (its
-    adapter's ``mock_tools``, made once per agent object while it lives); else, or when the adapter
-    cannot reach its tools, ``agent``.
+    """The agent with its own tools replaced by stand-ins, for a case with ``tool_mocks``.
+
+    The stand-ins are its adapter's ``mock_tools``, made once per agent object while it lives. Else,
+    or when the adapter cannot reach its tools, ``agent``.
     """
     if not case.tool_mocks or agent.source is None:
         return agent
@@ -125,8 +128,9 @@ def with_mocked_tools(agent: Agent, case: Case, state: EvalSession) -> Agent:
 
 
 def session_responses(config: pytest.Config) -> Mapping[str, Response]:
-    """The ini ``agent_eval_tool_responses`` file, read once per session (a bad file fails every
-    case).
+    """The ini ``agent_eval_tool_responses`` file, read once per session.
+
+    A bad file fails every case.
     """
     if _RESPONSES not in config.stash:
         path = get_state(config).settings.tool_responses
@@ -150,15 +154,17 @@ def _agent_fixture(item: pytest.Item) -> Any:
 
 
 class CaseCannotRun(Exception):
-    """The case cannot run (its agent cannot be had, its tool mocks do not fit): the message the
-    item fails with.
+    """The case cannot run: the message the item fails with.
+
+    Its agent cannot be had, or its tool mocks do not fit.
     """
 
 
 def prepare_item(
     item: pytest.Item, case: Case, request: pytest.FixtureRequest, scheduler: Scheduler | None
 ) -> Coroutine[Any, Any, CaseResult]:
-    """The case's run, with its agent, LLM and tool mocks from the item's fixtures;
+    """The case's run, with its agent, LLM and tool mocks from the item's fixtures.
+
     ``CaseCannotRun`` when one of them cannot be had.
     """
     __tracebackhide__ = user_error
@@ -192,8 +198,9 @@ def prepare_item(
 
 
 def item_agent(item: pytest.Item, case: Case, request: pytest.FixtureRequest) -> Agent:
-    """The agent: ``--agent``, else the case's (its own ``agent:``, its matrix agent, the file's
-    ``agent:``), else the ``agent`` fixture.
+    """The agent: ``--agent``, else the case's, else the ``agent`` fixture.
+
+    The case's is its own ``agent:``, its matrix agent, the file's ``agent:``.
 
     Each failure (``CaseCannotRun``) is raised outside the ``except`` that caught its cause: one
     message, no exception chain.
@@ -270,9 +277,7 @@ def _plumbing(tb: TracebackType) -> bool:
 
 
 def _from_user_code(exc: Exception) -> Exception:
-    """``exc`` with its traceback from the first frame that is neither pytest's, pluggy's nor the
-    plugin's.
-    """
+    """``exc`` with its traceback from its first frame outside pytest, pluggy and the plugin."""
     tb = exc.__traceback__
     while tb is not None and _plumbing(tb):
         tb = tb.tb_next
@@ -280,8 +285,10 @@ def _from_user_code(exc: Exception) -> Exception:
 
 
 def user_error(excinfo: pytest.ExceptionInfo[BaseException]) -> bool:
-    """For ``__tracebackhide__``: the plugin's frames are left out of an error raised in the user's
-    code (a fixture), kept for one raised in the plugin itself.
+    """For ``__tracebackhide__``: whether the plugin's frames are left out of an error.
+
+    They are left out of an error raised in the user's code (a fixture), kept for one raised in the
+    plugin itself.
     """
     tb = excinfo.tb
     while tb.tb_next is not None:
@@ -290,8 +297,9 @@ def user_error(excinfo: pytest.ExceptionInfo[BaseException]) -> bool:
 
 
 def _fixture(request: pytest.FixtureRequest, name: str) -> Any:
-    """The fixture's value; an error it raises is shown from the fixture's own frames, not pytest's
-    calls.
+    """The fixture's value.
+
+    An error it raises is shown from the fixture's own frames, not pytest's calls.
     """
     __tracebackhide__ = user_error
     try:
@@ -307,8 +315,9 @@ def _fixture(request: pytest.FixtureRequest, name: str) -> Any:
 
 
 class EarlyStart:
-    """A case's run before its item's turn (the scheduler's), from what needs no fixture of the
-    item: a ``module:attr`` agent or a session-scoped ``agent`` fixture an earlier item built, and
+    """A case's run before its item's turn (the scheduler's), from what needs no item fixture.
+
+    That is a ``module:attr`` agent or a session-scoped ``agent`` fixture an earlier item built, and
     mocks patched for the session. Anything missing or wrong is left to the item, which reports it
     when its turn comes.
     """
@@ -357,8 +366,9 @@ class EarlyStart:
         return self._mocks
 
     def remember_agent(self, item: pytest.Item, agent: Agent) -> None:
-        """Keep an agent built by a session-scoped ``agent`` fixture for later cases that use the
-        same one.
+        """Keep an agent built by a session-scoped ``agent`` fixture.
+
+        For later cases that use the same one.
         """
         definition = _agent_fixture(item)
         if definition is not None and definition.scope == "session":
@@ -371,8 +381,9 @@ class EarlyStart:
 
 
 def register_scheduler(config: pytest.Config) -> None:
-    """At concurrency > 1, the scheduler as a plugin object (``agent_eval_scheduler``), handed its
-    collaborators. At concurrency 1 nothing of it is made, imported or called.
+    """At concurrency > 1, register the scheduler as a plugin object (``agent_eval_scheduler``).
+
+    It is handed its collaborators. At concurrency 1 nothing of it is made, imported or called.
     """
     from pytest_agent_eval.plugin.scheduler import Scheduler
 

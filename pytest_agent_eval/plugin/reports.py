@@ -42,8 +42,9 @@ def pytest_agent_eval_register_formats(config: pytest.Config) -> None:
 
 
 def _case_lines(config: pytest.Config, file: str) -> dict[str, int]:
-    """The line of each case id of the eval file ``file`` (relative to the rootdir), for the
-    reports; empty when it cannot be read (a line is then not told, never made up).
+    """The line of each case id of the eval file ``file`` (relative to the rootdir).
+
+    For the reports; empty when it cannot be read (a line is then not told, never made up).
     """
     from pytest_agent_eval.cases.load import load_file
 

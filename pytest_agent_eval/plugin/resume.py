@@ -1,6 +1,7 @@
-"""``--agent-eval-resume REPORT`` (SPEC §18): run exactly the eval cases REPORT has no final record
-of, and write one report of both runs. REPORT may be a run's journal (``*.jsonl``, SPEC §24): what a
-killed run left.
+"""``--agent-eval-resume REPORT`` (SPEC §18): run the eval cases REPORT did not finish.
+
+Run exactly the eval cases REPORT has no final record of, and write one report of both runs. REPORT
+may be a run's journal (``*.jsonl``, SPEC §24): what a killed run left.
 
 A case has a final record when REPORT's ``cases`` hold it and its ``not_run`` list (the cases a dead
 worker had not finished) does not name it. Every other collected eval case runs; the finished ones
@@ -72,8 +73,9 @@ def _read(
 
 
 class Resume:
-    """A plugin object (every process): deselects what REPORT finished; on the controller, starts
-    the run's records from REPORT's final ones.
+    """A plugin object (every process): deselects what REPORT finished.
+
+    On the controller, it starts the run's records from REPORT's final ones.
     """
 
     def __init__(
@@ -105,16 +107,18 @@ class Resume:
                 config
             )  # no report written: the one given (often the same path) stays as it is
             raise pytest.UsageError(
-                f"--agent-eval-resume: {self.path} is the report of another suite: none of its cases ({some}, ...) "
-                "is collected here; resume with the report of this suite's run"
+                f"--agent-eval-resume: {self.path} is the report of another suite: none of its "
+                f"cases ({some}, ...) is collected here; resume with the report of this suite's "
+                "run"
             )
         # after every other deselection (-k, -m, the shard): the cases REPORT's run would have run
         yield
         self.left = deselect(config, items, self._left)
 
     def _left(self, item: pytest.Item) -> bool:
-        """Whether ``item`` is a case without a final record (plain tests are not in the report:
-        left out).
+        """Whether ``item`` is a case without a final record.
+
+        Plain tests are not in the report: left out.
         """
         return item.stash.get(EVAL_ITEM, False) and item.nodeid not in self.done
 
@@ -131,12 +135,13 @@ class Resume:
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
         if self.left == 0:
             terminalreporter.write_line(
-                f"agent eval resume: every case of {self.path.name} has a final record: nothing to run"
+                f"agent eval resume: every case of {self.path.name} has a final record: nothing "
+                "to run"
             )
         elif self.left is not None:
             terminalreporter.write_line(
-                f"agent eval resume: ran {self.left} cases {self.path.name} has no final record of; "
-                f"kept its {self.kept} final records"
+                f"agent eval resume: ran {self.left} cases {self.path.name} has no final record "
+                f"of; kept its {self.kept} final records"
             )
 
     def to_dict(self) -> dict[str, Any]:
@@ -145,8 +150,9 @@ class Resume:
 
 
 def configure(config: pytest.Config) -> None:
-    """Register the plugin when ``--agent-eval-resume`` is given; a usage error when REPORT cannot
-    be read.
+    """Register the plugin when ``--agent-eval-resume`` is given.
+
+    A usage error when REPORT cannot be read.
     """
     given = config.getoption("agent_eval_resume", None)
     if not given:
@@ -163,8 +169,9 @@ def configure(config: pytest.Config) -> None:
     if files and not any((config.rootpath / name).is_file() for name in files):
         withdraw(config)  # no report written: the one given (often the same path) stays as it is
         raise pytest.UsageError(
-            f"--agent-eval-resume: {path} is the report of another suite: none of its files ({sorted(files)[0]}, "
-            f"...) is under the rootdir {config.rootpath}; resume with the report of this suite's run"
+            f"--agent-eval-resume: {path} is the report of another suite: none of its files "
+            f"({sorted(files)[0]}, ...) is under the rootdir {config.rootpath}; resume with the "
+            "report of this suite's run"
         )
     run_records(config).carry(final)
     config.pluginmanager.register(Resume(path, set(final), len(final), known), "agent_eval_resume")

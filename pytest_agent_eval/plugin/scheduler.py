@@ -1,5 +1,6 @@
-"""Many agent calls in flight (SPEC §7): upcoming cases start on the runner's loop while pytest runs
-earlier items.
+"""Many agent calls in flight (SPEC §7): upcoming cases start early on the runner's loop.
+
+They start while pytest runs earlier items.
 
 Items still run one by one in collection order; each waits for its own case's future. A case is
 started early ("prefetched") only when nothing it needs comes from its item's own setup: its agent
@@ -86,7 +87,7 @@ class Scheduler:
         """
 
     # -- hooks
-    # ------------------------------------------------------------------------------------------------
+    # ----------------------------------------------------------------------------------------------
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_protocol(self, item: pytest.Item, nextitem: pytest.Item | None) -> None:
@@ -96,9 +97,10 @@ class Scheduler:
     # -------------------------------------------------------------------------------------
 
     def _upcoming(self, item: pytest.Item) -> Iterator[tuple[int | None, pytest.Item]]:
-        """The items after ``item`` not looked at yet, with their place in ``session.items``
-        (``None`` on an xdist worker, whose queue changes as the controller sends items: there each
-        pending item is looked at again).
+        """The items after ``item`` not looked at yet, with their place in ``session.items``.
+
+        The place is ``None`` on an xdist worker, whose queue changes as the controller sends items:
+        there each pending item is looked at again.
         """
         items = item.session.items
         worker = compat.xdist_pending(item.config)
@@ -119,10 +121,11 @@ class Scheduler:
             yield index, items[index]
 
     def prefetch(self, item: pytest.Item) -> None:
-        """Start the next cases after ``item`` that can run without their own item's setup, until
-        ``window`` cases started early wait for their items. A case that cannot start for now (its
-        agent or LLM comes from a fixture not built yet) stops the look-ahead: it and those after it
-        are looked at again after this item.
+        """Start the next cases after ``item`` that can run without their own item's setup.
+
+        Until ``window`` cases started early wait for their items. A case that cannot start for now
+        (its agent or LLM comes from a fixture not built yet) stops the look-ahead: it and those
+        after it are looked at again after this item.
         """
         for index, upcoming in self._upcoming(item):
             if len(self.futures) >= self.window or not self.may_start():
@@ -183,7 +186,10 @@ class Scheduler:
         return not (case.simulated_user is not None and case.simulated_user.uses_neo4j)
 
     def forget(self) -> None:
-        """Drop the cases started early (their loop was left blocked): they start again when needed."""
+        """Drop the cases started early: they start again when needed.
+
+        Their loop was left blocked.
+        """
         for future in self.futures.values():
             future.cancel()
         self.futures.clear()

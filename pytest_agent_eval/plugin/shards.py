@@ -38,8 +38,9 @@ class ShardSpec:
 
 
 def parse_shard(text: str) -> ShardSpec:
-    """``I/N`` with 1 <= I <= N; an ``argparse`` type: anything else is a usage error naming the
-    option.
+    """``I/N`` with 1 <= I <= N; an ``argparse`` type.
+
+    Anything else is a usage error naming the option.
     """
     index, slash, count = text.partition("/")
     try:
@@ -66,8 +67,9 @@ def shard_items(nodeids: list[str], spec: ShardSpec) -> set[str]:
 def deselect(
     config: pytest.Config, items: list[pytest.Item], keep: Callable[[pytest.Item], bool]
 ) -> int:
-    """Deselect the items ``keep`` refuses, as ``-k`` does (``pytest_deselected``); how many are
-    left.
+    """Deselect the items ``keep`` refuses, as ``-k`` does (``pytest_deselected``).
+
+    Returns how many are left.
     """
     kept = [item for item in items if keep(item)]
     if len(kept) < len(items):
@@ -77,8 +79,9 @@ def deselect(
 
 
 class Shard:
-    """A plugin object (every process): deselects the other shards' items after every other
-    deselection.
+    """A plugin object (every process): deselects the other shards' items.
+
+    It does so after every other deselection.
     """
 
     def __init__(self, spec: ShardSpec) -> None:
@@ -99,16 +102,18 @@ class Shard:
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: object) -> None:
-        """On the xdist controller, which collects nothing: the counts a worker sharded (each
-        worker's are the same).
+        """On the xdist controller, which collects nothing: the counts a worker sharded.
+
+        Each worker's are the same.
         """
         counts = compat.node_output(node).get(_OUTPUT)
         if self.collected is None and isinstance(counts, list) and len(counts) == 2:
             self.collected, self.selected = counts
 
     def to_dict(self) -> dict[str, int | None]:
-        """``run.shard`` of the JSON report (a count is ``None`` when no process told it: every
-        worker crashed).
+        """``run.shard`` of the JSON report.
+
+        A count is ``None`` when no process told it: every worker crashed.
         """
         return {
             "index": self.spec.index,
@@ -125,7 +130,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="I/N",
         type=parse_shard,
         default=None,
-        help="run shard I of N: a deterministic 1/N of the items (by node id), the others deselected",
+        help="run shard I of N: a deterministic 1/N of the items (by node id), the others "
+        "deselected",
     )
 
 

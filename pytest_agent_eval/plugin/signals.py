@@ -1,6 +1,8 @@
-"""SIGTERM (how CI, ``timeout`` and Kubernetes stop a job) ends the run as Ctrl-C does:
-``KeyboardInterrupt`` in the main thread, so every report is written with what finished and says the
-run was interrupted (exit status 2).
+"""SIGTERM ends the run as Ctrl-C does.
+
+SIGTERM is how CI, ``timeout`` and Kubernetes stop a job. It raises ``KeyboardInterrupt`` in the
+main thread, so every report is written with what finished and says the run was interrupted (exit
+status 2).
 
 Installed for the session only when SIGTERM has its default action (a handler of the user's or of
 another plugin is left alone), and put back when the session ends.
@@ -21,8 +23,9 @@ def _interrupt(signum: int, frame: FrameType | None) -> None:
 
 
 def install() -> None:
-    """SIGTERM raises ``KeyboardInterrupt`` while the session runs (main thread, default action
-    only).
+    """SIGTERM raises ``KeyboardInterrupt`` while the session runs.
+
+    Main thread, default action only.
     """
     if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "SIGTERM"):
         return
@@ -33,8 +36,9 @@ def install() -> None:
 
 
 def restore() -> None:
-    """SIGTERM's default action back, when this module installed its handler and it is still the one
-    set.
+    """SIGTERM's default action back.
+
+    When this module installed its handler and it is still the one set.
     """
     if not _installed or threading.current_thread() is not threading.main_thread():
         return

@@ -1,5 +1,7 @@
-"""How the plugin ends an eval item other than by passing: a skip reported at the case's own line (a
-case with nothing scored), through public report attributes; a failure with its message alone.
+"""How the plugin ends an eval item other than by passing.
+
+A skip reported at the case's own line (a case with nothing scored), through public report
+attributes; a failure with its message alone.
 """
 
 from __future__ import annotations
@@ -16,15 +18,19 @@ _AT_ITEM = pytest.StashKey[bool]()
 
 
 def skip_at_item(item: pytest.Item, reason: str) -> NoReturn:
-    """Skip ``item`` with ``reason``, reported at the item's own location (its case's line) instead
-    of here.
+    """Skip ``item`` with ``reason``.
+
+    Reported at the item's own location (its case's line) instead of here.
     """
     item.stash[_AT_ITEM] = True
     pytest.skip(reason)
 
 
 def place(item: pytest.Item, report: pytest.TestReport) -> None:
-    """Point a skip raised by ``skip_at_item`` at the item's location, as ``-rs`` and IDEs show it."""
+    """Point a skip raised by ``skip_at_item`` at the item's location.
+
+    As ``-rs`` and IDEs show it.
+    """
     if report.skipped and report.when == "call" and item.stash.get(_AT_ITEM, False):
         longrepr = report.longrepr
         if isinstance(longrepr, tuple) and len(longrepr) == 3:
@@ -33,9 +39,11 @@ def place(item: pytest.Item, report: pytest.TestReport) -> None:
 
 
 def fail_item(item: pytest.Item, message: str) -> NoReturn:
-    """Fail ``item`` with ``message`` alone: no traceback into the plugin (nor the error being
-    handled, if any), files named relative to the rootdir as pytest does, and no control character
-    from the agent or the file reaching the terminal raw.
+    """Fail ``item`` with ``message`` alone.
+
+    No traceback into the plugin (nor the error being handled, if any), files named relative to the
+    rootdir as pytest does, and no control character from the agent or the file reaching the
+    terminal raw.
     """
     raise pytest.fail.Exception(
         printable(scrub_text(relative(message, item.config))), pytrace=False

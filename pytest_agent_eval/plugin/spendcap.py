@@ -1,8 +1,9 @@
-"""The spend cap (SPEC §25): with ``--agent-eval-max-cost X`` (ini ``agent_eval_max_cost``) no case
-starts once the run's known spend has reached X. Cases already started (in flight, or started early
-at ``--agent-eval-concurrency`` > 1) finish; every case not started is "not run: spend cap" in every
-report (the JSON report's ``not_run``, so ``--agent-eval-resume`` runs it later), and the run fails.
-The option keeps its end-of-run meaning too: a suite threshold on the total cost
+"""The spend cap (SPEC §25): no case starts once the run's known spend has reached X.
+
+With ``--agent-eval-max-cost X`` (ini ``agent_eval_max_cost``). Cases already started (in flight, or
+started early at ``--agent-eval-concurrency`` > 1) finish; every case not started is "not run: spend
+cap" in every report (the JSON report's ``not_run``, so ``--agent-eval-resume`` runs it later), and
+the run fails. The option keeps its end-of-run meaning too: a suite threshold on the total cost
 (``report.thresholds``).
 
 The known spend is the cost of the cases that finished (their agents' reported or priced usage; a
@@ -36,8 +37,9 @@ _HELD = "agent_eval_spend_held"
 
 
 def max_cost(config: pytest.Config) -> float | None:
-    """``--agent-eval-max-cost`` or ini ``agent_eval_max_cost``; ``None`` when neither is set (a bad
-    ini value is the report options' usage error).
+    """``--agent-eval-max-cost`` or ini ``agent_eval_max_cost``.
+
+    ``None`` when neither is set (a bad ini value is the report options' usage error).
     """
     given = config.getoption("agent_eval_max_cost", None)
     if given is not None:
@@ -107,8 +109,9 @@ class SpendCap:
     def pytest_runtest_protocol(
         self, item: pytest.Item, nextitem: pytest.Item | None
     ) -> bool | None:
-        """An eval item whose case has not started is not run once the cap is reached: no report, no
-        record.
+        """An eval item whose case has not started is not run once the cap is reached.
+
+        No report, no record.
         """
         from pytest_agent_eval.plugin.state import EVAL_ITEM, get_state
 
@@ -167,8 +170,9 @@ class SpendCap:
         if self.held and self.reached is not None:
             count = f"{len(self.held)} case{'s' if len(self.held) != 1 else ''}"
             terminalreporter.write_line(
-                f"agent eval spend cap: {count} not started ({self.reached.removeprefix('not run: spend cap: ')}); "
-                "run them later with --agent-eval-resume REPORT",
+                f"agent eval spend cap: {count} not started "
+                f"({self.reached.removeprefix('not run: spend cap: ')}); run them later with "
+                "--agent-eval-resume REPORT",
                 red=True,
                 bold=True,
             )

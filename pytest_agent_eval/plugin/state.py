@@ -54,41 +54,13 @@ class EvalSession:
         self._inflight: Any = _UNSET
         self.eval_items = 0
         """How many items the eval files collected so far made (the GC policy depends on it)."""
-        self.traffic: Traffic | None = self._start_traffic() if self.settings.traffic.on else None
-        """The HTTP traffic hook (SPEC §14), installed only when an option needs it, or for the
-        run's pace alone (on by default) at the first case that starts with ``httpx`` or ``httpx2``
-        loaded: a run whose agents load neither (nothing the pace could hook) loads none of it.
+        self.traffic: Traffic | None = None
+        """The HTTP traffic hook (SPEC §14), installed at configure when an option needs it
+        (``plugin.traffic``), or for the run's pace alone (on by default) at the first case that
+        starts with ``httpx`` or ``httpx2`` loaded: a run whose agents load neither (nothing the
+        pace could hook) loads none of it.
         """
         self._pace_pending = not self.settings.traffic.on and self.settings.traffic.pace
-
-    def _start_traffic(self) -> Traffic:
-        import warnings
-
-        from pytest_agent_eval.traffic.session import start
-
-        folder = limits_folder(self.config)
-        from pytest_agent_eval.traffic.store import StoreError, StoreWarning
-
-        try:
-            from pytest_agent_eval import compat
-
-            worker = compat.is_worker(self.config)  # its recorded cassettes go to the controller
-            with warnings.catch_warnings(
-                record=True
-            ) as caught:  # at configure time pytest shows only those given it
-                warnings.simplefilter("always", StoreWarning)
-                traffic = start(
-                    self.settings.traffic, self.config.rootpath, folder, send_back=worker
-                )
-        except (
-            ValueError,
-            ImportError,
-            StoreError,
-        ) as exc:  # the store's: one message at start, what to do
-            raise pytest.UsageError(str(exc)) from None
-        for warning in caught:
-            self.config.issue_config_time_warning(warning.message, stacklevel=2)  # type: ignore[arg-type]
-        return traffic
 
     @property
     def checks(self) -> CheckRegistry:
@@ -116,8 +88,9 @@ class EvalSession:
 
     @property
     def adapters(self) -> AdapterRegistry:
-        """The framework adapters: plugins' (``pytest_agent_eval_register_adapters``) first, then
-        the built-in.
+        """The framework adapters.
+
+        Plugins' (``pytest_agent_eval_register_adapters``) first, then the built-in.
         """
         if self._adapters is None:
             from pytest_agent_eval.adapters import builtin_adapters
@@ -147,8 +120,10 @@ class EvalSession:
 
     @property
     def inflight(self) -> InFlight | None:
-        """On an xdist worker, where the cases in flight are noted for the controller (crashes);
-        ``None`` where the controller's folder for them is not (a worker on another machine).
+        """On an xdist worker, where the cases in flight are noted for the controller.
+
+        For crashes. ``None`` where the controller's folder for them is not (a worker on another
+        machine).
         """
         if self._inflight is _UNSET:
             from pytest_agent_eval import compat
@@ -183,8 +158,9 @@ class EvalSession:
     def run_settings(
         self, case: Case, llm: LLM | None, recorder: RecorderFactory | None
     ) -> RunSettings:
-        """What running ``case`` needs: checks, timeout, the LLM, tool-mock recorder and the
-        concurrency limit.
+        """What running ``case`` needs.
+
+        Checks, timeout, the LLM, tool-mock recorder and the concurrency limit.
         """
         from pytest_agent_eval.run.settings import RunSettings
 
@@ -193,7 +169,9 @@ class EvalSession:
         ):  # the pace hooks httpx/httpx2 only: none, nothing to pace
             self._pace_pending = False
             try:
-                self.traffic = self._start_traffic()
+                from pytest_agent_eval.plugin.traffic import start
+
+                self.traffic = start(self.config, self.settings.traffic)
             except (
                 pytest.UsageError
             ) as exc:  # the default pace's store failed: the run goes on unpaced, saying why
@@ -268,10 +246,11 @@ a marker.
 
 
 def limits_folder(config: pytest.Config) -> Path:
-    """Where the run's shared budgets live (the pace, the spend): the run's cache directory, shared
-    by every xdist worker; without a writable cache, a folder by rootdir in the user's private
-    folder (SPEC §22: made 0700, checked to be the user's, never a symlink), never a predictable
-    shared path another local user could plant.
+    """Where the run's shared budgets live (the pace, the spend).
+
+    The run's cache directory, shared by every xdist worker; without a writable cache, a folder by
+    rootdir in the user's private folder (SPEC §22: made 0700, checked to be the user's, never a
+    symlink), never a predictable shared path another local user could plant.
     """
     import hashlib
 
@@ -296,7 +275,8 @@ def get_state(config: pytest.Config) -> EvalSession:
 
 
 def _http_client_loaded() -> bool:
-    """Whether an HTTP client the pace hooks (``traffic.hook.adopt``) is loaded: one dict look-up
-    per case.
+    """Whether an HTTP client the pace hooks (``traffic.hook.adopt``) is loaded.
+
+    One dict look-up per case.
     """
     return "httpx" in sys.modules or "httpx2" in sys.modules

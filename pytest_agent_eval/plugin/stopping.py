@@ -1,5 +1,6 @@
-"""``stop_on_failure``: once a case of a file that sets it fails, the file's remaining cases are
-skipped.
+"""``stop_on_failure``: skip a file's remaining cases once one of them fails.
+
+For files that set it.
 
 Per pytest process: under ``-n`` each worker stops the cases it runs itself.
 """
@@ -15,8 +16,9 @@ _SKIPPING = pytest.StashKey[bool]()
 
 
 def note_report(item: pytest.Item, report: pytest.TestReport) -> None:
-    """After the first failed case of such a file, mark its later cases to be skipped, naming the
-    failure.
+    """After the first failed case of such a file, mark its later cases to be skipped.
+
+    The skip names the failure.
     """
     if not (report.failed and item.stash.get(STOPS, False)) or item.stash.get(_SKIPPING, False):
         return

@@ -1,6 +1,7 @@
-"""``--agent-eval-traces PATH``, ``--agent-eval-otlp [URL]``, ``--agent-eval-trace-url TEMPLATE``
-(SPEC §23): every trial an OpenTelemetry trace, written as OTLP JSON lines and/or sent over
-OTLP/HTTP.
+"""Every trial an OpenTelemetry trace, written as OTLP JSON lines and/or sent over OTLP/HTTP.
+
+SPEC §23: ``--agent-eval-traces PATH``, ``--agent-eval-otlp [URL]``, ``--agent-eval-trace-url
+TEMPLATE``.
 
 The engine (``pytest_agent_eval.traces``, the OpenTelemetry SDK of the ``otel`` extra) loads only
 when an option asks for it, or when a case checks spans (the runner loads it then, for that case's
@@ -39,7 +40,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         dest="agent_eval_traces",
         metavar="PATH",
         default=None,
-        help="write every trial's trace to PATH as OTLP JSON, one ExportTraceServiceRequest a line (SPEC §23)",
+        help="write every trial's trace to PATH as OTLP JSON, one ExportTraceServiceRequest a "
+        "line (SPEC §23)",
     )
     group.addoption(
         "--agent-eval-otlp",
@@ -56,7 +58,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         dest="agent_eval_trace_url",
         metavar="TEMPLATE",
         default=None,
-        help="link each case's trace in the HTML report: a URL with {trace_id} (e.g. a Phoenix or Jaeger page)",
+        help="link each case's trace in the HTML report: a URL with {trace_id} (e.g. a Phoenix or "
+        "Jaeger page)",
     )
 
 
@@ -95,7 +98,9 @@ class Traces:
     def __init__(self, config: pytest.Config, path: str | None, endpoint: str | None) -> None:
         self.config = config
         worker = compat.worker_input(config)
-        self.run_id = str((worker or {}).get(_RUN_ID) or uuid.uuid4().hex)
+        memory = config.pluginmanager.get_plugin("agent_eval_run_memory")
+        own = getattr(memory, "run_id", None)  # the run store's id of the run: one id everywhere
+        self.run_id = str((worker or {}).get(_RUN_ID) or own or uuid.uuid4().hex)
         self.path = Path(config.invocation_params.dir, path) if path is not None else None
         if (
             self.path is not None and worker is None
@@ -114,11 +119,12 @@ class Traces:
 
     @property
     def tracing(self) -> Tracing:
-        """The process's tracing, made at its first case (an xdist controller, which runs none,
-        makes none).
+        """The process's tracing, made at its first case.
+
+        An xdist controller, which runs none, makes none.
         """
         if self._tracing is None:
-            from pytest_agent_eval.report.json_report import git_commit
+            from pytest_agent_eval.report.run_info import git_commit
             from pytest_agent_eval.traces.engine import TraceOptions, Tracing, otlp_endpoint
 
             self._tracing = Tracing(

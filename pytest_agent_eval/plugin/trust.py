@@ -1,6 +1,8 @@
-"""What data files may read (SPEC §22), as pytest options: ``--agent-eval-allow-path DIR`` and the
-ini ``agent_eval_allow_paths`` (folders outside the rootdir ``file://`` references may read) and
-``agent_eval_max_cases_per_file``; configure hands them to :mod:`pytest_agent_eval.cases.trust`.
+"""What data files may read (SPEC §22), as pytest options.
+
+``--agent-eval-allow-path DIR`` and the ini ``agent_eval_allow_paths`` (folders outside the rootdir
+``file://`` references may read) and ``agent_eval_max_cases_per_file``; configure hands them to
+:mod:`pytest_agent_eval.cases.trust`.
 """
 
 from __future__ import annotations
@@ -23,8 +25,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="DIR",
         action="append",
         default=[],
-        help="a folder outside the rootdir that eval files' `file://` references may read (repeatable; "
-        "ini: agent_eval_allow_paths)",
+        help="a folder outside the rootdir that eval files' `file://` references may read "
+        "(repeatable; ini: agent_eval_allow_paths)",
     )
     parser.addini(
         "agent_eval_allow_paths",

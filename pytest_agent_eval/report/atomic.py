@@ -1,5 +1,6 @@
-"""Writing a report file so that a reader never sees half of it: a temporary file beside it, then a
-rename.
+"""Writing a report file so that a reader never sees half of it.
+
+A temporary file beside it, then a rename.
 
 A report path that is a symlink is written through (its target is replaced, the link stays); a FIFO
 or a character device (``/dev/stdout``, ``/dev/null``) is written to as it is, never replaced by a
@@ -24,15 +25,17 @@ if TYPE_CHECKING:
 
 
 class ReportPathError(OSError):
-    """A report path that cannot take a report (a folder, a socket, a FIFO nobody reads); the
-    message says which.
+    """A report path that cannot take a report (a folder, a socket, a FIFO nobody reads).
+
+    The message says which.
     """
 
 
 def write_text_atomically(path: Path, text: str) -> None:
-    """Write ``text`` to a temporary file beside ``path``, then rename it over ``path`` (also on
-    Ctrl-C: the old file, or none, stays whole). A symlink's target is written; a FIFO or character
-    device is written through.
+    """Write ``text`` to a temporary file beside ``path``, then rename it over ``path``.
+
+    Also on Ctrl-C the old file, or none, stays whole. A symlink's target is written; a FIFO or
+    character device is written through.
     """
     target = Path(os.path.realpath(path))
     if _write_special(path, target, text, append=False):
@@ -52,8 +55,9 @@ def write_text_atomically(path: Path, text: str) -> None:
 
 
 def append_text(path: Path, text: str) -> None:
-    """Append ``text`` to ``path`` in one write (a CI job summary file may be shared with other
-    steps).
+    """Append ``text`` to ``path`` in one write.
+
+    A CI job summary file may be shared with other steps.
     """
     target = Path(os.path.realpath(path))
     if _write_special(path, target, text, append=True):
@@ -64,7 +68,8 @@ def append_text(path: Path, text: str) -> None:
 
 
 def _write_special(path: Path, target: Path, text: str, append: bool) -> bool:
-    """Write ``text`` through to ``target`` when it is a FIFO or a character device (``True``);
+    """Write ``text`` through to ``target`` when it is a FIFO or a character device (``True``).
+
     ``False`` for a regular file or none; ``ReportPathError`` for anything else.
     """
     try:
@@ -90,9 +95,9 @@ def _write_special(path: Path, target: Path, text: str, append: bool) -> bool:
 
 
 def write_report(config: pytest.Config, what: str, path: Path, write: Callable[[], None]) -> bool:
-    """Run ``write`` (which writes the report ``what`` to ``path``); when it cannot, say so in one
-    line and return ``False``: the run goes on to write its other reports, its exit status
-    unchanged.
+    """Run ``write`` (which writes the report ``what`` to ``path``); say so in one line if it fails.
+
+    Then return ``False``: the run goes on to write its other reports, its exit status unchanged.
     """
     try:
         write()

@@ -1,6 +1,8 @@
-"""Where the record is made: from the item's case result (where the case ran) and its test report's
-outcome, then carried on the report as ``report.agent_eval`` (a JSON-able dict that pytest-xdist
-sends along).
+"""Where the record is made, and carried on the test report.
+
+The record is made from the item's case result (where the case ran) and its test report's outcome,
+then carried on the report as ``report.agent_eval`` (a JSON-able dict that pytest-xdist sends
+along).
 """
 
 from __future__ import annotations
@@ -28,16 +30,19 @@ WRITTEN = (
     "agent_eval_baseline",
     "agent_eval_resume",
 )
-"""The options (``dest``) of the reports written from the records: with one (or the run memory,
-whose journal keeps every record), a record keeps the case's input and content hash (SPEC §17);
-without, neither is computed (the terminal summary and ``--junitxml`` show neither).
+"""The options (``dest``) of the reports written from the records.
+
+With one (or the run memory, whose journal keeps every record), a record keeps the case's input and
+content hash (SPEC §17); without, neither is computed (the terminal summary and ``--junitxml`` show
+neither).
 """
 
 
 def wants_content(config: pytest.Config) -> bool:
-    """Whether the records need the case's input and content hash: a written report is asked for, or
-    a plugin registers report formats of its own (which may read them). Decided once per process,
-    workers alike.
+    """Whether the records need the case's input and content hash.
+
+    They do when a written report is asked for, or a plugin registers report formats of its own
+    (which may read them). Decided once per process, workers alike.
     """
     wanted = config.stash.get(_CONTENT, None)
     if wanted is None:
@@ -57,34 +62,39 @@ def wants_content(config: pytest.Config) -> bool:
 
 
 def note_result(item: pytest.Item, result: CaseResult) -> None:
-    """Record the case's result for its report, and add its ``--junitxml`` properties (taken from
-    the record).
+    """Record the case's result for its report, and add its ``--junitxml`` properties.
+
+    The properties are taken from the record.
     """
     k = item.config.getoption("agent_eval_k", None)
     record = from_result(item.nodeid, item.location[0], result, k, wants_content(item.config))
     item.stash[_RECORD] = record
     if (
         result.cassette is not None
-    ):  # recorded on an xdist worker: the controller writes it (``plugin.cassettes``)
+    ):  # recorded on an xdist worker: the controller writes it (``plugin.traffic``)
         item.stash[_CASSETTE] = result.cassette
     item.user_properties.extend(record.junit_properties())
 
 
 def note_cached(item: pytest.Item, data: dict[str, Any]) -> CaseRecord:
-    """The record of a case reported from the verdict cache: the stored one, marked ``cached``, at
-    this item.
+    """The record of a case reported from the verdict cache.
+
+    The stored one, marked ``cached``, at this item, with the id of the run that made it
+    (``run_id``).
     """
     record = CaseRecord.from_dict(
         {**data, "nodeid": item.nodeid, "file": item.location[0], "cached": True}
     )
     item.stash[_RECORD] = record
-    item.user_properties.extend([*record.junit_properties(), ("cached", "true")])
+    cached = [("cached", "true")] + ([("run_id", record.run_id)] if record.run_id else [])
+    item.user_properties.extend([*record.junit_properties(), *cached])
     return record
 
 
 def attach(item: pytest.Item, report: pytest.TestReport) -> None:
-    """Put the item's record on its call report, or on its setup report when the case never got to
-    run.
+    """Put the item's record on its call report.
+
+    Or on its setup report when the case never got to run.
     """
     if report.when == "teardown":
         return
@@ -112,8 +122,9 @@ def attach(item: pytest.Item, report: pytest.TestReport) -> None:
 
 
 def _not_run(item: pytest.Item, report: pytest.TestReport) -> CaseRecord:
-    """The record of an item whose case never ran: a skip, a setup error, a file that cannot be
-    read.
+    """The record of an item whose case never ran.
+
+    A skip, a setup error, a file that cannot be read.
     """
     case = getattr(item, "case", None)
     _, line, _ = item.reportinfo()

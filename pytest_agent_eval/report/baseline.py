@@ -1,5 +1,6 @@
-"""Comparing a run with an earlier report (``--agent-eval-baseline``, ``agent-eval compare``):
-regressions, fixes, new and missing cases. Plain Python, no pytest.
+"""Comparing a run with an earlier report: regressions, fixes, new and missing cases.
+
+For ``--agent-eval-baseline`` and ``agent-eval compare``. Plain Python, no pytest.
 
 * A case with one trial regresses when it passed and now fails (or errors), or when its score
   dropped by more than the tolerance; it is fixed when it failed and now passes.
@@ -36,8 +37,9 @@ DEFAULT_SIGNIFICANCE = 0.05
 _PASSED = ("passed", "xpassed")
 _FAILED = ("failed", "error")
 _CANDIDATES = 20
-"""Node ids of this run with the same file name and case a baseline's node id is matched against
-(bounds the work).
+"""How many node ids of this run a baseline's node id is matched against (bounds the work).
+
+The candidates are the node ids with the same file name and case.
 """
 
 
@@ -46,9 +48,10 @@ class BaselineError(Exception):
 
 
 def fisher_less(base_passes: int, base_trials: int, passes: int, trials: int) -> float:
-    """One-sided Fisher exact test: the probability, with both runs' pass rates equal, of the
-    baseline holding ``base_passes`` or more of all the passes (that is, of the candidate doing this
-    badly or worse).
+    """One-sided Fisher exact test: ``p`` of the candidate doing this badly or worse by chance.
+
+    The probability, with both runs' pass rates equal, of the baseline holding ``base_passes`` or
+    more of all the passes (that is, of the candidate doing this badly or worse).
     """
     total_passes, total = base_passes + passes, base_trials + trials
     denominator = comb(total, base_trials)
@@ -83,8 +86,9 @@ _GROUPS = ("regressions", "fixes", "new", "missing")
 
 @dataclass
 class Comparison:
-    """What changed between a baseline and a candidate run: made once per run, shown by every
-    report.
+    """What changed between a baseline and a candidate run.
+
+    Made once per run, shown by every report.
     """
 
     regressions: list[Change] = field(default_factory=list)
@@ -96,17 +100,21 @@ class Comparison:
     not_compared: str | None = None
     """Why the runs could not be compared (no case in common); ``None`` when they were."""
     matched: str | None = None
-    """How node ids were matched when the baseline was written from another rootdir; ``None``: as
-    they are.
+    """How node ids were matched when the baseline was written from another rootdir.
+
+    ``None``: as they are.
     """
     suite: SuiteTest | None = None
-    """The suite-level test over the cases both runs decided (McNemar, bootstrap interval); ``None``
-    without any.
+    """The suite-level test over the cases both runs decided (McNemar, bootstrap interval).
+
+    ``None`` without any.
     """
 
     def suite_dropped(self) -> bool:
-        """Whether the suite gate fails the run: the pass rate dropped with McNemar p below the
-        significance, or there is nothing to test (not compared, no case decided on both sides).
+        """Whether the suite gate fails the run.
+
+        It does when the pass rate dropped with McNemar p below the significance, or when there is
+        nothing to test (not compared, no case decided on both sides).
         """
         return (
             self.not_compared is not None
@@ -116,8 +124,9 @@ class Comparison:
 
     @property
     def failed(self) -> bool:
-        """Whether a gate fails the run: a case regressed, or the baseline could not be compared
-        with it.
+        """Whether a gate fails the run.
+
+        It does when a case regressed, or when the baseline could not be compared with the run.
         """
         return bool(self.regressions) or self.not_compared is not None
 
@@ -147,8 +156,9 @@ class Comparison:
         return [self.suite.line()] if self.suite is not None and self.not_compared is None else []
 
     def lines(self) -> list[str]:
-        """The comparison as text: a count line, the suite-level test, then each change under its
-        heading.
+        """The comparison as text lines.
+
+        A count line, the suite-level test, then each change under its heading.
         """
         out = [self.headline(), *self.suite_lines(), *([self.matched] if self.matched else [])]
         for title, changes in self.groups():
@@ -158,8 +168,9 @@ class Comparison:
         return out
 
     def table(self) -> list[str]:
-        """The comparison as a text table (``agent-eval compare``): a count line, the suite-level
-        test, then a row per changed case.
+        """The comparison as a text table (``agent-eval compare``).
+
+        A count line, the suite-level test, then a row per changed case.
         """
         out = [self.headline(), *self.suite_lines(), *([self.matched] if self.matched else [])]
         rows = [(title, c.nodeid, c.detail) for title, changes in self.groups() for c in changes]
@@ -212,14 +223,16 @@ class Comparison:
 
 
 _MD_ESCAPES = str.maketrans({c: f"\\{c}" for c in "\\`*_[]~|"} | {"&": "&amp;", "<": "&lt;"})
-"""What makes agent text inert in GitHub markdown: HTML as text, no emphasis, link, code or strike,
-no new column.
+"""What makes agent text inert in GitHub markdown.
+
+HTML as text, no emphasis, link, code or strike, no new column.
 """
 
 
 def md_cell(text: str) -> str:
-    """``text`` fit for one markdown table cell: one line, shown as it is (no HTML, link or emphasis
-    of its own: it may be an agent's output), pipes escaped.
+    """``text`` fit for one markdown table cell: one line, shown as it is, pipes escaped.
+
+    Shown as it is: no HTML, link or emphasis of its own (it may be an agent's output).
     """
     return " ".join(text.split()).translate(_MD_ESCAPES)
 
@@ -252,7 +265,10 @@ def _compare_case(
         ):
             p = fisher_less(base.passes, len(base.trials), cand.passes, len(cand.trials))
             if p < significance:
-                detail = f"pass rate {_rate(base)} -> {_rate(cand)} (Fisher p = {p:.3g} < {significance:g})"
+                detail = (
+                    f"pass rate {_rate(base)} -> {_rate(cand)} "
+                    f"(Fisher p = {p:.3g} < {significance:g})"
+                )
                 out.regressions.append(Change(cand.nodeid, detail, other))
     elif base.outcome in _PASSED and cand.outcome in _FAILED:
         out.regressions.append(Change(cand.nodeid, f"{base.outcome} -> {cand.outcome}", other))
@@ -267,9 +283,10 @@ def compare(
     tolerance: float = DEFAULT_TOLERANCE,
     significance: float = DEFAULT_SIGNIFICANCE,
 ) -> Comparison:
-    """Regressions, fixes, new and missing cases of ``candidate`` against ``baseline``, each by node
-    id (matched across rootdirs when no node id is in both); "not compared" when the two share no
-    case.
+    """Regressions, fixes, new and missing cases of ``candidate`` against ``baseline``.
+
+    Each by node id (matched across rootdirs when no node id is in both); "not compared" when the
+    two share no case.
     """
     base = {r.nodeid: r for r in baseline}
     cand = {r.nodeid: r for r in candidate}
@@ -311,16 +328,18 @@ def compare(
                 )
             if out.matched is None and before.nodeid != after.nodeid:
                 out.matched = (
-                    f"node ids matched across rootdirs: the baseline's {_file_of(before.nodeid)}::* is this run's "
-                    f"{_file_of(after.nodeid)}::*"
+                    "node ids matched across rootdirs: "
+                    f"the baseline's {_file_of(before.nodeid)}::* "
+                    f"is this run's {_file_of(after.nodeid)}::*"
                 )
     out.suite = SuiteTest.of(decided)
     return out
 
 
 def _trials(record: CaseRecord) -> tuple[int, int]:
-    """``(passing trials, trials)`` of a decided case; one trial of its outcome when it never ran
-    (an error).
+    """``(passing trials, trials)`` of a decided case.
+
+    One trial of its outcome when it never ran (an error).
     """
     if record.trials:
         return record.passes, len(record.trials)
@@ -328,8 +347,10 @@ def _trials(record: CaseRecord) -> tuple[int, int]:
 
 
 _Key = tuple[bool, str]
-"""A node id as compared: ``(True, the node id without the run's rootdir prefix)``, ``(False, the
-node id)`` for one without that prefix.
+"""A node id as compared: whether it had the run's rootdir prefix, and the node id without it.
+
+``(True, the node id without the run's rootdir prefix)``, ``(False, the node id)`` for one without
+that prefix.
 """
 
 
@@ -357,9 +378,11 @@ def _some(records: dict[str, CaseRecord], shown: int = 2) -> str:
 
 
 def _rootdir_prefixes(base: list[str], cand: list[str]) -> tuple[str, str] | None:
-    """``(the baseline's prefix, this run's)``: the leading directories that, left out of the node
-    ids, make the most cases match (the same files seen from two rootdirs: ``evals/eval_x.yaml::a``
-    and ``eval_x.yaml::a``); ``None`` when no two node ids name the same file name and case.
+    """``(the baseline's prefix, this run's)``: the prefixes that make the most node ids match.
+
+    The leading directories that, left out of the node ids, make the most cases match (the same
+    files seen from two rootdirs: ``evals/eval_x.yaml::a`` and ``eval_x.yaml::a``); ``None`` when no
+    two node ids name the same file name and case.
     """
     by_tail: dict[str, list[list[str]]] = {}
     for nodeid in cand:
@@ -377,15 +400,17 @@ def _rootdir_prefixes(base: list[str], cand: list[str]) -> tuple[str, str] | Non
 
 
 def load_records(path: Path) -> list[CaseRecord]:
-    """The records of an ``--agent-eval-report`` file; ``BaselineError`` naming the file when it is
-    not one.
+    """The records of an ``--agent-eval-report`` file.
+
+    ``BaselineError`` naming the file when it is not one.
     """
     return records_of(load_report(path)["cases"], path)
 
 
 def records_of(cases: list[Any], path: Path | None = None) -> list[CaseRecord]:
-    """A report's cases as records; ``BaselineError`` (naming ``path``, when given) when one is not
-    a record.
+    """A report's cases as records.
+
+    ``BaselineError`` (naming ``path``, when given) when one is not a record.
     """
     try:
         return [CaseRecord.from_dict(c) for c in cases]
@@ -397,9 +422,10 @@ def records_of(cases: list[Any], path: Path | None = None) -> list[CaseRecord]:
 
 
 def load_report(path: Path) -> dict[str, Any]:
-    """An ``--agent-eval-report`` file as data, its cases checked against the report schema (each
-    field of the type the reports read); ``BaselineError`` naming the file, and the case and field,
-    when it is not one.
+    """An ``--agent-eval-report`` file as data, its cases checked against the report schema.
+
+    Each field must be of the type the reports read; ``BaselineError`` naming the file, and the case
+    and field, when it is not one.
     """
     try:
         data = json.loads(path.read_text(encoding="utf-8"), parse_constant=_no_constant)
@@ -411,9 +437,10 @@ def load_report(path: Path) -> dict[str, Any]:
 
 
 def check_report(data: Any, path: Path) -> dict[str, Any]:
-    """``data`` (read from ``path``: a report, or one a journal was made into) when it is a report
-    whose cases match the report schema; ``BaselineError`` naming the file, and the case and field,
-    when it is not.
+    """``data`` when it is a report whose cases match the report schema.
+
+    ``data`` is read from ``path``: a report, or one a journal was made into. ``BaselineError``
+    naming the file, and the case and field, when it is not.
     """
     if (
         not isinstance(data, dict)

@@ -1,6 +1,7 @@
-"""What a record keeps of the case itself (SPEC §17): the input the agent is given, and a hash of
-the case's content that stays the same from run to run and changes when the case (or a file default
-it takes) is edited.
+"""What a record keeps of the case itself (SPEC §17): the agent's input and a content hash.
+
+The input the agent is given, and a hash of the case's content that stays the same from run to run
+and changes when the case (or a file default it takes) is edited.
 """
 
 from __future__ import annotations
@@ -18,18 +19,22 @@ if TYPE_CHECKING:
     from pytest_agent_eval.core.case import Case
 
 _PLACE = frozenset({"path", "line", "agent_line", "agent_name"})
-_UNSET_LEFT_OUT = frozenset({"inject", "expect_under_attack"})
-"""Fields added after hashes were first kept: left out while unset, so an unedited case keeps its
-hash.
+"""Fields that say where a case is or which matrix variant runs it, not what it is.
+
+They are left out of the hash, so a case moved down its file keeps its hash.
 """
-"""Fields that say where a case is or which matrix variant runs it, not what it is: left out of the hash, so a case
-moved down its file keeps its hash."""
+_UNSET_LEFT_OUT = frozenset({"inject", "expect_under_attack"})
+"""Fields added after hashes were first kept.
+
+They are left out while unset, so an unedited case keeps its hash.
+"""
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
 
 
 def case_input(case: Case) -> JSON:
-    """What the case gives the agent: ``query`` (or the scripted ``turns``, or the
-    ``simulated_user``) and the ``context``, bounded as every value in a report is.
+    """What the case gives the agent, bounded as every value in a report is.
+
+    ``query`` (or the scripted ``turns``, or the ``simulated_user``) and the ``context``.
     """
     out: dict[str, Any] = {}
     if case.turns:
@@ -44,23 +49,34 @@ def case_input(case: Case) -> JSON:
 
 
 def content_hash(case: Case) -> str:
-    """16 hex digits of the SHA-256 of the case's content (every field but where it is), in a
-    canonical form.
+    """16 hex digits of the SHA-256 of the case's content, in a canonical form.
+
+    The content is every field but where the case is.
     """
     text = json.dumps(_canonical(case), sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
 def _canonical(value: Any) -> Any:
-    """``value`` as plain data for the hash: dataclasses as their fields (without ``_PLACE``), no
-    object addresses.
+    """``value`` as plain data for the hash.
+
+    Dataclasses as their fields (without ``_PLACE``), no object addresses.
     """
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+    kind = type(value)
+    if kind in _SCALARS:
+        return value
+    if kind is dict:
+        return {str(key): _canonical(item) for key, item in value.items()}
+    if kind is list or kind is tuple:
+        return [_canonical(item) for item in value]
+    names = _FIELDS.get(kind)
+    if names is None:
+        names = _FIELDS[kind] = _hashed_fields(kind)
+    if names:
         return {
-            f.name: _canonical(getattr(value, f.name))
-            for f in dataclasses.fields(value)
-            if f.name not in _PLACE
-            and not (f.name in _UNSET_LEFT_OUT and getattr(value, f.name) is None)
+            name: _canonical(item)
+            for name in names
+            if (item := getattr(value, name)) is not None or name not in _UNSET_LEFT_OUT
         }
     if isinstance(value, dict):
         return {str(key): _canonical(item) for key, item in value.items()}
@@ -71,3 +87,14 @@ def _canonical(value: Any) -> Any:
     if isinstance(value, Path):
         return value.as_posix()
     return _ADDRESS.sub("", repr(value))
+
+
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+_FIELDS: dict[type, tuple[str, ...]] = {}
+"""A dataclass's hashed field names by its class (empty for any other class), found once."""
+
+
+def _hashed_fields(kind: type) -> tuple[str, ...]:
+    if not dataclasses.is_dataclass(kind):
+        return ()
+    return tuple(f.name for f in dataclasses.fields(kind) if f.name not in _PLACE)

@@ -1,5 +1,6 @@
-"""The records of a run, gathered on the xdist controller (or the only process) from the test
-reports.
+"""The records of a run, gathered from the test reports.
+
+On the xdist controller, or the only process.
 """
 
 from __future__ import annotations
@@ -20,13 +21,15 @@ COLLECTOR = pytest.StashKey["Records"]()
 ATTRIBUTE = "agent_eval"
 """The test report attribute that carries the record (a dict) from the worker to the controller."""
 CASSETTE = "agent_eval_cassette"
-"""The test report attribute that carries a cassette recorded on a worker to the controller
-(``plugin.cassettes``).
+"""The test report attribute that carries a cassette recorded on a worker to the controller.
+
+Read by ``plugin.traffic``.
 """
 
 DECIDED = (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED)
-"""Exit statuses a report's verdict (a threshold, the baseline gate) may change; an interrupt,
-internal or usage error is left as it is.
+"""Exit statuses a report's verdict (a threshold, the baseline gate) may change.
+
+An interrupt, internal or usage error is left as it is.
 """
 
 
@@ -43,32 +46,38 @@ class Records:
         case_lines: Callable[[str], dict[str, int]] = lambda file: {},
     ) -> None:
         self._records: dict[str, dict[str, Any]] = {}
-        """The records as the reports carry them (plain data): made into ``CaseRecord`` s when first
-        read, so a long run keeps one copy of each, not two, for the cyclic GC to go over.
+        """The records as the reports carry them (plain data).
+
+        They are made into ``CaseRecord`` s when first read, so a long run keeps one copy of each,
+        not two, for the cyclic GC to go over.
         """
         self._built: list[CaseRecord] | None = None
         self._started: dict[str, tuple[str, int | None]] = {}
         self._collected: list[str] = []
         self.is_eval_file = is_eval_file
-        """Whether a file (relative to the rootdir) holds eval items: tells a crashed worker's eval
-        item.
+        """Whether a file (relative to the rootdir) holds eval items.
+
+        Tells a crashed worker's eval item.
         """
         self.case_lines = case_lines
-        """The line of each case id of an eval file (relative to the rootdir): where a case not run
-        is.
+        """The line of each case id of an eval file (relative to the rootdir).
+
+        Tells where a case not run is.
         """
         self._items: list[pytest.Item] = []
         self._died: dict[str, str] = {}
-        """Node id -> the xdist worker that died while it ran the case (its record is the crash's
-        error).
+        """Node id -> the xdist worker that died while it ran the case.
+
+        The case's record is the crash's error.
         """
         self._lost: dict[str, str] = {}
         """Node id -> the xdist worker that died with the case sent to it and not finished."""
         self.ended = how_it_ended(None)
         """How the run ended (``pytest_sessionfinish``), as the reasons of ``not_run`` say it."""
         self.held: dict[str, str] = {}
-        """Node id -> why the run chose not to start the case (the spend cap): its reason in
-        ``not_run``.
+        """Node id -> why the run chose not to start the case (the spend cap).
+
+        It is the case's reason in ``not_run``.
         """
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
@@ -95,8 +104,9 @@ class Records:
         self._collected = [nodeid for nodeid in nodeids if nodeid.split("::")[0] in evals]
 
     def not_finished(self) -> list[str]:
-        """The eval items collected that have no record (an interrupted run's cases that did not run
-        or finish).
+        """The eval items collected that have no record.
+
+        An interrupted run's cases that did not run or finish.
         """
         return [nodeid for nodeid in self._collected if nodeid not in self._records]
 
@@ -105,10 +115,12 @@ class Records:
         self.ended = how_it_ended(exitstatus, bool(session.shouldfail or session.shouldstop))
 
     def not_run(self, ended: str | None = None) -> list[dict[str, Any]]:
-        """The JSON report's ``not_run``: ``{nodeid, file, line, reason}`` for each eval item
-        collected without a final record (``ended``: how the run ended, e.g. ``the run was
-        interrupted``) and each whose record is a worker crash's error; in collection order (then by
-        node id, crashes of items not known to be collected).
+        """The JSON report's ``not_run``: the eval items without a final record, and why.
+
+        ``{nodeid, file, line, reason}`` for each eval item collected without a final record
+        (``ended``: how the run ended, e.g. ``the run was interrupted``) and each whose record is a
+        worker crash's error; in collection order (then by node id, crashes of items not known to be
+        collected).
         """
         missing = self.not_finished()
         crashed = {nodeid for nodeid in self._died if nodeid in self._records}
@@ -128,7 +140,10 @@ class Records:
         entries = []
         for nodeid in order:
             if nodeid in self._died:
-                reason = f"{_worker(self._died[nodeid])} died while it ran the case; its record is that error"
+                reason = (
+                    f"{_worker(self._died[nodeid])} died while it ran the case; "
+                    "its record is that error"
+                )
             elif nodeid in self._lost:
                 reason = f"{_worker(self._lost[nodeid])} died before it finished the case"
             elif nodeid in self.held and nodeid not in self._started:
@@ -144,8 +159,10 @@ class Records:
         return entries
 
     def _lines(self, nodeids: list[str]) -> dict[str, int]:
-        """The (1-based) line of each of ``nodeids``: from its item, else its start, else its eval
-        file read again (an item an xdist worker never started); none when it cannot be told.
+        """The (1-based) line of each of ``nodeids``.
+
+        From its item, else its start, else its eval file read again (an item an xdist worker never
+        started); none when it cannot be told.
         """
         wanted = set(nodeids)
         lines: dict[str, int] = {}
@@ -191,8 +208,9 @@ class Records:
             )  # as pytest counts it
 
     def carry(self, records: dict[str, dict[str, Any]]) -> None:
-        """Start from an earlier report's records, by node id (``--agent-eval-resume``): this run's
-        replace them.
+        """Start from an earlier report's records, by node id (``--agent-eval-resume``).
+
+        This run's records replace them.
         """
         for nodeid, data in records.items():
             self._keep(nodeid, data)
@@ -206,8 +224,9 @@ class Records:
             self._died.pop(nodeid, None)
 
     def _crashed(self, report: pytest.TestReport) -> None:
-        """The record of an eval item whose xdist worker died running it: an error, with where it is
-        and why.
+        """The record of an eval item whose xdist worker died running it.
+
+        An error, with where it is and why.
         """
         from pytest_agent_eval.report.record import CaseRecord, crash_message
 
@@ -221,8 +240,9 @@ class Records:
         self._keep(report.nodeid, record.to_dict(), died=compat.crashed_worker(report) or "")
 
     def final_record(self, nodeid: str) -> dict[str, Any] | None:
-        """The record of ``nodeid`` when it is final (not a crashed worker's error, which a resumed
-        run runs again); ``None`` when there is none yet.
+        """The record of ``nodeid`` when it is final; ``None`` when there is none yet.
+
+        A crashed worker's error is not final: a resumed run runs the case again.
         """
         return None if nodeid in self._died else self._records.get(nodeid)
 
@@ -233,8 +253,9 @@ class Records:
 
     @property
     def records(self) -> list[CaseRecord]:
-        """Every record so far, by node id (the order does not depend on which worker finished
-        first).
+        """Every record so far, by node id.
+
+        The order does not depend on which worker finished first.
         """
         if not self._records:
             return []

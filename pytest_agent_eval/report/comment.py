@@ -1,5 +1,6 @@
-"""``agent-eval comment REPORT [--baseline B]`` (SPEC §25): the pull-request comment of a saved or
-merged report.
+"""``agent-eval comment REPORT [--baseline B]`` (SPEC §25): a report's pull-request comment.
+
+The pull-request comment of a saved or merged report.
 
 Its first line is a hidden marker (:data:`MARKER`): a workflow finds the comment it wrote before by
 it and edits that one, so a pull request keeps one sticky comment however often it is pushed. What a
@@ -40,8 +41,9 @@ def _cost(records: list[CaseRecord]) -> float | None:
 
 
 def headline(records: list[CaseRecord], comparison: Comparison | None, not_run: int) -> str:
-    """The first visible line: the suite's verdict against the baseline (or the pass count without
-    one).
+    """The first visible line: the suite's verdict against the baseline.
+
+    Without a baseline, the pass count.
     """
     from pytest_agent_eval.report.stats import Stats
 
@@ -53,7 +55,10 @@ def headline(records: list[CaseRecord], comparison: Comparison | None, not_run: 
         mark = "❌" if stats.failed or stats.errors or not_run else "✅"
         return f"### {mark} agent eval: {counted}"
     if comparison.not_compared is not None:
-        return f"### ⚠️ agent eval: {counted}; baseline not compared: {md_cell(comparison.not_compared)}"
+        return (
+            f"### ⚠️ agent eval: {counted}; "
+            f"baseline not compared: {md_cell(comparison.not_compared)}"
+        )
     if comparison.suite_dropped() and comparison.suite is not None:
         verdict = "the pass rate dropped significantly"
         mark = "❌"
@@ -94,8 +99,10 @@ def comment_lines(
     baseline: list[CaseRecord] | None = None,
     not_run: list[dict[str, Any]] | None = None,
 ) -> list[str]:
-    """The comment: marker, headline, the suite-level test, regressions, fixes, cost, failures, then
-    the whole summary folded.
+    """The comment, as markdown text.
+
+    Marker, headline, the suite-level test, regressions, fixes, cost, failures, then the whole
+    summary folded.
     """
     not_run = not_run or []
     out = [MARKER, headline(records, comparison, len(not_run))]
@@ -147,8 +154,10 @@ def comment(
     tolerance: float = DEFAULT_TOLERANCE,
     significance: float = DEFAULT_SIGNIFICANCE,
 ) -> int:
-    """The ``agent-eval comment`` command: print the comment; 0, or 2 for an unusable report or
-    baseline. The comment says what failed; the exit status does not (``agent-eval gate`` judges).
+    """The ``agent-eval comment`` command: print the comment; 0, or 2 for an unusable input.
+
+    2 for an unusable report or baseline. The comment says what failed; the exit status does not
+    (``agent-eval gate`` judges).
     """
     from pytest_agent_eval.report.merge import not_run_of
 

@@ -1,6 +1,8 @@
-"""``--agent-eval-baseline PATH``: this run against an earlier report, shown after the summary and,
-with ``--agent-eval-fail-on-regression`` or ``--agent-eval-gate regressions``, deciding the exit
-status; with ``--agent-eval-gate suite`` the suite-level test alone decides it (SPEC §20).
+"""``--agent-eval-baseline PATH``: this run against an earlier report, shown after the summary.
+
+With ``--agent-eval-fail-on-regression`` or ``--agent-eval-gate regressions``, the comparison
+decides the exit status; with ``--agent-eval-gate suite`` the suite-level test alone decides it
+(SPEC §20).
 
 A baseline that cannot be used (not JSON, another schema version, not a report) is one line in the
 summary; the run runs and reports as without a baseline, its exit status its own. A baseline that
@@ -49,8 +51,9 @@ class BaselineCompare:
         self.comparison: Comparison | None = None
 
     def compared(self) -> Comparison | None:
-        """The comparison with the records so far (made once, at the end of the session); ``None``
-        when the baseline could not be read.
+        """The comparison with the records so far, made once, at the end of the session.
+
+        ``None`` when the baseline could not be read.
         """
         if self.comparison is None and self.baseline is not None:
             self.comparison = compare(
@@ -59,8 +62,9 @@ class BaselineCompare:
         return self.comparison
 
     def to_dict(self) -> dict[str, Any]:
-        """What the JSON report keeps of the comparison: the baseline's path and the comparison, or
-        why the baseline was not used.
+        """What the JSON report keeps of the comparison.
+
+        The baseline's path and the comparison, or why the baseline was not used.
         """
         if self.error is not None:
             return {"path": str(self.path), "error": self.error}

@@ -1,5 +1,6 @@
-"""A failed case's text: a count line, every check with ✓/✗, diffs for the failed ones, the calls,
-the location.
+"""A failed case's text, as pytest shows it.
+
+A count line, every check with ✓/✗, diffs for the failed ones, the calls, the location.
 """
 
 from __future__ import annotations
@@ -21,8 +22,9 @@ def _value(value: Any) -> str:
 
 
 def trial_summary(trial: TrialResult, min_score: float | None) -> str:
-    """How many of the trial's ✓/✗ lines are ✗ (checks, violations, the agent's error), and its
-    score.
+    """How many of the trial's ✓/✗ lines are ✗, and its score.
+
+    The lines are the checks, the violations and the agent's error.
     """
     if trial.summary:  # a conversation: its composite with every part, or why there is none
         return trial.summary
@@ -40,8 +42,9 @@ def trial_summary(trial: TrialResult, min_score: float | None) -> str:
 
 
 def summary(result: CaseResult) -> str:
-    """The one-line summary of a failed case: counts, never a message of its own (that is on its ✗
-    line).
+    """The one-line summary of a failed case: counts, never a message of its own.
+
+    A message is on its ✗ line.
     """
     case = result.case
     if len(result.trials) > 1:
@@ -53,7 +56,10 @@ def summary(result: CaseResult) -> str:
 
 
 def trial_lines(trial: TrialResult) -> list[str]:
-    """Every check with ✓/✗, expected against actual for the failed ones, and the tool calls once."""
+    """Every check with ✓/✗, and the tool calls once.
+
+    Expected against actual for the failed checks.
+    """
     lines: list[str] = []
     if trial.run.error:
         lines.append(f"  ✗ {trial.run.error}")
@@ -88,8 +94,9 @@ def transcript_lines(history: list[dict[str, Any]]) -> list[str]:
 
 
 def failure_lines(result: CaseResult, verbose: int = 0) -> list[str]:
-    """The whole failure text of a case, as lines (``-v`` details are report sections: see
-    :func:`details`).
+    """The whole failure text of a case, as lines.
+
+    The ``-v`` details are report sections: see :func:`details`.
     """
     case = result.case
     lines = [summary(result)]
@@ -109,8 +116,9 @@ def failure_lines(result: CaseResult, verbose: int = 0) -> list[str]:
 
 
 def details(result: CaseResult) -> list[tuple[str, str]]:
-    """``-v`` report sections of a case's shown trial: the agent's full output and every tool call
-    in full.
+    """The ``-v`` report sections of a case's shown trial.
+
+    The agent's full output and every tool call in full.
     """
     run = result.first.run
     calls = [

@@ -1,6 +1,7 @@
-"""The report formats, each a plugin object registered on the controller only (not on xdist
-workers), as pytest's own junitxml is; all of them read the records that ``Records`` gathers from
-the test reports.
+"""The report formats, each a plugin object registered on the controller only.
+
+Not on xdist workers, as pytest's own junitxml is; all of them read the records that ``Records``
+gathers from the test reports.
 
 A format is one module (its plugin object) and one registration line, :func:`add_format`, in the
 ``pytest_agent_eval_register_formats`` hook: here for the built-in ones (:func:`builtin_formats`),
@@ -28,17 +29,19 @@ from pytest_agent_eval.report.summary import Summary
 from pytest_agent_eval.report.thresholds import SuiteThresholds, Thresholds
 
 MakeFormat = Callable[[pytest.Config, Records], object]
-"""``make(config, records) -> plugin object``: a format from the run's options and its records (read
-them when the session finishes: ``records.records``, one ``CaseRecord`` per eval item).
+"""``make(config, records) -> plugin object``: a format from the run's options and its records.
+
+Read the records when the session finishes: ``records.records``, one ``CaseRecord`` per eval item.
 """
 
 
 def add_format(
     config: pytest.Config, name: str, make: MakeFormat, option: str | None = None
 ) -> None:
-    """Register the report format ``name``: the plugin object ``make(config, records)``, on the
-    xdist controller (or the only process) and only when ``option`` (an option's ``dest``; ``None``:
-    always) is set.
+    """Register the report format ``name``: the plugin object ``make(config, records)``.
+
+    On the xdist controller (or the only process) and only when ``option`` (an option's ``dest``;
+    ``None``: always) is set.
 
     Call it from ``pytest_agent_eval_register_formats`` (or ``pytest_configure``). Workers register
     nothing: their reports, each with its case's record, reach the controller, so a format reads the
@@ -54,8 +57,10 @@ _REGISTERED = pytest.StashKey[list[str]]()
 
 
 def withdraw(config: pytest.Config) -> None:
-    """Unregister every format and the summary: the session turned out to be no run (a usage error
-    found at collection), and the reports of the last real run stay as they are.
+    """Unregister every format and the summary: the session turned out to be no run.
+
+    For example a usage error found at collection; the reports of the last real run stay as they
+    are.
     """
     for name in [*config.stash.get(_REGISTERED, []), "agent_eval_summary", "agent_eval_thresholds"]:
         plugin = config.pluginmanager.get_plugin(name)
@@ -65,8 +70,9 @@ def withdraw(config: pytest.Config) -> None:
 
 
 def run_records(config: pytest.Config) -> Records:
-    """The run's records, gathered by the ``Records`` plugin object (registered with the first
-    format).
+    """The run's records, gathered by the ``Records`` plugin object.
+
+    The object is registered with the first format.
     """
     collector = config.stash.get(COLLECTOR, None)
     if collector is None:
@@ -78,7 +84,10 @@ def run_records(config: pytest.Config) -> Records:
 
 
 def _is_eval_file(config: pytest.Config, file: str) -> bool:
-    """Whether ``file`` (a node id's path, relative to the rootdir) was collected as an eval file."""
+    """Whether ``file`` was collected as an eval file.
+
+    ``file`` is a node id's path, relative to the rootdir.
+    """
     path = config.rootpath / file
     explicit = any(
         (config.invocation_params.dir / arg.split("::")[0]).resolve() == path for arg in config.args
@@ -87,33 +96,37 @@ def _is_eval_file(config: pytest.Config, file: str) -> bool:
 
 
 CASE_LINES = pytest.StashKey[Callable[[str], dict[str, int]]]()
-"""Set by the plugin layer: ``case_lines(file)``, the line of each case id of the eval file ``file``
-(relative to the rootdir), read again on the controller for the cases an xdist worker never started;
-empty when it cannot be read (a line is then not told, never made up).
+"""Set by the plugin layer: ``case_lines(file)``, the line of each case id of an eval file.
+
+``file`` is relative to the rootdir; it is read again on the controller for the cases an xdist
+worker never started; empty when it cannot be read (a line is then not told, never made up).
 """
 
 
 def _case_lines(config: pytest.Config, file: str) -> dict[str, int]:
-    """The lines of ``file``'s cases through the plugin's reader (:data:`CASE_LINES`); none without
-    one.
+    """The lines of ``file``'s cases through the plugin's reader (:data:`CASE_LINES`).
+
+    None without a reader.
     """
     read = config.stash.get(CASE_LINES, None)
     return read(file) if read is not None else {}
 
 
 def configure(config: pytest.Config) -> None:
-    """Register the record collector and the terminal summary (and the formats asked for) on the
-    controller; none under ``--collect-only`` (an IDE's background discovery): it writes no report
-    and prints no eval summary, and the last real run's reports stay as they are (SPEC §22).
+    """Register the record collector, the terminal summary and the formats asked for.
+
+    On the controller; none under ``--collect-only`` (an IDE's background discovery): it writes no
+    report and prints no eval summary, and the last real run's reports stay as they are (SPEC §22).
     """
     if is_worker(config) or config.option.collectonly:
         return
     for flag, value in rootdir_moved_by(config):
         config.issue_config_time_warning(
             pytest.PytestConfigWarning(
-                f"pytest chose the rootdir {config.rootpath} with {value} ({flag}) as a test path; write "
-                f"{flag}={value}: pytest reads a plugin's options after it chooses the rootdir, and node ids (which "
-                "a baseline is compared by) and the ini file read depend on it"
+                f"pytest chose the rootdir {config.rootpath} with {value} ({flag}) "
+                f"as a test path; write {flag}={value}: "
+                "pytest reads a plugin's options after it chooses the rootdir, "
+                "and node ids (which a baseline is compared by) and the ini file read depend on it"
             ),
             stacklevel=2,
         )

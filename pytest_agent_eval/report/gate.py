@@ -1,5 +1,7 @@
-"""``agent-eval gate REPORT [--baseline B] [--min-pass-rate X] [--max-cost X] [--max-p95-latency S]
-[--markdown PATH]`` (SPEC §18): a saved or merged report judged as a run judges itself with
+"""``agent-eval gate`` (SPEC §18): a saved or merged report judged as a run judges itself.
+
+``agent-eval gate REPORT [--baseline B] [--min-pass-rate X] [--max-cost X] [--max-p95-latency S]
+[--markdown PATH]`` judges a saved or merged report as a run judges itself with
 ``--agent-eval-gate regressions`` and the suite thresholds. Plain Python, no pytest; the comparison
 (``baseline.compare``), the thresholds (``limits.Thresholds``) and the markdown (``markdown_text``)
 are the run's own.
@@ -69,8 +71,9 @@ class Verdict:
         return f"gate failed: {'; '.join(self.reasons)}" if self.failed else "gate passed"
 
     def lines(self) -> list[str]:
-        """The verdict as text: the comparison, the thresholds, what is missing, then the one-line
-        verdict.
+        """The verdict as text lines.
+
+        The comparison, the thresholds, what is missing, then the one-line verdict.
         """
         out = [*(self.comparison.lines() if self.comparison is not None else [])]
         out += [f"threshold missed: {line}" for line in self.missed]
@@ -79,7 +82,9 @@ class Verdict:
         return [*out, self.verdict()]
 
     def markdown(self) -> list[str]:
-        """The run's markdown summary of the report, then the thresholds, what is missing and the
+        """The verdict as markdown.
+
+        The run's markdown summary of the report, then the thresholds, what is missing and the
         verdict.
         """
         stopped = None
@@ -101,8 +106,9 @@ class Verdict:
 
 
 def incomplete(path: Path, document: dict[str, Any]) -> list[str]:
-    """Why a report does not hold its whole run: a merge's reasons, the cases not run, a run that
-    did not finish.
+    """Why a report does not hold its whole run.
+
+    A merge's reasons, the cases not run, a run that did not finish.
     """
     run = run_of(path, document)
     given = run.get("incomplete") or []
@@ -117,11 +123,13 @@ def incomplete(path: Path, document: dict[str, Any]) -> list[str]:
         more = f" and {len(not_run) - _SHOWN} more" if len(not_run) > _SHOWN else ""
         noun = "case" if len(not_run) == 1 else "cases"
         reasons.append(
-            f"{len(not_run)} {noun} not run: {names}{more} (run them with --agent-eval-resume {path})"
+            f"{len(not_run)} {noun} not run: {names}{more} "
+            f"(run them with --agent-eval-resume {path})"
         )
     if run.get("finished") is not True and not reasons:
         reasons.append(
-            "the run did not finish (interrupted, stopped early or a session error): cases may be missing"
+            "the run did not finish (interrupted, stopped early or a session error): "
+            "cases may be missing"
         )
     return reasons
 
@@ -135,8 +143,9 @@ def judge(
     tolerance: float,
     significance: float,
 ) -> Verdict:
-    """The report's verdict: compared with ``baseline`` (when given), its thresholds checked, its
-    completeness.
+    """The report's verdict.
+
+    Compared with ``baseline`` (when given), its thresholds checked, its completeness.
     """
     from pytest_agent_eval.report.stats import Stats
 
@@ -158,7 +167,8 @@ def gate(
     out: TextIO,
     err: TextIO,
 ) -> int:
-    """The ``agent-eval gate`` command: print the verdict (and append its markdown to ``markdown``);
+    """The ``agent-eval gate`` command: print the verdict (and append its markdown to ``markdown``).
+
     1 when the gate fails, 0 when it passes, 2 for an unusable report or baseline or an unwritable
     markdown file.
     """

@@ -1,7 +1,8 @@
-"""GitHub Actions workflow commands for a run (SPEC §25): one ``::error`` annotation per failed or
-errored case, at the case's own file and line, escaped as GitHub's toolkit escapes them
-(``actions/toolkit``, ``packages/core/src/command.ts``: ``escapeData`` and ``escapeProperty``).
-Plain Python, no pytest.
+"""GitHub Actions workflow commands for a run (SPEC §25): ``::error`` annotations of failed cases.
+
+One ``::error`` annotation per failed or errored case, at the case's own file and line, escaped as
+GitHub's toolkit escapes them (``actions/toolkit``, ``packages/core/src/command.ts``:
+``escapeData`` and ``escapeProperty``). Plain Python, no pytest.
 """
 
 from __future__ import annotations
@@ -19,22 +20,25 @@ _DETAIL_LINES = 5
 
 
 def escape_data(text: str) -> str:
-    """A command's message as the toolkit's ``escapeData`` writes it: ``%``, CR and LF
-    percent-encoded.
+    """A command's message as the toolkit's ``escapeData`` writes it.
+
+    ``%``, CR and LF percent-encoded.
     """
     return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
 
 
 def escape_property(text: str) -> str:
-    """A command property's value as the toolkit's ``escapeProperty`` writes it: as data, and ``:``
-    and ``,`` too (they end a property).
+    """A command property's value as the toolkit's ``escapeProperty`` writes it.
+
+    Escaped as data, and ``:`` and ``,`` too (they end a property).
     """
     return escape_data(text).replace(":", "%3A").replace(",", "%2C")
 
 
 def command(name: str, properties: dict[str, str], message: str) -> str:
-    """``::name key=value,key=value::message``, each part escaped; empty properties are left out, as
-    the toolkit leaves them.
+    """A workflow command, ``::name key=value,key=value::message``, each part escaped.
+
+    Empty properties are left out, as the toolkit leaves them.
     """
     props = ",".join(
         f"{key}={escape_property(value)}" for key, value in properties.items() if value
@@ -43,8 +47,9 @@ def command(name: str, properties: dict[str, str], message: str) -> str:
 
 
 def workspace_path(file: str, rootdir: Path, workspace: str | None) -> str:
-    """``file`` (relative to ``rootdir``) relative to the GitHub workspace (``$GITHUB_WORKSPACE``),
-    where GitHub finds it in the pull request's diff; relative to the rootdir when there is no
+    """``file`` (relative to ``rootdir``) relative to the GitHub workspace (``$GITHUB_WORKSPACE``).
+
+    There GitHub finds it in the pull request's diff; relative to the rootdir when there is no
     workspace or the file is not in it.
     """
     if workspace:
@@ -58,8 +63,10 @@ def workspace_path(file: str, rootdir: Path, workspace: str | None) -> str:
 
 
 def message(record: CaseRecord) -> str:
-    """What the annotation says: the one-line reason, then each check that failed (a few) and the
-    agent's error, line by line, where the reason does not already say them.
+    """What the annotation says, line by line.
+
+    The one-line reason, then each check that failed (a few) and the agent's error, line by line,
+    where the reason does not already say them.
     """
     first = reason(record)
     failed = [c for c in record.checks if not c.passed]
@@ -74,7 +81,10 @@ def message(record: CaseRecord) -> str:
 def error_commands(
     records: Iterable[CaseRecord], rootdir: Path, workspace: str | None
 ) -> list[str]:
-    """One ``::error`` per failed or errored case (by node id: once per case), at its file and line."""
+    """One ``::error`` per failed or errored case, at its file and line.
+
+    By node id: once per case.
+    """
     out = []
     seen: set[str] = set()
     for record in records:
@@ -90,7 +100,8 @@ def error_commands(
 
 
 def in_actions(environ: dict[str, str] | os._Environ[str] = os.environ) -> bool:
-    """Whether this process runs in a GitHub Actions job (``GITHUB_ACTIONS=true``, as the runner
-    sets it).
+    """Whether this process runs in a GitHub Actions job.
+
+    ``GITHUB_ACTIONS=true``, as the runner sets it.
     """
     return environ.get("GITHUB_ACTIONS", "").lower() == "true"

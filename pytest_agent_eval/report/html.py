@@ -1,5 +1,6 @@
-"""``--agent-eval-html PATH`` and ``agent-eval html REPORT [BASE] -o PATH``: one self-contained HTML
-page of a run.
+"""The HTML report: one self-contained HTML page of a run.
+
+Written by ``--agent-eval-html PATH`` and by ``agent-eval html REPORT [BASE] -o PATH``.
 
 The page is rendered from the JSON report's document (run metadata and the per-case records): the
 summary, the charts and the baseline comparison are HTML written here (readable without JavaScript);
@@ -64,8 +65,9 @@ def _table(rows: list[tuple[str, ...]], cls: str = "") -> str:
 
 
 def _trust_section(records: list[CaseRecord], document: dict[str, Any]) -> str:
-    """Attack success rates of injection variants, judges' calibration and panels' agreement (SPEC
-    §26).
+    """The trust figures of SPEC §26, as a section of the page.
+
+    Attack success rates of injection variants, judges' calibration and panels' agreement.
     """
     from pytest_agent_eval.report.trust import figures, tables
 
@@ -98,13 +100,15 @@ def _histogram(records: list[CaseRecord]) -> str:
     for i, n in enumerate(bins):
         h = 100 * n / top
         bars.append(
-            f'<rect x="{i * 30 + 2}" y="{110 - h:.1f}" width="26" height="{h:.1f}"><title>{i / 10:.1f}–'
+            f'<rect x="{i * 30 + 2}" y="{110 - h:.1f}" width="26" height="{h:.1f}">'
+            f"<title>{i / 10:.1f}–"
             f"{(i + 1) / 10:.1f}: {n} cases</title></rect>"
             f'<text x="{i * 30 + 15}" y="125" text-anchor="middle">{i / 10:.1f}</text>'
         )
     return (
         f"<figure><figcaption>Scores ({len(scores)} scored cases)</figcaption>"
-        f'<svg class="chart" viewBox="0 0 300 130" width="300" height="130" role="img">{"".join(bars)}</svg></figure>'
+        f'<svg class="chart" viewBox="0 0 300 130" width="300" height="130" role="img">'
+        f"{''.join(bars)}</svg></figure>"
     )
 
 
@@ -127,7 +131,8 @@ def _latency_chart(title: str, groups: dict[str, list[CaseRecord]]) -> str:
             f"<title>p95 {_seconds(p95)}</title></rect>"
             f'<rect class="p50" x="250" y="{y + 6}" width="{300 * p50 / top:.1f}" height="8">'
             f"<title>p50 {_seconds(p50)}</title></rect>"
-            f'<text x="{255 + 300 * p95 / top:.1f}" y="{y + 14}">{_seconds(p50)} / {_seconds(p95)}</text>'
+            f'<text x="{255 + 300 * p95 / top:.1f}" y="{y + 14}">'
+            f"{_seconds(p50)} / {_seconds(p95)}</text>"
         )
     height = 22 * min(len(rows), 40)
     return (
@@ -153,7 +158,8 @@ def _charts(records: list[CaseRecord]) -> str:
 
 
 def _side(record: CaseRecord | None, unknown: bool = False) -> str:
-    """One side of a changed case: outcome, score, pass count, the failed checks and the output;
+    """One side of a changed case: outcome, score, pass count, the failed checks and the output.
+
     ``unknown``: the records of that side are not at hand.
     """
     if unknown:
@@ -177,8 +183,10 @@ def _side(record: CaseRecord | None, unknown: bool = False) -> str:
 
 @dataclass(frozen=True)
 class Baseline:
-    """The run's comparison with an earlier report (made once, with the run's tolerance and
-    significance), the earlier report's records (shown side by side) and its name.
+    """The run's comparison with an earlier report, that report's records and its name.
+
+    The comparison is made once, with the run's tolerance and significance; the earlier report's
+    records are shown side by side.
     """
 
     comparison: Comparison
@@ -203,7 +211,8 @@ def _baseline_section(records: list[CaseRecord], baseline: Baseline) -> str:
             continue
         out.append(f'<h3 id="baseline-{title}">{esc(title)} ({len(changes)})</h3>')
         out.append(
-            '<table class="sbs"><thead><tr><th>case</th><th>change</th><th>baseline</th><th>this run</th>'
+            '<table class="sbs"><thead><tr><th>case</th><th>change</th><th>baseline</th>'
+            "<th>this run</th>"
         )
         out.append("</tr></thead><tbody>")
         change: Change
@@ -250,15 +259,16 @@ def _run_header(run: dict[str, Any]) -> str:
         )
     elif not run.get("finished", True):
         banner = (
-            '<p class="interrupted" id="interrupted">This run was interrupted: the page shows the cases that '
-            "finished.</p>"
+            '<p class="interrupted" id="interrupted">This run was interrupted: '
+            "the page shows the cases that finished.</p>"
         )
     return f'<dl class="run">{items}</dl>{banner}'
 
 
 def _not_run_section(entries: list[dict[str, Any]]) -> str:
-    """The cases that did not run or finish (a dead worker, an interrupt), each with where it is and
-    why.
+    """The section of the cases that did not run or finish, each with where it is and why.
+
+    A case may not run or finish because of a dead worker or an interrupt.
     """
     if not entries:
         return ""
@@ -269,15 +279,18 @@ def _not_run_section(entries: list[dict[str, Any]]) -> str:
         for e in entries
     )
     return (
-        f'<section id="not-run"><h2>Not run ({len(entries)})</h2><p>These cases did not run or finish; the figures '
-        "above leave them out (those a dead worker was running are counted as errors).</p>"
-        f"<table><thead><tr><th>case</th><th>where</th><th>why</th></tr></thead><tbody>{rows}</tbody></table></section>"
+        f'<section id="not-run"><h2>Not run ({len(entries)})</h2>'
+        "<p>These cases did not run or finish; the figures above leave them out "
+        "(those a dead worker was running are counted as errors).</p>"
+        "<table><thead><tr><th>case</th><th>where</th><th>why</th></tr></thead>"
+        f"<tbody>{rows}</tbody></table></section>"
     )
 
 
 def _flaky_section(flaky: dict[str, list[str]]) -> str:
-    """The flaky cases (outcome flips over the last stored runs, the case unchanged); nothing
-    without any.
+    """The section of the flaky cases; nothing without any.
+
+    A flaky case's outcome flips over the last stored runs while the case is unchanged.
     """
     if not flaky:
         return ""
@@ -286,9 +299,11 @@ def _flaky_section(flaky: dict[str, list[str]]) -> str:
         for nodeid, outcomes in sorted(flaky.items())
     )
     return (
-        f'<section id="flaky"><h2>Flaky ({len(flaky)})</h2><p>These cases both passed and failed over the last runs '
+        f'<section id="flaky"><h2>Flaky ({len(flaky)})</h2>'
+        "<p>These cases both passed and failed over the last runs "
         "in the run store while their content stayed the same.</p>"
-        f"<table><thead><tr><th>case</th><th>outcomes, oldest first</th></tr></thead><tbody>{rows}</tbody></table>"
+        "<table><thead><tr><th>case</th><th>outcomes, oldest first</th></tr></thead>"
+        f"<tbody>{rows}</tbody></table>"
         "</section>"
     )
 
@@ -334,11 +349,14 @@ def render(document: dict[str, Any], baseline: Baseline | None = None) -> str:
             for t in sorted({t for r in records for t in r.tags})
         ),
         "</select></label>",
-        '<label>text <input id="f-text" type="search" placeholder="case, output, message…"></label>',
+        '<label>text <input id="f-text" type="search" '
+        'placeholder="case, output, message…"></label>',
         '<span id="shown"></span></div>',
         '<table id="case-table"><thead><tr>',
-        '<th data-key="nodeid">case</th><th data-key="outcome">outcome</th><th data-key="score">score</th>',
-        '<th data-key="latency_s">latency</th><th data-key="cost">cost</th><th data-key="tags">tags</th>',
+        '<th data-key="nodeid">case</th><th data-key="outcome">outcome</th>'
+        '<th data-key="score">score</th>',
+        '<th data-key="latency_s">latency</th><th data-key="cost">cost</th>'
+        '<th data-key="tags">tags</th>',
         "</tr></thead><tbody></tbody></table></section>",
         f'<script type="application/json" id="data">{embedded_json(_linked(document))}</script>',
         f"<script>{_asset('report.js')}</script>",
@@ -384,8 +402,9 @@ class HtmlReport:
         self.written = False
 
     def baseline(self) -> Baseline | None:
-        """``--agent-eval-baseline``'s comparison (the one the terminal shows), when it was given
-        and could be read.
+        """``--agent-eval-baseline``'s comparison, when it was given and could be read.
+
+        The same comparison the terminal shows.
         """
         compared = self.config.pluginmanager.get_plugin("agent_eval_baseline")
         comparison = None if compared is None else compared.compared()

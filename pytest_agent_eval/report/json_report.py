@@ -1,14 +1,11 @@
-"""``--agent-eval-report PATH``: the run's metadata and every record as JSON, written atomically
-when the session ends, also when it is interrupted (then with what finished).
+"""``--agent-eval-report PATH``: the run's metadata and every record as JSON.
+
+Written atomically when the session ends, also when it is interrupted (then with what finished).
 """
 
 from __future__ import annotations
 
 import datetime
-import os
-import platform
-import re
-import subprocess
 import time
 from pathlib import Path
 from typing import Any
@@ -18,54 +15,10 @@ import pytest
 from pytest_agent_eval.report.atomic import write_report, write_text_atomically
 from pytest_agent_eval.report.collector import Records, how_it_ended
 from pytest_agent_eval.report.options import FLAKY
+from pytest_agent_eval.report.run_info import git_commit, run_end, run_start
+from pytest_agent_eval.report.run_info import redacted as redacted
 from pytest_agent_eval.report.schema import SCHEMA_VERSION, report_text
 from pytest_agent_eval.report.stats import agent_figures
-from pytest_agent_eval.secrets import scrub_text
-from pytest_agent_eval.version import __version__
-
-_SECRET = re.compile(r"(key|token|secret|password|passwd|auth|credential|cookie)", re.IGNORECASE)
-_NOT_FINISHED = (
-    pytest.ExitCode.INTERRUPTED,
-    pytest.ExitCode.INTERNAL_ERROR,
-    pytest.ExitCode.USAGE_ERROR,
-)
-
-
-def redacted(args: list[str]) -> list[str]:
-    """Command-line arguments with the values of secret-looking options (``--api-key=x``, ``-o
-    token=x``, ``--token x``) replaced by ``***``.
-    """
-    out: list[str] = []
-    hide_next = False
-    for arg in map(
-        scrub_text, args
-    ):  # a URL's userinfo (redis://:password@host), a secret the run knows
-        if hide_next:
-            out.append("***")
-            hide_next = False
-        elif "=" in arg and _SECRET.search(arg.split("=", 1)[0]):
-            out.append(arg.split("=", 1)[0] + "=***")
-        else:
-            out.append(arg)
-            hide_next = arg.startswith("-") and bool(_SECRET.search(arg))
-    return out
-
-
-def git_commit(directory: Path) -> str | None:
-    """HEAD of the git checkout ``directory`` is in, or ``None`` (not a checkout, or no git)."""
-    try:
-        done = subprocess.run(
-            ["git", "rev-parse", "HEAD"],
-            cwd=directory,
-            capture_output=True,
-            text=True,
-            timeout=5,
-            check=False,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    commit = done.stdout.strip()
-    return commit if done.returncode == 0 and re.fullmatch(r"[0-9a-f]{40,64}", commit) else None
 
 
 def write_atomically(path: Path, document: dict[str, Any]) -> None:
@@ -85,8 +38,9 @@ class JsonReport:
         self.written = False
 
     def document(self, exit_status: int | None, stopped: bool = False) -> dict[str, Any]:
-        """The report: run metadata and one record per finished item; ``stopped`` when the run
-        stopped early.
+        """The report: run metadata and one record per finished item.
+
+        ``stopped`` when the run stopped early.
         """
         document: dict[str, Any] = {
             "schema_version": SCHEMA_VERSION,
@@ -114,27 +68,8 @@ class JsonReport:
 
     def run_data(self, exit_status: int | None, stopped: bool = False) -> dict[str, Any]:
         """The report's ``run``: when and how it ran, and how it ended."""
-        finished = exit_status is not None and exit_status not in _NOT_FINISHED and not stopped
-        run = {
-            "started": self.started.isoformat(timespec="seconds"),
-            "duration_s": round(time.perf_counter() - self.start, 3),
-            "finished": finished,
-            "exit_status": None if exit_status is None else int(exit_status),
-            "plugin_version": __version__,
-            "pytest_version": pytest.__version__,
-            "python_version": platform.python_version(),
-            "git_commit": git_commit(self.config.rootpath),
-            "args": redacted([str(a) for a in self.config.invocation_params.args]),
-            "llm_model": os.environ.get("AGENT_EVAL_LLM_MODEL") or None,
-        }
-        trace_url = self.config.getoption("agent_eval_trace_url", None)
-        if trace_url:  # --agent-eval-trace-url: the HTML report links each case's trace (SPEC §23)
-            run["trace_url"] = trace_url
-        for name, key in (("agent_eval_shard", "shard"), ("agent_eval_resume", "resumed_from")):
-            plugin = self.config.pluginmanager.get_plugin(name)
-            if plugin is not None:  # --agent-eval-shard, --agent-eval-resume
-                run[key] = plugin.to_dict()
-        return run
+        start = run_start(self.config, self.started, git_commit(self.config.rootpath))
+        return run_end(start, round(time.perf_counter() - self.start, 3), exit_status, stopped)
 
     def write(self, exit_status: int | None, stopped: bool = False) -> None:
         self.written = True

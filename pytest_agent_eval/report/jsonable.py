@@ -1,5 +1,6 @@
-"""Values made JSON-able and bounded for reports: an agent's output or a tool result can be huge or
-nested deep.
+"""Values made JSON-able and bounded for reports.
+
+An agent's output or a tool result can be huge or nested deep.
 """
 
 from __future__ import annotations
@@ -23,8 +24,9 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def encodable(text: str) -> str:
-    """``text`` with each lone surrogate (an LLM reply cut inside an emoji) as U+FFFD: writable as
-    UTF-8.
+    """``text`` with each lone surrogate as U+FFFD, so that it is writable as UTF-8.
+
+    A lone surrogate comes, for example, from an LLM reply cut inside an emoji.
     """
     return text if text.isascii() else _SURROGATE.sub("\ufffd", text)
 
@@ -41,8 +43,9 @@ def finite(value: Any) -> float | None:
 
 
 def cut(text: str, limit: int = TEXT_LIMIT) -> str:
-    """``text`` as it is, or its first ``limit`` characters with a note of the full length (UTF-8
-    writable).
+    """``text`` as it is, or its first ``limit`` characters with a note of the full length.
+
+    The result is writable as UTF-8.
     """
     text = encodable(text)
     return (
@@ -53,8 +56,10 @@ def cut(text: str, limit: int = TEXT_LIMIT) -> str:
 
 
 def jsonable(value: Any, limit: int = TEXT_LIMIT, depth: int = DEPTH_LIMIT) -> JSON:
-    """``value`` as plain JSON data: strings cut to ``limit``, containers to ``ITEMS_LIMIT`` entries
-    and ``depth`` levels, anything else (objects, sets, bytes) as its bounded ``repr``.
+    """``value`` as plain JSON data, bounded.
+
+    Strings cut to ``limit``, containers to ``ITEMS_LIMIT`` entries and ``depth`` levels, anything
+    else (objects, sets, bytes) as its bounded ``repr``.
     """
     if value is None or isinstance(value, (bool, int)):
         return value

@@ -1,6 +1,7 @@
-"""``--junitxml``: an infrastructure error (the LLM traffic failed, not the agent) is an
-``<error>``, as pytest writes for a setup error, not a ``<failure>``. A plugin object on the
-controller, registered with ``--junitxml``.
+"""``--junitxml``: an infrastructure error is an ``<error>``, not a ``<failure>``.
+
+An infrastructure error (the LLM traffic failed, not the agent) is an ``<error>``, as pytest writes
+for a setup error. A plugin object on the controller, registered with ``--junitxml``.
 """
 
 from __future__ import annotations

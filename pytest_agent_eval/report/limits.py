@@ -32,7 +32,10 @@ class Thresholds:
         )
 
     def check(self, stats: Stats) -> tuple[list[str], list[str]]:
-        """``(missed, not checked)``: one line for each threshold the figures miss or cannot tell."""
+        """``(missed, not checked)``.
+
+        One line for each threshold the figures miss or cannot tell.
+        """
         missed: list[str] = []
         unknown: list[str] = []
         decided = stats.passed + stats.failed + stats.errors
@@ -41,8 +44,8 @@ class Thresholds:
                 rate = stats.passed / decided
                 if rate < self.min_pass_rate:
                     missed.append(
-                        f"pass rate {rate:.2f} ({stats.passed}/{decided}) < agent_eval_min_pass_rate "
-                        f"{self.min_pass_rate:g}"
+                        f"pass rate {rate:.2f} ({stats.passed}/{decided}) "
+                        f"< agent_eval_min_pass_rate {self.min_pass_rate:g}"
                     )
             else:
                 unknown.append("agent_eval_min_pass_rate: no case passed or failed")
@@ -53,7 +56,8 @@ class Thresholds:
                 unknown.append(f"agent_eval_max_cost: no cost known ({partial}; {fix})")
             elif stats.cost is None:
                 unknown.append(
-                    "agent_eval_max_cost: no cost reported (turn on the traffic hook or report usage)"
+                    "agent_eval_max_cost: no cost reported "
+                    "(turn on the traffic hook or report usage)"
                 )
             elif (
                 stats.cost > self.max_cost
@@ -64,14 +68,15 @@ class Thresholds:
                 missed.append(f"cost {shown} > agent_eval_max_cost {self.max_cost:g}")
             elif partial is not None:
                 unknown.append(
-                    f"agent_eval_max_cost: the known cost {stats.cost:.4f} is within {self.max_cost:g}, but it leaves "
-                    f"out {partial} ({fix})"
+                    f"agent_eval_max_cost: the known cost {stats.cost:.4f} "
+                    f"is within {self.max_cost:g}, but it leaves out {partial} ({fix})"
                 )
         if self.max_p95_latency_s is not None:
             if stats.latency_p95 is None:
                 unknown.append("agent_eval_max_p95_latency_s: no agent latency measured")
             elif stats.latency_p95 > self.max_p95_latency_s:
                 missed.append(
-                    f"latency p95 {stats.latency_p95:.2f} s > agent_eval_max_p95_latency_s {self.max_p95_latency_s:g}"
+                    f"latency p95 {stats.latency_p95:.2f} s "
+                    f"> agent_eval_max_p95_latency_s {self.max_p95_latency_s:g}"
                 )
         return missed, unknown

@@ -1,7 +1,9 @@
-"""``--agent-eval-markdown PATH``: the run as GitHub markdown, appended in one write when the
-session ends (for ``$GITHUB_STEP_SUMMARY``): the summary table, the failures with a one-line reason
-and ``path:line``, and the regressions and fixes when ``--agent-eval-baseline`` is given. A run that
-ended before every case finished (Ctrl-C, ``-x``) says so first, with the cases that did not finish.
+"""``--agent-eval-markdown PATH``: the run as GitHub markdown, appended when the session ends.
+
+Appended in one write (for ``$GITHUB_STEP_SUMMARY``): the summary table, the failures with a
+one-line reason and ``path:line``, and the regressions and fixes when ``--agent-eval-baseline`` is
+given. A run that ended before every case finished (Ctrl-C, ``-x``) says so first, with the cases
+that did not finish.
 """
 
 from __future__ import annotations

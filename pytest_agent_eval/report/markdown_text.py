@@ -1,7 +1,8 @@
-"""The markdown of a run (SPEC §10): the summary table, the failures with a one-line reason and
-``path:line``, and the comparison with a baseline. Plain Python, no pytest:
-``--agent-eval-markdown`` (``report/markdown.py``) and ``agent-eval gate --markdown`` write the same
-text.
+"""The markdown of a run (SPEC §10): summary table, failures and the comparison with a baseline.
+
+The summary table, the failures with a one-line reason and ``path:line``, and the comparison with a
+baseline. Plain Python, no pytest: ``--agent-eval-markdown`` (``report/markdown.py``) and
+``agent-eval gate --markdown`` write the same text.
 """
 
 from __future__ import annotations
@@ -23,8 +24,10 @@ NOT_FINISHED_SHOWN = 20
 
 
 def reason(record: CaseRecord) -> str:
-    """Why the case failed, in one line: the agent's or the item's error, the trials' pass count, or
-    the first failed check with its message.
+    """Why the case failed, in one line.
+
+    The agent's or the item's error, the trials' pass count, or the first failed check with its
+    message.
     """
     if record.error:
         text = record.error
@@ -57,14 +60,15 @@ def reason(record: CaseRecord) -> str:
 
 
 def stopped_line(how: str, finished: int, not_finished: list[str], collected: int) -> str:
-    """The line that says a run ended before every case finished (``how``: ``was interrupted``,
-    ``stopped early (…)``) and which cases did not.
+    """The line that says a run ended before every case finished, and which cases did not.
+
+    ``how``: ``was interrupted``, ``stopped early (…)``.
     """
     line = f"**The run {how}:** "
     if not collected:  # not known (no collection reached this process)
         return (
-            line
-            + f"the figures are of the {finished} eval cases that finished; the others are not listed"
+            line + f"the figures are of the {finished} eval cases that finished; "
+            "the others are not listed"
         )
     line += f"{finished} of {collected} eval cases finished"
     if not_finished:
@@ -80,9 +84,10 @@ def markdown_lines(
     stopped: str | None = None,
     flaky: dict[str, list[str]] | None = None,
 ) -> list[str]:
-    """The markdown: a heading, the line saying the run ended early (``stopped``), the summary
-    table, the failures, the flaky cases (from the run store), then the comparison (when there is
-    one).
+    """The run's markdown, as lines.
+
+    A heading, the line saying the run ended early (``stopped``), the summary table, the failures,
+    the flaky cases (from the run store), then the comparison (when there is one).
     """
     rows = summary_rows(records)
     header, body = rows[0], rows[1:]
@@ -103,14 +108,16 @@ def markdown_lines(
         out += ["", f"**Failures ({len(failures)})**", "", "| case | outcome | reason | location |"]
         out.append("|---|---|---|---|")
         out += [
-            f"| {md_code(r.nodeid)} | {r.outcome} | {md_cell(reason(r))} | {md_code(f'{r.file}:{r.line}')} |"
+            f"| {md_code(r.nodeid)} | {r.outcome}{' (cached)' if r.cached else ''} | "
+            f"{md_cell(reason(r))} | {md_code(f'{r.file}:{r.line}')} |"
             for r in failures
         ]
     if flaky:
         named = ", ".join(f"{md_code(n)} ({' '.join(o)})" for n, o in sorted(flaky.items()))
         out += [
             "",
-            f"**Flaky ({len(flaky)})**, passing and failing over the last runs with the case unchanged: {named}",
+            f"**Flaky ({len(flaky)})**, passing and failing over the last runs "
+            f"with the case unchanged: {named}",
         ]
     from pytest_agent_eval.report.trust import tables  # injection variants, judges (SPEC §26)
 

@@ -1,5 +1,7 @@
-"""``agent-eval merge A.json B.json … -o ALL.json`` (SPEC §18): the reports of a run's shards (or of
-any runs over different cases) joined into one report. Plain Python, no pytest.
+"""``agent-eval merge`` (SPEC §18): the reports of a run's shards joined into one report.
+
+``agent-eval merge A.json B.json … -o ALL.json`` joins the reports of a run's shards (or of any runs
+over different cases) into one report. Plain Python, no pytest.
 
 * A case in two reports is refused (:class:`MergeError`, naming both files and the node id): one of
   them would be dropped without a word.
@@ -60,7 +62,8 @@ class Part:
             )
         ):
             raise BaselineError(
-                f"{self.path}: run.shard does not match the report schema (index, count, collected, selected)"
+                f"{self.path}: run.shard does not match the report schema "
+                "(index, count, collected, selected)"
             )
         return shard
 
@@ -74,22 +77,26 @@ def run_of(path: Path, document: dict[str, Any]) -> dict[str, Any]:
 
 
 def not_run_of(path: Path, document: dict[str, Any]) -> list[dict[str, Any]]:
-    """A report's ``not_run`` list (the cases without a final record); ``BaselineError`` when it is
-    malformed.
+    """A report's ``not_run`` list: the cases without a final record.
+
+    ``BaselineError`` when it is malformed.
     """
     entries = document.get("not_run") or []
     if not isinstance(entries, list) or not all(
         isinstance(e, dict) and isinstance(e.get("nodeid"), str) for e in entries
     ):
         raise BaselineError(
-            f"{path}: not_run does not match the report schema: a list of {{nodeid, file, line, reason}}"
+            f"{path}: not_run does not match the report schema: "
+            "a list of {nodeid, file, line, reason}"
         )
     return entries
 
 
 def merge(paths: list[Path]) -> dict[str, Any]:
-    """The merged report of ``paths``; ``BaselineError`` for a file that is not a report,
-    ``MergeError`` for reports that cannot be one.
+    """The merged report of ``paths``.
+
+    ``BaselineError`` for a file that is not a report, ``MergeError`` for reports that cannot be
+    one.
     """
     parts = [Part(path, load_report(path)) for path in paths]
     _same_split(parts)
@@ -101,8 +108,9 @@ def merge(paths: list[Path]) -> dict[str, Any]:
             other = owner.get(case["nodeid"])
             if other is not None:
                 raise MergeError(
-                    f"{case['nodeid']} is in both {other} and {part.path}: a case must be in one report only (the "
-                    "same shard given twice, or a report merged again?)"
+                    f"{case['nodeid']} is in both {other} and {part.path}: "
+                    "a case must be in one report only "
+                    "(the same shard given twice, or a report merged again?)"
                 )
             owner[case["nodeid"]] = part.path
             cases.append(case)
@@ -134,13 +142,16 @@ def _same_split(parts: list[Part]) -> None:
             if s
         )
         raise MergeError(
-            f"the shards are not of one run: {listed}. Merge the shards of one split (the same N, the same files and "
-            "-k/-m in every job)"
+            f"the shards are not of one run: {listed}. Merge the shards of one split "
+            "(the same N, the same files and -k/-m in every job)"
         )
 
 
 def _problems(parts: list[Part]) -> tuple[list[str], list[int], int | None]:
-    """``(why the merged report is incomplete, the missing shards' indexes, the items they held)``."""
+    """Whether the merged report is complete, from its shards.
+
+    ``(why the merged report is incomplete, the missing shards' indexes, the items they held)``.
+    """
     problems = [
         f"{part.path}: the run did not finish"
         for part in parts
@@ -159,7 +170,8 @@ def _problems(parts: list[Part]) -> tuple[list[str], list[int], int | None]:
     for part, shard in shards:
         if shard["index"] in given:
             problems.append(
-                f"shard {shard['index']}/{count} is given twice: {given[shard['index']].path}, {part.path}"
+                f"shard {shard['index']}/{count} is given twice: "
+                f"{given[shard['index']].path}, {part.path}"
             )
         given.setdefault(shard["index"], part)
     missing = [i for i in range(1, count + 1) if i not in given]
@@ -227,9 +239,10 @@ def _agents(cases: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def merge_command(paths: list[str], output: str, out: TextIO, err: TextIO) -> int:
-    """The ``agent-eval merge`` command: write the merged report to ``output``; 0 when written
-    (saying on ``err`` why it is incomplete, if it is), 2 when the reports cannot be merged or the
-    file cannot be written.
+    """The ``agent-eval merge`` command: write the merged report to ``output``.
+
+    0 when written (saying on ``err`` why it is incomplete, if it is), 2 when the reports cannot be
+    merged or the file cannot be written.
     """
     try:
         document = merge([Path(p) for p in paths])
@@ -244,7 +257,8 @@ def merge_command(paths: list[str], output: str, out: TextIO, err: TextIO) -> in
     for line in document["run"].get("incomplete", []):
         print(one_line(f"agent-eval merge: incomplete: {line}"), file=err)
     print(
-        f"agent-eval merge: wrote {output} ({len(document['cases'])} cases from {len(paths)} reports)",
+        f"agent-eval merge: wrote {output} "
+        f"({len(document['cases'])} cases from {len(paths)} reports)",
         file=out,
     )
     return 0

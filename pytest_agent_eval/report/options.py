@@ -1,5 +1,6 @@
-"""The report options (SPEC §10) read into a typed object, and the report paths pytest may take for
-test paths.
+"""The report options (SPEC §10) read into a typed object.
+
+Also the report paths pytest may take for test paths.
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ if TYPE_CHECKING:
 
 
 def add_options(group: pytest.OptionGroup, parser: pytest.Parser) -> None:
-    """Declare the report options (SPEC §10) in the plugin's ``group``;
+    """Declare the report options (SPEC §10) in the plugin's ``group``.
+
     :meth:`ReportOptions.from_config` reads them.
     """
     group.addoption(
@@ -25,7 +27,8 @@ def add_options(group: pytest.OptionGroup, parser: pytest.Parser) -> None:
         dest="agent_eval_report",
         metavar="PATH",
         default=None,
-        help="write the run's metadata and every case's record as JSON to PATH (schema: agent-eval schema --report)",
+        help="write the run's metadata and every case's record as JSON to PATH "
+        "(schema: agent-eval schema --report)",
     )
     group.addoption(
         "--agent-eval-markdown",
@@ -40,14 +43,16 @@ def add_options(group: pytest.OptionGroup, parser: pytest.Parser) -> None:
         dest="agent_eval_html",
         metavar="PATH",
         default=None,
-        help="write one self-contained HTML page of the run to PATH: summary, charts, every case, the baseline",
+        help="write one self-contained HTML page of the run to PATH: "
+        "summary, charts, every case, the baseline",
     )
     group.addoption(
         "--agent-eval-baseline",
         dest="agent_eval_baseline",
         metavar="PATH",
         default=None,
-        help="compare this run with an earlier --agent-eval-report file: regressions, fixes, new, missing",
+        help="compare this run with an earlier --agent-eval-report file: "
+        "regressions, fixes, new, missing",
     )
     group.addoption(
         "--agent-eval-tolerance",
@@ -63,8 +68,8 @@ def add_options(group: pytest.OptionGroup, parser: pytest.Parser) -> None:
         metavar="P",
         type=float,
         default=0.05,
-        help="a repeated case's pass-rate drop is a regression when Fisher's exact test gives p < P, and the suite "
-        "gate fails when McNemar's test does (default 0.05)",
+        help="a repeated case's pass-rate drop is a regression when Fisher's exact test "
+        "gives p < P, and the suite gate fails when McNemar's test does (default 0.05)",
     )
     group.addoption(
         "--agent-eval-k",
@@ -86,8 +91,9 @@ def add_options(group: pytest.OptionGroup, parser: pytest.Parser) -> None:
         dest="agent_eval_gate",
         choices=["regressions", "suite"],
         default=None,
-        help="regressions: the exit status depends on regressions against the baseline alone; suite: on the "
-        "suite-level test alone (the pass rate dropped with McNemar p < --agent-eval-significance)",
+        help="regressions: the exit status depends on regressions against the baseline alone; "
+        "suite: on the suite-level test alone "
+        "(the pass rate dropped with McNemar p < --agent-eval-significance)",
     )
     for name, ini, what in (
         (
@@ -98,7 +104,8 @@ def add_options(group: pytest.OptionGroup, parser: pytest.Parser) -> None:
         (
             "--agent-eval-max-cost",
             "agent_eval_max_cost",
-            "the run's total LLM cost may not exceed this (no case starts once the known spend reaches it)",
+            "the run's total LLM cost may not exceed this "
+            "(no case starts once the known spend reaches it)",
         ),
         (
             "--agent-eval-max-p95-latency",
@@ -119,8 +126,9 @@ def add_options(group: pytest.OptionGroup, parser: pytest.Parser) -> None:
 
 @dataclass(frozen=True)
 class ReportOptions:
-    """The report options (SPEC §10): the files to write, the baseline to compare with, the suite
-    thresholds.
+    """The report options (SPEC §10), read once from the config.
+
+    The files to write, the baseline to compare with, the suite thresholds.
     """
 
     json: Path | None = None
@@ -166,7 +174,8 @@ class ReportOptions:
         )
         if options.baseline is None and (options.gate or options.fail_on_regression):
             raise pytest.UsageError(
-                "--agent-eval-gate and --agent-eval-fail-on-regression need --agent-eval-baseline PATH"
+                "--agent-eval-gate and --agent-eval-fail-on-regression "
+                "need --agent-eval-baseline PATH"
             )
         return options
 
@@ -177,16 +186,19 @@ REPORT_PATH_OPTIONS = (
     "--agent-eval-markdown",
     "--agent-eval-html",
 )
-"""The report options that take a path (pytest may take their value for a test path:
-``rootdir_moved_by``).
+"""The report options that take a path.
+
+Pytest may take their value for a test path: ``rootdir_moved_by``.
 """
 
 
 def rootdir_moved_by(config: pytest.Config) -> list[tuple[str, str]]:
-    """``(option, value)`` of the report options given as two arguments (``--agent-eval-baseline
-    /x/base.json``) whose existing path, outside the invocation directory, pytest took for a test
-    path when it chose the rootdir: it reads a plugin's options only after. The rootdir then moved
-    there (and the ini file beside the tests was not read); with ``=`` it would not have.
+    """``(option, value)`` of the report paths pytest took for test paths when it chose a rootdir.
+
+    The report options given as two arguments (``--agent-eval-baseline /x/base.json``) whose
+    existing path, outside the invocation directory, pytest took for a test path when it chose the
+    rootdir: it reads a plugin's options only after. The rootdir then moved there (and the ini file
+    beside the tests was not read); with ``=`` it would not have.
     """
     if config.inipath is not None and config.inipath.parent == config.rootpath:
         return []  # the rootdir is the ini file's
@@ -210,11 +222,14 @@ REPORT_OPTIONS = pytest.StashKey[ReportOptions]()
 """The run's report options, read once by ``formats.configure``."""
 
 BASELINE_LOADER = pytest.StashKey[Callable[[], "list[CaseRecord]"]]()
-"""Set by a feature that reads the baseline from elsewhere than a report file (``store:BRANCH``,
-SPEC §24): the baseline's records, or ``BaselineError`` saying why it cannot be used.
+"""Set by a feature that reads the baseline from elsewhere than a report file.
+
+For example ``store:BRANCH`` (SPEC §24): the loader returns the baseline's records, or raises
+``BaselineError`` saying why it cannot be used.
 """
 
 FLAKY = pytest.StashKey[dict[str, list[str]]]()
-"""Set by the run store before the reports are written (SPEC §24): the run's flaky cases, node id ->
-outcomes over the last runs (oldest first, this run's last); absent without a store.
+"""The run's flaky cases, set by the run store before the reports are written (SPEC §24).
+
+Node id -> outcomes over the last runs (oldest first, this run's last); absent without a store.
 """

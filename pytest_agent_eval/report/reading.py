@@ -1,5 +1,6 @@
-"""A saved report read back (SPEC §22): every field checked by type and range before any figure is
-used.
+"""A saved report read back (SPEC §22): every field checked by type and range before use.
+
+Every field is checked before any figure is used.
 
 ``merge``, ``gate``, ``compare``, ``html``, ``--agent-eval-baseline`` and ``--agent-eval-resume``
 read reports that may come from anywhere; ``agent-eval report`` and ``--agent-eval-resume`` read run
@@ -23,9 +24,9 @@ UNIT = frozenset(
 """Fields that are a share or a score: 0..1 (or null where the schema allows)."""
 NON_NEGATIVE = frozenset(
     {
-        "cost", "latency_s", "duration_s", "latency_p50_s", "latency_p95_s", "passes", "passed", "total",
-        "tokens", "input", "output", "cache_read", "cache_write", "reasoning", "kept", "cases", "k",
-        "missing_items",
+        "cost", "latency_s", "duration_s", "latency_p50_s", "latency_p95_s", "passes", "passed",
+        "total", "tokens", "input", "output", "cache_read", "cache_write", "reasoning", "kept",
+        "cases", "k", "missing_items",
     }
 )  # fmt: skip
 """Fields that are a cost, a time or a count: at least 0."""
@@ -42,16 +43,19 @@ def where(path: Any) -> str:
 
 
 def problem(document: Any) -> str | None:
-    """The first field of ``document`` that is not of its type or range, as ``json.path: what``;
+    """The first field of ``document`` that is not of its type or range, as ``json.path: what``.
+
     ``None`` when every field is.
     """
     return _first(document, _validator())
 
 
 def case_problem(record: Any) -> str | None:
-    """The first field of one case record (a report's ``cases[i]``, a journal's line) that is not of
-    its type or range, by the very checks of a report's ``cases[i]``, as ``json.path: what`` from
-    the record (``score: ...``); ``None`` when every field is.
+    """The first field of one case record that is not of its type or range.
+
+    The record is a report's ``cases[i]`` or a journal's line, checked by the very checks of a
+    report's ``cases[i]``; the problem reads ``json.path: what`` from the record (``score: ...``);
+    ``None`` when every field is.
     """
     return _first(record, _case_validator())
 
@@ -71,8 +75,9 @@ def _cut(text: str, limit: int = 200) -> str:
 
 
 def _bad_number(value: Any, path: list[str | int]) -> str | None:
-    """The first number no float holds (an infinity, an integer over ~1.8e308), walking without
-    recursion.
+    """The first number no float holds (an infinity, an integer over ~1.8e308).
+
+    Walks the data without recursion.
     """
     stack: list[tuple[Any, list[str | int]]] = [(value, path)]
     while stack:
@@ -100,8 +105,9 @@ def _validator() -> Any:
 
 @functools.cache
 def _case_validator() -> Any:
-    """The reading schema's ``case`` (the checks of a report's ``cases[i]``) as a validator of one
-    record.
+    """The reading schema's ``case`` as a validator of one record.
+
+    The reading schema's ``case`` holds the checks of a report's ``cases[i]``.
     """
     import jsonschema
 
@@ -116,9 +122,11 @@ def _reading() -> dict[str, Any]:
 
 
 def reading_schema(schema: dict[str, Any]) -> dict[str, Any]:
-    """The report schema as a reader checks it: the ranges of :data:`UNIT` and :data:`NON_NEGATIVE`
-    fields added; of a case only the fields a record cannot do without required, of the run, the
-    baseline and the agents none (an older report may lack some).
+    """The report schema as a reader checks it.
+
+    The ranges of :data:`UNIT` and :data:`NON_NEGATIVE` fields added; of a case only the fields a
+    record cannot do without required, of the run, the baseline and the agents none (an older report
+    may lack some).
     """
     out = copy.deepcopy(schema)
     nullable = out["$defs"]["number_or_null"]
@@ -164,8 +172,9 @@ def _add_ranges(node: Any, nullable: dict[str, Any]) -> None:
 def _ranged(
     field: dict[str, Any], bound: dict[str, Any], nullable: dict[str, Any]
 ) -> dict[str, Any]:
-    """``field`` with ``bound`` on its numbers (a ``$ref`` to ``number_or_null`` inlined: a bound
-    beside a reference would apply to null too).
+    """``field`` with ``bound`` on its numbers.
+
+    A ``$ref`` to ``number_or_null`` is inlined: a bound beside a reference would apply to null too.
     """
     if field.get("$ref") == "#/$defs/number_or_null":
         field = {**{k: v for k, v in field.items() if k != "$ref"}, **nullable}

@@ -1,6 +1,7 @@
-"""The per-case record every report is built from (SPEC §10): plain data, made once per item where
-it ran and carried to the xdist controller on the test report, so every report reads the same with
-and without ``-n``.
+"""The per-case record every report is built from (SPEC §10): plain data, made once per item.
+
+The record is made where the item ran and carried to the xdist controller on the test report, so
+every report reads the same with and without ``-n``.
 
 No pytest import at module level beyond types: the record is built from the item's ``CaseResult``
 and the pytest ``TestReport``'s outcome, and read back from plain JSON data by the reports and
@@ -36,8 +37,9 @@ _CACHE_TOKENS = (("cache_read", "cache_read_tokens"), ("cache_write", "cache_wri
 
 @dataclass
 class CheckRecord:
-    """One check's verdict: ``scored`` is False for a check that could not be scored (left out of
-    the score).
+    """One check's verdict.
+
+    ``scored`` is False for a check that could not be scored (left out of the score).
     """
 
     name: str
@@ -50,7 +52,10 @@ class CheckRecord:
 
     @classmethod
     def of(cls, check: CheckResult, detail: bool) -> CheckRecord:
-        """The record of ``check``; with ``detail``, its expected and actual values too (bounded)."""
+        """The record of ``check``.
+
+        With ``detail``, its expected and actual values too (bounded).
+        """
         return cls(
             name=check.name,
             passed=check.passed,
@@ -93,7 +98,10 @@ class ToolCallRecord:
 
 @dataclass
 class TrialRecord:
-    """One trial: its verdict, score, latency and usage, and each check's verdict (without values)."""
+    """One trial: its verdict, score, latency and usage, and each check's verdict.
+
+    The checks' verdicts are kept without values.
+    """
 
     passed: bool
     score: float | None
@@ -138,9 +146,10 @@ class CaseRecord:
     tags: list[str] = field(default_factory=list)
     description: str | None = None
     metadata: JSON = field(default_factory=dict)
-    """The case's ``metadata``, and beside it what the run reported (an adapter's ``handoffs``,
-    ``last_agent``; a conversation's joined over its messages); the run's value wins a key both
-    have.
+    """The case's ``metadata``, and beside it what the run reported.
+
+    What the run reported: an adapter's ``handoffs``, ``last_agent``; a conversation's joined over
+    its messages. The run's value wins a key both have.
     """
     score: float | None = None
     min_score: float | None = None
@@ -153,22 +162,26 @@ class CaseRecord:
     transcript: list[JSON] = field(default_factory=list)
     latency_s: float | None = None
     tokens: dict[str, int] | None = None
-    """``{"input", "output", "total"}`` summed over trials, when the agent reported usage; with
-    ``cache_read`` and ``cache_write`` (input tokens read from and written to the prompt cache, part
-    of ``input``) when reported.
+    """Token counts summed over trials, when the agent reported usage.
+
+    ``{"input", "output", "total"}``; with ``cache_read`` and ``cache_write`` (input tokens read
+    from and written to the prompt cache, part of ``input``) when reported.
     """
     cost: float | None = None
-    """Summed over trials, when the agent reported a cost (``usage["cost"]``); ``None`` when a model
-    had no price.
+    """The cost summed over trials, when the agent reported a cost (``usage["cost"]``).
+
+    ``None`` when a model had no price.
     """
     unpriced_models: list[str] = field(default_factory=list)
-    """The models the traffic hook found no price for (``usage["unpriced_models"]``): the case's
-    cost is unknown.
+    """The models the traffic hook found no price for (``usage["unpriced_models"]``).
+
+    With any, the case's cost is unknown.
     """
     error: str | None = None
-    """Why the case errored or failed outside its checks: the agent's error, a strict-mode
-    violation, or the failure of an item whose case never ran (no agent, an invalid case, a fixture
-    error).
+    """Why the case errored or failed outside its checks.
+
+    The agent's error, a strict-mode violation, or the failure of an item whose case never ran (no
+    agent, an invalid case, a fixture error).
     """
     reason: str | None = None
     """Why the case was skipped or is an expected failure."""
@@ -177,32 +190,44 @@ class CaseRecord:
     agent: str | None = None
     """The matrix agent's name of a variant ``case[name]``; ``None`` outside a matrix."""
     conversation: dict[str, str] | None = None
-    """A simulated-user conversation's score parts (``timing``, ``tasks``, ``assertions``,
-    ``penalty``, ``ended``) of the trial shown; ``None`` for other cases.
+    """A simulated-user conversation's score parts of the trial shown; ``None`` for other cases.
+
+    The parts: ``timing``, ``tasks``, ``assertions``, ``penalty``, ``ended``.
     """
     input: JSON = None
-    """What the case gives the agent (``query`` or ``turns`` or ``simulated_user``, and
-    ``context``); ``None`` for an item without a case (a file that cannot be read).
+    """What the case gives the agent: ``query`` or ``turns`` or ``simulated_user``, and ``context``.
+
+    ``None`` for an item without a case (a file that cannot be read).
     """
     content_hash: str | None = None
-    """16 hex digits of a hash of the case's content: the same from run to run until the case is
-    edited.
+    """16 hex digits of a hash of the case's content.
+
+    The same from run to run until the case is edited.
     """
     k: int | None = None
     pass_at_k: float | None = None
     pass_hat_k: float | None = None
-    """Of a repeated case (``repeat`` > 1): the chance that at least one (pass@k) / every one
-    (pass^k) of ``k`` trials passes, unbiased from its trials and passes (SPEC §20); ``None`` when
-    ``k`` exceeds its trials.
+    """A repeated case's ``k``, pass@k and pass^k (SPEC §20).
+
+    Of a repeated case (``repeat`` > 1): the chance that at least one (pass@k) / every one (pass^k)
+    of ``k`` trials passes, unbiased from its trials and passes; ``None`` when ``k`` exceeds its
+    trials.
     """
     cached: bool = False
-    """Reported from the verdict cache (SPEC §25): the record of an earlier run, whose case was not
-    run again.
+    """Reported from the verdict cache (SPEC §25).
+
+    The record of an earlier run, whose case was not run again.
+    """
+    run_id: str | None = None
+    """Of a record from the verdict cache: the id of the run that made it (its trace ids are that
+    run's too); ``None`` for the others.
     """
     trials_used: int | None = None
     trials_saved: int | None = None
-    """Of an adaptive case (``repeat: {max, stop: decided}``, SPEC §25): the trials run, and those
-    of its ``max`` not run because the verdict was decided; ``None`` for the others.
+    """Of an adaptive case (``repeat: {max, stop: decided}``, SPEC §25): the trials run and saved.
+
+    The trials run, and those of its ``max`` not run because the verdict was decided; ``None`` for
+    the others.
     """
     trace_id: str | None = None
     """The trace of the trial shown, when the run traced (SPEC §23); each trial's is in ``trials``.
@@ -213,8 +238,10 @@ class CaseRecord:
     """The span tree of the trial shown (``RunRecord.spans``), when traced."""
 
     def to_dict(self) -> dict[str, JSON]:
-        """As ``dataclasses.asdict``, without its deep copy (values are JSON-able already and not
-        changed after): this runs once per item, on the item's report.
+        """As ``dataclasses.asdict``, without its deep copy.
+
+        The values are JSON-able already and not changed after: this runs once per item, on the
+        item's report.
         """
         out: dict[str, Any] = dict(self.__dict__)
         out["checks"] = [dict(c.__dict__) for c in self.checks]
@@ -241,8 +268,9 @@ class CaseRecord:
         return bool(self.trials)
 
     def junit_properties(self) -> list[tuple[str, str]]:
-        """The ``--junitxml`` properties of the case: score, tools called, latency, location,
-        passes.
+        """The ``--junitxml`` properties of the case.
+
+        Score, tools called, latency, location, passes.
         """
         if not self.trials:
             return []
@@ -265,7 +293,10 @@ class CaseRecord:
 
 
 def usage(run: RunRecord) -> tuple[dict[str, int] | None, float | None]:
-    """Tokens (``input``, ``output``, ``total``) and cost from what the agent reported as ``usage``."""
+    """Tokens and cost from what the agent reported as ``usage``.
+
+    The tokens: ``input``, ``output``, ``total``.
+    """
     found = run.usage or {}
     inp = next((found[k] for k in _INPUT_TOKENS if isinstance(found.get(k), int)), None)
     out = next((found[k] for k in _OUTPUT_TOKENS if isinstance(found.get(k), int)), None)
@@ -285,8 +316,9 @@ def _text(text: str | None) -> str | None:
 
 
 def _summed(parts: list[dict[str, int]]) -> dict[str, int] | None:
-    """Token counts summed over trials: each count any trial has (``cache_read`` only where
-    reported).
+    """Token counts summed over trials: each count any trial has.
+
+    ``cache_read`` only where reported.
     """
     if not parts:
         return None
@@ -303,9 +335,10 @@ def _listed(value: Any) -> list[Any]:
 def from_result(
     nodeid: str, file: str, result: CaseResult, k: int | None = None, content: bool = True
 ) -> CaseRecord:
-    """The record of a case that ran (its outcome is set later, from the test report); ``k``: of
-    pass@k and pass^k (``--agent-eval-k``; default: the case's trials). ``content``: with the case's
-    input and content hash (only a written report shows them: ``attach.wants_content``).
+    """The record of a case that ran; its outcome is set later, from the test report.
+
+    ``k``: of pass@k and pass^k (``--agent-eval-k``; default: the case's trials). ``content``: with
+    the case's input and content hash (only a written report shows them: ``attach.wants_content``).
     """
     case = result.case
     shown = result.first
@@ -353,8 +386,9 @@ def from_result(
 
 
 def _pass_k(n: int, c: int, k: int | None) -> dict[str, Any]:
-    """The record's ``k``, ``pass_at_k`` and ``pass_hat_k`` for ``n`` trials with ``c`` passes (none
-    for one).
+    """The record's ``k``, ``pass_at_k`` and ``pass_hat_k`` for ``n`` trials with ``c`` passes.
+
+    None for one trial.
     """
     if n < 2:
         return {}
@@ -365,8 +399,9 @@ def _pass_k(n: int, c: int, k: int | None) -> dict[str, Any]:
 
 
 def outcome(report: pytest.TestReport) -> str:
-    """passed / failed / skipped / error / xfailed / xpassed, as pytest's terminal counts the
-    report.
+    """The report's outcome as pytest's terminal counts it.
+
+    One of passed / failed / skipped / error / xfailed / xpassed.
     """
     xfail = hasattr(report, "wasxfail")
     if report.failed and (report.when != "call" or getattr(report, "agent_eval_infra", False)):

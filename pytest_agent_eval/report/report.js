@@ -56,6 +56,8 @@
     const parts = [`<p><code>${esc(c.file)}:${esc(c.line)}</code>${c.description ? " — " + esc(c.description) : ""}` +
       `${c.agent ? " — agent " + esc(c.agent) : ""}` +
       `${c.content_hash ? " — content hash <code>" + esc(c.content_hash) + "</code>" : ""}` +
+      `${c.cached ? ' — <span class="cached">from the verdict cache' + (c.run_id ? " (run <code>" +
+        esc(c.run_id) + "</code>)" : "") + "</span>" : ""}` +
       `${c.trace_id ? " — trace " + (c.trace_url && /^https?:/.test(c.trace_url) ? '<a href="' + esc(c.trace_url) +
         '">' + esc(c.trace_id) + "</a>" : "<code>" + esc(c.trace_id) + "</code>") : ""}</p>`, input(c.input)];
     if (c.error) parts.push(`<h4>Error</h4><pre>${esc(c.error)}</pre>`);

@@ -1,5 +1,6 @@
-"""The JSON Schema of the ``--agent-eval-report`` file, shipped in the package (no pytest import:
-the CLI uses it).
+"""The JSON Schema of the ``--agent-eval-report`` file, shipped in the package.
+
+No pytest import: the CLI uses it.
 """
 
 from __future__ import annotations
@@ -23,9 +24,10 @@ def report_schema() -> dict[str, Any]:
 
 
 def report_text(document: dict[str, Any]) -> str:
-    """The report as JSON text: a line per top-level key and a line per case (readable, and a diff
-    shows the cases that changed). Each line comes from the C encoder; ``indent`` would take the
-    pure-Python one (0.4 s of a 10,000-case report).
+    """The report as JSON text: a line per top-level key and a line per case.
+
+    Readable, and a diff shows the cases that changed. Each line comes from the C encoder;
+    ``indent`` would take the pure-Python one (0.4 s of a 10,000-case report).
     """
     parts = []
     for key, value in document.items():

@@ -1,7 +1,8 @@
-"""Statistics of repeated and paired runs (SPEC §20): pass@k and pass^k of a repeated case, and the
-suite-level comparison with a baseline — the exact McNemar test on the cases that flipped and a
-bootstrap interval of the pass-rate change. Plain Python (``math.comb``, a seeded
-``random.Random``), no pytest, no numpy.
+"""Statistics of repeated and paired runs (SPEC §20): pass@k, pass^k and the suite-level test.
+
+Pass@k and pass^k of a repeated case, and the suite-level comparison with a baseline — the exact
+McNemar test on the cases that flipped and a bootstrap interval of the pass-rate change. Plain
+Python (``math.comb``, a seeded ``random.Random``), no pytest, no numpy.
 
 * pass@k = 1 - C(n-c, k) / C(n, k): the chance that at least one of k trials drawn from the n run
   passes; pass^k = C(c, k) / C(n, k): the chance that all k pass (unbiased estimators from n trials
@@ -27,15 +28,19 @@ LEVEL = 0.95
 
 
 def pass_at_k(n: int, c: int, k: int) -> float | None:
-    """The unbiased pass@k from ``n`` trials with ``c`` passes; ``None`` when ``k`` is not in 1..n."""
+    """The unbiased pass@k from ``n`` trials with ``c`` passes.
+
+    ``None`` when ``k`` is not in 1..n.
+    """
     if not 1 <= k <= n:
         return None
     return 1.0 - comb(n - c, k) / comb(n, k)
 
 
 def pass_hat_k(n: int, c: int, k: int) -> float | None:
-    """The unbiased pass^k (all of k trials pass) from ``n`` trials with ``c`` passes; ``None`` when
-    ``k`` is not in 1..n.
+    """The unbiased pass^k (all of k trials pass) from ``n`` trials with ``c`` passes.
+
+    ``None`` when ``k`` is not in 1..n.
     """
     if not 1 <= k <= n:
         return None
@@ -43,8 +48,9 @@ def pass_hat_k(n: int, c: int, k: int) -> float | None:
 
 
 def mcnemar_exact(harmful: int, beneficial: int) -> float:
-    """The two-sided exact McNemar p-value of ``harmful`` pass→fail and ``beneficial`` fail→pass
-    cases.
+    """The two-sided exact McNemar p-value of the cases that flipped.
+
+    ``harmful``: the pass→fail cases; ``beneficial``: the fail→pass cases.
     """
     discordant = harmful + beneficial
     if discordant == 0:
@@ -54,8 +60,9 @@ def mcnemar_exact(harmful: int, beneficial: int) -> float:
 
 
 Pair = tuple[tuple[int, int], tuple[int, int]]
-"""One case on both sides: ``((baseline passes, baseline trials), (candidate passes, candidate
-trials))``.
+"""One case on both sides: its passes and trials in the baseline and in the candidate.
+
+``((baseline passes, baseline trials), (candidate passes, candidate trials))``.
 """
 
 
@@ -70,8 +77,9 @@ def _change(pairs: list[Pair]) -> float:
 def bootstrap_interval(
     pairs: list[Pair], resamples: int = RESAMPLES, seed: int = SEED, level: float = LEVEL
 ) -> tuple[float, float]:
-    """The ``level`` percentile bootstrap interval of the pass-rate change over ``pairs`` (cases
-    resampled with replacement, each case's trials kept together on both sides).
+    """The ``level`` percentile bootstrap interval of the pass-rate change over ``pairs``.
+
+    Cases are resampled with replacement, each case's trials kept together on both sides.
     """
     rng = random.Random(seed)
     n = len(pairs)
@@ -84,8 +92,9 @@ def bootstrap_interval(
 
 @dataclass(frozen=True)
 class SuiteTest:
-    """The suite-level comparison of the cases both runs decided (passed or failed/errored on each
-    side).
+    """The suite-level comparison of the cases both runs decided.
+
+    A decided case passed or failed/errored on each side.
     """
 
     cases: int
@@ -107,8 +116,9 @@ class SuiteTest:
 
     @classmethod
     def of(cls, decided: list[tuple[bool, bool, Pair]]) -> SuiteTest | None:
-        """From each case's ``(passed in the baseline, passes now, its trial counts)``; ``None``
-        without cases.
+        """The test from each case's ``(passed in the baseline, passes now, its trial counts)``.
+
+        ``None`` without cases.
         """
         if not decided:
             return None
@@ -129,20 +139,24 @@ class SuiteTest:
         )
 
     def dropped(self, significance: float) -> bool:
-        """Whether the pass rate dropped significantly: more harmful than beneficial flips, McNemar
-        p below ``significance``.
+        """Whether the pass rate dropped significantly.
+
+        It did with more harmful than beneficial flips and McNemar p below ``significance``.
         """
         return self.harmful > self.beneficial and self.p_value < significance
 
     def line(self) -> str:
-        """``suite: 8/10 -> 6/10 cases passed; McNemar 3 harmful, 1 beneficial, p = 0.625; pass rate
+        """The suite-level test as one line of text.
+
+        ``suite: 8/10 -> 6/10 cases passed; McNemar 3 harmful, 1 beneficial, p = 0.625; pass rate
         of trials -20.0 pp (95% CI -45.0 pp to +5.0 pp, bootstrap over cases)``: cases (a repeated
         case passes by its ``min_pass_rate``) and trials (every run of every case) named as such, as
         they differ when cases repeat.
         """
         return (
-            f"suite: {self.base_passed}/{self.cases} -> {self.passed}/{self.cases} cases passed; McNemar "
-            f"{self.harmful} harmful, {self.beneficial} beneficial, p = {self.p_value:.3g}; pass rate of trials "
+            f"suite: {self.base_passed}/{self.cases} -> {self.passed}/{self.cases} cases passed; "
+            f"McNemar {self.harmful} harmful, {self.beneficial} beneficial, "
+            f"p = {self.p_value:.3g}; pass rate of trials "
             f"{_pp(self.change)} (95% CI {_pp(self.low)} to {_pp(self.high)}, bootstrap over cases)"
         )
 

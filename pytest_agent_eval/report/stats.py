@@ -1,5 +1,6 @@
-"""Figures over a group of case records: pass counts, scores, pass rate of repeated cases, latency,
-tool selection, usage. Plain Python, shared by the terminal summary and the other reports.
+"""Figures over a group of case records, shared by the terminal summary and the other reports.
+
+Pass counts, scores, pass rate of repeated cases, latency, tool selection, usage. Plain Python.
 """
 
 from __future__ import annotations
@@ -13,8 +14,9 @@ from pytest_agent_eval.report.record import CaseRecord
 
 
 def percentile(values: list[float], p: float) -> float:
-    """The nearest-rank percentile: the smallest value with at least ``p`` of the values at or below
-    it.
+    """The nearest-rank percentile of ``values``.
+
+    The smallest value with at least ``p`` of the values at or below it.
     """
     ordered = sorted(values)
     return ordered[max(0, math.ceil(p * len(ordered)) - 1)]
@@ -22,8 +24,9 @@ def percentile(values: list[float], p: float) -> float:
 
 @dataclass(frozen=True)
 class Stats:
-    """What the summary shows for one group of cases; ``None`` where the group has nothing to
-    measure.
+    """What the summary shows for one group of cases.
+
+    ``None`` where the group has nothing to measure.
     """
 
     total: int
@@ -55,8 +58,9 @@ class Stats:
 
     @property
     def partial_cost(self) -> str | None:
-        """``"1 case with unpriced models: foo-model"`` when the cost leaves out cases whose models
-        had no price.
+        """The cases whose models had no price, as ``"1 case with unpriced models: foo-model"``.
+
+        Said when the cost leaves those cases out.
         """
         if not self.unpriced_cases:
             return None
@@ -64,7 +68,9 @@ class Stats:
         return f"{cases} with unpriced models: {', '.join(self.unpriced_models)}"
 
     def pass_k_line(self) -> str | None:
-        """``repeated cases (2): pass@3 0.96, pass^3 0.42 (means)``, with each case's k when they
+        """The repeated cases' pass@k and pass^k line.
+
+        ``repeated cases (2): pass@3 0.96, pass^3 0.42 (means)``, with each case's k when they
         differ; ``None`` without a repeated case that has them.
         """
         if self.pass_at_k is None or self.pass_hat_k is None:
@@ -76,12 +82,15 @@ class Stats:
             else f"means; k = each case's trials: {', '.join(map(str, self.ks))}"
         )
         return (
-            f"repeated cases ({self.pass_k_cases}): pass@{k} {self.pass_at_k:.2f}, pass^{k} {self.pass_hat_k:.2f}"
+            f"repeated cases ({self.pass_k_cases}): "
+            f"pass@{k} {self.pass_at_k:.2f}, pass^{k} {self.pass_hat_k:.2f}"
             f" ({note})"
         )
 
     def cost_line(self) -> str | None:
-        """``cost $0.0123 (partial: 2 cases with unpriced models: foo-model)``, when the cost is
+        """The cost line, saying so when the cost is partial.
+
+        ``cost $0.0123 (partial: 2 cases with unpriced models: foo-model)``, when the cost is
         partial.
         """
         partial = self.partial_cost
@@ -154,8 +163,9 @@ def by_file_and_tag(
 
 
 def by_agent(records: Iterable[CaseRecord]) -> dict[str, list[CaseRecord]]:
-    """The records of each matrix agent, by name; empty unless the run has two agents or more to
-    compare.
+    """The records of each matrix agent, by name.
+
+    Empty unless the run has two agents or more to compare.
     """
     groups: dict[str, list[CaseRecord]] = {}
     for record in records:
@@ -167,8 +177,9 @@ def by_agent(records: Iterable[CaseRecord]) -> dict[str, list[CaseRecord]]:
 def agent_figures(
     records: Iterable[CaseRecord],
 ) -> dict[str, dict[str, float | int | list[str] | None]]:
-    """Per matrix agent: passed, total, mean score, latency p50/p95, cost and the models without a
-    price, for the JSON report.
+    """The JSON report's figures per matrix agent.
+
+    Per agent: passed, total, mean score, latency p50/p95, cost and the models without a price.
     """
     out: dict[str, dict[str, float | int | list[str] | None]] = {}
     for name, group in by_agent(records).items():
@@ -188,8 +199,10 @@ def agent_figures(
 
 
 def partial_passes(records: Iterable[CaseRecord]) -> list[tuple[CaseRecord, list[str]]]:
-    """Cases that passed with something failing inside: a check under ``min_score``, trials under
-    ``min_pass_rate``; each with what failed, one line per thing.
+    """Cases that passed with something failing inside, each with what failed.
+
+    Something failing inside: a check under ``min_score``, trials under ``min_pass_rate``; one line
+    per thing.
     """
     found = []
     for record in sorted(records, key=lambda r: r.nodeid):
@@ -198,7 +211,8 @@ def partial_passes(records: Iterable[CaseRecord]) -> list[tuple[CaseRecord, list
         lines = []
         if len(record.trials) > 1 and record.passes < len(record.trials):
             lines.append(
-                f"{record.passes}/{len(record.trials)} trials passed (min_pass_rate {record.min_pass_rate:g})"
+                f"{record.passes}/{len(record.trials)} trials passed "
+                f"(min_pass_rate {record.min_pass_rate:g})"
             )
         failed: dict[str, str] = {}
         for trial in record.trials:

@@ -1,6 +1,7 @@
-"""The "agent eval summary" terminal section: figures per file and per tag, and the cases that
-passed only partially. A plugin object on the controller, built from the records, so it reads the
-same under ``-n``.
+"""The "agent eval summary" terminal section: figures per file and tag, and the partial passes.
+
+Figures per file and per tag, and the cases that passed only partially. A plugin object on the
+controller, built from the records, so it reads the same under ``-n``.
 """
 
 from __future__ import annotations
@@ -63,8 +64,9 @@ def _row(name: str, stats: Stats, usage: bool) -> tuple[str, ...]:
 
 
 def summary_rows(records: list[CaseRecord]) -> list[tuple[str, ...]]:
-    """The table's rows: the header, then all cases, each file, each tag, each matrix agent (also
-    the markdown summary's table).
+    """The table's rows: the header, then all cases, each file, each tag, each matrix agent.
+
+    Also the markdown summary's table.
     """
     from pytest_agent_eval.report.stats import Stats, by_agent, by_file_and_tag
 
@@ -81,8 +83,9 @@ def summary_rows(records: list[CaseRecord]) -> list[tuple[str, ...]]:
 
 
 def summary_lines(records: list[CaseRecord]) -> list[str]:
-    """The section's lines: a table (total, each file, each tag, each matrix agent), then the
-    partial passes.
+    """The section's lines: a table, then the partial passes.
+
+    The table has the total, each file, each tag, each matrix agent.
     """
     from pytest_agent_eval.report.stats import partial_passes
 
@@ -116,8 +119,10 @@ def pass_k_notes(records: list[CaseRecord]) -> list[str]:
 
 
 def adaptive_notes(records: list[CaseRecord]) -> list[str]:
-    """``adaptive trials (2 cases): 11/20 trials used, 9 saved (45%)``: what stopping once decided
-    saved; none without an adaptive case (``repeat: {max, stop: decided}``).
+    """The line of what stopping once decided saved; none without an adaptive case.
+
+    ``adaptive trials (2 cases): 11/20 trials used, 9 saved (45%)``; an adaptive case has
+    ``repeat: {max, stop: decided}``.
     """
     adaptive = [r for r in records if r.trials_used is not None and r.trials_saved is not None]
     if not adaptive:
@@ -130,8 +135,9 @@ def adaptive_notes(records: list[CaseRecord]) -> list[str]:
 
 
 def cache_notes(records: list[CaseRecord]) -> list[str]:
-    """``verdict cache: 3 of 5 cases reported from it (not run again)``; none when no record came
-    from it.
+    """The line of the cases reported from the verdict cache; none when no record came from it.
+
+    ``verdict cache: 3 of 5 cases reported from it (not run again)``.
     """
     cached = sum(r.cached for r in records)
     if not cached:
@@ -140,8 +146,9 @@ def cache_notes(records: list[CaseRecord]) -> list[str]:
 
 
 def cost_notes(records: list[CaseRecord]) -> list[str]:
-    """The line saying the run's cost is partial (or unknown) and which models had no price; none
-    when it is whole.
+    """The line saying the run's cost is partial (or unknown) and which models had no price.
+
+    None when the cost is whole.
     """
     from pytest_agent_eval.report.stats import Stats
 
@@ -156,8 +163,10 @@ def not_run_parts(
     code: Callable[[str], str] = str,
     text: Callable[[str], str] = str,
 ) -> tuple[str, str]:
-    """The cases not run (the JSON report's ``not_run``) as ``("N of M eval cases", "id (why), … and
-    K more")``, the first ``shown`` named (``code`` formats a node id, ``text`` a reason).
+    """The cases not run (the JSON report's ``not_run``), counted and the first ``shown`` named.
+
+    As ``("N of M eval cases", "id (why), … and K more")`` (``code`` formats a node id, ``text`` a
+    reason).
     """
     count = (
         f"{len(entries)} of {collected} eval cases" if collected else f"{len(entries)} eval cases"
@@ -170,8 +179,9 @@ def not_run_parts(
 
 
 def not_run_lines(entries: list[dict[str, Any]], collected: int) -> list[str]:
-    """The terminal's line naming the cases that did not run or finish (the first few); none when
-    every case did.
+    """The terminal's line naming the cases that did not run or finish (the first few).
+
+    None when every case did.
     """
     if not entries:
         return []
@@ -200,8 +210,9 @@ def one_line(records: list[CaseRecord]) -> str:
 
 
 class Summary:
-    """A plugin object on the controller: writes the section at the end of the run when eval items
-    ran.
+    """The summary's plugin object on the controller.
+
+    It writes the section at the end of the run when eval items ran.
     """
 
     def __init__(self, collector: Records, verbosity: Callable[[], int]) -> None:
@@ -225,8 +236,10 @@ class Summary:
             terminalreporter.write_line(line)
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
-        """After an internal error (xdist ending the run when a worker's machine is gone) pytest
-        writes no summary: the cases not run are named all the same.
+        """Name the cases not run after an internal error, when pytest writes no summary.
+
+        For example xdist ending the run when a worker's machine is gone: pytest writes no summary,
+        and the cases not run are named all the same.
         """
         import pytest
 

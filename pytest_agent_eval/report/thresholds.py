@@ -1,5 +1,6 @@
-"""Suite thresholds (SPEC §10): a run whose pass rate, cost or p95 latency misses one fails, with
-one line each.
+"""Suite thresholds (SPEC §10): a run whose pass rate, cost or p95 latency misses one fails.
+
+Each missed threshold is one line.
 
 A threshold that cannot be told (no cost reported, no latency measured) is not checked and says so:
 it never fails or passes a run on a made-up figure. A cost that leaves out cases whose models have
@@ -20,7 +21,10 @@ __all__ = ["SuiteThresholds", "Thresholds"]
 
 
 class SuiteThresholds:
-    """Fails a finished run that misses a threshold; lists what it missed in the terminal summary."""
+    """Fails a finished run that misses a threshold.
+
+    It lists what the run missed in the terminal summary.
+    """
 
     def __init__(self, thresholds: Thresholds, collector: Records) -> None:
         self.thresholds = thresholds
@@ -30,9 +34,10 @@ class SuiteThresholds:
 
     @pytest.hookimpl(wrapper=True, trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> Generator[None]:
-        """After every other ``pytest_sessionfinish`` (the baseline gate's, which may set the status
-        to 0): a missed threshold fails the run under every gate. The innermost wrapper: done before
-        the terminal summary.
+        """Fail the run on a missed threshold, after every other ``pytest_sessionfinish``.
+
+        After the baseline gate's too, which may set the status to 0: a missed threshold fails the
+        run under every gate. The innermost wrapper: done before the terminal summary.
         """
         yield
         if exitstatus not in DECIDED or not self.collector.records:

@@ -1,7 +1,8 @@
-"""The figures of SPEC §26 from the records, for every report: the attack success rate of injection
-variants per family and per tool (95% Wilson interval), each judge's calibration (accuracy, Cohen's
-kappa, Spearman's rho, confusion counts, false-pass rate, each with a 95% bootstrap interval) and
-each judge panel's agreement.
+"""The trust figures of SPEC §26 from the records, for every report.
+
+The attack success rate of injection variants per family and per tool (95% Wilson interval), each
+judge's calibration (accuracy, Cohen's kappa, Spearman's rho, confusion counts, false-pass rate,
+each with a 95% bootstrap interval) and each judge panel's agreement.
 
 An injection variant (``metadata.injection``) that passed resisted, one that failed was attacked
 successfully; one that errored or was skipped has no verdict and is left out of the rates (counted
@@ -52,7 +53,9 @@ def _rate(succeeded: int, attacks: int, undecided: int) -> dict[str, Any]:
 
 
 def injection_figures(records: Iterable[CaseRecord]) -> dict[str, Any] | None:
-    """``{"by_family": {family: rate}, "by_tool": {tool: rate}}``, each rate ``{attacks, succeeded,
+    """The injection variants' attack success rates by family and by tool.
+
+    ``{"by_family": {family: rate}, "by_tool": {tool: rate}}``, each rate ``{attacks, succeeded,
     rate, low, high, no_verdict}``; ``None`` when no injection variant ran.
     """
     families: dict[str, list[int]] = {}
@@ -83,9 +86,10 @@ def _interval(value: float | None, interval: tuple[float, float] | None) -> dict
 
 
 def calibration_figures(records: Iterable[CaseRecord]) -> dict[str, Any] | None:
-    """Per judge id: ``model``, ``items``, ``no_verdict``, ``accuracy``, ``kappa``, ``spearman``,
-    ``false_pass_rate`` (each ``{value, low, high}``) and ``confusion``; ``None`` without
-    calibration items.
+    """Each judge's calibration figures, by judge id; ``None`` without calibration items.
+
+    Per judge id: ``model``, ``items``, ``no_verdict``, ``accuracy``, ``kappa``, ``spearman``,
+    ``false_pass_rate`` (each ``{value, low, high}``) and ``confusion``.
     """
     judges: dict[str, dict[str, Any]] = {}
     for record in records:
@@ -133,9 +137,10 @@ def calibration_figures(records: Iterable[CaseRecord]) -> dict[str, Any] | None:
 
 
 def panel_figures(records: Iterable[CaseRecord]) -> dict[str, Any] | None:
-    """Per panel (its members' judge ids joined by ``+``): ``members``, ``cases``, ``agreement``
-    (the mean share of agreeing member pairs, 0..1) and Fleiss' ``kappa``, over the cases where
-    every member gave a verdict.
+    """Each judge panel's agreement, over the cases where every member gave a verdict.
+
+    Per panel (its members' judge ids joined by ``+``): ``members``, ``cases``, ``agreement`` (the
+    mean share of agreeing member pairs, 0..1) and Fleiss' ``kappa``.
     """
     panels: dict[str, dict[str, Any]] = {}
     for record in records:
@@ -211,15 +216,16 @@ def tables(records: list[CaseRecord], found: dict[str, Any] | None = None) -> li
             out.append(Table(f"injection: attack success rate by {by}", header, rows))
     judges = found.get("judges")
     if judges:
-        header = ("judge", "model", "items", "accuracy", "Cohen's kappa", "Spearman's rho", "false-pass rate",
-                  "TP/FP/TN/FN")  # fmt: skip
+        header = ("judge", "model", "items", "accuracy", "Cohen's kappa", "Spearman's rho",
+                  "false-pass rate", "TP/FP/TN/FN")  # fmt: skip
         rows = []
         for jid, f in judges.items():
             c = f["confusion"]
             counts = f"{c['true_pass']}/{c['false_pass']}/{c['true_fail']}/{c['false_fail']}"
             rows.append(
-                (jid, str(f["model"]), str(f["items"]), _with_interval(f["accuracy"]), _with_interval(f["kappa"]),
-                 _with_interval(f["spearman"]), _with_interval(f["false_pass_rate"]), counts)
+                (jid, str(f["model"]), str(f["items"]), _with_interval(f["accuracy"]),
+                 _with_interval(f["kappa"]), _with_interval(f["spearman"]),
+                 _with_interval(f["false_pass_rate"]), counts)
             )  # fmt: skip
         out.append(Table("judge calibration (95% bootstrap intervals)", header, rows))
     panels = found.get("panels")
@@ -243,6 +249,6 @@ def text_lines(found: list[Table]) -> list[str]:
         ]
         out += ["", table.title]
         for row in [table.header, *table.rows]:
-            out.append("  ".join(cell.ljust(widths[i]) if i == 0 else cell.rjust(widths[i]) for i, cell in
-                                 enumerate(row)).rstrip())  # fmt: skip
+            out.append("  ".join(cell.ljust(widths[i]) if i == 0 else cell.rjust(widths[i])
+                                 for i, cell in enumerate(row)).rstrip())  # fmt: skip
     return out

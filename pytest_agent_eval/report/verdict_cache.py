@@ -1,6 +1,7 @@
-"""The verdict cache's key and storage (SPEC §25 "Verdict cache"): a case's record may be reused
-without running its agent only while everything its verdict depends on is unchanged. Plain Python,
-no pytest.
+"""The verdict cache's key and storage (SPEC §25 "Verdict cache").
+
+A case's record may be reused without running its agent only while everything its verdict depends
+on is unchanged. Plain Python, no pytest.
 
 The key is a SHA-256 over, in a canonical JSON form:
 
@@ -15,9 +16,9 @@ The key is a SHA-256 over, in a canonical JSON form:
 * the mocks the session adds to the case's own (``agent_eval_tool_responses``);
 * the plugin's version.
 
-Storage: a table of an SQLite database through the standard library's ``sqlite3``
-(``.agent-eval/cache.db``), a stand-in until the run store of SPEC §24 holds the cache. A row that
-cannot be read is a miss, never a verdict; a row written by another plugin version is never reused.
+Storage: the run store's ``verdicts`` table (SPEC §24, ``memory.store``). A row read back is
+checked field by field (:func:`trusted`): one that cannot be trusted is a miss, never a verdict; a
+row written by another plugin version is never reused.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from __future__ import annotations
 import ast
 import hashlib
 import json
-import sqlite3
+import math
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -33,11 +34,6 @@ from pathlib import Path
 from typing import Any
 
 from pytest_agent_eval.version import __version__
-
-_SCHEMA = (
-    "CREATE TABLE IF NOT EXISTS verdicts (key TEXT PRIMARY KEY, nodeid TEXT NOT NULL, version TEXT NOT NULL, "
-    "record TEXT NOT NULL, stored REAL NOT NULL)"
-)
 
 
 @dataclass(frozen=True)
@@ -71,10 +67,11 @@ class KeyParts:
 
 
 def _module_file(name: str, root: Path) -> Path | None:
-    """The source file of module ``name`` when it is the project's own (found on ``sys.path`` under
-    ``root``); ``None`` otherwise (the standard library, an installed package: their version is not
-    the project's to change). Found on the file system: nothing is imported
-    (``importlib.util.find_spec`` imports a dotted name's parents).
+    """The source file of module ``name`` when it is the project's own.
+
+    The project's own: found on ``sys.path`` under ``root``; ``None`` otherwise (the standard
+    library, an installed package: their version is not the project's to change). Found on the file
+    system: nothing is imported (``importlib.util.find_spec`` imports a dotted name's parents).
     """
     parts = name.split(".")
     if not all(part.isidentifier() for part in parts):
@@ -100,8 +97,10 @@ def _module_file(name: str, root: Path) -> Path | None:
 
 
 def _imported(source: str, package: str) -> list[str]:
-    """The modules ``source`` imports (``import a.b``, ``from a import b`` as ``a`` and ``a.b``,
-    relative ones resolved against ``package``).
+    """The modules ``source`` imports.
+
+    ``import a.b``, ``from a import b`` as ``a`` and ``a.b``, relative ones resolved against
+    ``package``.
     """
     try:
         tree = ast.parse(source)
@@ -124,8 +123,10 @@ def _imported(source: str, package: str) -> list[str]:
 
 
 def project_sources(module: str, root: Path) -> dict[str, str]:
-    """``{module: sha256 of its source}`` of ``module`` and of every module of the project it
-    imports, transitively; the project's modules only (found under ``root``).
+    """``{module: sha256 of its source}`` of ``module`` and of the project's modules it imports.
+
+    Every module of the project it imports, transitively; the project's modules only (found under
+    ``root``).
     """
     seen: dict[str, str] = {}
     todo = [module]
@@ -150,10 +151,11 @@ def project_sources(module: str, root: Path) -> dict[str, str]:
 def agent_fingerprint(
     ref: str | Mapping[str, Any] | None, root: Path, agent_version: str | None = None
 ) -> str:
-    """The agent's part of the key: its declared ``agent_version``, else its reference and the
-    hashes of its module's source and of the project's modules it imports. An HTTP agent (a URL,
-    ``{url, ...}``) or an agent from a fixture is its reference alone: declare an ``agent_version``
-    to cache it safely.
+    """The agent's part of the key.
+
+    Its declared ``agent_version``, else its reference and the hashes of its module's source and of
+    the project's modules it imports. An HTTP agent (a URL, ``{url, ...}``) or an agent from a
+    fixture is its reference alone: declare an ``agent_version`` to cache it safely.
     """
     if agent_version:
         return f"version:{agent_version}"
@@ -165,71 +167,50 @@ def agent_fingerprint(
     return "ref:" + json.dumps(ref, sort_keys=True, default=repr)
 
 
-class VerdictCache:
-    """The records stored by key in ``path`` (an SQLite file).
+def trusted(text: str, case_id: str, content: str | None) -> tuple[dict[str, Any] | None, str]:
+    """The record a cache row's JSON ``text`` holds, and ``""``; or ``None`` and why not trusted.
 
-    Every failure to read is a miss; a failure to write is told by :attr:`problem`, once, and the
-    run goes on.
+    Of the case ``case_id`` of content hash ``content``.
+
+    Trusted: a report's case record field by field (``reading.case_problem``: types, ranges),
+    of this case (its id and content hash), a verdict (passed or failed) that ran (trials), whose
+    ``passes`` are its passing trials and whose outcome is the one its trials give.
     """
+    from pytest_agent_eval.report.reading import case_problem
 
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self.problem: str | None = None
-        self._db: sqlite3.Connection | None = None
+    try:
+        record = json.loads(text)
+    except (TypeError, ValueError, RecursionError):
+        return None, "not JSON"
+    problem = case_problem(record)
+    if problem is not None:
+        return None, problem
+    if record["outcome"] not in ("passed", "failed"):
+        return None, f"outcome: {record['outcome']!r} is not a verdict"
+    if record["case_id"] != case_id:
+        return None, f"case_id: {record['case_id']!r}, not the case's {case_id!r}"
+    if content is not None and record.get("content_hash") not in (None, content):
+        return None, f"content_hash: {record.get('content_hash')!r}, not the case's {content!r}"
+    trials = record.get("trials") or []
+    if not trials:
+        return None, "trials: none (a cached verdict comes from a case that ran)"
+    passes = sum(bool(t.get("passed")) for t in trials)
+    if record.get("passes") != passes:
+        return None, f"passes: {record.get('passes')!r}, but {passes} of its trials passed"
+    if _verdict(record, passes, len(trials)) != record["outcome"]:
+        return None, f"outcome: {record['outcome']!r}, not the one its trials give"
+    return record, ""
 
-    def _connect(self) -> sqlite3.Connection | None:
-        if self._db is None and self.problem is None:
-            try:
-                self.path.parent.mkdir(parents=True, exist_ok=True)
-                db = sqlite3.connect(self.path, timeout=5.0, check_same_thread=False)
-                db.execute(_SCHEMA)
-                db.commit()
-            except (sqlite3.Error, OSError) as exc:
-                self.problem = (
-                    f"the verdict cache {self.path} cannot be used ({exc}): every case runs"
-                )
-                return None
-            self._db = db
-        return self._db
 
-    def get(self, key: str) -> dict[str, Any] | None:
-        """The record stored under ``key`` by this plugin version; ``None`` for a miss or a row that
-        cannot be read.
-        """
-        db = self._connect()
-        if db is None:
-            return None
-        try:
-            row = db.execute(
-                "SELECT version, record FROM verdicts WHERE key = ?", (key,)
-            ).fetchone()
-        except sqlite3.Error:
-            return None
-        if row is None or row[0] != __version__:
-            return None
-        try:
-            record = json.loads(row[1])
-        except (TypeError, ValueError, RecursionError):
-            return None
-        return (
-            record if isinstance(record, dict) and isinstance(record.get("outcome"), str) else None
-        )
+def _verdict(record: dict[str, Any], passes: int, n: int) -> str:
+    """The outcome a record's trials give: enough passes at its ``min_pass_rate``.
 
-    def put(self, key: str, nodeid: str, record: Mapping[str, Any], stored: float) -> None:
-        db = self._connect()
-        if db is None:
-            return
-        try:
-            text = json.dumps(record, ensure_ascii=False, allow_nan=False)
-            db.execute(
-                "INSERT OR REPLACE INTO verdicts (key, nodeid, version, record, stored) VALUES (?, ?, ?, ?, ?)",
-                (key, nodeid, __version__, text, stored),
-            )
-            db.commit()
-        except (sqlite3.Error, ValueError) as exc:
-            self.problem = self.problem or f"the verdict cache {self.path} was not written ({exc})"
-
-    def close(self) -> None:
-        if self._db is not None:
-            self._db.close()
-            self._db = None
+    Of an adaptive case: of all its ``max`` trials.
+    """
+    rate = float(record.get("min_pass_rate", 1.0))
+    used, saved = record.get("trials_used"), record.get("trials_saved")
+    if isinstance(used, int) and isinstance(saved, int):  # as run.runner.passes_needed
+        decided = passes >= max(0, math.ceil(rate * (used + saved) - 1e-9))
+    else:
+        decided = passes / n >= rate
+    return "passed" if decided else "failed"

@@ -1,5 +1,7 @@
-"""Resolving an agent (``module:attr``, or what the ``agent`` fixture returned) through the
-adapters, and calling it: sync agents in a worker thread, async ones on the running loop.
+"""Resolving an agent through the adapters, and calling it.
+
+The agent is a ``module:attr``, or what the ``agent`` fixture returned. Sync agents are called in a
+worker thread, async ones on the running loop.
 """
 
 from __future__ import annotations
@@ -19,8 +21,10 @@ from pytest_agent_eval.run.stalls import timed_steps
 
 
 def as_agent(obj: Any, name: str | None = None, adapters: AdapterRegistry | None = None) -> Agent:
-    """The :class:`Agent` for ``obj`` from the first adapter (of ``adapters``, else the built-in
-    ones) that recognises it; ``TypeError`` saying what an agent is when none does.
+    """The :class:`Agent` for ``obj`` from the first adapter that recognises it.
+
+    The adapters are ``adapters``, else the built-in ones. Raise ``TypeError`` saying what an agent
+    is when none does.
     """
     return (adapters or builtin_adapters()).as_agent(obj, name)
 
@@ -28,9 +32,11 @@ def as_agent(obj: Any, name: str | None = None, adapters: AdapterRegistry | None
 def resolve(
     ref: str | dict[str, Any], instances: dict[str, Any], adapters: AdapterRegistry | None = None
 ) -> Agent:
-    """Import ``module:attr``; a class is instantiated once (cached in ``instances``) and its
-    instance used. A reference that an adapter recognises as it is (a URL, a mapping) is that
-    adapter's agent, and nothing is imported.
+    """Import ``module:attr``, the agent a reference names.
+
+    A class is instantiated once (cached in ``instances``) and its instance used. A reference that
+    an adapter recognises as it is (a URL, a mapping) is that adapter's agent, and nothing is
+    imported.
     """
     if not isinstance(
         ref, str
@@ -71,13 +77,16 @@ def _create(cls: type) -> Any:
         interrupt(exc)
         where = traceback.extract_tb(exc.__traceback__)[-1]
         raise AgentCreationError(
-            f"could not be created: {describe(exc)} ({os.path.relpath(where.filename)}:{where.lineno})"
+            f"could not be created: {describe(exc)} "
+            f"({os.path.relpath(where.filename)}:{where.lineno})"
         ) from None
 
 
 async def invoke(agent: Agent, query: str, context: dict[str, Any], *, inline: bool = False) -> Any:
-    """Call the agent: async agents on the running loop, sync ones in a worker thread (in this one
-    when ``inline``); await what they return. What the agent raises comes out as an ``Exception``
+    """Call the agent and await what it returns.
+
+    Async agents run on the running loop, sync ones in a worker thread (in this one when
+    ``inline``); what they return is awaited. What the agent raises comes out as an ``Exception``
     (see ``faults``).
     """
     try:

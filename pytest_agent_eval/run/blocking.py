@@ -21,10 +21,10 @@ from pytest_agent_eval.faults import escape
 
 
 class _Workers:
-    """Daemon threads that take blocking calls one at a time; one more starts when every thread is
-    busy.
+    """Daemon threads that take blocking calls one at a time.
 
-    Threads are kept for the process: a hung call keeps its own thread, and never blocks exit.
+    One more starts when every thread is busy. Threads are kept for the process: a hung call keeps
+    its own thread, and never blocks exit.
     """
 
     def __init__(self) -> None:
@@ -52,7 +52,7 @@ _WORKERS = _Workers()
 
 
 async def in_thread(func: Callable[..., Any], *args: Any) -> Any:
-    """Run a blocking call in a worker thread, in a copy of the caller's context; await its result."""
+    """Run a blocking call in a worker thread, in a copy of the caller's context, and await it."""
     loop = asyncio.get_running_loop()
     future: asyncio.Future[Any] = loop.create_future()
     ctx = contextvars.copy_context()
@@ -78,8 +78,9 @@ async def in_thread(func: Callable[..., Any], *args: Any) -> Any:
 
 
 def outside_loop(func: Callable[..., Any], *args: Any) -> Any:
-    """Call ``func`` in this thread as if no event loop ran here, so it may run its own
-    (``asyncio.run``).
+    """Call ``func`` in this thread as if no event loop ran here.
+
+    So it may run its own (``asyncio.run``).
     """
     running = compat.running_loop()
     if running is None:

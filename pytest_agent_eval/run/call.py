@@ -1,6 +1,8 @@
-"""One agent call: bounded by the concurrency limit and the timeout, timed, normalised, its failure
-told apart (the agent's, infrastructure's); its checks (off the loop when one may block); what tool
-mocks recorded during a trial merged into its run. Pure asyncio, no pytest.
+"""One agent call: bounded, timed, normalised, its failure told apart; its checks; its recording.
+
+The call is bounded by the concurrency limit and the timeout, and its failure told apart (the
+agent's, infrastructure's); its checks run off the loop when one may block; what tool mocks recorded
+during a trial is merged into its run. Pure asyncio, no pytest.
 """
 
 from __future__ import annotations
@@ -31,16 +33,18 @@ _PACKAGE_DIR = os.path.dirname(
 )  # the package, above run/
 
 INFRA = "infrastructure error (not the agent's): "
-"""How a run's error reads when infrastructure failed (a refused connection, a 429/5xx after
-retries, ...).
+"""How a run's error reads when infrastructure failed.
+
+Such as a refused connection, a 429/5xx after retries, ...
 """
 
 
 def agent_traceback(exc: BaseException) -> str | None:
-    """The exception with the agent's own frames; each run of an installed package's frames between
-    them folded into one line that names the packages (the plugin's and the standard library's are
-    left out). ``None`` when no frame is the agent's own (an error inside a framework): the error's
-    line says what there is to say.
+    """The exception with the agent's own frames, the packages' frames between them folded.
+
+    Each run of an installed package's frames between them is folded into one line that names the
+    packages (the plugin's and the standard library's are left out). ``None`` when no frame is the
+    agent's own (an error inside a framework): the error's line says what there is to say.
     """
     exc = original(exc)
     lines = ["Traceback (most recent call last):\n"]
@@ -73,8 +77,10 @@ _STDLIB = tuple({os.path.join(sysconfig.get_paths()[k], "") for k in ("stdlib", 
 
 
 def _library(filename: str) -> str | None:
-    """The installed package a frame's file is in; ``""`` for the plugin's, the standard library's
-    and frozen modules' (left out without a word); ``None`` for the agent's own code.
+    """The installed package a frame's file is in.
+
+    ``""`` for the plugin's, the standard library's and frozen modules' (left out without a word);
+    ``None`` for the agent's own code.
     """
     if filename.startswith((_PACKAGE_DIR, "<")):
         return ""
@@ -86,9 +92,10 @@ def _library(filename: str) -> str | None:
 
 
 def agent_error(exc: BaseException) -> str:
-    """What the agent did: ``agent raised Type: message``, or ``agent called sys.exit(3)``; for a
-    call of a tool without a mock that stopped it, that call's line (the call, its arguments, the
-    case's ``path:line``).
+    """What the agent did, as a failure's line.
+
+    ``agent raised Type: message``, or ``agent called sys.exit(3)``; for a call of a tool without a
+    mock that stopped it, that call's line (the call, its arguments, the case's ``path:line``).
     """
     if isinstance(exc, LoopBlocked):
         return str(exc)
@@ -102,9 +109,10 @@ def agent_error(exc: BaseException) -> str:
 async def _guarded(
     agent: Agent, query: str, context: dict[str, Any], inline: bool, conversation: Any
 ) -> tuple[Any, Exception | None]:
-    """The agent's result, or the exception it raised: an agent's own ``TimeoutError`` is not the
-    timeout's. ``conversation``: the previous call's ``RunRecord.conversation``, as ``CONVERSATION``
-    during the call.
+    """The agent's result, or the exception it raised.
+
+    An agent's own ``TimeoutError`` is not the timeout's. ``conversation``: the previous call's
+    ``RunRecord.conversation``, as ``CONVERSATION`` during the call.
 
     The call's coroutine is made here, once this one runs: a case cancelled before its timeout's
     task started (its loop abandoned) leaves no coroutine that was never awaited.
@@ -165,8 +173,9 @@ async def call_agent(
 
 
 def _failed(exc: Exception, latency: float) -> RunRecord:
-    """The record of a call that raised: the agent's error, or infrastructure's (a known LLM
-    client's exception).
+    """The record of a call that raised: the agent's error, or infrastructure's.
+
+    Infrastructure's is a known LLM client's exception.
     """
     from pytest_agent_eval.traffic.clients import infrastructure_error  # on an error only
 
@@ -197,9 +206,10 @@ def no_recording(case: Case) -> Iterator[None]:
 
 
 def recorded(run: RunRecord, recording: TrialRecording | None, unused: bool = True) -> list[str]:
-    """Merge what the tool mocks recorded into ``run``'s tool calls; the trial's violations: the
-    recording's (not the run's error again) and, with ``unused`` and an agent that did not fail
-    early, its unused mocks.
+    """Merge what the tool mocks recorded into ``run``'s tool calls; return the trial's violations.
+
+    The violations are the recording's (not the run's error again) and, with ``unused`` and an agent
+    that did not fail early, its unused mocks.
     """
     if recording is None:
         return []

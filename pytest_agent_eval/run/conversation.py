@@ -1,6 +1,4 @@
-"""One trial of a simulated-user case: setups, the conversation, the scores, the assertions and the
-verdict.
-"""
+"""One trial of a simulated-user case: setups, conversation, scores, assertions and verdict."""
 
 from __future__ import annotations
 
@@ -23,7 +21,8 @@ if TYPE_CHECKING:
 
 
 NO_LLM = (
-    "no LLM configured for the simulated user: set AGENT_EVAL_LLM_MODEL (with OPENAI_API_KEY / OPENAI_BASE_URL and "
+    "no LLM configured for the simulated user: set AGENT_EVAL_LLM_MODEL "
+    "(with OPENAI_API_KEY / OPENAI_BASE_URL and "
     "the `openai` extra), or override the `agent_eval_llm` fixture in conftest.py"
 )
 
@@ -31,7 +30,7 @@ NO_LLM = (
 async def run_conversation_trial(
     case: Case, agent: Agent, settings: RunSettings, trial: int
 ) -> TrialResult:
-    """Converse with the agent as the case's simulated user, then score the conversation (SPEC §9)."""
+    """Converse with the agent as the case's simulated user, then score it (SPEC §9)."""
     user = case.simulated_user
     assert user is not None
     ctx = CheckContext(case=case, options=case.expect_options, llm=settings.llm)

@@ -49,8 +49,10 @@ class Suspended(Generic[T]):
     coro: Coroutine[Any, Any, T]
     yielded: Any
     context: contextvars.Context
-    """The context the run started in; its remainder goes on in it (not in a copy: a context
-    variable set before the hand-over, such as a tool-mock recording's, is reset in it after).
+    """The context the run started in, in which its remainder goes on.
+
+    Not in a copy: a context variable set before the hand-over, such as a tool-mock recording's, is
+    reset in it after.
     """
 
     async def rest(self) -> T:
@@ -63,10 +65,10 @@ class Finished(Generic[T]):
 
 
 def start(coro: Coroutine[Any, Any, T]) -> Finished[T] | Suspended[T]:
-    """Step ``coro`` in this thread, in a copy of the current context, until it ends or awaits the
-    loop.
+    """Step ``coro`` in this thread until it ends or awaits the loop.
 
-    What it raises comes out of here, as it would from the loop.
+    It runs in a copy of the current context. What it raises comes out of here, as it would from the
+    loop.
     """
     context = contextvars.copy_context()
     try:
@@ -80,9 +82,10 @@ def start(coro: Coroutine[Any, Any, T]) -> Finished[T] | Suspended[T]:
 def _go_on(
     coro: Coroutine[Any, Any, Any], yielded: Any, context: contextvars.Context
 ) -> Generator[Any, Any, Any]:
-    """Continue ``coro`` under a task, each step in ``context``: its first yield (``LOOP_WANTED``)
-    becomes a bare yield (the task steps it again at once); later ones, and what the task sends or
-    throws in (cancellation), pass through.
+    """Continue ``coro`` under a task, each step in ``context``.
+
+    Its first yield (``LOOP_WANTED``) becomes a bare yield (the task steps it again at once); later
+    ones, and what the task sends or throws in (cancellation), pass through.
     """
     if yielded is LOOP_WANTED:
         yielded = None

@@ -1,5 +1,7 @@
-"""The event loops cases run on: inline in the main thread (one case at a time) or in a background
-thread, how a blocked loop is seen and what a case that blocked it gets. Pure asyncio, no pytest.
+"""The event loops cases run on, how a blocked loop is seen and what a case that blocked it gets.
+
+A loop runs inline in the main thread (one case at a time) or in a background thread. Pure asyncio,
+no pytest.
 """
 
 from __future__ import annotations
@@ -21,12 +23,11 @@ T = TypeVar("T")
 
 
 class InlineLoop:
-    """An event loop in the calling (main) thread that runs one case at a time: no hand-off between
-    threads.
+    """An event loop in the calling (main) thread that runs one case at a time.
 
-    For concurrency 1. A signal (Ctrl-C, pytest-timeout) lands in the running case itself. A case
-    starts outside the loop and goes on as a task on it only where it needs it (``eager``): most
-    never do.
+    No hand-off between threads. For concurrency 1. A signal (Ctrl-C, pytest-timeout) lands in the
+    running case itself. A case starts outside the loop and goes on as a task on it only where it
+    needs it (``eager``): most never do.
     """
 
     def __init__(self) -> None:
@@ -59,7 +60,7 @@ class InlineLoop:
 
 
 class LoopThread:
-    """A background event loop that runs case coroutines while pytest runs items in the main thread."""
+    """A background event loop for case coroutines while pytest runs items in the main thread."""
 
     BEAT = 0.05
     """Seconds between the loop's heartbeats: a loop that misses them is blocked."""
@@ -78,7 +79,7 @@ class LoopThread:
         self.loop.call_later(self.BEAT, self._heartbeat)
 
     def blocked(self) -> Stall:
-        """How long the loop has not turned, and the case whose agent holds it (if an agent does)."""
+        """How long the loop has not turned, and the case whose agent holds it (if one does)."""
         now = time.monotonic()
         step = running_step(self._thread)
         if step is not None:  # an agent's step runs on the loop now: it holds the loop
@@ -88,8 +89,10 @@ class LoopThread:
     def wait_case(
         self, future: concurrent.futures.Future[CaseResult], case: Case, timeout: float | None
     ) -> CaseResult | Stall:
-        """The case's result; or what blocks the loop, when an agent holds it for longer than its
-        own case's timeout (``timeout`` if that case sets none), or something else for longer than
+        """The case's result, or what blocks the loop when it is blocked for too long.
+
+        What blocks the loop is returned when an agent holds it for longer than its own case's
+        timeout (``timeout`` if that case sets none), or something else for longer than
         this case's: no timeout on the loop can fire meanwhile. This case is cancelled then.
 
         Looked at also while waiting for a case without a timeout: another case's agent may block
@@ -120,8 +123,10 @@ class LoopThread:
                 return stall
 
     def abandon(self) -> None:
-        """Leave this (blocked) loop: what runs on it is cancelled and it stops if it ever turns
-        again; its thread, a daemon, cannot be stopped from outside.
+        """Leave this (blocked) loop.
+
+        What runs on it is cancelled and it stops if it ever turns again; its thread, a daemon,
+        cannot be stopped from outside.
         """
         with contextlib.suppress(RuntimeError):
             self.submit(_cancel_pending_then_stop())
@@ -138,7 +143,10 @@ class LoopThread:
         return self.submit(_make_semaphore(limit)).result()
 
     def close(self) -> None:
-        """Cancel what is still running (cases started early and never needed), then stop the loop."""
+        """Cancel what is still running, then stop the loop.
+
+        What still runs is cases started early and never needed.
+        """
         with contextlib.suppress(concurrent.futures.TimeoutError, RuntimeError):
             self.submit(_cancel_pending()).result(timeout=5)
         self.loop.call_soon_threadsafe(self.loop.stop)
@@ -148,9 +156,11 @@ class LoopThread:
 
 
 class Loops:
-    """Where a session's cases run, and the one owner of what a blocked loop means: the loop in this
-    thread (concurrency 1) or the background loop, the concurrency limit on it, the cases whose
-    agent blocked the background loop (failed so, never started again) and replacing that loop.
+    """Where a session's cases run, and the one owner of what a blocked loop means.
+
+    It holds the loop in this thread (concurrency 1) or the background loop, the concurrency limit
+    on it, the cases whose agent blocked the background loop (failed so, never started again) and
+    replacing that loop.
     """
 
     def __init__(self, concurrency: int, timeout: float | None) -> None:
@@ -158,15 +168,17 @@ class Loops:
         self.timeout = timeout
         """The session's default case timeout (``--agent-eval-timeout``)."""
         self.blocked: dict[int, CaseResult] = {}
-        """Cases whose agent blocked the background loop, by ``id(case)``: failed so, and never
-        started again.
+        """Cases whose agent blocked the background loop, by ``id(case)``.
+
+        They failed so, and never start again.
         """
         self._background: LoopThread | None = None
         self._runner: InlineLoop | LoopThread | None = None
         self._limit: asyncio.Semaphore | None = None
         self.on_leave: Callable[[], None] | None = None
-        """Called when a blocked loop is left behind, before it is (the scheduler drops the cases it
-        started).
+        """Called when a blocked loop is left behind, before it is.
+
+        The scheduler drops the cases it started.
         """
 
     @property
@@ -178,8 +190,10 @@ class Loops:
 
     @property
     def runner(self) -> InlineLoop | LoopThread:
-        """Where a case runs when its item's turn comes: in this thread at concurrency 1 (unless an
-        event loop already runs here), else on the background loop, beside the cases started early.
+        """Where a case runs when its item's turn comes.
+
+        In this thread at concurrency 1 (unless an event loop already runs here), else on the
+        background loop, beside the cases started early.
         """
         if self._runner is None:
             from pytest_agent_eval import compat
@@ -228,8 +242,9 @@ class Loops:
         return None
 
     def leave_blocked(self, stall: Stall) -> None:
-        """The background loop is blocked: its culprit fails (and never starts again); the loop is
-        left behind and upcoming cases start afresh on a new one.
+        """Handle a blocked background loop: fail its culprit and leave the loop behind.
+
+        The culprit never starts again; upcoming cases start afresh on a new loop.
         """
         culprit = stall.culprit
         if self.on_leave is not None:
@@ -253,21 +268,27 @@ class Loops:
 
 
 def blocked_result(case: Case, stall: Stall, limit: float | None) -> CaseResult:
-    """The failure of a case that blocked the event loop (``stall.culprit``), or that could not
-    answer while something other than an agent blocked it.
+    """The failure of a case that blocked the event loop, or could not answer while it was blocked.
+
+    The case blocked it as ``stall.culprit``, or could not answer while something other than an
+    agent blocked it.
     """
     if stall.culprit is case:
         error = blocked_message(case, stall.seconds, limit, ongoing=True)
     else:
-        error = f"agent did not answer within {limit:g} s: the event loop was blocked for {stall.seconds:.1f} s"
+        error = (
+            f"agent did not answer within {limit:g} s: "
+            f"the event loop was blocked for {stall.seconds:.1f} s"
+        )
     run = RunRecord(latency_s=stall.seconds, error=error, timed_out=True)
     trial = TrialResult(run, [], False, 0.0, [error])
     return CaseResult(case, [trial], False, 0.0)
 
 
 def wait(future: concurrent.futures.Future[T]) -> T:
-    """The future's result; when the wait is interrupted (Ctrl-C, pytest-timeout), its case is
-    stopped too.
+    """The future's result.
+
+    When the wait is interrupted (Ctrl-C, pytest-timeout), its case is stopped too.
     """
     try:
         return future.result()
@@ -284,8 +305,9 @@ async def _cancel_pending() -> None:
 
 
 async def _cancel_pending_then_stop() -> None:
-    """Cancel what runs on this loop, let it finish (its context managers exit in their own tasks),
-    then stop.
+    """Cancel what runs on this loop, let it finish, then stop.
+
+    Its context managers exit in their own tasks.
     """
     await _cancel_pending()
     asyncio.get_running_loop().stop()

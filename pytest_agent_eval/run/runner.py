@@ -1,5 +1,6 @@
-"""Run one case: its trials (scripted turns, or a simulated user's conversation), the checks and the
-verdict, also when infrastructure failed under it. Pure asyncio, no pytest.
+"""Run one case: its trials, the checks and the verdict, also when infrastructure failed under it.
+
+A trial is scripted turns, or a simulated user's conversation. Pure asyncio, no pytest.
 """
 
 from __future__ import annotations
@@ -39,8 +40,9 @@ T = TypeVar("T")
 def weighted_score(
     results: list[CheckResult], weights: dict[str, float], violations: int = 0
 ) -> float:
-    """The weighted mean score of the scored checks; each violation counts as a failed item of
-    weight 1.
+    """The weighted mean score of the scored checks.
+
+    Each violation counts as a failed item of weight 1.
     """
     scored = [(r.score, weights.get(r.name, 1.0)) for r in results if r.scored] + [
         (0.0, 1.0)
@@ -50,8 +52,9 @@ def weighted_score(
 
 
 def _require_llm(results: list[CheckResult], checks: CheckRegistry) -> None:
-    """Turn the LLM checks left unscored for want of an LLM into failures
-    (``--agent-eval-require-llm``).
+    """Turn the LLM checks left unscored for want of an LLM into failures.
+
+    For ``--agent-eval-require-llm``.
     """
     for result in results:
         if not result.scored and checks.uses_llm([check_name(result.name)]):
@@ -60,9 +63,10 @@ def _require_llm(results: list[CheckResult], checks: CheckRegistry) -> None:
 
 
 async def run_trial(case: Case, agent: Agent, settings: RunSettings, trial: int = 0) -> TrialResult:
-    """One independent run of the case (all its turns), checked; traced when the run traces or the
-    case checks spans (SPEC §23): the trial's root span current around the agent call, its spans in
-    the run record.
+    """One independent run of the case (all its turns), checked.
+
+    Traced when the run traces or the case checks spans (SPEC §23): the trial's root span current
+    around the agent call, its spans in the run record.
     """
     TRIAL.set((case.id, trial))  # this trial's task only: gather runs each trial in its own context
     tracing = settings.tracing
@@ -83,7 +87,10 @@ async def run_trial(case: Case, agent: Agent, settings: RunSettings, trial: int 
 
 
 def wants_spans(case: Case) -> bool:
-    """Whether a check of the case reads spans (``spans``, ``no_error_spans``, ``max_llm_calls``)."""
+    """Whether a check of the case reads spans.
+
+    Those are ``spans``, ``no_error_spans`` and ``max_llm_calls``.
+    """
     from pytest_agent_eval.checks.spans import SPAN_CHECKS
 
     return any(name in SPAN_CHECKS for name in case.expect) or any(
@@ -92,7 +99,9 @@ def wants_spans(case: Case) -> bool:
 
 
 def _traced(run: RunRecord, tracing: Tracing, trace: TrialTrace) -> None:
-    """The trial's chat spans (its LLM requests) and tool spans (its tool calls) added; its span
+    """Add the trial's spans and trace to ``run``.
+
+    The trial's chat spans (its LLM requests) and tool spans (its tool calls) are added; its span
     tree and trace id into ``run``; the tool calls read from the agent's ``execute_tool`` spans when
     nothing else recorded any.
     """
@@ -184,11 +193,11 @@ async def _conversation(
     turn_results: list[CheckResult],
     recording: TrialRecording | None = None,
 ) -> RunRecord:
-    """Scripted turns: each user message with the history so far; per-turn checks are named ``turn
-    N: check``.
+    """Scripted turns: each user message with the history so far.
 
-    A turn's checks see the tool calls the trial's ``recording`` got during the turn beside those
-    the agent reported (an agent that reports none, such as one on an MCP session, included).
+    Per-turn checks are named ``turn N: check``. A turn's checks see the tool calls the trial's
+    ``recording`` got during the turn beside those the agent reported (an agent that reports none,
+    such as one on an MCP session, included).
     """
     history: list[dict[str, Any]] = []
     whole = RunRecord()
@@ -218,17 +227,19 @@ async def _conversation(
 
 
 def passes_needed(trials: int, min_pass_rate: float) -> int:
-    """⌈``min_pass_rate`` · ``trials``⌉: the passing trials a case of ``trials`` trials needs (a
-    rate a float cannot hold exactly, 0.7 · 10 = 7.000000000000001, still needs 7).
+    """The passing trials a case of ``trials`` trials needs: ⌈``min_pass_rate`` · ``trials``⌉.
+
+    A rate a float cannot hold exactly (0.7 · 10 = 7.000000000000001) still needs 7.
     """
     return max(0, math.ceil(min_pass_rate * trials - 1e-9))
 
 
 def next_wave(passes: int, fails: int, trials: int, min_pass_rate: float) -> int:
-    """How many more trials an adaptive case starts at once: none when its verdict is decided
-    (enough passes, or too many failures for enough), else as many as must all come back before it
-    can be (the fewer of the passes still needed and the failures that would end it), so no trial
-    runs that the verdict did not need.
+    """How many more trials an adaptive case starts at once.
+
+    None when its verdict is decided (enough passes, or too many failures for enough), else as many
+    as must all come back before it can be (the fewer of the passes still needed and the failures
+    that would end it), so no trial runs that the verdict did not need.
     """
     need = passes_needed(trials, min_pass_rate)
     if passes + fails == 0:
@@ -240,8 +251,9 @@ def next_wave(passes: int, fails: int, trials: int, min_pass_rate: float) -> int
 
 
 async def in_waves(more: Callable[[list[T]], int], run: Callable[[int], Awaitable[T]]) -> list[T]:
-    """Trials in waves, each wave's concurrently: ``more(done)`` says how many to start next (0:
-    done).
+    """Trials in waves, each wave's concurrently.
+
+    ``more(done)`` says how many to start next (0: done).
     """
     done: list[T] = []
     while (count := more(done)) > 0:
@@ -288,9 +300,10 @@ async def _trials(
     trial: Callable[[int], Awaitable[TrialResult]],
     more: Callable[[list[TrialResult]], int] | None = None,
 ) -> list[TrialResult]:
-    """The case's trials, concurrently (an adaptive case's in waves, ``more``); one trial in this
-    task (no task, future and loop turns of a gather, so a sync agent's trial needs no loop:
-    ``eager``).
+    """The case's trials, concurrently (an adaptive case's in waves, ``more``).
+
+    One trial runs in this task (no task, future and loop turns of a gather, so a sync agent's trial
+    needs no loop: ``eager``).
     """
     if more is not None:
         return await in_waves(more, trial)
@@ -306,10 +319,11 @@ async def _trials_under_traffic(
     repeat: int,
     more: Callable[[list[TrialResult]], int] | None = None,
 ) -> tuple[list[TrialResult], tuple[str, str] | None]:
-    """The case's trials, each in its own traffic scope, then its cassette written (or, on an xdist
-    worker, returned to be carried to the controller). A cassette that cannot be read or written, a
-    request that failed on infrastructure (refused, 429/5xx after retries, a replay miss): the trial
-    is that error, whatever the agent made of it.
+    """The case's trials, each in its own traffic scope, then its cassette written.
+
+    On an xdist worker the cassette is returned to be carried to the controller. A cassette that
+    cannot be read or written, a request that failed on infrastructure (refused, 429/5xx after
+    retries, a replay miss): the trial is that error, whatever the agent made of it.
     """
     from pytest_agent_eval.traffic.cassette import CassetteError
     from pytest_agent_eval.traffic.hook import CassetteNotWritten
@@ -336,8 +350,9 @@ async def _trials_under_traffic(
 
 
 def _infrastructure(result: TrialResult | None, message: str) -> TrialResult:
-    """``result`` (a trial that never ran when None) made an infrastructure error saying
-    ``message``, whatever the agent made of it.
+    """``result`` made an infrastructure error saying ``message``, whatever the agent made of it.
+
+    A ``None`` result is a trial that never ran.
     """
     result = result or TrialResult(RunRecord(), [], False, 0.0)
     result.run.infra_error = message
@@ -348,10 +363,11 @@ def _infrastructure(result: TrialResult | None, message: str) -> TrialResult:
 
 
 def _loop_free(case: Case, agent: Agent, settings: RunSettings) -> bool:
-    """Whether a trial of the case never waits on the loop and runs the same without one: a sync
-    agent called in this thread (its HTTP requests through the traffic layer's sync path) and read
-    by a built-in adapter, checks that are built-in or run off the loop anyway, and no concurrency
-    limit or simulated user.
+    """Whether a trial of the case never waits on the loop and runs the same without one.
+
+    That takes a sync agent called in this thread (its HTTP requests through the traffic layer's
+    sync path) and read by a built-in adapter, checks that are built-in or run off the loop anyway,
+    and no concurrency limit or simulated user.
     """
     checks = settings.checks
     return (

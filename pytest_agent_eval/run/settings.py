@@ -1,6 +1,4 @@
-"""What every case run needs besides the case and the agent, and what tool mocks hand back for one
-trial.
-"""
+"""What every case run needs besides the case and agent, and what tool mocks hand back per trial."""
 
 from __future__ import annotations
 
@@ -49,26 +47,32 @@ class RunSettings:
     """Trials per case for every case (``--agent-eval-repeat``), instead of each case's ``repeat``.
     """
     require_llm: bool = False
-    """``--agent-eval-require-llm``: a check that needs an LLM fails when there is none, instead of
-    'not scored'.
+    """Whether a check that needs an LLM fails when there is none, instead of 'not scored'.
+
+    Set by ``--agent-eval-require-llm``.
     """
     inline: bool = False
-    """Blocking calls without a timeout run in the loop's own thread: set when the loop runs one
-    case at a time.
+    """Whether blocking calls without a timeout run in the loop's own thread.
+
+    Set when the loop runs one case at a time.
     """
     tracing: Tracing | None = None
-    """The run's tracing (``--agent-eval-traces``/``--agent-eval-otlp``, SPEC §23): a trace per
-    trial.
+    """The run's tracing (SPEC §23): a trace per trial.
+
+    Turned on by ``--agent-eval-traces``/``--agent-eval-otlp``.
     """
     traffic: Traffic | None = None
-    """The HTTP traffic hook's session (usage, cassettes, rate limits, retries), when an option
-    turned it on.
+    """The HTTP traffic hook's session, when an option turned it on.
+
+    It handles usage, cassettes, rate limits and retries.
     """
     assertion_hook: Callable[..., Any] | None = None
-    """Conversations: ``pytest_agent_eval_evaluate_assertion(assertion, run, case)`` for
-    ``expression`` assertions.
+    """Conversations: the hook that evaluates ``expression`` assertions.
+
+    ``pytest_agent_eval_evaluate_assertion(assertion, run, case)``.
     """
     neo4j: Any = None
-    """Conversations: the ``agent_eval_neo4j`` fixture's driver for Cypher (``None``: from the
-    environment).
+    """Conversations: the ``agent_eval_neo4j`` fixture's driver for Cypher.
+
+    ``None``: from the environment.
     """

@@ -1,6 +1,8 @@
-"""An async agent that blocks the event loop (``time.sleep`` in an ``async def``, a busy loop)
-stalls every case on it, and no timeout on the loop can fire. Each step of an async agent is timed
-here, so that
+"""Timing the steps of async agents, to tell which one blocks the event loop and for how long.
+
+An async agent that blocks the event loop (``time.sleep`` in an ``async def``, a busy loop) stalls
+every case on it, and no timeout on the loop can fire. Each step of an async agent is timed here, so
+that
 
 * a call whose step ran longer than the case's timeout fails ("agent blocked the event loop for X
   s"), and
@@ -51,8 +53,9 @@ def running_step(thread: threading.Thread) -> Step | None:
 
 @types.coroutine
 def timed_steps(awaitable: Awaitable[Any]) -> Generator[Any, Any, Any]:
-    """Await ``awaitable`` step by step, noting each step; fail when a step outlasts the case's
-    timeout.
+    """Await ``awaitable`` step by step, noting each step.
+
+    Fail when a step outlasts the case's timeout.
     """
     case, timeout = CALL.get((None, None))
     me = threading.get_ident()
@@ -84,8 +87,9 @@ def timed_steps(awaitable: Awaitable[Any]) -> Generator[Any, Any, Any]:
 def blocked_message(
     case: Case, seconds: float, timeout: float | None, ongoing: bool = False
 ) -> str:
-    """``agent blocked the event loop for X s``; ``ongoing``: it still does (seen from outside the
-    loop).
+    """The message ``agent blocked the event loop for X s``.
+
+    ``ongoing``: it still does (seen from outside the loop).
     """
     limit = f" (timeout of case {case.id}: {timeout:g} s)" if timeout is not None else ""
     return (
@@ -95,8 +99,9 @@ def blocked_message(
 
 @dataclass(frozen=True)
 class Stall:
-    """The event loop did not turn for ``seconds``, held by ``culprit``'s agent (``None``: by
-    something else).
+    """The event loop did not turn for ``seconds``, held by ``culprit``'s agent.
+
+    A ``None`` culprit: held by something else.
     """
 
     seconds: float

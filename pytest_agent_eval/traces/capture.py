@@ -1,5 +1,7 @@
-"""``agent-eval capture TRACE.json [--trace-id ID] [-o FILE]`` (SPEC §23): one trace of an export
-made a native case, so that a production failure becomes a regression test in one command.
+"""``agent-eval capture``: make one trace of a trace export a native case (SPEC §23).
+
+``agent-eval capture TRACE.json [--trace-id ID] [-o FILE]`` makes one trace of an export a native
+case, so that a production failure becomes a regression test in one command.
 
 It reads OTLP JSON (an ``ExportTraceServiceRequest``, or one a line: this plugin's
 ``--agent-eval-traces``, an OpenTelemetry Collector's file exporter), Phoenix's span list (``GET
@@ -23,8 +25,9 @@ from pytest_agent_eval.traces.tree import Span, tool_call_of, tool_server_of
 
 
 class CaptureError(ValueError):
-    """The trace file cannot be read as a trace export, or holds no such trace: the message says
-    what is wrong.
+    """The trace file cannot be read as a trace export, or holds no such trace.
+
+    The message says what is wrong.
     """
 
 
@@ -86,7 +89,8 @@ def _document(document: Any, at: str) -> list[Found]:
     if isinstance(document, list):
         return [_phoenix(s, f"{at}: [{n}]") for n, s in enumerate(document)]
     raise CaptureError(
-        f"{at}: not a trace export: OTLP JSON has `resourceSpans`, Phoenix's span list and Jaeger's JSON `data`"
+        f"{at}: not a trace export: OTLP JSON has `resourceSpans`, "
+        "Phoenix's span list and Jaeger's JSON `data`"
     )
 
 
@@ -234,7 +238,10 @@ def pick_trace(spans: list[Found], trace_id: str | None, where: str) -> list[Fou
 
 
 def _text_of_messages(value: Any, role: str, last: bool = False) -> str | None:
-    """The text of the first (or ``last``) ``role`` message of GenAI's message list (JSON or data)."""
+    """The text of the first (or ``last``) ``role`` message of GenAI's message list.
+
+    The list is given as JSON or as data.
+    """
     if isinstance(value, str):
         try:
             value = json.loads(value)
@@ -302,7 +309,10 @@ def final_answer(spans: list[Found]) -> str | None:
 
 
 def _raise_spec(error: str) -> str:
-    """A mock's ``raise:`` for a recorded error: ``Type: message`` as it came, else a ``ToolError``."""
+    """A mock's ``raise:`` for a recorded error.
+
+    ``Type: message`` as it came, else a ``ToolError``.
+    """
     return error if re.match(r"^[A-Za-z_][\w.]*: ", error) else f"ToolError: {error}"
 
 
@@ -311,7 +321,8 @@ def case_of(spans: list[Found], source: str) -> dict[str, Any]:
     query = first_user_message(spans)
     if query is None:
         raise CaptureError(
-            f"{source}: the trace has no user message (gen_ai.input.messages, llm.input_messages or input.value)"
+            f"{source}: the trace has no user message "
+            "(gen_ai.input.messages, llm.input_messages or input.value)"
         )
     calls = []
     mocked_as = []  # the tool_mocks key of each call: ``server.tool`` for an MCP tool (SPEC §28)

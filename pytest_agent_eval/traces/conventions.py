@@ -9,16 +9,14 @@ too, where the agent's own instrumentation uses them.
 
 from __future__ import annotations
 
-# -- GenAI operations (span names are "<operation> <target>")
-# ------------------------------------------------
+# -- GenAI operations (span names are "<operation> <target>") --------------------------------------
 OP_INVOKE_AGENT = "invoke_agent"
 OP_CHAT = "chat"
 OP_EXECUTE_TOOL = "execute_tool"
 LLM_OPERATIONS = frozenset({"chat", "text_completion", "generate_content"})
 """``gen_ai.operation.name`` values of a model call."""
 
-# -- GenAI attributes
-# ----------------------------------------------------------------------------------------
+# -- GenAI attributes ------------------------------------------------------------------------------
 OPERATION_NAME = "gen_ai.operation.name"
 PROVIDER_NAME = "gen_ai.provider.name"
 AGENT_NAME = "gen_ai.agent.name"
@@ -37,26 +35,24 @@ INPUT_MESSAGES = "gen_ai.input.messages"
 OUTPUT_MESSAGES = "gen_ai.output.messages"
 ERROR_TYPE = "error.type"
 
-# -- MCP (SPEC §28): a tool served over MCP
-# ------------------------------------------------------------------
+# -- MCP (SPEC §28): a tool served over MCP ------------------------------------------------------
 MCP_SERVER = "mcp.server"
-"""The ``serverInfo.name`` of the MCP server that serves an ``execute_tool`` span's tool (SPEC
-§28; the MCP semantic conventions, "Development", name no attribute for it).
+"""The ``serverInfo.name`` of the MCP server that serves an ``execute_tool`` span's tool.
+
+SPEC §28; the MCP semantic conventions ("Development") name no attribute for it.
 """
 MCP_METHOD_NAME = "mcp.method.name"
 """The MCP method of the call (``tools/call``), the MCP semantic conventions' name."""
 MCP_TOOLS_CALL = "tools/call"
 
-# -- the evaluation event
-# ------------------------------------------------------------------------------------
+# -- the evaluation event --------------------------------------------------------------------------
 EVALUATION_EVENT = "gen_ai.evaluation.result"
 EVALUATION_NAME = "gen_ai.evaluation.name"
 EVALUATION_SCORE_VALUE = "gen_ai.evaluation.score.value"
 EVALUATION_SCORE_LABEL = "gen_ai.evaluation.score.label"
 EVALUATION_EXPLANATION = "gen_ai.evaluation.explanation"
 
-# -- this plugin's own attributes
-# ----------------------------------------------------------------------------
+# -- this plugin's own attributes ------------------------------------------------------------------
 COST = "agent_eval.cost"
 """A chat span's cost in USD (when the run's prices know the model)."""
 TOOL_MOCKED = "agent_eval.tool.mocked"
@@ -65,19 +61,20 @@ CASE_FILE = "agent_eval.case.file"
 TRIAL = "agent_eval.trial"
 RUN_ID = "agent_eval.run.id"
 ORIGIN = "agent_eval.origin"
-"""``"agent-eval"`` on the spans the plugin makes (the root, chat and tool spans), not the agent's
-own.
+"""``"agent-eval"`` on the spans the plugin makes, not on the agent's own.
+
+The plugin makes the root, chat and tool spans.
 """
 SERVICE_NAME = "service.name"
 SERVICE = "agent-eval"
 VCS_REVISION = "vcs.ref.head.revision"
 """The git commit the run ran at (semantic conventions' ``vcs`` namespace)."""
 
-# -- OpenInference
-# ----------------------------------------------------------------------------------------
+# -- OpenInference ---------------------------------------------------------------------------------
 OI_PROJECT_NAME = "openinference.project.name"
-"""A resource attribute: the Phoenix project the run's spans go to (``agent-eval``, on the run's own
-provider).
+"""A resource attribute: the Phoenix project the run's spans go to.
+
+``agent-eval``, on the run's own provider.
 """
 OI_SPAN_KIND = "openinference.span.kind"
 OI_TOOL_NAME = "tool.name"

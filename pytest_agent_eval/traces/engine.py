@@ -1,5 +1,4 @@
-"""The run's tracing (SPEC §23): one trace per trial, the agent's own spans caught inside it, sent
-out.
+"""The run's tracing (SPEC §23): one trace per trial, the agent's own spans caught in it, sent out.
 
 Loaded only when a trace option asks for it, or a case's ``expect:`` reads spans (the OpenTelemetry
 SDK is the ``otel`` extra). The floor: imports ``core`` and ``traffic`` only
@@ -45,7 +44,10 @@ if TYPE_CHECKING:
 
 
 class TraceWarning(UserWarning):
-    """The traces could not be sent (an unreachable OTLP endpoint, a file that cannot be written)."""
+    """The traces could not be sent.
+
+    An unreachable OTLP endpoint, a file that cannot be written.
+    """
 
 
 @dataclass
@@ -53,7 +55,9 @@ class TraceOptions:
     """What the run does with its traces."""
 
     path: Path | None = None
-    """``--agent-eval-traces``: OTLP JSON lines, appended (the controller empties it at the start).
+    """``--agent-eval-traces``: OTLP JSON lines, appended.
+
+    The controller empties the file at the start.
     """
     endpoint: str | None = None
     """``--agent-eval-otlp``: the OTLP/HTTP traces endpoint."""
@@ -64,9 +68,11 @@ class TraceOptions:
 def otlp_endpoint(
     given: str | None, environ: dict[str, str] | os._Environ[str] = os.environ
 ) -> str:
-    """The traces endpoint: the option's URL as given; else ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT``
-    as given; else ``OTEL_EXPORTER_OTLP_ENDPOINT`` with ``/v1/traces``; else OpenTelemetry's
-    default, the local collector.
+    """The traces endpoint: the option's, else the environment's, else the local collector.
+
+    The option's URL as given; else ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`` as given; else
+    ``OTEL_EXPORTER_OTLP_ENDPOINT`` with ``/v1/traces``; else OpenTelemetry's default, the local
+    collector.
     """
     if given:
         return given
@@ -77,8 +83,10 @@ def otlp_endpoint(
 
 
 def otlp_json(spans: Sequence[ReadableSpan]) -> dict[str, Any]:
-    """``spans`` as one ``ExportTraceServiceRequest`` in OTLP's JSON encoding: protobuf's JSON
-    mapping with the trace and span ids in hex (OTLP/JSON's one difference) and enums as integers.
+    """``spans`` as one ``ExportTraceServiceRequest`` in OTLP's JSON encoding.
+
+    Protobuf's JSON mapping with the trace and span ids in hex (OTLP/JSON's one difference) and
+    enums as integers.
     """
     from google.protobuf.json_format import MessageToDict  # type: ignore[import-untyped]
     from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
@@ -98,8 +106,9 @@ def otlp_json(spans: Sequence[ReadableSpan]) -> dict[str, Any]:
 
 
 class JsonLines(SpanExporter):
-    """``--agent-eval-traces``: a trial's spans as one line, appended with one ``write`` (xdist's
-    workers share the file).
+    """The ``--agent-eval-traces`` exporter: a trial's spans as one line of the file.
+
+    The line is appended with one ``write`` (xdist's workers share the file).
     """
 
     def __init__(self, path: Path) -> None:
@@ -119,9 +128,11 @@ class JsonLines(SpanExporter):
 
 
 class Counted(SpanExporter):
-    """The OTLP exporter, counting the spans it could not send: after the first failure the rest are
-    dropped at once (counted), so that an unreachable endpoint does not hold the run up; ``why``
-    says what happened, for the run's one warning (the plugin's, at the end).
+    """The OTLP exporter, counting the spans it could not send.
+
+    After the first failure the rest are dropped at once (counted), so that an unreachable endpoint
+    does not hold the run up; ``why`` says what happened, for the run's one warning (the plugin's,
+    at the end).
     """
 
     def __init__(self, inner: SpanExporter, endpoint: str) -> None:
@@ -138,8 +149,9 @@ class Counted(SpanExporter):
         return max(0, self.handed - self.sent)
 
     def settle(self) -> None:
-        """At the run's end: spans left unsent without a failure seen (the endpoint did not answer
-        in time).
+        """At the run's end, say why spans were left unsent when no failure was seen.
+
+        Spans left unsent without a failure seen: the endpoint did not answer in time.
         """
         if self.dropped and self.why is None:
             self.why = (
@@ -157,7 +169,10 @@ class Counted(SpanExporter):
             if result is SpanExportResult.SUCCESS:
                 self.sent += len(spans)
                 return result
-            self.why = f"--agent-eval-otlp: spans not sent to {self.endpoint} (unreachable or refused{error})"
+            self.why = (
+                f"--agent-eval-otlp: spans not sent to {self.endpoint} "
+                f"(unreachable or refused{error})"
+            )
         return SpanExportResult.FAILURE
 
     def shutdown(self) -> None:
@@ -246,8 +261,10 @@ class Tracing:
         self._lock = threading.Lock()
 
     def provider(self) -> Any:
-        """The provider the trials' spans go through, found (or set) at the first trial: a user's
-        set later than that is theirs alone (OpenTelemetry lets the global be set once).
+        """The provider the trials' spans go through, found (or set) at the first trial.
+
+        A user's provider set later than that is theirs alone (OpenTelemetry lets the global be set
+        once).
         """
         with self._lock:
             if self._provider is None:
@@ -267,8 +284,9 @@ class Tracing:
                     else:  # another kind the run cannot add to: its own spans only
                         warnings.warn(
                             TraceWarning(
-                                f"the TracerProvider set ({type(current).__name__}) takes no span processor: the "
-                                "agent's own spans are not caught, the trials' are sent"
+                                f"the TracerProvider set ({type(current).__name__}) takes no "
+                                "span processor: the agent's own spans are not caught, the "
+                                "trials' are sent"
                             ),
                             stacklevel=1,
                         )
@@ -280,8 +298,9 @@ class Tracing:
         return self.counted.dropped if self.counted is not None else 0
 
     def start(self, agent: str, case_id: str, case_file: str, trial: int, query: str) -> TrialTrace:
-        """Start a trial's root span (not yet current: ``activate`` makes it so around the agent
-        call).
+        """Start a trial's root span, not yet current.
+
+        ``activate`` makes it current around the agent call.
         """
         tracer = self.provider().get_tracer("pytest_agent_eval")
         attributes: dict[str, Any] = {
@@ -318,8 +337,10 @@ class Tracing:
     def add_calls(
         self, record: TrialTrace, calls: Sequence[SeenCall], tool_calls: Sequence[ToolCall]
     ) -> None:
-        """The trial's chat spans (the LLM requests the traffic hook saw) and tool spans (the calls
-        recorded).
+        """Add the trial's chat spans and tool spans to its trace.
+
+        The chat spans are the LLM requests the traffic hook saw; the tool spans, the calls
+        recorded.
         """
         tracer = self.provider().get_tracer("pytest_agent_eval")
         parent = trace.set_span_in_context(record.root)
@@ -379,7 +400,10 @@ class Tracing:
             span.end(end_time=max(tool.end_ns or now, tool.start_ns or now))
 
     def spans(self, record: TrialTrace) -> list[Span]:
-        """The trial's spans so far (its root included, as still running) as the record keeps them."""
+        """The trial's spans so far, as the record keeps them.
+
+        Its root is included, as still running.
+        """
         with self.collector._lock:
             ended = list(record.spans)
         return as_tree([record.root, *ended])
@@ -387,8 +411,10 @@ class Tracing:
     def finish(
         self, record: TrialTrace, output: str, error: str | None, checks: Sequence[CheckResult]
     ) -> None:
-        """Each check's verdict as a ``gen_ai.evaluation.result`` event; the root ended (the trace
-        sent).
+        """End the trial's trace: the checks' verdicts on its root, the root ended, the trace sent.
+
+        Each check's verdict is a ``gen_ai.evaluation.result`` event; ending the root sends the
+        trace.
         """
         root = record.root
         root.set_attribute(cv.OUTPUT_MESSAGES, _messages("assistant", output))
@@ -425,8 +451,9 @@ class Tracing:
 
 
 def _messages(role: str, text: str) -> str:
-    """GenAI's message list (``gen_ai.input.messages`` / ``gen_ai.output.messages``) of one text, as
-    JSON.
+    """One text as GenAI's message list, in JSON.
+
+    The list of ``gen_ai.input.messages`` / ``gen_ai.output.messages``.
     """
     return json.dumps([{"role": role, "parts": [{"type": "text", "content": text}]}])
 
@@ -440,8 +467,9 @@ _STATUS = {StatusCode.UNSET: "unset", StatusCode.OK: "ok", StatusCode.ERROR: "er
 
 
 def as_tree(spans: Sequence[Any]) -> list[Span]:
-    """OpenTelemetry spans (ended or still running) as the record's list, in start order, ``parent``
-    an index.
+    """OpenTelemetry spans (ended or still running) as the record's list of spans.
+
+    In start order, ``parent`` an index.
     """
     ordered = sorted(spans, key=lambda s: (s.start_time or 0, s.context.span_id))
     index = {s.context.span_id: n for n, s in enumerate(ordered)}
@@ -476,8 +504,9 @@ _CAPTURE_LOCK = threading.Lock()
 
 
 def capture_only() -> Tracing:
-    """The process's tracing for cases that check spans in a run without a trace option: nothing
-    sent.
+    """The process's tracing for span checks in a run without a trace option: nothing is sent.
+
+    For cases that check spans.
     """
     global _CAPTURE
     with _CAPTURE_LOCK:
@@ -487,7 +516,10 @@ def capture_only() -> Tracing:
 
 
 def close_capture_only() -> None:
-    """End the capture-only tracing (at the run's end), the global provider given back if it set it."""
+    """End the capture-only tracing at the run's end.
+
+    The global provider is given back if this tracing set it.
+    """
     global _CAPTURE
     with _CAPTURE_LOCK:
         if _CAPTURE is not None:

@@ -1,6 +1,7 @@
-"""A trial's spans as the record keeps them (SPEC §23): ``{name, kind, attributes, status, start,
-duration_ms, parent}``, ``parent`` the index of the parent span in the same list (``None`` at the
-top), in start order.
+"""A trial's spans as the record keeps them (SPEC §23): plain dicts in a list, in start order.
+
+Each span is ``{name, kind, attributes, status, start, duration_ms, parent}``, ``parent`` the index
+of the parent span in the same list (``None`` at the top).
 
 Plain data: no OpenTelemetry import here, so that checks and reports read a record's spans without
 the SDK.
@@ -45,8 +46,10 @@ def is_ours(span: Span) -> bool:
 
 
 def is_llm_call(span: Span) -> bool:
-    """A model call: GenAI ``gen_ai.operation.name`` chat/text_completion/generate_content, or
-    OpenInference's ``LLM`` kind.
+    """Whether the span is a model call, in GenAI's or OpenInference's attributes.
+
+    GenAI ``gen_ai.operation.name`` chat/text_completion/generate_content, or OpenInference's
+    ``LLM`` kind.
     """
     attributes = span.get("attributes") or {}
     return (
@@ -64,7 +67,8 @@ def is_tool_call(span: Span) -> bool:
 
 
 def tool_call_of(span: Span) -> tuple[str, dict[str, Any], Any, str | None] | None:
-    """``(name, arguments, result, error)`` of a tool span (GenAI or OpenInference attributes);
+    """``(name, arguments, result, error)`` of a tool span (GenAI or OpenInference attributes).
+
     ``None`` for another span or one that does not name its tool.
     """
     if not is_tool_call(span):

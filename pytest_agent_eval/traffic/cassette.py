@@ -1,5 +1,6 @@
-"""Per-case cassettes: the HTTP requests a case made and the answers it got, in vcrpy's YAML format
-(version 1).
+"""Per-case cassettes: the HTTP requests a case made and the answers it got.
+
+In vcrpy's YAML format (version 1).
 
 ``interactions`` holds ``{request: {method, uri, body, headers}, response: {status: {code, message},
 headers, body: {string}}}`` in the order the trials made them (each also names its ``trial``), so
@@ -39,8 +40,9 @@ def _without(data: Any, ignore: frozenset[str]) -> Any:
 
 
 def body_text(body: bytes) -> str | bytes:
-    """A body as text when it is UTF-8 (bytes otherwise: YAML writes them as ``!!binary``); JSON
-    bodies scrubbed.
+    """A body as text when it is UTF-8; JSON bodies scrubbed.
+
+    Bytes otherwise: YAML writes them as ``!!binary``.
     """
     try:
         text = body.decode("utf-8")
@@ -66,8 +68,9 @@ def _json(text: str) -> Any:
 def match_key(
     method: str, url: str, body: str | bytes | None, ignore: frozenset[str]
 ) -> tuple[str, str, str]:
-    """What two requests must share to match: method, scrubbed URL, body (JSON as sorted data,
-    without ``ignore``).
+    """What two requests must share to match.
+
+    Method, scrubbed URL, body (JSON as sorted data, without ``ignore``).
     """
     text = body.decode("utf-8", "replace") if isinstance(body, bytes) else body or ""
     data = _json(text)
@@ -108,8 +111,9 @@ class Interaction:
 
     @classmethod
     def from_vcr(cls, data: dict[str, Any]) -> Interaction:
-        """One recorded interaction; ``TypeError``/``KeyError``/``ValueError`` when it is not of the
-        shape written.
+        """One recorded interaction.
+
+        ``TypeError``/``KeyError``/``ValueError`` when it is not of the shape written.
         """
         request, response = data["request"], data["response"]
         request_body, response_body = (
@@ -150,8 +154,9 @@ class CassetteError(Exception):
 
 
 class Cassette:
-    """One case's recorded interactions; ``take`` hands out matches in order (a match again once all
-    are used).
+    """One case's recorded interactions.
+
+    ``take`` hands out matches in order (a match again once all are used).
     """
 
     def __init__(
@@ -184,8 +189,9 @@ class Cassette:
         return match_key(interaction.method, interaction.uri, interaction.request_body, self.ignore)
 
     def take(self, key: tuple[str, str, str]) -> Interaction | None:
-        """The first unused recorded answer to a request with ``key``; else the first used one; else
-        None.
+        """The first unused recorded answer to a request with ``key``.
+
+        Else the first used one; else None.
         """
         with self._lock:
             found = [n for n, k in enumerate(self._keys) if k == key]
@@ -201,10 +207,11 @@ class Cassette:
             self.new.append(interaction)
 
     def save(self, keep_old: bool, send: bool = False) -> tuple[str, str] | None:
-        """Write the cassette (atomically): the new interactions in trial order, after the old ones
-        if kept. With ``send`` (an xdist worker: its controller writes it) nothing is written here:
-        ``(its path relative to its folder, its text)`` is returned instead. ``None``: nothing to
-        write.
+        """Write the cassette (atomically): the new interactions in trial order.
+
+        They come after the old ones if kept. With ``send`` (an xdist worker: its controller writes
+        it) nothing is written here: ``(its path relative to its folder, its text)`` is returned
+        instead. ``None``: nothing to write.
         """
         new = sorted(self.new, key=lambda i: i.trial)  # stable: each trial's requests stay in order
         interactions = (self.interactions if keep_old else []) + new
@@ -230,7 +237,10 @@ class Cassette:
 
 
 def write_cassette(path: Path, text: str) -> None:
-    """Write a cassette's text to ``path`` atomically (a temporary file beside it, renamed over it)."""
+    """Write a cassette's text to ``path`` atomically.
+
+    A temporary file is written beside it and renamed over it.
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
@@ -243,9 +253,10 @@ def write_cassette(path: Path, text: str) -> None:
 
 
 def sent_cassette_path(folder: Path, relative: str) -> Path | None:
-    """Where a cassette a worker sent (``relative``: its path in its cassette folder) goes in
-    ``folder`` on the controller; ``None`` when ``relative`` would leave the folder (absolute,
-    ``..``) or is not a ``.yaml`` file.
+    """Where a cassette a worker sent goes in ``folder`` on the controller.
+
+    ``relative`` is its path in its cassette folder. ``None`` when ``relative`` would leave the
+    folder (absolute, ``..``) or is not a ``.yaml`` file.
     """
     parts = relative.split("/")
     if (
@@ -284,12 +295,13 @@ def _read(path: Path) -> list[Interaction]:
 
 
 def cassette_path(folder: Path, eval_file: Path, case_id: str, root: Path | None = None) -> Path:
-    """The case's cassette, always inside ``folder``: ``<folder>/<eval file>/<case id>.yaml`` for
-    the folder beside the eval file (``root`` None), ``<folder>/<eval file's folders below
-    root>/<eval file>/<case id>.yaml`` for a folder shared by many eval files. ``<eval file>`` is
-    its stem for a ``.yaml`` file, ``<stem>@<suffix>`` for another (``eval_x@json``). Each part is
-    made safe as a name; one that had to change gets a hash of what it was (two files or case ids
-    never share a cassette).
+    """The case's cassette, always inside ``folder``.
+
+    ``<folder>/<eval file>/<case id>.yaml`` for the folder beside the eval file (``root`` None),
+    ``<folder>/<eval file's folders below root>/<eval file>/<case id>.yaml`` for a folder shared by
+    many eval files. ``<eval file>`` is its stem for a ``.yaml`` file, ``<stem>@<suffix>`` for
+    another (``eval_x@json``). Each part is made safe as a name; one that had to change gets a hash
+    of what it was (two files or case ids never share a cassette).
     """
     folders: list[str] = []
     if root is not None:
@@ -305,10 +317,11 @@ def cassette_path(folder: Path, eval_file: Path, case_id: str, root: Path | None
 
 
 def old_cassette_path(folder: Path, eval_file: Path, case_id: str) -> Path | None:
-    """Where earlier versions wrote the case's cassette in the folder beside the eval file,
-    ``<folder>/<eval file stem>/<case id>.yaml``, when that is not where it is written now, that
-    place was the file's alone (no other file of the same stem beside it) and it is inside
-    ``folder``; else ``None``.
+    """Where earlier versions wrote the case's cassette in the folder beside the eval file.
+
+    That is ``<folder>/<eval file stem>/<case id>.yaml``, given when that is not where it is
+    written now, that place was the file's alone (no other file of the same stem beside it) and it
+    is inside ``folder``; else ``None``.
     """
     name = re.sub(r"[^A-Za-z0-9._-]+", "_", case_id).strip(".") or "case"
     stem = eval_file.stem
@@ -321,8 +334,9 @@ def old_cassette_path(folder: Path, eval_file: Path, case_id: str) -> Path | Non
 
 
 def _safe(name: str) -> str:
-    """``name`` as a file name of letters, digits, ``.``, ``_`` and ``-``, never hidden, ``.`` or
-    ``..``.
+    """``name`` as a file name of letters, digits, ``.``, ``_`` and ``-``.
+
+    Never hidden, ``.`` or ``..``.
     """
     safe = re.sub(r"[^A-Za-z0-9._-]+", "_", name).lstrip(".") or "_"
     return safe if safe == name else f"{safe}-{hashlib.sha256(name.encode()).hexdigest()[:8]}"

@@ -1,5 +1,7 @@
-"""The known LLM clients' infrastructure exceptions (SPEC §14): raised out of an agent, they end its
-case as an error, not a failure, with the traffic hook on or off.
+"""The known LLM clients' infrastructure exceptions (SPEC §14).
+
+Raised out of an agent, they end its case as an error, not a failure, with the traffic hook on or
+off.
 
 A client's library is never imported here: only one the agent has loaded already (``sys.modules``)
 can have raised.
@@ -41,8 +43,9 @@ def _classes() -> tuple[type[BaseException], ...]:
 
 
 def infrastructure_error(exc: BaseException) -> str | None:
-    """What failed, naming the request, when ``exc`` (or an exception it was raised ``from``) is a
-    known client's infrastructure exception; else ``None``.
+    """What failed, naming the request, when ``exc`` is a known client's infrastructure error.
+
+    ``exc`` or an exception it was raised ``from``. Else ``None``.
     """
     classes = _classes()
     seen: set[int] = set()
@@ -56,8 +59,10 @@ def infrastructure_error(exc: BaseException) -> str | None:
 
 
 def _described(exc: BaseException) -> str:
-    """``POST <url> answered 429 Too Many Requests (openai.RateLimitError)``, or ``POST <url>
-    failed: <why>``.
+    """A client's exception as what failed, naming the request.
+
+    ``POST <url> answered 429 Too Many Requests (openai.RateLimitError)``, or ``POST <url> failed:
+    <why>``.
     """
     name = f"{type(exc).__module__.partition('.')[0]}.{type(exc).__name__}"
     request = _request(exc)

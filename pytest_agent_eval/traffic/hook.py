@@ -1,6 +1,7 @@
-"""The hook at the ``httpx`` transport layer (``httpx`` and ``httpx2``; sync and async) and what it
-does with each request a case makes: replay or record it, wait for the rate limit, retry 429/5xx
-answers, count usage and cost.
+"""The hook at the ``httpx`` transport layer and what it does with each request a case makes.
+
+It hooks ``httpx`` and ``httpx2``, sync and async. It replays or records a request, waits for the
+rate limit, retries 429/5xx answers, counts usage and cost.
 
 Installed only while an option needs it (``install``/``uninstall``); a request made outside a case
 passes through untouched. The response the agent gets is read whole first (a streamed answer arrives
@@ -64,8 +65,8 @@ VOLATILE = "agent_eval_volatile"
 the placeholder, so that a replay, whose ids are new, matches the recording.
 """
 PACED = (
-    "the run's rate limits (--agent-eval-rate-limit / --agent-eval-token-limit, the provider's announced rate, "
-    "a 429's cool-down)"
+    "the run's rate limits (--agent-eval-rate-limit / --agent-eval-token-limit, the provider's "
+    "announced rate, a 429's cool-down)"
 )
 """What a request held up by the run's pace waits for, as a case's timeout names it."""
 
@@ -104,7 +105,10 @@ class TrafficSettings:
 
 
 class CassetteNotWritten(Exception):
-    """A recorded cassette that could not be written: an infrastructure error of its case's trials."""
+    """A recorded cassette that could not be written.
+
+    An infrastructure error of its case's trials.
+    """
 
 
 class Traffic:
@@ -140,8 +144,9 @@ class Traffic:
 
     @property
     def watching(self) -> bool:
-        """Whether cases get a traffic scope (usage, cassettes, infrastructure errors); else the
-        pace alone.
+        """Whether cases get a traffic scope (usage, cassettes, infrastructure errors).
+
+        Else the pace alone.
         """
         if not self.settings.watch:
             adopt()  # an httpx loaded since the session started is paced too
@@ -149,8 +154,9 @@ class Traffic:
 
     @contextlib.contextmanager
     def trial(self, traffic: CaseTraffic) -> Iterator[TrialTraffic]:
-        """One trial's scope: its requests are counted and their failures kept in the
-        ``TrialTraffic`` given.
+        """One trial's scope.
+
+        Its requests are counted and their failures kept in the ``TrialTraffic`` given.
         """
         trial = traffic.trial()
         token = CURRENT.set(trial)
@@ -160,8 +166,9 @@ class Traffic:
             CURRENT.reset(token)
 
     def finish(self, traffic: CaseTraffic) -> tuple[str, str] | None:
-        """The case's trials are done: its cassette is written when recording
-        (``CassetteNotWritten`` when it cannot be). On an xdist worker (``send_back``) nothing is
+        """The case's trials are done: its cassette is written when recording.
+
+        ``CassetteNotWritten`` when it cannot be. On an xdist worker (``send_back``) nothing is
         written: ``(path, text)`` is returned for the runner to carry to the controller.
         """
         if (
@@ -183,8 +190,9 @@ class Traffic:
     # -----------------------------------------------------------------------------------------
 
     def _error(self, module: Any, name: str = "ReplayMiss") -> type[Exception]:
-        """The exception a replay miss (or the store's failure) raises: a transport error of the
-        client's httpx.
+        """The exception a replay miss (or the store's failure) raises.
+
+        A transport error of the client's httpx.
         """
         cls = self._errors.get(f"{module.__name__}.{name}")
         if cls is None:
@@ -196,8 +204,9 @@ class Traffic:
     def _store_failed(
         self, module: Any, request: Any, exc: StoreError, trial: TrialTraffic | None
     ) -> Exception:
-        """The run's rate-limit store failed (``StoreError``): the request is infrastructure's
-        failure, not sent.
+        """The run's rate-limit store failed (``StoreError``).
+
+        The request is infrastructure's failure, not sent.
         """
         message = f"{request.method} {scrub_url(str(request.url))} not sent: {exc}"
         if trial is not None:
@@ -309,12 +318,16 @@ class Traffic:
     def _connect_failed(self, request: Any, exc: Exception, trial: TrialTraffic | None) -> None:
         if trial is not None:
             text = str(exc) or type(exc).__name__
-            message = f"{request.method} {scrub_url(str(request.url))} failed: {type(exc).__name__}: {text}"
+            message = (
+                f"{request.method} {scrub_url(str(request.url))} failed: {type(exc).__name__}: "
+                f"{text}"
+            )
             trial.fail(message, _key(request))
 
     def _note_answer(self, host: str, response: Any, attempt: int, sent: float) -> None:
-        """Tell the run's pace what an answer's status and headers say (a 429's cool-down: the wait
-        it asks for).
+        """Tell the run's pace what an answer's status and headers say.
+
+        A 429's cool-down: the wait it asks for.
         """
         pace = self.settings.pace
         if pace is not None:
@@ -467,8 +480,9 @@ class Traffic:
 
 
 def _seen(request: Any, body: bytes, status: int, start: int, end: int) -> SeenCall:
-    """A request's chat-span facts: the response's id and model (a JSON answer's, or a stream's
-    first event's).
+    """A request's chat-span facts: the response's id and model.
+
+    A JSON answer's, or a stream's first event's.
     """
     found: dict[str, Any] = {}
     text = body[:65536].decode("utf-8", "replace")
@@ -502,8 +516,9 @@ def _waiting(trial: TrialTraffic | None, what: str) -> contextlib.AbstractContex
 
 
 def _paced(request: Any, attempt: int) -> str:
-    """What a request held by the pace waits for: a retry's (after a 429, the run's cool-down), or
-    its budgets.
+    """What a request held by the pace waits for.
+
+    A retry's (after a 429, the run's cool-down), or its budgets.
     """
     return (
         f"a retry of {request.method} {scrub_url(str(request.url))} (the run's pace)"
@@ -568,8 +583,9 @@ def install(traffic: Traffic) -> None:
 
 
 def adopt() -> None:
-    """Hook ``httpx``/``httpx2`` where loaded and not hooked yet (httpx2's ``alias_httpx()`` makes
-    both one).
+    """Hook ``httpx``/``httpx2`` where loaded and not hooked yet.
+
+    httpx2's ``alias_httpx()`` makes both one.
     """
     for name in ("httpx", "httpx2"):
         module = sys.modules.get(name)

@@ -1,7 +1,9 @@
-"""The written budgets: ``--agent-eval-rate-limit 500/min`` (requests) and
-``--agent-eval-token-limit`` (tokens), kept by the run's pace (``pace``) through its shared store
-(``store``): the file in the run's cache directory on one machine, Redis across machines. Requests
-wait for the budget; they are never failed for it.
+"""The written budgets: requests and tokens per period, kept by the run's pace.
+
+``--agent-eval-rate-limit 500/min`` (requests) and ``--agent-eval-token-limit`` (tokens), kept by
+the run's pace (``pace``) through its shared store (``store``): the file in the run's cache
+directory on one machine, Redis across machines. Requests wait for the budget; they are never failed
+for it.
 """
 
 from __future__ import annotations
@@ -40,7 +42,8 @@ class Budget:
         match = _BUDGET.match(text.lower())
         if not match or match.group(2) not in _UNITS or int(match.group(1)) < 1:
             raise ValueError(
-                f"{option} {text!r}: write the budget as N/s, N/min or N/h, N at least 1 (e.g. 500/min)"
+                f"{option} {text!r}: write the budget as N/s, N/min or N/h, N at least 1 (e.g. "
+                "500/min)"
             )
         return cls(int(match.group(1)), _UNITS[match.group(2)], text.strip())
 

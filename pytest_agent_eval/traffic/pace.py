@@ -1,7 +1,8 @@
-"""One pace for the whole run (SPEC §14 "The provider's budget"): every request of the run takes its
-permit from one shared store (``store``), so that the written budget is reached and never exceeded,
-a 429's cool-down slows every thread, loop and xdist worker, and, with no budget written, the pace
-the provider announces in its headers is kept.
+"""One pace for the whole run (SPEC §14 "The provider's budget"), from one shared store.
+
+Every request of the run takes its permit from one shared store (``store``), so that the written
+budget is reached and never exceeded, a 429's cool-down slows every thread, loop and xdist worker,
+and, with no budget written, the pace the provider announces in its headers is kept.
 
 Until a host's first answer, a process sends it one request at a time (the others wait on a future,
 costing no CPU): that answer's ``x-ratelimit-*`` / ``anthropic-ratelimit-*`` headers give its rate
@@ -42,8 +43,10 @@ class Announced:
 
 
 def seconds_until(text: str) -> float | None:
-    """OpenAI's ``6m0s`` / ``20ms`` / ``1.5s``, Anthropic's RFC 3339 time, or plain seconds;
-    ``None`` if unreadable.
+    """A wait as written in rate-limit headers, in seconds.
+
+    OpenAI's ``6m0s`` / ``20ms`` / ``1.5s``, Anthropic's RFC 3339 time, or plain seconds; ``None``
+    if unreadable.
     """
     text = text.strip()
     try:
@@ -72,8 +75,9 @@ def seconds_until(text: str) -> float | None:
 
 
 def _rate(headers: Any, limit: str, remaining: str, reset: str) -> float | None:
-    """The refill rate of the provider's bucket: what is used up over the time it takes to refill
-    it.
+    """The refill rate of the provider's bucket.
+
+    What is used up over the time it takes to refill it.
     """
     try:
         cap, left = float(headers[limit]), float(headers[remaining])
@@ -92,8 +96,9 @@ def _rate(headers: Any, limit: str, remaining: str, reset: str) -> float | None:
 
 
 def announced(headers: Any) -> Announced:
-    """The request and token rates in OpenAI's ``x-ratelimit-*`` or Anthropic's
-    ``anthropic-ratelimit-*`` headers.
+    """The request and token rates announced in an answer's headers.
+
+    OpenAI's ``x-ratelimit-*`` or Anthropic's ``anthropic-ratelimit-*`` headers.
     """
     requests = _rate(
         headers,
@@ -166,15 +171,19 @@ class Pace:
             return (None if gate.done() else gate), False
 
     def wait(self, host: str) -> bool:
-        """Wait (blocking) for this request's permit; whether it is the host's first request (see
-        ``answered``). ``StoreError`` when the store failed: the request is not sent.
+        """Wait (blocking) for this request's permit.
+
+        Returns whether it is the host's first request (see ``answered``). ``StoreError`` when the
+        store failed: the request is not sent.
         """
         gate, first = self._gate(host)
         if gate is not None:
             gate.result()
         delay = self._first_permit(host, first)
-        if delay > 0:
-            time.sleep(delay)
+        while delay >= 0:  # paced: wait for the slot, then until a step after the last one sent
+            if delay > 0:
+                time.sleep(delay)
+            delay = self._send(host, first)
         return first
 
     async def wait_async(self, host: str) -> bool:
@@ -182,13 +191,16 @@ class Pace:
         if gate is not None:
             await asyncio.wrap_future(gate)
         delay = self._first_permit(host, first)
-        if delay > 0:
-            await asyncio.sleep(delay)
+        while delay >= 0:
+            if delay > 0:
+                await asyncio.sleep(delay)
+            delay = self._send(host, first)
         return first
 
     def _first_permit(self, host: str, first: bool) -> float:
-        """``_permit``; the host's first request whose permit failed lets the others go (to fail as
-        it did).
+        """``_permit``, for the host's first request too.
+
+        The host's first request whose permit failed lets the others go (to fail as it did).
         """
         try:
             return self._permit(host)
@@ -197,9 +209,23 @@ class Pace:
                 self.open(host)
             raise
 
+    def _send(self, host: str, first: bool) -> float:
+        """``store.send``: -1 once the request may go, else the seconds to wait before asking again.
+
+        The host's first request whose store call failed lets the others go (to fail as it did).
+        """
+        try:
+            wait = self._ask(lambda: self.store.send(host))
+        except StoreError:
+            if first:
+                self.open(host)
+            raise
+        return wait if wait > 0 else -1.0
+
     def _ask(self, call: Callable[[], T]) -> T:
-        """A store call; once one failed (``StoreError``), every later one fails at once with its
-        reason.
+        """A store call.
+
+        Once one failed (``StoreError``), every later one fails at once with its reason.
         """
         if self.failed is not None:
             raise StoreError(self.failed)
@@ -210,7 +236,7 @@ class Pace:
             raise
 
     def _permit(self, host: str) -> float:
-        """Seconds to wait for this request's permit.
+        """Seconds to wait for this request's permit; -1 when nothing paces the host.
 
         A host nothing paces goes without the store for ``FREE_S`` (no lock per request at high
         rates): a 429 seen here ends that at once, one seen by another worker within ``FREE_S``.
@@ -218,7 +244,7 @@ class Pace:
         with self._lock:
             self._sent[host] = self._sent.get(host, 0) + 1
             if time.monotonic() < self._free.get(host, 0.0):
-                return 0.0
+                return -1.0
             sent, self._sent[host] = self._sent[host], 0
         estimate = self._estimate
         delay = self._ask(lambda: self.store.reserve(host, estimate, sent))
@@ -241,9 +267,10 @@ class Pace:
     def heard(
         self, host: str, status: int, headers: Any, cool_s: float | None, age_s: float = 0.0
     ) -> None:
-        """Learn from an answer's status and headers (before its body): the announced rates, a 429's
-        cool-down. ``age_s``: how long ago its request was sent (a 429 to a request sent before the
-        last slow-down is old news).
+        """Learn from an answer's status and headers (before its body).
+
+        The announced rates, a 429's cool-down. ``age_s``: how long ago its request was sent (a 429
+        to a request sent before the last slow-down is old news).
         """
         ops: list[Op] = []
         rates = announced(headers)
@@ -268,8 +295,9 @@ class Pace:
             self._ask(lambda: self.store.update(ops))
 
     def spent(self, host: str, tokens: int) -> None:
-        """An answer's tokens: the permit reserved the estimate, the rest is debited (or the excess
-        credited).
+        """An answer's tokens.
+
+        The permit reserved the estimate, the rest is debited (or the excess credited).
         """
         ops: list[Op] = []
         surprise = tokens - self._estimate

@@ -1,5 +1,6 @@
-"""A private per-user state directory (SPEC §22): where the pace store lives when pytest's cache is
-off.
+"""A private per-user state directory (SPEC §22).
+
+Where the pace store lives when pytest's cache is off.
 
 Never a predictable shared path another local user could plant a symlink or a file in: the folder is
 ``$XDG_RUNTIME_DIR/pytest-agent-eval`` (a per-user folder the system made) or
@@ -55,8 +56,10 @@ def _is_private(path: Path) -> bool:
 
 
 def ensure(path: Path, parent_checked: bool = False) -> Path:
-    """``path`` as a private folder: made 0700 if missing; refused when it is a symlink, not a
-    folder, or another user's; a folder of ours that others may enter is made 0700.
+    """``path`` as a private folder.
+
+    Made 0700 if missing; refused when it is a symlink, not a folder, or another user's; a folder of
+    ours that others may enter is made 0700.
     """
     try:
         os.mkdir(path, 0o700)
@@ -93,13 +96,15 @@ def _check(path: Path, info: os.stat_result) -> None:
     uid = _uid()
     if uid is not None and info.st_uid != uid:
         raise PrivateDirError(
-            f"the private folder {path} belongs to another user (uid {info.st_uid}): remove it, or set TMPDIR"
+            f"the private folder {path} belongs to another user (uid {info.st_uid}): remove it, "
+            "or set TMPDIR"
         )
 
 
 def open_private(path: Path, flags: int = os.O_RDWR | os.O_CREAT) -> int:
-    """A file descriptor of ``path`` opened without following a symlink (mode 0600 when made);
-    ``OSError`` (ELOOP) on a symlink.
+    """A file descriptor of ``path`` opened without following a symlink.
+
+    Mode 0600 when made; ``OSError`` (ELOOP) on a symlink.
     """
     extra = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
     return os.open(path, flags | extra, 0o600)

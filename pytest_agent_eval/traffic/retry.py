@@ -1,5 +1,6 @@
-"""When an answer is retried and how long to wait first: the server's ``Retry-After``, else backoff
-as the official SDKs; a spent quota is never retried.
+"""When an answer is retried and how long to wait first.
+
+The server's ``Retry-After``, else backoff as the official SDKs; a spent quota is never retried.
 """
 
 from __future__ import annotations
@@ -16,8 +17,9 @@ MAX_RETRY_WAIT_S = 60.0
 
 
 def quota_spent(body: bytes) -> bool:
-    """A 429 whose body says the account's quota is spent (OpenAI's ``insufficient_quota``): waiting
-    cannot help.
+    """A 429 whose body says the account's quota is spent: waiting cannot help.
+
+    OpenAI's ``insufficient_quota``.
     """
     if b"insufficient_quota" not in body:
         return False
@@ -32,9 +34,11 @@ def quota_spent(body: bytes) -> bool:
 
 
 def asked_wait(headers: Any) -> float | None:
-    """The wait the server asks for: ``retry-after-ms``, or ``Retry-After`` in seconds or as an HTTP
-    date (one in the past: at once). A value that cannot be used (NaN, infinite, negative, neither a
-    number nor a date) is as if absent: ``None``, and the usual backoff applies.
+    """The wait the server asks for.
+
+    ``retry-after-ms``, or ``Retry-After`` in seconds or as an HTTP date (one in the past: at once).
+    A value that cannot be used (NaN, infinite, negative, neither a number nor a date) is as if
+    absent: ``None``, and the usual backoff applies.
     """
     try:
         if headers.get("retry-after-ms"):
@@ -55,16 +59,18 @@ def _usable(seconds: float) -> float | None:
 
 
 def backoff(attempt: int) -> float:
-    """Exponential backoff with jitter, as the official SDKs: 0.5 s doubling up to 8 s, less a
-    quarter at random.
+    """Exponential backoff with jitter, as the official SDKs.
+
+    0.5 s doubling up to 8 s, less a quarter at random.
     """
     delay: float = min(0.5 * 2.0**attempt, 8.0)
     return delay * random.uniform(0.75, 1.0)
 
 
 def retry_delay(headers: Any, attempt: int) -> float:
-    """The server's ``retry-after-ms`` / ``Retry-After`` (at most ``MAX_RETRY_WAIT_S``), else
-    ``backoff``.
+    """The server's ``retry-after-ms`` / ``Retry-After``, else ``backoff``.
+
+    The server's wait is at most ``MAX_RETRY_WAIT_S``.
     """
     asked = asked_wait(headers)
     return min(asked, MAX_RETRY_WAIT_S) if asked is not None else backoff(attempt)
@@ -73,8 +79,10 @@ def retry_delay(headers: Any, attempt: int) -> float:
 def verdict(
     response: Any, attempt: int, retries: int, watch: bool = True
 ) -> tuple[float | None, str | None]:
-    """``(seconds to wait before trying again, None)``, or ``(None, why the answer is a failure)``,
-    or ``(None, None)`` for an answer to hand over as it is; as the official SDKs decide
+    """Whether to retry an answer, and after how long, or why it is a failure.
+
+    ``(seconds to wait before trying again, None)``, or ``(None, why the answer is a failure)``, or
+    ``(None, None)`` for an answer to hand over as it is; as the official SDKs decide
     (``x-should-retry``, 408/409/429/5xx), but a spent quota and a wait beyond the cap fail at once.
     ``watch`` false: the pace alone, which retries only its 429s.
     """

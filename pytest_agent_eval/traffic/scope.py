@@ -24,8 +24,9 @@ if TYPE_CHECKING:
 
 @dataclass
 class SeenCall:
-    """One LLM request of a trial as its chat span tells it (SPEC §23): kept only when the run
-    traces.
+    """One LLM request of a trial as its chat span tells it (SPEC §23).
+
+    Kept only when the run traces.
     """
 
     start_ns: int
@@ -94,17 +95,19 @@ class TrialTraffic:
 
     @contextlib.contextmanager
     def waiting(self, what: str) -> Iterator[None]:
-        """Note that the trial waits for ``what`` while the block runs (kept when the block is
-        cancelled).
+        """Note that the trial waits for ``what`` while the block runs.
+
+        Kept when the block is cancelled.
         """
         self.waiting_for = what
         yield
         self.waiting_for = None
 
     def fail(self, message: str, key: str | None = None) -> None:
-        """Note an infrastructure failure; one with a ``key`` (the request) is forgotten when the
-        same request is later answered (``answered``): the client's own retry got the agent its
-        answer.
+        """Note an infrastructure failure.
+
+        One with a ``key`` (the request) is forgotten when the same request is later answered
+        (``answered``): the client's own retry got the agent its answer.
         """
         with self._lock:
             self._failures.append((key, message))
@@ -115,9 +118,10 @@ class TrialTraffic:
                 self._failures = [(k, m) for k, m in self._failures if k is None or k != key]
 
     def report(self, run: RunRecord) -> str | None:
-        """The trial's usage into its run record (requests; tokens and cost when every response
-        reported them); the infrastructure failure under it, if any: the runner decides what it
-        makes of the trial.
+        """The trial's usage into its run record; the infrastructure failure under it, if any.
+
+        Usage is requests; tokens and cost when every response reported them. The runner decides
+        what it makes of the trial.
         """
         if self.usage.requests:
             run.usage = (

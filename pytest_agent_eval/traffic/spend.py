@@ -1,8 +1,9 @@
-"""The run's known spend (SPEC §25 "Spend cap"), shared by every xdist worker and machine as the
-pace is (SPEC §18): a number in the run's own file under a file lock in the run's cache directory,
-or in a Redis hash when the rate limit's Redis store is given (``--agent-eval-rate-limit-url``).
-Each run has its own key, handed from the xdist controller to its workers, so two runs never add to
-one spend.
+"""The run's known spend (SPEC §25 "Spend cap"), shared by every xdist worker and machine.
+
+Shared as the pace is (SPEC §18): a number in the run's own file under a file lock in the run's
+cache directory, or in a Redis hash when the rate limit's Redis store is given
+(``--agent-eval-rate-limit-url``). Each run has its own key, handed from the xdist controller to its
+workers, so two runs never add to one spend.
 """
 
 from __future__ import annotations
@@ -30,8 +31,9 @@ class Tally(Protocol):
 
 
 class FileTally(FileStore):
-    """The spend in the run's own JSON file (never forgotten while the run lasts: a case may take
-    long).
+    """The spend in the run's own JSON file.
+
+    Never forgotten while the run lasts: a case may take long.
     """
 
     forget_s = math.inf
@@ -62,8 +64,9 @@ class RedisTally(RedisStore):
 
 
 def open_tally(folder: Path, url: str | None, key: str) -> Tally:
-    """Redis when a URL is given (``redis`` is imported only then), else the file
-    ``folder/spend_<key>.json``.
+    """The run's spend tally: Redis when a URL is given, else a file.
+
+    ``redis`` is imported only then; the file is ``folder/spend_<key>.json``.
     """
     if url:
         require_redis("the spend cap's Redis store")

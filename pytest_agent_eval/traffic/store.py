@@ -1,5 +1,7 @@
-"""Where the run's pace lives, shared by every thread, event loop and xdist worker: a JSON file
-under a file lock in the run's cache directory (one machine), or a Redis hash (across machines).
+"""Where the run's pace lives, shared by every thread, event loop and xdist worker.
+
+A JSON file under a file lock in the run's cache directory (one machine), or a Redis hash (across
+machines).
 
 The state is a flat map of numbers, read and written in one atomic step. ``reserve`` hands out the
 next permit (virtual scheduling, GCRA with no burst: each request gets its own slot ``step`` seconds
@@ -51,8 +53,9 @@ bounded time.
 
 
 class StoreError(Exception):
-    """The store cannot be used: the message names it (the file, the URL without its password) and
-    what to do.
+    """The store cannot be used.
+
+    The message names it (the file, the URL without its password) and what to do.
     """
 
 
@@ -70,10 +73,22 @@ of 429s halves the pace once, not once each), ``faster`` (rate + value / rate).
 
 class Store(Protocol):
     def reserve(self, host: str, tokens: float, sent: int = 1) -> float:
-        """Take the next permit for a request to ``host`` (with ``tokens`` expected); seconds to
-        wait for it, or -1 when nothing paces the host (no budget, no known rate, no cool-down): the
-        caller may go on without permits for a moment. ``sent``: the requests to ``host`` since this
-        process's last permit, this one included (for the recent gap).
+        """Take the next permit for a request to ``host`` (with ``tokens`` expected).
+
+        Returns the seconds to wait for it, or -1 when nothing paces the host (no budget, no known
+        rate, no cool-down): the caller may go on without permits for a moment. ``sent``: the
+        requests to ``host`` since this process's last permit, this one included (for the recent
+        gap).
+        """
+        ...
+
+    def send(self, host: str) -> float:
+        """Record that a paced request to ``host`` is sent now; or the seconds it must still wait.
+
+        Permits are slots; a process that wakes late (a loaded machine) would send its late
+        requests together with the ones on time. So each request is sent at least one step after
+        the last one actually sent (the written budget's and the host's), across processes: 0 when
+        it may go (recorded), else how long to wait before asking again.
         """
         ...
 
@@ -85,7 +100,10 @@ class Store(Protocol):
 def reserve_state(
     state: dict[str, float], now: float, host: str, tokens: float, sent: int = 1
 ) -> float:
-    """The permit's slot (``reserve`` of the file store; ``_RESERVE`` is the same in Lua for Redis)."""
+    """The permit's slot (``reserve`` of the file store).
+
+    ``_RESERVE`` is the same in Lua for Redis.
+    """
 
     def get(name: str) -> float:
         return state.get(name, 0.0)
@@ -107,6 +125,18 @@ def reserve_state(
     state[f"last:{host}"] = slot
     paced = any(get(name) > 0 for name in ("step", "tstep", f"step:{host}", f"tstep:{host}"))
     return slot - now if paced or get(f"cool:{host}") > now else -1.0
+
+
+def send_state(state: dict[str, float], now: float, host: str) -> float:
+    """``send`` of the file store (``_SEND`` in Lua for Redis)."""
+    wait = max(
+        state.get("sent", 0.0) + state.get("step", 0.0) - now,
+        state.get(f"sent:{host}", 0.0) + state.get(f"step:{host}", 0.0) - now,
+    )
+    if wait > 0:
+        return wait
+    state["sent"] = state[f"sent:{host}"] = now
+    return 0.0
 
 
 def update_state(state: dict[str, float], now: float, ops: Sequence[Op]) -> None:
@@ -141,20 +171,38 @@ local t = redis.call('TIME')
 local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
 local key, host, tokens, sent = KEYS[1], ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 local function get(name) return tonumber(redis.call('HGET', key, name) or '0') or 0 end
-local slot = math.max(now, get('tat'), get('ttat'), get('cool:' .. host), get('tat:' .. host), get('ttat:' .. host))
+local slot = math.max(now, get('tat'), get('ttat'), get('cool:' .. host), get('tat:' .. host),
+  get('ttat:' .. host))
 local function put(name, value) redis.call('HSET', key, name, string.format('%.6f', value)) end
 if get('step') > 0 then put('tat', slot + get('step')) end
 if get('tstep') > 0 then put('ttat', slot + tokens * get('tstep')) end
 if get('step:' .. host) > 0 then put('tat:' .. host, slot + get('step:' .. host)) end
 if get('tstep:' .. host) > 0 then put('ttat:' .. host, slot + tokens * get('tstep:' .. host)) end
 local last = get('last:' .. host)
-if last > 0 then put('gap:' .. host, 0.8 * get('gap:' .. host) + 0.2 * math.max(slot - last, 0) / sent) end
+if last > 0 then
+  put('gap:' .. host, 0.8 * get('gap:' .. host) + 0.2 * math.max(slot - last, 0) / sent)
+end
 put('last:' .. host, slot)
 redis.call('EXPIRE', key, 600)
-local paced = get('step') > 0 or get('tstep') > 0 or get('step:' .. host) > 0 or get('tstep:' .. host) > 0
+local paced = get('step') > 0 or get('tstep') > 0 or get('step:' .. host) > 0
+  or get('tstep:' .. host) > 0
 if paced or get('cool:' .. host) > now then return string.format('%.6f', slot - now) end
 return '-1'
 
+"""
+
+_SEND = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
+local key, host = KEYS[1], ARGV[1]
+local function get(name) return tonumber(redis.call('HGET', key, name) or '0') or 0 end
+local wait = math.max(get('sent') + get('step') - now,
+  get('sent:' .. host) + get('step:' .. host) - now)
+if wait > 0 then return string.format('%.6f', wait) end
+redis.call('HSET', key, 'sent', string.format('%.6f', now), 'sent:' .. host,
+  string.format('%.6f', now))
+redis.call('EXPIRE', key, 600)
+return '0'
 """
 
 _UPDATE = f"""
@@ -206,6 +254,7 @@ class RedisStore:
         self._key = key
         self._reserve = self._client.register_script(_RESERVE)
         self._update = self._client.register_script(_UPDATE)
+        self._send = self._client.register_script(_SEND)
 
     def _call(self, call: Callable[[], T]) -> T:
         from redis import AuthenticationError, RedisError, ResponseError
@@ -222,14 +271,17 @@ class RedisStore:
                 why = f"refused the password ({text}): fix the user and password in {where}"
             else:
                 why = (
-                    f"cannot be reached ({type(exc).__name__}: {text}): start Redis there or fix {where}; without "
-                    "it, the budgets are kept on this machine"
+                    f"cannot be reached ({type(exc).__name__}: {text}): start Redis there or fix "
+                    f"{where}; without it, the budgets are kept on this machine"
                 )
             raise StoreError(f"the rate-limit store {self._url} {why}") from None
 
     def reserve(self, host: str, tokens: float, sent: int = 1) -> float:
         args = [host, f"{tokens:.3f}", str(sent)]
         return float(self._call(lambda: self._reserve(keys=[self._key], args=args)))
+
+    def send(self, host: str) -> float:
+        return float(self._call(lambda: self._send(keys=[self._key], args=[host])))
 
     def update(self, ops: Sequence[Op]) -> None:
         if ops:
@@ -241,8 +293,9 @@ class RedisStore:
 
 
 class FileStore:
-    """The pace in a JSON file, read and written under an exclusive lock (``fcntl``; ``filelock``
-    where there is none), on the machine's clock.
+    """The pace in a JSON file, read and written under an exclusive lock.
+
+    The lock is ``fcntl``'s (``filelock``'s where there is none); times are the machine's clock.
     """
 
     forget_s = FORGET_S
@@ -271,8 +324,9 @@ class FileStore:
             self._threads.release()
 
     def _read_write(self, handle: Any) -> Iterator[tuple[dict[str, float], float]]:
-        """The state read (started afresh, with a warning, when unreadable), then written back
-        whole.
+        """The state read, then written back whole.
+
+        It is started afresh, with a warning, when unreadable.
         """
         handle.seek(0)
         text = handle.read()
@@ -282,8 +336,8 @@ class FileStore:
         ):  # a run killed mid-write, or another program's file: start afresh, saying so
             warnings.warn(
                 StoreWarning(
-                    f"the run's rate-limit state {self._path} was unreadable (not a JSON object of numbers: "
-                    f"{text[:40]!r}): started afresh"
+                    f"the run's rate-limit state {self._path} was unreadable (not a JSON object "
+                    f"of numbers: {text[:40]!r}): started afresh"
                 ),
                 stacklevel=1,
             )
@@ -302,6 +356,10 @@ class FileStore:
         with self._state() as (state, now):
             return reserve_state(state, now, host, tokens, sent)
 
+    def send(self, host: str) -> float:
+        with self._state() as (state, now):
+            return send_state(state, now, host)
+
     def update(self, ops: Sequence[Op]) -> None:
         if ops:
             with self._state() as (state, now):
@@ -312,8 +370,9 @@ class FileStore:
 
 
 def read_state(text: str) -> dict[str, float] | None:
-    """The state written in ``text`` (none yet when empty); ``None`` when it is not a JSON object of
-    finite numbers (truncated, garbage, wrong types).
+    """The state written in ``text`` (none yet when empty).
+
+    ``None`` when it is not a JSON object of finite numbers (truncated, garbage, wrong types).
     """
     if not text.strip():
         return {}
@@ -335,22 +394,24 @@ def _cannot_open(path: Path, exc: OSError) -> str:
     if path.is_dir():
         return f"the run's rate-limit state {path} is a directory, not a file: remove it"
     return (
-        f"the run's rate-limit state {path} cannot be opened ({exc.strerror or exc}): make its folder writable, or "
-        "give pytest another cache directory (-o cache_dir=...)"
+        f"the run's rate-limit state {path} cannot be opened ({exc.strerror or exc}): make its "
+        "folder writable, or give pytest another cache directory (-o cache_dir=...)"
     )
 
 
 def _locked_error(path: Path) -> StoreError:
     return StoreError(
-        f"the run's rate-limit state {path} is locked by another process for more than {WAIT_S:g} s (a pytest "
-        "stopped with Ctrl-Z, or hung): end that process or resume it (fg), or delete the file if no run is left"
+        f"the run's rate-limit state {path} is locked by another process for more than {WAIT_S:g} "
+        "s (a pytest stopped with Ctrl-Z, or hung): end that process or resume it (fg), or "
+        "delete the file if no run is left"
     )
 
 
 @contextmanager
 def _locked(path: Path) -> Iterator[Any]:
-    """The state file, open and locked (``WAIT_S`` at most: ``StoreError`` past it, naming the
-    file).
+    """The state file, open and locked.
+
+    ``WAIT_S`` at most: ``StoreError`` past it, naming the file.
     """
     # never through a symlink (SPEC §22); bytes that are not UTF-8 are read as such, and found
     # unreadable
@@ -385,8 +446,10 @@ def _locked(path: Path) -> Iterator[Any]:
 
 
 def _flock(handle: Any, path: Path, fcntl: Any) -> None:
-    """Take the file's lock, trying again (half a millisecond, doubling to 5 ms: a run holds it well
-    under a millisecond, and a longer pause delays the permit) until ``WAIT_S`` has passed.
+    """Take the file's lock, trying again until ``WAIT_S`` has passed.
+
+    Tries are half a millisecond apart, doubling to 5 ms: a run holds it well under a millisecond,
+    and a longer pause delays the permit.
     """
     deadline, pause = time.monotonic() + WAIT_S, 0.0005
     while True:
@@ -401,7 +464,10 @@ def _flock(handle: Any, path: Path, fcntl: Any) -> None:
 
 
 def require_redis(what: str) -> None:
-    """``ImportError`` saying what to install when ``redis`` is not installed (``what`` needs it)."""
+    """``ImportError`` saying what to install when ``redis`` is not installed.
+
+    ``what`` needs it.
+    """
     try:
         import redis  # noqa: F401
     except ImportError:

@@ -1,5 +1,6 @@
-"""Token usage read from LLM responses (OpenAI-compatible and Anthropic, whole or streamed) and its
-cost.
+"""Token usage read from LLM responses and its cost.
+
+The responses are OpenAI-compatible and Anthropic ones, whole or streamed.
 
 Prices are dollars per million tokens, ``{model: {"input": x, "output": y}}`` with, optionally,
 ``cached_input`` (cache reads), ``cache_write`` and ``cache_write_1h`` (Anthropic's five-minute and
@@ -27,14 +28,22 @@ DEFAULT_PRICES: dict[str, dict[str, float]] = {
     "gpt-4.1-mini": {"input": 0.40, "cached_input": 0.10, "output": 1.60},
     "gpt-4.1-nano": {"input": 0.10, "cached_input": 0.025, "output": 0.40},
     "o3-mini": {"input": 1.10, "cached_input": 0.55, "output": 4.40},
-    "claude-3-5-haiku": {"input": 0.80, "cached_input": 0.08, "cache_write": 1.00, "cache_write_1h": 1.60,
-                         "output": 4.00},
-    "claude-3-5-sonnet": {"input": 3.00, "cached_input": 0.30, "cache_write": 3.75, "cache_write_1h": 6.00,
-                          "output": 15.00},
-    "claude-sonnet-4": {"input": 3.00, "cached_input": 0.30, "cache_write": 3.75, "cache_write_1h": 6.00,
-                        "output": 15.00},
-    "claude-opus-4": {"input": 15.00, "cached_input": 1.50, "cache_write": 18.75, "cache_write_1h": 30.00,
-                      "output": 75.00},
+    "claude-3-5-haiku": {
+        "input": 0.80, "cached_input": 0.08, "cache_write": 1.00, "cache_write_1h": 1.60,
+        "output": 4.00,
+    },
+    "claude-3-5-sonnet": {
+        "input": 3.00, "cached_input": 0.30, "cache_write": 3.75, "cache_write_1h": 6.00,
+        "output": 15.00,
+    },
+    "claude-sonnet-4": {
+        "input": 3.00, "cached_input": 0.30, "cache_write": 3.75, "cache_write_1h": 6.00,
+        "output": 15.00,
+    },
+    "claude-opus-4": {
+        "input": 15.00, "cached_input": 1.50, "cache_write": 18.75, "cache_write_1h": 30.00,
+        "output": 75.00,
+    },
 }  # fmt: skip
 PRICE_KEYS = ("input", "output", "cached_input", "cache_write", "cache_write_1h")
 """The keys of a model's price: ``input`` and ``output`` are required."""
@@ -87,8 +96,9 @@ class CallUsage:
 
 
 def read_usage(body: bytes, content_type: str) -> CallUsage | None:
-    """The usage a response body reports: a JSON answer's ``usage``, or a stream's
-    (``text/event-stream``).
+    """The usage a response body reports.
+
+    A JSON answer's ``usage``, or a stream's (``text/event-stream``).
 
     Each count is read once under whichever name the API gives it: OpenAI's chat ``prompt_tokens`` /
     ``completion_tokens`` (a proxy that adds the Responses API's ``input_tokens`` /
@@ -150,9 +160,10 @@ def read_usage(body: bytes, content_type: str) -> CallUsage | None:
 def _counts(
     usage: dict[str, Any], keys: tuple[str, ...], found: dict[str, int], bad: list[str]
 ) -> None:
-    """The counts ``keys`` of ``usage`` into ``found`` (streamed counts are cumulative: the largest
-    is the total); one that is not a whole number from 0 below ``MAX_TOKENS`` into ``bad``, named
-    with its value.
+    """The counts ``keys`` of ``usage`` into ``found``; one that is unusable into ``bad``.
+
+    Streamed counts are cumulative: the largest is the total. One that is not a whole number from 0
+    below ``MAX_TOKENS`` goes into ``bad``, named with its value.
     """
     for key in keys:
         value = usage.get(key)
@@ -179,8 +190,9 @@ def _family(model: str | None, prices: dict[str, dict[str, float]]) -> str | Non
 
 
 def cost_at(price: dict[str, float], call: CallUsage) -> float | str:
-    """The call's cost in dollars at ``price``, or the price it lacks (``"cached_input"``, ...) for
-    its tokens.
+    """The call's cost in dollars at ``price``, or the price it lacks for its tokens.
+
+    The price it lacks is named (``"cached_input"``, ...).
     """
     reads, writes, writes_1h = (
         call.cache_read_tokens,
@@ -201,8 +213,10 @@ def cost_at(price: dict[str, float], call: CallUsage) -> float | str:
 
 
 class Prices:
-    """Where a model's price comes from: the ini's table first, then the maintained ``genai-prices``
-    table when it is installed (imported at the first call it prices), then the built-in table.
+    """Where a model's price comes from.
+
+    The ini's table first, then the maintained ``genai-prices`` table when it is installed (imported
+    at the first call it prices), then the built-in table.
     """
 
     def __init__(self, own: dict[str, dict[str, float]] | None = None) -> None:
@@ -211,8 +225,9 @@ class Prices:
         self._maintained: Any = _UNSET
 
     def cost(self, call: CallUsage) -> float | str:
-        """The call's cost in dollars, or why it has none: the model's name, with the price it lacks
-        if any.
+        """The call's cost in dollars, or why it has none.
+
+        Why: the model's name, with the price it lacks if any.
         """
         name = call.model or "(no model named)"
         family = _family(call.model, self.table)
@@ -227,8 +242,9 @@ class Prices:
         return f"{name} (no {cost} price)" if isinstance(cost, str) else cost
 
     def _maintained_cost(self, call: CallUsage) -> float | None:
-        """The call's cost from ``genai-prices``; ``None`` when it is not installed or has no price
-        for the model.
+        """The call's cost from ``genai-prices``.
+
+        ``None`` when it is not installed or has no price for the model.
         """
         if call.model is None:
             return None
@@ -303,9 +319,10 @@ class Usage:
             self.cost += cost
 
     def as_dict(self) -> dict[str, Any]:
-        """The run record's ``usage``: tokens (cache reads and writes when there were any), cost
-        (``None`` when some model had no price), requests; no token counts when a call's were
-        unreadable (unknown, not a part).
+        """The run record's ``usage``: tokens, cost and requests.
+
+        Tokens are with cache reads and writes when there were any; cost is ``None`` when some model
+        had no price; no token counts when a call's were unreadable (unknown, not a part).
         """
         data: dict[str, Any] = {"cost": self.cost, "requests": self.requests}
         if not self.unreadable:
@@ -322,8 +339,10 @@ class Usage:
 
 
 def parse_prices(text: str) -> dict[str, dict[str, float]]:
-    """``{model: {input, output[, cached_input, cache_write, cache_write_1h]}}`` from JSON text;
-    ValueError naming what is wrong.
+    """A price table parsed from JSON text.
+
+    ``{model: {input, output[, cached_input, cache_write, cache_write_1h]}}``; ValueError naming
+    what is wrong.
     """
     data = json.loads(text)
     if not isinstance(data, dict):
@@ -336,8 +355,8 @@ def parse_prices(text: str) -> dict[str, dict[str, float]]:
             or not set(price) <= set(PRICE_KEYS)
         ):
             raise ValueError(
-                f"{model!r}: expected {{input: <$ per million tokens>, output: <...>}} and optionally cached_input, "
-                f"cache_write, cache_write_1h, got {price!r}"
+                f"{model!r}: expected {{input: <$ per million tokens>, output: <...>}} and "
+                f"optionally cached_input, cache_write, cache_write_1h, got {price!r}"
             )
         if not all(
             isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0

@@ -13,8 +13,9 @@ if TYPE_CHECKING:
     from pytest_agent_eval.core.document import Document
 
 Detect = Callable[[Any], "tuple[bool, str]"]
-"""``detect(data) -> (fits, need)``: whether the parsed data has the format's shape; if not, what it
-lacks (one short phrase, listed when no format fits).
+"""``detect(data) -> (fits, need)``: whether the parsed data has the format's shape.
+
+If not, ``need`` says what it lacks (one short phrase, listed when no format fits).
 """
 Load = Callable[["Document", "CheckRegistry"], "LoadedFile"]
 """``load(doc, checks) -> LoadedFile``: the file's cases.
@@ -26,8 +27,9 @@ problem with the file as a whole raises ``EvalFileError(s)``.
 
 @dataclass(frozen=True)
 class Dialect:
-    """A file format: ``detect`` says whether data has its shape (and what it needs if not);
-    ``load`` reads it.
+    """A file format: ``detect`` says whether data has its shape, ``load`` reads it.
+
+    ``detect`` also says what the data needs if it has not.
 
     A ``fallback`` format (the native one) fits broadly; a more specific format that also fits wins
     over it. Each built-in format is one module of ``pytest_agent_eval.cases.dialects`` with its
@@ -39,14 +41,16 @@ class Dialect:
     load: Load
     fallback: bool = False
     claims: Callable[[Path], bool] | None = None
-    """Whether the file's name (or a file beside it) marks it as this format: among several formats
-    that fit its shape, the one that claims the file wins (``promptfooconfig.yaml``, a dataset with
-    its sidecar).
+    """Whether the file's name (or a file beside it) marks it as this format.
+
+    Among several formats that fit its shape, the one that claims the file wins
+    (``promptfooconfig.yaml``, a dataset with its sidecar).
     """
     yaml_core: bool = False
-    """Whether the format's own tool reads YAML with the YAML 1.2 core schema (promptfoo: js-yaml):
-    its YAML files are then read that way (``Yes`` and ``on`` stay text), not with PyYAML's YAML 1.1
-    rules.
+    """Whether the format's own tool reads YAML with the YAML 1.2 core schema (promptfoo: js-yaml).
+
+    If so, its YAML files are then read that way (``Yes`` and ``on`` stay text), not with PyYAML's
+    YAML 1.1 rules.
     """
 
 

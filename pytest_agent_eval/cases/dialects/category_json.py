@@ -1,5 +1,6 @@
-"""Category JSON (SPEC §12): ``{category: [{input, expected, expected_behavior, expected_tools,
-tags, timeout}]}``.
+"""Category JSON (SPEC §12): cases grouped under category names.
+
+The shape: ``{category: [{input, expected, expected_behavior, expected_tools, tags, timeout}]}``.
 
 The category is a tag and the id stem (``math_basic-1``…). Every case needs a non-empty answer;
 ``expected`` must occur in it (a number by value, sign included: "4" is "4.0", never "-4" or "14");
@@ -27,12 +28,16 @@ from pytest_agent_eval.core.document import Document, PathKey
 
 NAME = "category_json"
 ITEM_KEYS = ("input", "expected", "expected_behavior", "expected_tools", "tags", "timeout")
-NEED = "a mapping of category name to a list of {input, expected, expected_behavior, expected_tools, tags, timeout}"
+NEED = (
+    "a mapping of category name to a list of "
+    "{input, expected, expected_behavior, expected_tools, tags, timeout}"
+)
 
 
 def detect(data: Any) -> tuple[bool, str]:
-    """A mapping whose every value is a list of mappings with only the item keys, and one has
-    ``input``.
+    """Whether ``data`` maps categories to lists of mappings with only the item keys.
+
+    One of the mappings has ``input``.
 
     A top-level ``cases`` key means the native format, never a category.
     """

@@ -25,8 +25,9 @@ def is_number(value: Any) -> bool:
 
 
 def item_keys(data: Any, need: str) -> tuple[set[str], str]:
-    """For a format that is a list of mappings: the keys its items use, or (empty, why ``data`` is
-    not one).
+    """For a format that is a list of mappings: the keys its items use.
+
+    Or (empty, why ``data`` is not one).
     """
     if not isinstance(data, list) or not data:
         return set(), need
@@ -55,8 +56,9 @@ class Problems:
     def unknown_keys(
         self, raw: dict[str, Any], allowed: Collection[str], key: PathKey, what: str
     ) -> None:
-        """One problem per key of ``raw`` that is not ``allowed``, with a did-you-mean or the
-        allowed keys.
+        """One problem per key of ``raw`` that is not ``allowed``.
+
+        Each names a did-you-mean or the allowed keys.
         """
         for name in raw:
             if name not in allowed:
@@ -75,8 +77,9 @@ class Problems:
     def string(
         self, raw: dict[str, Any], name: str, key: PathKey, required: str | None = None
     ) -> str | None:
-        """``raw[name]`` when it is a string; a problem when it is not, or when ``required`` (what
-        it is) and absent.
+        """``raw[name]`` when it is a string; else a problem.
+
+        A problem when it is not, or when ``required`` (what it is) and absent.
         """
         if required is not None and not self.require(raw, name, key, required):
             return None
@@ -87,7 +90,7 @@ class Problems:
         return None
 
     def str_list(self, raw: dict[str, Any], name: str, key: PathKey) -> list[str] | None:
-        """``raw[name]`` when it is a list of strings (or absent/null: None); a problem otherwise."""
+        """``raw[name]`` when it is a list of strings (absent/null: None); a problem otherwise."""
         value = raw.get(name)
         if value is None or is_str_list(value):
             return value
@@ -95,8 +98,9 @@ class Problems:
         return None
 
     def tags(self, raw: dict[str, Any], name: str, key: PathKey) -> list[str]:
-        """``raw[name]`` when it is a list of tags (pytest markers); a problem per item that is not
-        one.
+        """``raw[name]`` when it is a list of tags (pytest markers).
+
+        A problem per item that is not one.
         """
         tags = self.str_list(raw, name, key) or []
         for i, tag in enumerate(tags):
@@ -127,8 +131,9 @@ class Problems:
     def number(
         self, raw: dict[str, Any], name: str, key: PathKey, low: float, high: float | None = None
     ) -> float | None:
-        """``raw[name]`` when it is a number in range (``low`` exclusive when 0 and ``high`` is
-        None).
+        """``raw[name]`` when it is a number in range.
+
+        ``low`` is exclusive when 0 and ``high`` is None.
         """
         value = raw.get(name)
         if value is None:
@@ -154,9 +159,10 @@ class Problems:
 
 
 class Ids:
-    """Case ids of one file, for every format: explicit ids must be unique (a repeat is the one
-    "duplicate case id" problem, with a stand-in id); derived ones are made unique with ``-2``,
-    ``-3``…
+    """Case ids of one file, for every format.
+
+    Explicit ids must be unique (a repeat is the one "duplicate case id" problem, with a stand-in
+    id); derived ones are made unique with ``-2``, ``-3``…
     """
 
     def __init__(self) -> None:
@@ -180,20 +186,25 @@ class Ids:
         if name in self.names:
             problems.add(
                 key,
-                f"duplicate case name {name!r} (first at line {self.names[name]}); give each case a unique `name`",
+                f"duplicate case name {name!r} (first at line {self.names[name]}); "
+                "give each case a unique `name`",
             )
         self.names.setdefault(name, line)
 
     def claim(
         self, case_id: str, line: int, problems: Problems, key: PathKey, field: str = "id"
     ) -> str:
-        """Record a file's own ``case_id`` (from its ``field``); a duplicate gets a problem and a
-        unique stand-in id.
+        """Record a file's own ``case_id`` (from its ``field``).
+
+        A duplicate gets a problem and a unique stand-in id.
         """
         if case_id in self.seen:
             first = self.seen[case_id]
             stand_in = f"{case_id}-line{line}"
-            message = f"duplicate case id {case_id!r} (first at line {first}); give each case a unique `{field}`"
+            message = (
+                f"duplicate case id {case_id!r} (first at line {first}); "
+                f"give each case a unique `{field}`"
+            )
             problems.add(key, message, stand_in)
             case_id = stand_in
         self.seen[case_id] = line
@@ -203,8 +214,10 @@ class Ids:
 def explicit_id(
     value: Any, line: int, ids: Ids, problems: Problems, key: PathKey, field: str = "id"
 ) -> tuple[str, str | None]:
-    """A file's own id (its ``field``: ``id``, a promptfoo test's ``description``) as the case id (a
-    duplicate is a problem naming the field); one that is not ``[A-Za-z0-9_-]+`` is slugified.
+    """A file's own id as the case id.
+
+    The id is its ``field``: ``id``, a promptfoo test's ``description``. A duplicate is a problem
+    naming the field; one that is not ``[A-Za-z0-9_-]+`` is slugified.
 
     Returns the case id and, when slugified, the original to keep as the description.
     """
@@ -217,8 +230,9 @@ def explicit_id(
 def build_case(
     doc: Document, key: PathKey, case_id: str, problems: Problems, dialect: str, **fields: Any
 ) -> Case:
-    """The case at ``key``; with problems, a case that reports them instead of running (the rest
-    still run).
+    """The case at ``key``; with problems, a case that reports them instead of running.
+
+    The rest still run.
     """
     if problems:
         return Case(

@@ -1,6 +1,7 @@
-"""Conversation-evaluation job YAML (SPEC §12): one job, two items, ``<job id>[without_facts]`` and
-``<job id>[with_facts]`` (the home project ran every job twice; only the second may reveal the
-facts).
+"""Conversation-evaluation job YAML (SPEC §12): one job, two items, without and with the facts.
+
+The items are ``<job id>[without_facts]`` and ``<job id>[with_facts]`` (the home project ran every
+job twice; only the second may reveal the facts).
 
 ``evaluator`` → the simulated user (name, voice, signoff, temperature); ``aspirationalAverage`` (ms)
 → the timing target; ``tasks`` (``acceptanceCriteria``) → scored tasks; ``assertions`` →
@@ -25,8 +26,8 @@ from pytest_agent_eval.core.errors import EvalFileErrors
 
 NAME = "conversation_job"
 JOB_KEYS = (
-    "evaluator", "target", "aspirationalAverage", "tasks", "facts", "assertions", "seeds", "greetings", "maxTurns",
-    "setups", "scorer",
+    "evaluator", "target", "aspirationalAverage", "tasks", "facts", "assertions", "seeds",
+    "greetings", "maxTurns", "setups", "scorer",
 )  # fmt: skip
 EVALUATOR_KEYS = ("name", "voice", "signoff", "temperature", "prompt")
 TASK_KEYS = ("type", "task", "acceptanceCriteria")
@@ -52,7 +53,10 @@ def detect(data: Any) -> tuple[bool, str]:
 
 
 def load(doc: Document, registry: CheckRegistry) -> LoadedFile:
-    """The job's two items; a problem with the job errors the file with every problem at its line."""
+    """The job's two items.
+
+    A problem with the job errors the file with every problem at its line.
+    """
     data: dict[str, Any] = doc.data
     stem = (
         doc.path.stem.split(".")[0]
@@ -124,7 +128,10 @@ def load(doc: Document, registry: CheckRegistry) -> LoadedFile:
                 path=doc.path,
                 line=line,
                 context=context,
-                description=f"{evaluator.get('name', 'Socrates')}: {len(tasks)} tasks, {variant.replace('_', ' ')}",
+                description=(
+                    f"{evaluator.get('name', 'Socrates')}: {len(tasks)} tasks, "
+                    f"{variant.replace('_', ' ')}"
+                ),
                 simulated_user=user,
                 min_score=0.7,
                 dialect=NAME,
@@ -150,8 +157,9 @@ def _mapping(
 def _items(
     problems: Problems, raw: list[Any], name: str, keys: tuple[str, ...]
 ) -> Iterator[tuple[PathKey, dict[str, Any]]]:
-    """The mappings of the list ``name`` with their keys; a problem for any other item and any
-    unknown key.
+    """The mappings of the list ``name`` with their keys.
+
+    A problem for any other item and any unknown key.
     """
     for n, item in enumerate(raw):
         key: PathKey = (name, n)
@@ -197,13 +205,15 @@ def _assertions(problems: Problems, doc: Document, data: dict[str, Any]) -> list
         if len(kinds) != 1:
             problems.add(
                 key,
-                f"{pretty(key)}: an assertion needs either `cypher` (with `expected`) or `expression`",
+                f"{pretty(key)}: "
+                "an assertion needs either `cypher` (with `expected`) or `expression`",
             )
             continue
         if kinds == ["cypher"] and "expected" not in item:
             problems.add(
                 key,
-                f"{pretty(key)}: a `cypher` assertion needs `expected` (the value the query returns)",
+                f"{pretty(key)}: "
+                "a `cypher` assertion needs `expected` (the value the query returns)",
             )
         problems.string(item, kinds[0], key)
         weight = item.get("weight", 1)

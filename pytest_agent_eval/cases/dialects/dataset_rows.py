@@ -1,5 +1,7 @@
-"""Dataset rows (SPEC §19): JSON or JSONL files of rows as LangSmith, Langfuse, Braintrust and
-inspect_ai export them, one case per row, with checks from the sidecar ``<stem>.expect.yaml``.
+"""Dataset rows (SPEC §19): one case per row of a dataset export, checked by its sidecar.
+
+JSON or JSONL files of rows as LangSmith, Langfuse, Braintrust and inspect_ai export them, one case
+per row, with checks from the sidecar ``<stem>.expect.yaml``.
 
 A row: ``input`` (LangSmith: ``inputs``), the reference answer in ``expected`` (Braintrust),
 ``expected_output`` (Langfuse's Python SDK), ``expectedOutput`` (Langfuse's API), ``outputs``
@@ -38,19 +40,22 @@ REFERENCE_KEYS = ("expected", "expected_output", "expectedOutput", "outputs", "t
 BOOKKEEPING = frozenset(
     {
         # LangSmith
-        "name", "created_at", "modified_at", "dataset_id", "source_run_id", "split", "attachment_urls",
+        "name", "created_at", "modified_at", "dataset_id", "source_run_id", "split",
+        "attachment_urls",
         # Langfuse: the API's camelCase, and the Python SDK's snake_case (DatasetItem.dict())
-        "datasetId", "status", "sourceTraceId", "sourceObservationId", "createdAt", "updatedAt", "datasetName",
-        "mediaReferences", "source_trace_id", "source_observation_id", "dataset_name", "updated_at",
+        "datasetId", "status", "sourceTraceId", "sourceObservationId", "createdAt", "updatedAt",
+        "datasetName", "mediaReferences", "source_trace_id", "source_observation_id",
+        "dataset_name", "updated_at",
         # Braintrust
-        "tags", "created", "_xact_id", "_pagination_key", "project_id", "span_id", "root_span_id", "is_root",
-        "origin", "_object_delete",
+        "tags", "created", "_xact_id", "_pagination_key", "project_id", "span_id", "root_span_id",
+        "is_root", "origin", "_object_delete",
         # inspect_ai
         "choices", "sandbox", "files", "setup",
     }
 )  # fmt: skip
-"""Fields of the exports that say nothing about the case (left aside; ``tags`` become the case's
-tags).
+"""Fields of the exports that say nothing about the case, left aside.
+
+``tags`` become the case's tags.
 """
 ROW_KEYS = frozenset({"id", "metadata", *INPUT_KEYS, *REFERENCE_KEYS, *BOOKKEEPING})
 SIDECAR_KEYS = (
@@ -67,8 +72,9 @@ QUERY_KEYS = ("query", "question", "input", "prompt", "message", "text")
 
 
 def sidecar_schema(registry: CheckRegistry) -> dict[str, Any]:
-    """The JSON Schema of a sidecar: the native file's fields but ``cases``, and ``expect``
-    (``agent-eval schema --format sidecar``).
+    """The JSON Schema of a sidecar: the native file's fields but ``cases``, and ``expect``.
+
+    Printed by ``agent-eval schema --format sidecar``.
     """
     from pytest_agent_eval.cases.dialects.native_schema import native_schema
 
@@ -85,7 +91,9 @@ def sidecar_schema(registry: CheckRegistry) -> dict[str, Any]:
 
 
 def detect(data: Any) -> tuple[bool, str]:
-    """A non-empty list of mappings, each with an input, the keys all those of the exports, and some
+    """Whether ``data`` is a list of rows as the exports write them.
+
+    A non-empty list of mappings, each with an input, the keys all those of the exports, and some
     row with a reference answer or ``metadata``.
     """
     if not isinstance(data, list) or not data or not all(isinstance(row, dict) for row in data):
@@ -101,7 +109,10 @@ def detect(data: Any) -> tuple[bool, str]:
 
 
 def sidecar_of(path: Path) -> Path | None:
-    """The dataset's checks file, ``<stem>.expect.yaml`` (or ``.yml``) beside it, if there is one."""
+    """The dataset's checks file beside it, if there is one.
+
+    It is ``<stem>.expect.yaml`` (or ``.yml``).
+    """
     for suffix in SIDECAR_SUFFIXES:
         candidate = path.with_name(path.stem + suffix)
         if candidate.is_file():
@@ -110,7 +121,10 @@ def sidecar_of(path: Path) -> Path | None:
 
 
 def claims(path: Path) -> bool:
-    """A dataset with its sidecar is a dataset, whatever else its rows' shape fits (a golden set)."""
+    """Whether the file has a sidecar: a dataset with its sidecar is a dataset.
+
+    Whatever else its rows' shape fits (a golden set).
+    """
     return sidecar_of(path) is not None
 
 
@@ -185,7 +199,10 @@ def load(doc: Document, registry: CheckRegistry) -> LoadedFile:
 
 
 class NoSidecarWarning(UserWarning):
-    """A dataset with no sidecar: its rows run without checks (``filterwarnings`` can silence it)."""
+    """A dataset with no sidecar: its rows run without checks.
+
+    ``filterwarnings`` can silence it.
+    """
 
 
 def no_sidecar(path: Path) -> str:
@@ -211,7 +228,10 @@ def orphan_error(path: Path) -> EvalFileError:
     ]  # fmt: skip
     near = _near(stem, datasets, lambda p: p.stem)
     if near is not None:
-        hint = f' (did you mean "{near.stem}{path.name[len(stem) :]}", the sidecar of {near.name}?); rename it'
+        hint = (
+            f' (did you mean "{near.stem}{path.name[len(stem) :]}", '
+            f"the sidecar of {near.name}?); rename it"
+        )
     else:
         hint = f"; put the dataset beside it as {stem}.jsonl or {stem}.json, or rename the sidecar"
     return EvalFileError(
@@ -226,8 +246,9 @@ def _near(stem: str, paths: list[Path], key: Any) -> Path | None:
 
 
 def _sidecar(path: Path, registry: CheckRegistry) -> tuple[dict[str, Any], dict[PathKey, int]]:
-    """The sidecar as the native file fields it stands for (``expect`` into ``defaults``), checked
-    as such.
+    """The sidecar as the native file fields it stands for, checked as such.
+
+    Its ``expect`` goes into ``defaults``.
     """
     sidecar = read_document(path)
     data = sidecar.data
@@ -272,9 +293,10 @@ def _sidecar(path: Path, registry: CheckRegistry) -> tuple[dict[str, Any], dict[
 
 
 def _input(raw: dict[str, Any], problems: Problems, key: PathKey) -> tuple[str, dict[str, Any]]:
-    """The query and context of a row's input: a string; a mapping (its one text, or its
-    ``question``/``query``/… with the rest as context); a chat (the last user message, the earlier
-    ones as ``history``).
+    """The query and context of a row's input.
+
+    The input is a string; a mapping (its one text, or its ``question``/``query``/… with the rest as
+    context); a chat (the last user message, the earlier ones as ``history``).
     """
     name = "input" if "input" in raw else "inputs"
     value = raw.get(name)

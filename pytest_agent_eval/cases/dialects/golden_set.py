@@ -1,5 +1,4 @@
-"""Golden-set JSON (SPEC §12): a list of decision cases and QA cases, each with ``id`` and
-``input``.
+"""Golden-set JSON (SPEC §12): a list of decision cases and QA cases, each with ``id``, ``input``.
 
 Decision case: ``expected: {tools_used, allocation_valid, reason_contains, constraints}``. QA case:
 ``expected_contains`` (or an ``expected`` list) and ``must_not_contain``. Text matches are
@@ -110,8 +109,9 @@ def _decision(
     expect: dict[str, Any],
     metadata: dict[str, Any],
 ) -> None:
-    """``expected`` of a decision case as checks (into ``expect``) and constraints (into
-    ``metadata``).
+    """Read ``expected`` of a decision case into checks and constraints.
+
+    The checks go into ``expect``, the constraints into ``metadata``.
     """
     problems.unknown_keys(expected, DECISION_KEYS, key, "decision `expected`")
     tools = problems.str_list(expected, "tools_used", key)

@@ -1,4 +1,4 @@
-"""The native format (SPEC §3): ``cases:`` with ``input`` and ``expect``, plus file-level defaults."""
+"""The native format (SPEC §3): ``cases:`` of ``input`` and ``expect``, plus file-level defaults."""
 
 from __future__ import annotations
 

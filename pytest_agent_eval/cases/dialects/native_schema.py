@@ -1,6 +1,4 @@
-"""The JSON Schema of the native format, built from the registered checks, and readable errors from
-it.
-"""
+"""The JSON Schema of the native format, built from the registered checks, and readable errors."""
 
 from __future__ import annotations
 
@@ -35,7 +33,9 @@ REFERENCE = {
 }
 INJECT = {
     "type": "object",
-    "description": "one variant per payload of the corpus, the payload in this tool's mocked output (SPEC §26)",
+    "description": (
+        "one variant per payload of the corpus, the payload in this tool's mocked output (SPEC §26)"
+    ),
     "properties": {
         "tool": {
             "type": "string",
@@ -86,7 +86,9 @@ _REF: dict[str, Any] = {
                     "description": "header values; ${NAME} takes environment variable NAME",
                 },
                 "body": {
-                    "description": "the JSON body; {message}, {session}, {case_id}, {trial} in its strings"
+                    "description": (
+                        "the JSON body; {message}, {session}, {case_id}, {trial} in its strings"
+                    )
                 },
                 "output": {
                     "type": "string",
@@ -142,7 +144,10 @@ def case_properties(registry: CheckRegistry) -> dict[str, Any]:
                 {"type": "integer", "minimum": 1},
                 {
                     "type": "object",
-                    "description": "adaptive trials: at most `max`, stopped once the verdict of all `max` is known",
+                    "description": (
+                        "adaptive trials: at most `max`, "
+                        "stopped once the verdict of all `max` is known"
+                    ),
                     "properties": {
                         "max": {"type": "integer", "minimum": 1},
                         "stop": {"enum": ["decided"]},
@@ -192,7 +197,8 @@ def native_schema(registry: CheckRegistry) -> dict[str, Any]:
             "tool_dispatch": {"type": "string", "pattern": r"^[\w.]+:[\w.]+$"},
             "mcp_servers": {
                 "type": "object",
-                "description": "stand-in MCP servers the run provides: name -> {transport: stdio|http, tools: "
+                "description": "stand-in MCP servers the run provides: "
+                "name -> {transport: stdio|http, tools: "
                 "{name: {description, input_schema, response}}} (SPEC §28)",
             },
             "tags": _TAGS,
@@ -335,9 +341,10 @@ def _admits(schema: Any, value: Any) -> bool:
 
 
 def _branch_for(err: jsonschema.ValidationError) -> int | None:
-    """The one branch of a failed ``anyOf``/``oneOf`` whose type fits the value, if only one does:
-    what the value was meant to be, so its errors ("unknown key 'header'") say what is wrong, not
-    another branch's type.
+    """The one branch of a failed ``anyOf``/``oneOf`` whose type fits the value, if only one does.
+
+    It is what the value was meant to be, so its errors ("unknown key 'header'") say what is wrong,
+    not another branch's type.
     """
     branches = err.validator_value if isinstance(err.validator_value, list) else []
     fitting = [n for n, branch in enumerate(branches) if _admits(branch, err.instance)]
@@ -352,7 +359,10 @@ _REF_FORMS = (
 
 
 def bounded(message: str, limit: int = 300) -> str:
-    """``message`` cut to ``limit`` characters (jsonschema messages quote the whole invalid value)."""
+    """``message`` cut to ``limit`` characters.
+
+    jsonschema messages quote the whole invalid value.
+    """
     return (
         message if len(message) <= limit else f"{message[:limit]}... ({len(message):,} characters)"
     )

@@ -1,9 +1,8 @@
-"""Neon suite YAML (SPEC §12): ``name``, ``agent_id``, ``default_*`` and ``cases`` scored by named
-scorers.
+"""Neon suite YAML (SPEC §12): ``name``, ``agent_id``, ``default_*`` and ``cases``.
 
-Each scorer becomes the registered check of the same name; a case passes when the agent did not fail
-and the mean of its scored scorers reaches ``min_score`` (the case's, else ``default_min_score``,
-else 0.7).
+The cases are scored by named scorers. Each scorer becomes the registered check of the same name; a
+case passes when the agent did not fail and the mean of its scored scorers reaches ``min_score``
+(the case's, else ``default_min_score``, else 0.7).
 """
 
 from __future__ import annotations
@@ -20,12 +19,13 @@ from pytest_agent_eval.core.errors import EvalFileErrors, did_you_mean
 
 NAME = "neon_suite"
 SUITE_KEYS = (
-    "name", "description", "agent_id", "default_scorers", "default_min_score", "default_timeout_seconds",
-    "parallel", "stop_on_failure", "cases",
+    "name", "description", "agent_id", "default_scorers", "default_min_score",
+    "default_timeout_seconds", "parallel", "stop_on_failure", "cases",
 )  # fmt: skip
 CASE_KEYS = (
-    "name", "description", "input", "expected_tools", "expected_tool_sequence", "expected_output_contains",
-    "expected_output_pattern", "scorers", "scorer_config", "min_score", "timeout_seconds", "tags",
+    "name", "description", "input", "expected_tools", "expected_tool_sequence",
+    "expected_output_contains", "expected_output_pattern", "scorers", "scorer_config", "min_score",
+    "timeout_seconds", "tags",
 )  # fmt: skip
 SCORERS = ("tool_selection", "reasoning", "grounding", "efficiency", "custom")
 DEFAULT_SCORERS = ("tool_selection", "reasoning")
@@ -40,11 +40,13 @@ _CONFIG_KEYS = {
 
 
 def detect(data: Any) -> tuple[bool, str]:
-    """A mapping with ``cases`` and Neon's suite keys (``agent_id``, ``default_scorers``…) or case
-    keys.
+    """Whether ``data`` is a Neon suite: a mapping with ``cases`` and Neon's suite or case keys.
+
+    The suite keys are ``agent_id``, ``default_scorers``…
     """
     need = (
-        "a mapping with `cases:` and suite keys (`agent_id`, `default_scorers`, `default_min_score`…) "
+        "a mapping with `cases:` and suite keys "
+        "(`agent_id`, `default_scorers`, `default_min_score`…) "
         "or case keys (`name` with `input.query`, `expected_tools`, `scorers`…)"
     )
     if not (isinstance(data, dict) and isinstance(data.get("cases"), list)):
@@ -109,7 +111,10 @@ def _suite(doc: Document, data: dict[str, Any]) -> dict[str, Any]:
 
 
 def _scorers(problems: Problems, raw: dict[str, Any], name: str, key: PathKey) -> list[str] | None:
-    """``raw[name]`` when it lists known scorers (None when absent); a problem per unknown scorer."""
+    """``raw[name]`` when it lists known scorers (None when absent).
+
+    A problem per unknown scorer.
+    """
     value = raw.get(name)
     if value is None:
         return None
@@ -239,8 +244,9 @@ def _input(problems: Problems, raw: dict[str, Any], key: PathKey) -> tuple[str, 
 
 
 def _call_budget(tools: list[str] | None, sequence: list[str] | None) -> int:
-    """The tool calls a case needs: the expected sequence's length, else the number of expected
-    tools.
+    """The tool calls a case needs.
+
+    The expected sequence's length, else the number of expected tools.
     """
     return len(sequence) if sequence is not None else len(set(tools or ()))
 
@@ -255,13 +261,15 @@ def _scorer_config(config: dict[str, Any], scorer: str) -> dict[str, Any]:
 def _custom(
     problems: Problems, config: dict[str, Any], key: PathKey, registry: CheckRegistry
 ) -> dict[str, Any]:
-    """``scorer_config.custom``: registered check names (with their argument) or ``module:function``
-    refs.
+    """The checks ``scorer_config.custom`` names.
+
+    Registered check names (with their argument) or ``module:function`` refs.
     """
     value = config.get("custom")
     where = (*key, "custom")
     usage = (
-        "scorer `custom` needs `scorer_config: {custom: <check name> | module:function | {<check name>: <argument>}}`"
+        "scorer `custom` needs `scorer_config: "
+        "{custom: <check name> | module:function | {<check name>: <argument>}}`"
         " naming a check registered through `pytest_agent_eval_register_checks`"
     )
     if value is None:

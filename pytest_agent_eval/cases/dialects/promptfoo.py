@@ -1,5 +1,4 @@
-"""promptfoo configs (SPEC §19): ``promptfooconfig.yaml`` or any YAML/JSON with promptfoo's
-top-level keys.
+"""promptfoo configs (SPEC §19): ``promptfooconfig.yaml`` or a YAML/JSON with its top-level keys.
 
 Every test (inline, or from ``file://`` YAML/JSON/JSONL/CSV, CSV ``__expected`` columns as
 assertions) × every prompt × every provider is a case; ``vars`` render into the prompt through
@@ -42,8 +41,9 @@ from pytest_agent_eval.core.errors import EvalFileError
 NAME = "promptfoo"
 NEED = "a promptfoo config: a mapping with `providers` (or `targets`) and `prompts` or `tests`"
 PROVIDER_KEY = "promptfoo_provider"
-"""An agent reference ``{promptfoo_provider: {...}}``: the adapter in ``adapters/promptfoo.py``
-calls it.
+"""An agent reference ``{promptfoo_provider: {...}}``.
+
+The adapter in ``adapters/promptfoo.py`` calls it.
 """
 IGNORED = frozenset(
     {
@@ -59,8 +59,9 @@ IGNORED = frozenset(
 )
 """Top-level keys that do not change a verdict (where results go, UI tags): read and left aside."""
 TEMPLATES = "assertionTemplates"
-"""Assertions tests use by ``$ref: '#/assertionTemplates/<name>'`` (any ``$ref`` inside the config
-resolves).
+"""Assertions tests use by ``$ref: '#/assertionTemplates/<name>'``.
+
+Any ``$ref`` inside the config resolves.
 """
 TOP = frozenset({"prompts", "providers", "targets", "tests", "defaultTest", TEMPLATES, *IGNORED})
 TEST_KEYS = frozenset({"description", "vars", "assert", "threshold", "metadata", "options"})
@@ -86,9 +87,10 @@ CLIENT_CONFIG = frozenset({"apiBaseUrl", "apiKey", "apiKeyEnvar"})
 
 
 def config_schema() -> dict[str, Any]:
-    """The JSON Schema of the promptfoo config the plugin runs (``agent-eval schema --format
-    promptfoo``): the keys, test fields and assertion types it honours; promptfoo's own schema
-    describes the rest.
+    """The JSON Schema of the promptfoo config the plugin runs.
+
+    Printed by ``agent-eval schema --format promptfoo``: the keys, test fields and assertion types
+    it honours; promptfoo's own schema describes the rest.
     """
     types = sorted({*SUPPORTED, *(f"not-{t}" for t in SUPPORTED)})
     common = {
@@ -162,8 +164,9 @@ def config_schema() -> dict[str, Any]:
 
 
 def detect(data: Any) -> tuple[bool, str]:
-    """promptfoo's top-level keys: providers (or targets) with prompts or tests, and no native
-    ``cases``.
+    """Whether ``data`` has promptfoo's top-level keys.
+
+    Providers (or targets) with prompts or tests, and no native ``cases``.
     """
     if not isinstance(data, dict) or "cases" in data:
         return False, NEED
@@ -178,8 +181,9 @@ def claims(path: Path) -> bool:
 
 
 def load(doc: Document, registry: CheckRegistry) -> LoadedFile:
-    """Every test × prompt × provider as a case; a test or provider the plugin cannot honour errors
-    its cases.
+    """Every test × prompt × provider as a case.
+
+    A test or provider the plugin cannot honour errors its cases.
     """
     data = doc.data
     base = doc.path.parent
@@ -210,10 +214,6 @@ def _errors(problems: Problems) -> Exception:
     from pytest_agent_eval.core.errors import EvalFileErrors
 
     return EvalFileErrors(problems.in_order())
-
-
-# -- prompts
-# ---------------------------------------------------------------------------------------------------
 
 
 # -- providers
@@ -303,17 +303,15 @@ def provider_ref(pid: str, config: Any, base: Path) -> tuple[dict[str, Any] | No
             PROVIDER_KEY: {"kind": vendor, "model": match.group(3), "id": pid, "config": config}
         }, None
     return None, (
-        f"not supported: provider {pid} (the plugin calls Python providers `file://x.py` / `python:x.py` and "
-        "`openai:…` / `anthropic:…` chat models; for another, write a Python provider that calls it)"
+        f"not supported: provider {pid} "
+        "(the plugin calls Python providers `file://x.py` / `python:x.py` and "
+        "`openai:…` / `anthropic:…` chat models; "
+        "for another, write a Python provider that calls it)"
     )
 
 
-# -- tests
-# -----------------------------------------------------------------------------------------------------
-
-
 # -- cases
-# -----------------------------------------------------------------------------------------------------
+# -------------------------------------------------------------------------------------------------
 
 
 def _cases(
@@ -329,8 +327,9 @@ def _cases(
     number: int,
     made: int,
 ) -> list[Case]:
-    """The cases of one test; ``made``: how many the file's tests before it made (the file's bound
-    counts all).
+    """The cases of one test.
+
+    ``made``: how many the file's tests before it made (the file's bound counts all).
     """
     line = doc.line(key)
     problems: list[str] = []
@@ -443,8 +442,9 @@ def _cases(
 def _resolved(
     test: dict[str, Any], doc: Document, source: Source, problems: list[str]
 ) -> dict[str, Any]:
-    """The test with its ``$ref`` s resolved; one that cannot be is this test's problem (at its
-    line), not the other tests'.
+    """The test with its ``$ref`` s resolved.
+
+    One that cannot be is this test's problem (at its line), not the other tests'.
     """
     out: dict[str, Any] = {}
     for name, value in test.items():
@@ -471,8 +471,9 @@ def _dict(value: Any) -> dict[str, Any]:
 
 
 def _expand(variables: dict[str, Any]) -> list[dict[str, Any]]:
-    """promptfoo's var arrays: a list value makes one test per item (the product over every list
-    var).
+    """promptfoo's var arrays: a list value makes one test per item.
+
+    The tests are the product over every list var.
     """
     lists = [k for k, v in variables.items() if isinstance(v, list)]
     if not lists:

@@ -1,6 +1,7 @@
-"""A promptfoo test's assertions, checked at load time: what the plugin cannot honour, or what
-promptfoo would refuse when it runs, errors the case now (``path:line: not supported: …``); values
-are rendered with the test's vars.
+"""A promptfoo test's assertions, checked at load time.
+
+What the plugin cannot honour, or what promptfoo would refuse when it runs, errors the case now
+(``path:line: not supported: …``); values are rendered with the test's vars.
 """
 
 from __future__ import annotations
@@ -149,8 +150,9 @@ def _render_value(value: Any, variables: dict[str, Any]) -> Any:
 
 
 def _check_value(a: dict[str, Any], source: Source, problems: list[str]) -> None:
-    """What promptfoo would refuse at run time, refused at load time (the case errors, naming the
-    line).
+    """What promptfoo would refuse at run time, refused at load time.
+
+    The case errors, naming the line.
     """
     base, value = a["base"], a.get("value")
     needs_value = {

@@ -1,7 +1,8 @@
-"""Reading a promptfoo config's parts: prompts (inline or ``file://``, split at ``---``) rendered
-through Jinja2, tests (inline, or ``file://`` CSV/JSON/JSONL/YAML files, CSV ``__expected`` columns
-in promptfoo's assertion string syntax), ``defaultTest`` and ``file://`` vars; each test with where
-it came from, for messages.
+"""Reading a promptfoo config's parts: prompts, tests, ``defaultTest`` and ``file://`` vars.
+
+Prompts (inline or ``file://``, split at ``---``) are rendered through Jinja2; tests (inline, or
+``file://`` CSV/JSON/JSONL/YAML files, CSV ``__expected`` columns in promptfoo's assertion string
+syntax), ``defaultTest`` and ``file://`` vars; each test with where it came from, for messages.
 """
 
 from __future__ import annotations
@@ -28,8 +29,9 @@ _TYPED = re.compile(r"^(not-)?([a-z][a-z0-9:-]*?)(?:\((\d+(?:\.\d+)?)\))?(?::(.*
 
 
 class Source:
-    """Where a test came from: the config or a tests file, at a line (and the key of the test in
-    ``doc``, whose parts have lines of their own), for messages.
+    """Where a test came from, for messages: the config or a tests file, at a line.
+
+    Also the key of the test in ``doc``, whose parts have lines of their own.
     """
 
     def __init__(
@@ -99,10 +101,11 @@ def _environment() -> Any:
 
 
 def render(template: str, variables: dict[str, Any]) -> str:
-    """A Nunjucks-style template (``{{ var }}``, filters, ``{% for %}``) rendered with ``variables``
-    in Jinja2's sandbox (SPEC §22): an attribute of an internal, a failing expression (``{{ 1/0
-    }}``) or a huge value is a :class:`ValueError` the caller makes its case's error, never code
-    run.
+    """A Nunjucks-style template rendered with ``variables`` in Jinja2's sandbox (SPEC §22).
+
+    The template has ``{{ var }}``, filters, ``{% for %}``. An attribute of an internal, a failing
+    expression (``{{ 1/0 }}``) or a huge value is a :class:`ValueError` the caller makes its case's
+    error, never code run.
     """
     if "{{" not in template and "{%" not in template and "{#" not in template:
         return template
@@ -110,7 +113,8 @@ def render(template: str, variables: dict[str, Any]) -> str:
         env = _environment()
     except ImportError:
         raise ValueError(
-            "rendering promptfoo templates needs Jinja2: pip install 'pytest-agent-evalset[promptfoo]'"
+            "rendering promptfoo templates needs Jinja2: "
+            "pip install 'pytest-agent-evalset[promptfoo]'"
         ) from None
     try:
         return str(env.from_string(template).render(**variables))
@@ -159,8 +163,9 @@ def tests_of(doc: Document, base: Path) -> list[tuple[Any, Source, PathKey]]:
 
 
 def _file_tests(ref: str, base: Path, source: Source) -> list[tuple[Any, Source]]:
-    """The tests of a ``file://`` tests entry (a glob: every match); a file the entry may not read,
-    or cannot, is one error of that entry.
+    """The tests of a ``file://`` tests entry (a glob: every match).
+
+    A file the entry may not read, or cannot, is one error of that entry.
     """
     if not ref.startswith("file://"):
         raise EvalFileError(
@@ -207,8 +212,10 @@ def _file_tests(ref: str, base: Path, source: Source) -> list[tuple[Any, Source]
 
 
 def _csv_tests(path: Path, text: str) -> list[tuple[Any, Source]]:
-    """One test a row; a row that cannot be read (a cell over the CSV reader's limit, a broken
-    quote) is that row's error, and the rows after it are read.
+    """The tests of a CSV tests file, one a row.
+
+    A row that cannot be read (a cell over the CSV reader's limit, a broken quote) is that row's
+    error, and the rows after it are read.
     """
     reader = csv.reader(io.StringIO(text))
     try:
@@ -266,9 +273,10 @@ def _number(text: str) -> float | str:
 
 
 def assertion_of_string(text: str) -> dict[str, Any]:
-    """promptfoo's assertion string syntax (CSV ``__expected``): ``type:value``,
-    ``type(threshold):value``, ``not-type:value``; ``grade:`` is ``llm-rubric``; anything else is
-    ``equals``.
+    """An assertion in promptfoo's assertion string syntax (CSV ``__expected``).
+
+    ``type:value``, ``type(threshold):value``, ``not-type:value``; ``grade:`` is ``llm-rubric``;
+    anything else is ``equals``.
     """
     if text.startswith("file://"):
         return {"type": "javascript" if not text.endswith(".py") else "python", "value": text}
@@ -288,7 +296,9 @@ def assertion_of_string(text: str) -> dict[str, Any]:
 
 
 def read_var(value: Any, base: Path, source: Source, problems: list[str]) -> Any:
-    """A var's value; ``file://`` reads the file (text; JSON and YAML parsed), as promptfoo does,
+    """A var's value, read from its file for ``file://``.
+
+    ``file://`` reads the file (text; JSON and YAML parsed), as promptfoo does,
     when it is a regular file inside the project (:mod:`pytest_agent_eval.cases.trust`); what cannot
     be read or parsed is a problem of the case.
     """
@@ -322,11 +332,13 @@ MAX_REF_DEPTH = 20
 
 
 def resolve_refs(value: Any, root: Any, depth: int = 0, budget: list[int] | None = None) -> Any:
-    """``value`` with each ``{$ref: '#/json/pointer', …}`` replaced by what the pointer names in the
-    config (``root``), its other keys over it: promptfoo dereferences a config so
-    (``assertionTemplates``). Raises ``ValueError`` naming a reference that points nowhere, outside
-    the config, or in a loop, and when the references make more than ``MAX_ALIASED`` values (a few
-    lines of references to lists of references can mean billions: SPEC §22).
+    """``value`` with each ``{$ref: '#/json/pointer', …}`` replaced by what the pointer names.
+
+    The pointer names a part of the config (``root``), the ref's other keys go over it: promptfoo
+    dereferences a config so (``assertionTemplates``). Raises ``ValueError`` naming a reference that
+    points nowhere, outside the config, or in a loop, and when the references make more than
+    ``MAX_ALIASED`` values (a few lines of references to lists of references can mean billions: SPEC
+    §22).
     """
     if budget is None:
         budget = [MAX_ALIASED]

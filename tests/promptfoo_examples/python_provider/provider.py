@@ -1,6 +1,4 @@
-"""promptfoo's example Python provider, answering deterministically (no network): a marketer for
-Bananamax.
-"""
+"""promptfoo's example Python provider, answering deterministically (no network): a marketer."""
 
 
 def call_api(prompt, options, context):

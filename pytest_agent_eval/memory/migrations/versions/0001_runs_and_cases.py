@@ -1,7 +1,9 @@
-"""The first schema of the run store: ``runs`` (one row per run) and ``cases`` (one row per case of
-a run, with its JSON record).
+"""The first schema of the run store: the tables ``runs`` and ``cases``.
 
-Revision ID: 0001 Revises:
+``runs`` has one row per run, ``cases`` one row per case of a run, with its JSON record.
+
+Revision ID: 0001
+Revises:
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
-"""promptfoo's deterministic assertions (``src/assertions/*.ts``): each a handler ``(assertion, run,
-inverse, cost, judge) -> Verdict``, ``not-`` applied by the handler as promptfoo does. Tool steps
-are the run's tool calls.
+"""promptfoo's deterministic assertions (``src/assertions/*.ts``), one handler each.
+
+Each is a handler ``(assertion, run, inverse, cost, judge) -> Verdict``, ``not-`` applied by the
+handler as promptfoo does. Tool steps are the run's tool calls.
 """
 
 from __future__ import annotations
@@ -19,8 +20,9 @@ from pytest_agent_eval.core.results import RunRecord
 
 @dataclass
 class Verdict:
-    """One assertion's (or set's) verdict: ``passed`` None when not scored; ``low``/``high`` bound
-    its score.
+    """One assertion's (or set's) verdict.
+
+    ``passed`` is None when not scored; ``low``/``high`` bound its score.
     """
 
     passed: bool | None
@@ -89,8 +91,9 @@ def _starts_with(a: dict[str, Any], run: RunRecord, inverse: bool, *_: Any) -> V
 def _regex(
     a: dict[str, Any], run: RunRecord, inverse: bool, cost: float | None, judge: Any
 ) -> Verdict:
-    """``re.search`` under the plugin's time limit (a catastrophically backtracking pattern has no
-    verdict).
+    """``re.search`` under the plugin's time limit.
+
+    A catastrophically backtracking pattern has no verdict.
     """
     timeout = judge.ctx.case.timeout
     found = search(
@@ -161,8 +164,9 @@ def _latency(a: dict[str, Any], run: RunRecord, inverse: bool, *_: Any) -> Verdi
 
 
 def cost_so_far(run: RunRecord) -> float | None:
-    """The case's cost so far: the traffic hook's measure of this trial, else what the agent
-    reported.
+    """The case's cost so far.
+
+    That is the traffic hook's measure of this trial, else what the agent reported.
     """
     from pytest_agent_eval.traffic.scope import CURRENT  # light: imports no client
 
@@ -178,7 +182,8 @@ def _cost_check(
 ) -> Verdict:
     if cost is None:
         raise CheckError(
-            "cost unknown: the provider reported none and the traffic hook priced none (turn the hook on, "
+            "cost unknown: the provider reported none and the traffic hook priced none "
+            "(turn the hook on, "
             "e.g. --agent-eval-rate-limit, and give the model a price in agent_eval_prices)"
         )
     threshold = float(a["threshold"])
@@ -193,8 +198,9 @@ def _matches(name: str, matcher: dict[str, Any]) -> bool:
 
 
 def matcher_of(step: Any) -> dict[str, Any]:
-    """A trajectory step matcher: a name (a glob when it has ``*`` or ``?``) or ``{name |
-    pattern}``.
+    """A trajectory step matcher: a name or ``{name | pattern}``.
+
+    The name is a glob when it has ``*`` or ``?``.
     """
     if isinstance(step, str):
         return {"pattern": step} if any(c in step for c in "*?") else {"name": step}
@@ -256,7 +262,8 @@ def _step_count(a: dict[str, Any], run: RunRecord, inverse: bool, *_: Any) -> Ve
     return _binary(
         base,
         inverse,
-        f"take {low if low is not None else 0}..{high if high is not None else ''} tool steps (took {count})",
+        f"take {low if low is not None else 0}..{high if high is not None else ''} tool steps "
+        f"(took {count})",
     )
 
 
@@ -270,7 +277,8 @@ def _tool_call_f1(a: dict[str, Any], run: RunRecord, inverse: bool, *_: Any) -> 
     threshold = a.get("threshold", 1.0) if a.get("threshold") is not None else 1.0
     ok = (f1 >= threshold) != inverse
     why = (
-        f"F1 {f1:.3f} (precision {precision:.3f}, recall {recall:.3f}); expected {sorted(expected)}, "
+        f"F1 {f1:.3f} (precision {precision:.3f}, recall {recall:.3f}); "
+        f"expected {sorted(expected)}, "
         f"called {sorted(actual) or '(none)'}; threshold {threshold:g}"
     )
     return Verdict.of(ok, f1, why)
@@ -295,6 +303,7 @@ DETERMINISTIC: dict[str, Callable[..., Verdict]] = {
     "trajectory:step-count": _step_count,
     "tool-call-f1": _tool_call_f1,
 }
-"""The assertions read from the run alone: handler ``(assertion, run, inverse, cost, judge) ->
-Verdict``.
+"""The assertions read from the run alone.
+
+Each has a handler ``(assertion, run, inverse, cost, judge) -> Verdict``.
 """

@@ -1,0 +1,161 @@
+"""A run's own save to a current SQLite store, through the standard library's ``sqlite3``.
+
+The flaky cases are read and the run saved without loading SQLAlchemy, whose import alone costs more
+than the whole save (SPEC §24, §27). Only for a SQLite file whose schema is this release's
+(``HEAD``): a missing, new or older store (a migration), PostgreSQL and every command go through
+``memory.store`` (SQLAlchemy Core, Alembic). The statements are those ``memory.store`` runs on
+SQLite, over the same tables (the columns of ``memory.rows``), with the same write lock (``BEGIN
+IMMEDIATE``, waiting up to 60 s for another writer) and one transaction per run, so two processes
+writing one store lose nothing.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from pytest_agent_eval.memory.rows import (
+    CASE_COLUMNS,
+    HEAD,
+    KNOWN,
+    RUN_COLUMNS,
+    StoreError,
+    case_row,
+    flaky_in,
+    newer_schema,
+)
+
+_WAIT_S = 60
+_PREFIX = "sqlite:///"
+_RUNS_BY_AGE = "ORDER BY runs.started DESC, runs.saved DESC"
+
+
+def sqlite_file(url: str) -> Path | None:
+    """The file of a plain SQLite URL (``sqlite:///PATH``); ``None`` for any other URL.
+
+    ``memory.location`` makes such URLs of the default store and of a store given as a path.
+    """
+    if not url.startswith(_PREFIX) or "?" in url or len(url) == len(_PREFIX):
+        return None
+    return Path(url[len(_PREFIX) :])
+
+
+def _insert(table: str, columns: tuple[str, ...]) -> str:
+    names = ", ".join(columns)
+    marks = ", ".join(f":{name}" for name in columns)
+    return f"INSERT INTO {table} ({names}) VALUES ({marks})"
+
+
+_INSERT_RUN = _insert("runs", RUN_COLUMNS)
+_INSERT_CASE = _insert("cases", CASE_COLUMNS)
+
+
+class QuickStore:
+    """A current SQLite store, open: ``flaky`` and ``save`` as ``memory.store.Store`` has them."""
+
+    def __init__(self, path: Path, conn: sqlite3.Connection) -> None:
+        self.path = path
+        self._conn = conn
+
+    @classmethod
+    def open(cls, path: Path) -> QuickStore | None:
+        """The store at ``path`` when it exists at this release's schema, else ``None``.
+
+        ``None``: the store must go through ``memory.store`` (missing, new or older);
+        ``StoreError`` when it cannot be used (not a database, a newer schema).
+        """
+        if not path.is_file():
+            return None
+        try:
+            conn = sqlite3.connect(path, timeout=_WAIT_S, isolation_level=None)
+        except sqlite3.Error as exc:
+            raise StoreError(f"{path}: {_why(exc)}") from None
+        try:
+            conn.execute("PRAGMA foreign_keys = ON")
+            version = _version(conn)
+        except sqlite3.Error as exc:
+            conn.close()
+            raise StoreError(f"{path}: {_why(exc)}") from None
+        if version is not None and version not in KNOWN:
+            conn.close()
+            raise StoreError(newer_schema(str(path), version))
+        if version != HEAD:
+            conn.close()
+            return None
+        return cls(path, conn)
+
+    def __str__(self) -> str:
+        return str(self.path)
+
+    def close(self) -> None:
+        self._conn.close()
+
+    def flaky(
+        self,
+        last: int = 10,
+        nodeids: list[str] | None = None,
+        newest: list[dict[str, Any]] | None = None,
+    ) -> dict[str, list[str]]:
+        """As ``memory.store.Store.flaky``."""
+        if newest is not None:
+            last -= 1
+        try:
+            ids = [
+                r
+                for (r,) in self._conn.execute(
+                    f"SELECT id FROM runs {_RUNS_BY_AGE} LIMIT ?", (last,)
+                )
+            ]
+            rows: list[tuple[str, str, str | None]] = []
+            if ids:
+                marks = ", ".join("?" * len(ids))
+                rows = list(
+                    self._conn.execute(
+                        "SELECT cases.nodeid, cases.outcome, cases.content_hash FROM cases "
+                        "JOIN runs ON runs.id = cases.run_id "
+                        f"WHERE cases.run_id IN ({marks}) "
+                        "ORDER BY cases.nodeid, runs.started, runs.saved",
+                        ids,
+                    )
+                )
+        except sqlite3.Error as exc:
+            raise StoreError(f"{self}: {_why(exc)}") from None
+        return flaky_in(rows, nodeids, newest)
+
+    def save(
+        self,
+        row: dict[str, Any],
+        cases: list[dict[str, Any]],
+        text_of: Callable[[dict[str, Any]], str | None],
+    ) -> None:
+        """As ``memory.store.Store.save``: one run and its cases' records, in one transaction."""
+        rows = [case_row(row["id"], data, text_of(data)) for data in cases]
+        conn = self._conn
+        try:
+            conn.execute("BEGIN IMMEDIATE")  # the write lock now: no two writers interleave
+            try:
+                conn.execute(_INSERT_RUN, row)
+                if rows:
+                    conn.executemany(_INSERT_CASE, rows)
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+        except sqlite3.Error as exc:
+            raise StoreError(f"{self}: {_why(exc)}") from None
+
+
+def _version(conn: sqlite3.Connection) -> str | None:
+    found = conn.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'alembic_version'"
+    ).fetchone()
+    if found is None:
+        return None
+    version = conn.execute("SELECT version_num FROM alembic_version").fetchone()
+    return None if version is None else str(version[0])
+
+
+def _why(exc: BaseException) -> str:
+    return " ".join(str(exc).split()) or type(exc).__name__
