@@ -253,3 +253,35 @@ async def run_agent(query: str) -> str:
     state = await agent.ainvoke({"messages": [{"role": "user", "content": query}]})
     return str(state["messages"][-1].content)
 '''
+
+PYDANTIC_AI_AGENT = '''
+"""A pydantic-ai agent with its tools from an MCP server (MCPToolset, on the FastMCP client: stdio,
+or streamable HTTP at $MCP_URL) and its model on the loopback LLM."""
+import os
+import shlex
+
+from fastmcp.client.transports import StdioTransport
+from pydantic_ai import Agent
+from pydantic_ai.mcp import MCPToolset
+from pydantic_ai.models.openai import OpenAIChatModel
+from pydantic_ai.providers.openai import OpenAIProvider
+
+
+def toolset():
+    if os.environ.get("MCP_URL"):
+        return MCPToolset(os.environ["MCP_URL"])
+    command, *args = shlex.split(os.environ["MCP_COMMAND"])
+    return MCPToolset(StdioTransport(command=command, args=args, env=dict(os.environ)))
+
+
+async def run_agent(query: str) -> str:
+    provider = OpenAIProvider(base_url=os.environ["OPENAI_BASE_URL"], api_key="sk-loopback")
+    agent = Agent(
+        OpenAIChatModel("loopback", provider=provider),
+        instructions="Answer weather questions with the tools.",
+        toolsets=[toolset()],
+    )
+    async with agent:
+        result = await agent.run(query)
+    return str(result.output)
+'''

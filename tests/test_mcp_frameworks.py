@@ -6,10 +6,8 @@ langchain-mcp-adapters' ``MultiServerMCPClient``, each against a real FastMCP se
 streamable HTTP on loopback) whose tools write a file when they really run, with the model on the
 loopback LLM.
 
-pydantic-ai is not among them: its MCP toolsets (``MCPToolset``;
-``MCPServerStdio``/``MCPServerStreamableHTTP`` were removed in pydantic-ai 2) are built on the
-fastmcp client, which needs ``mcp>=2.3``, while langchain-mcp-adapters needs ``mcp<2``: the two
-cannot be installed together (the dev extra has the latter).
+pydantic-ai's ``MCPToolset`` (on the FastMCP client 3.x, which works with ``mcp`` 1) is among them:
+its calls reach ``ClientSession.call_tool`` through FastMCP.
 """
 
 from __future__ import annotations
@@ -23,6 +21,7 @@ pytest.importorskip("mcp")
 import mcp.client.session  # noqa: F401 - loaded before the runs, as an agent's module loads it
 from mcp_support import (
     LANGCHAIN_AGENT,
+    PYDANTIC_AI_AGENT,
     SDK_AGENT,
     SERVER,
     http_server,
@@ -68,6 +67,7 @@ cases:
 FRAMEWORKS = {
     "openai-agents": ("agents", SDK_AGENT),
     "langchain-mcp-adapters": ("langchain_mcp_adapters", LANGCHAIN_AGENT),
+    "pydantic-ai": ("pydantic_ai.mcp", PYDANTIC_AI_AGENT),
 }
 
 
