@@ -290,6 +290,26 @@ def sleepers_row(bench_: Bench) -> list[Row]:
     ]
 
 
+def cache_row(bench_: Bench) -> list[Row]:
+    """The verdict cache's lookup (SPEC §25, §27): every case looked up and missed, vs no cache.
+
+    Both runs are this code (an earlier release may have no cache): the "plain" cells hold the run
+    without ``--agent-eval-cache``, so "after / plain" is what the lookups add.
+    """
+    n = bench_.sizes.cases
+    bench_.log(f"cache lookup, {n} zero-latency cases:")
+    run = ["eval_zero.json"]
+    s = bench_.rounds(
+        {"lookup": ("after", [*run, "--agent-eval-cache", "read"]), "off": ("after", run)},
+        bench_.sizes.rounds,
+    )
+    lookup, off = s["lookup"].median(), s["off"].median()
+    cpu = f"{s['lookup'].median('cpu'):.2f}/-/{s['off'].median('cpu'):.2f}"
+    name = f"run {n} cases, --agent-eval-cache read (all misses) vs no cache"
+    cells = [f"{lookup:.2f}", "-", f"{off:.2f} (no cache)", ratio(lookup, off), "-", "-"]
+    return [[name, *cells, cpu, "≤ 1.05×"]]
+
+
 def budget_rows(bench_: Bench, workers: bool) -> tuple[list[Row], list[str]]:
     """Provider rows: no option and a written budget, -n 2 or one process; ideal: cases / rate."""
     n = bench_.sizes.budget
@@ -386,7 +406,7 @@ def main() -> int:
     parser.add_argument("--startup-rounds", type=int, default=None)
     parser.add_argument("--row", action="append", default=[],
                         help="only rows whose key contains this: start-up, sleepers, collect, run, "
-                        "budget-n2, budget-one")  # fmt: skip
+                        "cache, budget-n2, budget-one")  # fmt: skip
     parser.add_argument("--quiet", action="store_true", help="no per-run lines on stderr")
     args = parser.parse_args()
     sizes = SHORT if args.short else FULL
@@ -445,6 +465,8 @@ def main() -> int:
             rows += compared(b, f"run {sizes.cases} zero-latency cases vs plain",
                              ["eval_zero.json"], ["test_plain.py"], "≤ 1.3×",
                              sizes.rounds)  # fmt: skip
+        if wanted("cache"):
+            rows += cache_row(b)
         for key, workers in (("budget-n2", True), ("budget-one", False)):
             if wanted(key) and (
                 workers or not args.short or args.row
