@@ -180,9 +180,12 @@ class Memory:
         self._store: QuickStore | Store | None = None
         self._store_error: str | None = None
 
-    @property
     def url(self) -> str | None:
-        """The store's URL (``None``: off)."""
+        """The store's URL (``None``: off).
+
+        A method, not a property: pytest < 8.1 reads every attribute of a plugin object when it
+        looks for fixtures, and this one would load the memory's modules in every run.
+        """
         if self._url == _DEFAULT:
             from pytest_agent_eval.memory.location import store_url
 
@@ -192,8 +195,9 @@ class Memory:
     def _sqlalchemy_store(self) -> Store:
         from pytest_agent_eval.memory.store import Store
 
-        assert self.url is not None
-        return Store(self.url)
+        url = self.url()
+        assert url is not None
+        return Store(url)
 
     def baseline(self, branch: str) -> list[CaseRecord]:
         """The records of the newest run of ``branch`` in the store.
@@ -203,7 +207,7 @@ class Memory:
         from pytest_agent_eval.memory.store import StoreError
         from pytest_agent_eval.report.baseline import BaselineError
 
-        if self.url is None:
+        if self.url() is None:
             raise BaselineError(
                 f"{STORE_PREFIX}{branch}: the run store is off (--agent-eval-store off)"
             )
@@ -281,7 +285,7 @@ class Memory:
         from pytest_agent_eval.memory.quick import QuickStore, sqlite_file
         from pytest_agent_eval.memory.rows import StoreError
 
-        url = self.url
+        url = self.url()
         assert url is not None
         try:
             path = sqlite_file(url)
