@@ -134,9 +134,10 @@ def running_loop() -> asyncio.AbstractEventLoop | None:
 
     ``None`` when asyncio is not loaded: no loop runs then (and asyncio is not imported to say so).
     """
-    asyncio = sys.modules.get("asyncio")
-    if asyncio is None:
+    if "asyncio" not in sys.modules:
         return None
+    import asyncio
+
     try:
         return asyncio.get_running_loop()
     except RuntimeError:
