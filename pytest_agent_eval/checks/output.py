@@ -207,4 +207,3 @@ def register(registry: CheckRegistry) -> None:
         "the stripped output equals the string",
         blocking=False,
     )
-    registry.modifiers["case_sensitive"] = {"type": "boolean"}
