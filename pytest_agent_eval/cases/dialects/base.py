@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -55,12 +54,14 @@ class Dialect:
     """
 
 
-@dataclass(frozen=True)
 class _Deferred:
     """A built-in format not imported yet: its module, and a quick test of whether data may fit."""
 
-    module: str
-    may_fit: Callable[[Any], bool]
+    __slots__ = ("may_fit", "module")
+
+    def __init__(self, module: str, may_fit: Callable[[Any], bool]) -> None:
+        self.module = module
+        self.may_fit = may_fit
 
 
 class DialectRegistry:
@@ -88,7 +89,8 @@ class DialectRegistry:
         entry = self._dialects[name]
         if isinstance(entry, Dialect):
             return entry
-        dialect: Dialect = importlib.import_module(entry.module).DIALECT
+        # __import__, not importlib.import_module: `python -X importtime` shows it
+        dialect: Dialect = __import__(entry.module, fromlist=["DIALECT"]).DIALECT
         if self._dialects.get(name) is entry:
             self._dialects[name] = dialect
         return dialect

@@ -15,7 +15,11 @@ from pytest_agent_eval.core.case import (
     TAG_RULE,
     UNMOCKED_MODES,
 )
-from pytest_agent_eval.core.conversation import assertions_schema, score_schema, user_schema
+from pytest_agent_eval.core.conversation_schema import (
+    assertions_schema,
+    score_schema,
+    user_schema,
+)
 from pytest_agent_eval.core.document import Document, PathKey, pretty_path
 from pytest_agent_eval.core.errors import EvalFileError, did_you_mean
 
