@@ -523,3 +523,14 @@ def test_a_check_registered_over_a_built_in_one_stays_when_its_family_loads() ->
     assert registry.names()[:3] == ["contains", "contains_any", "not_contains"]
     with pytest.raises(KeyError):
         registry["no_such_check"]
+
+
+def test_a_plugins_family_of_checks_is_not_taken_for_a_built_in_one() -> None:
+    """Registered by name after the built-in checks, a family's non-blocking checks get the loop."""
+    from pytest_agent_eval.checks import FAMILIES, CheckRegistry, builtin_registry
+
+    plugin = CheckRegistry()
+    plugin.mark_builtin()
+    plugin.register_family("pytest_agent_eval.checks.output", FAMILIES["output"])
+    assert "contains" in plugin and not plugin.need_no_loop(["contains"])
+    assert builtin_registry().need_no_loop(["contains"])

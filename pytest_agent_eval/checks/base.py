@@ -84,6 +84,7 @@ class CheckRegistry:
         What is derived from the registry (the compiled schema) is kept per version.
         """
         self._builtin: dict[str, CheckSpec] = {}
+        self._builtin_families: set[str] = set()
         self._lock = threading.Lock()
 
     def register(
@@ -140,7 +141,9 @@ class CheckRegistry:
             for name, spec in own._checks.items():
                 if self._checks.get(name) == module:
                     assert isinstance(spec, CheckSpec)
-                    self._checks[name] = self._builtin[name] = spec
+                    self._checks[name] = spec
+                    if module in self._builtin_families:
+                        self._builtin[name] = spec
             missing = [name for name, entry in self._checks.items() if entry == module]
             if missing:
                 raise LookupError(f"check family {module} did not register {missing}")
@@ -171,6 +174,7 @@ class CheckRegistry:
         self._builtin = {
             name: spec for name, spec in self._checks.items() if isinstance(spec, CheckSpec)
         }
+        self._builtin_families = {e for e in self._checks.values() if isinstance(e, str)}
 
     def need_no_loop(self, names: Iterable[str]) -> bool:
         """Whether the checks ``names`` run the same without a running event loop.
