@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pytest_agent_eval.cases import trust
 from pytest_agent_eval.cases.dialects import neon_shape
@@ -14,7 +14,9 @@ from pytest_agent_eval.core.case import Case, LoadedFile
 from pytest_agent_eval.core.document import Document, read_document
 from pytest_agent_eval.core.errors import EvalFileError, EvalFileErrors, UnknownFormat
 from pytest_agent_eval.core.files import JSON_SUFFIXES, JSONL_SUFFIXES
-from pytest_agent_eval.core.parse_cache import ParseCache
+
+if TYPE_CHECKING:  # hashlib (OpenSSL): only a run with a parse cache imports it
+    from pytest_agent_eval.core.parse_cache import ParseCache
 
 # Dialect: its old home
 __all__ = [
