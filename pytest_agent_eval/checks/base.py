@@ -11,7 +11,7 @@ import re
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from pytest_agent_eval.core.results import CheckResult, RunRecord
 from pytest_agent_eval.faults import describe
@@ -126,11 +126,10 @@ class CheckRegistry:
 
     def _spec(self, name: str) -> CheckSpec:
         entry = self._checks[name]
-        if isinstance(entry, str):
-            self._load(entry)
-            entry = self._checks[name]
-        assert not isinstance(entry, str)
-        return entry
+        if isinstance(entry, CheckSpec):
+            return entry
+        self._load(entry)
+        return cast(CheckSpec, self._checks[name])
 
     def _load(self, module: str) -> None:
         """Import the family ``module`` and fill in those of its checks that nothing replaced."""
@@ -138,12 +137,11 @@ class CheckRegistry:
             own = CheckRegistry()
             # __import__, not importlib.import_module: `python -X importtime` shows it
             __import__(module, fromlist=["register"]).register(own)
-            for name, spec in own._checks.items():
-                if self._checks.get(name) == module:
-                    assert isinstance(spec, CheckSpec)
-                    self._checks[name] = spec
+            for spec in own:
+                if self._checks.get(spec.name) == module:
+                    self._checks[spec.name] = spec
                     if module in self._builtin_families:
-                        self._builtin[name] = spec
+                        self._builtin[spec.name] = spec
             missing = [name for name, entry in self._checks.items() if entry == module]
             if missing:
                 raise LookupError(f"check family {module} did not register {missing}")
