@@ -379,8 +379,10 @@ class FileStore:
         state["at"] = now
         yield state, now
         handle.seek(0)
-        handle.truncate()
         handle.write(json.dumps(state))
+        # cut after the text, never to 0 before it: ext4 writes a file emptied and written again
+        # to disk when it is closed (auto_da_alloc), 1.4-2.8 ms a store call instead of 0.1-0.15
+        handle.truncate()
         handle.flush()
 
     def reserve(self, host: str, tokens: float, sent: int = 1) -> float:
