@@ -51,6 +51,11 @@ class _Workers:
 _WORKERS = _Workers()
 
 
+def in_worker(job: Callable[[], None]) -> None:
+    """Run ``job`` in one of the reused worker threads (it hands back its own outcome)."""
+    _WORKERS.submit(job)
+
+
 async def in_thread(func: Callable[..., Any], *args: Any) -> Any:
     """Run a blocking call in a worker thread, in a copy of the caller's context, and await it."""
     loop = asyncio.get_running_loop()
