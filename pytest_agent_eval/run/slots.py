@@ -8,13 +8,16 @@ Waiters get their slot in the order they asked, whichever kind they are. Pure st
 
 from __future__ import annotations
 
-import asyncio
 import collections
 import contextlib
 import threading
-from types import TracebackType
+from typing import TYPE_CHECKING
 
 from pytest_agent_eval import compat
+
+if TYPE_CHECKING:
+    import asyncio
+    from types import TracebackType
 
 
 class _Waiter:
