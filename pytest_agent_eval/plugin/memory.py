@@ -255,6 +255,8 @@ class Memory:
 
     @pytest.hookimpl(trylast=True)  # after the collector kept the report's record
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.passed and report.when != "call":  # a setup or teardown that passed: no record
+            return
         data = self.collector.final_record(report.nodeid)
         if data is not None and self._open_journal():
             assert self.journal is not None
