@@ -5,9 +5,12 @@ from __future__ import annotations
 import contextlib
 import importlib
 import shutil
+import sys
+import types
 from collections.abc import Iterator
 from typing import Any
 
+import _pytest.pytester
 import jsonschema  # noqa: F401
 import pytest
 
@@ -17,19 +20,15 @@ from agent_sources import SCRIPTED_AGENT
 from shared_run import OTHER_PLUGINS_OFF
 
 # The plugin imports its runner and jsonschema lazily (start-up time). Imported here once, so that
-# pytester's
-# in-process runs find them loaded instead of importing them anew for every run.
+# pytester's in-process runs find them loaded instead of importing them anew for every run.
 import pytest_agent_eval.plugin.execute
 import pytest_agent_eval.traffic.session  # noqa: F401
 
 # httpx (and httpx2) with the httpcore of their transports, which they import only when a client is
-# made: an
-# httpcore loaded by an in-process run, then unloaded, would be loaded anew by the next, whose
-# connection errors
-# the httpx loaded here would no longer map to its own (an HTTP agent's or an LLM client's refused
-# connection).
-# The run store's SQLAlchemy and Alembic (every run is saved at its end, SPEC §24): loaded once
-# here, not by each run.
+# made: an httpcore loaded by an in-process run, then unloaded, would be loaded anew by the next,
+# whose connection errors the httpx loaded here would no longer map to its own (an HTTP agent's or
+# an LLM client's refused connection). The run store's SQLAlchemy and Alembic (every run is saved
+# at its end, SPEC §24): loaded once here, not by each run.
 with contextlib.suppress(ImportError):
     importlib.import_module("pytest_agent_eval.memory.store")
     importlib.import_module("alembic.runtime.environment")
@@ -40,6 +39,31 @@ with contextlib.suppress(ImportError):
 for _name in ("httpx", "httpx2"):
     with contextlib.suppress(ImportError):
         importlib.import_module(_name).Client().close()
+
+
+def _restore_without_stale_submodules(restore: Any) -> Any:
+    """pytester's ``sys.modules`` restore, then this package's stale submodule attributes dropped.
+
+    After an in-process run pytester takes out of ``sys.modules`` every module the run imported,
+    but a package loaded before keeps those submodules as attributes. The plugin loads most of its
+    modules lazily, so the next run's ``from pytest_agent_eval.report import formats`` would get
+    the stale copy while ``from pytest_agent_eval.report.formats import withdraw`` imports a new
+    one: two copies of one module, two stash keys (a refused resume then wrote its report, under
+    ``-n`` after a run that stopped at a usage error).
+    """
+
+    def restored(snapshot: Any) -> None:
+        restore(snapshot)
+        for name, module in list(sys.modules.items()):
+            if module is None or not name.startswith("pytest_agent_eval"):
+                continue
+            for attr, value in list(vars(module).items()):
+                full = f"{name}.{attr}"
+                stale = isinstance(value, types.ModuleType) and value.__name__ == full
+                if stale and sys.modules.get(full) is not value:
+                    delattr(module, attr)
+
+    return restored
 
 
 @pytest.fixture
@@ -58,6 +82,8 @@ def pytester(
     tool stand-ins, which later tests' runs would count as live.
     """
     monkeypatch.setenv("PYTEST_ADDOPTS", OTHER_PLUGINS_OFF)
+    snapshot = _pytest.pytester.SysModulesSnapshot
+    monkeypatch.setattr(snapshot, "restore", _restore_without_stale_submodules(snapshot.restore))
     recorders: list[pytest.HookRecorder] = []
     make = pytester.make_hook_recorder
 
