@@ -66,6 +66,22 @@ def test_the_case_content_is_the_case_not_its_place(tmp_path: Path) -> None:
     assert len({content_hash(case), content_hash(edited), content_hash(mocked)}) == 3
 
 
+def test_a_case_keeps_its_hash_and_each_variant_is_hashed_afresh(tmp_path: Path) -> None:
+    """The hash is computed once per case (the key and the record both need it), kept on the case.
+
+    A variant made from a hashed case (``dataclasses.replace``: a matrix agent, an injection
+    payload, a dataset row) is hashed from its own content; the kept hash is no field of the case.
+    """
+    fields: dict[str, Any] = {"id": "a", "path": tmp_path / "eval_a.yaml", "line": 3, "query": "hi"}
+    case = Case(**fields, expect={"contains": ["ok"]})
+    first = content_hash(case)
+    assert content_hash(case) == first == content_hash(Case(**fields, expect={"contains": ["ok"]}))
+    edited = dataclasses.replace(case, expect={"contains": ["okay"]})
+    assert content_hash(edited) != first
+    assert content_hash(dataclasses.replace(edited, expect={"contains": ["ok"]})) == first
+    assert case == dataclasses.replace(case) and repr(case) == repr(dataclasses.replace(case))
+
+
 @pytest.fixture
 def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A project whose agent module imports a helper of its own, a package's module and stdlib."""
