@@ -271,6 +271,68 @@ def _rows(path: Path, query: str) -> list[tuple[object, ...]]:
         db.close()
 
 
+def test_the_quick_reader_reads_the_cache_as_the_store_does(tmp_path: Path) -> None:
+    """A current SQLite store's cache is read through ``sqlite3`` (``memory.quick``).
+
+    The keys (of one plugin version, or all) and each row are what ``memory.store`` (SQLAlchemy)
+    reads, a row of unexpected types included.
+    """
+    pytest.importorskip("sqlalchemy", reason="the run store's tests need the [store] extra")
+    from pytest_agent_eval.memory.quick import QuickStore
+    from pytest_agent_eval.memory.rows import CACHE_COLUMNS
+    from pytest_agent_eval.memory.store import JUDGMENTS, VERDICTS, Store
+
+    assert {t.name: tuple(c.name for c in t.columns) for t in (VERDICTS, JUDGMENTS)} == (
+        CACHE_COLUMNS
+    )
+    path = tmp_path / "runs.db"
+    store = Store(f"sqlite:///{path}")
+    store.open()
+    verdict = {"nodeid": "e.yaml::a", "run_id": "r1", "record": '{"case_id": "a"}', "stored": "t"}
+    store.cache(
+        {
+            VERDICTS: [
+                {"key": "k1", "version": __version__, **verdict},
+                {"key": "k2", "version": "0.0.1", **verdict},
+            ],
+            JUDGMENTS: [{"key": "j1", "model": "m", "replies": '["ok"]', "stored": "t"}],
+        }
+    )
+    db = sqlite3.connect(path)
+    planted = "INSERT INTO verdicts (key, nodeid, version, record, stored) VALUES (?, 7, ?, 2.5, 1)"
+    db.execute(planted, ("k3", __version__))
+    db.commit()
+    db.close()
+    quick = QuickStore.open(path)
+    assert quick is not None
+    try:
+        for table, version in (("verdicts", __version__), ("verdicts", None), ("judgments", None)):
+            assert quick.cache_keys(table, version) == store.cache_keys(table, version)
+        assert quick.cache_keys("verdicts", __version__) == {"k1", "k3"}
+        for table, key in (("verdicts", "k1"), ("verdicts", "k3"), ("judgments", "j1")):
+            assert quick.cache_row(table, key) == store.cache_row(table, key) is not None
+        assert quick.cache_row("verdicts", "nothing") is None
+    finally:
+        quick.close()
+        store.close()
+
+
+def test_judgments_are_read_from_a_current_store_by_concurrent_cases(
+    cached: pytest.Pytester, judge_llm: Any
+) -> None:
+    """Concurrent cases ask the judge from the runner's loop: the store is read there too."""
+    cached.makefile(".yaml", eval_cached=JUDGED_CASES)
+    run = ("-p", "no:cacheprovider", "--agent-eval-changed", "--agent-eval-concurrency", "4")
+    cached.runpytest(*run).assert_outcomes(passed=3)
+    assert _calls(cached) == ["a", "b", "c"]
+    assert _asked(judge_llm) in (2, 3)  # a and b judged at once may both ask
+    (cached.path / "cache_helper.py").write_text("def answer(text):\n    return text  # edited\n")
+    again = cached.runpytest(*run)
+    again.assert_outcomes(passed=3)
+    assert _calls(cached) == ["a", "b", "c"] and _asked(judge_llm) == 0
+    assert not [line for line in again.outlines if line.startswith("agent eval cache:")]
+
+
 def test_the_cache_lives_in_the_run_store(cached: pytest.Pytester) -> None:
     """The records go to the store's ``verdicts`` table, beside the runs; no file of its own."""
     cached.runpytest("-p", "no:cacheprovider", "--agent-eval-changed").assert_outcomes(
