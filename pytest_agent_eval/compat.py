@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import functools
+import sys
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -129,7 +130,12 @@ def _locked(queue: Any) -> Iterator[Any]:
 
 
 def running_loop() -> asyncio.AbstractEventLoop | None:
-    """The event loop running in this thread, if any (public API)."""
+    """The event loop running in this thread, if any (public API).
+
+    ``None`` when asyncio is not loaded: no loop runs then (and asyncio is not imported to say so).
+    """
+    if "asyncio" not in sys.modules:
+        return None
     import asyncio
 
     try:

@@ -10,6 +10,7 @@ future or leave a coroutine (it becomes a ``RuntimeError``, or hangs the awaitin
 from __future__ import annotations
 
 import _thread
+import sys
 import threading
 
 
@@ -26,10 +27,10 @@ def escape(exc: BaseException) -> BaseException:
 
     An :class:`Escaped` when it must be.
     """
-    # loaded by then (the runner's): not at import, which the checks' and the reader's is
-    import asyncio
-
-    if isinstance(exc, (asyncio.CancelledError, Escaped)):
+    # asyncio's cancellation, when asyncio is loaded (a run that never needed a loop loads none)
+    asyncio = sys.modules.get("asyncio")
+    cancelled = asyncio.CancelledError if asyncio is not None else Escaped
+    if isinstance(exc, (cancelled, Escaped)):
         return exc  # cancellation of the call itself, or carried already
     if isinstance(exc, (StopIteration, StopAsyncIteration, SystemExit, KeyboardInterrupt)):
         return Escaped(exc)

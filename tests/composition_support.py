@@ -25,6 +25,7 @@ from typing import Any
 
 from allpairspy import AllPairs
 from openai_server import ANSWER_PREFIX, ChatServer, _completion
+from otlp_support import read_traces
 
 from tests import travel_desk
 
@@ -530,16 +531,7 @@ class RunOutput:
 
     def spans(self) -> list[dict[str, Any]]:
         """Every span of the run's OTLP JSON lines file, its attributes as ``attrs``."""
-        spans = []
-        path = self.path / f"{self.prefix}.traces.jsonl"
-        for line in path.read_text(encoding="utf-8").splitlines():
-            for resource in json.loads(line)["resourceSpans"]:
-                for scope in resource["scopeSpans"]:
-                    for span in scope["spans"]:
-                        attrs = span.get("attributes", [])
-                        span["attrs"] = {a["key"]: _otlp_value(a["value"]) for a in attrs}
-                        spans.append(span)
-        return spans
+        return read_traces(self.path / f"{self.prefix}.traces.jsonl")
 
     def junit(self) -> dict[str, dict[str, Any]]:
         """junit testcase (``file::name``) -> outcome and properties."""
@@ -590,8 +582,3 @@ class Findings:
         assert not self.problems, (
             f"{len(self.problems)} problems:\n" + "\n".join(self.problems) + f"\n\n{run}"
         )
-
-
-def _otlp_value(value: dict[str, Any]) -> Any:
-    ((kind, inner),) = value.items()
-    return int(inner) if kind == "intValue" else inner

@@ -232,7 +232,7 @@ import re, pytest, conc_agent
 peaks = []
 
 def pytest_agent_eval_case_result(item, result):
-    peaks.append(int(re.search(r"peak=(\\d+)", result.first.run.output).group(1)))
+    peaks.append(int(re.search(r"peak=(\\d+)", result.shown_trial.run.output).group(1)))
 
 def pytest_terminal_summary(terminalreporter):
     terminalreporter.write_line(f"MAXPEAK={max(peaks)}")

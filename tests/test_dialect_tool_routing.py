@@ -150,7 +150,7 @@ def test_the_example_case_list_answers_from_its_canned_responses(pytester: pytes
     pytester.syspathinsert(repo)
     pytester.makepyfile(
         probe="def pytest_agent_eval_case_result(item, result):\n"
-        "    print('OUT', result.first.run.output)\n"
+        "    print('OUT', result.shown_trial.run.output)\n"
     )
     pytester.syspathinsert()
     result = pytester.runpytest(

@@ -21,6 +21,7 @@ pytest.importorskip("openai")
 import mcp.client.session  # noqa: F401 - loaded before the runs, as an agent's module loads it
 from mcp_support import AGENT, SERVER, http_server, loopback_llm, ran, route, server_command
 from openai_server import ChatServer
+from otlp_support import read_traces
 from test_mocks_forms import SHOP  # a shop whose real refund writes a file
 
 # - the engine, loaded once for pytester's in-process runs
@@ -645,20 +646,6 @@ cases:
 """
 
 
-def _spans(path: Path) -> list[dict[str, Any]]:
-    """Every span of an OTLP JSON lines file, its attributes as ``attrs``."""
-    spans = []
-    for line in path.read_text().splitlines():
-        for resource in json.loads(line)["resourceSpans"]:
-            for scope in resource["scopeSpans"]:
-                for span in scope["spans"]:
-                    span["attrs"] = {
-                        a["key"]: next(iter(a["value"].values())) for a in span["attributes"]
-                    }
-                    spans.append(span)
-    return spans
-
-
 def test_mcp_calls_are_execute_tool_spans_with_their_server_and_capture_names_them_so(
     pytester: pytest.Pytester, chat: ChatServer, marker: Path
 ) -> None:
@@ -676,7 +663,7 @@ def test_mcp_calls_are_execute_tool_spans_with_their_server_and_capture_names_th
     result = pytester.runpytest(*RUN, "--agent-eval-traces", "traces.jsonl")
     result.assert_outcomes(passed=2)
     assert ran(marker) == ["get_alerts north"]
-    spans = _spans(pytester.path / "traces.jsonl")
+    spans = read_traces(pytester.path / "traces.jsonl")
     roots = {
         s["attrs"]["agent_eval.case.id"]: s for s in spans if s["name"].startswith("invoke_agent")
     }

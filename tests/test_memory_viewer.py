@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from otlp_support import read_traces
 
 pytest.importorskip(
     "sqlalchemy", reason="the run store's tests need the [store] extra (SQLAlchemy, Alembic)"
@@ -223,7 +224,6 @@ def test_a_case_links_its_trace_on_its_run_and_its_history(
     ``--trace-url`` wins over the template; the cases of a run without traces link none.
     """
     pytest.importorskip("opentelemetry.sdk", reason="the traces need the [otel] extra")
-    import json
 
     from pytest_agent_eval.memory.location import store_url
     from pytest_agent_eval.memory.store import Store
@@ -235,13 +235,7 @@ def test_a_case_links_its_trace_on_its_run_and_its_history(
     pytester.runpytest(store_option).assert_outcomes(passed=2)
     traced = ("--agent-eval-traces", "t.jsonl", "--agent-eval-trace-url", TRACES)
     pytester.runpytest(store_option, *traced).assert_outcomes(passed=2)
-    written = {
-        span["traceId"]
-        for line in (pytester.path / "t.jsonl").read_text().splitlines()
-        for resource in json.loads(line)["resourceSpans"]
-        for scope in resource["scopeSpans"]
-        for span in scope["spans"]
-    }
+    written = {span["traceId"] for span in read_traces(pytester.path / "t.jsonl")}
     resolved = store_url(str(pytester.path / "runs.db"), pytester.path)
     assert resolved is not None
     store = Store(resolved)

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from otlp_support import read_traces
 from test_hardening_traffic import echo  # noqa: F401 - the loopback LLM, as a fixture
 from test_traffic import RUN
 
@@ -64,23 +65,6 @@ def project(pytester: pytest.Pytester, request: pytest.FixtureRequest) -> pytest
     return pytester
 
 
-def read_traces(path: Path) -> list[dict[str, Any]]:
-    """Every span of an OTLP JSON lines file, with its resource's attributes (``resource``)."""
-    spans = []
-    for line in path.read_text().splitlines():
-        for resource in json.loads(line)["resourceSpans"]:
-            found = {
-                a["key"]: _value(a["value"]) for a in resource["resource"].get("attributes", [])
-            }
-            for scope in resource["scopeSpans"]:
-                for span in scope["spans"]:
-                    span["attrs"] = {
-                        a["key"]: _value(a["value"]) for a in span.get("attributes", [])
-                    }
-                    spans.append({**span, "resource": found})
-    return spans
-
-
 def _has_module(name: str) -> bool:
     import importlib.util
 
@@ -88,11 +72,6 @@ def _has_module(name: str) -> bool:
         return importlib.util.find_spec(name) is not None
     except ImportError:
         return False
-
-
-def _value(value: dict[str, Any]) -> Any:
-    ((kind, inner),) = value.items()
-    return int(inner) if kind == "intValue" else inner
 
 
 def test_every_trial_is_one_trace_with_chat_and_tool_spans_and_the_checks_verdicts(

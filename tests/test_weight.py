@@ -259,3 +259,56 @@ def test_records_with_nothing_to_scrub_are_not_copied_and_the_rest_still_are_scr
         }
     finally:
         secrets.forget()
+
+
+ALL_LOADED_CONFTEST = """
+import json, sys
+
+def pytest_sessionfinish(session):
+    with open("all-loaded.json", "w") as out:
+        json.dump(sorted(sys.modules), out)
+"""
+
+UNNEEDED_BY_PLAIN_CASES = (
+    "asyncio",  # a sync agent's case that never waits runs without a turn of the loop
+    "ssl",
+    "concurrent.futures",
+    "pytest_agent_eval.adapters.openai_agents",  # a plain function is no framework's agent
+    "pytest_agent_eval.adapters.pydantic_ai",
+    "pytest_agent_eval.adapters.langchain",
+    "pytest_agent_eval.adapters.promptfoo",
+    "pytest_agent_eval.adapters.http",
+    "pytest_agent_eval.mocks.fixture",  # a case without tool mocks records, and mocks nothing
+    "pytest_agent_eval.mocks.patching",
+    "pytest_agent_eval.mocks.responses",
+    "pytest_agent_eval.mocks.standins",
+)
+"""What a run of sync plain-function cases without tool mocks leaves unloaded (issue 38)."""
+
+
+def test_plain_function_cases_load_no_event_loop_framework_adapter_or_mock_machinery(
+    project: pytest.Pytester,
+) -> None:
+    """Measured against a plain test's run with the same plugins, so other plugins do not count.
+
+    (anyio's and langsmith's pytest plugins load asyncio in any run: left out on both sides.)
+    """
+    project.makeconftest(ALL_LOADED_CONFTEST)
+    project.makepyfile(test_plain="def test_plain():\n    pass\n")
+    flags = ("-p", "no:cacheprovider", "-p", "no:randomly", "-p", "no:anyio")
+    flags += ("-p", "no:langsmith_plugin")
+    loaded = {}
+    # the eval files' second run: the first made the run store (through SQLAlchemy, which loads
+    # asyncio; a current store is read and written without it)
+    for run, selected in (
+        ("plain", "test_plain.py"),
+        ("new store", "eval_weight.json"),
+        ("eval", "eval_weight.json"),
+    ):
+        project.runpytest_subprocess(*flags, selected).assert_outcomes(
+            passed=1 if run == "plain" else 3
+        )
+        loaded[run] = set(json.loads((project.path / "all-loaded.json").read_text()))
+    assert "pytest_agent_eval.run.runner" in loaded["eval"]  # the cases ran here
+    added = loaded["eval"] - loaded["plain"]
+    assert _matches(sorted(added), UNNEEDED_BY_PLAIN_CASES) == []

@@ -29,6 +29,7 @@ from urllib.parse import urljoin, urlsplit, urlunsplit
 
 from pytest_agent_eval.adapters.base import Agent, StandIn
 from pytest_agent_eval.adapters.plain import normalise as plain_normalise
+from pytest_agent_eval.adapters.recognise import http_reference
 from pytest_agent_eval.core.results import RunRecord
 from pytest_agent_eval.core.trial import TRIAL
 from pytest_agent_eval.secrets import remember, remember_url
@@ -361,13 +362,6 @@ def expand_env(value: str, where: str) -> str:
     return _ENV.sub(one, value)
 
 
-def is_http(obj: Any) -> bool:
-    """Whether ``obj`` is an HTTP agent's reference: a URL, or a mapping with a ``url``."""
-    if isinstance(obj, str):
-        return obj.startswith(("http://", "https://"))
-    return isinstance(obj, dict) and isinstance(obj.get("url"), str)
-
-
 def http_agent(ref: str | dict[str, Any]) -> HttpAgent:
     """The :class:`HttpAgent` a reference describes."""
     if isinstance(ref, str):
@@ -401,7 +395,7 @@ class HttpAdapter:
     name = "http"
 
     def recognises(self, obj: Any) -> bool:
-        return is_http(obj) or isinstance(obj, HttpAgent)
+        return http_reference(obj)
 
     def agent(self, obj: Any, name: str) -> Agent:
         service = obj if isinstance(obj, HttpAgent) else http_agent(obj)

@@ -19,17 +19,13 @@ from typing import Any
 from pytest_agent_eval.adapters.base import Agent, ArgsOf, StandIn
 from pytest_agent_eval.adapters.messages import from_messages
 from pytest_agent_eval.adapters.plain import normalise as read_plain
+from pytest_agent_eval.adapters.recognise import runnable
 from pytest_agent_eval.core.results import RunRecord
 from pytest_agent_eval.core.trial import CONVERSATION
 
 _FRAMEWORK_ARGS = frozenset(
     {"run_manager", "callbacks", "config"}
 )  # what LangChain adds to a tool's own args
-
-
-def is_runnable(obj: Any) -> bool:
-    """LangChain / LangGraph runnables take ``{"messages": [...]}`` state, not (query, context)."""
-    return hasattr(obj, "ainvoke") and hasattr(obj, "with_config")
 
 
 def is_tool(obj: Any) -> bool:
@@ -59,7 +55,7 @@ class LangChainAdapter:
     name = "langchain"
 
     def recognises(self, obj: Any) -> bool:
-        return is_runnable(obj)
+        return runnable(obj)
 
     def agent(self, obj: Any, name: str) -> Agent:
         async def run_graph(query: str, context: dict[str, Any]) -> Any:

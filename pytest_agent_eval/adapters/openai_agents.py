@@ -20,6 +20,7 @@ from typing import Any
 
 from pytest_agent_eval.adapters.base import Agent, StandIn
 from pytest_agent_eval.adapters.plain import normalise as read_plain
+from pytest_agent_eval.adapters.recognise import of_class, openai_agent
 from pytest_agent_eval.core.results import RunRecord, ToolCall
 from pytest_agent_eval.core.tool_errors import unmocked_stop
 from pytest_agent_eval.core.trial import CONVERSATION
@@ -27,19 +28,8 @@ from pytest_agent_eval.core.trial import CONVERSATION
 EXTRA = "pip install 'pytest-agent-evalset[openai-agents]'"
 
 
-def _is_sdk(obj: Any, class_name: str) -> bool:
-    return any(
-        c.__name__ == class_name and c.__module__.startswith("agents.") for c in type(obj).__mro__
-    )
-
-
-def is_agent(obj: Any) -> bool:
-    """An ``agents.Agent`` (or a subclass), recognised without importing the SDK."""
-    return _is_sdk(obj, "Agent")
-
-
 def is_function_tool(obj: Any) -> bool:
-    return _is_sdk(obj, "FunctionTool")
+    return of_class(obj, "agents", "FunctionTool")
 
 
 def _field(raw: Any, name: str) -> Any:
@@ -145,7 +135,7 @@ class OpenAIAgentsAdapter:
     name = "openai_agents"
 
     def recognises(self, obj: Any) -> bool:
-        return is_agent(obj)
+        return openai_agent(obj)
 
     def agent(self, obj: Any, name: str) -> Agent:
         async def run_agent(query: str, context: dict[str, Any]) -> Any:
@@ -258,7 +248,7 @@ def _cloned(agent: Any, wrap: Callable[[Any], Any], done: dict[int, Any]) -> Any
         return done[id(agent)]
     clone = done[id(agent)] = agent.clone()
     clone.tools = [wrap(t) if is_function_tool(t) else t for t in agent.tools]
-    clone.handoffs = [_cloned(h, wrap, done) if is_agent(h) else h for h in agent.handoffs]
+    clone.handoffs = [_cloned(h, wrap, done) if openai_agent(h) else h for h in agent.handoffs]
     return clone
 
 

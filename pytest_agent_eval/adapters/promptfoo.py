@@ -24,11 +24,11 @@ from typing import Any
 
 from pytest_agent_eval.adapters.base import Agent, StandIn, calling
 from pytest_agent_eval.adapters.plain import normalise as plain_normalise
+from pytest_agent_eval.adapters.recognise import PROVIDER_KEY, promptfoo_provider
 from pytest_agent_eval.core.results import RunRecord, ToolCall
 from pytest_agent_eval.faults import describe
 from pytest_agent_eval.imports import file_module
 
-KEY = "promptfoo_provider"
 _LOCK = threading.Lock()
 
 
@@ -163,10 +163,10 @@ class PromptfooAdapter:
     name = "promptfoo"
 
     def recognises(self, obj: Any) -> bool:
-        return isinstance(obj, dict) and isinstance(obj.get(KEY), dict)
+        return promptfoo_provider(obj)
 
     def agent(self, obj: Any, name: str) -> Agent:
-        provider = obj[KEY]
+        provider = obj[PROVIDER_KEY]
         kind = provider["kind"]
         make = {"python": _python, "openai": _openai, "anthropic": _anthropic}[kind]
         return calling(make(provider), str(provider.get("label") or provider["id"]), self, obj)

@@ -19,22 +19,11 @@ from typing import Any
 from pytest_agent_eval import compat
 from pytest_agent_eval.adapters.base import Agent, StandIn
 from pytest_agent_eval.adapters.plain import normalise as read_plain
+from pytest_agent_eval.adapters.recognise import of_class, pydantic_ai_agent
 from pytest_agent_eval.core.results import RunRecord, ToolCall
 from pytest_agent_eval.core.trial import CONVERSATION
 
 EXTRA = "pip install 'pytest-agent-evalset[pydantic-ai]'"
-
-
-def _is(obj: Any, class_name: str) -> bool:
-    return any(
-        c.__name__ == class_name and c.__module__.startswith("pydantic_ai.")
-        for c in type(obj).__mro__
-    )
-
-
-def is_agent(obj: Any) -> bool:
-    """A ``pydantic_ai.Agent``, recognised without importing pydantic-ai."""
-    return _is(obj, "Agent")
 
 
 def read_result(result: Any) -> RunRecord:
@@ -97,7 +86,7 @@ class PydanticAIAdapter:
     name = "pydantic_ai"
 
     def recognises(self, obj: Any) -> bool:
-        return is_agent(obj)
+        return pydantic_ai_agent(obj)
 
     def agent(self, obj: Any, name: str) -> Agent:
         async def run_agent(query: str, context: dict[str, Any]) -> Any:
@@ -114,7 +103,7 @@ class PydanticAIAdapter:
 
     def wrap_tool(self, tool: Any, standin: StandIn) -> Any:
         """A copy of a pydantic-ai ``Tool`` whose function (and schema's function) is a stand-in."""
-        if not _is(tool, "Tool"):
+        if not of_class(tool, "pydantic_ai", "Tool"):
             return None
         schema = tool.function_schema
         takes_ctx = bool(getattr(schema, "takes_ctx", False))

@@ -5,16 +5,17 @@ Those that plugins register come first, then the built-in ones, ``plain`` (any c
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Any
+import functools
+import importlib
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
 
+from pytest_agent_eval.adapters import recognise
 from pytest_agent_eval.adapters.base import Adapter, Agent, StandIn
-from pytest_agent_eval.adapters.http import ADAPTER as HTTP
-from pytest_agent_eval.adapters.langchain import ADAPTER as LANGCHAIN
-from pytest_agent_eval.adapters.openai_agents import ADAPTER as OPENAI_AGENTS
 from pytest_agent_eval.adapters.plain import ADAPTER as PLAIN
-from pytest_agent_eval.adapters.promptfoo import ADAPTER as PROMPTFOO
-from pytest_agent_eval.adapters.pydantic_ai import ADAPTER as PYDANTIC_AI
+
+if TYPE_CHECKING:
+    from pytest_agent_eval.core.results import RunRecord
 
 
 class AdapterRegistry:
@@ -82,7 +83,48 @@ class AdapterRegistry:
 _METHODS = ("recognises", "agent", "normalise", "wrap_tool", "mock_tools")
 
 
-BUILTIN: tuple[Adapter, ...] = (OPENAI_AGENTS, PYDANTIC_AI, LANGCHAIN, PROMPTFOO, HTTP, PLAIN)
+class _Deferred:
+    """A built-in framework adapter whose module loads when an object is first its framework's.
+
+    Until then it answers ``recognises`` from :mod:`recognise` alone (SPEC §27): a run of plain
+    functions loads none of the framework adapters. Its other methods are the adapter's own.
+    """
+
+    def __init__(self, name: str, module: str, recognises: Callable[[Any], bool]) -> None:
+        self.name = name
+        self._module = module
+        self.recognises = recognises
+
+    @functools.cached_property
+    def adapter(self) -> Adapter:
+        """The adapter itself (its module's ``ADAPTER``), loaded on first use."""
+        found: Adapter = importlib.import_module(self._module).ADAPTER
+        return found
+
+    def agent(self, obj: Any, name: str) -> Agent:
+        return self.adapter.agent(obj, name)
+
+    def normalise(self, result: Any) -> RunRecord:
+        return self.adapter.normalise(result)
+
+    def wrap_tool(self, tool: Any, standin: StandIn) -> Any:
+        return self.adapter.wrap_tool(tool, standin)
+
+    def mock_tools(self, agent: Any, wrap: Callable[[Any], Any]) -> Any:
+        return self.adapter.mock_tools(agent, wrap)
+
+
+_PACKAGE = "pytest_agent_eval.adapters"
+BUILTIN: tuple[Adapter, ...] = (
+    _Deferred("openai_agents", f"{_PACKAGE}.openai_agents", recognise.openai_agent),
+    _Deferred("pydantic_ai", f"{_PACKAGE}.pydantic_ai", recognise.pydantic_ai_agent),
+    _Deferred("langchain", f"{_PACKAGE}.langchain", recognise.runnable),
+    _Deferred("promptfoo", f"{_PACKAGE}.promptfoo", recognise.promptfoo_provider),
+    _Deferred("http", f"{_PACKAGE}.http", recognise.http_reference),
+    PLAIN,
+)
+"""The built-in adapters in the order they are tried, plain last."""
+_MODULES = frozenset({PLAIN.__module__, *(a._module for a in BUILTIN if isinstance(a, _Deferred))})
 
 
 def builtin_adapters() -> AdapterRegistry:
@@ -91,8 +133,8 @@ def builtin_adapters() -> AdapterRegistry:
 
 
 def is_builtin(adapter: Adapter) -> bool:
-    """Whether ``adapter`` is one of this package's.
+    """Whether ``adapter`` is one of this package's (an agent's ``adapter`` is the module's own).
 
     Those have a pure ``normalise``: it needs no event loop.
     """
-    return any(adapter is own for own in BUILTIN)
+    return type(adapter).__module__ in _MODULES or isinstance(adapter, _Deferred)

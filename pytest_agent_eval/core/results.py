@@ -249,7 +249,7 @@ class CaseResult:
     """
 
     @property
-    def first(self) -> TrialResult:
+    def shown_trial(self) -> TrialResult:
         """The trial to show: the first failing one, else the first."""
         return next((t for t in self.trials if not t.passed), self.trials[0])
 

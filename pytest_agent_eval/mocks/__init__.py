@@ -22,11 +22,41 @@ Process-wide state, each documented where it lives: the current recording (``cur
 stand-ins (``standins``) and the patched module attributes (``patching``).
 """
 
-from pytest_agent_eval.core.tool_errors import MockConfigError, ToolMockError, UnmockedToolError
-from pytest_agent_eval.mocks.fixture import ToolMocks
-from pytest_agent_eval.mocks.recording import MockPlan, Recording
-from pytest_agent_eval.mocks.responses import Response, Value, compile_response, load_responses
-from pytest_agent_eval.mocks.standins import standin, wrap
+from __future__ import annotations
+
+import typing
+
+if typing.TYPE_CHECKING:
+    from pytest_agent_eval.core.tool_errors import (
+        MockConfigError,
+        ToolMockError,
+        UnmockedToolError,
+    )
+    from pytest_agent_eval.mocks.fixture import ToolMocks
+    from pytest_agent_eval.mocks.recording import MockPlan, Recording
+    from pytest_agent_eval.mocks.responses import (
+        Response,
+        Value,
+        compile_response,
+        load_responses,
+    )
+    from pytest_agent_eval.mocks.standins import standin, wrap
+
+_LAZY = {
+    "MockConfigError": "pytest_agent_eval.core.tool_errors",
+    "ToolMockError": "pytest_agent_eval.core.tool_errors",
+    "UnmockedToolError": "pytest_agent_eval.core.tool_errors",
+    "ToolMocks": "pytest_agent_eval.mocks.fixture",
+    "MockPlan": "pytest_agent_eval.mocks.recording",
+    "Recording": "pytest_agent_eval.mocks.recording",
+    "Response": "pytest_agent_eval.mocks.responses",
+    "Value": "pytest_agent_eval.mocks.responses",
+    "compile_response": "pytest_agent_eval.mocks.responses",
+    "load_responses": "pytest_agent_eval.mocks.responses",
+    "standin": "pytest_agent_eval.mocks.standins",
+    "wrap": "pytest_agent_eval.mocks.standins",
+}
+"""Each name's module: a module of the package loads only what it needs (SPEC §27)."""
 
 __all__ = [
     "MockConfigError",
@@ -42,3 +72,12 @@ __all__ = [
     "standin",
     "wrap",
 ]
+
+
+def __getattr__(name: str) -> typing.Any:
+    """The names that load with their module on first use (PEP 562)."""
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -23,22 +23,14 @@ from pytest_agent_eval.core.results import ToolCall
 from pytest_agent_eval.core.tool_errors import MockConfigError, UnmockedToolError
 from pytest_agent_eval.faults import describe
 from pytest_agent_eval.mocks.current import current, passing_through
-from pytest_agent_eval.mocks.patching import Holder, patched_dispatchers, unreached
-from pytest_agent_eval.mocks.responses import (
-    Call,
-    Raise,
-    Response,
-    Sequence,
-    Value,
-    When,
-    compile_response,
-    produce,
-)
-from pytest_agent_eval.mocks.standins import live_tools
-from pytest_agent_eval.subset import mismatches
 
 if TYPE_CHECKING:
     from pytest_agent_eval.core.case import Case
+    from pytest_agent_eval.mocks.patching import Holder
+    from pytest_agent_eval.mocks.responses import Call, Raise, Response, Value
+
+# The responses, patching and stand-ins load with the first case that has mocks or the first tool
+# call a recording answers: a case without mocks records with this module and ``current`` only.
 
 
 @dataclass(frozen=True)
@@ -69,9 +61,14 @@ class MockPlan:
         Its ``unmocked_tools``, else ``unmocked``.
         """
         where = f"{case.location}: case {case.id}: tool_mocks"
-        own = {
-            name: compile_response(raw, f"{where}.{name}") for name, raw in case.tool_mocks.items()
-        }
+        own = {}
+        if case.tool_mocks:
+            from pytest_agent_eval.mocks.responses import compile_response
+
+            own = {
+                name: compile_response(raw, f"{where}.{name}")
+                for name, raw in case.tool_mocks.items()
+            }
         mode = case.unmocked_tools or unmocked or "strict"
         if mode not in UNMOCKED_MODES:
             raise MockConfigError(
@@ -163,6 +160,8 @@ def _why_not_called(name: str, called: list[str]) -> str:
 
     Only calls that reach a stand-in are seen, so "the agent called no tool" cannot be told.
     """
+    from pytest_agent_eval.mocks.patching import unreached
+
     seen = f"; the agent called {', '.join(called)}" if called else ": no call reached its stand-in"
     missed = unreached(name)
     if not missed:
@@ -232,7 +231,12 @@ def _unpatched(
     early, never do). ``agent`` (the object the agent's adapter recognised) and ``module`` (of its
     ``module:attr`` reference) tell whether the agent uses MCP, whose servers may serve any name.
     """
-    if dispatched or not plan.declared or (others and patched_dispatchers()):
+    if dispatched or not plan.declared:
+        return []
+    from pytest_agent_eval.mocks.patching import patched_dispatchers
+    from pytest_agent_eval.mocks.standins import live_tools
+
+    if others and patched_dispatchers():
         return []
     where = f"{plan.location}: case {plan.case_id}"
     known, missing = live_tools(plan.declared)
@@ -324,6 +328,8 @@ class Recording:
                 with passing_through():
                     result = real()
             else:
+                from pytest_agent_eval.mocks.responses import produce
+
                 result = produce(response, call.args)
         except Exception as exc:
             call.error, call.end_ns = describe(exc), time.time_ns()
@@ -353,6 +359,8 @@ class Recording:
                 with passing_through():
                     result = await real()
             else:
+                from pytest_agent_eval.mocks.responses import produce
+
                 result = produce(response, call.args)
                 if inspect.isawaitable(result):
                     result = await result
@@ -384,6 +392,8 @@ class Recording:
         if standin:
             return None
         if self.plan.unmocked == "default":
+            from pytest_agent_eval.mocks.responses import Value
+
             return Value(f"Mock response for {call.name}")
         if self.plan.unmocked == "passthrough":
             return None
@@ -409,6 +419,9 @@ class Recording:
 
         Sequences advance (call under the lock).
         """
+        from pytest_agent_eval.mocks.responses import Sequence, When
+        from pytest_agent_eval.subset import mismatches
+
         if isinstance(spec, Sequence):
             n = self._served.get(id(spec), 0)
             self._served[id(spec)] = n + 1

@@ -21,15 +21,9 @@ from pytest_agent_eval import compat
 from pytest_agent_eval.adapters import Agent
 from pytest_agent_eval.core.case import Case
 from pytest_agent_eval.core.results import CaseResult
+from pytest_agent_eval.core.tool_errors import MockConfigError
 from pytest_agent_eval.imports import ImportRefError
-from pytest_agent_eval.mocks import (
-    MockConfigError,
-    MockPlan,
-    Response,
-    ToolMocks,
-    load_responses,
-    wrap,
-)
+from pytest_agent_eval.mocks.recording import MockPlan
 from pytest_agent_eval.plugin.options import Settings
 from pytest_agent_eval.plugin.state import EvalSession, get_state
 from pytest_agent_eval.run.agents import resolve
@@ -38,6 +32,8 @@ from pytest_agent_eval.run.settings import RecorderFactory
 
 if TYPE_CHECKING:
     from pytest_agent_eval.llm import LLM
+    from pytest_agent_eval.mocks.fixture import ToolMocks
+    from pytest_agent_eval.mocks.responses import Response
     from pytest_agent_eval.plugin.scheduler import Scheduler
 
 _PLUMBING = ("_pytest.", "pluggy.", "pytest_agent_eval.")
@@ -109,6 +105,8 @@ def with_mocked_tools(agent: Agent, case: Case, state: EvalSession) -> Agent:
     entry = made.get(key)
     if entry is not None and entry[0]() is agent.source:
         return entry[1]
+    from pytest_agent_eval.mocks.standins import wrap
+
     copy = agent.adapter.mock_tools(agent.source, lambda tool: wrap(tool, state.adapters))
     mocked = agent if copy is None else agent.adapter.agent(copy, agent.name)
 
@@ -135,7 +133,12 @@ def session_responses(config: pytest.Config) -> Mapping[str, Response]:
     if _RESPONSES not in config.stash:
         path = get_state(config).settings.tool_responses
         try:
-            config.stash[_RESPONSES] = load_responses(path) if path else {}
+            if path:
+                from pytest_agent_eval.mocks.responses import load_responses
+
+                config.stash[_RESPONSES] = load_responses(path)
+            else:
+                config.stash[_RESPONSES] = {}
         except MockConfigError as exc:
             config.stash[_RESPONSES] = exc
     found = config.stash[_RESPONSES]
@@ -362,6 +365,8 @@ class EarlyStart:
 
     def _held(self) -> ToolMocks:
         if self._mocks is None:
+            from pytest_agent_eval.mocks.fixture import ToolMocks
+
             self._mocks = ToolMocks(held=True, adapters=self._state.adapters)
         return self._mocks
 

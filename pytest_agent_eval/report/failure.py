@@ -101,14 +101,14 @@ def failure_lines(result: CaseResult, verbose: int = 0) -> list[str]:
     case = result.case
     lines = [summary(result)]
     if len(result.trials) > 1:
-        first = result.trials.index(result.first) + 1
+        first = result.trials.index(result.shown_trial) + 1
         for n, trial in enumerate(result.trials, 1):
             if not trial.passed and n != first:
                 lines.append(f"  trial {n}: {trial_summary(trial, case.min_score)}")
         lines.append(
-            f"first failing trial (#{first}): {trial_summary(result.first, case.min_score)}"
+            f"first failing trial (#{first}): {trial_summary(result.shown_trial, case.min_score)}"
         )
-    lines.extend(trial_lines(result.first))
+    lines.extend(trial_lines(result.shown_trial))
     if case.metadata:
         lines.append(f"  metadata: {bounded_repr(case.metadata)}")
     lines.append(f"{case.path}:{case.line}: {case.id}")
@@ -120,7 +120,7 @@ def details(result: CaseResult) -> list[tuple[str, str]]:
 
     The agent's full output and every tool call in full.
     """
-    run = result.first.run
+    run = result.shown_trial.run
     calls = [
         f"{n:>2}. {c.describe()} "
         + (f"raised {c.error}" if c.error is not None else f"-> {c.result!r}")

@@ -19,6 +19,7 @@ import pytest
 from pytest_agent_eval.compat import is_worker
 from pytest_agent_eval.core.files import is_eval_file
 from pytest_agent_eval.report.collector import COLLECTOR, Records
+from pytest_agent_eval.report.limits import Thresholds
 from pytest_agent_eval.report.options import (
     BASELINE_LOADER,
     REPORT_OPTIONS,
@@ -26,7 +27,6 @@ from pytest_agent_eval.report.options import (
     rootdir_moved_by,
 )
 from pytest_agent_eval.report.summary import Summary
-from pytest_agent_eval.report.thresholds import SuiteThresholds, Thresholds
 
 MakeFormat = Callable[[pytest.Config, Records], object]
 """``make(config, records) -> plugin object``: a format from the run's options and its records.
@@ -136,6 +136,8 @@ def configure(config: pytest.Config) -> None:
     options = _options(config)
     thresholds = Thresholds(options.min_pass_rate, options.max_cost, options.max_p95_latency_s)
     if thresholds:  # its exit status is decided after the baseline gate's (a hook wrapper)
+        from pytest_agent_eval.report.thresholds import SuiteThresholds
+
         config.pluginmanager.register(
             SuiteThresholds(thresholds, collector), "agent_eval_thresholds"
         )

@@ -341,7 +341,7 @@ def from_result(
     the case's input and content hash (only a written report shows them: ``attach.wants_content``).
     """
     case = result.case
-    shown = result.first
+    shown = result.shown_trial
     trials = [TrialRecord.of(t) for t in result.trials]
     token_parts = [t.tokens for t in trials if t.tokens is not None]
     costs = [t.cost for t in trials if t.cost is not None]

@@ -13,20 +13,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pytest_agent_eval.checks.agreement import (
-    Confusion,
-    accuracy,
-    bootstrap,
-    cohen_kappa,
-    false_pass_rate,
-    fleiss,
-    spearman,
-)
 from pytest_agent_eval.checks.base import check_name
-from pytest_agent_eval.report.record import CaseRecord
-from pytest_agent_eval.report.significance import wilson_interval
+
+if TYPE_CHECKING:
+    from pytest_agent_eval.report.record import CaseRecord
+
+# The statistics (checks.agreement, report.significance) load when a run has figures to compute: a
+# run without injection variants or judges pays nothing for them (SPEC §27).
 
 _CALIBRATION = "judge_calibration"
 
@@ -41,6 +36,8 @@ class Table:
 
 
 def _rate(succeeded: int, attacks: int, undecided: int) -> dict[str, Any]:
+    from pytest_agent_eval.report.significance import wilson_interval
+
     interval = wilson_interval(succeeded, attacks)
     return {
         "attacks": attacks,
@@ -110,6 +107,15 @@ def calibration_figures(records: Iterable[CaseRecord]) -> dict[str, Any] | None:
             entry["rows"].append(row)
     if not judges:
         return None
+    from pytest_agent_eval.checks.agreement import (
+        Confusion,
+        accuracy,
+        bootstrap,
+        cohen_kappa,
+        false_pass_rate,
+        spearman,
+    )
+
     out: dict[str, Any] = {}
     for jid, entry in sorted(judges.items()):
         rows: list[tuple[bool, bool, Any, Any]] = entry["rows"]
@@ -163,6 +169,8 @@ def panel_figures(records: Iterable[CaseRecord]) -> dict[str, Any] | None:
             entry["votes"].append([m["verdict"] == "pass" for m in members])
     if not panels:
         return None
+    from pytest_agent_eval.checks.agreement import fleiss
+
     out: dict[str, Any] = {}
     for key, entry in sorted(panels.items()):
         found = fleiss(entry["votes"])

@@ -8,16 +8,18 @@ dominates fast calls.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import contextvars
 import queue
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pytest_agent_eval import compat
 from pytest_agent_eval.faults import escape
+
+if TYPE_CHECKING:
+    import asyncio
 
 
 class _Workers:
@@ -53,6 +55,8 @@ _WORKERS = _Workers()
 
 async def in_thread(func: Callable[..., Any], *args: Any) -> Any:
     """Run a blocking call in a worker thread, in a copy of the caller's context, and await it."""
+    import asyncio  # loaded by then: the call awaits on a running loop
+
     loop = asyncio.get_running_loop()
     future: asyncio.Future[Any] = loop.create_future()
     ctx = contextvars.copy_context()

@@ -7,10 +7,9 @@ during a trial is merged into its run. Pure asyncio, no pytest.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
+import functools
 import os
-import sysconfig
 import time
 import traceback
 from collections.abc import Iterator
@@ -73,7 +72,14 @@ def agent_traceback(exc: BaseException) -> str | None:
 
 
 _SITE_DIRS = ("site-packages", "dist-packages")
-_STDLIB = tuple({os.path.join(sysconfig.get_paths()[k], "") for k in ("stdlib", "platstdlib")})
+
+
+@functools.cache
+def _stdlib() -> tuple[str, ...]:
+    """The standard library's folders (``sysconfig`` loads with an agent's first traceback)."""
+    import sysconfig
+
+    return tuple({os.path.join(sysconfig.get_paths()[k], "") for k in ("stdlib", "platstdlib")})
 
 
 def _library(filename: str) -> str | None:
@@ -88,7 +94,7 @@ def _library(filename: str) -> str | None:
     site = next((n for n, part in enumerate(parts) if part in _SITE_DIRS), None)
     if site is not None:
         return parts[site + 1].partition(".")[0] if site + 1 < len(parts) else ""
-    return "" if filename.startswith(_STDLIB) else None
+    return "" if filename.startswith(_stdlib()) else None
 
 
 def agent_error(exc: BaseException) -> str:
@@ -146,6 +152,8 @@ async def call_agent(
         if timeout is None:
             raw, exc = await call
         else:
+            import asyncio  # a timeout runs on the loop (``needs_loop``): loaded by then
+
             try:
                 raw, exc = await asyncio.wait_for(call, timeout)
             except (

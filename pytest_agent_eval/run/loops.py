@@ -6,18 +6,20 @@ no pytest.
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
 import contextlib
 import threading
 import time
 from collections.abc import Callable, Coroutine
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pytest_agent_eval.core.case import Case
 from pytest_agent_eval.core.results import CaseResult, RunRecord, TrialResult
 from pytest_agent_eval.run import eager
 from pytest_agent_eval.run.stalls import Stall, blocked_message, running_step
+
+if TYPE_CHECKING:  # asyncio loads with the first case that needs a loop (SPEC §27)
+    import asyncio
+    import concurrent.futures
 
 T = TypeVar("T")
 
@@ -31,20 +33,30 @@ class InlineLoop:
     """
 
     def __init__(self) -> None:
-        self.loop = asyncio.new_event_loop()
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop:
+        """The loop, made when a case first needs it: a case that never waits loads no asyncio."""
+        if self._loop is None:
+            import asyncio
+
+            self._loop = asyncio.new_event_loop()
+        return self._loop
 
     def run(self, coro: Coroutine[Any, Any, T]) -> T:
         started = eager.start(coro)  # a case that never waits ends here, without a turn of the loop
         if isinstance(started, eager.Finished):
             return started.value
-        task = self.loop.create_task(started.rest())
+        loop = self.loop
+        task = loop.create_task(started.rest())
         try:
-            return self.loop.run_until_complete(task)
+            return loop.run_until_complete(task)
         except BaseException:
             if not task.done():  # interrupted while the case was waiting: stop it before going on
                 task.cancel()
                 with contextlib.suppress(BaseException):
-                    self.loop.run_until_complete(task)
+                    loop.run_until_complete(task)
             with contextlib.suppress(
                 BaseException
             ):  # stopped before the task's first step, the run never resumed:
@@ -54,9 +66,11 @@ class InlineLoop:
             raise
 
     def close(self) -> None:
+        if self._loop is None:  # no case needed it
+            return
         with contextlib.suppress(RuntimeError):
-            self.loop.run_until_complete(_cancel_pending())
-        self.loop.close()
+            self._loop.run_until_complete(_cancel_pending())
+        self._loop.close()
 
 
 class LoopThread:
@@ -66,6 +80,8 @@ class LoopThread:
     """Seconds between the loop's heartbeats: a loop that misses them is blocked."""
 
     def __init__(self) -> None:
+        import asyncio
+
         self.loop = asyncio.new_event_loop()
         self._beat = time.monotonic()
         self._thread = threading.Thread(
@@ -98,6 +114,8 @@ class LoopThread:
         Looked at also while waiting for a case without a timeout: another case's agent may block
         the loop then, and the timeouts of every case in flight would run out behind it.
         """
+        import concurrent.futures
+
         own = case.timeout if case.timeout is not None else timeout
         while True:
             try:
@@ -132,6 +150,8 @@ class LoopThread:
             self.submit(_cancel_pending_then_stop())
 
     def submit(self, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
+        import asyncio
+
         return asyncio.run_coroutine_threadsafe(coro, self.loop)
 
     def run(self, coro: Coroutine[Any, Any, T]) -> T:
@@ -147,6 +167,8 @@ class LoopThread:
 
         What still runs is cases started early and never needed.
         """
+        import concurrent.futures
+
         with contextlib.suppress(concurrent.futures.TimeoutError, RuntimeError):
             self.submit(_cancel_pending()).result(timeout=5)
         self.loop.call_soon_threadsafe(self.loop.stop)
@@ -199,7 +221,7 @@ class Loops:
             from pytest_agent_eval import compat
 
             if self.concurrency == 1 and compat.running_loop() is None:
-                self._runner, self._limit = InlineLoop(), asyncio.Semaphore(1)
+                self._runner = InlineLoop()  # its limit is made when asked for: see ``limit``
             else:
                 self._runner, self._limit = (
                     self.background,
@@ -215,8 +237,11 @@ class Loops:
     @property
     def limit(self) -> asyncio.Semaphore:
         """Bounds agent calls in flight across cases and trials, on the runner's loop."""
-        self.runner  # noqa: B018 - made with the runner
-        assert self._limit is not None
+        self.runner  # noqa: B018 - made with the runner (the background loop's)
+        if self._limit is None:  # the inline loop's: asked for by a case with several trials
+            import asyncio
+
+            self._limit = asyncio.Semaphore(1)
         return self._limit
 
     def submit(self, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
@@ -298,6 +323,8 @@ def wait(future: concurrent.futures.Future[T]) -> T:
 
 
 async def _cancel_pending() -> None:
+    import asyncio
+
     tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
     for task in tasks:
         task.cancel()
@@ -309,9 +336,13 @@ async def _cancel_pending_then_stop() -> None:
 
     Its context managers exit in their own tasks.
     """
+    import asyncio
+
     await _cancel_pending()
     asyncio.get_running_loop().stop()
 
 
 async def _make_semaphore(limit: int) -> asyncio.Semaphore:
+    import asyncio
+
     return asyncio.Semaphore(limit)

@@ -5,7 +5,6 @@ A trial is scripted turns, or a simulated user's conversation. Pure asyncio, no 
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import dataclasses
 import math
@@ -255,6 +254,8 @@ async def in_waves(more: Callable[[list[T]], int], run: Callable[[int], Awaitabl
 
     ``more(done)`` says how many to start next (0: done).
     """
+    import asyncio  # several trials run on the loop (``needs_loop``): loaded by then
+
     done: list[T] = []
     while (count := more(done)) > 0:
         start = len(done)
@@ -309,6 +310,8 @@ async def _trials(
         return await in_waves(more, trial)
     if repeat == 1:
         return [await trial(0)]
+    import asyncio  # several trials run on the loop (``needs_loop``): loaded by then
+
     return list(await asyncio.gather(*(trial(n) for n in range(repeat))))
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
@@ -11,6 +10,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 from pytest_agent_eval.core.case import Case
 
 if TYPE_CHECKING:
+    import asyncio
+
     from pytest_agent_eval.checks import CheckRegistry
     from pytest_agent_eval.core.results import ToolCall
     from pytest_agent_eval.traces.engine import Tracing
