@@ -16,6 +16,7 @@ import argparse
 import json
 import math
 import os
+import re
 import resource
 import shutil
 import statistics
@@ -96,6 +97,23 @@ from bench_agent import run
 def test_call(n):
     assert run(f"Question {n}") == "done"
 '''
+
+
+STARTUP_AGENT = """\
+def run(query, context):
+    return f"answer to {query}"
+"""
+STARTUP_TEST = """\
+from startup_agent import run
+
+
+def test_startup():
+    assert "answer" in run("question 0", {})
+"""
+"""The start-up row's plain one-test file: it calls the agent the one eval case runs.
+
+So both sides import the same agent module: the row weighs the plugin, not the agent.
+"""
 
 
 @dataclass
@@ -220,8 +238,10 @@ def write_project(root: Path, sizes: Sizes) -> None:
         "bench_timing.py": TIMING_PLUGIN,
         "bench_agent.py": bench.AGENT_MODULE,
         "budget_agent.py": TIMED_AGENT,
-        "test_startup.py": "def test_startup():\n    pass\n",
-        "eval_one.json": bench.native_json("bench_agent:run", 1),
+        # start-up: the same one-line agent, called once by the eval case and by the plain test
+        "startup_agent.py": STARTUP_AGENT,
+        "test_startup.py": STARTUP_TEST,
+        "eval_one.json": bench.native_json("startup_agent:run", 1),
         "eval_zero.json": bench.native_json("bench_agent:run", sizes.cases),
         "test_plain.py": bench.baseline_module("eval_zero.json"),
         "eval_zero_sleepers.json": bench.native_json("bench_agent:run", sizes.sleepers),
@@ -288,6 +308,52 @@ def sleepers_row(bench_: Bench) -> list[Row]:
             f"≤ {bound:.2f} s",
         ]
     ]
+
+
+def instructions(bench_: Bench, code: str, args: list[str]) -> float:
+    """Instructions the pytest process of one run executes, in millions (valgrind's cachegrind).
+
+    Counted, not timed: the same on a loaded machine as on a quiet one (child processes, such as
+    the run memory's ``git status``, are not counted).
+    """
+    command = [
+        "valgrind",
+        "--tool=cachegrind",
+        "--cache-sim=no",
+        "--cachegrind-out-file=/dev/null",
+        sys.executable,
+        "-m",
+        "pytest",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        *args,
+        *(a for name in DISABLED for a in ("-p", f"no:{name}")),
+        *(["-p", "no:agent_eval"] if code == "plain" else []),
+    ]
+    done = subprocess.run(
+        command, cwd=bench_.root, env=bench_.env(code), capture_output=True, text=True, timeout=900
+    )
+    found = re.search(r"I\s+refs:\s+([\d,]+)", done.stderr)
+    return int(found[1].replace(",", "")) / 1e6 if found else math.nan
+
+
+def instructions_row(bench_: Bench) -> list[Row]:
+    """The start-up row counted in instructions (one run each: the count does not vary)."""
+    if shutil.which("valgrind") is None:
+        bench_.log("instructions: valgrind is not installed, row left out")
+        return []
+    bench_.log("start-up in instructions (valgrind):")
+    counts = {
+        code: instructions(
+            bench_, code, ["test_startup.py"] if code == "plain" else ["eval_one.json"]
+        )
+        for code in ("after", "before", "plain")
+    }
+    after, before, plain = counts["after"], counts["before"], counts["plain"]
+    cells = [f"{after:.0f} M", f"{before:.0f} M", f"{plain:.0f} M", ratio(after, plain)]
+    cells += [ratio(before, plain), ratio(after, before), "-"]
+    return [["start-up in instructions (millions; one run each)", *cells, "≤ 1.1×"]]
 
 
 def cache_row(bench_: Bench) -> list[Row]:
@@ -405,8 +471,8 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=None)
     parser.add_argument("--startup-rounds", type=int, default=None)
     parser.add_argument("--row", action="append", default=[],
-                        help="only rows whose key contains this: start-up, sleepers, collect, run, "
-                        "cache, budget-n2, budget-one")  # fmt: skip
+                        help="only rows whose key contains this: start-up, instructions (valgrind),"
+                        " sleepers, collect, run, cache, budget-n2, budget-one")  # fmt: skip
     parser.add_argument("--quiet", action="store_true", help="no per-run lines on stderr")
     args = parser.parse_args()
     sizes = SHORT if args.short else FULL
@@ -452,6 +518,8 @@ def main() -> int:
             one, plain = ["eval_one.json"], ["test_startup.py"]
             name = "start-up: one case vs a plain one-test file"
             rows += compared(b, name, one, plain, "≤ 1.1×", sizes.startup_rounds)
+        if wanted("instructions") and (not args.short or args.row):  # ~1 min: not in CI's
+            rows += instructions_row(b)
         if wanted("sleepers"):
             rows += sleepers_row(b)
         if wanted("collect"):

@@ -9,10 +9,13 @@ The public API is ``__all__``: what the documentation tells users to import, for
 ``wrap``) and results (``Case``, ``CaseResult``). Nothing else is re-exported. Every name loads with
 its module when first used, so importing the package (as pytest does for every run, eval files or
 not) loads no engine. PYTEST_DONT_REWRITE: the plugin has no test asserts to rewrite (and pytester
-sessions would warn that it cannot rewrite an already imported plugin).
+sessions would warn that it cannot rewrite an already imported plugin); its other modules are taken
+off pytest's rewrite list as this one loads (``compat.leave_assertion_rewriting``).
 """
 
 import typing
+
+from pytest_agent_eval import compat as _compat
 
 if typing.TYPE_CHECKING:
     from pytest_agent_eval.adapters import Adapter, AdapterRegistry
@@ -29,6 +32,8 @@ if typing.TYPE_CHECKING:
     from pytest_agent_eval.mocks import ToolMocks, wrap
 
 from pytest_agent_eval.version import __version__
+
+_compat.leave_assertion_rewriting(__name__)
 
 _LAZY = {
     "AgentResult": "pytest_agent_eval.core.results",

@@ -335,3 +335,26 @@ def unset_tracer_provider() -> None:
 
     trace._TRACER_PROVIDER = None
     trace._TRACER_PROVIDER_SET_ONCE = Once()
+
+
+def leave_assertion_rewriting(package: str) -> bool:
+    """Take ``package`` off pytest's list of modules whose asserts it rewrites (SPEC §27).
+
+    pytest rewrites the asserts of every module of an installed plugin's distribution, and imports
+    each through its own loader: for this package (no assert a user reads, a few type invariants)
+    that cost a fifth of a one-case run's instructions. Its modules then load as Python loads any.
+    Private (``AssertionRewritingHook._must_rewrite``); fallback: nothing changes (slower start).
+    """
+    for finder in sys.meta_path:
+        if type(finder).__module__ != "_pytest.assertion.rewrite":
+            continue
+        marked = getattr(finder, "_must_rewrite", None)
+        if not isinstance(marked, set) or package not in marked:
+            return False
+        marked.discard(package)
+        cache = getattr(finder, "_marked_for_rewrite_cache", None)
+        if isinstance(cache, dict):  # its decisions already taken for the package's names
+            for name in [n for n in cache if n == package or n.startswith(f"{package}.")]:
+                del cache[name]
+        return True
+    return False

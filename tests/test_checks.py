@@ -493,3 +493,44 @@ def test_validate_and_the_schema_know_the_trajectory_checks(
         shipped["$defs"]["expect"]["properties"]
     )
     assert "reference" in shipped["$defs"]["case"]["properties"]
+
+
+def test_the_families_table_names_what_each_family_registers() -> None:
+    """The registry knows each built-in check by name before its family loads (issue 38)."""
+    import importlib
+
+    from pytest_agent_eval.checks import FAMILIES, SPAN_CHECKS, CheckRegistry
+
+    for family, names in FAMILIES.items():
+        own = CheckRegistry()
+        importlib.import_module(f"pytest_agent_eval.checks.{family}").register(own)
+        assert tuple(own.names()) == names, family
+    assert set(FAMILIES["spans"]) == SPAN_CHECKS
+
+
+def test_a_check_registered_over_a_built_in_one_stays_when_its_family_loads() -> None:
+    """A plugin's `contains` replaces the built-in one, before or after `output` is imported."""
+    from pytest_agent_eval.checks import builtin_registry
+
+    def mine(run: object, spec: object, ctx: object) -> None:
+        return None
+
+    registry = builtin_registry()
+    registry.register("contains", mine, {"type": "boolean"}, blocking=False)  # type: ignore[arg-type]
+    assert registry["not_contains"].name == "not_contains"  # loads the output family
+    assert registry["contains"].func is mine and registry["contains"].schema == {"type": "boolean"}
+    assert not registry.need_no_loop(["contains"]) and registry.need_no_loop(["not_contains"])
+    assert registry.names()[:3] == ["contains", "contains_any", "not_contains"]
+    with pytest.raises(KeyError):
+        registry["no_such_check"]
+
+
+def test_a_plugins_family_of_checks_is_not_taken_for_a_built_in_one() -> None:
+    """Registered by name after the built-in checks, a family's non-blocking checks get the loop."""
+    from pytest_agent_eval.checks import FAMILIES, CheckRegistry, builtin_registry
+
+    plugin = CheckRegistry()
+    plugin.mark_builtin()
+    plugin.register_family("pytest_agent_eval.checks.output", FAMILIES["output"])
+    assert "contains" in plugin and not plugin.need_no_loop(["contains"])
+    assert builtin_registry().need_no_loop(["contains"])

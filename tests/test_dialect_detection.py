@@ -171,3 +171,34 @@ def test_the_dialect_contract_has_one_home_and_its_old_import_path_still_works()
     assert load.Dialect is Dialect is pytest_agent_eval.Dialect
     assert native.DIALECT.fallback and native.DIALECT.name == "native"
     assert builtin_dialects().names()[0] == "native"
+
+
+DATA: list[object] = [
+    {},
+    [],
+    "text",
+    {"cases": []},
+    {"cases": [{"id": "a", "input": "q"}]},
+    {"agent_id": "m:f", "cases": [{"name": "n", "input": {"query": "q"}}]},
+    {"cases": [{"name": "n", "input": {"query": "q"}}]},
+    [{"id": "a", "input": "q", "expected": "x"}],
+    [{"input": "q", "expected_output": "x"}],
+    [{"inputs": {"q": 1}, "outputs": {"a": 2}}],
+    {"math": [{"input": "1+1", "expected": "2"}]},
+    [{"name": "n", "prompt": "p", "expected_tools": ["t"]}],
+    {"evaluator": {"name": "e"}, "tasks": []},
+    {"providers": ["p"], "prompts": ["x"], "tests": []},
+]
+
+
+@pytest.mark.parametrize("data", DATA, ids=[json.dumps(shape)[:40] for shape in DATA])
+def test_a_format_is_imported_for_every_file_its_detect_accepts(data: object) -> None:
+    """The quick test that decides whether a format's module loads passes all that fits it."""
+    import importlib
+
+    from pytest_agent_eval.cases.load import BUILTIN
+
+    for name, may_fit in BUILTIN:
+        dialect = importlib.import_module(f"pytest_agent_eval.cases.dialects.{name}").DIALECT
+        assert dialect.name == name
+        assert may_fit(data) or not dialect.detect(data)[0], name

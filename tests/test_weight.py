@@ -312,3 +312,26 @@ def test_plain_function_cases_load_no_event_loop_framework_adapter_or_mock_machi
     assert "pytest_agent_eval.run.runner" in loaded["eval"]  # the cases ran here
     added = loaded["eval"] - loaded["plain"]
     assert _matches(sorted(added), UNNEEDED_BY_PLAIN_CASES) == []
+
+
+def test_a_native_file_loads_only_its_format_and_the_checks_it_names(
+    project: pytest.Pytester,
+) -> None:
+    """A native JSON file with `contains` loads the native format and the output checks, no other.
+
+    The other formats are tried by their shape without their modules, and the other check families
+    are named in a table until a file names one of their checks (issue 38, SPEC §27).
+    """
+    result = project.runpytest_subprocess(
+        "-p", "no:cacheprovider", "-p", "no:randomly", *MEMORY_OFF
+    )
+    result.assert_outcomes(passed=3)
+    (names,) = _loaded(project).values()
+    formats = _matches(names, ("pytest_agent_eval.cases.dialects",))
+    assert [name for name in formats if not name.endswith(("base", "common", "neon_shape"))] == [
+        "pytest_agent_eval.cases.dialects",
+        "pytest_agent_eval.cases.dialects.native",
+        "pytest_agent_eval.cases.dialects.native_schema",
+    ]
+    families = [name.rpartition(".")[2] for name in _matches(names, ("pytest_agent_eval.checks",))]
+    assert sorted(families) == ["base", "checks", "output"]  # not even the regex machinery

@@ -9,6 +9,7 @@ import re
 from typing import Any
 
 from pytest_agent_eval.checks import CheckRegistry
+from pytest_agent_eval.core.conversation_schema import assertion_problem
 from pytest_agent_eval.core.document import Document, PathKey
 from pytest_agent_eval.core.errors import EvalFileError, did_you_mean
 
@@ -92,8 +93,6 @@ def _conversation_problems(
     ``assertions`` of the right shape; in a case, ``assertions`` and ``score`` only with a
     ``simulated_user`` of its own or from the file's ``defaults``; no ``turns`` beside it.
     """
-    from pytest_agent_eval.core.conversation import assertion_problem
-
     out: list[tuple[PathKey, str]] = []
     assertions = fields.get("assertions")
     if isinstance(assertions, list):

@@ -2,26 +2,21 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from pytest_agent_eval.cases import trust
-from pytest_agent_eval.cases.dialects import (
-    category_json,
-    conversation_job,
-    dataset_rows,
-    golden_set,
-    native,
-    neon_suite,
-    promptfoo,
-    tool_routing,
-)
+from pytest_agent_eval.cases.dialects import neon_shape
 from pytest_agent_eval.cases.dialects.base import Dialect, DialectRegistry
 from pytest_agent_eval.checks import CheckRegistry
 from pytest_agent_eval.core.case import Case, LoadedFile
 from pytest_agent_eval.core.document import Document, read_document
 from pytest_agent_eval.core.errors import EvalFileError, EvalFileErrors, UnknownFormat
 from pytest_agent_eval.core.files import JSON_SUFFIXES, JSONL_SUFFIXES
-from pytest_agent_eval.core.parse_cache import ParseCache
+
+if TYPE_CHECKING:  # hashlib (OpenSSL): only a run with a parse cache imports it
+    from pytest_agent_eval.core.parse_cache import ParseCache
 
 # Dialect: its old home
 __all__ = [
@@ -34,23 +29,43 @@ __all__ = [
 ]
 
 
+def _cases_list(data: Any) -> bool:
+    return isinstance(data, dict) and isinstance(data.get("cases"), list)
+
+
+def _no_cases(data: Any) -> bool:
+    return isinstance(data, dict) and bool(data) and "cases" not in data
+
+
+def _rows(data: Any) -> bool:
+    return isinstance(data, list) and bool(data)
+
+
+BUILTIN: tuple[tuple[str, Callable[[Any], bool]], ...] = (
+    ("native", _cases_list),
+    ("neon_suite", lambda data: neon_shape.detect(data)[0]),
+    ("golden_set", _rows),
+    ("category_json", _no_cases),
+    ("tool_routing", _rows),
+    ("conversation_job", _no_cases),
+    ("promptfoo", _no_cases),
+    ("dataset_rows", _rows),
+)
+"""The built-in formats in the order they are tried, each with a quick test of its shape.
+
+Each is the module of ``cases.dialects`` named as the format; its ``detect`` implies its test, and a
+file imports only the formats whose test its data passes (a native file: the native one).
+"""
+
+
 def builtin_dialects() -> DialectRegistry:
     """The built-in dialects: the native format and the formats of existing eval setups.
 
     Those of existing eval setups (SPEC §12) and those users migrate with (§19).
     """
     registry = DialectRegistry()
-    for module in (
-        native,
-        neon_suite,
-        golden_set,
-        category_json,
-        tool_routing,
-        conversation_job,
-        promptfoo,
-        dataset_rows,
-    ):
-        registry.register(module.DIALECT)
+    for name, may_fit in BUILTIN:
+        registry.register_module(name, f"pytest_agent_eval.cases.dialects.{name}", may_fit)
     return registry
 
 
@@ -61,9 +76,11 @@ def detect(doc: Document, dialects: DialectRegistry) -> Dialect:
     """
     fits: list[tuple[Dialect, str]] = []
     needs: list[tuple[Dialect, str]] = []
-    for dialect in dialects:
+    for dialect in dialects.candidates(doc.data):
         ok, need = dialect.detect(doc.data)
         (fits if ok else needs).append((dialect, need))
+    if not fits:  # every format's need, in order, for the message: they all load
+        needs = [(dialect, dialect.detect(doc.data)[1]) for dialect in dialects]
     claimed = [d for d, _ in fits if d.claims is not None and d.claims(doc.path)]
     if len(claimed) == 1:
         return claimed[0]

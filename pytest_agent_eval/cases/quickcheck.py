@@ -2,7 +2,9 @@
 
 Collection validates every case; most are valid. This check answers "valid?" fast; when it says no,
 jsonschema runs and produces the messages, so jsonschema stays the one source of errors. A schema
-that uses a keyword this module does not know compiles to ``None`` and jsonschema does all the work.
+that uses a keyword this module does not know compiles to ``None`` and jsonschema does all the work;
+a property's schema is compiled the first time a value has the property, and if it uses such a
+keyword, every value with it is left to jsonschema.
 
 Types are as in :data:`TYPE_CHECKER`: an eval file's ``integer`` is a whole number written without a
 fraction (``2``, not ``2.0``) and a ``number`` is finite (not ``.nan`` or ``.inf``).
@@ -19,7 +21,14 @@ Validator = Callable[[Any], bool]
 _ANNOTATIONS = frozenset(
     {"$schema", "$id", "title", "description", "default", "examples", "$comment", "$defs"}
 )
-_MAPPING = frozenset({"properties", "additionalProperties", "required"})
+LAZY_PROPERTIES = "x-lazy-properties"
+"""A key of our own, never in a schema we print: ``name -> schema | None``.
+
+It gives the schema of a property that ``properties`` does not list, looked up the first time a
+value has it (the native ``expect:`` checks: only the families a file names are loaded).
+"""
+_MAPPING = frozenset({"properties", "additionalProperties", "required", LAZY_PROPERTIES})
+_ABSENT: Any = object()
 _PY_TYPES: dict[str, type | tuple[type, ...]] = {
     "string": str, "object": dict, "array": list, "boolean": bool, "null": type(None)
 }  # fmt: skip
@@ -100,6 +109,10 @@ def _all(checks: list[Validator]) -> Validator:
     return check_all
 
 
+def _never(value: Any) -> bool:
+    return False
+
+
 class _Compiler:
     def __init__(self, root: dict[str, Any]):
         self.defs: dict[str, Any] = root.get("$defs", {})
@@ -126,7 +139,7 @@ class _Compiler:
             return lambda v: False
         checks: list[Validator] = []
         skip = _ANNOTATIONS | _MAPPING
-        if "properties" in schema or "additionalProperties" in schema or "required" in schema:
+        if not _MAPPING.isdisjoint(schema):
             is_object = schema.get("type") == "object"
             checks.append(self.mapping(schema, is_object))
             if is_object:  # checked by the mapping check
@@ -137,17 +150,35 @@ class _Compiler:
         return _all(checks)
 
     def mapping(self, schema: dict[str, Any], is_object: bool) -> Validator:
-        """``type: object``, properties, additionalProperties and required in one pass."""
-        props = {k: self.compile(s) for k, s in schema.get("properties", {}).items()}
+        """``type: object``, properties, additionalProperties and required in one pass.
+
+        Each property's schema is compiled the first time a value has it.
+        """
+        listed: dict[str, Any] = schema.get("properties", {})
+        lazy: Callable[[str], Any] | None = schema.get(LAZY_PROPERTIES)
+        props: dict[str, Validator] = {}
         additional = schema.get("additionalProperties", True)
         extra = None if additional is True else self.compile(additional)
         required = list(schema.get("required", ()))
+
+        def first_sight(k: str) -> Validator | None:
+            sub = listed.get(k, _ABSENT)
+            if sub is _ABSENT:
+                sub = lazy(k) if lazy is not None else None
+                if sub is None:
+                    return None
+            try:
+                compiled = self.compile(sub)
+            except Unsupported:  # jsonschema decides every value with this property
+                compiled = _never
+            props[k] = compiled
+            return compiled
 
         def check(v: Any) -> bool:
             if not isinstance(v, dict):
                 return not is_object
             for k, x in v.items():
-                c = props.get(k)
+                c = props.get(k) or first_sight(k)
                 if c is None:
                     if extra is not None and not extra(x):
                         return False

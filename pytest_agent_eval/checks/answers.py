@@ -6,6 +6,7 @@ reference answer).
 
 from __future__ import annotations
 
+import functools
 import re
 from decimal import Decimal
 from typing import Any
@@ -38,10 +39,17 @@ ALLOCATION_FAILURE = (
 
 A word also matches its longer forms (errors).
 """
-_ALLOCATION = (
-    phrase_pattern(ALLOCATION_SUCCESS, longer_forms=True),
-    phrase_pattern(ALLOCATION_FAILURE, longer_forms=True),
-)
+
+
+@functools.cache
+def _allocation() -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """The word lists as patterns (a word matches its longer forms), compiled on first use."""
+    return (
+        phrase_pattern(ALLOCATION_SUCCESS, longer_forms=True),
+        phrase_pattern(ALLOCATION_FAILURE, longer_forms=True),
+    )
+
+
 _SIGNS = "+-\u2212"  # "−" (U+2212) is the typographic minus
 _DIGITS = r"(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?"
 """A number without its sign, thousands grouped by commas or not, a decimal point or not.
@@ -163,7 +171,7 @@ def allocation_valid(run: RunRecord, spec: Any, ctx: CheckContext) -> CheckResul
     Failure phrases win, and are whole phrases: "not found" is never read as "found", "unavailable"
     never as "available".
     """
-    reading, phrase = read_outcome(run.output, *_ALLOCATION)
+    reading, phrase = read_outcome(run.output, *_allocation())
     why = f"reads as {reading}" + (
         f" ({phrase!r})" if phrase else " (no success or failure phrase)"
     )

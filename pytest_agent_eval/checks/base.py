@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import math
 import re
+import threading
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from pytest_agent_eval.core.results import CheckResult, RunRecord
 from pytest_agent_eval.faults import describe
@@ -65,10 +66,16 @@ class CheckSpec:
 
 
 class CheckRegistry:
-    """Checks by name. Plugins add theirs through ``pytest_agent_eval_register_checks``."""
+    """Checks by name. Plugins add theirs through ``pytest_agent_eval_register_checks``.
+
+    A built-in family of checks is registered by name only (:meth:`register_family`): its module
+    is imported the first time one of its checks is looked up, so a run loads the families its
+    files name and no other.
+    """
 
     def __init__(self) -> None:
-        self._checks: dict[str, CheckSpec] = {}
+        self._checks: dict[str, CheckSpec | str] = {}
+        """Every check by name: its spec, or the module of its family while that is not loaded."""
         self.modifiers: dict[str, dict[str, Any]] = {}
         """``expect:`` keys that tune other checks (``case_sensitive``), with their schema."""
         self.version = 0
@@ -77,6 +84,8 @@ class CheckRegistry:
         What is derived from the registry (the compiled schema) is kept per version.
         """
         self._builtin: dict[str, CheckSpec] = {}
+        self._builtin_families: set[str] = set()
+        self._lock = threading.Lock()
 
     def register(
         self,
@@ -104,9 +113,42 @@ class CheckRegistry:
         self._checks[name] = spec
         self.version += 1
 
+    def register_family(self, module: str, names: Iterable[str]) -> None:
+        """Add the checks ``names`` of the family ``module`` without importing it.
+
+        ``module``'s ``register(registry)`` registers exactly ``names``; it is imported when one of
+        them is first looked up. A check registered under the same name later replaces its
+        family's, as :meth:`register` does.
+        """
+        for name in names:
+            self._checks[name] = module
+        self.version += 1
+
+    def _spec(self, name: str) -> CheckSpec:
+        entry = self._checks[name]
+        if isinstance(entry, CheckSpec):
+            return entry
+        self._load(entry)
+        return cast(CheckSpec, self._checks[name])
+
+    def _load(self, module: str) -> None:
+        """Import the family ``module`` and fill in those of its checks that nothing replaced."""
+        with self._lock:
+            own = CheckRegistry()
+            # __import__, not importlib.import_module: `python -X importtime` shows it
+            __import__(module, fromlist=["register"]).register(own)
+            for spec in own:
+                if self._checks.get(spec.name) == module:
+                    self._checks[spec.name] = spec
+                    if module in self._builtin_families:
+                        self._builtin[spec.name] = spec
+            missing = [name for name, entry in self._checks.items() if entry == module]
+            if missing:
+                raise LookupError(f"check family {module} did not register {missing}")
+
     def uses_llm(self, names: Iterable[str]) -> bool:
         """Whether any of the checks ``names`` may call the LLM."""
-        return any(name in self._checks and self._checks[name].uses_llm for name in names)
+        return any(name in self._checks and self._spec(name).uses_llm for name in names)
 
     def case_uses_llm(self, case: Case) -> bool:
         """Whether ``case`` may call the LLM.
@@ -119,14 +161,18 @@ class CheckRegistry:
 
     def blocking(self, names: Iterable[str]) -> bool:
         """Whether any of the checks ``names`` may block (and so runs off the event loop)."""
-        return any(name in self._checks and self._checks[name].blocking for name in names)
+        return any(name in self._checks and self._spec(name).blocking for name in names)
 
     def mark_builtin(self) -> None:
         """The checks registered so far are the built-in ones.
 
-        Those are pure when non-blocking: see :meth:`need_no_loop`.
+        Those are pure when non-blocking: see :meth:`need_no_loop`. A family's checks are marked
+        when it loads.
         """
-        self._builtin = dict(self._checks)
+        self._builtin = {
+            name: spec for name, spec in self._checks.items() if isinstance(spec, CheckSpec)
+        }
+        self._builtin_families = {e for e in self._checks.values() if isinstance(e, str)}
 
     def need_no_loop(self, names: Iterable[str]) -> bool:
         """Whether the checks ``names`` run the same without a running event loop.
@@ -135,19 +181,22 @@ class CheckRegistry:
         non-blocking check was promised the loop.
         """
         checks, builtin = self._checks, self._builtin
-        return all(
-            name not in checks or checks[name].blocking or builtin.get(name) is checks[name]
-            for name in names
-        )
+        for name in names:
+            if name not in checks:
+                continue
+            spec = self._spec(name)
+            if not (spec.blocking or builtin.get(name) is spec):
+                return False
+        return True
 
     def __contains__(self, name: object) -> bool:
         return name in self._checks
 
     def __getitem__(self, name: str) -> CheckSpec:
-        return self._checks[name]
+        return self._spec(name)
 
     def __iter__(self) -> Iterator[CheckSpec]:
-        return iter(self._checks.values())
+        return iter([self._spec(name) for name in list(self._checks)])
 
     def names(self) -> list[str]:
         return list(self._checks)

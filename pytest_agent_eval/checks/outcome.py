@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any
 
@@ -33,7 +34,10 @@ def phrase_pattern(
     return re.compile(rf"(?<!\w)(?:{alts}){end}", re.IGNORECASE)
 
 
-_DEFAULT = (phrase_pattern(SUCCESS_WORDS), phrase_pattern(FAILURE_WORDS))
+@functools.cache
+def _default() -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """The default word lists as patterns, compiled on first use."""
+    return phrase_pattern(SUCCESS_WORDS), phrase_pattern(FAILURE_WORDS)
 
 
 def read_outcome(
@@ -43,8 +47,8 @@ def read_outcome(
 
     Failure phrases win.
     """
-    success = success or _DEFAULT[0]
-    failure = failure or _DEFAULT[1]
+    success = success or _default()[0]
+    failure = failure or _default()[1]
     bad = failure.search(text)
     if bad:
         return "failure", bad.group(0)

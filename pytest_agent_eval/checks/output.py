@@ -6,11 +6,13 @@ The checks: contains, contains_any, not_contains, regex, not_regex, equals.
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pytest_agent_eval.checks.base import CheckContext, CheckRegistry
-from pytest_agent_eval.checks.patterns import DEFAULT_LIMIT, Found, PatternTimeout, search
 from pytest_agent_eval.core.results import CheckResult, RunRecord
+
+if TYPE_CHECKING:  # the regex machinery loads with the first regex check
+    from pytest_agent_eval.checks.patterns import Found
 
 STRINGS = {
     "type": ["string", "array"],
@@ -140,6 +142,8 @@ def _search(name: str, spec: Any, run: RunRecord, ctx: CheckContext) -> Found | 
 
     No verdict when the search does not finish.
     """
+    from pytest_agent_eval.checks.patterns import DEFAULT_LIMIT, PatternTimeout, search
+
     limit = ctx.case.timeout if ctx.case.timeout is not None else DEFAULT_LIMIT
     try:
         return search(str(spec), run.output, _regex_flags(ctx), limit)
@@ -207,4 +211,3 @@ def register(registry: CheckRegistry) -> None:
         "the stripped output equals the string",
         blocking=False,
     )
-    registry.modifiers["case_sensitive"] = {"type": "boolean"}

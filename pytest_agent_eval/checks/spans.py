@@ -14,14 +14,12 @@ import json
 import re
 from typing import TYPE_CHECKING, Any
 
+from pytest_agent_eval.checks import SPAN_CHECKS as SPAN_CHECKS  # its old home
 from pytest_agent_eval.checks.base import CheckContext, CheckRegistry
 from pytest_agent_eval.core.results import CheckResult, RunRecord
 
 if TYPE_CHECKING:
     from pytest_agent_eval.traces.tree import Span
-
-SPAN_CHECKS = frozenset({"spans", "no_error_spans", "max_llm_calls"})
-"""The checks that read a trial's spans: a case with one is traced without any trace option."""
 
 _COUNT = {"type": "integer", "minimum": 0}
 _ATTRIBUTES = {

@@ -521,7 +521,3 @@ def register(registry: CheckRegistry) -> None:
         "no identical call (tool and arguments) more than n times",
         blocking=False,
     )
-    registry.modifiers["failed_calls"] = {
-        "enum": ["count", "ignore"],
-        "description": "ignore: calls whose tool raised are left out of every tool check",
-    }

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from pytest_agent_eval.checks.tools import calls_table
 from pytest_agent_eval.text import bounded_repr, bounded_text
 
 if TYPE_CHECKING:
@@ -79,6 +78,8 @@ def trial_lines(trial: TrialResult) -> list[str]:
         lines.extend(f"{_INDENT}  {d}" for d in check.detail)
     lines.extend(f"  ✗ {v}" for v in trial.violations)
     if trial.run.tool_calls or not trial.run.error:
+        from pytest_agent_eval.checks.tools import calls_table
+
         lines.append("  calls:")
         lines.extend(f"{_INDENT}{line}" for line in calls_table(trial.run.tool_calls))
     return lines

@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from pytest_agent_eval.adapters import Agent, is_builtin
 from pytest_agent_eval.checks import CheckContext, CheckRegistry
-from pytest_agent_eval.checks.answers import answered
 from pytest_agent_eval.checks.base import check_name, first_infra_error, in_turn
 from pytest_agent_eval.core.case import Case
 from pytest_agent_eval.core.results import (
@@ -90,7 +89,7 @@ def wants_spans(case: Case) -> bool:
 
     Those are ``spans``, ``no_error_spans`` and ``max_llm_calls``.
     """
-    from pytest_agent_eval.checks.spans import SPAN_CHECKS
+    from pytest_agent_eval.checks import SPAN_CHECKS
 
     return any(name in SPAN_CHECKS for name in case.expect) or any(
         name in SPAN_CHECKS for turn in case.turns for name in turn.expect
@@ -165,6 +164,8 @@ async def _trial(
     if not case.expect and not any(
         turn.expect for turn in case.turns
     ):  # nothing to check: that it answered
+        from pytest_agent_eval.checks.answers import answered
+
         results.append(answered(run, True, ctx))
     score = weighted_score(results, case.weights, len(violations))
     if case.min_score is not None:

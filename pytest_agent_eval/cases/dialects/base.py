@@ -54,20 +54,60 @@ class Dialect:
     """
 
 
+class _Deferred:
+    """A built-in format not imported yet: its module, and a quick test of whether data may fit."""
+
+    __slots__ = ("may_fit", "module")
+
+    def __init__(self, module: str, may_fit: Callable[[Any], bool]) -> None:
+        self.module = module
+        self.may_fit = may_fit
+
+
 class DialectRegistry:
     """Formats by name, tried in registration order.
 
-    Plugins add theirs via ``pytest_agent_eval_register_dialects``.
+    Plugins add theirs via ``pytest_agent_eval_register_dialects``. A built-in format is registered
+    by its module (:meth:`register_module`), imported when a file may have its shape.
     """
 
     def __init__(self) -> None:
-        self._dialects: dict[str, Dialect] = {}
+        self._dialects: dict[str, Dialect | _Deferred] = {}
 
     def register(self, dialect: Dialect) -> None:
         self._dialects[dialect.name] = dialect
 
+    def register_module(self, name: str, module: str, may_fit: Callable[[Any], bool]) -> None:
+        """Add the format ``name``: the ``DIALECT`` of ``module``, imported when first needed.
+
+        ``may_fit(data)`` is false only for data its ``detect`` rejects: the module loads for a
+        file that may have its shape, not for every file.
+        """
+        self._dialects[name] = _Deferred(module, may_fit)
+
+    def _dialect(self, name: str) -> Dialect:
+        entry = self._dialects[name]
+        if isinstance(entry, Dialect):
+            return entry
+        # __import__, not importlib.import_module: `python -X importtime` shows it
+        dialect: Dialect = __import__(entry.module, fromlist=["DIALECT"]).DIALECT
+        if self._dialects.get(name) is entry:
+            self._dialects[name] = dialect
+        return dialect
+
+    def candidates(self, data: Any) -> list[Dialect]:
+        """The formats that may fit ``data``, in order: the loaded ones and those whose test passes.
+
+        Their ``detect`` decides.
+        """
+        return [
+            self._dialect(name)
+            for name, entry in list(self._dialects.items())
+            if isinstance(entry, Dialect) or entry.may_fit(data)
+        ]
+
     def __iter__(self) -> Iterator[Dialect]:
-        return iter(self._dialects.values())
+        return iter([self._dialect(name) for name in list(self._dialects)])
 
     def names(self) -> list[str]:
         return list(self._dialects)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
@@ -14,7 +15,11 @@ from pytest_agent_eval.core.case import (
     TAG_RULE,
     UNMOCKED_MODES,
 )
-from pytest_agent_eval.core.conversation import assertions_schema, score_schema, user_schema
+from pytest_agent_eval.core.conversation_schema import (
+    assertions_schema,
+    score_schema,
+    user_schema,
+)
 from pytest_agent_eval.core.document import Document, PathKey, pretty_path
 from pytest_agent_eval.core.errors import EvalFileError, did_you_mean
 
@@ -61,10 +66,35 @@ INJECT = {
 _TAGS = {"type": "array", "items": {"type": "string", "pattern": TAG_PATTERN}}
 
 
-def expect_schema(registry: CheckRegistry) -> dict[str, Any]:
+def expect_schema(registry: CheckRegistry, lazy: bool = False) -> dict[str, Any]:
+    """The JSON Schema of ``expect:``: one property per check and per modifier.
+
+    ``lazy`` (for :mod:`quickcheck` only): the checks are looked up by name as values name them,
+    so that only the families a file uses are imported.
+    """
+    if lazy:
+        return {
+            "type": "object",
+            quickcheck.LAZY_PROPERTIES: _check_schema(registry),
+            "additionalProperties": False,
+        }
     props = {spec.name: {**spec.schema, "description": spec.description} for spec in registry}
     props.update(registry.modifiers)
     return {"type": "object", "properties": props, "additionalProperties": False}
+
+
+def _check_schema(registry: CheckRegistry) -> Callable[[str], dict[str, Any] | None]:
+    """The schema of one ``expect:`` key as :func:`expect_schema` has it, or ``None``."""
+
+    def schema(name: str) -> dict[str, Any] | None:
+        if name in registry.modifiers:
+            return registry.modifiers[name]
+        if name in registry:
+            spec = registry[name]
+            return {**spec.schema, "description": spec.description}
+        return None
+
+    return schema
 
 
 _REF: dict[str, Any] = {
@@ -110,8 +140,11 @@ _REF: dict[str, Any] = {
 }
 
 
-def case_properties(registry: CheckRegistry) -> dict[str, Any]:
+def case_properties(registry: CheckRegistry, lazy: bool = False) -> dict[str, Any]:
     expect = {"$ref": "#/$defs/expect"}
+    assertions = assertions_schema({} if lazy else expect_schema(registry)["properties"])
+    if lazy:
+        assertions["items"][quickcheck.LAZY_PROPERTIES] = _check_schema(registry)
     return {
         "id": {"type": "string", "pattern": ID_PATTERN, "description": "unique within the file"},
         "description": {"type": "string"},
@@ -134,7 +167,7 @@ def case_properties(registry: CheckRegistry) -> dict[str, Any]:
             },
         },
         "simulated_user": user_schema(),
-        "assertions": assertions_schema(expect_schema(registry)["properties"]),
+        "assertions": assertions,
         "score": score_schema(),
         "expect": expect,
         "tags": _TAGS,
@@ -174,9 +207,12 @@ def case_properties(registry: CheckRegistry) -> dict[str, Any]:
     }
 
 
-def native_schema(registry: CheckRegistry) -> dict[str, Any]:
-    """The JSON Schema of a native eval file, with one property per registered check."""
-    case_props = case_properties(registry)
+def native_schema(registry: CheckRegistry, lazy: bool = False) -> dict[str, Any]:
+    """The JSON Schema of a native eval file, with one property per registered check.
+
+    ``lazy``: the checks' schemas looked up as a file names them (see :func:`expect_schema`).
+    """
+    case_props = case_properties(registry, lazy)
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "$id": SCHEMA_ID,
@@ -214,7 +250,7 @@ def native_schema(registry: CheckRegistry) -> dict[str, Any]:
         "required": ["cases"],
         "additionalProperties": False,
         "$defs": {
-            "expect": expect_schema(registry),
+            "expect": expect_schema(registry, lazy),
             "case": {
                 "type": "object",
                 "properties": case_props,
@@ -238,7 +274,7 @@ def _validator(registry: CheckRegistry, version: int) -> jsonschema.Draft202012V
 
 @lru_cache(maxsize=8)
 def _quick(registry: CheckRegistry, version: int) -> quickcheck.Validator | None:
-    return quickcheck.compile_schema(native_schema(registry))
+    return quickcheck.compile_schema(native_schema(registry, lazy=True))
 
 
 def schema_errors(doc: Document, registry: CheckRegistry) -> list[tuple[PathKey, EvalFileError]]:

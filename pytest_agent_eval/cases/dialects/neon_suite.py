@@ -11,6 +11,7 @@ from typing import Any
 
 from pytest_agent_eval.cases.dialects.base import Dialect
 from pytest_agent_eval.cases.dialects.common import Ids, Problems, build_case, is_str_list, pretty
+from pytest_agent_eval.cases.dialects.neon_shape import CASE_KEYS, SUITE_KEYS, detect
 from pytest_agent_eval.checks import CheckRegistry
 from pytest_agent_eval.checks.scorers import DEFAULT_MIN_SCORE
 from pytest_agent_eval.core.case import Case, LoadedFile
@@ -18,51 +19,14 @@ from pytest_agent_eval.core.document import Document, PathKey
 from pytest_agent_eval.core.errors import EvalFileErrors, did_you_mean
 
 NAME = "neon_suite"
-SUITE_KEYS = (
-    "name", "description", "agent_id", "default_scorers", "default_min_score",
-    "default_timeout_seconds", "parallel", "stop_on_failure", "cases",
-)  # fmt: skip
-CASE_KEYS = (
-    "name", "description", "input", "expected_tools", "expected_tool_sequence",
-    "expected_output_contains", "expected_output_pattern", "scorers", "scorer_config", "min_score",
-    "timeout_seconds", "tags",
-)  # fmt: skip
 SCORERS = ("tool_selection", "reasoning", "grounding", "efficiency", "custom")
 DEFAULT_SCORERS = ("tool_selection", "reasoning")
 """Neon's scorers for a case when neither it nor the suite names any."""
-_SUITE_SIGNS = frozenset(SUITE_KEYS) - {"name", "description", "cases"}
-_CASE_SIGNS = frozenset(CASE_KEYS) - {"name", "description", "input", "min_score", "tags"}
 # What each scorer's check takes from the case's scorer_config (the rest is kept in metadata).
 _CONFIG_KEYS = {
     "reasoning": ("require_steps", "min_steps"),
     "efficiency": ("max_tool_calls", "target_latency_s"),
 }
-
-
-def detect(data: Any) -> tuple[bool, str]:
-    """Whether ``data`` is a Neon suite: a mapping with ``cases`` and Neon's suite or case keys.
-
-    The suite keys are ``agent_id``, ``default_scorers``…
-    """
-    need = (
-        "a mapping with `cases:` and suite keys "
-        "(`agent_id`, `default_scorers`, `default_min_score`…) "
-        "or case keys (`name` with `input.query`, `expected_tools`, `scorers`…)"
-    )
-    if not (isinstance(data, dict) and isinstance(data.get("cases"), list)):
-        return False, need
-    if _SUITE_SIGNS & data.keys():
-        return True, ""
-    for case in data["cases"]:
-        if isinstance(case, dict) and (_CASE_SIGNS & case.keys() or _neon_named(case)):
-            return True, ""
-    return False, need
-
-
-def _neon_named(case: dict[str, Any]) -> bool:
-    """A case named by ``name`` with ``input: {query: ...}`` and none of the native case keys."""
-    native = {"id", "expect", "turns"}
-    return "name" in case and isinstance(case.get("input"), dict) and not native & case.keys()
 
 
 def load(doc: Document, registry: CheckRegistry) -> LoadedFile:
