@@ -323,11 +323,11 @@ def test_judgments_are_read_from_a_current_store_by_concurrent_cases(
     """Concurrent cases ask the judge from the runner's loop: the store is read there too."""
     cached.makefile(".yaml", eval_cached=JUDGED_CASES)
     run = ("-p", "no:cacheprovider", "--agent-eval-changed", "--agent-eval-concurrency", "4")
-    cached.runpytest(*run).assert_outcomes(passed=3)
+    cached.runpytest_subprocess(*run).assert_outcomes(passed=3)
     assert _calls(cached) == ["a", "b", "c"]
     assert _asked(judge_llm) in (2, 3)  # a and b judged at once may both ask
     (cached.path / "cache_helper.py").write_text("def answer(text):\n    return text  # edited\n")
-    again = cached.runpytest(*run)
+    again = cached.runpytest_subprocess(*run)
     again.assert_outcomes(passed=3)
     assert _calls(cached) == ["a", "b", "c"] and _asked(judge_llm) == 0
     assert not [line for line in again.outlines if line.startswith("agent eval cache:")]
