@@ -134,6 +134,10 @@ class Sample:
     wall: list[float] = field(default_factory=list)
     cpu: list[float] = field(default_factory=list)
     first_request: list[float] = field(default_factory=list)
+    span: list[float] = field(default_factory=list)
+    """The provider's first to last answered request: the pace's part of the wall time."""
+    limited: list[int] = field(default_factory=list)
+    """Requests the provider answered 429."""
     passed: list[int] = field(default_factory=list)
 
     def median(self, what: str = "wall") -> float:
@@ -199,6 +203,8 @@ class Bench:
             sample.cpu.append(after.ru_utime + after.ru_stime - used.ru_utime - used.ru_stime)
             if self.provider.first:
                 sample.first_request.append(self.provider.first - clock)
+                sample.span.append(self.provider.last - self.provider.first)
+                sample.limited.append(self.provider.limited)
             sample.passed.append(budget._count(out, "passed"))
         return out
 
@@ -409,6 +415,8 @@ def budget_rows(bench_: Bench, workers: bool) -> tuple[list[Row], list[str]]:
         base = s["plain"].median() if "plain" in s else math.nan
         plain_cell = f"{base:.2f} ({s['plain'].passed[-1]}/{n} passed)" if "plain" in s else "—"
         first = "/".join(f"{s[k].median('first_request'):.2f}" for k in ("after", "before"))
+        span = "/".join(ratio(s[k].median("span"), ideal) for k in ("after", "before"))
+        limited = "/".join(f"{s[k].median('limited'):g}" for k in ("after", "before"))
         cpu = "/".join(f"{s[k].median('cpu'):.2f}" for k in s)
         cells = [
             f"{after:.2f}",
@@ -428,7 +436,8 @@ def budget_rows(bench_: Bench, workers: bool) -> tuple[list[Row], list[str]]:
         )
         notes.append(
             f"* {name}, {label}: wall / ideal {ratio(after, ideal)} after, {ratio(before, ideal)} "
-            f"before; start → first request {first} s (after/before)"
+            f"before; start → first request {first} s, first → last answer / ideal {span}, "
+            f"answered 429 {limited} (after/before)"
         )
     if workers:
         notes += phases(bench_)

@@ -10,7 +10,7 @@ import xml.etree.ElementTree as ET
 import pytest
 
 AGENT = '''
-import threading, time, uuid
+import asyncio, threading, time, uuid
 
 lock = threading.Lock()
 active = 0
@@ -36,6 +36,22 @@ def run(query, context):
     finally:
         _leave()
     return ("wrong" if "fail" in query else "answer") + f" peak={peak}"
+
+async def run_async(query, context):
+    """As `run`, on the event loop."""
+    _enter()
+    try:
+        await asyncio.sleep(0.1)
+    finally:
+        _leave()
+    return f"answer peak={peak}"
+
+def returns_awaitable(query, context):
+    """A sync agent whose answer is a coroutine: it is awaited on the loop."""
+    async def later():
+        await asyncio.sleep(0.01)
+        return f"answer to {query}"
+    return later()
 
 def flaky(query, context):
     """Every third call for the same query fails: 2 of 3 trials pass, whatever the order."""
@@ -290,3 +306,27 @@ def test_a_blocking_check_from_a_plugin_runs_off_the_loop(conc: pytest.Pytester)
     assert len(intervals) == 8
     overlapping = [(a, b) for a, b in itertools.pairwise(intervals) if b[0] < a[1]]
     assert overlapping, f"every check ran alone, one after the other: {intervals}"
+
+
+def test_the_limit_holds_for_sync_and_async_agents_together(conc: pytest.Pytester) -> None:
+    """Sync agents run in worker threads, async ones on the loop: one limit bounds them all."""
+    sync = _suite(n=12, failing=())
+    conc.makefile(
+        ".yaml", eval_sync=sync, eval_async=sync.replace("conc_agent:run", "conc_agent:run_async")
+    )
+    conc.makeconftest(PEAK_REPORTER.split("@pytest.fixture")[0])
+    result = conc.runpytest("--agent-eval-concurrency", "3")
+    result.assert_outcomes(passed=24)
+    peak = int(re.search(r"MAXPEAK=(\d+)", result.stdout.str()).group(1))  # type: ignore[union-attr]
+    assert 1 < peak <= 3, peak
+
+
+def test_a_sync_agents_awaitable_answer_is_awaited_at_concurrency(conc: pytest.Pytester) -> None:
+    conc.makefile(
+        ".yaml",
+        eval_later=_suite(n=6, failing=()).replace(
+            "conc_agent:run", "conc_agent:returns_awaitable"
+        ),
+    )
+    result = conc.runpytest("--agent-eval-concurrency", "4", "-rA")
+    result.assert_outcomes(passed=6)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 
 import pytest
 from openai_server import ChatServer
@@ -168,20 +169,67 @@ def test_requests_that_wake_late_together_are_sent_a_step_apart() -> None:
     state: dict[str, float] = {}
     update_state(state, 100.0, [("set", "step", 0.1)])
     slots = [reserve_state(state, 100.0, "api", 0.0) for _ in range(10)]  # ten permits at once
-    assert slots == pytest.approx([k / 10 for k in range(10)])
-    waits = [send_state(state, 101.0, "api") for _ in range(10)]  # every sleeper woke at 101.0
-    assert waits == pytest.approx([0.0] + [0.1] * 9)
+    assert slots == pytest.approx([k / 10 for k in range(10)])  # the first is due: sent at once
+    waits = [send_state(state, 101.0, "api") for _ in range(9)]  # the nine others woke at 101.0
+    assert waits == pytest.approx([0.0] + [0.1] * 8)
     assert send_state(state, 101.1, "api") == 0.0  # a step later, the next goes
+
+
+def test_a_due_permit_is_sent_in_the_same_store_call_unless_the_last_send_was_late() -> None:
+    """A due permit goes with one store call (its send recorded); a late send still gates."""
+    state: dict[str, float] = {}
+    update_state(state, 100.0, [("set", "step", 0.1)])
+    assert reserve_state(state, 100.0, "api", 0.0) == 0.0  # due, and sent
+    assert send_state(state, 100.05, "api") == pytest.approx(0.05)  # that send is recorded
+    assert reserve_state(state, 100.0, "api", 0.0) == pytest.approx(0.1)  # slot 100.1
+    assert send_state(state, 100.3, "api") == 0.0  # woke 0.2 s late: sent at 100.3
+    assert reserve_state(state, 100.35, "api", 0.0) == pytest.approx(0.05)  # due, gated to 100.4
+    assert send_state(state, 100.4, "api") == 0.0
+
+
+def test_a_sleeper_that_wakes_a_little_late_leaves_the_next_its_turn() -> None:
+    """Each wake-up a little late (under a quarter of a step) no longer pushes every later send.
+
+    Before, the next request was a step after the late one: the lateness of every wake-up added up
+    over the run (1.06-1.10x the budget's time on a loaded machine).
+    """
+    state: dict[str, float] = {}
+    update_state(state, 100.0, [("set", "step", 0.1)])
+    assert reserve_state(state, 100.0, "api", 0.0) == 0.0
+    for k in range(1, 20):  # each wakes 20 ms after its slot, and the next is still on its own
+        assert reserve_state(state, 100.0 + k / 10 - 0.09, "api", 0.0) == pytest.approx(0.09)
+        assert send_state(state, 100.0 + k / 10 + 0.02, "api") == 0.0
+    assert send_state(state, 102.0, "api") == 0.0  # the twentieth's turn: 2 s for 20, not 2.4
+    assert send_state(state, 102.01, "api") == pytest.approx(0.09)  # sends stay spaced
 
 
 def test_redis_spaces_late_requests_with_its_own_clock(redis_url: str) -> None:  # noqa: F811
     """The same gate in the store's Lua script, on Redis's clock."""
     store = RedisStore(redis_url, "agent-eval:test-send")
     store.update([("set", "step", 0.5)])
-    for _ in range(10):
-        store.reserve("api", 0.0)
-    waits = [store.send("api") for _ in range(10)]  # all at once, whatever their slots
+    slots = [store.reserve("api", 0.0) for _ in range(10)]
+    assert slots[0] == 0.0 and all(s > 0 for s in slots[1:]), slots  # the first: sent at once
+    assert 0.3 < store.send("api") <= 0.5  # that send is recorded
+    time.sleep(0.5)
+    waits = [store.send("api") for _ in range(9)]  # all at once, whatever their slots
     assert waits[0] == 0.0 and all(0.3 < w <= 0.5 for w in waits[1:]), waits
+    store.close()
+
+
+def test_redis_gives_a_little_late_send_its_turn(redis_url: str) -> None:  # noqa: F811
+    """The turn of a send a little late is recorded (Redis's clock), as in the file store."""
+    import redis
+
+    store = RedisStore(redis_url, "agent-eval:test-late")
+    client = redis.Redis.from_url(redis_url)
+    seconds, micros = client.time()
+    turn = seconds + micros / 1e6 - 0.01  # the gate opened 10 ms ago
+    store.update([("set", "step", 0.5), ("set", "sent", turn - 0.5), ("set", "sent:api", 0)])
+    assert store.send("api") == 0.0
+    assert float(client.hget("agent-eval:test-late", "sent") or 0) == pytest.approx(turn, abs=1e-5)
+    store.update([("set", "sent", turn - 1.5)])  # a second late: recorded as sent now
+    assert store.send("api") == 0.0
+    assert float(client.hget("agent-eval:test-late", "sent") or 0) > turn + 0.005
     store.close()
 
 

@@ -25,7 +25,10 @@ import os
 import threading
 import time
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 JOURNAL_VERSION = 1
 SYNC_EVERY_S = 1.0
@@ -68,8 +71,11 @@ class Journal:
         run_id: str,
         run: dict[str, Any] | None = None,
         fallback: Path | None = None,
+        encode: Callable[[dict[str, Any]], str] = json.dumps,
     ) -> None:
         self.path = path
+        self._encode = encode
+        """A record's JSON text (``json.dumps``, or one that reuses a text already made)."""
         self.fallback = fallback
         """Where the journal goes when ``path`` cannot be written.
 
@@ -147,7 +153,7 @@ class Journal:
         self.close()
 
     def _line(self, data: dict[str, Any]) -> str:
-        text = json.dumps(data)  # ASCII: the C encoder's faster path
+        text = self._encode(data)  # ASCII: the C encoder's faster path
         if self._file is None:
             return text
         try:

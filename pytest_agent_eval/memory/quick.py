@@ -113,16 +113,9 @@ class QuickStore:
                 )
             ]
             rows: list[tuple[str, str, str | None]] = []
-            if ids:
-                marks = ", ".join("?" * len(ids))
-                rows = list(
-                    self._conn.execute(
-                        "SELECT cases.nodeid, cases.outcome, cases.content_hash FROM cases "
-                        "JOIN runs ON runs.id = cases.run_id "
-                        f"WHERE cases.run_id IN ({marks}) "
-                        "ORDER BY cases.nodeid, runs.started, runs.saved",
-                        ids,
-                    )
+            for run_id in reversed(ids):  # oldest first: each case's rows in the order of its runs
+                rows += self._conn.execute(  # by the primary key: no join, no sort
+                    "SELECT nodeid, outcome, content_hash FROM cases WHERE run_id = ?", (run_id,)
                 )
         except sqlite3.Error as exc:
             raise StoreError(f"{self}: {_why(exc)}") from None

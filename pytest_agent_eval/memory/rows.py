@@ -95,15 +95,21 @@ def flaky_in(
     ``rows``: ``(nodeid, outcome, content hash)`` of the runs read, each case's oldest first; only
     the cases of ``nodeids`` when given.
     """
-    rows = [*rows, *((c["nodeid"], c["outcome"], c.get("content_hash")) for c in newest or [])]
-    if (
-        nodeids is not None
-    ):  # in Python: an IN list of 10,000 node ids is past some databases' limits
-        wanted = set(nodeids)
-        rows = [row for row in rows if row[0] in wanted]
-    return flaky_of(
-        sorted(rows, key=lambda row: row[0])
-    )  # stable: each case's runs stay oldest first
+    # in Python: an IN list of 10,000 node ids is past some databases' limits
+    wanted = None if nodeids is None else set(nodeids)
+    # each case's newest content hash and its outcomes under it, oldest first (as flaky_of)
+    latest: dict[str, tuple[str | None, list[str]]] = {}
+    found = latest.get
+    added = ((c["nodeid"], c["outcome"], c.get("content_hash")) for c in newest or [])
+    for part in (rows, added):  # each case's rows stay oldest first
+        for nodeid, outcome, content in part:
+            if wanted is not None and nodeid not in wanted:
+                continue
+            kept = found(nodeid)
+            if kept is None or kept[0] != content:
+                kept = latest[nodeid] = (content, [])
+            kept[1].append(outcome)
+    return dict(sorted(_flaky_of_latest(latest).items()))  # by node id, as flaky_of gives them
 
 
 def flaky_of(rows: list[tuple[str, str, str | None]]) -> dict[str, list[str]]:
@@ -118,12 +124,19 @@ def flaky_of(rows: list[tuple[str, str, str | None]]) -> dict[str, list[str]]:
         if kept is None or kept[0] != content:
             kept = newest[nodeid] = (content, [])
         kept[1].append(outcome)
+    return _flaky_of_latest(newest)
+
+
+def _flaky_of_latest(latest: dict[str, tuple[str | None, list[str]]]) -> dict[str, list[str]]:
+    """The flaky cases of each case's newest content hash and its outcomes under it."""
     out = {}
-    for nodeid, (content, outcomes) in newest.items():
+    for nodeid, (content, outcomes) in latest.items():
+        if content is None or len(outcomes) < 2:  # one outcome is never both
+            continue
         decided = {
             "pass" if o in ("passed", "xpassed") else "fail" for o in outcomes if o in _DECIDED
         }
-        if content is not None and decided == {"pass", "fail"}:
+        if decided == {"pass", "fail"}:
             out[nodeid] = outcomes
     return out
 

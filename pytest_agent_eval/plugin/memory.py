@@ -242,12 +242,15 @@ class Memory:
     def _open_journal(self) -> bool:
         if self.journal is None:
             from pytest_agent_eval.memory.journal import Journal, journal_path
+            from pytest_agent_eval.report.attach import encoded
 
             report = self.config.getoption("agent_eval_report", None)
             rootdir = self.config.rootpath
             path = journal_path(rootdir, Path(report) if report else None, self.run_id)
             fallback = journal_path(rootdir, None, self.run_id)
-            self.journal = Journal(path, self.run_id, self._run_start(), fallback=fallback)
+            self.journal = Journal(
+                path, self.run_id, self._run_start(), fallback=fallback, encode=encoded
+            )
         if self.journal.opened:
             return True
         data = self.collector.record_data
@@ -255,6 +258,8 @@ class Memory:
 
     @pytest.hookimpl(trylast=True)  # after the collector kept the report's record
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.passed and report.when != "call":  # a setup or teardown that passed: no record
+            return
         data = self.collector.final_record(report.nodeid)
         if data is not None and self._open_journal():
             assert self.journal is not None

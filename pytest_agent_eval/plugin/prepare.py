@@ -27,7 +27,7 @@ from pytest_agent_eval.mocks.recording import MockPlan
 from pytest_agent_eval.plugin.options import Settings
 from pytest_agent_eval.plugin.state import EvalSession, get_state
 from pytest_agent_eval.run.agents import resolve
-from pytest_agent_eval.run.runner import run_case
+from pytest_agent_eval.run.runner import case_run
 from pytest_agent_eval.run.settings import RecorderFactory
 
 if TYPE_CHECKING:
@@ -197,7 +197,7 @@ def prepare_item(
     user = case.simulated_user
     if user is not None and user.uses_neo4j:
         settings.neo4j = request.getfixturevalue("agent_eval_neo4j")
-    return run_case(case, mocked, settings)
+    return case_run(case, mocked, settings)
 
 
 def item_agent(item: pytest.Item, case: Case, request: pytest.FixtureRequest) -> Agent:
@@ -342,7 +342,7 @@ class EarlyStart:
         recorder = self._recorder(case, agent)
         if agent is None or recorder is None:
             return None
-        return run_case(case, agent, self._state.run_settings(case, llm, recorder))
+        return case_run(case, agent, self._state.run_settings(case, llm, recorder))
 
     def _agent(self, item: pytest.Item, case: Case) -> Agent | None:
         ref = agent_ref(case, self._state.settings)

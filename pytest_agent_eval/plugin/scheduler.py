@@ -23,6 +23,7 @@ import pytest
 
 from pytest_agent_eval import compat
 from pytest_agent_eval.core.case import Case
+from pytest_agent_eval.run.eager import OffLoop
 
 if TYPE_CHECKING:
     from pytest_agent_eval.adapters import Agent
@@ -146,8 +147,16 @@ class Scheduler:
                 self._cursor = index + 1
 
     def submit(self, item: pytest.Item, coro: Run) -> concurrent.futures.Future[CaseResult]:
-        """Start ``item``'s case on the loop (noted as in flight on an xdist worker)."""
-        return self._start(coro if self._note is None else self._note(item.nodeid, coro))
+        """Start ``item``'s case on the loop (noted as in flight on an xdist worker).
+
+        A run that needs no loop (``eager.OffLoop``) stays one when noted.
+        """
+        if self._note is not None:
+            if isinstance(coro, OffLoop):
+                coro = OffLoop(self._note(item.nodeid, coro.coro))
+            else:
+                coro = self._note(item.nodeid, coro)
+        return self._start(coro)
 
     def alone(self, item: pytest.Item) -> bool:
         """Whether ``item``'s case must run alone: it was in flight when a worker crashed.

@@ -7,6 +7,7 @@ along).
 
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -15,7 +16,7 @@ from pytest_agent_eval.report.case_input import case_input, content_hash
 from pytest_agent_eval.report.collector import ATTRIBUTE, CASSETTE
 from pytest_agent_eval.report.jsonable import jsonable
 from pytest_agent_eval.report.record import CaseRecord, crash_message, from_result, outcome
-from pytest_agent_eval.secrets import scrub_strings
+from pytest_agent_eval.secrets import any_known, scrub_strings
 
 if TYPE_CHECKING:
     from pytest_agent_eval.core.results import CaseResult
@@ -116,9 +117,44 @@ def attach(item: pytest.Item, report: pytest.TestReport) -> None:
         record.reason = getattr(report, "wasxfail", None) or message
     elif record.outcome in ("failed", "error") and not record.ran:
         record.error = message
-    setattr(
-        report, ATTRIBUTE, scrub_strings(record.to_dict())
-    )  # no secret the run knows leaves the item
+    setattr(report, ATTRIBUTE, _scrubbed(record.to_dict()))  # no secret the run knows leaves it
+
+
+_encoded: tuple[dict[str, Any], str] | None = None
+"""The last record attached as it was (nothing to scrub), and its JSON text (for the journal)."""
+
+
+def _scrubbed(data: dict[str, Any]) -> dict[str, Any]:
+    """``scrub_strings(data)``; when nothing is to scrub, ``data`` itself, its JSON text kept.
+
+    Nothing is to scrub when no secret is known and no string has an ``@`` (a URL's userinfo): told
+    by the record's JSON text, which the journal then writes without encoding the record again.
+    """
+    global _encoded
+    if not any_known():
+        try:
+            text = json.dumps(data)  # as the journal writes it
+        except (TypeError, ValueError):  # not JSON data after all: scrubbed as it is
+            text = "@"
+        if "@" not in text:
+            _encoded = (data, text)
+            return data
+    scrubbed: dict[str, Any] = scrub_strings(data)
+    return scrubbed
+
+
+def encoded(data: dict[str, Any]) -> str:
+    """The JSON text of a record (``json.dumps``).
+
+    The text made when it was attached when ``data`` is that very record (a record is not changed
+    once attached).
+    """
+    global _encoded
+    kept = _encoded
+    if kept is not None and kept[0] is data:
+        _encoded = None
+        return kept[1]
+    return json.dumps(data)
 
 
 def _not_run(item: pytest.Item, report: pytest.TestReport) -> CaseRecord:

@@ -33,15 +33,43 @@ class _Workers:
         self._jobs: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
         self._lock = threading.Lock()
         self._idle = 0
+        self._starts: queue.SimpleQueue[None] | None = None
+        """Threads to start, for the starter thread (``submit(..., start_here=False)``)."""
 
-    def submit(self, job: Callable[[], None]) -> None:
+    def submit(self, job: Callable[[], None], *, start_here: bool = True) -> None:
+        """Run ``job`` in an idle thread, else in one more.
+
+        ``start_here=False``: the caller does not wait for a new thread to start (``Thread.start``
+        waits until it runs): a starter thread starts it.
+        """
+        starts = None
         with self._lock:
             start = self._idle == 0
             if not start:
                 self._idle -= 1  # that thread is reserved for this job
+            elif not start_here:
+                if self._starts is None:  # the first time: the starter starts here, once
+                    self._starts = queue.SimpleQueue()
+                    threading.Thread(
+                        target=self._start_each,
+                        args=(self._starts,),
+                        name="agent-eval-starter",
+                        daemon=True,
+                    ).start()
+                starts = self._starts
         self._jobs.put(job)
-        if start:
-            threading.Thread(target=self._work, name="agent-eval-call", daemon=True).start()
+        if starts is not None:
+            starts.put(None)
+        elif start:
+            self._start()
+
+    def _start(self) -> None:
+        threading.Thread(target=self._work, name="agent-eval-call", daemon=True).start()
+
+    def _start_each(self, starts: queue.SimpleQueue[None]) -> None:
+        while True:
+            starts.get()
+            self._start()
 
     def _work(self) -> None:
         while True:
@@ -51,6 +79,16 @@ class _Workers:
 
 
 _WORKERS = _Workers()
+
+
+def in_worker(job: Callable[[], None]) -> None:
+    """Run ``job`` in one of the reused worker threads (it hands back its own outcome).
+
+    The caller never waits for a thread to start: pytest's own thread hands cases over so, and a
+    thread start there waits for the new thread to run, behind every other thread that wants the
+    GIL.
+    """
+    _WORKERS.submit(job, start_here=False)
 
 
 async def in_thread(func: Callable[..., Any], *args: Any) -> Any:

@@ -64,6 +64,35 @@ class Finished(Generic[T]):
     value: T
 
 
+class OffLoop(Coroutine[Any, Any, T]):
+    """A case's run that needs no event loop: it goes on in a worker thread from start to end.
+
+    A sync agent read by a built-in adapter, built-in checks, no timeout, one trial: on the
+    background loop such a run costs three hand-overs between threads (to the loop, to a worker for
+    the agent, back to the loop), each a wake-up and a fight for the GIL with pytest's own thread;
+    in a worker it costs one. ``Loops.submit`` starts it there (with :func:`start`); should it await
+    :func:`needs_loop` after all, its rest goes on as a task on the loop. Elsewhere it is the
+    coroutine it wraps.
+    """
+
+    __slots__ = ("coro",)
+
+    def __init__(self, coro: Coroutine[Any, Any, T]) -> None:
+        self.coro = coro
+
+    def send(self, value: Any) -> Any:
+        return self.coro.send(value)
+
+    def throw(self, *args: Any) -> Any:
+        return self.coro.throw(*args)
+
+    def close(self) -> None:
+        self.coro.close()
+
+    def __await__(self) -> Generator[Any, None, T]:
+        return self.coro.__await__()
+
+
 def start(coro: Coroutine[Any, Any, T]) -> Finished[T] | Suspended[T]:
     """Step ``coro`` in this thread until it ends or awaits the loop.
 

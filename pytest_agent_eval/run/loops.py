@@ -6,7 +6,9 @@ no pytest.
 
 from __future__ import annotations
 
+import collections
 import contextlib
+import functools
 import threading
 import time
 from collections.abc import Callable, Coroutine
@@ -15,6 +17,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from pytest_agent_eval.core.case import Case
 from pytest_agent_eval.core.results import CaseResult, RunRecord, TrialResult
 from pytest_agent_eval.run import eager
+from pytest_agent_eval.run.blocking import in_worker
+from pytest_agent_eval.run.slots import Slots
 from pytest_agent_eval.run.stalls import Stall, blocked_message, running_step
 
 if TYPE_CHECKING:  # asyncio loads with the first case that needs a loop (SPEC §27)
@@ -158,10 +162,6 @@ class LoopThread:
         """Run ``coro`` on the loop and wait for it here."""
         return wait(self.submit(coro))
 
-    def semaphore(self, limit: int) -> asyncio.Semaphore:
-        """A semaphore bound to this loop."""
-        return self.submit(_make_semaphore(limit)).result()
-
     def close(self) -> None:
         """Cancel what is still running, then stop the loop.
 
@@ -196,7 +196,8 @@ class Loops:
         """
         self._background: LoopThread | None = None
         self._runner: InlineLoop | LoopThread | None = None
-        self._limit: asyncio.Semaphore | None = None
+        self._limit: asyncio.Semaphore | Slots | None = None
+        self._off_loop: OffLoopRuns | None = None
         self.on_leave: Callable[[], None] | None = None
         """Called when a blocked loop is left behind, before it is.
 
@@ -223,10 +224,8 @@ class Loops:
             if self.concurrency == 1 and compat.running_loop() is None:
                 self._runner = InlineLoop()  # its limit is made when asked for: see ``limit``
             else:
-                self._runner, self._limit = (
-                    self.background,
-                    self.background.semaphore(self.concurrency),
-                )
+                # shared with the cases that run in worker threads (``eager.OffLoop``)
+                self._runner, self._limit = self.background, Slots(self.concurrency)
         return self._runner
 
     @property
@@ -235,7 +234,7 @@ class Loops:
         return self.runner is not self._background
 
     @property
-    def limit(self) -> asyncio.Semaphore:
+    def limit(self) -> asyncio.Semaphore | Slots:
         """Bounds agent calls in flight across cases and trials, on the runner's loop."""
         self.runner  # noqa: B018 - made with the runner (the background loop's)
         if self._limit is None:  # the inline loop's: asked for by a case with several trials
@@ -245,7 +244,11 @@ class Loops:
         return self._limit
 
     def submit(self, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
-        """Run ``coro`` on the background loop."""
+        """Run ``coro`` on the background loop; an ``eager.OffLoop`` run in a worker thread."""
+        if isinstance(coro, eager.OffLoop):
+            if self._off_loop is None:
+                self._off_loop = OffLoopRuns(self.concurrency)
+            return self._off_loop.submit(coro.coro, self.background)
         return self.background.submit(coro)
 
     def wait(
@@ -310,6 +313,94 @@ def blocked_result(case: Case, stall: Stall, limit: float | None) -> CaseResult:
     return CaseResult(case, [trial], False, 0.0)
 
 
+class OffLoopRuns:
+    """Runs that need no loop (``eager.OffLoop``), in at most ``limit`` worker threads at once.
+
+    In the order they came: a thread that ends one takes the next waiting one itself (no hand-over
+    to another thread), and a run waiting for its turn holds no thread. ``limit`` is the
+    concurrency: more could only wait for the limit's ``Slots``.
+    """
+
+    def __init__(self, limit: int) -> None:
+        self._limit = limit
+        self._lock = threading.Lock()
+        self._waiting: collections.deque[Callable[[], None]] = collections.deque()
+        self._running = 0
+
+    def submit(
+        self, coro: Coroutine[Any, Any, T], background: LoopThread
+    ) -> concurrent.futures.Future[T]:
+        """Run ``coro`` in a worker thread; awaiting ``eager.needs_loop``, its rest on the loop.
+
+        The future is settled as ``asyncio.run_coroutine_threadsafe``'s would be. Cancelled before
+        its turn, the run never starts; once it runs on the loop, cancelling cancels its task.
+        """
+        import concurrent.futures
+
+        future: concurrent.futures.Future[T] = concurrent.futures.Future()
+        job = functools.partial(_off_loop, coro, background, future)
+        with self._lock:
+            if self._running >= self._limit:
+                self._waiting.append(job)
+                return future
+            self._running += 1
+        in_worker(functools.partial(self._work, job))
+        return future
+
+    def _work(self, job: Callable[[], None]) -> None:
+        while True:
+            job()
+            with self._lock:
+                if not self._waiting:
+                    self._running -= 1
+                    return
+                job = self._waiting.popleft()
+
+
+def _off_loop(
+    coro: Coroutine[Any, Any, T],
+    background: LoopThread,
+    future: concurrent.futures.Future[T],
+) -> None:
+    """Step ``coro`` here to its end, or to ``eager.needs_loop`` and its rest on ``background``."""
+    if future.cancelled():
+        coro.close()
+        return
+    try:
+        started = eager.start(coro)
+    except BaseException as exc:
+        if future.set_running_or_notify_cancel():
+            future.set_exception(exc)
+        return
+    if isinstance(started, eager.Finished):
+        if future.set_running_or_notify_cancel():
+            future.set_result(started.value)
+        return
+    try:  # it wants the loop after all
+        rest = background.submit(started.rest())
+    except BaseException as exc:  # the loop is closed: the run's cleanups, in its context
+        with contextlib.suppress(BaseException):
+            started.context.run(started.coro.close)
+        if future.set_running_or_notify_cancel():
+            future.set_exception(exc)
+        return
+    rest.add_done_callback(lambda done: _copy(done, future))
+    future.add_done_callback(lambda done: rest.cancel() if done.cancelled() else None)
+
+
+def _copy(source: concurrent.futures.Future[T], to: concurrent.futures.Future[T]) -> None:
+    if source.cancelled():
+        to.cancel()
+        return
+    if not to.set_running_or_notify_cancel():
+        return
+    exc = source.exception()
+    if exc is not None:
+        to.set_exception(exc)
+    else:
+        to.set_result(source.result())
+
+
 def wait(future: concurrent.futures.Future[T]) -> T:
     """The future's result.
 
@@ -340,9 +431,3 @@ async def _cancel_pending_then_stop() -> None:
 
     await _cancel_pending()
     asyncio.get_running_loop().stop()
-
-
-async def _make_semaphore(limit: int) -> asyncio.Semaphore:
-    import asyncio
-
-    return asyncio.Semaphore(limit)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import math
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from pytest_agent_eval.adapters import Agent, is_builtin
@@ -27,6 +27,7 @@ from pytest_agent_eval.core.trial import TRIAL
 from pytest_agent_eval.run import eager
 from pytest_agent_eval.run.call import INFRA, call_agent, checked, no_recording, recorded
 from pytest_agent_eval.run.settings import RunSettings, TrialRecording
+from pytest_agent_eval.run.slots import Slots
 from pytest_agent_eval.run.stalls import CALL
 
 if TYPE_CHECKING:
@@ -366,18 +367,50 @@ def _infrastructure(result: TrialResult | None, message: str) -> TrialResult:
     return result
 
 
+def case_run(case: Case, agent: Agent, settings: RunSettings) -> Coroutine[Any, Any, CaseResult]:
+    """The case's run (``run_case``): in a worker thread from start to end where it needs no loop.
+
+    Under the background loop's limit (``Slots``), a run that never waits on the loop (one trial, no
+    timeout, a loop-free trial) is an ``eager.OffLoop``. One that records tool mocks, traces, or
+    watches HTTP traffic stays on the loop, where it always ran.
+    """
+    run = run_case(case, agent, settings)
+    if not isinstance(settings.limit, Slots) or settings.inline:
+        return run
+    timeout = case.timeout if case.timeout is not None else settings.default_timeout
+    if (
+        timeout is None
+        and (settings.repeat or case.repeat) == 1
+        and not case.stop_when_decided
+        and not case.tool_mocks
+        and settings.tracing is None
+        and (settings.traffic is None or not settings.traffic.watching)
+        and not wants_spans(case)
+        and _needs_no_loop(case, agent, settings)
+    ):
+        settings.inline = True  # its blocking calls in its own thread: it holds no loop up
+        return eager.OffLoop(run)
+    return run
+
+
 def _loop_free(case: Case, agent: Agent, settings: RunSettings) -> bool:
     """Whether a trial of the case never waits on the loop and runs the same without one.
 
     That takes a sync agent called in this thread (its HTTP requests through the traffic layer's
     sync path) and read by a built-in adapter, checks that are built-in or run off the loop anyway,
-    and no concurrency limit or simulated user.
+    and no simulated user nor concurrency limit that needs the loop.
     """
-    checks = settings.checks
     return (
         settings.inline
-        and not agent.is_async
-        and settings.limit is None
+        and (settings.limit is None or isinstance(settings.limit, Slots))
+        and _needs_no_loop(case, agent, settings)
+    )
+
+
+def _needs_no_loop(case: Case, agent: Agent, settings: RunSettings) -> bool:
+    checks = settings.checks
+    return (
+        not agent.is_async
         and case.simulated_user is None
         and is_builtin(agent.adapter)
         and checks.need_no_loop(case.expect)

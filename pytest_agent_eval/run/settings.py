@@ -14,6 +14,7 @@ if TYPE_CHECKING:
 
     from pytest_agent_eval.checks import CheckRegistry
     from pytest_agent_eval.core.results import ToolCall
+    from pytest_agent_eval.run.slots import Slots
     from pytest_agent_eval.traces.engine import Tracing
     from pytest_agent_eval.traffic.hook import Traffic
 
@@ -42,8 +43,11 @@ class RunSettings:
     default_timeout: float | None = None
     llm: Callable[..., str] | None = None
     recorder: RecorderFactory | None = None
-    limit: asyncio.Semaphore | None = None
-    """Bounds agent calls in flight across cases and trials (created on the runner's loop)."""
+    limit: asyncio.Semaphore | Slots | None = None
+    """Bounds agent calls in flight across cases and trials.
+
+    ``Slots`` on the background loop, shared with the cases run in worker threads.
+    """
     repeat: int | None = None
     """Trials per case for every case (``--agent-eval-repeat``), instead of each case's ``repeat``.
     """

@@ -180,9 +180,8 @@ class Pace:
         if gate is not None:
             gate.result()
         delay = self._first_permit(host, first)
-        while delay >= 0:  # paced: wait for the slot, then until a step after the last one sent
-            if delay > 0:
-                time.sleep(delay)
+        while delay > 0:  # paced, not due: wait, then until a step after the last one sent
+            time.sleep(delay)
             delay = self._send(host, first)
         return first
 
@@ -191,9 +190,8 @@ class Pace:
         if gate is not None:
             await asyncio.wrap_future(gate)
         delay = self._first_permit(host, first)
-        while delay >= 0:
-            if delay > 0:
-                await asyncio.sleep(delay)
+        while delay > 0:
+            await asyncio.sleep(delay)
             delay = self._send(host, first)
         return first
 
@@ -210,17 +208,16 @@ class Pace:
             raise
 
     def _send(self, host: str, first: bool) -> float:
-        """``store.send``: -1 once the request may go, else the seconds to wait before asking again.
+        """``store.send``: 0 once the request may go, else the seconds to wait before asking again.
 
         The host's first request whose store call failed lets the others go (to fail as it did).
         """
         try:
-            wait = self._ask(lambda: self.store.send(host))
+            return self._ask(lambda: self.store.send(host))
         except StoreError:
             if first:
                 self.open(host)
             raise
-        return wait if wait > 0 else -1.0
 
     def _ask(self, call: Callable[[], T]) -> T:
         """A store call.
@@ -236,7 +233,7 @@ class Pace:
             raise
 
     def _permit(self, host: str) -> float:
-        """Seconds to wait for this request's permit; -1 when nothing paces the host.
+        """Seconds to wait for this request's permit (``Store.reserve``); -1: nothing paces it.
 
         A host nothing paces goes without the store for ``FREE_S`` (no lock per request at high
         rates): a 429 seen here ends that at once, one seen by another worker within ``FREE_S``.
