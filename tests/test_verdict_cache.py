@@ -317,22 +317,6 @@ def test_the_quick_reader_reads_the_cache_as_the_store_does(tmp_path: Path) -> N
         store.close()
 
 
-def test_judgments_are_read_from_a_current_store_by_concurrent_cases(
-    cached: pytest.Pytester, judge_llm: Any
-) -> None:
-    """Concurrent cases ask the judge from the runner's loop: the store is read there too."""
-    cached.makefile(".yaml", eval_cached=JUDGED_CASES)
-    run = ("-p", "no:cacheprovider", "--agent-eval-changed", "--agent-eval-concurrency", "4")
-    cached.runpytest_subprocess(*run).assert_outcomes(passed=3)
-    assert _calls(cached) == ["a", "b", "c"]
-    assert _asked(judge_llm) in (2, 3)  # a and b judged at once may both ask
-    (cached.path / "cache_helper.py").write_text("def answer(text):\n    return text  # edited\n")
-    again = cached.runpytest_subprocess(*run)
-    again.assert_outcomes(passed=3)
-    assert _calls(cached) == ["a", "b", "c"] and _asked(judge_llm) == 0
-    assert not [line for line in again.outlines if line.startswith("agent eval cache:")]
-
-
 def test_the_cache_lives_in_the_run_store(cached: pytest.Pytester) -> None:
     """The records go to the store's ``verdicts`` table, beside the runs; no file of its own."""
     cached.runpytest("-p", "no:cacheprovider", "--agent-eval-changed").assert_outcomes(
@@ -689,16 +673,22 @@ def test_a_judgment_is_paid_for_once_even_when_the_case_changed(
     )
 
 
+@pytest.mark.parametrize(
+    "where", [("-n", "2"), ("--agent-eval-concurrency", "4")], ids=["-n 2", "concurrency"]
+)
 def test_judgments_made_on_xdist_workers_are_stored_by_the_controller(
-    cached: pytest.Pytester, judge_llm: Any
+    cached: pytest.Pytester, judge_llm: Any, where: tuple[str, ...]
 ) -> None:
+    """Judgments made on workers, or on the runner's loop, are stored, then read back there."""
     cached.makefile(".yaml", eval_cached=JUDGED_CASES)
-    run = ("-p", "no:cacheprovider", "-n", "2", "--agent-eval-changed")
+    run = ("-p", "no:cacheprovider", *where, "--agent-eval-changed")
     cached.runpytest_subprocess(*run).assert_outcomes(passed=3)
     assert _calls(cached) == ["a", "b", "c"]
-    assert _asked(judge_llm) in (2, 3)  # a and b on one worker or on two
+    assert _asked(judge_llm) in (2, 3)  # a and b on one worker or on two, or judged at once
     rows = _rows(cached.path / ".agent-eval" / "runs.db", "SELECT model FROM judgments")
     assert rows == [("judge-model",), ("judge-model",)]
     (cached.path / "cache_helper.py").write_text("def answer(text):\n    return text  # edited\n")
-    cached.runpytest_subprocess(*run).assert_outcomes(passed=3)
+    again = cached.runpytest_subprocess(*run)
+    again.assert_outcomes(passed=3)
     assert _calls(cached) == ["a", "b", "c"] and _asked(judge_llm) == 0
+    assert not [line for line in again.outlines if line.startswith("agent eval cache:")]
