@@ -66,6 +66,22 @@ def test_the_case_content_is_the_case_not_its_place(tmp_path: Path) -> None:
     assert len({content_hash(case), content_hash(edited), content_hash(mocked)}) == 3
 
 
+def test_a_case_keeps_its_hash_and_each_variant_is_hashed_afresh(tmp_path: Path) -> None:
+    """The hash is computed once per case (the key and the record both need it), kept on the case.
+
+    A variant made from a hashed case (``dataclasses.replace``: a matrix agent, an injection
+    payload, a dataset row) is hashed from its own content; the kept hash is no field of the case.
+    """
+    fields: dict[str, Any] = {"id": "a", "path": tmp_path / "eval_a.yaml", "line": 3, "query": "hi"}
+    case = Case(**fields, expect={"contains": ["ok"]})
+    first = content_hash(case)
+    assert content_hash(case) == first == content_hash(Case(**fields, expect={"contains": ["ok"]}))
+    edited = dataclasses.replace(case, expect={"contains": ["okay"]})
+    assert content_hash(edited) != first
+    assert content_hash(dataclasses.replace(edited, expect={"contains": ["ok"]})) == first
+    assert case == dataclasses.replace(case) and repr(case) == repr(dataclasses.replace(case))
+
+
 @pytest.fixture
 def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A project whose agent module imports a helper of its own, a package's module and stdlib."""
@@ -253,6 +269,52 @@ def _rows(path: Path, query: str) -> list[tuple[object, ...]]:
         return db.execute(query).fetchall()
     finally:
         db.close()
+
+
+def test_the_quick_reader_reads_the_cache_as_the_store_does(tmp_path: Path) -> None:
+    """A current SQLite store's cache is read through ``sqlite3`` (``memory.quick``).
+
+    The keys (of one plugin version, or all) and each row are what ``memory.store`` (SQLAlchemy)
+    reads, a row of unexpected types included.
+    """
+    pytest.importorskip("sqlalchemy", reason="the run store's tests need the [store] extra")
+    from pytest_agent_eval.memory.quick import QuickStore
+    from pytest_agent_eval.memory.rows import CACHE_COLUMNS
+    from pytest_agent_eval.memory.store import JUDGMENTS, VERDICTS, Store
+
+    assert {t.name: tuple(c.name for c in t.columns) for t in (VERDICTS, JUDGMENTS)} == (
+        CACHE_COLUMNS
+    )
+    path = tmp_path / "runs.db"
+    store = Store(f"sqlite:///{path}")
+    store.open()
+    verdict = {"nodeid": "e.yaml::a", "run_id": "r1", "record": '{"case_id": "a"}', "stored": "t"}
+    store.cache(
+        {
+            VERDICTS: [
+                {"key": "k1", "version": __version__, **verdict},
+                {"key": "k2", "version": "0.0.1", **verdict},
+            ],
+            JUDGMENTS: [{"key": "j1", "model": "m", "replies": '["ok"]', "stored": "t"}],
+        }
+    )
+    db = sqlite3.connect(path)
+    planted = "INSERT INTO verdicts (key, nodeid, version, record, stored) VALUES (?, 7, ?, 2.5, 1)"
+    db.execute(planted, ("k3", __version__))
+    db.commit()
+    db.close()
+    quick = QuickStore.open(path)
+    assert quick is not None
+    try:
+        for table, version in (("verdicts", __version__), ("verdicts", None), ("judgments", None)):
+            assert quick.cache_keys(table, version) == store.cache_keys(table, version)
+        assert quick.cache_keys("verdicts", __version__) == {"k1", "k3"}
+        for table, key in (("verdicts", "k1"), ("verdicts", "k3"), ("judgments", "j1")):
+            assert quick.cache_row(table, key) == store.cache_row(table, key) is not None
+        assert quick.cache_row("verdicts", "nothing") is None
+    finally:
+        quick.close()
+        store.close()
 
 
 def test_the_cache_lives_in_the_run_store(cached: pytest.Pytester) -> None:
@@ -611,16 +673,22 @@ def test_a_judgment_is_paid_for_once_even_when_the_case_changed(
     )
 
 
+@pytest.mark.parametrize(
+    "where", [("-n", "2"), ("--agent-eval-concurrency", "4")], ids=["-n 2", "concurrency"]
+)
 def test_judgments_made_on_xdist_workers_are_stored_by_the_controller(
-    cached: pytest.Pytester, judge_llm: Any
+    cached: pytest.Pytester, judge_llm: Any, where: tuple[str, ...]
 ) -> None:
+    """Judgments made on workers, or on the runner's loop, are stored, then read back there."""
     cached.makefile(".yaml", eval_cached=JUDGED_CASES)
-    run = ("-p", "no:cacheprovider", "-n", "2", "--agent-eval-changed")
+    run = ("-p", "no:cacheprovider", *where, "--agent-eval-changed")
     cached.runpytest_subprocess(*run).assert_outcomes(passed=3)
     assert _calls(cached) == ["a", "b", "c"]
-    assert _asked(judge_llm) in (2, 3)  # a and b on one worker or on two
+    assert _asked(judge_llm) in (2, 3)  # a and b on one worker or on two, or judged at once
     rows = _rows(cached.path / ".agent-eval" / "runs.db", "SELECT model FROM judgments")
     assert rows == [("judge-model",), ("judge-model",)]
     (cached.path / "cache_helper.py").write_text("def answer(text):\n    return text  # edited\n")
-    cached.runpytest_subprocess(*run).assert_outcomes(passed=3)
+    again = cached.runpytest_subprocess(*run)
+    again.assert_outcomes(passed=3)
     assert _calls(cached) == ["a", "b", "c"] and _asked(judge_llm) == 0
+    assert not [line for line in again.outlines if line.startswith("agent eval cache:")]

@@ -202,15 +202,31 @@ def test_the_run_memory_loads_its_own_modules_only(project: pytest.Pytester) -> 
     assert len(list((project.path / ".agent-eval" / "journal").glob("*.jsonl"))) == 2
 
 
-def test_the_verdict_cache_loads_the_store_only_when_asked_for(project: pytest.Pytester) -> None:
-    """The guard's other side for the cache: asked for, it loads the run store and SQLAlchemy."""
+@pytest.mark.parametrize("xdist", [(), ("-n", "2")], ids=["one process", "-n 2"])
+def test_the_verdict_cache_looks_cases_up_without_sqlalchemy(
+    project: pytest.Pytester, xdist: tuple[str, ...]
+) -> None:
+    """SPEC §25, §27: the cache's lookups read a current SQLite store through ``sqlite3``.
+
+    A store not made yet is a miss for every case, with nothing loaded to read it; the run's records
+    are stored at its end (SQLAlchemy and Alembic make the store, after the cases). The next run
+    takes every verdict from the store without loading SQLAlchemy, in every process.
+    """
     pytest.importorskip("sqlalchemy", reason="the verdict cache lives in the run store ([store])")
-    result = project.runpytest_subprocess(
-        "-p", "no:cacheprovider", "-p", "no:randomly", *MEMORY_OFF, "--agent-eval-cache=on"
-    )
-    result.assert_outcomes(passed=3)
-    (names,) = _loaded(project).values()
-    assert {"pytest_agent_eval.memory.store", "sqlalchemy"} <= set(names)
+    run = ("-p", "no:cacheprovider", "-p", "no:randomly", *MEMORY_OFF, *xdist)
+    project.runpytest_subprocess(*run, "--agent-eval-cache=on").assert_outcomes(passed=3)
+    store = project.path / ".agent-eval" / "runs.db"
+    assert store.is_file()
+    for names in _loaded(project).values():  # at the session's end, before the cache's save
+        assert not _matches(names, ("sqlalchemy", "alembic", "pytest_agent_eval.memory.store"))
+    again = project.runpytest_subprocess(*run, "-v", "--agent-eval-cache=on")
+    again.assert_outcomes(passed=3)
+    assert again.stdout.str().count("PASSED (cached)") == 3
+    loaded = _loaded(project)
+    assert len(loaded) == (3 if xdist else 1)
+    for names in loaded.values():
+        assert not _matches(names, ("sqlalchemy", "alembic", "pytest_agent_eval.memory.store"))
+    assert "pytest_agent_eval.memory.quick" in loaded["gw0" if xdist else "main"]
 
 
 def test_a_written_report_loads_its_format(project: pytest.Pytester) -> None:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_agent_eval.memory.rows import (
+    CACHE_COLUMNS,
     CASE_COLUMNS,
     HEAD,
     KNOWN,
@@ -60,16 +61,19 @@ class QuickStore:
         self._conn = conn
 
     @classmethod
-    def open(cls, path: Path) -> QuickStore | None:
+    def open(cls, path: Path, threads: bool = False) -> QuickStore | None:
         """The store at ``path`` when it exists at this release's schema, else ``None``.
 
         ``None``: the store must go through ``memory.store`` (missing, new or older);
-        ``StoreError`` when it cannot be used (not a database, a newer schema).
+        ``StoreError`` when it cannot be used (not a database, a newer schema). ``threads``: the
+        connection may be used from any thread (the caller serialises its use).
         """
         if not path.is_file():
             return None
         try:
-            conn = sqlite3.connect(path, timeout=_WAIT_S, isolation_level=None)
+            conn = sqlite3.connect(
+                path, timeout=_WAIT_S, isolation_level=None, check_same_thread=not threads
+            )
         except sqlite3.Error as exc:
             raise StoreError(f"{path}: {_why(exc)}") from None
         try:
@@ -138,6 +142,32 @@ class QuickStore:
             conn.execute("COMMIT")
         except sqlite3.Error as exc:
             raise StoreError(f"{self}: {_why(exc)}") from None
+
+    def cache_keys(self, table: str, version: str | None = None) -> set[str]:
+        """As ``memory.store.Store.cache_keys``: the table by name (``verdicts``, ``judgments``)."""
+        query = f"SELECT key FROM {_cache_table(table)}"
+        try:
+            if version is None:
+                return {key for (key,) in self._conn.execute(query)}
+            return {key for (key,) in self._conn.execute(f"{query} WHERE version = ?", (version,))}
+        except sqlite3.Error as exc:
+            raise StoreError(f"{self}: {_why(exc)}") from None
+
+    def cache_row(self, table: str, key: str) -> dict[str, Any] | None:
+        """As ``memory.store.Store.cache_row``, the table by its name."""
+        columns = CACHE_COLUMNS[_cache_table(table)]
+        query = f"SELECT {', '.join(columns)} FROM {table} WHERE key = ?"
+        try:
+            row = self._conn.execute(query, (key,)).fetchone()
+        except sqlite3.Error as exc:
+            raise StoreError(f"{self}: {_why(exc)}") from None
+        return None if row is None else dict(zip(columns, row, strict=True))
+
+
+def _cache_table(name: str) -> str:
+    if name not in CACHE_COLUMNS:  # a name from this package's code, never from data
+        raise ValueError(f"not a cache table: {name!r}")
+    return name
 
 
 def _version(conn: sqlite3.Connection) -> str | None:

@@ -62,6 +62,11 @@ CASE_COLUMNS = (
     "record",
 )
 """The columns of ``cases`` (``memory.store.CASES``), in order."""
+CACHE_COLUMNS = {
+    "verdicts": ("key", "nodeid", "version", "run_id", "record", "stored"),
+    "judgments": ("key", "model", "replies", "stored"),
+}
+"""The columns of the verdict cache's tables (``memory.store.VERDICTS``, ``JUDGMENTS``)."""
 
 
 class StoreError(Exception):

@@ -239,16 +239,18 @@ class Store:
         except SQLAlchemyError as exc:
             raise StoreError(f"{self}: {why(self.url, exc)}") from None
 
-    def cache_keys(self, table: sa.Table, version: str | None = None) -> set[str]:
-        """The keys of the cache ``table`` (``VERDICTS``: of plugin ``version`` only)."""
+    def cache_keys(self, name: str, version: str | None = None) -> set[str]:
+        """The keys of the cache table ``name`` (``verdicts``: of plugin ``version`` only)."""
+        table = METADATA.tables[name]
         query = sa.select(table.c.key)
         if version is not None:
             query = query.where(table.c.version == version)
         with self._reading() as conn:
             return {key for (key,) in conn.execute(query)}
 
-    def cache_row(self, table: sa.Table, key: str) -> dict[str, Any] | None:
-        """The row of ``key`` in the cache ``table``; ``None`` when there is none."""
+    def cache_row(self, name: str, key: str) -> dict[str, Any] | None:
+        """The row of ``key`` in the cache table ``name``; ``None`` when there is none."""
+        table = METADATA.tables[name]
         with self._reading() as conn:
             row = conn.execute(sa.select(table).where(table.c.key == key)).first()
         return None if row is None else dict(row._mapping)

@@ -29,6 +29,7 @@ import json
 import os
 import threading
 from collections.abc import Generator
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -38,7 +39,9 @@ from pytest_agent_eval.plugin.options import option_group
 
 if TYPE_CHECKING:
     from pytest_agent_eval.core.case import Case
+    from pytest_agent_eval.memory.quick import QuickStore
     from pytest_agent_eval.memory.store import Store
+    from pytest_agent_eval.plugin.options import Settings
 
 MODES = ("off", "read", "write", "on")
 CACHED = pytest.StashKey[dict[str, Any]]()
@@ -65,10 +68,14 @@ class Cache:
         self.read = read
         self.write = write
         self._store: Store | None = None
+        self._reader: QuickStore | Store | None = None
+        self._absent = False
+        """Whether the store's SQLite file does not exist (nothing to read)."""
         self._keys: dict[str, set[str]] = {}
         """The keys stored of each table (``verdicts``: of this plugin version), read once."""
         self._lock = threading.RLock()
         self._fingerprints: dict[str, str] = {}
+        self._session: _Session | None = None
         self.keys: dict[str, str] = {}
         """Node id -> key of the items this process looked up (to store what they did)."""
         self.judgments = JudgeCache(self)
@@ -99,11 +106,35 @@ class Cache:
                 self._store = store
             return self._store
 
-    def _row(self, table: Any, key: str) -> dict[str, Any] | None:
-        """The row of ``key`` in ``table`` (``VERDICTS``, ``JUDGMENTS``); ``None``: none to read."""
-        from pytest_agent_eval.memory.store import StoreError
+    def reader(self) -> QuickStore | Store | None:
+        """The store to read, opened once; ``None``: nothing to read (no store yet, or a problem).
 
-        store = self.store()
+        A SQLite file at this release's schema is read through ``sqlite3`` (``memory.quick``:
+        SQLAlchemy does not load to look cases up); a missing file has nothing to read; any other
+        store (PostgreSQL, an older SQLite file) through :meth:`store`.
+        """
+        with self._lock:
+            if self._reader is None and self.problem is None and not self._absent:
+                from pytest_agent_eval.memory.quick import QuickStore, sqlite_file
+                from pytest_agent_eval.memory.rows import StoreError
+
+                path = sqlite_file(self.url)
+                if path is not None and not path.exists():
+                    self._absent = True
+                    return None
+                try:
+                    quick = QuickStore.open(path, threads=True) if path is not None else None
+                except (StoreError, OSError) as exc:
+                    self.problem = f"the run store cannot be used ({exc}): every case runs"
+                    return None
+                self._reader = quick if quick is not None else self.store()
+            return self._reader
+
+    def _row(self, table: str, key: str) -> dict[str, Any] | None:
+        """The row of ``key`` in the cache table ``table``; ``None``: none to read."""
+        from pytest_agent_eval.memory.rows import StoreError
+
+        store = self.reader()
         if store is None:
             return None
         with self._lock:
@@ -113,11 +144,11 @@ class Cache:
                 self.problem = self.problem or f"the run store cannot be read ({exc})"
                 return None
 
-    def stored_keys(self, table: Any, version: str | None) -> set[str]:
-        """The keys of ``table`` in the store (none when the store cannot be read)."""
-        from pytest_agent_eval.memory.store import StoreError
+    def stored_keys(self, table: str, version: str | None) -> set[str]:
+        """The keys of the cache table ``table`` (none when the store cannot be read)."""
+        from pytest_agent_eval.memory.rows import StoreError
 
-        store = self.store()
+        store = self.reader()
         if store is None:
             return set()
         with self._lock:
@@ -132,66 +163,82 @@ class Cache:
 
         An agent from a fixture, without a declared version, cannot.
         """
-        from pytest_agent_eval.checks.judge import PROMPT, REFERENCE_RUBRIC
-        from pytest_agent_eval.plugin.prepare import agent_ref, session_responses
-        from pytest_agent_eval.plugin.state import get_state
+        from pytest_agent_eval.plugin.prepare import agent_ref
         from pytest_agent_eval.report.case_input import content_hash
         from pytest_agent_eval.report.verdict_cache import KeyParts, agent_fingerprint
 
-        settings = get_state(item.config).settings
-        ref = agent_ref(case, settings)
-        version = str(item.config.getini("agent_eval_agent_version") or "").strip() or None
-        if ref is None and version is None:
+        session = self._session or self._session_parts(item.config)
+        ref = agent_ref(case, session.settings)
+        if ref is None and session.version is None:
             return None
         label = repr(ref)
         if label not in self._fingerprints:
-            self._fingerprints[label] = agent_fingerprint(ref, item.config.rootpath, version)
-        try:
-            mocks = {
-                name: repr(response) for name, response in session_responses(item.config).items()
-            }
-        except Exception:  # a bad responses file fails the case when it runs: not cached
+            root = item.config.rootpath
+            self._fingerprints[label] = agent_fingerprint(ref, root, session.version)
+        if session.mocks is None:  # a bad responses file fails the case when it runs: not cached
             return None
+        traffic = session.settings.traffic.record
+        model = os.environ.get("AGENT_EVAL_LLM_MODEL")
         parts = KeyParts(
             content_hash=content_hash(case),
             agent=self._fingerprints[label],
             settings={
-                "llm_model": os.environ.get("AGENT_EVAL_LLM_MODEL"),
-                "repeat": settings.repeat,
-                "require_llm": bool(item.config.getini("agent_eval_require_llm")),
+                "llm_model": model,
+                "repeat": session.settings.repeat,
+                "require_llm": session.require_llm,
                 "agent_name": case.agent_name,
-                "traffic": settings.traffic.record,
-                "cassette": _cassette(item, case) if settings.traffic.record else None,
+                "traffic": traffic,
+                "cassette": _cassette(item, case) if traffic else None,
             },
-            judge_model=os.environ.get("AGENT_EVAL_LLM_MODEL"),
-            judge_prompt=PROMPT + REFERENCE_RUBRIC,
-            mocks=mocks,
+            judge_model=model,
+            judge_prompt=session.judge_prompt,
+            mocks=session.mocks,
         )
         return parts.key()
 
+    def _session_parts(self, config: pytest.Config) -> _Session:
+        """The parts of every key that are the session's, read once (:meth:`key`)."""
+        from pytest_agent_eval.checks.judge import PROMPT, REFERENCE_RUBRIC
+        from pytest_agent_eval.plugin.prepare import session_responses
+        from pytest_agent_eval.plugin.state import get_state
+
+        try:
+            mocks: dict[str, str] | None = {
+                name: repr(response) for name, response in session_responses(config).items()
+            }
+        except Exception:  # a bad responses file (said by every case that runs)
+            mocks = None
+        self._session = _Session(
+            settings=get_state(config).settings,
+            version=str(config.getini("agent_eval_agent_version") or "").strip() or None,
+            require_llm=bool(config.getini("agent_eval_require_llm")),
+            judge_prompt=PROMPT + REFERENCE_RUBRIC,
+            mocks=mocks,
+        )
+        return self._session
+
     def lookup(self, item: pytest.Item, case: Case) -> dict[str, Any] | None:
         """The stored record to report instead of running the case; ``None``: run it."""
-        from pytest_agent_eval.memory.store import VERDICTS
         from pytest_agent_eval.version import __version__
 
         key = self.key(item, case)
         if key is None:
             return None
         self.keys[item.nodeid] = key
-        row = self.stored(VERDICTS, key, __version__)
+        row = self.stored("verdicts", key, __version__)
         return None if row is None else self._trusted(row, case, item.nodeid)
 
-    def stored(self, table: Any, key: str, version: str | None = None) -> dict[str, Any] | None:
-        """The row of ``key`` in ``table`` when the cache is read; ``None`` for a miss.
+    def stored(self, table: str, key: str, version: str | None = None) -> dict[str, Any] | None:
+        """The row of ``key`` in the cache table ``table`` when the cache is read; ``None``: a miss.
 
         Of plugin ``version`` only, when given.
         """
         if not self.read:
             return None
         with self._lock:
-            keys = self._keys.get(table.name)
+            keys = self._keys.get(table)
             if keys is None:
-                keys = self._keys[table.name] = self.stored_keys(table, version)
+                keys = self._keys[table] = self.stored_keys(table, version)
         if key not in keys:
             return None
         row = self._row(table, key)
@@ -199,10 +246,10 @@ class Cache:
             return None
         return row
 
-    def forget(self, table: Any, key: str) -> None:
-        """``key`` is not to be read again from ``table`` in this process."""
+    def forget(self, table: str, key: str) -> None:
+        """``key`` is not to be read again from the cache table ``table`` in this process."""
         with self._lock:
-            self._keys.get(table.name, set()).discard(key)
+            self._keys.get(table, set()).discard(key)
 
     def _trusted(self, row: dict[str, Any], case: Case, nodeid: str) -> dict[str, Any] | None:
         """The row's record, checked field by field, with its run's id; ``None``: not trusted.
@@ -253,10 +300,10 @@ class Cache:
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         """On the controller: keep what the report carries to store it at the end."""
+        if report.when != "call" or is_worker(self.config):
+            return
         from pytest_agent_eval.report.collector import ATTRIBUTE
 
-        if is_worker(self.config) or report.when != "call":
-            return
         self.told += getattr(report, DISTRUSTED, None) or []
         if self.write:
             for entry in getattr(report, JUDGED, None) or []:
@@ -315,10 +362,12 @@ class Cache:
         self, report: pytest.TestReport, config: pytest.Config
     ) -> tuple[str, str, tuple[str, dict[str, bool]]] | None:
         """``PASSED (cached)`` / ``FAILED (cached)`` (with ``-v``) for a case from the cache."""
+        if report.when != "call":
+            return None
         from pytest_agent_eval.report.collector import ATTRIBUTE
 
         data = getattr(report, ATTRIBUTE, None)
-        if report.when != "call" or not isinstance(data, dict) or not data.get("cached"):
+        if not isinstance(data, dict) or not data.get("cached"):
             return None
         if report.passed:
             return "passed", ".", ("PASSED (cached)", {"green": True})
@@ -354,8 +403,23 @@ class Cache:
 
         if judge.JUDGMENTS is self.judgments:
             judge.JUDGMENTS = None
+        if self._reader is not None and self._reader is not self._store:
+            self._reader.close()
         if self._store is not None:
             self._store.close()
+
+
+@dataclass(frozen=True)
+class _Session:
+    """The parts of every cache key that are the session's (``Cache.key``), read once."""
+
+    settings: Settings
+    version: str | None
+    """The declared ``agent_version`` (ini), if any."""
+    require_llm: bool
+    judge_prompt: str
+    mocks: dict[str, str] | None
+    """The session's tool mocks (``repr`` of each response); ``None``: its file cannot be read."""
 
 
 class JudgeCache:
@@ -372,11 +436,9 @@ class JudgeCache:
         """Made since the last report (for the controller to store)."""
 
     def get(self, key: str) -> list[str] | None:
-        from pytest_agent_eval.memory.store import JUDGMENTS
-
         if key in self.known:
             return self.known[key]
-        row = self.cache.stored(JUDGMENTS, key)
+        row = self.cache.stored("judgments", key)
         if row is None:
             return None
         try:
@@ -395,9 +457,7 @@ class JudgeCache:
                 self.made.append({"key": key, "model": model, "replies": replies})
 
     def distrust(self, key: str, why: str) -> None:
-        from pytest_agent_eval.memory.store import JUDGMENTS
-
-        self.cache.forget(JUDGMENTS, key)
+        self.cache.forget("judgments", key)
         with self.cache._lock:
             self.known.pop(key, None)
             self.cache.distrusted.append(f"judgment {key[:12]}: {why}")

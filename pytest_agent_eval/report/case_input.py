@@ -51,10 +51,24 @@ def case_input(case: Case) -> JSON:
 def content_hash(case: Case) -> str:
     """16 hex digits of the SHA-256 of the case's content, in a canonical form.
 
-    The content is every field but where the case is.
+    The content is every field but where the case is. Computed once per case object (kept in the
+    instance, :data:`_MEMO`): the verdict cache's key and the case's record both need it.
     """
-    text = json.dumps(_canonical(case), sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+    found: str | None = vars(case).get(_MEMO)
+    if found is None:
+        canonical = _canonical(case)
+        text = json.dumps(canonical, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+        found = vars(case)[_MEMO] = hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+    return found
+
+
+_MEMO = "_agent_eval_content_hash"
+"""The instance attribute keeping a case's content hash once computed.
+
+A collected case is not edited: the loader finishes it before its item exists, and every variant
+(a matrix agent, an injection payload, a dataset row) is a new object made by
+``dataclasses.replace``, which does not carry the attribute over (it is not a field).
+"""
 
 
 def _canonical(value: Any) -> Any:

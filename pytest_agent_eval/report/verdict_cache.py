@@ -60,10 +60,13 @@ class KeyParts:
             "mocks": dict(self.mocks),
             "version": self.version,
         }
-        text = json.dumps(
-            data, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=repr
-        )
-        return hashlib.sha256(text.encode("utf-8")).hexdigest()
+        return hashlib.sha256(_KEY_JSON.encode(data).encode("utf-8")).hexdigest()
+
+
+_KEY_JSON = json.JSONEncoder(
+    sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=repr
+)
+"""The key's JSON form (made once: ``json.dumps`` with these options makes an encoder per call)."""
 
 
 def _module_file(name: str, root: Path) -> Path | None:
