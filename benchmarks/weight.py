@@ -169,22 +169,16 @@ class Bench:
         env["NO_PROXY"] = "127.0.0.1"
         return env
 
+    @staticmethod
+    def command(code: str, args: list[str]) -> list[str]:
+        """The pytest command of a run of ``code`` (``plain``: without the plugin)."""
+        command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args]
+        command += [a for name in DISABLED for a in ("-p", f"no:{name}")]
+        return command + (["-p", "no:agent_eval"] if code == "plain" else [])
+
     def pytest(self, code: str, args: list[str], sample: Sample | None) -> str:
         """One pytest run of ``code`` (``plain``: no plugin); its times go to ``sample``."""
-        command = [
-            sys.executable,
-            "-m",
-            "pytest",
-            "-q",
-            "-p",
-            "no:cacheprovider",
-            "-p",
-            "bench_timing",
-            *args,
-        ]
-        command += [a for name in DISABLED for a in ("-p", f"no:{name}")]
-        if code == "plain":
-            command += ["-p", "no:agent_eval"]
+        command = self.command(code, ["-p", "bench_timing", *args])
         for old in self.root.glob("timing-*.json"):
             old.unlink()
         self.provider.reset()
@@ -322,21 +316,13 @@ def instructions(bench_: Bench, code: str, args: list[str]) -> float:
     Counted, not timed: the same on a loaded machine as on a quiet one (child processes, such as
     the run memory's ``git status``, are not counted).
     """
-    command = [
+    valgrind = [
         "valgrind",
         "--tool=cachegrind",
         "--cache-sim=no",
         "--cachegrind-out-file=/dev/null",
-        sys.executable,
-        "-m",
-        "pytest",
-        "-q",
-        "-p",
-        "no:cacheprovider",
-        *args,
-        *(a for name in DISABLED for a in ("-p", f"no:{name}")),
-        *(["-p", "no:agent_eval"] if code == "plain" else []),
     ]
+    command = valgrind + bench_.command(code, args)
     done = subprocess.run(
         command, cwd=bench_.root, env=bench_.env(code), capture_output=True, text=True, timeout=900
     )
