@@ -330,3 +330,27 @@ def test_a_sync_agents_awaitable_answer_is_awaited_at_concurrency(conc: pytest.P
     )
     result = conc.runpytest("--agent-eval-concurrency", "4", "-rA")
     result.assert_outcomes(passed=6)
+
+
+def test_cases_started_early_leave_no_tool_recording_behind(conc: pytest.Pytester) -> None:
+    """A long run at concurrency keeps no trial's tool recording once its case has finished.
+
+    The scheduler's session-long tool mocks used to keep every recording it handed out (issue 38:
+    memory that grew with the run).
+    """
+    conc.makeconftest(
+        """
+import gc
+
+def pytest_sessionfinish(session):
+    from pytest_agent_eval.mocks.recording import Recording
+
+    gc.collect()
+    alive = sum(isinstance(o, Recording) for o in gc.get_objects())
+    with open("recordings.txt", "w") as out:
+        out.write(str(alive))
+"""
+    )
+    conc.makefile(".yaml", eval_many=_suite(n=40, failing=()))
+    conc.runpytest_subprocess("--agent-eval-concurrency", "4").assert_outcomes(passed=40)
+    assert int((conc.path / "recordings.txt").read_text()) <= 4
