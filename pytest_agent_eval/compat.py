@@ -175,6 +175,24 @@ def is_worker(config: pytest.Config) -> bool:
     return worker_input(config) is not None
 
 
+def hands_out_cases(config: pytest.Config) -> bool:
+    """Whether this process is xdist's controller, which hands every case to its workers.
+
+    As xdist decides when it registers its ``DSession``: a distribution mode and workers to start
+    (``-n N``, ``--tx``), not a worker, not ``--collect-only``. Such a process runs no case.
+    """
+    if not config.pluginmanager.hasplugin("xdist") or is_worker(config):
+        return False
+    try:
+        return (
+            config.getoption("dist", "no") != "no"
+            and bool(config.getoption("tx", None))
+            and not config.getoption("collectonly", False)
+        )
+    except (ValueError, TypeError):
+        return False
+
+
 def worker_output(config: pytest.Config) -> dict[str, Any] | None:
     """On an xdist worker, what it sends the controller when it finishes.
 

@@ -417,8 +417,10 @@ def test_the_rate_limit_holds_across_xdist_workers_and_concurrency(
     run_rate_limited(project, server)
 
 
-def test_a_budget_is_written_n_per_unit(project: pytest.Pytester) -> None:
-    result = project.runpytest(*RUN, "--agent-eval-rate-limit", "4/day")
+@pytest.mark.parametrize("xdist", [(), ("-n", "2")], ids=["one process", "-n 2"])
+def test_a_budget_is_written_n_per_unit(project: pytest.Pytester, xdist: tuple[str, ...]) -> None:
+    """Under ``-n`` too: the controller, which hooks no client, still reads the budget first."""
+    result = project.runpytest(*RUN, *xdist, "--agent-eval-rate-limit", "4/day")
     result.stderr.fnmatch_lines(
         ["*--agent-eval-rate-limit '4/day': write the budget as N/s, N/min or N/h*"]
     )

@@ -164,6 +164,29 @@ def test_a_run_without_options_imports_no_optional_feature(
             assert _matches(names, CONTROLLER) == [], process
 
 
+def test_the_xdist_controller_of_a_written_budget_hooks_no_client(
+    project: pytest.Pytester,
+) -> None:
+    """Issue 38: under ``-n`` the controller runs no case, so it imports no HTTP client to hook.
+
+    It still reads the budget and writes it to the run's store, as every process does; the workers
+    hook ``httpx`` at their start, as before. (httpx's import on the controller held every worker's
+    start back.)
+    """
+    result = project.runpytest_subprocess(
+        "-p", "no:randomly", *MEMORY_OFF, "-n", "2", "--agent-eval-rate-limit", "20/s"
+    )
+    result.assert_outcomes(passed=3)
+    loaded = _loaded(project)
+    assert set(loaded) == {"main", "gw0", "gw1"}
+    assert _matches(loaded["main"], ("httpx", "httpx2")) == []
+    assert "pytest_agent_eval.traffic.pace" in loaded["main"]
+    for worker in ("gw0", "gw1"):
+        assert "httpx" in loaded[worker], worker
+    (store,) = (project.path / ".pytest_cache" / "d" / "agent_eval_limits").glob("pace_*.json")
+    assert 0.05 <= json.loads(store.read_text())["step"] <= 0.052  # 20/s, with the 2% guard
+
+
 def test_a_plain_test_beside_eval_files_loads_no_engine(project: pytest.Pytester) -> None:
     """pytest makes a node of every file of the directory: the eval file next door is not read."""
     project.makepyfile(test_plain="def test_plain():\n    pass\n")

@@ -212,7 +212,13 @@ def start(config: pytest.Config, options: TrafficOptions) -> Traffic:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", StoreWarning)
             traffic = start_session(
-                options, config.rootpath, limits_folder(config), send_back=worker
+                options,
+                config.rootpath,
+                limits_folder(config),
+                send_back=worker,
+                # xdist's controller runs no case: its options and store are checked, as every
+                # process's, but it hooks no client (httpx's import held the workers' start back)
+                hook=not compat.hands_out_cases(config),
             )
     except (ValueError, ImportError, StoreError) as exc:  # the store's: one message, what to do
         raise pytest.UsageError(str(exc)) from None

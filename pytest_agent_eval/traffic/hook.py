@@ -10,7 +10,6 @@ at once).
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import hashlib
 import importlib
@@ -472,6 +471,8 @@ class Traffic:
                     finally:
                         await arg.aclose()
                 else:
+                    import asyncio  # loaded: this runs on its loop (the controller imports none)
+
                     await asyncio.sleep(arg)
             except (
                 BaseException

@@ -13,7 +13,6 @@ halves the pace (from what the run was sending) unless its request was sent befo
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import email.utils
 import math
@@ -186,6 +185,8 @@ class Pace:
         return first
 
     async def wait_async(self, host: str) -> bool:
+        import asyncio  # loaded: a coroutine runs on its loop (the controller imports none)
+
         gate, first = self._gate(host)
         if gate is not None:
             await asyncio.wrap_future(gate)

@@ -17,12 +17,18 @@ if TYPE_CHECKING:
 
 
 def start(
-    options: TrafficOptions, root: Path, limits_folder: Path, send_back: bool = False
+    options: TrafficOptions,
+    root: Path,
+    limits_folder: Path,
+    send_back: bool = False,
+    hook: bool = True,
 ) -> Traffic:
     """The session's hook, installed.
 
     ValueError / ImportError say which option is wrong or what to install. ``send_back`` (an xdist
     worker): recorded cassettes go to the controller, which writes them (``Traffic.finish``).
+    ``hook=False`` (xdist's controller, which runs no case): the options are read, the store opened
+    and the budgets written to it as for a run, but no HTTP client is hooked (nor imported).
     """
     prices = Prices(load_prices(options.prices, root) if options.prices else None)
     requests = (
@@ -60,7 +66,8 @@ def start(
             send_back=send_back,
         )
     )
-    install(traffic)
+    if hook:
+        install(traffic)
     return traffic
 
 
