@@ -156,16 +156,18 @@ def test_item15_a_timeout_while_waiting_on_retry_after_is_infrastructure(
 ) -> None:
     with ChatServer(lambda prompt: None, failures=1000, retry_after="30") as chat:
         point_at(monkeypatch, chat.base_url)
+        # 3 s: the agent's first call imports its HTTP client (the hook imports none), which takes
+        # up to a second on a loaded machine; the retry's wait (30 s) is what the timeout ends
         suite = (
             f"agent: traffic_agents:{agent}\ncases:\n"
-            "  - {id: c, input: hi, timeout: 1, expect: {contains: [x]}}\n"
+            "  - {id: c, input: hi, timeout: 3, expect: {contains: [x]}}\n"
         )
         (agents.path / "eval_wait.yaml").write_text(suite)
         result = agents.runpytest(*RUN, "--agent-eval-retries", "3", "--agent-eval-record")
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(
         [
-            "*infrastructure error, not the agent's: agent did not answer within 1 s *"
+            "*infrastructure error, not the agent's: agent did not answer within 3 s *"
             " while waiting for a retry of POST*"
         ]
     )
@@ -174,9 +176,9 @@ def test_item15_a_timeout_while_waiting_on_retry_after_is_infrastructure(
 def test_item15_a_timeout_while_waiting_on_the_runs_rate_limit_is_infrastructure(
     agents: pytest.Pytester, echo: ChatServer
 ) -> None:
-    suite = (
+    suite = (  # 3 s: room for the agent's import of its HTTP client (see above)
         "agent: traffic_agents:async_agent\ncases:\n"
-        "  - {id: c, input: hi, timeout: 1, expect: {contains: [x]}}\n"
+        "  - {id: c, input: hi, timeout: 3, expect: {contains: [x]}}\n"
     )
     (agents.path / "eval_wait.yaml").write_text(suite)
     result = agents.runpytest(
@@ -184,5 +186,5 @@ def test_item15_a_timeout_while_waiting_on_the_runs_rate_limit_is_infrastructure
     )  # the agent's second request waits an hour
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(
-        ["*not the agent's: agent did not answer within 1 s * while waiting for the run's rate*"]
+        ["*not the agent's: agent did not answer within 3 s * while waiting for the run's rate*"]
     )

@@ -169,6 +169,43 @@ def test_usage_is_attributed_to_each_trial_under_concurrency(
     assert all(u["usage"]["requests"] == 2 and u["usage"]["input_tokens"] == 20 for u in found)
 
 
+LAZY_AGENT = """
+def run(query):
+    import openai  # its HTTP client loads with the first case's call, after the hook started
+
+    client = openai.OpenAI(max_retries=0)
+    reply = client.chat.completions.create(model="loopback-model", messages=[{"role": "user", \
+"content": query}])
+    return reply.choices[0].message.content
+"""
+LAZY_USAGE = """
+import json
+
+
+def pytest_agent_eval_case_result(item, result):  # imports no HTTP client of its own
+    with open("usage.jsonl", "a") as out:
+        for trial in result.trials:
+            out.write(json.dumps({"case": item.case.id, "usage": trial.run.usage}) + "\\n")
+"""
+
+
+def test_a_client_the_agent_imports_in_its_call_is_watched_from_its_first_request(
+    project: pytest.Pytester, server: ChatServer
+) -> None:
+    """The hook imports no HTTP client (issue 38): one loaded later is hooked as its import ends."""
+    project.makepyfile(lazy_agent=LAZY_AGENT)
+    project.makeconftest(LAZY_USAGE)
+    project.makefile(
+        ".yaml",
+        eval_lazy=evals_file("sync_agent").replace("traffic_agents:sync_agent", "lazy_agent:run"),
+    )
+    result = project.runpytest_subprocess(*RUN, "--agent-eval-traffic", "eval_lazy.yaml")
+    result.assert_outcomes(passed=2)
+    found = usages(project)
+    assert [u["case"] for u in found] == ["case_0", "case_1"]
+    assert [u["usage"]["requests"] for u in found] == [1, 1]
+
+
 def test_a_model_without_a_price_has_no_cost(project: pytest.Pytester, server: ChatServer) -> None:
     project.makeini("[pytest]\nagent_eval_traffic = true\n")
     project.makefile(".yaml", eval_usage=evals_file("sync_agent", cases=1))

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import importlib
 import json
 import sys
 import time
@@ -570,16 +569,14 @@ _HOOKED: set[int] = set()
 def install(traffic: Traffic) -> None:
     """Route every ``httpx``/``httpx2`` transport request through ``traffic`` (until ``uninstall``).
 
-    The pace alone (no traffic option) imports neither: it hooks those the agents load (``adopt``,
-    at each case).
+    Imports neither: those loaded are hooked now. Watching, one the process imports later is
+    hooked as its import ends (``_HookOnImport``); the pace alone (no traffic option) hooks those
+    the agents load at each case (``adopt``). (httpx's import loads its command line's ``rich`` and
+    ``click``: 0.1-0.2 s of a process's start, for an agent whose client is httpx2.)
     """
     _ACTIVE[:] = [traffic]
-    for name in ("httpx", "httpx2"):
-        if traffic.settings.watch:
-            try:
-                importlib.import_module(name)
-            except ImportError:
-                continue
+    if traffic.settings.watch and not any(isinstance(f, _HookOnImport) for f in sys.meta_path):
+        sys.meta_path.insert(0, _HookOnImport())
     adopt()
 
 
@@ -606,11 +603,55 @@ def adopt() -> None:
 
 
 def uninstall() -> None:
+    sys.meta_path[:] = [f for f in sys.meta_path if not isinstance(f, _HookOnImport)]
     while _PATCHED:
         cls, name, original = _PATCHED.pop()
         setattr(cls, name, original)
     _HOOKED.clear()
     _ACTIVE.clear()
+
+
+class _HookOnImport:
+    """A ``sys.meta_path`` finder: an ``httpx``/``httpx2`` imported while watching is hooked.
+
+    Its module is loaded by its own loader, then hooked (``adopt``) before the import returns.
+    """
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
+        if name not in _CLIENTS:
+            return None
+        finders = sys.meta_path
+        after = next((n + 1 for n, f in enumerate(finders) if f is self), len(finders))
+        for finder in finders[after:]:  # the finders that would have found it
+            find = getattr(finder, "find_spec", None)
+            spec = find(name, path, target) if find is not None else None
+            if spec is not None:
+                if spec.loader is not None and hasattr(spec.loader, "exec_module"):
+                    spec.loader = _Adopting(spec.loader)
+                return spec
+        return None
+
+
+class _Adopting:
+    """The client module's own loader, then ``adopt``: the module keeps its own loader."""
+
+    def __init__(self, loader: Any) -> None:
+        self.loader = loader
+
+    def create_module(self, spec: Any) -> Any:
+        return self.loader.create_module(spec)
+
+    def exec_module(self, module: Any) -> None:
+        spec = getattr(module, "__spec__", None)
+        if spec is not None and spec.loader is self:
+            spec.loader = self.loader
+        if getattr(module, "__loader__", None) is self:
+            module.__loader__ = self.loader
+        self.loader.exec_module(module)
+        adopt()
+
+
+_CLIENTS = frozenset({"httpx", "httpx2"})
 
 
 def _patch(cls: type, name: str, replacement: Any) -> None:
