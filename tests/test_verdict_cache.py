@@ -82,6 +82,39 @@ def test_a_case_keeps_its_hash_and_each_variant_is_hashed_afresh(tmp_path: Path)
     assert case == dataclasses.replace(case) and repr(case) == repr(dataclasses.replace(case))
 
 
+def test_the_content_hash_of_a_case_stays_what_stores_keep(tmp_path: Path) -> None:
+    """The hashes of cases with every kind of value are pinned: stores and caches keep them.
+
+    A faster way to compute a hash must give the same 16 digits as the release that stored them
+    (non-ASCII text, mappings with non-text keys, tuples, paths, turns, a simulated user).
+    """
+    from pytest_agent_eval.core.case import Turn
+    from pytest_agent_eval.core.conversation import SimulatedUser, Task
+
+    path = tmp_path / "eval_a.yaml"
+    rich = Case(
+        id="a",
+        path=path,
+        line=3,
+        query="h\u00e9llo \u2603",
+        context={"b": [1, 2.5, None, True], "a": {"k": (1, "x")}},
+        tags=("t1",),
+        metadata={"owner": "\u00fc", 3: Path("/p/q")},
+        tool_mocks={"search": {"hits": [1, {"x": None}]}},
+        expect={"contains": ["ok"], "max_tool_calls": 2},
+    )
+    turns = Case(
+        id="b", path=path, line=9, turns=(Turn("hi", {"contains": ["a"]}, line=4), Turn("bye"))
+    )
+    user = SimulatedUser(tasks=(Task("book a table", "a table is booked"),), facts=("party of 2",))
+    simulated = Case(id="c", path=path, line=12, simulated_user=user)
+    assert [content_hash(c) for c in (rich, turns, simulated)] == [
+        "a8f5840c4606e4f3",
+        "63368414b626fddb",
+        "a936dea71723f864",
+    ]
+
+
 @pytest.fixture
 def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A project whose agent module imports a helper of its own, a package's module and stdlib."""

@@ -9,7 +9,9 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import operator
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -56,10 +58,13 @@ def content_hash(case: Case) -> str:
     """
     found: str | None = vars(case).get(_MEMO)
     if found is None:
-        canonical = _canonical(case)
-        text = json.dumps(canonical, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+        text = _ENCODER.encode(_canonical(case))
         found = vars(case)[_MEMO] = hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
     return found
+
+
+_ENCODER = json.JSONEncoder(sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+"""The hash's JSON form; made once (``json.dumps`` with options makes an encoder at every call)."""
 
 
 _MEMO = "_agent_eval_content_hash"
@@ -80,18 +85,25 @@ def _canonical(value: Any) -> Any:
     if kind in _SCALARS:
         return value
     if kind is dict:
-        return {str(key): _canonical(item) for key, item in value.items()}
-    if kind is list or kind is tuple:
-        return [_canonical(item) for item in value]
-    names = _FIELDS.get(kind)
-    if names is None:
-        names = _FIELDS[kind] = _hashed_fields(kind)
-    if names:
         return {
-            name: _canonical(item)
-            for name in names
-            if (item := getattr(value, name)) is not None or name not in _UNSET_LEFT_OUT
+            str(key): item if type(item) in _SCALARS else _canonical(item)
+            for key, item in value.items()
         }
+    if kind is list or kind is tuple:
+        return [item if type(item) in _SCALARS else _canonical(item) for item in value]
+    fields = _FIELDS.get(kind)
+    if fields is None:
+        fields = _FIELDS[kind] = _hashed_fields(kind)
+    names, values = fields
+    if values is not None:
+        out: dict[str, Any] = {}
+        for name, item in zip(names, values(value), strict=True):
+            if item is None:
+                if name not in _UNSET_LEFT_OUT:
+                    out[name] = None
+            else:
+                out[name] = item if type(item) in _SCALARS else _canonical(item)
+        return out
     if isinstance(value, dict):
         return {str(key): _canonical(item) for key, item in value.items()}
     if isinstance(value, (list, tuple)):
@@ -104,11 +116,21 @@ def _canonical(value: Any) -> Any:
 
 
 _SCALARS = frozenset({str, int, float, bool, type(None)})
-_FIELDS: dict[type, tuple[str, ...]] = {}
-"""A dataclass's hashed field names by its class (empty for any other class), found once."""
+_FIELDS: dict[type, tuple[tuple[str, ...], Callable[[Any], tuple[Any, ...]] | None]] = {}
+"""A dataclass's hashed field names and a getter of their values (in one tuple), by its class.
+
+Found once per class; no getter for any other class (or a dataclass with no hashed field).
+"""
 
 
-def _hashed_fields(kind: type) -> tuple[str, ...]:
+def _hashed_fields(
+    kind: type,
+) -> tuple[tuple[str, ...], Callable[[Any], tuple[Any, ...]] | None]:
     if not dataclasses.is_dataclass(kind):
-        return ()
-    return tuple(f.name for f in dataclasses.fields(kind) if f.name not in _PLACE)
+        return (), None
+    names = tuple(f.name for f in dataclasses.fields(kind) if f.name not in _PLACE)
+    if not names:
+        return (), None
+    if len(names) == 1:
+        return names, lambda value, name=names[0]: (getattr(value, name),)
+    return names, operator.attrgetter(*names)
