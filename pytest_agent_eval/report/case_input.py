@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import math
 import operator
 import re
 from collections.abc import Callable
@@ -58,13 +59,78 @@ def content_hash(case: Case) -> str:
     """
     found: str | None = vars(case).get(_MEMO)
     if found is None:
-        text = _ENCODER.encode(_canonical(case))
+        text = _text(case)
         found = vars(case)[_MEMO] = hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
     return found
 
 
 _ENCODER = json.JSONEncoder(sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-"""The hash's JSON form; made once (``json.dumps`` with options makes an encoder at every call)."""
+"""The hash's JSON form (as ``json.dumps(sort_keys=True, ensure_ascii=False, ...)`` writes it)."""
+
+
+def _c_encoder() -> Callable[[Any, int], Any] | None:
+    """``_ENCODER``'s C encoder, made once (``encode`` makes one a call); ``None`` if none."""
+    make = getattr(json.encoder, "c_make_encoder", None)
+    if make is None:
+        return None
+    try:
+        # markers None: no circular check (canonical data is a tree, made for the hash)
+        string = json.encoder.encode_basestring
+        encoder: Callable[[Any, int], Any] = make(
+            None, _ENCODER.default, string, None, ":", ",", True, False, True
+        )
+    except TypeError:  # another Python's signature: the encoder's own way
+        return None
+    return encoder
+
+
+_C_ENCODER = _c_encoder()
+
+
+def _encode(value: Any) -> str:
+    """``_ENCODER.encode(value)``."""
+    if _C_ENCODER is None:
+        return _ENCODER.encode(value)
+    return "".join(_C_ENCODER(value, 0))
+
+
+def _text(value: Any) -> str:
+    """``_ENCODER.encode(_canonical(value))``, written field by field for a dataclass.
+
+    The same text, without building the canonical mapping: a field's name (in sorted order) and
+    its value's text, the common values (``None``, text, an empty container) written directly.
+    """
+    kind = type(value)
+    fields = _FIELDS.get(kind)
+    if fields is None:
+        fields = _FIELDS[kind] = _hashed_fields(kind)
+    names, values = fields
+    if values is None:
+        return _encode(_canonical(value))
+    parts = []
+    for name, item in zip(names, values(value), strict=True):
+        if item is None:
+            if name not in _UNSET_LEFT_OUT:
+                parts.append(f'"{name}":null')
+            continue
+        item_kind = type(item)
+        if item_kind is str:
+            parts.append(f'"{name}":{_string(item)}')
+        elif item_kind is bool:
+            parts.append(f'"{name}":true' if item else f'"{name}":false')
+        elif item_kind is int or (item_kind is float and math.isfinite(item)):
+            parts.append(f'"{name}":{item!r}')  # as the encoder writes them (``__repr__``)
+        elif (item_kind is dict or item_kind is list or item_kind is tuple) and not item:
+            parts.append(f'"{name}":{{}}' if item_kind is dict else f'"{name}":[]')
+        elif item_kind in _FIELDS and _FIELDS[item_kind][1] is not None:
+            parts.append(f'"{name}":{_text(item)}')
+        else:
+            parts.append(f'"{name}":{_encode(_canonical(item))}')
+    return "{" + ",".join(parts) + "}"
+
+
+_string: Callable[[str], str] = json.encoder.encode_basestring
+"""A string's JSON text as ``_ENCODER`` writes it (``ensure_ascii=False``)."""
 
 
 _MEMO = "_agent_eval_content_hash"
@@ -128,7 +194,8 @@ def _hashed_fields(
 ) -> tuple[tuple[str, ...], Callable[[Any], tuple[Any, ...]] | None]:
     if not dataclasses.is_dataclass(kind):
         return (), None
-    names = tuple(f.name for f in dataclasses.fields(kind) if f.name not in _PLACE)
+    # in sorted order: as the encoder sorts a mapping's keys
+    names = tuple(sorted(f.name for f in dataclasses.fields(kind) if f.name not in _PLACE))
     if not names:
         return (), None
     if len(names) == 1:
