@@ -381,7 +381,8 @@ def test_the_quick_reader_finds_the_flaky_cases_the_store_finds(tmp_path: Path) 
     """``memory.quick`` reads only the rows of cases that failed; the flaky cases stay the same.
 
     Over runs where a few cases fail (their rows read by node id) and where more than a few hundred
-    fail (every row read): flips, an edited case, errors and skips, the newest run not stored yet.
+    fail (every row read), a run where none failed: flips, an edited case, errors and skips, the
+    newest run not stored yet.
     """
     pytest.importorskip("sqlalchemy", reason="the run store's tests need the [store] extra")
     from pytest_agent_eval.memory.quick import QuickStore
@@ -400,12 +401,13 @@ def test_the_quick_reader_finds_the_flaky_cases_the_store_finds(tmp_path: Path) 
 
     runs = [
         run({1: "failed", 2: "error", 4: "skipped"}),
+        run({}),  # none failed: its rows are not searched
         run({3: "failed", 5: "failed"}),
         run({5: "failed", 6: "failed"}, edited=frozenset({1})),
         run({n: "failed" for n in range(100, 700)}),  # more than a few hundred failed
     ]
     newest = run({7: "failed", 1: "failed", 150: "xpassed"}, edited=frozenset({1}))
-    for stored in (2, 3, 4):
+    for stored in (2, 3, 4, 5):
         path = tmp_path / f"runs{stored}.db"
         store = Store(f"sqlite:///{path}")
         store.open()

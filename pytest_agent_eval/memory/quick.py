@@ -114,19 +114,21 @@ class QuickStore:
 
         Only the rows of cases that failed (or erred) in one of the runs read, or in ``newest``, are
         read in full: a case that never failed is not flaky (in a run that mostly passes, a few
-        hundred rows instead of every case of every run).
+        hundred rows instead of every case of every run). A run whose counts (``failed``,
+        ``errors``) are 0 is not searched for them.
         """
         if newest is not None:
             last -= 1
         try:
-            ids = [
-                r
-                for (r,) in self._conn.execute(
-                    f"SELECT id FROM runs {_RUNS_BY_AGE} LIMIT ?", (last,)
-                )
-            ]
+            runs = self._conn.execute(
+                f"SELECT id, failed, errors FROM runs {_RUNS_BY_AGE} LIMIT ?", (last,)
+            ).fetchall()
+            ids = [run_id for run_id, _, _ in runs]
             failed = {c["nodeid"] for c in newest or [] if c["outcome"] in FAILING}
-            for run_id in ids:  # by the primary key: each run's rows, no join
+            for run_id, failures, errors in runs:
+                if failures == 0 and errors == 0:  # the run's counts: none of its cases failed
+                    continue
+                # by the primary key: the run's rows, no join
                 failed.update(r for (r,) in self._conn.execute(_FAILED_OF_RUN, (run_id,)))
             if nodeids is not None:
                 failed.intersection_update(nodeids)
