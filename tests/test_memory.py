@@ -375,3 +375,53 @@ def test_the_store_loads_its_libraries_at_the_end_only_and_never_when_off(
     assert (
         "at the end: False" in off.stdout.str() and "during the run: True" not in off.stdout.str()
     )
+
+
+def test_the_quick_reader_finds_the_flaky_cases_the_store_finds(tmp_path: Path) -> None:
+    """``memory.quick`` reads only the rows of cases that failed; the flaky cases stay the same.
+
+    Over runs where a few cases fail (their rows read by node id) and where more than a few hundred
+    fail (every row read), a run where none failed: flips, an edited case, errors and skips, the
+    newest run not stored yet.
+    """
+    pytest.importorskip("sqlalchemy", reason="the run store's tests need the [store] extra")
+    from pytest_agent_eval.memory.quick import QuickStore
+    from pytest_agent_eval.memory.rows import run_row
+    from pytest_agent_eval.memory.store import Store
+
+    def record(n: int, outcome: str, content: str = "h") -> dict[str, Any]:
+        nodeid = f"eval_f.yaml::c{n}"
+        return {"nodeid": nodeid, "case_id": f"c{n}", "file": "eval_f.yaml", "line": n,
+                "outcome": outcome, "content_hash": f"{content}{n}"}  # fmt: skip
+
+    def run(outcomes: dict[int, str], edited: frozenset[int] = frozenset()) -> list[Any]:
+        return [
+            record(n, outcomes.get(n, "passed"), "e" if n in edited else "h") for n in range(800)
+        ]
+
+    runs = [
+        run({1: "failed", 2: "error", 4: "skipped"}),
+        run({}),  # none failed: its rows are not searched
+        run({3: "failed", 5: "failed"}),
+        run({5: "failed", 6: "failed"}, edited=frozenset({1})),
+        run({n: "failed" for n in range(100, 700)}),  # more than a few hundred failed
+    ]
+    newest = run({7: "failed", 1: "failed", 150: "xpassed"}, edited=frozenset({1}))
+    for stored in (2, 3, 4, 5):
+        path = tmp_path / f"runs{stored}.db"
+        store = Store(f"sqlite:///{path}")
+        store.open()
+        for n, cases in enumerate(runs[:stored]):
+            started = f"2026-01-0{n + 1}T00:00:00+00:00"
+            store.save(run_row({"run": {"started": started}, "cases": cases}, f"r{n}"), cases)
+        quick = QuickStore.open(path)
+        assert quick is not None
+        try:
+            for nodeids in (None, [c["nodeid"] for c in newest[:8]]):
+                for newer in (None, newest):
+                    found = quick.flaky(nodeids=nodeids, newest=newer)
+                    assert found == store.flaky(nodeids=nodeids, newest=newer)
+            assert quick.flaky(newest=newest) != {}
+        finally:
+            quick.close()
+            store.close()

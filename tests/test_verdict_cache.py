@@ -82,6 +82,76 @@ def test_a_case_keeps_its_hash_and_each_variant_is_hashed_afresh(tmp_path: Path)
     assert case == dataclasses.replace(case) and repr(case) == repr(dataclasses.replace(case))
 
 
+def test_the_content_hash_of_a_case_stays_what_stores_keep(tmp_path: Path) -> None:
+    """The hashes of cases with every kind of value are pinned: stores and caches keep them.
+
+    A faster way to compute a hash must give the same 16 digits as the release that stored them
+    (non-ASCII text, mappings with non-text keys, tuples, paths, turns, a simulated user).
+    """
+    from pytest_agent_eval.core.case import Turn
+    from pytest_agent_eval.core.conversation import SimulatedUser, Task
+
+    path = tmp_path / "eval_a.yaml"
+    rich = Case(
+        id="a",
+        path=path,
+        line=3,
+        query="h\u00e9llo \u2603",
+        context={"b": [1, 2.5, None, True], "a": {"k": (1, "x")}},
+        tags=("t1",),
+        metadata={"owner": "\u00fc", 3: Path("/p/q")},
+        tool_mocks={"search": {"hits": [1, {"x": None}]}},
+        expect={"contains": ["ok"], "max_tool_calls": 2},
+    )
+    turns = Case(
+        id="b", path=path, line=9, turns=(Turn("hi", {"contains": ["a"]}, line=4), Turn("bye"))
+    )
+    user = SimulatedUser(tasks=(Task("book a table", "a table is booked"),), facts=("party of 2",))
+    simulated = Case(id="c", path=path, line=12, simulated_user=user)
+    assert [content_hash(c) for c in (rich, turns, simulated)] == [
+        "a8f5840c4606e4f3",
+        "63368414b626fddb",
+        "a936dea71723f864",
+    ]
+
+
+def test_the_hash_text_of_any_case_is_the_json_encoders(tmp_path: Path) -> None:
+    """The text hashed, written field by field, is what ``json`` writes of the canonical form.
+
+    Over 3,000 cases with random values in random fields: text, numbers (``-0.0``, NaN, big
+    integers), booleans, paths, nested mappings with non-text keys, lists, tuples, turns, objects.
+    """
+    import json
+    import random
+
+    from pytest_agent_eval.core.case import Turn
+    from pytest_agent_eval.report import case_input
+
+    rng = random.Random(38)
+    scalars = [None, True, False, 0, -3, 10**20, 1.0, -0.0, float("nan"), "", 'é☃"\\\n', "x"]
+
+    def value(depth: int = 0) -> Any:
+        kind = rng.randrange(len(scalars) + (6 if depth < 3 else 1))
+        if kind < len(scalars):
+            return scalars[kind]
+        return [
+            lambda: tmp_path / "a",
+            lambda: {rng.choice(["a", "b", 1, "ü"]): value(depth + 1) for _ in range(2)},
+            lambda: [value(depth + 1) for _ in range(rng.randrange(3))],
+            lambda: tuple(value(depth + 1) for _ in range(rng.randrange(3))),
+            lambda: Turn("hi", {"contains": [value(depth + 1)]}, line=rng.randrange(9)),
+            lambda: object(),
+        ][kind - len(scalars)]()
+
+    names = [f.name for f in dataclasses.fields(Case) if f.name not in ("id", "path", "line")]
+    encoder = json.JSONEncoder(sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    for _ in range(3000):
+        fields = {name: value() for name in rng.sample(names, rng.randrange(len(names)))}
+        case = Case(id="a", path=tmp_path / "eval_a.yaml", line=3, **fields)
+        expected = encoder.encode(case_input._canonical(case))
+        assert case_input._text(case) == expected, fields
+
+
 @pytest.fixture
 def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A project whose agent module imports a helper of its own, a package's module and stdlib."""

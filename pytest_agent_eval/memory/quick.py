@@ -19,6 +19,7 @@ from typing import Any
 from pytest_agent_eval.memory.rows import (
     CACHE_COLUMNS,
     CASE_COLUMNS,
+    FAILING,
     HEAD,
     KNOWN,
     RUN_COLUMNS,
@@ -31,6 +32,13 @@ from pytest_agent_eval.memory.rows import (
 _WAIT_S = 60
 _PREFIX = "sqlite:///"
 _RUNS_BY_AGE = "ORDER BY runs.started DESC, runs.saved DESC"
+_FAILED_OF_RUN = (
+    "SELECT nodeid FROM cases WHERE run_id = ? AND outcome IN "
+    f"({', '.join(repr(outcome) for outcome in FAILING)})"
+)
+_ROWS_OF_RUN = "SELECT nodeid, outcome, content_hash FROM cases WHERE run_id = ?"
+_FEW = 500
+"""Up to this many cases that failed, their rows are read by node id (bound parameters)."""
 
 
 def sqlite_file(url: str) -> Path | None:
@@ -102,23 +110,41 @@ class QuickStore:
         nodeids: list[str] | None = None,
         newest: list[dict[str, Any]] | None = None,
     ) -> dict[str, list[str]]:
-        """As ``memory.store.Store.flaky``."""
+        """As ``memory.store.Store.flaky``.
+
+        Only the rows of cases that failed (or erred) in one of the runs read, or in ``newest``, are
+        read in full: a case that never failed is not flaky (in a run that mostly passes, a few
+        hundred rows instead of every case of every run). A run whose counts (``failed``,
+        ``errors``) are 0 is not searched for them.
+        """
         if newest is not None:
             last -= 1
         try:
-            ids = [
-                r
-                for (r,) in self._conn.execute(
-                    f"SELECT id FROM runs {_RUNS_BY_AGE} LIMIT ?", (last,)
-                )
-            ]
+            runs = self._conn.execute(
+                f"SELECT id, failed, errors FROM runs {_RUNS_BY_AGE} LIMIT ?", (last,)
+            ).fetchall()
+            ids = [run_id for run_id, _, _ in runs]
+            failed = {c["nodeid"] for c in newest or [] if c["outcome"] in FAILING}
+            for run_id, failures, errors in runs:
+                if failures == 0 and errors == 0:  # the run's counts: none of its cases failed
+                    continue
+                # by the primary key: the run's rows, no join
+                failed.update(r for (r,) in self._conn.execute(_FAILED_OF_RUN, (run_id,)))
+            if nodeids is not None:
+                failed.intersection_update(nodeids)
             rows: list[tuple[str, str, str | None]] = []
-            for run_id in reversed(ids):  # oldest first: each case's rows in the order of its runs
-                rows += self._conn.execute(  # by the primary key: no join, no sort
-                    "SELECT nodeid, outcome, content_hash FROM cases WHERE run_id = ?", (run_id,)
-                )
+            if len(failed) > _FEW:  # many failed: every row, as the whole runs
+                for run_id in reversed(ids):  # oldest first: each case's rows in run order
+                    rows += self._conn.execute(_ROWS_OF_RUN, (run_id,))
+            elif failed:
+                wanted = sorted(failed)
+                of_wanted = f"{_ROWS_OF_RUN} AND nodeid IN ({', '.join('?' * len(wanted))})"
+                for run_id in reversed(ids):
+                    rows += self._conn.execute(of_wanted, (run_id, *wanted))
         except sqlite3.Error as exc:
             raise StoreError(f"{self}: {_why(exc)}") from None
+        if nodeids is not None and len(failed) <= _FEW:
+            nodeids = [n for n in nodeids if n in failed]
         return flaky_in(rows, nodeids, newest)
 
     def save(

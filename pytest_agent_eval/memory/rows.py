@@ -141,7 +141,9 @@ def _flaky_of_latest(latest: dict[str, tuple[str | None, list[str]]]) -> dict[st
     return out
 
 
-_DECIDED = ("passed", "xpassed", "failed", "error")
+FAILING = ("failed", "error")
+"""The outcomes that fail a case: a flaky case has one under its newest content hash."""
+_DECIDED = ("passed", "xpassed", *FAILING)
 
 
 def _json(value: Any) -> str:

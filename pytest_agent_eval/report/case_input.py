@@ -9,7 +9,10 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import math
+import operator
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -56,10 +59,78 @@ def content_hash(case: Case) -> str:
     """
     found: str | None = vars(case).get(_MEMO)
     if found is None:
-        canonical = _canonical(case)
-        text = json.dumps(canonical, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+        text = _text(case)
         found = vars(case)[_MEMO] = hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
     return found
+
+
+_ENCODER = json.JSONEncoder(sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+"""The hash's JSON form (as ``json.dumps(sort_keys=True, ensure_ascii=False, ...)`` writes it)."""
+
+
+def _c_encoder() -> Callable[[Any, int], Any] | None:
+    """``_ENCODER``'s C encoder, made once (``encode`` makes one a call); ``None`` if none."""
+    make = getattr(json.encoder, "c_make_encoder", None)
+    if make is None:
+        return None
+    try:
+        # markers None: no circular check (canonical data is a tree, made for the hash)
+        string = json.encoder.encode_basestring
+        encoder: Callable[[Any, int], Any] = make(
+            None, _ENCODER.default, string, None, ":", ",", True, False, True
+        )
+    except TypeError:  # another Python's signature: the encoder's own way
+        return None
+    return encoder
+
+
+_C_ENCODER = _c_encoder()
+
+
+def _encode(value: Any) -> str:
+    """``_ENCODER.encode(value)``."""
+    if _C_ENCODER is None:
+        return _ENCODER.encode(value)
+    return "".join(_C_ENCODER(value, 0))
+
+
+def _text(value: Any) -> str:
+    """``_ENCODER.encode(_canonical(value))``, written field by field for a dataclass.
+
+    The same text, without building the canonical mapping: a field's name (in sorted order) and
+    its value's text, the common values (``None``, text, an empty container) written directly.
+    """
+    kind = type(value)
+    fields = _FIELDS.get(kind)
+    if fields is None:
+        fields = _FIELDS[kind] = _hashed_fields(kind)
+    names, values = fields
+    if values is None:
+        return _encode(_canonical(value))
+    parts = []
+    for name, item in zip(names, values(value), strict=True):
+        if item is None:
+            if name not in _UNSET_LEFT_OUT:
+                parts.append(f'"{name}":null')
+            continue
+        item_kind = type(item)
+        if item_kind is str:
+            parts.append(f'"{name}":{_string(item)}')
+        elif item_kind is bool:
+            parts.append(f'"{name}":true' if item else f'"{name}":false')
+        elif item_kind is int or (item_kind is float and math.isfinite(item)):
+            parts.append(f'"{name}":{item!r}')  # as the encoder writes them (``__repr__``)
+        elif (item_kind is dict or item_kind is list or item_kind is tuple) and not item:
+            parts.append(f'"{name}":{{}}' if item_kind is dict else f'"{name}":[]')
+        elif item_kind in _FIELDS and _FIELDS[item_kind][1] is not None:
+            parts.append(f'"{name}":{_text(item)}')
+        else:
+            parts.append(f'"{name}":{_encode(_canonical(item))}')
+    return "{" + ",".join(parts) + "}"
+
+
+_string: Callable[[str], str] = json.encoder.encode_basestring
+"""A string's JSON text as ``_ENCODER`` writes it (``ensure_ascii=False``)."""
 
 
 _MEMO = "_agent_eval_content_hash"
@@ -80,18 +151,25 @@ def _canonical(value: Any) -> Any:
     if kind in _SCALARS:
         return value
     if kind is dict:
-        return {str(key): _canonical(item) for key, item in value.items()}
-    if kind is list or kind is tuple:
-        return [_canonical(item) for item in value]
-    names = _FIELDS.get(kind)
-    if names is None:
-        names = _FIELDS[kind] = _hashed_fields(kind)
-    if names:
         return {
-            name: _canonical(item)
-            for name in names
-            if (item := getattr(value, name)) is not None or name not in _UNSET_LEFT_OUT
+            str(key): item if type(item) in _SCALARS else _canonical(item)
+            for key, item in value.items()
         }
+    if kind is list or kind is tuple:
+        return [item if type(item) in _SCALARS else _canonical(item) for item in value]
+    fields = _FIELDS.get(kind)
+    if fields is None:
+        fields = _FIELDS[kind] = _hashed_fields(kind)
+    names, values = fields
+    if values is not None:
+        out: dict[str, Any] = {}
+        for name, item in zip(names, values(value), strict=True):
+            if item is None:
+                if name not in _UNSET_LEFT_OUT:
+                    out[name] = None
+            else:
+                out[name] = item if type(item) in _SCALARS else _canonical(item)
+        return out
     if isinstance(value, dict):
         return {str(key): _canonical(item) for key, item in value.items()}
     if isinstance(value, (list, tuple)):
@@ -104,11 +182,22 @@ def _canonical(value: Any) -> Any:
 
 
 _SCALARS = frozenset({str, int, float, bool, type(None)})
-_FIELDS: dict[type, tuple[str, ...]] = {}
-"""A dataclass's hashed field names by its class (empty for any other class), found once."""
+_FIELDS: dict[type, tuple[tuple[str, ...], Callable[[Any], tuple[Any, ...]] | None]] = {}
+"""A dataclass's hashed field names and a getter of their values (in one tuple), by its class.
+
+Found once per class; no getter for any other class (or a dataclass with no hashed field).
+"""
 
 
-def _hashed_fields(kind: type) -> tuple[str, ...]:
+def _hashed_fields(
+    kind: type,
+) -> tuple[tuple[str, ...], Callable[[Any], tuple[Any, ...]] | None]:
     if not dataclasses.is_dataclass(kind):
-        return ()
-    return tuple(f.name for f in dataclasses.fields(kind) if f.name not in _PLACE)
+        return (), None
+    # in sorted order: as the encoder sorts a mapping's keys
+    names = tuple(sorted(f.name for f in dataclasses.fields(kind) if f.name not in _PLACE))
+    if not names:
+        return (), None
+    if len(names) == 1:
+        return names, lambda value, name=names[0]: (getattr(value, name),)
+    return names, operator.attrgetter(*names)
