@@ -501,7 +501,7 @@ class _ServiceHandler(BaseHTTPRequestHandler):
 # -- what a run wrote
 # ------------------------------------------------------------------------------------------------
 
-_SUMMARY = re.compile(r"^(PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS) (\S+)")
+_SUMMARY = re.compile(r"^(PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS) (?:\(cached\) )?(\S+)")
 _WORD = {"PASSED": "passed", "FAILED": "failed", "ERROR": "error", "SKIPPED": "skipped"}
 _WORD.update(XFAIL="xfailed", XPASS="xpassed")
 

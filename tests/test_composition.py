@@ -12,7 +12,8 @@ file. For each combination the test asserts what a user sees — pytest's outcom
 the record (a handoff kept beside the mocks' calls), the history the agent got (the requests the
 loopback server received for turn 2 hold turn 1), the usage (the tokens the server reported, summed
 over every request of the case) — and that every report agrees with pytest and with the others. All
-problems of a run are listed together, each naming its combination.
+problems of a run are listed together, each naming its combination. The verdict cache (SPEC §25)
+joins in two of those runs: run twice, then with one case edited.
 """
 
 from __future__ import annotations
@@ -259,6 +260,61 @@ def test_shards_merge_gate_and_resume_compose(pytester: pytest.Pytester, travel:
     same("resumed", resumed.records(), ran)
     findings.assert_none(
         f"--- whole (exit {whole.ret})\n{whole.stdout}\n--- resumed\n{resumed.stdout}"
+    )
+
+
+CACHED = [g for g in (("concurrency", "off"), ("xdist", "hook")) if g in GROUPS] or GROUPS[:1]
+
+
+@pytest.mark.parametrize(("mode", "traffic"), CACHED, ids=[f"{m}-{t}" for m, t in CACHED])
+def test_the_verdict_cache_composes(
+    pytester: pytest.Pytester, travel: Any, mode: str, traffic: str
+) -> None:
+    """The verdict cache (SPEC §25) with every agent and case kind: a second run pays for nothing.
+
+    A run with ``--agent-eval-cache on`` stores each case's record; the same run again reports each
+    case from the cache (``cached`` in the record, the first run's outcome, tool calls, score and
+    tokens) with no request to the LLM or the tool service; every report agrees with pytest. Then
+    one case is edited: ``--agent-eval-changed`` runs that case alone.
+    """
+    llm, service, _ = travel
+    rows, _, matrix = _write(pytester, service, GROUPS.index((mode, traffic)))
+    args = [*matrix, *(["--agent-eval-traffic"] if traffic == "hook" else [])]
+    findings = Findings()
+    first = _run(pytester, mode, "first", *args, "--agent-eval-cache=on")
+    asked, served = len(llm.requests), service.calls
+    again = _run(pytester, mode, "again", *args, "--agent-eval-cache=on")
+    findings.check(
+        (len(llm.requests), service.calls) == (asked, served),
+        "cached run",
+        f"{len(llm.requests) - asked} LLM requests, {service.calls - served} tool service calls",
+    )
+    before, after, ran = first.records(), again.records(), again.pytest_outcomes()
+    findings.check(sorted(after) == sorted(before), "cached run", "not the same cases")
+    for nodeid in sorted(set(before) & set(after)):
+        was, now = before[nodeid], after[nodeid]
+        findings.check(now.get("cached") is True, nodeid, "not reported from the cache")
+        findings.check(
+            ran.get(nodeid) == was["outcome"],
+            nodeid,
+            f"pytest says {ran.get(nodeid)}, the first run {was['outcome']}",
+        )
+        for key in ("outcome", "score", "tokens"):
+            findings.check(now.get(key) == was.get(key), nodeid, f"{key} {now.get(key)!r}")
+        findings.check(tool_calls(now) == tool_calls(was), nodeid, "tool calls")
+    _reports_agree(findings, f"{mode} × traffic {traffic} × cache (again)", again)
+
+    edited = rows[0]
+    main = pytester.path / MAIN
+    text = main.read_text(encoding="utf-8")
+    marker = f'"id": "{edited.case_id}"'
+    findings.check(marker in text, "edit", f"{marker} not in {MAIN}")
+    main.write_text(text.replace(marker, f'{marker}, "description": "edited"', 1), encoding="utf-8")
+    changed = _run(pytester, mode, "changed", *args, "--agent-eval-changed")
+    fresh = sorted(k for k, r in changed.records().items() if not r.get("cached"))
+    findings.check(fresh == [f"{MAIN}::{edited.case_id}"], "--agent-eval-changed", f"ran {fresh}")
+    findings.assert_none(
+        "\n\n".join(f"--- {r.prefix} (exit {r.ret})\n{r.stdout}" for r in (first, again, changed))
     )
 
 

@@ -10,7 +10,10 @@ import sys
 from typing import Any
 
 PROVIDER_KEY = "promptfoo_provider"
-"""The key of a promptfoo provider's reference (``{promptfoo_provider: {...}}``)."""
+"""The key of a promptfoo provider's reference (``{promptfoo_provider: {...}}``).
+
+The promptfoo dialect writes it into a case's agent; ``adapters/promptfoo.py`` calls it.
+"""
 
 
 def of_class(obj: Any, package: str, class_name: str) -> bool:

@@ -17,6 +17,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from pytest_agent_eval.adapters.recognise import PROVIDER_KEY
 from pytest_agent_eval.cases import trust
 from pytest_agent_eval.cases.dialects.base import Dialect
 from pytest_agent_eval.cases.dialects.common import Ids, Problems, explicit_id, is_number
@@ -40,11 +41,6 @@ from pytest_agent_eval.core.errors import EvalFileError
 
 NAME = "promptfoo"
 NEED = "a promptfoo config: a mapping with `providers` (or `targets`) and `prompts` or `tests`"
-PROVIDER_KEY = "promptfoo_provider"
-"""An agent reference ``{promptfoo_provider: {...}}``.
-
-The adapter in ``adapters/promptfoo.py`` calls it.
-"""
 IGNORED = frozenset(
     {
         "description",
