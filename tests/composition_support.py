@@ -542,7 +542,8 @@ class RunOutput:
                 if case.find(child) is not None:
                     outcome = word
             props = {p.get("name"): p.get("value") for p in case.iter("property")}
-            location = str(props.get("location", "")).rsplit(":", 1)[0]
+            # a case that never ran (a setup error) has no properties: its file is the class name
+            location = str(props.get("location", case.get("classname"))).rsplit(":", 1)[0]
             cases[f"{location}::{case.get('name')}"] = {"outcome": outcome, **props}
         return cases
 

@@ -486,3 +486,34 @@ def test_a_copied_context_keeps_answering_from_its_case_never_the_real_tool(
         ctx.run(tool, "q") == "copied"
     )  # e.g. an agent thread still running after its trial timed out
     assert len(rec.calls) == 1
+
+
+def test_a_trial_that_raises_in_its_recording_leaves_none_current_and_lists_unused() -> None:
+    """The recording's block ends as it began when the trial's code raises.
+
+    The next call goes to the real tool again (no recording current, none in progress for threads
+    that lost the context), and the mock the trial never called is listed.
+    """
+    tool = wrap(search)
+    with (
+        pytest.raises(ValueError, match="the agent failed"),
+        plan({"search": "found"}).record() as rec,
+    ):
+        raise ValueError("the agent failed")
+    assert rec.unused and rec.unused[0].startswith(
+        "tool_mocks: 'search' was mocked but never called"
+    )
+    with pytest.raises(RuntimeError, match="the real search ran"):
+        tool("py")  # outside any recording: the real tool
+    seen: list[BaseException] = []
+    thread = threading.Thread(target=lambda: _call_catching(tool, seen))
+    thread.start()
+    thread.join()
+    assert [str(e) for e in seen] == ["the real search ran"]
+
+
+def _call_catching(tool: Any, seen: list[BaseException]) -> None:
+    try:
+        tool("py")
+    except BaseException as exc:
+        seen.append(exc)

@@ -357,3 +357,33 @@ def test_a_native_file_loads_only_its_format_and_the_checks_it_names(
     ]
     families = [name.rpartition(".")[2] for name in _matches(names, ("pytest_agent_eval.checks",))]
     assert sorted(families) == ["base", "checks", "output"]  # not even the regex machinery
+
+
+REWRITE_PROBE = """\
+import importlib, sys
+
+def pytest_sessionfinish(session):
+    # a module of the plugin loaded afresh while the session runs, as a lazily loaded one is
+    name = "pytest_agent_eval.report.markdown"
+    sys.modules.pop(name, None)
+    module = importlib.import_module(name)
+    with open("loader.txt", "w") as out:
+        out.write(type(module.__loader__).__name__)
+"""
+
+
+def test_pytest_does_not_rewrite_the_plugins_modules(pytester: pytest.Pytester) -> None:
+    """The plugin's modules load as Python loads any module, never through pytest's rewriting.
+
+    pytest marks every module of an installed plugin for assertion rewriting (its own import hook
+    parses each with ``ast``: a fifth of a one-case run, and not thread-safe in CPython 3.11 when
+    modules load in worker threads). The package takes itself off that list for each session: in
+    a fresh process, and in a process that imported it already (pytester's in-process runs).
+    """
+    pytester.makeconftest(REWRITE_PROBE)
+    pytester.makepyfile(test_one="def test_one():\n    pass\n")
+    loaders = []
+    for run in (pytester.runpytest_subprocess, pytester.runpytest_inprocess):
+        run("-p", "no:cacheprovider").assert_outcomes(passed=1)
+        loaders.append((pytester.path / "loader.txt").read_text(encoding="utf-8"))
+    assert loaders == ["SourceFileLoader", "SourceFileLoader"]

@@ -76,16 +76,24 @@ class _Active:
 _ACTIVE = _Active()
 
 
-@contextlib.contextmanager
-def current(recording: Answering) -> Iterator[None]:
-    """``recording`` is current for the code run inside the block (one trial)."""
-    token = _CURRENT.set(recording)
-    _ACTIVE.add(recording)
-    try:
-        yield
-    finally:
-        _CURRENT.reset(token)
-        _ACTIVE.remove(recording)
+class current:
+    """``recording`` is current for the code run inside the block (one trial).
+
+    A class, not a generator: it is entered for every trial of every case.
+    """
+
+    __slots__ = ("recording", "token")
+
+    def __init__(self, recording: Answering) -> None:
+        self.recording = recording
+
+    def __enter__(self) -> None:
+        self.token = _CURRENT.set(self.recording)
+        _ACTIVE.add(self.recording)
+
+    def __exit__(self, *exc: object) -> None:
+        _CURRENT.reset(self.token)
+        _ACTIVE.remove(self.recording)
 
 
 @contextlib.contextmanager

@@ -7,12 +7,11 @@ trial.
 
 from __future__ import annotations
 
-import contextlib
 import inspect
 import sys
 import threading
 import time
-from collections.abc import Awaitable, Callable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -133,18 +132,33 @@ class MockPlan:
         """
         return self.record(frozenset())
 
-    @contextlib.contextmanager
-    def record(self, patches: frozenset[str] | None = None) -> Iterator[Recording]:
+    def record(self, patches: frozenset[str] | None = None) -> AbstractContextManager[Recording]:
         """Make a fresh recording current for the code run inside the block (one trial).
 
         ``patches``: the ``module:attr`` patches of the case (``None``: every patch in force).
         """
-        recording = Recording(self, patches=patches)
+        return _Recorded(self, patches)
+
+
+class _Recorded:
+    """``MockPlan.record``'s block: one context manager per trial, made for every case."""
+
+    __slots__ = ("current", "patches", "plan", "recording")
+
+    def __init__(self, plan: MockPlan, patches: frozenset[str] | None) -> None:
+        self.plan, self.patches = plan, patches
+
+    def __enter__(self) -> Recording:
+        self.recording = Recording(self.plan, patches=self.patches)
+        self.current = current(self.recording)
+        self.current.__enter__()
+        return self.recording
+
+    def __exit__(self, *exc: object) -> None:
         try:
-            with current(recording):
-                yield recording
+            self.current.__exit__(*exc)
         finally:
-            recording.unused.extend(self.never_called(recording.calls))
+            self.recording.unused.extend(self.plan.never_called(self.recording.calls))
 
 
 def _names(call: ToolCall) -> list[str]:

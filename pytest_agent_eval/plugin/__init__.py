@@ -62,6 +62,10 @@ def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginMa
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    # Again for this config: a pytest session run in a process that imported the package already
+    # (pytester's in-process runs) marked it for rewriting afresh, and its modules loaded later
+    # (many in worker threads, where CPython 3.11's ast.parse is not thread-safe) were rewritten.
+    compat.leave_assertion_rewriting("pytest_agent_eval")
     config.addinivalue_line(
         "markers", "agent_eval: an eval case collected from a YAML/JSON file (pytest-agent-eval)"
     )

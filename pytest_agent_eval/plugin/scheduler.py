@@ -68,6 +68,13 @@ class Scheduler:
         uses_llm: Callable[[Case], bool],
     ) -> None:
         self.window = 2 * concurrency  # enough started cases to keep the limit saturated
+        self.batch = max(1, concurrency // 8)
+        """Cases started at once when the window has room for them (the first item fills it).
+
+        Each start wakes a worker thread, which takes the GIL from pytest's thread: started one
+        by one, every item paid a switch to a worker and back; a batch runs its starts back to back.
+        The window less a batch still holds more than the limit: the limit stays saturated.
+        """
         self.early = early
         self._start = start
         self._suspects = suspects
@@ -126,8 +133,11 @@ class Scheduler:
 
         Until ``window`` cases started early wait for their items. A case that cannot start for now
         (its agent or LLM comes from a fixture not built yet) stops the look-ahead: it and those
-        after it are looked at again after this item.
+        after it are looked at again after this item. Once the window is full, cases start again
+        when it has room for a ``batch`` of them.
         """
+        if len(self.futures) > self.window - self.batch:
+            return
         for index, upcoming in self._upcoming(item):
             if len(self.futures) >= self.window or not self.may_start():
                 break

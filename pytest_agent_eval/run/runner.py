@@ -12,7 +12,7 @@ from collections.abc import Awaitable, Callable, Coroutine
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from pytest_agent_eval.adapters import Agent, is_builtin
-from pytest_agent_eval.checks import CheckContext, CheckRegistry
+from pytest_agent_eval.checks import SPAN_CHECKS, CheckContext, CheckRegistry
 from pytest_agent_eval.checks.base import check_name, first_infra_error, in_turn
 from pytest_agent_eval.core.case import Case
 from pytest_agent_eval.core.results import (
@@ -90,10 +90,8 @@ def wants_spans(case: Case) -> bool:
 
     Those are ``spans``, ``no_error_spans`` and ``max_llm_calls``.
     """
-    from pytest_agent_eval.checks import SPAN_CHECKS
-
-    return any(name in SPAN_CHECKS for name in case.expect) or any(
-        name in SPAN_CHECKS for turn in case.turns for name in turn.expect
+    return not SPAN_CHECKS.isdisjoint(case.expect) or any(
+        not SPAN_CHECKS.isdisjoint(turn.expect) for turn in case.turns
     )
 
 
@@ -265,11 +263,14 @@ async def in_waves(more: Callable[[list[T]], int], run: Callable[[int], Awaitabl
     return done
 
 
-async def run_case(case: Case, agent: Agent, settings: RunSettings) -> CaseResult:
+async def run_case(
+    case: Case, agent: Agent, settings: RunSettings, *, loop_free: bool | None = None
+) -> CaseResult:
     """All trials of the case (``repeat``), concurrently within the limit; the pass rate decides.
 
     An adaptive case (``repeat: {max, stop: decided}``) runs them in waves until its verdict is the
-    one all would give.
+    one all would give. ``loop_free``: whether a trial needs no loop, when the caller found out
+    already (``case_run``); ``None``: found out here.
     """
     repeat = settings.repeat or case.repeat
     cassette = None
@@ -282,7 +283,9 @@ async def run_case(case: Case, agent: Agent, settings: RunSettings) -> CaseResul
             passes = sum(t.passed for t in done)
             return next_wave(passes, len(done) - passes, repeat, case.min_pass_rate)
 
-    if not (repeat == 1 and more is None and timeout is None and _loop_free(case, agent, settings)):
+    if loop_free is None:
+        loop_free = _loop_free(case, agent, settings)
+    if not (repeat == 1 and more is None and timeout is None and loop_free):
         await (
             eager.needs_loop()
         )  # when started outside the loop (InlineLoop): the rest of the run goes on on it
@@ -374,9 +377,8 @@ def case_run(case: Case, agent: Agent, settings: RunSettings) -> Coroutine[Any, 
     timeout, a loop-free trial) is an ``eager.OffLoop``. One that records tool mocks, traces, or
     watches HTTP traffic stays on the loop, where it always ran.
     """
-    run = run_case(case, agent, settings)
     if not isinstance(settings.limit, Slots) or settings.inline:
-        return run
+        return run_case(case, agent, settings)
     timeout = case.timeout if case.timeout is not None else settings.default_timeout
     if (
         timeout is None
@@ -389,8 +391,8 @@ def case_run(case: Case, agent: Agent, settings: RunSettings) -> Coroutine[Any, 
         and _needs_no_loop(case, agent, settings)
     ):
         settings.inline = True  # its blocking calls in its own thread: it holds no loop up
-        return eager.OffLoop(run)
-    return run
+        return eager.OffLoop(run_case(case, agent, settings, loop_free=True))
+    return run_case(case, agent, settings)
 
 
 def _loop_free(case: Case, agent: Agent, settings: RunSettings) -> bool:
