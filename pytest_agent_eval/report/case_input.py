@@ -98,35 +98,69 @@ def _text(value: Any) -> str:
     """``_ENCODER.encode(_canonical(value))``, written field by field for a dataclass.
 
     The same text, without building the canonical mapping: a field's name (in sorted order) and
-    its value's text, the common values (``None``, text, an empty container) written directly.
+    its value's text; a field at its class's default (the very object) as a text made once, the
+    common values (``None``, text, numbers, an empty container) written directly.
     """
     kind = type(value)
-    fields = _FIELDS.get(kind)
-    if fields is None:
-        fields = _FIELDS[kind] = _hashed_fields(kind)
-    names, values = fields
+    plan = _PLANS.get(kind)
+    if plan is None:
+        plan = _PLANS[kind] = _plan(kind)
+    fields, values = plan
     if values is None:
         return _encode(_canonical(value))
     parts = []
-    for name, item in zip(names, values(value), strict=True):
-        if item is None:
-            if name not in _UNSET_LEFT_OUT:
-                parts.append(f'"{name}":null')
-            continue
-        item_kind = type(item)
-        if item_kind is str:
-            parts.append(f'"{name}":{_string(item)}')
-        elif item_kind is bool:
-            parts.append(f'"{name}":true' if item else f'"{name}":false')
-        elif item_kind is int or (item_kind is float and math.isfinite(item)):
-            parts.append(f'"{name}":{item!r}')  # as the encoder writes them (``__repr__``)
-        elif (item_kind is dict or item_kind is list or item_kind is tuple) and not item:
-            parts.append(f'"{name}":{{}}' if item_kind is dict else f'"{name}":[]')
-        elif item_kind in _FIELDS and _FIELDS[item_kind][1] is not None:
-            parts.append(f'"{name}":{_text(item)}')
+    for (prefix, default, default_text, left_out), item in zip(fields, values(value), strict=True):
+        if item is default and default_text is not None:
+            if default_text:
+                parts.append(default_text)
+        elif item is None:
+            if not left_out:
+                parts.append(prefix + "null")
         else:
-            parts.append(f'"{name}":{_encode(_canonical(item))}')
+            item_kind = type(item)
+            if item_kind is str:
+                parts.append(prefix + _string(item))
+            elif item_kind is bool:
+                parts.append(prefix + ("true" if item else "false"))
+            elif item_kind is int or (item_kind is float and math.isfinite(item)):
+                parts.append(prefix + repr(item))  # as the encoder writes them (``__repr__``)
+            elif (item_kind is dict or item_kind is list or item_kind is tuple) and not item:
+                parts.append(prefix + ("{}" if item_kind is dict else "[]"))
+            elif item_kind in _PLANS and _PLANS[item_kind][1] is not None:
+                parts.append(prefix + _text(item))
+            else:
+                parts.append(prefix + _encode(_canonical(item)))
     return "{" + ",".join(parts) + "}"
+
+
+_Field = tuple[str, Any, "str | None", bool]
+"""A hashed field as ``_text`` writes it: its ``"name":`` prefix, its default, the text of the
+field at that default (``""``: left out; ``None``: no default to tell), and whether ``None`` is
+left out."""
+_PLANS: dict[type, tuple[tuple[_Field, ...], Callable[[Any], tuple[Any, ...]] | None]] = {}
+"""A dataclass's hashed fields as ``_text`` writes them, and the getter of their values."""
+_NO_DEFAULT = object()
+
+
+def _plan(kind: type) -> tuple[tuple[_Field, ...], Callable[[Any], tuple[Any, ...]] | None]:
+    names, values = _FIELDS.get(kind) or _hashed_fields(kind)
+    if values is None:
+        return (), None
+    defaults = {
+        f.name: f.default for f in dataclasses.fields(kind) if f.default is not dataclasses.MISSING
+    }
+    fields = []
+    for name in names:
+        prefix, default = f'"{name}":', defaults.get(name, _NO_DEFAULT)
+        left_out = name in _UNSET_LEFT_OUT
+        if default is None:
+            default_text: str | None = "" if left_out else prefix + "null"
+        elif type(default) in _SCALARS or (type(default) is tuple and not default):
+            default_text = prefix + _encode(_canonical(default))
+        else:  # no default, or one whose text is not told by the object itself
+            default, default_text = _NO_DEFAULT, None
+        fields.append((prefix, default, default_text, left_out))
+    return tuple(fields), values
 
 
 _string: Callable[[str], str] = json.encoder.encode_basestring
