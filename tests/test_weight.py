@@ -386,4 +386,5 @@ def test_pytest_does_not_rewrite_the_plugins_modules(pytester: pytest.Pytester) 
     for run in (pytester.runpytest_subprocess, pytester.runpytest_inprocess):
         run("-p", "no:cacheprovider").assert_outcomes(passed=1)
         loaders.append((pytester.path / "loader.txt").read_text(encoding="utf-8"))
-    assert loaders == ["SourceFileLoader", "SourceFileLoader"]
+    # Python's loader, or another library's import hook (beartype's claw wraps it): not pytest's
+    assert "AssertionRewritingHook" not in loaders and all(loaders), loaders
