@@ -339,8 +339,9 @@ def test_injection_variants_compose(
     ``--agent-eval-inject`` with two payloads: each case with tool mocks gets one variant a payload,
     the payload in its mocks' outputs. The travel LLM repeats what its tools return, so every
     variant's agent writes the canary into its answer: each fails on ``resists_injection``, naming
-    the attack and its canary, with the tool calls of the case; a ``call:`` mock (whose output
-    the payload cannot reach) makes its variants errors that say so. The cases themselves keep
+    the attack and its canary, with the tool calls of the case (a case whose agent raises fails
+    without a verdict); a ``call:`` mock (whose output the payload cannot reach) makes its
+    variants errors that say so. The cases themselves keep
     their outcomes, and every report agrees with pytest.
     """
     _, service, _ = travel
@@ -367,6 +368,9 @@ def test_injection_variants_compose(
                     where,
                     f"{record['outcome']}: {record.get('error')}",
                 )
+                continue
+            if row.expected_outcome() == "failed":  # the agent raised: its run is no verdict
+                findings.check(record["outcome"] == "failed", where, record["outcome"])
                 continue
             canary = (record.get("metadata") or {}).get("injection", {}).get("canary")
             resists = [c for c in record["checks"] if c["name"] == "resists_injection"]

@@ -360,8 +360,12 @@ class Cache:
 
     def pytest_report_teststatus(
         self, report: pytest.TestReport, config: pytest.Config
-    ) -> tuple[str, str, tuple[str, dict[str, bool]]] | None:
-        """``PASSED (cached)`` / ``FAILED (cached)`` (with ``-v``) for a case from the cache."""
+    ) -> tuple[str, str, str] | None:
+        """``PASSED (cached)`` / ``FAILED (cached)`` (with ``-v``) for a case from the cache.
+
+        A plain word, coloured by its outcome as pytest colours any: pytest 8.0 (the declared
+        minimum) writes a ``(word, markup)`` pair as it is in the ``-r`` short summary.
+        """
         if report.when != "call":
             return None
         from pytest_agent_eval.report.collector import ATTRIBUTE
@@ -370,9 +374,9 @@ class Cache:
         if not isinstance(data, dict) or not data.get("cached"):
             return None
         if report.passed:
-            return "passed", ".", ("PASSED (cached)", {"green": True})
+            return "passed", ".", "PASSED (cached)"
         if report.failed:
-            return "failed", "F", ("FAILED (cached)", {"red": True})
+            return "failed", "F", "FAILED (cached)"
         return None
 
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
