@@ -126,8 +126,6 @@ def _text(value: Any) -> str:
                 parts.append(prefix + repr(item))  # as the encoder writes them (``__repr__``)
             elif (item_kind is dict or item_kind is list or item_kind is tuple) and not item:
                 parts.append(prefix + ("{}" if item_kind is dict else "[]"))
-            elif item_kind in _PLANS and _PLANS[item_kind][1] is not None:
-                parts.append(prefix + _text(item))
             else:
                 parts.append(prefix + _encode(_canonical(item)))
     return "{" + ",".join(parts) + "}"
