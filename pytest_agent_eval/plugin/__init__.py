@@ -85,11 +85,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
         resume.configure(config)
     signals.install()
-    if (
-        config.pluginmanager.hasplugin("xdist")
-        and not compat.is_worker(config)
-        and config.getoption("dist", "no") != "no"  # as xdist's own DSession: workers are started
-    ):
+    if compat.hands_out_cases(config):  # as xdist's own DSession: workers are started
         from pytest_agent_eval.plugin.crashes import CrashReporter
 
         # names the cases a crash hit
