@@ -12,8 +12,9 @@ from __future__ import annotations
 import contextlib
 import copy
 import functools
+import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 if (
@@ -376,3 +377,32 @@ def leave_assertion_rewriting(package: str) -> bool:
                 del cache[name]
         return True
     return False
+
+
+def keep_current_test_var() -> Callable[[], None]:
+    """Keep ``PYTEST_CURRENT_TEST`` set between items while cases run in other threads.
+
+    pytest removes it after each item's teardown; an agent in flight that reads the environment
+    then (an HTTP client looking for proxies iterates ``os.environ``) finds a key listed and gone
+    (``KeyError: 'PYTEST_CURRENT_TEST'``). Kept, it names the last item's teardown until the next
+    item's setup replaces it. Returns the undo, which removes it once no item runs. Private
+    (``_pytest.runner._update_current_test_var``); fallback: pytest removes it as before.
+    """
+    from _pytest import runner
+
+    update = getattr(runner, "_update_current_test_var", None)
+    if update is None:
+        return lambda: None
+
+    def keep(item: pytest.Item, when: str | None) -> None:
+        if when is not None:
+            update(item, when)
+
+    runner._update_current_test_var = keep
+
+    def undo() -> None:
+        if runner._update_current_test_var is keep:
+            runner._update_current_test_var = update
+        os.environ.pop("PYTEST_CURRENT_TEST", None)
+
+    return undo

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import queue
 import types
 from collections.abc import Iterator
@@ -140,3 +141,36 @@ def test_eval_items_run_with_and_without_the_items_own_request(
     assert (
         "pytest_agent_eval" not in result.stdout.str()
     )  # no frame of the plugin in the failure text
+
+
+def test_keeping_pytest_current_test_degrades_to_pytest_removing_it() -> None:
+    from _pytest import runner
+
+    original = runner._update_current_test_var
+    del runner._update_current_test_var  # a pytest without it (pytest needs it back to go on)
+    try:
+        undo = compat.keep_current_test_var()  # nothing to wrap: nothing changes
+        assert not hasattr(runner, "_update_current_test_var")
+        undo()
+    finally:
+        runner._update_current_test_var = original
+
+
+def test_pytest_current_test_is_kept_between_items_and_removed_by_the_undo(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from _pytest import runner
+
+    original = runner._update_current_test_var
+    monkeypatch.setenv("PYTEST_CURRENT_TEST", "x")
+    item = types.SimpleNamespace(nodeid="eval.yaml::a")
+    undo = compat.keep_current_test_var()
+    try:
+        runner._update_current_test_var(item, "teardown")  # type: ignore[arg-type]
+        runner._update_current_test_var(item, None)  # type: ignore[arg-type]
+        assert os.environ["PYTEST_CURRENT_TEST"] == "eval.yaml::a (teardown)"
+    finally:
+        undo()
+    assert runner._update_current_test_var is original
+    assert "PYTEST_CURRENT_TEST" not in os.environ
+    monkeypatch.setenv("PYTEST_CURRENT_TEST", "restored for pytest's own teardown")

@@ -354,3 +354,30 @@ def pytest_sessionfinish(session):
     conc.makefile(".yaml", eval_many=_suite(n=40, failing=()))
     conc.runpytest_subprocess("--agent-eval-concurrency", "4").assert_outcomes(passed=40)
     assert int((conc.path / "recordings.txt").read_text()) <= 4
+
+
+ENVIRON_AGENT = '''
+import os
+
+def run(query, context):
+    """Reads the whole environment many times, as HTTP clients do to find proxies."""
+    for _ in range(300):
+        dict(os.environ.items())
+    return "answer"
+'''
+
+
+def test_a_sync_agent_may_read_the_environment_while_items_run(evals: pytest.Pytester) -> None:
+    """pytest pops PYTEST_CURRENT_TEST after each item; cases in flight read ``os.environ``.
+
+    An HTTP client (httpx, which ``openai.OpenAI()`` builds) iterates the environment for proxies:
+    a key removed between its listing and its lookup raised ``KeyError: 'PYTEST_CURRENT_TEST'`` in
+    an agent, a case failed for nothing it did.
+    """
+    evals.makepyfile(environ_agent=ENVIRON_AGENT)
+    lines = ["agent: environ_agent:run", "cases:"]
+    lines += [f"  - {{id: c{i}, input: q{i}, expect: {{contains: [answer]}}}}" for i in range(400)]
+    evals.makefile(".yaml", eval_environ="\n".join(lines) + "\n")
+    result = evals.runpytest_subprocess("-p", "no:cacheprovider", "--agent-eval-concurrency", "16")
+    result.assert_outcomes(passed=400)
+    assert "KeyError" not in result.stdout.str()

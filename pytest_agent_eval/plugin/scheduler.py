@@ -93,6 +93,8 @@ class Scheduler:
         """Whether a case may start now (the spend cap's, when one is set): no case starts early
         once it says no.
         """
+        self._give_back_env = compat.keep_current_test_var()
+        """Cases run while pytest moves between items: it keeps ``PYTEST_CURRENT_TEST`` set."""
 
     # -- hooks
     # ----------------------------------------------------------------------------------------------
@@ -216,3 +218,4 @@ class Scheduler:
     def close(self) -> None:
         self.forget()
         self.early.close()
+        self._give_back_env()
