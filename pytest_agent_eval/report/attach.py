@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from pytest_agent_eval.report.case_input import case_input, content_hash
-from pytest_agent_eval.report.collector import ATTRIBUTE, CASSETTE
+from pytest_agent_eval.report.collector import ATTRIBUTE, CASSETTE, records
 from pytest_agent_eval.report.jsonable import jsonable
 from pytest_agent_eval.report.record import CaseRecord, crash_message, from_result, outcome
 from pytest_agent_eval.secrets import any_known, scrub_strings
@@ -117,7 +117,12 @@ def attach(item: pytest.Item, report: pytest.TestReport) -> None:
         record.reason = getattr(report, "wasxfail", None) or message
     elif record.outcome in ("failed", "error") and not record.ran:
         record.error = message
-    setattr(report, ATTRIBUTE, _scrubbed(record.to_dict()))  # no secret the run knows leaves it
+    data = record.to_dict()
+    kept = _scrubbed(data)  # no secret the run knows leaves it
+    setattr(report, ATTRIBUTE, kept)
+    collector = records(item.config)
+    if kept is data and collector is not None:  # kept as it is: the reports read the record itself
+        collector.made(report.nodeid, data, record)
 
 
 _encoded: tuple[dict[str, Any], str] | None = None

@@ -52,6 +52,12 @@ class Records:
         not two, for the cyclic GC to go over.
         """
         self._built: list[CaseRecord] | None = None
+        self._made: dict[str, tuple[dict[str, Any], CaseRecord]] = {}
+        """Node id -> a record made in this process and the data it was attached as.
+
+        ``records`` takes the record itself while that data is the node id's: nothing is rebuilt
+        from the data (a record is not changed once attached).
+        """
         self._started: dict[str, tuple[str, int | None]] = {}
         self._collected: list[str] = []
         self.is_eval_file = is_eval_file
@@ -207,6 +213,13 @@ class Records:
                 report.nodeid, {**self._records[report.nodeid], "outcome": "error"}
             )  # as pytest counts it
 
+    def made(self, nodeid: str, data: dict[str, Any], record: CaseRecord) -> None:
+        """Note that ``data``, which a report of ``nodeid`` carries, is ``record.to_dict()``.
+
+        Called where the record was made (the only process, not an xdist worker's).
+        """
+        self._made[nodeid] = (data, record)
+
     def carry(self, records: dict[str, dict[str, Any]]) -> None:
         """Start from an earlier report's records, by node id (``--agent-eval-resume``).
 
@@ -265,10 +278,16 @@ class Records:
             with (
                 gc_policy.paused()
             ):  # objects kept to the end: the collector would go over them for nothing
-                self._built = [
-                    CaseRecord.from_dict(self._records[k]) for k in sorted(self._records)
-                ]
+                self._built = [self._record(k, CaseRecord) for k in sorted(self._records)]
         return self._built
+
+    def _record(self, nodeid: str, kind: type[CaseRecord]) -> CaseRecord:
+        """The record of ``nodeid``: the one made in this process, else built from its data."""
+        data = self._records[nodeid]
+        made = self._made.get(nodeid)
+        if made is not None and made[0] is data:
+            return made[1]
+        return kind.from_dict(data)
 
 
 def how_it_ended(exit_status: int | None, stopped: bool = False) -> str:
