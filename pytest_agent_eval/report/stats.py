@@ -6,6 +6,7 @@ Pass counts, scores, pass rate of repeated cases, latency, tool selection, usage
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -104,6 +105,22 @@ class Stats:
 
     @classmethod
     def of(cls, records: Iterable[CaseRecord]) -> Stats:
+        """The figures of ``records``.
+
+        Those of the last few groups are kept, by their records' identity (a record is not changed
+        once made): a run's summary, reports and stored run ask for the same group's several times.
+        """
+        group = tuple(records)
+        for seen, stats in _KEPT:
+            if len(seen) == len(group) and all(map(operator.is_, seen, group)):
+                return stats
+        stats = cls._of(group)
+        _KEPT.insert(0, (group, stats))
+        del _KEPT[_KEEP:]
+        return stats
+
+    @classmethod
+    def _of(cls, records: tuple[CaseRecord, ...]) -> Stats:
         group = sorted(
             records, key=lambda r: r.nodeid
         )  # sums in one order: the same figures under -n
@@ -147,6 +164,11 @@ class Stats:
             unpriced_cases=len(unpriced),
             unpriced_models=tuple(sorted({m for models in unpriced for m in models})),
         )
+
+
+_KEEP = 4
+_KEPT: list[tuple[tuple[CaseRecord, ...], Stats]] = []
+"""The figures of the last groups of records asked for (``Stats.of``), the newest first."""
 
 
 def by_file_and_tag(
