@@ -7,14 +7,13 @@ along).
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from pytest_agent_eval.report.case_input import case_input, content_hash
 from pytest_agent_eval.report.collector import ATTRIBUTE, CASSETTE, records
-from pytest_agent_eval.report.jsonable import jsonable
+from pytest_agent_eval.report.jsonable import dumps, jsonable
 from pytest_agent_eval.report.record import CaseRecord, crash_message, from_result, outcome
 from pytest_agent_eval.secrets import any_known, scrub_strings
 
@@ -138,8 +137,8 @@ def _scrubbed(data: dict[str, Any]) -> dict[str, Any]:
     global _encoded
     if not any_known():
         try:
-            text = json.dumps(data)  # as the journal writes it
-        except (TypeError, ValueError):  # not JSON data after all: scrubbed as it is
+            text = dumps(data)  # as the journal writes it
+        except (TypeError, ValueError, RecursionError):  # not JSON data: scrubbed as it is
             text = "@"
         if "@" not in text:
             _encoded = (data, text)
@@ -159,7 +158,7 @@ def encoded(data: dict[str, Any]) -> str:
     if kept is not None and kept[0] is data:
         _encoded = None
         return kept[1]
-    return json.dumps(data)
+    return dumps(data)
 
 
 def _not_run(item: pytest.Item, report: pytest.TestReport) -> CaseRecord:

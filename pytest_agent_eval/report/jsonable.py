@@ -5,8 +5,10 @@ An agent's output or a tool result can be huge or nested deep.
 
 from __future__ import annotations
 
+import json
 import math
 import re
+from collections.abc import Callable
 from typing import Any
 
 TEXT_LIMIT = 4000
@@ -21,6 +23,37 @@ JSON = Any
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _plain_encoder() -> Callable[[Any, int], Any] | None:
+    """The C encoder ``json.dumps`` makes on each call, made once; ``None`` if there is none.
+
+    Without the circular check (``markers`` None): what it encodes is JSON data, a tree.
+    """
+    make = getattr(json.encoder, "c_make_encoder", None)
+    if make is None:
+        return None
+    try:
+        string = json.encoder.encode_basestring_ascii
+        encoder: Callable[[Any, int], Any] = make(
+            None, json.JSONEncoder().default, string, None, ": ", ", ", False, False, True
+        )
+    except TypeError:  # another Python's signature
+        return None
+    return encoder
+
+
+_PLAIN = _plain_encoder()
+
+
+def dumps(data: JSON) -> str:
+    """``json.dumps(data)`` of JSON data (a record), without the set-up it does on each call.
+
+    ``RecursionError`` for data that contains itself (``json.dumps``: ``ValueError``).
+    """
+    if _PLAIN is None:
+        return json.dumps(data)
+    return "".join(_PLAIN(data, 0))
 
 
 def encodable(text: str) -> str:
