@@ -24,7 +24,7 @@ from pytest_agent_eval.memory.rows import (
     KNOWN,
     RUN_COLUMNS,
     StoreError,
-    case_row,
+    case_values,
     flaky_in,
     newer_schema,
 )
@@ -51,14 +51,15 @@ def sqlite_file(url: str) -> Path | None:
     return Path(url[len(_PREFIX) :])
 
 
-def _insert(table: str, columns: tuple[str, ...]) -> str:
+def _insert(table: str, columns: tuple[str, ...], named: bool = True) -> str:
     names = ", ".join(columns)
-    marks = ", ".join(f":{name}" for name in columns)
+    marks = ", ".join(f":{name}" if named else "?" for name in columns)
     return f"INSERT INTO {table} ({names}) VALUES ({marks})"
 
 
 _INSERT_RUN = _insert("runs", RUN_COLUMNS)
-_INSERT_CASE = _insert("cases", CASE_COLUMNS)
+_INSERT_CASE = _insert("cases", CASE_COLUMNS, named=False)
+"""Bound by position: each case's row is a tuple (``case_values``), no name looked up per value."""
 
 
 class QuickStore:
@@ -154,7 +155,8 @@ class QuickStore:
         text_of: Callable[[dict[str, Any]], str | None],
     ) -> None:
         """As ``memory.store.Store.save``: one run and its cases' records, in one transaction."""
-        rows = [case_row(row["id"], data, text_of(data)) for data in cases]
+        run_id = row["id"]
+        rows = [case_values(run_id, data, text_of(data)) for data in cases]
         conn = self._conn
         try:
             conn.execute("BEGIN IMMEDIATE")  # the write lock now: no two writers interleave

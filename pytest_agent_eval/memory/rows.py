@@ -151,19 +151,26 @@ def _json(value: Any) -> str:
 
 
 def case_row(run_id: str, data: dict[str, Any], text: str | None) -> dict[str, Any]:
-    return {
-        "run_id": run_id,
-        "nodeid": data["nodeid"],
-        "file": data.get("file", data["nodeid"].split("::")[0]),
-        "agent": data.get("agent"),
-        "tags": _json(tags) if (tags := data.get("tags")) else "[]",
-        "outcome": data["outcome"],
-        "content_hash": data.get("content_hash"),
-        "score": data.get("score"),
-        "cost": data.get("cost"),
-        "latency_s": data.get("latency_s"),
-        "record": text if text is not None else json.dumps(data),
-    }
+    return dict(zip(CASE_COLUMNS, case_values(run_id, data, text), strict=True))
+
+
+def case_values(run_id: str, data: dict[str, Any], text: str | None) -> tuple[Any, ...]:
+    """A case's row in the order of ``CASE_COLUMNS``; ``text``: its record's JSON text, if made."""
+    get = data.get
+    nodeid = data["nodeid"]
+    return (
+        run_id,
+        nodeid,
+        data["file"] if "file" in data else nodeid.split("::")[0],
+        get("agent"),
+        _json(tags) if (tags := get("tags")) else "[]",
+        data["outcome"],
+        get("content_hash"),
+        get("score"),
+        get("cost"),
+        get("latency_s"),
+        text if text is not None else json.dumps(data),
+    )
 
 
 def run_row(
