@@ -297,7 +297,9 @@ def usage(run: RunRecord) -> tuple[dict[str, int] | None, float | None]:
 
     The tokens: ``input``, ``output``, ``total``.
     """
-    found = run.usage or {}
+    found = run.usage
+    if not found:  # nothing reported
+        return None, None
     inp = next((found[k] for k in _INPUT_TOKENS if isinstance(found.get(k), int)), None)
     out = next((found[k] for k in _OUTPUT_TOKENS if isinstance(found.get(k), int)), None)
     total = found.get("total_tokens")
