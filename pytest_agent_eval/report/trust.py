@@ -153,9 +153,9 @@ def panel_figures(records: Iterable[CaseRecord]) -> dict[str, Any] | None:
         for check in record.checks:
             actual = check.actual
             if (
-                check_name(check.name) != "judge"
-                or not isinstance(actual, dict)
+                not isinstance(actual, dict)
                 or "members" not in actual
+                or check_name(check.name) != "judge"
             ):
                 continue
             members = [m for m in actual["members"] if isinstance(m, dict)]
