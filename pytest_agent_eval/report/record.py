@@ -244,10 +244,10 @@ class CaseRecord:
         item's report.
         """
         out: dict[str, Any] = dict(self.__dict__)
-        out["checks"] = [dict(c.__dict__) for c in self.checks]
-        out["tool_calls"] = [c.to_dict() for c in self.tool_calls]
+        out["checks"] = list(map(dict, map(vars, self.checks)))
+        out["tool_calls"] = [c.to_dict() for c in self.tool_calls] if self.tool_calls else []
         out["trials"] = [
-            {**t.__dict__, "checks": [dict(c.__dict__) for c in t.checks]} for t in self.trials
+            {**t.__dict__, "checks": list(map(dict, map(vars, t.checks)))} for t in self.trials
         ]
         return out
 
