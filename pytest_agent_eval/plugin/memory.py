@@ -294,7 +294,7 @@ class Memory:
         assert url is not None
         try:
             path = sqlite_file(url)
-            quick = QuickStore.open(path) if path is not None else None
+            quick = QuickStore.open(path, create=True) if path is not None else None
             if quick is not None:
                 self._store = quick
             else:
