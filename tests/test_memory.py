@@ -483,3 +483,29 @@ def test_a_new_store_is_made_as_the_migrations_make_it(tmp_path: Path) -> None:
     again = QuickStore.open(made, create=True)  # found made: opened as it is
     assert again is not None
     again.close()
+
+
+def test_the_journal_folder_keeps_the_newest_runs_journals(pytester: pytest.Pytester) -> None:
+    """One journal per run under ``.agent-eval/journal/``: the 20 newest stay, older ones go.
+
+    A journal beside a report is the user's file and stays whatever its age.
+    """
+    _say_suite(pytester)
+    folder = pytester.path / ".agent-eval" / "journal"
+    folder.mkdir(parents=True)
+    for n in range(25):  # 25 earlier runs, the oldest first
+        old = folder / f"old{n:02}.jsonl"
+        old.write_text("{}\n", encoding="utf-8")
+        os.utime(old, (1_000_000 + n, 1_000_000 + n))
+    beside = pytester.path / "kept.json.journal.jsonl"
+    beside.write_text("{}\n", encoding="utf-8")
+    os.utime(beside, (1_000, 1_000))
+    pytester.runpytest("-p", "no:randomly").assert_outcomes(passed=2)
+    left = sorted(p.name for p in folder.iterdir())
+    assert len(left) == 20
+    assert [name for name in left if name.startswith("old")] == [
+        f"old{n:02}.jsonl" for n in range(6, 25)
+    ]  # the 19 newest earlier runs and this run's journal
+    (new,) = [name for name in left if not name.startswith("old")]
+    assert '"end"' in (folder / new).read_text(encoding="utf-8")
+    assert beside.exists()
