@@ -75,12 +75,15 @@ def test_a_killed_run_resumes_exactly_the_cases_its_journal_lacks(
     pytester.makepyfile(blocking_agent=BLOCKING_AGENT)
     pytester.makefile(".yaml", eval_k=_suite(quick=4, waiting=3))
     journal = pytester.path / "r.json.journal.jsonl"
+    temp = pytester.path / "temp"
+    temp.mkdir()
     run = subprocess.Popen(
         _pytest(*workers, "--agent-eval-report=r.json", "--agent-eval-html=r.html"),
         cwd=pytester.path,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         start_new_session=True,  # its xdist workers in its process group: killed with it
+        env={**os.environ, "TMPDIR": str(temp), "PYTEST_DEBUG_TEMPROOT": str(temp)},
     )
     try:
         deadline = time.monotonic() + 60
@@ -95,6 +98,10 @@ def test_a_killed_run_resumes_exactly_the_cases_its_journal_lacks(
     ).exists()  # the report is written at the end, which never came
     finished = {record["nodeid"] for record in _journal_records(journal)}
     assert finished == {f"eval_k.yaml::q{n}" for n in range(4)}
+    # the workers' shared folder is left only where pytest rotates its temporary folders
+    assert not list(temp.glob("agent-eval-workers-*"))
+    left = list(temp.glob("pytest-of-*/pytest-[0-9]*/agent-eval-workers-*"))
+    assert len(left) == (1 if workers else 0)
 
     from pytest_agent_eval.cli import main
 
