@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pytest_agent_eval.report.jsonable import JSON, jsonable
+from pytest_agent_eval.report.jsonable import JSON, c_encoder, jsonable
 
 if TYPE_CHECKING:
     from pytest_agent_eval.core.case import Case
@@ -68,23 +68,7 @@ _ENCODER = json.JSONEncoder(sort_keys=True, ensure_ascii=False, separators=(",",
 """The hash's JSON form (as ``json.dumps(sort_keys=True, ensure_ascii=False, ...)`` writes it)."""
 
 
-def _c_encoder() -> Callable[[Any, int], Any] | None:
-    """``_ENCODER``'s C encoder, made once (``encode`` makes one a call); ``None`` if none."""
-    make = getattr(json.encoder, "c_make_encoder", None)
-    if make is None:
-        return None
-    try:
-        # markers None: no circular check (canonical data is a tree, made for the hash)
-        string = json.encoder.encode_basestring
-        encoder: Callable[[Any, int], Any] = make(
-            None, _ENCODER.default, string, None, ":", ",", True, False, True
-        )
-    except TypeError:  # another Python's signature: the encoder's own way
-        return None
-    return encoder
-
-
-_C_ENCODER = _c_encoder()
+_C_ENCODER = c_encoder(_ENCODER)  # canonical data is a tree, made for the hash
 
 
 def _encode(value: Any) -> str:

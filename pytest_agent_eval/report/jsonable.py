@@ -25,25 +25,35 @@ JSON = Any
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-def _plain_encoder() -> Callable[[Any, int], Any] | None:
-    """The C encoder ``json.dumps`` makes on each call, made once; ``None`` if there is none.
+def c_encoder(encoder: json.JSONEncoder) -> Callable[[Any, int], Any] | None:
+    """The C encoder ``encoder.encode`` makes on each call, made once; ``None`` if there is none.
 
-    Without the circular check (``markers`` None): what it encodes is JSON data, a tree.
+    Without the circular check (``markers`` None): what it encodes must be a tree.
     """
     make = getattr(json.encoder, "c_make_encoder", None)
-    if make is None:
+    if make is None or encoder.indent is not None:
         return None
+    ascii_only = encoder.ensure_ascii
+    string = json.encoder.encode_basestring_ascii if ascii_only else json.encoder.encode_basestring
     try:
-        string = json.encoder.encode_basestring_ascii
-        encoder: Callable[[Any, int], Any] = make(
-            None, json.JSONEncoder().default, string, None, ": ", ", ", False, False, True
+        made: Callable[[Any, int], Any] = make(
+            None,
+            encoder.default,
+            string,
+            None,
+            encoder.key_separator,
+            encoder.item_separator,
+            encoder.sort_keys,
+            encoder.skipkeys,
+            encoder.allow_nan,
         )
-    except TypeError:  # another Python's signature
+    except TypeError:  # another Python's signature: the encoder's own way
         return None
-    return encoder
+    return made
 
 
-_PLAIN = _plain_encoder()
+_PLAIN = c_encoder(json.JSONEncoder())
+"""``json.dumps``'s encoder (its default settings)."""
 
 
 def dumps(data: JSON) -> str:
