@@ -279,13 +279,14 @@ class CaseRecord:
                 "score",
                 f"{self.score:.3f}" if self.score is not None else "not scored",
             ),  # never a made-up number
-            ("tools_called", ", ".join(c.name for c in self.tool_calls)),
+            ("tools_called", ", ".join([c.name for c in self.tool_calls])),
             ("latency_s", f"{self.latency_s or 0.0:.3f}"),
             ("location", f"{self.file}:{self.line}"),
         ]
         if len(self.trials) > 1:
             props.append(("passes", f"{self.passes}/{len(self.trials)}"))
-        props.extend((self.conversation or {}).items())
+        if self.conversation:
+            props.extend(self.conversation.items())
         traces = [t.trace_id for t in self.trials if t.trace_id]
         if traces:  # SPEC §23: each trial's trace
             props.append(("trace_id", " ".join(traces)))
@@ -365,9 +366,13 @@ def from_result(
         passes=result.passes,
         trials=trials,
         checks=[CheckRecord.of(c, detail=True) for c in shown.checks],
-        tool_calls=[ToolCallRecord.of(c) for c in shown.run.tool_calls],
+        tool_calls=[ToolCallRecord.of(c) for c in shown.run.tool_calls]
+        if shown.run.tool_calls
+        else [],
         output=cut(shown.run.output, OUTPUT_LIMIT),
-        transcript=[jsonable(m, OUTPUT_LIMIT) for m in shown.run.history],
+        transcript=[jsonable(m, OUTPUT_LIMIT) for m in shown.run.history]
+        if shown.run.history
+        else [],
         latency_s=shown.run.latency_s,
         tokens=_summed(token_parts),
         cost=sum(costs) if costs and not unpriced else None,
