@@ -261,6 +261,8 @@ class Loops:
         loop. Blocked by something other than an agent, or ``retried``, it fails as blocked (it
         cannot be told apart from the culprit).
         """
+        if future.done():  # most often, at concurrency > 1: the case started early and ended
+            return wait(future)
         outcome = self.background.wait_case(future, case, self.timeout)
         if isinstance(outcome, CaseResult):
             return outcome
