@@ -15,6 +15,7 @@ import functools
 import os
 import sys
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if (
@@ -406,3 +407,20 @@ def keep_current_test_var() -> Callable[[], None]:
         os.environ.pop("PYTEST_CURRENT_TEST", None)
 
     return undo
+
+
+def run_temp_dir(config: pytest.Config, prefix: str) -> Path:
+    """A new private directory (0700) for this run, under pytest's base temporary directory.
+
+    pytest removes old base directories itself (it keeps the newest three, or clears a given
+    ``--basetemp`` at the next start): what a killed run leaves there does not pile up. Private
+    (``Config._tmp_path_factory``, which xdist uses too); fallback: the system's temporary folder.
+    """
+    import tempfile
+
+    factory = getattr(config, "_tmp_path_factory", None)
+    try:
+        base = None if factory is None else str(factory.getbasetemp())
+    except Exception:  # a pytest whose factory changed, a base that cannot be made
+        base = None
+    return Path(tempfile.mkdtemp(prefix=prefix, dir=base))

@@ -174,3 +174,17 @@ def test_pytest_current_test_is_kept_between_items_and_removed_by_the_undo(
     assert runner._update_current_test_var is original
     assert "PYTEST_CURRENT_TEST" not in os.environ
     monkeypatch.setenv("PYTEST_CURRENT_TEST", "restored for pytest's own teardown")
+
+
+def test_a_run_folder_degrades_to_the_system_temporary_folder(tmp_path: Any) -> None:
+    class Changed:
+        def getbasetemp(self) -> Any:
+            raise AttributeError("renamed")
+
+    for config in (types.SimpleNamespace(), types.SimpleNamespace(_tmp_path_factory=Changed())):
+        made = compat.run_temp_dir(config, "agent-eval-workers-")  # type: ignore[arg-type]
+        try:
+            assert made.is_dir() and made.name.startswith("agent-eval-workers-")
+            assert (made.stat().st_mode & 0o777) == 0o700
+        finally:
+            made.rmdir()

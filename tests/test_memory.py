@@ -75,12 +75,15 @@ def test_a_killed_run_resumes_exactly_the_cases_its_journal_lacks(
     pytester.makepyfile(blocking_agent=BLOCKING_AGENT)
     pytester.makefile(".yaml", eval_k=_suite(quick=4, waiting=3))
     journal = pytester.path / "r.json.journal.jsonl"
+    temp = pytester.path / "temp"
+    temp.mkdir()
     run = subprocess.Popen(
         _pytest(*workers, "--agent-eval-report=r.json", "--agent-eval-html=r.html"),
         cwd=pytester.path,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         start_new_session=True,  # its xdist workers in its process group: killed with it
+        env={**os.environ, "TMPDIR": str(temp), "PYTEST_DEBUG_TEMPROOT": str(temp)},
     )
     try:
         deadline = time.monotonic() + 60
@@ -95,6 +98,10 @@ def test_a_killed_run_resumes_exactly_the_cases_its_journal_lacks(
     ).exists()  # the report is written at the end, which never came
     finished = {record["nodeid"] for record in _journal_records(journal)}
     assert finished == {f"eval_k.yaml::q{n}" for n in range(4)}
+    # the workers' shared folder is left only where pytest rotates its temporary folders
+    assert not list(temp.glob("agent-eval-workers-*"))
+    left = list(temp.glob("pytest-of-*/pytest-[0-9]*/agent-eval-workers-*"))
+    assert len(left) == (1 if workers else 0)
 
     from pytest_agent_eval.cli import main
 
@@ -351,9 +358,10 @@ def test_agent_eval_import_stores_reports_once(
 def test_the_store_loads_its_libraries_at_the_end_only_and_never_when_off(
     pytester: pytest.Pytester,
 ) -> None:
-    """SPEC §27: the store is on by default: SQLAlchemy loads after the cases ran, not on their way.
+    """SPEC §27: the store is on by default, and a run saves to it without SQLAlchemy.
 
-    It loads only to make a new store: a current one is saved without it. Off, it never loads.
+    A new store is made at the schema's head, a current one saved, through ``sqlite3``; SQLAlchemy
+    and Alembic load only to migrate an older store. Off, nothing of the store loads.
     """
     _say_suite(pytester)
     pytester.makeconftest(
@@ -366,7 +374,7 @@ def test_the_store_loads_its_libraries_at_the_end_only_and_never_when_off(
     on = pytester.runpytest_subprocess("-s", "-p", "no:randomly")
     assert (
         on.stdout.str().count("during the run: False") == 2
-        and "at the end: True" in on.stdout.str()
+        and "at the end: False" in on.stdout.str()
     )
     again = pytester.runpytest_subprocess("-s", "-p", "no:randomly")
     assert "at the end: False" in again.stdout.str()
@@ -425,3 +433,86 @@ def test_the_quick_reader_finds_the_flaky_cases_the_store_finds(tmp_path: Path) 
         finally:
             quick.close()
             store.close()
+
+
+def _schema(path: Path) -> dict[str, Any]:
+    """What a SQLite database's tables are: columns, keys, indexes and the schema version."""
+    with sqlite3.connect(path) as conn:
+        tables = [t for (t,) in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")]
+        schema: dict[str, Any] = {}
+        for table in sorted(tables):
+            indexes = {
+                row[1]: (row[2:], conn.execute(f"PRAGMA index_info('{row[1]}')").fetchall())
+                for row in conn.execute(f"PRAGMA index_list('{table}')")
+            }
+            schema[table] = (
+                conn.execute(f"PRAGMA table_xinfo('{table}')").fetchall(),
+                conn.execute(f"PRAGMA foreign_key_list('{table}')").fetchall(),
+                sorted(indexes.items()),
+            )
+        schema["version"] = conn.execute("SELECT version_num FROM alembic_version").fetchall()
+    return schema
+
+
+def test_a_new_store_is_made_as_the_migrations_make_it(tmp_path: Path) -> None:
+    """``sqlite3`` makes a missing store (SPEC §27): the tables Alembic's migrations make, stamped.
+
+    SQLAlchemy then opens it as current (no migration) and reads what the quick store saved.
+    """
+    pytest.importorskip("sqlalchemy", reason="the run store's tests need the [store] extra")
+    from pytest_agent_eval.memory.quick import QuickStore
+    from pytest_agent_eval.memory.rows import run_row
+    from pytest_agent_eval.memory.store import Store
+
+    migrated = Store(f"sqlite:///{tmp_path / 'alembic.db'}")
+    migrated.open()
+    migrated.close()
+    made = tmp_path / "new" / "runs.db"
+    quick = QuickStore.open(made, create=True)
+    assert quick is not None
+    cases = [{"nodeid": "eval_f.yaml::c1", "case_id": "c1", "file": "eval_f.yaml", "line": 1,
+              "outcome": "failed", "content_hash": "h1"}]  # fmt: skip
+    try:
+        quick.save(
+            run_row({"run": {"started": "2026-01-01T00:00:00+00:00"}, "cases": cases}, "r1"),
+            cases,
+            lambda data: None,
+        )
+    finally:
+        quick.close()
+    assert _schema(made) == _schema(tmp_path / "alembic.db")
+    store = Store(f"sqlite:///{made}")
+    try:
+        store.open()
+        assert [run.id for run in store.runs()] == ["r1"]
+    finally:
+        store.close()
+    again = QuickStore.open(made, create=True)  # found made: opened as it is
+    assert again is not None
+    again.close()
+
+
+def test_the_journal_folder_keeps_the_newest_runs_journals(pytester: pytest.Pytester) -> None:
+    """One journal per run under ``.agent-eval/journal/``: the 20 newest stay, older ones go.
+
+    A journal beside a report is the user's file and stays whatever its age.
+    """
+    _say_suite(pytester)
+    folder = pytester.path / ".agent-eval" / "journal"
+    folder.mkdir(parents=True)
+    for n in range(25):  # 25 earlier runs, the oldest first
+        old = folder / f"old{n:02}.jsonl"
+        old.write_text("{}\n", encoding="utf-8")
+        os.utime(old, (1_000_000 + n, 1_000_000 + n))
+    beside = pytester.path / "kept.json.journal.jsonl"
+    beside.write_text("{}\n", encoding="utf-8")
+    os.utime(beside, (1_000, 1_000))
+    pytester.runpytest("-p", "no:randomly").assert_outcomes(passed=2)
+    left = sorted(p.name for p in folder.iterdir())
+    assert len(left) == 20
+    assert [name for name in left if name.startswith("old")] == [
+        f"old{n:02}.jsonl" for n in range(6, 25)
+    ]  # the 19 newest earlier runs and this run's journal
+    (new,) = [name for name in left if not name.startswith("old")]
+    assert '"end"' in (folder / new).read_text(encoding="utf-8")
+    assert beside.exists()

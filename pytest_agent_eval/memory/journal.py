@@ -45,6 +45,26 @@ def journal_path(rootdir: Path, report: Path | None, run_id: str) -> Path:
     return rootdir / ".agent-eval" / "journal" / f"{run_id}.jsonl"
 
 
+KEPT = 20
+"""Journals kept in ``.agent-eval/journal/``: those of the newest runs (by when last written)."""
+
+
+def prune(folder: Path, keep: int = KEPT) -> None:
+    """Remove the journals of ``.agent-eval/journal/`` but the ``keep`` written last.
+
+    One is written per run: without this the folder grew by a run's records each run. A journal
+    beside a report is the user's and never removed; what cannot be removed stays.
+    """
+    try:
+        found = [(entry.stat().st_mtime, entry) for entry in folder.glob("*.jsonl")]
+    except OSError:
+        return
+    found.sort(key=lambda pair: pair[0], reverse=True)
+    for _, old in found[keep:]:
+        with contextlib.suppress(OSError):
+            old.unlink()
+
+
 def _created(path: Path) -> IO[str]:
     """``path`` opened anew for writing, its folder made first."""
     path.parent.mkdir(parents=True, exist_ok=True)

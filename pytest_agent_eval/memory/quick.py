@@ -2,9 +2,11 @@
 
 The flaky cases are read and the run saved without loading SQLAlchemy, whose import alone costs more
 than the whole save (SPEC §24, §27). Only for a SQLite file whose schema is this release's
-(``HEAD``): a missing, new or older store (a migration), PostgreSQL and every command go through
-``memory.store`` (SQLAlchemy Core, Alembic). The statements are those ``memory.store`` runs on
-SQLite, over the same tables (the columns of ``memory.rows``), with the same write lock (``BEGIN
+(``HEAD``), or none yet: a missing store is made here at ``HEAD`` (the tables Alembic's migrations
+make, stamped as Alembic stamps them; the first run of a fresh clone would otherwise load SQLAlchemy
+and Alembic for it, a second of CPU); an older store (a migration), PostgreSQL and every command go
+through ``memory.store`` (SQLAlchemy Core, Alembic). The statements are those ``memory.store`` runs
+on SQLite, over the same tables (the columns of ``memory.rows``), with the same write lock (``BEGIN
 IMMEDIATE``, waiting up to 60 s for another writer) and one transaction per run, so two processes
 writing one store lose nothing.
 """
@@ -38,6 +40,49 @@ _FAILED_OF_RUN = (
 )
 _ROWS_OF_RUN = "SELECT nodeid, outcome, content_hash FROM cases WHERE run_id = ?"
 _FEW = 500
+_HEAD_SCHEMA = (
+    """CREATE TABLE alembic_version (
+        version_num VARCHAR(32) NOT NULL,
+        CONSTRAINT alembic_version_pkc PRIMARY KEY (version_num)
+    )""",
+    """CREATE TABLE runs (
+        id VARCHAR(64) NOT NULL, started VARCHAR(40) NOT NULL, ended VARCHAR(40),
+        saved VARCHAR(40) NOT NULL, git_commit VARCHAR(64), git_branch VARCHAR(255),
+        git_dirty BOOLEAN, agents TEXT NOT NULL, models TEXT NOT NULL, options TEXT NOT NULL,
+        shard VARCHAR(32), finished BOOLEAN NOT NULL, exit_status INTEGER,
+        total INTEGER NOT NULL, passed INTEGER NOT NULL, failed INTEGER NOT NULL,
+        errors INTEGER NOT NULL, skipped INTEGER NOT NULL, pass_rate FLOAT, cost FLOAT,
+        p50_latency_s FLOAT, p95_latency_s FLOAT, source TEXT, run TEXT NOT NULL,
+        PRIMARY KEY (id)
+    )""",
+    "CREATE INDEX ix_runs_started ON runs (started)",
+    "CREATE INDEX ix_runs_git_branch ON runs (git_branch)",
+    """CREATE TABLE cases (
+        run_id VARCHAR(64) NOT NULL, nodeid TEXT NOT NULL, file TEXT NOT NULL,
+        agent VARCHAR(255), tags TEXT NOT NULL, outcome VARCHAR(16) NOT NULL,
+        content_hash VARCHAR(64), score FLOAT, cost FLOAT, latency_s FLOAT,
+        record TEXT NOT NULL,
+        PRIMARY KEY (run_id, nodeid),
+        FOREIGN KEY(run_id) REFERENCES runs (id) ON DELETE CASCADE
+    )""",
+    "CREATE INDEX ix_cases_file ON cases (file)",
+    "CREATE INDEX cases_by_nodeid ON cases (nodeid)",
+    """CREATE TABLE verdicts (
+        "key" VARCHAR(64) NOT NULL, nodeid TEXT NOT NULL, version VARCHAR(40) NOT NULL,
+        run_id VARCHAR(64), record TEXT NOT NULL, stored VARCHAR(40) NOT NULL,
+        PRIMARY KEY ("key")
+    )""",
+    "CREATE INDEX ix_verdicts_version ON verdicts (version)",
+    """CREATE TABLE judgments (
+        "key" VARCHAR(64) NOT NULL, model VARCHAR(255) NOT NULL, replies TEXT NOT NULL,
+        stored VARCHAR(40) NOT NULL,
+        PRIMARY KEY ("key")
+    )""",
+)
+"""The store's schema at ``HEAD``, as the migrations (``migrations/versions``) make it on SQLite.
+
+A test keeps the two equal (tables, columns, keys, indexes): a new migration changes both.
+"""
 """Up to this many cases that failed, their rows are read by node id (bound parameters)."""
 
 
@@ -69,15 +114,18 @@ class QuickStore:
         self._conn = conn
 
     @classmethod
-    def open(cls, path: Path, threads: bool = False) -> QuickStore | None:
+    def open(cls, path: Path, threads: bool = False, create: bool = False) -> QuickStore | None:
         """The store at ``path`` when it exists at this release's schema, else ``None``.
 
         ``None``: the store must go through ``memory.store`` (missing, new or older);
         ``StoreError`` when it cannot be used (not a database, a newer schema). ``threads``: the
-        connection may be used from any thread (the caller serialises its use).
+        connection may be used from any thread (the caller serialises its use). ``create``: a
+        missing store is made at ``HEAD`` (its directory too).
         """
         if not path.is_file():
-            return None
+            if not create:
+                return None
+            path.parent.mkdir(parents=True, exist_ok=True)
         try:
             conn = sqlite3.connect(
                 path, timeout=_WAIT_S, isolation_level=None, check_same_thread=not threads
@@ -86,7 +134,7 @@ class QuickStore:
             raise StoreError(f"{path}: {_why(exc)}") from None
         try:
             conn.execute("PRAGMA foreign_keys = ON")
-            version = _version(conn)
+            version = _create(conn) if create else _version(conn)
         except sqlite3.Error as exc:
             conn.close()
             raise StoreError(f"{path}: {_why(exc)}") from None
@@ -204,6 +252,25 @@ def _version(conn: sqlite3.Connection) -> str | None:
         return None
     version = conn.execute("SELECT version_num FROM alembic_version").fetchone()
     return None if version is None else str(version[0])
+
+
+def _create(conn: sqlite3.Connection) -> str | None:
+    """Make an empty database the store at ``HEAD``; the version of any other, as it is.
+
+    Under the write lock: of two processes making one store, the second finds it made.
+    """
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        if conn.execute("SELECT 1 FROM sqlite_master").fetchone() is None:
+            for statement in _HEAD_SCHEMA:
+                conn.execute(statement)
+            conn.execute("INSERT INTO alembic_version (version_num) VALUES (?)", (HEAD,))
+        version = _version(conn)
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+    return version
 
 
 def _why(exc: BaseException) -> str:

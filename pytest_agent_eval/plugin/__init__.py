@@ -89,7 +89,7 @@ def pytest_configure(config: pytest.Config) -> None:
         from pytest_agent_eval.plugin.crashes import CrashReporter
 
         # names the cases a crash hit
-        config.pluginmanager.register(CrashReporter(), "agent_eval_crashes")
+        config.pluginmanager.register(CrashReporter(config), "agent_eval_crashes")
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

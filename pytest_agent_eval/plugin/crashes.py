@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import tempfile
 from collections import Counter
 from collections.abc import Coroutine
 from pathlib import Path
@@ -97,14 +96,20 @@ class CrashReporter:
     It also rewrites crash reports.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, config: pytest.Config) -> None:
+        self._config = config
         self._dir: Path | None = None
         self._rerun: set[str] = set()
 
     @property
     def directory(self) -> Path:
+        """The shared directory, made at the first worker's start (removed at unconfigure).
+
+        Under pytest's base temporary directory, which xdist has made by then: a controller killed
+        before its unconfigure leaves it where pytest's own rotation removes it.
+        """
         if self._dir is None:
-            self._dir = Path(tempfile.mkdtemp(prefix="agent-eval-workers-"))
+            self._dir = compat.run_temp_dir(self._config, "agent-eval-workers-")
         return self._dir
 
     @pytest.hookimpl(optionalhook=True)

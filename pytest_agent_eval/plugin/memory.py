@@ -277,6 +277,9 @@ class Memory:
         if self.journal is not None and self.journal.opened:
             duration = round(time.perf_counter() - self.start, 3)
             self.journal.end(int(session.exitstatus), duration, self.collector.not_run())
+            from pytest_agent_eval.memory.journal import journal_path, prune
+
+            prune(journal_path(self.config.rootpath, None, self.run_id).parent)
         if stored:
             self._save(int(session.exitstatus), bool(session.shouldfail or session.shouldstop))
         self._close_store()
@@ -294,7 +297,7 @@ class Memory:
         assert url is not None
         try:
             path = sqlite_file(url)
-            quick = QuickStore.open(path) if path is not None else None
+            quick = QuickStore.open(path, create=True) if path is not None else None
             if quick is not None:
                 self._store = quick
             else:
