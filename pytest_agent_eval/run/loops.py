@@ -324,6 +324,9 @@ class OffLoopRuns:
     """
 
     def __init__(self, limit: int) -> None:
+        import concurrent.futures  # once, not an import statement per case
+
+        self._future = concurrent.futures.Future
         self._limit = limit
         self._lock = threading.Lock()
         self._waiting: collections.deque[Callable[[], None]] = collections.deque()
@@ -337,9 +340,7 @@ class OffLoopRuns:
         The future is settled as ``asyncio.run_coroutine_threadsafe``'s would be. Cancelled before
         its turn, the run never starts; once it runs on the loop, cancelling cancels its task.
         """
-        import concurrent.futures
-
-        future: concurrent.futures.Future[T] = concurrent.futures.Future()
+        future: concurrent.futures.Future[T] = self._future()
         job = functools.partial(_off_loop, coro, background, future)
         with self._lock:
             if self._running >= self._limit:
