@@ -50,12 +50,10 @@ def item_keeps_request() -> bool:
 
 def item_request(item: pytest.Item) -> pytest.FixtureRequest:
     """The item's own fixture request (when :func:`item_keeps_request`)."""
-    import pytest
-
     request = getattr(item, "_request", None)
-    if not isinstance(
-        request, pytest.FixtureRequest
-    ):  # pragma: no cover - guarded by item_keeps_request
+    # pytest is loaded, an item runs: no import statement per item
+    kind: type[pytest.FixtureRequest] = sys.modules["pytest"].FixtureRequest
+    if not isinstance(request, kind):  # pragma: no cover - guarded by item_keeps_request
         raise TypeError(f"pytest kept no fixture request on {item.nodeid}")
     return request
 
@@ -136,12 +134,16 @@ def running_loop() -> asyncio.AbstractEventLoop | None:
 
     ``None`` when asyncio is not loaded: no loop runs then (and asyncio is not imported to say so).
     """
-    if "asyncio" not in sys.modules:
+    module = sys.modules.get("asyncio")  # an import statement here cost ~1 us a call
+    if module is None:
         return None
-    import asyncio
+    get = getattr(module, "get_running_loop", None)
+    if get is None:  # asyncio is being imported in another thread: wait for it
+        import asyncio
 
+        get = asyncio.get_running_loop
     try:
-        return asyncio.get_running_loop()
+        return get()
     except RuntimeError:
         return None
 

@@ -381,3 +381,42 @@ def test_a_sync_agent_may_read_the_environment_while_items_run(evals: pytest.Pyt
     result = evals.runpytest_subprocess("-p", "no:cacheprovider", "--agent-eval-concurrency", "16")
     result.assert_outcomes(passed=400)
     assert "KeyError" not in result.stdout.str()
+
+
+CALLS_AGENT = '''
+def run(query, context):
+    """Notes each query it is called with."""
+    with open("calls.txt", "a") as out:
+        out.write(query + "\\n")
+    return "answer"
+'''
+
+
+def test_cases_marked_skip_are_never_started_early(evals: pytest.Pytester) -> None:
+    """A case whose item, or a node above it, is marked ``skip``/``skipif`` never calls its agent.
+
+    Marks added by a conftest after collection, on the item itself and on its file's node.
+    """
+    evals.makepyfile(calls_agent=CALLS_AGENT)
+    for name in ("eval_a", "eval_b"):
+        lines = ["agent: calls_agent:run", "cases:"]
+        lines += [f"  - {{id: c{i}, input: {name}-q{i}}}" for i in range(6)]
+        evals.makefile(".yaml", **{name: "\n".join(lines) + "\n"})
+    evals.makeconftest(
+        """
+import pytest
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if item.name == "c2":
+            item.add_marker(pytest.mark.skip(reason="not this one"))
+        if item.name == "c4":
+            item.add_marker(pytest.mark.skipif(True, reason="nor this one"))
+        if item.path.name == "eval_b.yaml":
+            item.parent.add_marker(pytest.mark.skip(reason="nor this file"))
+"""
+    )
+    result = evals.runpytest("-p", "no:cacheprovider", "--agent-eval-concurrency", "8", "-rs")
+    result.assert_outcomes(passed=4, skipped=8)
+    called = sorted((evals.path / "calls.txt").read_text().split())
+    assert called == [f"eval_a-q{i}" for i in (0, 1, 3, 5)]

@@ -58,19 +58,22 @@ class _Active:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._recordings: list[Answering] = []
+        self._recordings: dict[int, Answering] = {}
+        """By ``id``, in the order they began: a recording (a dataclass) is removed as itself, not
+        by comparing it with each one in progress.
+        """
 
     def add(self, recording: Answering) -> None:
         with self._lock:
-            self._recordings.append(recording)
+            self._recordings[id(recording)] = recording
 
     def remove(self, recording: Answering) -> None:
         with self._lock:
-            self._recordings.remove(recording)
+            del self._recordings[id(recording)]
 
     def snapshot(self) -> list[Answering]:
         with self._lock:
-            return list(self._recordings)
+            return list(self._recordings.values())
 
 
 _ACTIVE = _Active()

@@ -59,11 +59,11 @@ class MockPlan:
 
         Its ``unmocked_tools``, else ``unmocked``.
         """
-        where = f"{case.location}: case {case.id}: tool_mocks"
         own = {}
         if case.tool_mocks:
             from pytest_agent_eval.mocks.responses import compile_response
 
+            where = f"{case.location}: case {case.id}: tool_mocks"
             own = {
                 name: compile_response(raw, f"{where}.{name}")
                 for name, raw in case.tool_mocks.items()

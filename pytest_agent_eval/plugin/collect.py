@@ -6,8 +6,10 @@ The items are ``pytest.Function`` subclasses.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Iterable, Iterator
 from pathlib import Path
+from types import ModuleType
 from typing import TYPE_CHECKING, Any, NoReturn
 
 import pytest
@@ -161,6 +163,14 @@ def agent_eval_case(request: pytest.FixtureRequest) -> None:
     item.run_case(request)
 
 
+@functools.cache
+def _execute() -> ModuleType:
+    """``plugin.execute``: the runner loads with the first case run, then no import per item."""
+    from pytest_agent_eval.plugin import execute
+
+    return execute
+
+
 class EvalItem(pytest.Function):
     """One eval case.
 
@@ -200,13 +210,9 @@ class EvalItem(pytest.Function):
         pytest passes no argument: a parameter with a default is no fixture. The request pytest
         keeps on the item is used unless ``request`` is given.
         """
-        from pytest_agent_eval.plugin.execute import (
-            run_item,
-        )  # the runner loads with the first case run
-        from pytest_agent_eval.plugin.prepare import user_error
-
-        __tracebackhide__ = user_error
-        run_item(self, self.case, request or compat.item_request(self))
+        execute = _execute()
+        __tracebackhide__ = execute.user_error
+        execute.run_item(self, self.case, request or compat.item_request(self))
 
     def reportinfo(self) -> tuple[Path, int, str]:
         return (

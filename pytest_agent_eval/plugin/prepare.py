@@ -75,7 +75,7 @@ def tool_recorder(
     source = agent.source if agent is not None else None
     if mocks is None:
         # e.g. tools wrapped where the agent's module builds them
-        plan.require_patched(agent=source, module=module)
+        plan.require_patched(others=others, agent=source, module=module)
         return plan.recorder
     patcher = mocks()
     if dispatch:
@@ -355,11 +355,12 @@ class EarlyStart:
         return self._fixture_agents.get(id(definition)) if definition is not None else None
 
     def _recorder(self, case: Case, agent: Agent | None) -> RecorderFactory | None:
+        settings = self._state.settings
+        # nothing to patch: the held mocks would record as the plan itself does
+        held = self._held if case.tool_dispatch or settings.tool_dispatch else None
         try:
             responses = session_responses(self._state.config)
-            return tool_recorder(
-                case, self._state.settings, responses, self._held, others=False, agent=agent
-            )
+            return tool_recorder(case, settings, responses, held, others=False, agent=agent)
         except MockConfigError:  # others: the running item's patches
             return None  # the item reports it when its turn comes
 

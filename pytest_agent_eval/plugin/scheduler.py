@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from pytest_agent_eval.llm import LLM
 
 _UNSET: Any = object()
+_SKIPS = frozenset(("skip", "skipif"))
 Run = Coroutine[Any, Any, "CaseResult"]
 
 
@@ -196,12 +197,7 @@ class Scheduler:
             return False
         if item.nodeid in self._suspects():  # runs alone, at its turn
             return False
-        if (
-            case.error
-            or case.skip
-            or item.get_closest_marker("skip")
-            or item.get_closest_marker("skipif")
-        ):
+        if case.error or case.skip or _marked_skip(item):
             return False
         # agent_eval_neo4j is its item's own
         return not (case.simulated_user is not None and case.simulated_user.uses_neo4j)
@@ -219,3 +215,11 @@ class Scheduler:
         self.forget()
         self.early.close()
         self._give_back_env()
+
+
+def _marked_skip(item: pytest.Item) -> bool:
+    """Whether ``item`` or a node above it is marked ``skip`` or ``skipif``.
+
+    One walk up the node chain, where ``get_closest_marker`` took one per name.
+    """
+    return any(mark.name in _SKIPS for mark in item.iter_markers())

@@ -44,6 +44,8 @@ class EvalSession:
         self._dialects: DialectRegistry | None = None
         self._adapters: AdapterRegistry | None = None
         self._loops: Loops | None = None
+        self._run_settings: type[RunSettings] | None = None
+        """``run.settings.RunSettings``, loaded with the first case (not imported per case)."""
         self._marks: dict[str, pytest.MarkDecorator] = {}
         self._parse_cache: ParseCache | None = None
         self._no_parse_cache = False
@@ -162,8 +164,11 @@ class EvalSession:
 
         Checks, timeout, the LLM, tool-mock recorder and the concurrency limit.
         """
-        from pytest_agent_eval.run.settings import RunSettings
+        make = self._run_settings
+        if make is None:
+            from pytest_agent_eval.run.settings import RunSettings
 
+            make = self._run_settings = RunSettings
         if (
             self._pace_pending and _http_client_loaded()
         ):  # the pace hooks httpx/httpx2 only: none, nothing to pace
@@ -187,7 +192,7 @@ class EvalSession:
         # In this thread one case runs at a time: with one trial, there is nothing for the limit to
         # hold back.
         alone = inline and (self.settings.repeat or case.repeat) == 1
-        return RunSettings(
+        return make(
             checks=self.checks,
             default_timeout=self.settings.timeout,
             llm=llm,

@@ -261,6 +261,8 @@ class Loops:
         loop. Blocked by something other than an agent, or ``retried``, it fails as blocked (it
         cannot be told apart from the culprit).
         """
+        if future.done():  # most often, at concurrency > 1: the case started early and ended
+            return wait(future)
         outcome = self.background.wait_case(future, case, self.timeout)
         if isinstance(outcome, CaseResult):
             return outcome
@@ -322,6 +324,9 @@ class OffLoopRuns:
     """
 
     def __init__(self, limit: int) -> None:
+        import concurrent.futures  # once, not an import statement per case
+
+        self._future = concurrent.futures.Future
         self._limit = limit
         self._lock = threading.Lock()
         self._waiting: collections.deque[Callable[[], None]] = collections.deque()
@@ -335,9 +340,7 @@ class OffLoopRuns:
         The future is settled as ``asyncio.run_coroutine_threadsafe``'s would be. Cancelled before
         its turn, the run never starts; once it runs on the loop, cancelling cancels its task.
         """
-        import concurrent.futures
-
-        future: concurrent.futures.Future[T] = concurrent.futures.Future()
+        future: concurrent.futures.Future[T] = self._future()
         job = functools.partial(_off_loop, coro, background, future)
         with self._lock:
             if self._running >= self._limit:
