@@ -40,6 +40,7 @@ _FAILED_OF_RUN = (
 )
 _ROWS_OF_RUN = "SELECT nodeid, outcome, content_hash FROM cases WHERE run_id = ?"
 _FEW = 500
+"""Up to this many cases that failed, their rows are read by node id (bound parameters)."""
 _HEAD_SCHEMA = (
     """CREATE TABLE alembic_version (
         version_num VARCHAR(32) NOT NULL,
@@ -83,7 +84,6 @@ _HEAD_SCHEMA = (
 
 A test keeps the two equal (tables, columns, keys, indexes): a new migration changes both.
 """
-"""Up to this many cases that failed, their rows are read by node id (bound parameters)."""
 
 
 def sqlite_file(url: str) -> Path | None:
