@@ -6,8 +6,9 @@ state, scheduler, ...).
 
 from __future__ import annotations
 
+import functools
 import importlib
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -154,11 +155,19 @@ def pytest_runtest_makereport(
             report.agent_eval_infra = True  # type: ignore[attr-defined]
     skipping.place(item, report)
     stopping.note_report(item, report)
-    if eval_item:  # eval items only: other tests load no record code
-        from pytest_agent_eval.report.attach import attach
-
-        attach(item, report)
+    # eval items only (other tests load no record code), on the report that carries the record:
+    # the call's, or the setup's when the case never got to run
+    if eval_item and (report.when == "call" or (report.when == "setup" and not report.passed)):
+        _attach()(item, report)
     return report
+
+
+@functools.cache
+def _attach() -> Callable[[pytest.Item, pytest.TestReport], None]:
+    """``report.attach.attach``, loaded with the first eval item's report (no import per report)."""
+    from pytest_agent_eval.report.attach import attach
+
+    return attach
 
 
 def pytest_report_teststatus(
