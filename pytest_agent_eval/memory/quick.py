@@ -123,7 +123,8 @@ class QuickStore:
         connection may be used from any thread (the caller serialises its use). ``create``: a
         missing store is made at ``HEAD`` (its directory too).
         """
-        if not path.is_file():
+        missing = not path.is_file()
+        if missing:
             if not create:
                 return None
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -135,7 +136,7 @@ class QuickStore:
             raise StoreError(f"{path}: {_why(exc)}") from None
         try:
             conn.execute("PRAGMA foreign_keys = ON")
-            version = _create(conn) if create else _version(conn)
+            version = _create(conn) if missing else _version(conn)
         except sqlite3.Error as exc:
             conn.close()
             raise StoreError(f"{path}: {_why(exc)}") from None
