@@ -137,21 +137,25 @@ def test_a_person_browses_runs_a_run_a_case_and_a_comparison(viewer: str, browse
     box = page.locator("svg.chart").first.bounding_box()
     assert box is not None and box["width"] > 100 and box["height"] > 100  # drawn, not collapsed
     page.locator("#runs a").first.click()
+    page.wait_for_url(re.compile(r"/run/"))  # a click starts the navigation, never waits for it
     assert page.locator("h1").inner_text().startswith("Run ")
     page.locator("#cases a", has_text="eval_v.yaml::greet").click()
+    page.wait_for_url(re.compile(r"/case\?"))
     assert page.locator("h1").inner_text() == "Case eval_v.yaml::greet"
     assert page.locator("svg.strip rect").count() == 3
     assert "flipped here (case unchanged)" in page.locator("#history").inner_text()
     page.goto(viewer + "/")
     page.select_option("select[name=tag]", "smoke")
     page.click("form.filters button")
-    assert "tag=smoke" in page.url
+    page.wait_for_url(re.compile(r"tag=smoke"))
     options = page.locator("form[action='/compare'] select[name=a] option").all_inner_texts()
     page.select_option("select[name=a]", options[-1])
     page.select_option("select[name=b]", options[-2])
     page.click("form[action='/compare'] button")
+    page.wait_for_url(re.compile(r"/compare\?"))
     assert page.locator("#compare .add").count() >= 1
     page.click("nav a[href='/flaky']")
+    page.wait_for_url(re.compile(r"/flaky$"))
     assert "eval_v.yaml::greet" in page.locator("#flaky").inner_text()
     assert elsewhere == [] and problems == []
 
@@ -202,12 +206,14 @@ def test_each_trial_of_a_repeated_case_links_its_own_trace(
     try:
         page.goto(f"http://127.0.0.1:{server.server_address[1]}/")
         page.locator("#runs a").first.click()
+        page.wait_for_url(re.compile(r"/run/"))
         for nodeid, links in trials.items():
             row = page.locator("#cases tr", has_text=nodeid)
             shown = row.locator("a.trace")
             assert shown.all_inner_texts() == ["trial 1", "trial 2", "trial 3"]
             assert [a.get_attribute("href") for a in shown.all()] == links
         page.locator("#cases a", has_text="eval_v.yaml::greet").click()
+        page.wait_for_url(re.compile(r"/case\?"))
         history = page.locator("#history a.trace")
         assert [a.get_attribute("href") for a in history.all()] == trials["eval_v.yaml::greet"]
     finally:
@@ -256,6 +262,7 @@ def test_a_case_links_its_trace_on_its_run_and_its_history(
         ids = [href.removeprefix("https://traces.example/trace/") for href in hrefs]
         assert len(ids) == 2 and set(ids) <= written and len(set(ids)) == 2, hrefs
         page.locator("#cases a", has_text="eval_v.yaml::greet").click()
+        page.wait_for_url(re.compile(r"/case\?"))
         assert page.locator("h1").inner_text() == "Case eval_v.yaml::greet"
         history = page.locator("#history a.trace")
         assert (
