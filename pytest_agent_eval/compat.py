@@ -1,4 +1,4 @@
-"""Every touch of a private pytest, pytest-xdist or asyncio API, each with a fallback.
+"""Every touch of a private pytest, pytest-xdist, asyncio or CPython API, each with a fallback.
 
 A fallback degrades, never fails.
 
@@ -22,6 +22,7 @@ if (
     TYPE_CHECKING
 ):  # the engine's parts (blocking.py) use this module without pytest; asyncio loads with the runner
     import asyncio
+    import threading
 
     import pytest
 
@@ -426,3 +427,25 @@ def run_temp_dir(config: pytest.Config, prefix: str) -> Path:
     except Exception:  # a pytest whose factory changed, a base that cannot be made
         base = None
     return Path(tempfile.mkdtemp(prefix=prefix, dir=base))
+
+
+def raise_in_thread(thread: threading.Thread, exc_type: type[BaseException]) -> bool:
+    """Raise ``exc_type`` in ``thread`` when it next runs Python code; whether it was set.
+
+    A thread spinning in Python (``while True: pass``) cannot be stopped otherwise; left running it
+    meets the interpreter's finalization. CPython's ``PyThreadState_SetAsyncExc`` (C API, through
+    ctypes); fallback (no ``ctypes.pythonapi``, as on PyPy): nothing, ``False``.
+    """
+    try:
+        import ctypes
+
+        set_async = ctypes.pythonapi.PyThreadState_SetAsyncExc
+    except (ImportError, AttributeError):
+        return False
+    if thread.ident is None or not thread.is_alive():
+        return False
+    changed = set_async(ctypes.c_ulong(thread.ident), ctypes.py_object(exc_type))
+    if changed > 1:  # more than one thread had that id: undo, as the C API asks
+        set_async(ctypes.c_ulong(thread.ident), None)
+        return False
+    return bool(changed == 1)

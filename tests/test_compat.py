@@ -188,3 +188,41 @@ def test_a_run_folder_degrades_to_the_system_temporary_folder(tmp_path: Any) -> 
             assert (made.stat().st_mode & 0o777) == 0o700
         finally:
             made.rmdir()
+
+
+def test_a_thread_spinning_in_python_is_stopped_by_an_exception_raised_in_it() -> None:
+    import threading
+
+    stopped: list[str] = []
+
+    def spin() -> None:
+        try:
+            while True:
+                pass
+        except SystemExit:
+            stopped.append("SystemExit")
+
+    thread = threading.Thread(target=spin, daemon=True)
+    thread.start()
+    assert compat.raise_in_thread(thread, SystemExit)
+    thread.join(timeout=30)
+    assert not thread.is_alive() and stopped == ["SystemExit"]
+    assert not compat.raise_in_thread(thread, SystemExit)  # ended: nothing to raise in
+
+
+def test_raising_in_a_thread_degrades_to_nothing_without_the_c_api(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import ctypes
+    import threading
+
+    monkeypatch.delattr(ctypes, "pythonapi")  # as on PyPy
+    done = threading.Event()
+    thread = threading.Thread(target=done.wait, daemon=True)
+    thread.start()
+    try:
+        assert not compat.raise_in_thread(thread, SystemExit)
+        assert thread.is_alive()
+    finally:
+        done.set()
+        thread.join()

@@ -304,6 +304,24 @@ def test_an_agent_that_blocks_the_event_loop_fails_alone_at_its_timeout(
     shows(result, "PASSED eval_good.yaml::good5")
 
 
+def test_the_thread_of_a_loop_left_behind_to_a_spinning_agent_ends_with_the_session(
+    faults: pytest.Pytester,
+) -> None:
+    """A spinning agent's loop, left behind, is stopped at the session's end, not at the exit.
+
+    Left spinning, its thread met the interpreter's finalization (a crash at exit on Python 3.10).
+    """
+    faults.makeconftest(
+        "import atexit, threading\n"
+        "atexit.register(lambda: print('loops still running:', sum(\n"
+        "    t.name == 'agent-eval-loop' and t.is_alive() for t in threading.enumerate())))\n"
+    )
+    faults.makefile(".yaml", eval_bad=bad_file("spins", ", timeout: 1"))
+    result = run(faults, "concurrent", "-s")
+    result.assert_outcomes(failed=2)  # each on a loop of its own: the first is left behind
+    result.stdout.fnmatch_lines(["loops still running: 0"])
+
+
 def test_a_blocked_loop_is_seen_while_waiting_for_a_case_without_a_timeout(
     faults: pytest.Pytester,
 ) -> None:

@@ -148,10 +148,26 @@ class LoopThread:
         """Leave this (blocked) loop.
 
         What runs on it is cancelled and it stops if it ever turns again; its thread, a daemon,
-        cannot be stopped from outside.
+        is stopped at the session's end if it still runs (``stop_abandoned``).
         """
         with contextlib.suppress(RuntimeError):
             self.submit(_cancel_pending_then_stop())
+
+    def stop_abandoned(self) -> None:
+        """Stop this abandoned loop's thread if an agent still holds it (it spins in Python).
+
+        SystemExit is raised in it, again while it runs (for a second of tries): the case's runner
+        takes the first as the agent's exit and the loop may go on to another spinning case. A
+        thread blocked in C code stops when that call returns. Left running, a spinning thread met
+        the interpreter's finalization (a crash at exit, seen on Python 3.10) and took the GIL from
+        the rest of the session's end.
+        """
+        from pytest_agent_eval import compat
+
+        for _ in range(10):
+            if not compat.raise_in_thread(self._thread, SystemExit):
+                return  # ended, or no way to stop it
+            self._thread.join(timeout=0.1)
 
     def submit(self, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
         import asyncio
@@ -195,6 +211,8 @@ class Loops:
         They failed so, and never start again.
         """
         self._background: LoopThread | None = None
+        self._left: list[LoopThread] = []
+        """Loops left behind blocked, stopped at ``close`` if still held."""
         self._runner: InlineLoop | LoopThread | None = None
         self._limit: asyncio.Semaphore | Slots | None = None
         self._off_loop: OffLoopRuns | None = None
@@ -284,17 +302,22 @@ class Loops:
             self.blocked[id(culprit)] = blocked_result(culprit, stall, limit)
         if self._background is not None:
             self._background.abandon()
+            self._left.append(self._background)
             if self._runner is self._background:
                 self._runner = None  # made again, with its concurrency limit, on the new loop
             self._background = None
 
     def close(self) -> None:
+        """Close the session's loops, and stop the threads of loops left behind still held."""
         if self._runner is not None and self._runner is not self._background:  # the inline loop
             self._runner.close()
         self._runner = None
         if self._background is not None:
             self._background.close()
             self._background = None
+        for left in self._left:
+            left.stop_abandoned()
+        self._left.clear()
 
 
 def blocked_result(case: Case, stall: Stall, limit: float | None) -> CaseResult:
