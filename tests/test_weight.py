@@ -8,6 +8,7 @@ each xdist worker), so the guard bites the day a feature's module is imported wi
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
@@ -198,7 +199,18 @@ def test_a_plain_test_beside_eval_files_loads_no_engine(project: pytest.Pytester
     assert [name for name in _matches(names, OPTIONAL + ENGINE) if name not in CONFIGURED] == []
 
 
-def test_the_run_memory_costs_nothing_either(project: pytest.Pytester) -> None:
+def test_the_run_memory_costs_nothing_either(
+    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run of plain tests loads none of the memory and starts no ``git status`` either.
+
+    The ``git`` on the ``PATH`` here writes down each time it runs; a run with eval cases runs it.
+    """
+    tools = project.mkdir("tools")
+    git = tools / "git"
+    git.write_text(f'#!/bin/sh\necho "$*" >> {project.path / "git-runs.txt"}\nexit 128\n')
+    git.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tools}{os.pathsep}{os.environ['PATH']}")
     project.makepyfile(test_plain="def test_plain():\n    pass\n")
     result = project.runpytest_subprocess(
         "-p", "no:cacheprovider", "-p", "no:randomly", "test_plain.py"
@@ -206,6 +218,11 @@ def test_the_run_memory_costs_nothing_either(project: pytest.Pytester) -> None:
     result.assert_outcomes(passed=1)
     (names,) = _loaded(project).values()
     assert [name for name in _matches(names, OPTIONAL + ENGINE) if name not in CONFIGURED] == []
+    assert not (project.path / "git-runs.txt").exists()
+    project.runpytest_subprocess("-p", "no:cacheprovider", "eval_weight.json").assert_outcomes(
+        passed=3
+    )
+    assert (project.path / "git-runs.txt").read_text().startswith("--no-optional-locks status")
 
 
 def test_the_run_memory_loads_its_own_modules_only(project: pytest.Pytester) -> None:

@@ -25,8 +25,9 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_agent_eval.compat import is_worker
+from pytest_agent_eval.compat import hands_out_cases, is_worker
 from pytest_agent_eval.plugin.options import option_group
+from pytest_agent_eval.plugin.state import get_state
 
 if TYPE_CHECKING:
     from pytest_agent_eval.memory.journal import Journal
@@ -226,16 +227,31 @@ class Memory:
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionstart(self, session: pytest.Session) -> None:
-        self._git = _Git(self.config.rootpath)  # runs beside the collection
+        if hands_out_cases(self.config):  # the workers collect: runs beside them
+            self.git()
         if self.collector.record_data:  # a resumed run: its journal starts with the records kept
             self._open_journal()
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        if get_state(self.config).eval_items:  # runs beside the first cases
+            self.git()
+
+    def git(self) -> _Git:
+        """The checkout's ``git status``, started when first asked for.
+
+        Asked for once a run has eval cases: a run of plain tests starts no process.
+        """
+        if self._git is None:
+            self._git = _Git(self.config.rootpath)
+        return self._git
 
     def _run_start(self) -> dict[str, Any]:
         """The run as the JSON report has it at the start (its ``run`` without duration or end)."""
         if self._run is None:
             from pytest_agent_eval.report.run_info import run_start
 
-            commit = self._git.state()["commit"] if self._git is not None else None
+            commit = self.git().state()["commit"]
             self._run = run_start(self.config, self.started, commit)
         return self._run
 
@@ -371,7 +387,7 @@ class Memory:
 
         On a detached HEAD, the branch a CI names.
         """
-        state = self._git.state() if self._git is not None else {}
+        state = self.git().state()
         return {"branch": state.get("branch"), "dirty": state.get("dirty")}
 
     def _options(self) -> dict[str, Any]:

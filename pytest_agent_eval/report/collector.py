@@ -282,7 +282,10 @@ class Records:
         return self._built
 
     def _record(self, nodeid: str, kind: type[CaseRecord]) -> CaseRecord:
-        """The record of ``nodeid``: the one made in this process, else built from its data."""
+        """The record of ``nodeid``: the one made in this process, else built from its data.
+
+        ``kind`` is ``CaseRecord``, imported once by the caller rather than once a record.
+        """
         data = self._records[nodeid]
         made = self._made.get(nodeid)
         if made is not None and made[0] is data:
