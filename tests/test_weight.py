@@ -78,6 +78,7 @@ CONFIGURED = {"pytest_agent_eval.cases", "pytest_agent_eval.cases.trust"}
 """
 
 ENGINE = (
+    "pytest_agent_eval.core.case",  # the case model: the options check names with core.names
     "pytest_agent_eval.cases",
     "pytest_agent_eval.checks",
     "pytest_agent_eval.run",

@@ -24,10 +24,11 @@ from typing import Any
 from pytest_agent_eval.checks.agreement import cohen_kappa
 from pytest_agent_eval.checks.base import CheckContext, CheckError
 from pytest_agent_eval.checks.judge import Verdict, identity, judge_options, verdict
-from pytest_agent_eval.core.case import ID_RE, Case
+from pytest_agent_eval.core.case import Case
 from pytest_agent_eval.core.document import Document, PathKey, read_document
 from pytest_agent_eval.core.errors import EvalFileError
 from pytest_agent_eval.core.files import CALIBRATION_SUFFIXES as SUFFIXES
+from pytest_agent_eval.core.names import ID_RE
 from pytest_agent_eval.core.results import CaseResult, CheckResult, RunRecord, TrialResult
 from pytest_agent_eval.llm import LLM
 

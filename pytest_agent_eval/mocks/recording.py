@@ -16,8 +16,8 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from pytest_agent_eval.core.case import UNMOCKED_MODES
 from pytest_agent_eval.core.errors import did_you_mean
+from pytest_agent_eval.core.names import UNMOCKED_MODES
 from pytest_agent_eval.core.results import ToolCall
 from pytest_agent_eval.core.tool_errors import MockConfigError, UnmockedToolError
 from pytest_agent_eval.faults import describe

@@ -15,14 +15,15 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import pytest
 
 from pytest_agent_eval import compat, gc_policy
-from pytest_agent_eval.core.case import TAG_RE, Case, LoadedFile
+from pytest_agent_eval.core.names import TAG_RE
 from pytest_agent_eval.plugin import injection
 from pytest_agent_eval.plugin.skipping import fail_item, relative
 from pytest_agent_eval.plugin.state import EVAL_ITEM, get_state
 from pytest_agent_eval.plugin.stopping import STOPS
 from pytest_agent_eval.text import printable
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the case model loads with the first file read
+    from pytest_agent_eval.core.case import Case, LoadedFile
     from pytest_agent_eval.core.errors import EvalFileError
 
 # Tags with these names would change how a case runs if they became markers; they stay keywords

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_agent_eval.core.case import AGENT_NAME_PATTERN, UNMOCKED_MODES
 from pytest_agent_eval.core.files import DEFAULT_FILES, is_eval_file, orphan_sidecar
+from pytest_agent_eval.core.names import AGENT_NAME_PATTERN, UNMOCKED_MODES
 from pytest_agent_eval.traffic.options import TrafficOptions
 
 __all__ = ["Settings", "add_options", "is_eval_file", "option_group", "orphan_sidecar"]

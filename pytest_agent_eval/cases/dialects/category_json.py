@@ -23,8 +23,9 @@ from pytest_agent_eval.cases.dialects.common import (
 )
 from pytest_agent_eval.checks import CheckRegistry
 from pytest_agent_eval.checks.scorers import RESPONSE_TIME_BUDGET_S
-from pytest_agent_eval.core.case import Case, LoadedFile, slugify
+from pytest_agent_eval.core.case import Case, LoadedFile
 from pytest_agent_eval.core.document import Document, PathKey
+from pytest_agent_eval.core.names import slugify
 
 NAME = "category_json"
 ITEM_KEYS = ("input", "expected", "expected_behavior", "expected_tools", "tags", "timeout")

@@ -7,9 +7,10 @@ import re
 from collections.abc import Collection
 from typing import Any
 
-from pytest_agent_eval.core.case import ID_RE, TAG_RE, TAG_RULE, Case, slugify
+from pytest_agent_eval.core.case import Case
 from pytest_agent_eval.core.document import Document, PathKey, pretty_path
 from pytest_agent_eval.core.errors import EvalFileError, did_you_mean
+from pytest_agent_eval.core.names import ID_RE, TAG_RE, TAG_RULE, slugify
 
 pretty = pretty_path
 """``("cases", 2, "scorers")`` -> ``cases[2].scorers``."""

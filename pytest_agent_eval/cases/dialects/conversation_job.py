@@ -19,10 +19,11 @@ from typing import Any
 from pytest_agent_eval.cases.dialects.base import Dialect
 from pytest_agent_eval.cases.dialects.common import Problems, is_number, pretty
 from pytest_agent_eval.checks import CheckRegistry
-from pytest_agent_eval.core.case import ID_RE, Case, LoadedFile, slugify
+from pytest_agent_eval.core.case import Case, LoadedFile
 from pytest_agent_eval.core.conversation import DEFAULT_WEIGHTS, SimulatedUser, Task, assertion
 from pytest_agent_eval.core.document import Document, PathKey
 from pytest_agent_eval.core.errors import EvalFileErrors
+from pytest_agent_eval.core.names import ID_RE, slugify
 
 NAME = "conversation_job"
 JOB_KEYS = (

@@ -9,9 +9,10 @@ from pytest_agent_eval.cases.dialects.common import Ids, Problems
 from pytest_agent_eval.cases.dialects.native_schema import schema_errors
 from pytest_agent_eval.cases.fields import field_errors
 from pytest_agent_eval.checks import CheckRegistry
-from pytest_agent_eval.core.case import ID_RE, Case, LoadedFile, Turn, slugify
+from pytest_agent_eval.core.case import Case, LoadedFile, Turn
 from pytest_agent_eval.core.document import Document, PathKey
 from pytest_agent_eval.core.errors import EvalFileError, EvalFileErrors
+from pytest_agent_eval.core.names import ID_RE, slugify
 
 NAME = "native"
 # Mapping fields whose defaults merge key by key with the case's own; other fields are replaced.

@@ -8,13 +8,6 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_agent_eval.cases import quickcheck
 from pytest_agent_eval.checks import CheckRegistry
-from pytest_agent_eval.core.case import (
-    AGENT_NAME_PATTERN,
-    ID_PATTERN,
-    TAG_PATTERN,
-    TAG_RULE,
-    UNMOCKED_MODES,
-)
 from pytest_agent_eval.core.conversation_schema import (
     assertions_schema,
     score_schema,
@@ -22,6 +15,13 @@ from pytest_agent_eval.core.conversation_schema import (
 )
 from pytest_agent_eval.core.document import Document, PathKey, pretty_path
 from pytest_agent_eval.core.errors import EvalFileError, did_you_mean
+from pytest_agent_eval.core.names import (
+    AGENT_NAME_PATTERN,
+    ID_PATTERN,
+    TAG_PATTERN,
+    TAG_RULE,
+    UNMOCKED_MODES,
+)
 
 if (
     TYPE_CHECKING

@@ -35,9 +35,10 @@ from pytest_agent_eval.checks import CheckRegistry
 from pytest_agent_eval.checks.promptfoo import SUPPORTED
 from pytest_agent_eval.checks.promptfoo_graded import python_path
 from pytest_agent_eval.checks.promptfoo_types import TRANSFORM
-from pytest_agent_eval.core.case import Case, LoadedFile, slugify
+from pytest_agent_eval.core.case import Case, LoadedFile
 from pytest_agent_eval.core.document import Document, PathKey
 from pytest_agent_eval.core.errors import EvalFileError
+from pytest_agent_eval.core.names import slugify
 
 NAME = "promptfoo"
 NEED = "a promptfoo config: a mapping with `providers` (or `targets`) and `prompts` or `tests`"
