@@ -203,7 +203,7 @@ def test_a_plain_test_beside_eval_files_loads_no_engine(project: pytest.Pytester
 def test_the_run_memory_costs_nothing_either(
     project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A run of plain tests loads none of the memory and starts no ``git status`` either.
+    """Plain tests and ``--collect-only`` load none of the memory and start no ``git status``.
 
     The ``git`` on the ``PATH`` here writes down each time it runs; a run with eval cases runs it.
     """
@@ -220,6 +220,11 @@ def test_the_run_memory_costs_nothing_either(
     (names,) = _loaded(project).values()
     assert [name for name in _matches(names, OPTIONAL + ENGINE) if name not in CONFIGURED] == []
     assert not (project.path / "git-runs.txt").exists()
+    collected = project.runpytest_subprocess(
+        "-p", "no:cacheprovider", "--collect-only", "eval_weight.json"
+    )
+    collected.stdout.fnmatch_lines(["*3 tests collected*"])
+    assert not (project.path / "git-runs.txt").exists()  # nothing ran: nothing to record
     project.runpytest_subprocess("-p", "no:cacheprovider", "eval_weight.json").assert_outcomes(
         passed=3
     )

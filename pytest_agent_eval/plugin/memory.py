@@ -234,13 +234,15 @@ class Memory:
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_finish(self, session: pytest.Session) -> None:
-        if get_state(self.config).eval_items:  # runs beside the first cases
+        # runs beside the first cases; a collection alone keeps no record
+        if get_state(self.config).eval_items and not self.config.option.collectonly:
             self.git()
 
     def git(self) -> _Git:
         """The checkout's ``git status``, started when first asked for.
 
-        Asked for once a run has eval cases: a run of plain tests starts no process.
+        Asked for once a run has eval cases to run: a run of plain tests, or ``--collect-only``,
+        starts no process.
         """
         if self._git is None:
             self._git = _Git(self.config.rootpath)
