@@ -247,6 +247,36 @@ def test_the_run_memory_loads_its_own_modules_only(project: pytest.Pytester) -> 
     assert len(list((project.path / ".agent-eval" / "journal").glob("*.jsonl"))) == 2
 
 
+FROZEN_CONFTEST = """
+import dataclasses, json, sys
+
+def pytest_sessionfinish(session):
+    frozen = sorted(
+        f"{name}.{kind.__name__}"
+        for name, module in list(sys.modules.items()) if name.startswith("pytest_agent_eval")
+        for kind in vars(module).values()
+        if isinstance(kind, type) and kind.__module__ == name and dataclasses.is_dataclass(kind)
+        and kind.__dataclass_params__.frozen
+    )
+    with open("frozen.json", "w") as out:
+        json.dump(frozen, out)
+"""
+
+
+def test_a_run_builds_no_frozen_dataclass(project: pytest.Pytester) -> None:
+    """The start-up of a default run compiles no frozen dataclass's methods (SPEC §27).
+
+    ``dataclasses`` compiles a class's methods from source when its module loads; a frozen one's
+    six methods cost about 4 M instructions, a named tuple's none: the immutable settings, options,
+    specs and steps every run loads are named tuples (or plain classes). A frozen dataclass a run
+    loads by default would take that back.
+    """
+    project.makeconftest(FROZEN_CONFTEST)
+    result = project.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:randomly")
+    result.assert_outcomes(passed=3)
+    assert json.loads((project.path / "frozen.json").read_text()) == []
+
+
 @pytest.mark.parametrize("xdist", [(), ("-n", "2")], ids=["one process", "-n 2"])
 def test_the_verdict_cache_looks_cases_up_without_sqlalchemy(
     project: pytest.Pytester, xdist: tuple[str, ...]

@@ -64,8 +64,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, runtime_checkable
 
 from pytest_agent_eval.core.trial import CONVERSATION, TRIAL
 
@@ -141,8 +140,7 @@ class UnreadableResult(ValueError):
     """
 
 
-@dataclass(frozen=True)
-class Agent:
+class Agent(NamedTuple):
     """A resolved agent: a call and the adapter that reads its result.
 
     ``call(query, context)`` returns the raw result, or an awaitable of it; ``adapter`` reads that

@@ -17,9 +17,8 @@ import os
 import stat
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 MAX_FILE_BYTES = 16 * 1024 * 1024
 """A ``file://`` reference larger than this is an error of its case (a prompt, a var, a tests file).
@@ -44,8 +43,7 @@ class Refused(ValueError):
     """
 
 
-@dataclass(frozen=True)
-class Trust:
+class Trust(NamedTuple):
     """The folders data files may read under, and how many cases one file may make."""
 
     roots: tuple[Path, ...]

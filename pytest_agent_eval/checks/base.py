@@ -11,7 +11,7 @@ import re
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol, cast
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, cast
 
 from pytest_agent_eval.core.results import CheckResult, RunRecord
 from pytest_agent_eval.faults import describe
@@ -47,8 +47,7 @@ class Check(Protocol):
     def __call__(self, run: RunRecord, spec: Any, ctx: CheckContext) -> CheckResult: ...
 
 
-@dataclass(frozen=True)
-class CheckSpec:
+class CheckSpec(NamedTuple):
     """A registered check: the function and the JSON Schema of its ``expect:`` value."""
 
     name: str

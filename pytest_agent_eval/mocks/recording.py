@@ -14,7 +14,7 @@ import time
 from collections.abc import Awaitable, Callable, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from pytest_agent_eval.core.errors import did_you_mean
 from pytest_agent_eval.core.names import UNMOCKED_MODES
@@ -32,8 +32,7 @@ if TYPE_CHECKING:
 # call a recording answers: a case without mocks records with this module and ``current`` only.
 
 
-@dataclass(frozen=True)
-class MockPlan:
+class MockPlan(NamedTuple):
     """The compiled tool mocks of one case: a response per tool; what a call without one does."""
 
     responses: Mapping[str, Response]

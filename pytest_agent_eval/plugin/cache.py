@@ -29,8 +29,7 @@ import json
 import os
 import threading
 from collections.abc import Generator
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import pytest
 
@@ -413,8 +412,7 @@ class Cache:
             self._store.close()
 
 
-@dataclass(frozen=True)
-class _Session:
+class _Session(NamedTuple):
     """The parts of every cache key that are the session's (``Cache.key``), read once."""
 
     settings: Settings

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 
@@ -120,8 +120,7 @@ def add_options(parser: pytest.Parser) -> None:
     )
 
 
-@dataclass(frozen=True)
-class Settings:
+class Settings(NamedTuple):
     """Every option of the plugin, read once per session."""
 
     agent: str | None
@@ -133,7 +132,7 @@ class Settings:
     concurrency: int = 1
     repeat: int | None = None
     require_llm: bool = False
-    traffic: TrafficOptions = field(default_factory=TrafficOptions)
+    traffic: TrafficOptions = TrafficOptions()
     matrix: tuple[tuple[str, str], ...] = ()
     """``--agent-eval-agent NAME=MODULE:ATTR``, in order."""
 

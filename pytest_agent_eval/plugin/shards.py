@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -29,12 +28,30 @@ sharded.
 """
 
 
-@dataclass(frozen=True)
 class ShardSpec:
-    """Shard ``index`` of ``count`` (1-based)."""
+    """Shard ``index`` of ``count`` (1-based).
 
-    index: int
-    count: int
+    A plain class, not a dataclass (whose methods are compiled at every start, in every run: the
+    option's type is read by a run of plain tests too), nor a named tuple (``index`` and ``count``
+    are a tuple's methods).
+    """
+
+    __slots__ = ("count", "index")
+
+    def __init__(self, index: int, count: int) -> None:
+        self.index = index
+        self.count = count
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ShardSpec):
+            return NotImplemented
+        return (self.index, self.count) == (other.index, other.count)
+
+    def __hash__(self) -> int:
+        return hash((self.index, self.count))
+
+    def __repr__(self) -> str:
+        return f"ShardSpec(index={self.index}, count={self.count})"
 
 
 def parse_shard(text: str) -> ShardSpec:

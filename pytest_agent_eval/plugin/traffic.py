@@ -22,7 +22,6 @@ cassettes of the checkout each worker runs in.
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -195,7 +194,7 @@ def read_options(config: pytest.Config) -> TrafficOptions:
         or options.token_limit
         or options.prices
     )
-    return replace(options, on=bool(wanted), keep_calls=traced)
+    return options._replace(on=bool(wanted), keep_calls=traced)
 
 
 def start(config: pytest.Config, options: TrafficOptions) -> Traffic:

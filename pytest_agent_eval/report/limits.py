@@ -11,15 +11,13 @@ the line names those models.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
     from pytest_agent_eval.report.stats import Stats
 
 
-@dataclass(frozen=True)
-class Thresholds:
+class Thresholds(NamedTuple):
     """The suite's limits; ``None``: not set."""
 
     min_pass_rate: float | None = None

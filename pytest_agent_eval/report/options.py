@@ -7,9 +7,8 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 import pytest
 
@@ -124,8 +123,7 @@ def add_options(group: pytest.OptionGroup, parser: pytest.Parser) -> None:
         parser.addini(ini, f"suite threshold: {what}", default="")
 
 
-@dataclass(frozen=True)
-class ReportOptions:
+class ReportOptions(NamedTuple):
     """The report options (SPEC §10), read once from the config.
 
     The files to write, the baseline to compare with, the suite thresholds.

@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 import operator
 from collections.abc import Iterable
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from pytest_agent_eval.checks.base import TOOL_SELECTION_CHECKS, check_name
 from pytest_agent_eval.report.record import CaseRecord
@@ -23,8 +23,7 @@ def percentile(values: list[float], p: float) -> float:
     return ordered[max(0, math.ceil(p * len(ordered)) - 1)]
 
 
-@dataclass(frozen=True)
-class Stats:
+class Stats(NamedTuple):
     """What the summary shows for one group of cases.
 
     ``None`` where the group has nothing to measure.

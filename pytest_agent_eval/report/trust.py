@@ -12,8 +12,7 @@ as ``no_verdict``).
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from pytest_agent_eval.checks.base import check_name
 
@@ -26,8 +25,7 @@ if TYPE_CHECKING:
 _CALIBRATION = "judge_calibration"
 
 
-@dataclass(frozen=True)
-class Table:
+class Table(NamedTuple):
     """One table of a report section: a title, a header row and rows of text."""
 
     title: str

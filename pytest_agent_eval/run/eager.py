@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextvars
 import types
 from collections.abc import Coroutine, Generator
-from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from pytest_agent_eval import compat
@@ -42,26 +41,34 @@ def needs_loop() -> _NeedsLoop:
     return _NeedsLoop()
 
 
-@dataclass
 class Suspended(Generic[T]):
-    """A run that needs the loop from here on: ``rest()`` is its remainder, to run as a task."""
+    """A run that needs the loop from here on: ``rest()`` is its remainder, to run as a task.
 
-    coro: Coroutine[Any, Any, T]
-    yielded: Any
-    context: contextvars.Context
-    """The context the run started in, in which its remainder goes on.
-
-    Not in a copy: a context variable set before the hand-over, such as a tool-mock recording's, is
-    reset in it after.
+    ``context`` is the context the run started in, in which its remainder goes on; not a copy: a
+    context variable set before the hand-over, such as a tool-mock recording's, is reset in it
+    after. A plain class, not a dataclass: one fewer class whose methods are compiled at start.
     """
+
+    __slots__ = ("context", "coro", "yielded")
+
+    def __init__(
+        self, coro: Coroutine[Any, Any, T], yielded: Any, context: contextvars.Context
+    ) -> None:
+        self.coro = coro
+        self.yielded = yielded
+        self.context = context
 
     async def rest(self) -> T:
         return await _go_on(self.coro, self.yielded, self.context)  # type: ignore[no-any-return]
 
 
-@dataclass
 class Finished(Generic[T]):
-    value: T
+    """A run that ended without the loop: ``value`` is its result."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: T) -> None:
+        self.value = value
 
 
 class OffLoop(Coroutine[Any, Any, T]):

@@ -17,15 +17,13 @@ import threading
 import time
 import types
 from collections.abc import Awaitable, Generator
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:
     from pytest_agent_eval.core.case import Case
 
 
-@dataclass(frozen=True)
-class Step:
+class Step(NamedTuple):
     """A step of an async agent running now on some thread's event loop."""
 
     case: Case | None
@@ -97,8 +95,7 @@ def blocked_message(
     )
 
 
-@dataclass(frozen=True)
-class Stall:
+class Stall(NamedTuple):
     """The event loop did not turn for ``seconds``, held by ``culprit``'s agent.
 
     A ``None`` culprit: held by something else.

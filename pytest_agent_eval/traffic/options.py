@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 
-@dataclass(frozen=True)
-class TrafficOptions:
+class TrafficOptions(NamedTuple):
     """The options of the HTTP traffic hook; ``on`` when any of them needs it."""
 
     on: bool = False

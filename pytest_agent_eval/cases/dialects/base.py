@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:
     from pytest_agent_eval.checks import CheckRegistry
@@ -25,8 +24,7 @@ problem with the file as a whole raises ``EvalFileError(s)``.
 """
 
 
-@dataclass(frozen=True)
-class Dialect:
+class Dialect(NamedTuple):
     """A file format: ``detect`` says whether data has its shape, ``load`` reads it.
 
     ``detect`` also says what the data needs if it has not.
