@@ -10,9 +10,10 @@ import math
 import re
 import threading
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, cast
 
+from pytest_agent_eval.core.model import model
 from pytest_agent_eval.core.results import CheckResult, RunRecord
 from pytest_agent_eval.faults import describe
 from pytest_agent_eval.traffic.clients import infrastructure_error
@@ -21,7 +22,7 @@ if TYPE_CHECKING:
     from pytest_agent_eval.core.case import Case
 
 
-@dataclass
+@model
 class CheckContext:
     """What a check may need beyond the run: the case and the session's settings."""
 

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from pytest_agent_eval.core.model import model
 
 if TYPE_CHECKING:
     from pytest_agent_eval.core.conversation import SimulatedUser
 
 
-@dataclass
+@model
 class Turn:
     """One scripted user message of a conversation, with its own checks."""
 
@@ -19,7 +21,7 @@ class Turn:
     line: int = 0
 
 
-@dataclass
+@model
 class Case:
     """One eval case. ``expect`` maps registered check names to their arguments."""
 
@@ -97,7 +99,7 @@ class Case:
         return f"{self.path}:{self.line}"
 
 
-@dataclass
+@model
 class LoadedFile:
     """A loaded file: its cases (some may carry errors) and the format it was read as."""
 

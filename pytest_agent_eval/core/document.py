@@ -8,7 +8,7 @@ import json
 import marshal
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from pytest_agent_eval.core.errors import EvalFileError, EvalFileErrors
 from pytest_agent_eval.core.files import JSON_SUFFIXES, JSONL_SUFFIXES
 from pytest_agent_eval.core.jsonl import read_jsonl
+from pytest_agent_eval.core.model import model
 
 if TYPE_CHECKING:
     import yaml
@@ -58,7 +59,7 @@ A few hundred bytes of aliases can mean billions.
 """
 
 
-@dataclass
+@model
 class Document:
     """A parsed file: its data and the 1-based line of each path into it."""
 

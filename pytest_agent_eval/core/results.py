@@ -5,16 +5,17 @@ A run's record holds its output, tool calls, timing and usage.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any, TypeGuard
 
+from pytest_agent_eval.core.model import model
 from pytest_agent_eval.text import bounded_repr
 
 if TYPE_CHECKING:
     from pytest_agent_eval.core.case import Case
 
 
-@dataclass
+@model
 class ToolCall:
     """One tool call: its name, arguments, and the result or error it gave."""
 
@@ -43,7 +44,7 @@ class ToolCall:
         return f"{self.server + '.' if self.server else ''}{self.name}({args})"
 
 
-@dataclass
+@model
 class AgentResult:
     """What an agent may return to report its output, tool calls and more."""
 
@@ -54,7 +55,7 @@ class AgentResult:
     usage: dict[str, Any] = field(default_factory=dict)
 
 
-@dataclass
+@model
 class RunRecord:
     """One run of the agent on one case (one trial), normalised from whatever the agent returned."""
 
@@ -168,7 +169,7 @@ def merged_calls(reported: list[ToolCall], recorded: list[ToolCall]) -> list[Too
     return out
 
 
-@dataclass
+@model
 class CheckResult:
     """The verdict of one check on one run."""
 
@@ -200,7 +201,7 @@ class CheckResult:
         return cls(name=name, passed=passed, **kw)
 
 
-@dataclass
+@model
 class TrialResult:
     """One trial: the run record, every check's result and the verdict."""
 
@@ -231,7 +232,7 @@ class TrialResult:
         return bool(self.run.error or self.violations or any(c.scored for c in self.checks))
 
 
-@dataclass
+@model
 class CaseResult:
     """A case's verdict over all its trials."""
 

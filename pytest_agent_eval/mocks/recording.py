@@ -13,10 +13,11 @@ import threading
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from contextlib import AbstractContextManager
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from pytest_agent_eval.core.errors import did_you_mean
+from pytest_agent_eval.core.model import model
 from pytest_agent_eval.core.names import UNMOCKED_MODES
 from pytest_agent_eval.core.results import ToolCall
 from pytest_agent_eval.core.tool_errors import MockConfigError, UnmockedToolError
@@ -300,7 +301,7 @@ def _unpatched(
     ]
 
 
-@dataclass
+@model
 class Recording:
     """The tool calls of one trial, in call order, answered from its plan."""
 

@@ -10,9 +10,10 @@ and the pytest ``TestReport``'s outcome, and read back from plain JSON data by t
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any
 
+from pytest_agent_eval.core.model import model
 from pytest_agent_eval.report.case_input import case_input, content_hash
 from pytest_agent_eval.report.jsonable import JSON, cut, encodable, finite, jsonable
 
@@ -35,7 +36,7 @@ _CACHE_TOKENS = (("cache_read", "cache_read_tokens"), ("cache_write", "cache_wri
 """The record's names of the cache token counts, and the run usage's."""
 
 
-@dataclass
+@model
 class CheckRecord:
     """One check's verdict.
 
@@ -67,7 +68,7 @@ class CheckRecord:
         )
 
 
-@dataclass
+@model
 class ToolCallRecord:
     """One tool call the agent made: name, arguments and the result or error it got."""
 
@@ -96,7 +97,7 @@ class ToolCallRecord:
         return out
 
 
-@dataclass
+@model
 class TrialRecord:
     """One trial: its verdict, score, latency and usage, and each check's verdict.
 
@@ -128,7 +129,7 @@ class TrialRecord:
         )
 
 
-@dataclass
+@model
 class CaseRecord:
     """Everything the reports say about one eval item.
 

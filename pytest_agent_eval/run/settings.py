@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from pytest_agent_eval.core.case import Case
+from pytest_agent_eval.core.model import model
 
 if TYPE_CHECKING:
     import asyncio
@@ -35,7 +35,7 @@ class TrialRecording(Protocol):
 RecorderFactory = Callable[[Case], AbstractContextManager[TrialRecording]]
 
 
-@dataclass
+@model
 class RunSettings:
     """What every case run needs besides the case and the agent."""
 
