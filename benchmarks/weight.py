@@ -139,6 +139,8 @@ class Sample:
     limited: list[int] = field(default_factory=list)
     """Requests the provider answered 429."""
     passed: list[int] = field(default_factory=list)
+    switches: list[int] = field(default_factory=list)
+    """Context switches of the pytest process (and its children), voluntary or not."""
 
     def median(self, what: str = "wall") -> float:
         values = getattr(self, what)
@@ -195,6 +197,9 @@ class Bench:
         if sample is not None:
             sample.wall.append(wall)
             sample.cpu.append(after.ru_utime + after.ru_stime - used.ru_utime - used.ru_stime)
+            sample.switches.append(
+                after.ru_nvcsw + after.ru_nivcsw - used.ru_nvcsw - used.ru_nivcsw
+            )
             if self.provider.first:
                 sample.first_request.append(self.provider.first - clock)
                 sample.span.append(self.provider.last - self.provider.first)
@@ -285,29 +290,45 @@ def compared(
     return [[name, *cells, ratio(after, before), cpu, target]]
 
 
-def sleepers_row(bench_: Bench) -> list[Row]:
+def sleepers_row(bench_: Bench) -> tuple[list[Row], list[str]]:
+    """The 50 ms row, and the same with ``--capture=sys`` on both sides; their context switches.
+
+    pytest's default ``--capture=fd`` makes some 40 system calls an item (``dup2``, ``read``,
+    ``fstat``, ...), each of which lets go of the GIL: with 128 threads waking from their sleeps,
+    each such call wakes one of them for nothing. ``--capture=sys`` makes none of them.
+    """
     n = bench_.sizes.sleepers
     plugin = ["eval_sleepers.json", "--agent-eval-concurrency", str(CONCURRENCY)]
+    plain = ["test_plain_sleepers.py"]
+    sys_capture = ["--capture=sys"]
     bench_.log(f"{n} × 50 ms sync at C={CONCURRENCY}:")
     variants = {
         "after": ("after", plugin),
         "before": ("before", plugin),
-        "T0": ("plain", ["test_plain_sleepers.py"]),
+        "T0": ("plain", plain),
+        "after, sys": ("after", [*plugin, *sys_capture]),
+        "T0, sys": ("plain", [*plain, *sys_capture]),
     }
     s = bench_.rounds(variants, bench_.sizes.rounds)
-    after, before, t0 = (s[k].median() for k in ("after", "before", "T0"))
-    bound = (t0 + math.ceil(n / CONCURRENCY) * LATENCY) * 1.1
-    cpu = "/".join(f"{s[k].median('cpu'):.2f}" for k in ("after", "before", "T0"))
-    cells = [f"{after:.2f}", f"{before:.2f}", f"{t0:.2f} (T₀)", ratio(after, t0), ratio(before, t0)]
-    return [
-        [
-            f"{n} × 50 ms sync at C={CONCURRENCY}",
-            *cells,
-            ratio(after, before),
-            cpu,
-            f"≤ {bound:.2f} s",
+    rows = []
+    for name, keys in (
+        (f"{n} × 50 ms sync at C={CONCURRENCY}", ("after", "before", "T0")),
+        ("the same, `--capture=sys` (after and T₀)", ("after, sys", None, "T0, sys")),
+    ):
+        after, before, t0 = (s[k].median() if k else math.nan for k in keys)
+        bound = (t0 + math.ceil(n / CONCURRENCY) * LATENCY) * 1.1
+        cpu = "/".join(f"{s[k].median('cpu'):.2f}" if k else "-" for k in keys)
+        cells = [
+            f"{after:.2f}",
+            f"{before:.2f}" if keys[1] else "-",
+            f"{t0:.2f} (T₀)",
+            ratio(after, t0),
+            ratio(before, t0),
         ]
-    ]
+        rows.append([name, *cells, ratio(after, before), cpu, f"≤ {bound:.2f} s"])
+    switches = ", ".join(f"{k} {s[k].median('switches'):.0f}" for k in variants)
+    note = f"Context switches of the {n} × 50 ms runs (medians): {switches}."
+    return rows, [note]
 
 
 def instructions(bench_: Bench, code: str, args: list[str]) -> float:
@@ -516,7 +537,9 @@ def main() -> int:
         if wanted("instructions") and (not args.short or args.row):  # ~1 min: not in CI's
             rows += instructions_row(b)
         if wanted("sleepers"):
-            rows += sleepers_row(b)
+            more, said = sleepers_row(b)
+            rows += more
+            notes += said
         if wanted("collect"):
             plugin, plain = (
                 ["eval_zero.json", "--collect-only"],
