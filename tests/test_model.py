@@ -1,4 +1,4 @@
-"""The data model's shared ``__repr__`` and ``__eq__`` behave as the methods ``dataclasses`` compiles.
+"""The data model's shared ``__repr__`` and ``__eq__`` behave as those ``dataclasses`` compiles.
 
 Each class made with ``core.model.model`` is compared with a twin made by ``dataclasses`` from the
 same fields: the same repr, the same equality and inequality field by field, unhashable alike.
